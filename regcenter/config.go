@@ -1,0 +1,116 @@
+package regcenter
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config describes how to reach ZooKeeper. The zero value is not usable:
+// Servers must be set. Every other field has a default, stated per field,
+// that [Config.WithDefaults] fills in and [Config.Validate] checks.
+type Config struct {
+	// Servers lists the ZooKeeper members as host:port. Required.
+	Servers []string `yaml:"servers" json:"servers"`
+	// Namespace is the root node under which every job lives, without
+	// slashes, e.g. "shop". Default "shardjob".
+	Namespace string `yaml:"namespace" json:"namespace"`
+	// SessionTimeout is the session timeout asked of ZooKeeper; the server
+	// may negotiate it into its [minSessionTimeout, maxSessionTimeout].
+	// Default 10s.
+	SessionTimeout time.Duration `yaml:"sessionTimeout" json:"sessionTimeout"`
+	// ConnectTimeout bounds how long NewZooKeeper waits for the first
+	// session. Default 5s.
+	ConnectTimeout time.Duration `yaml:"connectTimeout" json:"connectTimeout"`
+	// BaseSleep is the first backoff between retries of a request that
+	// failed because the connection was lost. Default 50ms.
+	BaseSleep time.Duration `yaml:"baseSleep" json:"baseSleep"`
+	// MaxSleep caps the backoff between retries. Default 1s.
+	MaxSleep time.Duration `yaml:"maxSleep" json:"maxSleep"`
+	// MaxRetries is how many times a request is retried after a connection
+	// loss before the error is returned. Default 3. A context deadline
+	// ends the retries earlier.
+	MaxRetries int `yaml:"maxRetries" json:"maxRetries"`
+	// Digest is "user:password" for ZooKeeper digest authentication. When
+	// set, every node shardjob creates carries an ACL that grants all
+	// rights to this identity only. Default empty: open ACLs.
+	Digest string `yaml:"digest" json:"digest"`
+}
+
+// Defaults used by [Config.WithDefaults].
+const (
+	DefaultNamespace      = "shardjob"
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultBaseSleep      = 50 * time.Millisecond
+	DefaultMaxSleep       = time.Second
+	DefaultMaxRetries     = 3
+)
+
+// WithDefaults returns a copy of c with every unset field given its default.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.BaseSleep == 0 {
+		c.BaseSleep = DefaultBaseSleep
+	}
+	if c.MaxSleep == 0 {
+		c.MaxSleep = DefaultMaxSleep
+	}
+	if c.MaxRetries == 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	return c
+}
+
+// Validate reports the first thing wrong with c (after defaults are
+// applied), wrapping [ErrInvalidConfig].
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	if len(c.Servers) == 0 {
+		return bad("servers: at least one host:port is required")
+	}
+	for _, s := range c.Servers {
+		host, port, ok := strings.Cut(strings.TrimSpace(s), ":")
+		if !ok || host == "" || port == "" || strings.ContainsAny(port, ":/ ") {
+			return bad("servers: %q is not host:port", s)
+		}
+	}
+	if strings.ContainsAny(c.Namespace, "/ \t\n") || c.Namespace == "." || c.Namespace == ".." || c.Namespace == "zookeeper" {
+		return bad("namespace: %q must be one path segment without slashes or spaces", c.Namespace)
+	}
+	if c.SessionTimeout < 0 || c.ConnectTimeout < 0 || c.BaseSleep < 0 || c.MaxSleep < 0 {
+		return bad("timeouts must not be negative")
+	}
+	if c.SessionTimeout < 500*time.Millisecond {
+		return bad("sessionTimeout: %v is below 500ms", c.SessionTimeout)
+	}
+	if c.MaxRetries < 0 {
+		return bad("maxRetries: %d must not be negative", c.MaxRetries)
+	}
+	if c.BaseSleep > c.MaxSleep {
+		return bad("baseSleep %v exceeds maxSleep %v", c.BaseSleep, c.MaxSleep)
+	}
+	// The retry budget must fit inside the session: retrying longer than the
+	// session lives would keep acting on a lease that may already be gone.
+	if budget := time.Duration(c.MaxRetries) * c.MaxSleep; budget >= c.SessionTimeout {
+		return bad("retry budget maxRetries*maxSleep = %v must be shorter than sessionTimeout %v", budget, c.SessionTimeout)
+	}
+	if c.Digest != "" {
+		user, pass, ok := strings.Cut(c.Digest, ":")
+		if !ok || user == "" || pass == "" {
+			return bad("digest: must be user:password")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package regcenter
+
+import "errors"
+
+// Sentinel errors. Errors returned by this package wrap one of these (or a
+// go-zookeeper error) so callers can test them with errors.Is.
+var (
+	// ErrInvalidConfig means a Config field is missing or malformed.
+	ErrInvalidConfig = errors.New("regcenter: invalid config")
+	// ErrUnreachable means no ZooKeeper server gave us a session within the
+	// connect timeout.
+	ErrUnreachable = errors.New("regcenter: zookeeper unreachable")
+	// ErrUnauthorized means the configured digest may not access the
+	// namespace (or none was given and one is required).
+	ErrUnauthorized = errors.New("regcenter: not authorized")
+	// ErrClosed means the registry center was closed.
+	ErrClosed = errors.New("regcenter: closed")
+	// ErrNodeExists is returned when creating a node that already exists.
+	ErrNodeExists = errors.New("regcenter: node exists")
+	// ErrNoNode is returned when a node does not exist.
+	ErrNoNode = errors.New("regcenter: no node")
+	// ErrBadVersion is returned when a versioned write or check fails.
+	ErrBadVersion = errors.New("regcenter: version mismatch")
+	// ErrNotEmpty is returned when deleting a node that has children.
+	ErrNotEmpty = errors.New("regcenter: node has children")
+	// ErrSessionLost means the session that owned the caller's lease ended
+	// (expired, or the lease could no longer be proven live).
+	ErrSessionLost = errors.New("regcenter: session lost")
+)
