@@ -25,7 +25,8 @@ type Config struct {
 	// BaseSleep is the first backoff between retries of a request that
 	// failed because the connection was lost. Default 50ms.
 	BaseSleep time.Duration `yaml:"baseSleep" json:"baseSleep"`
-	// MaxSleep caps the backoff between retries. Default 1s.
+	// MaxSleep caps the backoff between retries. Default 1s, or less so
+	// that MaxRetries*MaxSleep stays within half the session timeout.
 	MaxSleep time.Duration `yaml:"maxSleep" json:"maxSleep"`
 	// MaxRetries is how many times a request is retried after a connection
 	// loss before the error is returned. Default 3. A context deadline
@@ -58,14 +59,15 @@ func (c Config) WithDefaults() Config {
 	if c.ConnectTimeout == 0 {
 		c.ConnectTimeout = DefaultConnectTimeout
 	}
-	if c.BaseSleep == 0 {
-		c.BaseSleep = DefaultBaseSleep
-	}
-	if c.MaxSleep == 0 {
-		c.MaxSleep = DefaultMaxSleep
-	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.MaxSleep == 0 {
+		// Keep the whole retry budget within half a session.
+		c.MaxSleep = min(DefaultMaxSleep, c.SessionTimeout/time.Duration(2*max(c.MaxRetries, 1)))
+	}
+	if c.BaseSleep == 0 {
+		c.BaseSleep = min(DefaultBaseSleep, c.MaxSleep)
 	}
 	return c
 }

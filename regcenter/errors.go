@@ -27,3 +27,7 @@ var (
 	// (expired, or the lease could no longer be proven live).
 	ErrSessionLost = errors.New("regcenter: session lost")
 )
+
+// ErrConnectionLoss means the connection to ZooKeeper broke while a request
+// was outstanding; a write may or may not have been applied.
+var ErrConnectionLoss = errors.New("regcenter: connection to zookeeper lost")

@@ -1,0 +1,249 @@
+package regcenter
+
+import (
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ZooKeeper watches fire once. A Watch here is persistent: when a
+// notification arrives the dispatcher first re-arms the server-side watch
+// and only then tells the subscribers, so a change that happens after the
+// subscriber's re-read always produces another notification. Subscribers
+// re-read state on every event; events may be coalesced or repeated, but a
+// change is never missed. All notifications come through go-zookeeper's
+// event callback (never its lossy session channel) into an unbounded queue
+// drained by one goroutine per process.
+
+type watchKey struct {
+	path string
+	kind WatchKind
+}
+
+type watchSub struct {
+	fn func(Event)
+}
+
+type watchEntry struct {
+	key   watchKey
+	subs  map[*watchSub]struct{}
+	armed bool // a server-side watch is believed to be set
+}
+
+type taskKind int
+
+const (
+	taskNode      taskKind = iota + 1 // a node event from the server
+	taskUnarmed                       // the server dropped a watch (EventNotWatching)
+	taskResyncAll                     // new session: re-arm all, resync all
+	taskArm                           // a new subscription: arm it, resync it
+	taskRearm                         // reconnected: re-arm the watches that failed to arm
+)
+
+type task struct {
+	kind   taskKind
+	path   string
+	zkType zk.EventType
+	key    watchKey
+	sub    *watchSub
+}
+
+func (z *ZooKeeper) enqueue(t task) {
+	z.watchMu.Lock()
+	z.queue = append(z.queue, t)
+	z.watchMu.Unlock()
+	select {
+	case z.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Watch registers a persistent watch. fn is first called with EventResync
+// once the watch is armed, so a caller that registers and then waits for
+// events re-reads state after the watch is in place.
+func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
+	key := watchKey{path: p, kind: kind}
+	sub := &watchSub{fn: fn}
+	z.watchMu.Lock()
+	e := z.watches[key]
+	if e == nil {
+		e = &watchEntry{key: key, subs: map[*watchSub]struct{}{}}
+		z.watches[key] = e
+	}
+	e.subs[sub] = struct{}{}
+	z.watchMu.Unlock()
+	z.enqueue(task{kind: taskArm, key: key, sub: sub})
+	return func() {
+		z.watchMu.Lock()
+		defer z.watchMu.Unlock()
+		if e := z.watches[key]; e != nil {
+			delete(e.subs, sub)
+			if len(e.subs) == 0 {
+				delete(z.watches, key)
+			}
+		}
+	}
+}
+
+// OnSession reconnect hooks: re-arm whatever failed while disconnected.
+func (z *ZooKeeper) rearmLater() { z.enqueue(task{kind: taskRearm}) }
+
+func (z *ZooKeeper) dispatchLoop() {
+	defer z.wg.Done()
+	cancel := z.OnSession(func(ev SessionEvent) {
+		if ev.Type == SessionReconnected {
+			z.rearmLater()
+		}
+	})
+	defer cancel()
+	for {
+		select {
+		case <-z.done:
+			return
+		case <-z.signal:
+		}
+		for {
+			z.watchMu.Lock()
+			if len(z.queue) == 0 {
+				z.watchMu.Unlock()
+				break
+			}
+			t := z.queue[0]
+			z.queue[0] = task{}
+			z.queue = z.queue[1:]
+			z.watchMu.Unlock()
+			select {
+			case <-z.done:
+				return
+			default:
+			}
+			z.runTask(t)
+		}
+	}
+}
+
+func (z *ZooKeeper) runTask(t task) {
+	switch t.kind {
+	case taskArm:
+		e := z.entry(t.key)
+		if e == nil {
+			return
+		}
+		if !z.isArmed(e) {
+			z.arm(e)
+		}
+		z.deliverTo(t.sub, e, Event{Type: EventResync, Path: t.key.path})
+	case taskNode:
+		var typ EventType
+		var kinds []WatchKind
+		switch t.zkType {
+		case zk.EventNodeCreated:
+			typ, kinds = EventCreated, []WatchKind{WatchNode, WatchChildren}
+		case zk.EventNodeDeleted:
+			typ, kinds = EventDeleted, []WatchKind{WatchNode, WatchChildren}
+		case zk.EventNodeDataChanged:
+			typ, kinds = EventDataChanged, []WatchKind{WatchNode}
+		case zk.EventNodeChildrenChanged:
+			typ, kinds = EventChildrenChanged, []WatchKind{WatchChildren}
+		}
+		for _, k := range kinds {
+			e := z.entry(watchKey{path: t.path, kind: k})
+			if e == nil {
+				continue
+			}
+			z.setArmed(e, false)
+			z.arm(e)
+			z.deliver(e, Event{Type: typ, Path: t.path})
+		}
+	case taskUnarmed:
+		for _, k := range []WatchKind{WatchNode, WatchChildren} {
+			if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
+				z.setArmed(e, false)
+			}
+		}
+	case taskResyncAll, taskRearm:
+		for _, e := range z.entries() {
+			if t.kind == taskRearm && z.isArmed(e) {
+				continue
+			}
+			z.setArmed(e, false)
+			z.arm(e)
+			z.deliver(e, Event{Type: EventResync, Path: e.key.path})
+		}
+	}
+}
+
+// arm sets the server-side watch for e. Failures leave it unarmed; it is
+// retried after the next reconnection or new session, and subscribers then
+// get an EventResync.
+func (z *ZooKeeper) arm(e *watchEntry) {
+	full := z.full(e.key.path)
+	var err error
+	z.watchReqs.Inc()
+	switch e.key.kind {
+	case WatchNode:
+		_, _, _, err = z.conn.ExistsW(full)
+	case WatchChildren:
+		_, _, _, err = z.conn.ChildrenW(full)
+		if errors.Is(err, zk.ErrNoNode) {
+			// Watch for the node's creation instead; the creation event
+			// re-arms the children watch.
+			z.watchReqs.Inc()
+			_, _, _, err = z.conn.ExistsW(full)
+		}
+	}
+	if err != nil {
+		z.log.Debug("watch not armed; will retry after reconnect", "path", e.key.path, "err", err)
+		return
+	}
+	z.setArmed(e, true)
+}
+
+func (z *ZooKeeper) entry(k watchKey) *watchEntry {
+	z.watchMu.Lock()
+	defer z.watchMu.Unlock()
+	return z.watches[k]
+}
+
+func (z *ZooKeeper) entries() []*watchEntry {
+	z.watchMu.Lock()
+	defer z.watchMu.Unlock()
+	out := make([]*watchEntry, 0, len(z.watches))
+	for _, e := range z.watches {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (z *ZooKeeper) isArmed(e *watchEntry) bool {
+	z.watchMu.Lock()
+	defer z.watchMu.Unlock()
+	return e.armed
+}
+
+func (z *ZooKeeper) setArmed(e *watchEntry, v bool) {
+	z.watchMu.Lock()
+	e.armed = v
+	z.watchMu.Unlock()
+}
+
+func (z *ZooKeeper) deliver(e *watchEntry, ev Event) {
+	z.watchMu.Lock()
+	subs := make([]*watchSub, 0, len(e.subs))
+	for s := range e.subs {
+		subs = append(subs, s)
+	}
+	z.watchMu.Unlock()
+	for _, s := range subs {
+		s.fn(ev)
+	}
+}
+
+func (z *ZooKeeper) deliverTo(s *watchSub, e *watchEntry, ev Event) {
+	z.watchMu.Lock()
+	_, live := e.subs[s]
+	z.watchMu.Unlock()
+	if live {
+		s.fn(ev)
+	}
+}

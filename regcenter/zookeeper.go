@@ -1,0 +1,770 @@
+package regcenter
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/atomic"
+)
+
+// Option configures NewZooKeeper.
+type Option func(*options)
+
+type options struct {
+	logger *slog.Logger
+}
+
+// WithLogger sets the logger (default slog.Default()). The ZooKeeper
+// client's own chatter goes to it at debug level.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}
+}
+
+// ZooKeeper is the [Center] backed by a ZooKeeper ensemble. Create it with
+// [NewZooKeeper]; it is safe for concurrent use.
+type ZooKeeper struct {
+	cfg  Config
+	root string
+	acl  []zk.ACL
+	log  *slog.Logger
+	conn *zk.Conn
+
+	epoch      time.Time    // monotonic base for lastRead
+	lastRead   atomic.Int64 // ns since epoch of the last bytes read from a server
+	negotiated atomic.Int64 // negotiated session timeout, ns
+	connected  atomic.Int64 // session id from the latest connect response
+
+	mu         sync.Mutex
+	session    *Session
+	gen        uint64
+	suspended  bool
+	closed     bool
+	listeners  map[int]func(SessionEvent)
+	nextID     int
+	firstSess  chan struct{} // closed at the first session
+	sessEvents []SessionEvent
+	sessSignal chan struct{}
+
+	watchMu sync.Mutex
+	watches map[watchKey]*watchEntry
+	queue   []task
+	signal  chan struct{}
+	wakeDog chan struct{}
+
+	reads, writes, multis, watchReqs atomic.Int64
+
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+var _ Center = (*ZooKeeper)(nil)
+
+// NewZooKeeper connects to ZooKeeper and returns once a session is
+// established, the digest (if any) is registered and the namespace root
+// exists and is accessible. It fails with [ErrUnreachable] when no server
+// answers within cfg.ConnectTimeout (or ctx ends first), and with
+// [ErrUnauthorized] when the namespace's ACL refuses the configured digest.
+func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	z := &ZooKeeper{
+		cfg:        cfg,
+		root:       "/" + cfg.Namespace,
+		log:        o.logger.With("component", "regcenter"),
+		epoch:      time.Now(),
+		listeners:  map[int]func(SessionEvent){},
+		firstSess:  make(chan struct{}),
+		sessSignal: make(chan struct{}, 1),
+		watches:    map[watchKey]*watchEntry{},
+		signal:     make(chan struct{}, 1),
+		wakeDog:    make(chan struct{}, 1),
+		done:       make(chan struct{}),
+	}
+	z.negotiated.Store(int64(cfg.SessionTimeout))
+	if cfg.Digest != "" {
+		user, pass, _ := strings.Cut(cfg.Digest, ":")
+		z.acl = zk.DigestACL(zk.PermAll, user, pass)
+	} else {
+		z.acl = zk.WorldACL(zk.PermAll)
+	}
+	servers := make([]string, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		servers[i] = strings.TrimSpace(s)
+	}
+	conn, _, err := zk.Connect(servers, cfg.SessionTimeout,
+		zk.WithEventCallback(z.onEvent),
+		zk.WithDialer(z.dial),
+		zk.WithLogger(zkLogger{z.log}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	z.conn = conn
+
+	timer := time.NewTimer(cfg.ConnectTimeout)
+	defer timer.Stop()
+	select {
+	case <-z.firstSess:
+	case <-timer.C:
+		conn.Close()
+		return nil, fmt.Errorf("%w: no session from %s within %v", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout)
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, strings.Join(servers, ","), ctx.Err())
+	}
+
+	z.wg.Add(3)
+	go z.dispatchLoop()
+	go z.watchdog()
+	go z.notifyLoop()
+
+	if cfg.Digest != "" {
+		user, _, _ := strings.Cut(cfg.Digest, ":")
+		if err := z.conn.AddAuth("digest", []byte(cfg.Digest)); err != nil {
+			z.Close()
+			return nil, fmt.Errorf("%w: digest auth for user %q: %v", ErrUnauthorized, user, err)
+		}
+	}
+	if err := z.ensureRoot(ctx); err != nil {
+		z.Close()
+		return nil, err
+	}
+	return z, nil
+}
+
+// ensureRoot creates the namespace root if needed and proves we may use it.
+func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
+	_, err := call(ctx, z, &z.writes, func() (string, error) { return z.conn.Create(z.root, nil, 0, z.acl) })
+	if err != nil && !errors.Is(err, ErrNodeExists) {
+		return z.explainAuth(err)
+	}
+	// Reading the root's children needs READ permission on it; a wrong
+	// digest fails here rather than on the first write of a job.
+	if _, err := z.Children(ctx, "/"); err != nil {
+		return z.explainAuth(err)
+	}
+	probe := "/.access-check"
+	if _, err := z.Create(ctx, probe, nil, Ephemeral); err != nil && !errors.Is(err, ErrNodeExists) {
+		return z.explainAuth(err)
+	}
+	if err := z.Delete(ctx, probe, -1); err != nil && !errors.Is(err, ErrNoNode) {
+		return z.explainAuth(err)
+	}
+	return nil
+}
+
+func (z *ZooKeeper) explainAuth(err error) error {
+	if errors.Is(err, ErrUnauthorized) {
+		if z.cfg.Digest == "" {
+			return fmt.Errorf("%w: namespace %s is protected by an ACL and no digest is configured", ErrUnauthorized, z.root)
+		}
+		user, _, _ := strings.Cut(z.cfg.Digest, ":")
+		return fmt.Errorf("%w: digest user %q may not use namespace %s (wrong password or another owner)", ErrUnauthorized, user, z.root)
+	}
+	return err
+}
+
+// Namespace returns the namespace root, e.g. "/shop".
+func (z *ZooKeeper) Namespace() string { return z.root }
+
+// Config returns the configuration in force (defaults applied).
+func (z *ZooKeeper) Config() Config { return z.cfg }
+
+// SessionTimeout returns the session timeout negotiated with the server.
+func (z *ZooKeeper) SessionTimeout() time.Duration { return time.Duration(z.negotiated.Load()) }
+
+func (z *ZooKeeper) full(p string) string {
+	if p == "" || p == "/" {
+		return z.root
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return z.root + p
+}
+
+func (z *ZooKeeper) rel(full string) (string, bool) {
+	if full == z.root {
+		return "/", true
+	}
+	if strings.HasPrefix(full, z.root+"/") {
+		return full[len(z.root):], true
+	}
+	return "", false
+}
+
+// ---- the connection: dialer that observes reads, session state ----
+
+// dial wraps each TCP connection so that every read refreshes the lease and
+// the connect response's negotiated timeout is captured.
+func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &observedConn{Conn: c, z: z}, nil
+}
+
+type observedConn struct {
+	net.Conn
+	z    *ZooKeeper
+	head []byte // first bytes of the stream: the connect response
+}
+
+// connectHead is the length of the connect response's fixed prefix:
+// [length int32][protocolVersion int32][timeOut int32][sessionId int64].
+const connectHead = 20
+
+func (c *observedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.z.lastRead.Store(int64(time.Since(c.z.epoch)))
+		if len(c.head) < connectHead {
+			need := min(connectHead-len(c.head), n)
+			c.head = append(c.head, b[:need]...)
+			if len(c.head) == connectHead {
+				if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
+					c.z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
+				}
+				c.z.connected.Store(int64(binary.BigEndian.Uint64(c.head[12:20])))
+			}
+		}
+	}
+	return n, err
+}
+
+func (z *ZooKeeper) sinceRead() time.Duration {
+	return time.Since(z.epoch) - time.Duration(z.lastRead.Load())
+}
+
+// leaseDuration is how long after the last word from the server we still
+// trust the session: two thirds of the negotiated timeout, the same bound
+// the client uses to declare a connection dead. The server cannot expire
+// the session earlier than a full timeout after it last heard from us.
+func (z *ZooKeeper) leaseDuration() time.Duration {
+	return time.Duration(z.negotiated.Load()) * 2 / 3
+}
+
+func (z *ZooKeeper) leaseLeft() time.Duration { return z.leaseDuration() - z.sinceRead() }
+
+// onEvent is go-zookeeper's event callback. It runs on the client's
+// receive goroutine and must never block.
+func (z *ZooKeeper) onEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventSession:
+		z.onState(ev.State)
+	case zk.EventNotWatching:
+		if p, ok := z.rel(ev.Path); ok {
+			z.enqueue(task{kind: taskUnarmed, path: p})
+		}
+	case zk.EventNodeCreated, zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeChildrenChanged:
+		if p, ok := z.rel(ev.Path); ok {
+			z.enqueue(task{kind: taskNode, path: p, zkType: ev.Type})
+		}
+	}
+}
+
+func (z *ZooKeeper) onState(state zk.State) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.closed {
+		return
+	}
+	switch state {
+	case zk.StateHasSession:
+		z.lastRead.Store(int64(time.Since(z.epoch)))
+		id := z.connected.Load()
+		cur := z.session
+		switch {
+		case cur == nil:
+			z.newSessionLocked(id)
+			close(z.firstSess)
+		case cur.id == id && cur.ctx.Err() == nil:
+			if z.suspended {
+				z.suspended = false
+				z.log.Info("reconnected", "session", cur.String())
+				z.emitLocked(SessionEvent{Type: SessionReconnected, Session: cur})
+			}
+		default:
+			if cur.ctx.Err() == nil {
+				z.loseLocked(cur, fmt.Errorf("%w: replaced by session 0x%x", ErrSessionLost, id))
+			}
+			z.newSessionLocked(id)
+			z.enqueue(task{kind: taskResyncAll})
+		}
+	case zk.StateDisconnected:
+		if z.session != nil && !z.suspended && z.session.ctx.Err() == nil {
+			z.suspended = true
+			z.log.Warn("connection to zookeeper lost; firing suspended", "session", z.session.String(), "lease_left", z.leaseLeft().Round(time.Millisecond))
+			z.emitLocked(SessionEvent{Type: SessionSuspended, Session: z.session})
+		}
+	case zk.StateExpired:
+		if z.session != nil && z.session.ctx.Err() == nil {
+			z.loseLocked(z.session, fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
+		}
+	case zk.StateAuthFailed:
+		z.log.Error("zookeeper refused authentication")
+	}
+}
+
+func (z *ZooKeeper) newSessionLocked(id int64) {
+	z.gen++
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &Session{id: id, gen: z.gen, ctx: ctx, cancel: cancel, z: z}
+	z.session = s
+	z.suspended = false
+	if z.gen > 1 {
+		z.log.Info("new zookeeper session", "session", s.String())
+		z.emitLocked(SessionEvent{Type: SessionNew, Session: s})
+	}
+	select {
+	case z.wakeDog <- struct{}{}:
+	default:
+	}
+}
+
+func (z *ZooKeeper) loseLocked(s *Session, cause error) {
+	s.cancel(cause)
+	z.log.Warn("zookeeper session lost", "session", s.String(), "cause", cause)
+	z.emitLocked(SessionEvent{Type: SessionLost, Session: s})
+}
+
+// emitLocked queues ev for the listeners. Session contexts are cancelled
+// synchronously by the caller; listeners hear about it on their own
+// goroutine, in order, so they may call back into the center.
+func (z *ZooKeeper) emitLocked(ev SessionEvent) {
+	z.sessEvents = append(z.sessEvents, ev)
+	select {
+	case z.sessSignal <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop delivers session events to listeners, in order.
+func (z *ZooKeeper) notifyLoop() {
+	defer z.wg.Done()
+	for {
+		select {
+		case <-z.done:
+			return
+		case <-z.sessSignal:
+		}
+		for {
+			z.mu.Lock()
+			if len(z.sessEvents) == 0 {
+				z.mu.Unlock()
+				break
+			}
+			ev := z.sessEvents[0]
+			z.sessEvents = z.sessEvents[1:]
+			ids := make([]int, 0, len(z.listeners))
+			for id := range z.listeners {
+				ids = append(ids, id)
+			}
+			sort.Ints(ids)
+			fns := make([]func(SessionEvent), len(ids))
+			for i, id := range ids {
+				fns[i] = z.listeners[id]
+			}
+			z.mu.Unlock()
+			for _, fn := range fns {
+				fn(ev)
+			}
+		}
+	}
+}
+
+// watchdog ends the session's lease on the monotonic clock when the server
+// has been silent too long, and starts a fresh generation when a lapsed
+// session turns out to be alive after all.
+func (z *ZooKeeper) watchdog() {
+	defer z.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		z.mu.Lock()
+		s := z.session
+		z.mu.Unlock()
+		wait := time.Second
+		if s.ctx.Err() == nil {
+			left := z.leaseLeft()
+			if left <= 0 {
+				z.mu.Lock()
+				if z.session == s && s.ctx.Err() == nil && z.leaseLeft() <= 0 {
+					z.loseLocked(s, fmt.Errorf("%w: no word from zookeeper for %v (lease %v)", ErrSessionLost, z.sinceRead().Round(time.Millisecond), z.leaseDuration()))
+				}
+				z.mu.Unlock()
+				continue
+			}
+			wait = left
+		} else if z.leaseLeft() > z.leaseDuration()/2 && z.conn.State() == zk.StateHasSession && z.conn.SessionID() == s.id {
+			// The lease lapsed but the server is talking again on the same
+			// session. Prove it with a round trip before trusting it.
+			_, _, err := z.conn.Exists(z.root)
+			z.reads.Inc()
+			z.mu.Lock()
+			if err == nil && z.session == s && z.conn.SessionID() == s.id && !z.closed {
+				z.newSessionLocked(s.id)
+				z.enqueue(task{kind: taskResyncAll})
+			}
+			z.mu.Unlock()
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-z.done:
+			return
+		case <-z.wakeDog:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// Session returns the current session.
+func (z *ZooKeeper) Session() *Session {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.session
+}
+
+// Suspended reports whether the connection is currently lost.
+func (z *ZooKeeper) Suspended() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.suspended
+}
+
+// OnSession registers fn for session events. Events are delivered in order
+// on one goroutine; fn should return quickly.
+func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	id := z.nextID
+	z.nextID++
+	z.listeners[id] = fn
+	return func() {
+		z.mu.Lock()
+		defer z.mu.Unlock()
+		delete(z.listeners, id)
+	}
+}
+
+// Stats returns the requests sent so far.
+func (z *ZooKeeper) Stats() Stats {
+	return Stats{Reads: z.reads.Load(), Writes: z.writes.Load(), Multis: z.multis.Load(), Watches: z.watchReqs.Load()}
+}
+
+// Close ends the session and stops the center's goroutines. It is
+// idempotent.
+func (z *ZooKeeper) Close() error {
+	z.mu.Lock()
+	if z.closed {
+		z.mu.Unlock()
+		return nil
+	}
+	z.closed = true
+	if z.session != nil {
+		z.session.cancel(ErrClosed)
+	}
+	z.mu.Unlock()
+	close(z.done)
+	z.conn.Close()
+	z.wg.Wait()
+	return nil
+}
+
+// ---- requests ----
+
+// call runs f, which performs one request, honouring ctx: go-zookeeper has
+// no contexts, so the request runs on a goroutine that ends when the client
+// answers it (every request is answered: flushed with an error on
+// disconnect or close).
+func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f func() (T, error)) (T, error) {
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	select {
+	case <-z.done:
+		return zero, ErrClosed
+	default:
+	}
+	counter.Inc()
+	if ctx.Done() == nil {
+		v, err := f()
+		return v, translate(err)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, translate(r.err)
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-z.done:
+		return zero, ErrClosed
+	}
+}
+
+// retrying runs an idempotent request with backoff on connection errors.
+func retrying[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f func() (T, error)) (T, error) {
+	sleep := z.cfg.BaseSleep
+	for attempt := 0; ; attempt++ {
+		v, err := call(ctx, z, counter, f)
+		if err == nil || !errors.Is(err, ErrConnectionLoss) || attempt >= z.cfg.MaxRetries {
+			return v, err
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-z.done:
+			t.Stop()
+			return v, ErrClosed
+		case <-t.C:
+		}
+		sleep *= 2
+		if sleep > z.cfg.MaxSleep {
+			sleep = z.cfg.MaxSleep
+		}
+	}
+}
+
+func translate(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		return ErrNoNode
+	case errors.Is(err, zk.ErrNodeExists):
+		return ErrNodeExists
+	case errors.Is(err, zk.ErrBadVersion):
+		return ErrBadVersion
+	case errors.Is(err, zk.ErrNotEmpty):
+		return ErrNotEmpty
+	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
+		return ErrUnauthorized
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: expired", ErrSessionLost)
+	case errors.Is(err, zk.ErrClosing):
+		return ErrClosed
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionMoved):
+		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+	}
+	return err
+}
+
+func wrapPath(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
+	}
+	return fmt.Errorf("%w (%s %s)", err, op, p)
+}
+
+func toStat(s *zk.Stat) Stat {
+	if s == nil {
+		return Stat{}
+	}
+	return Stat{
+		Version: s.Version, CVersion: s.Cversion, EphemeralOwner: s.EphemeralOwner,
+		Czxid: s.Czxid, Mzxid: s.Mzxid,
+		Ctime: time.UnixMilli(s.Ctime), Mtime: time.UnixMilli(s.Mtime),
+		NumChildren: s.NumChildren, DataLength: s.DataLength,
+	}
+}
+
+// Get returns a node's data and stat.
+func (z *ZooKeeper) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+	type r struct {
+		b []byte
+		s *zk.Stat
+	}
+	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
+		b, s, err := z.conn.Get(z.full(p))
+		return r{b, s}, err
+	})
+	return v.b, toStat(v.s), wrapPath("get", p, err)
+}
+
+// Exists reports whether a node exists.
+func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
+	type r struct {
+		ok bool
+		s  *zk.Stat
+	}
+	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
+		ok, s, err := z.conn.Exists(z.full(p))
+		return r{ok, s}, err
+	})
+	return v.ok, toStat(v.s), wrapPath("exists", p, err)
+}
+
+// Children lists a node's children.
+func (z *ZooKeeper) Children(ctx context.Context, p string) ([]string, error) {
+	v, err := retrying(ctx, z, &z.reads, func() ([]string, error) {
+		c, _, err := z.conn.Children(z.full(p))
+		return c, err
+	})
+	return v, wrapPath("children", p, err)
+}
+
+func flags(m Mode) int32 {
+	switch m {
+	case Ephemeral:
+		return zk.FlagEphemeral
+	case EphemeralSequential:
+		return zk.FlagEphemeral | zk.FlagSequence
+	case PersistentSequential:
+		return zk.FlagSequence
+	}
+	return 0
+}
+
+// Create creates a node, creating missing parents as persistent nodes.
+func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
+	create := func() (string, error) { return z.conn.Create(z.full(p), data, flags(mode), z.acl) }
+	got, err := call(ctx, z, &z.writes, create)
+	if errors.Is(err, ErrNoNode) {
+		if perr := z.createParents(ctx, path.Dir(p)); perr != nil {
+			return "", wrapPath("create", p, perr)
+		}
+		got, err = call(ctx, z, &z.writes, create)
+	}
+	if err != nil {
+		return "", wrapPath("create", p, err)
+	}
+	rel, _ := z.rel(got)
+	return rel, nil
+}
+
+// EnsurePath creates p and its parents as empty persistent nodes where
+// missing.
+func (z *ZooKeeper) EnsurePath(ctx context.Context, p string) error {
+	return z.createParents(ctx, p)
+}
+
+func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
+	if dir == "/" || dir == "." || dir == "" {
+		return nil
+	}
+	parts := strings.Split(strings.Trim(dir, "/"), "/")
+	cur := ""
+	for _, part := range parts {
+		cur += "/" + part
+		_, err := call(ctx, z, &z.writes, func() (string, error) { return z.conn.Create(z.full(cur), nil, 0, z.acl) })
+		if err != nil && !errors.Is(err, ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Set writes a node's data.
+func (z *ZooKeeper) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
+	s, err := call(ctx, z, &z.writes, func() (*zk.Stat, error) { return z.conn.Set(z.full(p), data, version) })
+	return toStat(s), wrapPath("set", p, err)
+}
+
+// Delete removes a node.
+func (z *ZooKeeper) Delete(ctx context.Context, p string, version int32) error {
+	_, err := call(ctx, z, &z.writes, func() (struct{}, error) { return struct{}{}, z.conn.Delete(z.full(p), version) })
+	return wrapPath("delete", p, err)
+}
+
+// DeleteTree removes a node and its descendants, deepest first.
+func (z *ZooKeeper) DeleteTree(ctx context.Context, p string) error {
+	kids, err := z.Children(ctx, p)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := z.DeleteTree(ctx, path.Join(p, k)); err != nil {
+			return err
+		}
+	}
+	err = z.Delete(ctx, p, -1)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile
+		return z.DeleteTree(ctx, p)
+	}
+	return err
+}
+
+// Multi applies ops atomically.
+func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	reqs := make([]any, len(ops))
+	for i, op := range ops {
+		switch o := op.(type) {
+		case CreateOp:
+			reqs[i] = &zk.CreateRequest{Path: z.full(o.Path), Data: o.Data, Acl: z.acl, Flags: flags(o.Mode)}
+		case SetOp:
+			reqs[i] = &zk.SetDataRequest{Path: z.full(o.Path), Data: o.Data, Version: o.Version}
+		case DeleteOp:
+			reqs[i] = &zk.DeleteRequest{Path: z.full(o.Path), Version: o.Version}
+		case CheckOp:
+			reqs[i] = &zk.CheckVersionRequest{Path: z.full(o.Path), Version: o.Version}
+		default:
+			return fmt.Errorf("regcenter: unknown op %T", op)
+		}
+	}
+	res, err := call(ctx, z, &z.multis, func() ([]zk.MultiResponse, error) { return z.conn.Multi(reqs...) })
+	// Find the op that failed: the others report success or a generic
+	// "runtime inconsistency" for being rolled back.
+	for i, r := range res {
+		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) && r.Error.Error() != "unknown error: -2" {
+			return &MultiError{Index: i, Op: ops[i], Err: translate(r.Error)}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("regcenter: transaction of %d ops: %w", len(ops), err)
+	}
+	return nil
+}
+
+type zkLogger struct{ l *slog.Logger }
+
+func (l zkLogger) Printf(format string, a ...any) {
+	l.l.Debug("zk: " + fmt.Sprintf(format, a...))
+}
