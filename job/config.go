@@ -1,0 +1,741 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+)
+
+// Sentinel errors. Every configuration problem reported by Validate,
+// Schedule, ItemParameters, Encode, DecodeConfig, Load and LoadFile wraps
+// ErrInvalidConfig and, where one applies, a more specific sentinel, so
+// callers can test either with errors.Is.
+var (
+	// ErrInvalidConfig is the umbrella for every configuration problem.
+	ErrInvalidConfig = errors.New("job: invalid config")
+	// ErrInvalidName means a job name is missing or is not a usable
+	// ZooKeeper node name.
+	ErrInvalidName = errors.New("job: invalid name")
+	// ErrInvalidCron means the cron expression is missing, malformed or
+	// never fires.
+	ErrInvalidCron = errors.New("job: invalid cron expression")
+	// ErrInvalidTimeZone means the time zone is not a known IANA name.
+	ErrInvalidTimeZone = errors.New("job: invalid time zone")
+	// ErrInvalidShardingCount means shardingTotalCount is outside
+	// 1..MaxShardingTotalCount.
+	ErrInvalidShardingCount = errors.New("job: invalid sharding total count")
+	// ErrInvalidItemParameters means shardingItemParameters is malformed,
+	// repeats an item or names an item outside [0, shardingTotalCount).
+	ErrInvalidItemParameters = errors.New("job: invalid sharding item parameters")
+	// ErrUnknownKey means a configuration document has a key this package
+	// does not know (keys are case-sensitive).
+	ErrUnknownKey = errors.New("job: unknown config key")
+	// ErrDuplicateJob means two jobs share a name.
+	ErrDuplicateJob = errors.New("job: duplicate job name")
+)
+
+// MisfirePolicy says what happens to a fire that found its item still
+// running.
+type MisfirePolicy string
+
+const (
+	// MisfireOnce, the default, runs the item once more as soon as the
+	// running execution finishes. Any number of fires missed while it ran
+	// collapse into that one extra run.
+	MisfireOnce MisfirePolicy = "once"
+	// MisfireSkip drops fires that found the item still running.
+	MisfireSkip MisfirePolicy = "skip"
+)
+
+// Limits and defaults of Config.
+const (
+	// MaxNameLength is the longest job name accepted.
+	MaxNameLength = 128
+	// MaxShardingTotalCount is the largest ShardingTotalCount accepted.
+	MaxShardingTotalCount = 10000
+	// DefaultReconcileInterval is used when ReconcileInterval is 0.
+	DefaultReconcileInterval = time.Minute
+	// DefaultShardingStrategy is used when ShardingStrategy is "".
+	DefaultShardingStrategy = "AVG_ALLOCATION"
+	// MinInterval is the smallest non-zero MaxTimeDiff and
+	// ReconcileInterval, and the shortest "@every" period.
+	MinInterval = time.Second
+)
+
+// Config is the configuration of one job. The zero value is not valid: Name,
+// Cron and ShardingTotalCount are required. Every other field's zero value
+// is usable and means what its comment says; WithDefaults spells those
+// defaults out.
+//
+// A job's Config is stored in ZooKeeper (see Encode and DecodeConfig) and
+// that copy is authoritative for the cluster: an instance starting with a
+// different Config uses ZooKeeper's unless Overwrite is set.
+type Config struct {
+	// Name identifies the job and is its ZooKeeper node name: 1 to
+	// MaxNameLength characters from [A-Za-z0-9._-], not "." or "..".
+	// Required.
+	Name string
+	// Cron is when the job fires: six fields starting with seconds
+	// ("*/5 * * * * *"), or a descriptor such as "@hourly" or "@every 30s".
+	// CRON_TZ= and TZ= prefixes are rejected; set TimeZone instead.
+	// Required.
+	Cron string
+	// TimeZone is the IANA zone Cron is evaluated in, e.g. "Asia/Shanghai".
+	// "" means each process's local zone, which differs between instances
+	// running in different zones.
+	TimeZone string
+	// ShardingTotalCount is the number of sharding items, 0..count-1,
+	// spread over the job's instances. Required, 1..MaxShardingTotalCount.
+	ShardingTotalCount int
+	// ShardingItemParameters gives items a parameter each, as
+	// "0=Beijing,1=Shanghai". Every entry needs its '=' (the value may be
+	// empty); keys are items in [0, ShardingTotalCount), trimmed of
+	// surrounding whitespace, each at most once. Items not listed get "".
+	ShardingItemParameters string
+	// JobParameter is passed unchanged to every execution.
+	JobParameter string
+	// Failover, when true, lets a running instance take over the items of
+	// an instance that crashed while executing them, instead of waiting for
+	// the next fire. Default false.
+	Failover bool
+	// Misfire is what happens to a fire that found its item still running.
+	// "" means MisfireOnce.
+	Misfire MisfirePolicy
+	// Unmonitored turns off marking items running and completed in
+	// ZooKeeper. By default (false) the marks are kept, which is what lets
+	// an instance see that an item is still running elsewhere. Turning them
+	// off saves ZooKeeper writes for very frequent jobs but gives up the
+	// guarantee that an item never runs on two instances at once (after a
+	// resharding, say), along with the failover and misfire handling that
+	// rely on those marks.
+	//
+	// In YAML this is the inverted key monitorExecution (default true).
+	Unmonitored bool
+	// MaxTimeDiff is the largest clock difference tolerated between this
+	// instance and ZooKeeper; an instance beyond it refuses to run the job.
+	// 0 disables the check; otherwise at least MinInterval.
+	MaxTimeDiff time.Duration
+	// ReconcileInterval is how often an instance re-reads its state from
+	// ZooKeeper to repair anything a lost watch missed. 0 means
+	// DefaultReconcileInterval; otherwise at least MinInterval.
+	ReconcileInterval time.Duration
+	// ShardingStrategy names the strategy that assigns items to instances.
+	// "" means DefaultShardingStrategy. Only the form of the name is
+	// checked here; the scheduler checks that it is registered.
+	ShardingStrategy string
+	// Description is free text for operators.
+	Description string
+	// Disabled registers the job without letting it fire (ElasticJob's
+	// "disabled on startup"); an operator enables it later.
+	Disabled bool
+	// Overwrite makes this instance's Config replace the one in ZooKeeper
+	// when the job starts. Without it the stored Config wins and this one
+	// is used only when none is stored yet.
+	Overwrite bool
+}
+
+var (
+	configNameRE     = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	configStrategyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+	configCronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+)
+
+// configError is one problem with a configuration. It reads
+// "<place>: <subject>[ at line N][: <detail>][ (<hint>)]".
+type configError struct {
+	place   string // whose: `job "orders-sync"`, `jobs[1] "orders-sync"`, "regcenter"
+	key     string // the document key concerned, "" if none
+	subject string // what: `cron "* * *"`, `unknown key "x"`
+	line    int    // line in the YAML document, 0 if unknown
+	detail  string
+	hint    string
+	kind    error // specific sentinel; ErrInvalidConfig if none applies
+	cause   error // underlying error, if any
+
+	suggestion string // for an unknown key: the known key probably meant
+}
+
+func (e *configError) Error() string {
+	var b strings.Builder
+	if e.place != "" {
+		b.WriteString(e.place)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.subject)
+	if e.line > 0 {
+		fmt.Fprintf(&b, " at line %d", e.line)
+	}
+	if e.detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.detail)
+	}
+	if e.hint != "" {
+		b.WriteString(" (")
+		b.WriteString(e.hint)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is match ErrInvalidConfig, the specific sentinel and
+// the cause.
+func (e *configError) Unwrap() []error {
+	errs := []error{ErrInvalidConfig}
+	if e.kind != nil && e.kind != ErrInvalidConfig {
+		errs = append(errs, e.kind)
+	}
+	if e.cause != nil {
+		errs = append(errs, e.cause)
+	}
+	return errs
+}
+
+// joinConfigErrors returns nil for no errors, otherwise a *multierror.Error
+// holding them all. errors.Is on the result matches any sentinel any of
+// them wraps.
+func joinConfigErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	m := multierror.Append(nil, errs...)
+	m.ErrorFormat = formatConfigErrors
+	return m
+}
+
+func formatConfigErrors(errs []error) string {
+	if len(errs) == 1 {
+		return errs[0].Error()
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%d problems:\n\t* %s", len(errs), strings.Join(msgs, "\n\t* "))
+}
+
+// jobPlace names a job in error messages.
+func jobPlace(name string) string {
+	if name == "" {
+		return "job (no name)"
+	}
+	return fmt.Sprintf("job %q", name)
+}
+
+// Validate reports every problem with c at once, or nil. The error is a
+// *multierror.Error (github.com/hashicorp/go-multierror) whose entries each
+// name the job and the field, e.g.
+//
+//	job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
+//
+// errors.Is on it matches ErrInvalidConfig and the specific sentinel of
+// every entry (ErrInvalidName, ErrInvalidCron, ...).
+func (c Config) Validate() error {
+	problems := c.check(time.Now())
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		p.place = jobPlace(c.Name)
+		errs[i] = p
+	}
+	return joinConfigErrors(errs)
+}
+
+// check returns c's problems without a place. now anchors the "never
+// fires" test.
+func (c Config) check(now time.Time) []*configError {
+	var errs []*configError
+	add := func(key string, kind error, subject, detail string) *configError {
+		e := &configError{key: key, kind: kind, subject: subject, detail: detail}
+		errs = append(errs, e)
+		return e
+	}
+
+	switch {
+	case c.Name == "":
+		add("name", ErrInvalidName, "name is required", "")
+	case len(c.Name) > MaxNameLength:
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
+	case !configNameRE.MatchString(c.Name):
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
+	case c.Name == "." || c.Name == "..":
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved by ZooKeeper")
+	}
+
+	loc, locErr := c.location()
+	if locErr != nil {
+		e := add("timeZone", ErrInvalidTimeZone, fmt.Sprintf("timeZone %q", c.TimeZone), "unknown time zone")
+		e.cause = locErr
+		loc = time.UTC
+	}
+
+	if c.Cron == "" {
+		add("cron", ErrInvalidCron, "cron is required", "")
+	} else if sched, err := parseCron(c.Cron, loc); err != nil {
+		err.key = "cron"
+		errs = append(errs, err)
+	} else if sched.Next(now.In(loc)).IsZero() {
+		add("cron", ErrInvalidCron, fmt.Sprintf("cron %q", c.Cron), "never fires")
+	}
+
+	countOK := c.ShardingTotalCount >= 1 && c.ShardingTotalCount <= MaxShardingTotalCount
+	if !countOK {
+		add("shardingTotalCount", ErrInvalidShardingCount,
+			fmt.Sprintf("shardingTotalCount %d", c.ShardingTotalCount),
+			fmt.Sprintf("must be between 1 and %d", MaxShardingTotalCount))
+	}
+
+	total := c.ShardingTotalCount
+	if !countOK {
+		total = 0 // checking the items' range would only repeat the count's problem
+	}
+	if _, problems := parseItemParameters(c.ShardingItemParameters, total); len(problems) > 0 {
+		for _, p := range problems {
+			add("shardingItemParameters", ErrInvalidItemParameters,
+				fmt.Sprintf("shardingItemParameters %q", c.ShardingItemParameters), p)
+		}
+	}
+
+	switch c.Misfire {
+	case "", MisfireOnce, MisfireSkip:
+	default:
+		add("misfire", ErrInvalidConfig, fmt.Sprintf("misfire %q", c.Misfire),
+			fmt.Sprintf("must be %q or %q", MisfireOnce, MisfireSkip))
+	}
+
+	checkInterval := func(key string, d time.Duration, zeroMeans string) {
+		switch {
+		case d < 0:
+			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d), "must not be negative")
+		case d > 0 && d < MinInterval:
+			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d),
+				fmt.Sprintf("must be 0 (%s) or at least %v", zeroMeans, MinInterval))
+		}
+	}
+	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
+	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
+
+	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
+		add("shardingStrategy", ErrInvalidConfig, fmt.Sprintf("shardingStrategy %q", c.ShardingStrategy),
+			"must be an identifier: a letter or '_', then letters, digits, '_', '.' or '-'")
+	}
+	return errs
+}
+
+// WithDefaults returns a copy of c with the defaults of Misfire,
+// ReconcileInterval and ShardingStrategy filled in. TimeZone stays "" (the
+// local zone) when unset.
+func (c Config) WithDefaults() Config {
+	if c.Misfire == "" {
+		c.Misfire = MisfireOnce
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = DefaultReconcileInterval
+	}
+	if c.ShardingStrategy == "" {
+		c.ShardingStrategy = DefaultShardingStrategy
+	}
+	return c
+}
+
+// location resolves TimeZone; "" is time.Local.
+func (c Config) location() (*time.Location, error) {
+	if c.TimeZone == "" {
+		return time.Local, nil
+	}
+	return time.LoadLocation(c.TimeZone)
+}
+
+// Schedule parses Cron and TimeZone. The schedule computes Next in the
+// returned location whatever the location of the time passed to it: a
+// *cron.SpecSchedule has its Location set, and a descriptor such as
+// "@every 1m" is a cron.ConstantDelaySchedule, which does not depend on a
+// zone. The error wraps ErrInvalidConfig and ErrInvalidCron or
+// ErrInvalidTimeZone.
+func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
+	var errs []error
+	loc, err := c.location()
+	if err != nil {
+		errs = append(errs, &configError{place: jobPlace(c.Name), key: "timeZone", kind: ErrInvalidTimeZone,
+			subject: fmt.Sprintf("timeZone %q", c.TimeZone), detail: "unknown time zone", cause: err})
+	}
+	var sched cron.Schedule
+	if c.Cron == "" {
+		errs = append(errs, &configError{place: jobPlace(c.Name), key: "cron", kind: ErrInvalidCron, subject: "cron is required"})
+	} else if s, perr := parseCron(c.Cron, loc); perr != nil {
+		perr.place = jobPlace(c.Name)
+		errs = append(errs, perr)
+	} else {
+		sched = s
+	}
+	if len(errs) > 0 {
+		return nil, nil, joinConfigErrors(errs)
+	}
+	return sched, loc, nil
+}
+
+// parseCron parses a non-empty spec and applies loc to it. The error has
+// no place.
+func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *configError) {
+	bad := func(detail, hint string, cause error) *configError {
+		return &configError{key: "cron", kind: ErrInvalidCron, subject: fmt.Sprintf("cron %q", spec),
+			detail: detail, hint: hint, cause: cause}
+	}
+	s := strings.TrimSpace(spec)
+	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+		return nil, bad("time zone prefixes are not supported", "set timeZone instead", nil)
+	}
+	defer func() { // the parser has panicked on odd input in the past
+		if r := recover(); r != nil {
+			sched, cerr = nil, bad(fmt.Sprint(r), "", nil)
+		}
+	}()
+	parsed, err := configCronParser.Parse(s)
+	if err != nil {
+		hint := ""
+		if !strings.HasPrefix(s, "@") && len(strings.Fields(s)) == 5 {
+			hint = `six fields are needed, seconds first: "0 */5 * * * *" fires every five minutes`
+		}
+		return nil, bad(err.Error(), hint, err)
+	}
+	if every, ok := strings.CutPrefix(s, "@every "); ok {
+		// cron.Every silently rounds up to 1s and truncates fractions.
+		d, _ := time.ParseDuration(strings.TrimSpace(every))
+		if d < MinInterval || d%time.Second != 0 {
+			return nil, bad(fmt.Sprintf("the period must be a whole number of seconds, at least %v", MinInterval), "", nil)
+		}
+	}
+	if spec, ok := parsed.(*cron.SpecSchedule); ok {
+		spec.Location = loc
+	}
+	return parsed, nil
+}
+
+// ItemParameters parses ShardingItemParameters into item -> parameter.
+// Items not listed are absent from the map; "" gives an empty map. Keys
+// are checked against ShardingTotalCount. The error wraps ErrInvalidConfig
+// and ErrInvalidItemParameters and lists every problem.
+func (c Config) ItemParameters() (map[int]string, error) {
+	total := c.ShardingTotalCount
+	if total <= 0 {
+		total = -1 // no item is in range
+	}
+	params, problems := parseItemParameters(c.ShardingItemParameters, total)
+	if len(problems) == 0 {
+		return params, nil
+	}
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		errs[i] = &configError{place: jobPlace(c.Name), key: "shardingItemParameters", kind: ErrInvalidItemParameters,
+			subject: fmt.Sprintf("shardingItemParameters %q", c.ShardingItemParameters), detail: p}
+	}
+	return nil, joinConfigErrors(errs)
+}
+
+// parseItemParameters parses "0=a,1=b". When total is positive the items
+// must lie in [0,total); when it is 0 the range is not checked; when it is
+// negative every item is out of range. It returns every problem found.
+func parseItemParameters(s string, total int) (map[int]string, []string) {
+	params := map[int]string{}
+	if s == "" {
+		return params, nil
+	}
+	var problems []string
+	for i, entry := range strings.Split(s, ",") {
+		key, value, ok := strings.Cut(entry, "=")
+		key = strings.TrimSpace(key)
+		switch {
+		case strings.TrimSpace(entry) == "":
+			problems = append(problems, fmt.Sprintf("entry %d is empty", i+1))
+			continue
+		case !ok:
+			problems = append(problems, fmt.Sprintf("entry %q has no '=' (want item=value)", entry))
+			continue
+		case key == "" || strings.Trim(key, "0123456789") != "":
+			problems = append(problems, fmt.Sprintf("entry %q: item %q is not a non-negative integer", entry, key))
+			continue
+		}
+		item, err := strconv.Atoi(key)
+		switch {
+		case err != nil || (total != 0 && item >= total):
+			if total > 0 {
+				problems = append(problems, fmt.Sprintf("entry %q: item %s is outside [0,%d) given by shardingTotalCount", entry, key, total))
+			} else {
+				problems = append(problems, fmt.Sprintf("entry %q: item %s is outside [0,shardingTotalCount)", entry, key))
+			}
+			continue
+		}
+		if _, dup := params[item]; dup {
+			problems = append(problems, fmt.Sprintf("item %d is given more than once", item))
+			continue
+		}
+		params[item] = value
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return params, nil
+}
+
+// configField is one key of the stored config document.
+type configField struct {
+	key    string
+	kind   error // sentinel for a bad value; ErrInvalidConfig if none applies
+	decode func(c *Config, n *yaml.Node) error
+}
+
+// configFields lists the keys of the document, in the order Encode writes
+// them. Keys are case-sensitive.
+var configFields = []configField{
+	{"name", ErrInvalidName, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Name) }},
+	{"cron", ErrInvalidCron, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Cron) }},
+	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.TimeZone) }},
+	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
+	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
+	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.JobParameter) }},
+	{"failover", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Failover) }},
+	{"misfire", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+		var s string
+		err := nodeString(n, &s)
+		c.Misfire = MisfirePolicy(s)
+		return err
+	}},
+	{"monitorExecution", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+		monitor := true
+		err := nodeBool(n, &monitor)
+		c.Unmonitored = !monitor
+		return err
+	}},
+	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
+	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
+	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
+	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
+	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
+	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
+}
+
+// configDoc is the document Encode writes; its keys are configFields'.
+type configDoc struct {
+	Name                   string `yaml:"name"`
+	Cron                   string `yaml:"cron"`
+	TimeZone               string `yaml:"timeZone"`
+	ShardingTotalCount     int    `yaml:"shardingTotalCount"`
+	ShardingItemParameters string `yaml:"shardingItemParameters"`
+	JobParameter           string `yaml:"jobParameter"`
+	Failover               bool   `yaml:"failover"`
+	Misfire                string `yaml:"misfire"`
+	MonitorExecution       bool   `yaml:"monitorExecution"`
+	MaxTimeDiff            string `yaml:"maxTimeDiff"`
+	ReconcileInterval      string `yaml:"reconcileInterval"`
+	ShardingStrategy       string `yaml:"shardingStrategy"`
+	Description            string `yaml:"description"`
+	Disabled               bool   `yaml:"disabled"`
+	Overwrite              bool   `yaml:"overwrite"`
+}
+
+// Encode returns the YAML document stored in the job's ZooKeeper config
+// node. Every key is written, zero values included, so the document is
+// complete for other readers; defaults are not filled in, so DecodeConfig
+// gives back exactly c. The keys are those of DecodeConfig, with
+// Unmonitored written as monitorExecution: !Unmonitored and durations as Go
+// duration strings ("5s"). An invalid c is refused with Validate's error.
+func (c Config) Encode() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(configDoc{
+		Name:                   c.Name,
+		Cron:                   c.Cron,
+		TimeZone:               c.TimeZone,
+		ShardingTotalCount:     c.ShardingTotalCount,
+		ShardingItemParameters: c.ShardingItemParameters,
+		JobParameter:           c.JobParameter,
+		Failover:               c.Failover,
+		Misfire:                string(c.Misfire),
+		MonitorExecution:       !c.Unmonitored,
+		MaxTimeDiff:            c.MaxTimeDiff.String(),
+		ReconcileInterval:      c.ReconcileInterval.String(),
+		ShardingStrategy:       c.ShardingStrategy,
+		Description:            c.Description,
+		Disabled:               c.Disabled,
+		Overwrite:              c.Overwrite,
+	})
+}
+
+// DecodeConfig parses a document written by Encode (or by hand, or by an
+// operator tool) and validates the result. The document is one YAML
+// mapping with the keys name, cron, timeZone, shardingTotalCount,
+// shardingItemParameters, jobParameter, failover, misfire (once|skip),
+// monitorExecution (default true), maxTimeDiff and reconcileInterval (Go
+// durations such as "5s"), shardingStrategy, description, disabled and
+// overwrite; missing keys take the Config zero value (monitorExecution:
+// true).
+//
+// Decoding is strict: unknown keys (keys are case-sensitive), repeated
+// keys, values of the wrong type, malformed YAML and an empty document are
+// errors. Every problem is reported, each wrapping ErrInvalidConfig and,
+// where one applies, a specific sentinel such as ErrUnknownKey or
+// ErrInvalidCron. On error the Config is the zero value.
+func DecodeConfig(data []byte) (Config, error) {
+	root, perr := parseYAMLDocument(data)
+	if perr != nil {
+		perr.place = "config"
+		return Config{}, joinConfigErrors([]error{perr})
+	}
+	if root == nil {
+		return Config{}, joinConfigErrors([]error{&configError{place: "config", subject: "document is empty"}})
+	}
+	c, errs := decodeConfigNode(root, jobPlace, nil)
+	if len(errs) > 0 {
+		return Config{}, joinConfigErrors(errs)
+	}
+	return c, nil
+}
+
+// decodeConfigNode decodes and validates one job mapping. placeOf names the
+// job in errors given its name ("" if it has none). When handler is not
+// nil the key "handler" is accepted too and decoded into it.
+func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *string) (Config, []error) {
+	var c Config
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		return c, []error{&configError{place: placeOf(""), subject: "job", line: n.Line,
+			detail: "must be a mapping of keys to values, got " + nodeKindName(n)}}
+	}
+	pairs, perrs := mappingPairs(n)
+
+	// Find the name first so that every error can carry it.
+	for _, p := range pairs {
+		if p.key == "name" {
+			if v := resolveAlias(p.value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+				c.Name = v.Value
+			}
+		}
+	}
+	place := placeOf(c.Name)
+
+	var errs []error
+	for _, e := range perrs {
+		e.place = place
+		errs = append(errs, e)
+	}
+	known := make([]string, 0, len(configFields)+1)
+	for _, f := range configFields {
+		known = append(known, f.key)
+	}
+	if handler != nil {
+		known = append(known, "handler")
+	}
+	lines := map[string]int{}
+	bad := map[string]bool{}
+	for _, p := range pairs {
+		lines[p.key] = p.keyNode.Line
+		if p.key == "handler" && handler != nil {
+			err := nodeString(p.value, handler)
+			if err == nil && (*handler == "" || strings.TrimSpace(*handler) != *handler) {
+				err = fmt.Errorf("%q must be a non-empty name without surrounding spaces (omit the key to use the job's name)", *handler)
+			}
+			if err != nil {
+				errs = append(errs, &configError{place: place, key: p.key, subject: p.key, line: p.keyNode.Line, detail: err.Error(), cause: err})
+			}
+			continue
+		}
+		f, ok := findConfigField(p.key)
+		if !ok {
+			e := unknownKeyError(place, p, known)
+			errs = append(errs, e)
+			if e.suggestion != "" && !hasPair(pairs, e.suggestion) {
+				// The misspelt key stands for this one: do not also
+				// report it as missing.
+				bad[e.suggestion] = true
+			}
+			continue
+		}
+		if err := f.decode(&c, p.value); err != nil {
+			bad[p.key] = true
+			errs = append(errs, &configError{place: place, key: p.key, kind: f.kind, subject: p.key,
+				line: p.keyNode.Line, detail: err.Error(), cause: err})
+		}
+	}
+	for _, e := range c.check(time.Now()) {
+		if bad[e.key] {
+			continue // already reported as a bad value
+		}
+		e.place = place
+		e.line = lines[e.key]
+		errs = append(errs, e)
+	}
+	return c, errs
+}
+
+func hasPair(pairs []yamlPair, key string) bool {
+	for _, p := range pairs {
+		if p.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func findConfigField(key string) (configField, bool) {
+	for _, f := range configFields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return configField{}, false
+}
+
+// nodeString decodes a scalar as a string. Numbers and booleans are taken
+// as written; null is an error.
+func nodeString(n *yaml.Node, out *string) error {
+	n = resolveAlias(n)
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("must be a string, got %s", nodeKindName(n))
+	}
+	if n.ShortTag() == "!!null" {
+		return errors.New(`has no value (write "" for an empty string)`)
+	}
+	return n.Decode(out)
+}
+
+// nodeBool decodes a YAML boolean; a quoted "true" is an error.
+func nodeBool(n *yaml.Node, out *bool) error {
+	n = resolveAlias(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return fmt.Errorf("must be true or false, got %s", nodeKindName(n))
+	}
+	return n.Decode(out)
+}
+
+// nodeInt decodes a YAML integer that fits an int.
+func nodeInt(n *yaml.Node, out *int) error {
+	n = resolveAlias(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return fmt.Errorf("must be an integer, got %s", nodeKindName(n))
+	}
+	if err := n.Decode(out); err != nil {
+		return fmt.Errorf("%s is out of range", n.Value)
+	}
+	return nil
+}
+
+// nodeDuration decodes a Go duration string such as "5s" or "1m30s"; a
+// bare 0 is accepted too.
+func nodeDuration(n *yaml.Node, out *time.Duration) error {
+	n = resolveAlias(n)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return fmt.Errorf(`must be a duration such as "5s", got %s`, nodeKindName(n))
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return fmt.Errorf(`%q is not a duration such as "5s" or "1m30s"`, n.Value)
+	}
+	*out = d
+	return nil
+}

@@ -1,0 +1,630 @@
+package job
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// File is a YAML file of job definitions, as read by Load and LoadFile:
+//
+//	regcenter:
+//	  servers: [127.0.0.1:2181]
+//	  namespace: shop
+//	  sessionTimeout: 10s
+//	  digest: user:pass
+//	jobs:
+//	  - name: orders-sync
+//	    handler: orders
+//	    cron: "*/5 * * * * *"
+//	    shardingTotalCount: 4
+//	    shardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen"
+//	    failover: true
+//
+// The regcenter keys are the yaml names of regcenter.Config's fields; a job
+// takes the keys of DecodeConfig plus handler. Keys are case-sensitive.
+type File struct {
+	// Regcenter is the registry center section, with environment overrides
+	// and regcenter defaults applied, and validated.
+	Regcenter regcenter.Config
+	// Jobs are the jobs in file order, validated, with unique names. Their
+	// Configs are as written: defaults are not filled in. Empty when the
+	// file has no jobs key.
+	Jobs []Spec
+}
+
+// Spec is one job of a File: its Config and the Go implementation to bind.
+type Spec struct {
+	Config
+	// Handler names the registered Go implementation that runs the job.
+	// "" means the one registered under the job's Name; see HandlerName.
+	Handler string
+}
+
+// HandlerName returns Handler, or Name when Handler is "".
+func (s Spec) HandlerName() string {
+	if s.Handler == "" {
+		return s.Name
+	}
+	return s.Handler
+}
+
+// EnvPrefix prefixes the environment variables that override the regcenter
+// section: SHARDJOB_REGCENTER_ followed by the upper-cased key, as in
+// SHARDJOB_REGCENTER_SERVERS (comma-separated host:port list),
+// SHARDJOB_REGCENTER_NAMESPACE, SHARDJOB_REGCENTER_SESSIONTIMEOUT ("10s")
+// or SHARDJOB_REGCENTER_DIGEST. Empty variables are ignored.
+const EnvPrefix = "SHARDJOB"
+
+// LoadFile reads the file at path and loads it as Load does. Errors about
+// the contents are prefixed with path.
+func LoadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	f, err := loadYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Load reads a YAML file of job definitions (see File) from r.
+//
+// The document is read through viper, so environment variables (see
+// EnvPrefix) override the regcenter section; the regcenter section may be
+// omitted when the environment provides the servers. Because viper folds
+// keys to lower case, the document is first checked case-sensitively: any
+// key not known at the top level (regcenter, jobs), in regcenter or in a
+// job is rejected with ErrUnknownKey, naming where it is, its line and,
+// for a near miss, the key probably meant:
+//
+//	jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)
+//
+// Bad values, invalid jobs (see Config.Validate), an invalid regcenter
+// section (see regcenter.Config.Validate) and jobs sharing a name
+// (ErrDuplicateJob) are errors too. Every problem is reported, in one
+// *multierror.Error (github.com/hashicorp/go-multierror) whose entries
+// each wrap ErrInvalidConfig and, where one applies, a specific sentinel;
+// errors.Is matches any of them. On error the File is nil.
+func Load(r io.Reader) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("job: reading job definitions: %w", err)
+	}
+	return loadYAML(data)
+}
+
+func loadYAML(data []byte) (*File, error) {
+	root, perr := parseYAMLDocument(data)
+	if perr != nil {
+		return nil, joinConfigErrors([]error{perr})
+	}
+
+	var errs []error
+	var rcNode, jobsNode *yaml.Node
+	rcBroken := false
+	if root != nil {
+		if root.Kind != yaml.MappingNode {
+			return nil, joinConfigErrors([]error{&configError{subject: "top level", line: root.Line,
+				detail: "must be a mapping with the keys regcenter and jobs, got " + nodeKindName(root)}})
+		}
+		pairs, perrs := mappingPairs(root)
+		for _, e := range perrs {
+			e.place = "top level"
+			errs = append(errs, e)
+		}
+		for _, p := range pairs {
+			switch p.key {
+			case "regcenter":
+				rcNode = resolveAlias(p.value)
+			case "jobs":
+				jobsNode = resolveAlias(p.value)
+			default:
+				errs = append(errs, unknownKeyError("top level", p, []string{"regcenter", "jobs"}))
+			}
+		}
+	}
+
+	// The regcenter section: check its keys here, read its values through
+	// viper so the environment can override them.
+	rcFields := regcenterFields()
+	rcLines := map[string]int{}
+	if rcNode != nil && rcNode.ShortTag() != "!!null" {
+		if rcNode.Kind != yaml.MappingNode {
+			rcBroken = true
+			errs = append(errs, &configError{place: "regcenter", subject: "regcenter", line: rcNode.Line,
+				detail: "must be a mapping, got " + nodeKindName(rcNode)})
+		} else {
+			known := make([]string, len(rcFields))
+			for i, f := range rcFields {
+				known[i] = f.key
+			}
+			pairs, perrs := mappingPairs(rcNode)
+			for _, e := range perrs {
+				e.place = "regcenter"
+				errs = append(errs, e)
+			}
+			for _, p := range pairs {
+				if _, ok := findRegcenterField(rcFields, p.key); ok {
+					rcLines[p.key] = p.keyNode.Line
+				} else {
+					errs = append(errs, unknownKeyError("regcenter", p, known))
+				}
+			}
+		}
+	}
+	var rc regcenter.Config
+	if !rcBroken {
+		var rcErrs []error
+		rc, rcErrs = loadRegcenter(data, rcFields, rcLines, len(errs) > 0)
+		errs = append(errs, rcErrs...)
+	}
+
+	// The jobs.
+	jobs := make([]Spec, 0)
+	if jobsNode != nil && jobsNode.ShortTag() != "!!null" {
+		if jobsNode.Kind != yaml.SequenceNode {
+			errs = append(errs, &configError{place: "jobs", subject: "jobs", line: jobsNode.Line,
+				detail: "must be a list of jobs, got " + nodeKindName(jobsNode)})
+		} else {
+			type firstUse struct{ index, line int }
+			names := map[string]firstUse{}
+			for i, jn := range jobsNode.Content {
+				placeOf := func(name string) string {
+					if name == "" {
+						return fmt.Sprintf("jobs[%d]", i)
+					}
+					return fmt.Sprintf("jobs[%d] %q", i, name)
+				}
+				var spec Spec
+				var jerrs []error
+				spec.Config, jerrs = decodeConfigNode(jn, placeOf, &spec.Handler)
+				errs = append(errs, jerrs...)
+				if spec.Name != "" {
+					line := nameLine(jn)
+					if first, dup := names[spec.Name]; dup {
+						errs = append(errs, &configError{place: placeOf(spec.Name), key: "name", kind: ErrDuplicateJob,
+							subject: fmt.Sprintf("name %q", spec.Name), line: line,
+							detail: fmt.Sprintf("already used by jobs[%d] at line %d", first.index, first.line)})
+					} else {
+						names[spec.Name] = firstUse{i, line}
+					}
+				}
+				jobs = append(jobs, spec)
+			}
+		}
+	}
+
+	if len(errs) > 0 {
+		return nil, joinConfigErrors(errs)
+	}
+	return &File{Regcenter: rc, Jobs: jobs}, nil
+}
+
+// nameLine returns the line of a job mapping's name key, or of the mapping.
+func nameLine(n *yaml.Node) int {
+	n = resolveAlias(n)
+	pairs, _ := mappingPairs(n)
+	for _, p := range pairs {
+		if p.key == "name" {
+			return p.keyNode.Line
+		}
+	}
+	return n.Line
+}
+
+// regcenterField is a field of regcenter.Config known by its yaml key.
+type regcenterField struct {
+	key   string // yaml key, e.g. "sessionTimeout"
+	index []int  // field index in regcenter.Config
+	env   string // overriding environment variable
+}
+
+// regcenterFields lists regcenter.Config's fields by their yaml tags, so a
+// field added there is known here without change.
+func regcenterFields() []regcenterField {
+	t := reflect.TypeFor[regcenter.Config]()
+	var fields []regcenterField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		key, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if !sf.IsExported() || key == "-" {
+			continue
+		}
+		if key == "" {
+			key = strings.ToLower(sf.Name)
+		}
+		fields = append(fields, regcenterField{
+			key:   key,
+			index: sf.Index,
+			env:   EnvPrefix + "_REGCENTER_" + strings.ToUpper(key),
+		})
+	}
+	return fields
+}
+
+func findRegcenterField(fields []regcenterField, key string) (regcenterField, bool) {
+	for _, f := range fields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return regcenterField{}, false
+}
+
+// loadRegcenter reads the regcenter section of data through viper, with
+// the environment overriding it, then applies defaults and validates.
+// lines gives the line of each key present in the file. When the document
+// already has problems, a viper read failure is not reported again.
+func loadRegcenter(data []byte, fields []regcenterField, lines map[string]int, haveErrs bool) (regcenter.Config, []error) {
+	var rc regcenter.Config
+	v := viper.New()
+	v.SetConfigType("yaml")
+	for _, f := range fields {
+		if err := v.BindEnv("regcenter."+strings.ToLower(f.key), f.env); err != nil {
+			return rc, []error{&configError{place: "regcenter", subject: f.key, detail: err.Error(), cause: err}}
+		}
+	}
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		if haveErrs {
+			return rc, nil
+		}
+		return rc, []error{&configError{subject: "invalid YAML", detail: err.Error(), cause: err}}
+	}
+
+	var errs []error
+	rv := reflect.ValueOf(&rc).Elem()
+	for _, f := range fields {
+		raw := v.Get("regcenter." + strings.ToLower(f.key))
+		if raw == nil {
+			continue
+		}
+		if err := setRegcenterValue(rv.FieldByIndex(f.index), raw); err != nil {
+			e := &configError{place: "regcenter", key: f.key, subject: f.key, detail: err.Error(), cause: err}
+			if os.Getenv(f.env) != "" {
+				e.hint = "from environment variable " + f.env
+			} else {
+				e.line = lines[f.key]
+			}
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return rc, errs
+	}
+
+	rc = rc.WithDefaults()
+	if err := rc.Validate(); err != nil {
+		e := &configError{subject: err.Error(), cause: err}
+		if len(rc.Servers) == 0 {
+			e.hint = "set regcenter.servers in the file or " + EnvPrefix + "_REGCENTER_SERVERS in the environment"
+		}
+		return rc, []error{e}
+	}
+	return rc, nil
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// setRegcenterValue stores raw, a value from viper (decoded YAML or an
+// environment string), into fv.
+func setRegcenterValue(fv reflect.Value, raw any) error {
+	if fv.Type() == durationType {
+		switch x := raw.(type) {
+		case string:
+			d, err := time.ParseDuration(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf(`%q is not a duration such as "10s"`, x)
+			}
+			fv.SetInt(int64(d))
+			return nil
+		case int:
+			if x == 0 {
+				fv.SetInt(0)
+				return nil
+			}
+			return fmt.Errorf(`%d has no unit; write a duration such as "10s"`, x)
+		default:
+			return fmt.Errorf(`must be a duration such as "10s", got %s`, describeValue(raw))
+		}
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		s, ok := scalarText(raw)
+		if !ok {
+			return fmt.Errorf("must be a string, got %s", describeValue(raw))
+		}
+		fv.SetString(s)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		var n int64
+		switch x := raw.(type) {
+		case int:
+			n = int64(x)
+		case int64:
+			n = x
+		case string:
+			var err error
+			if n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 64); err != nil {
+				return fmt.Errorf("%q is not an integer", x)
+			}
+		default:
+			return fmt.Errorf("must be an integer, got %s", describeValue(raw))
+		}
+		if fv.OverflowInt(n) {
+			return fmt.Errorf("%d is out of range", n)
+		}
+		fv.SetInt(n)
+	case reflect.Bool:
+		switch x := raw.(type) {
+		case bool:
+			fv.SetBool(x)
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(x))
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", x)
+			}
+			fv.SetBool(b)
+		default:
+			return fmt.Errorf("must be true or false, got %s", describeValue(raw))
+		}
+	case reflect.Slice:
+		if fv.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported field type %s", fv.Type())
+		}
+		var list []string
+		switch x := raw.(type) {
+		case string: // from the environment: comma-separated
+			for _, s := range strings.Split(x, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					list = append(list, s)
+				}
+			}
+		case []any:
+			for i, item := range x {
+				s, ok := scalarText(item)
+				if !ok {
+					return fmt.Errorf("item %d must be a string, got %s", i, describeValue(item))
+				}
+				list = append(list, strings.TrimSpace(s))
+			}
+		default:
+			return fmt.Errorf("must be a list of strings, got %s", describeValue(raw))
+		}
+		fv.Set(reflect.ValueOf(list).Convert(fv.Type()))
+	default:
+		return fmt.Errorf("unsupported field type %s", fv.Type())
+	}
+	return nil
+}
+
+// scalarText renders a decoded YAML scalar as text; false for nil, lists
+// and mappings.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(x), true
+	case time.Time:
+		return x.Format(time.RFC3339Nano), true
+	}
+	return "", false
+}
+
+func describeValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "no value"
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a mapping"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// yamlPair is one key and value of a mapping node.
+type yamlPair struct {
+	key     string
+	keyNode *yaml.Node
+	value   *yaml.Node
+}
+
+// parseYAMLDocument parses exactly one YAML document and returns its root
+// node, or nil when the document is empty or null. The error has no place.
+func parseYAMLDocument(data []byte) (*yaml.Node, *configError) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, &configError{subject: "invalid YAML", detail: err.Error(), cause: err}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, &configError{subject: "invalid YAML", detail: err.Error(), cause: err}
+		}
+		return nil, &configError{subject: "invalid YAML", line: next.Line, detail: "more than one document"}
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, nil
+		}
+		root = root.Content[0]
+	}
+	root = resolveAlias(root)
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return nil, nil
+	}
+	return root, nil
+}
+
+// resolveAlias follows alias nodes to the node they name.
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// mappingPairs returns the pairs of mapping node n, keys as written,
+// including those brought in by merge keys ("<<: *defaults"), which
+// explicit keys override. A repeated or non-string key is reported; the
+// errors have no place.
+func mappingPairs(n *yaml.Node) ([]yamlPair, []*configError) {
+	var pairs, merged []yamlPair
+	var errs []*configError
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			m, merrs := mergedPairs(v, 0)
+			merged = append(merged, m...)
+			errs = append(errs, merrs...)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			errs = append(errs, &configError{subject: "key", line: k.Line, kind: ErrUnknownKey,
+				detail: "must be a string, got " + nodeKindName(k)})
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			errs = append(errs, &configError{key: k.Value, subject: fmt.Sprintf("key %q", k.Value), line: k.Line,
+				detail: fmt.Sprintf("repeats the key at line %d", first)})
+			continue
+		}
+		seen[k.Value] = k.Line
+		pairs = append(pairs, yamlPair{key: k.Value, keyNode: k, value: v})
+	}
+	for _, p := range merged {
+		if _, ok := seen[p.key]; !ok {
+			seen[p.key] = p.keyNode.Line
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs, errs
+}
+
+// mergedPairs returns the pairs a merge key brings in: those of a mapping,
+// or of a list of mappings with earlier ones taking precedence.
+func mergedPairs(v *yaml.Node, depth int) ([]yamlPair, []*configError) {
+	v = resolveAlias(v)
+	if depth > 32 {
+		return nil, []*configError{{subject: "merge key", line: v.Line, detail: "nested too deeply"}}
+	}
+	switch v.Kind {
+	case yaml.MappingNode:
+		return mappingPairs(v)
+	case yaml.SequenceNode:
+		var pairs []yamlPair
+		var errs []*configError
+		seen := map[string]bool{}
+		for _, item := range v.Content {
+			if item = resolveAlias(item); item.Kind != yaml.MappingNode {
+				errs = append(errs, &configError{subject: "merge key", line: item.Line,
+					detail: "may only merge mappings, got " + nodeKindName(item)})
+				continue
+			}
+			p, perrs := mergedPairs(item, depth+1)
+			errs = append(errs, perrs...)
+			for _, pair := range p {
+				if !seen[pair.key] {
+					seen[pair.key] = true
+					pairs = append(pairs, pair)
+				}
+			}
+		}
+		return pairs, errs
+	}
+	return nil, []*configError{{subject: "merge key", line: v.Line,
+		detail: "may only merge a mapping or a list of mappings, got " + nodeKindName(v)}}
+}
+
+// nodeKindName describes a node for error messages.
+func nodeKindName(n *yaml.Node) string {
+	n = resolveAlias(n)
+	switch {
+	case n == nil:
+		return "nothing"
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.ShortTag() == "!!null":
+		return "no value"
+	case n.ShortTag() == "!!str":
+		return fmt.Sprintf("the string %q", n.Value)
+	default:
+		return n.Value
+	}
+}
+
+// unknownKeyError reports p's key as unknown at place, suggesting the
+// nearest of known when it is a near miss.
+func unknownKeyError(place string, p yamlPair, known []string) *configError {
+	e := &configError{place: place, key: p.key, kind: ErrUnknownKey,
+		subject: fmt.Sprintf("unknown key %q", p.key), line: p.keyNode.Line}
+	if s := nearestKey(p.key, known); s != "" {
+		e.suggestion = s
+		e.hint = fmt.Sprintf("did you mean %q?", s)
+	}
+	return e
+}
+
+// nearestKey returns the known key equal to key but for case, else the
+// one within edit distance 2 of it (ignoring case), else "".
+func nearestKey(key string, known []string) string {
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	best, bestDist := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,438 @@
+package job_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// regcenterEnvForTest lists the variables that override the regcenter
+// section.
+var regcenterEnvForTest = []string{
+	"SHARDJOB_REGCENTER_SERVERS", "SHARDJOB_REGCENTER_NAMESPACE", "SHARDJOB_REGCENTER_SESSIONTIMEOUT",
+	"SHARDJOB_REGCENTER_CONNECTTIMEOUT", "SHARDJOB_REGCENTER_BASESLEEP", "SHARDJOB_REGCENTER_MAXSLEEP",
+	"SHARDJOB_REGCENTER_MAXRETRIES", "SHARDJOB_REGCENTER_DIGEST",
+}
+
+// clearRegcenterEnvForTest keeps the caller's environment out of a test
+// (empty variables are ignored by Load).
+func clearRegcenterEnvForTest(t *testing.T) {
+	t.Helper()
+	for _, name := range regcenterEnvForTest {
+		t.Setenv(name, "")
+	}
+}
+
+func TestLoadFileFull(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRC := regcenter.Config{
+		Servers:        []string{"zk1:2181", "zk2:2181", "zk3:2181"},
+		Namespace:      "shop",
+		SessionTimeout: 15 * time.Second,
+		ConnectTimeout: 3 * time.Second,
+		BaseSleep:      100 * time.Millisecond,
+		MaxSleep:       2 * time.Second,
+		MaxRetries:     5,
+		Digest:         "user:pass",
+	}
+	if !reflect.DeepEqual(f.Regcenter, wantRC) {
+		t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, wantRC)
+	}
+	wantJobs := []job.Spec{
+		{
+			Config: job.Config{
+				Name:                   "orders-sync",
+				Cron:                   "*/5 * * * * *",
+				TimeZone:               "Asia/Shanghai",
+				ShardingTotalCount:     4,
+				ShardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen",
+				JobParameter:           "full",
+				Failover:               true,
+				Misfire:                job.MisfireSkip,
+				Unmonitored:            true,
+				MaxTimeDiff:            5 * time.Second,
+				ReconcileInterval:      30 * time.Second,
+				ShardingStrategy:       "ROUND_ROBIN",
+				Description:            "Copies new orders to the warehouse.",
+				Disabled:               true,
+				Overwrite:              true,
+			},
+			Handler: "orders",
+		},
+		{Config: job.Config{Name: "nightly-report", Cron: "@daily", ShardingTotalCount: 1}},
+	}
+	if !reflect.DeepEqual(f.Jobs, wantJobs) {
+		t.Errorf("Jobs = %+v\nwant %+v", f.Jobs, wantJobs)
+	}
+	if got := f.Jobs[0].HandlerName(); got != "orders" {
+		t.Errorf("HandlerName() = %q, want orders", got)
+	}
+	if got := f.Jobs[1].HandlerName(); got != "nightly-report" {
+		t.Errorf("HandlerName() = %q, want the job's name", got)
+	}
+
+	// Each job survives the trip through its ZooKeeper config node.
+	for _, s := range f.Jobs {
+		data, err := s.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := job.DecodeConfig(data)
+		if err != nil {
+			t.Fatalf("DecodeConfig(%s) = %v", data, err)
+		}
+		if back != s.Config {
+			t.Errorf("round trip of %q gave %+v, want %+v", s.Name, back, s.Config)
+		}
+	}
+}
+
+func TestLoadDefaultsAndEmpty(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	f, err := job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regcenter.Config{Servers: []string{"127.0.0.1:2181"}}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("Regcenter = %+v, want the defaults %+v", f.Regcenter, want)
+	}
+	if f.Jobs == nil || len(f.Jobs) != 0 {
+		t.Errorf("Jobs = %#v, want an empty list", f.Jobs)
+	}
+
+	f, err = job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\njobs:\n"))
+	if err != nil || len(f.Jobs) != 0 {
+		t.Errorf("Load with an empty jobs key = %+v, %v", f, err)
+	}
+}
+
+func TestLoadAnchorsAndMerge(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	f, err := job.Load(strings.NewReader(`
+regcenter:
+  servers: [127.0.0.1:2181]
+jobs:
+  - &base
+    name: a
+    cron: "@hourly"
+    shardingTotalCount: 2
+    failover: true
+  - <<: *base
+    name: b
+    failover: false
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []job.Spec{
+		{Config: job.Config{Name: "a", Cron: "@hourly", ShardingTotalCount: 2, Failover: true}},
+		{Config: job.Config{Name: "b", Cron: "@hourly", ShardingTotalCount: 2}},
+	}
+	if !reflect.DeepEqual(f.Jobs, want) {
+		t.Errorf("Jobs = %+v, want %+v", f.Jobs, want)
+	}
+}
+
+func TestLoadRejectsBadInput(t *testing.T) {
+	const rc = "regcenter:\n  servers: [127.0.0.1:2181]\n"
+	tests := []struct {
+		name    string
+		doc     string
+		wantIs  []error
+		wantMsg []string
+	}{
+		{"garbage YAML", "regcenter: [\njobs: {{{", nil, []string{"invalid YAML"}},
+		{"binary garbage", "\x00\x01\x02\xff", nil, []string{"invalid YAML"}},
+		{"top level is a list", "- a\n- b\n", nil, []string{"top level at line 1: must be a mapping"}},
+		{"two documents", rc + "---\njobs: []\n", nil, []string{"more than one document"}},
+		{"unknown top-level key", rc + "job:\n  - name: a\n", []error{job.ErrUnknownKey},
+			[]string{`top level: unknown key "job" at line 3 (did you mean "jobs"?)`}},
+		{"top-level key case", rc + "Jobs: []\n", []error{job.ErrUnknownKey}, []string{`unknown key "Jobs" at line 3 (did you mean "jobs"?)`}},
+		{"repeated top-level key", rc + "regcenter:\n  servers: [a:1]\n", nil, []string{`top level: key "regcenter" at line 3: repeats the key at line 1`}},
+		{"unknown regcenter key", "regcenter:\n  servers: [127.0.0.1:2181]\n  sessionTimeoutMs: 100\n", []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "sessionTimeoutMs" at line 3`}},
+		{"regcenter key case", "regcenter:\n  servers: [127.0.0.1:2181]\n  SessionTimeout: 5s\n", []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "SessionTimeout" at line 3 (did you mean "sessionTimeout"?)`}},
+		{"regcenter not a mapping", "regcenter: zk:2181\n", nil, []string{`regcenter at line 1: must be a mapping, got the string "zk:2181"`}},
+		{"regcenter bad duration", "regcenter:\n  servers: [127.0.0.1:2181]\n  sessionTimeout: forever\n", nil,
+			[]string{`regcenter: sessionTimeout at line 3: "forever" is not a duration`}},
+		{"regcenter duration without unit", "regcenter:\n  servers: [127.0.0.1:2181]\n  sessionTimeout: 10\n", nil,
+			[]string{`sessionTimeout at line 3: 10 has no unit`}},
+		{"regcenter servers mapping", "regcenter:\n  servers: {a: b}\n", nil, []string{"servers at line 2: must be a list of strings, got a mapping"}},
+		{"regcenter maxRetries string", "regcenter:\n  servers: [127.0.0.1:2181]\n  maxRetries: many\n", nil,
+			[]string{`maxRetries at line 3: "many" is not an integer`}},
+		{"regcenter invalid", "regcenter:\n  servers: [127.0.0.1]\n", []error{regcenter.ErrInvalidConfig},
+			[]string{`servers: "127.0.0.1" is not host:port`}},
+		{"no regcenter", "jobs: []\n", []error{regcenter.ErrInvalidConfig},
+			[]string{"servers", "SHARDJOB_REGCENTER_SERVERS"}},
+		{"empty file", "", []error{regcenter.ErrInvalidConfig}, []string{"servers"}},
+		{"jobs not a list", rc + "jobs:\n  name: a\n", nil, []string{"jobs at line 4: must be a list of jobs, got a mapping"}},
+		{"job not a mapping", rc + "jobs:\n  - orders-sync\n", nil, []string{`jobs[0]: job at line 4: must be a mapping`}},
+		{"case typo in job key", rc + "jobs:\n  - name: orders-sync\n    cron: '*/5 * * * * *'\n    shardingTotalcount: 4\n",
+			[]error{job.ErrUnknownKey},
+			[]string{`jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 6 (did you mean "shardingTotalCount"?)`}},
+		{"unknown job key", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    timeout: 5s\n",
+			[]error{job.ErrUnknownKey}, []string{`jobs[0] "a": unknown key "timeout" at line 7`}},
+		{"unknown key in unnamed job", rc + "jobs:\n  - cron: '@hourly'\n    shardingTotalCount: 1\n    nmae: a\n",
+			[]error{job.ErrUnknownKey}, []string{`jobs[0]: unknown key "nmae" at line 6 (did you mean "name"?)`}},
+		{"repeated job key", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    cron: '@daily'\n",
+			nil, []string{`jobs[0] "a": key "cron" at line 7: repeats the key at line 5`}},
+		{"invalid cron", rc + "jobs:\n  - name: a\n    cron: 'not a cron'\n    shardingTotalCount: 1\n",
+			[]error{job.ErrInvalidCron}, []string{`jobs[0] "a": cron "not a cron" at line 5`}},
+		{"five-field cron", rc + "jobs:\n  - name: a\n    cron: '*/5 * * * *'\n    shardingTotalCount: 1\n",
+			[]error{job.ErrInvalidCron}, []string{`jobs[0] "a": cron "*/5 * * * *" at line 5: expected exactly 6 fields, found 5`}},
+		{"missing cron", rc + "jobs:\n  - name: a\n    shardingTotalCount: 1\n",
+			[]error{job.ErrInvalidCron}, []string{`jobs[0] "a": cron is required`}},
+		{"bad time zone", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    timeZone: Europe/Atlantis\n    shardingTotalCount: 1\n",
+			[]error{job.ErrInvalidTimeZone}, []string{`jobs[0] "a": timeZone "Europe/Atlantis" at line 6: unknown time zone`}},
+		{"count zero", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 0\n",
+			[]error{job.ErrInvalidShardingCount}, []string{`jobs[0] "a": shardingTotalCount 0 at line 6: must be between 1 and 10000`}},
+		{"count negative", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: -1\n",
+			[]error{job.ErrInvalidShardingCount}, []string{`jobs[0] "a": shardingTotalCount -1 at line 6`}},
+		{"count too big", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 10001\n",
+			[]error{job.ErrInvalidShardingCount}, []string{`jobs[0] "a": shardingTotalCount 10001 at line 6`}},
+		{"count missing", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n",
+			[]error{job.ErrInvalidShardingCount}, []string{`jobs[0] "a": shardingTotalCount 0: must be between`}},
+		{"count wrong type", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: [1]\n",
+			[]error{job.ErrInvalidShardingCount}, []string{`jobs[0] "a": shardingTotalCount at line 6: must be an integer, got a list`}},
+		{"duplicate item", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 4\n    shardingItemParameters: 0=a,0=b\n",
+			[]error{job.ErrInvalidItemParameters}, []string{`jobs[0] "a": shardingItemParameters "0=a,0=b" at line 7: item 0 is given more than once`}},
+		{"item out of range", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 4\n    shardingItemParameters: 5=x\n",
+			[]error{job.ErrInvalidItemParameters}, []string{`jobs[0] "a": shardingItemParameters "5=x" at line 7: entry "5=x": item 5 is outside [0,4)`}},
+		{"item not a number", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 4\n    shardingItemParameters: a=b\n",
+			[]error{job.ErrInvalidItemParameters}, []string{`item "a" is not a non-negative integer`}},
+		{"item without equals", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 4\n    shardingItemParameters: 0a\n",
+			[]error{job.ErrInvalidItemParameters}, []string{`entry "0a" has no '='`}},
+		{"bad bool", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    failover: maybe\n",
+			nil, []string{`jobs[0] "a": failover at line 7: must be true or false, got the string "maybe"`}},
+		{"bad duration", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    maxTimeDiff: 5\n",
+			nil, []string{`jobs[0] "a": maxTimeDiff at line 7: "5" is not a duration`}},
+		{"bad misfire", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    misfire: always\n",
+			nil, []string{`jobs[0] "a": misfire "always" at line 7: must be "once" or "skip"`}},
+		{"empty handler", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n    handler: ''\n",
+			nil, []string{`jobs[0] "a": handler at line 7`}},
+		{"bad name", rc + "jobs:\n  - name: a/b\n    cron: '@hourly'\n    shardingTotalCount: 1\n",
+			[]error{job.ErrInvalidName}, []string{`jobs[0] "a/b": name "a/b" at line 4: may contain only`}},
+		{"duplicate names", rc + "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n  - name: b\n    cron: '@hourly'\n    shardingTotalCount: 1\n  - name: a\n    cron: '@daily'\n    shardingTotalCount: 1\n",
+			[]error{job.ErrDuplicateJob}, []string{`jobs[2] "a": name "a" at line 10: already used by jobs[0] at line 4`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearRegcenterEnvForTest(t)
+			f, err := job.Load(strings.NewReader(tt.doc))
+			assertLoadError(t, err, tt.wantIs, tt.wantMsg)
+			if f != nil {
+				t.Errorf("Load returned %+v with its error", f)
+			}
+		})
+	}
+}
+
+// assertLoadError checks that err matches ErrInvalidConfig and every
+// sentinel in wantIs and contains every string in wantMsg.
+func assertLoadError(t *testing.T, err error, wantIs []error, wantMsg []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", wantMsg)
+	}
+	for _, target := range append([]error{job.ErrInvalidConfig}, wantIs...) {
+		if !errors.Is(err, target) {
+			t.Errorf("errors.Is(err, %v) = false for:\n%v", target, err)
+		}
+	}
+	for _, m := range wantMsg {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error does not contain %q:\n%v", m, err)
+		}
+	}
+}
+
+func TestLoadFileTypos(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	_, err := job.LoadFile(filepath.Join("testdata", "typo.yaml"))
+	want := []string{
+		`regcenter: unknown key "Namespace" at line 3 (did you mean "namespace"?)`,
+		`jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)`,
+		`jobs[1] "stock-sync": unknown key "failOver" at line 11 (did you mean "failover"?)`,
+		`jobs[1] "stock-sync": unknown key "retries" at line 12`,
+	}
+	assertLoadError(t, err, []error{job.ErrUnknownKey}, want)
+	if !strings.HasPrefix(err.Error(), filepath.Join("testdata", "typo.yaml")+": ") {
+		t.Errorf("error does not start with the file's path: %v", err)
+	}
+	// Exactly the four typos: the misspelt count is not also "missing".
+	var merr *multierror.Error
+	if !errors.As(err, &merr) || len(merr.Errors) != len(want) {
+		t.Errorf("want %d problems, got:\n%v", len(want), err)
+	}
+	if strings.Contains(err.Error(), "did you mean \"retries") || strings.Contains(err.Error(), `"retries" at line 12 (`) {
+		t.Errorf("suggested a key for a word far from any: %v", err)
+	}
+}
+
+func TestLoadFileReportsEveryProblem(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	_, err := job.LoadFile(filepath.Join("testdata", "invalid.yaml"))
+	assertLoadError(t, err,
+		[]error{job.ErrInvalidCron, job.ErrInvalidTimeZone, job.ErrInvalidShardingCount, job.ErrInvalidItemParameters, job.ErrDuplicateJob},
+		[]string{
+			`jobs[0] "orders-sync": cron "*/5 * * *" at line 5: expected exactly 6 fields, found 4`,
+			`jobs[0] "orders-sync": timeZone "Mars/Olympus" at line 6`,
+			`jobs[0] "orders-sync": shardingTotalCount 0 at line 7`,
+			`jobs[1] "stock-sync": cron "*/5 * * * *" at line 9: expected exactly 6 fields, found 5`,
+			`jobs[1] "stock-sync": shardingItemParameters "0=a,0=b,5=x" at line 11: item 0 is given more than once`,
+			`jobs[1] "stock-sync": shardingItemParameters "0=a,0=b,5=x" at line 11: entry "5=x": item 5 is outside [0,4)`,
+			`jobs[2] "orders-sync": shardingTotalCount 10001 at line 14`,
+			`jobs[2] "orders-sync": maxTimeDiff at line 15: "soon" is not a duration`,
+			`jobs[2] "orders-sync": name "orders-sync" at line 12: already used by jobs[0] at line 4`,
+		})
+	var merr *multierror.Error
+	if !errors.As(err, &merr) || len(merr.Errors) != 9 {
+		t.Errorf("want 9 problems, got:\n%v", err)
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	_, err := job.LoadFile(filepath.Join("testdata", "garbage.yaml"))
+	assertLoadError(t, err, nil, []string{"garbage.yaml: ", "invalid YAML"})
+
+	_, err = job.LoadFile(filepath.Join("testdata", "no-such-file.yaml"))
+	if !errors.Is(err, os.ErrNotExist) || errors.Is(err, job.ErrInvalidConfig) {
+		t.Errorf("LoadFile of a missing file = %v, want os.ErrNotExist only", err)
+	}
+}
+
+func TestLoadEnvOverrides(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-a:2181, zk-b:2181,")
+	t.Setenv("SHARDJOB_REGCENTER_NAMESPACE", "staging")
+	t.Setenv("SHARDJOB_REGCENTER_SESSIONTIMEOUT", "20s")
+	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "2")
+	t.Setenv("SHARDJOB_REGCENTER_DIGEST", "ops:secret")
+
+	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regcenter.Config{
+		Servers:        []string{"zk-a:2181", "zk-b:2181"},
+		Namespace:      "staging",
+		SessionTimeout: 20 * time.Second,
+		ConnectTimeout: 3 * time.Second, // from the file
+		BaseSleep:      100 * time.Millisecond,
+		MaxSleep:       2 * time.Second,
+		MaxRetries:     2,
+		Digest:         "ops:secret",
+	}
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, want)
+	}
+	if len(f.Jobs) != 2 {
+		t.Errorf("got %d jobs, want 2", len(f.Jobs))
+	}
+}
+
+func TestLoadEnvProvidesMissingRegcenter(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	path := filepath.Join("testdata", "env-only.yaml")
+	if _, err := job.LoadFile(path); !errors.Is(err, regcenter.ErrInvalidConfig) {
+		t.Fatalf("LoadFile without servers = %v, want regcenter.ErrInvalidConfig", err)
+	}
+
+	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "127.0.0.1:2181")
+	f, err := job.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regcenter.Config{Servers: []string{"127.0.0.1:2181"}}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
+	if len(f.Jobs) != 1 || f.Jobs[0].Name != "cleanup" {
+		t.Errorf("Jobs = %+v", f.Jobs)
+	}
+}
+
+func TestLoadEnvBadValue(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	t.Setenv("SHARDJOB_REGCENTER_SESSIONTIMEOUT", "ten seconds")
+	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "lots")
+	_, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	assertLoadError(t, err, nil, []string{
+		`regcenter: sessionTimeout: "ten seconds" is not a duration such as "10s" (from environment variable SHARDJOB_REGCENTER_SESSIONTIMEOUT)`,
+		`regcenter: maxRetries: "lots" is not an integer (from environment variable SHARDJOB_REGCENTER_MAXRETRIES)`,
+	})
+}
+
+func ExampleLoad() {
+	f, err := job.Load(strings.NewReader(`
+regcenter:
+  servers: [127.0.0.1:2181]
+  namespace: shop
+jobs:
+  - name: orders-sync
+    handler: orders
+    cron: "*/5 * * * * *"
+    shardingTotalCount: 4
+    shardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen"
+    failover: true
+  - name: nightly-report
+    cron: "@daily"
+    shardingTotalCount: 1
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("namespace:", f.Regcenter.Namespace, "session timeout:", f.Regcenter.SessionTimeout)
+	for _, s := range f.Jobs {
+		params, _ := s.ItemParameters()
+		fmt.Printf("%s -> %s: %q, %d items %v, failover %v\n",
+			s.Name, s.HandlerName(), s.Cron, s.ShardingTotalCount, params, s.Failover)
+	}
+
+	_, err = job.Load(strings.NewReader(`
+regcenter:
+  servers: [127.0.0.1:2181]
+jobs:
+  - name: orders-sync
+    cron: "*/5 * * * * *"
+    shardingTotalcount: 4
+`))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, job.ErrUnknownKey))
+	// Output:
+	// namespace: shop session timeout: 10s
+	// orders-sync -> orders: "*/5 * * * * *", 4 items map[0:Beijing 1:Shanghai 2:Guangzhou 3:Shenzhen], failover true
+	// nightly-report -> nightly-report: "@daily", 1 items map[], failover false
+	// jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)
+	// true
+}
+
+func ExampleConfig_Validate() {
+	c := job.Config{Name: "orders-sync", Cron: "*/5 * * *", ShardingTotalCount: 0}
+	err := c.Validate()
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, job.ErrInvalidCron), errors.Is(err, job.ErrInvalidShardingCount), errors.Is(err, job.ErrInvalidConfig))
+	// Output:
+	// 2 problems:
+	// 	* job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
+	// 	* job "orders-sync": shardingTotalCount 0: must be between 1 and 10000
+	// true true true
+}
