@@ -1,0 +1,43 @@
+# Developer and CI entry points. `make test` is what CI runs (.ci/run).
+#
+# The tests start real ZooKeeper servers (regcenter/zktest); each target that
+# needs one first runs scripts/zookeeper.sh ensure, which finds ZooKeeper or,
+# as root on Debian/Ubuntu, installs it with apt-get.
+
+GO        ?= go
+BENCHTIME ?= 1s
+ZK_DIR    ?= .zk
+ZK_PORT   ?= 2181
+
+.PHONY: test lint demo bench zookeeper zk-start zk-stop
+
+test: zookeeper
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+lint:
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt -l lists files that need formatting (run gofmt -w):"; \
+		echo "$$unformatted"; \
+		exit 1; \
+	fi
+	$(GO) vet ./...
+
+# The demo starts its own ZooKeeper ensemble through regcenter/zktest.
+demo: zookeeper
+	$(GO) run ./example/cluster
+
+bench: zookeeper
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./...
+
+zookeeper:
+	bash scripts/zookeeper.sh ensure >/dev/null
+
+# A standalone server on 127.0.0.1:$(ZK_PORT) with data in $(ZK_DIR), for
+# trying things by hand.
+zk-start:
+	bash scripts/zookeeper.sh start $(ZK_DIR) $(ZK_PORT)
+
+zk-stop:
+	bash scripts/zookeeper.sh stop $(ZK_DIR)

@@ -1,0 +1,24 @@
+//go:build unix
+
+package zktest
+
+import (
+	"errors"
+	"syscall"
+)
+
+// signalGroup sends sig to the process group led by pid. Every member runs
+// in its own group (see sysProcAttr), so this reaches the JVM and anything
+// it may have started.
+func signalGroup(p *process, sig syscall.Signal) error {
+	err := syscall.Kill(-p.pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+)
