@@ -26,6 +26,9 @@ type Center interface {
 	// returning the created path (which differs from path for sequential
 	// modes).
 	Create(ctx context.Context, path string, data []byte, mode Mode) (string, error)
+	// EnsurePath creates path and its parents as empty persistent nodes
+	// where missing.
+	EnsurePath(ctx context.Context, path string) error
 	// Set writes a node's data if its version matches (-1: any version).
 	Set(ctx context.Context, path string, data []byte, version int32) (Stat, error)
 	// Delete removes a node if its version matches (-1: any version).

@@ -1,0 +1,390 @@
+// Package election elects one leader among the instances of a job, on
+// ZooKeeper.
+//
+// Each candidate creates an ephemeral sequential node under a latch
+// directory; the lowest sequence leads. A candidate watches only its
+// predecessor, so a leader's departure wakes exactly one successor (no herd).
+// The leader also writes its id to a host node, for operators.
+//
+// What is guaranteed: at most one candidate per session believes it leads at
+// any time, and [Election.Fence] returns a transaction op that makes a write
+// succeed only while the leader's latch node, and so its session, still
+// exists. What is not guaranteed: that a leader's local code stops the
+// instant leadership ends — callbacks learn of it asynchronously, which is why
+// every write a leader makes must carry the fence.
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// ErrNotLeader is returned by Fence when this candidate does not lead.
+var ErrNotLeader = errors.New("election: not the leader")
+
+// Callbacks are told about leadership. Both run on the election's own
+// goroutine, one at a time, and should return promptly.
+type Callbacks struct {
+	// OnElected runs when this candidate becomes leader. ctx is cancelled
+	// when leadership ends (resignation, session loss, Close).
+	OnElected func(ctx context.Context)
+	// OnRevoked runs when leadership ends, after ctx is cancelled. It
+	// always follows an OnElected.
+	OnRevoked func()
+}
+
+// Election is one candidate. Create it with [New]; start it with
+// [Election.Campaign].
+type Election struct {
+	rc    regcenter.Center
+	dir   string
+	host  string
+	id    string
+	cb    Callbacks
+	log   *slog.Logger
+	kick  chan struct{}
+	stop  chan struct{}
+	wg    sync.WaitGroup
+	start sync.Once
+	close sync.Once
+
+	mu          sync.Mutex
+	latch       string // our latch node, "" when none
+	latchSess   *regcenter.Session
+	leading     bool
+	leaderStop  context.CancelFunc
+	watchCancel func()
+}
+
+// New returns a candidate with id (the server id) competing under dir, with
+// the leader's id written to host.
+func New(rc regcenter.Center, dir, host, id string, cb Callbacks, log *slog.Logger) *Election {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Election{rc: rc, dir: dir, host: host, id: id, cb: cb, log: log,
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+// Campaign enters the election under the center's current session (or
+// re-enters it after a new session) and returns once the candidate's latch
+// node exists. Leadership arrives later through OnElected.
+func (e *Election) Campaign(ctx context.Context) error {
+	e.start.Do(func() {
+		e.wg.Add(1)
+		go e.loop()
+	})
+	sess := e.rc.Session()
+	e.mu.Lock()
+	if e.latch != "" && e.latchSess == sess && sess.Err() == nil {
+		e.mu.Unlock()
+		e.poke()
+		return nil
+	}
+	old := e.latch
+	e.mu.Unlock()
+	if old != "" {
+		// A latch from an earlier session: normally gone with it, but if the
+		// session survived a lapsed lease it must go now.
+		if err := e.rc.Delete(ctx, old, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			return fmt.Errorf("election: remove old latch %s: %w", old, err)
+		}
+	}
+	p, err := e.rc.Create(ctx, e.dir+"/n_", []byte(e.id), regcenter.EphemeralSequential)
+	if err != nil {
+		return fmt.Errorf("election: join %s: %w", e.dir, err)
+	}
+	e.mu.Lock()
+	e.latch, e.latchSess = p, sess
+	e.mu.Unlock()
+	e.poke()
+	return nil
+}
+
+func (e *Election) poke() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// IsLeader reports whether this candidate currently believes it leads.
+func (e *Election) IsLeader() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading && e.latchSess != nil && e.latchSess.Err() == nil
+}
+
+// Fence returns an op that fails a transaction unless this candidate's latch
+// node still exists, i.e. unless it still leads under a live session.
+func (e *Election) Fence() (regcenter.Op, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.leading || e.latch == "" || e.latchSess == nil || e.latchSess.Err() != nil {
+		return nil, ErrNotLeader
+	}
+	return regcenter.CheckOp{Path: e.latch, Version: 0}, nil
+}
+
+// Leader returns the current leader's id as written in the host node, or ""
+// when there is none.
+func (e *Election) Leader(ctx context.Context) (string, error) {
+	b, _, err := e.rc.Get(ctx, e.host)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return "", nil
+	}
+	return string(b), err
+}
+
+// Resign leaves the election: the latch node is deleted (so a successor
+// takes over at once, without waiting for a session timeout) and leadership,
+// if held, is given up. Campaign may be called again later.
+func (e *Election) Resign(ctx context.Context) error {
+	e.mu.Lock()
+	latch := e.latch
+	wasLeading := e.leading
+	e.latch, e.latchSess = "", nil
+	e.mu.Unlock()
+	e.revoke()
+	var errs []error
+	if wasLeading {
+		if err := e.deleteHostIfOurs(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if latch != "" {
+		if err := e.rc.Delete(ctx, latch, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			errs = append(errs, fmt.Errorf("election: resign %s: %w", latch, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the election's goroutine, revoking leadership locally. It
+// does not delete nodes; call Resign first for that.
+func (e *Election) Close() {
+	e.close.Do(func() { close(e.stop) })
+	e.wg.Wait()
+	e.revoke()
+}
+
+func (e *Election) loop() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.stop:
+			e.cancelWatch()
+			return
+		case <-e.kick:
+		}
+		if err := e.evaluate(); err != nil {
+			e.log.Warn("leader election", "dir", e.dir, "err", err)
+		}
+	}
+}
+
+func (e *Election) cancelWatch() {
+	e.mu.Lock()
+	c := e.watchCancel
+	e.watchCancel = nil
+	e.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// evaluate decides whether we lead; if not, it watches our predecessor.
+func (e *Election) evaluate() error {
+	e.mu.Lock()
+	latch, sess := e.latch, e.latchSess
+	e.mu.Unlock()
+	if latch == "" || sess == nil || sess.Err() != nil {
+		e.revoke()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(sess.Ctx())
+	defer cancel()
+	go func() {
+		select {
+		case <-e.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	kids, err := e.rc.Children(ctx, e.dir)
+	if err != nil {
+		e.retryAfterReconnect()
+		return err
+	}
+	sort.Slice(kids, func(i, j int) bool { return seq(kids[i]) < seq(kids[j]) })
+	mine := path.Base(latch)
+	idx := -1
+	for i, k := range kids {
+		if k == mine {
+			idx = i
+			break
+		}
+	}
+	switch {
+	case idx < 0:
+		// Our latch is gone (session ended or someone deleted it).
+		e.revoke()
+		return nil
+	case idx == 0:
+		e.cancelWatch()
+		return e.lead(ctx, sess)
+	default:
+		e.revoke()
+		pred := e.dir + "/" + kids[idx-1]
+		e.cancelWatch()
+		c := e.rc.Watch(pred, regcenter.WatchNode, func(ev regcenter.Event) {
+			if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
+				e.poke()
+			}
+		})
+		e.mu.Lock()
+		e.watchCancel = c
+		e.mu.Unlock()
+		return nil
+	}
+}
+
+func (e *Election) retryAfterReconnect() {
+	// A new watch on our own latch turns the next reconnect (resync) or any
+	// change into another evaluation.
+	e.mu.Lock()
+	latch := e.latch
+	e.mu.Unlock()
+	if latch == "" {
+		return
+	}
+	e.cancelWatch()
+	c := e.rc.Watch(latch, regcenter.WatchNode, func(regcenter.Event) { e.poke() })
+	e.mu.Lock()
+	e.watchCancel = c
+	e.mu.Unlock()
+}
+
+func (e *Election) lead(ctx context.Context, sess *regcenter.Session) error {
+	e.mu.Lock()
+	already := e.leading
+	e.mu.Unlock()
+	if already {
+		return nil
+	}
+	// Write our id into host, replacing a stale host left by a predecessor
+	// whose session is ending.
+	if err := e.writeHost(ctx, sess); err != nil {
+		e.retryAfterReconnect()
+		return err
+	}
+	lctx, stop := context.WithCancel(sess.Ctx())
+	e.mu.Lock()
+	if e.latchSess != sess || e.latch == "" {
+		e.mu.Unlock()
+		stop()
+		return nil
+	}
+	e.leading, e.leaderStop = true, stop
+	e.mu.Unlock()
+	// Watch our own latch so that its loss (session end, deletion) revokes.
+	c := e.rc.Watch(e.latch, regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
+			e.poke()
+		}
+	})
+	e.mu.Lock()
+	e.watchCancel = c
+	e.mu.Unlock()
+	// Revoke when the session ends even if no watch event arrives.
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		select {
+		case <-lctx.Done():
+			e.poke()
+		case <-e.stop:
+		}
+	}()
+	e.log.Info("elected leader", "dir", e.dir, "id", e.id)
+	if e.cb.OnElected != nil {
+		e.cb.OnElected(lctx)
+	}
+	return nil
+}
+
+func (e *Election) writeHost(ctx context.Context, sess *regcenter.Session) error {
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err := e.rc.Create(ctx, e.host, []byte(e.id), regcenter.Ephemeral)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return fmt.Errorf("election: write host: %w", err)
+		}
+		_, st, err := e.rc.Get(ctx, e.host)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("election: read host: %w", err)
+		}
+		if st.EphemeralOwner == sess.ID() {
+			_, err = e.rc.Set(ctx, e.host, []byte(e.id), -1)
+			return err
+		}
+		if err := e.rc.Delete(ctx, e.host, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
+			return fmt.Errorf("election: replace stale host: %w", err)
+		}
+	}
+	return fmt.Errorf("election: host node %s keeps changing", e.host)
+}
+
+func (e *Election) deleteHostIfOurs(ctx context.Context) error {
+	b, st, err := e.rc.Get(ctx, e.host)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("election: read host: %w", err)
+	}
+	if string(b) != e.id {
+		return nil
+	}
+	if err := e.rc.Delete(ctx, e.host, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
+		return fmt.Errorf("election: delete host: %w", err)
+	}
+	return nil
+}
+
+func (e *Election) revoke() {
+	e.mu.Lock()
+	if !e.leading {
+		e.mu.Unlock()
+		return
+	}
+	e.leading = false
+	stop := e.leaderStop
+	e.leaderStop = nil
+	e.mu.Unlock()
+	stop()
+	e.log.Info("leadership ended", "dir", e.dir, "id", e.id)
+	if e.cb.OnRevoked != nil {
+		e.cb.OnRevoked()
+	}
+}
+
+func seq(name string) string {
+	if i := strings.LastIndex(name, "_"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}

@@ -1,0 +1,171 @@
+// Package failover hands the unfinished items of an instance that left —
+// crashed, lost its session, or shut down mid-execution — to an idle live
+// instance, at once rather than at the next fire.
+//
+// The job's leader notices a departure (its status node is gone while it
+// still holds an assignment), and in one transaction queues every item of
+// that instance that had not completed the latest fire under
+// leader/failover/items and clears the departed instance's assignment, so
+// the same departure is never queued twice. Idle instances watch the queue
+// and claim an item by creating the ephemeral execution/{item}/failover
+// node: the create succeeds for exactly one of them. The claimer runs the
+// item and removes the queue entry and its claim in the transaction that
+// marks the item completed. If the claimer dies first, its claim vanishes
+// with its session and the item is claimed again.
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Entry is one queued item.
+type Entry struct {
+	// Item is the sharding item.
+	Item int `json:"-"`
+	// Fire is the earliest fire (unix ms) the item has not completed.
+	Fire int64 `json:"fire"`
+	// From is the server that held the item.
+	From string `json:"from"`
+}
+
+// Queue is the failover queue of one job.
+type Queue struct {
+	rc    regcenter.Center
+	paths layout.Job
+}
+
+// NewQueue returns the failover queue of job.
+func NewQueue(rc regcenter.Center, job string) *Queue {
+	return &Queue{rc: rc, paths: layout.Job(job)}
+}
+
+// EnqueueOps returns the ops that queue entries; entries already queued
+// must be left out by the caller (a create of an existing entry fails the
+// transaction).
+func (q *Queue) EnqueueOps(entries []Entry) []regcenter.Op {
+	ops := make([]regcenter.Op, 0, len(entries))
+	for _, e := range entries {
+		data, _ := json.Marshal(e)
+		ops = append(ops, regcenter.CreateOp{Path: q.paths.FailoverItem(e.Item), Data: data})
+	}
+	return ops
+}
+
+// Enqueue queues entries (with extra ops in the same transaction), skipping
+// items already queued. It makes sure the queue's parent exists.
+func (q *Queue) Enqueue(ctx context.Context, entries []Entry, extra ...regcenter.Op) error {
+	if err := q.rc.EnsurePath(ctx, q.paths.FailoverItems()); err != nil {
+		return err
+	}
+	queued, err := q.Items(ctx)
+	if err != nil {
+		return err
+	}
+	var fresh []Entry
+	for _, e := range entries {
+		if !slices.Contains(queued, e.Item) {
+			fresh = append(fresh, e)
+		}
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		ops := append(q.EnqueueOps(fresh), extra...)
+		err = q.rc.Multi(ctx, ops...)
+		var me *regcenter.MultiError
+		if err == nil || !errors.As(err, &me) || !errors.Is(me.Err, regcenter.ErrNodeExists) || me.Index >= len(fresh) {
+			return err
+		}
+		// Someone queued that item meanwhile.
+		fresh = append(fresh[:me.Index:me.Index], fresh[me.Index+1:]...)
+	}
+	return err
+}
+
+// Items lists the queued items, sorted.
+func (q *Queue) Items(ctx context.Context) ([]int, error) {
+	names, err := q.rc.Children(ctx, q.paths.FailoverItems())
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(names))
+	for _, n := range names {
+		if i, err := strconv.Atoi(n); err == nil && i >= 0 {
+			out = append(out, i)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ErrClaimed means another instance holds the claim on the item.
+var ErrClaimed = errors.New("failover: item claimed by another instance")
+
+// ErrNotQueued means the item is no longer queued.
+var ErrNotQueued = errors.New("failover: item not queued")
+
+// Claim takes item for server: it creates the ephemeral claim node, which
+// succeeds for one instance only, and returns the queued entry. It fails
+// with ErrClaimed or ErrNotQueued.
+func (q *Queue) Claim(ctx context.Context, item int, server string) (Entry, error) {
+	data, _, err := q.rc.Get(ctx, q.paths.FailoverItem(item))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return Entry{}, ErrNotQueued
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	var e Entry
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Entry{}, fmt.Errorf("failover: garbage in %s: %w", q.paths.FailoverItem(item), err)
+	}
+	e.Item = item
+	// The claim is created together with a check that the entry is still
+	// queued, so a claim never outlives the entry it is for.
+	err = q.rc.Multi(ctx,
+		regcenter.CheckOp{Path: q.paths.FailoverItem(item), Version: -1},
+		regcenter.CreateOp{Path: q.paths.ItemNode(item, layout.Failover), Data: []byte(server), Mode: regcenter.Ephemeral})
+	var me *regcenter.MultiError
+	switch {
+	case err == nil:
+		return e, nil
+	case errors.As(err, &me) && me.Index == 0:
+		return Entry{}, ErrNotQueued
+	case errors.As(err, &me) && errors.Is(me.Err, regcenter.ErrNodeExists):
+		return Entry{}, ErrClaimed
+	case errors.As(err, &me) && errors.Is(me.Err, regcenter.ErrNoNode):
+		// execution/{item} does not exist yet.
+		if err := q.rc.EnsurePath(ctx, q.paths.Item(item)); err != nil {
+			return Entry{}, err
+		}
+		return q.Claim(ctx, item, server)
+	}
+	return Entry{}, err
+}
+
+// DoneOps returns the ops that end a claimed item's failover: its queue
+// entry and its claim are removed.
+func (q *Queue) DoneOps(item int) []regcenter.Op {
+	return []regcenter.Op{
+		regcenter.DeleteOp{Path: q.paths.FailoverItem(item), Version: -1},
+		regcenter.DeleteOp{Path: q.paths.ItemNode(item, layout.Failover), Version: -1},
+	}
+}
+
+// Release gives a claim up (the item stays queued for another instance).
+func (q *Queue) Release(ctx context.Context, item int) error {
+	err := q.rc.Delete(ctx, q.paths.ItemNode(item, layout.Failover), -1)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,124 @@
+// Package layout names the ZooKeeper nodes of a job, relative to the
+// namespace root. It is the one place the node layout of docs/zookeeper.md
+// is spelled out in code.
+package layout
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Job is the node layout of one job.
+type Job string
+
+// Root is the job's node.
+func (j Job) Root() string { return "/" + string(j) }
+
+// Config holds the job's configuration as one YAML document.
+func (j Job) Config() string { return j.Root() + "/config" }
+
+// Servers is the parent of every server's node.
+func (j Job) Servers() string { return j.Root() + "/servers" }
+
+// Server is one server's node.
+func (j Job) Server(id string) string { return j.Servers() + "/" + id }
+
+// Flag is a child of a server's node: status, disabled, paused, shutdown,
+// trigger or sharding.
+func (j Job) Flag(id, flag string) string { return j.Server(id) + "/" + flag }
+
+// Server flag names.
+const (
+	Status   = "status"
+	Disabled = "disabled"
+	Paused   = "paused"
+	Shutdown = "shutdown"
+	Trigger  = "trigger"
+	Sharding = "sharding"
+)
+
+// Status values.
+const (
+	StatusReady   = "READY"
+	StatusRunning = "RUNNING"
+)
+
+// Execution is the parent of every item's execution node.
+func (j Job) Execution() string { return j.Root() + "/execution" }
+
+// Item is one item's execution node.
+func (j Job) Item(item int) string { return j.Execution() + "/" + strconv.Itoa(item) }
+
+// ItemNode is a child of an item's execution node: running, completed,
+// failover, misfire or disabled.
+func (j Job) ItemNode(item int, node string) string { return j.Item(item) + "/" + node }
+
+// Item node names.
+const (
+	Running   = "running"
+	Completed = "completed"
+	Failover  = "failover"
+	Misfire   = "misfire"
+)
+
+// Leader is the parent of the leader's nodes.
+func (j Job) Leader() string { return j.Root() + "/leader" }
+
+// ElectionLatch holds the candidates' ephemeral sequential nodes.
+func (j Job) ElectionLatch() string { return j.Leader() + "/election/latch" }
+
+// ElectionHost holds the leader's server id (ephemeral).
+func (j Job) ElectionHost() string { return j.Leader() + "/election/host" }
+
+// Necessary flags that a reshard is due before the next fire.
+func (j Job) Necessary() string { return j.Leader() + "/sharding/necessary" }
+
+// Processing exists while the leader reshards (ephemeral).
+func (j Job) Processing() string { return j.Leader() + "/sharding/processing" }
+
+// FailoverItems is the queue of a crashed instance's items.
+func (j Job) FailoverItems() string { return j.Leader() + "/failover/items" }
+
+// FailoverItem is one queued item.
+func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + strconv.Itoa(item) }
+
+// JobTrigger is the job-wide trigger: every item runs once across the
+// cluster.
+func (j Job) JobTrigger() string { return j.Root() + "/trigger" }
+
+// FormatItems renders items as ElasticJob does: "0,1,2".
+func FormatItems(items []int) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(it))
+	}
+	return b.String()
+}
+
+// ParseItems parses "0,1,2" (spaces allowed, empty means none).
+func ParseItems(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 {
+			return nil, &ItemsError{Text: s}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// ItemsError reports an item list that is not "0,1,2".
+type ItemsError struct{ Text string }
+
+func (e *ItemsError) Error() string {
+	return "layout: item list " + strconv.Quote(e.Text) + " is not comma-separated non-negative integers"
+}

@@ -1,0 +1,232 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/failover"
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// completeAll collects n results and writes their completion marks in
+// group commits: each transaction carries every result that arrived while
+// the previous one was in flight, so a fire of many fast items costs a
+// transaction or two, not one per item.
+func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan itemResult, n int) {
+	for received := 0; received < n; {
+		batch := []itemResult{<-results}
+		received++
+	drain:
+		for received < n {
+			select {
+			case res := <-results:
+				batch = append(batch, res)
+				received++
+			default:
+				break drain
+			}
+		}
+		r.complete(sess, cfg, batch)
+	}
+}
+
+// covers reports whether an execution makes up for a misfire owed since.
+func (b itemResult) covers(since time.Time) bool {
+	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
+}
+
+// completion is what one completion transaction must do for a batch; the
+// skip sets are corrected after a failed attempt (a node we thought was there
+// was not, or the reverse).
+type completion struct {
+	batch         []itemResult
+	skipRunning   map[int]bool // our running mark is already gone
+	skipDequeue   map[int]bool // failover queue entry gone, or already queued
+	skipClaim     map[int]bool // failover claim already gone
+	skipCompleted map[int]bool // a newer completion is recorded
+}
+
+func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResult) {
+	defer func() {
+		items := make([]int, len(batch))
+		for i, b := range batch {
+			items[i] = b.item
+		}
+		r.release(items)
+	}()
+	if cfg.Unmonitored {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), r.sessionTimeout())
+	defer cancel()
+	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}}
+	// Our running marks are ephemeral nodes of sess's ZooKeeper session:
+	// delete them only while that session is the live one.
+	if cur := r.rc.Session(); cur.ID() != sess.ID() || cur.Err() != nil {
+		for _, b := range batch {
+			c.skipRunning[b.item], c.skipClaim[b.item] = true, true
+		}
+	}
+	// A failover run makes up for an older fire than the item's regular
+	// owner may have completed since: never move completed backwards.
+	for _, b := range batch {
+		if b.kind == KindFailover && b.halted == nil {
+			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.fire) {
+				c.skipCompleted[b.item] = true
+			}
+		}
+	}
+	for attempt := 0; attempt < 4*len(batch)+2; attempt++ {
+		ops := r.completionOps(cfg, &c)
+		if len(ops) == 0 {
+			return
+		}
+		err := r.rc.Multi(ctx, ops...)
+		if err == nil {
+			r.mu.Lock()
+			for _, b := range batch {
+				if b.halted == nil {
+					r.completedSeen[b.item] = true
+					if b.covers(r.misfires[b.item]) {
+						delete(r.misfireNodes, b.item)
+					}
+				}
+			}
+			r.mu.Unlock()
+			return
+		}
+		if !r.correct(&c, err) {
+			r.log.Warn("cannot mark items completed", "err", err)
+			return
+		}
+	}
+	r.log.Warn("giving up marking items completed", "items", len(batch))
+}
+
+// correct updates c after a failed transaction; false means the failure is
+// not one a retry can fix.
+func (r *runner) correct(c *completion, err error) bool {
+	var me *regcenter.MultiError
+	if !errors.As(err, &me) {
+		return false
+	}
+	missing := errors.Is(me.Err, regcenter.ErrNoNode)
+	exists := errors.Is(me.Err, regcenter.ErrNodeExists)
+	if item, ok := r.queueItemOf(me.Op); ok && (missing || exists) {
+		c.skipDequeue[item] = true
+		return true
+	}
+	item, node, ok := r.itemNodeOf(me.Op)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case node == layout.Running && missing:
+		c.skipRunning[item] = true
+	case node == layout.Failover && missing:
+		c.skipClaim[item] = true
+	case node == layout.Completed && missing:
+		r.completedSeen[item] = false
+	case node == layout.Completed && exists:
+		r.completedSeen[item] = true
+	case node == layout.Misfire && missing:
+		delete(r.misfireNodes, item)
+	default:
+		return false
+	}
+	return true
+}
+
+// completionOps builds the completion transaction.
+func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
+	q := failover.NewQueue(r.rc, r.name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ops []regcenter.Op
+	for _, b := range c.batch {
+		if !c.skipRunning[b.item] {
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1})
+		}
+		if b.kind == KindFailover && !c.skipClaim[b.item] {
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Failover), Version: -1})
+		}
+		if b.halted != nil {
+			// Cut short by shutdown: hand the item over now. A failover run
+			// cut short stays queued (its claim is released above).
+			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
+				ops = append(ops, q.EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}})...)
+			}
+			continue
+		}
+		if b.kind == KindFailover && !c.skipDequeue[b.item] {
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: -1})
+		}
+		if !c.skipCompleted[b.item] {
+			mark := completedMark{Server: r.serverID(), Fire: b.fire.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			if b.err != nil {
+				mark.Error = b.err.Error()
+			}
+			data, _ := json.Marshal(mark)
+			p := r.paths.ItemNode(b.item, layout.Completed)
+			if r.completedSeen[b.item] {
+				ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: -1})
+			} else {
+				ops = append(ops, regcenter.CreateOp{Path: p, Data: data})
+			}
+		}
+		if r.misfireNodes[b.item] && b.covers(r.misfires[b.item]) {
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1})
+		}
+	}
+	return ops
+}
+
+// queueItemOf parses an op's path as a failover queue entry.
+func (r *runner) queueItemOf(op regcenter.Op) (int, bool) {
+	prefix := r.paths.FailoverItems() + "/"
+	p := opPath(op)
+	if !strings.HasPrefix(p, prefix) {
+		return 0, false
+	}
+	item, err := strconv.Atoi(p[len(prefix):])
+	return item, err == nil
+}
+
+// itemNodeOf parses an op's path as /{job}/execution/{item}/{node}.
+func (r *runner) itemNodeOf(op regcenter.Op) (int, string, bool) {
+	prefix := r.paths.Execution() + "/"
+	p := opPath(op)
+	if !strings.HasPrefix(p, prefix) {
+		return 0, "", false
+	}
+	itemStr, node, ok := strings.Cut(p[len(prefix):], "/")
+	if !ok {
+		return 0, "", false
+	}
+	item, err := strconv.Atoi(itemStr)
+	if err != nil {
+		return 0, "", false
+	}
+	return item, node, true
+}
+
+func opPath(op regcenter.Op) string {
+	switch o := op.(type) {
+	case regcenter.CreateOp:
+		return o.Path
+	case regcenter.SetOp:
+		return o.Path
+	case regcenter.DeleteOp:
+		return o.Path
+	case regcenter.CheckOp:
+		return o.Path
+	}
+	return ""
+}

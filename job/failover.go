@@ -1,0 +1,204 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/failover"
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// prevFire returns the latest fire time of s at or before now, or zero if
+// there was none in the past year.
+func prevFire(s cron.Schedule, now time.Time) time.Time {
+	for back := time.Second; back <= 366*24*time.Hour; back *= 2 {
+		t := s.Next(now.Add(-back))
+		if t.IsZero() || t.After(now) {
+			continue
+		}
+		for {
+			n := s.Next(t)
+			if n.IsZero() || n.After(now) {
+				return t
+			}
+			t = n
+		}
+	}
+	return time.Time{}
+}
+
+// queueDeparted is the leader's reaction to instances that left while
+// holding items: every item of theirs that has not completed the latest
+// fire is queued for failover, and their assignment is cleared in the same
+// transaction so that one departure is queued once.
+func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
+	cfg := r.config()
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return err
+	}
+	latest := prevFire(sched, r.s.opts.now())
+	var errs []error
+	for _, sv := range servers.names() {
+		kids := servers[sv]
+		if kids[layout.Status] || !kids[layout.Sharding] {
+			continue
+		}
+		shardPath := r.paths.Flag(sv, layout.Sharding)
+		data, st, err := r.rc.Get(ctx, shardPath)
+		if err != nil {
+			if !errors.Is(err, regcenter.ErrNoNode) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		items, err := layout.ParseItems(string(data))
+		if err != nil {
+			r.log.Warn("garbage assignment of departed server; clearing it", "server", sv, "err", err)
+			items = nil
+		}
+		if len(items) == 0 {
+			continue
+		}
+		var entries []failover.Entry
+		for _, it := range items {
+			if it >= cfg.ShardingTotalCount || latest.IsZero() {
+				continue
+			}
+			done, err := r.completedFire(ctx, it)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !done.IsZero() && !done.Before(latest) {
+				continue // completed the latest fire: nothing to redo
+			}
+			since := latest
+			if !done.IsZero() {
+				if n := sched.Next(done); !n.IsZero() && n.Before(latest) {
+					since = n
+				}
+			}
+			entries = append(entries, failover.Entry{Item: it, Fire: since.UnixMilli(), From: sv})
+		}
+		fence, err := r.elect.Fence()
+		if err != nil {
+			return err
+		}
+		// Clearing the departed server's assignment with a version check
+		// makes a concurrent second queueing of the same departure fail.
+		clear := regcenter.SetOp{Path: shardPath, Data: nil, Version: st.Version}
+		if err := failover.NewQueue(r.rc, r.name).Enqueue(ctx, entries, fence, clear); err != nil {
+			if errors.Is(err, regcenter.ErrBadVersion) {
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if len(entries) > 0 {
+			r.log.Info("queued items of a departed instance for failover", "server", sv, "items", len(entries))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// completedFire returns the fire an item last completed (zero if none).
+func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
+	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var m completedMark
+	if err := json.Unmarshal(data, &m); err != nil {
+		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "err", err)
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(m.Fire), nil
+}
+
+// claimFailover runs on every instance of a failover job when the queue
+// changes or this instance becomes idle: it claims queued items and runs
+// them at once. A busy instance (items of this job running here) waits
+// until it is idle.
+func (r *runner) claimFailover() {
+	cfg := r.config()
+	if !cfg.Failover {
+		return
+	}
+	sess, ok := r.readyToFire()
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	busy := len(r.running) > 0
+	r.mu.Unlock()
+	if busy {
+		return
+	}
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	q := failover.NewQueue(r.rc, r.name)
+	r.mu.Lock()
+	r.queueDirty = false
+	r.mu.Unlock()
+	items, err := q.Items(ctx)
+	if err != nil {
+		r.mu.Lock()
+		r.queueDirty = true
+		r.mu.Unlock()
+		r.log.Warn("reading failover queue", "err", err)
+		return
+	}
+	byFire := map[int64][]int{}
+	for _, it := range items {
+		if it >= cfg.ShardingTotalCount {
+			continue
+		}
+		e, err := q.Claim(ctx, it, r.serverID())
+		switch {
+		case err == nil:
+			byFire[e.Fire] = append(byFire[e.Fire], it)
+		case errors.Is(err, failover.ErrClaimed):
+			r.watchClaim(it)
+		case errors.Is(err, failover.ErrNotQueued):
+		default:
+			r.log.Warn("claiming failover item", "item", it, "err", err)
+		}
+	}
+	for fire, its := range byFire {
+		r.log.Info("taking over items", "items", its, "fire", time.UnixMilli(fire))
+		r.goFunc(func() { r.execute(sess, time.UnixMilli(fire), its, KindFailover) })
+	}
+}
+
+// watchClaim re-scans the queue when another instance's claim on item
+// disappears (its claimer died before finishing).
+func (r *runner) watchClaim(item int) {
+	key := item
+	r.mu.Lock()
+	if _, ok := r.claimWatches[key]; ok || r.closed {
+		r.mu.Unlock()
+		return
+	}
+	cancel := r.rc.Watch(r.paths.ItemNode(item, layout.Failover), regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventDeleted {
+			r.mu.Lock()
+			if c, ok := r.claimWatches[key]; ok {
+				delete(r.claimWatches, key)
+				c()
+			}
+			r.mu.Unlock()
+			r.failoverKick.kick()
+		}
+	})
+	r.claimWatches[key] = cancel
+	r.mu.Unlock()
+}

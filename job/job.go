@@ -1,0 +1,107 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Job is what an application implements. Execute is called once per
+// sharding item per fire, concurrently for the items this instance holds.
+//
+// ctx is cancelled when the scheduler shuts down (after its grace period),
+// when this instance loses ZooKeeper long enough that it may no longer own
+// the item, or when the item is taken away. A job that honours ctx — and
+// calls [ShardingContext.StillOwner] right before each side effect that must
+// not happen twice — never runs an item at the same time as another
+// instance.
+//
+// An error return is logged and recorded in the item's completed node; the
+// item is still considered done for this fire.
+type Job interface {
+	Execute(ctx context.Context, sc ShardingContext) error
+}
+
+// SimpleFunc adapts a function to [Job].
+type SimpleFunc func(ctx context.Context, sc ShardingContext) error
+
+// Execute calls f.
+func (f SimpleFunc) Execute(ctx context.Context, sc ShardingContext) error { return f(ctx, sc) }
+
+// Kind says why an item is executing.
+type Kind string
+
+// Execution kinds.
+const (
+	// KindFire is a regular fire of the job's schedule.
+	KindFire Kind = "fire"
+	// KindMisfire makes up for fires that found the item still running.
+	KindMisfire Kind = "misfire"
+	// KindFailover runs an item a crashed or departed instance did not
+	// finish.
+	KindFailover Kind = "failover"
+	// KindTrigger is an operator's "run once now".
+	KindTrigger Kind = "trigger"
+)
+
+// ShardingContext describes one execution of one item.
+type ShardingContext struct {
+	// JobName is the job's name.
+	JobName string
+	// TaskID identifies the fire across the cluster:
+	// "{job}@{fire time in unix ms}".
+	TaskID string
+	// FireTime is the scheduled time of the fire this execution belongs to
+	// (the same on every instance). For misfire and failover runs it is the
+	// earliest fire the run makes up for.
+	FireTime time.Time
+	// ShardingTotalCount is the job's item count.
+	ShardingTotalCount int
+	// Item is the sharding item, 0..ShardingTotalCount-1.
+	Item int
+	// ItemParameter is the item's entry in ShardingItemParameters.
+	ItemParameter string
+	// JobParameter is the job's JobParameter.
+	JobParameter string
+	// Kind says why this execution happens.
+	Kind Kind
+	// ServerID is the id of the server executing the item.
+	ServerID string
+
+	owner *ownership
+}
+
+// StillOwner returns nil if this instance still owns the item: its
+// ZooKeeper session is live, its lease current on the monotonic clock, and
+// the execution not cancelled. Call it right before a side effect; a process
+// that was frozen past its session timeout learns here that it must stop,
+// even before its context is cancelled. The error wraps
+// [regcenter.ErrSessionLost] or the context's error.
+func (sc ShardingContext) StillOwner() error {
+	if sc.owner == nil {
+		return nil
+	}
+	return sc.owner.check()
+}
+
+type ownership struct {
+	sess *regcenter.Session
+	ctx  context.Context
+}
+
+func (o *ownership) check() error {
+	if err := o.sess.Check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotOwner, err)
+	}
+	if err := o.ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotOwner, context.Cause(o.ctx))
+	}
+	return nil
+}
+
+func taskID(job string, fire time.Time) string {
+	return job + "@" + strconv.FormatInt(fire.UnixMilli(), 10)
+}

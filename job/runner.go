@@ -1,0 +1,1002 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardjob/shardjob/election"
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/listener"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// runner is one job on one instance: its registration, its fires and its
+// leader duties. Its goroutines are started through goFunc and all end
+// before stop returns (unless a job ignores its context).
+type runner struct {
+	s     *Scheduler
+	name  string
+	job   Job
+	paths layout.Job
+	log   *slog.Logger
+	rc    regcenter.Center
+
+	cfg   atomic.Pointer[Config]
+	elect *election.Election
+
+	mu            sync.Mutex
+	closed        bool // no new goroutines
+	stopping      bool // no new fires
+	regSess       *regcenter.Session
+	running       map[int]*execution
+	misfires      map[int]time.Time // items owed a misfire run: earliest missed fire
+	misfireNodes  map[int]bool      // we wrote execution/{item}/misfire
+	completedSeen map[int]bool      // execution/{item}/completed exists
+	remoteWaits   map[int]func()    // watches on items running elsewhere
+	missed        time.Time         // earliest fire skipped while suspended
+	leaderWatches map[string]func()
+	claimWatches  map[int]func()
+	queueCancel   func()
+	queueDirty    bool // the failover queue may hold items
+	lastSharded   []string
+	leaderGen     chan struct{} // closed and replaced when leadership changes
+	configCancel  func()
+
+	execCtx    context.Context // cancelled when shutdown's grace period ends
+	execCancel context.CancelCauseFunc
+	wg         sync.WaitGroup
+	membership   *kicker
+	failoverKick *kicker
+	idle         chan struct{} // closed and replaced whenever items are released
+}
+
+type execution struct {
+	item   int
+	fire   time.Time
+	kind   Kind
+	cancel context.CancelCauseFunc
+}
+
+// Node payloads. JSON so that operators and the CLI can read them.
+type runningMark struct {
+	Server  string `json:"server"`
+	Fire    int64  `json:"fire"`
+	Kind    Kind   `json:"kind"`
+	Begin   int64  `json:"begin"`
+	Session string `json:"session"`
+}
+
+type completedMark struct {
+	Server string `json:"server"`
+	Fire   int64  `json:"fire"`
+	Kind   Kind   `json:"kind"`
+	Begin  int64  `json:"begin"`
+	End    int64  `json:"end"`
+	Error  string `json:"error,omitempty"`
+}
+
+type misfireMark struct {
+	Since int64 `json:"since"`
+}
+
+func newRunner(s *Scheduler, cfg Config, j Job) *runner {
+	r := &runner{
+		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
+		log:           s.log.With("job", cfg.Name),
+		running:       map[int]*execution{},
+		misfires:      map[int]time.Time{},
+		misfireNodes:  map[int]bool{},
+		completedSeen: map[int]bool{},
+		remoteWaits:   map[int]func(){},
+		leaderWatches: map[string]func(){},
+		claimWatches:  map[int]func(){},
+		idle:          make(chan struct{}),
+		leaderGen:     make(chan struct{}),
+	}
+	r.cfg.Store(&cfg)
+	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
+	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
+		OnElected: r.onElected,
+		OnRevoked: r.onRevoked,
+	}, r.log)
+	r.membership = newKicker(r.goFunc, r.checkMembership)
+	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
+	return r
+}
+
+func (r *runner) config() Config { return *r.cfg.Load() }
+
+// goFunc runs f on a goroutine owned by the runner; after stop begins
+// closing, f is dropped.
+func (r *runner) goFunc(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+}
+
+func (r *runner) serverID() string { return r.s.opts.serverID }
+
+// start reconciles the configuration, registers under the current session
+// and schedules the job.
+func (r *runner) start(ctx context.Context) error {
+	if err := r.loadConfig(ctx); err != nil {
+		return err
+	}
+	sess := r.rc.Session()
+	if err := r.register(ctx, sess); err != nil {
+		return err
+	}
+	r.configCancel = r.rc.Watch(r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventDataChanged || ev.Type == regcenter.EventCreated {
+			r.goFunc(r.reloadConfig)
+		}
+	})
+	// Every instance watches the failover queue (cheap: one watch per job);
+	// only jobs with failover on act on it.
+	r.queueCancel = r.rc.Watch(r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) {
+		r.mu.Lock()
+		r.queueDirty = true
+		r.mu.Unlock()
+		r.failoverKick.kick()
+	})
+	r.schedule()
+	return nil
+}
+
+func (r *runner) schedule() {
+	cfg := r.config()
+	if cfg.Disabled {
+		r.s.trig.remove(r.name)
+		return
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil { // validated before; defensive
+		r.log.Error("cannot schedule", "err", err)
+		return
+	}
+	r.s.trig.set(r.name, sched)
+}
+
+// loadConfig makes the config node and the local config agree: Overwrite
+// writes ours; otherwise a valid stored config wins.
+func (r *runner) loadConfig(ctx context.Context) error {
+	local := r.config()
+	data, err := local.Encode()
+	if err != nil {
+		return err
+	}
+	if local.Overwrite {
+		if _, err := r.rc.Set(ctx, r.paths.Config(), data, -1); errors.Is(err, regcenter.ErrNoNode) {
+			_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+			if errors.Is(err, regcenter.ErrNodeExists) {
+				_, err = r.rc.Set(ctx, r.paths.Config(), data, -1)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("job %q: write config: %w", r.name, err)
+		}
+		return nil
+	}
+	stored, _, err := r.rc.Get(ctx, r.paths.Config())
+	if errors.Is(err, regcenter.ErrNoNode) {
+		_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return fmt.Errorf("job %q: write config: %w", r.name, err)
+		}
+		stored, _, err = r.rc.Get(ctx, r.paths.Config())
+	}
+	if err != nil {
+		return fmt.Errorf("job %q: read config: %w", r.name, err)
+	}
+	cfg, err := r.decodeStored(stored)
+	if err != nil {
+		r.log.Error("stored config is invalid; using this instance's config", "err", err)
+		return nil
+	}
+	r.cfg.Store(&cfg)
+	return nil
+}
+
+func (r *runner) decodeStored(data []byte) (Config, error) {
+	cfg, err := DecodeConfig(data)
+	if err != nil {
+		return Config{}, err
+	}
+	if cfg.Name != r.name {
+		return Config{}, fmt.Errorf("%w: config node of job %q names job %q", ErrInvalidConfig, r.name, cfg.Name)
+	}
+	cfg = cfg.WithDefaults()
+	if _, err := sharding.Lookup(cfg.ShardingStrategy); err != nil {
+		return Config{}, fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, r.name, err)
+	}
+	return cfg, nil
+}
+
+// reloadConfig applies a changed config node; garbage is refused and the
+// last good config stays in force.
+func (r *runner) reloadConfig() {
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	data, _, err := r.rc.Get(ctx, r.paths.Config())
+	if err != nil {
+		if !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("reading changed config", "err", err)
+		}
+		return
+	}
+	cfg, err := r.decodeStored(data)
+	if err != nil {
+		r.log.Error("config node rejected; last good config stays in force", "err", err)
+		return
+	}
+	old := r.config()
+	if cfg == old {
+		return
+	}
+	r.cfg.Store(&cfg)
+	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
+	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if !stopping {
+			r.schedule()
+		}
+	}
+	if cfg.ShardingTotalCount != old.ShardingTotalCount || cfg.ShardingStrategy != old.ShardingStrategy {
+		r.setNecessary(ctx)
+	}
+}
+
+// register creates this instance's nodes under sess and joins the election.
+func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
+	host, _ := os.Hostname()
+	if _, err := r.rc.Create(ctx, r.paths.Server(r.serverID()), []byte(host), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		return fmt.Errorf("job %q: register server: %w", r.name, err)
+	}
+	if err := r.createStatus(ctx, sess); err != nil {
+		return err
+	}
+	r.setNecessary(ctx)
+	if err := r.elect.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", r.name, err)
+	}
+	r.mu.Lock()
+	r.regSess = sess
+	r.mu.Unlock()
+	r.log.Info("registered", "session", sess.String())
+	return nil
+}
+
+// createStatus creates our ephemeral status node. If another session holds
+// it, that is either our own previous life (a crash less than a session
+// timeout ago) or another live instance with the same server id: wait up to
+// a session timeout for it to go, then give up with ErrServerIDInUse.
+func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) error {
+	p := r.paths.Flag(r.serverID(), layout.Status)
+	gone := make(chan struct{}, 1)
+	var cancelWatch func()
+	defer func() {
+		if cancelWatch != nil {
+			cancelWatch()
+		}
+	}()
+	deadline := time.NewTimer(r.sessionTimeout() + time.Second)
+	defer deadline.Stop()
+	for {
+		_, err := r.rc.Create(ctx, p, []byte(layout.StatusReady), regcenter.Ephemeral)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return fmt.Errorf("job %q: register status: %w", r.name, err)
+		}
+		ok, st, err := r.rc.Exists(ctx, p)
+		if err != nil {
+			return fmt.Errorf("job %q: register status: %w", r.name, err)
+		}
+		if ok && st.EphemeralOwner == sess.ID() {
+			return nil // ours already (same session, new generation)
+		}
+		if !ok {
+			continue
+		}
+		if cancelWatch == nil {
+			cancelWatch = r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
+				select {
+				case gone <- struct{}{}:
+				default:
+				}
+			})
+		}
+		select {
+		case <-gone:
+		case <-deadline.C:
+			return fmt.Errorf("%w: job %q, server %q (session 0x%x holds %s); give each instance its own server id", ErrServerIDInUse, r.name, r.serverID(), st.EphemeralOwner, p)
+		case <-ctx.Done():
+			return fmt.Errorf("job %q: waiting for stale status %s: %w", r.name, p, ctx.Err())
+		}
+	}
+}
+
+func (r *runner) sessionTimeout() time.Duration {
+	if z, ok := r.rc.(interface{ SessionTimeout() time.Duration }); ok {
+		return z.SessionTimeout()
+	}
+	return regcenter.DefaultSessionTimeout
+}
+
+func (r *runner) setNecessary(ctx context.Context) {
+	if _, err := r.rc.Create(ctx, r.paths.Necessary(), nil, regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		r.log.Warn("cannot flag resharding", "err", err)
+	}
+}
+
+// reregister runs after a new session: everything ephemeral is gone, so
+// register again and resume (I3). Fires missed meanwhile run once.
+func (r *runner) reregister(sess *regcenter.Session) {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	backoff := 100 * time.Millisecond
+	for sess.Err() == nil {
+		ctx, cancel := context.WithTimeout(sess.Ctx(), r.sessionTimeout()+2*time.Second)
+		err := r.register(ctx, sess)
+		cancel()
+		if err == nil {
+			r.runMissed(sess)
+			return
+		}
+		r.log.Warn("re-registration failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-sess.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (r *runner) noteSuspendedMiss(at time.Time) {
+	r.mu.Lock()
+	if r.missed.IsZero() || at.Before(r.missed) {
+		r.missed = at
+	}
+	r.mu.Unlock()
+}
+
+// runMissed runs once, for this instance's items, the fires skipped while the
+// connection was down.
+func (r *runner) runMissed(sess *regcenter.Session) {
+	r.mu.Lock()
+	at := r.missed
+	r.missed = time.Time{}
+	r.mu.Unlock()
+	if at.IsZero() {
+		return
+	}
+	r.log.Info("running fires missed while disconnected", "since", at)
+	r.fireAs(sess, at, KindMisfire)
+}
+
+// readyToFire returns the session to fire under, or false when this
+// instance must not fire now.
+func (r *runner) readyToFire() (*regcenter.Session, bool) {
+	sess := r.rc.Session()
+	r.mu.Lock()
+	reg, stopping := r.regSess, r.stopping
+	r.mu.Unlock()
+	if stopping {
+		return nil, false
+	}
+	if reg != sess || sess.Check() != nil || r.s.suspended.Load() {
+		return nil, false
+	}
+	return sess, true
+}
+
+// fire is one fire of the schedule.
+func (r *runner) fire(at time.Time) {
+	sess, ok := r.readyToFire()
+	if !ok {
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if !stopping {
+			r.log.Warn("fire skipped: not connected to zookeeper; it will run once reconnected", "fire", at)
+			r.noteSuspendedMiss(at)
+		}
+		return
+	}
+	r.fireAs(sess, at, KindFire)
+}
+
+func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
+	items, err := r.assignment(sess)
+	if err != nil {
+		r.log.Warn("fire skipped: cannot read assignment", "fire", at, "err", err)
+		r.noteSuspendedMiss(at)
+		return
+	}
+	r.execute(sess, at, items, kind)
+	r.runMisfires(sess)
+}
+
+// assignment returns this instance's items for a fire, resharding first
+// when ZooKeeper says it is due. It reads ZooKeeper fresh every fire.
+func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	if err := r.awaitSharding(ctx); err != nil {
+		if ctx.Err() == nil || sess.Err() != nil {
+			return nil, err
+		}
+		r.log.Warn("resharding did not finish in time; firing with the stored assignment", "timeout", r.s.opts.reshardTimeout)
+		ctx, cancel = context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		defer cancel()
+	}
+	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	items, err := layout.ParseItems(string(data))
+	if err != nil {
+		return nil, fmt.Errorf("garbage in %s: %w", r.paths.Flag(r.serverID(), layout.Sharding), err)
+	}
+	return items, nil
+}
+
+// awaitSharding returns once no reshard is due: the leader reshards, the
+// others wait on a watch (never a polling loop) until ctx ends.
+func (r *runner) awaitSharding(ctx context.Context) error {
+	var changed chan struct{}
+	var cancelWatch func()
+	defer func() {
+		if cancelWatch != nil {
+			cancelWatch()
+		}
+	}()
+	for {
+		due, _, err := r.rc.Exists(ctx, r.paths.Necessary())
+		if err != nil {
+			return err
+		}
+		if !due {
+			return nil
+		}
+		if r.elect.IsLeader() {
+			err := r.reshard(ctx)
+			if err == nil {
+				continue
+			}
+			r.log.Warn("resharding failed", "err", err)
+		}
+		if cancelWatch == nil {
+			// Only now pay for a watch: steady state needs none.
+			changed = make(chan struct{}, 1)
+			poke := func(regcenter.Event) {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+			c1 := r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, poke)
+			c2 := r.rc.Watch(r.paths.Processing(), regcenter.WatchNode, poke)
+			cancelWatch = func() { c1(); c2() }
+			continue // re-check now that the watches are armed
+		}
+		r.mu.Lock()
+		leaderGen := r.leaderGen
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-leaderGen:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// reshard is the leader's one-transaction reshard.
+func (r *runner) reshard(ctx context.Context) error {
+	fence, err := r.elect.Fence()
+	if err != nil {
+		return err
+	}
+	if _, err := r.rc.Create(ctx, r.paths.Processing(), []byte(r.serverID()), regcenter.Ephemeral); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		return fmt.Errorf("flag processing: %w", err)
+	}
+	servers, err := r.readServers(ctx)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	cfg := r.config()
+	online := servers.online()
+	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	assign, err := sharding.Assign(strategy, r.name, online, cfg.ShardingTotalCount)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	if cfg.Failover {
+		if err := r.queueDeparted(ctx, servers); err != nil {
+			r.log.Warn("queueing a departed instance's items for failover", "err", err)
+		}
+	}
+	ops := []regcenter.Op{fence}
+	for _, sv := range servers.names() {
+		kids := servers[sv]
+		shardPath := r.paths.Flag(sv, layout.Sharding)
+		if items, ok := assign[sv]; ok {
+			data := []byte(layout.FormatItems(items))
+			if kids[layout.Sharding] {
+				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: -1})
+			} else {
+				ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
+			}
+			continue
+		}
+		// Offline or disabled. An offline server with nothing but its
+		// assignment is removed, so that entries of instances that are
+		// gone for good do not pile up.
+		onlyAssignment := len(kids) == 0 || (len(kids) == 1 && kids[layout.Sharding])
+		switch {
+		case !kids[layout.Status] && onlyAssignment:
+			if kids[layout.Sharding] {
+				ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: -1})
+			}
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
+		case kids[layout.Sharding]:
+			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: -1})
+		}
+	}
+	ops = append(ops,
+		regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
+		regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
+	if err := r.rc.Multi(ctx, ops...); err != nil {
+		r.dropProcessing(ctx)
+		return fmt.Errorf("reshard transaction: %w", err)
+	}
+	r.mu.Lock()
+	r.lastSharded = online
+	r.mu.Unlock()
+	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
+	return nil
+}
+
+func (r *runner) dropProcessing(ctx context.Context) {
+	if err := r.rc.Delete(ctx, r.paths.Processing(), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		r.log.Warn("removing processing flag", "err", err)
+	}
+}
+
+// serverSet maps each server id to the set of its child nodes.
+type serverSet map[string]map[string]bool
+
+func (s serverSet) names() []string {
+	out := make([]string, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+// online lists servers with a live status and no disabled flag, sorted.
+func (s serverSet) online() []string {
+	var out []string
+	for _, sv := range s.names() {
+		if kids := s[sv]; kids[layout.Status] && !kids[layout.Disabled] {
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
+func (r *runner) readServers(ctx context.Context) (serverSet, error) {
+	names, err := r.rc.Children(ctx, r.paths.Servers())
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return serverSet{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := serverSet{}
+	for _, sv := range names {
+		kids, err := r.rc.Children(ctx, r.paths.Server(sv))
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		set := map[string]bool{}
+		for _, k := range kids {
+			set[k] = true
+		}
+		out[sv] = set
+	}
+	return out, nil
+}
+
+// ---- leadership ----
+
+func (r *runner) onElected(ctx context.Context) {
+	r.bumpLeaderGen()
+	r.mu.Lock()
+	r.lastSharded = nil
+	r.mu.Unlock()
+	r.goFunc(func() {
+		r.setNecessary(ctx)
+		r.watchServers(ctx)
+	})
+}
+
+func (r *runner) onRevoked() {
+	r.bumpLeaderGen()
+	r.mu.Lock()
+	cancels := r.leaderWatches
+	r.leaderWatches = map[string]func(){}
+	r.mu.Unlock()
+	for _, c := range cancels {
+		c()
+	}
+}
+
+func (r *runner) bumpLeaderGen() {
+	r.mu.Lock()
+	close(r.leaderGen)
+	r.leaderGen = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// watchServers keeps the leader watching the server list and every
+// server's flags; any change that alters the set of servers able to take
+// items flags a reshard.
+func (r *runner) watchServers(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.mu.Lock()
+	if _, ok := r.leaderWatches[""]; !ok {
+		r.leaderWatches[""] = r.rc.Watch(r.paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
+			r.membership.kick()
+		})
+	}
+	r.mu.Unlock()
+	r.membership.kick()
+}
+
+// checkMembership runs on the leader after a server-related change.
+func (r *runner) checkMembership() {
+	if !r.elect.IsLeader() {
+		return
+	}
+	sess := r.rc.Session()
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	servers, err := r.readServers(ctx)
+	if err != nil {
+		r.log.Warn("reading servers", "err", err)
+		return
+	}
+	r.mu.Lock()
+	if !r.elect.IsLeader() {
+		r.mu.Unlock()
+		return
+	}
+	for _, sv := range servers.names() {
+		if _, ok := r.leaderWatches[sv]; !ok {
+			r.leaderWatches[sv] = r.rc.Watch(r.paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
+				r.membership.kick()
+			})
+		}
+	}
+	for sv, c := range r.leaderWatches {
+		if _, ok := servers[sv]; !ok && sv != "" {
+			c()
+			delete(r.leaderWatches, sv)
+		}
+	}
+	last := r.lastSharded
+	r.mu.Unlock()
+	online := servers.online()
+	if last == nil || !equalStrings(last, online) {
+		r.setNecessary(ctx)
+	}
+	if r.config().Failover {
+		if err := r.queueDeparted(ctx, servers); err != nil {
+			r.log.Warn("queueing a departed instance's items for failover", "err", err)
+		}
+	}
+}
+
+// ---- execution ----
+
+// execute runs items for the fire at, marking them running and completed.
+func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kind Kind) {
+	cfg := r.config()
+	todo := r.reserve(items, at, cfg)
+	if len(todo) == 0 {
+		return
+	}
+	if !cfg.Unmonitored {
+		ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		marked, err := r.markRunning(ctx, sess, at, kind, todo)
+		cancel()
+		if err != nil {
+			r.log.Warn("cannot mark items running; they will run as a misfire", "items", todo, "err", err)
+			r.release(todo)
+			for _, it := range todo {
+				r.noteMisfire(it, at, cfg)
+			}
+			return
+		}
+		todo = marked
+	}
+	params, _ := cfg.ItemParameters()
+	results := make(chan itemResult, len(todo))
+	for _, it := range todo {
+		r.goFunc(func() { results <- r.runItem(sess, cfg, params, at, it, kind) })
+	}
+	r.completeAll(sess, cfg, results, len(todo))
+}
+
+// reserve claims items locally; items already running here owe a misfire.
+func (r *runner) reserve(items []int, at time.Time, cfg Config) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var todo []int
+	for _, it := range items {
+		if it < 0 || it >= cfg.ShardingTotalCount {
+			continue // an assignment from before the item count shrank
+		}
+		if _, busy := r.running[it]; busy {
+			r.noteMisfireLocked(it, at, cfg)
+			continue
+		}
+		r.running[it] = &execution{item: it, fire: at}
+		todo = append(todo, it)
+	}
+	return todo
+}
+
+func (r *runner) release(items []int) {
+	r.mu.Lock()
+	for _, it := range items {
+		delete(r.running, it)
+	}
+	idle := len(r.running) == 0
+	if idle {
+		close(r.idle)
+		r.idle = make(chan struct{})
+	}
+	dirty := r.queueDirty
+	r.mu.Unlock()
+	if idle && dirty {
+		r.failoverKick.kick()
+	}
+}
+
+func (r *runner) noteMisfire(item int, at time.Time, cfg Config) {
+	r.mu.Lock()
+	r.noteMisfireLocked(item, at, cfg)
+	r.mu.Unlock()
+}
+
+func (r *runner) noteMisfireLocked(item int, at time.Time, cfg Config) {
+	if cfg.Misfire == MisfireSkip {
+		return
+	}
+	if prev, ok := r.misfires[item]; !ok || at.Before(prev) {
+		r.misfires[item] = at
+	}
+}
+
+// markRunning creates the running marks of items in one transaction. Items
+// running elsewhere are dropped (and owed a misfire) and the rest retried.
+func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int) ([]int, error) {
+	now := time.Now()
+	for attempt := 0; len(items) > 0; attempt++ {
+		if err := sess.Check(); err != nil {
+			return nil, err
+		}
+		data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
+		ops := make([]regcenter.Op, 0, len(items)+1)
+		for _, it := range items {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
+		}
+		err := r.rc.Multi(ctx, ops...)
+		if err == nil {
+			return items, nil
+		}
+		var me *regcenter.MultiError
+		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
+			return nil, err
+		}
+		item := items[me.Index]
+		switch {
+		case errors.Is(me.Err, regcenter.ErrNodeExists):
+			// Running elsewhere (or still running from an earlier fire).
+			items = append(items[:me.Index:me.Index], items[me.Index+1:]...)
+			r.release([]int{item})
+			r.owesMisfireRemote(ctx, item, at)
+		case errors.Is(me.Err, regcenter.ErrNoNode):
+			if err := r.rc.EnsurePath(ctx, r.paths.Item(item)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+	return items, nil
+}
+
+// owesMisfireRemote records that item missed the fire at because another
+// instance (or an earlier fire) still runs it, and arranges to run it once
+// when that execution ends.
+func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
+	cfg := r.config()
+	if cfg.Misfire == MisfireSkip {
+		return
+	}
+	r.mu.Lock()
+	r.noteMisfireLocked(item, at, cfg)
+	since := r.misfires[item]
+	haveNode := r.misfireNodes[item]
+	_, waiting := r.remoteWaits[item]
+	r.mu.Unlock()
+	if !haveNode {
+		data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()})
+		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
+		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
+			r.mu.Lock()
+			r.misfireNodes[item] = true
+			r.mu.Unlock()
+		} else {
+			r.log.Warn("recording misfire", "item", item, "err", err)
+		}
+	}
+	if waiting {
+		return
+	}
+	cancel := r.rc.Watch(r.paths.ItemNode(item, layout.Running), regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
+			r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+		}
+	})
+	r.mu.Lock()
+	if _, dup := r.remoteWaits[item]; dup {
+		r.mu.Unlock()
+		cancel()
+		return
+	}
+	r.remoteWaits[item] = cancel
+	r.mu.Unlock()
+}
+
+// runMisfires runs, once each, the items owed a misfire that are not
+// running here now.
+func (r *runner) runMisfires(sess *regcenter.Session) {
+	for {
+		r.mu.Lock()
+		if r.stopping || sess != r.regSess || sess.Check() != nil {
+			r.mu.Unlock()
+			return
+		}
+		var items []int
+		earliest := time.Time{}
+		for it, at := range r.misfires {
+			if _, busy := r.running[it]; busy {
+				continue
+			}
+			items = append(items, it)
+			if earliest.IsZero() || at.Before(earliest) {
+				earliest = at
+			}
+			delete(r.misfires, it)
+			if c := r.remoteWaits[it]; c != nil {
+				c()
+				delete(r.remoteWaits, it)
+			}
+		}
+		r.mu.Unlock()
+		if len(items) == 0 {
+			return
+		}
+		sortInts(items)
+		r.log.Info("running misfired items", "items", items, "since", earliest)
+		r.execute(sess, earliest, items, KindMisfire)
+	}
+}
+
+type itemResult struct {
+	item   int
+	fire   time.Time
+	kind   Kind
+	begin  time.Time
+	end    time.Time
+	err    error
+	halted error // non-nil when the execution was cut short: not completed
+}
+
+func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	defer cancel(nil)
+	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
+	defer stopLink()
+	r.mu.Lock()
+	if e := r.running[item]; e != nil {
+		e.kind, e.fire, e.cancel = kind, at, cancel
+	}
+	r.mu.Unlock()
+
+	sc := ShardingContext{
+		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at,
+		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
+		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
+		owner: &ownership{sess: sess, ctx: ctx},
+	}
+	res := itemResult{item: item, fire: at, kind: kind, begin: time.Now()}
+	ev := r.listenerEvent(sc, res.begin)
+	for _, l := range r.s.opts.listeners {
+		l.BeforeExecution(ev)
+	}
+	res.err = r.call(ctx, sc)
+	res.end = time.Now()
+	if ctx.Err() != nil {
+		res.halted = context.Cause(ctx)
+	}
+	ev.End, ev.Err = res.end, res.err
+	for _, l := range r.s.opts.listeners {
+		l.AfterExecution(ev)
+	}
+	if res.err != nil && res.halted == nil {
+		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
+	}
+	return res
+}
+
+// call runs the job, turning a panic into an error.
+func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("job %q item %d panicked: %v", sc.JobName, sc.Item, p)
+		}
+	}()
+	return r.job.Execute(ctx, sc)
+}
+
+func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
+	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin}
+}
+

@@ -1,0 +1,352 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardjob/shardjob/listener"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// Option configures a Scheduler. Options validate their argument and
+// NewScheduler returns the first error.
+type Option func(*options) error
+
+type options struct {
+	serverID       string
+	logger         *slog.Logger
+	reshardTimeout time.Duration
+	now            func() time.Time
+	listeners      []listener.Listener
+}
+
+var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
+
+// WithServerID sets the id this process registers under in every job's
+// servers node. Default: the host's first non-loopback IPv4 address (as
+// ElasticJob does), else the host name. Several instances on one host need
+// distinct ids.
+func WithServerID(id string) Option {
+	return func(o *options) error {
+		if !serverIDPattern.MatchString(id) {
+			return fmt.Errorf("%w: server id %q must be 1-128 characters from [A-Za-z0-9._:@-]", ErrInvalidOption, id)
+		}
+		o.serverID = id
+		return nil
+	}
+}
+
+// WithLogger sets the logger. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithReshardTimeout bounds how long a fire waits for the leader to
+// reshard before it runs with the assignment ZooKeeper holds. Default 10s.
+func WithReshardTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: reshard timeout %v must be positive", ErrInvalidOption, d)
+		}
+		o.reshardTimeout = d
+		return nil
+	}
+}
+
+// WithListener adds a listener told before and after every execution.
+func WithListener(l listener.Listener) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil listener", ErrInvalidOption)
+		}
+		o.listeners = append(o.listeners, l)
+		return nil
+	}
+}
+
+// Scheduler runs jobs on one ZooKeeper session. Create one per process with
+// [NewScheduler], add jobs, then Start. It is safe for concurrent use.
+type Scheduler struct {
+	rc   regcenter.Center
+	opts options
+	log  *slog.Logger
+	trig *trigger
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	state   int // 0 new, 1 started, 2 shut down
+
+	ctx    context.Context // the scheduler's life; cancelled at the end of Shutdown
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	unsub  func()
+
+	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateClosed
+)
+
+// NewScheduler returns a scheduler on rc. The scheduler does not own rc:
+// close it after Shutdown.
+func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
+	if rc == nil {
+		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
+	}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, now: time.Now}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if o.serverID == "" {
+		o.serverID = defaultServerID()
+	}
+	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}}
+	s.log = o.logger.With("server", o.serverID)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.trig = newTrigger(o.now, s.onFire)
+	return s, nil
+}
+
+func defaultServerID() string {
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	if h, err := os.Hostname(); err == nil && serverIDPattern.MatchString(h) {
+		return h
+	}
+	return "127.0.0.1"
+}
+
+// ServerID returns the id this scheduler registers under.
+func (s *Scheduler) ServerID() string { return s.opts.serverID }
+
+// Add adds a job. Before Start it only validates and records the job; after
+// Start it also registers the job in ZooKeeper within ctx. The config is
+// validated (every problem reported at once); a second job with the same
+// name is ErrDuplicateJob.
+func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
+	if j == nil {
+		return fmt.Errorf("%w: job %q: nil Job", ErrInvalidConfig, cfg.Name)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.WithDefaults()
+	if _, err := sharding.Lookup(cfg.ShardingStrategy); err != nil {
+		return fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, cfg.Name, err)
+	}
+	s.mu.Lock()
+	if s.state == stateClosed {
+		s.mu.Unlock()
+		return ErrSchedulerClosed
+	}
+	if _, dup := s.runners[cfg.Name]; dup {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q is already added", ErrDuplicateJob, cfg.Name)
+	}
+	r := newRunner(s, cfg, j)
+	s.runners[cfg.Name] = r
+	started := s.state == stateStarted
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	if err := r.start(ctx); err != nil {
+		s.mu.Lock()
+		delete(s.runners, cfg.Name)
+		s.mu.Unlock()
+		r.stop(ctx)
+		return err
+	}
+	return nil
+}
+
+// AddSpecs adds YAML-defined jobs, binding each to the handler its Spec
+// names (or its own name). A missing handler is ErrUnknownHandler.
+func (s *Scheduler) AddSpecs(ctx context.Context, specs []Spec, handlers map[string]Job) error {
+	var errs []error
+	for _, sp := range specs {
+		name := sp.Handler
+		if name == "" {
+			name = sp.Name
+		}
+		h, ok := handlers[name]
+		if !ok {
+			known := make([]string, 0, len(handlers))
+			for k := range handlers {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			errs = append(errs, fmt.Errorf("%w: job %q wants handler %q (have %v)", ErrUnknownHandler, sp.Name, name, known))
+			continue
+		}
+		if err := s.Add(ctx, sp.Config, h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start registers every added job in ZooKeeper and starts firing. If a job
+// cannot register, Start undoes what it did and returns the error.
+func (s *Scheduler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	switch s.state {
+	case stateStarted:
+		s.mu.Unlock()
+		return ErrAlreadyStarted
+	case stateClosed:
+		s.mu.Unlock()
+		return ErrSchedulerClosed
+	}
+	s.state = stateStarted
+	runners := s.sortedRunnersLocked()
+	s.mu.Unlock()
+
+	s.unsub = s.rc.OnSession(s.onSession)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.trig.run(s.ctx)
+	}()
+	var errs []error
+	for _, r := range runners {
+		if err := r.start(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if serr := s.Shutdown(sctx); serr != nil {
+			s.log.Warn("undo of failed start", "err", serr)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *Scheduler) sortedRunnersLocked() []*runner {
+	out := make([]*runner, 0, len(s.runners))
+	for _, r := range s.runners {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func (s *Scheduler) runnersSnapshot() []*runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sortedRunnersLocked()
+}
+
+func (s *Scheduler) runner(name string) *runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runners[name]
+}
+
+// onFire is called by the trigger goroutine; it must not block.
+func (s *Scheduler) onFire(name string, at time.Time) {
+	r := s.runner(name)
+	if r == nil {
+		return
+	}
+	r.goFunc(func() { r.fire(at) })
+}
+
+// onSession reacts to the registry center's session changes.
+func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
+	switch ev.Type {
+	case regcenter.SessionSuspended:
+		s.suspended.Store(true)
+	case regcenter.SessionReconnected:
+		s.suspended.Store(false)
+		for _, r := range s.runnersSnapshot() {
+			r.goFunc(func() { r.runMissed(ev.Session) })
+		}
+	case regcenter.SessionNew:
+		s.suspended.Store(false)
+		// Re-register every job under the new session (I3: a session
+		// expiry never stops a job for good).
+		for _, r := range s.runnersSnapshot() {
+			r.goFunc(func() { r.reregister(ev.Session) })
+		}
+	}
+}
+
+// Shutdown stops firing, lets running items finish until ctx ends and then
+// cancels them, hands unfinished items over, leaves leadership and removes
+// this instance's nodes so the others reshard at their next fire. It
+// returns ctx's error if items had to be cancelled or cleanup did not
+// finish in time. It is safe to call more than once.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state == stateClosed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = stateClosed
+	runners := s.sortedRunnersLocked()
+	s.mu.Unlock()
+	for _, r := range runners {
+		s.trig.remove(r.name)
+	}
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, r := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.stop(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("job %q: %w", r.name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if s.unsub != nil {
+		s.unsub()
+	}
+	s.cancel()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Jobs returns the names of the added jobs, sorted.
+func (s *Scheduler) Jobs() []string {
+	rs := s.runnersSnapshot()
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.name
+	}
+	return out
+}

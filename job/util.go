@@ -1,0 +1,53 @@
+package job
+
+import (
+	"slices"
+	"sync"
+)
+
+func sortStrings(s []string) { slices.Sort(s) }
+func sortInts(s []int)       { slices.Sort(s) }
+
+func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
+
+// kicker runs fn on a goroutine whenever kicked, never two at once: kicks
+// that arrive while fn runs coalesce into one more run. It lets event
+// handlers (which must not block) trigger ZooKeeper work without a
+// goroutine per job sitting idle.
+type kicker struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+	spawn   func(func())
+	fn      func()
+}
+
+func newKicker(spawn func(func()), fn func()) *kicker {
+	return &kicker{spawn: spawn, fn: fn}
+}
+
+func (k *kicker) kick() {
+	k.mu.Lock()
+	if k.running {
+		k.again = true
+		k.mu.Unlock()
+		return
+	}
+	k.running = true
+	k.mu.Unlock()
+	k.spawn(k.loop)
+}
+
+func (k *kicker) loop() {
+	for {
+		k.fn()
+		k.mu.Lock()
+		if !k.again {
+			k.running = false
+			k.mu.Unlock()
+			return
+		}
+		k.again = false
+		k.mu.Unlock()
+	}
+}

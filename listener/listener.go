@@ -1,0 +1,57 @@
+// Package listener tells applications about executions: before and after
+// each item runs on this instance. Listeners are plain interfaces with no
+// dependency on the scheduler, so they can be shared by monitoring code.
+package listener
+
+import (
+	"time"
+)
+
+// Execution describes one execution of one sharding item.
+type Execution struct {
+	// Job is the job's name.
+	Job string
+	// TaskID identifies the fire across the cluster.
+	TaskID string
+	// ServerID is the instance executing the item.
+	ServerID string
+	// Item is the sharding item.
+	Item int
+	// Kind is why it runs: fire, misfire, failover or trigger.
+	Kind string
+	// FireTime is the scheduled fire time the execution belongs to.
+	FireTime time.Time
+	// Begin is when the execution started; End when it returned (zero in
+	// BeforeExecution).
+	Begin, End time.Time
+	// Err is what the job returned (nil in BeforeExecution).
+	Err error
+}
+
+// Listener is told about every execution on this instance. Calls happen on
+// the execution's goroutine, so a slow listener delays the item; they must
+// be safe for concurrent use.
+type Listener interface {
+	BeforeExecution(e Execution)
+	AfterExecution(e Execution)
+}
+
+// Funcs adapts two functions to Listener; either may be nil.
+type Funcs struct {
+	Before func(Execution)
+	After  func(Execution)
+}
+
+// BeforeExecution calls f.Before if set.
+func (f Funcs) BeforeExecution(e Execution) {
+	if f.Before != nil {
+		f.Before(e)
+	}
+}
+
+// AfterExecution calls f.After if set.
+func (f Funcs) AfterExecution(e Execution) {
+	if f.After != nil {
+		f.After(e)
+	}
+}
