@@ -50,9 +50,9 @@ type runner struct {
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
 
-	execCtx    context.Context // cancelled when shutdown's grace period ends
-	execCancel context.CancelCauseFunc
-	wg         sync.WaitGroup
+	execCtx      context.Context // cancelled when shutdown's grace period ends
+	execCancel   context.CancelCauseFunc
+	wg           sync.WaitGroup
 	membership   *kicker
 	failoverKick *kicker
 	idle         chan struct{} // closed and replaced whenever items are released
@@ -999,4 +999,3 @@ func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
 func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
 	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin}
 }
-
