@@ -46,6 +46,12 @@ type runner struct {
 	claimWatches  map[int]func()
 	queueCancel   func()
 	queueDirty    bool // the failover queue may hold items
+	flagsCancel   func()
+	itemsCancel   func()
+	paused        bool         // servers/{me}/paused exists
+	disabledItems map[int]bool // items kept out of every fire
+	triggerQueued bool         // a trigger arrived while items ran
+	removed       bool         // the job was removed from the cluster
 	lastSharded   []string
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
@@ -55,6 +61,8 @@ type runner struct {
 	wg           sync.WaitGroup
 	membership   *kicker
 	failoverKick *kicker
+	flagsKick    *kicker
+	itemsKick    *kicker
 	idle         chan struct{} // closed and replaced whenever items are released
 }
 
@@ -109,6 +117,8 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	}, r.log)
 	r.membership = newKicker(r.goFunc, r.checkMembership)
 	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
+	r.flagsKick = newKicker(r.goFunc, r.checkFlags)
+	r.itemsKick = newKicker(r.goFunc, r.readDisabledItems)
 	return r
 }
 
@@ -137,14 +147,29 @@ func (r *runner) start(ctx context.Context) error {
 	if err := r.loadConfig(ctx); err != nil {
 		return err
 	}
+	// A shutdown flag is honoured by the running instance and cleared by
+	// the next start (as in ElasticJob); paused and disabled persist.
+	if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
+	}
 	sess := r.rc.Session()
 	if err := r.register(ctx, sess); err != nil {
 		return err
 	}
 	r.configCancel = r.rc.Watch(r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
-		if ev.Type == regcenter.EventDataChanged || ev.Type == regcenter.EventCreated {
+		switch ev.Type {
+		case regcenter.EventDataChanged, regcenter.EventCreated:
 			r.goFunc(r.reloadConfig)
+		case regcenter.EventDeleted:
+			// The job was removed from the cluster: stop here.
+			r.goFunc(func() { r.s.removeRemoved(r) })
 		}
+	})
+	r.flagsCancel = r.rc.Watch(r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
+		r.flagsKick.kick()
+	})
+	r.itemsCancel = r.rc.Watch(r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
+		r.itemsKick.kick()
 	})
 	// Every instance watches the failover queue (cheap: one watch per job);
 	// only jobs with failover on act on it.
@@ -418,6 +443,16 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 
 // fire is one fire of the schedule.
 func (r *runner) fire(at time.Time) {
+	r.mu.Lock()
+	paused := r.paused
+	r.mu.Unlock()
+	if paused {
+		return // an operator paused this server: its items stay put
+	}
+	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
+		r.log.Error("fire refused", "fire", at, "err", err)
+		return
+	}
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.mu.Lock()
@@ -780,6 +815,9 @@ func (r *runner) reserve(items []int, at time.Time, cfg Config) []int {
 		if it < 0 || it >= cfg.ShardingTotalCount {
 			continue // an assignment from before the item count shrank
 		}
+		if r.disabledItems[it] {
+			continue
+		}
 		if _, busy := r.running[it]; busy {
 			r.noteMisfireLocked(it, at, cfg)
 			continue
@@ -801,9 +839,16 @@ func (r *runner) release(items []int) {
 		r.idle = make(chan struct{})
 	}
 	dirty := r.queueDirty
+	trig := idle && r.triggerQueued
+	if trig {
+		r.triggerQueued = false
+	}
 	r.mu.Unlock()
 	if idle && dirty {
 		r.failoverKick.kick()
+	}
+	if trig {
+		r.goFunc(r.runTrigger)
 	}
 }
 

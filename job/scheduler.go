@@ -98,6 +98,9 @@ type Scheduler struct {
 	unsub  func()
 
 	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
+
+	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
+	clockMeasured atomic.Bool
 }
 
 const (
@@ -229,10 +232,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	s.unsub = s.rc.OnSession(s.onSession)
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.trig.run(s.ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.reconcileLoop()
 	}()
 	var errs []error
 	for _, r := range runners {
@@ -339,6 +346,57 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.cancel()
 	s.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Remove stops the job on this instance, as Shutdown does for every job,
+// and forgets it. Other instances take its items at their next fire.
+func (s *Scheduler) Remove(ctx context.Context, name string) error {
+	r := s.runner(name)
+	if r == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	return s.detach(ctx, r)
+}
+
+func (s *Scheduler) detach(ctx context.Context, r *runner) error {
+	s.mu.Lock()
+	if s.runners[r.name] != r {
+		s.mu.Unlock()
+		return nil
+	}
+	delete(s.runners, r.name)
+	s.mu.Unlock()
+	s.trig.remove(r.name)
+	return r.stop(ctx)
+}
+
+// removeRunner stops r in the background of a flag or a config deletion.
+// It runs on one of r's own goroutines, so it must not wait for them: the
+// stop runs on a scheduler goroutine instead.
+func (s *Scheduler) removeRunner(r *runner, removedFromCluster bool) {
+	r.mu.Lock()
+	r.removed = removedFromCluster
+	r.mu.Unlock()
+	s.mu.Lock()
+	if s.state != stateStarted {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		defer cancel()
+		if err := s.detach(ctx, r); err != nil {
+			r.log.Warn("stopping job", "err", err)
+		}
+	}()
+}
+
+func (s *Scheduler) removeRemoved(r *runner) {
+	r.log.Info("job removed from the cluster: stopping it here")
+	s.removeRunner(r, true)
 }
 
 // Jobs returns the names of the added jobs, sorted.

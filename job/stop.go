@@ -42,16 +42,17 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	registered := r.regSess != nil && r.regSess.Err() == nil
+	removed := r.removed
 	r.mu.Unlock()
 	if registered {
-		if err := r.leave(cctx); err != nil {
+		if err := r.leave(cctx, !removed); err != nil {
 			errs = append(errs, err)
 		}
 	}
 
 	r.mu.Lock()
 	r.closed = true
-	cancels := []func(){r.configCancel, r.queueCancel}
+	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel}
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}
@@ -84,7 +85,7 @@ func (r *runner) stop(ctx context.Context) error {
 
 // leave removes this instance from the job: its status goes and its
 // assignment is cleared in one transaction, then a reshard is flagged.
-func (r *runner) leave(ctx context.Context) error {
+func (r *runner) leave(ctx context.Context, flagReshard bool) error {
 	ops := []regcenter.Op{
 		regcenter.DeleteOp{Path: r.paths.Flag(r.serverID(), layout.Status), Version: -1},
 		regcenter.SetOp{Path: r.paths.Flag(r.serverID(), layout.Sharding), Data: nil, Version: -1},
@@ -101,7 +102,9 @@ func (r *runner) leave(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leave: %w", err)
 	}
-	r.setNecessary(ctx)
+	if flagReshard {
+		r.setNecessary(ctx)
+	}
 	r.log.Info("left the job")
 	return nil
 }

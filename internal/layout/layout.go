@@ -82,6 +82,9 @@ func (j Job) FailoverItems() string { return j.Leader() + "/failover/items" }
 // FailoverItem is one queued item.
 func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + strconv.Itoa(item) }
 
+// DisabledItems holds the items kept out of every fire, as "3,5".
+func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }
+
 // JobTrigger is the job-wide trigger: every item runs once across the
 // cluster.
 func (j Job) JobTrigger() string { return j.Root() + "/trigger" }

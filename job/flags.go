@@ -1,0 +1,104 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// checkFlags reads this server's flags after any of them changed: paused
+// stops firing here, shutdown makes this instance leave the job, trigger runs
+// the job once now (queued if items are running).
+func (r *runner) checkFlags() {
+	sess := r.rc.Session()
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	kids, err := r.rc.Children(ctx, r.paths.Server(r.serverID()))
+	if err != nil {
+		if !errors.Is(err, regcenter.ErrNoNode) && sess.Err() == nil {
+			r.log.Warn("reading server flags", "err", err)
+		}
+		return
+	}
+	paused := slices.Contains(kids, layout.Paused)
+	r.mu.Lock()
+	was := r.paused
+	r.paused = paused
+	stopping := r.stopping
+	r.mu.Unlock()
+	if paused != was {
+		r.log.Info("pause flag changed", "paused", paused)
+	}
+	if stopping {
+		return
+	}
+	if slices.Contains(kids, layout.Shutdown) {
+		r.log.Info("shutdown flag set: leaving the job")
+		r.goFunc(func() { r.s.removeRunner(r, false) })
+		return
+	}
+	if slices.Contains(kids, layout.Trigger) {
+		// Remove the flag first: a trigger runs once, and a new flag set
+		// while this one runs is a new trigger.
+		err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Trigger), -1)
+		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("removing trigger flag", "err", err)
+			return
+		}
+		r.mu.Lock()
+		busy := len(r.running) > 0
+		if busy {
+			r.triggerQueued = true
+		}
+		r.mu.Unlock()
+		if busy {
+			r.log.Info("trigger queued until the running items finish")
+			return
+		}
+		r.runTrigger()
+	}
+}
+
+// runTrigger runs this server's items once now.
+func (r *runner) runTrigger() {
+	sess, ok := r.readyToFire()
+	if !ok {
+		r.log.Warn("trigger dropped: not connected to zookeeper")
+		return
+	}
+	r.log.Info("triggered: running once now")
+	r.fireAs(sess, r.s.opts.now().Truncate(time.Millisecond), KindTrigger)
+}
+
+// readDisabledItems refreshes the set of items kept out of every fire.
+func (r *runner) readDisabledItems() {
+	sess := r.rc.Session()
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	data, _, err := r.rc.Get(ctx, r.paths.DisabledItems())
+	set := map[int]bool{}
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+	case err != nil:
+		if sess.Err() == nil {
+			r.log.Warn("reading disabled items", "err", err)
+		}
+		return
+	default:
+		items, perr := layout.ParseItems(string(data))
+		if perr != nil {
+			r.log.Error("disabled-items node rejected; keeping the previous set", "err", perr)
+			return
+		}
+		for _, it := range items {
+			set[it] = true
+		}
+	}
+	r.mu.Lock()
+	r.disabledItems = set
+	r.mu.Unlock()
+}

@@ -1,0 +1,173 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// clockNode is written once per reconcile round to learn ZooKeeper's clock
+// from the write's modification time.
+const clockNode = "/.clock"
+
+// reconcileLoop is the scheduler's one repair loop, for every job: it
+// re-registers a job that is not registered under the live session, and on
+// each job's leader compares the stored assignment with what the strategy
+// gives for the servers online, flagging a reshard when an assignment points
+// at a dead instance or leaves a live one idle that should have items. It
+// also measures the clock difference with ZooKeeper for MaxTimeDiff.
+func (s *Scheduler) reconcileLoop() {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	last := map[string]time.Time{}
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-timer.C:
+		}
+		now := s.opts.now()
+		next := time.Minute
+		measured := false
+		for _, r := range s.runnersSnapshot() {
+			cfg := r.config()
+			every := cfg.ReconcileInterval
+			if every <= 0 {
+				every = DefaultReconcileInterval
+			}
+			if cfg.MaxTimeDiff > 0 && !measured {
+				s.measureClock()
+				measured = true
+			}
+			if t, ok := last[r.name]; !ok || now.Sub(t) >= every {
+				last[r.name] = now
+				r.reconcile()
+			}
+			next = min(next, every)
+		}
+		timer.Reset(next)
+	}
+}
+
+// reconcile repairs one job; it runs on the reconcile goroutine and bounds
+// its ZooKeeper work by the reshard timeout.
+func (r *runner) reconcile() {
+	sess := r.rc.Session()
+	if sess.Err() != nil {
+		return
+	}
+	r.mu.Lock()
+	reg, stopping := r.regSess, r.stopping
+	r.mu.Unlock()
+	if stopping {
+		return
+	}
+	if reg != sess {
+		r.goFunc(func() { r.reregister(sess) })
+		return
+	}
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	if ok, _, err := r.rc.Exists(ctx, r.paths.ElectionHost()); err == nil && !ok {
+		// Nobody leads: campaign again in case a watch was missed.
+		if err := r.elect.Campaign(ctx); err != nil {
+			r.log.Warn("reconcile: rejoining election", "err", err)
+		}
+	}
+	if !r.elect.IsLeader() {
+		return
+	}
+	if err := r.checkAssignment(ctx); err != nil {
+		r.log.Warn("reconcile", "err", err)
+	}
+}
+
+// checkAssignment flags a reshard when the stored assignment differs from
+// the strategy's for the servers online now.
+func (r *runner) checkAssignment(ctx context.Context) error {
+	servers, err := r.readServers(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := r.config()
+	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
+	if err != nil {
+		return err
+	}
+	want, err := sharding.Assign(strategy, r.name, servers.online(), cfg.ShardingTotalCount)
+	if err != nil {
+		return err
+	}
+	for _, sv := range servers.names() {
+		var have []int
+		if servers[sv][layout.Sharding] {
+			data, _, err := r.rc.Get(ctx, r.paths.Flag(sv, layout.Sharding))
+			if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+				return err
+			}
+			if have, err = layout.ParseItems(string(data)); err != nil {
+				r.log.Warn("reconcile: garbage assignment; resharding", "server", sv, "err", err)
+				r.setNecessary(ctx)
+				return nil
+			}
+		}
+		if layout.FormatItems(have) != layout.FormatItems(want[sv]) {
+			r.log.Info("reconcile: stored assignment is stale; flagging a reshard", "server", sv, "have", have, "want", want[sv])
+			if cfg.Failover {
+				if err := r.queueDeparted(ctx, servers); err != nil {
+					r.log.Warn("reconcile: queueing failover", "err", err)
+				}
+			}
+			r.setNecessary(ctx)
+			return nil
+		}
+	}
+	return nil
+}
+
+// measureClock writes the clock node and compares its modification time
+// with the local clock at the middle of the round trip.
+func (s *Scheduler) measureClock() {
+	sess := s.rc.Session()
+	ctx, cancel := context.WithTimeout(sess.Ctx(), s.opts.reshardTimeout)
+	defer cancel()
+	t0 := time.Now()
+	st, err := s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		_, err = s.rc.Create(ctx, clockNode, []byte(s.opts.serverID), regcenter.Persistent)
+		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
+			t0 = time.Now()
+			st, err = s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
+		}
+	}
+	if err != nil {
+		s.log.Warn("measuring clock difference with zookeeper", "err", err)
+		return
+	}
+	t1 := time.Now()
+	local := t0.Add(t1.Sub(t0) / 2)
+	s.clockOffset.Store(int64(local.Sub(st.Mtime)))
+	s.clockMeasured.Store(true)
+}
+
+// clockError returns ErrClockSkew when the last measured difference
+// exceeds max.
+func (s *Scheduler) clockError(max time.Duration) error {
+	if max <= 0 || !s.clockMeasured.Load() {
+		return nil
+	}
+	off := time.Duration(s.clockOffset.Load())
+	if off < 0 {
+		off = -off
+	}
+	// ZooKeeper's mtime has millisecond resolution.
+	if off > max+time.Millisecond {
+		return fmt.Errorf("%w: local clock is %v off zookeeper's (maxTimeDiff %v)", ErrClockSkew, time.Duration(s.clockOffset.Load()).Round(time.Millisecond), max)
+	}
+	return nil
+}
