@@ -56,6 +56,8 @@ type Election struct {
 	start sync.Once
 	close sync.Once
 
+	campaign sync.Mutex // serializes Campaign and Resign
+
 	mu          sync.Mutex
 	latch       string // our latch node, "" when none
 	latchSess   *regcenter.Session
@@ -78,6 +80,8 @@ func New(rc regcenter.Center, dir, host, id string, cb Callbacks, log *slog.Logg
 // re-enters it after a new session) and returns once the candidate's latch
 // node exists. Leadership arrives later through OnElected.
 func (e *Election) Campaign(ctx context.Context) error {
+	e.campaign.Lock()
+	defer e.campaign.Unlock()
 	e.start.Do(func() {
 		e.wg.Add(1)
 		go e.loop()
@@ -148,6 +152,8 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // takes over at once, without waiting for a session timeout) and leadership,
 // if held, is given up. Campaign may be called again later.
 func (e *Election) Resign(ctx context.Context) error {
+	e.campaign.Lock()
+	defer e.campaign.Unlock()
 	e.mu.Lock()
 	latch := e.latch
 	wasLeading := e.leading

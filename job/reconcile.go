@@ -67,6 +67,9 @@ func (r *runner) reconcile() {
 	if stopping {
 		return
 	}
+	if reg == nil {
+		return // still starting
+	}
 	if reg != sess {
 		r.goFunc(func() { r.reregister(sess) })
 		return

@@ -56,6 +56,8 @@ type runner struct {
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
 
+	lifeCtx      context.Context // cancelled when stop begins: ends coordination waits
+	lifeCancel   context.CancelFunc
 	execCtx      context.Context // cancelled when shutdown's grace period ends
 	execCancel   context.CancelCauseFunc
 	wg           sync.WaitGroup
@@ -111,6 +113,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	}
 	r.cfg.Store(&cfg)
 	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
+	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
@@ -481,14 +484,14 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 // assignment returns this instance's items for a fire, resharding first
 // when ZooKeeper says it is due. It reads ZooKeeper fresh every fire.
 func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
-	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	if err := r.awaitSharding(ctx); err != nil {
 		if ctx.Err() == nil || sess.Err() != nil {
 			return nil, err
 		}
 		r.log.Warn("resharding did not finish in time; firing with the stored assignment", "timeout", r.s.opts.reshardTimeout)
-		ctx, cancel = context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		ctx, cancel = r.coordCtx(sess)
 		defer cancel()
 	}
 	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
@@ -503,6 +506,14 @@ func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
 		return nil, fmt.Errorf("garbage in %s: %w", r.paths.Flag(r.serverID(), layout.Sharding), err)
 	}
 	return items, nil
+}
+
+// coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
+// the session, and the runner's life (stop ends waits at once).
+func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	unlink := context.AfterFunc(r.lifeCtx, cancel)
+	return ctx, func() { unlink(); cancel() }
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the
@@ -785,7 +796,7 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 		return
 	}
 	if !cfg.Unmonitored {
-		ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		ctx, cancel := r.coordCtx(sess)
 		marked, err := r.markRunning(ctx, sess, at, kind, todo)
 		cancel()
 		if err != nil {

@@ -19,6 +19,7 @@ func (r *runner) stop(ctx context.Context) error {
 	r.mu.Lock()
 	r.stopping = true
 	r.mu.Unlock()
+	r.lifeCancel()
 	r.s.trig.remove(r.name)
 
 	var errs []error

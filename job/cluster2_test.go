@@ -1,0 +1,235 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// observer is a plain registry-center session a test uses to look at and
+// poke the cluster's nodes, as an operator would.
+func observer(t *testing.T, ns string) *regcenter.ZooKeeper {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func leaderOf(t *testing.T, rc regcenter.Center, jobName string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _, err := rc.Get(tctx(t), "/"+jobName+"/leader/election/host")
+		if err == nil && len(b) > 0 {
+			return string(b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("no leader elected")
+	return ""
+}
+
+func TestClusterLeaderKilledNewLeaderReshards(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := everySecond("leaderkill", 10)
+	ins := map[string]*instance{}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ins[id] = startInstance(t, ns, id, cfg, rec)
+	}
+	obs := observer(t, ns)
+	rec.waitFires(t, time.Now(), 2, 10, 30*time.Second)
+	old := leaderOf(t, obs, "leaderkill")
+	killed := time.Now()
+	ins[old].crash(t)
+
+	var newLeader string
+	waitUntil(t, 20*time.Second, func() bool {
+		newLeader = leaderOf(t, obs, "leaderkill")
+		return newLeader != old
+	})
+	fires := rec.waitFires(t, killed.Add(time.Second), 3, 10, 30*time.Second)
+	for _, f := range fires[1:] {
+		by := checkFire(t, f, rec.fires()[f], 10)
+		if len(by) != 2 || by[old] != nil {
+			t.Errorf("fire %s after killing leader %s: servers %v, want the other two", f.Format("15:04:05"), old, by)
+		}
+	}
+	t.Logf("leader %s killed; %s leads and resharded", old, newLeader)
+}
+
+func TestClusterDisabledServerGetsNoItems(t *testing.T) {
+	ns := namespace(t)
+	obs := observer(t, ns)
+	// Disabled before it starts: the flag survives restarts and is
+	// honoured from the first fire.
+	if _, err := obs.Create(tctx(t), "/dis/servers/s2/disabled", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	cfg := everySecond("dis", 6)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		startInstance(t, ns, id, cfg, rec)
+	}
+	start := time.Now()
+	for _, f := range rec.waitFires(t, start.Add(time.Second), 3, 6, 30*time.Second) {
+		by := checkFire(t, f, rec.fires()[f], 6)
+		if by["s2"] != nil {
+			t.Errorf("disabled s2 ran items %v", by["s2"])
+		}
+	}
+	// Enabling it reshards at the next fire.
+	if err := obs.Delete(tctx(t), "/dis/servers/s2/disabled", -1); err != nil {
+		t.Fatal(err)
+	}
+	enabled := time.Now()
+	fires := rec.waitFires(t, enabled.Add(time.Second), 3, 6, 30*time.Second)
+	by := checkFire(t, fires[2], rec.fires()[fires[2]], 6)
+	if len(by["s2"]) == 0 {
+		t.Errorf("enabled s2 got no items: %v", by)
+	}
+}
+
+func TestAddRejectsBadInput(t *testing.T) {
+	rc := observer(t, namespace(t))
+	s, err := job.NewScheduler(rc, job.WithServerID("s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil })
+	cases := []struct {
+		cfg  job.Config
+		want error
+		text string
+	}{
+		{job.Config{Name: "a", Cron: "* * * *", ShardingTotalCount: 1}, job.ErrInvalidCron, "cron"},
+		{job.Config{Name: "a", Cron: "* * * * * *", TimeZone: "Mars/Olympus", ShardingTotalCount: 1}, job.ErrInvalidTimeZone, "Mars/Olympus"},
+		{job.Config{Name: "a", Cron: "* * * * * *", ShardingTotalCount: 0}, job.ErrInvalidShardingCount, "0"},
+		{job.Config{Name: "a", Cron: "* * * * * *", ShardingTotalCount: 2, ShardingItemParameters: "0=x,5=y"}, job.ErrInvalidItemParameters, "5"},
+		{job.Config{Name: "a/b", Cron: "* * * * * *", ShardingTotalCount: 1}, job.ErrInvalidName, "a/b"},
+		{job.Config{Name: "a", Cron: "* * * * * *", ShardingTotalCount: 1, ShardingStrategy: "NOPE"}, job.ErrInvalidConfig, "NOPE"},
+	}
+	for _, c := range cases {
+		err := s.Add(tctx(t), c.cfg, noop)
+		if !errors.Is(err, c.want) || !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("Add(%+v) = %v; want %v naming %q", c.cfg, err, c.want, c.text)
+		}
+	}
+	good := job.Config{Name: "dup", Cron: "* * * * * *", ShardingTotalCount: 1}
+	if err := s.Add(tctx(t), good, noop); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(tctx(t), good, noop); !errors.Is(err, job.ErrDuplicateJob) {
+		t.Errorf("duplicate: %v, want ErrDuplicateJob", err)
+	}
+	if _, err := job.NewScheduler(rc, job.WithServerID("bad id/")); !errors.Is(err, job.ErrInvalidOption) {
+		t.Errorf("bad server id: %v", err)
+	}
+}
+
+func TestSameServerIDTwiceIsAnError(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := everySecond("twice", 2)
+	startInstance(t, ns, "same", cfg, rec)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	s, _ := job.NewScheduler(rc, job.WithServerID("same"), job.WithLogger(testLogger(t)))
+	if err := s.Add(ctx, cfg, rec.job("same-2")); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Start(ctx)
+	if !errors.Is(err, job.ErrServerIDInUse) {
+		t.Fatalf("second instance with the same server id: %v, want ErrServerIDInUse", err)
+	}
+	t.Log(err)
+}
+
+func TestGarbageInZooKeeperIsSurvived(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := everySecond("garbage", 4)
+	in := startInstance(t, ns, "s1", cfg, rec)
+	obs := observer(t, ns)
+	rec.waitFires(t, time.Now(), 1, 4, 20*time.Second)
+	// Garbage config: refused, the last good config stays in force.
+	if _, err := obs.Set(tctx(t), "/garbage/config", []byte("{{{ not yaml"), -1); err != nil {
+		t.Fatal(err)
+	}
+	// Garbage completed marks: treated as "not completed".
+	if _, err := obs.Set(tctx(t), "/garbage/execution/0/completed", []byte("\x00\x01"), -1); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	rec.waitFires(t, after.Add(time.Second), 3, 4, 20*time.Second)
+	_ = in
+}
+
+// roundTrips measures the requests one instance sends per fire in steady
+// state, counted by the regcenter.
+func roundTrips(t *testing.T, items int) float64 {
+	ns := namespace(t)
+	rec := newRecorder()
+	in := startInstance(t, ns, "solo", everySecond(fmt.Sprintf("rt%d", items), items), rec)
+	// Let registration, the first reshard and the first reconcile pass.
+	rec.waitFires(t, time.Now().Add(time.Second), 2, items, 30*time.Second)
+	// Sample half-way between fires, when the fire's work is done.
+	next := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
+	time.Sleep(time.Until(next))
+	before := in.rc.Stats()
+	const fires = 5
+	time.Sleep(fires * time.Second)
+	d := in.rc.Stats().Sub(before)
+	per := float64(d.Total()) / fires
+	t.Logf("%3d items: %.1f requests per fire (reads %.1f, writes %.1f, multis %.1f, watches %.1f)",
+		items, per, float64(d.Reads)/fires, float64(d.Writes)/fires, float64(d.Multis)/fires, float64(d.Watches)/fires)
+	return per
+}
+
+func TestRoundTripsPerFireDoNotGrowWithItems(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures over several seconds")
+	}
+	r1 := roundTrips(t, 1)
+	r100 := roundTrips(t, 100)
+	roundTrips(t, 10)
+	// Not a timing assertion: a count. Items are marked in one transaction
+	// and completed in group commits, so 100 items may cost a few more
+	// commits than 1, never one per item.
+	if r100 > r1+10 {
+		t.Errorf("100 items cost %.1f requests per fire vs %.1f for 1: marks are not batched", r100, r1)
+	}
+}
+
+func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

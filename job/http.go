@@ -1,0 +1,363 @@
+package job
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// HTTPOptions configures [NewHTTPHandler].
+type HTTPOptions struct {
+	// Token enables the POST endpoints for requests that carry the header
+	// "Authorization: Bearer <Token>". Empty means read-only: every POST is
+	// refused with 403 Forbidden. A request with a missing or wrong token is
+	// refused with 401 Unauthorized.
+	Token string
+	// Logger receives one line per operation performed (Info) and per
+	// refused or failed request (Warn). Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// httpRequestTimeout bounds the ZooKeeper work of one request (a remove
+// waits for the instances on top of it).
+const httpRequestTimeout = 30 * time.Second
+
+// maxConfigBody is the largest config document accepted.
+const maxConfigBody = 1 << 20
+
+// NewHTTPHandler returns an http.Handler that serves the state of the jobs
+// in rc's namespace as JSON and performs the operator's operations: the
+// same as the shardjob command. Mount it under a prefix of your own, on the
+// port of your application's admin endpoints:
+//
+//	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(rc, job.HTTPOptions{Token: os.Getenv("SHARDJOB_TOKEN")})))
+//
+// GET endpoints, open to every client that can reach the handler:
+//
+//	GET  /jobs                    every job: status, cron, items, instances online, leader, last and next fire
+//	GET  /jobs/{job}              one job: per server and per item
+//	GET  /jobs/{job}/dump         the job's raw ZooKeeper nodes, for bug reports
+//	GET  /jobs/{job}/config       the job's config document (YAML)
+//
+// POST endpoints, which need the token:
+//
+//	POST /jobs/{job}/trigger[?server=S]          run once now, on every online server or on S
+//	POST /jobs/{job}/config                      replace the config with the YAML request body
+//	POST /jobs/{job}/disable-items?items=3,5     keep items out of every fire
+//	POST /jobs/{job}/enable-items?items=3,5
+//	POST /jobs/{job}/remove[?wait=30s]           stop the job on every instance and delete its nodes
+//	POST /servers/{server}/disable[?job=J]       the server takes no items (of J, or of every job)
+//	POST /servers/{server}/enable[?job=J]
+//	POST /servers/{server}/pause[?job=J]         the server stops firing; its items are not moved
+//	POST /servers/{server}/resume[?job=J]
+//	POST /servers/{server}/shutdown[?job=J]      the instance leaves the job cleanly
+//
+// Errors are JSON objects {"error": "..."}: 404 for an unknown job or
+// server, 400 for bad input (a config that does not validate, an item out
+// of range), 409 when the operation needs an online instance there is not,
+// 503 when ZooKeeper cannot be reached, 504 on a timeout.
+//
+// The config written through POST /jobs/{job}/config is validated as the
+// instances will validate it — including the sharding strategy, which must
+// be registered in this process — and never written when invalid.
+func NewHTTPHandler(rc regcenter.Center, opts HTTPOptions) http.Handler {
+	h := &httpHandler{adm: admin.New(rc, adminCodec(true)), token: opts.Token, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", h.index)
+	mux.HandleFunc("GET /jobs", h.jobs)
+	mux.HandleFunc("GET /jobs/{job}", h.status)
+	mux.HandleFunc("GET /jobs/{job}/dump", h.dump)
+	mux.HandleFunc("GET /jobs/{job}/config", h.configGet)
+	mux.HandleFunc("POST /jobs/{job}/config", h.write(h.configSet))
+	mux.HandleFunc("POST /jobs/{job}/trigger", h.write(h.trigger))
+	mux.HandleFunc("POST /jobs/{job}/remove", h.write(h.remove))
+	mux.HandleFunc("POST /jobs/{job}/disable-items", h.write(h.items(true)))
+	mux.HandleFunc("POST /jobs/{job}/enable-items", h.write(h.items(false)))
+	for name, op := range map[string]func(*admin.Admin, context.Context, string, string) ([]admin.Change, error){
+		"disable":  (*admin.Admin).Disable,
+		"enable":   (*admin.Admin).Enable,
+		"pause":    (*admin.Admin).Pause,
+		"resume":   (*admin.Admin).Resume,
+		"shutdown": (*admin.Admin).Shutdown,
+	} {
+		mux.HandleFunc("POST /servers/{server}/"+name, h.write(h.serverOp(name, op)))
+	}
+	return mux
+}
+
+// adminCodec decodes a config node as the instances do. With strategies,
+// the sharding strategy must be registered in this process.
+func adminCodec(strategies bool) admin.Codec {
+	return func(data []byte) (admin.Config, error) {
+		cfg, err := DecodeConfig(data)
+		if err != nil {
+			return admin.Config{}, err
+		}
+		if strategies {
+			if _, err := sharding.Lookup(cfg.WithDefaults().ShardingStrategy); err != nil {
+				return admin.Config{}, fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, cfg.Name, err)
+			}
+		}
+		doc, err := cfg.Encode()
+		if err != nil {
+			return admin.Config{}, err
+		}
+		out := admin.Config{
+			Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
+			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
+		}
+		if sched, _, err := cfg.Schedule(); err == nil {
+			out.Next = sched.Next
+		}
+		return out, nil
+	}
+}
+
+type httpHandler struct {
+	adm   *admin.Admin
+	token string
+	log   *slog.Logger
+}
+
+type httpError struct {
+	Error string `json:"error"`
+}
+
+func (h *httpHandler) reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// fail replies with err's status code and message.
+func (h *httpHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, admin.ErrUnknownJob), errors.Is(err, admin.ErrUnknownServer):
+		code = http.StatusNotFound
+	case errors.Is(err, admin.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, admin.ErrNotOnline), errors.Is(err, admin.ErrStillOnline), errors.Is(err, admin.ErrConflict):
+		code = http.StatusConflict
+	case errors.Is(err, context.DeadlineExceeded):
+		code = http.StatusGatewayTimeout
+	case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrClosed),
+		errors.Is(err, regcenter.ErrSessionLost), errors.Is(err, regcenter.ErrUnreachable):
+		code = http.StatusServiceUnavailable
+	}
+	msg := admin.OneLine(err)
+	if code >= 500 {
+		h.log.Warn("shardjob admin request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", msg)
+	}
+	h.reply(w, code, httpError{Error: msg})
+}
+
+func (h *httpHandler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), httpRequestTimeout)
+}
+
+// write wraps a POST endpoint with the token check.
+func (h *httpHandler) write(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.token == "" {
+			h.log.Warn("shardjob admin: operation refused: no token configured (read-only)", "path", r.URL.Path, "remote", r.RemoteAddr)
+			h.reply(w, http.StatusForbidden, httpError{Error: "read-only: operations are disabled because no token is configured"})
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// Hash both sides so the comparison takes the same time whatever
+		// the lengths.
+		want := sha256.Sum256([]byte(h.token))
+		have := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if subtle.ConstantTimeCompare(want[:], have[:]) != 1 || !ok {
+			h.log.Warn("shardjob admin: operation refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
+			h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (h *httpHandler) done(r *http.Request, op string, args ...any) {
+	h.log.Info("shardjob admin: "+op, append(args, "remote", r.RemoteAddr)...)
+}
+
+func (h *httpHandler) index(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, http.StatusOK, map[string]any{
+		"namespace": h.adm.Namespace(),
+		"endpoints": []string{
+			"GET /jobs", "GET /jobs/{job}", "GET /jobs/{job}/dump", "GET /jobs/{job}/config",
+			"POST /jobs/{job}/trigger[?server=S]", "POST /jobs/{job}/config", "POST /jobs/{job}/remove[?wait=30s]",
+			"POST /jobs/{job}/disable-items?items=3,5", "POST /jobs/{job}/enable-items?items=3,5",
+			"POST /servers/{server}/disable[?job=J]", "POST /servers/{server}/enable[?job=J]",
+			"POST /servers/{server}/pause[?job=J]", "POST /servers/{server}/resume[?job=J]",
+			"POST /servers/{server}/shutdown[?job=J]",
+		},
+		"readOnly": h.token == "",
+	})
+}
+
+func (h *httpHandler) jobs(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	jobs, err := h.adm.Jobs(ctx)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []admin.JobSummary{}
+	}
+	h.reply(w, http.StatusOK, jobs)
+}
+
+func (h *httpHandler) status(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	st, err := h.adm.Status(ctx, r.PathValue("job"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, st)
+}
+
+func (h *httpHandler) dump(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	d, err := h.adm.Dump(ctx, r.PathValue("job"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, d)
+}
+
+func (h *httpHandler) configGet(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	data, err := h.adm.ConfigGet(ctx, r.PathValue("job"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(data)
+}
+
+func (h *httpHandler) configSet(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBody))
+	if err != nil {
+		h.fail(w, r, fmt.Errorf("%w: reading the config document: %w", admin.ErrInvalid, err))
+		return
+	}
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	job := r.PathValue("job")
+	cfg, changed, err := h.adm.ConfigSet(ctx, job, data)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "config set", "job", job, "changed", changed, "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
+	h.reply(w, http.StatusOK, map[string]any{"job": job, "changed": changed, "config": cfg})
+}
+
+func (h *httpHandler) trigger(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	job, server := r.PathValue("job"), r.URL.Query().Get("server")
+	changes, err := h.adm.Trigger(ctx, job, server)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "trigger", "job", job, "server", server)
+	h.reply(w, http.StatusOK, map[string]any{"changes": changes})
+}
+
+func (h *httpHandler) remove(w http.ResponseWriter, r *http.Request) {
+	wait := 30 * time.Second
+	if s := r.URL.Query().Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			h.fail(w, r, fmt.Errorf("%w: wait %q is not a duration such as \"30s\"", admin.ErrInvalid, s))
+			return
+		}
+		wait = d
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), httpRequestTimeout+wait)
+	defer cancel()
+	job := r.PathValue("job")
+	res, err := h.adm.Remove(ctx, job, wait)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "remove", "job", job, "stopped", res.Stopped)
+	h.reply(w, http.StatusOK, res)
+}
+
+func (h *httpHandler) items(disable bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		text := r.URL.Query().Get("items")
+		items, err := layout.ParseItems(text)
+		if err != nil || len(items) == 0 {
+			h.fail(w, r, fmt.Errorf("%w: items=%q: give the items as a comma-separated list such as items=3,5", admin.ErrInvalid, text))
+			return
+		}
+		ctx, cancel := h.ctx(r)
+		defer cancel()
+		job := r.PathValue("job")
+		var now []int
+		op := "disable items"
+		if disable {
+			now, err = h.adm.DisableItems(ctx, job, items)
+		} else {
+			op = "enable items"
+			now, err = h.adm.EnableItems(ctx, job, items)
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.done(r, op, "job", job, "items", items, "disabled", now)
+		h.reply(w, http.StatusOK, map[string]any{"job": job, "disabledItems": now})
+	}
+}
+
+func (h *httpHandler) serverOp(name string, op func(*admin.Admin, context.Context, string, string) ([]admin.Change, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := h.ctx(r)
+		defer cancel()
+		server, job := r.PathValue("server"), r.URL.Query().Get("job")
+		changes, err := op(h.adm, ctx, server, job)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.done(r, name, "server", server, "job", job)
+		h.reply(w, http.StatusOK, map[string]any{"changes": changes})
+	}
+}
