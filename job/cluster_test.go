@@ -70,7 +70,9 @@ type recorder struct {
 	mu   sync.Mutex
 	recs []record
 	hold time.Duration
-	sig  chan struct{}
+	// holdFor, when set, decides each execution's duration.
+	holdFor func(sc job.ShardingContext) time.Duration
+	sig     chan struct{}
 }
 
 func newRecorder() *recorder { return &recorder{sig: make(chan struct{}, 1)} }
@@ -78,12 +80,21 @@ func newRecorder() *recorder { return &recorder{sig: make(chan struct{}, 1)} }
 func (rc *recorder) job(server string) job.Job {
 	return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
 		begin := time.Now()
-		if rc.hold > 0 {
+		hold := rc.hold
+		if rc.holdFor != nil {
+			hold = rc.holdFor(sc)
+		}
+		if hold > 0 {
 			select {
-			case <-time.After(rc.hold):
+			case <-time.After(hold):
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+		}
+		// Commit only while still the item's owner: this is the side
+		// effect the invariants speak of.
+		if err := sc.StillOwner(); err != nil {
+			return err
 		}
 		rc.mu.Lock()
 		rc.recs = append(rc.recs, record{server: server, fire: sc.FireTime, item: sc.Item, kind: sc.Kind, begin: begin, end: time.Now()})

@@ -303,6 +303,11 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	if err := r.createStatus(ctx, sess); err != nil {
 		return err
 	}
+	if r.config().Failover {
+		if err := r.rc.EnsurePath(ctx, r.paths.FailoverItems()); err != nil {
+			return fmt.Errorf("job %q: failover queue: %w", r.name, err)
+		}
+	}
 	r.setNecessary(ctx)
 	if err := r.elect.Campaign(ctx); err != nil {
 		return fmt.Errorf("job %q: %w", r.name, err)
@@ -850,6 +855,12 @@ func (r *runner) release(items []int) {
 		r.idle = make(chan struct{})
 	}
 	dirty := r.queueDirty
+	owed := false
+	for _, it := range items {
+		if _, ok := r.misfires[it]; ok {
+			owed = true
+		}
+	}
 	trig := idle && r.triggerQueued
 	if trig {
 		r.triggerQueued = false
@@ -860,6 +871,10 @@ func (r *runner) release(items []int) {
 	}
 	if trig {
 		r.goFunc(r.runTrigger)
+	}
+	if owed {
+		// A fire that found these items busy owes them a run now.
+		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
 	}
 }
 

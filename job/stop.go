@@ -38,9 +38,8 @@ func (r *runner) stop(ctx context.Context) error {
 	// ZooKeeper clean is what lets the others take over immediately.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.sessionTimeout())
 	defer cancel()
-	if err := r.elect.Resign(cctx); err != nil {
-		errs = append(errs, err)
-	}
+	// Leave before resigning, so that the next leader, resharding at once,
+	// already sees this instance gone.
 	r.mu.Lock()
 	registered := r.regSess != nil && r.regSess.Err() == nil
 	removed := r.removed
@@ -49,6 +48,9 @@ func (r *runner) stop(ctx context.Context) error {
 		if err := r.leave(cctx, !removed); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := r.elect.Resign(cctx); err != nil {
+		errs = append(errs, err)
 	}
 
 	r.mu.Lock()
