@@ -23,9 +23,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
+
+// evaluateTimeout bounds one evaluation's ZooKeeper requests; a failed
+// evaluation is retried after the next reconnection or change.
+const evaluateTimeout = 10 * time.Second
 
 // ErrNotLeader is returned by Fence when this candidate does not lead.
 var ErrNotLeader = errors.New("election: not the leader")
@@ -50,11 +55,17 @@ type Election struct {
 	id    string
 	cb    Callbacks
 	log   *slog.Logger
-	kick  chan struct{}
 	stop  chan struct{}
 	wg    sync.WaitGroup
-	start sync.Once
 	close sync.Once
+
+	// An evaluation runs on a goroutine only while there is work: pokes
+	// that arrive meanwhile coalesce into one more pass. An idle election
+	// holds no goroutine, so thousands of jobs cost none.
+	kickMu  sync.Mutex
+	running bool
+	again   bool
+	closed  bool
 
 	campaign sync.Mutex // serializes Campaign and Resign
 
@@ -73,7 +84,7 @@ func New(rc regcenter.Center, dir, host, id string, cb Callbacks, log *slog.Logg
 		log = slog.Default()
 	}
 	return &Election{rc: rc, dir: dir, host: host, id: id, cb: cb, log: log,
-		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+		stop: make(chan struct{})}
 }
 
 // Campaign enters the election under the center's current session (or
@@ -82,10 +93,6 @@ func New(rc regcenter.Center, dir, host, id string, cb Callbacks, log *slog.Logg
 func (e *Election) Campaign(ctx context.Context) error {
 	e.campaign.Lock()
 	defer e.campaign.Unlock()
-	e.start.Do(func() {
-		e.wg.Add(1)
-		go e.loop()
-	})
 	sess := e.rc.Session()
 	e.mu.Lock()
 	if e.latch != "" && e.latchSess == sess && sess.Err() == nil {
@@ -114,10 +121,18 @@ func (e *Election) Campaign(ctx context.Context) error {
 }
 
 func (e *Election) poke() {
-	select {
-	case e.kick <- struct{}{}:
-	default:
+	e.kickMu.Lock()
+	defer e.kickMu.Unlock()
+	if e.closed {
+		return
 	}
+	if e.running {
+		e.again = true
+		return
+	}
+	e.running = true
+	e.wg.Add(1)
+	go e.loop()
 }
 
 // IsLeader reports whether this candidate currently believes it leads.
@@ -177,8 +192,14 @@ func (e *Election) Resign(ctx context.Context) error {
 // Close stops the election's goroutine, revoking leadership locally. It
 // does not delete nodes; call Resign first for that.
 func (e *Election) Close() {
-	e.close.Do(func() { close(e.stop) })
+	e.close.Do(func() {
+		e.kickMu.Lock()
+		e.closed = true
+		e.kickMu.Unlock()
+		close(e.stop)
+	})
 	e.wg.Wait()
+	e.cancelWatch()
 	e.revoke()
 }
 
@@ -187,13 +208,23 @@ func (e *Election) loop() {
 	for {
 		select {
 		case <-e.stop:
-			e.cancelWatch()
+			e.kickMu.Lock()
+			e.running = false
+			e.kickMu.Unlock()
 			return
-		case <-e.kick:
+		default:
 		}
 		if err := e.evaluate(); err != nil {
 			e.log.Warn("leader election", "dir", e.dir, "err", err)
 		}
+		e.kickMu.Lock()
+		if !e.again {
+			e.running = false
+			e.kickMu.Unlock()
+			return
+		}
+		e.again = false
+		e.kickMu.Unlock()
 	}
 }
 
@@ -216,15 +247,8 @@ func (e *Election) evaluate() error {
 		e.revoke()
 		return nil
 	}
-	ctx, cancel := context.WithCancel(sess.Ctx())
+	ctx, cancel := context.WithTimeout(sess.Ctx(), evaluateTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-e.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	kids, err := e.rc.Children(ctx, e.dir)
 	if err != nil {
 		e.retryAfterReconnect()
@@ -311,15 +335,7 @@ func (e *Election) lead(ctx context.Context, sess *regcenter.Session) error {
 	e.watchCancel = c
 	e.mu.Unlock()
 	// Revoke when the session ends even if no watch event arrives.
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		select {
-		case <-lctx.Done():
-			e.poke()
-		case <-e.stop:
-		}
-	}()
+	context.AfterFunc(lctx, e.poke)
 	e.log.Info("elected leader", "dir", e.dir, "id", e.id)
 	if e.cb.OnElected != nil {
 		e.cb.OnElected(lctx)
