@@ -233,3 +233,24 @@ func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestClockSkewBeyondMaxTimeDiffRefusesToFire(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	skewed := func() time.Time { return time.Now().Add(5 * time.Second) }
+	strict := everySecond("strict", 1)
+	strict.MaxTimeDiff = time.Second
+	lax := everySecond("lax", 1)
+	in := startInstance(t, ns, "s1", strict, rec, job.WithClock(skewed))
+	if err := in.sched.Add(tctx(t), lax, rec.job("s1")); err != nil {
+		t.Fatal(err)
+	}
+	// The lax job fires; the strict one, whose host clock is 5s off
+	// ZooKeeper's, never does.
+	waitUntil(t, 20*time.Second, func() bool { return len(rec.snapshot()) >= 3 })
+	for _, r := range rec.snapshot() {
+		if r.job != "lax" {
+			t.Fatalf("job %s ran with its host clock 5s off and maxTimeDiff 1s", r.job)
+		}
+	}
+}

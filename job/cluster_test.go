@@ -57,6 +57,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // record is one execution seen by a test job.
 type record struct {
+	job    string
 	server string
 	fire   time.Time
 	item   int
@@ -97,7 +98,7 @@ func (rc *recorder) job(server string) job.Job {
 			return err
 		}
 		rc.mu.Lock()
-		rc.recs = append(rc.recs, record{server: server, fire: sc.FireTime, item: sc.Item, kind: sc.Kind, begin: begin, end: time.Now()})
+		rc.recs = append(rc.recs, record{job: sc.JobName, server: server, fire: sc.FireTime, item: sc.Item, kind: sc.Kind, begin: begin, end: time.Now()})
 		rc.mu.Unlock()
 		select {
 		case rc.sig <- struct{}{}:

@@ -139,12 +139,12 @@ func (s *Scheduler) measureClock() {
 	sess := s.rc.Session()
 	ctx, cancel := context.WithTimeout(sess.Ctx(), s.opts.reshardTimeout)
 	defer cancel()
-	t0 := time.Now()
+	t0 := s.opts.now()
 	st, err := s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
 	if errors.Is(err, regcenter.ErrNoNode) {
 		_, err = s.rc.Create(ctx, clockNode, []byte(s.opts.serverID), regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
-			t0 = time.Now()
+			t0 = s.opts.now()
 			st, err = s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
 		}
 	}
@@ -152,7 +152,7 @@ func (s *Scheduler) measureClock() {
 		s.log.Warn("measuring clock difference with zookeeper", "err", err)
 		return
 	}
-	t1 := time.Now()
+	t1 := s.opts.now()
 	local := t0.Add(t1.Sub(t0) / 2)
 	s.clockOffset.Store(int64(local.Sub(st.Mtime)))
 	s.clockMeasured.Store(true)
