@@ -1,0 +1,59 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// BenchmarkFire measures one instance's fire path against a real
+// ZooKeeper: read the assignment, mark items running in one transaction,
+// run them (a no-op job), mark them completed in group commits. It reports
+// the requests each fire sends and the items dispatched per second.
+func BenchmarkFire(b *testing.B) {
+	zc := zktest.Start(b)
+	for _, items := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("bench%d", items)}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rc.Close()
+			s, err := NewScheduler(rc, WithServerID("bench"), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			name := fmt.Sprintf("fire%d", items)
+			// A schedule that never fires during the benchmark: fires are
+			// driven directly.
+			cfg := Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: items}
+			noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+			if err := s.Add(ctx, cfg, noop); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer s.Shutdown(context.Background())
+			r := s.runner(name)
+			sess := rc.Session()
+			r.fireAs(sess, time.UnixMilli(1), KindFire) // the first fire reshards
+			before := rc.Stats()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.fireAs(sess, time.UnixMilli(int64(i+2)), KindFire)
+			}
+			b.StopTimer()
+			d := rc.Stats().Sub(before)
+			b.ReportMetric(float64(d.Total())/float64(b.N), "requests/fire")
+			b.ReportMetric(float64(items*b.N)/b.Elapsed().Seconds(), "items/s")
+		})
+	}
+}
