@@ -174,6 +174,10 @@ func TestGarbageInZooKeeperIsSurvived(t *testing.T) {
 	in := startInstance(t, ns, "s1", cfg, rec)
 	obs := observer(t, ns)
 	rec.waitFires(t, time.Now(), 1, 4, 20*time.Second)
+	waitUntil(t, 10*time.Second, func() bool {
+		ok, _, _ := obs.Exists(tctx(t), "/garbage/execution/0/completed")
+		return ok
+	})
 	// Garbage config: refused, the last good config stays in force.
 	if _, err := obs.Set(tctx(t), "/garbage/config", []byte("{{{ not yaml"), -1); err != nil {
 		t.Fatal(err)
@@ -182,8 +186,16 @@ func TestGarbageInZooKeeperIsSurvived(t *testing.T) {
 	if _, err := obs.Set(tctx(t), "/garbage/execution/0/completed", []byte("\x00\x01"), -1); err != nil {
 		t.Fatal(err)
 	}
+	// Garbage assignment of a server that is not there: ignored.
+	if _, err := obs.Create(tctx(t), "/garbage/servers/ghost/sharding", []byte("x,y"), regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
 	after := time.Now()
 	rec.waitFires(t, after.Add(time.Second), 3, 4, 20*time.Second)
+	data, _, err := obs.Get(tctx(t), "/garbage/config")
+	if err != nil || string(data) != "{{{ not yaml" {
+		t.Fatalf("config node %q, %v", data, err)
+	}
 	_ = in
 }
 
