@@ -56,6 +56,13 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		items := make([]int, len(batch))
 		for i, b := range batch {
 			items[i] = b.item
+			// Cut short by a lost session (not by shutdown): this instance
+			// owes the fire a run once it is back. If the session really
+			// expired, failover may run it elsewhere too: at least once, and
+			// never at the same time (the running mark).
+			if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
+				r.noteMisfire(b.item, b.fire, cfg)
+			}
 		}
 		r.release(items)
 	}()

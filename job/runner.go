@@ -308,6 +308,9 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 			return fmt.Errorf("job %q: failover queue: %w", r.name, err)
 		}
 	}
+	if err := r.recoverIncarnation(ctx); err != nil {
+		r.log.Warn("recovering the previous run's items", "err", err)
+	}
 	r.setNecessary(ctx)
 	if err := r.elect.Campaign(ctx); err != nil {
 		return fmt.Errorf("job %q: %w", r.name, err)
@@ -316,6 +319,53 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	r.regSess = sess
 	r.mu.Unlock()
 	r.log.Info("registered", "session", sess.String())
+	return nil
+}
+
+// recoverIncarnation handles the items a previous run of this server id
+// held when it died: if that run's status vanished only now (we restarted
+// within a session timeout), nobody noticed the departure and its
+// assignment still stands. Items that did not complete the latest fire are
+// owed a misfire run here, once this instance is registered.
+func (r *runner) recoverIncarnation(ctx context.Context) error {
+	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	items, err := layout.ParseItems(string(data))
+	if err != nil || len(items) == 0 {
+		return nil // garbage is replaced at the next reshard
+	}
+	cfg := r.config()
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return err
+	}
+	latest := prevFire(sched, r.s.opts.now())
+	if latest.IsZero() {
+		return nil
+	}
+	for _, it := range items {
+		if it >= cfg.ShardingTotalCount {
+			continue
+		}
+		done, err := r.completedFire(ctx, it)
+		if err != nil {
+			return err
+		}
+		if done.IsZero() || done.Before(latest) {
+			since := latest
+			if !done.IsZero() {
+				if n := sched.Next(done); !n.IsZero() && n.Before(latest) {
+					since = n
+				}
+			}
+			r.noteMisfire(it, since, cfg)
+		}
+	}
 	return nil
 }
 
