@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -28,9 +29,31 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	zkServers = zc.Servers()
+	base := runtime.NumGoroutine()
 	code := m.Run()
+	if code == 0 {
+		code = checkGoroutines(base)
+	}
 	zc.Close()
 	os.Exit(code)
+}
+
+// checkGoroutines fails the run if goroutines started by the tests are
+// still alive once every scheduler and center is shut down.
+func checkGoroutines(base int) int {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base+2 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutine leak: %d goroutines, %d before the tests\n%s", n, base, buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 var nsCounter atomic.Int64

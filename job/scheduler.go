@@ -116,6 +116,9 @@ type Scheduler struct {
 	clockMeasured atomic.Bool
 }
 
+// startConcurrency is how many jobs Start registers at once.
+const startConcurrency = 16
+
 const (
 	stateNew = iota
 	stateStarted
@@ -254,12 +257,27 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.reconcileLoop()
 	}()
-	var errs []error
+	// Register jobs a few at a time: each registration is a chain of
+	// round trips, and thousands of jobs in sequence start slowly.
+	var (
+		errs []error
+		emu  sync.Mutex
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, startConcurrency)
+	)
 	for _, r := range runners {
-		if err := r.start(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.start(ctx); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				emu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
