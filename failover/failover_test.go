@@ -1,0 +1,108 @@
+package failover_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/failover"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+var zk *zktest.Cluster
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	var err error
+	zk, err = zktest.StartCluster(ctx, zktest.Options{})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zookeeper:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	zk.Close()
+	os.Exit(code)
+}
+
+func session(t *testing.T, ns string) *regcenter.ZooKeeper {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+func TestClaimIsExclusiveAndHandedOnWhenTheClaimerDies(t *testing.T) {
+	ns := fmt.Sprintf("fo%d", os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	owner := session(t, ns)
+	if err := failover.NewQueue(owner, "job").Enqueue(ctx, []failover.Entry{{Item: 3, Fire: 1000, From: "dead"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Enqueueing the same item again is a no-op, not an error.
+	if err := failover.NewQueue(owner, "job").Enqueue(ctx, []failover.Entry{{Item: 3, Fire: 2000, From: "dead"}}); err != nil {
+		t.Fatal(err)
+	}
+	const racers = 8
+	rcs := make([]*regcenter.ZooKeeper, racers)
+	for i := range rcs {
+		rcs[i] = session(t, ns)
+	}
+	var (
+		mu      sync.Mutex
+		winners []int
+		wg      sync.WaitGroup
+	)
+	for i := range rcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, err := failover.NewQueue(rcs[i], "job").Claim(ctx, 3, fmt.Sprintf("s%d", i))
+			switch {
+			case err == nil:
+				if e.Fire != 1000 || e.From != "dead" || e.Item != 3 {
+					t.Errorf("claimed entry %+v", e)
+				}
+				mu.Lock()
+				winners = append(winners, i)
+				mu.Unlock()
+			case errors.Is(err, failover.ErrClaimed):
+			default:
+				t.Errorf("claimer %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Fatalf("%d claimers won item 3, want exactly 1: %v", len(winners), winners)
+	}
+	// The winner dies before finishing: its claim goes with its session and
+	// the item, still queued, can be claimed again.
+	rcs[winners[0]].Close()
+	next := rcs[(winners[0]+1)%racers]
+	if _, err := failover.NewQueue(next, "job").Claim(ctx, 3, "next"); err != nil {
+		t.Fatalf("claim after the claimer died: %v", err)
+	}
+	q := failover.NewQueue(next, "job")
+	if err := next.Multi(ctx, q.DoneOps(3)...); err != nil {
+		t.Fatal(err)
+	}
+	items, err := q.Items(ctx)
+	if err != nil || len(items) != 0 {
+		t.Fatalf("queue after done: %v, %v", items, err)
+	}
+	if _, err := q.Claim(ctx, 3, "late"); !errors.Is(err, failover.ErrNotQueued) {
+		t.Fatalf("claim of a finished item: %v, want ErrNotQueued", err)
+	}
+}
