@@ -1,0 +1,535 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+)
+
+// Execution states.
+const (
+	stateCommitted  = "committed"  // end line: StillOwner passed, side effect done
+	stateAborted    = "aborted"    // abort line: no side effect
+	stateUnfinished = "unfinished" // begin only: the process died (or the log ends)
+)
+
+// execution is one execution of one item, as the log tells it.
+type execution struct {
+	Run   string
+	Inst  string
+	PID   int
+	Item  int
+	Fire  int64 // scheduled fire, Unix ms (the earliest one for misfire/failover)
+	Kind  string
+	Begin int64 // Unix ns
+	// Stop is the end line's time (committed), the abort line's (aborted),
+	// or the process's reaping time, an upper bound on its death
+	// (unfinished; the log's last event when the process was never reaped).
+	Stop  int64
+	State string
+	Err   string
+}
+
+func (x *execution) String() string {
+	s := fmt.Sprintf("%s pid %d run %s %s fire %s [%s – %s] %s", x.Inst, x.PID, x.Run, x.Kind,
+		clock(x.Fire*int64(time.Millisecond)), clock(x.Begin), clock(x.Stop), x.State)
+	if x.Err != "" {
+		s += " (" + x.Err + ")"
+	}
+	return s
+}
+
+// overlap is a pair of executions of one item whose intervals intersect.
+type overlap struct {
+	A, B *execution
+}
+
+func (o overlap) duration() time.Duration {
+	return time.Duration(min(o.A.Stop, o.B.Stop) - max(o.A.Begin, o.B.Begin))
+}
+
+// fireItem is one item of one scheduled fire.
+type fireItem struct {
+	Fire int64 // Unix ms
+	Item int
+}
+
+// failover is a failover execution, the item's previous execution on
+// another instance, and when that instance's status node disappeared after
+// the previous execution began (0 when it was not seen to).
+type failover struct {
+	X, Prev *execution
+	Gone    int64
+}
+
+// window is a closed interval of Unix ns.
+type window struct {
+	From, To int64
+	What     string
+}
+
+// AnalyseOptions override the margins recorded in the log's config event.
+// Zero values keep the log's.
+type AnalyseOptions struct {
+	Warmup   time.Duration
+	Cooldown time.Duration
+}
+
+// Report is the outcome of analysing a log.
+type Report struct {
+	Config eventlog.RunConfig
+
+	MeasureStart, MeasureStop int64 // Unix ns
+	CheckFrom, CheckTo        int64 // fires checked: Unix ms, inclusive
+
+	Faults      int
+	FaultCounts map[string]int
+	FaultSpans  []window
+	NoQuorum    []window
+
+	Executions []*execution
+	Committed  int
+	Aborted    int
+	Unfinished int
+
+	// Overlaps are pairs of committed executions of one item in different
+	// processes whose [begin, end] intervals intersect: I1 violations.
+	Overlaps []overlap
+	// SelfOverlaps are such pairs within one process.
+	SelfOverlaps []overlap
+	// StaleOverlaps are uncommitted executions (aborted, or cut by the
+	// process's death) overlapping a committed execution of the same item
+	// in another process, not counting executions whose process was frozen
+	// with SIGSTOP during them. Informational: no side effect happened, but
+	// the execution outlived its ownership.
+	StaleOverlaps []overlap
+
+	Fires         int // (fire, item) pairs checked
+	NoQuorumFires int // (fire, item) pairs excluded: no quorum at that fire
+	NoQuorumLost  int // of those, how many no execution covered anyway
+	Lost          []fireItem
+
+	Failovers      int
+	FailoverDelays []time.Duration // previous owner's status node gone → failover begin
+	FailoverRuns   []failover
+
+	BadLines int
+}
+
+// Analyse checks the invariants on a parsed log.
+func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
+	r := &Report{FaultCounts: map[string]int{}}
+	if len(events) == 0 {
+		return nil, fmt.Errorf("empty log")
+	}
+	haveCfg := false
+	var first, last int64 = events[0].T, events[0].T
+	for _, e := range events {
+		first, last = min(first, e.T), max(last, e.T)
+		if e.Ev == eventlog.Config && e.Cfg != nil && !haveCfg {
+			r.Config, haveCfg = *e.Cfg, true
+		}
+	}
+	if !haveCfg {
+		return nil, fmt.Errorf("log has no %s event", eventlog.Config)
+	}
+	if r.Config.PeriodMS <= 0 {
+		r.Config.PeriodMS = 1000
+	}
+	if opt.Warmup > 0 {
+		r.Config.WarmupMS = opt.Warmup.Milliseconds()
+	}
+	if opt.Cooldown > 0 {
+		r.Config.CooldownMS = opt.Cooldown.Milliseconds()
+	}
+
+	// Sort by time; the log is in write order, which differs from time order
+	// only by the few microseconds between taking the time and writing.
+	events = slices.Clone(events)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].T < events[j].T })
+
+	type pidKey struct {
+		inst string
+		pid  int
+	}
+	byRun := map[string]*execution{}
+	exits := map[pidKey]int64{}
+	frozen := map[pidKey][]window{}
+	stopAt := map[pidKey]int64{}
+	openFaults := map[string][]int64{}
+	var nqOpen int64 = -1
+	var gones []eventlog.Event
+	for _, e := range events {
+		switch e.Ev {
+		case eventlog.MeasureStart:
+			if r.MeasureStart == 0 {
+				r.MeasureStart = e.T
+			}
+		case eventlog.MeasureStop:
+			r.MeasureStop = e.T
+		case eventlog.FaultBegin:
+			r.Faults++
+			r.FaultCounts[e.Fault]++
+			key := e.Fault + "|" + e.Detail
+			openFaults[key] = append(openFaults[key], e.T)
+		case eventlog.FaultEnd:
+			key := e.Fault + "|" + e.Detail
+			if starts := openFaults[key]; len(starts) > 0 {
+				r.FaultSpans = append(r.FaultSpans, window{From: starts[0], To: e.T, What: e.Fault + " " + e.Detail})
+				openFaults[key] = starts[1:]
+			}
+		case eventlog.NoQuorumBegin:
+			if nqOpen < 0 {
+				nqOpen = e.T
+			}
+		case eventlog.NoQuorumEnd:
+			if nqOpen >= 0 {
+				r.NoQuorum = append(r.NoQuorum, window{From: nqOpen, To: e.T, What: "no quorum"})
+				nqOpen = -1
+			}
+		case eventlog.Signal:
+			k := pidKey{e.Inst, e.PID}
+			switch e.Detail {
+			case "SIGSTOP":
+				stopAt[k] = e.T
+			case "SIGCONT":
+				if t, ok := stopAt[k]; ok {
+					frozen[k] = append(frozen[k], window{From: t, To: e.T})
+					delete(stopAt, k)
+				}
+			}
+		case eventlog.Exit:
+			exits[pidKey{e.Inst, e.PID}] = e.T
+		case eventlog.StatusGone:
+			gones = append(gones, e)
+		case eventlog.Begin:
+			if e.Item == nil || e.Run == "" {
+				r.BadLines++
+				continue
+			}
+			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Kind: e.Kind, Begin: e.T, State: stateUnfinished}
+			byRun[e.Run] = x
+			r.Executions = append(r.Executions, x)
+		case eventlog.End, eventlog.Abort:
+			x := byRun[e.Run]
+			if x == nil || x.State != stateUnfinished {
+				r.BadLines++
+				continue
+			}
+			x.Stop = e.T
+			if e.Ev == eventlog.End {
+				x.State = stateCommitted
+			} else {
+				x.State, x.Err = stateAborted, e.Err
+			}
+		}
+	}
+	for key, starts := range openFaults {
+		for _, t := range starts {
+			r.FaultSpans = append(r.FaultSpans, window{From: t, To: last, What: strings.ReplaceAll(key, "|", " ") + " (no end)"})
+		}
+	}
+	sort.Slice(r.FaultSpans, func(i, j int) bool { return r.FaultSpans[i].From < r.FaultSpans[j].From })
+	if r.MeasureStart == 0 {
+		r.MeasureStart = first
+	}
+	if r.MeasureStop == 0 {
+		r.MeasureStop = last
+	}
+	if nqOpen >= 0 {
+		r.NoQuorum = append(r.NoQuorum, window{From: nqOpen, To: last, What: "no quorum (no end)"})
+	}
+	for k, t := range stopAt { // stopped and never continued
+		frozen[k] = append(frozen[k], window{From: t, To: last})
+	}
+
+	perItem := map[int][]*execution{}
+	for _, x := range r.Executions {
+		if x.State == stateUnfinished {
+			if t, ok := exits[pidKey{x.Inst, x.PID}]; ok && t >= x.Begin {
+				x.Stop = t
+			} else {
+				x.Stop = last
+			}
+		}
+		switch x.State {
+		case stateCommitted:
+			r.Committed++
+		case stateAborted:
+			r.Aborted++
+		default:
+			r.Unfinished++
+		}
+		if x.Kind == "failover" {
+			r.Failovers++
+		}
+		perItem[x.Item] = append(perItem[x.Item], x)
+	}
+
+	// I1: committed intervals of one item never intersect.
+	for _, item := range slices.Sorted(maps.Keys(perItem)) {
+		xs := perItem[item]
+		sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
+		var committed []*execution
+		for _, x := range xs {
+			if x.State == stateCommitted {
+				committed = append(committed, x)
+			}
+		}
+		for i, a := range committed {
+			for _, b := range committed[i+1:] {
+				if b.Begin >= a.Stop {
+					break
+				}
+				if a.PID == b.PID && a.Inst == b.Inst {
+					r.SelfOverlaps = append(r.SelfOverlaps, overlap{a, b})
+				} else {
+					r.Overlaps = append(r.Overlaps, overlap{a, b})
+				}
+			}
+		}
+		for _, a := range xs {
+			if a.State == stateCommitted || wasFrozen(frozen[pidKey{a.Inst, a.PID}], a.Begin, a.Stop) {
+				continue
+			}
+			for _, b := range committed {
+				if b.Begin >= a.Stop {
+					break
+				}
+				if b.Stop > a.Begin && (b.PID != a.PID || b.Inst != a.Inst) {
+					r.StaleOverlaps = append(r.StaleOverlaps, overlap{a, b})
+				}
+			}
+		}
+	}
+
+	// I2: every fire of every item in the checked window is covered by a
+	// committed execution.
+	period := r.Config.PeriodMS
+	covered := map[int]map[int64]bool{}
+	for item := 0; item < r.Config.Items; item++ {
+		covered[item] = map[int64]bool{}
+	}
+	for _, x := range r.Executions {
+		if x.State != stateCommitted || covered[x.Item] == nil {
+			continue
+		}
+		switch x.Kind {
+		case "fire":
+			covered[x.Item][x.Fire] = true
+		case "misfire", "failover":
+			hi := max(x.Fire, x.Begin/int64(time.Millisecond))
+			for f := x.Fire; f <= hi; f += period {
+				covered[x.Item][f] = true
+			}
+		}
+	}
+	from := r.MeasureStart/int64(time.Millisecond) + r.Config.WarmupMS
+	r.CheckFrom = (from + period - 1) / period * period
+	r.CheckTo = r.MeasureStop/int64(time.Millisecond) - r.Config.CooldownMS
+	for f := r.CheckFrom; f <= r.CheckTo; f += period {
+		if inWindows(r.NoQuorum, f*int64(time.Millisecond)) {
+			r.NoQuorumFires += r.Config.Items
+			for item := 0; item < r.Config.Items; item++ {
+				if !covered[item][f] {
+					r.NoQuorumLost++
+				}
+			}
+			continue
+		}
+		for item := 0; item < r.Config.Items; item++ {
+			r.Fires++
+			if !covered[item][f] {
+				r.Lost = append(r.Lost, fireItem{Fire: f, Item: item})
+			}
+		}
+	}
+
+	// Failover delay: from the departure of the item's previous owner (its
+	// status node disappearing after it began its last execution of the
+	// item) to the failover execution's begin.
+	for _, x := range r.Executions {
+		if x.Kind != "failover" {
+			continue
+		}
+		fo := failover{X: x}
+		for _, y := range perItem[x.Item] { // sorted by begin
+			if y.Begin >= x.Begin {
+				break
+			}
+			if y.Inst != x.Inst {
+				fo.Prev = y
+			}
+		}
+		if fo.Prev != nil {
+			for _, g := range gones {
+				if g.T > x.Begin {
+					break
+				}
+				if g.Inst == fo.Prev.Inst && g.T >= fo.Prev.Begin {
+					fo.Gone = g.T
+				}
+			}
+		}
+		if fo.Gone != 0 {
+			r.FailoverDelays = append(r.FailoverDelays, time.Duration(x.Begin-fo.Gone))
+		}
+		r.FailoverRuns = append(r.FailoverRuns, fo)
+	}
+	slices.Sort(r.FailoverDelays)
+	return r, nil
+}
+
+func wasFrozen(ws []window, from, to int64) bool {
+	for _, w := range ws {
+		if w.From <= to && w.To >= from {
+			return true
+		}
+	}
+	return false
+}
+
+func inWindows(ws []window, t int64) bool {
+	for _, w := range ws {
+		if w.From <= t && t <= w.To {
+			return true
+		}
+	}
+	return false
+}
+
+// OK reports whether the run upheld the invariants checked: no overlap of
+// committed executions and no lost fire.
+func (r *Report) OK() bool {
+	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(ds)-1) + 0.5)
+	return ds[min(i, len(ds)-1)]
+}
+
+// Summary is the one-line result.
+func (r *Report) Summary() string {
+	p50, maxD := "n/a", "n/a"
+	if len(r.FailoverDelays) > 0 {
+		p50 = fmt.Sprint(percentile(r.FailoverDelays, 0.5).Milliseconds())
+		maxD = fmt.Sprint(r.FailoverDelays[len(r.FailoverDelays)-1].Milliseconds())
+	}
+	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
+	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
+		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d seed=%d",
+		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), r.Config.Seed)
+}
+
+// maxDetail bounds the detail lines of one kind.
+const maxDetail = 50
+
+// Details writes what the summary counts: faults, overlaps, lost fires.
+func (r *Report) Details(w io.Writer) {
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(r.FaultCounts)) {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, r.FaultCounts[k]))
+	}
+	fmt.Fprintf(w, "chaos: faults: %s\n", strings.Join(kinds, " "))
+	fmt.Fprintf(w, "chaos: checked fires %s – %s (%d items each)\n",
+		clock(r.CheckFrom*int64(time.Millisecond)), clock(r.CheckTo*int64(time.Millisecond)), r.Config.Items)
+	for _, nq := range r.NoQuorum {
+		fmt.Fprintf(w, "chaos: no quorum %s – %s (%v)\n", clock(nq.From), clock(nq.To), time.Duration(nq.To-nq.From).Round(time.Millisecond))
+	}
+	if r.NoQuorumFires > 0 {
+		fmt.Fprintf(w, "chaos: no-quorum fires excluded: %d (item-fires), of which %d not covered by any execution\n", r.NoQuorumFires, r.NoQuorumLost)
+	}
+	if r.BadLines > 0 {
+		fmt.Fprintf(w, "chaos: %d malformed or unmatched log lines ignored\n", r.BadLines)
+	}
+	for i, fo := range r.FailoverRuns {
+		if i == maxDetail {
+			fmt.Fprintf(w, "chaos: failover: ... %d more\n", len(r.FailoverRuns)-maxDetail)
+			break
+		}
+		fmt.Fprintf(w, "chaos: failover: item %d: %s\n", fo.X.Item, fo.X)
+		switch {
+		case fo.Prev == nil:
+			fmt.Fprintf(w, "    no earlier execution of the item on another instance\n")
+		case fo.Gone == 0:
+			fmt.Fprintf(w, "    after %s; its status node was not seen to go\n", fo.Prev)
+		default:
+			fmt.Fprintf(w, "    after %s; its status node went at %s: delay %dms\n", fo.Prev, clock(fo.Gone), (fo.X.Begin-fo.Gone)/int64(time.Millisecond))
+		}
+	}
+	printOverlaps := func(name string, os []overlap) {
+		for i, o := range os {
+			if i == maxDetail {
+				fmt.Fprintf(w, "chaos: %s: ... %d more\n", name, len(os)-maxDetail)
+				break
+			}
+			fmt.Fprintf(w, "chaos: %s: item %d for %v:\n    %s\n    %s\n", name, o.A.Item, o.duration().Round(time.Millisecond), o.A, o.B)
+			if fs := r.faultsDuring(min(o.A.Begin, o.B.Begin), max(o.A.Stop, o.B.Stop)); fs != "" {
+				fmt.Fprintf(w, "    during: %s\n", fs)
+			}
+		}
+	}
+	printOverlaps("OVERLAP", r.Overlaps)
+	printOverlaps("OVERLAP (same process)", r.SelfOverlaps)
+	printOverlaps("stale execution (uncommitted, outlived its ownership)", r.StaleOverlaps)
+
+	// Lost fires, one line per run of consecutive fires of one item.
+	lost := slices.Clone(r.Lost)
+	sort.Slice(lost, func(i, j int) bool {
+		if lost[i].Item != lost[j].Item {
+			return lost[i].Item < lost[j].Item
+		}
+		return lost[i].Fire < lost[j].Fire
+	})
+	printed := 0
+	for i := 0; i < len(lost); {
+		j := i
+		for j+1 < len(lost) && lost[j+1].Item == lost[i].Item && lost[j+1].Fire == lost[j].Fire+r.Config.PeriodMS {
+			j++
+		}
+		if printed == maxDetail {
+			fmt.Fprintf(w, "chaos: LOST: ... more\n")
+			break
+		}
+		printed++
+		from, to := lost[i].Fire*int64(time.Millisecond), lost[j].Fire*int64(time.Millisecond)
+		fmt.Fprintf(w, "chaos: LOST: item %d fires %s – %s (%d)\n", lost[i].Item, clock(from), clock(to), j-i+1)
+		if fs := r.faultsDuring(from-5*int64(time.Second), to+int64(time.Second)); fs != "" {
+			fmt.Fprintf(w, "    near: %s\n", fs)
+		}
+		for _, x := range r.Executions {
+			if x.Item == lost[i].Item && x.Stop >= from-3*int64(time.Second) && x.Begin <= to+5*int64(time.Second) {
+				fmt.Fprintf(w, "    %s\n", x)
+			}
+		}
+		i = j + 1
+	}
+}
+
+func (r *Report) faultsDuring(from, to int64) string {
+	var out []string
+	for _, f := range r.FaultSpans {
+		if f.From <= to && f.To >= from {
+			out = append(out, fmt.Sprintf("%s [%s – %s]", f.What, clock(f.From), clock(f.To)))
+		}
+	}
+	for _, f := range r.NoQuorum {
+		if f.From <= to && f.To >= from {
+			out = append(out, fmt.Sprintf("no quorum [%s – %s]", clock(f.From), clock(f.To)))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func clock(ns int64) string { return time.Unix(0, ns).Format("15:04:05.000") }

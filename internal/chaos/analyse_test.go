@@ -1,0 +1,446 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+)
+
+// synth builds a synthetic log. Times are milliseconds after t0, a whole
+// second, so fire n is at n*1000.
+type synth struct {
+	t0     int64 // Unix ns
+	events []eventlog.Event
+	seq    int
+}
+
+var synthBase = time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC).UnixNano()
+
+func newSynth(items int, warmup, cooldown time.Duration) *synth {
+	s := &synth{t0: synthBase}
+	s.add(0, eventlog.Event{Ev: eventlog.Config, Cfg: &eventlog.RunConfig{
+		Seed: 42, Instances: 2, InstanceIDs: []string{"i1", "i2"}, Items: items, PeriodMS: 1000,
+		WarmupMS: warmup.Milliseconds(), CooldownMS: cooldown.Milliseconds(),
+	}})
+	s.add(0, eventlog.Event{Ev: eventlog.MeasureStart})
+	return s
+}
+
+func (s *synth) ns(ms int64) int64 { return s.t0 + ms*int64(time.Millisecond) }
+
+func (s *synth) add(ms int64, e eventlog.Event) {
+	e.T = s.ns(ms)
+	s.events = append(s.events, e)
+}
+
+func pidOf(inst string) int { return map[string]int{"i1": 101, "i2": 102, "i3": 103}[inst] }
+
+// exec adds an execution: its begin line and, by state, an end line, an
+// abort line, or nothing (the process died).
+func (s *synth) exec(inst string, item int, fireSec int64, kind string, beginMS, stopMS int64, state string) {
+	s.seq++
+	run := fmt.Sprintf("%s.%d", inst, s.seq)
+	base := eventlog.Event{Inst: inst, PID: pidOf(inst), Run: run, Item: eventlog.Item(item), Fire: s.ns(fireSec*1000) / int64(time.Millisecond), Kind: kind}
+	e := base
+	e.Ev = eventlog.Begin
+	s.add(beginMS, e)
+	switch state {
+	case stateCommitted:
+		e = base
+		e.Ev = eventlog.End
+		s.add(stopMS, e)
+	case stateAborted:
+		e = base
+		e.Ev, e.Err = eventlog.Abort, "still owner: session lost"
+		s.add(stopMS, e)
+	}
+}
+
+func (s *synth) stop(ms int64) { s.add(ms, eventlog.Event{Ev: eventlog.MeasureStop}) }
+
+func (s *synth) analyse(t *testing.T) *Report {
+	t.Helper()
+	r, err := Analyse(s.events, AnalyseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// fires adds a committed fire execution on inst for every fire in [from, to]
+// of item, each lasting 500ms.
+func (s *synth) fires(inst string, item int, from, to int64) {
+	for f := from; f <= to; f++ {
+		s.exec(inst, item, f, "fire", f*1000+10, f*1000+510, stateCommitted)
+	}
+}
+
+func TestOverlapFound(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1000, 2500, stateCommitted)
+	s.exec("i2", 0, 2, "failover", 2400, 3000, stateCommitted)
+	s.stop(3000)
+	r := s.analyse(t)
+	if len(r.Overlaps) != 1 {
+		t.Fatalf("overlaps = %d, want 1", len(r.Overlaps))
+	}
+	if got := r.Overlaps[0].duration(); got != 100*time.Millisecond {
+		t.Errorf("overlap lasts %v, want 100ms", got)
+	}
+	if r.OK() {
+		t.Error("OK() with an overlap")
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "OVERLAP: item 0") {
+		t.Errorf("details do not show the overlap:\n%s", buf.String())
+	}
+}
+
+func TestNoOverlap(t *testing.T) {
+	s := newSynth(2, 0, 0)
+	// Back to back on two instances: the second begins when the first ends.
+	s.exec("i1", 0, 1, "fire", 1000, 2500, stateCommitted)
+	s.exec("i2", 0, 2, "misfire", 2500, 4000, stateCommitted)
+	// Same time, different items.
+	s.exec("i1", 1, 1, "fire", 1000, 2500, stateCommitted)
+	s.exec("i2", 1, 3, "fire", 3000, 4000, stateCommitted)
+	s.stop(4000)
+	r := s.analyse(t)
+	if len(r.Overlaps)+len(r.SelfOverlaps)+len(r.StaleOverlaps) != 0 {
+		t.Fatalf("overlaps %v, self %v, stale %v; want none", r.Overlaps, r.SelfOverlaps, r.StaleOverlaps)
+	}
+}
+
+func TestSameProcessOverlapCounts(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1000, 2500, stateCommitted)
+	s.exec("i1", 0, 2, "fire", 2000, 3000, stateCommitted)
+	s.stop(3000)
+	r := s.analyse(t)
+	if len(r.SelfOverlaps) != 1 || len(r.Overlaps) != 0 || r.OK() {
+		t.Fatalf("self %d, overlaps %d, OK %v; want 1, 0, false", len(r.SelfOverlaps), len(r.Overlaps), r.OK())
+	}
+	if !strings.Contains(r.Summary(), " overlaps=1 ") {
+		t.Errorf("summary does not count it: %s", r.Summary())
+	}
+}
+
+func TestAbortedIsNotAnOverlap(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	// i1 lost its session while working and aborted after i2 took over.
+	s.exec("i1", 0, 1, "fire", 1000, 3000, stateAborted)
+	s.exec("i2", 0, 1, "failover", 2000, 3500, stateCommitted)
+	s.stop(4000)
+	r := s.analyse(t)
+	if len(r.Overlaps) != 0 {
+		t.Fatalf("overlaps = %d, want 0", len(r.Overlaps))
+	}
+	if len(r.StaleOverlaps) != 1 {
+		t.Fatalf("stale overlaps = %d, want 1", len(r.StaleOverlaps))
+	}
+	if r.Aborted != 1 || r.Committed != 1 {
+		t.Errorf("aborted %d committed %d, want 1 1", r.Aborted, r.Committed)
+	}
+}
+
+func TestFrozenAbortIsNotStale(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1000, 8000, stateAborted)
+	s.add(1200, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGSTOP"})
+	s.add(7900, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGCONT"})
+	s.exec("i2", 0, 1, "failover", 5500, 7000, stateCommitted)
+	s.stop(9000)
+	r := s.analyse(t)
+	if len(r.StaleOverlaps) != 0 || len(r.Overlaps) != 0 {
+		t.Fatalf("stale %d overlaps %d, want 0 0", len(r.StaleOverlaps), len(r.Overlaps))
+	}
+}
+
+func TestKilledExecutionEndsAtExit(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1000, 0, stateUnfinished)
+	s.add(1300, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1"), Detail: "signal: killed"})
+	s.exec("i2", 0, 1, "failover", 5400, 7000, stateCommitted)
+	s.stop(8000)
+	r := s.analyse(t)
+	if r.Unfinished != 1 {
+		t.Fatalf("unfinished = %d, want 1", r.Unfinished)
+	}
+	var killed *execution
+	for _, x := range r.Executions {
+		if x.Inst == "i1" {
+			killed = x
+		}
+	}
+	if killed.Stop != s.ns(1300) {
+		t.Errorf("killed execution stops at %s, want the exit at %s", clock(killed.Stop), clock(s.ns(1300)))
+	}
+	if len(r.StaleOverlaps) != 0 || len(r.Overlaps) != 0 {
+		t.Errorf("stale %d overlaps %d, want 0 0", len(r.StaleOverlaps), len(r.Overlaps))
+	}
+	// Killed and never reaped: it runs to the end of the log.
+	s2 := newSynth(1, 0, 0)
+	s2.exec("i1", 0, 1, "fire", 1000, 0, stateUnfinished)
+	s2.exec("i2", 0, 1, "failover", 5400, 7000, stateCommitted)
+	s2.stop(8000)
+	r2 := s2.analyse(t)
+	if len(r2.StaleOverlaps) != 1 {
+		t.Errorf("unreaped: stale %d, want 1", len(r2.StaleOverlaps))
+	}
+}
+
+func TestLostFire(t *testing.T) {
+	s := newSynth(2, 0, 0)
+	s.fires("i1", 0, 0, 9)
+	s.fires("i2", 1, 0, 4)
+	s.fires("i2", 1, 6, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if r.Fires != 20 {
+		t.Errorf("fires = %d, want 20", r.Fires)
+	}
+	if len(r.Lost) != 1 || r.Lost[0] != (fireItem{Fire: s.ns(5000) / 1e6, Item: 1}) {
+		t.Fatalf("lost = %v, want item 1 fire 5", r.Lost)
+	}
+	if r.OK() {
+		t.Error("OK() with a lost fire")
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "LOST: item 1 fires") {
+		t.Errorf("details do not show the lost fire:\n%s", buf.String())
+	}
+}
+
+func TestAbortedDoesNotCover(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 4)
+	s.exec("i1", 0, 5, "fire", 5000, 5500, stateAborted)
+	s.fires("i1", 0, 6, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Lost) != 1 {
+		t.Fatalf("lost = %v, want fire 5", r.Lost)
+	}
+}
+
+func TestMisfireCoversRange(t *testing.T) {
+	// Fires 3..6 were missed while fire 2 ran long; the misfire run (fire
+	// time 3) began at 6.5 s and covers 3, 4, 5 and 6, not 7.
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 1)
+	s.exec("i1", 0, 2, "fire", 2000, 6400, stateCommitted)
+	s.exec("i1", 0, 3, "misfire", 6500, 7900, stateCommitted)
+	s.fires("i1", 0, 8, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Lost) != 1 || r.Lost[0].Fire != s.ns(7000)/1e6 {
+		t.Fatalf("lost = %v, want only fire 7", r.Lost)
+	}
+	// A fire-kind execution covers only its own fire.
+	s2 := newSynth(1, 0, 0)
+	s2.fires("i1", 0, 0, 2)
+	s2.exec("i1", 0, 3, "fire", 6500, 7000, stateCommitted)
+	s2.fires("i1", 0, 7, 9)
+	s2.stop(9999)
+	if r2 := s2.analyse(t); len(r2.Lost) != 3 {
+		t.Fatalf("lost = %v, want fires 4, 5, 6", r2.Lost)
+	}
+}
+
+func TestFailoverCoversRangeAndDelay(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 2)
+	s.exec("i1", 0, 3, "fire", 3000, 0, stateUnfinished)
+	s.add(3200, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1")})
+	s.add(1500, eventlog.Event{Ev: eventlog.StatusGone, Inst: "i1"}) // an earlier departure
+	s.add(7200, eventlog.Event{Ev: eventlog.StatusGone, Inst: "i1"})
+	s.add(7240, eventlog.Event{Ev: eventlog.StatusGone, Inst: "i3"}) // not the item's owner
+	s.exec("i2", 0, 3, "failover", 7250, 8000, stateCommitted)
+	s.fires("i2", 0, 8, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Lost) != 0 {
+		t.Fatalf("lost = %v, want none", r.Lost)
+	}
+	if r.Failovers != 1 || len(r.FailoverDelays) != 1 || r.FailoverDelays[0] != 50*time.Millisecond {
+		t.Fatalf("failovers %d delays %v, want 1 [50ms]", r.Failovers, r.FailoverDelays)
+	}
+	if !strings.Contains(r.Summary(), " failovers=1 failover_p50_ms=50 failover_max_ms=50 ") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+}
+
+func TestNoQuorumExcluded(t *testing.T) {
+	s := newSynth(2, 0, 0)
+	for item := 0; item < 2; item++ {
+		s.fires("i1", item, 0, 4)
+		s.fires("i1", item, 7, 9)
+	}
+	s.add(4500, eventlog.Event{Ev: eventlog.NoQuorumBegin})
+	s.add(6700, eventlog.Event{Ev: eventlog.NoQuorumEnd})
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Lost) != 0 {
+		t.Fatalf("lost = %v, want none (fires 5 and 6 had no quorum)", r.Lost)
+	}
+	if r.NoQuorumFires != 4 || r.NoQuorumLost != 4 || r.Fires != 16 {
+		t.Fatalf("noquorum fires %d (uncovered %d), fires %d; want 4 (4), 16", r.NoQuorumFires, r.NoQuorumLost, r.Fires)
+	}
+	if !strings.Contains(r.Summary(), " noquorum_fires=4 ") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+	// Fires just outside the window are still checked.
+	s2 := newSynth(1, 0, 0)
+	s2.fires("i1", 0, 0, 3)
+	s2.add(4500, eventlog.Event{Ev: eventlog.NoQuorumBegin})
+	s2.add(5500, eventlog.Event{Ev: eventlog.NoQuorumEnd})
+	s2.fires("i1", 0, 7, 9)
+	s2.stop(9999)
+	r2 := s2.analyse(t)
+	if len(r2.Lost) != 2 || r2.NoQuorumFires != 1 {
+		t.Fatalf("lost %v noquorum %d; want fires 4 and 6 lost, 1 excluded", r2.Lost, r2.NoQuorumFires)
+	}
+}
+
+func TestMarginsExcludeStartAndStop(t *testing.T) {
+	s := newSynth(1, 2*time.Second, 3*time.Second)
+	s.fires("i1", 0, 2, 7) // nothing at 0, 1, 8, 9
+	s.stop(10000)
+	r := s.analyse(t)
+	if len(r.Lost) != 0 || r.Fires != 6 {
+		t.Fatalf("lost %v fires %d; want none lost of 6 (2..7)", r.Lost, r.Fires)
+	}
+	r, err := Analyse(s.events, AnalyseOptions{Warmup: time.Second, Cooldown: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Lost) != 3 { // 1, 8, 9
+		t.Fatalf("with 1s margins lost %v, want fires 1, 8, 9", r.Lost)
+	}
+}
+
+func TestSummaryFormat(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 9)
+	s.add(500, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: "i2"})
+	s.add(900, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i2"})
+	s.stop(9999)
+	r := s.analyse(t)
+	re := regexp.MustCompile(`^chaos: duration=10s instances=2 faults=1 fires=10 executions=10 overlaps=0 lost=0 failovers=0 failover_p50_ms=n/a failover_max_ms=n/a noquorum_fires=0 `)
+	if !re.MatchString(r.Summary()) {
+		t.Fatalf("summary %q does not match %s", r.Summary(), re)
+	}
+	if !r.OK() {
+		t.Error("not OK")
+	}
+}
+
+func TestAnalyseNeedsConfig(t *testing.T) {
+	if _, err := Analyse(nil, AnalyseOptions{}); err == nil {
+		t.Error("empty log accepted")
+	}
+	if _, err := Analyse([]eventlog.Event{{Ev: eventlog.MeasureStart, T: 1}}, AnalyseOptions{}); err == nil {
+		t.Error("log without config accepted")
+	}
+}
+
+func TestEventLogRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	w, err := eventlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(eventlog.Event{Ev: eventlog.Begin, Inst: "i1", PID: 7, Run: "r", Item: eventlog.Item(0), Fire: 1000, Kind: "fire"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(eventlog.Event{Ev: eventlog.Note, Detail: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("{\"ev\":\"end\",\"t\":12\n") // a torn line
+	f.Close()
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"item":0`) || strings.Count(string(data), `"item"`) != 1 {
+		t.Errorf("item 0 must be written for executions only:\n%s", data)
+	}
+	ev, bad, err := eventlog.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev) != 2 || bad != 1 {
+		t.Fatalf("read %d events, %d bad; want 2, 1", len(ev), bad)
+	}
+	if ev[0].ItemOf() != 0 || ev[1].ItemOf() != -1 || ev[0].T == 0 {
+		t.Errorf("events: %+v", ev)
+	}
+}
+
+// TestCommandAnalyse runs the command on a saved log: the summary is the
+// last line and the exit status says whether the invariants held.
+func TestCommandAnalyse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose bool
+		code int
+	}{{"pass", false, 0}, {"lost", true, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSynth(1, 0, 0)
+			s.fires("i1", 0, 0, 4)
+			if !tc.lose {
+				s.fires("i1", 0, 5, 5)
+			}
+			s.fires("i1", 0, 6, 9)
+			s.stop(9999)
+			path := filepath.Join(t.TempDir(), "events.jsonl")
+			w, err := eventlog.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range s.events {
+				if err := w.Write(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close()
+			var out, errb bytes.Buffer
+			code := runMain([]string{"-analyse", path}, &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errb.String())
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, "chaos: duration=") {
+				t.Errorf("last line is not the summary: %q", last)
+			}
+		})
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	c.Instances, c.SessionTimeout, c.Faults = 1, 10*time.Second, []string{"kill9", "meteor"}
+	err := c.validate()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{"instances 1", "session timeout 10s", `unknown fault "meteor"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}

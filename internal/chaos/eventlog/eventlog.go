@@ -1,0 +1,204 @@
+// Package eventlog is the append-only execution log shared by the chaos
+// harness and its instance processes: one JSON object per line, each line
+// written with a single write(2) on a file opened O_APPEND, so lines from
+// several processes never interleave and a process killed with SIGKILL
+// leaves either its whole line or nothing.
+//
+// Every line has "ev" (the event kind) and "t" (wall clock, Unix
+// nanoseconds, taken just before the line is written). The kinds and their
+// other fields are listed with the constants below.
+package eventlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// Event kinds written by an instance process (inst, pid always set).
+const (
+	// ProcStart: the process started.
+	ProcStart = "proc_start"
+	// Ready: the scheduler started; the instance takes part.
+	Ready = "ready"
+	// Session: a ZooKeeper session event (detail: type and session).
+	Session = "session"
+	// Begin: an execution began (run, item, fire, kind).
+	Begin = "begin"
+	// End: the execution checked ShardingContext.StillOwner, which passed,
+	// and committed its side effect: this line is the side effect.
+	End = "end"
+	// Abort: the execution stopped without a side effect: its context
+	// ended or StillOwner failed (err says which).
+	Abort = "abort"
+	// ProcExit: the scheduler shut down gracefully (err: Shutdown's error).
+	ProcExit = "proc_exit"
+)
+
+// Event kinds written by the harness.
+const (
+	// Config: the run's parameters (cfg).
+	Config = "config"
+	// MeasureStart: every instance is up; fires from here (plus the warm-up)
+	// are checked.
+	MeasureStart = "measure_start"
+	// MeasureStop: faults are over and the cluster settled; fires up to here
+	// (minus the cool-down) are checked. Instances are stopped after it.
+	MeasureStop = "measure_stop"
+	// FaultBegin and FaultEnd bracket a fault (fault, inst or member in
+	// detail).
+	FaultBegin = "fault_begin"
+	FaultEnd   = "fault_end"
+	// NoQuorumBegin and NoQuorumEnd bracket a window in which the ensemble
+	// had no quorum.
+	NoQuorumBegin = "noquorum_begin"
+	NoQuorumEnd   = "noquorum_end"
+	// Signal: the harness sent a signal to an instance (detail: its name).
+	Signal = "signal"
+	// Exit: the harness reaped an instance process (detail: how it ended).
+	// Its time is an upper bound on the moment the process died.
+	Exit = "exit"
+	// StatusGone and StatusUp: the harness's own ZooKeeper watch saw the
+	// instance's servers/{id}/status ephemeral node disappear or appear.
+	StatusGone = "status_gone"
+	StatusUp   = "status_up"
+	// Note: free text from the harness (detail).
+	Note = "note"
+)
+
+// RunConfig is the payload of a Config event.
+type RunConfig struct {
+	Seed             int64    `json:"seed"`
+	Instances        int      `json:"instances"`
+	InstanceIDs      []string `json:"instance_ids"`
+	Items            int      `json:"items"`
+	PeriodMS         int64    `json:"period_ms"`
+	WorkMS           int64    `json:"work_ms"`
+	SessionTimeoutMS int64    `json:"session_timeout_ms"`
+	WarmupMS         int64    `json:"warmup_ms"`
+	CooldownMS       int64    `json:"cooldown_ms"`
+	DurationMS       int64    `json:"duration_ms"`
+	Partition        bool     `json:"partition"`
+}
+
+// Event is one line of the log. Fields an event kind does not use are
+// omitted; Item is a pointer so that item 0 is written.
+type Event struct {
+	Ev     string     `json:"ev"`
+	T      int64      `json:"t"`
+	Inst   string     `json:"inst,omitempty"`
+	PID    int        `json:"pid,omitempty"`
+	Run    string     `json:"run,omitempty"`
+	Item   *int       `json:"item,omitempty"`
+	Fire   int64      `json:"fire,omitempty"`
+	Kind   string     `json:"kind,omitempty"`
+	Err    string     `json:"err,omitempty"`
+	Fault  string     `json:"fault,omitempty"`
+	Detail string     `json:"detail,omitempty"`
+	Cfg    *RunConfig `json:"cfg,omitempty"`
+}
+
+// ItemOf returns e's item, or -1 when it has none.
+func (e Event) ItemOf() int {
+	if e.Item == nil {
+		return -1
+	}
+	return *e.Item
+}
+
+// Time returns e.T as a time.Time.
+func (e Event) Time() time.Time { return time.Unix(0, e.T) }
+
+// Item returns a pointer to i, for Event.Item.
+func Item(i int) *int { return &i }
+
+// Writer appends events to a log file. It is safe for concurrent use.
+type Writer struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// Open opens (creating if needed) the log at path for appending.
+func Open(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{f: f}, nil
+}
+
+// Write appends e as one line with one write(2). A zero e.T is set to now.
+func (w *Writer) Write(e Event) error {
+	if e.T == 0 {
+		e.T = time.Now().UnixNano()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return os.ErrClosed
+	}
+	n, err := w.f.Write(b)
+	if err == nil && n != len(b) {
+		err = io.ErrShortWrite
+	}
+	return err
+}
+
+// Close closes the file.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+// Read parses a log. Lines that are not valid events (there should be
+// none) are skipped and counted in bad.
+func Read(r io.Reader) (events []Event, bad int, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var e Event
+		if json.Unmarshal(line, &e) != nil || e.Ev == "" {
+			bad++
+			continue
+		}
+		events = append(events, e)
+	}
+	return events, bad, sc.Err()
+}
+
+// ReadFile parses the log at path.
+func ReadFile(path string) ([]Event, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	ev, bad, err := Read(f)
+	if err != nil {
+		return ev, bad, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(ev) == 0 && bad == 0 {
+		return nil, 0, errors.New(path + ": empty log")
+	}
+	return ev, bad, nil
+}

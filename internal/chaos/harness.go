@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+const (
+	instancePkg = "github.com/shardjob/shardjob/internal/chaos/instance"
+	namespace   = "chaos"
+	jobName     = "chaos"
+	ensemble    = 3
+)
+
+// Config is a chaos run.
+type Config struct {
+	Duration        time.Duration // how long faults are injected (the first round of every kind always completes)
+	Instances       int
+	Items           int
+	Work            time.Duration // an execution's length
+	Jitter          time.Duration // ± on Work
+	SessionTimeout  time.Duration
+	ShutdownTimeout time.Duration // an instance's graceful shutdown deadline
+	Seed            int64
+	Race            bool // build the instance with -race
+	Partition       bool // run the partition fault (needs root and ip netns)
+	Faults          []string
+	Warmup          time.Duration // fires not checked after all instances are up
+	Settle          time.Duration // quiet time after the last fault, before stopping
+	Cooldown        time.Duration // fires not checked before the stop
+	Dir             string        // run directory; "" makes a temporary one
+	Keep            bool          // keep the run directory even when the run passes
+	InstanceBin     string        // a prebuilt instance binary; "" builds one
+	Verbose         bool
+	Out             io.Writer // progress lines; nil discards them
+}
+
+// DefaultConfig returns the defaults of the command's flags.
+func DefaultConfig() Config {
+	return Config{
+		Duration:        60 * time.Second,
+		Instances:       3,
+		Items:           6,
+		Work:            1500 * time.Millisecond,
+		Jitter:          200 * time.Millisecond,
+		SessionTimeout:  4 * time.Second,
+		ShutdownTimeout: 5 * time.Second,
+		Seed:            time.Now().UnixNano(),
+		Race:            raceEnabled,
+		Partition:       true,
+		Faults:          allFaults,
+		Warmup:          3 * time.Second,
+		Settle:          8 * time.Second,
+		Cooldown:        4 * time.Second,
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Instances < 2 {
+		errs = append(errs, fmt.Errorf("instances %d: need at least 2 (failover needs a survivor)", c.Instances))
+	}
+	if c.Items < 1 {
+		errs = append(errs, fmt.Errorf("items %d: need at least 1", c.Items))
+	}
+	if c.Work <= 0 || c.Jitter < 0 || c.Jitter >= c.Work {
+		errs = append(errs, fmt.Errorf("work %v ± %v: need 0 <= jitter < work", c.Work, c.Jitter))
+	}
+	if c.SessionTimeout < time.Second || c.SessionTimeout > 4*time.Second {
+		errs = append(errs, fmt.Errorf("session timeout %v: need 1s..4s (the test ensemble's tick allows up to 4s)", c.SessionTimeout))
+	}
+	if c.ShutdownTimeout <= 0 || c.Duration < 0 || c.Warmup < 0 || c.Settle < 0 || c.Cooldown < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	for _, f := range c.Faults {
+		if !isFault(f) {
+			errs = append(errs, fmt.Errorf("unknown fault %q (have %s)", f, strings.Join(allFaults, ",")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// harness is one run.
+type harness struct {
+	cfg         Config
+	dir         string
+	logPath     string
+	instanceBin string
+	rng         *rand.Rand // the fault loop's only
+
+	log     *eventlog.Writer
+	cluster *zktest.Cluster
+	servers []string // ZooKeeper, for instances on the host
+
+	netns     *netns
+	fwd       *forwarder
+	nsServers []string // ZooKeeper through the forwarder, for the instance in the namespace
+
+	rc      *regcenter.ZooKeeper
+	watcher *statusWatcher
+	procs   []*proc
+
+	zkMu   sync.Mutex
+	zkDown map[int]bool // members this harness stopped and has not restarted
+
+	outMu sync.Mutex
+	out   io.Writer
+}
+
+func (h *harness) progress(format string, args ...any) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	fmt.Fprintf(h.out, "chaos: %s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (h *harness) event(e eventlog.Event) {
+	if err := h.log.Write(e); err != nil {
+		h.progress("cannot write the event log: %v", err)
+	}
+}
+
+func (h *harness) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.progress("%s", msg)
+	h.event(eventlog.Event{Ev: eventlog.Note, Detail: msg})
+}
+
+// Run runs the harness: ensemble, instances, faults, then the analysis of
+// the log. The report is returned even when it shows violations; the error
+// is for runs that could not be carried out.
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	h := &harness{cfg: cfg, out: out, zkDown: map[int]bool{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)>>1|1))}
+	h.progress("seed=%d", cfg.Seed)
+
+	h.dir = cfg.Dir
+	if h.dir == "" {
+		if h.dir, err = os.MkdirTemp("", "shardjob-chaos-"); err != nil {
+			return nil, err
+		}
+		// Runs after the undo below: a passing run leaves nothing behind.
+		defer func() {
+			if err != nil || rep == nil || !rep.OK() || cfg.Keep {
+				h.progress("run directory kept: %s", h.dir)
+				return
+			}
+			os.RemoveAll(h.dir)
+		}()
+	} else if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return nil, err
+	}
+	// Everything started is undone in reverse order, however Run ends.
+	var undo []func()
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}()
+
+	h.logPath = filepath.Join(h.dir, "events.jsonl")
+	h.progress("run directory %s, event log %s", h.dir, h.logPath)
+
+	if h.instanceBin = cfg.InstanceBin; h.instanceBin == "" {
+		t0 := time.Now()
+		if h.instanceBin, err = buildInstance(ctx, h.dir, cfg.Race); err != nil {
+			return nil, err
+		}
+		h.progress("built %s (race=%v) in %v", h.instanceBin, cfg.Race, time.Since(t0).Round(time.Millisecond))
+	}
+
+	clusterLog, err := os.OpenFile(filepath.Join(h.dir, "zk-cluster.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { clusterLog.Close() })
+	t0 := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	h.cluster, err = zktest.StartCluster(sctx, zktest.Options{Size: ensemble, Dir: filepath.Join(h.dir, "zk"),
+		Logger: slog.New(slog.NewTextHandler(clusterLog, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper ensemble: %w", err)
+	}
+	undo = append(undo, func() {
+		if err := h.cluster.Close(); err != nil {
+			h.progress("closing the ensemble: %v", err)
+		}
+	})
+	h.servers = h.cluster.Servers()
+	h.progress("ensemble of %d serving on %s (started in %v)", ensemble, strings.Join(h.servers, ","), time.Since(t0).Round(time.Millisecond))
+
+	if h.log, err = eventlog.Open(h.logPath); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { h.log.Close() })
+
+	if cfg.Partition && hasFault(cfg.Faults, faultPartition) {
+		removeStaleNetns(ctx, h.progress)
+		n, err := setupNetns(ctx)
+		if err != nil {
+			h.progress("partition fault skipped: cannot set up a network namespace: %v", err)
+		} else {
+			undo = append(undo, n.teardown)
+			fwd, addrs, err := startForwarder(n.HostIP, h.servers)
+			if err != nil {
+				h.progress("partition fault skipped: forwarder: %v", err)
+			} else {
+				undo = append(undo, fwd.close)
+				h.netns, h.fwd, h.nsServers = n, fwd, addrs
+				h.progress("network namespace %s (%s, %s ↔ %s), ZooKeeper forwarded on %s", n.Name, n.HostIf, n.HostIP, n.NsIP, strings.Join(addrs, ","))
+			}
+		}
+	}
+
+	ids := make([]string, cfg.Instances)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("i%d", i+1)
+		// The last instance lives in the namespace, if there is one.
+		h.procs = append(h.procs, &proc{id: ids[i], inNetns: h.netns != nil && i == cfg.Instances-1})
+	}
+	h.event(eventlog.Event{Ev: eventlog.Config, Cfg: &eventlog.RunConfig{
+		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items, PeriodMS: 1000,
+		WorkMS: cfg.Work.Milliseconds(), SessionTimeoutMS: cfg.SessionTimeout.Milliseconds(),
+		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
+		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil,
+	}})
+
+	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-zk.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { rcLog.Close() })
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	h.rc, err = regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: h.servers, Namespace: namespace, SessionTimeout: cfg.SessionTimeout},
+		regcenter.WithLogger(slog.New(slog.NewTextHandler(rcLog, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("harness connection to zookeeper: %w", err)
+	}
+	undo = append(undo, func() { h.rc.Close() })
+	h.watcher = newStatusWatcher(h.rc, jobName, ids, h.event)
+	undo = append(undo, h.watcher.close)
+
+	undo = append(undo, func() { // on any early return: no instance survives
+		var wg sync.WaitGroup
+		for _, p := range h.procs {
+			wg.Add(1)
+			go func() { defer wg.Done(); h.kill(p) }()
+		}
+		wg.Wait()
+	})
+	for _, p := range h.procs {
+		if err := h.start(p); err != nil {
+			return nil, err
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = h.waitRecovered(rctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("instances did not come up: %w", err)
+	}
+	h.event(eventlog.Event{Ev: eventlog.MeasureStart})
+	h.progress("all %d instances up; injecting faults for %v", cfg.Instances, cfg.Duration)
+
+	if err := h.faultLoop(ctx); err != nil {
+		return nil, err
+	}
+	h.progress("faults over; settling for %v", cfg.Settle)
+	if err := sleepCtx(ctx, cfg.Settle); err != nil {
+		return nil, err
+	}
+	h.event(eventlog.Event{Ev: eventlog.MeasureStop})
+	h.dump("zk-tree-end.txt")
+	h.progress("stopping the instances (SIGTERM)")
+	var wg sync.WaitGroup
+	for _, p := range h.procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.terminate(p) }()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Undo now (the log must be complete and closed), then analyse.
+	for i := len(undo) - 1; i >= 0; i-- {
+		undo[i]()
+	}
+	undo = nil
+	events, bad, err := eventlog.ReadFile(h.logPath)
+	if err != nil {
+		return nil, err
+	}
+	rep, err = Analyse(events, AnalyseOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rep.BadLines += bad
+	return rep, nil
+}
+
+// buildInstance builds the instance program into dir.
+func buildInstance(ctx context.Context, dir string, race bool) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		if root := os.Getenv("GOROOT"); root != "" {
+			goBin = filepath.Join(root, "bin", "go")
+		} else {
+			return "", errors.New("the go command is not in PATH (or pass -instance-bin)")
+		}
+	}
+	modDir, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "instance")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, instancePkg)
+	cmd := exec.CommandContext(ctx, goBin, args...)
+	cmd.Dir = modDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return bin, nil
+}
+
+// moduleRoot finds the shardjob module's directory above the working
+// directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(data), "module github.com/shardjob/shardjob\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the github.com/shardjob/shardjob module: run from the repository or pass -instance-bin")
+		}
+		dir = parent
+	}
+}
+
+// waitRecovered waits until every ZooKeeper member serves and every
+// instance runs, is ready and has its status node.
+func (h *harness) waitRecovered(ctx context.Context) error {
+	h.zkMu.Lock()
+	var down []int
+	for i := range h.zkDown {
+		down = append(down, i)
+	}
+	h.zkMu.Unlock()
+	for _, i := range down {
+		if err := h.startMember(ctx, i); err != nil {
+			return err
+		}
+	}
+	if err := h.cluster.WaitServing(ctx); err != nil {
+		return fmt.Errorf("ensemble not serving: %w", err)
+	}
+	ids := make([]string, 0, len(h.procs))
+	for _, p := range h.procs {
+		ids = append(ids, p.id)
+		if _, _, _, frozen := p.state(); frozen {
+			if err := h.signal(p, syscall.SIGCONT); err != nil {
+				return err
+			}
+		}
+		if !p.alive() {
+			h.progress("%s is not running; starting it", p.id)
+			if err := h.start(p); err != nil {
+				return err
+			}
+		}
+		if err := waitReady(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := h.watcher.waitPresent(ctx, ids); err != nil {
+		return err
+	}
+	// The watcher's view may lag behind (its own session suffers ZooKeeper
+	// faults too): read every status node fresh.
+	for {
+		missing := ""
+		for _, id := range ids {
+			ok, _, err := h.rc.Exists(ctx, statusPath(jobName, id))
+			if err != nil {
+				missing = id + " (" + err.Error() + ")"
+				break
+			}
+			if !ok {
+				missing = id
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("status node of %s missing: %w", missing, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (h *harness) startMember(ctx context.Context, i int) error {
+	t0 := time.Now()
+	if err := h.cluster.StartMember(ctx, i); err != nil {
+		return fmt.Errorf("start zookeeper member %d: %w", i, err)
+	}
+	h.zkMu.Lock()
+	delete(h.zkDown, i)
+	h.zkMu.Unlock()
+	h.progress("zookeeper member %d serving again (start took %v)", i, time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dump writes the job's ZooKeeper subtree to a file of the run directory.
+func (h *harness) dump(name string) {
+	f, err := os.Create(filepath.Join(h.dir, name))
+	if err != nil {
+		h.progress("dump: %v", err)
+		return
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := dumpTree(ctx, h.rc, "/"+jobName, f); err != nil {
+		h.progress("dump: %v", err)
+	}
+}

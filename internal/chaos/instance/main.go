@@ -1,0 +1,228 @@
+// Command instance is one instance process of the chaos harness
+// (see package github.com/shardjob/shardjob/internal/chaos): a shardjob
+// scheduler running one test job whose executions log what they do to the
+// shared event log.
+//
+// Each execution writes a begin line, works for -work (± -jitter, honouring
+// its context), then calls ShardingContext.StillOwner and, only if that
+// passes, writes an end line — the end line is the execution's side effect.
+// Otherwise it writes an abort line and does nothing else.
+//
+// The process connects (retrying while ZooKeeper is unreachable), starts
+// the scheduler (retrying while its server id is still held by its own
+// previous, crashed life), and runs until SIGTERM or SIGINT, when it shuts
+// the scheduler down gracefully within -shutdown-timeout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+type options struct {
+	id              string
+	servers         []string
+	namespace       string
+	jobName         string
+	cron            string
+	items           int
+	work            time.Duration
+	jitter          time.Duration
+	sessionTimeout  time.Duration
+	shutdownTimeout time.Duration
+	logPath         string
+	verbose         bool
+}
+
+func main() {
+	var o options
+	var servers string
+	flag.StringVar(&o.id, "id", "", "server id (required)")
+	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (required)")
+	flag.StringVar(&o.namespace, "namespace", "chaos", "regcenter namespace")
+	flag.StringVar(&o.jobName, "job", "chaos", "job name")
+	flag.StringVar(&o.cron, "cron", "* * * * * *", "job cron (with seconds)")
+	flag.IntVar(&o.items, "items", 6, "sharding items")
+	flag.DurationVar(&o.work, "work", 1500*time.Millisecond, "how long an execution works")
+	flag.DurationVar(&o.jitter, "jitter", 200*time.Millisecond, "random ± added to -work")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
+	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
+	flag.StringVar(&o.logPath, "log", "", "event log to append to (required)")
+	flag.BoolVar(&o.verbose, "v", false, "debug logging")
+	flag.Parse()
+	if o.id == "" || servers == "" || o.logPath == "" {
+		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
+		os.Exit(2)
+	}
+	o.servers = strings.Split(servers, ",")
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "instance:", err)
+		os.Exit(1)
+	}
+}
+
+type instance struct {
+	o   options
+	log *slog.Logger
+	ev  *eventlog.Writer
+	pid int
+	seq atomic.Int64
+}
+
+func (in *instance) write(e eventlog.Event) {
+	e.Inst, e.PID = in.o.id, in.pid
+	if err := in.ev.Write(e); err != nil {
+		in.log.Error("cannot write event log", "err", err)
+	}
+}
+
+func run(o options) error {
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("inst", o.id)
+	ev, err := eventlog.Open(o.logPath)
+	if err != nil {
+		return err
+	}
+	defer ev.Close()
+	in := &instance{o: o, log: logger, ev: ev, pid: os.Getpid()}
+	in.write(eventlog.Event{Ev: eventlog.ProcStart, Detail: strings.Join(o.servers, ",")})
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	rc, err := in.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	cancelSess := rc.OnSession(func(se regcenter.SessionEvent) {
+		in.write(eventlog.Event{Ev: eventlog.Session, Detail: se.Type.String() + " " + se.Session.String()})
+	})
+	defer cancelSess()
+
+	s, err := in.start(ctx, rc)
+	if err != nil {
+		return err
+	}
+	in.write(eventlog.Event{Ev: eventlog.Ready, Detail: rc.Session().String()})
+	logger.Info("instance ready")
+	fmt.Println("READY") // the harness waits for this line
+
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	serr := s.Shutdown(sctx)
+	e := eventlog.Event{Ev: eventlog.ProcExit}
+	if serr != nil {
+		e.Err = serr.Error()
+		logger.Warn("shutdown", "err", serr)
+	}
+	in.write(e)
+	return nil
+}
+
+// connect retries until ZooKeeper gives a session or ctx ends: an instance
+// restarted while the ensemble has no quorum waits for it.
+func (in *instance) connect(ctx context.Context) (*regcenter.ZooKeeper, error) {
+	cfg := regcenter.Config{Servers: in.o.servers, Namespace: in.o.namespace, SessionTimeout: in.o.sessionTimeout}
+	for {
+		rc, err := regcenter.NewZooKeeper(ctx, cfg, regcenter.WithLogger(in.log))
+		if err == nil {
+			return rc, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, regcenter.ErrUnreachable) {
+			return nil, err
+		}
+		in.log.Warn("zookeeper unreachable; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// start starts a scheduler, retrying with a fresh one while Start fails (the
+// server id still held by this instance's previous life, or ZooKeeper
+// unavailable).
+func (in *instance) start(ctx context.Context, rc *regcenter.ZooKeeper) (*job.Scheduler, error) {
+	cfg := job.Config{Name: in.o.jobName, Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true}
+	for {
+		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Add(ctx, cfg, job.SimpleFunc(in.execute)); err != nil {
+			return nil, err
+		}
+		err = s.Start(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		in.log.Warn("scheduler did not start; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// execute is the test job: begin, work, check ownership, then end (the side
+// effect) or abort.
+func (in *instance) execute(ctx context.Context, sc job.ShardingContext) error {
+	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, in.seq.Add(1))
+	base := eventlog.Event{Run: run, Item: eventlog.Item(sc.Item), Fire: sc.FireTime.UnixMilli(), Kind: string(sc.Kind)}
+	e := base
+	e.Ev = eventlog.Begin
+	in.write(e)
+
+	d := in.o.work
+	if in.o.jitter > 0 {
+		d += time.Duration(rand.Int64N(int64(2*in.o.jitter)+1)) - in.o.jitter
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		e := base
+		e.Ev, e.Err = eventlog.Abort, "context: "+context.Cause(ctx).Error()
+		in.write(e)
+		return ctx.Err()
+	case <-t.C:
+	}
+	if err := sc.StillOwner(); err != nil {
+		e := base
+		e.Ev, e.Err = eventlog.Abort, "still owner: "+err.Error()
+		in.write(e)
+		return err
+	}
+	e = base
+	e.Ev = eventlog.End
+	in.write(e)
+	return nil
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+)
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// runMain is the command: 0 when the invariants held, 1 when the analysis
+// found overlaps or lost fires, 2 when the run could not be carried out.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to inject faults (the first round of every fault kind always completes)")
+	fs.IntVar(&cfg.Instances, "instances", cfg.Instances, "instance processes")
+	fs.IntVar(&cfg.Items, "items", cfg.Items, "sharding items of the test job")
+	fs.DurationVar(&cfg.Work, "work", cfg.Work, "how long an execution works")
+	fs.DurationVar(&cfg.Jitter, "jitter", cfg.Jitter, "random ± on -work")
+	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "the instances' ZooKeeper session timeout (1s..4s)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "an instance's graceful shutdown deadline")
+	seed := fs.Int64("seed", 0, "fault schedule seed (0: from the clock)")
+	fs.BoolVar(&cfg.Race, "race", cfg.Race, "build the instances with -race (default: as this binary was built)")
+	fs.BoolVar(&cfg.Partition, "partition", cfg.Partition, "run the network partition fault (needs root and ip netns)")
+	faults := fs.String("faults", strings.Join(allFaults, ","), "fault kinds to inject, comma-separated")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "after start-up: fires not checked, no fault")
+	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "quiet time after the last fault, before the instances are stopped")
+	fs.DurationVar(&cfg.Cooldown, "cooldown", cfg.Cooldown, "before the stop: fires not checked")
+	fs.StringVar(&cfg.Dir, "dir", "", "run directory, kept (default: a temporary one, removed when the run passes)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary run directory even when the run passes")
+	fs.StringVar(&cfg.InstanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
+	fs.BoolVar(&cfg.Verbose, "v", false, "debug logging in the instances' logs")
+	analyse := fs.String("analyse", "", "only analyse this event log of an earlier run")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "chaos: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *seed != 0 {
+		cfg.Seed = *seed
+	}
+	cfg.Faults = nil
+	for _, f := range strings.Split(*faults, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			cfg.Faults = append(cfg.Faults, f)
+		}
+	}
+	cfg.Out = stdout
+
+	var rep *Report
+	if *analyse != "" {
+		events, bad, err := eventlog.ReadFile(*analyse)
+		if err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+			return 2
+		}
+		if rep, err = Analyse(events, AnalyseOptions{}); err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+			return 2
+		}
+		rep.BadLines += bad
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		var err error
+		rep, err = Run(ctx, cfg)
+		if err != nil {
+			fmt.Fprintln(stderr, "chaos:", err)
+			return 2
+		}
+	}
+	rep.Details(stdout)
+	fmt.Fprintln(stdout, rep.Summary())
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}
