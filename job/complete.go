@@ -40,6 +40,22 @@ func (b itemResult) covers(since time.Time) bool {
 	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
 }
 
+// coveredUpTo is the latest scheduled fire an execution makes up for: its
+// own fire, or for a misfire or failover run every fire up to its start.
+func (r *runner) coveredUpTo(cfg Config, b itemResult) time.Time {
+	if b.kind != KindMisfire && b.kind != KindFailover {
+		return b.fire
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return b.fire
+	}
+	if p := prevFire(sched, b.begin); p.After(b.fire) {
+		return p
+	}
+	return b.fire
+}
+
 // completion is what one completion transaction must do for a batch; the
 // skip sets are corrected after a failed attempt (a node we thought was there
 // was not, or the reverse).
@@ -83,7 +99,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	// owner may have completed since: never move completed backwards.
 	for _, b := range batch {
 		if b.kind == KindFailover && b.halted == nil {
-			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.fire) {
+			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(r.coveredUpTo(cfg, b)) {
 				c.skipCompleted[b.item] = true
 			}
 		}
@@ -175,8 +191,14 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 		if b.kind == KindFailover && !c.skipDequeue[b.item] {
 			ops = append(ops, regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: -1})
 		}
-		if !c.skipCompleted[b.item] {
-			mark := completedMark{Server: r.serverID(), Fire: b.fire.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+		// A trigger is not a fire of the schedule: it leaves the record of
+		// completed fires alone, which failover decisions rely on.
+		if !c.skipCompleted[b.item] && b.kind != KindTrigger {
+			upTo := r.coveredUpTo(cfg, b)
+			mark := completedMark{Server: r.serverID(), Fire: upTo.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			if !upTo.Equal(b.fire) {
+				mark.Since = b.fire.UnixMilli()
+			}
 			if b.err != nil {
 				mark.Error = b.err.Error()
 			}

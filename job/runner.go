@@ -84,9 +84,13 @@ type runningMark struct {
 	Session string `json:"session"`
 }
 
+// completedMark records the latest fire an item's executions cover. A
+// misfire or failover run that began at B makes up for every fire from Since
+// to the last fire at or before B; Fire is that last fire.
 type completedMark struct {
 	Server string `json:"server"`
 	Fire   int64  `json:"fire"`
+	Since  int64  `json:"since,omitempty"`
 	Kind   Kind   `json:"kind"`
 	Begin  int64  `json:"begin"`
 	End    int64  `json:"end"`
