@@ -224,6 +224,13 @@ func TestHTTPOperations(t *testing.T) {
 	// A job-wide trigger runs every item once.
 	hc.want(200, "POST", "/jobs/report/trigger", token, "")
 	httpWaitFor(t, "the triggered items", func() bool { return hc.triggered("a1")+hc.triggered("a2") == 4 })
+	// Then one server only.
+	before := hc.triggered("a2")
+	hc.want(200, "POST", "/jobs/report/trigger?server=a2", token, "")
+	httpWaitFor(t, "a2's triggered items", func() bool { return hc.triggered("a2") > before })
+	if n := hc.triggered("a1"); n != 4-before {
+		t.Errorf("a1 ran %d triggered items, want %d", n, 4-before)
+	}
 
 	// Server flags.
 	hc.want(200, "POST", "/servers/a2/disable?job=report", token, "")
@@ -266,10 +273,7 @@ func TestHTTPOperations(t *testing.T) {
 		t.Errorf("cron after config: %q", st.Cron)
 	}
 
-	// Trigger one server only; then shut it down.
-	before := hc.triggered("a2")
-	hc.want(200, "POST", "/jobs/report/trigger?server=a2", token, "")
-	httpWaitFor(t, "a2's triggered items", func() bool { return hc.triggered("a2") > before })
+	// Shut a2 down.
 	hc.want(200, "POST", "/servers/a2/shutdown?job=report", token, "")
 	httpWaitFor(t, "a2 to leave", func() bool { return !hc.status().Servers[1].Online })
 	hc.want(409, "POST", "/jobs/report/trigger?server=a2", token, "")

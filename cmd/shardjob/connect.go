@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// regcenterConfig resolves how to reach ZooKeeper, as the SDK does, with
+// flags over the environment over the --config file.
+func regcenterConfig(o *options, set map[string]bool, getenv func(string) string) (regcenter.Config, error) {
+	var cfg regcenter.Config
+	if o.config != "" {
+		// LoadFile applies the SHARDJOB_REGCENTER_* variables itself.
+		f, err := job.LoadFile(o.config)
+		if err != nil {
+			return cfg, usagef("--config: %s", oneLine(err.Error()))
+		}
+		cfg = f.Regcenter
+	} else if err := applyEnv(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	if set["zk"] {
+		cfg.Servers = splitList(o.zk)
+	}
+	if set["namespace"] {
+		cfg.Namespace = o.namespace
+	}
+	if set["digest"] {
+		cfg.Digest = o.digest
+	}
+	if set["timeout"] || cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = o.timeout
+	}
+	if len(cfg.Servers) == 0 {
+		return cfg, usagef("no ZooKeeper servers given: use --zk host:port[,host:port...], set %s_REGCENTER_SERVERS, or --config FILE with a regcenter: section", job.EnvPrefix)
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("%s", strings.TrimPrefix(err.Error(), "regcenter: "))
+	}
+	return cfg, nil
+}
+
+// applyEnv reads the SHARDJOB_REGCENTER_* variables (empty ones are
+// ignored), as job.LoadFile does for a file.
+func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
+	prefix := job.EnvPrefix + "_REGCENTER_"
+	dur := func(key string, dst *time.Duration) error {
+		v := strings.TrimSpace(getenv(prefix + key))
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return usagef("%s%s=%q is not a duration such as \"10s\"", prefix, key, v)
+		}
+		*dst = d
+		return nil
+	}
+	if v := getenv(prefix + "SERVERS"); strings.TrimSpace(v) != "" {
+		cfg.Servers = splitList(v)
+	}
+	if v := getenv(prefix + "NAMESPACE"); v != "" {
+		cfg.Namespace = v
+	}
+	if v := getenv(prefix + "DIGEST"); v != "" {
+		cfg.Digest = v
+	}
+	if v := strings.TrimSpace(getenv(prefix + "MAXRETRIES")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return usagef("%sMAXRETRIES=%q is not an integer", prefix, v)
+		}
+		cfg.MaxRetries = n
+	}
+	for key, dst := range map[string]*time.Duration{
+		"SESSIONTIMEOUT": &cfg.SessionTimeout, "CONNECTTIMEOUT": &cfg.ConnectTimeout,
+		"BASESLEEP": &cfg.BaseSleep, "MAXSLEEP": &cfg.MaxSleep,
+	} {
+		if err := dur(key, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// codec decodes a config node as the instances do. The sharding strategy
+// is not looked up: strategies registered by an application are unknown
+// to this command (instances refuse an unknown one and keep their config).
+func codec(data []byte) (admin.Config, error) {
+	cfg, err := job.DecodeConfig(data)
+	if err != nil {
+		return admin.Config{}, err
+	}
+	doc, err := cfg.Encode()
+	if err != nil {
+		return admin.Config{}, err
+	}
+	out := admin.Config{
+		Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
+		Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
+	}
+	if sched, _, err := cfg.Schedule(); err == nil {
+		out.Next = sched.Next
+	}
+	return out, nil
+}
+
+// fileError names the file a refused config document came from.
+func fileError(file string, err error) error {
+	return fmt.Errorf("%s: %w", file, err)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+)
+
+const helpText = `shardjob operates a running shardjob cluster through ZooKeeper.
+
+Usage:
+  shardjob COMMAND [ARGUMENTS] [FLAGS]      (flags may come before or after the arguments)
+
+Looking:
+  jobs                        every job: status, cron, items, instances online, leader, last and next fire
+  status JOB                  one job: every server (online, flags, items, running) and every item
+                              (last fire, how long it took, its error, misfire and failover state)
+  dump JOB                    the job's raw ZooKeeper nodes with their data, for bug reports
+  config get JOB              print the job's config document (YAML)
+
+Steering (instances react at once; nothing restarts):
+  disable SERVER [--job JOB]  SERVER takes no items; they move to the others at the next fire
+  enable SERVER [--job JOB]   SERVER takes items again
+  pause SERVER [--job JOB]    SERVER stops firing; its items are NOT moved and do not run meanwhile
+  resume SERVER [--job JOB]   SERVER fires again
+  trigger JOB [--server S]    run JOB once now, outside its schedule, on every online server (or S)
+  shutdown SERVER [--job JOB] [--wait 30s]
+                              the instance SERVER leaves the job cleanly (until it is restarted);
+                              waits until it has left (--wait 0: do not wait)
+  disable-item JOB ITEM...    keep items out of every fire (ITEM...: 3 5 or 3,5)
+  enable-item JOB ITEM...     let them run again
+  config set JOB FILE         replace the job's config with FILE ("-": standard input); the document
+                              is validated first and never written when invalid; every instance
+                              applies it live
+  remove JOB [--wait 30s]     stop JOB on every instance, wait until all have left, delete its nodes
+
+  Without --job, disable/enable/pause/resume act on every job where SERVER is registered, and
+  shutdown on every job where it is online. SERVER is the instance's server id (job.WithServerID;
+  by default its IP address).
+
+Connecting (flags override the environment, which overrides the --config file):
+  --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS
+  --namespace NAME            namespace (default shardjob)   env SHARDJOB_REGCENTER_NAMESPACE
+  --digest user:password      digest credentials             env SHARDJOB_REGCENTER_DIGEST
+  --config FILE               a job file (job.LoadFile): its regcenter: section
+  --timeout 5s                how long to try to reach ZooKeeper
+  SHARDJOB_REGCENTER_SESSIONTIMEOUT, _CONNECTTIMEOUT, _MAXRETRIES, _BASESLEEP and _MAXSLEEP are read too.
+
+Output:
+  --output text|json, -o      tables for people (default), or JSON for scripts
+
+Exit codes:
+  0  success
+  1  the operation failed: ZooKeeper unreachable, not authorized (wrong or missing --digest),
+     the server is not online, instances did not leave within --wait, a timeout
+  2  usage error: unknown command or flag, missing or extra argument, invalid input
+     (a config document that does not validate, an item out of range)
+  3  unknown job or server
+
+Errors are one line on standard error, naming what is wrong.
+"shardjob help COMMAND" shows one command.
+`
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, helpText)
+}
+
+func printCommandHelp(w io.Writer, cmd *command) {
+	fmt.Fprintf(w, "usage: shardjob %s %s [flags]\n\n%s\n", cmd.name, cmd.args, cmd.summary)
+	if cmd.name == "help" {
+		return
+	}
+	var o options
+	fs := newFlagSet(cmd, &o)
+	fmt.Fprintln(w, "\nflags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		line := "  " + dash + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		if def := f.DefValue; def != "" && def != "0s" && f.Name != "o" {
+			usage += fmt.Sprintf(" (default %s)", def)
+		}
+		fmt.Fprintf(w, "%-28s %s\n", line, usage)
+	})
+	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 operation failed, 2 usage error, 3 unknown job or server")
+}

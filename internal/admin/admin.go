@@ -1,0 +1,146 @@
+// Package admin reads and steers a running shardjob cluster through
+// ZooKeeper: the operator's side of the node layout in internal/layout. The
+// shardjob command (cmd/shardjob) and the SDK's HTTP handler (job.NewHTTPHandler)
+// are two faces of this one library.
+//
+// Reading never changes anything. Every operation writes only the nodes an
+// operator is meant to write — server flags, the job-wide disabled-items
+// list, the config node — and the instances react to them live: a disabled
+// server loses its items at the next fire, a paused one stops firing, a
+// trigger runs the items once now, a changed config is applied by every
+// instance, a deleted config makes every instance leave the job.
+//
+// The package does not import package job (job imports it, for the HTTP
+// handler): what it needs to know about a job's configuration comes through
+// a [Codec].
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Sentinel errors; every error returned by this package for these
+// conditions wraps one, so callers can test them with errors.Is.
+var (
+	// ErrUnknownJob means the namespace has no job of that name.
+	ErrUnknownJob = errors.New("unknown job")
+	// ErrUnknownServer means the server is not registered in the job (or,
+	// for an operation on every job, in any job).
+	ErrUnknownServer = errors.New("unknown server")
+	// ErrInvalid means an argument is malformed: a config document that does
+	// not decode, an item outside the job's range, an empty item list.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotOnline means the operation needs an online instance (its status
+	// node exists) and there is none.
+	ErrNotOnline = errors.New("not online")
+	// ErrStillOnline means instances did not leave the job within the time
+	// allowed.
+	ErrStillOnline = errors.New("instances still online")
+	// ErrConflict means the node changed under the operation too often to
+	// apply it; trying again normally succeeds.
+	ErrConflict = errors.New("concurrent change")
+)
+
+// Config is what this package needs to know of a job's configuration,
+// decoded from the job's config node by a [Codec].
+type Config struct {
+	Name               string `json:"name"`
+	Cron               string `json:"cron"`
+	TimeZone           string `json:"timeZone,omitempty"`
+	ShardingTotalCount int    `json:"shardingTotalCount"`
+	Failover           bool   `json:"failover"`
+	Disabled           bool   `json:"disabled"`
+	Description        string `json:"description,omitempty"`
+	// Next returns the first fire strictly after t, or the zero time if the
+	// schedule never fires again. Nil means unknown.
+	Next func(t time.Time) time.Time `json:"-"`
+	// Document is the canonical YAML document to store in the config node.
+	Document []byte `json:"-"`
+}
+
+// Codec decodes and validates a config document. It returns an error
+// describing every problem (with the key and line where known) when the
+// document is not a valid job configuration. Package job provides the
+// codec its instances use; see job.NewHTTPHandler and cmd/shardjob.
+type Codec func(data []byte) (Config, error)
+
+// Admin reads and steers the jobs of one namespace. It is safe for
+// concurrent use.
+type Admin struct {
+	rc    regcenter.Center
+	codec Codec
+	now   func() time.Time
+}
+
+// New returns an Admin working through rc, decoding config nodes with
+// codec. rc's namespace is the one administered.
+func New(rc regcenter.Center, codec Codec) *Admin {
+	return &Admin{rc: rc, codec: codec, now: time.Now}
+}
+
+// Namespace returns the administered namespace root, e.g. "/shop", when the
+// registry center can tell, else "".
+func (a *Admin) Namespace() string {
+	if n, ok := a.rc.(interface{ Namespace() string }); ok {
+		return n.Namespace()
+	}
+	return ""
+}
+
+func (a *Admin) decode(data []byte) (Config, error) {
+	if a.codec == nil {
+		return Config{}, errors.New("admin: no config codec")
+	}
+	return a.codec(data)
+}
+
+// unknownJob builds the ErrUnknownJob error for job.
+func (a *Admin) unknownJob(job string) error {
+	if ns := a.Namespace(); ns != "" {
+		return fmt.Errorf("%w %q in namespace %s", ErrUnknownJob, job, ns)
+	}
+	return fmt.Errorf("%w %q", ErrUnknownJob, job)
+}
+
+// checkName refuses names that cannot be a job or server node.
+func checkName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: %s name is empty", ErrInvalid, kind)
+	}
+	if strings.ContainsAny(name, "/\x00") || name == "." || name == ".." || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("%w: %s name %q is not a node name", ErrInvalid, kind, name)
+	}
+	return nil
+}
+
+// parallel runs fn(0..n-1) with at most limit calls at once and returns the
+// first error by index.
+func parallel(n, limit int, fn func(i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, max(1, limit))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
