@@ -165,7 +165,7 @@ func TestCLIShutdown(t *testing.T) {
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
 
-	out := c.mustCLI("shutdown", "s1", "--job", "orders")
+	out := c.mustCLI("shutdown", "s1", "--job", "orders", "--wait", "20s")
 	if !strings.Contains(out, "s1 has left orders") {
 		t.Errorf("shutdown output:\n%s", out)
 	}
@@ -366,6 +366,11 @@ func TestCLIReadCommands(t *testing.T) {
 	}
 	if f := strings.Fields(lines[1]); f[0] != "orders" || f[1] != "ok" || !strings.Contains(lines[1], " 3/3 ") {
 		t.Errorf("jobs row: %q", lines[1])
+	}
+	// The same through the regcenter section of a job file.
+	file := writeFile(t, "jobs.yaml", fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\njobs: []\n", strings.Join(zkServers, ", "), c.ns))
+	if code, fromFile, errOut := runCLI("jobs", "--config", file); code != 0 || !strings.Contains(fromFile, "orders") || !strings.Contains(fromFile, " 3/3 ") {
+		t.Errorf("jobs --config: exit %d %q\n%s", code, errOut, fromFile)
 	}
 	var jobs []admin.JobSummary
 	if err := json.Unmarshal([]byte(c.mustCLI("jobs", "--output", "json")), &jobs); err != nil {
