@@ -109,6 +109,10 @@ type Report struct {
 	// with SIGSTOP during them. Informational: no side effect happened, but
 	// the execution outlived its ownership.
 	StaleOverlaps []overlap
+	// FrozenCommits are committed executions whose process was frozen by
+	// SIGSTOP, inside the execution, for longer than the session timeout:
+	// StillOwner should have failed after such a freeze. Informational.
+	FrozenCommits []*execution
 
 	Fires         int // (fire, item) pairs checked
 	NoQuorumFires int // (fire, item) pairs excluded: no quorum at that fire
@@ -309,6 +313,25 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		}
 	}
 
+	// A freeze longer than the session timeout inside a committed
+	// execution: its session expired, StillOwner should have said so.
+	for _, x := range r.Executions {
+		if x.State != stateCommitted {
+			continue
+		}
+		st := r.Config.SessionTimeoutMS * int64(time.Millisecond)
+		for _, w := range frozen[pidKey{x.Inst, x.PID}] {
+			// The SIGCONT is logged after it is sent, so the end line may
+			// precede it: what matters is that the freeze began inside the
+			// execution and both it and the rest of the execution outlasted
+			// the session timeout.
+			if w.From >= x.Begin && w.From < x.Stop && w.To-w.From > st && x.Stop-w.From > st {
+				r.FrozenCommits = append(r.FrozenCommits, x)
+				break
+			}
+		}
+	}
+
 	// I2: every fire of every item in the checked window is covered by a
 	// committed execution.
 	period := r.Config.PeriodMS
@@ -427,9 +450,9 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d seed=%d",
+		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), r.Config.Seed)
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed)
 }
 
 // maxDetail bounds the detail lines of one kind.
@@ -479,6 +502,13 @@ func (r *Report) Details(w io.Writer) {
 				fmt.Fprintf(w, "    during: %s\n", fs)
 			}
 		}
+	}
+	for i, x := range r.FrozenCommits {
+		if i == maxDetail {
+			fmt.Fprintf(w, "chaos: committed after a freeze: ... %d more\n", len(r.FrozenCommits)-maxDetail)
+			break
+		}
+		fmt.Fprintf(w, "chaos: committed after a freeze longer than the session timeout: item %d: %s\n", x.Item, x)
 	}
 	printOverlaps("OVERLAP", r.Overlaps)
 	printOverlaps("OVERLAP (same process)", r.SelfOverlaps)

@@ -78,6 +78,9 @@ func TestChaosShort(t *testing.T) {
 	if len(rep.Lost) > 0 {
 		t.Errorf("I2 violated: %d lost fires (seed %d)", len(rep.Lost), cfg.Seed)
 	}
+	if t.Failed() && os.Getenv("SHARDJOB_CHAOS_DIR") == "" {
+		t.Log("set SHARDJOB_CHAOS_DIR to keep the event log and the instances' logs; SHARDJOB_CHAOS_SEED to replay the schedule")
+	}
 }
 
 // assertNothingLeft checks that every instance process the run started was

@@ -29,7 +29,7 @@
 // windows, failover delays, every overlap and every lost fire with the
 // executions and faults around it), then one summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… seed=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=…
 //
 // The exit status is 0 when overlaps and lost are both 0, 1 when they are
 // not, and 2 when the run itself failed (ZooKeeper would not start, an
@@ -121,7 +121,10 @@
 // committed execution of the same item in another process. Those show an
 // instance that kept working on an item after another took it over (I1's
 // "cancels its running items' contexts before its session could have
-// expired") without doing harm.
+// expired") without doing harm. frozen_commits counts committed executions
+// whose process was frozen, within the execution, for longer than the
+// session timeout: ShardingContext.StillOwner should have failed after such
+// a freeze, whether or not another instance took the item meanwhile.
 //
 // lost (I2) counts (fire, item) pairs, for every whole second from
 // measure_start plus the warm-up to measure_stop minus the cool-down
