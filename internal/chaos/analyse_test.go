@@ -169,11 +169,13 @@ func TestFrozenCommit(t *testing.T) {
 	s.events[0].Cfg.SessionTimeoutMS = 4000
 	s.exec("i1", 0, 1, "fire", 1000, 8000, stateCommitted)
 	s.add(1200, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGSTOP"})
-	s.add(8001, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGCONT"}) // logged after the end line
-	s.exec("i1", 0, 9, "fire", 9000, 9500, stateCommitted) // after the freeze
+	// The SIGCONT is logged after the end line.
+	s.add(8001, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGCONT"})
+	// After the freeze, and then with a short freeze.
+	s.exec("i1", 0, 9, "fire", 9000, 9500, stateCommitted)
 	s.add(9600, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGSTOP"})
 	s.add(9800, eventlog.Event{Ev: eventlog.Signal, Inst: "i1", PID: pidOf("i1"), Detail: "SIGCONT"})
-	s.exec("i1", 0, 9, "fire", 9550, 9900, stateCommitted) // a short freeze
+	s.exec("i1", 0, 9, "fire", 9550, 9900, stateCommitted)
 	s.stop(9999)
 	r := s.analyse(t)
 	if len(r.FrozenCommits) != 1 || r.FrozenCommits[0].Begin != s.ns(1000) {
