@@ -19,7 +19,7 @@ import (
 // ZooKeeper client without it can neither read nor change anything under
 // the namespace, the command with the right --digest works, and with a
 // wrong or missing one it fails with one line and exit code 1.
-func TestDigestACL(t *testing.T) {
+func TestAdminDigestACL(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "ops:secret")
 	c.warmUp()
@@ -106,7 +106,7 @@ func waitSession(t *testing.T, events <-chan zk.Event) {
 
 // TestBinary builds the command and runs it as an operator would, checking
 // the exit codes the process returns.
-func TestBinary(t *testing.T) {
+func TestAdminBinary(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // These tests drive every operator flag through the command against three
 // running instances and check what actually executes.
 
-func TestCLIDisableEnable(t *testing.T) {
+func TestAdminDisableEnable(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -63,7 +63,7 @@ func TestCLIDisableEnable(t *testing.T) {
 	}
 }
 
-func TestCLIPauseResume(t *testing.T) {
+func TestAdminPauseResume(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -105,7 +105,7 @@ func TestCLIPauseResume(t *testing.T) {
 	}
 }
 
-func TestCLITrigger(t *testing.T) {
+func TestAdminTrigger(t *testing.T) {
 	t.Parallel()
 	// Fires on January 1st only: every execution here is a trigger.
 	c := newCluster(t, job.Config{Name: "report", Cron: "0 0 0 1 1 *", ShardingTotalCount: 6}, "")
@@ -160,7 +160,7 @@ func TestCLITrigger(t *testing.T) {
 	c.wantFail(exitUnknown, []string{`unknown job "nope"`}, "trigger", "nope")
 }
 
-func TestCLIShutdown(t *testing.T) {
+func TestAdminShutdown(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -192,7 +192,7 @@ func TestCLIShutdown(t *testing.T) {
 	c.wantFail(exitUnknown, []string{`unknown server "s7"`}, "shutdown", "s7")
 }
 
-func TestCLIDisableItem(t *testing.T) {
+func TestAdminDisableItem(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -232,7 +232,7 @@ func TestCLIDisableItem(t *testing.T) {
 	c.wantFail(exitUnknown, []string{`unknown job "nope"`}, "enable-item", "nope", "1")
 }
 
-func TestCLIConfigSet(t *testing.T) {
+func TestAdminConfigSet(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, job.Config{Name: "report", Cron: "0 0 0 1 1 *", ShardingTotalCount: 6}, "")
 
@@ -291,7 +291,7 @@ func TestCLIConfigSet(t *testing.T) {
 	}
 }
 
-func TestConfigNodeGarbage(t *testing.T) {
+func TestAdminConfigNodeGarbage(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -326,7 +326,7 @@ func TestConfigNodeGarbage(t *testing.T) {
 	}
 }
 
-func TestCLIRemove(t *testing.T) {
+func TestAdminRemove(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -354,7 +354,7 @@ func TestCLIRemove(t *testing.T) {
 	c.wantFail(exitUnknown, []string{`unknown job "orders"`}, "remove", "orders")
 }
 
-func TestCLIReadCommands(t *testing.T) {
+func TestAdminReadCommands(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
@@ -450,7 +450,7 @@ func TestCLIReadCommands(t *testing.T) {
 	}
 }
 
-func TestCLIErrors(t *testing.T) {
+func TestAdminErrors(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	ns := newNamespace()
 	zk := strings.Join(zkServers, ",")
@@ -501,7 +501,7 @@ func TestCLIErrors(t *testing.T) {
 	}
 }
 
-func TestRegcenterPrecedence(t *testing.T) {
+func TestAdminRegcenterPrecedence(t *testing.T) {
 	file := writeFile(t, "jobs.yaml", "regcenter:\n  servers: [file:2181]\n  namespace: filens\n  digest: file:pw\n  connectTimeout: 3s\njobs: []\n")
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
@@ -556,7 +556,7 @@ type resolved struct {
 	timeout                    time.Duration
 }
 
-func TestFindCommand(t *testing.T) {
+func TestAdminFindCommand(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		cmd  string

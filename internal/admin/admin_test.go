@@ -150,7 +150,7 @@ func (f *fixture) job() layout.Job {
 	return p
 }
 
-func TestStatus(t *testing.T) {
+func TestAdminStatus(t *testing.T) {
 	f := newFixture(t)
 	p := f.job()
 	f.create("/.clock", "s1", regcenter.Persistent) // internal: not a job
@@ -263,7 +263,7 @@ func TestStatus(t *testing.T) {
 	}
 }
 
-func TestDump(t *testing.T) {
+func TestAdminDump(t *testing.T) {
 	f := newFixture(t)
 	p := layout.Job("d")
 	f.create(p.Config(), "name: d\n", regcenter.Persistent)
@@ -295,7 +295,7 @@ func TestDump(t *testing.T) {
 	}
 }
 
-func TestServerOperations(t *testing.T) {
+func TestAdminServerOperations(t *testing.T) {
 	f := newFixture(t)
 	p := f.job()
 	other := layout.Job("other")
@@ -370,7 +370,7 @@ func TestServerOperations(t *testing.T) {
 	}
 }
 
-func TestTrigger(t *testing.T) {
+func TestAdminTrigger(t *testing.T) {
 	f := newFixture(t)
 	p := f.job() // s1 online; s2 offline; s3 online with a trigger pending
 	ch, err := f.adm.Trigger(f.ctx, "report", "")
@@ -397,7 +397,7 @@ func TestTrigger(t *testing.T) {
 	}
 }
 
-func TestConfigSet(t *testing.T) {
+func TestAdminConfigSet(t *testing.T) {
 	f := newFixture(t)
 	p := f.job()
 	before := f.data(p.Config())
@@ -438,7 +438,7 @@ func TestConfigSet(t *testing.T) {
 	}
 }
 
-func TestDisabledItems(t *testing.T) {
+func TestAdminDisabledItems(t *testing.T) {
 	f := newFixture(t)
 	p := f.job() // 4 items, 3 disabled
 	got, err := f.adm.DisableItems(f.ctx, "report", []int{1, 0, 1})
@@ -464,7 +464,7 @@ func TestDisabledItems(t *testing.T) {
 	}
 }
 
-func TestRemove(t *testing.T) {
+func TestAdminRemove(t *testing.T) {
 	f := newFixture(t)
 	p := f.job()
 	// s1 and s3 stay "online": the removal gives up, config already gone.
