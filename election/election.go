@@ -75,6 +75,7 @@ type Election struct {
 	leading     bool
 	leaderStop  context.CancelFunc
 	watchCancel func()
+	watchPath   string // the node watchCancel watches
 }
 
 // New returns a candidate with id (the server id) competing under dir, with
@@ -231,7 +232,7 @@ func (e *Election) loop() {
 func (e *Election) cancelWatch() {
 	e.mu.Lock()
 	c := e.watchCancel
-	e.watchCancel = nil
+	e.watchCancel, e.watchPath = nil, ""
 	e.mu.Unlock()
 	if c != nil {
 		c()
@@ -269,38 +270,50 @@ func (e *Election) evaluate() error {
 		e.revoke()
 		return nil
 	case idx == 0:
-		e.cancelWatch()
+		// Watch our own latch: its loss (deletion, session end) revokes.
+		e.watchOnly(latch)
 		return e.lead(ctx, sess)
 	default:
 		e.revoke()
-		pred := e.dir + "/" + kids[idx-1]
-		e.cancelWatch()
-		c := e.rc.Watch(pred, regcenter.WatchNode, func(ev regcenter.Event) {
-			if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
-				e.poke()
-			}
-		})
-		e.mu.Lock()
-		e.watchCancel = c
-		e.mu.Unlock()
+		e.watchOnly(e.dir + "/" + kids[idx-1])
 		return nil
 	}
 }
 
+// watchOnly makes path the one node this candidate watches. Watching the
+// same node again is a no-op: re-arming would deliver another resync and
+// with it another evaluation, a loop.
+func (e *Election) watchOnly(p string) {
+	e.mu.Lock()
+	if e.watchPath == p && e.watchCancel != nil {
+		e.mu.Unlock()
+		return
+	}
+	old := e.watchCancel
+	e.watchCancel, e.watchPath = nil, ""
+	e.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	c := e.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type != regcenter.EventDataChanged {
+			e.poke()
+		}
+	})
+	e.mu.Lock()
+	e.watchCancel, e.watchPath = c, p
+	e.mu.Unlock()
+}
+
 func (e *Election) retryAfterReconnect() {
-	// A new watch on our own latch turns the next reconnect (resync) or any
-	// change into another evaluation.
+	// Any event on our own latch — at the latest the resync after the next
+	// reconnection — brings another evaluation.
 	e.mu.Lock()
 	latch := e.latch
 	e.mu.Unlock()
-	if latch == "" {
-		return
+	if latch != "" {
+		e.watchOnly(latch)
 	}
-	e.cancelWatch()
-	c := e.rc.Watch(latch, regcenter.WatchNode, func(regcenter.Event) { e.poke() })
-	e.mu.Lock()
-	e.watchCancel = c
-	e.mu.Unlock()
 }
 
 func (e *Election) lead(ctx context.Context, sess *regcenter.Session) error {
@@ -324,15 +337,6 @@ func (e *Election) lead(ctx context.Context, sess *regcenter.Session) error {
 		return nil
 	}
 	e.leading, e.leaderStop = true, stop
-	e.mu.Unlock()
-	// Watch our own latch so that its loss (session end, deletion) revokes.
-	c := e.rc.Watch(e.latch, regcenter.WatchNode, func(ev regcenter.Event) {
-		if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
-			e.poke()
-		}
-	})
-	e.mu.Lock()
-	e.watchCancel = c
 	e.mu.Unlock()
 	// Revoke when the session ends even if no watch event arrives.
 	context.AfterFunc(lctx, e.poke)

@@ -140,3 +140,23 @@ func TestLeaderCutOffLosesLeadershipBeforeSuccessorLeads(t *testing.T) {
 		aLost.Sub(cutoff).Round(time.Millisecond), bWon.Sub(cutoff).Round(time.Millisecond))
 	proxy.Unblock()
 }
+
+// A follower at rest sends nothing: it waits on its predecessor's watch.
+func TestFollowerAtRestSendsNoRequests(t *testing.T) {
+	ns := fmt.Sprintf("el%d-c", os.Getpid())
+	a := newCandidate(t, ns, "a", zk.Servers())
+	b := newCandidate(t, ns, "b", zk.Servers())
+	waitFor(t, 10*time.Second, "a leads", func() bool { return a.leading.Load() })
+	time.Sleep(500 * time.Millisecond) // let the follower settle
+	before := b.rc.Stats()
+	time.Sleep(2 * time.Second)
+	d := b.rc.Stats().Sub(before)
+	if d.Reads+d.Watches+d.Writes+d.Multis > 2 {
+		t.Fatalf("follower at rest sent %+v in 2s", d)
+	}
+	beforeA := a.rc.Stats()
+	time.Sleep(time.Second)
+	if d := a.rc.Stats().Sub(beforeA); d.Total() > 1 {
+		t.Fatalf("leader at rest sent %+v in 1s", d)
+	}
+}

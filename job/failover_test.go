@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -277,4 +278,57 @@ func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Con
 	in := &instance{id: id, rc: rc, sched: s}
 	t.Cleanup(func() { in.stop(t) })
 	return in
+}
+
+// covered reports whether some execution made up for item's fire f: its own
+// run, or a misfire or failover run for an earlier fire that began after f.
+func covered(recs []record, item int, f time.Time) bool {
+	for _, r := range recs {
+		if r.item != item {
+			continue
+		}
+		if r.fire.Equal(f) {
+			return true
+		}
+		if (r.kind == job.KindMisfire || r.kind == job.KindFailover) && !r.fire.After(f) && !r.begin.Before(f) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestShutdownWhileAnItemRunsLosesNoFire(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	var long atomic.Bool
+	long.Store(true)
+	rec.holdFor = func(sc job.ShardingContext) time.Duration {
+		if sc.ServerID == "a" && sc.Item == 0 && long.CompareAndSwap(true, false) {
+			return 4 * time.Second
+		}
+		return 0
+	}
+	cfg := job.Config{Name: "slowleave", Cron: "* * * * * *", ShardingTotalCount: 3, Failover: true}
+	a := startInstance(t, ns, "a", cfg, rec)
+	startInstance(t, ns, "b", cfg, rec)
+	obs := observer(t, ns)
+	// a holds items 0 and 2; wait until its long run of item 0 is on.
+	waitUntil(t, 30*time.Second, func() bool {
+		data, _, err := obs.Get(tctx(t), "/slowleave/execution/0/running")
+		return err == nil && strings.Contains(string(data), `"server":"a"`)
+	})
+	left := time.Now()
+	a.stop(t) // waits for item 0 to finish
+	end := rec.waitFires(t, time.Now().Add(time.Second), 2, 3, 30*time.Second)[1]
+	recs := rec.snapshot()
+	for f := left.Truncate(time.Second).Add(time.Second); f.Before(end); f = f.Add(time.Second) {
+		for item := 0; item < 3; item++ {
+			if !covered(recs, item, f) {
+				t.Errorf("fire %s item %d lost while a shut down", f.Format("15:04:05.000"), item)
+			}
+		}
+	}
+	if o := overlaps(recs); len(o) > 0 {
+		t.Errorf("overlap: %+v", o[0])
+	}
 }
