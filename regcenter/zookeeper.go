@@ -44,7 +44,7 @@ type ZooKeeper struct {
 	conn *zk.Conn
 
 	epoch      time.Time    // monotonic base for lastRead
-	lastRead   atomic.Int64 // ns since epoch of the last bytes read from a server
+	lastRead   atomic.Int64 // ns since epoch: send time of the latest request the server answered
 	negotiated atomic.Int64 // negotiated session timeout, ns
 	connected  atomic.Int64 // session id from the latest connect response
 
@@ -215,8 +215,9 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 
 // ---- the connection: dialer that observes reads, session state ----
 
-// dial wraps each TCP connection so that every read refreshes the lease and
-// the connect response's negotiated timeout is captured.
+// dial wraps each TCP connection so that every answer from the server
+// renews the lease and the connect response's negotiated timeout and
+// session id are captured.
 func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
@@ -225,32 +226,106 @@ func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Co
 	return &observedConn{Conn: c, z: z}, nil
 }
 
+// observedConn renews the lease from what the server has provably heard.
+//
+// A response proves the server was talking to our session when it received
+// the request it answers, so the lease runs from the time that request was
+// SENT, not from when its answer is read: after a freeze (SIGSTOP, a long
+// GC pause) the socket may hold answers to requests sent before the freeze,
+// and reading them must not make a lapsed lease look fresh. go-zookeeper
+// writes each request as one Write and the server answers in order, so a
+// FIFO of send times pairs each answer with its request. Notifications
+// (xid -1) answer nothing and renew nothing.
 type observedConn struct {
 	net.Conn
-	z    *ZooKeeper
-	head []byte // first bytes of the stream: the connect response
+	z *ZooKeeper
+
+	mu    sync.Mutex
+	sent  []time.Duration // send times (since epoch) of unanswered requests
+	first bool            // the connect response has been parsed
+
+	// frame parsing state for the read side
+	hdr  [connectHead]byte
+	have int // bytes of the current frame's header collected
+	skip int // bytes of the current frame's body still to skip
 }
 
 // connectHead is the length of the connect response's fixed prefix:
 // [length int32][protocolVersion int32][timeOut int32][sessionId int64].
 const connectHead = 20
 
+// replyHead is the prefix of every later frame: [length int32][xid int32].
+const replyHead = 8
+
+func (c *observedConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	c.sent = append(c.sent, time.Since(c.z.epoch))
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
 func (c *observedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.z.lastRead.Store(int64(time.Since(c.z.epoch)))
-		if len(c.head) < connectHead {
-			need := min(connectHead-len(c.head), n)
-			c.head = append(c.head, b[:need]...)
-			if len(c.head) == connectHead {
-				if ms := int32(binary.BigEndian.Uint32(c.head[8:12])); ms > 0 {
-					c.z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
-				}
-				c.z.connected.Store(int64(binary.BigEndian.Uint64(c.head[12:20])))
-			}
-		}
+		c.parse(b[:n])
 	}
 	return n, err
+}
+
+// parse walks the frames in p, renewing the lease for each answer.
+func (c *observedConn) parse(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for len(p) > 0 {
+		if c.skip > 0 {
+			k := min(c.skip, len(p))
+			c.skip -= k
+			p = p[k:]
+			continue
+		}
+		need := replyHead
+		if !c.first {
+			need = connectHead
+		}
+		k := min(need-c.have, len(p))
+		copy(c.hdr[c.have:], p[:k])
+		c.have += k
+		p = p[k:]
+		if c.have < need {
+			return
+		}
+		length := int(binary.BigEndian.Uint32(c.hdr[0:4]))
+		c.have = 0
+		c.skip = max(length+4-need, 0)
+		if !c.first {
+			c.first = true
+			if ms := int32(binary.BigEndian.Uint32(c.hdr[8:12])); ms > 0 {
+				c.z.negotiated.Store(int64(time.Duration(ms) * time.Millisecond))
+			}
+			c.z.connected.Store(int64(binary.BigEndian.Uint64(c.hdr[12:20])))
+			c.answered()
+			continue
+		}
+		if xid := int32(binary.BigEndian.Uint32(c.hdr[4:8])); xid != -1 {
+			c.answered()
+		}
+	}
+}
+
+// answered pops the oldest unanswered request and renews the lease from
+// its send time.
+func (c *observedConn) answered() {
+	if len(c.sent) == 0 {
+		return
+	}
+	at := c.sent[0]
+	c.sent = c.sent[1:]
+	for {
+		cur := c.z.lastRead.Load()
+		if int64(at) <= cur || c.z.lastRead.CompareAndSwap(cur, int64(at)) {
+			return
+		}
+	}
 }
 
 func (z *ZooKeeper) sinceRead() time.Duration {
@@ -292,7 +367,6 @@ func (z *ZooKeeper) onState(state zk.State) {
 	}
 	switch state {
 	case zk.StateHasSession:
-		z.lastRead.Store(int64(time.Since(z.epoch)))
 		id := z.connected.Load()
 		cur := z.session
 		switch {
