@@ -154,6 +154,19 @@ func (e *Election) Fence() (regcenter.Op, error) {
 	return regcenter.CheckOp{Path: e.latch, Version: 0}, nil
 }
 
+// SessionFence returns an op that fails a transaction unless this
+// candidate's latch node of sess still exists: the candidate is still in
+// the election under that very session (and generation). Any instance can
+// use it to fence writes that must not land after its session ended.
+func (e *Election) SessionFence(sess *regcenter.Session) (regcenter.Op, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.latch == "" || e.latchSess != sess || sess.Err() != nil {
+		return nil, false
+	}
+	return regcenter.CheckOp{Path: e.latch, Version: 0}, true
+}
+
 // Leader returns the current leader's id as written in the host node, or ""
 // when there is none.
 func (e *Election) Leader(ctx context.Context) (string, error) {

@@ -88,12 +88,21 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), r.sessionTimeout())
 	defer cancel()
 	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}}
-	// Our running marks are ephemeral nodes of sess's ZooKeeper session:
-	// delete them only while that session is the live one.
-	if cur := r.rc.Session(); cur.ID() != sess.ID() || cur.Err() != nil {
+	// Running marks and failover claims are ephemeral nodes of sess. They
+	// are deleted only in a transaction fenced on sess's generation: a
+	// transaction the client replays on a later session after a lost lease
+	// must not delete a mark another instance created meanwhile. Without
+	// the fence (the generation has ended) they are left for the session's
+	// end, or for dropStaleMark if the session survived.
+	fence, fenced := r.elect.SessionFence(sess)
+	unfence := func() {
+		fenced = false
 		for _, b := range batch {
 			c.skipRunning[b.item], c.skipClaim[b.item] = true, true
 		}
+	}
+	if !fenced {
+		unfence()
 	}
 	// A failover run makes up for an older fire than the item's regular
 	// owner may have completed since: never move completed backwards.
@@ -104,31 +113,60 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 			}
 		}
 	}
-	for attempt := 0; attempt < 4*len(batch)+2; attempt++ {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; attempt < 4*len(batch)+8; attempt++ {
 		ops := r.completionOps(cfg, &c)
 		if len(ops) == 0 {
 			return
 		}
+		if fenced {
+			ops = append([]regcenter.Op{fence}, ops...)
+		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
-			r.mu.Lock()
-			for _, b := range batch {
-				if b.halted == nil {
-					r.completedSeen[b.item] = true
-					if b.covers(r.misfires[b.item]) {
-						delete(r.misfireNodes, b.item)
-					}
-				}
-			}
-			r.mu.Unlock()
+			r.paid(batch)
 			return
 		}
-		if !r.correct(&c, err) {
+		var me *regcenter.MultiError
+		switch {
+		case errors.Is(err, regcenter.ErrConnectionLoss):
+			// The transaction may or may not have been applied; the
+			// corrections below make a replay converge either way.
+			select {
+			case <-ctx.Done():
+				r.log.Warn("cannot mark items completed", "err", err)
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		case fenced && errors.As(err, &me) && me.Index == 0:
+			unfence() // the generation ended meanwhile
+		case !r.correct(&c, err):
 			r.log.Warn("cannot mark items completed", "err", err)
 			return
 		}
 	}
 	r.log.Warn("giving up marking items completed", "items", len(batch))
+}
+
+// paid records a successful completion: completed nodes now exist, and
+// misfire debts the executions covered are settled.
+func (r *runner) paid(batch []itemResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range batch {
+		if b.halted != nil {
+			continue
+		}
+		r.completedSeen[b.item] = true
+		if b.covers(r.misfires[b.item]) {
+			delete(r.misfireNodes, b.item)
+			if c := r.remoteWaits[b.item]; c != nil {
+				c()
+				delete(r.remoteWaits, b.item)
+			}
+		}
+	}
 }
 
 // correct updates c after a failed transaction; false means the failure is

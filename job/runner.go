@@ -971,6 +971,9 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 		item := items[me.Index]
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
+			if r.dropStaleMark(ctx, sess, item) {
+				continue
+			}
 			// Running elsewhere (or still running from an earlier fire).
 			items = append(items[:me.Index:me.Index], items[me.Index+1:]...)
 			r.release([]int{item})
@@ -984,6 +987,29 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 		}
 	}
 	return items, nil
+}
+
+// dropStaleMark deletes item's running mark if it belongs to this very
+// ZooKeeper session: a mark left by an execution of an earlier generation of
+// the session (its lease lapsed, the session survived), whose completion
+// could not delete it. The item is reserved here, so no execution of ours
+// holds it. The delete is fenced on the live generation.
+func (r *runner) dropStaleMark(ctx context.Context, sess *regcenter.Session, item int) bool {
+	p := r.paths.ItemNode(item, layout.Running)
+	ok, st, err := r.rc.Exists(ctx, p)
+	if err != nil || !ok || st.EphemeralOwner != sess.ID() {
+		return false
+	}
+	fence, ok := r.elect.SessionFence(sess)
+	if !ok {
+		return false
+	}
+	if err := r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: st.Version}); err != nil {
+		r.log.Warn("removing a stale running mark of this instance", "item", item, "err", err)
+		return false
+	}
+	r.log.Info("removed a stale running mark of this instance", "item", item)
+	return true
 }
 
 // owesMisfireRemote records that item missed the fire at because another
@@ -1014,9 +1040,22 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	if waiting {
 		return
 	}
-	cancel := r.rc.Watch(r.paths.ItemNode(item, layout.Running), regcenter.WatchNode, func(ev regcenter.Event) {
-		if ev.Type == regcenter.EventDeleted || ev.Type == regcenter.EventResync {
+	running := r.paths.ItemNode(item, layout.Running)
+	cancel := r.rc.Watch(running, regcenter.WatchNode, func(ev regcenter.Event) {
+		switch ev.Type {
+		case regcenter.EventDeleted:
 			r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+		case regcenter.EventResync:
+			// Armed, or re-armed after a new session: the mark may be gone
+			// already. Look before running; never loop on resyncs.
+			r.goFunc(func() {
+				sess := r.rc.Session()
+				ctx, cancel := r.coordCtx(sess)
+				defer cancel()
+				if ok, _, err := r.rc.Exists(ctx, running); err == nil && !ok {
+					r.runMisfires(sess)
+				}
+			})
 		}
 	})
 	r.mu.Lock()
@@ -1049,10 +1088,6 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 				earliest = at
 			}
 			delete(r.misfires, it)
-			if c := r.remoteWaits[it]; c != nil {
-				c()
-				delete(r.remoteWaits, it)
-			}
 		}
 		r.mu.Unlock()
 		if len(items) == 0 {
