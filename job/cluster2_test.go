@@ -323,3 +323,29 @@ func TestMisfireSkipDropsBusyFires(t *testing.T) {
 		}
 	}
 }
+
+// A trigger on a follower of a job that has never fired: the follower asks
+// the leader for the reshard instead of running with no assignment.
+func TestTriggerOnAFollowerGetsAReshardFromTheLeader(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "rare", Cron: "0 0 0 1 1 *", ShardingTotalCount: 3}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		startInstance(t, ns, id, cfg, rec)
+	}
+	obs := observer(t, ns)
+	leader := leaderOf(t, obs, "rare")
+	follower := "s3"
+	if leader == follower {
+		follower = "s2"
+	}
+	if _, err := obs.Create(tctx(t), "/rare/servers/"+follower+"/trigger", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool { return len(rec.snapshot()) > 0 })
+	for _, r := range rec.snapshot() {
+		if r.server != follower || r.kind != job.KindTrigger {
+			t.Errorf("execution %+v, want only %s's items as a trigger", r, follower)
+		}
+	}
+}

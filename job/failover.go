@@ -125,9 +125,10 @@ func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error)
 }
 
 // claimFailover runs on every instance of a failover job when the queue
-// changes or this instance becomes idle: it claims queued items and runs
-// them at once. A busy instance (items of this job running here) waits
-// until it is idle.
+// changes or an item is released here: it claims queued items and runs them
+// at once. Unlike ElasticJob, an instance need not be idle to take failover
+// work: on a cluster whose items run back to back no instance ever is, and
+// the queue would starve. An item already running here is left for later.
 func (r *runner) claimFailover() {
 	cfg := r.config()
 	if !cfg.Failover {
@@ -135,12 +136,6 @@ func (r *runner) claimFailover() {
 	}
 	sess, ok := r.readyToFire()
 	if !ok {
-		return
-	}
-	r.mu.Lock()
-	busy := len(r.running) > 0
-	r.mu.Unlock()
-	if busy {
 		return
 	}
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
@@ -159,8 +154,11 @@ func (r *runner) claimFailover() {
 	}
 	byFire := map[int64][]int{}
 	for _, it := range items {
-		if it >= cfg.ShardingTotalCount {
-			continue
+		r.mu.Lock()
+		_, here := r.running[it]
+		r.mu.Unlock()
+		if it >= cfg.ShardingTotalCount || here {
+			continue // running here already: claimed once it ends
 		}
 		e, err := q.Claim(ctx, it, r.serverID())
 		switch {

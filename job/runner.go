@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,7 @@ type runner struct {
 	membership   *kicker
 	failoverKick *kicker
 	flagsKick    *kicker
+	reshardKick  *kicker
 	itemsKick    *kicker
 	idle         chan struct{} // closed and replaced whenever items are released
 }
@@ -125,6 +127,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.membership = newKicker(r.goFunc, r.checkMembership)
 	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
 	r.flagsKick = newKicker(r.goFunc, r.checkFlags)
+	r.reshardKick = newKicker(r.goFunc, r.reshardOnRequest)
 	r.itemsKick = newKicker(r.goFunc, r.readDisabledItems)
 	return r
 }
@@ -612,6 +615,14 @@ func (r *runner) awaitSharding(ctx context.Context) error {
 			c1 := r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, poke)
 			c2 := r.rc.Watch(r.paths.Processing(), regcenter.WatchNode, poke)
 			cancelWatch = func() { c1(); c2() }
+			if !r.elect.IsLeader() {
+				// Ask the leader to reshard now: it may not fire soon (a
+				// rare cron, a trigger here). Writing the flag's data is
+				// the request; the leader watches it.
+				if _, err := r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+					r.log.Warn("asking the leader to reshard", "err", err)
+				}
+			}
 			continue // re-check now that the watches are armed
 		}
 		r.mu.Lock()
@@ -763,7 +774,34 @@ func (r *runner) onElected(ctx context.Context) {
 	r.goFunc(func() {
 		r.setNecessary(ctx)
 		r.watchServers(ctx)
+		r.mu.Lock()
+		if _, ok := r.leaderWatches["/necessary"]; !ok && ctx.Err() == nil {
+			// An instance about to fire asks for a reshard by writing the
+			// flag's data: reshard at once rather than at our next fire.
+			r.leaderWatches["/necessary"] = r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
+				if ev.Type == regcenter.EventDataChanged {
+					r.reshardKick.kick()
+				}
+			})
+		}
+		r.mu.Unlock()
 	})
+}
+
+// reshardOnRequest is the leader's answer to a waiting instance's request.
+func (r *runner) reshardOnRequest() {
+	if !r.elect.IsLeader() {
+		return
+	}
+	sess := r.rc.Session()
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
+		return
+	}
+	if err := r.reshard(ctx); err != nil {
+		r.log.Warn("resharding on request", "err", err)
+	}
 }
 
 func (r *runner) onRevoked() {
@@ -827,7 +865,7 @@ func (r *runner) checkMembership() {
 		}
 	}
 	for sv, c := range r.leaderWatches {
-		if _, ok := servers[sv]; !ok && sv != "" {
+		if _, ok := servers[sv]; !ok && sv != "" && !strings.HasPrefix(sv, "/") {
 			c()
 			delete(r.leaderWatches, sv)
 		}
@@ -920,7 +958,7 @@ func (r *runner) release(items []int) {
 		r.triggerQueued = false
 	}
 	r.mu.Unlock()
-	if idle && dirty {
+	if dirty {
 		r.failoverKick.kick()
 	}
 	if trig {
