@@ -412,8 +412,50 @@ func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *conf
 	}
 	if spec, ok := parsed.(*cron.SpecSchedule); ok {
 		spec.Location = loc
+		if spec.Hour&allHours != allHours {
+			// A job at set hours fires once when clocks fall back.
+			return onceAtRepeatedTimes{spec}, nil
+		}
 	}
 	return parsed, nil
+}
+
+// allHours is the hour bitmask of a cron whose hour field is "*".
+const allHours = 1<<24 - 1
+
+// onceAtRepeatedTimes skips the second occurrence of a wall-clock time that
+// happens twice when daylight saving time ends, as cron daemons do for jobs
+// at set hours: "0 30 1 * * *" in America/New_York fires once on the night
+// clocks go back, at the first 01:30. Jobs whose hour field is "*" keep every
+// fire of the repeated hour: skipping would leave an hour with none.
+type onceAtRepeatedTimes struct{ *cron.SpecSchedule }
+
+// Next returns the next fire after t.
+func (s onceAtRepeatedTimes) Next(t time.Time) time.Time {
+	for i := 0; i < 4; i++ {
+		n := s.SpecSchedule.Next(t)
+		if n.IsZero() || !repeatedWallClock(n) {
+			return n
+		}
+		t = n
+	}
+	return s.SpecSchedule.Next(t)
+}
+
+// repeatedWallClock reports whether the same wall-clock time already
+// happened shortly before t (the zone's offset went back in between).
+func repeatedWallClock(t time.Time) bool {
+	y, mo, d := t.Date()
+	h, mi, sec := t.Clock()
+	for _, back := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
+		e := t.Add(-back)
+		ey, emo, ed := e.Date()
+		eh, emi, esec := e.Clock()
+		if ey == y && emo == mo && ed == d && eh == h && emi == mi && esec == sec {
+			return true
+		}
+	}
+	return false
 }
 
 // ItemParameters parses ShardingItemParameters into item -> parameter.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -221,9 +222,6 @@ func TestConfigSchedule(t *testing.T) {
 	// 09:00 in Shanghai (UTC+8) is 01:00 UTC, whatever zone from is in.
 	if next := sched.Next(from); !next.Equal(time.Date(2024, 1, 1, 1, 0, 0, 0, time.UTC)) {
 		t.Errorf("Next(%v) = %v, want 01:00 UTC", from, next)
-	}
-	if _, ok := sched.(*cron.SpecSchedule); !ok {
-		t.Errorf("schedule is %T, want *cron.SpecSchedule", sched)
 	}
 
 	c.TimeZone = ""
@@ -519,5 +517,40 @@ func TestNearestKey(t *testing.T) {
 	}
 	if d := editDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance(kitten, sitting) = %d, want 3", d)
+	}
+}
+
+func TestScheduleFiresOnceWhenClocksFallBack(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip(err)
+	}
+	at := func(spec string, from time.Time, n int) []string {
+		s, _, err := Config{Name: "dst", Cron: spec, TimeZone: "America/New_York", ShardingTotalCount: 1}.Schedule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for t := from; len(out) < n; {
+			t = s.Next(t)
+			out = append(out, t.UTC().Format("01-02 15:04"))
+		}
+		return out
+	}
+	// 2026-11-01: 01:00-01:59 happens twice in New York.
+	from := time.Date(2026, 10, 31, 12, 0, 0, 0, ny)
+	got := at("0 30 1 * * *", from, 2)
+	if want := []string{"11-01 05:30", "11-02 06:30"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("daily 01:30 across fall-back: %v, want %v", got, want)
+	}
+	// Every 30 minutes keeps both passes through the repeated hour.
+	got = at("0 */30 * * * *", time.Date(2026, 11, 1, 0, 45, 0, 0, ny), 5)
+	if want := []string{"11-01 05:00", "11-01 05:30", "11-01 06:00", "11-01 06:30", "11-01 07:00"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("every 30 min across fall-back: %v, want %v", got, want)
+	}
+	// Spring forward: 02:30 does not exist on 2026-03-08 and is skipped.
+	got = at("0 30 2 * * *", time.Date(2026, 3, 7, 12, 0, 0, 0, ny), 2)
+	if want := []string{"03-09 06:30", "03-10 06:30"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("daily 02:30 across spring-forward: %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"sync"
 	"strings"
 	"sync/atomic"
@@ -315,6 +316,9 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 			return fmt.Errorf("job %q: failover queue: %w", r.name, err)
 		}
 	}
+	if err := r.rc.EnsurePath(ctx, path.Dir(r.paths.Necessary())); err != nil {
+		return fmt.Errorf("job %q: register: %w", r.name, err)
+	}
 	if err := r.recoverIncarnation(ctx); err != nil {
 		r.log.Warn("recovering the previous run's items", "err", err)
 	}
@@ -434,10 +438,15 @@ func (r *runner) sessionTimeout() time.Duration {
 	return regcenter.DefaultSessionTimeout
 }
 
+// setNecessary flags a reshard. It never creates parent nodes: after the
+// job was removed from the cluster a late flag must not bring its tree back
+// (registration creates the parents).
 func (r *runner) setNecessary(ctx context.Context) {
-	if _, err := r.rc.Create(ctx, r.paths.Necessary(), nil, regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
-		r.log.Warn("cannot flag resharding", "err", err)
+	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary()})
+	if err == nil || errors.Is(err, regcenter.ErrNodeExists) || errors.Is(err, regcenter.ErrNoNode) || ctx.Err() != nil {
+		return
 	}
+	r.log.Warn("cannot flag resharding", "err", err)
 }
 
 // reregister runs after a new session: everything ephemeral is gone, so
