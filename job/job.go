@@ -12,9 +12,11 @@ import (
 // Job is what an application implements. Execute is called once per
 // sharding item per fire, concurrently for the items this instance holds.
 //
-// ctx is cancelled when the scheduler shuts down (after its grace period),
-// when this instance loses ZooKeeper long enough that it may no longer own
-// the item, or when the item is taken away. A job that honours ctx — and
+// ctx is cancelled when the scheduler shuts down (after its grace period)
+// or when this instance loses ZooKeeper long enough that it may no longer
+// own the item (its lease lapsed). A reshard does not cancel a running
+// item: it finishes, and the item's new owner runs it once afterwards for
+// the fires it found it busy. A job that honours ctx — and
 // calls [ShardingContext.StillOwner] right before each side effect that must
 // not happen twice — never runs an item at the same time as another
 // instance.

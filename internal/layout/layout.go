@@ -85,10 +85,6 @@ func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + st
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }
 
-// JobTrigger is the job-wide trigger: every item runs once across the
-// cluster.
-func (j Job) JobTrigger() string { return j.Root() + "/trigger" }
-
 // FormatItems renders items as ElasticJob does: "0,1,2".
 func FormatItems(items []int) string {
 	var b strings.Builder
