@@ -16,19 +16,7 @@ import (
 
 var zk *zktest.Cluster
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	var err error
-	zk, err = zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	zk.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(zktest.RunTests(m, &zk)) }
 
 var nsN atomic.Int64
 

@@ -24,7 +24,7 @@ func TestAdminDigestACL(t *testing.T) {
 	c := newCluster(t, everySecond("orders"), "ops:secret")
 	c.warmUp()
 
-	conn, events, err := zk.Connect(zkServers, 5*time.Second, zk.WithLogInfo(false))
+	conn, events, err := zk.Connect(zc.Servers(), 5*time.Second, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestAdminDigestACL(t *testing.T) {
 	c.mustCLI("resume", "s1", "--job", "orders")
 
 	// A wrong one, and none.
-	zkList := strings.Join(zkServers, ",")
+	zkList := strings.Join(zc.Servers(), ",")
 	for _, digest := range []string{"ops:wrong", "intruder:secret"} {
 		args := []string{"jobs", "--zk", zkList, "--namespace", c.ns, "--digest", digest}
 		code, o, e := runCLI(args...)
@@ -123,7 +123,7 @@ func TestAdminBinary(t *testing.T) {
 	exe := func(args ...string) (int, string, string) {
 		t.Helper()
 		if !strings.Contains(strings.Join(args, " "), "--zk") {
-			args = append(args, "--zk", strings.Join(zkServers, ","), "--namespace", c.ns)
+			args = append(args, "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns)
 		}
 		cmd := exec.CommandContext(ctx, bin, args...)
 		var out, errOut strings.Builder

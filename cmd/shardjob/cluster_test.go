@@ -368,7 +368,7 @@ func TestAdminReadCommands(t *testing.T) {
 		t.Errorf("jobs row: %q", lines[1])
 	}
 	// The same through the regcenter section of a job file.
-	file := writeFile(t, "jobs.yaml", fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\njobs: []\n", strings.Join(zkServers, ", "), c.ns))
+	file := writeFile(t, "jobs.yaml", fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\njobs: []\n", strings.Join(zc.Servers(), ", "), c.ns))
 	if code, fromFile, errOut := runCLI("jobs", "--config", file); code != 0 || !strings.Contains(fromFile, "orders") || !strings.Contains(fromFile, " 3/3 ") {
 		t.Errorf("jobs --config: exit %d %q\n%s", code, errOut, fromFile)
 	}
@@ -453,7 +453,7 @@ func TestAdminReadCommands(t *testing.T) {
 func TestAdminErrors(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	ns := newNamespace()
-	zk := strings.Join(zkServers, ",")
+	zk := strings.Join(zc.Servers(), ",")
 	cases := []struct {
 		args      []string
 		code      int

@@ -21,20 +21,10 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-var zkServers []string
+var zc *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	zc, err := zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	zkServers = zc.Servers()
-	code := m.Run()
-	zc.Close()
-	os.Exit(code)
+	os.Exit(zktest.RunTests(m, &zc))
 }
 
 var nsSeq atomic.Int64
@@ -225,7 +215,7 @@ func newCluster(t *testing.T, cfg job.Config, digest string) *cluster {
 }
 
 func (c *cluster) rcConfig() regcenter.Config {
-	return regcenter.Config{Servers: zkServers, Namespace: c.ns, SessionTimeout: 4 * time.Second, Digest: c.digest}
+	return regcenter.Config{Servers: zc.Servers(), Namespace: c.ns, SessionTimeout: 4 * time.Second, Digest: c.digest}
 }
 
 func (c *cluster) start(id string, cfg job.Config) *instance {
@@ -255,7 +245,7 @@ func (c *cluster) start(id string, cfg job.Config) *instance {
 // cli runs the command in-process against the cluster's namespace; the
 // connection flags come after the command's own arguments.
 func (c *cluster) cli(args ...string) (int, string, string) {
-	args = append(args, "--zk", strings.Join(zkServers, ","), "--namespace", c.ns)
+	args = append(args, "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns)
 	if c.digest != "" {
 		args = append(args, "--digest", c.digest)
 	}

@@ -21,20 +21,10 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-var zkServers []string
+var zc *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	zc, err := zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	zkServers = zc.Servers()
-	code := m.Run()
-	zc.Close()
-	os.Exit(code)
+	os.Exit(zktest.RunTests(m, &zc))
 }
 
 var nsSeq atomic.Int64
@@ -74,7 +64,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("adm%d-%d", os.Getpid(), nsSeq.Add(1))
 	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second},
+		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second},
 			regcenter.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)
