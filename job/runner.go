@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"sync"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
