@@ -217,7 +217,8 @@ func (r *runner) loadConfig(ctx context.Context) error {
 		return err
 	}
 	if local.Overwrite {
-		if _, err := r.rc.Set(ctx, r.paths.Config(), data, -1); errors.Is(err, regcenter.ErrNoNode) {
+		_, err := r.rc.Set(ctx, r.paths.Config(), data, -1)
+		if errors.Is(err, regcenter.ErrNoNode) {
 			_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
 			if errors.Is(err, regcenter.ErrNodeExists) {
 				_, err = r.rc.Set(ctx, r.paths.Config(), data, -1)

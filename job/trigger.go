@@ -74,16 +74,6 @@ func (t *trigger) remove(job string) {
 	t.poke()
 }
 
-// next returns the job's next fire time (zero if unscheduled).
-func (t *trigger) nextFire(job string) time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.byJob[job]; e != nil {
-		return e.next
-	}
-	return time.Time{}
-}
-
 func (t *trigger) poke() {
 	select {
 	case t.wake <- struct{}{}:
