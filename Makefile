@@ -11,9 +11,12 @@ ZK_PORT   ?= 2181
 
 .PHONY: test lint demo bench zookeeper zk-start zk-stop
 
+# Packages run one at a time (-p 1): several start ZooKeeper servers and
+# instance processes, and on a small machine running them side by side
+# starves the sessions whose leases the tests check.
 test: zookeeper
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
 lint:
 	@unformatted=$$(gofmt -l .); \
