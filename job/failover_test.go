@@ -163,9 +163,11 @@ func TestFrozenInstanceRunsNothingUntilReRegistered(t *testing.T) {
 		t.Fatalf("%d overlapping executions, first %+v", len(o), o[0])
 	}
 	for _, r := range recs {
-		// Nothing s1 committed ended after its lease lapsed (2/3 of the
-		// 4s session) and before it was back.
-		if r.server == "s1" && r.end.After(blocked.Add(3*time.Second)) && r.end.Before(unblocked) {
+		// Nothing s1 committed after the server could have expired its
+		// session (4s after the cut) and before it was back. Its lease
+		// ends earlier (2/3 of that); the margin absorbs a loaded machine
+		// between a passed StillOwner and the record.
+		if r.server == "s1" && r.end.After(blocked.Add(4*time.Second)) && r.end.Before(unblocked) {
 			t.Errorf("frozen s1 committed item %d at %v", r.item, r.end)
 		}
 	}
