@@ -638,21 +638,7 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 			return err
 		}
 	}
-	procs := make([]*process, len(c.members))
-	for i, m := range c.members {
-		p, err := c.launch(m)
-		if err != nil {
-			return err
-		}
-		c.setProc(m, p)
-		procs[i] = p
-	}
-	for i, m := range c.members {
-		if err := c.waitMember(ctx, m, procs[i], true); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c.startAll(ctx)
 }
 
 // Leader waits until a running member says in its srvr answer that it is
