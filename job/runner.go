@@ -1119,6 +1119,9 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 // runMisfires runs, once each, the items owed a misfire that are not
 // running here now.
 func (r *runner) runMisfires(sess *regcenter.Session) {
+	// Each item is tried once per call: one still running elsewhere is
+	// owed again and retried when its mark goes (a watch), not in a loop.
+	tried := map[int]bool{}
 	for {
 		r.mu.Lock()
 		if r.stopping || sess != r.regSess || sess.Check() != nil {
@@ -1128,9 +1131,10 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 		var items []int
 		earliest := time.Time{}
 		for it, at := range r.misfires {
-			if _, busy := r.running[it]; busy {
+			if _, busy := r.running[it]; busy || tried[it] {
 				continue
 			}
+			tried[it] = true
 			items = append(items, it)
 			if earliest.IsZero() || at.Before(earliest) {
 				earliest = at
