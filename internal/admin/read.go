@@ -102,7 +102,8 @@ type ServerStatus struct {
 	Host string `json:"host,omitempty"`
 	// Online: the status node exists.
 	Online bool `json:"online"`
-	// State is the status node's content: READY or RUNNING.
+	// State is the status node's content (instances write READY; the
+	// running items are in Running).
 	State    string `json:"state,omitempty"`
 	Leader   bool   `json:"leader"`
 	Disabled bool   `json:"disabled"`
