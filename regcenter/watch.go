@@ -9,7 +9,9 @@ import (
 // ZooKeeper watches fire once. A Watch here is persistent: when a
 // notification arrives the dispatcher first re-arms the server-side watch
 // and only then tells the subscribers, so a change that happens after the
-// subscriber's re-read always produces another notification. Subscribers
+// subscriber's re-read always produces another notification. A node that
+// was deleted and re-created before the re-arm (which sends no second
+// notification) is reported as both events, from the re-arm's answer. Subscribers
 // re-read state on every event; events may be coalesced or repeated, but a
 // change is never missed. All notifications come through go-zookeeper's
 // event callback (never its lossy session channel) into an unbounded queue
@@ -152,8 +154,19 @@ func (z *ZooKeeper) runTask(t task) {
 				continue
 			}
 			z.setArmed(e, false)
-			z.arm(e)
+			exists, armed := z.arm(e)
 			z.deliver(e, Event{Type: typ, Path: t.path})
+			// A node deleted and created again (or the reverse) before the
+			// re-arm sends no second notification: the re-arm's answer shows
+			// it, and the subscribers hear of the change that followed.
+			if armed && k == WatchNode {
+				switch {
+				case typ == EventDeleted && exists:
+					z.deliver(e, Event{Type: EventCreated, Path: t.path})
+				case typ == EventCreated && !exists:
+					z.deliver(e, Event{Type: EventDeleted, Path: t.path})
+				}
+			}
 		}
 	case taskUnarmed:
 		for _, k := range []WatchKind{WatchNode, WatchChildren} {
@@ -176,13 +189,16 @@ func (z *ZooKeeper) runTask(t task) {
 // arm sets the server-side watch for e. Failures leave it unarmed; it is
 // retried after the next reconnection or new session, and subscribers then
 // get an EventResync.
-func (z *ZooKeeper) arm(e *watchEntry) {
+//
+// For a node watch it reports whether the node existed when the watch was
+// set; armed is false when it could not be set.
+func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
 	full := z.full(e.key.path)
 	var err error
 	z.watchReqs.Inc()
 	switch e.key.kind {
 	case WatchNode:
-		_, _, _, err = z.conn.ExistsW(full)
+		exists, _, _, err = z.conn.ExistsW(full)
 	case WatchChildren:
 		_, _, _, err = z.conn.ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -194,9 +210,10 @@ func (z *ZooKeeper) arm(e *watchEntry) {
 	}
 	if err != nil {
 		z.log.Debug("watch not armed; will retry after reconnect", "path", e.key.path, "err", err)
-		return
+		return false, false
 	}
 	z.setArmed(e, true)
+	return exists, true
 }
 
 func (z *ZooKeeper) entry(k watchKey) *watchEntry {

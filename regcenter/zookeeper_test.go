@@ -153,6 +153,44 @@ func TestWatchSeesEveryChangeAfterReRead(t *testing.T) {
 	}
 }
 
+// A node deleted and created again in one transaction sends a single
+// notification (the server's watch fires once); the watch still reports
+// both changes, so a subscriber that follows events without re-reading
+// ends up with the right state.
+func TestWatchReportsRecreationBeforeReArm(t *testing.T) {
+	z := connect(t, regcenter.Config{})
+	c := ctx(t)
+	if _, err := z.Create(c, "/n", []byte("a"), regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan regcenter.EventType, 100)
+	cancel := z.Watch("/n", regcenter.WatchNode, func(e regcenter.Event) { events <- e.Type })
+	defer cancel()
+	next := func() regcenter.EventType {
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event")
+		}
+		return 0
+	}
+	if e := next(); e != regcenter.EventResync {
+		t.Fatalf("first event %v, want resync", e)
+	}
+	for round := 0; round < 3; round++ {
+		if err := z.Multi(c, regcenter.DeleteOp{Path: "/n", Version: -1}, regcenter.CreateOp{Path: "/n", Data: []byte("b")}); err != nil {
+			t.Fatal(err)
+		}
+		if e := next(); e != regcenter.EventDeleted {
+			t.Fatalf("round %d: event %v, want deleted", round, e)
+		}
+		if e := next(); e != regcenter.EventCreated {
+			t.Fatalf("round %d: event %v, want created after the re-creation", round, e)
+		}
+	}
+}
+
 func TestSessionExpiryGivesNewSessionAndResyncsWatches(t *testing.T) {
 	proxy, err := zktest.NewProxy(zk.Servers()[0])
 	if err != nil {
