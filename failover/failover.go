@@ -34,6 +34,10 @@ type Entry struct {
 	Fire int64 `json:"fire"`
 	// From is the server that held the item.
 	From string `json:"from"`
+	// Version is the entry node's version as Claim read it. A claimer
+	// dequeues with it, so that an earlier debt merged into the entry
+	// while the item ran (see Enqueue) stays queued.
+	Version int32 `json:"-"`
 }
 
 // Queue is the failover queue of one job.
@@ -59,33 +63,61 @@ func (q *Queue) EnqueueOps(entries []Entry) []regcenter.Op {
 	return ops
 }
 
-// Enqueue queues entries (with extra ops in the same transaction), skipping
-// items already queued. It makes sure the queue's parent exists.
+// Enqueue queues entries (with extra ops in the same transaction). An item
+// already queued keeps its entry, moved back to the earlier of the two
+// fires: a queued debt only ever grows. It makes sure the queue's parent
+// exists.
 func (q *Queue) Enqueue(ctx context.Context, entries []Entry, extra ...regcenter.Op) error {
 	if err := q.rc.EnsurePath(ctx, q.paths.FailoverItems()); err != nil {
 		return err
 	}
-	queued, err := q.Items(ctx)
-	if err != nil {
-		return err
-	}
-	var fresh []Entry
-	for _, e := range entries {
-		if !slices.Contains(queued, e.Item) {
-			fresh = append(fresh, e)
-		}
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		ops := append(q.EnqueueOps(fresh), extra...)
-		err = q.rc.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		if err == nil || !errors.As(err, &me) || !errors.Is(me.Err, regcenter.ErrNodeExists) || me.Index >= len(fresh) {
+	var err error
+	for attempt := 0; attempt < 3+2*len(entries); attempt++ {
+		var ops []regcenter.Op
+		ops, err = q.MergeOps(ctx, entries)
+		if err != nil {
 			return err
 		}
-		// Someone queued that item meanwhile.
-		fresh = append(fresh[:me.Index:me.Index], fresh[me.Index+1:]...)
+		n := len(ops)
+		if n == 0 && len(extra) == 0 {
+			return nil
+		}
+		err = q.rc.Multi(ctx, append(ops, extra...)...)
+		var me *regcenter.MultiError
+		if err == nil || !errors.As(err, &me) || me.Index >= n ||
+			!(errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode) || errors.Is(me.Err, regcenter.ErrBadVersion)) {
+			return err
+		}
+		// The queue changed between the read and the write: read again.
 	}
 	return err
+}
+
+// MergeOps reads the queued entries of entries' items and returns the ops
+// that create the missing ones and move existing ones back to an earlier
+// fire. The ops fail (ErrNodeExists, ErrBadVersion) if the queue changes
+// between the read and the transaction; read again then.
+func (q *Queue) MergeOps(ctx context.Context, entries []Entry) ([]regcenter.Op, error) {
+	var ops []regcenter.Op
+	for _, e := range entries {
+		p := q.paths.FailoverItem(e.Item)
+		data, st, err := q.rc.Get(ctx, p)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			ops = append(ops, q.EnqueueOps([]Entry{e})...)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var old Entry
+		if json.Unmarshal(data, &old) == nil && old.Fire <= e.Fire {
+			continue
+		}
+		// Earlier than the queued fire, or garbage: ours replaces it.
+		data, _ = json.Marshal(e)
+		ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: st.Version})
+	}
+	return ops, nil
 }
 
 // Items lists the queued items, sorted.
@@ -117,7 +149,7 @@ var ErrNotQueued = errors.New("failover: item not queued")
 // succeeds for one instance only, and returns the queued entry. It fails
 // with ErrClaimed or ErrNotQueued.
 func (q *Queue) Claim(ctx context.Context, item int, server string) (Entry, error) {
-	data, _, err := q.rc.Get(ctx, q.paths.FailoverItem(item))
+	data, st, err := q.rc.Get(ctx, q.paths.FailoverItem(item))
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return Entry{}, ErrNotQueued
 	}
@@ -128,16 +160,18 @@ func (q *Queue) Claim(ctx context.Context, item int, server string) (Entry, erro
 	if err := json.Unmarshal(data, &e); err != nil {
 		return Entry{}, fmt.Errorf("failover: garbage in %s: %w", q.paths.FailoverItem(item), err)
 	}
-	e.Item = item
+	e.Item, e.Version = item, st.Version
 	// The claim is created together with a check that the entry is still
-	// queued, so a claim never outlives the entry it is for.
+	// queued as read, so a claim never outlives the entry it is for.
 	err = q.rc.Multi(ctx,
-		regcenter.CheckOp{Path: q.paths.FailoverItem(item), Version: -1},
+		regcenter.CheckOp{Path: q.paths.FailoverItem(item), Version: st.Version},
 		regcenter.CreateOp{Path: q.paths.ItemNode(item, layout.Failover), Data: []byte(server), Mode: regcenter.Ephemeral})
 	var me *regcenter.MultiError
 	switch {
 	case err == nil:
 		return e, nil
+	case errors.As(err, &me) && me.Index == 0 && errors.Is(me.Err, regcenter.ErrBadVersion):
+		return q.Claim(ctx, item, server) // the entry changed: read it again
 	case errors.As(err, &me) && me.Index == 0:
 		return Entry{}, ErrNotQueued
 	case errors.As(err, &me) && errors.Is(me.Err, regcenter.ErrNodeExists):
@@ -153,11 +187,11 @@ func (q *Queue) Claim(ctx context.Context, item int, server string) (Entry, erro
 }
 
 // DoneOps returns the ops that end a claimed item's failover: its queue
-// entry and its claim are removed.
-func (q *Queue) DoneOps(item int) []regcenter.Op {
+// entry, unless it changed since the claim, and its claim are removed.
+func (q *Queue) DoneOps(e Entry) []regcenter.Op {
 	return []regcenter.Op{
-		regcenter.DeleteOp{Path: q.paths.FailoverItem(item), Version: -1},
-		regcenter.DeleteOp{Path: q.paths.ItemNode(item, layout.Failover), Version: -1},
+		regcenter.DeleteOp{Path: q.paths.FailoverItem(e.Item), Version: e.Version},
+		regcenter.DeleteOp{Path: q.paths.ItemNode(e.Item, layout.Failover), Version: -1},
 	}
 }
 

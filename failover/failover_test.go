@@ -79,11 +79,12 @@ func TestClaimIsExclusiveAndHandedOnWhenTheClaimerDies(t *testing.T) {
 	// the item, still queued, can be claimed again.
 	rcs[winners[0]].Close()
 	next := rcs[(winners[0]+1)%racers]
-	if _, err := failover.NewQueue(next, "job").Claim(ctx, 3, "next"); err != nil {
+	claimed, err := failover.NewQueue(next, "job").Claim(ctx, 3, "next")
+	if err != nil {
 		t.Fatalf("claim after the claimer died: %v", err)
 	}
 	q := failover.NewQueue(next, "job")
-	if err := next.Multi(ctx, q.DoneOps(3)...); err != nil {
+	if err := next.Multi(ctx, q.DoneOps(claimed)...); err != nil {
 		t.Fatal(err)
 	}
 	items, err := q.Items(ctx)
