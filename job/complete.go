@@ -40,6 +40,12 @@ func (b itemResult) covers(since time.Time) bool {
 	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
 }
 
+// settles reports whether execution b made up for a run owed since: the
+// debt lies within the fires b covers.
+func (r *runner) settles(cfg Config, b itemResult, since time.Time) bool {
+	return b.halted == nil && !since.Before(b.fire) && !since.After(r.coveredUpTo(cfg, b))
+}
+
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
 // own fire, or for a misfire or failover run every fire up to its start.
 func (r *runner) coveredUpTo(cfg Config, b itemResult) time.Time {
@@ -65,6 +71,9 @@ type completion struct {
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
 	skipCompleted map[int]bool // a newer completion is recorded
+	// completedVersion, when set (unfenced), is the version each item's
+	// completed node must still have.
+	completedVersion map[int]int32
 }
 
 func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResult) {
@@ -80,6 +89,13 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 				r.noteMisfire(b.item, b.fire, cfg)
 			}
 		}
+		r.mu.Lock()
+		for _, it := range items {
+			// It ran here: whoever ran it before is no reason to hold
+			// back from its queued debt any more.
+			delete(r.claimBlocked, it)
+		}
+		r.mu.Unlock()
 		r.release(items)
 	}()
 	if cfg.Unmonitored {
@@ -99,6 +115,34 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		fenced = false
 		for _, b := range batch {
 			c.skipRunning[b.item], c.skipClaim[b.item] = true, true
+		}
+		// Unfenced, the transaction may be replayed late, on a later
+		// session: its completed marks are written only over the version
+		// read now, and not at all over a newer fire.
+		c.completedVersion = map[int]int32{}
+		for _, b := range batch {
+			if b.halted != nil || b.kind == KindTrigger || c.skipCompleted[b.item] {
+				continue
+			}
+			data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
+			switch {
+			case errors.Is(err, regcenter.ErrNoNode):
+				r.mu.Lock()
+				r.completedSeen[b.item] = false
+				r.mu.Unlock()
+			case err != nil:
+				c.skipCompleted[b.item] = true // cannot tell: leave the record alone
+			default:
+				var m completedMark
+				if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.coveredUpTo(cfg, b)) {
+					c.skipCompleted[b.item] = true
+					continue
+				}
+				c.completedVersion[b.item] = st.Version
+				r.mu.Lock()
+				r.completedSeen[b.item] = true
+				r.mu.Unlock()
+			}
 		}
 	}
 	if !fenced {
@@ -124,7 +168,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
-			r.paid(batch)
+			r.paid(cfg, batch)
 			return
 		}
 		var me *regcenter.MultiError
@@ -151,7 +195,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled.
-func (r *runner) paid(batch []itemResult) {
+func (r *runner) paid(cfg Config, batch []itemResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range batch {
@@ -159,6 +203,11 @@ func (r *runner) paid(batch []itemResult) {
 			continue
 		}
 		r.completedSeen[b.item] = true
+		if since, owed := r.misfires[b.item]; owed && r.settles(cfg, b, since) {
+			// Owed for a fire this execution made up for (a debt noted at
+			// registration, say): not run again.
+			delete(r.misfires, b.item)
+		}
 		if b.covers(r.misfires[b.item]) {
 			delete(r.misfireNodes, b.item)
 			if c := r.remoteWaits[b.item]; c != nil {
@@ -178,7 +227,8 @@ func (r *runner) correct(c *completion, err error) bool {
 	}
 	missing := errors.Is(me.Err, regcenter.ErrNoNode)
 	exists := errors.Is(me.Err, regcenter.ErrNodeExists)
-	if item, ok := r.queueItemOf(me.Op); ok && (missing || exists) {
+	moved := errors.Is(me.Err, regcenter.ErrBadVersion)
+	if item, ok := r.queueItemOf(me.Op); ok && (missing || exists || moved) {
 		c.skipDequeue[item] = true
 		return true
 	}
@@ -197,6 +247,8 @@ func (r *runner) correct(c *completion, err error) bool {
 		r.completedSeen[item] = false
 	case node == layout.Completed && exists:
 		r.completedSeen[item] = true
+	case node == layout.Completed && errors.Is(me.Err, regcenter.ErrBadVersion):
+		c.skipCompleted[item] = true // written meanwhile: that record stands
 	case node == layout.Misfire && missing:
 		delete(r.misfireNodes, item)
 	default:
@@ -227,7 +279,13 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 			continue
 		}
 		if b.kind == KindFailover && !c.skipDequeue[b.item] {
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: -1})
+			// With the version the claim read: an earlier debt merged into
+			// the entry meanwhile keeps it queued.
+			v, ok := r.claims[b.item]
+			if !ok {
+				v = -1
+			}
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v})
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
@@ -243,7 +301,11 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 			data, _ := json.Marshal(mark)
 			p := r.paths.ItemNode(b.item, layout.Completed)
 			if r.completedSeen[b.item] {
-				ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: -1})
+				v, ok := c.completedVersion[b.item]
+				if !ok {
+					v = -1
+				}
+				ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: v})
 			} else {
 				ops = append(ops, regcenter.CreateOp{Path: p, Data: data})
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -157,12 +158,29 @@ func (r *runner) claimFailover() {
 		r.mu.Lock()
 		_, here := r.running[it]
 		r.mu.Unlock()
-		if it >= cfg.ShardingTotalCount || here {
-			continue // running here already: claimed once it ends
+		if it >= cfg.ShardingTotalCount {
+			continue
+		}
+		r.mu.Lock()
+		blocked := r.claimBlocked[it]
+		r.mu.Unlock()
+		if blocked {
+			continue // running elsewhere: watched, re-scanned when it ends
+		}
+		if here {
+			// Running here already: claimed once it ends (release kicks
+			// the claimer again while the queue is marked dirty).
+			r.mu.Lock()
+			r.queueDirty = true
+			r.mu.Unlock()
+			continue
 		}
 		e, err := q.Claim(ctx, it, r.serverID())
 		switch {
 		case err == nil:
+			r.mu.Lock()
+			r.claims[it] = e.Version
+			r.mu.Unlock()
 			byFire[e.Fire] = append(byFire[e.Fire], it)
 		case errors.Is(err, failover.ErrClaimed):
 			r.watchClaim(it)
@@ -172,31 +190,118 @@ func (r *runner) claimFailover() {
 		}
 	}
 	for fire, its := range byFire {
-		r.log.Info("taking over items", "items", its, "fire", time.UnixMilli(fire))
-		r.goFunc(func() { r.execute(sess, time.UnixMilli(fire), its, KindFailover) })
+		at := time.UnixMilli(fire)
+		// Reserved before returning, so that a misfire run started right
+		// after this (see release) cannot take the item first.
+		todo := r.reserve(its, at, KindFailover, cfg)
+		for _, it := range its {
+			if !slices.Contains(todo, it) {
+				// Began running here meanwhile: the claim goes back.
+				if err := q.Release(ctx, it); err != nil {
+					r.log.Warn("giving a failover claim back", "item", it, "err", err)
+				}
+				r.mu.Lock()
+				delete(r.claims, it)
+				r.queueDirty = true
+				r.mu.Unlock()
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		r.log.Info("taking over items", "items", todo, "fire", at)
+		if !r.goFunc(func() { r.run(sess, cfg, at, todo, KindFailover) }) {
+			r.release(todo)
+		}
 	}
 }
 
 // watchClaim re-scans the queue when another instance's claim on item
 // disappears (its claimer died before finishing).
 func (r *runner) watchClaim(item int) {
-	key := item
+	r.watchGone(r.paths.ItemNode(item, layout.Failover), -1)
+}
+
+// handBack returns the claims on items whose failover run could not start
+// because they are running elsewhere (typically on their current owner):
+// the claim is deleted, so the queue entry stays for whoever can run the
+// item, and this instance does not claim the item again until its running
+// mark is gone. Holding the claim while waiting would starve the entry: an
+// owner that runs the item back to back re-marks it before a remote waiter
+// can, and nobody else may claim it. The deletes are fenced on sess.
+func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []int) {
+	fence, ok := r.elect.SessionFence(sess)
+	if !ok {
+		return // the claims are ephemeral nodes of a generation that ended
+	}
+	for _, it := range items {
+		// Held off while the instance running the item is registered: it
+		// pays the entry itself when its run ends (see release). Racing it
+		// for the running mark each time it is deleted would be lost, over
+		// and over, to the instance that re-marks its own item.
+		var runner string
+		data, _, err := r.rc.Get(ctx, r.paths.ItemNode(it, layout.Running))
+		var m runningMark
+		if err == nil && json.Unmarshal(data, &m) == nil && m.Server != "" && m.Server != r.serverID() {
+			runner = m.Server
+		}
+		if runner != "" {
+			r.mu.Lock()
+			r.claimBlocked[it] = true
+			r.mu.Unlock()
+		}
+		p := r.paths.ItemNode(it, layout.Failover)
+		err = r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: -1})
+		var me *regcenter.MultiError
+		if err != nil && !(errors.As(err, &me) && me.Index == 1 && errors.Is(err, regcenter.ErrNoNode)) {
+			r.log.Warn("handing back a failover claim", "item", it, "err", err)
+		}
+		if runner != "" {
+			r.watchGone(r.paths.Flag(runner, layout.Status), it)
+		} else {
+			r.watchGone(r.paths.ItemNode(it, layout.Running), it)
+		}
+	}
+}
+
+// watchGone re-scans the failover queue once the node at p is gone. A
+// non-negative item is unblocked for claiming at the same time.
+func (r *runner) watchGone(p string, item int) {
+	gone := func() {
+		r.mu.Lock()
+		if c, ok := r.claimWatches[p]; ok {
+			delete(r.claimWatches, p)
+			c()
+		}
+		if item >= 0 {
+			delete(r.claimBlocked, item)
+		}
+		r.queueDirty = true
+		r.mu.Unlock()
+		r.failoverKick.kick()
+	}
 	r.mu.Lock()
-	if _, ok := r.claimWatches[key]; ok || r.closed {
+	if _, ok := r.claimWatches[p]; ok || r.closed {
 		r.mu.Unlock()
 		return
 	}
-	cancel := r.rc.Watch(r.paths.ItemNode(item, layout.Failover), regcenter.WatchNode, func(ev regcenter.Event) {
-		if ev.Type == regcenter.EventDeleted {
-			r.mu.Lock()
-			if c, ok := r.claimWatches[key]; ok {
-				delete(r.claimWatches, key)
-				c()
-			}
-			r.mu.Unlock()
-			r.failoverKick.kick()
+	cancel := r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
+		switch ev.Type {
+		case regcenter.EventDeleted:
+			gone()
+		case regcenter.EventResync:
+			// Armed, or re-armed after a new session: the node may be gone
+			// already. Look once; never loop on resyncs.
+			r.goFunc(func() {
+				sess := r.rc.Session()
+				ctx, cancel := r.coordCtx(sess)
+				defer cancel()
+				if ok, _, err := r.rc.Exists(ctx, p); err == nil && !ok {
+					gone()
+				}
+			})
 		}
 	})
-	r.claimWatches[key] = cancel
+	r.claimWatches[p] = cancel
 	r.mu.Unlock()
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,13 @@ type runner struct {
 	remoteWaits   map[int]func()    // watches on items running elsewhere
 	missed        time.Time         // earliest fire skipped while suspended
 	leaderWatches map[string]func()
-	claimWatches  map[int]func()
+	claimWatches  map[string]func() // claim or running nodes whose end re-scans the queue
+	claimBlocked  map[int]bool      // failover items running elsewhere: not claimed until they end
+	claims        map[int]int32     // failover items claimed here: the queue entry's version
+	dispatched    map[int]time.Time // latest scheduled fire each item was run or owed at here
+	heldAtLeave   []int             // the assignment this instance gave up when it left
+	lastItems     []int             // the assignment of the latest scheduled fire here
+	firing        sync.WaitGroup    // scheduled fires in flight
 	queueCancel   func()
 	queueDirty    bool // the failover queue may hold items
 	flagsCancel   func()
@@ -114,7 +121,10 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		completedSeen: map[int]bool{},
 		remoteWaits:   map[int]func(){},
 		leaderWatches: map[string]func(){},
-		claimWatches:  map[int]func(){},
+		claimWatches:  map[string]func(){},
+		claimBlocked:  map[int]bool{},
+		claims:        map[int]int32{},
+		dispatched:    map[int]time.Time{},
 		idle:          make(chan struct{}),
 		leaderGen:     make(chan struct{}),
 	}
@@ -135,19 +145,37 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 
 func (r *runner) config() Config { return *r.cfg.Load() }
 
-// goFunc runs f on a goroutine owned by the runner; after stop begins
-// closing, f is dropped.
-func (r *runner) goFunc(f func()) {
+// goFire runs the scheduled fire at on a goroutine owned by the runner;
+// stop waits for fires in flight before it hands over what they owe.
+func (r *runner) goFire(at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return
 	}
 	r.wg.Add(1)
+	r.firing.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.firing.Done()
+		r.fire(at)
+	}()
+}
+
+// goFunc runs f on a goroutine owned by the runner; after stop begins
+// closing, f is dropped and goFunc returns false.
+func (r *runner) goFunc(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		f()
 	}()
+	return true
 }
 
 func (r *runner) serverID() string { return r.s.opts.serverID }
@@ -549,8 +577,87 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		r.noteSuspendedMiss(at)
 		return
 	}
+	if kind == KindFire {
+		if gaps := r.inheritedGaps(sess, at, items); len(gaps) > 0 {
+			// Items taken over with fires their previous owner did not
+			// complete: this fire's run makes up for those too.
+			bySince := map[time.Time][]int{}
+			for it, since := range gaps {
+				bySince[since] = append(bySince[since], it)
+			}
+			r.mu.Lock()
+			for _, it := range items {
+				if _, gap := gaps[it]; gap && at.After(r.dispatched[it]) {
+					r.dispatched[it] = at
+				}
+			}
+			r.mu.Unlock()
+			items = slices.DeleteFunc(slices.Clone(items), func(it int) bool { _, gap := gaps[it]; return gap })
+			var wg sync.WaitGroup
+			for since, its := range bySince {
+				sortInts(its)
+				r.log.Info("making up for fires a previous owner did not complete", "items", its, "since", since)
+				wg.Add(1)
+				go func() { // owned here: waited for before fireAs returns
+					defer wg.Done()
+					r.execute(sess, since, its, KindMisfire)
+				}()
+			}
+			defer wg.Wait()
+		}
+	}
 	r.execute(sess, at, items, kind)
 	r.runMisfires(sess)
+}
+
+// inheritedGaps returns, for the items of this fire that were not this
+// instance's at its previous fire, the earliest fire before at that the
+// item has not completed, where there is one. A previous owner that died
+// (or lost its session) between fires leaves such gaps: the reshard moves
+// its items, and nothing else records the fires it owed. It reads
+// ZooKeeper only for newly held items, so only after a reshard.
+func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []int) map[int]time.Time {
+	cfg := r.config()
+	r.mu.Lock()
+	prev := r.lastItems
+	r.lastItems = slices.Clone(items)
+	r.mu.Unlock()
+	if cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+		return nil
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return nil
+	}
+	before := prevFire(sched, at.Add(-time.Millisecond))
+	if before.IsZero() {
+		return nil
+	}
+	var gaps map[int]time.Time
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	for _, it := range items {
+		if slices.Contains(prev, it) || it < 0 || it >= cfg.ShardingTotalCount {
+			continue
+		}
+		done, err := r.completedFire(ctx, it)
+		if err != nil {
+			r.log.Warn("reading an inherited item's last completed fire", "item", it, "err", err)
+			continue
+		}
+		if done.IsZero() || !done.Before(before) {
+			continue // never completed (a new job), or nothing missing
+		}
+		since := sched.Next(done)
+		if since.IsZero() || since.After(before) {
+			continue
+		}
+		if gaps == nil {
+			gaps = map[int]time.Time{}
+		}
+		gaps[it] = since
+	}
+	return gaps
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -898,7 +1005,11 @@ func (r *runner) checkMembership() {
 // execute runs items for the fire at, marking them running and completed.
 func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kind Kind) {
 	cfg := r.config()
-	todo := r.reserve(items, at, cfg)
+	r.run(sess, cfg, at, r.reserve(items, at, kind, cfg), kind)
+}
+
+// run executes items reserved here: marks, runs and completes them.
+func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
 	if len(todo) == 0 {
 		return
 	}
@@ -906,6 +1017,15 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 		ctx, cancel := r.coordCtx(sess)
 		marked, err := r.markRunning(ctx, sess, at, kind, todo)
 		cancel()
+		if err != nil && kind == KindFailover {
+			// The queue entries stay; give the claims back for a retry.
+			r.log.Warn("cannot mark failover items running; handing them back", "items", todo, "err", err)
+			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+			r.handBack(hctx, sess, todo)
+			hcancel()
+			r.release(todo)
+			return
+		}
 		if err != nil {
 			r.log.Warn("cannot mark items running; they will run as a misfire", "items", todo, "err", err)
 			r.release(todo)
@@ -919,13 +1039,15 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 	params, _ := cfg.ItemParameters()
 	results := make(chan itemResult, len(todo))
 	for _, it := range todo {
-		r.goFunc(func() { results <- r.runItem(sess, cfg, params, at, it, kind) })
+		if !r.goFunc(func() { results <- r.runItem(sess, cfg, params, at, it, kind) }) {
+			results <- itemResult{item: it, fire: at, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+		}
 	}
 	r.completeAll(sess, cfg, results, len(todo))
 }
 
 // reserve claims items locally; items already running here owe a misfire.
-func (r *runner) reserve(items []int, at time.Time, cfg Config) []int {
+func (r *runner) reserve(items []int, at time.Time, kind Kind, cfg Config) []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var todo []int
@@ -936,8 +1058,13 @@ func (r *runner) reserve(items []int, at time.Time, cfg Config) []int {
 		if r.disabledItems[it] {
 			continue
 		}
+		if kind == KindFire && at.After(r.dispatched[it]) {
+			r.dispatched[it] = at // this fire is run or owed here
+		}
 		if _, busy := r.running[it]; busy {
-			r.noteMisfireLocked(it, at, cfg)
+			if kind != KindFailover { // a failover debt stays queued
+				r.noteMisfireLocked(it, at, cfg)
+			}
 			continue
 		}
 		r.running[it] = &execution{item: it, fire: at}
@@ -950,6 +1077,12 @@ func (r *runner) release(items []int) {
 	r.mu.Lock()
 	for _, it := range items {
 		delete(r.running, it)
+		if _, claimed := r.claims[it]; claimed {
+			// A failover run ended (or gave its claim back): the entry may
+			// still be queued, e.g. moved back to an earlier fire meanwhile.
+			delete(r.claims, it)
+			r.queueDirty = true
+		}
 	}
 	idle := len(r.running) == 0
 	if idle {
@@ -968,15 +1101,23 @@ func (r *runner) release(items []int) {
 		r.triggerQueued = false
 	}
 	r.mu.Unlock()
-	if dirty {
-		r.failoverKick.kick()
-	}
 	if trig {
 		r.goFunc(r.runTrigger)
 	}
-	if owed {
+	switch {
+	case owed && dirty:
+		// Queued debts first: the instance that runs an item pays the
+		// item's failover entry before its own next misfire run, which
+		// would otherwise re-mark the item and keep claimers off forever.
+		r.goFunc(func() {
+			r.claimFailover()
+			r.runMisfires(r.rc.Session())
+		})
+	case owed:
 		// A fire that found these items busy owes them a run now.
 		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+	case dirty:
+		r.failoverKick.kick()
 	}
 }
 
@@ -1024,6 +1165,13 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 			}
 			// Running elsewhere (or still running from an earlier fire).
 			items = append(items[:me.Index:me.Index], items[me.Index+1:]...)
+			if kind == KindFailover {
+				// The queue entry still records the debt: give the claim
+				// back rather than hold it while the item runs elsewhere.
+				r.handBack(ctx, sess, []int{item})
+				r.release([]int{item})
+				continue
+			}
 			r.release([]int{item})
 			r.owesMisfireRemote(ctx, item, at)
 		case errors.Is(me.Err, regcenter.ErrNoNode):
@@ -1089,10 +1237,21 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 		return
 	}
 	running := r.paths.ItemNode(item, layout.Running)
+	// The item is tried again when the mark goes, not at every fire
+	// meanwhile (runMisfires skips items with a wait): the wait ends first.
+	ended := func() {
+		r.mu.Lock()
+		if c := r.remoteWaits[item]; c != nil {
+			c()
+			delete(r.remoteWaits, item)
+		}
+		r.mu.Unlock()
+		r.runMisfires(r.rc.Session())
+	}
 	cancel := r.rc.Watch(running, regcenter.WatchNode, func(ev regcenter.Event) {
 		switch ev.Type {
 		case regcenter.EventDeleted:
-			r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+			r.goFunc(ended)
 		case regcenter.EventResync:
 			// Armed, or re-armed after a new session: the mark may be gone
 			// already. Look before running; never loop on resyncs.
@@ -1101,7 +1260,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 				ctx, cancel := r.coordCtx(sess)
 				defer cancel()
 				if ok, _, err := r.rc.Exists(ctx, running); err == nil && !ok {
-					r.runMisfires(sess)
+					ended()
 				}
 			})
 		}
@@ -1128,26 +1287,35 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 			r.mu.Unlock()
 			return
 		}
-		var items []int
-		earliest := time.Time{}
+		// Grouped by the fire each item first missed: a run is labelled
+		// with its own items' debt, not with the oldest of all.
+		bySince := map[time.Time][]int{}
 		for it, at := range r.misfires {
 			if _, busy := r.running[it]; busy || tried[it] {
 				continue
 			}
-			tried[it] = true
-			items = append(items, it)
-			if earliest.IsZero() || at.Before(earliest) {
-				earliest = at
+			if _, waiting := r.remoteWaits[it]; waiting {
+				continue // running elsewhere: tried when its mark goes
 			}
+			tried[it] = true
+			bySince[at] = append(bySince[at], it)
 			delete(r.misfires, it)
 		}
 		r.mu.Unlock()
-		if len(items) == 0 {
+		if len(bySince) == 0 {
 			return
 		}
-		sortInts(items)
-		r.log.Info("running misfired items", "items", items, "since", earliest)
-		r.execute(sess, earliest, items, KindMisfire)
+		var wg sync.WaitGroup
+		for since, items := range bySince {
+			sortInts(items)
+			r.log.Info("running misfired items", "items", items, "since", since)
+			wg.Add(1)
+			go func() { // owned here: waited for below
+				defer wg.Done()
+				r.execute(sess, since, items, KindMisfire)
+			}()
+		}
+		wg.Wait()
 	}
 }
 

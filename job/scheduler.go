@@ -316,7 +316,7 @@ func (s *Scheduler) onFire(name string, at time.Time) {
 	if r == nil {
 		return
 	}
-	r.goFunc(func() { r.fire(at) })
+	r.goFire(at)
 }
 
 // onSession reacts to the registry center's session changes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
@@ -37,8 +38,15 @@ func (r *runner) stop(ctx context.Context) error {
 	registered := r.regSess != nil && r.regSess.Err() == nil
 	removed := r.removed
 	r.mu.Unlock()
+	// Every fire of the schedule up to now was this instance's to run for
+	// the items it holds; later fires belong to whoever holds them next.
+	var upTo time.Time
+	if sched, _, err := r.config().Schedule(); err == nil {
+		upTo = prevFire(sched, r.s.opts.now())
+	}
+	handOver := registered && !removed && r.config().Failover
 	if registered {
-		if err := r.leave(cctx, !removed); err != nil {
+		if err := r.leave(cctx, !removed, handOver, upTo); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -53,19 +61,35 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 		gcancel()
 	}
-	// Runs owed to items that were busy when this instance left: with
-	// failover on, another instance makes up for them.
-	if registered && r.config().Failover {
-		var owed []failover.Entry
+	// The rest of the cleanup gets its own bounded time too: the wait for
+	// running items may have used up the first.
+	cancel()
+	cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), r.sessionTimeout())
+	defer cancel()
+	// Fires in flight when the stop began end at once (no new marks: the
+	// coordination context is gone) and note what they owe.
+	fired := make(chan struct{})
+	go func() {
+		r.firing.Wait()
+		close(fired)
+	}()
+	select {
+	case <-fired:
+	case <-cctx.Done():
+		errs = append(errs, errors.New("fires in flight did not end in time"))
+	}
+	// Runs still owed — to items that were busy when this instance left, or
+	// noted by fires in flight — go to another instance.
+	if handOver {
 		r.mu.Lock()
-		for it, since := range r.misfires {
-			owed = append(owed, failover.Entry{Item: it, Fire: since.UnixMilli(), From: r.serverID()})
-		}
-		r.misfires = map[int]time.Time{}
+		owed := r.owedLocked(r.heldAtLeave, time.Time{})
+		r.misfires, r.missed = map[int]time.Time{}, time.Time{}
 		r.mu.Unlock()
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
 				errs = append(errs, fmt.Errorf("handing owed runs over: %w", err))
+			} else {
+				r.log.Info("handed owed runs over", "items", len(owed))
 			}
 		}
 	}
@@ -82,7 +106,7 @@ func (r *runner) stop(ctx context.Context) error {
 	for _, c := range r.claimWatches {
 		cancels = append(cancels, c)
 	}
-	r.remoteWaits, r.claimWatches = map[int]func(){}, map[int]func(){}
+	r.remoteWaits, r.claimWatches = map[int]func(){}, map[string]func(){}
 	r.mu.Unlock()
 	r.onRevoked()
 	for _, c := range cancels {
@@ -107,39 +131,108 @@ func (r *runner) stop(ctx context.Context) error {
 }
 
 // leave removes this instance from the job in one transaction: its status
-// goes, its assignment is cleared, a reshard is flagged, and — with failover
-// on — the runs it still owed (misfires) are handed over.
-func (r *runner) leave(ctx context.Context, flagReshard bool) error {
-	ops := []regcenter.Op{
-		regcenter.DeleteOp{Path: r.paths.Flag(r.serverID(), layout.Status), Version: -1},
-		regcenter.SetOp{Path: r.paths.Flag(r.serverID(), layout.Sharding), Data: nil, Version: -1},
-	}
-	if flagReshard {
-		ops = append(ops, regcenter.CreateOp{Path: r.paths.Necessary()})
-	}
-	if cfg := r.config(); cfg.Failover {
-		var owed []failover.Entry
-		r.mu.Lock()
-		for it, since := range r.misfires {
-			if _, busy := r.running[it]; !busy {
-				owed = append(owed, failover.Entry{Item: it, Fire: since.UnixMilli(), From: r.serverID()})
-				delete(r.misfires, it)
-			}
+// goes, its assignment is cleared, a reshard is flagged, and — with
+// handOver — the runs it owes go to the failover queue: misfires, fires
+// missed while disconnected, and the fire at upTo for every held item that
+// no fire here has taken yet (a fire in flight when the stop began).
+func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo time.Time) error {
+	q := failover.NewQueue(r.rc, r.name)
+	shardPath := r.paths.Flag(r.serverID(), layout.Sharding)
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		// Read the assignment being given up; the clear below is
+		// conditional on it, so a reshard in between is not missed.
+		var held []int
+		version := int32(-1)
+		data, st, gerr := r.rc.Get(ctx, shardPath)
+		switch {
+		case gerr == nil:
+			version = st.Version
+			held, _ = layout.ParseItems(string(data)) // garbage: nothing held
+		case errors.Is(gerr, regcenter.ErrNoNode):
+		default:
+			return fmt.Errorf("leave: %w", gerr)
 		}
+		ops := []regcenter.Op{regcenter.DeleteOp{Path: r.paths.Flag(r.serverID(), layout.Status), Version: -1}}
+		if version >= 0 {
+			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: version})
+		}
+		if flagReshard {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.Necessary()})
+		}
+		var owed []failover.Entry
+		if handOver {
+			r.mu.Lock()
+			owed = r.owedLocked(held, upTo)
+			r.mu.Unlock()
+			qops, err := q.MergeOps(ctx, owed)
+			if err != nil {
+				return fmt.Errorf("leave: %w", err)
+			}
+			ops = append(ops, qops...)
+		}
+		// Nodes that are already as wanted (no status, the flag already
+		// there) drop out of the transaction.
+		err = multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
+			switch op := op.(type) {
+			case regcenter.DeleteOp:
+				return errors.Is(err, regcenter.ErrNoNode)
+			case regcenter.CreateOp:
+				return op.Path == r.paths.Necessary() && errors.Is(err, regcenter.ErrNodeExists)
+			}
+			return false
+		})
+		var me *regcenter.MultiError
+		if err != nil && errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrBadVersion) ||
+			errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)) {
+			continue // the assignment or the queue changed meanwhile: read again
+		}
+		if err != nil {
+			return fmt.Errorf("leave: %w", err)
+		}
+		r.mu.Lock()
+		r.heldAtLeave = held
+		for _, e := range owed {
+			delete(r.misfires, e.Item)
+		}
+		r.missed = time.Time{}
 		r.mu.Unlock()
-		ops = append(ops, failover.NewQueue(r.rc, r.name).EnqueueOps(owed)...)
+		r.log.Info("left the job", "handed_over", len(owed))
+		return nil
 	}
-	// Nodes that are already as wanted (no status, no assignment, the flag
-	// or the queue entry already there) drop out of the transaction.
-	err := multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
-		_, isCreate := op.(regcenter.CreateOp)
-		return (!isCreate && errors.Is(err, regcenter.ErrNoNode)) || (isCreate && errors.Is(err, regcenter.ErrNodeExists))
-	})
-	if err != nil {
-		return fmt.Errorf("leave: %w", err)
+	return fmt.Errorf("leave: %w", err)
+}
+
+// owedLocked returns the runs this instance owes: every misfire, and for
+// each held item the earlier of the fire missed while disconnected and
+// upTo, when no fire here has taken upTo yet. r.mu is held.
+func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
+	cfg := r.config()
+	since := map[int]time.Time{}
+	owe := func(it int, at time.Time) {
+		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+			return
+		}
+		if prev, ok := since[it]; !ok || at.Before(prev) {
+			since[it] = at
+		}
 	}
-	r.log.Info("left the job")
-	return nil
+	for it, at := range r.misfires {
+		owe(it, at)
+	}
+	for _, it := range held {
+		owe(it, r.missed)
+		// A paused server's fires are not owed: an operator held them.
+		if !upTo.IsZero() && !r.paused && r.dispatched[it].Before(upTo) {
+			owe(it, upTo)
+		}
+	}
+	owed := make([]failover.Entry, 0, len(since))
+	for it, at := range since {
+		owed = append(owed, failover.Entry{Item: it, Fire: at.UnixMilli(), From: r.serverID()})
+	}
+	sort.Slice(owed, func(i, j int) bool { return owed[i].Item < owed[j].Item })
+	return owed
 }
 
 // multiDropping applies ops in one transaction; when an op fails in a way

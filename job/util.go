@@ -18,11 +18,11 @@ type kicker struct {
 	mu      sync.Mutex
 	running bool
 	again   bool
-	spawn   func(func())
+	spawn   func(func()) bool
 	fn      func()
 }
 
-func newKicker(spawn func(func()), fn func()) *kicker {
+func newKicker(spawn func(func()) bool, fn func()) *kicker {
 	return &kicker{spawn: spawn, fn: fn}
 }
 
@@ -35,7 +35,11 @@ func (k *kicker) kick() {
 	}
 	k.running = true
 	k.mu.Unlock()
-	k.spawn(k.loop)
+	if !k.spawn(k.loop) {
+		k.mu.Lock()
+		k.running = false
+		k.mu.Unlock()
+	}
 }
 
 func (k *kicker) loop() {

@@ -1,0 +1,120 @@
+package job_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// A failover entry for an item its owner runs back to back (every run
+// outlasts the period) is still paid: the claimer that finds the item
+// running elsewhere gives its claim back instead of holding it, and the
+// entry is run — once, labelled with its fire — and dequeued.
+func TestQueuedDebtOfABusyItemIsPaid(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	rec.hold = 1500 * time.Millisecond // longer than the period: always busy
+	cfg := job.Config{Name: "busy", Cron: "* * * * * *", ShardingTotalCount: 2, Failover: true}
+	startInstance(t, ns, "a", cfg, rec)
+	startInstance(t, ns, "b", cfg, rec)
+	obs := observer(t, ns)
+	waitUntil(t, 30*time.Second, func() bool {
+		n := 0
+		for _, r := range rec.snapshot() {
+			if r.item == 0 {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	// A debt left by some departed instance: item 0 owes a fire from ten
+	// seconds ago.
+	owed := time.Now().Add(-10 * time.Second).Truncate(time.Second)
+	data, _ := json.Marshal(map[string]any{"fire": owed.UnixMilli(), "from": "gone"})
+	if _, err := obs.Create(tctx(t), "/busy/leader/failover/items/0", data, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool {
+		for _, r := range byKind(rec.snapshot(), job.KindFailover) {
+			if r.item == 0 && r.fire.Equal(owed) {
+				return true
+			}
+		}
+		return false
+	})
+	// The entry and its claim are gone once the run is committed.
+	waitUntil(t, 10*time.Second, func() bool {
+		q, _, err := obs.Exists(tctx(t), "/busy/leader/failover/items/0")
+		c, _, err2 := obs.Exists(tctx(t), "/busy/execution/0/failover")
+		return err == nil && err2 == nil && !q && !c
+	})
+	fo := byKind(rec.snapshot(), job.KindFailover)
+	if len(fo) != 1 {
+		t.Errorf("%d failover runs %+v, want 1", len(fo), fo)
+	}
+	if o := overlaps(rec.snapshot()); len(o) > 0 {
+		t.Errorf("overlap: %+v", o[0])
+	}
+}
+
+// An instance cut off from ZooKeeper keeps its status node until its
+// session expires; a reshard meanwhile (a third instance joins) moves some
+// of its items to others, and the fires it missed for them are recorded
+// nowhere but in each item's completed node. The new owner makes up for
+// them at its first fire of the item, so no fire is lost.
+func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true}
+	proxy, err := zktest.NewProxy(zkServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	// "a" sorts first and "b" second: AVG_ALLOCATION gives a [0 1], b
+	// [2 3]; with c it gives a [0 3], b [1], c [2]: items 2 and 3 leave b.
+	startInstance(t, ns, "a", cfg, rec)
+	startInstanceVia(t, ns, "b", []string{proxy.Addr()}, cfg, rec)
+	rec.waitFires(t, time.Now(), 2, 4, 30*time.Second)
+
+	cut := time.Now()
+	proxy.Block()
+	time.Sleep(1500 * time.Millisecond) // b misses fires of items 2 and 3
+	startInstance(t, ns, "c", cfg, rec)
+	time.Sleep(6 * time.Second) // b's session expires meanwhile
+	proxy.Unblock()
+	end := rec.waitFires(t, time.Now(), 2, 4, 30*time.Second)[1]
+
+	recs := rec.snapshot()
+	for f := cut.Truncate(time.Second).Add(time.Second); f.Before(end); f = f.Add(time.Second) {
+		for item := 0; item < 4; item++ {
+			if !covered(recs, item, f) {
+				t.Errorf("fire %s item %d lost", f.Format("15:04:05.000"), item)
+			}
+		}
+	}
+	if o := overlaps(recs); len(o) > 0 {
+		t.Errorf("overlap: %+v", o[0])
+	}
+	madeUp := false
+	for _, r := range byKind(recs, job.KindMisfire) {
+		if (r.item == 2 || r.item == 3) && r.server != "b" && !r.fire.After(cut.Add(time.Second)) {
+			madeUp = true
+			t.Logf("%s made up for item %d since %s", r.server, r.item, r.fire.Format("15:04:05"))
+		}
+	}
+	if !madeUp {
+		var lines []string
+		for _, r := range recs {
+			if r.begin.After(cut.Add(-2 * time.Second)) {
+				lines = append(lines, r.server+" "+string(r.kind)+" "+r.fire.Format("15:04:05"))
+			}
+		}
+		t.Errorf("no new owner made up for b's missed fires of items 2, 3:\n%s", strings.Join(lines, "\n"))
+	}
+}
