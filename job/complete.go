@@ -40,10 +40,30 @@ func (b itemResult) covers(since time.Time) bool {
 	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
 }
 
-// settles reports whether execution b made up for a run owed since: the
-// debt lies within the fires b covers.
-func (r *runner) settles(cfg Config, b itemResult, since time.Time) bool {
-	return b.halted == nil && !since.Before(b.fire) && !since.After(r.coveredUpTo(cfg, b))
+// settleLocked pays, from item b.item's misfire debt (owed since), the
+// fires execution b made up for (a debt noted at registration, say, that
+// the first run covered): a debt within them is gone; one that reaches
+// past them now starts after them. A debt older than b's own fire stays
+// whole. r.mu is held.
+func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
+	upTo := r.coveredUpTo(cfg, b)
+	if b.halted != nil || since.Before(b.fire) || since.After(upTo) {
+		return
+	}
+	last := r.misfireLast[b.item]
+	if !last.After(upTo) {
+		r.dropDebtLocked(b.item)
+		r.log.Debug("owed run settled", "item", b.item, "since", since, "by", b.kind, "fire", b.fire)
+		return
+	}
+	next := last
+	if sched, _, err := cfg.Schedule(); err == nil {
+		if n := sched.Next(upTo); !n.IsZero() && n.Before(last) {
+			next = n
+		}
+	}
+	r.misfires[b.item] = next
+	r.log.Debug("owed run partly settled", "item", b.item, "since", next, "by", b.kind, "fire", b.fire)
 }
 
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
@@ -203,10 +223,8 @@ func (r *runner) paid(cfg Config, batch []itemResult) {
 			continue
 		}
 		r.completedSeen[b.item] = true
-		if since, owed := r.misfires[b.item]; owed && r.settles(cfg, b, since) {
-			// Owed for a fire this execution made up for (a debt noted at
-			// registration, say): not run again.
-			delete(r.misfires, b.item)
+		if since, owed := r.misfires[b.item]; owed {
+			r.settleLocked(cfg, b, since)
 		}
 		if b.covers(r.misfires[b.item]) {
 			delete(r.misfireNodes, b.item)

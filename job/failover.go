@@ -244,12 +244,15 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 		var m runningMark
 		if err == nil && json.Unmarshal(data, &m) == nil && m.Server != "" && m.Server != r.serverID() {
 			runner = m.Server
+			// One that has left already (shutting down, or gone and not
+			// yet expired) pays nothing more: wait for its mark instead.
+			if ok, _, err := r.rc.Exists(ctx, r.paths.Flag(runner, layout.Status)); err != nil || !ok {
+				runner = ""
+			}
 		}
-		if runner != "" {
-			r.mu.Lock()
-			r.claimBlocked[it] = true
-			r.mu.Unlock()
-		}
+		r.mu.Lock()
+		r.claimBlocked[it] = true
+		r.mu.Unlock()
 		p := r.paths.ItemNode(it, layout.Failover)
 		err = r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: -1})
 		var me *regcenter.MultiError
@@ -264,8 +267,8 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 	}
 }
 
-// watchGone re-scans the failover queue once the node at p is gone. A
-// non-negative item is unblocked for claiming at the same time.
+// watchGone re-scans the failover queue once the node at p is gone, and
+// unblocks for claiming the items (item >= 0) that waited for it.
 func (r *runner) watchGone(p string, item int) {
 	gone := func() {
 		r.mu.Lock()
@@ -273,18 +276,29 @@ func (r *runner) watchGone(p string, item int) {
 			delete(r.claimWatches, p)
 			c()
 		}
-		if item >= 0 {
-			delete(r.claimBlocked, item)
+		for _, it := range r.goneWaiters[p] {
+			delete(r.claimBlocked, it)
 		}
+		delete(r.goneWaiters, p)
 		r.queueDirty = true
 		r.mu.Unlock()
 		r.failoverKick.kick()
 	}
 	r.mu.Lock()
-	if _, ok := r.claimWatches[p]; ok || r.closed {
+	if r.closed {
 		r.mu.Unlock()
 		return
 	}
+	if item >= 0 && !slices.Contains(r.goneWaiters[p], item) {
+		r.goneWaiters[p] = append(r.goneWaiters[p], item)
+	}
+	if _, ok := r.claimWatches[p]; ok {
+		r.mu.Unlock()
+		return
+	}
+	// Registered before the watch can fire: gone() finds and ends it.
+	r.claimWatches[p] = func() {}
+	r.mu.Unlock()
 	cancel := r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
 		switch ev.Type {
 		case regcenter.EventDeleted:
@@ -302,6 +316,12 @@ func (r *runner) watchGone(p string, item int) {
 			})
 		}
 	})
-	r.claimWatches[p] = cancel
+	r.mu.Lock()
+	if _, live := r.claimWatches[p]; live && !r.closed {
+		r.claimWatches[p] = cancel
+		r.mu.Unlock()
+		return
+	}
 	r.mu.Unlock()
+	cancel() // already gone (or stopping) before the watch was recorded
 }

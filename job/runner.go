@@ -41,6 +41,7 @@ type runner struct {
 	regSess       *regcenter.Session
 	running       map[int]*execution
 	misfires      map[int]time.Time // items owed a misfire run: earliest missed fire
+	misfireLast   map[int]time.Time // and the latest one
 	misfireNodes  map[int]bool      // we wrote execution/{item}/misfire
 	completedSeen map[int]bool      // execution/{item}/completed exists
 	remoteWaits   map[int]func()    // watches on items running elsewhere
@@ -48,6 +49,7 @@ type runner struct {
 	leaderWatches map[string]func()
 	claimWatches  map[string]func() // claim or running nodes whose end re-scans the queue
 	claimBlocked  map[int]bool      // failover items running elsewhere: not claimed until they end
+	goneWaiters   map[string][]int  // blocked items, by the node whose end unblocks them
 	claims        map[int]int32     // failover items claimed here: the queue entry's version
 	dispatched    map[int]time.Time // latest scheduled fire each item was run or owed at here
 	heldAtLeave   []int             // the assignment this instance gave up when it left
@@ -62,6 +64,7 @@ type runner struct {
 	triggerQueued bool         // a trigger arrived while items ran
 	removed       bool         // the job was removed from the cluster
 	lastSharded   []string
+	reshardSem    chan struct{} // held while this instance reshards
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
 
@@ -117,16 +120,19 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		log:           s.log.With("job", cfg.Name),
 		running:       map[int]*execution{},
 		misfires:      map[int]time.Time{},
+		misfireLast:   map[int]time.Time{},
 		misfireNodes:  map[int]bool{},
 		completedSeen: map[int]bool{},
 		remoteWaits:   map[int]func(){},
 		leaderWatches: map[string]func(){},
 		claimWatches:  map[string]func(){},
 		claimBlocked:  map[int]bool{},
+		goneWaiters:   map[string][]int{},
 		claims:        map[int]int32{},
 		dispatched:    map[int]time.Time{},
 		idle:          make(chan struct{}),
 		leaderGen:     make(chan struct{}),
+		reshardSem:    make(chan struct{}, 1),
 	}
 	r.cfg.Store(&cfg)
 	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
@@ -756,6 +762,17 @@ func (r *runner) awaitSharding(ctx context.Context) error {
 
 // reshard is the leader's one-transaction reshard.
 func (r *runner) reshard(ctx context.Context) error {
+	// One reshard at a time (a fire's and a follower's request can meet);
+	// the second finds the flag gone and has nothing to do.
+	select {
+	case r.reshardSem <- struct{}{}:
+		defer func() { <-r.reshardSem }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
+		return err
+	}
 	fence, err := r.elect.Fence()
 	if err != nil {
 		return err
@@ -1133,7 +1150,17 @@ func (r *runner) noteMisfireLocked(item int, at time.Time, cfg Config) {
 	}
 	if prev, ok := r.misfires[item]; !ok || at.Before(prev) {
 		r.misfires[item] = at
+		r.log.Debug("run owed", "item", item, "since", at)
 	}
+	if at.After(r.misfireLast[item]) {
+		r.misfireLast[item] = at
+	}
+}
+
+// dropDebtLocked forgets item's misfire debt. r.mu is held.
+func (r *runner) dropDebtLocked(item int) {
+	delete(r.misfires, item)
+	delete(r.misfireLast, item)
 }
 
 // markRunning creates the running marks of items in one transaction. Items
@@ -1295,11 +1322,12 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 				continue
 			}
 			if _, waiting := r.remoteWaits[it]; waiting {
+				r.log.Debug("owed run waits for the item's mark", "item", it)
 				continue // running elsewhere: tried when its mark goes
 			}
 			tried[it] = true
 			bySince[at] = append(bySince[at], it)
-			delete(r.misfires, it)
+			r.dropDebtLocked(it)
 		}
 		r.mu.Unlock()
 		if len(bySince) == 0 {

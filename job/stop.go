@@ -83,7 +83,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if handOver {
 		r.mu.Lock()
 		owed := r.owedLocked(r.heldAtLeave, time.Time{})
-		r.misfires, r.missed = map[int]time.Time{}, time.Time{}
+		r.misfires, r.misfireLast, r.missed = map[int]time.Time{}, map[int]time.Time{}, time.Time{}
 		r.mu.Unlock()
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
@@ -193,7 +193,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		r.mu.Lock()
 		r.heldAtLeave = held
 		for _, e := range owed {
-			delete(r.misfires, e.Item)
+			r.dropDebtLocked(e.Item)
 		}
 		r.missed = time.Time{}
 		r.mu.Unlock()
