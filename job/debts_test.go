@@ -118,3 +118,40 @@ func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 		t.Errorf("no new owner made up for b's missed fires of items 2, 3:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// A process that restarts under the same server id before its old session
+// expired owes its items the fires they missed; its first run makes up for
+// them. A fire that finds that run still going is owed a run of its own:
+// the catch-up began before it and does not cover it.
+func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	rec.hold = 1500 * time.Millisecond // longer than the period
+	cfg := job.Config{Name: "catchup", Cron: "* * * * * *", ShardingTotalCount: 1}
+	proxy, err := zktest.NewProxy(zkServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	old := startInstanceVia(t, ns, "a", []string{proxy.Addr()}, cfg, rec)
+	waitUntil(t, 30*time.Second, func() bool { return len(rec.snapshot()) >= 2 })
+
+	// The old process goes silent; a new one with the same id starts and
+	// registers once the old session has expired.
+	cut := time.Now()
+	proxy.Block()
+	startInstance(t, ns, "a", cfg, rec)
+	time.Sleep(8 * time.Second)
+	end := time.Now().Add(-3 * time.Second) // runs owed near the end may not be done
+	old.crash(t)                            // it never hears from ZooKeeper again
+
+	recs := rec.snapshot()
+	for f := cut.Truncate(time.Second).Add(time.Second); f.Before(end); f = f.Add(time.Second) {
+		if !covered(recs, 0, f) {
+			t.Errorf("fire %s lost", f.Format("15:04:05.000"))
+		}
+	}
+	if o := overlaps(recs); len(o) > 0 {
+		t.Errorf("overlap: %+v", o[0])
+	}
+}
