@@ -91,16 +91,7 @@ func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 	end := rec.waitFires(t, time.Now(), 2, 4, 30*time.Second)[1]
 
 	recs := rec.snapshot()
-	for f := cut.Truncate(time.Second).Add(time.Second); f.Before(end); f = f.Add(time.Second) {
-		for item := 0; item < 4; item++ {
-			if !covered(recs, item, f) {
-				t.Errorf("fire %s item %d lost", f.Format("15:04:05.000"), item)
-			}
-		}
-	}
-	if o := overlaps(recs); len(o) > 0 {
-		t.Errorf("overlap: %+v", o[0])
-	}
+	checkEveryFire(t, recs, cut, end, 4)
 	madeUp := false
 	for _, r := range byKind(recs, job.KindMisfire) {
 		if (r.item == 2 || r.item == 3) && r.server != "b" && !r.fire.After(cut.Add(time.Second)) {
@@ -145,13 +136,5 @@ func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
 	end := time.Now().Add(-3 * time.Second) // runs owed near the end may not be done
 	old.crash(t)                            // it never hears from ZooKeeper again
 
-	recs := rec.snapshot()
-	for f := cut.Truncate(time.Second).Add(time.Second); f.Before(end); f = f.Add(time.Second) {
-		if !covered(recs, 0, f) {
-			t.Errorf("fire %s lost", f.Format("15:04:05.000"))
-		}
-	}
-	if o := overlaps(recs); len(o) > 0 {
-		t.Errorf("overlap: %+v", o[0])
-	}
+	checkEveryFire(t, rec.snapshot(), cut, end, 1)
 }

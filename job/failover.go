@@ -193,7 +193,7 @@ func (r *runner) claimFailover() {
 		at := time.UnixMilli(fire)
 		// Reserved before returning, so that a misfire run started right
 		// after this (see release) cannot take the item first.
-		todo := r.reserve(its, at, KindFailover, cfg)
+		todo := r.reserve(its, at, time.Time{}, KindFailover, cfg)
 		for _, it := range its {
 			if !slices.Contains(todo, it) {
 				// Began running here meanwhile: the claim goes back.
@@ -299,23 +299,7 @@ func (r *runner) watchGone(p string, item int) {
 	// Registered before the watch can fire: gone() finds and ends it.
 	r.claimWatches[p] = func() {}
 	r.mu.Unlock()
-	cancel := r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
-		switch ev.Type {
-		case regcenter.EventDeleted:
-			gone()
-		case regcenter.EventResync:
-			// Armed, or re-armed after a new session: the node may be gone
-			// already. Look once; never loop on resyncs.
-			r.goFunc(func() {
-				sess := r.rc.Session()
-				ctx, cancel := r.coordCtx(sess)
-				defer cancel()
-				if ok, _, err := r.rc.Exists(ctx, p); err == nil && !ok {
-					gone()
-				}
-			})
-		}
-	})
+	cancel := r.onGone(p, gone)
 	r.mu.Lock()
 	if _, live := r.claimWatches[p]; live && !r.closed {
 		r.claimWatches[p] = cancel
@@ -324,4 +308,25 @@ func (r *runner) watchGone(p string, item int) {
 	}
 	r.mu.Unlock()
 	cancel() // already gone (or stopping) before the watch was recorded
+}
+
+// onGone calls fn on a runner goroutine when the node at p is deleted, or
+// is found absent when the watch is armed or re-armed after a new session
+// (looked at once per resync: never a loop). It returns the watch's cancel.
+func (r *runner) onGone(p string, fn func()) (cancel func()) {
+	return r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
+		switch ev.Type {
+		case regcenter.EventDeleted:
+			r.goFunc(fn)
+		case regcenter.EventResync:
+			r.goFunc(func() {
+				sess := r.rc.Session()
+				ctx, cancel := r.coordCtx(sess)
+				defer cancel()
+				if ok, _, err := r.rc.Exists(ctx, p); err == nil && !ok {
+					fn()
+				}
+			})
+		}
+	})
 }

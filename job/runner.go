@@ -409,7 +409,10 @@ func (r *runner) recoverIncarnation(ctx context.Context) error {
 					since = n
 				}
 			}
+			// Owed from since through latest: a run that makes up for
+			// only the start of it does not settle the rest.
 			r.noteMisfire(it, since, cfg)
+			r.noteMisfire(it, latest, cfg)
 		}
 	}
 	return nil
@@ -606,13 +609,24 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 				wg.Add(1)
 				go func() { // owned here: waited for before fireAs returns
 					defer wg.Done()
-					r.execute(sess, since, its, KindMisfire)
+					r.makeUp(sess, since, at, its)
 				}()
 			}
 			defer wg.Wait()
 		}
 	}
-	r.execute(sess, at, items, kind)
+	if kind == KindMisfire {
+		// Fires missed while disconnected, since at and through the latest.
+		through := at
+		if sched, _, err := r.config().Schedule(); err == nil {
+			if p := prevFire(sched, r.s.opts.now()); p.After(at) {
+				through = p
+			}
+		}
+		r.makeUp(sess, at, through, items)
+	} else {
+		r.execute(sess, at, items, kind)
+	}
 	r.runMisfires(sess)
 }
 
@@ -1022,7 +1036,15 @@ func (r *runner) checkMembership() {
 // execute runs items for the fire at, marking them running and completed.
 func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kind Kind) {
 	cfg := r.config()
-	r.run(sess, cfg, at, r.reserve(items, at, kind, cfg), kind)
+	r.run(sess, cfg, at, r.reserve(items, at, time.Time{}, kind, cfg), kind)
+}
+
+// makeUp runs items as a misfire since an earlier fire, in place of the
+// scheduled fire at: an item still busy here owes a run for the whole
+// span, through at.
+func (r *runner) makeUp(sess *regcenter.Session, since, at time.Time, items []int) {
+	cfg := r.config()
+	r.run(sess, cfg, since, r.reserve(items, since, at, KindMisfire, cfg), KindMisfire)
 }
 
 // run executes items reserved here: marks, runs and completes them.
@@ -1063,8 +1085,9 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 	r.completeAll(sess, cfg, results, len(todo))
 }
 
-// reserve claims items locally; items already running here owe a misfire.
-func (r *runner) reserve(items []int, at time.Time, kind Kind, cfg Config) []int {
+// reserve claims items locally; items already running here owe a misfire
+// since at (through a later fire, when given).
+func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Config) []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var todo []int
@@ -1081,6 +1104,9 @@ func (r *runner) reserve(items []int, at time.Time, kind Kind, cfg Config) []int
 		if _, busy := r.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
 				r.noteMisfireLocked(it, at, cfg)
+				if through.After(at) {
+					r.noteMisfireLocked(it, through, cfg)
+				}
 			}
 			continue
 		}
@@ -1275,23 +1301,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 		r.mu.Unlock()
 		r.runMisfires(r.rc.Session())
 	}
-	cancel := r.rc.Watch(running, regcenter.WatchNode, func(ev regcenter.Event) {
-		switch ev.Type {
-		case regcenter.EventDeleted:
-			r.goFunc(ended)
-		case regcenter.EventResync:
-			// Armed, or re-armed after a new session: the mark may be gone
-			// already. Look before running; never loop on resyncs.
-			r.goFunc(func() {
-				sess := r.rc.Session()
-				ctx, cancel := r.coordCtx(sess)
-				defer cancel()
-				if ok, _, err := r.rc.Exists(ctx, running); err == nil && !ok {
-					ended()
-				}
-			})
-		}
-	})
+	cancel := r.onGone(running, ended)
 	r.mu.Lock()
 	if _, dup := r.remoteWaits[item]; dup {
 		r.mu.Unlock()

@@ -68,14 +68,7 @@ func (r *runner) stop(ctx context.Context) error {
 	defer cancel()
 	// Fires in flight when the stop began end at once (no new marks: the
 	// coordination context is gone) and note what they owe.
-	fired := make(chan struct{})
-	go func() {
-		r.firing.Wait()
-		close(fired)
-	}()
-	select {
-	case <-fired:
-	case <-cctx.Done():
+	if !waitCtx(cctx, &r.firing) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	// Runs still owed — to items that were busy when this instance left, or
@@ -117,14 +110,7 @@ func (r *runner) stop(ctx context.Context) error {
 	r.elect.Close()
 	r.execCancel(ErrSchedulerClosed)
 
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-cctx.Done():
+	if !waitCtx(cctx, &r.wg) {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
 	return errors.Join(errs...)

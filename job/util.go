@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"slices"
 	"sync"
 )
@@ -53,5 +54,22 @@ func (k *kicker) loop() {
 		}
 		k.again = false
 		k.mu.Unlock()
+	}
+}
+
+// waitCtx waits for wg until ctx ends; false if ctx ended first. The
+// helper goroutine ends with the wait group: it outlives the call only
+// while goroutines that ignore their contexts are still running.
+func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
