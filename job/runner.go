@@ -156,7 +156,9 @@ func (r *runner) config() Config { return *r.cfg.Load() }
 func (r *runner) goFire(at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed || r.stopping {
+		// Stopping: the leave hands this fire's items over (see leave),
+		// and no fire may join the wait group stop waits on.
 		return
 	}
 	r.wg.Add(1)
