@@ -7,12 +7,12 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -63,20 +63,7 @@ func namespace(t *testing.T) string {
 	return fmt.Sprintf("t%d-%d", os.Getpid(), nsCounter.Add(1))
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("SHARDJOB_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t) }
 
 // record is one execution seen by a test job.
 type record struct {

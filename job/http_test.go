@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,17 +44,6 @@ func ExampleNewHTTPHandler() {
 
 var httpNS atomic.Int64
 
-func httpLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(httpLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type httpLogWriter struct{ t *testing.T }
-
-func (w httpLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // httpCluster is two instances of one job plus a handler on a separate
 // registry center session, as an application's admin port would have.
 type httpCluster struct {
@@ -73,7 +61,7 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: hc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(httpLogger(t)))
+		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: hc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +70,7 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	}
 	for _, id := range []string{"a1", "a2"} {
 		rc := connect()
-		s, err := job.NewScheduler(rc, job.WithServerID(id), job.WithLogger(httpLogger(t).With("instance", id)))
+		s, err := job.NewScheduler(rc, job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +96,7 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	}
 	hc.rc = connect()
 	mux := http.NewServeMux()
-	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(hc.rc, job.HTTPOptions{Token: token, Logger: httpLogger(t)})))
+	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(hc.rc, job.HTTPOptions{Token: token, Logger: testLogger(t)})))
 	hc.srv = httptest.NewServer(mux)
 	t.Cleanup(hc.srv.Close)
 	return hc

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -32,19 +33,7 @@ var nsSeq atomic.Int64
 // newNamespace returns a namespace no other test uses.
 func newNamespace() string { return fmt.Sprintf("cli%d-%d", os.Getpid(), nsSeq.Add(1)) }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if os.Getenv("SHARDJOB_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t) }
 
 // execRec is one execution seen by the test job.
 type execRec struct {

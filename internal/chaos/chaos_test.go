@@ -14,16 +14,9 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
-
-// testWriter turns progress lines into test log lines.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestChaosShort runs the whole harness — a three-member ensemble, three
 // instance processes, every fault kind at least once over about a minute —
@@ -48,7 +41,7 @@ func TestChaosShort(t *testing.T) {
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
-	cfg.Out = testWriter{t}
+	cfg.Out = testlog.Writer{T: t}
 
 	rep, err := Run(t.Context(), cfg)
 	if errors.Is(err, zktest.ErrNotInstalled) {

@@ -1,0 +1,30 @@
+// Package testlog routes log output into a test's log, so that it shows
+// with the test that produced it (and only when the test fails or runs
+// with -v).
+package testlog
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Writer writes each line it is given as one test log line.
+type Writer struct{ T testing.TB }
+
+// Write logs p, without its trailing newline, through T.Log.
+func (w Writer) Write(p []byte) (int, error) {
+	w.T.Helper()
+	w.T.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// Logger returns a logger for t: warnings and errors into t's log, or,
+// with SHARDJOB_TEST_LOG set, everything down to debug on standard error.
+func Logger(t testing.TB) *slog.Logger {
+	if os.Getenv("SHARDJOB_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(Writer{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
