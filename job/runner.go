@@ -592,29 +592,18 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		if gaps := r.inheritedGaps(sess, at, items); len(gaps) > 0 {
 			// Items taken over with fires their previous owner did not
 			// complete: this fire's run makes up for those too.
-			bySince := map[time.Time][]int{}
+			debts := map[span][]int{}
 			for it, since := range gaps {
-				bySince[since] = append(bySince[since], it)
+				d := span{since: since, through: at}
+				debts[d] = append(debts[d], it)
 			}
-			r.mu.Lock()
-			for _, it := range items {
-				if _, gap := gaps[it]; gap && at.After(r.dispatched[it]) {
-					r.dispatched[it] = at
-				}
-			}
-			r.mu.Unlock()
 			items = slices.DeleteFunc(slices.Clone(items), func(it int) bool { _, gap := gaps[it]; return gap })
-			var wg sync.WaitGroup
-			for since, its := range bySince {
-				sortInts(its)
-				r.log.Info("making up for fires a previous owner did not complete", "items", its, "since", since)
-				wg.Add(1)
-				go func() { // owned here: waited for before fireAs returns
-					defer wg.Done()
-					r.makeUp(sess, since, at, its)
-				}()
-			}
-			defer wg.Wait()
+			done := make(chan struct{})
+			go func() { // owned here: waited for before fireAs returns
+				defer close(done)
+				r.makeUpAll(sess, debts, "making up for fires a previous owner did not complete")
+			}()
+			defer func() { <-done }()
 		}
 	}
 	if kind == KindMisfire {
@@ -642,10 +631,13 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 	cfg := r.config()
 	r.mu.Lock()
 	prev := r.lastItems
-	r.lastItems = slices.Clone(items)
+	same := slices.Equal(prev, items)
+	if !same {
+		r.lastItems = slices.Clone(items)
+	}
 	r.mu.Unlock()
-	if cfg.Unmonitored || cfg.Misfire == MisfireSkip {
-		return nil
+	if same || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+		return nil // steady state: nothing newly held
 	}
 	sched, _, err := cfg.Schedule()
 	if err != nil {
@@ -782,13 +774,20 @@ func (r *runner) reshard(ctx context.Context) error {
 	// the second finds the flag gone and has nothing to do.
 	select {
 	case r.reshardSem <- struct{}{}:
-		defer func() { <-r.reshardSem }()
-	case <-ctx.Done():
-		return ctx.Err()
+		// Uncontended: the caller has just seen the flag.
+	default:
+		select {
+		case r.reshardSem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Waited for another reshard: it may have done the work.
+		if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
+			<-r.reshardSem
+			return err
+		}
 	}
-	if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
-		return err
-	}
+	defer func() { <-r.reshardSem }()
 	fence, err := r.elect.Fence()
 	if err != nil {
 		return err
@@ -1100,8 +1099,13 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Conf
 		if r.disabledItems[it] {
 			continue
 		}
+		// This scheduled fire (or, for a make-up run, the fire it stands
+		// in for) is run or owed here.
 		if kind == KindFire && at.After(r.dispatched[it]) {
-			r.dispatched[it] = at // this fire is run or owed here
+			r.dispatched[it] = at
+		}
+		if through.After(r.dispatched[it]) {
+			r.dispatched[it] = through
 		}
 		if _, busy := r.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
@@ -1326,9 +1330,9 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 			r.mu.Unlock()
 			return
 		}
-		// Grouped by the fire each item first missed: a run is labelled
-		// with its own items' debt, not with the oldest of all.
-		bySince := map[time.Time][]int{}
+		// Grouped by debt: a run is labelled with its own items' earliest
+		// missed fire, not with the oldest of all.
+		debts := map[span][]int{}
 		for it, at := range r.misfires {
 			if _, busy := r.running[it]; busy || tried[it] {
 				continue
@@ -1338,25 +1342,35 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 				continue // running elsewhere: tried when its mark goes
 			}
 			tried[it] = true
-			bySince[at] = append(bySince[at], it)
+			d := span{since: at, through: r.misfireLast[it]}
+			debts[d] = append(debts[d], it)
 			r.dropDebtLocked(it)
 		}
 		r.mu.Unlock()
-		if len(bySince) == 0 {
+		if len(debts) == 0 {
 			return
 		}
-		var wg sync.WaitGroup
-		for since, items := range bySince {
-			sortInts(items)
-			r.log.Info("running misfired items", "items", items, "since", since)
-			wg.Add(1)
-			go func() { // owned here: waited for below
-				defer wg.Done()
-				r.execute(sess, since, items, KindMisfire)
-			}()
-		}
-		wg.Wait()
+		r.makeUpAll(sess, debts, "running misfired items")
 	}
+}
+
+// span is a run of missed fires: since the first, through the last.
+type span struct{ since, through time.Time }
+
+// makeUpAll runs each group of items as a misfire for its span, the groups
+// concurrently, and returns when all have ended.
+func (r *runner) makeUpAll(sess *regcenter.Session, debts map[span][]int, msg string) {
+	var wg sync.WaitGroup
+	for d, items := range debts {
+		sortInts(items)
+		r.log.Info(msg, "items", items, "since", d.since)
+		wg.Add(1)
+		go func() { // owned here: waited for below
+			defer wg.Done()
+			r.makeUp(sess, d.since, d.through, items)
+		}()
+	}
+	wg.Wait()
 }
 
 type itemResult struct {
