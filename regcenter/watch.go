@@ -198,14 +198,14 @@ func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
 	z.watchReqs.Inc()
 	switch e.key.kind {
 	case WatchNode:
-		exists, _, _, err = z.conn.ExistsW(full)
+		exists, _, _, err = z.client().ExistsW(full)
 	case WatchChildren:
-		_, _, _, err = z.conn.ChildrenW(full)
+		_, _, _, err = z.client().ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			// Watch for the node's creation instead; the creation event
 			// re-arms the children watch.
 			z.watchReqs.Inc()
-			_, _, _, err = z.conn.ExistsW(full)
+			_, _, _, err = z.client().ExistsW(full)
 		}
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	stdatomic "sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -41,7 +42,23 @@ type ZooKeeper struct {
 	root string
 	acl  []zk.ACL
 	log  *slog.Logger
-	conn *zk.Conn
+
+	// conn is the current client. It is replaced, with a fresh session,
+	// when the servers keep refusing it because they lost the state it has
+	// seen (see refusals); connGen tells the replaced client's late events
+	// and connections from the current one's.
+	conn    stdatomic.Pointer[zk.Conn]
+	connGen atomic.Uint64
+	servers []string
+
+	// refusals counts handshakes in a row that a server closed without
+	// answering the connect request, and refusedAt is when the first of
+	// them happened (ns since epoch). ZooKeeper refuses that way a client
+	// that has seen a later transaction than the server has: after the
+	// ensemble lost its data, the old client is refused forever.
+	refusals  atomic.Int64
+	refusedAt atomic.Int64
+	replaced  atomic.Int64 // clients replaced
 
 	epoch      time.Time    // monotonic base for lastRead
 	lastRead   atomic.Int64 // ns since epoch: send time of the latest request the server answered
@@ -107,19 +124,15 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	} else {
 		z.acl = zk.WorldACL(zk.PermAll)
 	}
-	servers := make([]string, len(cfg.Servers))
+	z.servers = make([]string, len(cfg.Servers))
 	for i, s := range cfg.Servers {
-		servers[i] = strings.TrimSpace(s)
+		z.servers[i] = strings.TrimSpace(s)
 	}
-	conn, _, err := zk.Connect(servers, cfg.SessionTimeout,
-		zk.WithEventCallback(z.onEvent),
-		zk.WithDialer(z.dial),
-		zk.WithLogger(zkLogger{z.log}),
-	)
-	if err != nil {
+	servers := z.servers
+	if err := z.connect(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
-	z.conn = conn
+	conn := z.client()
 
 	timer := time.NewTimer(cfg.ConnectTimeout)
 	defer timer.Stop()
@@ -140,7 +153,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 
 	if cfg.Digest != "" {
 		user, _, _ := strings.Cut(cfg.Digest, ":")
-		if err := z.conn.AddAuth("digest", []byte(cfg.Digest)); err != nil {
+		if err := z.client().AddAuth("digest", []byte(cfg.Digest)); err != nil {
 			z.Close()
 			return nil, fmt.Errorf("%w: digest auth for user %q: %v", ErrUnauthorized, user, err)
 		}
@@ -152,10 +165,37 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	return z, nil
 }
 
+// connect starts a new client (it connects in the background) and makes
+// it the current one. Events and connections of earlier clients are
+// ignored from then on.
+func (z *ZooKeeper) connect() error {
+	gen := z.connGen.Inc()
+	current := func() bool { return z.connGen.Load() == gen }
+	conn, _, err := zk.Connect(z.servers, z.cfg.SessionTimeout,
+		zk.WithEventCallback(func(ev zk.Event) {
+			if current() {
+				z.onEvent(ev)
+			}
+		}),
+		zk.WithDialer(func(network, address string, timeout time.Duration) (net.Conn, error) {
+			return z.dial(gen, network, address, timeout)
+		}),
+		zk.WithLogger(zkLogger{z.log}),
+	)
+	if err != nil {
+		return err
+	}
+	z.refusals.Store(0)
+	z.conn.Store(conn)
+	return nil
+}
+
+// client returns the current ZooKeeper client.
+func (z *ZooKeeper) client() *zk.Conn { return z.conn.Load() }
+
 // ensureRoot creates the namespace root if needed and proves we may use it.
 func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
-	_, err := call(ctx, z, &z.writes, func() (string, error) { return z.conn.Create(z.root, nil, 0, z.acl) })
-	if err != nil && !errors.Is(err, ErrNodeExists) {
+	if err := z.createRoot(ctx); err != nil {
 		return z.explainAuth(err)
 	}
 	// Reading the root's children needs READ permission on it; a wrong
@@ -169,6 +209,16 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 	}
 	if err := z.Delete(ctx, probe, -1); err != nil && !errors.Is(err, ErrNoNode) {
 		return z.explainAuth(err)
+	}
+	return nil
+}
+
+// createRoot creates the namespace root where it is missing: at the first
+// connect, and again when ZooKeeper lost its data under a running process.
+func (z *ZooKeeper) createRoot(ctx context.Context) error {
+	_, err := call(ctx, z, &z.writes, func() (string, error) { return z.client().Create(z.root, nil, 0, z.acl) })
+	if err != nil && !errors.Is(err, ErrNodeExists) {
+		return err
 	}
 	return nil
 }
@@ -218,12 +268,12 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 // dial wraps each TCP connection so that every answer from the server
 // renews the lease and the connect response's negotiated timeout and
 // session id are captured.
-func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+func (z *ZooKeeper) dial(gen uint64, network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
 		return nil, err
 	}
-	return &observedConn{Conn: c, z: z}, nil
+	return &observedConn{Conn: c, z: z, gen: gen}, nil
 }
 
 // observedConn renews the lease from what the server has provably heard.
@@ -238,7 +288,8 @@ func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Co
 // (xid -1) answer nothing and renew nothing.
 type observedConn struct {
 	net.Conn
-	z *ZooKeeper
+	z   *ZooKeeper
+	gen uint64 // the client this connection belongs to
 
 	mu    sync.Mutex
 	sent  []time.Duration // send times (since epoch) of unanswered requests
@@ -266,10 +317,93 @@ func (c *observedConn) Write(b []byte) (int, error) {
 
 func (c *observedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	if c.z.connGen.Load() != c.gen {
+		return n, err // a replaced client's connection proves nothing
+	}
 	if n > 0 {
 		c.parse(b[:n])
 	}
+	if err != nil {
+		c.mu.Lock()
+		refused := !c.first && len(c.sent) > 0
+		c.mu.Unlock()
+		if refused {
+			c.z.noteRefusal()
+		}
+	}
 	return n, err
+}
+
+// noteRefusal records a handshake the server closed without answering.
+func (z *ZooKeeper) noteRefusal() {
+	if z.refusals.Inc() == 1 {
+		z.refusedAt.Store(int64(time.Since(z.epoch)))
+	}
+	select {
+	case z.wakeDog <- struct{}{}:
+	default:
+	}
+}
+
+// refusedTooLong reports whether the servers have refused every handshake
+// for longer than a session timeout, at least three times. A server that
+// is starting refuses for a moment too; one that lost the data this client
+// has seen refuses forever.
+func (z *ZooKeeper) refusedTooLong() bool {
+	return z.refusals.Load() >= 3 && time.Since(z.epoch)-time.Duration(z.refusedAt.Load()) >= z.cfg.SessionTimeout
+}
+
+// replaceClient closes a client that the servers keep refusing and starts
+// a fresh one, which opens a new session: the old one cannot have survived
+// a server that forgot it. The new session is announced as usual
+// (SessionNew), so every job re-registers (I3).
+func (z *ZooKeeper) replaceClient() {
+	z.mu.Lock()
+	closed := z.closed
+	z.mu.Unlock()
+	if closed {
+		return
+	}
+	old := z.client()
+	z.log.Warn("zookeeper keeps refusing this client (the ensemble lost the data it has seen?); starting a new session",
+		"refusals", z.refusals.Load(), "for", (time.Since(z.epoch) - time.Duration(z.refusedAt.Load())).Round(time.Millisecond))
+	if err := z.connect(); err != nil {
+		z.log.Error("starting a new zookeeper client", "err", err)
+		return
+	}
+	z.replaced.Inc()
+	old.Close()
+	if z.cfg.Digest != "" {
+		// The new client has no credentials yet. Requests sent before they
+		// are fail with ErrUnauthorized and are retried by their owners
+		// (re-registration backs off and tries again).
+		z.wg.Add(1)
+		go z.authenticate(z.client())
+	}
+}
+
+// authenticate adds the digest to a replacement client, retrying until the
+// server has it or the client is closed or replaced.
+func (z *ZooKeeper) authenticate(conn *zk.Conn) {
+	defer z.wg.Done()
+	for {
+		err := translate(conn.AddAuth("digest", []byte(z.cfg.Digest)))
+		z.writes.Inc()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, ErrClosed), z.client() != conn:
+			return
+		case !errors.Is(err, ErrConnectionLoss):
+			z.log.Error("digest auth on the new zookeeper client", "err", err)
+			return
+		}
+		select {
+		case <-z.done:
+			return
+		case <-time.After(z.cfg.BaseSleep):
+		}
+	}
 }
 
 // parse walks the frames in p, renewing the lease for each answer.
@@ -367,6 +501,7 @@ func (z *ZooKeeper) onState(state zk.State) {
 	}
 	switch state {
 	case zk.StateHasSession:
+		z.refusals.Store(0)
 		id := z.connected.Load()
 		cur := z.session
 		switch {
@@ -491,13 +626,16 @@ func (z *ZooKeeper) watchdog() {
 				continue
 			}
 			wait = left
-		} else if z.leaseLeft() > z.leaseDuration()/2 && z.conn.State() == zk.StateHasSession && z.conn.SessionID() == s.id {
+		} else if z.refusedTooLong() {
+			z.replaceClient()
+			continue
+		} else if z.leaseLeft() > z.leaseDuration()/2 && z.client().State() == zk.StateHasSession && z.client().SessionID() == s.id {
 			// The lease lapsed but the server is talking again on the same
 			// session. Prove it with a round trip before trusting it.
-			_, _, err := z.conn.Exists(z.root)
+			_, _, err := z.client().Exists(z.root)
 			z.reads.Inc()
 			z.mu.Lock()
-			if err == nil && z.session == s && z.conn.SessionID() == s.id && !z.closed {
+			if err == nil && z.session == s && z.client().SessionID() == s.id && !z.closed {
 				z.newSessionLocked(s.id)
 				z.enqueue(task{kind: taskResyncAll})
 			}
@@ -565,7 +703,7 @@ func (z *ZooKeeper) Close() error {
 	}
 	z.mu.Unlock()
 	close(z.done)
-	z.conn.Close()
+	z.client().Close()
 	z.wg.Wait()
 	return nil
 }
@@ -688,7 +826,7 @@ func (z *ZooKeeper) Get(ctx context.Context, p string) ([]byte, Stat, error) {
 		s *zk.Stat
 	}
 	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
-		b, s, err := z.conn.Get(z.full(p))
+		b, s, err := z.client().Get(z.full(p))
 		return r{b, s}, err
 	})
 	return v.b, toStat(v.s), wrapPath("get", p, err)
@@ -701,7 +839,7 @@ func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
 		s  *zk.Stat
 	}
 	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
-		ok, s, err := z.conn.Exists(z.full(p))
+		ok, s, err := z.client().Exists(z.full(p))
 		return r{ok, s}, err
 	})
 	return v.ok, toStat(v.s), wrapPath("exists", p, err)
@@ -710,7 +848,7 @@ func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
 // Children lists a node's children.
 func (z *ZooKeeper) Children(ctx context.Context, p string) ([]string, error) {
 	v, err := retrying(ctx, z, &z.reads, func() ([]string, error) {
-		c, _, err := z.conn.Children(z.full(p))
+		c, _, err := z.client().Children(z.full(p))
 		return c, err
 	})
 	return v, wrapPath("children", p, err)
@@ -730,7 +868,7 @@ func flags(m Mode) int32 {
 
 // Create creates a node, creating missing parents as persistent nodes.
 func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
-	create := func() (string, error) { return z.conn.Create(z.full(p), data, flags(mode), z.acl) }
+	create := func() (string, error) { return z.client().Create(z.full(p), data, flags(mode), z.acl) }
 	got, err := call(ctx, z, &z.writes, create)
 	if errors.Is(err, ErrNoNode) {
 		if perr := z.createParents(ctx, path.Dir(p)); perr != nil {
@@ -753,13 +891,21 @@ func (z *ZooKeeper) EnsurePath(ctx context.Context, p string) error {
 
 func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 	if dir == "/" || dir == "." || dir == "" {
-		return nil
+		// The namespace root itself: gone only if ZooKeeper lost its data.
+		return z.createRoot(ctx)
 	}
 	parts := strings.Split(strings.Trim(dir, "/"), "/")
 	cur := ""
-	for _, part := range parts {
+	for i, part := range parts {
 		cur += "/" + part
-		_, err := call(ctx, z, &z.writes, func() (string, error) { return z.conn.Create(z.full(cur), nil, 0, z.acl) })
+		create := func() (string, error) { return z.client().Create(z.full(cur), nil, 0, z.acl) }
+		_, err := call(ctx, z, &z.writes, create)
+		if i == 0 && errors.Is(err, ErrNoNode) {
+			if err := z.createRoot(ctx); err != nil {
+				return err
+			}
+			_, err = call(ctx, z, &z.writes, create)
+		}
 		if err != nil && !errors.Is(err, ErrNodeExists) {
 			return err
 		}
@@ -769,13 +915,13 @@ func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 
 // Set writes a node's data.
 func (z *ZooKeeper) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
-	s, err := call(ctx, z, &z.writes, func() (*zk.Stat, error) { return z.conn.Set(z.full(p), data, version) })
+	s, err := call(ctx, z, &z.writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
 	return toStat(s), wrapPath("set", p, err)
 }
 
 // Delete removes a node.
 func (z *ZooKeeper) Delete(ctx context.Context, p string, version int32) error {
-	_, err := call(ctx, z, &z.writes, func() (struct{}, error) { return struct{}{}, z.conn.Delete(z.full(p), version) })
+	_, err := call(ctx, z, &z.writes, func() (struct{}, error) { return struct{}{}, z.client().Delete(z.full(p), version) })
 	return wrapPath("delete", p, err)
 }
 
@@ -823,7 +969,7 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
 	}
-	res, err := call(ctx, z, &z.multis, func() ([]zk.MultiResponse, error) { return z.conn.Multi(reqs...) })
+	res, err := call(ctx, z, &z.multis, func() ([]zk.MultiResponse, error) { return z.client().Multi(reqs...) })
 	// Find the op that failed: the others report success or a generic
 	// "runtime inconsistency" for being rolled back.
 	for i, r := range res {
