@@ -38,6 +38,11 @@ type Entry struct {
 	// dequeues with it, so that an earlier debt merged into the entry
 	// while the item ran (see Enqueue) stays queued.
 	Version int32 `json:"-"`
+	// Garbage is set by Claim when the entry's data could not be read
+	// (not written by shardjob): the claim is still taken, so that the
+	// entry is paid and dequeued rather than stuck, and Fire is zero — the
+	// claimer decides which fire the debt covers.
+	Garbage error `json:"-"`
 }
 
 // Queue is the failover queue of one job.
@@ -157,8 +162,11 @@ func (q *Queue) Claim(ctx context.Context, item int, server string) (Entry, erro
 		return Entry{}, err
 	}
 	var e Entry
-	if err := json.Unmarshal(data, &e); err != nil {
-		return Entry{}, fmt.Errorf("failover: garbage in %s: %w", q.paths.FailoverItem(item), err)
+	if err := json.Unmarshal(data, &e); err != nil || e.Fire <= 0 {
+		if err == nil {
+			err = fmt.Errorf("fire %d is not a time", e.Fire)
+		}
+		e = Entry{Garbage: fmt.Errorf("failover: garbage in %s: %w", q.paths.FailoverItem(item), err)}
 	}
 	e.Item, e.Version = item, st.Version
 	// The claim is created together with a check that the entry is still

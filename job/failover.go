@@ -108,6 +108,18 @@ func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 	return errors.Join(errs...)
 }
 
+// latestFire returns the job's latest fire at or before now (now itself
+// when the schedule has none in the past year).
+func (r *runner) latestFire() time.Time {
+	now := r.s.opts.now()
+	if sched, _, err := r.config().Schedule(); err == nil {
+		if p := prevFire(sched, now); !p.IsZero() {
+			return p
+		}
+	}
+	return now.Truncate(time.Millisecond)
+}
+
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
 	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
@@ -176,6 +188,13 @@ func (r *runner) claimFailover() {
 			continue
 		}
 		e, err := q.Claim(ctx, it, r.serverID())
+		if err == nil && e.Garbage != nil {
+			// Nobody can tell which fire it stood for: pay it as a debt of
+			// the latest fire, so it is dequeued instead of stuck forever.
+			latest := r.latestFire()
+			r.log.Error("garbage failover entry; running the item once for the latest fire", "item", it, "fire", latest, "err", e.Garbage)
+			e.Fire = latest.UnixMilli()
+		}
 		switch {
 		case err == nil:
 			r.mu.Lock()

@@ -24,6 +24,9 @@ func (r *runner) checkFlags() {
 		}
 		return
 	}
+	if !slices.Contains(kids, layout.Status) {
+		r.restoreStatus(ctx, sess)
+	}
 	paused := slices.Contains(kids, layout.Paused)
 	r.mu.Lock()
 	was := r.paused
@@ -60,6 +63,30 @@ func (r *runner) checkFlags() {
 			return
 		}
 		r.runTrigger()
+	}
+}
+
+// restoreStatus re-creates this instance's status node when it vanished
+// while the instance is registered under a live session: someone deleted it
+// (an operator, a script, a wrong recursive delete). Without it the leader
+// takes this instance for gone and its items move, while it stays up and
+// idle. Before the instance registered, or after its session ended, there
+// is nothing to restore: registration creates the node.
+func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
+	r.mu.Lock()
+	registered := r.regSess == sess && !r.stopping
+	r.mu.Unlock()
+	if !registered || sess.Err() != nil {
+		return
+	}
+	p := r.paths.Flag(r.serverID(), layout.Status)
+	_, err := r.rc.Create(ctx, p, []byte(layout.StatusReady), regcenter.Ephemeral)
+	switch {
+	case err == nil:
+		r.log.Warn("this instance's status node was deleted while it was online; restored it", "node", p)
+	case errors.Is(err, regcenter.ErrNodeExists):
+	default:
+		r.log.Warn("restoring this instance's deleted status node", "node", p, "err", err)
 	}
 }
 

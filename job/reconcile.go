@@ -76,6 +76,11 @@ func (r *runner) reconcile() {
 	}
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
+	// Our own registration: a status node deleted under us is restored
+	// (the flags watch normally does it at once; this is the backstop).
+	if ok, _, err := r.rc.Exists(ctx, r.paths.Flag(r.serverID(), layout.Status)); err == nil && !ok {
+		r.restoreStatus(ctx, sess)
+	}
 	if ok, _, err := r.rc.Exists(ctx, r.paths.ElectionHost()); err == nil && !ok {
 		// Nobody leads: campaign again in case a watch was missed.
 		if err := r.elect.Campaign(ctx); err != nil {

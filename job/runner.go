@@ -501,7 +501,10 @@ func (r *runner) reregister(sess *regcenter.Session) {
 	backoff := 100 * time.Millisecond
 	for sess.Err() == nil {
 		ctx, cancel := context.WithTimeout(sess.Ctx(), r.sessionTimeout()+2*time.Second)
-		err := r.register(ctx, sess)
+		err := r.restoreConfig(ctx)
+		if err == nil {
+			err = r.register(ctx, sess)
+		}
 		cancel()
 		if err == nil {
 			r.runMissed(sess)
@@ -517,6 +520,31 @@ func (r *runner) reregister(sess *regcenter.Session) {
 	}
 }
 
+// restoreConfig writes this instance's config to the config node when the
+// node is gone at re-registration: ZooKeeper lost its data (a wiped
+// ensemble comes back empty), and the cluster's truth is what its instances
+// still hold. A job removed on purpose never gets here: its instances saw
+// the config node's deletion and stopped.
+func (r *runner) restoreConfig(ctx context.Context) error {
+	ok, _, err := r.rc.Exists(ctx, r.paths.Config())
+	if err != nil || ok {
+		return err
+	}
+	data, err := r.config().Encode()
+	if err != nil {
+		return err
+	}
+	_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
+	}
+	r.log.Warn("config node was missing at re-registration (zookeeper lost its data?); restored it from this instance's config")
+	return nil
+}
+
 func (r *runner) noteSuspendedMiss(at time.Time) {
 	r.mu.Lock()
 	if r.missed.IsZero() || at.Before(r.missed) {
@@ -528,10 +556,7 @@ func (r *runner) noteSuspendedMiss(at time.Time) {
 // runMissed runs once, for this instance's items, the fires skipped while the
 // connection was down.
 func (r *runner) runMissed(sess *regcenter.Session) {
-	r.mu.Lock()
-	at := r.missed
-	r.missed = time.Time{}
-	r.mu.Unlock()
+	at := r.takeMissed()
 	if at.IsZero() {
 		return
 	}
@@ -578,13 +603,29 @@ func (r *runner) fire(at time.Time) {
 		}
 		return
 	}
+	if missed := r.takeMissed(); !missed.IsZero() {
+		// Fires skipped earlier (an assignment that could not be read)
+		// are made up now, with this one.
+		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
+		r.fireAs(sess, missed, KindMisfire)
+		return
+	}
 	r.fireAs(sess, at, KindFire)
+}
+
+// takeMissed returns and clears the earliest fire skipped here.
+func (r *runner) takeMissed() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := r.missed
+	r.missed = time.Time{}
+	return at
 }
 
 func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 	items, err := r.assignment(sess)
 	if err != nil {
-		r.log.Warn("fire skipped: cannot read assignment", "fire", at, "err", err)
+		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 		r.noteSuspendedMiss(at)
 		return
 	}
@@ -687,18 +728,53 @@ func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
 		ctx, cancel = r.coordCtx(sess)
 		defer cancel()
 	}
-	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil, nil
+	for attempt := 0; ; attempt++ {
+		p := r.paths.Flag(r.serverID(), layout.Sharding)
+		data, _, err := r.rc.Get(ctx, p)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		items, err := layout.ParseItems(string(data))
+		if err == nil {
+			return items, nil
+		}
+		if attempt > 0 {
+			return nil, fmt.Errorf("garbage in %s after a reshard: %w", p, err)
+		}
+		// Not written by a leader: ask for a reshard now and wait for it,
+		// so that this fire runs with a real assignment.
+		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", clip(data), "err", err)
+		if err := r.requestReshard(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.awaitSharding(ctx); err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
+}
+
+// requestReshard flags a reshard and asks the leader for it at once (the
+// leader watches the flag's data).
+func (r *runner) requestReshard(ctx context.Context) error {
+	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())})
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		_, err = r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1)
 	}
-	items, err := layout.ParseItems(string(data))
-	if err != nil {
-		return nil, fmt.Errorf("garbage in %s: %w", r.paths.Flag(r.serverID(), layout.Sharding), err)
+	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		return fmt.Errorf("requesting a reshard: %w", err)
 	}
-	return items, nil
+	return nil
+}
+
+// clip returns data as a string of at most 64 bytes, for log lines.
+func clip(data []byte) string {
+	if len(data) > 64 {
+		return string(data[:64]) + "…"
+	}
+	return string(data)
 }
 
 // coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
@@ -800,6 +876,11 @@ func (r *runner) reshard(ctx context.Context) error {
 		r.dropProcessing(ctx)
 		return err
 	}
+	fakes, err := r.fakeStatuses(ctx, servers)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
 	cfg := r.config()
 	online := servers.online()
 	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
@@ -818,6 +899,9 @@ func (r *runner) reshard(ctx context.Context) error {
 		}
 	}
 	ops := []regcenter.Op{fence}
+	for _, p := range fakes {
+		ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
+	}
 	for _, sv := range servers.names() {
 		kids := servers[sv]
 		shardPath := r.paths.Flag(sv, layout.Sharding)
@@ -856,6 +940,30 @@ func (r *runner) reshard(ctx context.Context) error {
 	r.mu.Unlock()
 	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
 	return nil
+}
+
+// fakeStatuses finds status nodes that no instance holds — persistent ones:
+// an instance's status is always ephemeral — marks their servers offline in
+// servers, and returns their paths for the reshard to delete. Left alone,
+// such a node makes a server look online forever and its items never run.
+func (r *runner) fakeStatuses(ctx context.Context, servers serverSet) ([]string, error) {
+	var fakes []string
+	for _, sv := range servers.names() {
+		if !servers[sv][layout.Status] {
+			continue
+		}
+		p := r.paths.Flag(sv, layout.Status)
+		ok, st, err := r.rc.Exists(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok && st.EphemeralOwner == 0 {
+			r.log.Warn("persistent status node: not an instance's; the server is treated as offline and the node removed", "server", sv, "node", p)
+			delete(servers[sv], layout.Status)
+			fakes = append(fakes, p)
+		}
+	}
+	return fakes, nil
 }
 
 func (r *runner) dropProcessing(ctx context.Context) {
@@ -1252,7 +1360,21 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 func (r *runner) dropStaleMark(ctx context.Context, sess *regcenter.Session, item int) bool {
 	p := r.paths.ItemNode(item, layout.Running)
 	ok, st, err := r.rc.Exists(ctx, p)
-	if err != nil || !ok || st.EphemeralOwner != sess.ID() {
+	if err != nil || !ok {
+		return false
+	}
+	if st.EphemeralOwner == 0 {
+		// A persistent mark: shardjob only ever writes ephemeral ones, so
+		// no execution holds it and it would block the item for good.
+		err := r.rc.Delete(ctx, p, st.Version)
+		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("removing a persistent running mark that blocks the item", "item", item, "node", p, "err", err)
+			return false
+		}
+		r.log.Warn("removed a persistent running mark that blocked the item (not written by an instance)", "item", item, "node", p)
+		return true
+	}
+	if st.EphemeralOwner != sess.ID() {
 		return false
 	}
 	fence, ok := r.elect.SessionFence(sess)
