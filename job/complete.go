@@ -307,7 +307,7 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		if !c.skipCompleted[b.item] && b.kind != KindTrigger {
+		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
 			upTo := r.coveredUpTo(cfg, b)
 			mark := completedMark{Server: r.serverID(), Fire: upTo.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {

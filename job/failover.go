@@ -122,19 +122,32 @@ func (r *runner) latestFire() time.Time {
 
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
+	_, through, err := r.completedSpan(ctx, item)
+	return through, err
+}
+
+// completedSpan returns the fires the item's last completed run covered:
+// its own fire, or for a make-up run every fire from its first to the last
+// at or before its start. Zero times if none (or garbage).
+func (r *runner) completedSpan(ctx context.Context, item int) (from, through time.Time, err error) {
 	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
 	if errors.Is(err, regcenter.ErrNoNode) {
-		return time.Time{}, nil
+		return time.Time{}, time.Time{}, nil
 	}
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, time.Time{}, err
 	}
 	var m completedMark
-	if err := json.Unmarshal(data, &m); err != nil {
-		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "err", err)
-		return time.Time{}, nil
+	if err := json.Unmarshal(data, &m); err != nil || m.Fire <= 0 {
+		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", clip(data), "err", err)
+		return time.Time{}, time.Time{}, nil
 	}
-	return time.UnixMilli(m.Fire), nil
+	through = time.UnixMilli(m.Fire)
+	from = through
+	if m.Since > 0 && m.Since < m.Fire {
+		from = time.UnixMilli(m.Since)
+	}
+	return from, through, nil
 }
 
 // claimFailover runs on every instance of a failover job when the queue

@@ -43,6 +43,11 @@ func checkExactlyOnce(t *testing.T, recs []record, from, end time.Time, items in
 	if o := overlaps(recs); len(o) > 0 {
 		t.Errorf("overlap: %+v", o[0])
 	}
+	if t.Failed() {
+		for _, r := range recs {
+			t.Logf("item %d %s fire %s [%s – %s] on %s", r.item, r.kind, r.fire.Format("15:04:05.000"), r.begin.Format("15:04:05.000"), r.end.Format("15:04:05.000"), r.server)
+		}
+	}
 }
 
 // A ZooKeeper ensemble restarted with its data wiped refuses every client
@@ -181,4 +186,39 @@ func TestStuckNodesAreClearedAndTheirItemsRun(t *testing.T) {
 	from := time.Now()
 	rec.waitFires(t, from.Add(time.Second), 3, 4, 30*time.Second)
 	checkEveryFire(t, rec.snapshot(), from.Add(time.Second), time.Now().Add(-time.Second), 4)
+}
+
+// Runs longer than the period keep every item busy across fires, so each
+// fire after the first is made up for by a misfire run. An instance that
+// joins moves items between owners while they run: the old owner's debts
+// and the new owner's must not make up for the same fire twice.
+func TestJoinWithRunsLongerThanThePeriodRunsNoFireTwice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for half a minute")
+	}
+	ns := namespace(t)
+	rec := newRecorder()
+	rec.hold = 5 * time.Second
+	cfg := everySecond("long", 8)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		startInstance(t, ns, id, cfg, rec)
+	}
+	time.Sleep(6 * time.Second)
+	from := time.Now()
+	startInstance(t, ns, "s4", cfg, rec)
+	time.Sleep(20 * time.Second)
+	// A fire is covered by a make-up run that starts up to a run later and
+	// is recorded when it ends, another run later.
+	end := time.Now().Add(-11 * time.Second)
+	recs := rec.snapshot()
+	checkExactlyOnce(t, recs, from, end, 8)
+	by := map[string]int{}
+	for _, r := range recs {
+		if r.begin.After(from.Add(3 * time.Second)) {
+			by[r.server]++
+		}
+	}
+	if by["s4"] == 0 {
+		t.Errorf("the joined instance ran nothing: %v", by)
+	}
 }

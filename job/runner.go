@@ -630,7 +630,16 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		return
 	}
 	if kind == KindFire {
-		if gaps := r.inheritedGaps(sess, at, items); len(gaps) > 0 {
+		gaps := r.inheritedGaps(sess, at, items)
+		for it, since := range r.takeDebts(items) {
+			if g, ok := gaps[it]; !ok || since.Before(g) {
+				if gaps == nil {
+					gaps = map[int]time.Time{}
+				}
+				gaps[it] = since
+			}
+		}
+		if len(gaps) > 0 {
 			// Items taken over with fires their previous owner did not
 			// complete: this fire's run makes up for those too.
 			debts := map[span][]int{}
@@ -642,7 +651,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 			done := make(chan struct{})
 			go func() { // owned here: waited for before fireAs returns
 				defer close(done)
-				r.makeUpAll(sess, debts, "making up for fires a previous owner did not complete")
+				r.makeUpAll(sess, debts, "making up for owed fires with this one")
 			}()
 			defer func() { <-done }()
 		}
@@ -660,6 +669,32 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		r.execute(sess, at, items, kind)
 	}
 	r.runMisfires(sess)
+}
+
+// takeDebts returns and forgets the misfire debts of items that are not
+// running here: the scheduled fire runs them as make-up runs since their
+// debt, through itself. Were it to run such an item as a plain fire, its
+// completion would record the fire as the item's latest and a make-up run
+// after it would find the earlier fires covered — they would be lost.
+func (r *runner) takeDebts(items []int) map[int]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[int]time.Time
+	for _, it := range items {
+		since, owed := r.misfires[it]
+		if !owed {
+			continue
+		}
+		if _, busy := r.running[it]; busy {
+			continue
+		}
+		if out == nil {
+			out = map[int]time.Time{}
+		}
+		out[it] = since
+		r.dropDebtLocked(it)
+	}
+	return out
 }
 
 // inheritedGaps returns, for the items of this fire that were not this
@@ -1184,14 +1219,130 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 		}
 		todo = marked
 	}
-	params, _ := cfg.ItemParameters()
-	results := make(chan itemResult, len(todo))
-	for _, it := range todo {
-		if !r.goFunc(func() { results <- r.runItem(sess, cfg, params, at, it, kind) }) {
-			results <- itemResult{item: it, fire: at, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+	n := len(todo)
+	results := make(chan itemResult, n)
+	var fires map[int]time.Time
+	if kind == KindMisfire || kind == KindFailover {
+		fires = r.absorbDebts(todo, at)
+		if !cfg.Unmonitored {
+			var settled []itemResult
+			todo, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			for _, s := range settled {
+				results <- s
+			}
 		}
 	}
-	r.completeAll(sess, cfg, results, len(todo))
+	params, _ := cfg.ItemParameters()
+	for _, it := range todo {
+		fire := at
+		if f, ok := fires[it]; ok {
+			fire = f
+		}
+		if !r.goFunc(func() { results <- r.runItem(sess, cfg, params, fire, it, kind) }) {
+			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+		}
+	}
+	r.completeAll(sess, cfg, results, n)
+}
+
+// stillOwed narrows a make-up run (misfire or failover) to the fires its
+// items still owe, now that this instance holds their running marks: the
+// item's completed node, which every run's completion writes before its
+// mark goes, says which fires earlier runs made up for — here or on
+// another instance (a previous owner paying its own debt after a reshard
+// moved the item, a failover claimer). Fires up to it are not run again.
+// An item whose every owed fire is covered is settled without running;
+// the others run since the first fire after the completed one.
+// fires holds the items whose run starts at another fire than at; it is
+// updated in place.
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, settled []itemResult) {
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return items, nil
+	}
+	upTo := prevFire(sched, r.s.opts.now())
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	from := make([]time.Time, len(items))
+	done := make([]time.Time, len(items))
+	errs := make([]error, len(items))
+	parallelEach(len(items), 32, func(i int) {
+		from[i], done[i], errs[i] = r.completedSpan(ctx, items[i])
+	})
+	for i, it := range items {
+		since := at
+		if f, ok := fires[it]; ok {
+			since = f
+		}
+		switch {
+		case errs[i] != nil:
+			// Cannot tell: run it (at least once beats a lost fire).
+			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
+			todo = append(todo, it)
+		case done[i].IsZero() || done[i].Before(since) || since.Before(from[i]):
+			// Nothing of the debt covered, or the last run began covering
+			// after the debt's first fire: an earlier fire may be a hole
+			// that no run covered. Run all of it (at least once rather
+			// than a lost fire).
+			todo = append(todo, it)
+		case !done[i].Before(upTo):
+			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", done[i])
+			now := time.Now()
+			settled = append(settled, itemResult{item: it, fire: since, kind: kind, begin: now, end: now, settled: true})
+		default:
+			next := sched.Next(done[i])
+			fires[it] = next
+			r.log.Debug("owed run starts after the last completed fire", "item", it, "since", next, "completed", done[i])
+			todo = append(todo, it)
+		}
+	}
+	return todo, settled
+}
+
+// absorbDebts folds into a make-up run starting at at the misfire debts
+// this instance holds for its items since earlier fires: the run covers
+// them too (from the earliest), and they are forgotten. A make-up run that
+// left an earlier debt behind would record a later fire as completed, and
+// the debt's run would then start after it: the fires between would be
+// lost. It returns the items whose run starts earlier than at.
+func (r *runner) absorbDebts(items []int, at time.Time) map[int]time.Time {
+	fires := map[int]time.Time{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		since, owed := r.misfires[it]
+		if !owed {
+			continue
+		}
+		if since.Before(at) {
+			fires[it] = since
+		}
+		r.dropDebtLocked(it)
+	}
+	return fires
+}
+
+// parallelEach calls fn(0..n-1) on at most limit goroutines at a time and
+// returns when every call has.
+func parallelEach(n, limit int, fn func(i int)) {
+	if n <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() { // owned here: waited for below
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // reserve claims items locally; items already running here owe a misfire
@@ -1503,6 +1654,10 @@ type itemResult struct {
 	end    time.Time
 	err    error
 	halted error // non-nil when the execution was cut short: not completed
+	// settled: nothing ran, earlier runs had made up for every fire owed;
+	// the completion cleans up (mark, misfire node, queue entry) but
+	// records no completion of its own.
+	settled bool
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {

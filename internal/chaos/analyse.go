@@ -54,6 +54,14 @@ func (o overlap) duration() time.Duration {
 	return time.Duration(min(o.A.Stop, o.B.Stop) - max(o.A.Begin, o.B.Begin))
 }
 
+// duplicate is a (fire, item) pair covered by two committed executions,
+// and the fault that explains it, if any.
+type duplicate struct {
+	fireItem
+	A, B  *execution
+	Cause string
+}
+
 // fireItem is one item of one scheduled fire.
 type fireItem struct {
 	Fire int64 // Unix ms
@@ -118,6 +126,15 @@ type Report struct {
 	NoQuorumFires int // (fire, item) pairs excluded: no quorum at that fire
 	NoQuorumLost  int // of those, how many no execution covered anyway
 	Lost          []fireItem
+	// Duplicates are (fire, item) pairs of the checked window that more
+	// than one committed execution covered. A duplicate is explained when
+	// the instance of an earlier covering execution was crashed (kill -9),
+	// frozen past its session or partitioned after that execution began
+	// and before the later one began: its completion may never have been
+	// recorded, and at-least-once is the promise then. Unexplained
+	// duplicates fail the run.
+	Duplicates            []duplicate
+	UnexplainedDuplicates []duplicate
 
 	Failovers      int
 	FailoverDelays []time.Duration // previous owner's status node gone → failover begin
@@ -333,9 +350,11 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 	}
 
 	// I2: every fire of every item in the checked window is covered by a
-	// committed execution.
+	// committed execution; and, exactly once: by no more than one, unless a
+	// crash explains it.
 	period := r.Config.PeriodMS
 	covered := map[int]map[int64]bool{}
+	coverers := map[fireItem][]*execution{}
 	for item := 0; item < r.Config.Items; item++ {
 		covered[item] = map[int64]bool{}
 	}
@@ -343,15 +362,33 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		if x.State != stateCommitted || covered[x.Item] == nil {
 			continue
 		}
+		hi := x.Fire
 		switch x.Kind {
 		case "fire":
-			covered[x.Item][x.Fire] = true
 		case "misfire", "failover":
-			hi := max(x.Fire, x.Begin/int64(time.Millisecond))
-			for f := x.Fire; f <= hi; f += period {
-				covered[x.Item][f] = true
+			hi = max(x.Fire, x.Begin/int64(time.Millisecond))
+		default:
+			continue // a trigger is no fire of the schedule
+		}
+		for f := x.Fire; f <= hi; f += period {
+			covered[x.Item][f] = true
+			k := fireItem{Fire: f, Item: x.Item}
+			coverers[k] = append(coverers[k], x)
+		}
+	}
+	crashes := map[string][]window{} // instance faults that can cost a completion, by instance
+	for _, e := range events {
+		if e.Ev == eventlog.FaultBegin && (e.Fault == faultKill9 || e.Fault == faultStop || e.Fault == faultPartition) {
+			crashes[e.Inst] = append(crashes[e.Inst], window{From: e.T, What: e.Fault + " " + e.Inst})
+		}
+	}
+	explain := func(a, b *execution) string {
+		for _, w := range crashes[a.Inst] {
+			if w.From >= a.Begin && w.From <= b.Begin {
+				return w.What
 			}
 		}
+		return ""
 	}
 	from := r.MeasureStart/int64(time.Millisecond) + r.Config.WarmupMS
 	r.CheckFrom = (from + period - 1) / period * period
@@ -370,6 +407,18 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			r.Fires++
 			if !covered[item][f] {
 				r.Lost = append(r.Lost, fireItem{Fire: f, Item: item})
+			}
+			xs := coverers[fireItem{Fire: f, Item: item}]
+			if len(xs) < 2 {
+				continue
+			}
+			sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
+			for i := 1; i < len(xs); i++ {
+				d := duplicate{fireItem: fireItem{Fire: f, Item: item}, A: xs[i-1], B: xs[i], Cause: explain(xs[i-1], xs[i])}
+				r.Duplicates = append(r.Duplicates, d)
+				if d.Cause == "" {
+					r.UnexplainedDuplicates = append(r.UnexplainedDuplicates, d)
+				}
 			}
 		}
 	}
@@ -430,7 +479,7 @@ func inWindows(ws []window, t int64) bool {
 // OK reports whether the run upheld the invariants checked: no overlap of
 // committed executions and no lost fire.
 func (r *Report) OK() bool {
-	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0
+	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0 && len(r.UnexplainedDuplicates) == 0
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -449,9 +498,10 @@ func (r *Report) Summary() string {
 		maxD = fmt.Sprint(r.FailoverDelays[len(r.FailoverDelays)-1].Milliseconds())
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
-	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
+	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
 		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
+		len(r.Duplicates), len(r.UnexplainedDuplicates),
 		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed)
 }
 
@@ -513,6 +563,31 @@ func (r *Report) Details(w io.Writer) {
 	printOverlaps("OVERLAP", r.Overlaps)
 	printOverlaps("OVERLAP (same process)", r.SelfOverlaps)
 	printOverlaps("stale execution (uncommitted, outlived its ownership)", r.StaleOverlaps)
+
+	// Duplicates: the unexplained ones in full, then a count by cause.
+	causes := map[string]int{}
+	for _, d := range r.Duplicates {
+		if d.Cause != "" {
+			causes[strings.Fields(d.Cause)[0]]++
+		}
+	}
+	if len(causes) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(causes)) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, causes[k]))
+		}
+		fmt.Fprintf(w, "chaos: duplicates explained by a crash of the earlier run's instance: %s\n", strings.Join(parts, " "))
+	}
+	for i, d := range r.UnexplainedDuplicates {
+		if i == maxDetail {
+			fmt.Fprintf(w, "chaos: DUPLICATE: ... %d more\n", len(r.UnexplainedDuplicates)-maxDetail)
+			break
+		}
+		fmt.Fprintf(w, "chaos: DUPLICATE: item %d fire %s ran twice:\n    %s\n    %s\n", d.Item, clock(d.Fire*int64(time.Millisecond)), d.A, d.B)
+		if fs := r.faultsDuring(d.A.Begin-5*int64(time.Second), d.B.Begin); fs != "" {
+			fmt.Fprintf(w, "    near: %s\n", fs)
+		}
+	}
 
 	// Lost fires, one line per run of consecutive fires of one item.
 	lost := slices.Clone(r.Lost)

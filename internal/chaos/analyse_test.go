@@ -357,7 +357,7 @@ func TestSummaryFormat(t *testing.T) {
 	s.add(900, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i2"})
 	s.stop(9999)
 	r := s.analyse(t)
-	re := regexp.MustCompile(`^chaos: duration=10s instances=2 faults=1 fires=10 executions=10 overlaps=0 lost=0 failovers=0 failover_p50_ms=n/a failover_max_ms=n/a noquorum_fires=0 `)
+	re := regexp.MustCompile(`^chaos: duration=10s instances=2 faults=1 fires=10 executions=10 overlaps=0 lost=0 duplicates=0 unexplained_duplicates=0 failovers=0 failover_p50_ms=n/a failover_max_ms=n/a noquorum_fires=0 `)
 	if !re.MatchString(r.Summary()) {
 		t.Fatalf("summary %q does not match %s", r.Summary(), re)
 	}
@@ -464,5 +464,53 @@ func TestConfigValidation(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+}
+
+func TestDuplicateWithoutACrashFailsTheRun(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 3)
+	// i2 makes up for fires 2 and 3 though i1 ran them: nothing crashed.
+	s.exec("i2", 0, 2, "misfire", 3600, 3900, stateCommitted)
+	s.fires("i1", 0, 4, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 2 || len(r.UnexplainedDuplicates) != 2 {
+		t.Fatalf("duplicates %d unexplained %d, want 2 2", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+	if r.OK() {
+		t.Error("OK() with an unexplained duplicate")
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "DUPLICATE: item 0 fire") {
+		t.Errorf("details do not show the duplicate:\n%s", buf.String())
+	}
+	if !strings.Contains(r.Summary(), " duplicates=2 unexplained_duplicates=2 ") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+}
+
+func TestDuplicateAfterAKillIsExplained(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 2)
+	// i1 ran fire 3 and was killed before its completion was recorded:
+	// the failover runs fire 3 again. At least once, and said so.
+	s.exec("i1", 0, 3, "fire", 3010, 3400, stateCommitted)
+	s.add(3450, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	s.add(3460, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1"), Detail: "signal: killed"})
+	s.add(3500, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	s.exec("i2", 0, 3, "failover", 3700, 3900, stateCommitted)
+	s.fires("i2", 0, 4, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 0 {
+		t.Fatalf("duplicates %d unexplained %d, want 1 0", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+	if r.Duplicates[0].Cause != "kill9 i1" {
+		t.Errorf("cause %q, want kill9 i1", r.Duplicates[0].Cause)
+	}
+	if !r.OK() {
+		t.Error("not OK with an explained duplicate")
 	}
 }

@@ -26,14 +26,20 @@
 // the instances left it. It is removed when the run passes, unless -keep.
 //
 // The output is progress lines, then detail lines (fault counts, no-quorum
-// windows, failover delays, every overlap and every lost fire with the
-// executions and faults around it), then one summary line, always the last:
+// windows, failover delays, every overlap, every lost fire and every
+// unexplained duplicate with the executions and faults around it), then one
+// summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=…
 //
-// The exit status is 0 when overlaps and lost are both 0, 1 when they are
-// not, and 2 when the run itself failed (ZooKeeper would not start, an
-// instance never came up, an interrupt).
+// A duplicate is a fire of an item that two committed executions covered. It
+// is explained when the earlier execution's instance was killed, frozen past
+// its session or partitioned after that execution began and before the later
+// one began (its completion may never have been recorded: at least once).
+//
+// The exit status is 0 when overlaps, lost and unexplained_duplicates are
+// all 0, 1 when they are not, and 2 when the run itself failed (ZooKeeper
+// would not start, an instance never came up, an interrupt).
 //
 // # The job and the instances
 //
