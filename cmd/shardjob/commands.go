@@ -125,6 +125,9 @@ func cmdStatus(e *env, args []string) error {
 	if st.Resharding {
 		fmt.Fprintf(tw, "resharding:\tdue at the next fire\n")
 	}
+	for _, p := range st.Problems {
+		fmt.Fprintf(tw, "problem:\t%s\n", p)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

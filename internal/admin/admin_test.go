@@ -483,3 +483,44 @@ func TestAdminRemove(t *testing.T) {
 		t.Errorf("second Remove: %v", err)
 	}
 }
+
+func TestAdminStatusReportsProblems(t *testing.T) {
+	f := newFixture(t)
+	p := f.job()
+	st, err := f.adm.Status(f.ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Problems) != 0 {
+		t.Fatalf("problems in a sound job: %q", st.Problems)
+	}
+
+	f.create(p.Flag("ghost", layout.Status), layout.StatusReady, regcenter.Persistent)
+	f.create(p.Flag("s4", layout.Sharding), "x,y", regcenter.Persistent)
+	f.create(p.ItemNode(1, layout.Running), "stuck", regcenter.Persistent)
+	f.create(p.FailoverItems()+"/banana", "", regcenter.Persistent)
+	if _, err := f.rc.Set(f.ctx, p.FailoverItem(3), []byte("\x00"), -1); err != nil {
+		t.Fatal(err)
+	}
+	f.create(p.ItemNode(3, layout.Running), mustJSON(map[string]any{"server": "s2", "fire": 1, "kind": "fire", "begin": 1}), regcenter.Ephemeral)
+	st, err = f.adm.Status(f.ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`failover queue: entry "banana" names no item`,
+		`failover queue: item 3 has an unreadable entry`,
+		`item 1: persistent running node`,
+		`item 3: running node of server s2, which is offline`,
+		`server ghost: persistent status node`,
+		`server s4: garbage assignment "x,y"`,
+	}
+	if len(st.Problems) != len(want) {
+		t.Fatalf("problems %q, want %d", st.Problems, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(st.Problems[i], w) {
+			t.Errorf("problem %d: %q, want it to start with %q", i, st.Problems[i], w)
+		}
+	}
+}

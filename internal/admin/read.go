@@ -93,6 +93,11 @@ type JobStatus struct {
 	DisabledItems []int          `json:"disabledItems"`
 	Servers       []ServerStatus `json:"servers"`
 	Items         []ItemStatus   `json:"items"`
+	// Problems are nodes no instance wrote or owns that block or confuse
+	// the job — garbage assignments, persistent running or status nodes,
+	// unreadable failover entries, marks of offline servers — each with
+	// what the instances do about it. Empty when all is well.
+	Problems []string `json:"problems"`
 }
 
 // ServerStatus is one server of a job.
@@ -184,6 +189,16 @@ type snapshot struct {
 	disabled  []int
 	items     map[int]*itemSnap
 	queue     map[int]failover.Entry
+
+	mu       sync.Mutex
+	problems []string
+}
+
+// problem records something wrong found while reading.
+func (s *snapshot) problem(format string, a ...any) {
+	s.mu.Lock()
+	s.problems = append(s.problems, fmt.Sprintf(format, a...))
+	s.mu.Unlock()
 }
 
 type serverSnap struct {
@@ -349,18 +364,24 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 		}
 		sv.host = string(host)
 		if sv.flags[layout.Status] {
-			st, _, err := a.get(ctx, paths.Flag(sv.id, layout.Status))
-			if err != nil {
+			st, stat, err := a.rc.Get(ctx, paths.Flag(sv.id, layout.Status))
+			if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 				return err
 			}
 			sv.state = string(st)
+			if err == nil && stat.EphemeralOwner == 0 {
+				s.problem("server %s: persistent status node, not an instance's (the leader's next reshard treats it as offline and removes it)", sv.id)
+			}
 		}
 		if sv.flags[layout.Sharding] {
 			data, _, err := a.get(ctx, paths.Flag(sv.id, layout.Sharding))
 			if err != nil {
 				return err
 			}
-			sv.sharding, _ = layout.ParseItems(string(data))
+			var perr error
+			if sv.sharding, perr = layout.ParseItems(string(data)); perr != nil {
+				s.problem("server %s: garbage assignment %q (the instance asks the leader to reshard at its next fire)", sv.id, oneLine(string(data)))
+			}
 		}
 		return nil
 	})
@@ -382,18 +403,23 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 			nodes = kids
 		}
 		for _, n := range nodes {
-			data, ok, err := a.get(ctx, paths.ItemNode(item, n))
+			data, stat, err := a.rc.Get(ctx, paths.ItemNode(item, n))
+			if errors.Is(err, regcenter.ErrNoNode) {
+				continue
+			}
 			if err != nil {
 				return err
-			}
-			if !ok {
-				continue
 			}
 			switch n {
 			case layout.Running:
 				var m runningMark
 				if json.Unmarshal(data, &m) == nil {
 					is.running = &m
+				}
+				if stat.EphemeralOwner == 0 {
+					s.problem("item %d: persistent running node, held by no instance (the item's next run removes it)", item)
+				} else if is.running == nil {
+					s.problem("item %d: unreadable running node %q (held until its session ends)", item, oneLine(string(data)))
 				}
 			case layout.Completed:
 				var m completedMark
@@ -421,6 +447,13 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 	}
 
 	queuedItems := itemNames(queued)
+	if len(queuedItems) < len(queued) {
+		for _, name := range queued {
+			if n, err := strconv.Atoi(name); err != nil || n < 0 {
+				s.problem("failover queue: entry %q names no item (ignored by the instances)", name)
+			}
+		}
+	}
 	err = parallel(len(queuedItems), 16, func(i int) error {
 		item := queuedItems[i]
 		data, ok, err := a.get(ctx, paths.FailoverItem(item))
@@ -428,7 +461,9 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 			return err
 		}
 		var e failover.Entry
-		_ = json.Unmarshal(data, &e)
+		if err := json.Unmarshal(data, &e); err != nil || e.Fire <= 0 {
+			s.problem("failover queue: item %d has an unreadable entry %q (the claimer runs it once for the latest fire and removes it)", item, oneLine(string(data)))
+		}
 		e.Item = item
 		mu.Lock()
 		s.queue[item] = e
@@ -543,6 +578,20 @@ func (a *Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	}
 	if s.cfg != nil {
 		st.Disabled, st.Failover, st.Description = s.cfg.Disabled, s.cfg.Failover, s.cfg.Description
+	}
+	online := map[string]bool{}
+	for _, sv := range s.servers {
+		online[sv.id] = sv.flags[layout.Status]
+	}
+	for item, is := range s.items {
+		if m := is.running; m != nil && !online[m.Server] {
+			s.problem("item %d: running node of server %s, which is offline (held until that session ends)", item, m.Server)
+		}
+	}
+	st.Problems = slices.Clone(s.problems)
+	slices.Sort(st.Problems)
+	if st.Problems == nil {
+		st.Problems = []string{}
 	}
 	assigned := map[int]string{}
 	running := map[string][]int{}
