@@ -121,8 +121,14 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	if cfg.Unmonitored {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), r.sessionTimeout())
+	// A completion is retried until it is written: across a lost
+	// connection, a ZooKeeper ensemble without quorum and a new session
+	// (the replay-safe, unfenced form then). Given up, the fires it covers
+	// would look unrun and be run again. Bounded all the same (I4), and cut
+	// when shutdown's grace period ends.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
+	defer context.AfterFunc(r.execCtx, cancel)()
 	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -131,7 +137,9 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	// the fence (the generation has ended) they are left for the session's
 	// end, or for dropStaleMark if the session survived.
 	fence, fenced := r.elect.SessionFence(sess)
-	unfence := func() {
+	// unfence switches to the unfenced form; it fails (and is called
+	// again) while ZooKeeper cannot answer.
+	unfence := func() error {
 		fenced = false
 		for _, b := range batch {
 			c.skipRunning[b.item], c.skipClaim[b.item] = true, true
@@ -150,6 +158,8 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 				r.mu.Lock()
 				r.completedSeen[b.item] = false
 				r.mu.Unlock()
+			case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
+				return err
 			case err != nil:
 				c.skipCompleted[b.item] = true // cannot tell: leave the record alone
 			default:
@@ -164,9 +174,11 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 				r.mu.Unlock()
 			}
 		}
+		return nil
 	}
+	unfenced := false // the unfenced form's reads are done
 	if !fenced {
-		unfence()
+		unfenced = unfence() == nil
 	}
 	// A failover run makes up for an older fire than the item's regular
 	// owner may have completed since: never move completed backwards.
@@ -178,7 +190,26 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		}
 	}
 	backoff := 50 * time.Millisecond
-	for attempt := 0; attempt < 4*len(batch)+8; attempt++ {
+	wait := func(err error) bool {
+		select {
+		case <-ctx.Done():
+			r.log.Warn("cannot mark items completed; their fires may run again", "items", len(batch), "err", err)
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+		return true
+	}
+	for attempt := 0; attempt < 4*len(batch)+8; {
+		if !fenced && !unfenced {
+			if err := unfence(); err != nil {
+				if !wait(err) {
+					return
+				}
+				continue
+			}
+			unfenced = true
+		}
 		ops := r.completionOps(cfg, &c)
 		if len(ops) == 0 {
 			return
@@ -193,22 +224,24 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		}
 		var me *regcenter.MultiError
 		switch {
-		case errors.Is(err, regcenter.ErrConnectionLoss):
+		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			// The transaction may or may not have been applied; the
-			// corrections below make a replay converge either way.
-			select {
-			case <-ctx.Done():
-				r.log.Warn("cannot mark items completed", "err", err)
-				return
-			case <-time.After(backoff):
+			// corrections below make a replay converge either way. A
+			// session that ended takes its marks with it: go on unfenced.
+			if errors.Is(err, regcenter.ErrSessionLost) {
+				fenced = false
 			}
-			backoff = min(2*backoff, time.Second)
+			if !wait(err) {
+				return
+			}
+			continue
 		case fenced && errors.As(err, &me) && me.Index == 0:
-			unfence() // the generation ended meanwhile
+			fenced = false // the generation ended meanwhile: unfence at the next attempt
 		case !r.correct(&c, err):
 			r.log.Warn("cannot mark items completed", "err", err)
 			return
 		}
+		attempt++
 	}
 	r.log.Warn("giving up marking items completed", "items", len(batch))
 }
@@ -223,6 +256,13 @@ func (r *runner) paid(cfg Config, batch []itemResult) {
 			continue
 		}
 		r.completedSeen[b.item] = true
+		if !b.settled && b.kind != KindTrigger {
+			c := cover{floor: b.fire, through: r.coveredUpTo(cfg, b)}
+			if !b.floor.IsZero() && b.floor.Before(c.floor) {
+				c.floor = b.floor
+			}
+			r.covered[b.item] = c
+		}
 		if since, owed := r.misfires[b.item]; owed {
 			r.settleLocked(cfg, b, since)
 		}
@@ -312,6 +352,9 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 			mark := completedMark{Server: r.serverID(), Fire: upTo.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
+			}
+			if !b.floor.IsZero() && b.floor.Before(b.fire) {
+				mark.Floor = b.floor.UnixMilli()
 			}
 			if b.err != nil {
 				mark.Error = b.err.Error()

@@ -122,32 +122,38 @@ func (r *runner) latestFire() time.Time {
 
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
-	_, through, err := r.completedSpan(ctx, item)
-	return through, err
+	c, err := r.completedCover(ctx, item)
+	return c.through, err
 }
 
-// completedSpan returns the fires the item's last completed run covered:
-// its own fire, or for a make-up run every fire from its first to the last
-// at or before its start. Zero times if none (or garbage).
-func (r *runner) completedSpan(ctx context.Context, item int) (from, through time.Time, err error) {
+// cover is what an item's completed node says has run: every fire from
+// floor through through (floor may be earlier than the last run's own
+// first fire when earlier runs covered the fires before it without a gap).
+// Zero when nothing is recorded.
+type cover struct{ floor, through time.Time }
+
+// completedCover reads the item's completed node (zero if none, or
+// garbage).
+func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
 	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
 	if errors.Is(err, regcenter.ErrNoNode) {
-		return time.Time{}, time.Time{}, nil
+		return cover{}, nil
 	}
 	if err != nil {
-		return time.Time{}, time.Time{}, err
+		return cover{}, err
 	}
 	var m completedMark
 	if err := json.Unmarshal(data, &m); err != nil || m.Fire <= 0 {
 		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", clip(data), "err", err)
-		return time.Time{}, time.Time{}, nil
+		return cover{}, nil
 	}
-	through = time.UnixMilli(m.Fire)
-	from = through
-	if m.Since > 0 && m.Since < m.Fire {
-		from = time.UnixMilli(m.Since)
+	c := cover{floor: time.UnixMilli(m.Fire), through: time.UnixMilli(m.Fire)}
+	for _, t := range []int64{m.Since, m.Floor} {
+		if t > 0 && time.UnixMilli(t).Before(c.floor) {
+			c.floor = time.UnixMilli(t)
+		}
 	}
-	return from, through, nil
+	return c, nil
 }
 
 // claimFailover runs on every instance of a failover job when the queue

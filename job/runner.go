@@ -44,6 +44,7 @@ type runner struct {
 	misfireLast   map[int]time.Time // and the latest one
 	misfireNodes  map[int]bool      // we wrote execution/{item}/misfire
 	completedSeen map[int]bool      // execution/{item}/completed exists
+	covered       map[int]cover     // what the completions written here last recorded
 	remoteWaits   map[int]func()    // watches on items running elsewhere
 	missed        time.Time         // earliest fire skipped while suspended
 	leaderWatches map[string]func()
@@ -104,10 +105,15 @@ type completedMark struct {
 	Server string `json:"server"`
 	Fire   int64  `json:"fire"`
 	Since  int64  `json:"since,omitempty"`
-	Kind   Kind   `json:"kind"`
-	Begin  int64  `json:"begin"`
-	End    int64  `json:"end"`
-	Error  string `json:"error,omitempty"`
+	// Floor, when set, is the earliest fire from which every fire through
+	// Fire is known to have run (this run and the ones before it, without
+	// a gap). A make-up run whose debt starts at or after it has nothing
+	// to run again up to Fire.
+	Floor int64  `json:"floor,omitempty"`
+	Kind  Kind   `json:"kind"`
+	Begin int64  `json:"begin"`
+	End   int64  `json:"end"`
+	Error string `json:"error,omitempty"`
 }
 
 type misfireMark struct {
@@ -123,6 +129,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		misfireLast:   map[int]time.Time{},
 		misfireNodes:  map[int]bool{},
 		completedSeen: map[int]bool{},
+		covered:       map[int]cover{},
 		remoteWaits:   map[int]func(){},
 		leaderWatches: map[string]func(){},
 		claimWatches:  map[string]func(){},
@@ -730,10 +737,18 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 		if slices.Contains(prev, it) || it < 0 || it >= cfg.ShardingTotalCount {
 			continue
 		}
-		done, err := r.completedFire(ctx, it)
+		c, err := r.completedCover(ctx, it)
 		if err != nil {
 			r.log.Warn("reading an inherited item's last completed fire", "item", it, "err", err)
 			continue
+		}
+		done := c.through
+		if !done.IsZero() && done.Equal(before) {
+			// Nothing missing: this fire continues what was recorded, and
+			// its completion may carry the record's floor.
+			r.mu.Lock()
+			r.covered[it] = c
+			r.mu.Unlock()
 		}
 		if done.IsZero() || !done.Before(before) {
 			continue // never completed (a new job), or nothing missing
@@ -1221,16 +1236,19 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 	}
 	n := len(todo)
 	results := make(chan itemResult, n)
-	var fires map[int]time.Time
-	if kind == KindMisfire || kind == KindFailover {
+	var fires, floors map[int]time.Time
+	switch kind {
+	case KindMisfire, KindFailover:
 		fires = r.absorbDebts(todo, at)
 		if !cfg.Unmonitored {
 			var settled []itemResult
-			todo, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			todo, floors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
 			for _, s := range settled {
 				results <- s
 			}
 		}
+	case KindFire:
+		floors = r.floorsAfter(cfg, at, todo)
 	}
 	params, _ := cfg.ItemParameters()
 	for _, it := range todo {
@@ -1238,11 +1256,43 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 		if f, ok := fires[it]; ok {
 			fire = f
 		}
-		if !r.goFunc(func() { results <- r.runItem(sess, cfg, params, fire, it, kind) }) {
+		floor := floors[it]
+		if !r.goFunc(func() {
+			res := r.runItem(sess, cfg, params, fire, it, kind)
+			res.floor = floor
+			results <- res
+		}) {
 			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
 		}
 	}
 	r.completeAll(sess, cfg, results, n)
+}
+
+// floorsAfter carries, for the items of a scheduled fire at whose previous
+// fire was last completed here, the floor of what that completion recorded:
+// nothing has run since on another instance (this one owns the item now),
+// so every fire from that floor through at will have run.
+func (r *runner) floorsAfter(cfg Config, at time.Time, items []int) map[int]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.covered) == 0 {
+		return nil
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return nil
+	}
+	prev := prevFire(sched, at.Add(-time.Millisecond))
+	var out map[int]time.Time
+	for _, it := range items {
+		if c, ok := r.covered[it]; ok && c.through.Equal(prev) && c.floor.Before(at) {
+			if out == nil {
+				out = map[int]time.Time{}
+			}
+			out[it] = c.floor
+		}
+	}
+	return out
 }
 
 // stillOwed narrows a make-up run (misfire or failover) to the fires its
@@ -1254,49 +1304,56 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 // An item whose every owed fire is covered is settled without running;
 // the others run since the first fire after the completed one.
 // fires holds the items whose run starts at another fire than at; it is
-// updated in place.
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, settled []itemResult) {
+// updated in place. floors are what the runs' completions may record as
+// covered without a gap (see completedMark.Floor).
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, floors map[int]time.Time, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return items, nil
+		return items, nil, nil
 	}
 	upTo := prevFire(sched, r.s.opts.now())
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	from := make([]time.Time, len(items))
-	done := make([]time.Time, len(items))
+	covers := make([]cover, len(items))
 	errs := make([]error, len(items))
 	parallelEach(len(items), 32, func(i int) {
-		from[i], done[i], errs[i] = r.completedSpan(ctx, items[i])
+		covers[i], errs[i] = r.completedCover(ctx, items[i])
 	})
+	floors = map[int]time.Time{}
 	for i, it := range items {
 		since := at
 		if f, ok := fires[it]; ok {
 			since = f
 		}
+		c := covers[i]
 		switch {
 		case errs[i] != nil:
 			// Cannot tell: run it (at least once beats a lost fire).
 			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
 			todo = append(todo, it)
-		case done[i].IsZero() || done[i].Before(since) || since.Before(from[i]):
-			// Nothing of the debt covered, or the last run began covering
-			// after the debt's first fire: an earlier fire may be a hole
-			// that no run covered. Run all of it (at least once rather
-			// than a lost fire).
+		case c.through.IsZero() || since.Before(c.floor):
+			// Nothing recorded, or fires before the recorded run of
+			// covered fires may be holes: run all of the debt.
 			todo = append(todo, it)
-		case !done[i].Before(upTo):
-			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", done[i])
+		case sched.Next(c.through).Before(since):
+			// A gap between what ran and this debt: not this run's to
+			// fill, and nothing of the debt ran.
+			todo = append(todo, it)
+		case !c.through.Before(upTo):
+			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through)
 			now := time.Now()
 			settled = append(settled, itemResult{item: it, fire: since, kind: kind, begin: now, end: now, settled: true})
 		default:
-			next := sched.Next(done[i])
+			// Covered from the floor through c.through: run the rest, and
+			// the floor stays.
+			next := sched.Next(c.through)
 			fires[it] = next
-			r.log.Debug("owed run starts after the last completed fire", "item", it, "since", next, "completed", done[i])
+			floors[it] = c.floor
+			r.log.Debug("owed run starts after the last completed fire", "item", it, "since", next, "completed", c.through)
 			todo = append(todo, it)
 		}
 	}
-	return todo, settled
+	return todo, floors, settled
 }
 
 // absorbDebts folds into a make-up run starting at at the misfire debts
@@ -1658,6 +1715,9 @@ type itemResult struct {
 	// the completion cleans up (mark, misfire node, queue entry) but
 	// records no completion of its own.
 	settled bool
+	// floor, when set, is the earliest fire from which every fire through
+	// this run's will have run (see completedMark.Floor).
+	floor time.Time
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {
