@@ -69,7 +69,8 @@ const maxConfigBody = MaxDocumentBytes
 //
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
-// of range), 409 when the operation needs an online instance there is not,
+// of range), 413 for a config document or value too large to store, 409
+// when the operation needs an online instance there is not,
 // 503 when ZooKeeper cannot be reached, 504 on a timeout.
 //
 // The config written through POST /jobs/{job}/config is validated as the

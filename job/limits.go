@@ -65,8 +65,8 @@ func (w *yamlWalk) walk(n *yaml.Node, depth int, mergeKey *yaml.Node) bool {
 	}
 	w.visited++
 	if w.visited > w.budget {
-		w.err = &configError{kind: ErrConfigTooComplex, subject: "document", line: n.Line,
-			detail: fmt.Sprintf("expands beyond %s nodes through its aliases and merge keys", groupDigits(w.budget))}
+		w.err = &configError{kind: ErrConfigTooComplex, line: n.Line,
+			subject: fmt.Sprintf("document expands beyond %s nodes through its aliases and merge keys", groupDigits(w.budget))}
 		return false
 	}
 	if w.visited%1024 == 0 && w.ctx != nil {
@@ -76,8 +76,8 @@ func (w *yamlWalk) walk(n *yaml.Node, depth int, mergeKey *yaml.Node) bool {
 		}
 	}
 	if depth > MaxYAMLDepth {
-		w.err = &configError{kind: ErrConfigTooComplex, subject: "document", line: n.Line,
-			detail: fmt.Sprintf("nests deeper than %d levels", MaxYAMLDepth)}
+		w.err = &configError{kind: ErrConfigTooComplex, line: n.Line,
+			subject: fmt.Sprintf("document nests deeper than %d levels", MaxYAMLDepth)}
 		return false
 	}
 	switch n.Kind {
@@ -87,12 +87,16 @@ func (w *yamlWalk) walk(n *yaml.Node, depth int, mergeKey *yaml.Node) bool {
 			return true
 		}
 		if w.active[t] {
+			// The line is part of the subject: "merge key at line 2 refers
+			// to itself" reads better than a line before the verb.
 			if mergeKey != nil {
-				w.err = &configError{kind: ErrConfigTooComplex, subject: "merge key", line: mergeKey.Line,
-					detail: fmt.Sprintf("refers to itself: *%s names &%s (line %d), which contains it", n.Value, t.Anchor, t.Line)}
+				w.err = &configError{kind: ErrConfigTooComplex,
+					subject: fmt.Sprintf("merge key at line %d refers to itself", mergeKey.Line),
+					detail:  fmt.Sprintf("*%s names &%s (line %d), which contains it", n.Value, t.Anchor, t.Line)}
 			} else {
-				w.err = &configError{kind: ErrConfigTooComplex, subject: fmt.Sprintf("alias *%s", n.Value), line: n.Line,
-					detail: fmt.Sprintf("refers to itself: it is inside &%s (line %d), which it names", t.Anchor, t.Line)}
+				w.err = &configError{kind: ErrConfigTooComplex,
+					subject: fmt.Sprintf("alias *%s at line %d refers to itself", n.Value, n.Line),
+					detail:  fmt.Sprintf("it is inside &%s (line %d), which it names", t.Anchor, t.Line)}
 			}
 			return false
 		}
