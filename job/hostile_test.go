@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -167,5 +168,16 @@ func TestConfigLargestValueRoundTrips(t *testing.T) {
 	got, err := job.DecodeConfig(doc)
 	if err != nil || got != c {
 		t.Fatalf("round trip: %v", err)
+	}
+}
+
+// TestDecodeConfigContextEnds: decoding gives up when its context ends.
+func TestDecodeConfigContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	doc := "name: j\ncron: '* * * * * *'\nshardingTotalCount: 1\ndescription: [" + strings.Repeat("x, ", 5000) + "x]\n"
+	_, err := job.DecodeConfigContext(ctx, []byte(doc))
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, job.ErrInvalidConfig) {
+		t.Fatalf("DecodeConfigContext with an ended context = %v", err)
 	}
 }
