@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -39,6 +40,14 @@ var (
 	ErrUnknownKey = errors.New("job: unknown config key")
 	// ErrDuplicateJob means two jobs share a name.
 	ErrDuplicateJob = errors.New("job: duplicate job name")
+	// ErrConfigTooLarge means a config document, or one of its values, is
+	// larger than its limit (MaxConfigBytes, MaxDocumentBytes,
+	// MaxFileBytes); the error says which and by how much.
+	ErrConfigTooLarge = errors.New("job: config too large")
+	// ErrConfigTooComplex means a YAML document has an alias or merge key
+	// that refers to itself, nests deeper than MaxYAMLDepth, or expands
+	// through its aliases and merge keys beyond YAMLNodeBudget.
+	ErrConfigTooComplex = errors.New("job: config document too complex")
 )
 
 // MisfirePolicy says what happens to a fire that found its item still
@@ -225,7 +234,7 @@ func jobPlace(name string) string {
 	if name == "" {
 		return "job (no name)"
 	}
-	return fmt.Sprintf("job %q", name)
+	return "job " + quoteShort(name)
 }
 
 // Validate reports every problem with c at once, or nil. The error is a
@@ -260,7 +269,7 @@ func (c Config) check(now time.Time) []*configError {
 	case c.Name == "":
 		add("name", ErrInvalidName, "name is required", "")
 	case len(c.Name) > MaxNameLength:
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
+		add("name", ErrInvalidName, "name "+quoteShort(c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
 	case !configNameRE.MatchString(c.Name):
 		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
 	case c.Name == "." || c.Name == "..":
@@ -269,7 +278,7 @@ func (c Config) check(now time.Time) []*configError {
 
 	loc, locErr := c.location()
 	if locErr != nil {
-		e := add("timeZone", ErrInvalidTimeZone, fmt.Sprintf("timeZone %q", c.TimeZone), "unknown time zone")
+		e := add("timeZone", ErrInvalidTimeZone, "timeZone "+quoteShort(c.TimeZone), "unknown time zone")
 		e.cause = locErr
 		loc = time.UTC
 	}
@@ -280,7 +289,7 @@ func (c Config) check(now time.Time) []*configError {
 		err.key = "cron"
 		errs = append(errs, err)
 	} else if sched.Next(now.In(loc)).IsZero() {
-		add("cron", ErrInvalidCron, fmt.Sprintf("cron %q", c.Cron), "never fires")
+		add("cron", ErrInvalidCron, "cron "+quoteShort(c.Cron), "never fires")
 	}
 
 	countOK := c.ShardingTotalCount >= 1 && c.ShardingTotalCount <= MaxShardingTotalCount
@@ -290,21 +299,44 @@ func (c Config) check(now time.Time) []*configError {
 			fmt.Sprintf("must be between 1 and %d", MaxShardingTotalCount))
 	}
 
+	oversized := false
+	for _, f := range []struct{ key, value string }{
+		{"shardingItemParameters", c.ShardingItemParameters},
+		{"jobParameter", c.JobParameter},
+		{"description", c.Description},
+	} {
+		if len(f.value) > MaxConfigBytes {
+			errs = append(errs, tooLarge(f.key, f.key, len(f.value), MaxConfigBytes))
+			oversized = true
+		}
+	}
+
 	total := c.ShardingTotalCount
 	if !countOK {
 		total = 0 // checking the items' range would only repeat the count's problem
 	}
-	if _, problems := parseItemParameters(c.ShardingItemParameters, total); len(problems) > 0 {
-		for _, p := range problems {
-			add("shardingItemParameters", ErrInvalidItemParameters,
-				fmt.Sprintf("shardingItemParameters %q", c.ShardingItemParameters), p)
+	if len(c.ShardingItemParameters) <= MaxConfigBytes {
+		if _, problems := parseItemParameters(c.ShardingItemParameters, total); len(problems) > 0 {
+			for _, p := range problems {
+				add("shardingItemParameters", ErrInvalidItemParameters,
+					"shardingItemParameters "+quoteShort(c.ShardingItemParameters), p)
+			}
+		}
+	}
+	if !oversized {
+		// Each value fits; the whole document, as Encode writes it (quoted
+		// and escaped), must fit too.
+		if doc, err := c.marshal(); err != nil {
+			add("", ErrInvalidConfig, "config", "cannot be encoded: "+err.Error())
+		} else if len(doc) > MaxConfigBytes {
+			errs = append(errs, tooLarge("", "the encoded config document", len(doc), MaxConfigBytes))
 		}
 	}
 
 	switch c.Misfire {
 	case "", MisfireOnce, MisfireSkip:
 	default:
-		add("misfire", ErrInvalidConfig, fmt.Sprintf("misfire %q", c.Misfire),
+		add("misfire", ErrInvalidConfig, "misfire "+quoteShort(string(c.Misfire)),
 			fmt.Sprintf("must be %q or %q", MisfireOnce, MisfireSkip))
 	}
 
@@ -321,7 +353,7 @@ func (c Config) check(now time.Time) []*configError {
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
-		add("shardingStrategy", ErrInvalidConfig, fmt.Sprintf("shardingStrategy %q", c.ShardingStrategy),
+		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),
 			"must be an identifier: a letter or '_', then letters, digits, '_', '.' or '-'")
 	}
 	return errs
@@ -362,7 +394,7 @@ func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 	loc, err := c.location()
 	if err != nil {
 		errs = append(errs, &configError{place: jobPlace(c.Name), key: "timeZone", kind: ErrInvalidTimeZone,
-			subject: fmt.Sprintf("timeZone %q", c.TimeZone), detail: "unknown time zone", cause: err})
+			subject: "timeZone " + quoteShort(c.TimeZone), detail: "unknown time zone", cause: err})
 	}
 	var sched cron.Schedule
 	if c.Cron == "" {
@@ -383,7 +415,7 @@ func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 // no place.
 func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *configError) {
 	bad := func(detail, hint string, cause error) *configError {
-		return &configError{key: "cron", kind: ErrInvalidCron, subject: fmt.Sprintf("cron %q", spec),
+		return &configError{key: "cron", kind: ErrInvalidCron, subject: "cron " + quoteShort(spec),
 			detail: detail, hint: hint, cause: cause}
 	}
 	s := strings.TrimSpace(spec)
@@ -474,7 +506,7 @@ func (c Config) ItemParameters() (map[int]string, error) {
 	errs := make([]error, len(problems))
 	for i, p := range problems {
 		errs[i] = &configError{place: jobPlace(c.Name), key: "shardingItemParameters", kind: ErrInvalidItemParameters,
-			subject: fmt.Sprintf("shardingItemParameters %q", c.ShardingItemParameters), detail: p}
+			subject: "shardingItemParameters " + quoteShort(c.ShardingItemParameters), detail: p}
 	}
 	return nil, joinConfigErrors(errs)
 }
@@ -496,19 +528,19 @@ func parseItemParameters(s string, total int) (map[int]string, []string) {
 			problems = append(problems, fmt.Sprintf("entry %d is empty", i+1))
 			continue
 		case !ok:
-			problems = append(problems, fmt.Sprintf("entry %q has no '=' (want item=value)", entry))
+			problems = append(problems, fmt.Sprintf("entry %s has no '=' (want item=value)", quoteShort(entry)))
 			continue
 		case key == "" || strings.Trim(key, "0123456789") != "":
-			problems = append(problems, fmt.Sprintf("entry %q: item %q is not a non-negative integer", entry, key))
+			problems = append(problems, fmt.Sprintf("entry %s: item %s is not a non-negative integer", quoteShort(entry), quoteShort(key)))
 			continue
 		}
 		item, err := strconv.Atoi(key)
 		switch {
 		case err != nil || (total != 0 && item >= total):
 			if total > 0 {
-				problems = append(problems, fmt.Sprintf("entry %q: item %s is outside [0,%d) given by shardingTotalCount", entry, key, total))
+				problems = append(problems, fmt.Sprintf("entry %s: item %s is outside [0,%d) given by shardingTotalCount", quoteShort(entry), cutShort(key), total))
 			} else {
-				problems = append(problems, fmt.Sprintf("entry %q: item %s is outside [0,shardingTotalCount)", entry, key))
+				problems = append(problems, fmt.Sprintf("entry %s: item %s is outside [0,shardingTotalCount)", quoteShort(entry), cutShort(key)))
 			}
 			continue
 		}
@@ -590,6 +622,11 @@ func (c Config) Encode() ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	return c.marshal()
+}
+
+// marshal writes the document Encode returns, without validating c.
+func (c Config) marshal() ([]byte, error) {
 	return yaml.Marshal(configDoc{
 		Name:                   c.Name,
 		Cron:                   c.Cron,
@@ -623,8 +660,19 @@ func (c Config) Encode() ([]byte, error) {
 // errors. Every problem is reported, each wrapping ErrInvalidConfig and,
 // where one applies, a specific sentinel such as ErrUnknownKey or
 // ErrInvalidCron. On error the Config is the zero value.
+//
+// A document larger than MaxDocumentBytes, nesting deeper than
+// MaxYAMLDepth, with an alias or merge key that refers to itself, or whose
+// aliases and merge keys expand beyond YAMLNodeBudget is refused before
+// any of it is used (ErrConfigTooLarge, ErrConfigTooComplex), as is a
+// config whose encoded document would exceed MaxConfigBytes.
 func DecodeConfig(data []byte) (Config, error) {
-	root, perr := parseYAMLDocument(data)
+	return DecodeConfigContext(context.Background(), data)
+}
+
+// DecodeConfigContext is DecodeConfig, abandoning the work when ctx ends.
+func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
+	root, perr := parseYAMLDocument(ctx, data, MaxDocumentBytes)
 	if perr != nil {
 		perr.place = "config"
 		return Config{}, joinConfigErrors([]error{perr})
@@ -680,7 +728,7 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *s
 		if p.key == "handler" && handler != nil {
 			err := nodeString(p.value, handler)
 			if err == nil && (*handler == "" || strings.TrimSpace(*handler) != *handler) {
-				err = fmt.Errorf("%q must be a non-empty name without surrounding spaces (omit the key to use the job's name)", *handler)
+				err = fmt.Errorf("%s must be a non-empty name without surrounding spaces (omit the key to use the job's name)", quoteShort(*handler))
 			}
 			if err != nil {
 				errs = append(errs, &configError{place: place, key: p.key, subject: p.key, line: p.keyNode.Line, detail: err.Error(), cause: err})
@@ -776,7 +824,7 @@ func nodeDuration(n *yaml.Node, out *time.Duration) error {
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {
-		return fmt.Errorf(`%q is not a duration such as "5s" or "1m30s"`, n.Value)
+		return fmt.Errorf(`%s is not a duration such as "5s" or "1m30s"`, quoteShort(n.Value))
 	}
 	*out = d
 	return nil

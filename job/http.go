@@ -35,8 +35,10 @@ type HTTPOptions struct {
 // waits for the instances on top of it).
 const httpRequestTimeout = 30 * time.Second
 
-// maxConfigBody is the largest config document accepted.
-const maxConfigBody = 1 << 20
+// maxConfigBody is the largest config document read: larger than a config
+// may be (MaxConfigBytes), so that an oversized one is answered with the
+// field that is too large.
+const maxConfigBody = MaxDocumentBytes
 
 // NewHTTPHandler returns an http.Handler that serves the state of the jobs
 // in rc's namespace as JSON and performs the operator's operations: the
@@ -67,7 +69,8 @@ const maxConfigBody = 1 << 20
 //
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
-// of range), 409 when the operation needs an online instance there is not,
+// of range), 413 for a config document or value too large to store, 409
+// when the operation needs an online instance there is not,
 // 503 when ZooKeeper cannot be reached, 504 on a timeout.
 //
 // The config written through POST /jobs/{job}/config is validated as the
@@ -104,8 +107,8 @@ func NewHTTPHandler(rc regcenter.Center, opts HTTPOptions) http.Handler {
 // adminCodec decodes a config node as the instances do. With strategies,
 // the sharding strategy must be registered in this process.
 func adminCodec(strategies bool) admin.Codec {
-	return func(data []byte) (admin.Config, error) {
-		cfg, err := DecodeConfig(data)
+	return func(ctx context.Context, data []byte) (admin.Config, error) {
+		cfg, err := DecodeConfigContext(ctx, data)
 		if err != nil {
 			return admin.Config{}, err
 		}
@@ -155,6 +158,8 @@ func (h *httpHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, admin.ErrUnknownJob), errors.Is(err, admin.ErrUnknownServer):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrConfigTooLarge), errors.Is(err, regcenter.ErrTooLarge):
+		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, admin.ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, admin.ErrNotOnline), errors.Is(err, admin.ErrStillOnline), errors.Is(err, admin.ErrConflict):
@@ -269,6 +274,12 @@ func (h *httpHandler) configGet(w http.ResponseWriter, r *http.Request) {
 
 func (h *httpHandler) configSet(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		h.fail(w, r, fmt.Errorf("%w: %w: the config document is larger than %d bytes; a config may be at most %d",
+			admin.ErrInvalid, ErrConfigTooLarge, tooLarge.Limit, MaxConfigBytes))
+		return
+	}
 	if err != nil {
 		h.fail(w, r, fmt.Errorf("%w: reading the config document: %w", admin.ErrInvalid, err))
 		return

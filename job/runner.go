@@ -286,7 +286,7 @@ func (r *runner) loadConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("job %q: read config: %w", r.name, err)
 	}
-	cfg, err := r.decodeStored(stored)
+	cfg, err := r.decodeStored(ctx, stored)
 	if err != nil {
 		r.log.Error("stored config is invalid; using this instance's config", "err", err)
 		return nil
@@ -295,8 +295,8 @@ func (r *runner) loadConfig(ctx context.Context) error {
 	return nil
 }
 
-func (r *runner) decodeStored(data []byte) (Config, error) {
-	cfg, err := DecodeConfig(data)
+func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) {
+	cfg, err := DecodeConfigContext(ctx, data)
 	if err != nil {
 		return Config{}, err
 	}
@@ -322,7 +322,7 @@ func (r *runner) reloadConfig() {
 		}
 		return
 	}
-	cfg, err := r.decodeStored(data)
+	cfg, err := r.decodeStored(ctx, data)
 	if err != nil {
 		r.log.Error("config node rejected; last good config stays in force", "err", err)
 		return

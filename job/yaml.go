@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,9 +71,16 @@ const EnvPrefix = "SHARDJOB"
 // LoadFile reads the file at path and loads it as Load does. Errors about
 // the contents are prefixed with path.
 func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("job: %w", err)
+	}
+	data, err := readLimited(fh, MaxFileBytes)
+	if cerr := fh.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("job: %w", cerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f, err := loadYAML(data)
 	if err != nil {
@@ -99,16 +107,34 @@ func LoadFile(path string) (*File, error) {
 // *multierror.Error (github.com/hashicorp/go-multierror) whose entries
 // each wrap ErrInvalidConfig and, where one applies, a specific sentinel;
 // errors.Is matches any of them. On error the File is nil.
+//
+// A file larger than MaxFileBytes, nesting deeper than MaxYAMLDepth, with
+// an alias or merge key that refers to itself, or whose aliases and merge
+// keys expand beyond YAMLNodeBudget is refused before any of it is used
+// (ErrConfigTooLarge, ErrConfigTooComplex).
 func Load(r io.Reader) (*File, error) {
-	data, err := io.ReadAll(r)
+	data, err := readLimited(r, MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("job: reading job definitions: %w", err)
+		return nil, err
 	}
 	return loadYAML(data)
 }
 
+// readLimited reads r to its end, refusing more than limit bytes.
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("job: reading job definitions: %w", err)
+	}
+	if len(data) > limit {
+		return nil, joinConfigErrors([]error{&configError{kind: ErrConfigTooLarge,
+			subject: "file", detail: fmt.Sprintf("larger than the limit of %s bytes", groupDigits(limit))}})
+	}
+	return data, nil
+}
+
 func loadYAML(data []byte) (*File, error) {
-	root, perr := parseYAMLDocument(data)
+	root, perr := parseYAMLDocument(context.Background(), data, MaxFileBytes)
 	if perr != nil {
 		return nil, joinConfigErrors([]error{perr})
 	}
@@ -446,9 +472,15 @@ type yamlPair struct {
 	value   *yaml.Node
 }
 
-// parseYAMLDocument parses exactly one YAML document and returns its root
-// node, or nil when the document is empty or null. The error has no place.
-func parseYAMLDocument(data []byte) (*yaml.Node, *configError) {
+// parseYAMLDocument parses exactly one YAML document of at most limit
+// bytes and returns its root node, or nil when the document is empty or
+// null. The document is walked once with every alias and merge key
+// followed (see checkYAMLTree), so a node it returns can be read without
+// further bounds. The error has no place.
+func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yaml.Node, *configError) {
+	if err := checkDocumentSize(data, limit); err != nil {
+		return nil, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -463,6 +495,9 @@ func parseYAMLDocument(data []byte) (*yaml.Node, *configError) {
 			return nil, &configError{subject: "invalid YAML", detail: err.Error(), cause: err}
 		}
 		return nil, &configError{subject: "invalid YAML", line: next.Line, detail: "more than one document"}
+	}
+	if err := checkYAMLTree(ctx, &doc, len(data)); err != nil {
+		return nil, err
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
@@ -491,13 +526,20 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 // explicit keys override. A repeated or non-string key is reported; the
 // errors have no place.
 func mappingPairs(n *yaml.Node) ([]yamlPair, []*configError) {
+	return mappingPairsAt(n, 0)
+}
+
+// mappingPairsAt is mappingPairs for a mapping merged depth levels down.
+// The depth bound keeps a document that was not walked by checkYAMLTree
+// from recursing without end.
+func mappingPairsAt(n *yaml.Node, depth int) ([]yamlPair, []*configError) {
 	var pairs, merged []yamlPair
 	var errs []*configError
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			m, merrs := mergedPairs(v, 0)
+			m, merrs := mergedPairs(v, depth+1)
 			merged = append(merged, m...)
 			errs = append(errs, merrs...)
 			continue
@@ -528,12 +570,13 @@ func mappingPairs(n *yaml.Node) ([]yamlPair, []*configError) {
 // or of a list of mappings with earlier ones taking precedence.
 func mergedPairs(v *yaml.Node, depth int) ([]yamlPair, []*configError) {
 	v = resolveAlias(v)
-	if depth > 32 {
-		return nil, []*configError{{subject: "merge key", line: v.Line, detail: "nested too deeply"}}
+	if depth > MaxYAMLDepth {
+		return nil, []*configError{{kind: ErrConfigTooComplex, subject: "merge key", line: v.Line,
+			detail: fmt.Sprintf("nests deeper than %d levels", MaxYAMLDepth)}}
 	}
 	switch v.Kind {
 	case yaml.MappingNode:
-		return mappingPairs(v)
+		return mappingPairsAt(v, depth)
 	case yaml.SequenceNode:
 		var pairs []yamlPair
 		var errs []*configError
@@ -572,8 +615,11 @@ func nodeKindName(n *yaml.Node) string {
 	case n.ShortTag() == "!!null":
 		return "no value"
 	case n.ShortTag() == "!!str":
-		return fmt.Sprintf("the string %q", n.Value)
+		return "the string " + quoteShort(n.Value)
 	default:
+		if s := quoteShort(n.Value); len(s) != len(n.Value)+2 {
+			return s // cut short
+		}
 		return n.Value
 	}
 }
@@ -582,7 +628,7 @@ func nodeKindName(n *yaml.Node) string {
 // nearest of known when it is a near miss.
 func unknownKeyError(place string, p yamlPair, known []string) *configError {
 	e := &configError{place: place, key: p.key, kind: ErrUnknownKey,
-		subject: fmt.Sprintf("unknown key %q", p.key), line: p.keyNode.Line}
+		subject: "unknown key " + quoteShort(p.key), line: p.keyNode.Line}
 	if s := nearestKey(p.key, known); s != "" {
 		e.suggestion = s
 		e.hint = fmt.Sprintf("did you mean %q?", s)

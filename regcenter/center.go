@@ -14,7 +14,8 @@ import (
 // Every blocking method takes a context and returns when it is done; errors
 // wrap this package's sentinels (ErrNoNode, ErrNodeExists, ErrBadVersion,
 // ErrNotEmpty, ErrSessionLost, ErrClosed, ErrUnauthorized) or a connection
-// error.
+// error. Create, Set and Multi refuse a payload larger than the center's
+// limit (Config.MaxNodeBytes) with ErrTooLarge, sending nothing.
 type Center interface {
 	// Get returns a node's data and stat.
 	Get(ctx context.Context, path string) ([]byte, Stat, error)

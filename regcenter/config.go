@@ -32,6 +32,13 @@ type Config struct {
 	// loss before the error is returned. Default 3. A context deadline
 	// ends the retries earlier.
 	MaxRetries int `yaml:"maxRetries" json:"maxRetries"`
+	// MaxNodeBytes is the largest write sent to ZooKeeper: the data of a
+	// Create or Set, or the data, paths and headers of a Multi's operations
+	// together. Larger writes are refused with [ErrTooLarge] before they
+	// are sent. It must stay below the servers' jute.maxbuffer less room
+	// for the request header. 0 means [DefaultMaxNodeBytes] (1 MiB less
+	// 4 KiB, for the default jute.maxbuffer); at most [MaxMaxNodeBytes].
+	MaxNodeBytes int `yaml:"maxNodeBytes" json:"maxNodeBytes"`
 	// Digest is "user:password" for ZooKeeper digest authentication. When
 	// set, every node shardjob creates carries an ACL that grants all
 	// rights to this identity only. Default empty: open ACLs.
@@ -99,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRetries < 0 {
 		return bad("maxRetries: %d must not be negative", c.MaxRetries)
+	}
+	if c.MaxNodeBytes < 0 || c.MaxNodeBytes > MaxMaxNodeBytes {
+		return bad("maxNodeBytes: %d must be between 0 (the default) and %d", c.MaxNodeBytes, MaxMaxNodeBytes)
 	}
 	if c.BaseSleep > c.MaxSleep {
 		return bad("baseSleep %v exceeds maxSleep %v", c.BaseSleep, c.MaxSleep)

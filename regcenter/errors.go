@@ -23,6 +23,9 @@ var (
 	ErrBadVersion = errors.New("regcenter: version mismatch")
 	// ErrNotEmpty is returned when deleting a node that has children.
 	ErrNotEmpty = errors.New("regcenter: node has children")
+	// ErrTooLarge means a write was larger than Config.MaxNodeBytes and
+	// was not sent; the error names the path and the sizes.
+	ErrTooLarge = errors.New("regcenter: write too large")
 	// ErrSessionLost means the session that owned the caller's lease ended
 	// (expired, or the lease could no longer be proven live).
 	ErrSessionLost = errors.New("regcenter: session lost")

@@ -868,6 +868,9 @@ func flags(m Mode) int32 {
 
 // Create creates a node, creating missing parents as persistent nodes.
 func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
+	if err := checkNodeSize(z.cfg.maxNodeBytes(), "create", p, data); err != nil {
+		return "", err
+	}
 	create := func() (string, error) { return z.client().Create(z.full(p), data, flags(mode), z.acl) }
 	got, err := call(ctx, z, &z.writes, create)
 	if errors.Is(err, ErrNoNode) {
@@ -915,6 +918,9 @@ func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 
 // Set writes a node's data.
 func (z *ZooKeeper) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
+	if err := checkNodeSize(z.cfg.maxNodeBytes(), "set", p, data); err != nil {
+		return Stat{}, err
+	}
 	s, err := call(ctx, z, &z.writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
 	return toStat(s), wrapPath("set", p, err)
 }
@@ -953,6 +959,9 @@ func (z *ZooKeeper) DeleteTree(ctx context.Context, p string) error {
 func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 	if len(ops) == 0 {
 		return nil
+	}
+	if err := checkMultiSize(z.cfg.maxNodeBytes(), ops); err != nil {
+		return err
 	}
 	reqs := make([]any, len(ops))
 	for i, op := range ops {

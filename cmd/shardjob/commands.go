@@ -246,7 +246,7 @@ func cmdConfig(e *env, args []string) error {
 			return err
 		}
 		out := map[string]any{"job": job, "document": string(data)}
-		if cfg, err := codec(data); err != nil {
+		if cfg, err := codec(e.ctx, data); err != nil {
 			out["configError"] = admin.OneLine(err)
 		} else {
 			out["config"] = cfg

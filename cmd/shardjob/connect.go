@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -103,8 +104,8 @@ func splitList(s string) []string {
 // codec decodes a config node as the instances do. The sharding strategy
 // is not looked up: strategies registered by an application are unknown
 // to this command (instances refuse an unknown one and keep their config).
-func codec(data []byte) (admin.Config, error) {
-	cfg, err := job.DecodeConfig(data)
+func codec(ctx context.Context, data []byte) (admin.Config, error) {
+	cfg, err := job.DecodeConfigContext(ctx, data)
 	if err != nil {
 		return admin.Config{}, err
 	}

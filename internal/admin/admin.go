@@ -16,6 +16,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,9 +67,10 @@ type Config struct {
 
 // Codec decodes and validates a config document. It returns an error
 // describing every problem (with the key and line where known) when the
-// document is not a valid job configuration. Package job provides the
-// codec its instances use; see job.NewHTTPHandler and cmd/shardjob.
-type Codec func(data []byte) (Config, error)
+// document is not a valid job configuration, and gives up when ctx ends.
+// Package job provides the codec its instances use; see
+// job.NewHTTPHandler and cmd/shardjob.
+type Codec func(ctx context.Context, data []byte) (Config, error)
 
 // Admin reads and steers the jobs of one namespace. It is safe for
 // concurrent use.
@@ -93,11 +95,11 @@ func (a *Admin) Namespace() string {
 	return ""
 }
 
-func (a *Admin) decode(data []byte) (Config, error) {
+func (a *Admin) decode(ctx context.Context, data []byte) (Config, error) {
 	if a.codec == nil {
 		return Config{}, errors.New("admin: no config codec")
 	}
-	return a.codec(data)
+	return a.codec(ctx, data)
 }
 
 // unknownJob builds the ErrUnknownJob error for job.

@@ -30,8 +30,8 @@ func TestMain(m *testing.M) {
 var nsSeq atomic.Int64
 
 // codec decodes config nodes as the instances do.
-func codec(data []byte) (admin.Config, error) {
-	cfg, err := job.DecodeConfig(data)
+func codec(ctx context.Context, data []byte) (admin.Config, error) {
+	cfg, err := job.DecodeConfigContext(ctx, data)
 	if err != nil {
 		return admin.Config{}, err
 	}

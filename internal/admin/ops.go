@@ -482,7 +482,7 @@ func (a *Admin) ConfigSet(ctx context.Context, job string, data []byte) (Config,
 	if err := a.requireJob(ctx, job); err != nil {
 		return Config{}, false, err
 	}
-	cfg, err := a.decode(data)
+	cfg, err := a.decode(ctx, data)
 	if err != nil {
 		return Config{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -544,7 +544,7 @@ func (a *Admin) updateItems(ctx context.Context, job string, items []int, disabl
 	if data, ok, err := a.get(ctx, paths.Config()); err != nil {
 		return nil, err
 	} else if ok {
-		if cfg, err := a.decode(data); err == nil {
+		if cfg, err := a.decode(ctx, data); err == nil {
 			for _, it := range items {
 				if it >= cfg.ShardingTotalCount {
 					return nil, fmt.Errorf("%w: item %d is outside job %q's items 0..%d (shardingTotalCount %d)", ErrInvalid, it, job, cfg.ShardingTotalCount-1, cfg.ShardingTotalCount)

@@ -335,7 +335,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 	case !cfgFound:
 		s.cfgErr = errors.New("no config node (the job is being removed, or was never started)")
 	default:
-		cfg, err := a.decode(cfgData)
+		cfg, err := a.decode(ctx, cfgData)
 		if err != nil {
 			s.cfgErr = err
 		} else {
