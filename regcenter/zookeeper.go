@@ -2,6 +2,7 @@ package regcenter
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +23,20 @@ type Option func(*options)
 
 type options struct {
 	logger *slog.Logger
+	tls    *tls.Config
+}
+
+// WithTLSConfig connects over TLS with cfg (cloned), for programs that
+// build their own: certificates from memory, a custom verifier. A cfg
+// without ServerName verifies the host of each server address. The
+// Config's TLS fields must then be unset. Default: TLS as the Config's
+// TLS fields say, or none.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(o *options) {
+		if cfg != nil {
+			o.tls = cfg.Clone()
+		}
+	}
 }
 
 // WithLogger sets the logger (default slog.Default()). The ZooKeeper
@@ -37,11 +52,16 @@ func WithLogger(l *slog.Logger) Option {
 // ZooKeeper is the [Center] backed by a ZooKeeper ensemble. Create it with
 // [NewZooKeeper]; it is safe for concurrent use.
 type ZooKeeper struct {
-	cfg  Config
-	root string
-	acl  []zk.ACL
-	log  *slog.Logger
-	conn *zk.Conn
+	cfg    Config
+	root   string
+	acl    []zk.ACL
+	log    *slog.Logger
+	conn   *zk.Conn
+	digest string      // resolved from Digest or DigestFile
+	tls    *tls.Config // nil: plain TCP
+
+	dialMu  sync.Mutex
+	dialErr error // why the latest connection attempt failed, until a session
 
 	epoch      time.Time    // monotonic base for lastRead
 	lastRead   atomic.Int64 // ns since epoch: send time of the latest request the server answered
@@ -87,6 +107,20 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	digest, err := cfg.ResolveDigest()
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := cfg.LoadTLS()
+	if err != nil {
+		return nil, err
+	}
+	if o.tls != nil {
+		if tlsCfg != nil {
+			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
+		}
+		tlsCfg = o.tls
+	}
 	z := &ZooKeeper{
 		cfg:        cfg,
 		root:       "/" + cfg.Namespace,
@@ -99,10 +133,12 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		signal:     make(chan struct{}, 1),
 		wakeDog:    make(chan struct{}, 1),
 		done:       make(chan struct{}),
+		digest:     digest,
+		tls:        tlsCfg,
 	}
 	z.negotiated.Store(int64(cfg.SessionTimeout))
-	if cfg.Digest != "" {
-		user, pass, _ := strings.Cut(cfg.Digest, ":")
+	if digest != "" {
+		user, pass, _ := strings.Cut(digest, ":")
 		z.acl = zk.DigestACL(zk.PermAll, user, pass)
 	} else {
 		z.acl = zk.WorldACL(zk.PermAll)
@@ -127,6 +163,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	case <-z.firstSess:
 	case <-timer.C:
 		conn.Close()
+		if cause := z.lastDialErr(); cause != nil {
+			return nil, fmt.Errorf("%w: no session from %s within %v: %w", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout, cause)
+		}
 		return nil, fmt.Errorf("%w: no session from %s within %v", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout)
 	case <-ctx.Done():
 		conn.Close()
@@ -138,9 +177,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	go z.watchdog()
 	go z.notifyLoop()
 
-	if cfg.Digest != "" {
-		user, _, _ := strings.Cut(cfg.Digest, ":")
-		if err := z.conn.AddAuth("digest", []byte(cfg.Digest)); err != nil {
+	if digest != "" {
+		user, _, _ := strings.Cut(digest, ":")
+		if err := z.conn.AddAuth("digest", []byte(digest)); err != nil {
 			z.Close()
 			return nil, fmt.Errorf("%w: digest auth for user %q: %v", ErrUnauthorized, user, err)
 		}
@@ -175,10 +214,10 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 
 func (z *ZooKeeper) explainAuth(err error) error {
 	if errors.Is(err, ErrUnauthorized) {
-		if z.cfg.Digest == "" {
+		if z.digest == "" {
 			return fmt.Errorf("%w: namespace %s is protected by an ACL and no digest is configured", ErrUnauthorized, z.root)
 		}
-		user, _, _ := strings.Cut(z.cfg.Digest, ":")
+		user, _, _ := strings.Cut(z.digest, ":")
 		return fmt.Errorf("%w: digest user %q may not use namespace %s (wrong password or another owner)", ErrUnauthorized, user, z.root)
 	}
 	return err
@@ -217,13 +256,35 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 
 // dial wraps each TCP connection so that every answer from the server
 // renews the lease and the connect response's negotiated timeout and
-// session id are captured.
+// session id are captured. With TLS the handshake comes first and the
+// observer sees the plain frames inside it.
 func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
+		z.setDialErr(err)
 		return nil, err
 	}
+	if z.tls != nil {
+		if c, err = tlsDial(c, z.tls, address, timeout); err != nil {
+			z.setDialErr(err)
+			return nil, err
+		}
+	}
 	return &observedConn{Conn: c, z: z}, nil
+}
+
+// setDialErr records why a connection attempt failed, so that a connect
+// that times out can say why.
+func (z *ZooKeeper) setDialErr(err error) {
+	z.dialMu.Lock()
+	z.dialErr = err
+	z.dialMu.Unlock()
+}
+
+func (z *ZooKeeper) lastDialErr() error {
+	z.dialMu.Lock()
+	defer z.dialMu.Unlock()
+	return z.dialErr
 }
 
 // observedConn renews the lease from what the server has provably heard.
@@ -269,7 +330,23 @@ func (c *observedConn) Read(b []byte) (int, error) {
 	if n > 0 {
 		c.parse(b[:n])
 	}
+	if err != nil && !c.connected() {
+		// Refused before the connect response: with TLS 1.3 a server
+		// refuses a client certificate only after the handshake.
+		cause := err
+		if _, ok := c.Conn.(*tls.Conn); ok {
+			cause = fmt.Errorf("%w with %s: %w", ErrTLS, c.RemoteAddr(), err)
+		}
+		c.z.setDialErr(cause)
+	}
 	return n, err
+}
+
+// connected reports whether the connect response has been read.
+func (c *observedConn) connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
 }
 
 // parse walks the frames in p, renewing the lease for each answer.
