@@ -102,7 +102,7 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 	cfg := &tls.Config{
 		MinVersion:         tls.VersionTLS12,
 		ServerName:         c.TLSServerName,
-		InsecureSkipVerify: c.TLSInsecureSkipVerify, //nolint:gosec // off by default, documented as for trials only
+		InsecureSkipVerify: c.TLSInsecureSkipVerify, // off by default, documented as for trials only
 	}
 	if c.TLSCAFile != "" {
 		pem, err := os.ReadFile(c.TLSCAFile)
@@ -116,12 +116,12 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if c.TLSCertFile != "" || c.TLSKeyFile != "" {
-		for field, name := range map[string]string{"tlsCertFile": c.TLSCertFile, "tlsKeyFile": c.TLSKeyFile} {
-			if name == "" {
-				return nil, bad(field, "missing: set tlsCertFile and tlsKeyFile together")
+		for _, f := range []struct{ field, name string }{{"tlsCertFile", c.TLSCertFile}, {"tlsKeyFile", c.TLSKeyFile}} {
+			if f.name == "" {
+				return nil, bad(f.field, "missing: set tlsCertFile and tlsKeyFile together")
 			}
-			if _, err := os.Stat(name); err != nil {
-				return nil, bad(field, "%v", pathError(err))
+			if _, err := os.Stat(f.name); err != nil {
+				return nil, bad(f.field, "%v", pathError(err))
 			}
 		}
 		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
@@ -201,6 +201,9 @@ func tlsDial(c net.Conn, cfg *tls.Config, address string, timeout time.Duration)
 	}
 	if err := tc.Handshake(); err != nil {
 		c.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w with %s: the server closed the connection (is this its plain clientPort?): %w", ErrTLS, address, err)
+		}
 		return nil, fmt.Errorf("%w with %s: %w", ErrTLS, address, err)
 	}
 	if err := tc.SetDeadline(time.Time{}); err != nil {

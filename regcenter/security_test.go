@@ -19,6 +19,10 @@ import (
 
 const password = "s3cr3t-pw"
 
+// refuseTimeout is the connect timeout of connects that must fail: each
+// waits it out.
+const refuseTimeout = 3 * time.Second
+
 func writeSecret(t *testing.T, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "digest")
@@ -154,7 +158,9 @@ func tlsConnect(t *testing.T, c *zktest.Cluster, cfg regcenter.Config, opts ...r
 		cfg.Namespace = fmt.Sprintf("tls%d-%d", os.Getpid(), nsN.Add(1))
 	}
 	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 3 * time.Second
+		// Generous: a loaded machine's JVM may be slow to its first
+		// handshakes. The refusals below set a short one.
+		cfg.ConnectTimeout = 15 * time.Second
 	}
 	z, err := regcenter.NewZooKeeper(ctx(t), cfg, opts...)
 	if err == nil {
@@ -224,24 +230,26 @@ func TestMutualTLS(t *testing.T) {
 		roundTrip(t, z)
 	})
 	t.Run("no client certificate", func(t *testing.T) {
-		_, err := tlsConnect(t, c, regcenter.Config{TLSCAFile: files.CAFile})
+		_, err := tlsConnect(t, c, regcenter.Config{TLSCAFile: files.CAFile, ConnectTimeout: refuseTimeout})
 		wantTLSFailure(t, err, "certificate")
 	})
 	t.Run("wrong CA", func(t *testing.T) {
 		// The client certificate is no CA: it signed nothing.
-		_, err := tlsConnect(t, c, regcenter.Config{TLSCAFile: files.CertFile, TLSCertFile: files.CertFile, TLSKeyFile: files.KeyFile})
+		_, err := tlsConnect(t, c, regcenter.Config{TLSCAFile: files.CertFile, TLSCertFile: files.CertFile, TLSKeyFile: files.KeyFile,
+			ConnectTimeout: refuseTimeout})
 		wantTLSFailure(t, err, "unknown authority")
 	})
 	t.Run("wrong server name", func(t *testing.T) {
 		_, err := tlsConnect(t, c, regcenter.Config{TLSCAFile: files.CAFile, TLSCertFile: files.CertFile,
-			TLSKeyFile: files.KeyFile, TLSServerName: "zk.example.org"})
+			TLSKeyFile: files.KeyFile, TLSServerName: "zk.example.org", ConnectTimeout: refuseTimeout})
 		wantTLSFailure(t, err, "zk.example.org")
 	})
 	t.Run("plain client on the TLS port", func(t *testing.T) {
 		_, err := regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: c.SecureServers(), ConnectTimeout: 2 * time.Second})
-		if !errors.Is(err, regcenter.ErrUnreachable) {
-			t.Fatalf("got %v, want ErrUnreachable", err)
+		if !errors.Is(err, regcenter.ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection") {
+			t.Fatalf("got %v, want ErrUnreachable saying the server closed the connection", err)
 		}
+		t.Logf("refused as expected: %v", err)
 	})
 }
 
@@ -262,6 +270,9 @@ func TestTLSWithoutClientCertificate(t *testing.T) {
 	_, err = regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: c.Servers(), TLSCAFile: files.CAFile, ConnectTimeout: 2 * time.Second})
 	if !errors.Is(err, regcenter.ErrUnreachable) || !errors.Is(err, regcenter.ErrTLS) {
 		t.Fatalf("TLS client on a plain port: got %v, want ErrUnreachable wrapping ErrTLS", err)
+	}
+	if !strings.Contains(err.Error(), "plain clientPort") {
+		t.Errorf("TLS client on a plain port: %q does not suggest the plain port", err)
 	}
 	t.Logf("TLS client on a plain port: %v", err)
 }

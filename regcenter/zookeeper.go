@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path"
@@ -336,6 +337,8 @@ func (c *observedConn) Read(b []byte) (int, error) {
 		cause := err
 		if _, ok := c.Conn.(*tls.Conn); ok {
 			cause = fmt.Errorf("%w with %s: %w", ErrTLS, c.RemoteAddr(), err)
+		} else if errors.Is(err, io.EOF) {
+			cause = fmt.Errorf("%s closed the connection before a session (does it serve TLS only on that port?): %w", c.RemoteAddr(), err)
 		}
 		c.z.setDialErr(cause)
 	}

@@ -101,8 +101,10 @@ func TestAdminTLS(t *testing.T) {
 	zt := zktest.Start(t, zktest.WithMutualTLS())
 	files, _ := zt.TLS()
 	ns := newNamespace()
+	// Generous connect timeouts where a connect must succeed: a loaded
+	// machine's JVM may be slow to its first handshakes.
 	rcCfg := regcenter.Config{Servers: zt.SecureServers(), Namespace: ns, TLSCAFile: files.CAFile,
-		TLSCertFile: files.CertFile, TLSKeyFile: files.KeyFile}
+		TLSCertFile: files.CertFile, TLSKeyFile: files.KeyFile, ConnectTimeout: 15 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rc, err := regcenter.NewZooKeeper(ctx, rcCfg, regcenter.WithLogger(testLogger(t)))
@@ -131,13 +133,14 @@ func TestAdminTLS(t *testing.T) {
 	rec.waitFires(t, time.Now(), 1, allSix)
 
 	servers := strings.Join(zt.SecureServers(), ",")
-	flags := []string{"--zk", servers, "--namespace", ns, "--timeout", "3s"}
-	withTLS := append(append([]string{}, flags...), "--tls-ca", files.CAFile, "--tls-cert", files.CertFile, "--tls-key", files.KeyFile)
+	flags := []string{"--zk", servers, "--namespace", ns, "--timeout", "3s"} // for refusals
+	withTLS := []string{"--zk", servers, "--namespace", ns, "--timeout", "15s",
+		"--tls-ca", files.CAFile, "--tls-cert", files.CertFile, "--tls-key", files.KeyFile}
 	for _, args := range [][]string{
 		append([]string{"jobs"}, withTLS...),
 		append([]string{"jobs", "--tls-server-name", files.ServerName}, withTLS...),
 		{"jobs", "--config", writeFile(t, "jobs.yaml", fmt.Sprintf(
-			"regcenter:\n  servers: [%s]\n  namespace: %s\n  tlsCAFile: %s\n  tlsCertFile: %s\n  tlsKeyFile: %s\n",
+			"regcenter:\n  servers: [%s]\n  namespace: %s\n  connectTimeout: 15s\n  tlsCAFile: %s\n  tlsCertFile: %s\n  tlsKeyFile: %s\n",
 			servers, ns, files.CAFile, files.CertFile, files.KeyFile))},
 	} {
 		code, out, errOut := runCLI(args...)
