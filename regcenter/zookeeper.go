@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"path"
@@ -53,21 +52,21 @@ func WithLogger(l *slog.Logger) Option {
 // ZooKeeper is the [Center] backed by a ZooKeeper ensemble. Create it with
 // [NewZooKeeper]; it is safe for concurrent use.
 type ZooKeeper struct {
-	cfg    Config
-	root   string
-	acl    []zk.ACL
-	log    *slog.Logger
-	conn   *zk.Conn
-	digest string      // resolved from Digest or DigestFile
-	tls    *tls.Config // nil: plain TCP
-
-	dialMu  sync.Mutex
-	dialErr error // why the latest connection attempt failed, until a session
+	cfg  Config
+	root string
+	acl  []zk.ACL
+	log  *slog.Logger
+	conn *zk.Conn
 
 	epoch      time.Time    // monotonic base for lastRead
 	lastRead   atomic.Int64 // ns since epoch: send time of the latest request the server answered
 	negotiated atomic.Int64 // negotiated session timeout, ns
 	connected  atomic.Int64 // session id from the latest connect response
+
+	// TLS, and why connecting failed (see security.go).
+	tls     *tls.Config // nil: plain TCP
+	dialMu  sync.Mutex
+	dialErr error // the latest failed attempt's cause
 
 	mu         sync.Mutex
 	session    *Session
@@ -108,10 +107,12 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// From here on Digest holds the credentials, wherever they came from.
 	digest, err := cfg.ResolveDigest()
 	if err != nil {
 		return nil, err
 	}
+	cfg.Digest, cfg.DigestFile = digest, ""
 	tlsCfg, err := cfg.LoadTLS()
 	if err != nil {
 		return nil, err
@@ -134,12 +135,11 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		signal:     make(chan struct{}, 1),
 		wakeDog:    make(chan struct{}, 1),
 		done:       make(chan struct{}),
-		digest:     digest,
-		tls:        tlsCfg,
 	}
 	z.negotiated.Store(int64(cfg.SessionTimeout))
-	if digest != "" {
-		user, pass, _ := strings.Cut(digest, ":")
+	z.tls = tlsCfg
+	if cfg.Digest != "" {
+		user, pass, _ := strings.Cut(cfg.Digest, ":")
 		z.acl = zk.DigestACL(zk.PermAll, user, pass)
 	} else {
 		z.acl = zk.WorldACL(zk.PermAll)
@@ -178,9 +178,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	go z.watchdog()
 	go z.notifyLoop()
 
-	if digest != "" {
-		user, _, _ := strings.Cut(digest, ":")
-		if err := z.conn.AddAuth("digest", []byte(digest)); err != nil {
+	if cfg.Digest != "" {
+		user, _, _ := strings.Cut(cfg.Digest, ":")
+		if err := z.conn.AddAuth("digest", []byte(cfg.Digest)); err != nil {
 			z.Close()
 			return nil, fmt.Errorf("%w: digest auth for user %q: %v", ErrUnauthorized, user, err)
 		}
@@ -215,10 +215,10 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 
 func (z *ZooKeeper) explainAuth(err error) error {
 	if errors.Is(err, ErrUnauthorized) {
-		if z.digest == "" {
+		if z.cfg.Digest == "" {
 			return fmt.Errorf("%w: namespace %s is protected by an ACL and no digest is configured", ErrUnauthorized, z.root)
 		}
-		user, _, _ := strings.Cut(z.digest, ":")
+		user, _, _ := strings.Cut(z.cfg.Digest, ":")
 		return fmt.Errorf("%w: digest user %q may not use namespace %s (wrong password or another owner)", ErrUnauthorized, user, z.root)
 	}
 	return err
@@ -227,7 +227,8 @@ func (z *ZooKeeper) explainAuth(err error) error {
 // Namespace returns the namespace root, e.g. "/shop".
 func (z *ZooKeeper) Namespace() string { return z.root }
 
-// Config returns the configuration in force (defaults applied).
+// Config returns the configuration in force (defaults applied, a
+// DigestFile read into Digest).
 func (z *ZooKeeper) Config() Config { return z.cfg }
 
 // SessionTimeout returns the session timeout negotiated with the server.
@@ -257,35 +258,14 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 
 // dial wraps each TCP connection so that every answer from the server
 // renews the lease and the connect response's negotiated timeout and
-// session id are captured. With TLS the handshake comes first and the
-// observer sees the plain frames inside it.
+// session id are captured. With TLS the observer sees the plain frames
+// inside it (see dialConn).
 func (z *ZooKeeper) dial(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
+	c, err := z.dialConn(network, address, timeout)
 	if err != nil {
-		z.setDialErr(err)
 		return nil, err
 	}
-	if z.tls != nil {
-		if c, err = tlsDial(c, z.tls, address, timeout); err != nil {
-			z.setDialErr(err)
-			return nil, err
-		}
-	}
 	return &observedConn{Conn: c, z: z}, nil
-}
-
-// setDialErr records why a connection attempt failed, so that a connect
-// that times out can say why.
-func (z *ZooKeeper) setDialErr(err error) {
-	z.dialMu.Lock()
-	z.dialErr = err
-	z.dialMu.Unlock()
-}
-
-func (z *ZooKeeper) lastDialErr() error {
-	z.dialMu.Lock()
-	defer z.dialMu.Unlock()
-	return z.dialErr
 }
 
 // observedConn renews the lease from what the server has provably heard.
@@ -331,25 +311,7 @@ func (c *observedConn) Read(b []byte) (int, error) {
 	if n > 0 {
 		c.parse(b[:n])
 	}
-	if err != nil && !c.connected() {
-		// Refused before the connect response: with TLS 1.3 a server
-		// refuses a client certificate only after the handshake.
-		cause := err
-		if _, ok := c.Conn.(*tls.Conn); ok {
-			cause = fmt.Errorf("%w with %s: %w", ErrTLS, c.RemoteAddr(), err)
-		} else if errors.Is(err, io.EOF) {
-			cause = fmt.Errorf("%s closed the connection before a session (does it serve TLS only on that port?): %w", c.RemoteAddr(), err)
-		}
-		c.z.setDialErr(cause)
-	}
 	return n, err
-}
-
-// connected reports whether the connect response has been read.
-func (c *observedConn) connected() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.first
 }
 
 // parse walks the frames in p, renewing the lease for each answer.
