@@ -55,12 +55,12 @@ func (c Config) ResolveDigest() (string, error) {
 	}
 	f, err := os.Open(c.DigestFile)
 	if err != nil {
-		return "", bad("%v", pathError(err))
+		return "", bad("%v", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxDigestFile+1))
 	if err != nil {
-		return "", bad("%v", pathError(err))
+		return "", bad("%v", err)
 	}
 	if len(b) > maxDigestFile {
 		return "", bad("%s is larger than %d bytes; it must hold one line, user:password", c.DigestFile, maxDigestFile)
@@ -76,15 +76,6 @@ func (c Config) ResolveDigest() (string, error) {
 		return "", bad("%s must hold one line, user:password", c.DigestFile)
 	}
 	return d, nil
-}
-
-// pathError keeps an *os.PathError's operation, path and cause.
-func pathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe
-	}
-	return err
 }
 
 // LoadTLS builds the *tls.Config that c's TLS fields describe, reading the
@@ -108,7 +99,7 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 	if c.TLSCAFile != "" {
 		pem, err := os.ReadFile(c.TLSCAFile)
 		if err != nil {
-			return nil, bad("tlsCAFile", "%v", pathError(err))
+			return nil, bad("tlsCAFile", "%v", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -122,7 +113,7 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 				return nil, bad(f.field, "missing: set tlsCertFile and tlsKeyFile together")
 			}
 			if _, err := os.Stat(f.name); err != nil {
-				return nil, bad(f.field, "%v", pathError(err))
+				return nil, bad(f.field, "%v", err)
 			}
 		}
 		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
