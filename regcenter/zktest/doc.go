@@ -73,7 +73,7 @@
 // [WithTLS] (or [WithMutualTLS], which needs a client certificate) gives
 // every member a TLS client port next to its plain one, served by
 // ZooKeeper's Netty connection factory from PEM key and trust stores
-// (ssl.keyStore.type=PEM, ZooKeeper 3.6 or newer). A throwaway CA, made
+// (ssl.keyStore.type=PEM, as ZooKeeper 3.8 reads them). A throwaway CA, made
 // for the cluster in its directory, signs the servers' certificate (valid
 // for 127.0.0.1 and localhost) and a client certificate:
 //
