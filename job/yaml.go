@@ -24,7 +24,7 @@ import (
 //	  servers: [127.0.0.1:2181]
 //	  namespace: shop
 //	  sessionTimeout: 10s
-//	  digest: user:pass
+//	  digestFile: /etc/shardjob/digest   # one line, user:password
 //	jobs:
 //	  - name: orders-sync
 //	    handler: orders
@@ -64,8 +64,9 @@ func (s Spec) HandlerName() string {
 // EnvPrefix prefixes the environment variables that override the regcenter
 // section: SHARDJOB_REGCENTER_ followed by the upper-cased key, as in
 // SHARDJOB_REGCENTER_SERVERS (comma-separated host:port list),
-// SHARDJOB_REGCENTER_NAMESPACE, SHARDJOB_REGCENTER_SESSIONTIMEOUT ("10s")
-// or SHARDJOB_REGCENTER_DIGEST. Empty variables are ignored.
+// SHARDJOB_REGCENTER_NAMESPACE, SHARDJOB_REGCENTER_SESSIONTIMEOUT ("10s"),
+// SHARDJOB_REGCENTER_DIGEST or SHARDJOB_REGCENTER_TLSCAFILE. Empty
+// variables are ignored.
 const EnvPrefix = "SHARDJOB"
 
 // LoadFile reads the file at path and loads it as Load does. Errors about

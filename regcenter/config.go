@@ -41,8 +41,37 @@ type Config struct {
 	MaxNodeBytes int `yaml:"maxNodeBytes" json:"maxNodeBytes"`
 	// Digest is "user:password" for ZooKeeper digest authentication. When
 	// set, every node shardjob creates carries an ACL that grants all
-	// rights to this identity only. Default empty: open ACLs.
+	// rights to this identity only. Default empty: open ACLs. Prefer
+	// DigestFile, or the environment, to writing the password where
+	// others can read it (a command line shows in ps).
 	Digest string `yaml:"digest" json:"digest"`
+	// DigestFile names a file holding the digest ("user:password"), read
+	// when NewZooKeeper connects; one trailing newline is trimmed. A
+	// missing, unreadable, empty or malformed file fails the connect with
+	// [ErrInvalidConfig] naming the file, never its contents. Default
+	// empty. Set Digest or DigestFile, not both.
+	DigestFile string `yaml:"digestFile" json:"digestFile"`
+
+	// TLS turns on TLS to ZooKeeper (its secureClientPort, ZooKeeper 3.5
+	// or newer). It is implied by any TLS file or TLSServerName below.
+	// Default false: plain TCP. Without TLSCAFile the system's roots
+	// verify the server.
+	TLS bool `yaml:"tls" json:"tls"`
+	// TLSCAFile names a PEM file of the CA certificates that verify the
+	// servers' certificates. Default empty: the system's roots.
+	TLSCAFile string `yaml:"tlsCAFile" json:"tlsCAFile"`
+	// TLSCertFile and TLSKeyFile name the PEM client certificate and its
+	// private key, for servers that need one (ssl.clientAuth=need). Set
+	// both or neither. Default empty: no client certificate.
+	TLSCertFile string `yaml:"tlsCertFile" json:"tlsCertFile"`
+	TLSKeyFile  string `yaml:"tlsKeyFile" json:"tlsKeyFile"`
+	// TLSServerName is the name the servers' certificates must be valid
+	// for. Default empty: the host of each address in Servers.
+	TLSServerName string `yaml:"tlsServerName" json:"tlsServerName"`
+	// TLSInsecureSkipVerify accepts any server certificate. For trials
+	// only: anyone on the path can read and change the traffic. Default
+	// false.
+	TLSInsecureSkipVerify bool `yaml:"tlsInsecureSkipVerify" json:"tlsInsecureSkipVerify"`
 }
 
 // Defaults used by [Config.WithDefaults].
@@ -124,5 +153,5 @@ func (c Config) Validate() error {
 			return bad("digest: must be user:password")
 		}
 	}
-	return nil
+	return c.validateSecurity()
 }

@@ -13,6 +13,10 @@ var (
 	// ErrUnauthorized means the configured digest may not access the
 	// namespace (or none was given and one is required).
 	ErrUnauthorized = errors.New("regcenter: not authorized")
+	// ErrTLS means a TLS handshake with a ZooKeeper server failed: a
+	// certificate the other side does not trust, a server that does not
+	// speak TLS on that port, or a client certificate it refused.
+	ErrTLS = errors.New("regcenter: tls handshake failed")
 	// ErrClosed means the registry center was closed.
 	ErrClosed = errors.New("regcenter: closed")
 	// ErrNodeExists is returned when creating a node that already exists.

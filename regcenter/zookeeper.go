@@ -2,6 +2,7 @@ package regcenter
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,6 +24,20 @@ type Option func(*options)
 
 type options struct {
 	logger *slog.Logger
+	tls    *tls.Config
+}
+
+// WithTLSConfig connects over TLS with cfg (cloned), for programs that
+// build their own: certificates from memory, a custom verifier. A cfg
+// without ServerName verifies the host of each server address. The
+// Config's TLS fields must then be unset. Default: TLS as the Config's
+// TLS fields say, or none.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(o *options) {
+		if cfg != nil {
+			o.tls = cfg.Clone()
+		}
+	}
 }
 
 // WithLogger sets the logger (default slog.Default()). The ZooKeeper
@@ -65,6 +80,11 @@ type ZooKeeper struct {
 	negotiated atomic.Int64 // negotiated session timeout, ns
 	connected  atomic.Int64 // session id from the latest connect response
 
+	// TLS, and why connecting failed (see security.go).
+	tls     *tls.Config // nil: plain TCP
+	dialMu  sync.Mutex
+	dialErr error // the latest failed attempt's cause
+
 	mu         sync.Mutex
 	session    *Session
 	gen        uint64
@@ -104,6 +124,22 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// From here on Digest holds the credentials, wherever they came from.
+	digest, err := cfg.ResolveDigest()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Digest, cfg.DigestFile = digest, ""
+	tlsCfg, err := cfg.LoadTLS()
+	if err != nil {
+		return nil, err
+	}
+	if o.tls != nil {
+		if tlsCfg != nil {
+			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
+		}
+		tlsCfg = o.tls
+	}
 	z := &ZooKeeper{
 		cfg:        cfg,
 		root:       "/" + cfg.Namespace,
@@ -118,6 +154,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		done:       make(chan struct{}),
 	}
 	z.negotiated.Store(int64(cfg.SessionTimeout))
+	z.tls = tlsCfg
 	if cfg.Digest != "" {
 		user, pass, _ := strings.Cut(cfg.Digest, ":")
 		z.acl = zk.DigestACL(zk.PermAll, user, pass)
@@ -140,6 +177,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	case <-z.firstSess:
 	case <-timer.C:
 		conn.Close()
+		if cause := z.lastDialErr(); cause != nil {
+			return nil, fmt.Errorf("%w: no session from %s within %v: %w", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout, cause)
+		}
 		return nil, fmt.Errorf("%w: no session from %s within %v", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout)
 	case <-ctx.Done():
 		conn.Close()
@@ -237,7 +277,8 @@ func (z *ZooKeeper) explainAuth(err error) error {
 // Namespace returns the namespace root, e.g. "/shop".
 func (z *ZooKeeper) Namespace() string { return z.root }
 
-// Config returns the configuration in force (defaults applied).
+// Config returns the configuration in force (defaults applied, a
+// DigestFile read into Digest).
 func (z *ZooKeeper) Config() Config { return z.cfg }
 
 // SessionTimeout returns the session timeout negotiated with the server.
@@ -267,9 +308,10 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 
 // dial wraps each TCP connection so that every answer from the server
 // renews the lease and the connect response's negotiated timeout and
-// session id are captured.
+// session id are captured. With TLS the observer sees the plain frames
+// inside it (see dialConn).
 func (z *ZooKeeper) dial(gen uint64, network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
+	c, err := z.dialConn(network, address, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -58,10 +58,11 @@ jars_under() {
 
 # debian_classpath DIR prints the classpath for Debian's packaging: the
 # zookeeper.jar manifest names its dependencies; the log4j binding is added
-# so the server's log reaches stdout.
+# so the server's log reaches stdout, and Netty's codec and resolver, which
+# the manifest leaves out but the Netty connection factory (TLS) needs.
 debian_classpath() {
 	local d=$1 cp=$1/zookeeper.jar f
-	for f in slf4j-log4j12.jar log4j-1.2.jar; do
+	for f in slf4j-log4j12.jar log4j-1.2.jar netty-codec.jar netty-resolver.jar; do
 		[[ -f $d/$f ]] && cp+=:$d/$f
 	done
 	printf '%s\n' "$cp"

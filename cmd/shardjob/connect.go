@@ -32,8 +32,28 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 	if set["namespace"] {
 		cfg.Namespace = o.namespace
 	}
+	// A digest flag replaces a digest from the environment or the file,
+	// whichever way that one was given.
 	if set["digest"] {
-		cfg.Digest = o.digest
+		cfg.Digest, cfg.DigestFile = o.digest, ""
+	}
+	if set["digest-file"] {
+		cfg.Digest, cfg.DigestFile = "", o.digestFile
+	}
+	if set["tls"] {
+		cfg.TLS = o.tls
+	}
+	if set["tls-ca"] {
+		cfg.TLSCAFile = o.tlsCA
+	}
+	if set["tls-cert"] {
+		cfg.TLSCertFile = o.tlsCert
+	}
+	if set["tls-key"] {
+		cfg.TLSKeyFile = o.tlsKey
+	}
+	if set["tls-server-name"] {
+		cfg.TLSServerName = o.tlsServerName
 	}
 	if set["timeout"] || cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = o.timeout
@@ -70,8 +90,22 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	if v := getenv(prefix + "NAMESPACE"); v != "" {
 		cfg.Namespace = v
 	}
-	if v := getenv(prefix + "DIGEST"); v != "" {
-		cfg.Digest = v
+	for key, dst := range map[string]*string{
+		"DIGEST": &cfg.Digest, "DIGESTFILE": &cfg.DigestFile, "TLSCAFILE": &cfg.TLSCAFile,
+		"TLSCERTFILE": &cfg.TLSCertFile, "TLSKEYFILE": &cfg.TLSKeyFile, "TLSSERVERNAME": &cfg.TLSServerName,
+	} {
+		if v := getenv(prefix + key); v != "" {
+			*dst = v
+		}
+	}
+	for key, dst := range map[string]*bool{"TLS": &cfg.TLS, "TLSINSECURESKIPVERIFY": &cfg.TLSInsecureSkipVerify} {
+		if v := strings.TrimSpace(getenv(prefix + key)); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return usagef("%s%s=%q is not true or false", prefix, key, v)
+			}
+			*dst = b
+		}
 	}
 	if v := strings.TrimSpace(getenv(prefix + "MAXRETRIES")); v != "" {
 		n, err := strconv.Atoi(v)

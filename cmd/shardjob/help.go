@@ -41,10 +41,16 @@ Steering (instances react at once; nothing restarts):
 Connecting (flags override the environment, which overrides the --config file):
   --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS
   --namespace NAME            namespace (default shardjob)   env SHARDJOB_REGCENTER_NAMESPACE
-  --digest user:password      digest credentials             env SHARDJOB_REGCENTER_DIGEST
+  --digest-file FILE          digest user:password in FILE   env SHARDJOB_REGCENTER_DIGESTFILE
+  --digest user:password      digest; shows in ps, avoid it  env SHARDJOB_REGCENTER_DIGEST
+  --tls-ca FILE               TLS, servers verified by FILE  env SHARDJOB_REGCENTER_TLSCAFILE
+  --tls-cert, --tls-key FILE  TLS client certificate, key    env SHARDJOB_REGCENTER_TLSCERTFILE, _TLSKEYFILE
+  --tls-server-name NAME      name in the servers' certs     env SHARDJOB_REGCENTER_TLSSERVERNAME
+  --tls                       TLS with the system's CAs      env SHARDJOB_REGCENTER_TLS
   --config FILE               a job file (job.LoadFile): its regcenter: section
   --timeout 5s                how long to try to reach ZooKeeper
-  SHARDJOB_REGCENTER_SESSIONTIMEOUT, _CONNECTTIMEOUT, _MAXRETRIES, _BASESLEEP and _MAXSLEEP are read too.
+  SHARDJOB_REGCENTER_SESSIONTIMEOUT, _CONNECTTIMEOUT, _MAXRETRIES, _BASESLEEP, _MAXSLEEP and
+  _TLSINSECURESKIPVERIFY are read too.
 
 Output:
   --output text|json, -o      tables for people (default), or JSON for scripts

@@ -49,6 +49,10 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // options holds every flag's value.
 type options struct {
 	zk, namespace, digest, config string
+	digestFile                    string
+	tls                           bool
+	tlsCA, tlsCert, tlsKey        string
+	tlsServerName                 string
 	timeout                       time.Duration
 	output                        string
 
@@ -100,6 +104,7 @@ func lookup(name string) *command {
 // among flags written before it.
 var valueFlags = map[string]bool{
 	"zk": true, "namespace": true, "digest": true, "config": true, "timeout": true,
+	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
 }
 
@@ -132,7 +137,13 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
-	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password (env SHARDJOB_REGCENTER_DIGEST)")
+	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
+	fs.StringVar(&o.digestFile, "digest-file", "", "read the digest user:password from this `file` (env SHARDJOB_REGCENTER_DIGESTFILE)")
+	fs.BoolVar(&o.tls, "tls", false, "connect over TLS; implied by the other --tls-* flags (env SHARDJOB_REGCENTER_TLS)")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "PEM `file` of the CAs that verify the servers (env SHARDJOB_REGCENTER_TLSCAFILE; default: the system's)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM client certificate `file`, with --tls-key (env SHARDJOB_REGCENTER_TLSCERTFILE)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (env SHARDJOB_REGCENTER_TLSKEYFILE)")
+	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "the `name` the servers' certificates must be valid for (env SHARDJOB_REGCENTER_TLSSERVERNAME; default: each server's host)")
 	fs.StringVar(&o.config, "config", "", "a job `file` whose regcenter: section says how to connect")
 	fs.DurationVar(&o.timeout, "timeout", regcenter.DefaultConnectTimeout, "how long to try to reach ZooKeeper")
 	fs.StringVar(&o.output, "output", "text", "output `format`: text or json")

@@ -68,6 +68,20 @@
 //
 // Tests sharing a cluster should each work under their own root node.
 //
+// # TLS
+//
+// [WithTLS] (or [WithMutualTLS], which needs a client certificate) gives
+// every member a TLS client port next to its plain one, served by
+// ZooKeeper's Netty connection factory from PEM key and trust stores
+// (ssl.keyStore.type=PEM, as ZooKeeper 3.8 reads them). A throwaway CA, made
+// for the cluster in its directory, signs the servers' certificate (valid
+// for 127.0.0.1 and localhost) and a client certificate:
+//
+//	zk := zktest.Start(t, zktest.WithMutualTLS())
+//	files, _ := zk.TLS()         // CAFile, CertFile, KeyFile
+//	cfg, err := files.Config()   // or a ready *tls.Config
+//	// dial zk.SecureServers() with them
+//
 // Server output goes to server.log in each member's directory (and to
 // [Options.Logger] at debug level); a failed start includes the log's last
 // lines in its error.

@@ -84,7 +84,9 @@ func homeClasspath(home string) ([]string, error) {
 
 // debianClasspath returns the classpath for Debian's packaging in dir, or
 // nil if dir has no zookeeper.jar. The jar's manifest names its
-// dependencies; the slf4j binding for log4j is added so the server logs.
+// dependencies; the slf4j binding for log4j is added so the server logs,
+// and Netty's codec and resolver, which the manifest leaves out but the
+// Netty connection factory (the only one that serves TLS) needs.
 func debianClasspath(dir string) []string {
 	zk := filepath.Join(dir, "zookeeper.jar")
 	if !isFile(zk) {
@@ -92,7 +94,7 @@ func debianClasspath(dir string) []string {
 	}
 	dir = filepath.Dir(zk) // cleaned
 	cp := []string{filepath.Join(dir, "zookeeper.jar")}
-	for _, name := range []string{"slf4j-log4j12.jar", "log4j-1.2.jar"} {
+	for _, name := range []string{"slf4j-log4j12.jar", "log4j-1.2.jar", "netty-codec.jar", "netty-resolver.jar"} {
 		if p := filepath.Join(dir, name); isFile(p) {
 			cp = append(cp, p)
 		}

@@ -38,6 +38,10 @@ type Options struct {
 	// JavaOpts are extra JVM flags. They come after the defaults, so
 	// "-Xmx1g" or "-Dzookeeper.x=y" override them.
 	JavaOpts []string
+	// TLS, when set, gives every member a TLS client port (Netty, PEM
+	// key and trust stores made for the cluster) next to its plain one.
+	// Default nil: plain client ports only. See [WithTLS].
+	TLS *TLSOptions
 }
 
 // WithSize sets [Options.Size]; for use with [Start].
@@ -76,7 +80,8 @@ type Cluster struct {
 	ownDir bool
 	log    *slog.Logger
 
-	members []*member // fixed once StartCluster returns
+	members []*member  // fixed once StartCluster returns
+	tls     *serverTLS // nil unless Options.TLS is set
 
 	opMu sync.Mutex // serializes start/stop/close
 
@@ -89,12 +94,14 @@ type member struct {
 	idx          int // index in Cluster.members; myid is idx+1
 	dir          string
 	clientPort   int
+	securePort   int // TLS client port; 0 without Options.TLS
 	quorumPort   int
 	electionPort int
 	proc         *process // nil when not started; guarded by Cluster.mu
 }
 
 func (m *member) addr() string    { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.clientPort)) }
+func (m *member) tlsAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.securePort)) }
 func (m *member) cfgPath() string { return filepath.Join(m.dir, "zoo.cfg") }
 func (m *member) logPath() string { return filepath.Join(m.dir, "server.log") }
 
@@ -163,6 +170,17 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.TickTime < time.Millisecond {
 		return nil, fmt.Errorf("zktest: TickTime %v must be at least 1ms", opts.TickTime)
 	}
+	if opts.TLS != nil {
+		switch opts.TLS.ClientAuth {
+		case "":
+			tlsOpts := *opts.TLS
+			tlsOpts.ClientAuth = ClientAuthNone
+			opts.TLS = &tlsOpts
+		case ClientAuthNone, ClientAuthWant, ClientAuthNeed:
+		default:
+			return nil, fmt.Errorf("zktest: TLS.ClientAuth %q: use none, want or need", opts.TLS.ClientAuth)
+		}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -217,6 +235,13 @@ func (c *Cluster) prepare() error {
 			return fmt.Errorf("zktest: %w", err)
 		}
 	}
+	if c.opts.TLS != nil {
+		t, err := makeTLS(c.dir, c.opts.TLS.ClientAuth)
+		if err != nil {
+			return err
+		}
+		c.tls = t
+	}
 	for i := range c.opts.Size {
 		m := &member{idx: i, dir: filepath.Join(c.dir, "zk"+strconv.Itoa(i+1))}
 		if err := os.MkdirAll(filepath.Join(m.dir, "data"), 0o755); err != nil {
@@ -231,16 +256,23 @@ func (c *Cluster) prepare() error {
 	return nil
 }
 
-// assignPorts gives every member three free loopback ports and writes the
-// configs. The listeners are all held until every port is picked, so the
-// ports are distinct.
+// assignPorts gives every member three free loopback ports (four with
+// TLS) and writes the configs. The listeners are all held until every port
+// is picked, so the ports are distinct.
 func (c *Cluster) assignPorts() error {
-	ports, err := freePorts(3 * len(c.members))
+	per := 3
+	if c.tls != nil {
+		per = 4
+	}
+	ports, err := freePorts(per * len(c.members))
 	if err != nil {
 		return fmt.Errorf("zktest: picking ports: %w", err)
 	}
 	for i, m := range c.members {
-		m.clientPort, m.quorumPort, m.electionPort = ports[3*i], ports[3*i+1], ports[3*i+2]
+		m.clientPort, m.quorumPort, m.electionPort = ports[per*i], ports[per*i+1], ports[per*i+2]
+		if c.tls != nil {
+			m.securePort = ports[per*i+3]
+		}
 	}
 	for _, m := range c.members {
 		if err := os.WriteFile(m.cfgPath(), []byte(c.config(m)), 0o644); err != nil {
@@ -277,6 +309,15 @@ func (c *Cluster) config(m *member) string {
 	b.WriteString("maxClientCnxns=0\n")
 	b.WriteString("admin.enableServer=false\n4lw.commands.whitelist=*\n")
 	b.WriteString("preAllocSize=4096\n")
+	if t := c.tls; t != nil {
+		// Keys ZooKeeper does not know become zookeeper.* system
+		// properties, which is where its X509Util reads the ssl.* ones.
+		fmt.Fprintf(&b, "secureClientPort=%d\nsecureClientPortAddress=127.0.0.1\n", m.securePort)
+		b.WriteString("serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n")
+		fmt.Fprintf(&b, "ssl.keyStore.location=%s\nssl.keyStore.type=PEM\n", t.keyStore)
+		fmt.Fprintf(&b, "ssl.trustStore.location=%s\nssl.trustStore.type=PEM\n", t.trustStore)
+		fmt.Fprintf(&b, "ssl.clientAuth=%s\n", t.clientAuth)
+	}
 	if len(c.members) == 1 {
 		b.WriteString("standaloneEnabled=true\n")
 		return b.String()
@@ -540,6 +581,30 @@ func (c *Cluster) Servers() []string {
 // ConnectString returns the client addresses joined by commas, as
 // ZooKeeper clients take them.
 func (c *Cluster) ConnectString() string { return strings.Join(c.Servers(), ",") }
+
+// SecureServers returns each member's TLS client address,
+// "127.0.0.1:port", in member order, or nil when the cluster was started
+// without [Options.TLS]. The plain addresses of [Cluster.Servers] keep
+// working next to them.
+func (c *Cluster) SecureServers() []string {
+	if c.tls == nil {
+		return nil
+	}
+	s := make([]string, len(c.members))
+	for i, m := range c.members {
+		s[i] = m.tlsAddr()
+	}
+	return s
+}
+
+// TLS returns the files a client needs for [Cluster.SecureServers], and
+// false when the cluster was started without [Options.TLS].
+func (c *Cluster) TLS() (TLSFiles, bool) {
+	if c.tls == nil {
+		return TLSFiles{}, false
+	}
+	return c.tls.client, true
+}
 
 // Size returns the number of members.
 func (c *Cluster) Size() int { return len(c.members) }

@@ -1,0 +1,271 @@
+package regcenter
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// maxDigestFile bounds what is read of a DigestFile: a digest is one short
+// line, and a huge file is a mistake, not a credential.
+const maxDigestFile = 4 << 10
+
+// redacted replaces secrets in String, GoString and LogValue.
+const redacted = "REDACTED"
+
+// tlsOn reports whether c asks for TLS.
+func (c Config) tlsOn() bool {
+	return c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" ||
+		c.TLSServerName != "" || c.TLSInsecureSkipVerify
+}
+
+// validateSecurity checks the digest and TLS fields without reading any
+// file; the files are read by NewZooKeeper.
+func (c Config) validateSecurity() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	if c.Digest != "" && c.DigestFile != "" {
+		return bad("digest and digestFile are both set; use one")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return bad("tlsCertFile and tlsKeyFile: set both (a client certificate and its key) or neither")
+	}
+	return nil
+}
+
+// ResolveDigest returns the digest credentials: Digest, or the contents of
+// DigestFile with one trailing newline trimmed. A DigestFile that is
+// missing, unreadable, empty or not "user:password" is an error wrapping
+// [ErrInvalidConfig] that names the file and never quotes it.
+func (c Config) ResolveDigest() (string, error) {
+	if c.DigestFile == "" {
+		return c.Digest, nil
+	}
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: digestFile: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	f, err := os.Open(c.DigestFile)
+	if err != nil {
+		return "", bad("%v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDigestFile+1))
+	if err != nil {
+		return "", bad("%v", err)
+	}
+	if len(b) > maxDigestFile {
+		return "", bad("%s is larger than %d bytes; it must hold one line, user:password", c.DigestFile, maxDigestFile)
+	}
+	d := string(b)
+	d = strings.TrimSuffix(d, "\n")
+	d = strings.TrimSuffix(d, "\r")
+	if d == "" {
+		return "", bad("%s is empty; it must hold user:password", c.DigestFile)
+	}
+	user, pass, ok := strings.Cut(d, ":")
+	if !ok || user == "" || pass == "" || strings.ContainsAny(d, "\r\n") {
+		return "", bad("%s must hold one line, user:password", c.DigestFile)
+	}
+	return d, nil
+}
+
+// LoadTLS builds the *tls.Config that c's TLS fields describe, reading the
+// CA, certificate and key files. It returns nil without error when c does
+// not ask for TLS. A file that is missing or does not parse is an error
+// wrapping [ErrInvalidConfig] that names it. The result sets no
+// ServerName unless TLSServerName does: the dialer then uses each
+// server's host.
+func (c Config) LoadTLS() (*tls.Config, error) {
+	if !c.tlsOn() {
+		return nil, nil
+	}
+	bad := func(field string, format string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, fmt.Sprintf(format, a...))
+	}
+	cfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         c.TLSServerName,
+		InsecureSkipVerify: c.TLSInsecureSkipVerify, // off by default, documented as for trials only
+	}
+	if c.TLSCAFile != "" {
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, bad("tlsCAFile", "%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, bad("tlsCAFile", "%s holds no PEM certificate", c.TLSCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.TLSCertFile != "" || c.TLSKeyFile != "" {
+		for _, f := range []struct{ field, name string }{{"tlsCertFile", c.TLSCertFile}, {"tlsKeyFile", c.TLSKeyFile}} {
+			if f.name == "" {
+				return nil, bad(f.field, "missing: set tlsCertFile and tlsKeyFile together")
+			}
+			if _, err := os.Stat(f.name); err != nil {
+				return nil, bad(f.field, "%v", err)
+			}
+		}
+		cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			// crypto/tls names what failed (no certificate, no key,
+			// key does not match), never the key's bytes.
+			return nil, bad("tlsCertFile/tlsKeyFile", "%s and %s: %v", c.TLSCertFile, c.TLSKeyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// String renders c for people, with the digest's password redacted.
+func (c Config) String() string {
+	type plain Config // no methods: no recursion
+	p := plain(c)
+	p.Digest = redactDigest(c.Digest)
+	return fmt.Sprintf("%+v", p)
+}
+
+// GoString is String, so %#v does not print the password either.
+func (c Config) GoString() string { return "regcenter.Config" + c.String() }
+
+// LogValue renders c for log/slog, with the digest's password redacted.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Any("servers", c.Servers),
+		slog.String("namespace", c.Namespace),
+		slog.Duration("sessionTimeout", c.SessionTimeout),
+		slog.Duration("connectTimeout", c.ConnectTimeout),
+	}
+	if c.Digest != "" {
+		attrs = append(attrs, slog.String("digest", redactDigest(c.Digest)))
+	}
+	if c.DigestFile != "" {
+		attrs = append(attrs, slog.String("digestFile", c.DigestFile))
+	}
+	if c.tlsOn() {
+		attrs = append(attrs, slog.Bool("tls", true), slog.String("tlsCAFile", c.TLSCAFile),
+			slog.String("tlsCertFile", c.TLSCertFile), slog.String("tlsServerName", c.TLSServerName),
+			slog.Bool("tlsInsecureSkipVerify", c.TLSInsecureSkipVerify))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// redactDigest keeps the user of "user:password" and hides the rest.
+func redactDigest(d string) string {
+	if d == "" {
+		return ""
+	}
+	user, _, ok := strings.Cut(d, ":")
+	if !ok {
+		return redacted
+	}
+	return user + ":" + redacted
+}
+
+// tlsDial completes a TLS handshake on c, bounded by timeout, with cfg; a
+// cfg without a ServerName verifies the host of address. A failed
+// handshake wraps [ErrTLS] and closes c.
+func tlsDial(c net.Conn, cfg *tls.Config, address string, timeout time.Duration) (net.Conn, error) {
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			host = address
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(c, cfg)
+	if timeout > 0 {
+		if err := tc.SetDeadline(time.Now().Add(timeout)); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%w with %s: %w", ErrTLS, address, err)
+		}
+	}
+	if err := tc.Handshake(); err != nil {
+		c.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w with %s: the server closed the connection (is this its plain clientPort?): %w", ErrTLS, address, err)
+		}
+		return nil, fmt.Errorf("%w with %s: %w", ErrTLS, address, err)
+	}
+	if err := tc.SetDeadline(time.Time{}); err != nil {
+		tc.Close()
+		return nil, fmt.Errorf("%w with %s: %w", ErrTLS, address, err)
+	}
+	return tc, nil
+}
+
+// dialConn opens a connection to address for the dialer: TCP, then the
+// TLS handshake when TLS is on. It records why an attempt failed, and
+// wraps the connection so that a server closing it before answering
+// anything is recorded too, so a connect that runs out of time can say
+// why (go-zookeeper only logs it and tries again).
+func (z *ZooKeeper) dialConn(network, address string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, address, timeout)
+	if err != nil {
+		z.setDialErr(err)
+		return nil, err
+	}
+	if z.tls != nil {
+		if c, err = tlsDial(c, z.tls, address, timeout); err != nil {
+			z.setDialErr(err)
+			return nil, err
+		}
+	}
+	return &causeConn{Conn: c, z: z, address: address, tls: z.tls != nil}, nil
+}
+
+// causeConn records a read error that ends a connection before the
+// server sent a single byte: a server that refused the client (with TLS
+// 1.3 a client certificate is refused only after the handshake) or that
+// speaks TLS where the client does not.
+type causeConn struct {
+	net.Conn
+	z       *ZooKeeper
+	address string
+	tls     bool
+	got     atomic.Bool // the server has sent something
+}
+
+func (c *causeConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.got.Store(true)
+	}
+	if err != nil && !c.got.Load() {
+		switch {
+		case c.tls:
+			c.z.setDialErr(fmt.Errorf("%w with %s: %w", ErrTLS, c.address, err))
+		case errors.Is(err, io.EOF):
+			c.z.setDialErr(fmt.Errorf("%s closed the connection before answering (does it serve TLS only on that port?): %w", c.address, err))
+		default:
+			c.z.setDialErr(err)
+		}
+	}
+	return n, err
+}
+
+// setDialErr records why the latest connection attempt failed.
+func (z *ZooKeeper) setDialErr(err error) {
+	z.dialMu.Lock()
+	z.dialErr = err
+	z.dialMu.Unlock()
+}
+
+// lastDialErr returns why the latest failed connection attempt failed, or
+// nil.
+func (z *ZooKeeper) lastDialErr() error {
+	z.dialMu.Lock()
+	defer z.dialMu.Unlock()
+	return z.dialErr
+}
