@@ -637,31 +637,9 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		return
 	}
 	if kind == KindFire {
-		gaps := r.inheritedGaps(sess, at, items)
-		for it, since := range r.takeDebts(items) {
-			if g, ok := gaps[it]; !ok || since.Before(g) {
-				if gaps == nil {
-					gaps = map[int]time.Time{}
-				}
-				gaps[it] = since
-			}
-		}
-		if len(gaps) > 0 {
-			// Items taken over with fires their previous owner did not
-			// complete: this fire's run makes up for those too.
-			debts := map[span][]int{}
-			for it, since := range gaps {
-				d := span{since: since, through: at}
-				debts[d] = append(debts[d], it)
-			}
-			items = slices.DeleteFunc(slices.Clone(items), func(it int) bool { _, gap := gaps[it]; return gap })
-			done := make(chan struct{})
-			go func() { // owned here: waited for before fireAs returns
-				defer close(done)
-				r.makeUpAll(sess, debts, "making up for owed fires with this one")
-			}()
-			defer func() { <-done }()
-		}
+		r.fireItems(sess, at, items)
+		r.runMisfires(sess)
+		return
 	}
 	if kind == KindMisfire {
 		// Fires missed while disconnected, since at and through the latest.
@@ -678,30 +656,72 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 	r.runMisfires(sess)
 }
 
-// takeDebts returns and forgets the misfire debts of items that are not
-// running here: the scheduled fire runs them as make-up runs since their
-// debt, through itself. Were it to run such an item as a plain fire, its
-// completion would record the fire as the item's latest and a make-up run
-// after it would find the earlier fires covered — they would be lost.
-func (r *runner) takeDebts(items []int) map[int]time.Time {
+// fireItems runs a scheduled fire's items. An item that owes earlier fires
+// — fires its previous owner did not complete, or a debt of this instance —
+// runs as a make-up run since the earliest of them, through this fire: run
+// as a plain fire, its completion would record this fire as its latest and
+// a make-up run after it would find the earlier fires covered, or run this
+// one again. Reserving and choosing happen under one lock, so an item that
+// becomes free meanwhile cannot be taken as a plain fire with its debt left
+// behind.
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int) {
+	cfg := r.config()
+	gaps := r.inheritedGaps(sess, at, items)
+	plain, debts := r.reserveFire(items, at, gaps, cfg)
+	var wg sync.WaitGroup
+	for since, its := range debts {
+		sortInts(its)
+		r.log.Info("making up for owed fires with this one", "items", its, "since", since, "fire", at)
+		wg.Add(1)
+		go func() { // owned here: waited for below
+			defer wg.Done()
+			r.run(sess, cfg, since, its, KindMisfire)
+		}()
+	}
+	r.run(sess, cfg, at, plain, KindFire)
+	wg.Wait()
+}
+
+// reserveFire reserves a scheduled fire's items here: those that owe
+// nothing earlier are returned as plain, the others grouped by the earliest
+// fire they owe (their debts are taken over by the make-up run). Items
+// running here owe this fire (and any gap) a run.
+func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg Config) (plain []int, debts map[time.Time][]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out map[int]time.Time
 	for _, it := range items {
-		since, owed := r.misfires[it]
-		if !owed {
-			continue
+		if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+			continue // an assignment from before the item count shrank, or kept out
 		}
+		if at.After(r.dispatched[it]) {
+			r.dispatched[it] = at
+		}
+		gap, gapped := gaps[it]
 		if _, busy := r.running[it]; busy {
+			r.noteMisfireLocked(it, at, cfg)
+			if gapped {
+				r.noteMisfireLocked(it, gap, cfg)
+			}
 			continue
 		}
-		if out == nil {
-			out = map[int]time.Time{}
+		since, owed := r.misfires[it]
+		if gapped && (!owed || gap.Before(since)) {
+			since, owed = gap, true
 		}
-		out[it] = since
-		r.dropDebtLocked(it)
+		r.running[it] = &execution{item: it, fire: at}
+		if owed {
+			r.dropDebtLocked(it)
+		}
+		if owed && since.Before(at) {
+			if debts == nil {
+				debts = map[time.Time][]int{}
+			}
+			debts[since] = append(debts[since], it)
+			continue
+		}
+		plain = append(plain, it)
 	}
-	return out
+	return plain, debts
 }
 
 // inheritedGaps returns, for the items of this fire that were not this

@@ -129,9 +129,9 @@ type Report struct {
 	// Duplicates are (fire, item) pairs of the checked window that more
 	// than one committed execution covered. A duplicate is explained when
 	// the instance of an earlier covering execution was crashed (kill -9),
-	// frozen past its session or partitioned after that execution began
-	// and before the later one began: its completion may never have been
-	// recorded, and at-least-once is the promise then. Unexplained
+	// frozen past its session or partitioned at some moment between that
+	// execution's begin and the later one's: its completion may never have
+	// been recorded, and at-least-once is the promise then. Unexplained
 	// duplicates fail the run.
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
@@ -376,15 +376,33 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			coverers[k] = append(coverers[k], x)
 		}
 	}
-	crashes := map[string][]window{} // instance faults that can cost a completion, by instance
+	// Instance faults that can cost a completion, by instance: from the
+	// fault's begin to its end (the restart, the SIGCONT, the heal).
+	crashes := map[string][]window{}
+	open := map[string]int{}
 	for _, e := range events {
-		if e.Ev == eventlog.FaultBegin && (e.Fault == faultKill9 || e.Fault == faultStop || e.Fault == faultPartition) {
-			crashes[e.Inst] = append(crashes[e.Inst], window{From: e.T, What: e.Fault + " " + e.Inst})
+		if e.Fault != faultKill9 && e.Fault != faultStop && e.Fault != faultPartition {
+			continue
+		}
+		switch e.Ev {
+		case eventlog.FaultBegin:
+			open[e.Fault+"|"+e.Inst] = len(crashes[e.Inst])
+			crashes[e.Inst] = append(crashes[e.Inst], window{From: e.T, To: last, What: e.Fault + " " + e.Inst})
+		case eventlog.FaultEnd:
+			if i, ok := open[e.Fault+"|"+e.Inst]; ok {
+				crashes[e.Inst][i].To = e.T
+				delete(open, e.Fault+"|"+e.Inst)
+			}
 		}
 	}
+	// A duplicate is explained when the earlier run's instance was down,
+	// frozen or cut off at some moment between that run's begin and the
+	// later run's begin: the earlier run's completion may not have reached
+	// ZooKeeper (a run can commit during a partition while its lease
+	// lasts).
 	explain := func(a, b *execution) string {
 		for _, w := range crashes[a.Inst] {
-			if w.From >= a.Begin && w.From <= b.Begin {
+			if w.From <= b.Begin && w.To >= a.Begin {
 				return w.What
 			}
 		}

@@ -514,3 +514,20 @@ func TestDuplicateAfterAKillIsExplained(t *testing.T) {
 		t.Error("not OK with an explained duplicate")
 	}
 }
+
+func TestDuplicateOfARunCommittedDuringAPartitionIsExplained(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 2)
+	// i1 is cut off at 2.9s; its run of fire 3 still commits on its lease,
+	// but its completion never reaches ZooKeeper: i2 runs fire 3 again.
+	s.add(2900, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultPartition, Detail: "i1", Inst: "i1"})
+	s.exec("i1", 0, 3, "fire", 3010, 3400, stateCommitted)
+	s.exec("i2", 0, 3, "failover", 7000, 7200, stateCommitted)
+	s.add(8500, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultPartition, Detail: "i1", Inst: "i1"})
+	s.fires("i2", 0, 8, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.UnexplainedDuplicates) != 0 || len(r.Duplicates) != 1 || r.Duplicates[0].Cause != "partition i1" {
+		t.Fatalf("duplicates %+v, unexplained %d; want one explained by partition i1", r.Duplicates, len(r.UnexplainedDuplicates))
+	}
+}

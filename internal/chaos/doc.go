@@ -33,9 +33,10 @@
 //	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=…
 //
 // A duplicate is a fire of an item that two committed executions covered. It
-// is explained when the earlier execution's instance was killed, frozen past
-// its session or partitioned after that execution began and before the later
-// one began (its completion may never have been recorded: at least once).
+// is explained when the earlier execution's instance was down (kill -9),
+// frozen past its session or partitioned at some moment between that
+// execution's begin and the later one's (its completion may never have been
+// recorded: at least once).
 //
 // The exit status is 0 when overlaps, lost and unexplained_duplicates are
 // all 0, 1 when they are not, and 2 when the run itself failed (ZooKeeper
