@@ -44,11 +44,11 @@ func BenchmarkFire(b *testing.B) {
 			defer s.Shutdown(context.Background())
 			r := s.runner(name)
 			sess := rc.Session()
-			r.fireAs(sess, time.UnixMilli(1), KindFire) // the first fire reshards
+			r.fireAs(sess, time.UnixMilli(1), KindFire, nil) // the first fire reshards
 			before := rc.Stats()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r.fireAs(sess, time.UnixMilli(int64(i+2)), KindFire)
+				r.fireAs(sess, time.UnixMilli(int64(i+2)), KindFire, nil)
 			}
 			b.StopTimer()
 			d := rc.Stats().Sub(before)

@@ -98,7 +98,7 @@ func (r *runner) runTrigger() {
 		return
 	}
 	r.log.Info("triggered: running once now")
-	r.fireAs(sess, r.s.opts.now().Truncate(time.Millisecond), KindTrigger)
+	r.fireAs(sess, r.s.opts.now().Truncate(time.Millisecond), KindTrigger, nil)
 }
 
 // readDisabledItems refreshes the set of items kept out of every fire.

@@ -56,6 +56,11 @@ type runner struct {
 	heldAtLeave   []int             // the assignment this instance gave up when it left
 	lastItems     []int             // the assignment of the latest scheduled fire here
 	firing        sync.WaitGroup    // scheduled fires in flight
+	// order makes scheduled fires reserve their items in fire order: a fire
+	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
+	// find its item taken by the next fire, owe a run, and its make-up run
+	// would run that next fire again.
+	order sync.Mutex
 	queueCancel   func()
 	queueDirty    bool // the failover queue may hold items
 	flagsCancel   func()
@@ -568,7 +573,7 @@ func (r *runner) runMissed(sess *regcenter.Session) {
 		return
 	}
 	r.log.Info("running fires missed while disconnected", "since", at)
-	r.fireAs(sess, at, KindMisfire)
+	r.fireAs(sess, at, KindMisfire, nil)
 }
 
 // readyToFire returns the session to fire under, or false when this
@@ -599,6 +604,9 @@ func (r *runner) fire(at time.Time) {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}
+	r.order.Lock()
+	reserved := sync.OnceFunc(r.order.Unlock)
+	defer reserved()
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.mu.Lock()
@@ -614,10 +622,10 @@ func (r *runner) fire(at time.Time) {
 		// Fires skipped earlier (an assignment that could not be read)
 		// are made up now, with this one.
 		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
-		r.fireAs(sess, missed, KindMisfire)
+		r.fireAs(sess, missed, KindMisfire, reserved)
 		return
 	}
-	r.fireAs(sess, at, KindFire)
+	r.fireAs(sess, at, KindFire, reserved)
 }
 
 // takeMissed returns and clears the earliest fire skipped here.
@@ -629,7 +637,12 @@ func (r *runner) takeMissed() time.Time {
 	return at
 }
 
-func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
+// reserved, when not nil, is called once this fire's items are reserved
+// (or it reserves none).
+func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserved func()) {
+	if reserved == nil {
+		reserved = func() {}
+	}
 	items, err := r.assignment(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
@@ -637,7 +650,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 		return
 	}
 	if kind == KindFire {
-		r.fireItems(sess, at, items)
+		r.fireItems(sess, at, items, reserved)
 		r.runMisfires(sess)
 		return
 	}
@@ -649,7 +662,10 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 				through = p
 			}
 		}
-		r.makeUp(sess, at, through, items)
+		cfg := r.config()
+		todo := r.reserve(items, at, through, KindMisfire, cfg)
+		reserved()
+		r.run(sess, cfg, at, todo, KindMisfire)
 	} else {
 		r.execute(sess, at, items, kind)
 	}
@@ -664,10 +680,11 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind) {
 // one again. Reserving and choosing happen under one lock, so an item that
 // becomes free meanwhile cannot be taken as a plain fire with its debt left
 // behind.
-func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int) {
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, reserved func()) {
 	cfg := r.config()
 	gaps := r.inheritedGaps(sess, at, items)
 	plain, debts := r.reserveFire(items, at, gaps, cfg)
+	reserved()
 	var wg sync.WaitGroup
 	for since, its := range debts {
 		sortInts(its)
