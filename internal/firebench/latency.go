@@ -91,8 +91,11 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		return err
 	}
 	after := b.cfg.latAfterKill
-	// Watch the window, plus a margin for fires due in it that start late.
-	if err := sleepUntil(ctx, tk.Add(after+5*time.Second)); err != nil {
+	// Watch the window, plus a margin for fires due in it that start late:
+	// the default session timeout (10s), after which the victim's items
+	// move, and two seconds.
+	margin := 12 * time.Second
+	if err := sleepUntil(ctx, tk.Add(after+margin)); err != nil {
 		return err
 	}
 	lat = lat[:0]
@@ -109,7 +112,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	for s := tk.Truncate(time.Second).Add(time.Second); s.Before(tk.Add(after)); s = s.Add(time.Second) {
 		due += b.cfg.latJobs
 	}
-	k = new(kv).add("killed", victim.id).add("window", after).add("fires_due", due).add("fires_run", len(seen)).
+	k = new(kv).add("killed", victim.id).add("window", after).add("observed_until", after+margin).add("fires_due", due).add("fires_run", len(seen)).
 		add("p50", durMS(percentile(lat, 50))).add("p99", durMS(percentile(lat, 99))).add("max", durMS(maxOf(lat))).
 		add("runs_per_instance", joinInts(perInst))
 	fmt.Println("bench latency_after_kill" + k.String())

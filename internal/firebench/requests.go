@@ -271,7 +271,11 @@ func (b *bench) reportCollapse(tr *fireTrack, items int, startReq int64, since t
 	return nil
 }
 
-func durMS(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+// msVal is a time in milliseconds, printed with an "ms" suffix (NaN when
+// there was nothing to measure).
+type msVal float64
+
+func durMS(ms float64) msVal { return msVal(ms) }
 
 func errorsOr(errs ...error) error {
 	for _, e := range errs {

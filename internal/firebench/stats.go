@@ -152,6 +152,9 @@ func (k *kv) add(key string, v any) *kv {
 	case time.Duration:
 		k.b.WriteString(fmtFloat(float64(x) / float64(time.Millisecond)))
 		k.b.WriteString("ms")
+	case msVal:
+		k.b.WriteString(fmtFloat(float64(x)))
+		k.b.WriteString("ms")
 	case string:
 		if x == "" || strings.ContainsAny(x, " \t\"=") {
 			k.b.WriteString(strconv.Quote(x))
