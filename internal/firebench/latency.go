@@ -104,7 +104,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	for _, e := range col.snapshot() {
 		if e.fire >= tk.UnixMilli() && e.fire < tk.Add(after).UnixMilli() {
 			lat = append(lat, e.latencyMS())
-			seen[fmt.Sprint(e.job, "@", e.fire)] = true
+			seen[fireKey(e.job, e.fire)] = true
 			perInst[e.inst]++
 		}
 	}

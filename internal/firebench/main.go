@@ -53,6 +53,7 @@ type config struct {
 	killItems    int
 	killTimeouts []time.Duration
 	tputItems    int
+	tputJobs     int
 	tputDur      time.Duration
 	regJobs      int
 	regIdle      time.Duration
@@ -116,7 +117,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.latAfterKill, "lat-after-kill", 10*time.Second, "-latency: window after the kill")
 	fs.IntVar(&c.killItems, "kill-items", 6, "-kill: items of the job")
 	fs.StringVar(&killTimeouts, "kill-session-timeouts", "10s,4s", "-kill: session timeouts, one measurement each")
-	fs.IntVar(&c.tputItems, "tput-items", 3000, "-throughput: items of the job (fires every second)")
+	fs.IntVar(&c.tputItems, "tput-items", 3000, "-throughput: items of each job (fires every second)")
+	fs.IntVar(&c.tputJobs, "tput-jobs", 1, "-throughput: jobs")
 	fs.DurationVar(&c.tputDur, "tput-duration", 30*time.Second, "-throughput: measured window")
 	fs.IntVar(&c.regJobs, "reg-jobs", 10000, "-register: jobs registered")
 	fs.DurationVar(&c.regIdle, "reg-idle", 15*time.Second, "-register: idle window after Start")
@@ -145,7 +147,7 @@ func parseFlags(args []string) (config, error) {
 	if c.killTimeouts, err = parseDurations(killTimeouts); err != nil {
 		return c, fmt.Errorf("-kill-session-timeouts: %w", err)
 	}
-	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 {
+	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.tputJobs < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 {
 		return c, errors.New("counts must be at least 1")
 	}
 	return c, nil

@@ -12,7 +12,8 @@ import (
 func (b *bench) measureThroughput(ctx context.Context) error {
 	const procs = 3
 	items := b.cfg.tputItems
-	spec := instSpec{namespace: "tput", jobs: 1, items: items, cron: "* * * * * *"}
+	jobs := b.cfg.tputJobs
+	spec := instSpec{namespace: "tput", jobs: jobs, items: items, cron: "* * * * * *"}
 	col := &collector{}
 	ins, err := b.startInstances(ctx, procs, spec, col)
 	if err != nil {
@@ -46,9 +47,11 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 		return err
 	}
 	// Give the last fires in the window up to five seconds to finish.
-	var fires []int64
+	var fires []string
 	for s := w0.Truncate(time.Second).Add(time.Second); s.Before(w1); s = s.Add(time.Second) {
-		fires = append(fires, s.UnixMilli())
+		for j := range jobs {
+			fires = append(fires, fireKey(fmt.Sprintf("j%d", j), s.UnixMilli()))
+		}
 	}
 	_ = waitFor(ctx, 5*time.Second, func() bool {
 		done := completeFires(col.snapshot(), items)
@@ -76,7 +79,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 		}
 	}
 	secs := w1.Sub(w0).Seconds()
-	k := new(kv).add("items", items).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
+	k := new(kv).add("jobs", jobs).add("items", items).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
 		add("runs", runs).add("execs_per_s", float64(runs)/secs).add("fires", len(fires)).add("fires_lost", lost).
 		add("runs_per_instance", joinInts(perInst))
 	if runs > 0 {
@@ -90,19 +93,23 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	return nil
 }
 
-// completeFires returns the fire times (unix ms) for which every item ran,
+// fireKey names one fire of one job.
+func fireKey(job string, fire int64) string { return fmt.Sprint(job, "@", fire) }
+
+// completeFires returns the fires (fireKey) for which every item ran,
 // whatever the kind of run.
-func completeFires(es []execRec, items int) map[int64]bool {
-	byFire := make(map[int64]map[int]bool)
+func completeFires(es []execRec, items int) map[string]bool {
+	byFire := make(map[string]map[int]bool)
 	for _, e := range es {
-		m := byFire[e.fire]
+		key := fireKey(e.job, e.fire)
+		m := byFire[key]
 		if m == nil {
 			m = make(map[int]bool)
-			byFire[e.fire] = m
+			byFire[key] = m
 		}
 		m[e.item] = true
 	}
-	done := make(map[int64]bool)
+	done := make(map[string]bool)
 	for f, m := range byFire {
 		if len(m) >= items {
 			done[f] = true
