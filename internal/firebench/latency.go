@@ -41,12 +41,20 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	each0, err := cpuEach(pids)
+	if err != nil {
+		return err
+	}
 	z0, zerr := cpuTicks(zkPID)
 	if err := sleepCtx(ctx, b.cfg.latDur); err != nil {
 		return err
 	}
 	w1 := time.Now()
 	c1, err := cpuSum(pids)
+	if err != nil {
+		return err
+	}
+	each1, err := cpuEach(pids)
 	if err != nil {
 		return err
 	}
@@ -71,7 +79,11 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	k = new(kv).add("runs", runs)
 	if runs > 0 {
 		instCPU := (c1 - c0) / float64(runs) * 1000
-		k.add("instance_cpu_s_per_1000", instCPU).add("instance_cpu_s", c1-c0)
+		each := make([]string, len(pids))
+		for i := range pids {
+			each[i] = fmtFloat(each1[i] - each0[i])
+		}
+		k.add("instance_cpu_s_per_1000", instCPU).add("instance_cpu_s", c1-c0).add("cpu_s_per_instance", strings.Join(each, "/"))
 		b.summary.add("instance_cpu_s_per_1000", instCPU)
 		if zerr == nil && zerr1 == nil {
 			zkCPU := float64(z1-z0) / clockTicks / float64(runs) * 1000

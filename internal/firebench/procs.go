@@ -286,6 +286,19 @@ func cpuSum(pids []int) (float64, error) {
 	return float64(sum) / clockTicks, nil
 }
 
+// cpuEach returns each process's CPU so far, in seconds.
+func cpuEach(pids []int) ([]float64, error) {
+	r := make([]float64, len(pids))
+	for i, pid := range pids {
+		t, err := cpuTicks(pid)
+		if err != nil {
+			return nil, err
+		}
+		r[i] = float64(t) / clockTicks
+	}
+	return r, nil
+}
+
 // fourLetter sends a four-letter word to addr and returns the answer.
 func fourLetter(ctx context.Context, addr, word string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

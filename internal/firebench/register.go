@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/job"
@@ -92,7 +93,18 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	i0 := rc.Stats()
 	p0, perr0 := b.packetsReceived(ctx)
 	tIdle := time.Now()
-	if err := sleepCtx(ctx, b.cfg.regIdle); err != nil {
+	// The rate in 5s slices shows whether the traffic is settling.
+	var slices []string
+	prev := i0
+	for at := tIdle.Add(5 * time.Second); !at.After(tIdle.Add(b.cfg.regIdle)); at = at.Add(5 * time.Second) {
+		if err := sleepUntil(ctx, at); err != nil {
+			return err
+		}
+		cur := rc.Stats()
+		slices = append(slices, fmtFloat(float64(cur.Sub(prev).Total())/5))
+		prev = cur
+	}
+	if err := sleepUntil(ctx, tIdle.Add(b.cfg.regIdle)); err != nil {
 		return err
 	}
 	idle := rc.Stats().Sub(i0)
@@ -100,7 +112,8 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	secs := time.Since(tIdle).Seconds()
 	k = new(kv).add("window", time.Since(tIdle).Round(time.Millisecond)).add("req_per_s", float64(idle.Total())/secs).
 		add("reads_per_s", float64(idle.Reads)/secs).add("writes_per_s", float64(idle.Writes)/secs).
-		add("multis_per_s", float64(idle.Multis)/secs).add("watches_per_s", float64(idle.Watches)/secs)
+		add("multis_per_s", float64(idle.Multis)/secs).add("watches_per_s", float64(idle.Watches)/secs).
+		add("req_per_s_by_5s", strings.Join(slices, "/"))
 	if perr0 == nil && perr1 == nil {
 		k.add("server_packets_per_s", float64(p1-p0)/secs)
 	}
