@@ -58,6 +58,7 @@ type config struct {
 	regJobs      int
 	regIdle      time.Duration
 	regDeadline  time.Duration
+	regSettle    time.Duration
 
 	instanceBin string
 	keep        bool
@@ -111,7 +112,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&reqItems, "req-items", "1,1000,10000", "-requests: items per job, one measurement each")
 	fs.IntVar(&c.reqFires, "req-fires", 10, "-requests: steady-state fires measured (item counts up to 1,000)")
 	fs.IntVar(&c.reqBigFires, "req-big-fires", 5, "-requests: steady-state fires measured above 1,000 items")
-	fs.DurationVar(&c.reqDeadline, "req-deadline", 40*time.Second, "-requests: longest wait for the first complete fires (warm-up)")
+	fs.DurationVar(&c.reqDeadline, "req-deadline", 30*time.Second, "-requests: longest wait for the first complete fires (warm-up)")
 	fs.IntVar(&c.latJobs, "lat-jobs", 30, "-latency: one-item jobs firing every second")
 	fs.DurationVar(&c.latDur, "lat-duration", 30*time.Second, "-latency: measured window before the kill")
 	fs.DurationVar(&c.latAfterKill, "lat-after-kill", 10*time.Second, "-latency: window after the kill")
@@ -123,6 +124,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.regJobs, "reg-jobs", 10000, "-register: jobs registered")
 	fs.DurationVar(&c.regIdle, "reg-idle", 15*time.Second, "-register: idle window after Start")
 	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
+	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, ZooKeeper's data and log)")

@@ -120,9 +120,23 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	fmt.Println("bench register_idle" + k.String())
 	b.summary.add("idle_req_per_s", float64(idle.Total())/secs)
 
+	// The jobs are idle only once that traffic has stopped: wait, bounded,
+	// for a 5s slice without requests before counting watches and heap.
+	settleFrom := time.Now()
+	settled := false
+	for time.Since(settleFrom) < b.cfg.regSettle {
+		before := rc.Stats()
+		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+			return err
+		}
+		if rc.Stats().Sub(before).Total() == 0 {
+			settled = true
+			break
+		}
+	}
 	w1, werr := b.watchTotal(ctx)
 	heap1 := heapAfterGC()
-	k = new(kv).add("jobs", jobs)
+	k = new(kv).add("jobs", jobs).add("settled", settled).add("quiet_after_start", time.Since(tIdle).Round(time.Second))
 	if werr == nil {
 		k.add("watches_per_job", float64(w1-w0)/float64(jobs)).add("server_watches", w1-w0)
 		b.summary.add("watches_per_job", float64(w1-w0)/float64(jobs))
