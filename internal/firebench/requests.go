@@ -159,6 +159,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		return err
 	}
 	s0 := rc.Stats()
+	warmReq := s0.Total() - startStats.Total() - startReq
 	p0, perr0 := b.packetsReceived(ctx)
 	w1 := w0.Add(time.Duration(fires) * time.Second)
 	if err := sleepUntil(ctx, w1); err != nil {
@@ -220,7 +221,8 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		k.add("server_packets", fmt.Sprint(errorsOr(perr0, perr1)))
 	}
 	k.add("fire_dur_p50", durMS(percentile(durs, 50))).add("fire_dur_max", durMS(maxOf(durs))).
-		add("start_to_first_fire_done", startDur(t0, tr)).add("start_requests", startReq)
+		add("start_to_first_fire_done", startDur(t0, tr)).add("start_requests", startReq).
+		add("warmup_requests", warmReq)
 	fmt.Println("bench requests" + k.String())
 	b.summary.add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n)
 	if items == 1 {
