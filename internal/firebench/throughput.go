@@ -53,6 +53,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 			fires = append(fires, fireKey(fmt.Sprintf("j%d", j), s.UnixMilli()))
 		}
 	}
+	// Bounded: fires still incomplete after it are counted as lost below.
 	_ = waitFor(ctx, 5*time.Second, func() bool {
 		done := completeFires(col.snapshot(), items)
 		for _, f := range fires {

@@ -82,6 +82,8 @@ type out struct {
 
 func (o *out) line(s string) {
 	o.mu.Lock()
+	// A bufio.Writer keeps its first error and returns it from Flush,
+	// which flushLoop checks.
 	_, _ = o.w.WriteString(s)
 	o.mu.Unlock()
 }
