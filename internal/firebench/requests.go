@@ -221,7 +221,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		k.add("server_packets", fmt.Sprint(errorsOr(perr0, perr1)))
 	}
 	k.add("fire_dur_p50", durMS(percentile(durs, 50))).add("fire_dur_max", durMS(maxOf(durs))).
-		add("start_to_first_fire_done", startDur(t0, tr)).add("start_requests", startReq).
+		add("start_to_first_fire_done", startDur(t0, tr, items)).add("start_requests", startReq).
 		add("warmup_requests", warmReq)
 	fmt.Println("bench requests" + k.String())
 	b.summary.add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n)
@@ -232,11 +232,14 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 }
 
 // startDur is the time from Start to the end of the first complete fire.
-func startDur(t0 time.Time, tr *fireTrack) time.Duration {
+func startDur(t0 time.Time, tr *fireTrack, items int) time.Duration {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	var first time.Time
 	for _, f := range tr.fires {
+		if f.items < items {
+			continue
+		}
 		if first.IsZero() || f.lastEnd.Before(first) {
 			first = f.lastEnd
 		}
