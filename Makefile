@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: test lint demo bench zookeeper zk-start zk-stop
+.PHONY: test lint demo bench bench-go zookeeper zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -31,7 +31,13 @@ lint:
 demo: zookeeper
 	$(GO) run ./example/cluster
 
+# The fire path measured as a user sees it (internal/firebench: its own
+# ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.
+FIREBENCH ?= -all
 bench: zookeeper
+	$(GO) run ./internal/firebench $(FIREBENCH)
+
+bench-go: zookeeper
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./...
 
 zookeeper:

@@ -609,6 +609,19 @@ func (c *Cluster) TLS() (TLSFiles, bool) {
 // Size returns the number of members.
 func (c *Cluster) Size() int { return len(c.members) }
 
+// PID returns the process id of member i's JVM, or 0 when it is not running
+// (or i is out of range), so that a benchmark can read the server's CPU time.
+func (c *Cluster) PID(i int) int {
+	if i < 0 || i >= len(c.members) {
+		return 0
+	}
+	p := c.proc(c.members[i])
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.pid
+}
+
 // Stop stops member i gracefully: SIGTERM, then SIGKILL if it has not
 // exited within 10s. Stopping a stopped member does nothing.
 func (c *Cluster) Stop(i int) error {

@@ -1,0 +1,178 @@
+// Command instance is one instance process of the fire-path benchmark (see
+// package github.com/shardjob/shardjob/internal/firebench): a shardjob
+// scheduler on its own ZooKeeper session running -jobs no-op jobs named
+// {-prefix}{0..jobs-1}, each with -items sharding items on -cron.
+//
+// It prints "READY" on stdout once its scheduler runs, then one line per
+// execution, written when Execute is entered:
+//
+//	E <job> <item> <fire time, unix ms> <entered, unix ns> <kind>
+//
+// Lines are buffered and flushed every few milliseconds; the time in a line
+// is taken when Execute is entered, not when the line is written, so the
+// buffering does not affect the measured latency. The process runs until
+// SIGTERM or SIGINT, when it shuts the scheduler down within
+// -shutdown-timeout.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+type options struct {
+	id              string
+	servers         []string
+	namespace       string
+	prefix          string
+	jobs            int
+	items           int
+	cron            string
+	failover        bool
+	sessionTimeout  time.Duration
+	shutdownTimeout time.Duration
+	verbose         bool
+}
+
+func main() {
+	var o options
+	var servers string
+	flag.StringVar(&o.id, "id", "", "server id (required)")
+	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (required)")
+	flag.StringVar(&o.namespace, "namespace", "firebench", "regcenter namespace")
+	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
+	flag.IntVar(&o.jobs, "jobs", 1, "number of jobs")
+	flag.IntVar(&o.items, "items", 1, "sharding items per job")
+	flag.StringVar(&o.cron, "cron", "* * * * * *", "cron of every job (with seconds)")
+	flag.BoolVar(&o.failover, "failover", false, "turn failover on")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "ZooKeeper session timeout (0: regcenter's default)")
+	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
+	flag.BoolVar(&o.verbose, "v", false, "debug logging")
+	flag.Parse()
+	if o.id == "" || servers == "" || o.jobs < 1 || o.items < 1 {
+		fmt.Fprintln(os.Stderr, "instance: -id and -servers are required; -jobs and -items must be at least 1")
+		os.Exit(2)
+	}
+	o.servers = strings.Split(servers, ",")
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "instance:", err)
+		os.Exit(1)
+	}
+}
+
+// out is stdout behind a buffer that a flusher empties every few
+// milliseconds.
+type out struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *out) line(s string) {
+	o.mu.Lock()
+	// A bufio.Writer keeps its first error and returns it from Flush,
+	// which flushLoop checks.
+	_, _ = o.w.WriteString(s)
+	o.mu.Unlock()
+}
+
+func (o *out) flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Flush()
+}
+
+// flushLoop flushes o every interval until ctx ends, then once more.
+func (o *out) flushLoop(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := o.flush(); err != nil {
+				log.Warn("flush stdout", "err", err)
+			}
+			return
+		case <-t.C:
+			if err := o.flush(); err != nil {
+				log.Warn("flush stdout", "err", err)
+			}
+		}
+	}
+}
+
+func run(o options) error {
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("inst", o.id)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	stdout := &out{w: bufio.NewWriterSize(os.Stdout, 1<<16)}
+	flushCtx, stopFlush := context.WithCancel(context.Background())
+	var flushWG sync.WaitGroup
+	flushWG.Add(1)
+	go func() {
+		defer flushWG.Done()
+		stdout.flushLoop(flushCtx, logger)
+	}()
+	defer func() {
+		stopFlush()
+		flushWG.Wait()
+	}()
+
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: o.servers, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+
+	s, err := job.NewScheduler(rc, job.WithServerID(o.id), job.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	execute := job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {
+		entered := time.Now().UnixNano()
+		stdout.line("E " + sc.JobName + " " + strconv.Itoa(sc.Item) + " " +
+			strconv.FormatInt(sc.FireTime.UnixMilli(), 10) + " " + strconv.FormatInt(entered, 10) + " " + string(sc.Kind) + "\n")
+		return nil
+	})
+	for i := range o.jobs {
+		cfg := job.Config{Name: o.prefix + strconv.Itoa(i), Cron: o.cron, ShardingTotalCount: o.items, Failover: o.failover}
+		if err := s.Add(cctx, cfg, execute); err != nil {
+			return err
+		}
+	}
+	if err := s.Start(cctx); err != nil {
+		return err
+	}
+	stdout.line("READY\n")
+	if err := stdout.flush(); err != nil {
+		return err
+	}
+
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer scancel()
+	if err := s.Shutdown(sctx); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// measureLatency runs latJobs one-item jobs every second on three instance
+// processes and measures, over latDur: scheduled fire → Execute entered,
+// the spread of runs across instances, and the CPU the instances and the
+// ZooKeeper server spend per 1,000 executions. Then it kills the busiest
+// instance with SIGKILL and measures the same latency for the fires due in
+// the latAfterKill that follow.
+func (b *bench) measureLatency(ctx context.Context) error {
+	const procs = 3
+	spec := instSpec{namespace: "lat", jobs: b.cfg.latJobs, items: 1, cron: "* * * * * *"}
+	col := &collector{}
+	ins, err := b.startInstances(ctx, procs, spec, col)
+	if err != nil {
+		return err
+	}
+	defer b.stopAll(ins)
+
+	// Warm-up: every job has run, then two more seconds for stragglers.
+	if err := waitFor(ctx, 40*time.Second, func() bool { return distinctJobs(col.snapshot()) >= b.cfg.latJobs }); err != nil {
+		return fmt.Errorf("not every job ran during the warm-up: %w", err)
+	}
+	if err := sleepCtx(ctx, 2*time.Second); err != nil {
+		return err
+	}
+
+	pids := make([]int, len(ins))
+	for i, in := range ins {
+		pids[i] = in.pid
+	}
+	zkPID := b.zk.PID(0)
+	w0 := time.Now()
+	c0, err := cpuSum(pids)
+	if err != nil {
+		return err
+	}
+	each0, err := cpuEach(pids)
+	if err != nil {
+		return err
+	}
+	z0, zerr := cpuTicks(zkPID)
+	if err := sleepCtx(ctx, b.cfg.latDur); err != nil {
+		return err
+	}
+	w1 := time.Now()
+	c1, err := cpuSum(pids)
+	if err != nil {
+		return err
+	}
+	each1, err := cpuEach(pids)
+	if err != nil {
+		return err
+	}
+	z1, zerr1 := cpuTicks(zkPID)
+
+	var lat []float64
+	perInst := make([]int, procs)
+	for _, e := range col.snapshot() {
+		if e.entered >= w0.UnixNano() && e.entered < w1.UnixNano() {
+			lat = append(lat, e.latencyMS())
+			perInst[e.inst]++
+		}
+	}
+	runs := len(lat)
+	spread := spreadOf(perInst)
+	k := new(kv).add("jobs", b.cfg.latJobs).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
+		add("runs", runs).add("p50", durMS(percentile(lat, 50))).add("p99", durMS(percentile(lat, 99))).add("max", durMS(maxOf(lat))).
+		add("runs_per_instance", joinInts(perInst)).add("spread_max_min", spread)
+	fmt.Println("bench latency" + k.String())
+	b.summary.add("latency_p50", durMS(percentile(lat, 50))).add("latency_p99", durMS(percentile(lat, 99)))
+
+	k = new(kv).add("runs", runs)
+	if runs > 0 {
+		instCPU := (c1 - c0) / float64(runs) * 1000
+		each := make([]string, len(pids))
+		for i := range pids {
+			each[i] = fmtFloat(each1[i] - each0[i])
+		}
+		k.add("instance_cpu_s_per_1000", instCPU).add("instance_cpu_s", c1-c0).add("cpu_s_per_instance", strings.Join(each, "/"))
+		b.summary.add("instance_cpu_s_per_1000", instCPU)
+		if zerr == nil && zerr1 == nil {
+			zkCPU := float64(z1-z0) / clockTicks / float64(runs) * 1000
+			k.add("zk_cpu_s_per_1000", zkCPU).add("zk_cpu_s", float64(z1-z0)/clockTicks)
+			b.summary.add("zk_cpu_s_per_1000", zkCPU)
+		} else {
+			k.add("zk_cpu", errorsOr(zerr, zerr1).Error())
+		}
+	}
+	k.add("cpu_tick_s", 1.0/clockTicks)
+	fmt.Println("bench cpu" + k.String())
+
+	// Kill the instance that ran the most.
+	victim := ins[argmax(perInst)]
+	tk := time.Now()
+	if err := victim.kill(); err != nil {
+		return err
+	}
+	after := b.cfg.latAfterKill
+	// Watch the window, plus a margin for fires due in it that start late:
+	// the default session timeout (10s), after which the victim's items
+	// move, and two seconds.
+	margin := 12 * time.Second
+	if err := sleepUntil(ctx, tk.Add(after+margin)); err != nil {
+		return err
+	}
+	lat = lat[:0]
+	seen := make(map[string]bool)
+	perInst = make([]int, procs)
+	for _, e := range col.snapshot() {
+		if e.fire >= tk.UnixMilli() && e.fire < tk.Add(after).UnixMilli() {
+			lat = append(lat, e.latencyMS())
+			seen[fireKey(e.job, e.fire)] = true
+			perInst[e.inst]++
+		}
+	}
+	due := 0
+	for s := tk.Truncate(time.Second).Add(time.Second); s.Before(tk.Add(after)); s = s.Add(time.Second) {
+		due += b.cfg.latJobs
+	}
+	k = new(kv).add("killed", victim.id).add("window", after).add("observed_until", after+margin).add("fires_due", due).add("fires_run", len(seen)).
+		add("p50", durMS(percentile(lat, 50))).add("p99", durMS(percentile(lat, 99))).add("max", durMS(maxOf(lat))).
+		add("runs_per_instance", joinInts(perInst))
+	fmt.Println("bench latency_after_kill" + k.String())
+	return nil
+}
+
+// waitFor polls cond every 50ms until it holds, ctx ends or d passes.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still waiting after %v", d)
+		}
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func distinctJobs(es []execRec) int {
+	m := make(map[string]bool)
+	for _, e := range es {
+		m[e.job] = true
+	}
+	return len(m)
+}
+
+// spreadOf is the busiest instance's runs over the idlest's ("inf" when
+// one ran nothing).
+func spreadOf(n []int) string {
+	lo, hi := n[0], n[0]
+	for _, x := range n {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if lo == 0 {
+		if hi == 0 {
+			return "NaN"
+		}
+		return "inf"
+	}
+	return fmtFloat(float64(hi) / float64(lo))
+}
+
+func argmax(n []int) int {
+	best := 0
+	for i, x := range n {
+		if x > n[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func joinInts(n []int) string {
+	s := make([]string, len(n))
+	for i, x := range n {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "/")
+}

@@ -1,0 +1,281 @@
+// Command firebench measures shardjob's fire path as a user sees it: through
+// the public API only (job, regcenter, regcenter/zktest), against a real
+// standalone ZooKeeper that it starts itself, with multi-instance figures
+// taken from separate instance processes (internal/firebench/instance) so
+// that each process's CPU and latency are its own.
+//
+// Usage (from the module's checkout; ZooKeeper as for the tests):
+//
+//	go run ./internal/firebench -all          # every measurement, modest defaults (a few minutes)
+//	go run ./internal/firebench -requests     # ZooKeeper requests per fire, 1/1,000/10,000 items
+//	go run ./internal/firebench -latency      # fire latency and CPU per 1,000 runs, 3 processes, then kill -9 one
+//	go run ./internal/firebench -kill         # kill -9 → the victim's items started elsewhere
+//	go run ./internal/firebench -throughput   # item executions per second, 3 processes
+//	go run ./internal/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
+//	go run ./internal/firebench -h            # every flag
+//
+// Each figure is printed as a line "bench NAME key=value ...", and a last
+// line "summary key=value ..." repeats the headline figures. Durations end
+// in "ms". Every measurement is bounded in time: one that cannot finish
+// (say, a fire of 10,000 items that never completes) reports what it saw
+// and the bench goes on. The machine's other load shows in every figure;
+// run it on a quiet machine and compare medians of several runs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// config holds the flags.
+type config struct {
+	all, requests, latency, kill, throughput, register bool
+
+	reqItems     []int
+	reqFires     int
+	reqBigFires  int
+	reqDeadline  time.Duration
+	latJobs      int
+	latDur       time.Duration
+	latAfterKill time.Duration
+	killItems    int
+	killTimeouts []time.Duration
+	tputItems    int
+	tputJobs     int
+	tputDur      time.Duration
+	regJobs      int
+	regIdle      time.Duration
+	regDeadline  time.Duration
+	regSettle    time.Duration
+
+	instanceBin string
+	keep        bool
+	verbose     bool
+}
+
+// bench is one run of the program: its ZooKeeper, work directory and
+// results.
+type bench struct {
+	cfg         config
+	log         *slog.Logger
+	zk          *zktest.Cluster
+	dir         string
+	instanceBin string
+	summary     kv
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "firebench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "firebench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	var reqItems, killTimeouts string
+	fs := flag.NewFlagSet("firebench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go run ./internal/firebench [-all | -requests -latency -kill -throughput -register] [flags]")
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&c.all, "all", false, "run every measurement")
+	fs.BoolVar(&c.requests, "requests", false, "measure ZooKeeper requests per fire and fire duration (one in-process instance)")
+	fs.BoolVar(&c.latency, "latency", false, "measure fire latency and CPU per 1,000 runs (instance processes), then kill -9 one")
+	fs.BoolVar(&c.kill, "kill", false, "measure kill -9 → the victim's items started on another instance")
+	fs.BoolVar(&c.throughput, "throughput", false, "measure item executions per second (instance processes)")
+	fs.BoolVar(&c.register, "register", false, "measure registering many idle jobs in one process, and its idle cost")
+
+	fs.StringVar(&reqItems, "req-items", "1,1000,10000", "-requests: items per job, one measurement each")
+	fs.IntVar(&c.reqFires, "req-fires", 10, "-requests: steady-state fires measured (item counts up to 1,000)")
+	fs.IntVar(&c.reqBigFires, "req-big-fires", 5, "-requests: steady-state fires measured above 1,000 items")
+	fs.DurationVar(&c.reqDeadline, "req-deadline", 30*time.Second, "-requests: longest wait for the first complete fires (warm-up)")
+	fs.IntVar(&c.latJobs, "lat-jobs", 30, "-latency: one-item jobs firing every second")
+	fs.DurationVar(&c.latDur, "lat-duration", 30*time.Second, "-latency: measured window before the kill")
+	fs.DurationVar(&c.latAfterKill, "lat-after-kill", 10*time.Second, "-latency: window after the kill")
+	fs.IntVar(&c.killItems, "kill-items", 6, "-kill: items of the job")
+	fs.StringVar(&killTimeouts, "kill-session-timeouts", "10s,4s", "-kill: session timeouts, one measurement each")
+	fs.IntVar(&c.tputItems, "tput-items", 3000, "-throughput: items of each job (fires every second)")
+	fs.IntVar(&c.tputJobs, "tput-jobs", 1, "-throughput: jobs")
+	fs.DurationVar(&c.tputDur, "tput-duration", 30*time.Second, "-throughput: measured window")
+	fs.IntVar(&c.regJobs, "reg-jobs", 10000, "-register: jobs registered")
+	fs.DurationVar(&c.regIdle, "reg-idle", 15*time.Second, "-register: idle window after Start")
+	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
+	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
+
+	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, ZooKeeper's data and log)")
+	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.all {
+		c.requests, c.latency, c.kill, c.throughput, c.register = true, true, true, true, true
+	}
+	if !(c.requests || c.latency || c.kill || c.throughput || c.register) {
+		fs.Usage()
+		return c, errors.New("choose a measurement, or -all")
+	}
+	var err error
+	if c.reqItems, err = parseInts(reqItems); err != nil {
+		return c, fmt.Errorf("-req-items: %w", err)
+	}
+	if c.killTimeouts, err = parseDurations(killTimeouts); err != nil {
+		return c, fmt.Errorf("-kill-session-timeouts: %w", err)
+	}
+	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.tputJobs < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 {
+		return c, errors.New("counts must be at least 1")
+	}
+	return c, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var r []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		r = append(r, n)
+	}
+	return r, nil
+}
+
+func parseDurations(s string) ([]time.Duration, error) {
+	var r []time.Duration
+	for f := range strings.SplitSeq(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q is not a positive duration", f)
+		}
+		r = append(r, d)
+	}
+	return r, nil
+}
+
+func run(ctx context.Context, cfg config) error {
+	level := slog.LevelWarn
+	if cfg.verbose {
+		level = slog.LevelDebug
+	}
+	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "firebench-"); err != nil {
+		return err
+	}
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "firebench: work directory", b.dir)
+	} else {
+		defer os.RemoveAll(b.dir)
+	}
+	b.machine()
+
+	if cfg.latency || cfg.kill || cfg.throughput {
+		if b.instanceBin = cfg.instanceBin; b.instanceBin == "" {
+			bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			b.instanceBin, err = buildInstance(bctx, b.dir)
+			cancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+
+	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The JVM's full compiler, as a production server runs it: zktest
+	// stops at C1 for a fast start, which would inflate the server's CPU.
+	b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: b.dir + "/zk", Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := b.zk.Close(); err != nil {
+			b.log.Warn("close ZooKeeper", "err", err)
+		}
+	}()
+	fmt.Println("bench zookeeper" + new(kv).add("servers", b.zk.ConnectString()).add("pid", b.zk.PID(0)).String())
+
+	steps := []struct {
+		on   bool
+		name string
+		fn   func(context.Context) error
+	}{
+		{cfg.requests, "requests", b.measureRequests},
+		{cfg.latency, "latency", b.measureLatency},
+		{cfg.kill, "kill", b.measureKill},
+		{cfg.throughput, "throughput", b.measureThroughput},
+		{cfg.register, "register", b.measureRegister},
+	}
+	var errs []error
+	for _, s := range steps {
+		if !s.on {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		t0 := time.Now()
+		b.log.Info("measuring", "what", s.name)
+		if err := s.fn(ctx); err != nil {
+			// One measurement failing does not hide the others.
+			fmt.Println("bench " + s.name + new(kv).add("error", err.Error()).String())
+			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+		}
+		b.log.Info("measured", "what", s.name, "took", time.Since(t0).Round(time.Millisecond))
+	}
+	fmt.Println("summary" + b.summary.String())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// machine prints the machine's size.
+func (b *bench) machine() {
+	k := new(kv).add("cpus", runtime.NumCPU()).add("go", runtime.Version())
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				f := strings.Fields(v)
+				if len(f) > 0 {
+					if n, err := strconv.ParseFloat(f[0], 64); err == nil {
+						k.add("mem_gib", n/1024/1024)
+					}
+				}
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(data)); len(f) > 0 {
+			k.add("load1", f[0])
+		}
+	}
+	fmt.Println("bench machine" + k.String())
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// measureRegister registers regJobs one-item jobs that do not fire during
+// the measurement in one in-process scheduler, and measures the wall time
+// of Add+Start, the requests per job, the server's watches and the heap
+// per idle job, and the requests sent in the regIdle after Start returned.
+func (b *bench) measureRegister(ctx context.Context) error {
+	jobs := b.cfg.regJobs
+	ns := "reg"
+	logf, err := os.Create(filepath.Join(b.dir, ns+".log"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	logger := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w0, werr := b.watchTotal(ctx)
+	if werr != nil {
+		return werr
+	}
+
+	heap0 := heapAfterGC()
+	g0 := runtime.NumGoroutine()
+	s, err := job.NewScheduler(rc, job.WithServerID("reg"), job.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	noop := job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil })
+	rctx, rcancel := context.WithTimeout(ctx, b.cfg.regDeadline)
+	defer rcancel()
+	st0 := rc.Stats()
+	t0 := time.Now()
+	added := 0
+	var regErr error
+	for i := range jobs {
+		// Midnight on 1 January: never during the measurement.
+		cfg := job.Config{Name: fmt.Sprintf("r%05d", i), Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}
+		if regErr = s.Add(rctx, cfg, noop); regErr != nil {
+			break
+		}
+		added++
+	}
+	addDur := time.Since(t0)
+	if regErr == nil {
+		regErr = s.Start(rctx)
+	}
+	wall := time.Since(t0)
+	reg := rc.Stats().Sub(st0)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		t := time.Now()
+		if err := s.Shutdown(sctx); err != nil {
+			b.log.Warn("shutdown", "err", err)
+		}
+		fmt.Println("bench register_shutdown" + new(kv).add("jobs", added).add("took", time.Since(t).Round(time.Millisecond)).String())
+	}()
+	k := new(kv).add("jobs", added).add("add", addDur.Round(time.Millisecond)).add("add_start", wall.Round(time.Millisecond)).
+		add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
+		add("reads", float64(reg.Reads)/float64(max(added, 1))).add("writes", float64(reg.Writes)/float64(max(added, 1))).
+		add("multis", float64(reg.Multis)/float64(max(added, 1))).add("watches", float64(reg.Watches)/float64(max(added, 1)))
+	if regErr != nil {
+		k.add("error", regErr.Error())
+		fmt.Println("bench register" + k.String())
+		b.summary.add("register_s", "failed")
+		return nil
+	}
+	fmt.Println("bench register" + k.String())
+	b.summary.add("register_s", wall.Seconds()).add("register_req_per_job", float64(reg.Total())/float64(jobs))
+
+	// Idle: what the process sends in the window after Start returned.
+	i0 := rc.Stats()
+	p0, perr0 := b.packetsReceived(ctx)
+	tIdle := time.Now()
+	// The rate in 5s slices shows whether the traffic is settling.
+	var slices []string
+	prev := i0
+	for at := tIdle.Add(5 * time.Second); !at.After(tIdle.Add(b.cfg.regIdle)); at = at.Add(5 * time.Second) {
+		if err := sleepUntil(ctx, at); err != nil {
+			return err
+		}
+		cur := rc.Stats()
+		slices = append(slices, fmtFloat(float64(cur.Sub(prev).Total())/5))
+		prev = cur
+	}
+	if err := sleepUntil(ctx, tIdle.Add(b.cfg.regIdle)); err != nil {
+		return err
+	}
+	idle := rc.Stats().Sub(i0)
+	p1, perr1 := b.packetsReceived(ctx)
+	secs := time.Since(tIdle).Seconds()
+	k = new(kv).add("window", time.Since(tIdle).Round(time.Millisecond)).add("req_per_s", float64(idle.Total())/secs).
+		add("reads_per_s", float64(idle.Reads)/secs).add("writes_per_s", float64(idle.Writes)/secs).
+		add("multis_per_s", float64(idle.Multis)/secs).add("watches_per_s", float64(idle.Watches)/secs).
+		add("req_per_s_by_5s", strings.Join(slices, "/"))
+	if perr0 == nil && perr1 == nil {
+		k.add("server_packets_per_s", float64(p1-p0)/secs)
+	}
+	fmt.Println("bench register_idle" + k.String())
+	b.summary.add("idle_req_per_s", float64(idle.Total())/secs)
+
+	// The jobs are idle only once that traffic has stopped: wait, bounded,
+	// for a 5s slice without requests before counting watches and heap.
+	settleFrom := time.Now()
+	settled := false
+	for time.Since(settleFrom) < b.cfg.regSettle {
+		before := rc.Stats()
+		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+			return err
+		}
+		if rc.Stats().Sub(before).Total() == 0 {
+			settled = true
+			break
+		}
+	}
+	w1, werr := b.watchTotal(ctx)
+	heap1 := heapAfterGC()
+	k = new(kv).add("jobs", jobs).add("settled", settled).add("quiet_after_start", time.Since(tIdle).Round(time.Second))
+	if werr == nil {
+		k.add("watches_per_job", float64(w1-w0)/float64(jobs)).add("server_watches", w1-w0)
+		b.summary.add("watches_per_job", float64(w1-w0)/float64(jobs))
+	} else {
+		k.add("watches", werr.Error())
+	}
+	heapPerJob := (float64(heap1) - float64(heap0)) / float64(jobs)
+	k.add("heap_kib_per_job", heapPerJob/1024).add("goroutines", runtime.NumGoroutine()-g0)
+	fmt.Println("bench register_idle_cost" + k.String())
+	b.summary.add("heap_kib_per_job", heapPerJob/1024)
+	return nil
+}
+
+// heapAfterGC returns HeapAlloc after a full collection.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}

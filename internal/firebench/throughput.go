@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// measureThroughput runs one no-op job of tputItems items every second on
+// three instance processes and measures, over tputDur, the item executions
+// per second and the fires whose items did not all run.
+func (b *bench) measureThroughput(ctx context.Context) error {
+	const procs = 3
+	items := b.cfg.tputItems
+	jobs := b.cfg.tputJobs
+	spec := instSpec{namespace: "tput", jobs: jobs, items: items, cron: "* * * * * *"}
+	col := &collector{}
+	ins, err := b.startInstances(ctx, procs, spec, col)
+	if err != nil {
+		return err
+	}
+	defer b.stopAll(ins)
+
+	// Warm-up: one complete fire, bounded.
+	warm := waitFor(ctx, 40*time.Second, func() bool { return len(completeFires(col.snapshot(), items)) > 0 })
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	pids := make([]int, len(ins))
+	for i, in := range ins {
+		pids[i] = in.pid
+	}
+	w0 := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
+	if err := sleepUntil(ctx, w0); err != nil {
+		return err
+	}
+	c0, err := cpuSum(pids)
+	if err != nil {
+		return err
+	}
+	w1 := w0.Add(b.cfg.tputDur)
+	if err := sleepUntil(ctx, w1); err != nil {
+		return err
+	}
+	c1, err := cpuSum(pids)
+	if err != nil {
+		return err
+	}
+	// Give the last fires in the window up to five seconds to finish.
+	var fires []string
+	for s := w0.Truncate(time.Second).Add(time.Second); s.Before(w1); s = s.Add(time.Second) {
+		for j := range jobs {
+			fires = append(fires, fireKey(fmt.Sprintf("j%d", j), s.UnixMilli()))
+		}
+	}
+	// Bounded: fires still incomplete after it are counted as lost below.
+	_ = waitFor(ctx, 5*time.Second, func() bool {
+		done := completeFires(col.snapshot(), items)
+		for _, f := range fires {
+			if !done[f] {
+				return false
+			}
+		}
+		return true
+	})
+	es := col.snapshot()
+	runs := 0
+	perInst := make([]int, procs)
+	for _, e := range es {
+		if e.entered >= w0.UnixNano() && e.entered < w1.UnixNano() {
+			runs++
+			perInst[e.inst]++
+		}
+	}
+	done := completeFires(es, items)
+	lost := 0
+	for _, f := range fires {
+		if !done[f] {
+			lost++
+		}
+	}
+	secs := w1.Sub(w0).Seconds()
+	k := new(kv).add("jobs", jobs).add("items", items).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
+		add("runs", runs).add("execs_per_s", float64(runs)/secs).add("fires", len(fires)).add("fires_lost", lost).
+		add("runs_per_instance", joinInts(perInst))
+	if runs > 0 {
+		k.add("instance_cpu_s_per_1000", (c1-c0)/float64(runs)*1000)
+	}
+	if warm != nil {
+		k.add("warmup", "no complete fire in 40s")
+	}
+	fmt.Println("bench throughput" + k.String())
+	b.summary.add("execs_per_s", float64(runs)/secs).add("fires_lost", fmt.Sprintf("%d/%d", lost, len(fires)))
+	return nil
+}
+
+// fireKey names one fire of one job.
+func fireKey(job string, fire int64) string { return fmt.Sprint(job, "@", fire) }
+
+// completeFires returns the fires (fireKey) for which every item ran,
+// whatever the kind of run.
+func completeFires(es []execRec, items int) map[string]bool {
+	byFire := make(map[string]map[int]bool)
+	for _, e := range es {
+		key := fireKey(e.job, e.fire)
+		m := byFire[key]
+		if m == nil {
+			m = make(map[int]bool)
+			byFire[key] = m
+		}
+		m[e.item] = true
+	}
+	done := make(map[string]bool)
+	for f, m := range byFire {
+		if len(m) >= items {
+			done[f] = true
+		}
+	}
+	return done
+}
