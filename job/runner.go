@@ -60,7 +60,7 @@ type runner struct {
 	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
 	// find its item taken by the next fire, owe a run, and its make-up run
 	// would run that next fire again.
-	order sync.Mutex
+	order         sync.Mutex
 	queueCancel   func()
 	queueDirty    bool // the failover queue may hold items
 	flagsCancel   func()
