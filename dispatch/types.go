@@ -119,8 +119,8 @@ type NewTask struct {
 // the window in the order given, the last one at End.
 type Assignment struct {
 	Worker     string
-	Start, End time.Time // Start < End
-	Tasks      []NewTask // at least one, at most MaxBatch
+	Start, End time.Time     // Start < End
+	Tasks      []NewTask     // at least one, at most MaxBatch
 	MaxRetries int           // ≥ 0; 0: one attempt only
 	Timeout    time.Duration // > 0; 0 means one minute
 }
