@@ -372,8 +372,8 @@ func TestTimeoutNotifiesRetriesThenFails(t *testing.T) {
 		cfg.Clock = clk
 		cfg.Backoff = Backoff{Base: 10 * time.Second, Max: time.Minute, Jitter: 0.1}
 		cfg.OnStart = func(ctx context.Context, tk Task) error { starts <- tk; return nil } // never finishes
-		cfg.OnTimeout = func(tk Task) { timeouts <- tk }
-		cfg.OnFail = func(tk Task) { fails <- tk }
+		cfg.OnTimeout = func(_ context.Context, tk Task) { timeouts <- tk }
+		cfg.OnFail = func(_ context.Context, tk Task) { fails <- tk }
 		d := open(t, cfg)
 		mustWorker(t, d, "w", 1)
 		tasks, err := d.Assign(ctx, Assignment{Worker: "w", Start: clk.Now(), End: clk.Now().Add(time.Hour), Tasks: newTasks("t"), MaxRetries: 2, Timeout: 30 * time.Second})
@@ -532,7 +532,7 @@ func TestLatePolicy(t *testing.T) {
 		fails := make(chan Task, 10)
 		cfg.Clock = clk
 		cfg.OnStart = func(ctx context.Context, tk Task) error { started <- tk; return nil }
-		cfg.OnFail = func(tk Task) { fails <- tk }
+		cfg.OnFail = func(_ context.Context, tk Task) { fails <- tk }
 		d := open(t, cfg)
 		mustWorker(t, d, "lenient", 5)
 		if err := d.PutWorker(ctx, Worker{Name: "strict", MaxRunning: 5, LatePolicy: LateFail}); err != nil {

@@ -89,13 +89,15 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			<-done // handlers get their context cancelled; they must return
 		}
 		d.stopWork()
-		out, err := d.st.dropNode(d.opCtx(), d.Node(), d.clock.Now())
+		ctx, cancel := d.opCtx()
+		defer cancel()
+		out, err := d.st.dropNode(ctx, d.Node(), d.clock.Now())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dispatch: give back tasks: %w", err))
 		} else if len(out) > 0 {
 			d.log.Info("dispatch: gave unfinished tasks back", "count", len(out))
 			if d.st.d == postgresDialect {
-				if _, err := d.st.db.ExecContext(d.opCtx(), `SELECT pg_notify('`+notifyChannel+`', '')`); err != nil {
+				if _, err := d.st.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', '')`); err != nil {
 					errs = append(errs, fmt.Errorf("dispatch: notify fetchers: %w", err))
 				}
 			}
@@ -112,10 +114,15 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 }
 
 // opCtx bounds one operation done on the dispatcher's own behalf.
-func (d *Dispatcher) opCtx() context.Context {
-	ctx, cancel := context.WithTimeout(d.life, opTimeout)
-	context.AfterFunc(ctx, cancel)
-	return ctx
+func (d *Dispatcher) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(d.life, opTimeout)
+}
+
+// withOp runs f under an operation context.
+func (d *Dispatcher) withOp(f func(ctx context.Context)) {
+	ctx, cancel := d.opCtx()
+	defer cancel()
+	f(ctx)
 }
 
 // leaseFresh tells whether this node renewed its lease recently enough to
@@ -202,16 +209,18 @@ func (d *Dispatcher) runHandler(t Task) {
 		}
 		d.mu.Unlock()
 		cancel()
+		octx, ocancel := d.opCtx()
+		defer ocancel()
 		switch {
 		case err != nil:
-			r, ferr := d.st.failAttempt(d.opCtx(), t.UUID, t.Attempt, "start listener: "+err.Error(), d.clock.Now(), d.cfg.Backoff.Delay)
+			r, ferr := d.st.failAttempt(octx, t.UUID, t.Attempt, "start listener: "+err.Error(), d.clock.Now(), d.cfg.Backoff.Delay)
 			if ferr != nil {
 				d.resultRejected(t, ferr)
 				return
 			}
 			d.afterRelease([]released{r})
 		case d.cfg.FinishOnReturn:
-			if ferr := d.FinishAttempt(d.opCtx(), t.UUID, t.Attempt); ferr != nil {
+			if ferr := d.FinishAttempt(octx, t.UUID, t.Attempt); ferr != nil {
 				d.resultRejected(t, ferr)
 			}
 		}
@@ -262,7 +271,7 @@ func (d *Dispatcher) afterRelease(rs []released) {
 
 func (d *Dispatcher) notifyFail(t Task) {
 	if d.cfg.OnFail != nil {
-		d.goHandler(func() { d.cfg.OnFail(t) })
+		d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnFail(ctx, t) }) })
 	}
 }
 
@@ -321,7 +330,7 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			d.log.Info("dispatch: attempt timed out", "task", r.UUID, "worker", r.Worker, "attempt", r.Attempt)
 			if d.cfg.OnTimeout != nil {
 				task := r.Task
-				d.goHandler(func() { d.cfg.OnTimeout(task) })
+				d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnTimeout(ctx, task) }) })
 			}
 		}
 		d.afterRelease(rs)

@@ -253,8 +253,9 @@ func (b Backoff) Delay(attempt int) time.Duration {
 // the attempt: the task is retried after a backoff, or fails for good.
 type StartFunc func(ctx context.Context, t Task) error
 
-// TaskFunc is a notice about a task: a fail or a timeout.
-type TaskFunc func(t Task)
+// TaskFunc is a notice about a task: a fail or a timeout. ctx ends when
+// the dispatcher closes, or after 30 seconds.
+type TaskFunc func(ctx context.Context, t Task)
 
 // Clock tells the time. Tests inject one to move time without sleeping.
 type Clock interface{ Now() time.Time }
