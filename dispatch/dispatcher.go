@@ -184,6 +184,67 @@ type Dispatcher struct {
 	loops       sync.WaitGroup
 	handlers    sync.WaitGroup
 	listenAlive atomic.Bool
+
+	finishQ    chan finishCall
+	stopFinish chan struct{}
+	finishers  sync.WaitGroup
+	finishOnce sync.Once
+}
+
+// finishCall is one Finish waiting for its batch.
+type finishCall struct {
+	req  finishReq
+	done chan error
+}
+
+// finishBatchMax is the most finishes one transaction records.
+const finishBatchMax = 500
+
+// finisher records finishes in batches: it takes what is queued (up to
+// finishBatchMax) and records it in one transaction, so many handlers
+// finishing at once cost one round of statements, not one each.
+func (d *Dispatcher) finisher() {
+	defer d.finishers.Done()
+	for {
+		var first finishCall
+		select {
+		case first = <-d.finishQ:
+		case <-d.stopFinish:
+			return
+		}
+		batch := []finishCall{first}
+	drain:
+		for len(batch) < finishBatchMax {
+			select {
+			case c := <-d.finishQ:
+				batch = append(batch, c)
+			default:
+				break drain
+			}
+		}
+		reqs := make([]finishReq, len(batch))
+		for i, c := range batch {
+			reqs[i] = c.req
+		}
+		ctx, cancel := d.opCtx()
+		errs, err := d.st.finishBatch(ctx, reqs, d.clock.Now())
+		cancel()
+		for i, c := range batch {
+			if err != nil {
+				c.done <- fmt.Errorf("dispatch: finish %s: %w", c.req.uuid, err)
+			} else {
+				c.done <- errs[i]
+			}
+		}
+	}
+}
+
+// stopFinishers ends the finishers once; finishes queued after it get ErrClosed.
+func (d *Dispatcher) stopFinishers() {
+	d.finishOnce.Do(func() {
+		close(d.stopFinish)
+		d.finishers.Wait()
+	})
 }
 
 // opTimeout bounds one store operation done on the dispatcher's own behalf.
@@ -235,6 +296,16 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.Driver == "postgres" {
 		d.listenConn = d.listen
+	}
+	d.finishQ = make(chan finishCall, 4*finishBatchMax)
+	d.stopFinish = make(chan struct{})
+	finishers := 1
+	if cfg.Driver == "postgres" {
+		finishers = 2
+	}
+	for range finishers {
+		d.finishers.Add(1)
+		go d.finisher()
 	}
 	return d, nil
 }
@@ -368,7 +439,20 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	_, err := d.st.finish(ctx, uuid, attempt, d.clock.Now())
+	call := finishCall{req: finishReq{uuid: uuid, attempt: attempt}, done: make(chan error, 1)}
+	select {
+	case d.finishQ <- call:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.life.Done():
+		return ErrClosed
+	}
+	var err error
+	select {
+	case err = <-call.done:
+	case <-ctx.Done():
+		return fmt.Errorf("dispatch: finish %s: %w (the finish may still be recorded)", uuid, ctx.Err())
+	}
 	if err != nil {
 		if errors.Is(err, ErrStaleLease) {
 			d.stats.stale.Add(1)

@@ -89,6 +89,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			<-done // handlers get their context cancelled; they must return
 		}
 		d.stopWork()
+		d.stopFinishers()
 		ctx, cancel := d.opCtx()
 		defer cancel()
 		out, err := d.st.dropNode(ctx, d.Node(), d.clock.Now())
@@ -103,6 +104,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			}
 		}
 	}
+	d.stopFinishers()
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()

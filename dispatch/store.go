@@ -268,25 +268,60 @@ func (s *store) assign(ctx context.Context, tasks []Task, notify bool) ([]Task, 
 		if exists == 0 {
 			return fmt.Errorf("%w: %q", ErrUnknownWorker, tasks[0].Worker)
 		}
-		ins := s.q(`INSERT INTO dispatch_tasks (` + taskCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', 0, 0, ?, 0, 0, '') ON CONFLICT (worker, external_id) DO NOTHING`)
-		get := s.q(`SELECT ` + taskCols + ` FROM dispatch_tasks WHERE worker = ? AND external_id = ?`)
-		for i, t := range tasks {
-			res, err := tx.ExecContext(ctx, ins, t.UUID, t.Worker, t.ExternalID, t.Info, micros(t.ExpectedStart), micros(t.AcceptableStart),
-				micros(t.ExpectedStart), string(StatusWaiting), t.MaxRetries, t.Timeout.Microseconds(), micros(t.CreatedAt))
+		const chunk = 400
+		for off := 0; off < len(tasks); off += chunk {
+			part := tasks[off:min(off+chunk, len(tasks))]
+			args := make([]any, 0, len(part)*11)
+			for _, t := range part {
+				args = append(args, t.UUID, t.Worker, t.ExternalID, t.Info, micros(t.ExpectedStart), micros(t.AcceptableStart),
+					micros(t.ExpectedStart), string(StatusWaiting), t.MaxRetries, t.Timeout.Microseconds(), micros(t.CreatedAt))
+			}
+			vals := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', 0, 0, ?, 0, 0, ''), `, len(part)), ", ")
+			rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO dispatch_tasks (`+taskCols+`) VALUES `+vals+` ON CONFLICT (worker, external_id) DO NOTHING RETURNING uuid`), args...)
 			if err != nil {
 				return err
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
+			created := map[string]bool{}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				created[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
 			}
-			if n == 1 {
-				t.Status = StatusWaiting
-				t.RunAt = t.ExpectedStart
-				out[i] = t
+			var old []any
+			oldAt := map[string]int{}
+			for i, t := range part {
+				if created[t.UUID] {
+					t.Status, t.RunAt = StatusWaiting, t.ExpectedStart
+					out[off+i] = t
+					continue
+				}
+				old = append(old, t.ExternalID)
+				oldAt[t.ExternalID] = off + i
+			}
+			if len(old) == 0 {
 				continue
 			}
-			if out[i], err = scanTask(tx.QueryRowContext(ctx, get, t.Worker, t.ExternalID)); err != nil {
+			rows, err = tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE worker = ? AND external_id IN (`+placeholders(len(old))+`)`), append([]any{tasks[0].Worker}, old...)...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				t, err := scanTask(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				out[oldAt[t.ExternalID]] = t
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
 				return err
 			}
 		}
@@ -513,33 +548,95 @@ func (s *store) freeSlots(ctx context.Context, tx *sql.Tx, tasks []Task) error {
 	return nil
 }
 
-// finish marks a running task finished and frees its slots. attempt 0
-// accepts whichever attempt runs; otherwise it must be the running one.
-func (s *store) finish(ctx context.Context, uuid string, attempt int, now time.Time) (Task, error) {
-	var t Task
+// finishReq asks to finish one task; attempt 0 accepts whichever attempt
+// runs, otherwise that attempt must be the running one.
+type finishReq struct {
+	uuid    string
+	attempt int
+}
+
+// finishBatch finishes running tasks in one transaction and frees their
+// slots; errs[i] is the outcome of reqs[i] (ErrUnknownTask,
+// ErrAlreadyFinished, ErrStaleLease, ErrNotRunning or nil). A non-nil
+// error means the transaction failed and nothing changed.
+func (s *store) finishBatch(ctx context.Context, reqs []finishReq, now time.Time) ([]error, error) {
+	var errs []error
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if t, err = s.lockTask(ctx, tx, uuid); err != nil {
+		errs = make([]error, len(reqs))
+		if err := lockGlobal(ctx, tx, s); err != nil {
 			return err
 		}
-		switch {
-		case t.Status == StatusFinished && (attempt == 0 || attempt == t.Attempt):
-			return fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, uuid, t.Attempt)
-		case attempt != 0 && (attempt != t.Attempt || t.Status != StatusRunning):
-			return fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, uuid, attempt, t.Status, t.Attempt)
-		case t.Status != StatusRunning:
-			return fmt.Errorf("%w: task %s is %s", ErrNotRunning, uuid, t.Status)
+		ids := make([]any, 0, len(reqs))
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			if !seen[r.uuid] {
+				seen[r.uuid] = true
+				ids = append(ids, r.uuid)
+			}
 		}
-		if err := s.freeSlots(ctx, tx, []Task{t}); err != nil {
+		type row struct {
+			worker  string
+			status  Status
+			attempt int
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT uuid, worker, status, attempts FROM dispatch_tasks WHERE uuid IN (`+placeholders(len(ids))+`) ORDER BY uuid`+s.forUpdate()), ids...)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'finished', ended_at = ?, lease_owner = '', deadline = 0 WHERE uuid = ?`), now.UnixMicro(), uuid); err != nil {
+		state := map[string]*row{}
+		for rows.Next() {
+			var id, st string
+			r := &row{}
+			if err := rows.Scan(&id, &r.worker, &st, &r.attempt); err != nil {
+				rows.Close()
+				return err
+			}
+			r.status = Status(st)
+			state[id] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		t.Status, t.EndedAt, t.Node = StatusFinished, now, ""
+		var done []Task
+		var doneIDs []any
+		for i, q := range reqs {
+			t := state[q.uuid]
+			switch {
+			case t == nil:
+				errs[i] = fmt.Errorf("%w: %q", ErrUnknownTask, q.uuid)
+			case t.status == StatusFinished && (q.attempt == 0 || q.attempt == t.attempt):
+				errs[i] = fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, q.uuid, t.attempt)
+			case q.attempt != 0 && (q.attempt != t.attempt || t.status != StatusRunning):
+				errs[i] = fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, q.uuid, q.attempt, t.status, t.attempt)
+			case t.status != StatusRunning:
+				errs[i] = fmt.Errorf("%w: task %s is %s", ErrNotRunning, q.uuid, t.status)
+			default:
+				t.status = StatusFinished
+				done = append(done, Task{UUID: q.uuid, Worker: t.worker})
+				doneIDs = append(doneIDs, q.uuid)
+			}
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		if err := s.freeSlots(ctx, tx, done); err != nil {
+			return err
+		}
+		args := append([]any{now.UnixMicro()}, doneIDs...)
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'finished', ended_at = ?, lease_owner = '', deadline = 0 WHERE status = 'running' AND uuid IN (`+placeholders(len(doneIDs))+`)`), args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || int(n) != len(done) {
+			return fmt.Errorf("dispatch: finish: %d of %d rows changed under the lock (%v)", n, len(done), err)
+		}
 		return nil
 	})
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 // releaseMode says what happens to a running task whose attempt ends
@@ -589,6 +686,9 @@ func (s *store) release(ctx context.Context, tx *sql.Tx, tasks []Task, mode rele
 func (s *store) failAttempt(ctx context.Context, uuid string, attempt int, reason string, now time.Time, backoff func(int) time.Duration) (released, error) {
 	var r []released
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
 		t, err := s.lockTask(ctx, tx, uuid)
 		if err != nil {
 			return err
