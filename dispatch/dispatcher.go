@@ -268,7 +268,7 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 		if dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
 			dsn = "file:" + dsn
 		}
-		dsn += sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+		dsn += sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_pragma=foreign_keys(1)&_txlock=immediate"
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

@@ -369,51 +369,19 @@ func (s *store) claim(ctx context.Context, node string, now time.Time, limit int
 		if free < limit {
 			limit = free
 		}
-		var cand string
-		if s.d == postgresDialect {
-			cand = `SELECT x.uuid, x.acceptable_start, w.name, w.late_policy
-FROM dispatch_workers w CROSS JOIN LATERAL (
-    SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
-    WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $1
-    ORDER BY t.acceptable_start, t.expected_start, t.uuid
-    LIMIT w.max_running - w.running) x
-WHERE w.running < w.max_running
-ORDER BY x.acceptable_start, x.expected_start, x.uuid
-LIMIT $2`
-		} else {
-			cand = `SELECT uuid, acceptable_start, worker, late_policy FROM (
-    SELECT t.uuid, t.acceptable_start, t.expected_start, t.worker, w.late_policy,
-        row_number() OVER (PARTITION BY t.worker ORDER BY t.acceptable_start, t.expected_start, t.uuid) AS rn,
-        w.max_running - w.running AS free
-    FROM dispatch_tasks t JOIN dispatch_workers w ON w.name = t.worker
-    WHERE t.status = 'waiting' AND t.run_at <= ? AND w.running < w.max_running)
-WHERE rn <= free
-ORDER BY acceptable_start, expected_start, uuid
-LIMIT ?`
-		}
-		rows, err := tx.QueryContext(ctx, cand, nowUS, limit)
+		cs, err := s.candidates(ctx, tx, nowUS, limit)
 		if err != nil {
 			return err
 		}
 		var start, fail []any
 		perWorker := map[string]int{}
-		for rows.Next() {
-			var uuid, worker, policy string
-			var acc int64
-			if err := rows.Scan(&uuid, &acc, &worker, &policy); err != nil {
-				rows.Close()
-				return err
-			}
-			if nowUS > acc && LatePolicy(policy) == LateFail {
-				fail = append(fail, uuid)
+		for _, c := range cs {
+			if nowUS > c.acceptable && c.policy == LateFail {
+				fail = append(fail, c.uuid)
 				continue
 			}
-			start = append(start, uuid)
-			perWorker[worker]++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+			start = append(start, c.uuid)
+			perWorker[c.worker]++
 		}
 		c.considered = len(start) + len(fail)
 		if len(start) > 0 {
@@ -478,6 +446,97 @@ WHERE status = 'waiting' AND acceptable_start < ? AND uuid IN (`+placeholders(le
 		return nil
 	})
 	return c, err
+}
+
+// candidate is a task a claim round may start.
+type candidate struct {
+	uuid, worker         string
+	acceptable, expected int64
+	policy               LatePolicy
+}
+
+// candidates returns, in EDF order (acceptable start, expected start,
+// uuid), the first limit startable tasks such that no worker gets more
+// than its free slots: exactly what a greedy pass over all startable tasks
+// in that order would take. PostgreSQL does it in one statement; SQLite,
+// in-process and without LATERAL, asks each worker with free slots for its
+// head through the index and merges.
+func (s *store) candidates(ctx context.Context, tx *sql.Tx, nowUS int64, limit int) ([]candidate, error) {
+	var out []candidate
+	scan := func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var c candidate
+			var p string
+			if err := rows.Scan(&c.uuid, &c.acceptable, &c.expected, &c.worker, &p); err != nil {
+				return err
+			}
+			c.policy = LatePolicy(p)
+			out = append(out, c)
+		}
+		return rows.Err()
+	}
+	if s.d == postgresDialect {
+		rows, err := tx.QueryContext(ctx, `SELECT x.uuid, x.acceptable_start, x.expected_start, w.name, w.late_policy
+FROM dispatch_workers w CROSS JOIN LATERAL (
+    SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
+    WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $1
+    ORDER BY t.acceptable_start, t.expected_start, t.uuid
+    LIMIT LEAST(w.max_running - w.running, $2)) x
+WHERE w.running < w.max_running
+ORDER BY x.acceptable_start, x.expected_start, x.uuid
+LIMIT $2`, nowUS, limit)
+		if err != nil {
+			return nil, err
+		}
+		return out, scan(rows)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, max_running - running, late_policy FROM dispatch_workers WHERE running < max_running ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	type free struct {
+		name, policy string
+		n            int
+	}
+	var ws []free
+	for rows.Next() {
+		var f free
+		if err := rows.Scan(&f.name, &f.n, &f.policy); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ws = append(ws, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		rows, err := tx.QueryContext(ctx, `SELECT uuid, acceptable_start, expected_start, worker, ? FROM dispatch_tasks
+WHERE worker = ? AND status = 'waiting' AND run_at <= ?
+ORDER BY acceptable_start, expected_start, uuid LIMIT ?`, w.policy, w.name, nowUS, min(w.n, limit))
+		if err != nil {
+			return nil, err
+		}
+		if err := scan(rows); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.acceptable != b.acceptable {
+			return a.acceptable < b.acceptable
+		}
+		if a.expected != b.expected {
+			return a.expected < b.expected
+		}
+		return a.uuid < b.uuid
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // bump runs a guarded counter update that must change exactly one row.
@@ -708,7 +767,7 @@ func (s *store) failAttempt(ctx context.Context, uuid string, attempt int, reaso
 // runningWhere locks the running tasks that match cond.
 func (s *store) runningWhere(ctx context.Context, tx *sql.Tx, cond string, limit int, args ...any) ([]Task, error) {
 	args = append(args, limit)
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` ORDER BY uuid LIMIT ?`+s.forUpdate()), args...)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` LIMIT ?`+s.forUpdate()), args...)
 	if err != nil {
 		return nil, err
 	}

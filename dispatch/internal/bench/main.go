@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,9 +32,23 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long each throughput run lasts")
 	rate := flag.Int("rate", 1000, "tasks per second fed for the latency run")
 	batch := flag.Int("batch", 256, "claim batch size")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*store, *nodes, *duration, *rate, *batch); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
