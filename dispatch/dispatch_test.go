@@ -212,8 +212,9 @@ func TestNotBeforeExpectedStart(t *testing.T) {
 		ctx := testCtx(t)
 		clk := newFakeClock()
 		started := make(chan Task, 10)
+		workCtx := make(chan context.Context, 10)
 		cfg.Clock = clk
-		cfg.OnStart = func(ctx context.Context, tk Task) error { started <- tk; return nil }
+		cfg.OnStart = func(ctx context.Context, tk Task) error { workCtx <- ctx; started <- tk; return nil }
 		d := open(t, cfg)
 		mustWorker(t, d, "w", 5)
 		tasks, err := d.Assign(ctx, Assignment{Worker: "w", Start: clk.Now().Add(time.Minute), End: clk.Now().Add(2 * time.Minute), Tasks: newTasks("t")})
@@ -233,9 +234,15 @@ func TestNotBeforeExpectedStart(t *testing.T) {
 		if tk.UUID != tasks[0].UUID || tk.Attempt != 1 || tk.Late {
 			t.Errorf("started %+v", tk)
 		}
+		wctx := recv(t, workCtx, "handler context")
+		waitStatus(t, d, tk.UUID, StatusRunning)
+		if err := wctx.Err(); err != nil {
+			t.Fatalf("the work's context ended (%v) when the listener returned, before Finish", err)
+		}
 		if err := d.Finish(ctx, tk.UUID); err != nil {
 			t.Fatal(err)
 		}
+		recv(t, wctx.Done(), "end of the work's context after Finish")
 		if err := d.Finish(ctx, tk.UUID); !errors.Is(err, ErrAlreadyFinished) {
 			t.Errorf("second finish: err = %v, want ErrAlreadyFinished", err)
 		}

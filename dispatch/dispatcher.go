@@ -460,6 +460,7 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 		return err
 	}
 	d.stats.finished.Add(1)
+	d.cancelLocal(uuid, attempt) // the attempt is over: its context ends
 	d.kick()
 	if d.st.d == postgresDialect && !d.isStarted() {
 		// A client-only dispatcher frees a slot that another node's

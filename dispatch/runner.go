@@ -197,20 +197,25 @@ func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
 	return c.considered, nil
 }
 
-// runHandler starts the start listener for one claimed attempt.
+// runHandler starts the start listener for one claimed attempt. Its
+// context lives on after the listener returns, for work that goes on
+// (finished later through Finish): it ends when the attempt ends — finish,
+// timeout, cancel, lost lease — or the dispatcher closes.
 func (d *Dispatcher) runHandler(t Task) {
 	d.mu.Lock()
 	hctx, cancel := context.WithTimeout(d.workCtx, t.Timeout)
-	d.running[t.UUID] = &attemptRun{attempt: t.Attempt, cancel: cancel}
+	run := &attemptRun{attempt: t.Attempt, cancel: cancel}
+	d.running[t.UUID] = run
 	d.mu.Unlock()
-	d.goHandler(func() {
-		err := d.callStart(hctx, t)
+	context.AfterFunc(hctx, func() {
 		d.mu.Lock()
-		if r := d.running[t.UUID]; r != nil && r.attempt == t.Attempt {
+		if d.running[t.UUID] == run {
 			delete(d.running, t.UUID)
 		}
 		d.mu.Unlock()
-		cancel()
+	})
+	d.goHandler(func() {
+		err := d.callStart(hctx, t)
 		octx, ocancel := d.opCtx()
 		defer ocancel()
 		switch {
@@ -282,8 +287,8 @@ func (d *Dispatcher) cancelLocal(uuid string, attempt int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if r := d.running[uuid]; r != nil && (attempt == 0 || r.attempt == attempt) {
-		r.cancel()
 		delete(d.running, uuid)
+		r.cancel()
 	}
 }
 
