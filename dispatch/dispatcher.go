@@ -58,7 +58,7 @@ type Config struct {
 	// task, a freed slot, the next expected start): a safety net, not the
 	// way tasks are found. Default 1s.
 	MaxWait time.Duration
-	// BatchSize is the most tasks one claim transaction starts. Default 256.
+	// BatchSize is the most tasks one claim transaction starts. Default 1000, at most 1000.
 	BatchSize int
 	// MaxOpenConns bounds the connection pool. Default 1 for sqlite (its
 	// writes are serialized anyway), 16 for postgres.
@@ -107,7 +107,7 @@ func (c *Config) validate() error {
 		c.MaxWait = time.Second
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = 256
+		c.BatchSize = 1000
 	}
 	if c.BatchSize > 1000 {
 		return fmt.Errorf("%w: batch size %d is over 1000", ErrInvalid, c.BatchSize)

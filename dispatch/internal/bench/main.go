@@ -31,7 +31,7 @@ func main() {
 	nodes := flag.Int("nodes", 3, "dispatcher nodes (postgres; sqlite always runs one)")
 	duration := flag.Duration("duration", 10*time.Second, "how long each throughput run lasts")
 	rate := flag.Int("rate", 1000, "tasks per second fed for the latency run")
-	batch := flag.Int("batch", 256, "claim batch size")
+	batch := flag.Int("batch", 0, "claim batch size (0: the dispatcher's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
