@@ -46,6 +46,9 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *batch == 0 {
+		*batch = 1000
+	}
 	if err := run(*store, *nodes, *duration, *rate, *batch); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
