@@ -366,6 +366,16 @@ func (s *store) claim(ctx context.Context, node string, now time.Time, limit int
 		if free <= 0 {
 			return nil
 		}
+		// The lease must exist and be unexpired: reapers take the global
+		// row too, so it cannot lapse before this transaction commits.
+		var expires int64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT expires FROM dispatch_nodes WHERE id = ?`), node).Scan(&expires)
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && expires <= nowUS) {
+			return fmt.Errorf("%w: lease %s is gone or expired; not claiming", ErrStaleLease, node)
+		}
+		if err != nil {
+			return err
+		}
 		if free < limit {
 			limit = free
 		}
