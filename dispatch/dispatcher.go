@@ -15,6 +15,8 @@ import (
 	// Drivers for database/sql: pgx's stdlib ("pgx") and pure-Go SQLite ("sqlite").
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
+
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Config configures a Dispatcher. The zero value of each field means its
@@ -68,6 +70,13 @@ type Config struct {
 	// Clock tells the time; default the system clock. All times the
 	// dispatcher stores come from it, so nodes' clocks should agree.
 	Clock Clock
+	// Regcenter, if set, ties this node's leases to its ZooKeeper session:
+	// each lease also has an ephemeral node under /dispatch/nodes in the
+	// regcenter's namespace. When this node's session ends its handlers
+	// are cancelled at once; when another node's session ends, its tasks
+	// are freed at once instead of after LeaseTTL (which still applies).
+	// Optional; every node sharing a store should set it or none.
+	Regcenter *regcenter.ZooKeeper
 	// Logger receives events (late starts, timeouts, lease changes).
 	// Default slog.Default().
 	Logger *slog.Logger

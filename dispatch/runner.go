@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Start registers this node's lease and starts running tasks: a fetcher
@@ -25,9 +28,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	if d.started {
 		return ErrStarted
 	}
-	node := d.cfg.NodeID + "/" + newUUID()[:8]
 	now := d.clock.Now()
-	if err := d.st.registerNode(ctx, node, now.Add(d.cfg.LeaseTTL)); err != nil {
+	node, err := d.registerLease(ctx, now)
+	if err != nil {
 		return err
 	}
 	d.node, d.renewedAt, d.started = node, now, true
@@ -38,6 +41,9 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.goLoop(func() { d.sweepLoop(loops) })
 	if d.listenConn != nil {
 		d.goLoop(func() { d.listenLoop(loops) })
+	}
+	if d.cfg.Regcenter != nil {
+		d.goLoop(func() { d.zkLoop(loops) })
 	}
 	d.log.Info("dispatch: node started", "lease", node)
 	return nil
@@ -92,6 +98,11 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		d.stopFinishers()
 		ctx, cancel := d.opCtx()
 		defer cancel()
+		if rc := d.cfg.Regcenter; rc != nil {
+			if err := rc.Delete(ctx, zkNodes+"/"+url.PathEscape(d.Node()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrClosed) {
+				errs = append(errs, fmt.Errorf("dispatch: remove the lease's ZooKeeper node: %w", err))
+			}
+		}
 		out, err := d.st.dropNode(ctx, d.Node(), d.clock.Now())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dispatch: give back tasks: %w", err))
@@ -386,8 +397,8 @@ func (d *Dispatcher) renew(ctx context.Context, now time.Time) {
 	d.stats.leaseLost.Add(1)
 	d.log.Error("dispatch: lease lost: its tasks were freed; cancelling handlers and registering anew", "lease", node)
 	d.cancelAllLocal()
-	fresh := d.cfg.NodeID + "/" + newUUID()[:8]
-	if err := d.st.registerNode(ctx, fresh, now.Add(d.cfg.LeaseTTL)); err != nil {
+	fresh, err := d.registerLease(ctx, now)
+	if err != nil {
 		d.log.Error("dispatch: register a new lease", "err", err)
 		return
 	}

@@ -848,6 +848,20 @@ func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bo
 // for a whole TTL; a live node that could not renew cancels its handlers
 // before then.
 func (s *store) reap(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
+	return s.reapWhere(ctx, `expires < ?`, []any{now.UnixMicro()}, now, limit, backoff)
+}
+
+// reapLeases deletes the named leases (their ZooKeeper sessions ended) and
+// frees their tasks under the retry policy.
+func (s *store) reapLeases(ctx context.Context, ids []string, now time.Time, backoff func(int) time.Duration) ([]string, []released, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return s.reapWhere(ctx, `id IN (`+placeholders(len(ids))+`)`, args, now, 10000, backoff)
+}
+
+func (s *store) reapWhere(ctx context.Context, cond string, args []any, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
 	var dead []string
 	var out []released
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -855,7 +869,7 @@ func (s *store) reap(ctx context.Context, now time.Time, limit int, backoff func
 		if err := lockGlobal(ctx, tx, s); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, s.q(`DELETE FROM dispatch_nodes WHERE expires < ? RETURNING id`), now.UnixMicro())
+		rows, err := tx.QueryContext(ctx, s.q(`DELETE FROM dispatch_nodes WHERE `+cond+` RETURNING id`), args...)
 		if err != nil {
 			return err
 		}
