@@ -712,3 +712,42 @@ func TestRestartLosesNothing(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelFromAnotherProcessReachesTheHandler: a task cancelled through
+// a client-only dispatcher (another process) has its handler's context
+// ended by the node's next sweep.
+func TestCancelFromAnotherProcessReachesTheHandler(t *testing.T) {
+	eachStore(t, func(t *testing.T, cfg Config) {
+		ctx := testCtx(t)
+		started := make(chan Task, 1)
+		ended := make(chan error, 1)
+		node := cfg
+		node.OnStart = func(hctx context.Context, tk Task) error {
+			started <- tk
+			<-hctx.Done()
+			ended <- hctx.Err()
+			return nil
+		}
+		if cfg.Driver == "sqlite" {
+			node.MaxOpenConns = 2
+		}
+		d := open(t, node)
+		client := open(t, cfg)
+		mustWorker(t, client, "w", 1)
+		ts, err := client.Assign(ctx, Assignment{Worker: "w", Start: time.Now().Add(-time.Second), End: time.Now().Add(time.Hour), Tasks: newTasks("t")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, started, "start")
+		if err := client.Cancel(ctx, ts[0].UUID); err != nil {
+			t.Fatal(err)
+		}
+		d.sweep(ctx)
+		if err := recv(t, ended, "handler end"); !errors.Is(err, context.Canceled) {
+			t.Errorf("handler context: %v, want Canceled", err)
+		}
+	})
+}

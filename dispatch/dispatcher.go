@@ -353,6 +353,7 @@ func (d *Dispatcher) SetGlobalMax(ctx context.Context, n int) error {
 		return fmt.Errorf("dispatch: set global max: %w", err)
 	}
 	d.kick()
+	d.notifyNodes(ctx)
 	return nil
 }
 
@@ -377,6 +378,7 @@ func (d *Dispatcher) PutWorker(ctx context.Context, w Worker) error {
 		return fmt.Errorf("dispatch: put worker %q: %w", w.Name, err)
 	}
 	d.kick()
+	d.notifyNodes(ctx)
 	return nil
 }
 
@@ -471,14 +473,24 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 	d.stats.finished.Add(1)
 	d.cancelLocal(uuid, attempt) // the attempt is over: its context ends
 	d.kick()
-	if d.st.d == postgresDialect && !d.isStarted() {
+	if !d.isStarted() {
 		// A client-only dispatcher frees a slot that another node's
 		// fetcher should fill now, not at its next safety poll.
-		if _, err := d.st.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', '')`); err != nil {
-			d.log.Warn("dispatch: notify fetchers after finish", "task", uuid, "err", err)
-		}
+		d.notifyNodes(ctx)
 	}
 	return nil
+}
+
+// notifyNodes wakes the fetchers of other nodes (PostgreSQL NOTIFY) after a
+// change that may let tasks start: a raised cap, a freed slot. A failure
+// only delays them until their next MaxWait poll, so it is logged.
+func (d *Dispatcher) notifyNodes(ctx context.Context) {
+	if d.st.d != postgresDialect {
+		return
+	}
+	if _, err := d.st.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', '')`); err != nil {
+		d.log.Warn("dispatch: notify other nodes", "err", err)
+	}
 }
 
 // Cancel ends a waiting or running task for good; a running one's slots

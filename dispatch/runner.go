@@ -356,6 +356,9 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 			break
 		}
 	}
+	if err := d.pruneLocal(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("dispatch: check local attempts against the store", "err", err)
+	}
 	dead, rs, err := d.st.reap(ctx, now, 10000, d.cfg.Backoff.Delay)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -368,6 +371,38 @@ func (d *Dispatcher) sweep(ctx context.Context) {
 	}
 	d.stats.reaped.Add(int64(len(rs)))
 	d.afterRelease(rs)
+}
+
+// pruneLocal ends the contexts of local attempts that no longer hold their
+// task in the store: finished or cancelled through another node or
+// process, or freed. So a Cancel anywhere reaches the handler within a
+// SweepInterval.
+func (d *Dispatcher) pruneLocal(ctx context.Context) error {
+	d.mu.Lock()
+	node := d.node
+	local := make(map[string]int, len(d.running))
+	for id, r := range d.running {
+		local[id] = r.attempt
+	}
+	d.mu.Unlock()
+	ids := make([]string, 0, len(local))
+	for id := range local {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), 500)]
+		ids = ids[len(part):]
+		holding, err := d.st.holding(ctx, part, node)
+		if err != nil {
+			return err
+		}
+		for _, id := range part {
+			if a, ok := holding[id]; !ok || a != local[id] {
+				d.cancelLocal(id, local[id])
+			}
+		}
+	}
+	return nil
 }
 
 // renew extends this node's lease. If the lease row is gone (it lapsed and

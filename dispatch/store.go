@@ -821,6 +821,31 @@ func lockGlobal(ctx context.Context, tx *sql.Tx, s *store) error {
 	return tx.QueryRowContext(ctx, `SELECT id FROM dispatch_global WHERE id = 1 FOR UPDATE`).Scan(&id)
 }
 
+// holding returns, of the given tasks, those running under lease node,
+// with their attempt.
+func (s *store) holding(ctx context.Context, uuids []string, node string) (map[string]int, error) {
+	args := make([]any, 0, len(uuids)+1)
+	args = append(args, node)
+	for _, u := range uuids {
+		args = append(args, u)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT uuid, attempts FROM dispatch_tasks WHERE status = 'running' AND lease_owner = ? AND uuid IN (`+placeholders(len(uuids))+`)`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var a int
+		if err := rows.Scan(&id, &a); err != nil {
+			return nil, err
+		}
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
 // putNode writes (or renews) a node's lease; renew reports false if the
 // lease row is gone (reaped).
 func (s *store) registerNode(ctx context.Context, id string, expires time.Time) error {
