@@ -82,11 +82,17 @@ func run(store string, nodes int, duration time.Duration, rate, batch int) error
 		return fmt.Errorf("unknown store %q", store)
 	}
 	// Throughput: caps wide open, tasks all startable, zero-work handler.
-	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "throughput", map[string]int{"t1": 1000, "t2": 1000, "t3": 1000}, 3000); err != nil {
+	// Tasks are assigned before the clock starts, enough for this many
+	// dispatches a second; a run that uses them all up says exhausted=true.
+	open, saturated := 14000, 3000
+	if store == "sqlite" {
+		open, saturated = 9000, 5000
+	}
+	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "throughput", map[string]int{"t1": 1000, "t2": 1000, "t3": 1000}, 3000, open); err != nil {
 		return err
 	}
 	// Saturated: small caps, so every start waits for a freed slot.
-	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "saturated", map[string]int{"t1": 5, "t2": 10, "t3": 20}, 30); err != nil {
+	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "saturated", map[string]int{"t1": 5, "t2": 10, "t3": 20}, 30, saturated); err != nil {
 		return err
 	}
 	return latency(ctx, store, nodes, newDSN, duration, rate, batch)
@@ -146,7 +152,7 @@ func assignMany(ctx context.Context, d *dispatch.Dispatcher, worker string, n in
 // reports dispatches per second, and the latency from the moment a slot
 // could take the task (its expected start, or the last finish of its
 // worker if later) to its start listener.
-func throughput(ctx context.Context, store string, nodes int, newDSN func() (string, error), duration time.Duration, batch int, name string, caps map[string]int, global int) error {
+func throughput(ctx context.Context, store string, nodes int, newDSN func() (string, error), duration time.Duration, batch int, name string, caps map[string]int, global, rate int) error {
 	dsn, err := newDSN()
 	if err != nil {
 		return err
@@ -186,8 +192,7 @@ func throughput(ctx context.Context, store string, nodes int, newDSN func() (str
 	if err := d0.SetGlobalMax(ctx, global); err != nil {
 		return err
 	}
-	// Enough tasks for the run at 20,000/s; fed before the clock starts.
-	per := int(duration.Seconds()*20000)/len(caps) + 1000
+	per := int(duration.Seconds()*float64(rate))/len(caps) + 1000
 	start := time.Now().Add(-time.Second)
 	for w, c := range caps {
 		if err := d0.PutWorker(ctx, dispatch.Worker{Name: w, MaxRunning: c}); err != nil {
@@ -214,8 +219,8 @@ func throughput(ctx context.Context, store string, nodes int, newDSN func() (str
 	mu.Lock()
 	p50, p99 := pct(lat, 50), pct(lat, 99)
 	mu.Unlock()
-	fmt.Printf("bench %s store=%s nodes=%d batch=%d caps=%v global=%d seconds=%.1f dispatches=%d per_sec=%.0f start_p50_ms=%.2f start_p99_ms=%.2f\n",
-		name, store, len(ds), batch, caps, global, el.Seconds(), n, float64(n)/el.Seconds(), ms(p50), ms(p99))
+	fmt.Printf("bench %s store=%s nodes=%d batch=%d caps=%v global=%d seconds=%.1f dispatches=%d per_sec=%.0f start_p50_ms=%.2f start_p99_ms=%.2f exhausted=%t\n",
+		name, store, len(ds), batch, caps, global, el.Seconds(), n, float64(n)/el.Seconds(), ms(p50), ms(p99), n >= int64(per*len(caps)))
 	return nil
 }
 
