@@ -47,7 +47,7 @@ func run(dsn, node, logPath string, hold time.Duration) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	d, err := dispatch.Open(context.Background(), dispatch.Config{
 		Driver: "postgres", DSN: dsn, NodeID: node, Logger: logger,
-		LeaseTTL: 3 * time.Second, SweepInterval: 200 * time.Millisecond,
+		LeaseTTL: 5 * time.Second, SweepInterval: 200 * time.Millisecond,
 		Backoff:        dispatch.Backoff{Base: 50 * time.Millisecond, Max: time.Second},
 		FinishOnReturn: true,
 		OnStart: func(ctx context.Context, t dispatch.Task) error {
