@@ -358,23 +358,25 @@ func (s *store) claim(ctx context.Context, node string, now time.Time, limit int
 	nowUS := now.UnixMicro()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		c = claimed{}
+		// The global row, locked, and this node's lease in one statement.
+		// The lease must exist and be unexpired: reapers take the global
+		// row too, so it cannot lapse before this transaction commits.
 		var g Global
-		if err := tx.QueryRowContext(ctx, `SELECT max_running, running FROM dispatch_global WHERE id = 1`+s.forUpdate()).Scan(&g.MaxRunning, &g.Running); err != nil {
+		var expires int64
+		lock := ""
+		if s.d == postgresDialect {
+			lock = " FOR UPDATE OF g"
+		}
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT g.max_running, g.running, COALESCE(n.expires, 0) FROM dispatch_global g
+LEFT JOIN dispatch_nodes n ON n.id = ? WHERE g.id = 1`+lock), node).Scan(&g.MaxRunning, &g.Running, &expires); err != nil {
 			return err
+		}
+		if expires <= nowUS {
+			return fmt.Errorf("%w: lease %s is gone or expired; not claiming", ErrStaleLease, node)
 		}
 		free := g.MaxRunning - g.Running
 		if free <= 0 {
 			return nil
-		}
-		// The lease must exist and be unexpired: reapers take the global
-		// row too, so it cannot lapse before this transaction commits.
-		var expires int64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT expires FROM dispatch_nodes WHERE id = ?`), node).Scan(&expires)
-		if errors.Is(err, sql.ErrNoRows) || (err == nil && expires <= nowUS) {
-			return fmt.Errorf("%w: lease %s is gone or expired; not claiming", ErrStaleLease, node)
-		}
-		if err != nil {
-			return err
 		}
 		if free < limit {
 			limit = free
@@ -403,11 +405,8 @@ func (s *store) claim(ctx context.Context, node string, now time.Time, limit int
 			if err := bump(ctx, tx, s.q(`UPDATE dispatch_global SET running = running + ? WHERE id = 1 AND running + ? <= max_running`), len(start), len(start)); err != nil {
 				return fmt.Errorf("dispatch: take global slots: %w", err)
 			}
-			for _, w := range names {
-				n := perWorker[w]
-				if err := bump(ctx, tx, s.q(`UPDATE dispatch_workers SET running = running + ? WHERE name = ? AND running + ? <= max_running`), n, w, n); err != nil {
-					return fmt.Errorf("dispatch: take slots of worker %q: %w", w, err)
-				}
+			if err := s.addWorkers(ctx, tx, names, perWorker, 1); err != nil {
+				return fmt.Errorf("dispatch: take worker slots: %w", err)
 			}
 			args := append([]any{node, nowUS, nowUS, nowUS}, start...)
 			rows, err := tx.QueryContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, started_at = ?,
@@ -549,6 +548,41 @@ ORDER BY acceptable_start, expected_start, uuid LIMIT ?`, w.policy, w.name, nowU
 	return out, nil
 }
 
+// addWorkers adds sign·n[w] to the running count of each worker w in one
+// statement, guarded: taking slots may not pass a worker's cap, giving
+// them back may not go below zero. Every named row must change, or the
+// transaction is aborted.
+func (s *store) addWorkers(ctx context.Context, tx *sql.Tx, names []string, n map[string]int, sign int) error {
+	var delta strings.Builder
+	args := make([]any, 0, 5*len(names))
+	delta.WriteString("CASE name")
+	for _, w := range names {
+		delta.WriteString(" WHEN ? THEN CAST(? AS INTEGER)")
+		args = append(args, w, sign*n[w])
+	}
+	delta.WriteString(" END")
+	guard := "running + " + delta.String() + " <= max_running"
+	if sign < 0 {
+		guard = "running + " + delta.String() + " >= 0"
+	}
+	all := append(append([]any{}, args...), args...)
+	for _, w := range names {
+		all = append(all, w)
+	}
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_workers SET running = running + `+delta.String()+` WHERE `+guard+` AND name IN (`+placeholders(len(names))+`)`), all...)
+	if err != nil {
+		return err
+	}
+	got, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if int(got) != len(names) {
+		return fmt.Errorf("the guard failed for %d of %d workers: a cap or count changed under the claim", len(names)-int(got), len(names))
+	}
+	return nil
+}
+
 // bump runs a guarded counter update that must change exactly one row.
 func bump(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
@@ -609,10 +643,8 @@ func (s *store) freeSlots(ctx context.Context, tx *sql.Tx, tasks []Task) error {
 		names = append(names, w)
 	}
 	sort.Strings(names)
-	for _, w := range names {
-		if err := bump(ctx, tx, s.q(`UPDATE dispatch_workers SET running = running - ? WHERE name = ? AND running >= ?`), per[w], w, per[w]); err != nil {
-			return fmt.Errorf("dispatch: free slots of worker %q: %w", w, err)
-		}
+	if err := s.addWorkers(ctx, tx, names, per, -1); err != nil {
+		return fmt.Errorf("dispatch: free worker slots: %w", err)
 	}
 	return nil
 }
