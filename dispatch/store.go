@@ -889,7 +889,13 @@ func (s *store) registerNode(ctx context.Context, id string, expires time.Time) 
 }
 
 func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE dispatch_nodes SET expires = ? WHERE id = ?`), expires.UnixMicro(), id)
+	// A lease only ever grows: a renewal computed from an earlier reading
+	// of the clock never shortens one already renewed.
+	greatest := "max"
+	if s.d == postgresDialect {
+		greatest = "GREATEST"
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE dispatch_nodes SET expires = `+greatest+`(expires, ?) WHERE id = ?`), expires.UnixMicro(), id)
 	if err != nil {
 		return false, fmt.Errorf("dispatch: renew lease of node %s: %w", id, err)
 	}
