@@ -233,13 +233,13 @@ func (d *Dispatcher) runHandler(t Task) {
 		case err != nil:
 			r, ferr := d.st.failAttempt(octx, t.UUID, t.Attempt, "start listener: "+err.Error(), d.clock.Now(), d.cfg.Backoff.Delay)
 			if ferr != nil {
-				d.resultRejected(t, ferr)
+				d.resultRejected(t, ferr, false)
 				return
 			}
 			d.afterRelease([]released{r})
 		case d.cfg.FinishOnReturn:
 			if ferr := d.FinishAttempt(octx, t.UUID, t.Attempt); ferr != nil {
-				d.resultRejected(t, ferr)
+				d.resultRejected(t, ferr, errors.Is(ferr, ErrStaleLease))
 			}
 		}
 	})
@@ -254,9 +254,11 @@ func (d *Dispatcher) callStart(ctx context.Context, t Task) (err error) {
 	return d.cfg.OnStart(ctx, t)
 }
 
-func (d *Dispatcher) resultRejected(t Task, err error) {
+// resultRejected logs a handler's result the store refused; counted says
+// whether FinishAttempt already counted it as stale.
+func (d *Dispatcher) resultRejected(t Task, err error, counted bool) {
 	if errors.Is(err, ErrStaleLease) || errors.Is(err, ErrNotRunning) {
-		if !errors.Is(err, ErrStaleLease) {
+		if !counted {
 			d.stats.stale.Add(1)
 		}
 		d.log.Info("dispatch: result of an attempt that no longer holds its task", "task", t.UUID, "attempt", t.Attempt, "err", err)
