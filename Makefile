@@ -9,12 +9,12 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: test lint demo bench bench-go zookeeper zk-start zk-stop
+.PHONY: test lint demo bench bench-go bench-dispatch zookeeper postgresql zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
 # starves the sessions whose leases the tests check.
-test: zookeeper
+test: zookeeper postgresql
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
@@ -37,11 +37,22 @@ FIREBENCH ?= -all
 bench: zookeeper
 	$(GO) run ./internal/firebench $(FIREBENCH)
 
-bench-go: zookeeper
+bench-go: zookeeper postgresql
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./...
 
 zookeeper:
 	bash scripts/zookeeper.sh ensure >/dev/null
+
+# The dispatcher's tests start throwaway PostgreSQL servers (internal/pgtest).
+postgresql:
+	bash scripts/postgresql.sh ensure >/dev/null
+
+# Dispatcher throughput and start latency (docs/performance.md); each run
+# lasts DISPATCH_BENCH_TIME, on SQLite and on PostgreSQL with 3 nodes.
+DISPATCH_BENCH_TIME ?= 60s
+bench-dispatch: postgresql
+	$(GO) run ./dispatch/internal/bench -store sqlite -duration $(DISPATCH_BENCH_TIME)
+	$(GO) run ./dispatch/internal/bench -store postgres -nodes 3 -duration $(DISPATCH_BENCH_TIME)
 
 # A standalone server on 127.0.0.1:$(ZK_PORT) with data in $(ZK_DIR), for
 # trying things by hand.

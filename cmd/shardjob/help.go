@@ -69,6 +69,7 @@ Errors are one line on standard error, naming what is wrong.
 
 func printHelp(w io.Writer) {
 	fmt.Fprint(w, helpText)
+	fmt.Fprintf(w, "\n%s\n", dispatchHelpLine)
 }
 
 func printCommandHelp(w io.Writer, cmd *command) {

@@ -185,6 +185,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // run is the whole command: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "dispatch" {
+		return runDispatch(args[1:], stdout, stderr)
+	}
 	name, rest := findCommand(args)
 	if name == "" {
 		var o options

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/dispatch"
+)
+
+const dispatchHelp = `shardjob dispatch serve runs a dispatcher node with its REST API.
+
+Usage:
+  shardjob dispatch serve [--driver sqlite|postgres] [--dsn DSN] [--listen ADDR]
+
+Flags:
+  --driver sqlite|postgres   the store (default sqlite)            env SHARDJOB_DISPATCH_DRIVER
+  --dsn DSN                  a file for sqlite (default dispatch.db), a connection string for postgres
+                                                                   env SHARDJOB_DISPATCH_DSN
+  --listen ADDR              where the REST API listens (default 127.0.0.1:8080)
+  --node ID                  this node's id in leases (default host-pid)
+
+The token every call must send (Authorization: Bearer TOKEN) is read from the
+environment variable SHARDJOB_DISPATCH_TOKEN (at least 16 bytes), never from
+the command line. Start and fail notices go to each worker's webhook URL.
+See docs/dispatch.md for the API.
+
+Stop it with SIGINT or SIGTERM: it stops taking tasks, lets running notices
+end and gives unfinished tasks back to the queue.
+`
+
+// runDispatch is "shardjob dispatch ...": it returns the exit code.
+func runDispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, dispatchHelp)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if args[0] != "serve" {
+		fmt.Fprintf(stderr, "shardjob dispatch: unknown command %q (run 'shardjob dispatch help')\n", args[0])
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("shardjob dispatch serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	driver := fs.String("driver", envOr("SHARDJOB_DISPATCH_DRIVER", "sqlite"), "")
+	dsn := fs.String("dsn", os.Getenv("SHARDJOB_DISPATCH_DSN"), "")
+	listen := fs.String("listen", "127.0.0.1:8080", "")
+	node := fs.String("node", "", "")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, dispatchHelp)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "shardjob dispatch serve: %s (run 'shardjob dispatch help')\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "shardjob dispatch serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *dsn == "" && *driver == "sqlite" {
+		*dsn = "dispatch.db"
+	}
+	token := os.Getenv("SHARDJOB_DISPATCH_TOKEN")
+	if len(token) < 16 {
+		fmt.Fprintln(stderr, "shardjob dispatch serve: set SHARDJOB_DISPATCH_TOKEN to a token of at least 16 bytes")
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	err := serveDispatch(ctx, dispatch.Config{Driver: *driver, DSN: *dsn, NodeID: *node, Logger: logger}, *listen, token, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob dispatch serve: %s\n", oneLine(err.Error()))
+		if errors.Is(err, dispatch.ErrInvalid) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// serveDispatch runs a dispatcher node and its REST API until ctx ends.
+// It prints "serving on ADDR" once the API listens.
+func serveDispatch(ctx context.Context, cfg dispatch.Config, listen, token string, stdout io.Writer) error {
+	wh := &dispatch.Webhooks{Logger: cfg.Logger}
+	cfg.OnStart, cfg.OnFail, cfg.OnTimeout = wh.Start, wh.Fail, wh.Timeout
+	octx, cancel := context.WithTimeout(ctx, time.Minute)
+	d, err := dispatch.Open(octx, cfg)
+	cancel()
+	if err != nil {
+		return err
+	}
+	wh.Workers = d
+	closeDispatcher := func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		return d.Close(cctx)
+	}
+	h, err := dispatch.NewHandler(d, dispatch.HandlerConfig{Token: token, Logger: cfg.Logger})
+	if err != nil {
+		return errors.Join(err, closeDispatcher())
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return errors.Join(err, closeDispatcher())
+	}
+	if err := d.Start(ctx); err != nil {
+		return errors.Join(err, ln.Close(), closeDispatcher())
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
+	var errs []error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		errs = append(errs, err)
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	errs = append(errs, closeDispatcher())
+	return errors.Join(errs...)
+}
+
+// dispatchHelpLine is the dispatcher's line in the main help.
+var dispatchHelpLine = strings.TrimSpace(`
+Dispatching one-off tasks (its own store, no ZooKeeper):
+  dispatch serve [--driver sqlite|postgres] [--dsn DSN] [--listen ADDR]
+                              run a dispatcher node with its REST API (see 'shardjob dispatch help')`)

@@ -1,0 +1,376 @@
+package dispatch
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// HandlerConfig configures the REST handler.
+type HandlerConfig struct {
+	// Token is required on every call, as "Authorization: Bearer TOKEN".
+	// Required, at least 16 bytes.
+	Token string
+	// MaxBody bounds a request body in bytes. Default 8 MiB.
+	MaxBody int64
+	// Logger receives server-side errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// NewHandler serves the dispatcher's operations as JSON over HTTP:
+//
+//	PUT  /v1/global                 {"max_running": 100}
+//	GET  /v1/global
+//	PUT  /v1/workers/{name}         {"max_running": 10, "late_policy": "run", "webhook_url": "...", "webhook_secret": "..."}
+//	GET  /v1/workers, /v1/workers/{name}
+//	POST /v1/assign                 {"worker": "w", "start": RFC 3339, "end": RFC 3339, "max_retries": 2, "timeout": "30s",
+//	                                 "tasks": [{"external_id": "r1", "info": "any text"}]}
+//	GET  /v1/tasks/{uuid}
+//	GET  /v1/tasks?worker=&status=&external_id=&after=&limit=
+//	POST /v1/tasks/{uuid}/finish    optional {"attempt": 2}
+//	POST /v1/tasks/{uuid}/cancel
+//
+// Errors are {"error": "..."} with 400 for bad input (garbage JSON,
+// unknown fields, invalid values), 401 without the token, 404 for an
+// unknown worker or task, 409 for a finish or cancel the task's state
+// refuses (already finished, not running, stale attempt, already ended).
+func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
+	if len(cfg.Token) < 16 {
+		return nil, fmt.Errorf("%w: the REST token must be at least 16 bytes", ErrInvalid)
+	}
+	if cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("%w: MaxBody %d is negative", ErrInvalid, cfg.MaxBody)
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 8 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := &api{d: d, cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /v1/global", h.putGlobal)
+	mux.HandleFunc("GET /v1/global", h.getGlobal)
+	mux.HandleFunc("PUT /v1/workers/{name}", h.putWorker)
+	mux.HandleFunc("GET /v1/workers/{name}", h.getWorker)
+	mux.HandleFunc("GET /v1/workers", h.listWorkers)
+	mux.HandleFunc("POST /v1/assign", h.assign)
+	mux.HandleFunc("GET /v1/tasks/{uuid}", h.getTask)
+	mux.HandleFunc("GET /v1/tasks", h.listTasks)
+	mux.HandleFunc("POST /v1/tasks/{uuid}/finish", h.finish)
+	mux.HandleFunc("POST /v1/tasks/{uuid}/cancel", h.cancel)
+	return h.auth(mux), nil
+}
+
+type api struct {
+	d   *Dispatcher
+	cfg HandlerConfig
+}
+
+func (h *api) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + h.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob dispatch"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{"missing or wrong token: send Authorization: Bearer TOKEN"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	// The status is sent; a client gone away is all an error can mean here.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (h *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, ErrUnknownWorker), errors.Is(err, ErrUnknownTask):
+		code = http.StatusNotFound
+	case errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotRunning), errors.Is(err, ErrStaleLease), errors.Is(err, ErrFinal):
+		code = http.StatusConflict
+	case errors.Is(err, ErrClosed):
+		code = http.StatusServiceUnavailable
+	}
+	if code == http.StatusInternalServerError {
+		h.cfg.Logger.Error("dispatch: REST call failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, code, errorBody{err.Error()})
+}
+
+// decode reads a JSON body strictly: unknown fields, trailing data and
+// syntax errors are ErrInvalid. An empty body is allowed if optional.
+func decode(r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("%w: request body over %d bytes", ErrInvalid, tooBig.Limit)
+		}
+		return fmt.Errorf("%w: reading the body: %v", ErrInvalid, err)
+	}
+	if len(body) == 0 && optional {
+		return nil
+	}
+	dec := json.NewDecoder(bytesReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: bad JSON body: %v", ErrInvalid, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: bad JSON body: data after the object", ErrInvalid)
+	}
+	return nil
+}
+
+type globalJSON struct {
+	MaxRunning *int `json:"max_running"`
+	Running    int  `json:"running"`
+}
+
+func (h *api) putGlobal(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		MaxRunning *int `json:"max_running"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if in.MaxRunning == nil {
+		h.fail(w, r, fmt.Errorf("%w: max_running is required", ErrInvalid))
+		return
+	}
+	if err := h.d.SetGlobalMax(r.Context(), *in.MaxRunning); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.getGlobal(w, r)
+}
+
+func (h *api) getGlobal(w http.ResponseWriter, r *http.Request) {
+	g, err := h.d.Global(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, globalJSON{MaxRunning: &g.MaxRunning, Running: g.Running})
+}
+
+type workerJSON struct {
+	Name          string     `json:"name"`
+	MaxRunning    int        `json:"max_running"`
+	Running       int        `json:"running"`
+	LatePolicy    LatePolicy `json:"late_policy"`
+	WebhookURL    string     `json:"webhook_url,omitempty"`
+	HasWebhookKey bool       `json:"webhook_secret_set,omitempty"`
+}
+
+func toWorkerJSON(x Worker) workerJSON {
+	return workerJSON{Name: x.Name, MaxRunning: x.MaxRunning, Running: x.Running, LatePolicy: x.LatePolicy, WebhookURL: x.WebhookURL, HasWebhookKey: x.WebhookSecret != ""}
+}
+
+func (h *api) putWorker(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		MaxRunning    *int       `json:"max_running"`
+		LatePolicy    LatePolicy `json:"late_policy"`
+		WebhookURL    string     `json:"webhook_url"`
+		WebhookSecret string     `json:"webhook_secret"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if in.MaxRunning == nil {
+		h.fail(w, r, fmt.Errorf("%w: max_running is required", ErrInvalid))
+		return
+	}
+	wk := Worker{Name: r.PathValue("name"), MaxRunning: *in.MaxRunning, LatePolicy: in.LatePolicy, WebhookURL: in.WebhookURL, WebhookSecret: in.WebhookSecret}
+	if err := h.d.PutWorker(r.Context(), wk); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.getWorker(w, r)
+}
+
+func (h *api) getWorker(w http.ResponseWriter, r *http.Request) {
+	wk, err := h.d.Worker(r.Context(), r.PathValue("name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toWorkerJSON(wk))
+}
+
+func (h *api) listWorkers(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.d.Workers(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]workerJSON, 0, len(ws))
+	for _, x := range ws {
+		out = append(out, toWorkerJSON(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"workers": out})
+}
+
+// TaskJSON is a task as the REST API and webhooks show it.
+type TaskJSON struct {
+	UUID            string     `json:"uuid"`
+	Worker          string     `json:"worker"`
+	ExternalID      string     `json:"external_id"`
+	Info            string     `json:"info"`
+	ExpectedStart   time.Time  `json:"expected_start"`
+	AcceptableStart time.Time  `json:"acceptable_start"`
+	RunAt           time.Time  `json:"run_at"`
+	Status          Status     `json:"status"`
+	Attempt         int        `json:"attempt"`
+	MaxRetries      int        `json:"max_retries"`
+	Timeout         string     `json:"timeout"`
+	Node            string     `json:"node,omitempty"`
+	Deadline        *time.Time `json:"deadline,omitempty"`
+	Late            bool       `json:"late"`
+	LastError       string     `json:"last_error,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+}
+
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ToJSON is the task's JSON form.
+func (t Task) ToJSON() TaskJSON {
+	return TaskJSON{UUID: t.UUID, Worker: t.Worker, ExternalID: t.ExternalID, Info: string(t.Info),
+		ExpectedStart: t.ExpectedStart, AcceptableStart: t.AcceptableStart, RunAt: t.RunAt, Status: t.Status,
+		Attempt: t.Attempt, MaxRetries: t.MaxRetries, Timeout: t.Timeout.String(), Node: t.Node, Deadline: optTime(t.Deadline),
+		Late: t.Late, LastError: t.LastError, CreatedAt: t.CreatedAt, StartedAt: optTime(t.StartedAt), EndedAt: optTime(t.EndedAt)}
+}
+
+func (h *api) assign(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Worker     string    `json:"worker"`
+		Start      time.Time `json:"start"`
+		End        time.Time `json:"end"`
+		MaxRetries int       `json:"max_retries"`
+		Timeout    string    `json:"timeout"`
+		Tasks      []struct {
+			ExternalID string `json:"external_id"`
+			Info       string `json:"info"`
+		} `json:"tasks"`
+	}
+	if err := decode(r, &in, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	a := Assignment{Worker: in.Worker, Start: in.Start, End: in.End, MaxRetries: in.MaxRetries}
+	if in.Timeout != "" {
+		d, err := time.ParseDuration(in.Timeout)
+		if err != nil {
+			h.fail(w, r, fmt.Errorf("%w: timeout %q: %v", ErrInvalid, in.Timeout, err))
+			return
+		}
+		a.Timeout = d
+	}
+	for _, t := range in.Tasks {
+		a.Tasks = append(a.Tasks, NewTask{ExternalID: t.ExternalID, Info: []byte(t.Info)})
+	}
+	ts, err := h.d.Assign(r.Context(), a)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]TaskJSON, len(ts))
+	for i, t := range ts {
+		out[i] = t.ToJSON()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+}
+
+func (h *api) getTask(w http.ResponseWriter, r *http.Request) {
+	t, err := h.d.Task(r.Context(), r.PathValue("uuid"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t.ToJSON())
+}
+
+func (h *api) listTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "worker", "status", "external_id", "after", "limit":
+		default:
+			h.fail(w, r, fmt.Errorf("%w: unknown query parameter %q", ErrInvalid, k))
+			return
+		}
+	}
+	f := Filter{Worker: q.Get("worker"), Status: Status(q.Get("status")), ExternalID: q.Get("external_id"), After: q.Get("after")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			h.fail(w, r, fmt.Errorf("%w: limit %q is not a number", ErrInvalid, l))
+			return
+		}
+		f.Limit = n
+	}
+	ts, err := h.d.Tasks(r.Context(), f)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]TaskJSON, len(ts))
+	for i, t := range ts {
+		out[i] = t.ToJSON()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+}
+
+func (h *api) finish(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Attempt int `json:"attempt"`
+	}
+	if err := decode(r, &in, true); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.d.FinishAttempt(r.Context(), r.PathValue("uuid"), in.Attempt); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.getTask(w, r)
+}
+
+func (h *api) cancel(w http.ResponseWriter, r *http.Request) {
+	if err := decode(r, &struct{}{}, true); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.d.Cancel(r.Context(), r.PathValue("uuid")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.getTask(w, r)
+}

@@ -1,0 +1,492 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Start registers this node's lease and starts running tasks: a fetcher
+// that claims startable tasks in batches, and a sweeper that renews the
+// lease, times out overdue attempts and frees the tasks of lapsed leases.
+// It returns once the lease is registered; the work goes on until Close.
+func (d *Dispatcher) Start(ctx context.Context) error {
+	if d.cfg.OnStart == nil {
+		return fmt.Errorf("%w: Start needs Config.OnStart", ErrInvalid)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if d.started {
+		return ErrStarted
+	}
+	now := d.clock.Now()
+	node, err := d.registerLease(ctx, now)
+	if err != nil {
+		return err
+	}
+	d.node, d.renewedAt, d.started = node, now, true
+	loops, stopLoops := context.WithCancel(d.life)
+	d.workCtx, d.stopWork = context.WithCancel(d.life)
+	d.stopLoops = stopLoops
+	d.goLoop(func() { d.fetchLoop(loops) })
+	d.goLoop(func() { d.sweepLoop(loops) })
+	if d.listenConn != nil {
+		d.goLoop(func() { d.listenLoop(loops) })
+	}
+	if d.cfg.Regcenter != nil {
+		d.goLoop(func() { d.zkLoop(loops) })
+	}
+	d.log.Info("dispatch: node started", "lease", node)
+	return nil
+}
+
+func (d *Dispatcher) goLoop(f func()) {
+	d.loops.Add(1)
+	go func() {
+		defer d.loops.Done()
+		f()
+	}()
+}
+
+// goHandler runs f as a tracked handler-side goroutine (a start listener,
+// a notice), which Close waits for.
+func (d *Dispatcher) goHandler(f func()) {
+	d.handlers.Add(1)
+	go func() {
+		defer d.handlers.Done()
+		f()
+	}()
+}
+
+// Close stops claiming, waits for the running handlers until ctx ends (then
+// cancels their contexts and waits for them to return), gives this node's
+// unfinished tasks back to the queue without counting the attempt, and
+// closes the database. Tasks whose work was to be finished later by the
+// client are given back too: finish them before closing, or they run again.
+func (d *Dispatcher) Close(ctx context.Context) error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	started := d.started
+	if started {
+		d.stopLoops()
+	}
+	d.mu.Unlock()
+	var errs []error
+	if started {
+		d.loops.Wait() // each loop returns promptly once its context ends
+		done := make(chan struct{})
+		go func() { d.handlers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			d.stopWork()
+			<-done // handlers get their context cancelled; they must return
+		}
+		d.stopWork()
+		d.stopFinishers()
+		ctx, cancel := d.opCtx()
+		defer cancel()
+		if rc := d.cfg.Regcenter; rc != nil {
+			if err := rc.Delete(ctx, zkNodes+"/"+url.PathEscape(d.Node()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrClosed) {
+				errs = append(errs, fmt.Errorf("dispatch: remove the lease's ZooKeeper node: %w", err))
+			}
+		}
+		out, err := d.st.dropNode(ctx, d.Node(), d.clock.Now())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("dispatch: give back tasks: %w", err))
+		} else if len(out) > 0 {
+			d.log.Info("dispatch: gave unfinished tasks back", "count", len(out))
+			if d.st.d == postgresDialect {
+				if _, err := d.st.db.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', '')`); err != nil {
+					errs = append(errs, fmt.Errorf("dispatch: notify fetchers: %w", err))
+				}
+			}
+		}
+	}
+	d.stopFinishers()
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	d.endLife()
+	if err := d.st.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("dispatch: close database: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// opCtx bounds one operation done on the dispatcher's own behalf.
+func (d *Dispatcher) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(d.life, opTimeout)
+}
+
+// withOp runs f under an operation context.
+func (d *Dispatcher) withOp(f func(ctx context.Context)) {
+	ctx, cancel := d.opCtx()
+	defer cancel()
+	f(ctx)
+}
+
+// leaseFresh tells whether this node renewed its lease recently enough to
+// be sure it still holds it: within LeaseTTL − SweepInterval.
+func (d *Dispatcher) leaseFresh(now time.Time) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.node, now.Sub(d.renewedAt) < d.cfg.LeaseTTL-d.cfg.SweepInterval
+}
+
+// fetchLoop claims startable tasks: at once while a round fills its batch,
+// then when woken (an assignment, a freed slot, a notification) or at the
+// next expected start, or after MaxWait at the latest.
+func (d *Dispatcher) fetchLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := d.claimRound(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("dispatch: claim round failed", "err", err)
+		}
+		if err == nil && n >= d.cfg.BatchSize {
+			continue
+		}
+		wait := d.cfg.MaxWait
+		if err == nil {
+			now := d.clock.Now()
+			next, ok, nerr := d.st.nextRunAt(ctx, now)
+			if nerr != nil && ctx.Err() == nil {
+				d.log.Warn("dispatch: read next start", "err", nerr)
+			}
+			if ok && next.Sub(now) < wait {
+				wait = max(next.Sub(now), 0)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-d.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// claimRound runs one claim transaction and hands the started tasks to
+// their handlers. It returns how many tasks the round took.
+func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
+	now := d.clock.Now()
+	node, fresh := d.leaseFresh(now)
+	if !fresh {
+		return 0, nil // claim nothing on a lease we cannot vouch for
+	}
+	c, err := d.st.claim(ctx, node, now, d.cfg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range c.lateFailed {
+		d.stats.lateFailed.Add(1)
+		d.stats.failed.Add(1)
+		d.log.Warn("dispatch: task failed: late under the worker's fail policy", "task", t.UUID, "worker", t.Worker, "acceptable_start", t.AcceptableStart)
+		d.notifyFail(t)
+	}
+	for _, t := range c.started {
+		d.stats.started.Add(1)
+		if t.Late {
+			d.stats.late.Add(1)
+			d.log.Info("dispatch: late start", "task", t.UUID, "worker", t.Worker, "by", t.StartedAt.Sub(t.AcceptableStart))
+		}
+		d.runHandler(t)
+	}
+	return c.considered, nil
+}
+
+// runHandler starts the start listener for one claimed attempt. Its
+// context lives on after the listener returns, for work that goes on
+// (finished later through Finish): it ends when the attempt ends — finish,
+// timeout, cancel, lost lease — or the dispatcher closes.
+func (d *Dispatcher) runHandler(t Task) {
+	d.mu.Lock()
+	hctx, cancel := context.WithTimeout(d.workCtx, t.Timeout)
+	run := &attemptRun{attempt: t.Attempt, cancel: cancel}
+	d.running[t.UUID] = run
+	d.mu.Unlock()
+	context.AfterFunc(hctx, func() {
+		d.mu.Lock()
+		if d.running[t.UUID] == run {
+			delete(d.running, t.UUID)
+		}
+		d.mu.Unlock()
+	})
+	d.goHandler(func() {
+		err := d.callStart(hctx, t)
+		octx, ocancel := d.opCtx()
+		defer ocancel()
+		switch {
+		case err != nil:
+			r, ferr := d.st.failAttempt(octx, t.UUID, t.Attempt, "start listener: "+err.Error(), d.clock.Now(), d.cfg.Backoff.Delay)
+			if ferr != nil {
+				d.resultRejected(t, ferr, false)
+				return
+			}
+			d.afterRelease([]released{r})
+		case d.cfg.FinishOnReturn:
+			if ferr := d.FinishAttempt(octx, t.UUID, t.Attempt); ferr != nil {
+				d.resultRejected(t, ferr, errors.Is(ferr, ErrStaleLease))
+			}
+		}
+	})
+}
+
+func (d *Dispatcher) callStart(ctx context.Context, t Task) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return d.cfg.OnStart(ctx, t)
+}
+
+// resultRejected logs a handler's result the store refused; counted says
+// whether FinishAttempt already counted it as stale.
+func (d *Dispatcher) resultRejected(t Task, err error, counted bool) {
+	if errors.Is(err, ErrStaleLease) || errors.Is(err, ErrNotRunning) {
+		if !counted {
+			d.stats.stale.Add(1)
+		}
+		d.log.Info("dispatch: result of an attempt that no longer holds its task", "task", t.UUID, "attempt", t.Attempt, "err", err)
+		return
+	}
+	if errors.Is(err, ErrClosed) {
+		d.log.Warn("dispatch: result after close; the task will be given back or retried", "task", t.UUID, "attempt", t.Attempt)
+		return
+	}
+	d.log.Error("dispatch: record an attempt's result", "task", t.UUID, "attempt", t.Attempt, "err", err)
+}
+
+// afterRelease counts freed tasks, runs the fail listener for those that
+// failed for good and wakes the fetcher for the freed slots.
+func (d *Dispatcher) afterRelease(rs []released) {
+	for _, r := range rs {
+		d.cancelLocal(r.UUID, r.Attempt)
+		if r.Failed {
+			d.stats.failed.Add(1)
+			d.log.Warn("dispatch: task failed for good", "task", r.UUID, "worker", r.Worker, "attempts", r.Attempt, "reason", r.LastError)
+			d.notifyFail(r.Task)
+		} else {
+			d.stats.retried.Add(1)
+		}
+	}
+	if len(rs) > 0 {
+		d.kick()
+	}
+}
+
+func (d *Dispatcher) notifyFail(t Task) {
+	if d.cfg.OnFail != nil {
+		d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnFail(ctx, t) }) })
+	}
+}
+
+// cancelLocal cancels the handler of uuid if it runs here (attempt 0: any).
+func (d *Dispatcher) cancelLocal(uuid string, attempt int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.running[uuid]; r != nil && (attempt == 0 || r.attempt == attempt) {
+		delete(d.running, uuid)
+		r.cancel()
+	}
+}
+
+// cancelAllLocal cancels every handler running here (the lease is lost).
+func (d *Dispatcher) cancelAllLocal() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, r := range d.running {
+		r.cancel()
+		delete(d.running, id)
+	}
+}
+
+// sweepLoop renews the lease and frees overdue and orphaned tasks every
+// SweepInterval.
+func (d *Dispatcher) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(d.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		d.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep is one round of the sweeper.
+func (d *Dispatcher) sweep(ctx context.Context) {
+	now := d.clock.Now()
+	d.renew(ctx, now)
+	if ctx.Err() != nil {
+		return
+	}
+	for {
+		rs, err := d.st.expire(ctx, now, 500, d.cfg.Backoff.Delay)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("dispatch: time out overdue tasks", "err", err)
+			}
+			break
+		}
+		for _, r := range rs {
+			d.stats.timedOut.Add(1)
+			d.log.Info("dispatch: attempt timed out", "task", r.UUID, "worker", r.Worker, "attempt", r.Attempt)
+			if d.cfg.OnTimeout != nil {
+				task := r.Task
+				d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnTimeout(ctx, task) }) })
+			}
+		}
+		d.afterRelease(rs)
+		if len(rs) < 500 {
+			break
+		}
+	}
+	if err := d.pruneLocal(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("dispatch: check local attempts against the store", "err", err)
+	}
+	dead, rs, err := d.st.reap(ctx, now, 10000, d.cfg.Backoff.Delay)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("dispatch: reap lapsed leases", "err", err)
+		}
+		return
+	}
+	if len(dead) > 0 || len(rs) > 0 {
+		d.log.Info("dispatch: reaped lapsed leases", "nodes", dead, "tasks", len(rs))
+	}
+	d.stats.reaped.Add(int64(len(rs)))
+	d.afterRelease(rs)
+}
+
+// pruneLocal ends the contexts of local attempts that no longer hold their
+// task in the store: finished or cancelled through another node or
+// process, or freed. So a Cancel anywhere reaches the handler within a
+// SweepInterval.
+func (d *Dispatcher) pruneLocal(ctx context.Context) error {
+	d.mu.Lock()
+	node := d.node
+	local := make(map[string]int, len(d.running))
+	for id, r := range d.running {
+		local[id] = r.attempt
+	}
+	d.mu.Unlock()
+	ids := make([]string, 0, len(local))
+	for id := range local {
+		ids = append(ids, id)
+	}
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), 500)]
+		ids = ids[len(part):]
+		holding, err := d.st.holding(ctx, part, node)
+		if err != nil {
+			return err
+		}
+		for _, id := range part {
+			if a, ok := holding[id]; !ok || a != local[id] {
+				d.cancelLocal(id, local[id])
+			}
+		}
+	}
+	return nil
+}
+
+// renew extends this node's lease. If the lease row is gone (it lapsed and
+// was reaped), the node's handlers are cancelled — their tasks belong to
+// others now — and it registers a new lease. If renewing fails for long
+// enough that the lease may lapse, the handlers are cancelled as well.
+func (d *Dispatcher) renew(ctx context.Context, now time.Time) {
+	node := d.Node()
+	ok, err := d.st.renewNode(ctx, node, now.Add(d.cfg.LeaseTTL))
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("dispatch: renew lease", "err", err)
+		if _, fresh := d.leaseFresh(now); !fresh {
+			d.log.Error("dispatch: lease may lapse: cancelling running handlers", "lease", node)
+			d.cancelAllLocal()
+		}
+		return
+	}
+	if ok {
+		d.mu.Lock()
+		d.renewedAt = now
+		d.mu.Unlock()
+		return
+	}
+	d.stats.leaseLost.Add(1)
+	d.log.Error("dispatch: lease lost: its tasks were freed; cancelling handlers and registering anew", "lease", node)
+	d.cancelAllLocal()
+	fresh, err := d.registerLease(ctx, now)
+	if err != nil {
+		d.log.Error("dispatch: register a new lease", "err", err)
+		return
+	}
+	d.mu.Lock()
+	d.node, d.renewedAt = fresh, now
+	d.mu.Unlock()
+	d.kick()
+}
+
+// listenLoop keeps a LISTEN connection (postgres) and wakes the fetcher
+// on every notification: a new assignment or a slot freed elsewhere.
+func (d *Dispatcher) listenLoop(ctx context.Context) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := d.listenConn(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		d.log.Warn("dispatch: LISTEN connection lost; fetcher falls back to MaxWait polls until it is back", "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func (d *Dispatcher) listen(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, d.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(d.life, 5*time.Second)
+		defer cancel()
+		if err := conn.Close(cctx); err != nil && d.life.Err() == nil {
+			d.log.Debug("dispatch: close LISTEN connection", "err", err)
+		}
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	d.listenAlive.Store(true)
+	defer d.listenAlive.Store(false)
+	d.kick() // anything assigned while not listening
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		d.kick()
+	}
+}

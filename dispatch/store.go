@@ -1,0 +1,1064 @@
+package dispatch
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// dialect is what differs between SQLite and PostgreSQL.
+type dialect int
+
+const (
+	sqliteDialect dialect = iota
+	postgresDialect
+)
+
+func (d dialect) String() string {
+	if d == postgresDialect {
+		return "postgres"
+	}
+	return "sqlite"
+}
+
+// store is the SQL behind a Dispatcher: every method is one transaction.
+type store struct {
+	db *sql.DB
+	d  dialect
+}
+
+// q rewrites ?-placeholders for the dialect ($1, $2... on PostgreSQL).
+func (s *store) q(query string) string {
+	if s.d != postgresDialect {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// forUpdate is the row-lock suffix; SQLite's write transactions
+// (BEGIN IMMEDIATE) are serialized already.
+func (s *store) forUpdate() string {
+	if s.d == postgresDialect {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// tx runs fn in one transaction, committing if it returns nil.
+func (s *store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("dispatch: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("dispatch: rollback: %w", rerr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("dispatch: commit: %w", err)
+	}
+	return nil
+}
+
+// migrate applies the embedded migrations not yet applied, each in its
+// own transaction; on PostgreSQL an advisory lock keeps nodes that start
+// together from applying one twice.
+func (s *store) migrate(ctx context.Context) error {
+	dir := "migrations/" + s.d.String()
+	entries, err := fs.ReadDir(migrationFS, dir)
+	if err != nil {
+		return fmt.Errorf("dispatch: migrations: %w", err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("dispatch: migration %s: name must start with a version number", e.Name())
+		}
+		body, err := migrationFS.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			return fmt.Errorf("dispatch: migration %s: %w", e.Name(), err)
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if s.d == postgresDialect {
+				if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7271001)`); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS dispatch_schema (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM dispatch_schema WHERE version = ?`), v).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			for _, stmt := range strings.Split(string(body), ";") {
+				if strings.TrimSpace(stripComments(stmt)) == "" {
+					continue
+				}
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("%w in %q", err, strings.TrimSpace(stmt))
+				}
+			}
+			_, err := tx.ExecContext(ctx, s.q(`INSERT INTO dispatch_schema (version, applied_at) VALUES (?, ?)`), v, time.Now().UnixMicro())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("dispatch: migration %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+func stripComments(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+const taskCols = `uuid, worker, external_id, info, expected_start, acceptable_start, run_at, status, attempts, max_retries, timeout_us, lease_owner, deadline, late, created_at, started_at, ended_at, last_error`
+
+type scanner interface{ Scan(...any) error }
+
+func scanTask(r scanner) (Task, error) {
+	var t Task
+	var exp, acc, runAt, timeout, deadline, created, started, ended int64
+	var late int
+	var status string
+	err := r.Scan(&t.UUID, &t.Worker, &t.ExternalID, &t.Info, &exp, &acc, &runAt, &status, &t.Attempt, &t.MaxRetries, &timeout, &t.Node, &deadline, &late, &created, &started, &ended, &t.LastError)
+	if err != nil {
+		return Task{}, err
+	}
+	t.Status = Status(status)
+	t.ExpectedStart = fromMicros(exp)
+	t.AcceptableStart = fromMicros(acc)
+	t.RunAt = fromMicros(runAt)
+	t.Timeout = time.Duration(timeout) * time.Microsecond
+	t.Deadline = fromMicros(deadline)
+	t.Late = late != 0
+	t.CreatedAt = fromMicros(created)
+	t.StartedAt = fromMicros(started)
+	t.EndedAt = fromMicros(ended)
+	return t, nil
+}
+
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+func (s *store) setGlobalMax(ctx context.Context, n int) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_global SET max_running = ? WHERE id = 1`), n)
+		return err
+	})
+}
+
+func (s *store) global(ctx context.Context) (Global, error) {
+	var g Global
+	err := s.db.QueryRowContext(ctx, `SELECT max_running, running FROM dispatch_global WHERE id = 1`).Scan(&g.MaxRunning, &g.Running)
+	if err != nil {
+		return Global{}, fmt.Errorf("dispatch: read global row: %w", err)
+	}
+	return g, nil
+}
+
+func (s *store) putWorker(ctx context.Context, w Worker) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_workers SET max_running = ?, late_policy = ?, webhook_url = ?, webhook_secret = ? WHERE name = ?`),
+			w.MaxRunning, string(w.LatePolicy), w.WebhookURL, w.WebhookSecret, w.Name)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO dispatch_workers (name, max_running, running, late_policy, webhook_url, webhook_secret) VALUES (?, ?, 0, ?, ?, ?)`),
+			w.Name, w.MaxRunning, string(w.LatePolicy), w.WebhookURL, w.WebhookSecret)
+		return err
+	})
+}
+
+const workerCols = `name, max_running, running, late_policy, webhook_url, webhook_secret`
+
+func scanWorker(r scanner) (Worker, error) {
+	var w Worker
+	var p string
+	err := r.Scan(&w.Name, &w.MaxRunning, &w.Running, &p, &w.WebhookURL, &w.WebhookSecret)
+	w.LatePolicy = LatePolicy(p)
+	return w, err
+}
+
+func (s *store) worker(ctx context.Context, name string) (Worker, error) {
+	w, err := scanWorker(s.db.QueryRowContext(ctx, s.q(`SELECT `+workerCols+` FROM dispatch_workers WHERE name = ?`), name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Worker{}, fmt.Errorf("%w: %q", ErrUnknownWorker, name)
+	}
+	if err != nil {
+		return Worker{}, fmt.Errorf("dispatch: read worker %q: %w", name, err)
+	}
+	return w, nil
+}
+
+func (s *store) workers(ctx context.Context) ([]Worker, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+workerCols+` FROM dispatch_workers ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: list workers: %w", err)
+	}
+	defer rows.Close()
+	var out []Worker
+	for rows.Next() {
+		w, err := scanWorker(rows)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: list workers: %w", err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// assign inserts tasks, returning for each either the new row or the
+// existing one with the same worker and external id.
+func (s *store) assign(ctx context.Context, tasks []Task, notify bool) ([]Task, error) {
+	out := make([]Task, len(tasks))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var exists int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT count(*) FROM dispatch_workers WHERE name = ?`), tasks[0].Worker).Scan(&exists); err != nil {
+			return err
+		}
+		if exists == 0 {
+			return fmt.Errorf("%w: %q", ErrUnknownWorker, tasks[0].Worker)
+		}
+		const chunk = 400
+		for off := 0; off < len(tasks); off += chunk {
+			part := tasks[off:min(off+chunk, len(tasks))]
+			args := make([]any, 0, len(part)*11)
+			for _, t := range part {
+				args = append(args, t.UUID, t.Worker, t.ExternalID, t.Info, micros(t.ExpectedStart), micros(t.AcceptableStart),
+					micros(t.ExpectedStart), string(StatusWaiting), t.MaxRetries, t.Timeout.Microseconds(), micros(t.CreatedAt))
+			}
+			vals := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', 0, 0, ?, 0, 0, ''), `, len(part)), ", ")
+			rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO dispatch_tasks (`+taskCols+`) VALUES `+vals+` ON CONFLICT (worker, external_id) DO NOTHING RETURNING uuid`), args...)
+			if err != nil {
+				return err
+			}
+			created := map[string]bool{}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				created[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			var old []any
+			oldAt := map[string]int{}
+			for i, t := range part {
+				if created[t.UUID] {
+					t.Status, t.RunAt = StatusWaiting, t.ExpectedStart
+					out[off+i] = t
+					continue
+				}
+				old = append(old, t.ExternalID)
+				oldAt[t.ExternalID] = off + i
+			}
+			if len(old) == 0 {
+				continue
+			}
+			rows, err = tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE worker = ? AND external_id IN (`+placeholders(len(old))+`)`), append([]any{tasks[0].Worker}, old...)...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				t, err := scanTask(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				out[oldAt[t.ExternalID]] = t
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		if notify {
+			_, err := tx.ExecContext(ctx, `SELECT pg_notify('`+notifyChannel+`', '')`)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// notifyChannel is the PostgreSQL LISTEN/NOTIFY channel that wakes fetchers.
+const notifyChannel = "shardjob_dispatch"
+
+// claimed is a claim round's result.
+type claimed struct {
+	started    []Task // now running under the caller's lease
+	lateFailed []Task // failed instead of started: late, and the worker's policy says fail
+	considered int    // candidates the round looked at (started + lateFailed)
+}
+
+// claim starts up to limit waiting tasks in one transaction: the globally
+// earliest acceptable starts (ties: expected start, uuid) among tasks with
+// run_at <= now, as many as the global and each worker's free slots allow.
+// The global row is locked first, so claims from every node are serialized
+// and each one sees the latest counters; the counters are raised in the
+// same transaction with a guard, so no cap is ever exceeded.
+func (s *store) claim(ctx context.Context, node string, now time.Time, limit int) (claimed, error) {
+	var c claimed
+	nowUS := now.UnixMicro()
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		c = claimed{}
+		// The global row, locked, and this node's lease in one statement.
+		// The lease must exist and be unexpired: reapers take the global
+		// row too, so it cannot lapse before this transaction commits.
+		var g Global
+		var expires int64
+		lock := ""
+		if s.d == postgresDialect {
+			lock = " FOR UPDATE OF g"
+		}
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT g.max_running, g.running, COALESCE(n.expires, 0) FROM dispatch_global g
+LEFT JOIN dispatch_nodes n ON n.id = ? WHERE g.id = 1`+lock), node).Scan(&g.MaxRunning, &g.Running, &expires); err != nil {
+			return err
+		}
+		if expires <= nowUS {
+			return fmt.Errorf("%w: lease %s is gone or expired; not claiming", ErrStaleLease, node)
+		}
+		free := g.MaxRunning - g.Running
+		if free <= 0 {
+			return nil
+		}
+		if free < limit {
+			limit = free
+		}
+		cs, err := s.candidates(ctx, tx, nowUS, limit)
+		if err != nil {
+			return err
+		}
+		var start, fail []any
+		perWorker := map[string]int{}
+		for _, c := range cs {
+			if nowUS > c.acceptable && c.policy == LateFail {
+				fail = append(fail, c.uuid)
+				continue
+			}
+			start = append(start, c.uuid)
+			perWorker[c.worker]++
+		}
+		c.considered = len(start) + len(fail)
+		if len(start) > 0 {
+			names := make([]string, 0, len(perWorker))
+			for w := range perWorker {
+				names = append(names, w)
+			}
+			sort.Strings(names)
+			if err := bump(ctx, tx, s.q(`UPDATE dispatch_global SET running = running + ? WHERE id = 1 AND running + ? <= max_running`), len(start), len(start)); err != nil {
+				return fmt.Errorf("dispatch: take global slots: %w", err)
+			}
+			if err := s.addWorkers(ctx, tx, names, perWorker, 1); err != nil {
+				return fmt.Errorf("dispatch: take worker slots: %w", err)
+			}
+			args := append([]any{node, nowUS, nowUS, nowUS}, start...)
+			rows, err := tx.QueryContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, started_at = ?,
+    deadline = ? + timeout_us, late = CASE WHEN acceptable_start < ? THEN 1 ELSE 0 END, ended_at = 0
+WHERE status = 'waiting' AND uuid IN (`+placeholders(len(start))+`) RETURNING `+taskCols), args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				t, err := scanTask(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				c.started = append(c.started, t)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(c.started) != len(start) {
+				return fmt.Errorf("dispatch: claim: %d of %d candidates changed under the lock", len(start)-len(c.started), len(start))
+			}
+		}
+		if len(fail) > 0 {
+			args := append([]any{nowUS, nowUS}, fail...)
+			rows, err := tx.QueryContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'failed', ended_at = ?, late = 1,
+    last_error = 'late: not started by its acceptable start, and the worker''s late policy is fail'
+WHERE status = 'waiting' AND acceptable_start < ? AND uuid IN (`+placeholders(len(fail))+`) RETURNING `+taskCols), args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				t, err := scanTask(rows)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				c.lateFailed = append(c.lateFailed, t)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c, err
+}
+
+// candidate is a task a claim round may start.
+type candidate struct {
+	uuid, worker         string
+	acceptable, expected int64
+	policy               LatePolicy
+}
+
+// candidates returns, in EDF order (acceptable start, expected start,
+// uuid), the first limit startable tasks such that no worker gets more
+// than its free slots: exactly what a greedy pass over all startable tasks
+// in that order would take. PostgreSQL does it in one statement; SQLite,
+// in-process and without LATERAL, asks each worker with free slots for its
+// head through the index and merges.
+func (s *store) candidates(ctx context.Context, tx *sql.Tx, nowUS int64, limit int) ([]candidate, error) {
+	var out []candidate
+	scan := func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var c candidate
+			var p string
+			if err := rows.Scan(&c.uuid, &c.acceptable, &c.expected, &c.worker, &p); err != nil {
+				return err
+			}
+			c.policy = LatePolicy(p)
+			out = append(out, c)
+		}
+		return rows.Err()
+	}
+	if s.d == postgresDialect {
+		rows, err := tx.QueryContext(ctx, `SELECT x.uuid, x.acceptable_start, x.expected_start, w.name, w.late_policy
+FROM dispatch_workers w CROSS JOIN LATERAL (
+    SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
+    WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $1
+    ORDER BY t.acceptable_start, t.expected_start, t.uuid
+    LIMIT LEAST(w.max_running - w.running, $2)) x
+WHERE w.running < w.max_running
+ORDER BY x.acceptable_start, x.expected_start, x.uuid
+LIMIT $2`, nowUS, limit)
+		if err != nil {
+			return nil, err
+		}
+		return out, scan(rows)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT name, max_running - running, late_policy FROM dispatch_workers WHERE running < max_running ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	type free struct {
+		name, policy string
+		n            int
+	}
+	var ws []free
+	for rows.Next() {
+		var f free
+		if err := rows.Scan(&f.name, &f.n, &f.policy); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ws = append(ws, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		rows, err := tx.QueryContext(ctx, `SELECT uuid, acceptable_start, expected_start, worker, ? FROM dispatch_tasks
+WHERE worker = ? AND status = 'waiting' AND run_at <= ?
+ORDER BY acceptable_start, expected_start, uuid LIMIT ?`, w.policy, w.name, nowUS, min(w.n, limit))
+		if err != nil {
+			return nil, err
+		}
+		if err := scan(rows); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.acceptable != b.acceptable {
+			return a.acceptable < b.acceptable
+		}
+		if a.expected != b.expected {
+			return a.expected < b.expected
+		}
+		return a.uuid < b.uuid
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// addWorkers adds sign·n[w] to the running count of each worker w in one
+// statement, guarded: taking slots may not pass a worker's cap, giving
+// them back may not go below zero. Every named row must change, or the
+// transaction is aborted.
+func (s *store) addWorkers(ctx context.Context, tx *sql.Tx, names []string, n map[string]int, sign int) error {
+	var delta strings.Builder
+	args := make([]any, 0, 5*len(names))
+	delta.WriteString("CASE name")
+	for _, w := range names {
+		delta.WriteString(" WHEN ? THEN CAST(? AS INTEGER)")
+		args = append(args, w, sign*n[w])
+	}
+	delta.WriteString(" END")
+	guard := "running + " + delta.String() + " <= max_running"
+	if sign < 0 {
+		guard = "running + " + delta.String() + " >= 0"
+	}
+	all := append(append([]any{}, args...), args...)
+	for _, w := range names {
+		all = append(all, w)
+	}
+	res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_workers SET running = running + `+delta.String()+` WHERE `+guard+` AND name IN (`+placeholders(len(names))+`)`), all...)
+	if err != nil {
+		return err
+	}
+	got, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if int(got) != len(names) {
+		return fmt.Errorf("the guard failed for %d of %d workers: a cap or count changed under the claim", len(names)-int(got), len(names))
+	}
+	return nil
+}
+
+// bump runs a guarded counter update that must change exactly one row.
+func bump(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errors.New("the guard failed: a cap or counter changed under the claim")
+	}
+	return nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// nextRunAt is the earliest run_at of a waiting task after now, if any.
+func (s *store) nextRunAt(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT min(run_at) FROM dispatch_tasks WHERE status = 'waiting' AND run_at > ?`), now.UnixMicro()).Scan(&v)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("dispatch: next start: %w", err)
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(v.Int64), true, nil
+}
+
+// lockTask reads one task under a row lock.
+func (s *store) lockTask(ctx context.Context, tx *sql.Tx, uuid string) (Task, error) {
+	t, err := scanTask(tx.QueryRowContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE uuid = ?`+s.forUpdate()), uuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("%w: %q", ErrUnknownTask, uuid)
+	}
+	return t, err
+}
+
+// freeSlots gives back one global and one worker slot per task; the global
+// row first, as claim takes it, so the two never wait on each other.
+func (s *store) freeSlots(ctx context.Context, tx *sql.Tx, tasks []Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	per := map[string]int{}
+	for _, t := range tasks {
+		per[t.Worker]++
+	}
+	if err := bump(ctx, tx, s.q(`UPDATE dispatch_global SET running = running - ? WHERE id = 1 AND running >= ?`), len(tasks), len(tasks)); err != nil {
+		return fmt.Errorf("dispatch: free global slots: %w", err)
+	}
+	names := make([]string, 0, len(per))
+	for w := range per {
+		names = append(names, w)
+	}
+	sort.Strings(names)
+	if err := s.addWorkers(ctx, tx, names, per, -1); err != nil {
+		return fmt.Errorf("dispatch: free worker slots: %w", err)
+	}
+	return nil
+}
+
+// finishReq asks to finish one task; attempt 0 accepts whichever attempt
+// runs, otherwise that attempt must be the running one.
+type finishReq struct {
+	uuid    string
+	attempt int
+}
+
+// finishBatch finishes running tasks in one transaction and frees their
+// slots; errs[i] is the outcome of reqs[i] (ErrUnknownTask,
+// ErrAlreadyFinished, ErrStaleLease, ErrNotRunning or nil). A non-nil
+// error means the transaction failed and nothing changed.
+func (s *store) finishBatch(ctx context.Context, reqs []finishReq, now time.Time) ([]error, error) {
+	var errs []error
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		errs = make([]error, len(reqs))
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		ids := make([]any, 0, len(reqs))
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			if !seen[r.uuid] {
+				seen[r.uuid] = true
+				ids = append(ids, r.uuid)
+			}
+		}
+		type row struct {
+			worker  string
+			status  Status
+			attempt int
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT uuid, worker, status, attempts FROM dispatch_tasks WHERE uuid IN (`+placeholders(len(ids))+`) ORDER BY uuid`+s.forUpdate()), ids...)
+		if err != nil {
+			return err
+		}
+		state := map[string]*row{}
+		for rows.Next() {
+			var id, st string
+			r := &row{}
+			if err := rows.Scan(&id, &r.worker, &st, &r.attempt); err != nil {
+				rows.Close()
+				return err
+			}
+			r.status = Status(st)
+			state[id] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var done []Task
+		var doneIDs []any
+		for i, q := range reqs {
+			t := state[q.uuid]
+			switch {
+			case t == nil:
+				errs[i] = fmt.Errorf("%w: %q", ErrUnknownTask, q.uuid)
+			case t.status == StatusFinished && (q.attempt == 0 || q.attempt == t.attempt):
+				errs[i] = fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, q.uuid, t.attempt)
+			case q.attempt != 0 && (q.attempt != t.attempt || t.status != StatusRunning):
+				errs[i] = fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, q.uuid, q.attempt, t.status, t.attempt)
+			case t.status != StatusRunning:
+				errs[i] = fmt.Errorf("%w: task %s is %s", ErrNotRunning, q.uuid, t.status)
+			default:
+				t.status = StatusFinished
+				done = append(done, Task{UUID: q.uuid, Worker: t.worker})
+				doneIDs = append(doneIDs, q.uuid)
+			}
+		}
+		if len(done) == 0 {
+			return nil
+		}
+		if err := s.freeSlots(ctx, tx, done); err != nil {
+			return err
+		}
+		args := append([]any{now.UnixMicro()}, doneIDs...)
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'finished', ended_at = ?, lease_owner = '', deadline = 0 WHERE status = 'running' AND uuid IN (`+placeholders(len(doneIDs))+`)`), args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || int(n) != len(done) {
+			return fmt.Errorf("dispatch: finish: %d of %d rows changed under the lock (%v)", n, len(done), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// releaseMode says what happens to a running task whose attempt ends
+// without a Finish.
+type releaseMode int
+
+const (
+	releaseRetry    releaseMode = iota // counts as a failed attempt: retry after backoff or fail for good
+	releaseGiveBack                    // the node stopped: waits again now, the attempt not counted
+)
+
+// released is what became of one task freed by release.
+type released struct {
+	Task
+	Failed bool // retries spent: the task failed for good
+}
+
+// release frees running tasks: slots back, then retry, fail or give back.
+func (s *store) release(ctx context.Context, tx *sql.Tx, tasks []Task, mode releaseMode, reason string, now time.Time, backoff func(attempt int) time.Duration) ([]released, error) {
+	if err := s.freeSlots(ctx, tx, tasks); err != nil {
+		return nil, err
+	}
+	out := make([]released, 0, len(tasks))
+	upd := s.q(`UPDATE dispatch_tasks SET status = ?, attempts = ?, run_at = ?, lease_owner = '', deadline = 0, ended_at = ?, last_error = ? WHERE uuid = ? AND status = 'running'`)
+	for _, t := range tasks {
+		r := released{Task: t}
+		r.LastError, r.Node = reason, ""
+		var ended int64
+		switch {
+		case mode == releaseGiveBack:
+			r.Status, r.Attempt, r.RunAt = StatusWaiting, t.Attempt-1, now
+		case t.Attempt > t.MaxRetries:
+			r.Status, r.Failed, r.EndedAt = StatusFailed, true, now
+			ended = now.UnixMicro()
+		default:
+			r.Status, r.RunAt = StatusWaiting, now.Add(backoff(t.Attempt))
+		}
+		if err := bump(ctx, tx, upd, string(r.Status), r.Attempt, micros(r.RunAt), ended, reason, t.UUID); err != nil {
+			return nil, fmt.Errorf("dispatch: release %s: %w", t.UUID, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// failAttempt ends one attempt that reported an error.
+func (s *store) failAttempt(ctx context.Context, uuid string, attempt int, reason string, now time.Time, backoff func(int) time.Duration) (released, error) {
+	var r []released
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		t, err := s.lockTask(ctx, tx, uuid)
+		if err != nil {
+			return err
+		}
+		if t.Status != StatusRunning || t.Attempt != attempt {
+			return fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, uuid, attempt, t.Status, t.Attempt)
+		}
+		r, err = s.release(ctx, tx, []Task{t}, releaseRetry, reason, now, backoff)
+		return err
+	})
+	if err != nil {
+		return released{}, err
+	}
+	return r[0], nil
+}
+
+// runningWhere locks the running tasks that match cond.
+func (s *store) runningWhere(ctx context.Context, tx *sql.Tx, cond string, limit int, args ...any) ([]Task, error) {
+	args = append(args, limit)
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` LIMIT ?`+s.forUpdate()), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// expire times out running tasks whose deadline has passed.
+func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]released, error) {
+	var out []released
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		ts, err := s.runningWhere(ctx, tx, `deadline <= ?`, limit, now.UnixMicro())
+		if err != nil || len(ts) == 0 {
+			return err
+		}
+		out, err = s.release(ctx, tx, ts, releaseRetry, "timed out", now, backoff)
+		return err
+	})
+	return out, err
+}
+
+// lockGlobal takes the global row lock first, the order every writer of
+// counters follows (PostgreSQL; SQLite serializes write transactions).
+func lockGlobal(ctx context.Context, tx *sql.Tx, s *store) error {
+	if s.d != postgresDialect {
+		return nil
+	}
+	var id int
+	return tx.QueryRowContext(ctx, `SELECT id FROM dispatch_global WHERE id = 1 FOR UPDATE`).Scan(&id)
+}
+
+// holding returns, of the given tasks, those running under lease node,
+// with their attempt.
+func (s *store) holding(ctx context.Context, uuids []string, node string) (map[string]int, error) {
+	args := make([]any, 0, len(uuids)+1)
+	args = append(args, node)
+	for _, u := range uuids {
+		args = append(args, u)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT uuid, attempts FROM dispatch_tasks WHERE status = 'running' AND lease_owner = ? AND uuid IN (`+placeholders(len(uuids))+`)`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var a int
+		if err := rows.Scan(&id, &a); err != nil {
+			return nil, err
+		}
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
+// putNode writes (or renews) a node's lease; renew reports false if the
+// lease row is gone (reaped).
+func (s *store) registerNode(ctx context.Context, id string, expires time.Time) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO dispatch_nodes (id, expires) VALUES (?, ?)`), id, expires.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("dispatch: register node %s: %w", id, err)
+	}
+	return nil
+}
+
+func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bool, error) {
+	// A lease only ever grows: a renewal computed from an earlier reading
+	// of the clock never shortens one already renewed.
+	greatest := "max"
+	if s.d == postgresDialect {
+		greatest = "GREATEST"
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE dispatch_nodes SET expires = `+greatest+`(expires, ?) WHERE id = ?`), expires.UnixMicro(), id)
+	if err != nil {
+		return false, fmt.Errorf("dispatch: renew lease of node %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("dispatch: renew lease of node %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// reap deletes the leases that lapsed before now and frees their tasks
+// under the retry policy. A lapsed lease means its node stopped renewing
+// for a whole TTL; a live node that could not renew cancels its handlers
+// before then.
+func (s *store) reap(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
+	return s.reapWhere(ctx, `expires < ?`, []any{now.UnixMicro()}, now, limit, backoff)
+}
+
+// reapLeases deletes the named leases (their ZooKeeper sessions ended) and
+// frees their tasks under the retry policy.
+func (s *store) reapLeases(ctx context.Context, ids []string, now time.Time, backoff func(int) time.Duration) ([]string, []released, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return s.reapWhere(ctx, `id IN (`+placeholders(len(ids))+`)`, args, now, 10000, backoff)
+}
+
+func (s *store) reapWhere(ctx context.Context, cond string, args []any, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
+	var dead []string
+	var out []released
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		dead, out = nil, nil
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, s.q(`DELETE FROM dispatch_nodes WHERE `+cond+` RETURNING id`), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			dead = append(dead, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// Every running task whose holder has no lease row: the ones just
+		// deleted, and any left from a round that hit its limit.
+		ts, err := s.runningWhere(ctx, tx, `lease_owner NOT IN (SELECT id FROM dispatch_nodes)`, limit)
+		if err != nil || len(ts) == 0 {
+			return err
+		}
+		out, err = s.release(ctx, tx, ts, releaseRetry, "node lost: its lease lapsed", now, backoff)
+		return err
+	})
+	return dead, out, err
+}
+
+// dropNode ends a node's lease on a clean stop, giving its unfinished tasks
+// back to the queue without counting the attempt.
+func (s *store) dropNode(ctx context.Context, id string, now time.Time) ([]released, error) {
+	var out []released
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM dispatch_nodes WHERE id = ?`), id); err != nil {
+			return err
+		}
+		ts, err := s.runningWhere(ctx, tx, `lease_owner = ?`, 1<<30, id)
+		if err != nil || len(ts) == 0 {
+			return err
+		}
+		out, err = s.release(ctx, tx, ts, releaseGiveBack, "node stopped", now, nil)
+		return err
+	})
+	return out, err
+}
+
+// cancel ends a waiting or running task; a running one's slots are freed.
+func (s *store) cancel(ctx context.Context, uuid string, now time.Time) (Task, error) {
+	var t Task
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
+		var err error
+		if t, err = s.lockTask(ctx, tx, uuid); err != nil {
+			return err
+		}
+		switch t.Status {
+		case StatusWaiting:
+		case StatusRunning:
+			if err := s.freeSlots(ctx, tx, []Task{t}); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: task %s is %s", ErrFinal, uuid, t.Status)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'cancelled', ended_at = ?, lease_owner = '', deadline = 0 WHERE uuid = ?`), now.UnixMicro(), uuid); err != nil {
+			return err
+		}
+		t.Status, t.EndedAt = StatusCancelled, now
+		return nil
+	})
+	return t, err
+}
+
+func (s *store) task(ctx context.Context, uuid string) (Task, error) {
+	t, err := scanTask(s.db.QueryRowContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE uuid = ?`), uuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("%w: %q", ErrUnknownTask, uuid)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("dispatch: read task %s: %w", uuid, err)
+	}
+	return t, nil
+}
+
+func (s *store) tasks(ctx context.Context, f Filter) ([]Task, error) {
+	var conds []string
+	var args []any
+	if f.Worker != "" {
+		conds = append(conds, "worker = ?")
+		args = append(args, f.Worker)
+	}
+	if f.Status != "" {
+		conds = append(conds, "status = ?")
+		args = append(args, string(f.Status))
+	}
+	if f.ExternalID != "" {
+		conds = append(conds, "external_id = ?")
+		args = append(args, f.ExternalID)
+	}
+	if f.After != "" {
+		conds = append(conds, "uuid > ?")
+		args = append(args, f.After)
+	}
+	query := `SELECT ` + taskCols + ` FROM dispatch_tasks`
+	if len(conds) > 0 {
+		query += " WHERE " + strings.Join(conds, " AND ")
+	}
+	query += " ORDER BY uuid LIMIT ?"
+	args = append(args, f.Limit)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,265 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: Debian's
+// postgresql package (or the binaries in $PG_BIN), a fresh cluster in a
+// temporary directory, on a free loopback port, with its unix socket in
+// that directory too. Nothing outside the directory is touched, and Close
+// removes it.
+//
+// PostgreSQL refuses to run as root; when the tests run as root the
+// server runs as the unprivileged user "nobody" (or $PG_USER), and the
+// directory is handed to that user.
+//
+// scripts/postgresql.sh ensure installs the package where it is missing.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is one running PostgreSQL server.
+type Server struct {
+	// DSN connects to its "postgres" database as the superuser "postgres".
+	DSN  string
+	Port int
+	Dir  string // the temporary directory: data/, sock/, server.log
+
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	mu      sync.Mutex
+	n       int // databases made by NewDatabase
+	closed  bool
+}
+
+// BinDir finds PostgreSQL's server binaries: $PG_BIN, else the newest
+// /usr/lib/postgresql/*/bin (Debian's layout).
+func BinDir() (string, error) {
+	if d := os.Getenv("PG_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err != nil {
+			return "", fmt.Errorf("pgtest: PG_BIN=%s has no postgres binary: %w", d, err)
+		}
+		return d, nil
+	}
+	dirs, err := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if err != nil {
+		return "", err
+	}
+	if len(dirs) == 0 {
+		return "", errors.New("pgtest: PostgreSQL is not installed: no /usr/lib/postgresql/*/bin/postgres; run: bash scripts/postgresql.sh ensure (or set PG_BIN)")
+	}
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) < version(dirs[j]) })
+	return filepath.Dir(dirs[len(dirs)-1]), nil
+}
+
+func version(p string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p)))) // a non-numeric dir sorts first
+	return v
+}
+
+// credential is who the server runs as: nil for the current user, or an
+// unprivileged user when running as root.
+func credential() (*syscall.Credential, int, int, error) {
+	if os.Geteuid() != 0 {
+		return nil, -1, -1, nil
+	}
+	name := os.Getenv("PG_USER")
+	if name == "" {
+		name = "nobody"
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("pgtest: running as root, PostgreSQL needs an unprivileged user: %w", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, 0, 0, fmt.Errorf("pgtest: user %s: %w", name, err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uid, gid, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start initializes a cluster and starts its server; it returns once the
+// server accepts connections, or fails when ctx ends.
+func Start(ctx context.Context) (*Server, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, uid, gid, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, exited: make(chan struct{})}
+	fail := func(err error) (*Server, error) {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	for _, sub := range []string{"data", "sock"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	if cred != nil {
+		for _, p := range []string{dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")} {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return fail(fmt.Errorf("pgtest: hand %s to uid %d: %w", p, uid, err))
+			}
+		}
+	}
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres",
+		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.Dir = dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("pgtest: initdb: %w\n%s", err, out))
+	}
+	if s.Port, err = freePort(); err != nil {
+		return fail(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	if err != nil {
+		return fail(err)
+	}
+	defer logf.Close()
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"),
+		"-p", strconv.Itoa(s.Port), "-k", filepath.Join(dir, "sock"),
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	s.cmd.Dir = dir
+	if err := s.cmd.Start(); err != nil {
+		return fail(fmt.Errorf("pgtest: start postgres: %w", err))
+	}
+	go func() { s.waitErr = s.cmd.Wait(); close(s.exited) }()
+	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, s.DSN)
+		cancel()
+		if err == nil {
+			if err := conn.Close(ctx); err != nil {
+				return nil, errors.Join(err, s.Close())
+			}
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			return fail(fmt.Errorf("pgtest: postgres exited during startup (%v):\n%s", s.waitErr, tail(string(log), 30)))
+		case <-ctx.Done():
+			return nil, errors.Join(fmt.Errorf("pgtest: postgres did not accept connections on port %d: %w (last: %v)", s.Port, ctx.Err(), err), s.Close())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// NewDatabase creates a fresh, empty database and returns its DSN, so
+// tests sharing a server do not see each other's tables.
+func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	s.n++
+	name := fmt.Sprintf("test_%d", s.n)
+	s.mu.Unlock()
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: connect: %w", err)
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
+	if cerr := conn.Close(ctx); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	return strings.Replace(s.DSN, "/postgres?", "/"+name+"?", 1), nil
+}
+
+// Close stops the server (a fast shutdown, then SIGKILL after 10 s) and
+// removes its directory.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	var errs []error
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		errs = append(errs, err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			errs = append(errs, err)
+		}
+		<-s.exited
+	}
+	if err := os.RemoveAll(s.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// RunTests is for a package's TestMain: it starts a server, stores it in
+// *s, runs the tests and stops the server, returning the exit code. If no
+// server can be started it says why and returns 1.
+//
+//	var pg *pgtest.Server
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.RunTests(m, &pg)) }
+func RunTests(m *testing.M, s **Server) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	srv, err := Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*s = srv
+	code := m.Run()
+	if err := srv.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "pgtest: close:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
