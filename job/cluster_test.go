@@ -70,10 +70,12 @@ type record struct {
 	job    string
 	server string
 	fire   time.Time
-	item   int
-	kind   job.Kind
-	begin  time.Time
-	end    time.Time
+	// through is the latest fire the execution stands for.
+	through time.Time
+	item    int
+	kind    job.Kind
+	begin   time.Time
+	end     time.Time
 }
 
 // recorder collects executions from every instance of a test.
@@ -108,7 +110,7 @@ func (rc *recorder) job(server string) job.Job {
 			return err
 		}
 		rc.mu.Lock()
-		rc.recs = append(rc.recs, record{job: sc.JobName, server: server, fire: sc.FireTime, item: sc.Item, kind: sc.Kind, begin: begin, end: time.Now()})
+		rc.recs = append(rc.recs, record{job: sc.JobName, server: server, fire: sc.FireTime, through: sc.Through, item: sc.Item, kind: sc.Kind, begin: begin, end: time.Now()})
 		rc.mu.Unlock()
 		select {
 		case rc.sig <- struct{}{}:

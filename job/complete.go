@@ -67,17 +67,11 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 }
 
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
-// own fire, or for a misfire or failover run every fire up to its start.
-func (r *runner) coveredUpTo(cfg Config, b itemResult) time.Time {
-	if b.kind != KindMisfire && b.kind != KindFailover {
-		return b.fire
-	}
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return b.fire
-	}
-	if p := prevFire(sched, b.begin); p.After(b.fire) {
-		return p
+// own fire, or for a misfire or failover run every fire due when its item
+// was reserved (ShardingContext.Through).
+func (r *runner) coveredUpTo(_ Config, b itemResult) time.Time {
+	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
+		return b.through
 	}
 	return b.fire
 }

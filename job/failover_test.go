@@ -283,20 +283,23 @@ func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Con
 }
 
 // covered reports whether some execution made up for item's fire f: its own
-// run, or a misfire or failover run for an earlier fire that began after f.
+// run, or a misfire or failover run that stands for it (FireTime through
+// Through).
 func covered(recs []record, item int, f time.Time) bool {
 	for _, r := range recs {
-		if r.item != item {
-			continue
-		}
-		if r.fire.Equal(f) {
-			return true
-		}
-		if (r.kind == job.KindMisfire || r.kind == job.KindFailover) && !r.fire.After(f) && !r.begin.Before(f) {
+		if r.item == item && standsFor(r, f) {
 			return true
 		}
 	}
 	return false
+}
+
+// standsFor reports whether execution r made up for its item's fire f.
+func standsFor(r record, f time.Time) bool {
+	if r.fire.Equal(f) {
+		return true
+	}
+	return (r.kind == job.KindMisfire || r.kind == job.KindFailover) && r.fire.Before(f) && !r.through.Before(f)
 }
 
 func TestShutdownWhileAnItemRunsLosesNoFire(t *testing.T) {

@@ -60,6 +60,12 @@ type ShardingContext struct {
 	// (the same on every instance). For misfire and failover runs it is the
 	// earliest fire the run makes up for.
 	FireTime time.Time
+	// Through is the latest scheduled fire the execution stands for:
+	// FireTime for a fire or a trigger; for a misfire or failover run, the
+	// last fire due when the item was reserved for it. The run makes up for
+	// every fire from FireTime through Through, and no other execution does
+	// for those (unless an instance crashed first: see docs/guarantees.md).
+	Through time.Time
 	// ShardingTotalCount is the job's item count.
 	ShardingTotalCount int
 	// Item is the sharding item, 0..ShardingTotalCount-1.

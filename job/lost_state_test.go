@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
@@ -15,10 +14,7 @@ import (
 func coverCount(recs []record, item int, f time.Time) int {
 	n := 0
 	for _, r := range recs {
-		if r.item != item {
-			continue
-		}
-		if r.fire.Equal(f) || ((r.kind == job.KindMisfire || r.kind == job.KindFailover) && r.fire.Before(f) && !r.begin.Before(f)) {
+		if r.item == item && standsFor(r, f) {
 			n++
 		}
 	}
@@ -45,7 +41,7 @@ func checkExactlyOnce(t *testing.T, recs []record, from, end time.Time, items in
 	}
 	if t.Failed() {
 		for _, r := range recs {
-			t.Logf("item %d %s fire %s [%s – %s] on %s", r.item, r.kind, r.fire.Format("15:04:05.000"), r.begin.Format("15:04:05.000"), r.end.Format("15:04:05.000"), r.server)
+			t.Logf("item %d %s fire %s through %s [%s – %s] on %s", r.item, r.kind, r.fire.Format("15:04:05.000"), r.through.Format("15:04:05.000"), r.begin.Format("15:04:05.000"), r.end.Format("15:04:05.000"), r.server)
 		}
 	}
 }

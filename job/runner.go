@@ -88,10 +88,30 @@ type runner struct {
 }
 
 type execution struct {
-	item   int
-	fire   time.Time
-	kind   Kind
-	cancel context.CancelCauseFunc
+	item int
+	fire time.Time
+	// through is the latest fire the execution stands for, fixed when the
+	// item is reserved: a scheduled fire reserved later finds it covered.
+	through time.Time
+	kind    Kind
+	cancel  context.CancelCauseFunc
+}
+
+// standsFor reports whether the execution holding an item already makes up
+// for the fire at: a fire that finds its item so busy owes nothing.
+func (e *execution) standsFor(at time.Time) bool {
+	return !e.through.IsZero() && !e.through.Before(at) && !e.fire.After(at)
+}
+
+// makeUpThrough is the latest fire a make-up run since since, reserved now,
+// stands for.
+func (r *runner) makeUpThrough(cfg Config, since time.Time) time.Time {
+	if sched, _, err := cfg.Schedule(); err == nil {
+		if p := prevFire(sched, r.s.opts.now()); p.After(since) {
+			return p
+		}
+	}
+	return since
 }
 
 // Node payloads. JSON so that operators and the CLI can read them.
@@ -714,10 +734,12 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 			r.dispatched[it] = at
 		}
 		gap, gapped := gaps[it]
-		if _, busy := r.running[it]; busy {
-			r.noteMisfireLocked(it, at, cfg)
-			if gapped {
+		if e, busy := r.running[it]; busy {
+			if gapped && !e.standsFor(gap) {
 				r.noteMisfireLocked(it, gap, cfg)
+			}
+			if !e.standsFor(at) {
+				r.noteMisfireLocked(it, at, cfg)
 			}
 			continue
 		}
@@ -725,11 +747,13 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 		if gapped && (!owed || gap.Before(since)) {
 			since, owed = gap, true
 		}
-		r.running[it] = &execution{item: it, fire: at}
+		e := &execution{item: it, fire: at, through: at}
+		r.running[it] = e
 		if owed {
 			r.dropDebtLocked(it)
 		}
 		if owed && since.Before(at) {
+			e.fire, e.through = since, r.makeUpThrough(cfg, since)
 			if debts == nil {
 				debts = map[time.Time][]int{}
 			}
@@ -1263,10 +1287,10 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 		}
 		if err != nil {
 			r.log.Warn("cannot mark items running; they will run as a misfire", "items", todo, "err", err)
-			r.release(todo)
 			for _, it := range todo {
 				r.noteMisfire(it, at, cfg)
 			}
+			r.release(todo)
 			return
 		}
 		todo = marked
@@ -1348,7 +1372,6 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 	if err != nil {
 		return items, nil, nil
 	}
-	upTo := prevFire(sched, r.s.opts.now())
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	covers := make([]cover, len(items))
@@ -1363,6 +1386,12 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 			since = f
 		}
 		c := covers[i]
+		upTo := since
+		r.mu.Lock()
+		if e := r.running[it]; e != nil && e.through.After(upTo) {
+			upTo = e.through
+		}
+		r.mu.Unlock()
 		switch {
 		case errs[i] != nil:
 			// Cannot tell: run it (at least once beats a lost fire).
@@ -1379,7 +1408,7 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 		case !c.through.Before(upTo):
 			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through)
 			now := time.Now()
-			settled = append(settled, itemResult{item: it, fire: since, kind: kind, begin: now, end: now, settled: true})
+			settled = append(settled, itemResult{item: it, fire: since, through: upTo, kind: kind, begin: now, end: now, settled: true})
 		default:
 			// Covered from the floor through c.through: run the rest, and
 			// the floor stays.
@@ -1460,16 +1489,22 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Conf
 		if through.After(r.dispatched[it]) {
 			r.dispatched[it] = through
 		}
-		if _, busy := r.running[it]; busy {
+		if e, busy := r.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
-				r.noteMisfireLocked(it, at, cfg)
-				if through.After(at) {
+				if !e.standsFor(at) {
+					r.noteMisfireLocked(it, at, cfg)
+				}
+				if through.After(at) && !e.standsFor(through) {
 					r.noteMisfireLocked(it, through, cfg)
 				}
 			}
 			continue
 		}
-		r.running[it] = &execution{item: it, fire: at}
+		e := &execution{item: it, fire: at, through: at}
+		if kind == KindMisfire || kind == KindFailover {
+			e.through = r.makeUpThrough(cfg, at)
+		}
+		r.running[it] = e
 		todo = append(todo, it)
 	}
 	return todo
@@ -1584,6 +1619,10 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 				r.release([]int{item})
 				continue
 			}
+			// Owed before the item is free again here: a fire reserving
+			// it in between must see the debt, or it would run as a plain
+			// fire and the debt's run would run that fire again.
+			r.noteMisfire(item, at, r.config())
 			r.release([]int{item})
 			r.owesMisfireRemote(ctx, item, at)
 		case errors.Is(me.Err, regcenter.ErrNoNode):
@@ -1752,6 +1791,9 @@ type itemResult struct {
 	// the completion cleans up (mark, misfire node, queue entry) but
 	// records no completion of its own.
 	settled bool
+	// through is the latest fire the execution stood for (see
+	// ShardingContext.Through).
+	through time.Time
 	// floor, when set, is the earliest fire from which every fire through
 	// this run's will have run (see completedMark.Floor).
 	floor time.Time
@@ -1762,19 +1804,23 @@ func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]str
 	defer cancel(nil)
 	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
 	defer stopLink()
+	through := at
 	r.mu.Lock()
 	if e := r.running[item]; e != nil {
 		e.kind, e.fire, e.cancel = kind, at, cancel
+		if e.through.After(at) {
+			through = e.through
+		}
 	}
 	r.mu.Unlock()
 
 	sc := ShardingContext{
-		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at,
+		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		owner: &ownership{sess: sess, ctx: ctx},
 	}
-	res := itemResult{item: item, fire: at, kind: kind, begin: time.Now()}
+	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
 	ev := r.listenerEvent(sc, res.begin)
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)

@@ -21,13 +21,17 @@ const (
 
 // execution is one execution of one item, as the log tells it.
 type execution struct {
-	Run   string
-	Inst  string
-	PID   int
-	Item  int
-	Fire  int64 // scheduled fire, Unix ms (the earliest one for misfire/failover)
-	Kind  string
-	Begin int64 // Unix ns
+	Run  string
+	Inst string
+	PID  int
+	Item int
+	Fire int64 // scheduled fire, Unix ms (the earliest one for misfire/failover)
+	// Through is the latest fire it stands for, Unix ms; 0 when the log
+	// does not say (then a make-up run is taken to cover every fire up to
+	// its begin).
+	Through int64
+	Kind    string
+	Begin   int64 // Unix ns
 	// Stop is the end line's time (committed), the abort line's (aborted),
 	// or the process's reaping time, an upper bound on its death
 	// (unfinished; the log's last event when the process was never reaped).
@@ -234,7 +238,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 				r.BadLines++
 				continue
 			}
-			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Kind: e.Kind, Begin: e.T, State: stateUnfinished}
+			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Through: e.Through, Kind: e.Kind, Begin: e.T, State: stateUnfinished}
 			byRun[e.Run] = x
 			r.Executions = append(r.Executions, x)
 		case eventlog.End, eventlog.Abort:
@@ -366,7 +370,11 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		switch x.Kind {
 		case "fire":
 		case "misfire", "failover":
-			hi = max(x.Fire, x.Begin/int64(time.Millisecond))
+			if x.Through > 0 {
+				hi = max(x.Fire, x.Through)
+			} else {
+				hi = max(x.Fire, x.Begin/int64(time.Millisecond))
+			}
 		default:
 			continue // a trigger is no fire of the schedule
 		}

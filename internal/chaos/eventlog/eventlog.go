@@ -89,18 +89,21 @@ type RunConfig struct {
 // Event is one line of the log. Fields an event kind does not use are
 // omitted; Item is a pointer so that item 0 is written.
 type Event struct {
-	Ev     string     `json:"ev"`
-	T      int64      `json:"t"`
-	Inst   string     `json:"inst,omitempty"`
-	PID    int        `json:"pid,omitempty"`
-	Run    string     `json:"run,omitempty"`
-	Item   *int       `json:"item,omitempty"`
-	Fire   int64      `json:"fire,omitempty"`
-	Kind   string     `json:"kind,omitempty"`
-	Err    string     `json:"err,omitempty"`
-	Fault  string     `json:"fault,omitempty"`
-	Detail string     `json:"detail,omitempty"`
-	Cfg    *RunConfig `json:"cfg,omitempty"`
+	Ev   string `json:"ev"`
+	T    int64  `json:"t"`
+	Inst string `json:"inst,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	Run  string `json:"run,omitempty"`
+	Item *int   `json:"item,omitempty"`
+	Fire int64  `json:"fire,omitempty"`
+	// Through is the latest fire (Unix ms) an execution stands for
+	// (job.ShardingContext.Through); 0 in logs written before it existed.
+	Through int64      `json:"through,omitempty"`
+	Kind    string     `json:"kind,omitempty"`
+	Err     string     `json:"err,omitempty"`
+	Fault   string     `json:"fault,omitempty"`
+	Detail  string     `json:"detail,omitempty"`
+	Cfg     *RunConfig `json:"cfg,omitempty"`
 }
 
 // ItemOf returns e's item, or -1 when it has none.

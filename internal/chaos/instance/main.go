@@ -196,7 +196,7 @@ func (in *instance) start(ctx context.Context, rc *regcenter.ZooKeeper) (*job.Sc
 // effect) or abort.
 func (in *instance) execute(ctx context.Context, sc job.ShardingContext) error {
 	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, in.seq.Add(1))
-	base := eventlog.Event{Run: run, Item: eventlog.Item(sc.Item), Fire: sc.FireTime.UnixMilli(), Kind: string(sc.Kind)}
+	base := eventlog.Event{Run: run, Item: eventlog.Item(sc.Item), Fire: sc.FireTime.UnixMilli(), Through: sc.Through.UnixMilli(), Kind: string(sc.Kind)}
 	e := base
 	e.Ev = eventlog.Begin
 	in.write(e)
