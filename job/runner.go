@@ -705,18 +705,13 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, r
 	gaps := r.inheritedGaps(sess, at, items)
 	plain, debts := r.reserveFire(items, at, gaps, cfg)
 	reserved()
-	var wg sync.WaitGroup
-	for since, its := range debts {
-		sortInts(its)
-		r.log.Info("making up for owed fires with this one", "items", its, "since", since, "fire", at)
-		wg.Add(1)
-		go func() { // owned here: waited for below
-			defer wg.Done()
-			r.run(sess, cfg, since, its, KindMisfire)
-		}()
-	}
+	done := make(chan struct{})
+	go func() { // owned here: waited for below
+		defer close(done)
+		r.runReserved(sess, cfg, debts, "making up for owed fires with this one")
+	}()
 	r.run(sess, cfg, at, plain, KindFire)
-	wg.Wait()
+	<-done
 }
 
 // reserveFire reserves a scheduled fire's items here: those that owe
@@ -1259,14 +1254,6 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 	r.run(sess, cfg, at, r.reserve(items, at, time.Time{}, kind, cfg), kind)
 }
 
-// makeUp runs items as a misfire since an earlier fire, in place of the
-// scheduled fire at: an item still busy here owes a run for the whole
-// span, through at.
-func (r *runner) makeUp(sess *regcenter.Session, since, at time.Time, items []int) {
-	cfg := r.config()
-	r.run(sess, cfg, since, r.reserve(items, since, at, KindMisfire, cfg), KindMisfire)
-}
-
 // run executes items reserved here: marks, runs and completes them.
 func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
 	if len(todo) == 0 {
@@ -1737,8 +1724,12 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 			return
 		}
 		// Grouped by debt: a run is labelled with its own items' earliest
-		// missed fire, not with the oldest of all.
-		debts := map[span][]int{}
+		// missed fire, not with the oldest of all. Each item is reserved
+		// in the same lock that takes its debt: a fire reserving it in
+		// between would find neither, run as a plain fire, and the debt's
+		// run would run that fire again.
+		cfg := r.config()
+		debts := map[time.Time][]int{}
 		for it, at := range r.misfires {
 			if _, busy := r.running[it]; busy || tried[it] {
 				continue
@@ -1748,32 +1739,36 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 				continue // running elsewhere: tried when its mark goes
 			}
 			tried[it] = true
-			d := span{since: at, through: r.misfireLast[it]}
-			debts[d] = append(debts[d], it)
+			last := r.misfireLast[it]
 			r.dropDebtLocked(it)
+			if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+				continue // no longer an item, or kept out
+			}
+			if last.After(r.dispatched[it]) {
+				r.dispatched[it] = last
+			}
+			r.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
+			debts[at] = append(debts[at], it)
 		}
 		r.mu.Unlock()
 		if len(debts) == 0 {
 			return
 		}
-		r.makeUpAll(sess, debts, "running misfired items")
+		r.runReserved(sess, cfg, debts, "running misfired items")
 	}
 }
 
-// span is a run of missed fires: since the first, through the last.
-type span struct{ since, through time.Time }
-
-// makeUpAll runs each group of items as a misfire for its span, the groups
-// concurrently, and returns when all have ended.
-func (r *runner) makeUpAll(sess *regcenter.Session, debts map[span][]int, msg string) {
+// runReserved runs each group of items, reserved here, as a make-up run
+// since its fire, the groups concurrently, and returns when all have ended.
+func (r *runner) runReserved(sess *regcenter.Session, cfg Config, debts map[time.Time][]int, msg string) {
 	var wg sync.WaitGroup
-	for d, items := range debts {
+	for since, items := range debts {
 		sortInts(items)
-		r.log.Info(msg, "items", items, "since", d.since)
+		r.log.Info(msg, "items", items, "since", since)
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			r.makeUp(sess, d.since, d.through, items)
+			r.run(sess, cfg, since, items, KindMisfire)
 		}()
 	}
 	wg.Wait()
