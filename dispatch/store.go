@@ -172,6 +172,26 @@ func scanTask(r scanner) (Task, error) {
 	return t, nil
 }
 
+// queryTasks runs a query whose rows are taskCols and scans them.
+func queryTasks(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]Task, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
 func micros(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -308,21 +328,12 @@ func (s *store) assign(ctx context.Context, tasks []Task, notify bool) ([]Task, 
 			if len(old) == 0 {
 				continue
 			}
-			rows, err = tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE worker = ? AND external_id IN (`+placeholders(len(old))+`)`), append([]any{tasks[0].Worker}, old...)...)
+			existing, err := queryTasks(ctx, tx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE worker = ? AND external_id IN (`+placeholders(len(old))+`)`), append([]any{tasks[0].Worker}, old...)...)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				t, err := scanTask(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
+			for _, t := range existing {
 				out[oldAt[t.ExternalID]] = t
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
 			}
 		}
 		if notify {
@@ -409,48 +420,26 @@ LEFT JOIN dispatch_nodes n ON n.id = ? WHERE g.id = 1`+lock), node).Scan(&g.MaxR
 				return fmt.Errorf("dispatch: take worker slots: %w", err)
 			}
 			args := append([]any{node, nowUS, nowUS, nowUS}, start...)
-			rows, err := tx.QueryContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, started_at = ?,
+			started, err := queryTasks(ctx, tx, s.q(`UPDATE dispatch_tasks SET status = 'running', attempts = attempts + 1, lease_owner = ?, started_at = ?,
     deadline = ? + timeout_us, late = CASE WHEN acceptable_start < ? THEN 1 ELSE 0 END, ended_at = 0
 WHERE status = 'waiting' AND uuid IN (`+placeholders(len(start))+`) RETURNING `+taskCols), args...)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				t, err := scanTask(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				c.started = append(c.started, t)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+			c.started = append(c.started, started...)
 			if len(c.started) != len(start) {
 				return fmt.Errorf("dispatch: claim: %d of %d candidates changed under the lock", len(start)-len(c.started), len(start))
 			}
 		}
 		if len(fail) > 0 {
 			args := append([]any{nowUS, nowUS}, fail...)
-			rows, err := tx.QueryContext(ctx, s.q(`UPDATE dispatch_tasks SET status = 'failed', ended_at = ?, late = 1,
+			failed, err := queryTasks(ctx, tx, s.q(`UPDATE dispatch_tasks SET status = 'failed', ended_at = ?, late = 1,
     last_error = 'late: not started by its acceptable start, and the worker''s late policy is fail'
 WHERE status = 'waiting' AND acceptable_start < ? AND uuid IN (`+placeholders(len(fail))+`) RETURNING `+taskCols), args...)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				t, err := scanTask(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				c.lateFailed = append(c.lateFailed, t)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+			c.lateFailed = append(c.lateFailed, failed...)
 		}
 		return nil
 	})
@@ -809,20 +798,7 @@ func (s *store) failAttempt(ctx context.Context, uuid string, attempt int, reaso
 // runningWhere locks the running tasks that match cond.
 func (s *store) runningWhere(ctx context.Context, tx *sql.Tx, cond string, limit int, args ...any) ([]Task, error) {
 	args = append(args, limit)
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` LIMIT ?`+s.forUpdate()), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return queryTasks(ctx, tx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` LIMIT ?`+s.forUpdate()), args...)
 }
 
 // expire times out running tasks whose deadline has passed.
@@ -1047,18 +1023,9 @@ func (s *store) tasks(ctx context.Context, f Filter) ([]Task, error) {
 	}
 	query += " ORDER BY uuid LIMIT ?"
 	args = append(args, f.Limit)
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	out, err := queryTasks(ctx, s.db, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: list tasks: %w", err)
 	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("dispatch: list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -144,7 +144,7 @@ func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
 	}
 	var m completedMark
 	if err := json.Unmarshal(data, &m); err != nil || m.Fire <= 0 {
-		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", clip(data), "err", err)
+		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", quoteShort(string(data)), "err", err)
 		return cover{}, nil
 	}
 	c := cover{floor: time.UnixMilli(m.Fire), through: time.UnixMilli(m.Fire)}

@@ -852,7 +852,7 @@ func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
 		}
 		// Not written by a leader: ask for a reshard now and wait for it,
 		// so that this fire runs with a real assignment.
-		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", clip(data), "err", err)
+		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", quoteShort(string(data)), "err", err)
 		if err := r.requestReshard(ctx); err != nil {
 			return nil, err
 		}
@@ -873,14 +873,6 @@ func (r *runner) requestReshard(ctx context.Context) error {
 		return fmt.Errorf("requesting a reshard: %w", err)
 	}
 	return nil
-}
-
-// clip returns data as a string of at most 64 bytes, for log lines.
-func clip(data []byte) string {
-	if len(data) > 64 {
-		return string(data[:64]) + "…"
-	}
-	return string(data)
 }
 
 // coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
