@@ -37,7 +37,17 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan
 
 // covers reports whether an execution makes up for a misfire owed since.
 func (b itemResult) covers(since time.Time) bool {
+	if !b.hole.through.IsZero() && !since.IsZero() && since.After(b.through) {
+		return false // a hole filled; the debt after it stands
+	}
 	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
+}
+
+// recordsCover reports whether b's completion writes the item's completed
+// record: not for a filled hole that stops short of the record (writing it
+// would make the record vouch for less than it does).
+func (b itemResult) recordsCover() bool {
+	return b.hole.through.IsZero() || !b.hole.join.IsZero()
 }
 
 // settleLocked pays, from item b.item's misfire debt (owed since), the
@@ -70,6 +80,9 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 // own fire, or for a misfire or failover run every fire due when its item
 // was reserved (ShardingContext.Through).
 func (r *runner) coveredUpTo(_ Config, b itemResult) time.Time {
+	if !b.hole.join.IsZero() {
+		return b.hole.join // the run and the record it joined
+	}
 	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
 		return b.through
 	}
@@ -119,10 +132,12 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	// connection, a ZooKeeper ensemble without quorum and a new session
 	// (the replay-safe, unfenced form then). Given up, the fires it covers
 	// would look unrun and be run again. Bounded all the same (I4), and cut
-	// when shutdown's grace period ends.
+	// when shutdown has waited its last for background work — not when its
+	// grace period for running items ends: the items it cut short are
+	// handed over by their completions.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
-	defer context.AfterFunc(r.execCtx, cancel)()
+	defer context.AfterFunc(r.recordCtx, cancel)()
 	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -250,7 +265,7 @@ func (r *runner) paid(cfg Config, batch []itemResult) {
 			continue
 		}
 		r.completedSeen[b.item] = true
-		if !b.settled && b.kind != KindTrigger {
+		if !b.settled && b.kind != KindTrigger && b.recordsCover() {
 			c := cover{floor: b.fire, through: r.coveredUpTo(cfg, b)}
 			if !b.floor.IsZero() && b.floor.Before(c.floor) {
 				c.floor = b.floor
@@ -341,7 +356,7 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
+		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled && b.recordsCover() {
 			upTo := r.coveredUpTo(cfg, b)
 			mark := completedMark{Server: r.serverID(), Fire: upTo.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {

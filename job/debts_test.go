@@ -138,3 +138,80 @@ func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
 
 	checkEveryFire(t, rec.snapshot(), cut, end, 1)
 }
+
+// A debt older than the floor of its item's completed record runs only the
+// fires before that floor: the record vouches for the fires from the floor
+// on, and running them again would run them twice. The run joins the
+// record (its completion vouches for both), and the fires after the record
+// are owed again and run once.
+func TestDebtOlderThanTheRecordFillsOnlyTheHole(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "hole", Cron: "* * * * * *", ShardingTotalCount: 1, Failover: true}
+	obs := observer(t, ns)
+
+	// Before any instance runs: an instance since gone ran every fire
+	// from floor through last, and left a debt since owed, older than
+	// floor, in the failover queue.
+	now := time.Now().Truncate(time.Second)
+	owed, floor, last := now.Add(-10*time.Second), now.Add(-6*time.Second), now.Add(-2*time.Second)
+	mark, _ := json.Marshal(map[string]any{"server": "gone", "fire": last.UnixMilli(), "floor": floor.UnixMilli(), "kind": "fire"})
+	if err := obs.EnsurePath(tctx(t), "/hole/execution/0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Create(tctx(t), "/hole/execution/0/completed", mark, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	entry, _ := json.Marshal(map[string]any{"fire": owed.UnixMilli(), "from": "gone"})
+	if err := obs.EnsurePath(tctx(t), "/hole/leader/failover/items"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Create(tctx(t), "/hole/leader/failover/items/0", entry, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+
+	startInstance(t, ns, "a", cfg, rec)
+	end := rec.waitFires(t, time.Now(), 3, 1, 30*time.Second)[0]
+	waitUntil(t, 10*time.Second, func() bool {
+		q, _, err := obs.Exists(tctx(t), "/hole/leader/failover/items/0")
+		return err == nil && !q
+	})
+
+	recs := rec.snapshot()
+	for _, r := range recs {
+		if !r.begin.After(end) {
+			t.Logf("%s %s fire=%s through=%s", r.server, r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"))
+		}
+	}
+	for f := owed; f.Before(end); f = f.Add(time.Second) {
+		n := 0
+		for _, r := range recs {
+			if r.item == 0 && standsFor(r, f) {
+				n++
+			}
+		}
+		want := 1
+		if !f.Before(floor) && !f.After(last) {
+			want = 0 // the record's: they ran on "gone"
+		}
+		if n != want {
+			t.Errorf("fire %s ran %d times, want %d", f.Format("15:04:05"), n, want)
+		}
+	}
+	// The record joins the filled hole: it vouches from owed on.
+	data, _, err := obs.Get(tctx(t), "/hole/execution/0/completed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Fire, Since, Floor int64 }
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	from := got.Since
+	if got.Floor > 0 && (from == 0 || got.Floor < from) {
+		from = got.Floor
+	}
+	if from == 0 || from > owed.UnixMilli() {
+		t.Errorf("completed record %s does not vouch from %s", data, owed.Format("15:04:05"))
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/listener"
@@ -74,10 +76,15 @@ type runner struct {
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
 
-	lifeCtx      context.Context // cancelled when stop begins: ends coordination waits
-	lifeCancel   context.CancelFunc
-	execCtx      context.Context // cancelled when shutdown's grace period ends
-	execCancel   context.CancelCauseFunc
+	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
+	lifeCancel context.CancelFunc
+	execCtx    context.Context // cancelled when shutdown's grace period ends
+	execCancel context.CancelCauseFunc
+	// recordCtx is cancelled when stop has waited its last for background
+	// work: completions (including the hand-over of items cut short) are
+	// written until then.
+	recordCtx    context.Context
+	recordCancel context.CancelFunc
 	wg           sync.WaitGroup
 	membership   *kicker
 	failoverKick *kicker
@@ -168,6 +175,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	}
 	r.cfg.Store(&cfg)
 	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
+	r.recordCtx, r.recordCancel = context.WithCancel(context.Background())
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
@@ -1277,12 +1285,13 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 	n := len(todo)
 	results := make(chan itemResult, n)
 	var fires, floors map[int]time.Time
+	var holes map[int]hole
 	switch kind {
 	case KindMisfire, KindFailover:
 		fires = r.absorbDebts(todo, at)
 		if !cfg.Unmonitored {
 			var settled []itemResult
-			todo, floors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			todo, floors, holes, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
 			for _, s := range settled {
 				results <- s
 			}
@@ -1296,10 +1305,11 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 		if f, ok := fires[it]; ok {
 			fire = f
 		}
-		floor := floors[it]
+		floor, h := floors[it], holes[it]
 		if !r.goFunc(func() {
 			res := r.runItem(sess, cfg, params, fire, it, kind)
 			res.floor = floor
+			res.hole = h
 			results <- res
 		}) {
 			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
@@ -1345,11 +1355,13 @@ func (r *runner) floorsAfter(cfg Config, at time.Time, items []int) map[int]time
 // the others run since the first fire after the completed one.
 // fires holds the items whose run starts at another fire than at; it is
 // updated in place. floors are what the runs' completions may record as
-// covered without a gap (see completedMark.Floor).
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, floors map[int]time.Time, settled []itemResult) {
+// covered without a gap (see completedMark.Floor). holes are the items whose
+// debt starts before the record's floor: they run only the fires before it
+// (see hole).
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, floors map[int]time.Time, holes map[int]hole, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return items, nil, nil
+		return items, nil, nil, nil
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
@@ -1376,9 +1388,23 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 			// Cannot tell: run it (at least once beats a lost fire).
 			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
 			todo = append(todo, it)
-		case c.through.IsZero() || since.Before(c.floor):
-			// Nothing recorded, or fires before the recorded run of
-			// covered fires may be holes: run all of the debt.
+		case c.through.IsZero():
+			// Nothing recorded: run all of the debt.
+			todo = append(todo, it)
+		case since.Before(c.floor):
+			// The record vouches for the fires from its floor through
+			// c.through; the fires before the floor may be holes. Run
+			// those only, and owe what the record does not reach.
+			h := r.fillHole(cfg, sched, it, since, upTo, c)
+			if h.through.IsZero() {
+				todo = append(todo, it) // no fire before the floor: run it all
+				break
+			}
+			if holes == nil {
+				holes = map[int]hole{}
+			}
+			holes[it] = h
+			r.log.Info("owed run fills the fires before the item's record", "item", it, "kind", kind, "since", since, "through", h.through, "record_floor", c.floor, "record_through", c.through)
 			todo = append(todo, it)
 		case sched.Next(c.through).Before(since):
 			// A gap between what ran and this debt: not this run's to
@@ -1398,7 +1424,47 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 			todo = append(todo, it)
 		}
 	}
-	return todo, floors, settled
+	return todo, floors, holes, settled
+}
+
+// hole narrows a make-up run to fires before the floor of its item's
+// completed record: every fire from the floor through the record's last is
+// known to have run, the fires before it are not known either way, and
+// running the whole debt again would run the record's fires twice. through
+// is the last fire the run stands for; join, when set, is the record's last
+// fire and the run is contiguous with the record, so its completion records
+// both as one cover; a run that does not reach the floor leaves the record
+// as it stands.
+type hole struct {
+	through, join time.Time
+}
+
+// fillHole narrows item's make-up run since since (standing for fires
+// through upTo) to the fires before c's floor, and owes again the fires
+// after c.through that upTo reached. A zero hole means no fire lies before
+// the floor.
+func (r *runner) fillHole(cfg Config, sched cron.Schedule, item int, since, upTo time.Time, c cover) hole {
+	end := prevFire(sched, c.floor.Add(-time.Millisecond))
+	if end.IsZero() || end.Before(since) {
+		return hole{}
+	}
+	h := hole{through: end}
+	if end.After(upTo) {
+		h.through = upTo
+	} else {
+		h.join = c.through
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.running[item]; e != nil {
+		e.through = h.through
+	}
+	if upTo.After(c.through) {
+		if next := sched.Next(c.through); !next.IsZero() {
+			r.noteMisfireLocked(item, next, cfg)
+		}
+	}
+	return h
 }
 
 // absorbDebts folds into a make-up run starting at at the misfire debts
@@ -1784,6 +1850,9 @@ type itemResult struct {
 	// floor, when set, is the earliest fire from which every fire through
 	// this run's will have run (see completedMark.Floor).
 	floor time.Time
+	// hole, when set, says the run filled fires before its item's record
+	// (see hole): its completion joins the record or leaves it alone.
+	hole hole
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {

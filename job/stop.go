@@ -113,6 +113,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if !waitCtx(cctx, &r.wg) {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
+	r.recordCancel()
 	return errors.Join(errs...)
 }
 
