@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +13,8 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 )
 
-// emit writes v as indented JSON.
-func (e *env) emit(v any) error {
-	enc := json.NewEncoder(e.out)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+// emit writes v as indented JSON, as the HTTP handler answers.
+func (e *env) emit(v any) error { return admin.WriteJSON(e.out, v) }
 
 func (e *env) printf(format string, a ...any) { fmt.Fprintf(e.out, format, a...) }
 

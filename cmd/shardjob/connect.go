@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -135,27 +134,11 @@ func splitList(s string) []string {
 	return out
 }
 
-// codec decodes a config node as the instances do. The sharding strategy
-// is not looked up: strategies registered by an application are unknown
-// to this command (instances refuse an unknown one and keep their config).
-func codec(ctx context.Context, data []byte) (admin.Config, error) {
-	cfg, err := job.DecodeConfigContext(ctx, data)
-	if err != nil {
-		return admin.Config{}, err
-	}
-	doc, err := cfg.Encode()
-	if err != nil {
-		return admin.Config{}, err
-	}
-	out := admin.Config{
-		Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
-		Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
-	}
-	if sched, _, err := cfg.Schedule(); err == nil {
-		out.Next = sched.Next
-	}
-	return out, nil
-}
+// codec decodes a config node as the instances do, with the codec the
+// HTTP handler uses too. The sharding strategy is not looked up:
+// strategies registered by an application are unknown to this command
+// (instances refuse an unknown one and keep their config).
+var codec = admin.JobCodec(false)
 
 // fileError names the file a refused config document came from.
 func fileError(file string, err error) error {

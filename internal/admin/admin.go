@@ -1,7 +1,7 @@
 // Package admin reads and steers a running shardjob cluster through
 // ZooKeeper: the operator's side of the node layout in internal/layout. The
-// shardjob command (cmd/shardjob) and the SDK's HTTP handler (job.NewHTTPHandler)
-// are two faces of this one library.
+// shardjob command (cmd/shardjob) and the SDK's HTTP handler
+// (jobhttp.NewHandler) are two faces of this one library.
 //
 // Reading never changes anything. Every operation writes only the nodes an
 // operator is meant to write — server flags, the job-wide disabled-items
@@ -10,9 +10,10 @@
 // trigger runs the items once now, a changed config is applied by every
 // instance, a deleted config makes every instance leave the job.
 //
-// The package does not import package job (job imports it, for the HTTP
-// handler): what it needs to know about a job's configuration comes through
-// a [Codec].
+// The package stands above package job, which never imports it. What it
+// needs to know about a job's configuration comes through a [Codec]. Both
+// faces decode config documents with [JobCodec] and write JSON with
+// [WriteJSON], so they accept and answer the same.
 package admin
 
 import (
@@ -68,8 +69,8 @@ type Config struct {
 // Codec decodes and validates a config document. It returns an error
 // describing every problem (with the key and line where known) when the
 // document is not a valid job configuration, and gives up when ctx ends.
-// Package job provides the codec its instances use; see
-// job.NewHTTPHandler and cmd/shardjob.
+// [JobCodec] decodes as the instances do; tests may pass a codec of their
+// own.
 type Codec func(ctx context.Context, data []byte) (Config, error)
 
 // Admin reads and steers the jobs of one namespace. It is safe for

@@ -16,7 +16,6 @@ import (
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
@@ -29,23 +28,8 @@ func TestMain(m *testing.M) {
 
 var nsSeq atomic.Int64
 
-// codec decodes config nodes as the instances do.
-func codec(ctx context.Context, data []byte) (admin.Config, error) {
-	cfg, err := job.DecodeConfigContext(ctx, data)
-	if err != nil {
-		return admin.Config{}, err
-	}
-	doc, err := cfg.Encode()
-	if err != nil {
-		return admin.Config{}, err
-	}
-	out := admin.Config{Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
-		Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc}
-	if s, _, err := cfg.Schedule(); err == nil {
-		out.Next = s.Next
-	}
-	return out, nil
-}
+// codec decodes config nodes as the shardjob command does.
+var codec = admin.JobCodec(false)
 
 // fixture is a namespace with two sessions: one for the administrator, one
 // standing in for the instances (whose ephemeral nodes it owns).

@@ -1,10 +1,19 @@
-package job
+// Package jobhttp serves the operator's view of a shardjob namespace over
+// HTTP: the state of its jobs as JSON and the operations of the shardjob
+// command (trigger, server flags, disabled items, config, remove), as an
+// [http.Handler] an application mounts next to its other admin endpoints.
+//
+// It stands above package job and uses what the shardjob command uses: the
+// same reads and operations, the same config codec (a document is decoded
+// and validated exactly as the instances decode it), the same JSON. Package
+// job does not import it; an application that wants no HTTP endpoint does
+// not link it.
+package jobhttp
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +24,12 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/sharding"
 )
 
-// HTTPOptions configures [NewHTTPHandler].
-type HTTPOptions struct {
+// Options configures [NewHandler].
+type Options struct {
 	// Token enables the POST endpoints for requests that carry the header
 	// "Authorization: Bearer <Token>". Empty means read-only: every POST is
 	// refused with 403 Forbidden. A request with a missing or wrong token is
@@ -36,16 +45,16 @@ type HTTPOptions struct {
 const httpRequestTimeout = 30 * time.Second
 
 // maxConfigBody is the largest config document read: larger than a config
-// may be (MaxConfigBytes), so that an oversized one is answered with the
-// field that is too large.
-const maxConfigBody = MaxDocumentBytes
+// may be (job.MaxConfigBytes), so that an oversized one is answered with
+// the field that is too large.
+const maxConfigBody = job.MaxDocumentBytes
 
-// NewHTTPHandler returns an http.Handler that serves the state of the jobs
+// NewHandler returns an http.Handler that serves the state of the jobs
 // in rc's namespace as JSON and performs the operator's operations: the
 // same as the shardjob command. Mount it under a prefix of your own, on the
 // port of your application's admin endpoints:
 //
-//	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(rc, job.HTTPOptions{Token: os.Getenv("SHARDJOB_TOKEN")})))
+//	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", jobhttp.NewHandler(rc, jobhttp.Options{Token: os.Getenv("SHARDJOB_TOKEN")})))
 //
 // GET endpoints, open to every client that can reach the handler:
 //
@@ -76,8 +85,8 @@ const maxConfigBody = MaxDocumentBytes
 // The config written through POST /jobs/{job}/config is validated as the
 // instances will validate it — including the sharding strategy, which must
 // be registered in this process — and never written when invalid.
-func NewHTTPHandler(rc regcenter.Center, opts HTTPOptions) http.Handler {
-	h := &httpHandler{adm: admin.New(rc, adminCodec(true)), token: opts.Token, log: opts.Logger}
+func NewHandler(rc regcenter.Center, opts Options) http.Handler {
+	h := &handler{adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -104,35 +113,7 @@ func NewHTTPHandler(rc regcenter.Center, opts HTTPOptions) http.Handler {
 	return mux
 }
 
-// adminCodec decodes a config node as the instances do. With strategies,
-// the sharding strategy must be registered in this process.
-func adminCodec(strategies bool) admin.Codec {
-	return func(ctx context.Context, data []byte) (admin.Config, error) {
-		cfg, err := DecodeConfigContext(ctx, data)
-		if err != nil {
-			return admin.Config{}, err
-		}
-		if strategies {
-			if _, err := sharding.Lookup(cfg.WithDefaults().ShardingStrategy); err != nil {
-				return admin.Config{}, fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, cfg.Name, err)
-			}
-		}
-		doc, err := cfg.Encode()
-		if err != nil {
-			return admin.Config{}, err
-		}
-		out := admin.Config{
-			Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
-			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
-		}
-		if sched, _, err := cfg.Schedule(); err == nil {
-			out.Next = sched.Next
-		}
-		return out, nil
-	}
-}
-
-type httpHandler struct {
+type handler struct {
 	adm   *admin.Admin
 	token string
 	log   *slog.Logger
@@ -142,23 +123,20 @@ type httpError struct {
 	Error string `json:"error"`
 }
 
-func (h *httpHandler) reply(w http.ResponseWriter, code int, v any) {
+func (h *handler) reply(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = admin.WriteJSON(w, v)
 }
 
 // fail replies with err's status code and message.
-func (h *httpHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, admin.ErrUnknownJob), errors.Is(err, admin.ErrUnknownServer):
 		code = http.StatusNotFound
-	case errors.Is(err, ErrConfigTooLarge), errors.Is(err, regcenter.ErrTooLarge):
+	case errors.Is(err, job.ErrConfigTooLarge), errors.Is(err, regcenter.ErrTooLarge):
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, admin.ErrInvalid):
 		code = http.StatusBadRequest
@@ -177,12 +155,12 @@ func (h *httpHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.reply(w, code, httpError{Error: msg})
 }
 
-func (h *httpHandler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
+func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), httpRequestTimeout)
 }
 
 // write wraps a POST endpoint with the token check.
-func (h *httpHandler) write(next http.HandlerFunc) http.HandlerFunc {
+func (h *handler) write(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h.token == "" {
 			h.log.Warn("shardjob admin: operation refused: no token configured (read-only)", "path", r.URL.Path, "remote", r.RemoteAddr)
@@ -204,11 +182,11 @@ func (h *httpHandler) write(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (h *httpHandler) done(r *http.Request, op string, args ...any) {
+func (h *handler) done(r *http.Request, op string, args ...any) {
 	h.log.Info("shardjob admin: "+op, append(args, "remote", r.RemoteAddr)...)
 }
 
-func (h *httpHandler) index(w http.ResponseWriter, r *http.Request) {
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, map[string]any{
 		"namespace": h.adm.Namespace(),
 		"endpoints": []string{
@@ -223,7 +201,7 @@ func (h *httpHandler) index(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h *httpHandler) jobs(w http.ResponseWriter, r *http.Request) {
+func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	jobs, err := h.adm.Jobs(ctx)
@@ -237,7 +215,7 @@ func (h *httpHandler) jobs(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, jobs)
 }
 
-func (h *httpHandler) status(w http.ResponseWriter, r *http.Request) {
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	st, err := h.adm.Status(ctx, r.PathValue("job"))
@@ -248,7 +226,7 @@ func (h *httpHandler) status(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, st)
 }
 
-func (h *httpHandler) dump(w http.ResponseWriter, r *http.Request) {
+func (h *handler) dump(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	d, err := h.adm.Dump(ctx, r.PathValue("job"))
@@ -259,7 +237,7 @@ func (h *httpHandler) dump(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, d)
 }
 
-func (h *httpHandler) configGet(w http.ResponseWriter, r *http.Request) {
+func (h *handler) configGet(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
 	data, err := h.adm.ConfigGet(ctx, r.PathValue("job"))
@@ -272,12 +250,12 @@ func (h *httpHandler) configGet(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(data)
 }
 
-func (h *httpHandler) configSet(w http.ResponseWriter, r *http.Request) {
+func (h *handler) configSet(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		h.fail(w, r, fmt.Errorf("%w: %w: the config document is larger than %d bytes; a config may be at most %d",
-			admin.ErrInvalid, ErrConfigTooLarge, tooLarge.Limit, MaxConfigBytes))
+			admin.ErrInvalid, job.ErrConfigTooLarge, tooLarge.Limit, job.MaxConfigBytes))
 		return
 	}
 	if err != nil {
@@ -286,30 +264,30 @@ func (h *httpHandler) configSet(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	job := r.PathValue("job")
-	cfg, changed, err := h.adm.ConfigSet(ctx, job, data)
+	jobName := r.PathValue("job")
+	cfg, changed, err := h.adm.ConfigSet(ctx, jobName, data)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.done(r, "config set", "job", job, "changed", changed, "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
-	h.reply(w, http.StatusOK, map[string]any{"job": job, "changed": changed, "config": cfg})
+	h.done(r, "config set", "job", jobName, "changed", changed, "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
+	h.reply(w, http.StatusOK, map[string]any{"job": jobName, "changed": changed, "config": cfg})
 }
 
-func (h *httpHandler) trigger(w http.ResponseWriter, r *http.Request) {
+func (h *handler) trigger(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	job, server := r.PathValue("job"), r.URL.Query().Get("server")
-	changes, err := h.adm.Trigger(ctx, job, server)
+	jobName, server := r.PathValue("job"), r.URL.Query().Get("server")
+	changes, err := h.adm.Trigger(ctx, jobName, server)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.done(r, "trigger", "job", job, "server", server)
+	h.done(r, "trigger", "job", jobName, "server", server)
 	h.reply(w, http.StatusOK, map[string]any{"changes": changes})
 }
 
-func (h *httpHandler) remove(w http.ResponseWriter, r *http.Request) {
+func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	wait := 30 * time.Second
 	if s := r.URL.Query().Get("wait"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -321,17 +299,17 @@ func (h *httpHandler) remove(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), httpRequestTimeout+wait)
 	defer cancel()
-	job := r.PathValue("job")
-	res, err := h.adm.Remove(ctx, job, wait)
+	jobName := r.PathValue("job")
+	res, err := h.adm.Remove(ctx, jobName, wait)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.done(r, "remove", "job", job, "stopped", res.Stopped)
+	h.done(r, "remove", "job", jobName, "stopped", res.Stopped)
 	h.reply(w, http.StatusOK, res)
 }
 
-func (h *httpHandler) items(disable bool) http.HandlerFunc {
+func (h *handler) items(disable bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		text := r.URL.Query().Get("items")
 		items, err := layout.ParseItems(text)
@@ -341,35 +319,35 @@ func (h *httpHandler) items(disable bool) http.HandlerFunc {
 		}
 		ctx, cancel := h.ctx(r)
 		defer cancel()
-		job := r.PathValue("job")
+		jobName := r.PathValue("job")
 		var now []int
 		op := "disable items"
 		if disable {
-			now, err = h.adm.DisableItems(ctx, job, items)
+			now, err = h.adm.DisableItems(ctx, jobName, items)
 		} else {
 			op = "enable items"
-			now, err = h.adm.EnableItems(ctx, job, items)
+			now, err = h.adm.EnableItems(ctx, jobName, items)
 		}
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		h.done(r, op, "job", job, "items", items, "disabled", now)
-		h.reply(w, http.StatusOK, map[string]any{"job": job, "disabledItems": now})
+		h.done(r, op, "job", jobName, "items", items, "disabled", now)
+		h.reply(w, http.StatusOK, map[string]any{"job": jobName, "disabledItems": now})
 	}
 }
 
-func (h *httpHandler) serverOp(name string, op func(*admin.Admin, context.Context, string, string) ([]admin.Change, error)) http.HandlerFunc {
+func (h *handler) serverOp(name string, op func(*admin.Admin, context.Context, string, string) ([]admin.Change, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := h.ctx(r)
 		defer cancel()
-		server, job := r.PathValue("server"), r.URL.Query().Get("job")
-		changes, err := op(h.adm, ctx, server, job)
+		server, jobName := r.PathValue("server"), r.URL.Query().Get("job")
+		changes, err := op(h.adm, ctx, server, jobName)
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		h.done(r, name, "server", server, "job", job)
+		h.done(r, name, "server", server, "job", jobName)
 		h.reply(w, http.StatusOK, map[string]any{"changes": changes})
 	}
 }

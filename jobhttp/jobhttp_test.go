@@ -1,14 +1,15 @@
-package job_test
+package jobhttp_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,31 +17,52 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-func ExampleNewHTTPHandler() {
-	ctx := context.Background()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: []string{"127.0.0.1:2181"}, Namespace: "shop"})
+var zc *zktest.Cluster
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	var err error
+	zc, err = zktest.StartCluster(ctx, zktest.Options{})
+	cancel()
 	if err != nil {
-		log.Fatal(err)
+		fmt.Fprintln(os.Stderr, "zookeeper:", err)
+		os.Exit(1)
 	}
-	defer rc.Close()
-
-	// Next to the application's other admin endpoints. Without a token the
-	// handler is read-only; with one, POSTs need "Authorization: Bearer
-	// <token>".
-	mux := http.NewServeMux()
-	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(rc, job.HTTPOptions{Token: os.Getenv("SHARDJOB_TOKEN")})))
-	log.Fatal(http.ListenAndServe("127.0.0.1:8081", mux))
-
-	// Then:
-	//   curl http://127.0.0.1:8081/shardjob/jobs
-	//   curl http://127.0.0.1:8081/shardjob/jobs/orders-sync
-	//   curl -X POST -H "Authorization: Bearer $SHARDJOB_TOKEN" http://127.0.0.1:8081/shardjob/jobs/orders-sync/trigger
-	//   curl -X POST -H "Authorization: Bearer $SHARDJOB_TOKEN" 'http://127.0.0.1:8081/shardjob/servers/10.0.0.5/disable?job=orders-sync'
+	base := runtime.NumGoroutine()
+	code := m.Run()
+	if code == 0 {
+		code = checkGoroutines(base)
+	}
+	zc.Close()
+	os.Exit(code)
 }
+
+// checkGoroutines fails the run if goroutines started by the tests are
+// still alive once every scheduler, center and test server is closed.
+func checkGoroutines(base int) int {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base+2 {
+			return 0
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			fmt.Fprintf(os.Stderr, "goroutine leak: %d goroutines, %d before the tests\n%s", n, base, buf[:runtime.Stack(buf, true)])
+			return 1
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t) }
 
 var httpNS atomic.Int64
 
@@ -61,7 +83,7 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: hc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: hc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +118,7 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	}
 	hc.rc = connect()
 	mux := http.NewServeMux()
-	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", job.NewHTTPHandler(hc.rc, job.HTTPOptions{Token: token, Logger: testLogger(t)})))
+	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", jobhttp.NewHandler(hc.rc, jobhttp.Options{Token: token, Logger: testLogger(t)})))
 	hc.srv = httptest.NewServer(mux)
 	t.Cleanup(hc.srv.Close)
 	return hc

@@ -1,4 +1,4 @@
-package job_test
+package jobhttp_test
 
 import (
 	"context"
