@@ -215,7 +215,7 @@ func (s *store) setGlobalMax(ctx context.Context, n int) error {
 
 func (s *store) global(ctx context.Context) (Global, error) {
 	var g Global
-	err := s.db.QueryRowContext(ctx, `SELECT max_running, running FROM dispatch_global WHERE id = 1`).Scan(&g.MaxRunning, &g.Running)
+	err := s.db.QueryRowContext(ctx, `SELECT max_running, running - COALESCE((SELECT sum(n) FROM dispatch_freed), 0) FROM dispatch_global WHERE id = 1`).Scan(&g.MaxRunning, &g.Running)
 	if err != nil {
 		return Global{}, fmt.Errorf("dispatch: read global row: %w", err)
 	}
@@ -244,7 +244,9 @@ func (s *store) putWorker(ctx context.Context, w Worker) error {
 	})
 }
 
-const workerCols = `name, max_running, running, late_policy, webhook_url, webhook_secret`
+// workerCols reads a worker; its running count is the stored one less the
+// slots freed since the last claim (dispatch_freed).
+const workerCols = `name, max_running, running - COALESCE((SELECT sum(f.n) FROM dispatch_freed f WHERE f.worker = dispatch_workers.name), 0), late_policy, webhook_url, webhook_secret`
 
 func scanWorker(r scanner) (Worker, error) {
 	var w Worker
@@ -832,8 +834,11 @@ func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff fu
 	return out, err
 }
 
-// lockGlobal takes the global row lock first, the order every writer of
-// counters follows (PostgreSQL; SQLite serializes write transactions).
+// lockGlobal takes the global row's lock first (PostgreSQL; SQLite
+// serializes write transactions): every writer of a counter or a cap —
+// claims, sweeps, Cancel, a failed attempt, PutWorker — takes it before
+// any task's or worker's lock. A finish on PostgreSQL takes no lock but
+// its tasks' (see pgFinish).
 func lockGlobal(ctx context.Context, tx *sql.Tx, s *store) error {
 	if s.d != postgresDialect {
 		return nil
