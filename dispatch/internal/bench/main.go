@@ -90,9 +90,9 @@ func run(store string, nodes int, duration time.Duration, rate, batch int, runs 
 	// Throughput: caps wide open, tasks all startable, zero-work handler.
 	// Tasks are assigned before the clock starts, enough for this many
 	// dispatches a second; a run that uses them all up says exhausted=true.
-	open, saturated := 14000, 3000
+	open, saturated := 14000, 5000
 	if store == "sqlite" {
-		open, saturated = 9000, 5000
+		open, saturated = 12000, 5000
 	}
 	if runs["throughput"] {
 		if err := throughput(ctx, store, nodes, newDSN, duration, batch, "throughput", map[string]int{"t1": 1000, "t2": 1000, "t3": 1000}, 3000, open); err != nil {
