@@ -126,6 +126,19 @@ const pgClaim = `WITH fr AS (
 )
 SELECT * FROM upd`
 
+// pgNoBitmap and pgResetBitmap bracket a claim: its candidates must come
+// from an ordered scan of the waiting index, which stops after a worker's
+// free slots. Without statistics on dispatch_tasks — a new or freshly
+// loaded table, until autovacuum first analyzes it — the planner takes a
+// worker's waiting tasks for a handful and reads them all through a bitmap
+// scan and sorts them instead: milliseconds per worker per claim once
+// there are tens of thousands, all under the global row's lock. SET is
+// transactional, so a claim that fails leaves the setting as it found it.
+const (
+	pgNoBitmap    = `SET enable_bitmapscan = off`
+	pgResetBitmap = `RESET enable_bitmapscan`
+)
+
 // taskColsT is taskCols qualified with the alias t.
 const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.acceptable_start, t.run_at, t.status, t.attempts, t.max_retries, t.timeout_us, t.lease_owner, t.deadline, t.late, t.created_at, t.started_at, t.ended_at, t.last_error`
 
@@ -186,10 +199,15 @@ func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit i
 	var expires int64
 	err := s.pipeline(ctx, func(conn *pgx.Conn) error {
 		b := &pgx.Batch{}
+		b.Queue(pgNoBitmap)
 		b.Queue(pgClaimLock, node)
 		b.Queue(pgClaim, node, nowUS, limit)
+		b.Queue(pgResetBitmap)
 		br := conn.SendBatch(ctx, b)
 		err := func() error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 			if err := br.QueryRow().Scan(&expires); err != nil {
 				return err
 			}
@@ -210,7 +228,12 @@ func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit i
 					c.started = append(c.started, t)
 				}
 			}
-			return rows.Err()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			rows.Close()
+			_, err = br.Exec()
+			return err
 		}()
 		return errors.Join(err, br.Close())
 	})
