@@ -631,7 +631,9 @@ func TestLeaseExpiryFreesTasksAndRejectsStaleFinish(t *testing.T) {
 			t.Errorf("A's finish of attempt 1: err = %v, want ErrStaleLease", err)
 		}
 		// A's next sweep finds its lease gone: its handler is cancelled.
-		clkA.Advance(time.Second)
+		// A's clock catches up with B's first (nodes' clocks agree), or B
+		// would take A's new lease for lapsed at once.
+		clkA.Advance(13 * time.Second)
 		a.sweep(ctx)
 		if err := recv(t, endedA, "A's handler end"); !errors.Is(err, context.Canceled) {
 			t.Errorf("A's handler context: %v, want Canceled", err)

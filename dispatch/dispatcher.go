@@ -190,6 +190,7 @@ type Dispatcher struct {
 	stopWork    context.CancelFunc // cancels every handler's context
 	workCtx     context.Context
 	running     map[string]*attemptRun
+	finishing   map[string]int // Finish calls in flight here, by task
 	loops       sync.WaitGroup
 	handlers    sync.WaitGroup
 	listenAlive atomic.Bool
@@ -301,7 +302,7 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{
 		cfg: cfg, st: st, log: cfg.Logger.With("node", cfg.NodeID), clock: cfg.Clock,
 		wake: make(chan struct{}, 1), life: life, endLife: end,
-		running: map[string]*attemptRun{},
+		running: map[string]*attemptRun{}, finishing: map[string]int{},
 	}
 	if cfg.Driver == "postgres" {
 		d.listenConn = d.listen
@@ -451,6 +452,20 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 		return err
 	}
 	call := finishCall{req: finishReq{uuid: uuid, attempt: attempt}, done: make(chan error, 1)}
+	// While the finish is in flight, the sweeper leaves the attempt's
+	// context alone: it would see the task finished in the store before
+	// this call has its answer, and a handler finishing with that context
+	// would get a cancellation instead of its result.
+	d.mu.Lock()
+	d.finishing[uuid]++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		if d.finishing[uuid]--; d.finishing[uuid] <= 0 {
+			delete(d.finishing, uuid)
+		}
+		d.mu.Unlock()
+	}()
 	select {
 	case d.finishQ <- call:
 	case <-ctx.Done():
@@ -462,7 +477,11 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 	select {
 	case err = <-call.done:
 	case <-ctx.Done():
-		return fmt.Errorf("dispatch: finish %s: %w (the finish may still be recorded)", uuid, ctx.Err())
+		select {
+		case err = <-call.done: // the answer came with the cancellation
+		default:
+			return fmt.Errorf("dispatch: finish %s: %w (the finish may still be recorded)", uuid, ctx.Err())
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrStaleLease) {

@@ -305,6 +305,21 @@ func (d *Dispatcher) cancelLocal(uuid string, attempt int) {
 	}
 }
 
+// pruneAttempt cancels the handler of one attempt the store says no
+// longer holds its task, unless a Finish of that task is in flight here
+// (the Finish ends the attempt itself once it has its answer).
+func (d *Dispatcher) pruneAttempt(uuid string, attempt int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.finishing[uuid] > 0 {
+		return
+	}
+	if r := d.running[uuid]; r != nil && r.attempt == attempt {
+		delete(d.running, uuid)
+		r.cancel()
+	}
+}
+
 // cancelAllLocal cancels every handler running here (the lease is lost).
 func (d *Dispatcher) cancelAllLocal() {
 	d.mu.Lock()
@@ -400,7 +415,7 @@ func (d *Dispatcher) pruneLocal(ctx context.Context) error {
 		}
 		for _, id := range part {
 			if a, ok := holding[id]; !ok || a != local[id] {
-				d.cancelLocal(id, local[id])
+				d.pruneAttempt(id, local[id])
 			}
 		}
 	}

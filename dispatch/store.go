@@ -215,15 +215,21 @@ func (s *store) setGlobalMax(ctx context.Context, n int) error {
 
 func (s *store) global(ctx context.Context) (Global, error) {
 	var g Global
-	err := s.db.QueryRowContext(ctx, `SELECT max_running, running FROM dispatch_global WHERE id = 1`).Scan(&g.MaxRunning, &g.Running)
+	err := s.db.QueryRowContext(ctx, `SELECT max_running, running - COALESCE((SELECT sum(n) FROM dispatch_freed), 0) FROM dispatch_global WHERE id = 1`).Scan(&g.MaxRunning, &g.Running)
 	if err != nil {
 		return Global{}, fmt.Errorf("dispatch: read global row: %w", err)
 	}
 	return g, nil
 }
 
+// putWorker creates or updates a worker. It takes the global row's lock
+// first, as every writer of a cap or counter does, so a cap never changes
+// under a claim that read it.
 func (s *store) putWorker(ctx context.Context, w Worker) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := lockGlobal(ctx, tx, s); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE dispatch_workers SET max_running = ?, late_policy = ?, webhook_url = ?, webhook_secret = ? WHERE name = ?`),
 			w.MaxRunning, string(w.LatePolicy), w.WebhookURL, w.WebhookSecret, w.Name)
 		if err != nil {
@@ -238,7 +244,9 @@ func (s *store) putWorker(ctx context.Context, w Worker) error {
 	})
 }
 
-const workerCols = `name, max_running, running, late_policy, webhook_url, webhook_secret`
+// workerCols reads a worker; its running count is the stored one less the
+// slots freed since the last claim (dispatch_freed).
+const workerCols = `name, max_running, running - COALESCE((SELECT sum(f.n) FROM dispatch_freed f WHERE f.worker = dispatch_workers.name), 0), late_policy, webhook_url, webhook_secret`
 
 func scanWorker(r scanner) (Worker, error) {
 	var w Worker
@@ -363,23 +371,24 @@ type claimed struct {
 // run_at <= now, as many as the global and each worker's free slots allow.
 // The global row is locked first, so claims from every node are serialized
 // and each one sees the latest counters; the counters are raised in the
-// same transaction with a guard, so no cap is ever exceeded.
+// same transaction with a guard, so no cap is ever exceeded. On PostgreSQL
+// that is one round trip (claimPG); on SQLite, whose write transactions
+// are serialized already, several statements in one transaction.
 func (s *store) claim(ctx context.Context, node string, now time.Time, limit int) (claimed, error) {
+	if s.d == postgresDialect {
+		return s.claimPG(ctx, node, now, limit)
+	}
 	var c claimed
 	nowUS := now.UnixMicro()
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		c = claimed{}
-		// The global row, locked, and this node's lease in one statement.
-		// The lease must exist and be unexpired: reapers take the global
-		// row too, so it cannot lapse before this transaction commits.
+		// The global row and this node's lease in one statement. The
+		// lease must exist and be unexpired: reapers are serialized with
+		// this transaction, so it cannot lapse before it commits.
 		var g Global
 		var expires int64
-		lock := ""
-		if s.d == postgresDialect {
-			lock = " FOR UPDATE OF g"
-		}
-		if err := tx.QueryRowContext(ctx, s.q(`SELECT g.max_running, g.running, COALESCE(n.expires, 0) FROM dispatch_global g
-LEFT JOIN dispatch_nodes n ON n.id = ? WHERE g.id = 1`+lock), node).Scan(&g.MaxRunning, &g.Running, &expires); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT g.max_running, g.running, COALESCE(n.expires, 0) FROM dispatch_global g
+LEFT JOIN dispatch_nodes n ON n.id = ? WHERE g.id = 1`, node).Scan(&g.MaxRunning, &g.Running, &expires); err != nil {
 			return err
 		}
 		if expires <= nowUS {
@@ -456,9 +465,9 @@ type candidate struct {
 // candidates returns, in EDF order (acceptable start, expected start,
 // uuid), the first limit startable tasks such that no worker gets more
 // than its free slots: exactly what a greedy pass over all startable tasks
-// in that order would take. PostgreSQL does it in one statement; SQLite,
-// in-process and without LATERAL, asks each worker with free slots for its
-// head through the index and merges.
+// in that order would take. This is SQLite's: it asks each worker with
+// free slots for its head through the index and merges (PostgreSQL does it
+// inside pgClaim, with LATERAL).
 func (s *store) candidates(ctx context.Context, tx *sql.Tx, nowUS int64, limit int) ([]candidate, error) {
 	var out []candidate
 	scan := func(rows *sql.Rows) error {
@@ -473,21 +482,6 @@ func (s *store) candidates(ctx context.Context, tx *sql.Tx, nowUS int64, limit i
 			out = append(out, c)
 		}
 		return rows.Err()
-	}
-	if s.d == postgresDialect {
-		rows, err := tx.QueryContext(ctx, `SELECT x.uuid, x.acceptable_start, x.expected_start, w.name, w.late_policy
-FROM dispatch_workers w CROSS JOIN LATERAL (
-    SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
-    WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $1
-    ORDER BY t.acceptable_start, t.expected_start, t.uuid
-    LIMIT LEAST(w.max_running - w.running, $2)) x
-WHERE w.running < w.max_running
-ORDER BY x.acceptable_start, x.expected_start, x.uuid
-LIMIT $2`, nowUS, limit)
-		if err != nil {
-			return nil, err
-		}
-		return out, scan(rows)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT name, max_running - running, late_policy FROM dispatch_workers WHERE running < max_running ORDER BY name`)
 	if err != nil {
@@ -645,17 +639,47 @@ type finishReq struct {
 	attempt int
 }
 
+// finishState is a task's state before a batch of finishes.
+type finishState struct {
+	status   Status
+	attempt  int
+	recorded bool // PostgreSQL: the batch's statement finished it
+}
+
+// finishOutcomes tells each request its outcome (ErrUnknownTask,
+// ErrAlreadyFinished, ErrStaleLease, ErrNotRunning or nil), taking them in
+// order against the tasks' states before the batch; done lists the
+// requests that finish their task (at most one per task).
+func finishOutcomes(reqs []finishReq, state map[string]*finishState) (errs []error, done []int) {
+	errs = make([]error, len(reqs))
+	for i, q := range reqs {
+		t := state[q.uuid]
+		switch {
+		case t == nil:
+			errs[i] = fmt.Errorf("%w: %q", ErrUnknownTask, q.uuid)
+		case t.status == StatusFinished && (q.attempt == 0 || q.attempt == t.attempt):
+			errs[i] = fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, q.uuid, t.attempt)
+		case q.attempt != 0 && (q.attempt != t.attempt || t.status != StatusRunning):
+			errs[i] = fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, q.uuid, q.attempt, t.status, t.attempt)
+		case t.status != StatusRunning:
+			errs[i] = fmt.Errorf("%w: task %s is %s", ErrNotRunning, q.uuid, t.status)
+		default:
+			t.status = StatusFinished
+			done = append(done, i)
+		}
+	}
+	return errs, done
+}
+
 // finishBatch finishes running tasks in one transaction and frees their
-// slots; errs[i] is the outcome of reqs[i] (ErrUnknownTask,
-// ErrAlreadyFinished, ErrStaleLease, ErrNotRunning or nil). A non-nil
+// slots; errs[i] is the outcome of reqs[i] (see finishOutcomes). A non-nil
 // error means the transaction failed and nothing changed.
 func (s *store) finishBatch(ctx context.Context, reqs []finishReq, now time.Time) ([]error, error) {
+	if s.d == postgresDialect {
+		return s.finishPG(ctx, reqs, now)
+	}
 	var errs []error
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		errs = make([]error, len(reqs))
-		if err := lockGlobal(ctx, tx, s); err != nil {
-			return err
-		}
 		ids := make([]any, 0, len(reqs))
 		seen := map[string]bool{}
 		for _, r := range reqs {
@@ -664,53 +688,38 @@ func (s *store) finishBatch(ctx context.Context, reqs []finishReq, now time.Time
 				ids = append(ids, r.uuid)
 			}
 		}
-		type row struct {
-			worker  string
-			status  Status
-			attempt int
-		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT uuid, worker, status, attempts FROM dispatch_tasks WHERE uuid IN (`+placeholders(len(ids))+`) ORDER BY uuid`+s.forUpdate()), ids...)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT uuid, worker, status, attempts FROM dispatch_tasks WHERE uuid IN (`+placeholders(len(ids))+`) ORDER BY uuid`), ids...)
 		if err != nil {
 			return err
 		}
-		state := map[string]*row{}
+		state := map[string]*finishState{}
+		worker := map[string]string{}
 		for rows.Next() {
-			var id, st string
-			r := &row{}
-			if err := rows.Scan(&id, &r.worker, &st, &r.attempt); err != nil {
+			var id, w, st string
+			r := &finishState{}
+			if err := rows.Scan(&id, &w, &st, &r.attempt); err != nil {
 				rows.Close()
 				return err
 			}
 			r.status = Status(st)
-			state[id] = r
+			state[id], worker[id] = r, w
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		var done []Task
-		var doneIDs []any
-		for i, q := range reqs {
-			t := state[q.uuid]
-			switch {
-			case t == nil:
-				errs[i] = fmt.Errorf("%w: %q", ErrUnknownTask, q.uuid)
-			case t.status == StatusFinished && (q.attempt == 0 || q.attempt == t.attempt):
-				errs[i] = fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, q.uuid, t.attempt)
-			case q.attempt != 0 && (q.attempt != t.attempt || t.status != StatusRunning):
-				errs[i] = fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, q.uuid, q.attempt, t.status, t.attempt)
-			case t.status != StatusRunning:
-				errs[i] = fmt.Errorf("%w: task %s is %s", ErrNotRunning, q.uuid, t.status)
-			default:
-				t.status = StatusFinished
-				done = append(done, Task{UUID: q.uuid, Worker: t.worker})
-				doneIDs = append(doneIDs, q.uuid)
-			}
-		}
+		var done []int
+		errs, done = finishOutcomes(reqs, state)
 		if len(done) == 0 {
 			return nil
 		}
-		if err := s.freeSlots(ctx, tx, done); err != nil {
+		tasks := make([]Task, len(done))
+		doneIDs := make([]any, len(done))
+		for k, i := range done {
+			tasks[k] = Task{UUID: reqs[i].uuid, Worker: worker[reqs[i].uuid]}
+			doneIDs[k] = reqs[i].uuid
+		}
+		if err := s.freeSlots(ctx, tx, tasks); err != nil {
 			return err
 		}
 		args := append([]any{now.UnixMicro()}, doneIDs...)
@@ -719,7 +728,7 @@ func (s *store) finishBatch(ctx context.Context, reqs []finishReq, now time.Time
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || int(n) != len(done) {
-			return fmt.Errorf("dispatch: finish: %d of %d rows changed under the lock (%v)", n, len(done), err)
+			return fmt.Errorf("dispatch: finish: %d of %d rows changed in the transaction (%v)", n, len(done), err)
 		}
 		return nil
 	})
@@ -802,7 +811,13 @@ func (s *store) runningWhere(ctx context.Context, tx *sql.Tx, cond string, limit
 }
 
 // expire times out running tasks whose deadline has passed.
+// A look without the global lock comes first: most sweeps find nothing
+// overdue, and they then take no lock from the claims and finishes.
 func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]released, error) {
+	var due bool
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM dispatch_tasks WHERE status = 'running' AND deadline <= ?)`), now.UnixMicro()).Scan(&due); err != nil || !due {
+		return nil, err
+	}
 	var out []released
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -819,8 +834,11 @@ func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff fu
 	return out, err
 }
 
-// lockGlobal takes the global row lock first, the order every writer of
-// counters follows (PostgreSQL; SQLite serializes write transactions).
+// lockGlobal takes the global row's lock first (PostgreSQL; SQLite
+// serializes write transactions): every writer of a counter or a cap —
+// claims, sweeps, Cancel, a failed attempt, PutWorker — takes it before
+// any task's or worker's lock. A finish on PostgreSQL takes no lock but
+// its tasks' (see pgFinish).
 func lockGlobal(ctx context.Context, tx *sql.Tx, s *store) error {
 	if s.d != postgresDialect {
 		return nil
@@ -886,7 +904,18 @@ func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bo
 // under the retry policy. A lapsed lease means its node stopped renewing
 // for a whole TTL; a live node that could not renew cancels its handlers
 // before then.
+//
+// A look without the global lock comes first: most sweeps find no lapsed
+// lease and no task whose holder has no lease row, and they then take no
+// lock from the claims and finishes.
 func (s *store) reap(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
+	var due bool
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM dispatch_nodes WHERE expires < ?)
+    OR EXISTS (SELECT 1 FROM dispatch_tasks t WHERE t.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM dispatch_nodes n WHERE n.id = t.lease_owner))`), now.UnixMicro()).Scan(&due)
+	if err != nil || !due {
+		return nil, nil, err
+	}
 	return s.reapWhere(ctx, `expires < ?`, []any{now.UnixMicro()}, now, limit, backoff)
 }
 

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,7 @@ func main() {
 	rate := flag.Int("rate", 1000, "tasks per second fed for the latency run")
 	batch := flag.Int("batch", 0, "claim batch size (0: the dispatcher's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	only := flag.String("run", "throughput,saturated,latency", "the runs to make, comma-separated")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -49,14 +51,18 @@ func main() {
 	if *batch == 0 {
 		*batch = 1000
 	}
-	if err := run(*store, *nodes, *duration, *rate, *batch); err != nil {
+	runs := map[string]bool{}
+	for _, r := range strings.Split(*only, ",") {
+		runs[strings.TrimSpace(r)] = true
+	}
+	if err := run(*store, *nodes, *duration, *rate, *batch, runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(store string, nodes int, duration time.Duration, rate, batch int) error {
+func run(store string, nodes int, duration time.Duration, rate, batch int, runs map[string]bool) error {
 	ctx := context.Background()
 	var newDSN func() (string, error)
 	switch store {
@@ -84,18 +90,25 @@ func run(store string, nodes int, duration time.Duration, rate, batch int) error
 	// Throughput: caps wide open, tasks all startable, zero-work handler.
 	// Tasks are assigned before the clock starts, enough for this many
 	// dispatches a second; a run that uses them all up says exhausted=true.
-	open, saturated := 14000, 3000
+	open, saturated := 14000, 5000
 	if store == "sqlite" {
-		open, saturated = 9000, 5000
+		open, saturated = 12000, 5000
 	}
-	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "throughput", map[string]int{"t1": 1000, "t2": 1000, "t3": 1000}, 3000, open); err != nil {
-		return err
+	if runs["throughput"] {
+		if err := throughput(ctx, store, nodes, newDSN, duration, batch, "throughput", map[string]int{"t1": 1000, "t2": 1000, "t3": 1000}, 3000, open); err != nil {
+			return err
+		}
 	}
 	// Saturated: small caps, so every start waits for a freed slot.
-	if err := throughput(ctx, store, nodes, newDSN, duration, batch, "saturated", map[string]int{"t1": 5, "t2": 10, "t3": 20}, 30, saturated); err != nil {
-		return err
+	if runs["saturated"] {
+		if err := throughput(ctx, store, nodes, newDSN, duration, batch, "saturated", map[string]int{"t1": 5, "t2": 10, "t3": 20}, 30, saturated); err != nil {
+			return err
+		}
 	}
-	return latency(ctx, store, nodes, newDSN, duration, rate, batch)
+	if runs["latency"] {
+		return latency(ctx, store, nodes, newDSN, duration, rate, batch)
+	}
+	return nil
 }
 
 type node struct {

@@ -1,0 +1,357 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// The hot paths on PostgreSQL are one round trip each.
+//
+// A claim is two statements sent together in one pipeline (pgx's batch,
+// one Sync), which PostgreSQL runs as one implicit transaction and commits
+// at the Sync: the first takes the global row's lock, the second does all
+// the work in one data-modifying CTE. Two statements, not one, because
+// under READ COMMITTED a statement reads from a snapshot taken when it
+// starts: a single statement that waited for the global row's lock would
+// get the newest global row (a locked row is re-read) but would still see
+// the tasks and workers as they were before it waited — the tasks another
+// node just started would look waiting, its counters unraised. The second
+// statement starts after the lock is held, so its snapshot holds what
+// every earlier holder committed. The lock is held for the server's own
+// work on the two statements and the commit: no client round trip, no Go
+// scheduling, happens under it.
+//
+// A batch of finishes is one statement that takes no lock but its tasks'
+// (pgFinish): it marks them finished and records the slots they free in
+// dispatch_freed, which the next claim folds into the counters under the
+// global row's lock. So finishes run side by side with claims and with
+// each other, and only claims (and the rare sweeps, cancels, failed
+// attempts and cap changes) are serialized.
+//
+// Why the counters stay exact for a claim: its snapshot is taken with the
+// global row's lock held, every writer of a counter or a cap holds that
+// lock, and the freed slots it folds are those of every finish committed
+// before its snapshot. A finish committed later is not seen, as if it came
+// after the claim: the claim sees fewer free slots, never more.
+//
+// Why nothing deadlocks: holders of the global row's lock take tasks' and
+// workers' locks after it, and may wait for a task's lock held by a
+// finish; a finish never waits for anything — it locks its tasks with
+// SKIP LOCKED, and gives back the ones another transaction holds, to be
+// tried again (finishPG) — and writes no row anyone else locks (it only
+// inserts into dispatch_freed, which only claims delete from).
+
+// pgClaimLock locks the global row and reads this node's lease.
+const pgClaimLock = `SELECT COALESCE(n.expires, 0) FROM dispatch_global g
+LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
+
+// pgClaim, under the global row's lock, folds the slots freed since the
+// last claim into the counters (fr, frw), then starts the first startable
+// tasks in EDF order within the free global slots ($3 at most) and each
+// worker's free slots, and raises the counters by what it started. A
+// candidate that is late under LateFail fails instead (it used a slot of
+// the round, not a running slot). Nothing starts if the lease $1 is gone
+// or expired at $2.
+//
+// The candidates: for each worker with free slots, its first free-slots
+// startable tasks through the index (worker, acceptable_start,
+// expected_start, uuid) WHERE status = 'waiting' (a LATERAL subquery with
+// a per-worker LIMIT reads no more than a worker could take; a window
+// function ranking every startable task per worker would read them all),
+// merged in EDF order and limited to the free global slots: exactly what a
+// greedy pass over every startable task in EDF order would take.
+//
+// The counters change by the rows the UPDATE changed less the freed
+// slots, so they always agree with the tasks marked running. The guards
+// cannot fail while every writer of a counter holds the global row's lock;
+// if one ever did, the cast of its message to an integer is an error that
+// aborts the transaction, and no cap is passed.
+const pgClaim = `WITH fr AS (
+    DELETE FROM dispatch_freed RETURNING worker, n
+), frw AS (
+    SELECT worker, sum(n)::int AS n FROM fr GROUP BY worker
+), ws AS MATERIALIZED (
+    SELECT w.name, w.late_policy, w.max_running, w.running - COALESCE(f.n, 0) AS running
+    FROM dispatch_workers w LEFT JOIN frw f ON f.worker = w.name
+), g AS (
+    SELECT GREATEST(LEAST(g.max_running - g.running + COALESCE((SELECT sum(n) FROM frw), 0), $3), 0) AS free
+    FROM dispatch_global g
+    WHERE g.id = 1 AND EXISTS (SELECT 1 FROM dispatch_nodes n WHERE n.id = $1 AND n.expires > $2)
+), cand AS MATERIALIZED (
+    SELECT x.uuid, w.name AS worker, (w.late_policy = 'fail' AND x.acceptable_start < $2) AS fail
+    FROM ws w CROSS JOIN LATERAL (
+        SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
+        WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $2
+        ORDER BY t.acceptable_start, t.expected_start, t.uuid
+        LIMIT LEAST(w.max_running - w.running, $3)) x
+    WHERE w.running < w.max_running
+    ORDER BY x.acceptable_start, x.expected_start, x.uuid
+    LIMIT COALESCE((SELECT free FROM g), 0)
+), upd AS (
+    UPDATE dispatch_tasks t SET
+        status = CASE WHEN c.fail THEN 'failed' ELSE 'running' END,
+        attempts = CASE WHEN c.fail THEN t.attempts ELSE t.attempts + 1 END,
+        lease_owner = CASE WHEN c.fail THEN t.lease_owner ELSE $1 END,
+        started_at = CASE WHEN c.fail THEN t.started_at ELSE $2 END,
+        deadline = CASE WHEN c.fail THEN t.deadline ELSE $2 + t.timeout_us END,
+        late = CASE WHEN c.fail OR t.acceptable_start < $2 THEN 1 ELSE 0 END,
+        ended_at = CASE WHEN c.fail THEN $2 ELSE 0 END,
+        last_error = CASE WHEN c.fail THEN 'late: not started by its acceptable start, and the worker''s late policy is fail' ELSE t.last_error END
+    FROM cand c
+    WHERE t.uuid = c.uuid AND t.status = 'waiting'
+    RETURNING c.fail, ` + taskColsT + `
+), per AS (
+    SELECT worker, count(*)::int AS n FROM upd WHERE NOT fail GROUP BY worker
+), delta AS (
+    SELECT COALESCE(p.worker, f.worker) AS worker, COALESCE(p.n, 0) AS taken, COALESCE(p.n, 0) - COALESCE(f.n, 0) AS d
+    FROM per p FULL JOIN frw f ON f.worker = p.worker
+), wu AS (
+    UPDATE dispatch_workers w
+    SET running = w.running + delta.d + CAST(CASE WHEN delta.taken = 0 OR w.running + delta.d <= w.max_running THEN '0'
+        ELSE 'dispatch: a claim would pass the cap of worker ' || w.name END AS integer)
+    FROM delta WHERE w.name = delta.worker AND delta.d <> 0
+    RETURNING w.name
+), gu AS (
+    UPDATE dispatch_global g
+    SET running = g.running + s.d + CAST(CASE WHEN s.taken = 0 OR g.running + s.d <= g.max_running THEN '0'
+        ELSE 'dispatch: a claim would pass the global cap of ' || g.max_running END AS integer)
+    FROM (SELECT sum(taken)::int AS taken, sum(d)::int AS d FROM delta) s
+    WHERE g.id = 1 AND s.d <> 0
+    RETURNING g.running
+)
+SELECT * FROM upd`
+
+// pgNoBitmap and pgResetBitmap bracket a claim: its candidates must come
+// from an ordered scan of the waiting index, which stops after a worker's
+// free slots. Without statistics on dispatch_tasks — a new or freshly
+// loaded table, until autovacuum first analyzes it — the planner takes a
+// worker's waiting tasks for a handful and reads them all through a bitmap
+// scan and sorts them instead: milliseconds per worker per claim once
+// there are tens of thousands, all under the global row's lock. SET is
+// transactional, so a claim that fails leaves the setting as it found it.
+const (
+	pgNoBitmap    = `SET enable_bitmapscan = off`
+	pgResetBitmap = `RESET enable_bitmapscan`
+)
+
+// taskColsT is taskCols qualified with the alias t.
+const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.acceptable_start, t.run_at, t.status, t.attempts, t.max_retries, t.timeout_us, t.lease_owner, t.deadline, t.late, t.created_at, t.started_at, t.ended_at, t.last_error`
+
+// pgFinish finishes the running tasks among $1 whose requests name their
+// running attempt (or attempt 0), and records the slots they free in
+// dispatch_freed, one row per worker. It locks the requested tasks with
+// SKIP LOCKED and changes only those it locked, so it never waits. It
+// returns each requested task's state (the newest, for a task it locked),
+// whether it locked it, and whether it finished it; the caller tells each
+// request its outcome from that, and tries again those whose task another
+// transaction held.
+const pgFinish = `WITH req AS (
+    SELECT r.uuid, bool_or(r.attempt = 0) AS any_attempt, array_agg(r.attempt) AS attempts
+    FROM unnest($1::text[], $2::int[]) AS r(uuid, attempt)
+    GROUP BY r.uuid
+), seen AS MATERIALIZED (
+    SELECT t.uuid, t.status, t.attempts FROM dispatch_tasks t JOIN req ON req.uuid = t.uuid
+), held AS MATERIALIZED (
+    SELECT t.uuid, t.status, t.attempts FROM dispatch_tasks t
+    WHERE t.uuid = ANY ($1::text[])
+    FOR UPDATE SKIP LOCKED
+), done AS (
+    UPDATE dispatch_tasks t SET status = 'finished', ended_at = $3, lease_owner = '', deadline = 0
+    FROM req JOIN held ON held.uuid = req.uuid
+    WHERE t.uuid = req.uuid AND t.status = 'running' AND (req.any_attempt OR t.attempts = ANY (req.attempts))
+    RETURNING t.uuid, t.worker
+), freed AS (
+    INSERT INTO dispatch_freed (worker, n) SELECT worker, count(*) FROM done GROUP BY worker
+)
+SELECT s.uuid, COALESCE(h.status, s.status), COALESCE(h.attempts, s.attempts), h.uuid IS NOT NULL, d.uuid IS NOT NULL
+FROM seen s LEFT JOIN held h ON h.uuid = s.uuid LEFT JOIN done d ON d.uuid = s.uuid`
+
+// pipeline runs fn on one connection of the pool as pgx sees it, for
+// batches sent in one round trip.
+func (s *store) pipeline(ctx context.Context, fn func(*pgx.Conn) error) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("dispatch: connection: %w", err)
+	}
+	defer func() {
+		if cerr := conn.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("dispatch: release connection: %w", cerr))
+		}
+	}()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("dispatch: the postgres driver's connection is a %T, not pgx's", dc)
+		}
+		return fn(c.Conn())
+	})
+}
+
+// claimPG is claim on PostgreSQL: one round trip (see pgClaim).
+func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit int) (claimed, error) {
+	var c claimed
+	nowUS := now.UnixMicro()
+	var expires int64
+	err := s.pipeline(ctx, func(conn *pgx.Conn) error {
+		b := &pgx.Batch{}
+		b.Queue(pgNoBitmap)
+		b.Queue(pgClaimLock, node)
+		b.Queue(pgClaim, node, nowUS, limit)
+		b.Queue(pgResetBitmap)
+		br := conn.SendBatch(ctx, b)
+		err := func() error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			if err := br.QueryRow().Scan(&expires); err != nil {
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var fail bool
+				t, err := scanTask(prefixScanner{rows, []any{&fail}})
+				if err != nil {
+					return err
+				}
+				if fail {
+					c.lateFailed = append(c.lateFailed, t)
+				} else {
+					c.started = append(c.started, t)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			rows.Close()
+			_, err = br.Exec()
+			return err
+		}()
+		return errors.Join(err, br.Close())
+	})
+	if err != nil {
+		return claimed{}, err
+	}
+	if expires <= nowUS {
+		return claimed{}, fmt.Errorf("%w: lease %s is gone or expired; not claiming", ErrStaleLease, node)
+	}
+	c.considered = len(c.started) + len(c.lateFailed)
+	return c, nil
+}
+
+// errBusy marks a finish request whose task another transaction held.
+var errBusy = errors.New("dispatch: task locked by another transaction")
+
+// finishPG is finishBatch on PostgreSQL: one statement (pgFinish), and
+// again for the requests whose task another transaction held (a claim, a
+// sweep, a cancel, another finish of the same task), until none is left.
+func (s *store) finishPG(ctx context.Context, reqs []finishReq, now time.Time) ([]error, error) {
+	errs := make([]error, len(reqs))
+	todo := make([]int, len(reqs))
+	for i := range reqs {
+		todo[i] = i
+	}
+	for {
+		part := make([]finishReq, len(todo))
+		for k, i := range todo {
+			part[k] = reqs[i]
+		}
+		perr, err := s.finishOnce(ctx, part, now)
+		if err != nil {
+			return nil, err
+		}
+		var busy []int
+		for k, i := range todo {
+			if perr[k] == errBusy {
+				busy = append(busy, i)
+				continue
+			}
+			errs[i] = perr[k]
+		}
+		if len(busy) == 0 {
+			return errs, nil
+		}
+		todo = busy
+		wait := time.NewTimer(time.Millisecond) // the holder commits soon: none of them waits for a finish
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return nil, fmt.Errorf("dispatch: finish: %d tasks stayed locked by other transactions: %w", len(busy), ctx.Err())
+		case <-wait.C:
+		}
+	}
+}
+
+// finishOnce runs pgFinish once; errs[i] is errBusy for a request whose
+// task another transaction held.
+func (s *store) finishOnce(ctx context.Context, reqs []finishReq, now time.Time) ([]error, error) {
+	ids := make([]string, len(reqs))
+	attempts := make([]int32, len(reqs))
+	for i, r := range reqs {
+		ids[i], attempts[i] = r.uuid, int32(r.attempt)
+	}
+	state := map[string]*finishState{}
+	busy := map[string]bool{}
+	rows, err := s.db.QueryContext(ctx, pgFinish, ids, attempts, now.UnixMicro())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, st string
+		var held bool
+		r := &finishState{}
+		if err := rows.Scan(&id, &st, &r.attempt, &held, &r.recorded); err != nil {
+			return nil, err
+		}
+		r.status = Status(st)
+		state[id] = r
+		busy[id] = !held
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	errs, done := finishOutcomes(reqs, state)
+	for i, q := range reqs {
+		if busy[q.uuid] {
+			errs[i] = errBusy
+		}
+	}
+	// The statement finished exactly the tasks the rules above finish;
+	// anything else would be a bug, reported rather than hidden.
+	finished := map[string]bool{}
+	for _, i := range done {
+		if busy[reqs[i].uuid] {
+			continue
+		}
+		finished[reqs[i].uuid] = true
+		if !state[reqs[i].uuid].recorded {
+			errs[i] = fmt.Errorf("dispatch: finish %s: the store did not record it although it ran", reqs[i].uuid)
+		}
+	}
+	for id, st := range state {
+		if st.recorded && !finished[id] {
+			return nil, fmt.Errorf("dispatch: finish: the store finished %s, which no request in the batch may finish", id)
+		}
+	}
+	return errs, nil
+}
+
+// prefixScanner scans the leading columns of a row into pre and the rest
+// into what Scan is given.
+type prefixScanner struct {
+	r   scanner
+	pre []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.r.Scan(append(append([]any{}, p.pre...), dest...)...)
+}
