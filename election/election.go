@@ -101,13 +101,21 @@ func (e *Election) Campaign(ctx context.Context) error {
 		e.poke()
 		return nil
 	}
-	old := e.latch
+	old, oldSess := e.latch, e.latchSess
 	e.mu.Unlock()
-	if old != "" {
+	if old != "" && oldSess != nil {
 		// A latch from an earlier session: normally gone with it, but if the
-		// session survived a lapsed lease it must go now.
-		if err := e.rc.Delete(ctx, old, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-			return fmt.Errorf("election: remove old latch %s: %w", old, err)
+		// session survived a lapsed lease it must go now. Only if it is
+		// still that session's: after ZooKeeper lost its data, sequence
+		// numbers start again and the name may be another candidate's.
+		ok, st, err := e.rc.Exists(ctx, old)
+		if err != nil {
+			return fmt.Errorf("election: look at old latch %s: %w", old, err)
+		}
+		if ok && st.EphemeralOwner == oldSess.ID() {
+			if err := e.rc.Delete(ctx, old, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
+				return fmt.Errorf("election: remove old latch %s: %w", old, err)
+			}
 		}
 	}
 	p, err := e.rc.Create(ctx, e.dir+"/n_", []byte(e.id), regcenter.EphemeralSequential)
