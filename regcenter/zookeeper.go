@@ -931,6 +931,11 @@ func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode
 // EnsurePath creates p and its parents as empty persistent nodes where
 // missing.
 func (z *ZooKeeper) EnsurePath(ctx context.Context, p string) error {
+	// Most paths exist already (a job registering again, an item's node
+	// after its first fire): one read instead of a create per level.
+	if ok, _, err := z.Exists(ctx, p); err == nil && ok {
+		return nil
+	}
 	return z.createParents(ctx, p)
 }
 

@@ -291,3 +291,23 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// EnsurePath of a path that exists costs one read, whatever its depth: jobs
+// registering again and items firing again ensure paths that are there.
+func TestEnsurePathOfAnExistingPathIsOneRead(t *testing.T) {
+	z := connect(t, regcenter.Config{})
+	c := ctx(t)
+	if err := z.EnsurePath(c, "/e/f/g/h"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := z.Exists(c, "/e/f/g/h"); err != nil || !ok {
+		t.Fatalf("EnsurePath did not create the path: %v %v", ok, err)
+	}
+	before := z.Stats()
+	if err := z.EnsurePath(c, "/e/f/g/h"); err != nil {
+		t.Fatal(err)
+	}
+	if d := z.Stats().Sub(before); d.Total() != 1 || d.Reads != 1 {
+		t.Errorf("EnsurePath of an existing path: %+v, want one read", d)
+	}
+}
