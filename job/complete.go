@@ -41,17 +41,20 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan
 
 // covers reports whether an execution makes up for a misfire owed since.
 func (b itemResult) covers(since time.Time) bool {
-	if !b.hole.through.IsZero() && !since.IsZero() && since.After(b.through) {
-		return false // a hole filled; the debt after it stands
+	if (b.kind == KindMisfire || b.kind == KindFailover) && !since.IsZero() && !b.through.IsZero() && since.After(b.through) {
+		return false // a debt of fires after the make-up run stands
 	}
 	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
 }
 
-// recordsCover reports whether b's completion writes the item's completed
-// record: not for a filled hole that stops short of the record (writing it
-// would make the record vouch for less than it does).
-func (b itemResult) recordsCover() bool {
-	return b.hole.through.IsZero() || !b.hole.join.IsZero()
+// recorded is what b's completion records as covered: what the record said
+// before (b.prior) and b's own fires.
+func (r *runner) recorded(cfg Config, b itemResult) cover {
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return cover{spans: []span{{b.fire, r.coveredUpTo(cfg, b)}}}
+	}
+	return b.prior.with(sched, b.fire, r.coveredUpTo(cfg, b))
 }
 
 // settleLocked pays, from item b.item's misfire debt (owed since), the
@@ -84,9 +87,6 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 // own fire, or for a misfire or failover run every fire due when its item
 // was reserved (ShardingContext.Through).
 func (r *runner) coveredUpTo(_ Config, b itemResult) time.Time {
-	if !b.hole.join.IsZero() {
-		return b.hole.join // the run and the record it joined
-	}
 	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
 		return b.through
 	}
@@ -177,7 +177,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 				c.skipCompleted[b.item] = true // cannot tell: leave the record alone
 			default:
 				var m completedMark
-				if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.coveredUpTo(cfg, b)) {
+				if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
 					c.skipCompleted[b.item] = true
 					continue
 				}
@@ -194,9 +194,10 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		unfenced = unfence() == nil
 	}
 	// A failover run makes up for an older fire than the item's regular
-	// owner may have completed since: never move completed backwards.
+	// owner may have completed since: never move completed backwards. (A
+	// run that read the record adds to it instead: its prior.)
 	for _, b := range batch {
-		if b.kind == KindFailover && b.halted == nil {
+		if b.kind == KindFailover && b.halted == nil && b.prior.isZero() {
 			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(r.coveredUpTo(cfg, b)) {
 				c.skipCompleted[b.item] = true
 			}
@@ -269,12 +270,8 @@ func (r *runner) paid(cfg Config, batch []itemResult) {
 			continue
 		}
 		r.completedSeen[b.item] = true
-		if !b.settled && b.kind != KindTrigger && b.recordsCover() {
-			c := cover{floor: b.fire, through: r.coveredUpTo(cfg, b)}
-			if !b.floor.IsZero() && b.floor.Before(c.floor) {
-				c.floor = b.floor
-			}
-			r.covered[b.item] = c
+		if !b.settled && b.kind != KindTrigger {
+			r.covered[b.item] = r.recorded(cfg, b)
 		}
 		if since, owed := r.misfires[b.item]; owed {
 			r.settleLocked(cfg, b, since)
@@ -360,14 +357,12 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled && b.recordsCover() {
+		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
 			upTo := r.coveredUpTo(cfg, b)
-			mark := completedMark{Server: r.serverID(), Fire: upTo.UnixMilli(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			rec := r.recorded(cfg, b)
+			mark := completedMark{Server: r.serverID(), Fire: rec.through().UnixMilli(), Ran: rec.ran(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
-			}
-			if !b.floor.IsZero() && b.floor.Before(b.fire) {
-				mark.Floor = b.floor.UnixMilli()
 			}
 			if b.err != nil {
 				mark.Error = b.err.Error()

@@ -139,23 +139,24 @@ func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
 	checkEveryFire(t, rec.snapshot(), cut, end, 1)
 }
 
-// A debt older than the floor of its item's completed record runs only the
-// fires before that floor: the record vouches for the fires from the floor
-// on, and running them again would run them twice. The run joins the
-// record (its completion vouches for both), and the fires after the record
-// are owed again and run once.
-func TestDebtOlderThanTheRecordFillsOnlyTheHole(t *testing.T) {
+// A debt older than what its item's completed record lists runs only the
+// fires the record does not list: the ones before it and the hole in it. The
+// record lists runs of fires that ran; running them again would run them
+// twice. The run's completion adds its fires to the record, and the fires
+// after the record are owed and run once.
+func TestDebtRunsOnlyTheFiresTheRecordDoesNotList(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "hole", Cron: "* * * * * *", ShardingTotalCount: 1, Failover: true}
 	obs := observer(t, ns)
 
 	// Before any instance runs: an instance since gone ran every fire
-	// from floor through last, and left a debt since owed, older than
-	// floor, in the failover queue.
+	// from floor through last but one (hole), and left a debt since owed,
+	// older than floor, in the failover queue.
 	now := time.Now().Truncate(time.Second)
-	owed, floor, last := now.Add(-10*time.Second), now.Add(-6*time.Second), now.Add(-2*time.Second)
-	mark, _ := json.Marshal(map[string]any{"server": "gone", "fire": last.UnixMilli(), "floor": floor.UnixMilli(), "kind": "fire"})
+	owed, floor, hole, last := now.Add(-12*time.Second), now.Add(-8*time.Second), now.Add(-5*time.Second), now.Add(-2*time.Second)
+	ran := [][2]int64{{floor.UnixMilli(), hole.Add(-time.Second).UnixMilli()}, {hole.Add(time.Second).UnixMilli(), last.UnixMilli()}}
+	mark, _ := json.Marshal(map[string]any{"server": "gone", "fire": last.UnixMilli(), "ran": ran, "kind": "fire"})
 	if err := obs.EnsurePath(tctx(t), "/hole/execution/0"); err != nil {
 		t.Fatal(err)
 	}
@@ -191,27 +192,25 @@ func TestDebtOlderThanTheRecordFillsOnlyTheHole(t *testing.T) {
 			}
 		}
 		want := 1
-		if !f.Before(floor) && !f.After(last) {
+		if !f.Before(floor) && !f.After(last) && !f.Equal(hole) {
 			want = 0 // the record's: they ran on "gone"
 		}
 		if n != want {
 			t.Errorf("fire %s ran %d times, want %d", f.Format("15:04:05"), n, want)
 		}
 	}
-	// The record joins the filled hole: it vouches from owed on.
+	// The record now lists every fire from owed on as one run.
 	data, _, err := obs.Get(tctx(t), "/hole/execution/0/completed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got struct{ Fire, Since, Floor int64 }
+	var got struct {
+		Ran [][2]int64 `json:"ran"`
+	}
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	from := got.Since
-	if got.Floor > 0 && (from == 0 || got.Floor < from) {
-		from = got.Floor
-	}
-	if from == 0 || from > owed.UnixMilli() {
-		t.Errorf("completed record %s does not vouch from %s", data, owed.Format("15:04:05"))
+	if len(got.Ran) == 0 || got.Ran[0][0] > owed.UnixMilli() || got.Ran[0][1] < last.UnixMilli() {
+		t.Errorf("completed record %s does not list every fire from %s through %s as one run", data, owed.Format("15:04:05"), last.Format("15:04:05"))
 	}
 }

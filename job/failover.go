@@ -123,14 +123,8 @@ func (r *runner) latestFire() time.Time {
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
 	c, err := r.completedCover(ctx, item)
-	return c.through, err
+	return c.through(), err
 }
-
-// cover is what an item's completed node says has run: every fire from
-// floor through through (floor may be earlier than the last run's own
-// first fire when earlier runs covered the fires before it without a gap).
-// Zero when nothing is recorded.
-type cover struct{ floor, through time.Time }
 
 // completedCover reads the item's completed node (zero if none, or
 // garbage).
@@ -147,13 +141,7 @@ func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
 		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", quoteShort(string(data)), "err", err)
 		return cover{}, nil
 	}
-	c := cover{floor: time.UnixMilli(m.Fire), through: time.UnixMilli(m.Fire)}
-	for _, t := range []int64{m.Since, m.Floor} {
-		if t > 0 && time.UnixMilli(t).Before(c.floor) {
-			c.floor = time.UnixMilli(t)
-		}
-	}
-	return c, nil
+	return coverOf(m), nil
 }
 
 // claimFailover runs on every instance of a failover job when the queue

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/listener"
@@ -140,10 +138,13 @@ type completedMark struct {
 	Server string `json:"server"`
 	Fire   int64  `json:"fire"`
 	Since  int64  `json:"since,omitempty"`
-	// Floor, when set, is the earliest fire from which every fire through
-	// Fire is known to have run (this run and the ones before it, without
-	// a gap). A make-up run whose debt starts at or after it has nothing
-	// to run again up to Fire.
+	// Ran lists the runs of consecutive fires known to have been covered,
+	// oldest first, each as [first, last] (see cover): this execution's and
+	// what earlier records said. A make-up run runs only fires it does not
+	// list.
+	Ran [][2]int64 `json:"ran,omitempty"`
+	// Floor is read from records written before Ran existed: every fire
+	// from Floor through Fire had run.
 	Floor int64  `json:"floor,omitempty"`
 	Kind  Kind   `json:"kind"`
 	Begin int64  `json:"begin"`
@@ -392,12 +393,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	if err := r.createStatus(ctx, sess); err != nil {
 		return err
 	}
-	if r.config().Failover {
-		if err := r.rc.EnsurePath(ctx, r.paths.FailoverItems()); err != nil {
-			return fmt.Errorf("job %q: failover queue: %w", r.name, err)
-		}
-	}
-	if err := r.rc.EnsurePath(ctx, path.Dir(r.paths.Necessary())); err != nil {
+	if err := r.ensureTree(ctx); err != nil {
 		return fmt.Errorf("job %q: register: %w", r.name, err)
 	}
 	if err := r.recoverIncarnation(ctx); err != nil {
@@ -411,6 +407,34 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	r.regSess = sess
 	r.mu.Unlock()
 	r.log.Info("registered", "session", sess.String())
+	return nil
+}
+
+// ensureTree makes the leader's part of the job's tree: the reshard epoch
+// (the parent of necessary), the failover queue and the election latch. One
+// read when it exists, one transaction for a new job; the slow way, a node
+// at a time, when another instance is making it at the same moment.
+func (r *runner) ensureTree(ctx context.Context) error {
+	ok, _, err := r.rc.Exists(ctx, r.paths.FailoverItems())
+	if err != nil {
+		return err
+	}
+	if ok {
+		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
+	}
+	leader := r.paths.Leader()
+	var ops []regcenter.Op
+	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
+		ops = append(ops, regcenter.CreateOp{Path: p})
+	}
+	if err := r.rc.Multi(ctx, ops...); err == nil {
+		return nil
+	}
+	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
+		if err := r.rc.EnsurePath(ctx, p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -850,7 +874,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 			r.log.Warn("reading an inherited item's last completed fire", "item", it, "err", err)
 			continue
 		}
-		done := c.through
+		done := c.through()
 		if !done.IsZero() && done.Equal(before) {
 			// Nothing missing: this fire continues what was recorded, and
 			// its completion may carry the record's floor.
@@ -1324,20 +1348,20 @@ func (r *runner) runChecked(sess *regcenter.Session, cfg Config, at time.Time, t
 	}
 	n := len(todo)
 	results := make(chan itemResult, n)
-	var fires, floors map[int]time.Time
-	var holes map[int]hole
+	var fires map[int]time.Time
+	var priors map[int]cover
 	switch kind {
 	case KindMisfire, KindFailover:
-		fires = r.absorbDebts(todo, at)
+		fires = r.absorbDebts(cfg, todo, at)
 		if !cfg.Unmonitored {
 			var settled []itemResult
-			todo, floors, holes, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			todo, priors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
 			for _, s := range settled {
 				results <- s
 			}
 		}
 	case KindFire:
-		floors = r.floorsAfter(cfg, at, todo)
+		priors = r.priorsFor(todo)
 	}
 	params, _ := cfg.ItemParameters()
 	for _, it := range todo {
@@ -1345,11 +1369,10 @@ func (r *runner) runChecked(sess *regcenter.Session, cfg Config, at time.Time, t
 		if f, ok := fires[it]; ok {
 			fire = f
 		}
-		floor, h := floors[it], holes[it]
+		prior := priors[it]
 		if !r.goFunc(func() {
 			res := r.runItem(sess, cfg, params, fire, it, kind)
-			res.floor = floor
-			res.hole = h
+			res.prior = prior
 			results <- res
 		}) {
 			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
@@ -1359,28 +1382,19 @@ func (r *runner) runChecked(sess *regcenter.Session, cfg Config, at time.Time, t
 	return nil
 }
 
-// floorsAfter carries, for the items of a scheduled fire at whose previous
-// fire was last completed here, the floor of what that completion recorded:
-// nothing has run since on another instance (this one owns the item now),
-// so every fire from that floor through at will have run.
-func (r *runner) floorsAfter(cfg Config, at time.Time, items []int) map[int]time.Time {
+// priorsFor returns what the records of items said when this instance last
+// wrote or read them: facts (see cover), which a completion adds its own
+// run to.
+func (r *runner) priorsFor(items []int) map[int]cover {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.covered) == 0 {
 		return nil
 	}
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return nil
-	}
-	prev := prevFire(sched, at.Add(-time.Millisecond))
-	var out map[int]time.Time
+	out := make(map[int]cover, len(items))
 	for _, it := range items {
-		if c, ok := r.covered[it]; ok && c.through.Equal(prev) && c.floor.Before(at) {
-			if out == nil {
-				out = map[int]time.Time{}
-			}
-			out[it] = c.floor
+		if c, ok := r.covered[it]; ok {
+			out[it] = c
 		}
 	}
 	return out
@@ -1389,20 +1403,18 @@ func (r *runner) floorsAfter(cfg Config, at time.Time, items []int) map[int]time
 // stillOwed narrows a make-up run (misfire or failover) to the fires its
 // items still owe, now that this instance holds their running marks: the
 // item's completed node, which every run's completion writes before its
-// mark goes, says which fires earlier runs made up for — here or on
-// another instance (a previous owner paying its own debt after a reshard
-// moved the item, a failover claimer). Fires up to it are not run again.
-// An item whose every owed fire is covered is settled without running;
-// the others run since the first fire after the completed one.
-// fires holds the items whose run starts at another fire than at; it is
-// updated in place. floors are what the runs' completions may record as
-// covered without a gap (see completedMark.Floor). holes are the items whose
-// debt starts before the record's floor: they run only the fires before it
-// (see hole).
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, floors map[int]time.Time, holes map[int]hole, settled []itemResult) {
+// mark goes, lists which fires earlier runs covered — here or on another
+// instance (a previous owner paying its own debt after a reshard moved the
+// item, a failover claimer). Those are not run again. An item whose every
+// owed fire is covered is settled without running; the others run the
+// first stretch of fires not covered, and a later uncovered fire stays
+// owed. fires holds the items whose run starts at another fire than at; it
+// is updated in place. priors are the records read, which the runs'
+// completions add to.
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, priors map[int]cover, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return items, nil, nil, nil
+		return items, nil, nil
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
@@ -1411,101 +1423,49 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 	parallelEach(len(items), 32, func(i int) {
 		covers[i], errs[i] = r.completedCover(ctx, items[i])
 	})
-	floors = map[int]time.Time{}
+	priors = map[int]cover{}
 	for i, it := range items {
 		since := at
 		if f, ok := fires[it]; ok {
 			since = f
 		}
 		c := covers[i]
-		upTo := since
-		r.mu.Lock()
-		if e := r.running[it]; e != nil && e.through.After(upTo) {
-			upTo = e.through
-		}
-		r.mu.Unlock()
-		switch {
-		case errs[i] != nil:
+		if errs[i] != nil {
 			// Cannot tell: run it (at least once beats a lost fire).
 			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
 			todo = append(todo, it)
-		case c.through.IsZero():
-			// Nothing recorded: run all of the debt.
-			todo = append(todo, it)
-		case since.Before(c.floor):
-			// The record vouches for the fires from its floor through
-			// c.through; the fires before the floor may be holes. Run
-			// those only, and owe what the record does not reach.
-			h := r.fillHole(cfg, sched, it, since, upTo, c)
-			if h.through.IsZero() {
-				todo = append(todo, it) // no fire before the floor: run it all
-				break
+			continue
+		}
+		priors[it] = c
+		r.mu.Lock()
+		upTo := since
+		if e := r.running[it]; e != nil && e.through.After(upTo) {
+			upTo = e.through
+		}
+		first, last, rest := c.owed(sched, since, upTo)
+		if !first.IsZero() {
+			if e := r.running[it]; e != nil {
+				e.through = last
 			}
-			if holes == nil {
-				holes = map[int]hole{}
+			if !rest.IsZero() {
+				r.noteMisfireLocked(it, rest, cfg)
 			}
-			holes[it] = h
-			r.log.Info("owed run fills the fires before the item's record", "item", it, "kind", kind, "since", since, "through", h.through, "record_floor", c.floor, "record_through", c.through)
-			todo = append(todo, it)
-		case sched.Next(c.through).Before(since):
-			// A gap between what ran and this debt: not this run's to
-			// fill, and nothing of the debt ran.
-			todo = append(todo, it)
-		case !c.through.Before(upTo):
-			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through)
+		}
+		r.mu.Unlock()
+		switch {
+		case first.IsZero():
+			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through())
 			now := time.Now()
 			settled = append(settled, itemResult{item: it, fire: since, through: upTo, kind: kind, begin: now, end: now, settled: true})
+		case !first.Equal(since) || !last.Equal(upTo):
+			fires[it] = first
+			r.log.Info("owed run narrowed to the fires its item's record does not list", "item", it, "kind", kind, "since", since, "through", upTo, "runs", first, "to", last, "still_owed", rest)
+			todo = append(todo, it)
 		default:
-			// Covered from the floor through c.through: run the rest, and
-			// the floor stays.
-			next := sched.Next(c.through)
-			fires[it] = next
-			floors[it] = c.floor
-			r.log.Debug("owed run starts after the last completed fire", "item", it, "since", next, "completed", c.through)
 			todo = append(todo, it)
 		}
 	}
-	return todo, floors, holes, settled
-}
-
-// hole narrows a make-up run to fires before the floor of its item's
-// completed record: every fire from the floor through the record's last is
-// known to have run, the fires before it are not known either way, and
-// running the whole debt again would run the record's fires twice. through
-// is the last fire the run stands for; join, when set, is the record's last
-// fire and the run is contiguous with the record, so its completion records
-// both as one cover; a run that does not reach the floor leaves the record
-// as it stands.
-type hole struct {
-	through, join time.Time
-}
-
-// fillHole narrows item's make-up run since since (standing for fires
-// through upTo) to the fires before c's floor, and owes again the fires
-// after c.through that upTo reached. A zero hole means no fire lies before
-// the floor.
-func (r *runner) fillHole(cfg Config, sched cron.Schedule, item int, since, upTo time.Time, c cover) hole {
-	end := prevFire(sched, c.floor.Add(-time.Millisecond))
-	if end.IsZero() || end.Before(since) {
-		return hole{}
-	}
-	h := hole{through: end}
-	if end.After(upTo) {
-		h.through = upTo
-	} else {
-		h.join = c.through
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e := r.running[item]; e != nil {
-		e.through = h.through
-	}
-	if upTo.After(c.through) {
-		if next := sched.Next(c.through); !next.IsZero() {
-			r.noteMisfireLocked(item, next, cfg)
-		}
-	}
-	return h
+	return todo, priors, settled
 }
 
 // absorbDebts folds into a make-up run starting at at the misfire debts
@@ -1514,8 +1474,9 @@ func (r *runner) fillHole(cfg Config, sched cron.Schedule, item int, since, upTo
 // left an earlier debt behind would record a later fire as completed, and
 // the debt's run would then start after it: the fires between would be
 // lost. It returns the items whose run starts earlier than at.
-func (r *runner) absorbDebts(items []int, at time.Time) map[int]time.Time {
+func (r *runner) absorbDebts(cfg Config, items []int, at time.Time) map[int]time.Time {
 	fires := map[int]time.Time{}
+	sched, _, schedErr := cfg.Schedule()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
@@ -1523,8 +1484,25 @@ func (r *runner) absorbDebts(items []int, at time.Time) map[int]time.Time {
 		if !owed {
 			continue
 		}
+		// The run stands for the fires through the latest due when it
+		// was reserved; a debt noted since (a fire that found it
+		// reserved, while its marks were being written) is not its to
+		// pay.
+		through := at
+		if e := r.running[it]; e != nil && e.through.After(through) {
+			through = e.through
+		}
+		if since.After(through) {
+			continue
+		}
 		if since.Before(at) {
 			fires[it] = since
+		}
+		if last := r.misfireLast[it]; last.After(through) && schedErr == nil {
+			if next := sched.Next(through); !next.IsZero() && !next.After(last) {
+				r.misfires[it] = next // the fires after the run stay owed
+				continue
+			}
 		}
 		r.dropDebtLocked(it)
 	}
@@ -1973,12 +1951,9 @@ type itemResult struct {
 	// through is the latest fire the execution stood for (see
 	// ShardingContext.Through).
 	through time.Time
-	// floor, when set, is the earliest fire from which every fire through
-	// this run's will have run (see completedMark.Floor).
-	floor time.Time
-	// hole, when set, says the run filled fires before its item's record
-	// (see hole): its completion joins the record or leaves it alone.
-	hole hole
+	// prior is what the item's record said before this run (see cover):
+	// the completion records it with this run added.
+	prior cover
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {
