@@ -13,10 +13,6 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// completionsPerTxn bounds the items of one completion transaction (two to
-// four operations each), within ZooKeeper's request limit.
-const completionsPerTxn = 1000
-
 // completeAll collects n results and writes their completion marks in
 // group commits: each transaction carries every result that arrived while
 // the previous one was in flight, so a fire of many fast items costs a
@@ -26,7 +22,7 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan
 		batch := []itemResult{<-results}
 		received++
 	drain:
-		for received < n && len(batch) < completionsPerTxn {
+		for received < n {
 			select {
 			case res := <-results:
 				batch = append(batch, res)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,11 +85,9 @@ type runner struct {
 	recordCancel context.CancelFunc
 	wg           sync.WaitGroup
 	membership   *kicker
-	assumed      assigned // what the next fire may assume; under mu
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker
-	epochKick    *kicker
 	itemsKick    *kicker
 	idle         chan struct{} // closed and replaced whenever items are released
 }
@@ -189,7 +186,6 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
 	r.flagsKick = newKicker(r.goFunc, r.checkFlags)
 	r.reshardKick = newKicker(r.goFunc, r.reshardOnRequest)
-	r.epochKick = newKicker(r.goFunc, r.noteEpochFlag)
 	r.itemsKick = newKicker(r.goFunc, r.readDisabledItems)
 	return r
 }
@@ -420,17 +416,17 @@ func (r *runner) ensureTree(ctx context.Context) error {
 		return err
 	}
 	if ok {
-		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
+		return r.rc.EnsurePath(ctx, path.Dir(r.paths.Necessary()))
 	}
 	leader := r.paths.Leader()
 	var ops []regcenter.Op
-	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
+	for _, p := range []string{leader, path.Dir(r.paths.Necessary()), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
 		ops = append(ops, regcenter.CreateOp{Path: p})
 	}
 	if err := r.rc.Multi(ctx, ops...); err == nil {
 		return nil
 	}
-	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
+	for _, p := range []string{path.Dir(r.paths.Necessary()), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
 		if err := r.rc.EnsurePath(ctx, p); err != nil {
 			return err
 		}
@@ -550,7 +546,7 @@ func (r *runner) sessionTimeout() time.Duration {
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
 func (r *runner) setNecessary(ctx context.Context) {
-	err := r.rc.Multi(ctx, r.paths.FlagReshardOps()...)
+	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary()})
 	if err == nil || errors.Is(err, regcenter.ErrNodeExists) || errors.Is(err, regcenter.ErrNoNode) || ctx.Err() != nil {
 		return
 	}
@@ -699,23 +695,6 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 	if reserved == nil {
 		reserved = func() {}
 	}
-	if kind == KindFire {
-		// Steady state: fire on what the previous fire read, proved by
-		// this fire's own transaction; read again only if that fails.
-		if a, ok := r.cachedAssignment(sess); ok {
-			err := r.fireAssumed(sess, at, a, reserved)
-			if err == nil {
-				r.runMisfires(sess)
-				return
-			}
-			if !errors.Is(err, errAssignmentMoved) {
-				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
-				r.noteSuspendedMiss(at)
-				return
-			}
-			reserved = func() {}
-		}
-	}
 	items, err := r.assignment(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
@@ -723,10 +702,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 		return
 	}
 	if kind == KindFire {
-		if err := r.fireItems(sess, at, items, reserved, nil); err != nil {
-			r.log.Warn("fire skipped: assignment changed under a fresh read; the next fire makes up for it", "fire", at, "err", err)
-			r.noteSuspendedMiss(at)
-		}
+		r.fireItems(sess, at, items, reserved)
 		r.runMisfires(sess)
 		return
 	}
@@ -756,13 +732,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 // one again. Reserving and choosing happen under one lock, so an item that
 // becomes free meanwhile cannot be taken as a plain fire with its debt left
 // behind.
-//
-// checks, when set, are the proof of an assumed assignment (see assigned):
-// the items' marks are created in the same transaction, and if the proof
-// fails nothing is marked, the plain items are released and
-// errAssignmentMoved returned, for the caller to read the assignment and
-// fire again.
-func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, reserved func(), checks []regcenter.Op) error {
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, reserved func()) {
 	cfg := r.config()
 	gaps := r.inheritedGaps(sess, at, items)
 	plain, debts := r.reserveFire(items, at, gaps, cfg)
@@ -772,22 +742,8 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, r
 		defer close(done)
 		r.runReserved(sess, cfg, debts, "making up for owed fires with this one")
 	}()
-	err := r.runChecked(sess, cfg, at, plain, KindFire, checks)
-	if err == nil && len(plain) == 0 && len(checks) > 0 {
-		// Nothing was marked, so nothing proved the assumption.
-		var ok bool
-		if ok, err = r.proveAssignment(sess, checks); err == nil && !ok {
-			err = errAssignmentMoved
-		}
-	}
+	r.run(sess, cfg, at, plain, KindFire)
 	<-done
-	return err
-}
-
-// fireAssumed is a scheduled fire on an assumed assignment: one
-// transaction proves it and marks the items running (see fireItems).
-func (r *runner) fireAssumed(sess *regcenter.Session, at time.Time, a assigned, reserved func()) error {
-	return r.fireItems(sess, at, a.items, reserved, a.checks(r.paths, r.serverID()))
 }
 
 // reserveFire reserves a scheduled fire's items here: those that owe
@@ -897,12 +853,51 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 	return gaps
 }
 
+// assignment returns this instance's items for a fire, resharding first
+// when ZooKeeper says it is due. It reads ZooKeeper fresh every fire.
+func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	if err := r.awaitSharding(ctx); err != nil {
+		if ctx.Err() == nil || sess.Err() != nil {
+			return nil, err
+		}
+		r.log.Warn("resharding did not finish in time; firing with the stored assignment", "timeout", r.s.opts.reshardTimeout)
+		ctx, cancel = r.coordCtx(sess)
+		defer cancel()
+	}
+	for attempt := 0; ; attempt++ {
+		p := r.paths.Flag(r.serverID(), layout.Sharding)
+		data, _, err := r.rc.Get(ctx, p)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		items, err := layout.ParseItems(string(data))
+		if err == nil {
+			return items, nil
+		}
+		if attempt > 0 {
+			return nil, fmt.Errorf("garbage in %s after a reshard: %w", p, err)
+		}
+		// Not written by a leader: ask for a reshard now and wait for it,
+		// so that this fire runs with a real assignment.
+		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", quoteShort(string(data)), "err", err)
+		if err := r.requestReshard(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.awaitSharding(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // requestReshard flags a reshard and asks the leader for it at once (the
 // leader watches the flag's data).
 func (r *runner) requestReshard(ctx context.Context) error {
-	ops := r.paths.FlagReshardOps()
-	ops[0] = regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())}
-	err := r.rc.Multi(ctx, ops...)
+	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())})
 	if errors.Is(err, regcenter.ErrNodeExists) {
 		_, err = r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1)
 	}
@@ -1171,11 +1166,8 @@ func (r *runner) onElected(ctx context.Context) {
 			// An instance about to fire asks for a reshard by writing the
 			// flag's data: reshard at once rather than at our next fire.
 			r.leaderWatches["/necessary"] = r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
-				switch ev.Type {
-				case regcenter.EventDataChanged:
+				if ev.Type == regcenter.EventDataChanged {
 					r.reshardKick.kick()
-				case regcenter.EventCreated:
-					r.epochKick.kick() // a flag set by hand moves no epoch
 				}
 			})
 		}
@@ -1288,61 +1280,29 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 
 // run executes items reserved here: marks, runs and completes them.
 func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
-	_ = r.runChecked(sess, cfg, at, todo, kind, nil) // without checks it returns nil
-}
-
-// runChecked is run with checks (see fireItems): it returns
-// errAssignmentMoved, with the items released, when they fail.
-func (r *runner) runChecked(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind, checks []regcenter.Op) error {
 	if len(todo) == 0 {
-		return nil
+		return
 	}
-	if cfg.Unmonitored && len(checks) > 0 {
-		// Nothing to mark: the proof goes alone.
+	if !cfg.Unmonitored {
 		ctx, cancel := r.coordCtx(sess)
-		err := r.rc.Multi(ctx, checks...)
+		marked, err := r.markRunning(ctx, sess, at, kind, todo)
 		cancel()
-		var me *regcenter.MultiError
-		if errors.As(err, &me) {
-			r.forgetAssignment()
+		if err != nil && kind == KindFailover {
+			// The queue entries stay; give the claims back for a retry.
+			r.log.Warn("cannot mark failover items running; handing them back", "items", todo, "err", err)
+			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+			r.handBack(hctx, sess, todo)
+			hcancel()
 			r.release(todo)
-			return errAssignmentMoved
+			return
 		}
 		if err != nil {
-			r.log.Warn("cannot prove the assignment; items will run as a misfire", "items", todo, "err", err)
+			r.log.Warn("cannot mark items running; they will run as a misfire", "items", todo, "err", err)
 			for _, it := range todo {
 				r.noteMisfire(it, at, cfg)
 			}
 			r.release(todo)
-			return nil
-		}
-	}
-	if !cfg.Unmonitored {
-		ctx, cancel := r.coordCtx(sess)
-		marked, err := r.markRunning(ctx, sess, at, kind, todo, checks)
-		cancel()
-		// On an error, marked holds the items still reserved here.
-		if errors.Is(err, errAssignmentMoved) {
-			r.forgetAssignment()
-			r.release(marked)
-			return err
-		}
-		if err != nil && kind == KindFailover {
-			// The queue entries stay; give the claims back for a retry.
-			r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
-			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
-			r.handBack(hctx, sess, marked)
-			hcancel()
-			r.release(marked)
-			return nil
-		}
-		if err != nil {
-			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
-			for _, it := range marked {
-				r.noteMisfire(it, at, cfg)
-			}
-			r.release(marked)
-			return nil
+			return
 		}
 		todo = marked
 	}
@@ -1379,7 +1339,6 @@ func (r *runner) runChecked(sess *regcenter.Session, cfg Config, at time.Time, t
 		}
 	}
 	r.completeAll(sess, cfg, results, n)
-	return nil
 }
 
 // priorsFor returns what the records of items said when this instance last
@@ -1647,59 +1606,16 @@ func (r *runner) dropDebtLocked(item int) {
 	delete(r.misfireLast, item)
 }
 
-// marksPerTxn bounds the marks of one transaction: ten thousand in one
-// would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
-const marksPerTxn = 1000
-
-// markRunning creates the running marks of items, in one transaction per
-// marksPerTxn items. Items running elsewhere are dropped (and owed a
-// misfire) and the rest retried. checks go first in the first transaction;
-// if one fails, markRunning returns errAssignmentMoved. On an error it
-// returns the items still reserved here, for the caller to release; items
-// a later transaction could not mark are owed a misfire (or, for failover,
-// handed back) and released, and the ones marked are returned without error.
-func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
-	var marked []int
-	for start := 0; start < len(items); start += marksPerTxn {
-		end := min(start+marksPerTxn, len(items))
-		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks)
-		checks = nil
-		if err == nil {
-			marked = append(marked, got...)
-			continue
-		}
-		rest := append(got, items[end:]...)
-		if start == 0 {
-			return rest, err
-		}
-		r.log.Warn("cannot mark the rest of the items running", "items", len(rest), "err", err)
-		if kind == KindFailover {
-			r.handBack(ctx, sess, rest)
-		} else {
-			cfg := r.config()
-			for _, it := range rest {
-				r.noteMisfire(it, at, cfg)
-			}
-		}
-		r.release(rest)
-		break
-	}
-	return marked, nil
-}
-
-// markChunk is one transaction of markRunning. On an error it returns the
-// items still reserved here.
-func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
-	items = slices.Clone(items)
+// markRunning creates the running marks of items in one transaction. Items
+// running elsewhere are dropped (and owed a misfire) and the rest retried.
+func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int) ([]int, error) {
 	now := time.Now()
-	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
-	parentsMade := false
 	for attempt := 0; len(items) > 0; attempt++ {
 		if err := sess.Check(); err != nil {
-			return items, err
+			return nil, err
 		}
-		ops := make([]regcenter.Op, 0, len(checks)+len(items))
-		ops = append(ops, checks...)
+		data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
+		ops := make([]regcenter.Op, 0, len(items)+1)
 		for _, it := range items {
 			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
 		}
@@ -1708,21 +1624,17 @@ func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time
 			return items, nil
 		}
 		var me *regcenter.MultiError
-		if errors.As(err, &me) && me.Index < len(checks) {
-			return items, errAssignmentMoved
-		}
 		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
-			return items, err
+			return nil, err
 		}
-		idx := me.Index - len(checks)
-		item := items[idx]
+		item := items[me.Index]
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
 			if r.dropStaleMark(ctx, sess, item) {
 				continue
 			}
 			// Running elsewhere (or still running from an earlier fire).
-			items = append(items[:idx:idx], items[idx+1:]...)
+			items = append(items[:me.Index:me.Index], items[me.Index+1:]...)
 			if kind == KindFailover {
 				// The queue entry still records the debt: give the claim
 				// back rather than hold it while the item runs elsewhere.
@@ -1736,53 +1648,15 @@ func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time
 			r.noteMisfire(item, at, r.config())
 			r.release([]int{item})
 			r.owesMisfireRemote(ctx, item, at)
-		case errors.Is(me.Err, regcenter.ErrNoNode) && !parentsMade:
-			// A first fire: make every missing item node of the chunk at
-			// once, not one round trip per item.
-			parentsMade = true
-			if err := r.makeItemNodes(ctx, items); err != nil {
-				return items, err
-			}
 		case errors.Is(me.Err, regcenter.ErrNoNode):
 			if err := r.rc.EnsurePath(ctx, r.paths.Item(item)); err != nil {
-				return items, err
+				return nil, err
 			}
 		default:
-			return items, err
+			return nil, err
 		}
 	}
 	return items, nil
-}
-
-// makeItemNodes creates the execution nodes of items that do not exist
-// yet: one read of the existing ones and one transaction. A node created
-// meanwhile by another instance is left to markChunk's per-item retry.
-func (r *runner) makeItemNodes(ctx context.Context, items []int) error {
-	if err := r.rc.EnsurePath(ctx, r.paths.Execution()); err != nil {
-		return err
-	}
-	names, err := r.rc.Children(ctx, r.paths.Execution())
-	if err != nil {
-		return err
-	}
-	have := make(map[string]bool, len(names))
-	for _, n := range names {
-		have[n] = true
-	}
-	var ops []regcenter.Op
-	for _, it := range items {
-		if !have[strconv.Itoa(it)] {
-			ops = append(ops, regcenter.CreateOp{Path: r.paths.Item(it)})
-		}
-	}
-	if len(ops) == 0 {
-		return nil
-	}
-	err = r.rc.Multi(ctx, ops...)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		return nil
-	}
-	return err
 }
 
 // dropStaleMark deletes item's running mark if it belongs to this very
