@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +19,33 @@ import (
 
 var (
 	chaosTasks = flag.Int("dispatch.chaos.tasks", 100000, "tasks the chaos test runs")
-	chaosKills = flag.Int("dispatch.chaos.kills", 4, "kill -9 and restart rounds in the chaos test")
+	chaosKills = flag.Int("dispatch.chaos.kills", 6, "kill -9 and restart rounds in the chaos test")
+)
+
+// The chaos test's tenants. A tenant's window sets its place in the
+// deadline order: t1's acceptable starts come first, so it runs at its
+// cap, then t2, and t3 takes the global slots left; its larger share of
+// the tasks runs at its own cap once the others are done. So every cap
+// binds at some point.
+var chaosTenants = []struct {
+	name   string
+	cap    int
+	share  float64       // of the tasks
+	window time.Duration // acceptable starts spread over [now−1s, now+window]
+}{
+	{"t1", 50, 0.15, 10 * time.Second},
+	{"t2", 80, 0.25, 20 * time.Second},
+	{"t3", 160, 0.60, time.Minute},
+}
+
+const (
+	chaosGlobal = 240
+	// Each task's work takes a random time in this range (chaosnode's
+	// -min-hold and -max-hold), so that a kill lands on running attempts.
+	chaosMinHold = 20 * time.Millisecond
+	chaosMaxHold = 300 * time.Millisecond
+	// chaosMaxRetries is high enough that kills alone never fail a task.
+	chaosMaxRetries = 10
 )
 
 // chaosNode is one node process of the chaos test.
@@ -29,16 +56,28 @@ type chaosNode struct {
 	done  chan error
 }
 
+// chaosKill is when one node incarnation was killed: sent is the moment
+// before SIGKILL was sent, dead the moment its exit was reaped. Every log
+// line of the incarnation was written before dead.
+type chaosKill struct {
+	node       string
+	sent, dead int64 // unix ns
+}
+
 // TestChaos runs three node processes on one PostgreSQL, kills them with
 // -9 and restarts them while they run tasks for three tenants, and checks
-// from the execution log that no cap was exceeded at any instant, that
-// every task ended finished, and that every repeated start follows an
-// attempt that was cut short by a kill.
+// from the execution log and the store that no cap was exceeded at any
+// instant, that every task ended finished (or failed with its retries
+// spent), that every kill caught attempts in flight and they were
+// dispatched again, and that every repeated start is explained by the
+// death of the node running the earlier attempt.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test skipped in -short mode")
 	}
-	ctx := testCtx(t)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "chaosnode")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/chaosnode")
@@ -49,43 +88,42 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps := map[string]int{"t1": 10, "t2": 20, "t3": 40}
-	const global = 50
 	d := open(t, Config{Driver: "postgres", DSN: dsn})
-	if err := d.SetGlobalMax(ctx, global); err != nil {
+	if err := d.SetGlobalMax(ctx, chaosGlobal); err != nil {
 		t.Fatal(err)
 	}
 	total := *chaosTasks
+	caps := map[string]int{}
 	now := time.Now()
-	var names []string
-	for w, c := range caps {
-		names = append(names, w)
-		mustWorker(t, d, w, c)
-	}
-	sort.Strings(names)
-	for i, w := range names {
-		n := total / len(names)
-		if i == 0 {
-			n += total % len(names)
+	assigned := 0
+	for i, tn := range chaosTenants {
+		caps[tn.name] = tn.cap
+		mustWorker(t, d, tn.name, tn.cap)
+		n := int(float64(total) * tn.share)
+		if i == len(chaosTenants)-1 {
+			n = total - assigned
 		}
+		assigned += n
 		for off := 0; off < n; off += MaxBatch {
 			k := min(MaxBatch, n-off)
 			ts := make([]NewTask, k)
 			for j := range ts {
-				ts[j] = NewTask{ExternalID: fmt.Sprintf("%s-%d", w, off+j)}
+				ts[j] = NewTask{ExternalID: fmt.Sprintf("%s-%d", tn.name, off+j)}
 			}
-			if _, err := d.Assign(ctx, Assignment{Worker: w, Start: now.Add(-time.Second), End: now.Add(time.Minute), Tasks: ts, MaxRetries: 10, Timeout: time.Minute}); err != nil {
+			if _, err := d.Assign(ctx, Assignment{Worker: tn.name, Start: now.Add(-time.Second), End: now.Add(tn.window),
+				Tasks: ts, MaxRetries: chaosMaxRetries, Timeout: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	logPath := filepath.Join(dir, "exec.log")
-	kills := map[string]int64{} // node incarnation → kill time (unix ns)
+	var kills []chaosKill
 	gen := 0
 	spawn := func(slot int) *chaosNode {
 		gen++
 		n := &chaosNode{name: fmt.Sprintf("n%d-g%d", slot, gen), done: make(chan error, 1)}
-		n.cmd = exec.Command(bin, "-dsn", dsn, "-node", n.name, "-log", logPath, "-hold", "1ms")
+		n.cmd = exec.Command(bin, "-dsn", dsn, "-node", n.name, "-log", logPath,
+			"-min-hold", chaosMinHold.String(), "-max-hold", chaosMaxHold.String())
 		n.cmd.Stderr = os.Stderr
 		var err error
 		if n.stdin, err = n.cmd.StdinPipe(); err != nil {
@@ -99,6 +137,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 		ready := make(chan error, 1)
+		// Owned by the node: ends when the process exits (n.done).
 		go func() {
 			line, err := bufio.NewReader(out).ReadString('\n')
 			if err == nil && line != "ready\n" {
@@ -119,6 +158,7 @@ func TestChaos(t *testing.T) {
 		return n
 	}
 	kill := func(n *chaosNode) {
+		k := chaosKill{node: n.name, sent: time.Now().UnixNano()}
 		if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +167,8 @@ func TestChaos(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("node %s did not die within 30s of SIGKILL", n.name)
 		}
-		kills[n.name] = time.Now().UnixNano()
+		k.dead = time.Now().UnixNano()
+		kills = append(kills, k)
 	}
 	nodes := []*chaosNode{spawn(0), spawn(1), spawn(2)}
 	defer func() {
@@ -140,7 +181,7 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 
-	finished := func() int {
+	ended := func() int {
 		var n int
 		if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM dispatch_tasks WHERE status IN ('finished', 'failed')`).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -148,15 +189,16 @@ func TestChaos(t *testing.T) {
 		return n
 	}
 	// Kill one node every so often while the work runs, restarting it a
-	// moment later.
+	// moment later. The count scans the tasks, so it is polled gently: it
+	// competes with the nodes for the machine.
 	for k := 0; k < *chaosKills; k++ {
 		target := total * (k + 1) / (*chaosKills + 2)
 		deadline := time.Now().Add(3 * time.Minute)
-		for finished() < target {
+		for ended() < target {
 			if time.Now().After(deadline) {
-				t.Fatalf("stuck at %d ended tasks, waiting for %d", finished(), target)
+				t.Fatalf("stuck at %d ended tasks, waiting for %d", ended(), target)
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 		}
 		slot := k % len(nodes)
 		kill(nodes[slot])
@@ -164,11 +206,11 @@ func TestChaos(t *testing.T) {
 		nodes[slot] = spawn(slot)
 	}
 	deadline := time.Now().Add(4 * time.Minute)
-	for finished() < total {
+	for ended() < total {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d tasks ended after the last kill and 4 minutes", finished(), total)
+			t.Fatalf("%d of %d tasks ended after the last kill and 4 minutes", ended(), total)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
 	}
 	for _, n := range nodes {
 		if err := n.stdin.Close(); err != nil {
@@ -183,50 +225,113 @@ func TestChaos(t *testing.T) {
 			t.Fatalf("node %s did not stop within 60s", n.name)
 		}
 	}
+	ran := time.Since(began)
 
-	// The store: every task finished, nothing running, counters at zero.
-	var byStatus = map[string]int{}
-	rows, err := d.DB().QueryContext(ctx, `SELECT status, count(*) FROM dispatch_tasks GROUP BY status`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var s string
-		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			t.Fatal(err)
-		}
-		byStatus[s] = n
-	}
-	rows.Close()
-	if byStatus["finished"] != total {
-		t.Errorf("tasks by status %v, want all %d finished", byStatus, total)
-	}
+	// The store: nothing running, counters at zero.
 	if g, err := d.Global(ctx); err != nil || g.Running != 0 {
 		t.Errorf("global row %+v (%v), want nothing running", g, err)
 	}
+	ws, err := d.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.Running != 0 {
+			t.Errorf("worker %s counts %d running after the run, want 0", w.Name, w.Running)
+		}
+	}
+	store := chaosStore(ctx, t, d)
+	if len(store) != total {
+		t.Fatalf("the store holds %d tasks, want %d", len(store), total)
+	}
 
-	rep := analyseChaos(t, logPath, caps, global, kills)
-	t.Logf("chaos: %d tasks, %d starts, %d kills; peak running %v (caps %v), in all %d (cap %d); %d repeated starts, each after an attempt whose node was killed",
-		total, rep.starts, len(kills), rep.peak, caps, rep.peakAll, global, rep.repeats)
-	if len(rep.tasks) != total {
-		t.Errorf("the log shows starts of %d tasks, want %d", len(rep.tasks), total)
+	rep := analyseChaos(t, logPath, store, caps, chaosGlobal, kills)
+	t.Logf("chaos: %d tasks (%v), %d attempts started, in %s", total, rep.byStatus, rep.starts, ran.Round(time.Second))
+	t.Logf("chaos: peak running %v (caps %v), in all %d (cap %d): no cap exceeded at any instant", rep.peak, caps, rep.peakAll, chaosGlobal)
+	for _, k := range kills {
+		t.Logf("chaos: kill -9 %s: %d attempts in flight, %d dispatched again, %d finished (the finish recorded, its reply lost)",
+			k.node, rep.inFlight[k.node], rep.again[k.node], rep.replyLost[k.node])
+	}
+	t.Logf("chaos: %d kills caught %d attempts in flight; %d started again %s–%s after the kill; %d duplicate starts, each explained by the death of the node running the earlier attempt; %d attempts claimed by a killed node before its listener ran",
+		len(kills), rep.inFlightAll, rep.againAll, time.Duration(rep.minDelay).Round(time.Millisecond), time.Duration(rep.maxDelay).Round(time.Millisecond), rep.dups, rep.unstarted)
+	if len(kills) > 0 && rep.dups == 0 {
+		t.Errorf("%d kills and no duplicate start: no kill caught an attempt in flight, so nothing was checked", len(kills))
 	}
 }
 
-type chaosReport struct {
-	starts, repeats int
-	peak            map[string]int
-	peakAll         int
-	tasks           map[string]bool
+// chaosTask is one task as the store ended it.
+type chaosTask struct {
+	worker     string
+	status     Status
+	attempts   int
+	maxRetries int
 }
 
-// analyseChaos reads the execution log. A handler's hold [S, E] lies
-// within the time the store counted its slots; a handler killed with its
-// node has no E, and its hold is taken to end at the kill, which is before
-// its lease could lapse. So the holds overlap no more than the store's
-// counts, and a count over a cap here is a cap exceeded.
-func analyseChaos(t *testing.T, path string, caps map[string]int, global int, kills map[string]int64) chaosReport {
+func chaosStore(ctx context.Context, t *testing.T, d *Dispatcher) map[string]chaosTask {
+	rows, err := d.DB().QueryContext(ctx, `SELECT uuid, worker, status, attempts, max_retries FROM dispatch_tasks`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]chaosTask{}
+	for rows.Next() {
+		var id string
+		var ct chaosTask
+		if err := rows.Scan(&id, &ct.worker, &ct.status, &ct.attempts, &ct.maxRetries); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = ct
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type chaosReport struct {
+	starts    int
+	byStatus  map[Status]int
+	peak      map[string]int
+	peakAll   int
+	inFlight  map[string]int // by killed node: attempts started there and not finished when it died
+	again     map[string]int // of those, dispatched again
+	replyLost map[string]int // of those, finished: the finish was recorded, the node died before logging it
+	// Totals over all kills.
+	inFlightAll, againAll int
+	dups                  int   // starts of a task after its first logged start
+	unstarted             int   // attempts the store counted whose listener never ran
+	minDelay, maxDelay    int64 // from a kill to the next start of a task it caught in flight
+}
+
+// chaosAttempt is one attempt as the execution log tells it.
+type chaosAttempt struct {
+	worker, node, lease string
+	start               int64 // S
+	end                 int64 // E or C: the work is done or its context ended
+	cut                 bool  // C: the context ended first
+	finish              int64 // F: the finish is recorded
+	rejected            bool  // X: FinishAttempt failed
+}
+
+// analyseChaos reads the execution log and checks it against the store and
+// the kills.
+//
+// Caps: an attempt's hold [S, E] lies within the time the store counted its
+// slots (S follows the claim; E precedes the FinishAttempt call); a hold
+// cut by a kill is taken to end when the node was reaped, before its lease
+// could lapse. So the holds overlap no more than the store's counts did,
+// and a count over a cap here is a cap exceeded.
+//
+// Duplicates: a start of a task after an earlier logged start is explained
+// only if the node running the earlier attempt was killed after that
+// attempt started and before the later one did, with the earlier attempt's
+// finish not recorded (no F) and its context not cut (no C).
+func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps map[string]int, global int, kills []chaosKill) chaosReport {
+	t.Helper()
+	killOf := map[string]chaosKill{}
+	for _, k := range kills {
+		killOf[k.node] = k
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -236,63 +341,78 @@ func analyseChaos(t *testing.T, path string, caps map[string]int, global int, ki
 		uuid    string
 		attempt int
 	}
-	type hold struct {
-		worker, node string
-		start, end   int64
-	}
-	holds := map[key]*hold{}
-	startsOf := map[string][]key{}
+	atts := map[key]*chaosAttempt{}
+	byTask := map[string][]int{}
+	var cut, rejected int
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		p := strings.Fields(sc.Text())
-		if len(p) != 6 {
+		if len(p) != 7 {
 			t.Fatalf("bad log line %q", sc.Text())
 		}
 		att, err1 := strconv.Atoi(p[3])
-		ts, err2 := strconv.ParseInt(p[5], 10, 64)
+		ts, err2 := strconv.ParseInt(p[6], 10, 64)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("bad log line %q", sc.Text())
 		}
 		k := key{p[1], att}
-		switch p[0] {
-		case "S":
-			if holds[k] != nil {
-				t.Errorf("attempt %d of %s started twice", att, p[1])
+		a := atts[k]
+		if p[0] == "S" {
+			if a != nil {
+				t.Errorf("attempt %d of %s started twice (on %s and %s)", att, p[1], a.node, p[4])
 				continue
 			}
-			holds[k] = &hold{worker: p[2], node: p[4], start: ts}
-			startsOf[p[1]] = append(startsOf[p[1]], k)
+			atts[k] = &chaosAttempt{worker: p[2], node: p[4], lease: p[5], start: ts}
+			byTask[p[1]] = append(byTask[p[1]], att)
+			continue
+		}
+		if a == nil || a.node != p[4] {
+			t.Errorf("log line for an attempt not started on that node: %q", sc.Text())
+			continue
+		}
+		switch p[0] {
 		case "E":
-			if h := holds[k]; h != nil {
-				h.end = ts
-			} else {
-				t.Errorf("end without start: %q", sc.Text())
-			}
+			a.end = ts
+		case "C":
+			a.end, a.cut = ts, true
+			cut++
+		case "F":
+			a.finish = ts
+		case "X":
+			a.rejected = true
+			rejected++
+		default:
+			t.Fatalf("bad log line %q", sc.Text())
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	rep := chaosReport{peak: map[string]int{}, tasks: map[string]bool{}}
+	if cut > 0 || rejected > 0 {
+		t.Errorf("%d attempts had their context cut and %d finishes were rejected on live nodes: a lease was lost or an attempt timed out, which no kill explains", cut, rejected)
+	}
+
+	rep := chaosReport{byStatus: map[Status]int{}, peak: map[string]int{}, inFlight: map[string]int{},
+		again: map[string]int{}, replyLost: map[string]int{}, minDelay: -1}
+	// Caps, from the holds.
 	type ev struct {
 		at     int64
 		delta  int
 		worker string
 	}
 	var evs []ev
-	for k, h := range holds {
+	for k, a := range atts {
 		rep.starts++
-		rep.tasks[k.uuid] = true
-		end := h.end
+		end := a.end
 		if end == 0 {
-			killed, ok := kills[h.node]
+			kl, ok := killOf[a.node]
 			if !ok {
-				t.Errorf("attempt %d of %s on %s never ended, and that node was not killed", k.attempt, k.uuid, h.node)
+				t.Errorf("attempt %d of %s on %s never ended, and that node was not killed", k.attempt, k.uuid, a.node)
 				continue
 			}
-			end = killed
+			end = kl.dead
 		}
-		evs = append(evs, ev{h.start, 1, h.worker}, ev{end, -1, h.worker})
+		evs = append(evs, ev{a.start, 1, a.worker}, ev{end, -1, a.worker})
 	}
 	// Ends before starts at the same instant: a freed slot may be reused.
 	sort.Slice(evs, func(i, j int) bool {
@@ -315,17 +435,99 @@ func analyseChaos(t *testing.T, path string, caps map[string]int, global int, ki
 		rep.peak[e.worker] = max(rep.peak[e.worker], running[e.worker])
 		rep.peakAll = max(rep.peakAll, all)
 	}
-	// Every start but a task's last must be an attempt cut short by a kill.
-	for uuid, ks := range startsOf {
-		sort.Slice(ks, func(i, j int) bool { return ks[i].attempt < ks[j].attempt })
-		for _, k := range ks[:len(ks)-1] {
-			h := holds[k]
-			// The node died before the attempt's finish was recorded: in
-			// its hold (no E) or between the hold's end and the finish.
-			if killedAt, killed := kills[h.node]; !killed || killedAt < h.start {
-				t.Errorf("task %s started again after attempt %d on %s, whose node did not die while it ran", uuid, k.attempt, h.node)
+
+	// Every task, against the store.
+	killedBetween := func(from, to int64) bool {
+		for _, k := range kills {
+			if from < k.dead && k.dead < to {
+				return true
 			}
-			rep.repeats++
+		}
+		return false
+	}
+	for uuid, st := range store {
+		rep.byStatus[st.status]++
+		as := byTask[uuid]
+		sort.Ints(as)
+		last := 0
+		if len(as) > 0 {
+			last = as[len(as)-1]
+		}
+		switch {
+		case st.status == StatusFinished:
+			// The finishing attempt is the last one started, and its
+			// work was done before its Finish.
+			if len(as) == 0 || last != st.attempts || atts[key{uuid, last}].end == 0 || atts[key{uuid, last}].cut {
+				t.Errorf("task %s finished at attempt %d; the log shows attempts %v, the last without its work done", uuid, st.attempts, as)
+				continue
+			}
+		case st.status == StatusFailed && st.attempts == st.maxRetries+1:
+			// Failed after its retries.
+		default:
+			t.Errorf("task %s ended %s after %d attempts (max retries %d), want finished or failed after its retries", uuid, st.status, st.attempts, st.maxRetries)
+			continue
+		}
+		if last > st.attempts {
+			t.Errorf("task %s: the log shows attempt %d, the store %d", uuid, last, st.attempts)
+		}
+		// Attempts claimed whose listener never ran: their node died
+		// between the claim and the listener, so a kill must come
+		// between the previous start and the next.
+		prev := int64(0)
+		for i, n := range as {
+			want := n - 1
+			if i > 0 {
+				want = n - as[i-1] - 1
+			}
+			if want > 0 {
+				rep.unstarted += want
+				if !killedBetween(prev, atts[key{uuid, n}].start) {
+					t.Errorf("task %s: attempts before %d never started, and no node died before it", uuid, n)
+				}
+			}
+			prev = atts[key{uuid, n}].start
+		}
+		// Every start after the first.
+		for i := 1; i < len(as); i++ {
+			rep.dups++
+			a, next := atts[key{uuid, as[i-1]}], atts[key{uuid, as[i]}]
+			kl, killed := killOf[a.node]
+			if !killed || a.finish != 0 || a.cut || a.rejected || kl.dead <= a.start || kl.dead >= next.start {
+				t.Errorf("task %s started again (attempt %d on %s at %d) after attempt %d on %s (start %d, end %d, finish %d, cut %v), whose node did not die while it ran (killed: %v at %d)",
+					uuid, as[i], next.node, next.start, as[i-1], a.node, a.start, a.end, a.finish, a.cut, killed, kl.dead)
+				continue
+			}
+			delay := next.start - kl.sent
+			if rep.minDelay < 0 || delay < rep.minDelay {
+				rep.minDelay = delay
+			}
+			rep.maxDelay = max(rep.maxDelay, delay)
+		}
+		// Every attempt a kill caught in flight: dispatched again, or
+		// its finish was recorded just before the kill.
+		for _, n := range as {
+			a := atts[key{uuid, n}]
+			if _, killed := killOf[a.node]; !killed || a.finish != 0 || a.cut || a.rejected {
+				continue
+			}
+			rep.inFlight[a.node]++
+			rep.inFlightAll++
+			switch {
+			case st.attempts > n:
+				rep.again[a.node]++
+				rep.againAll++
+			case st.status == StatusFinished && a.end != 0:
+				rep.replyLost[a.node]++
+			case st.status == StatusFailed:
+				// Its last attempt died with its node.
+			default:
+				t.Errorf("task %s: attempt %d was in flight when %s was killed, and was neither dispatched again nor finished", uuid, n, a.node)
+			}
+		}
+	}
+	for _, k := range kills {
+		if rep.again[k.node] == 0 {
+			t.Errorf("the kill of %s caught %d attempts in flight and none was dispatched again", k.node, rep.inFlight[k.node])
 		}
 	}
 	return rep
