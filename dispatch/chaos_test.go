@@ -245,17 +245,34 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("the store holds %d tasks, want %d", len(store), total)
 	}
 
-	rep := analyseChaos(t, logPath, store, caps, chaosGlobal, kills)
+	logFile, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	rep, err := analyseChaos(logFile, store, caps, chaosGlobal, kills)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capLine := "no cap exceeded at any instant"
+	if rep.overCap != "" {
+		capLine = "a cap exceeded: " + rep.overCap
+	}
 	t.Logf("chaos: %d tasks (%v), %d attempts started, in %s", total, rep.byStatus, rep.starts, ran.Round(time.Second))
-	t.Logf("chaos: peak running %v (caps %v), in all %d (cap %d): no cap exceeded at any instant", rep.peak, caps, rep.peakAll, chaosGlobal)
+	t.Logf("chaos: peak running %v (caps %v), in all %d (cap %d): %s", rep.peak, caps, rep.peakAll, chaosGlobal, capLine)
 	for _, k := range kills {
 		t.Logf("chaos: kill -9 %s: %d attempts in flight, %d dispatched again, %d finished (the finish recorded, its reply lost)",
 			k.node, rep.inFlight[k.node], rep.again[k.node], rep.replyLost[k.node])
 	}
-	t.Logf("chaos: %d kills caught %d attempts in flight; %d started again %s–%s after the kill; %d duplicate starts, each explained by the death of the node running the earlier attempt; %d attempts claimed by a killed node before its listener ran",
-		len(kills), rep.inFlightAll, rep.againAll, time.Duration(rep.minDelay).Round(time.Millisecond), time.Duration(rep.maxDelay).Round(time.Millisecond), rep.dups, rep.unstarted)
-	if len(kills) > 0 && rep.dups == 0 {
-		t.Errorf("%d kills and no duplicate start: no kill caught an attempt in flight, so nothing was checked", len(kills))
+	t.Logf("chaos: %d kills caught %d attempts in flight; %d started again %s–%s after the kill; %d duplicate starts, %d explained by the death of the node running the earlier attempt; %d attempts claimed by a killed node before its listener ran",
+		len(kills), rep.inFlightAll, rep.againAll, time.Duration(rep.minDelay).Round(time.Millisecond), time.Duration(rep.maxDelay).Round(time.Millisecond),
+		rep.dups, rep.explained, rep.unstarted)
+	for i, p := range rep.problems {
+		if i == 20 {
+			t.Errorf("and %d more problems", len(rep.problems)-i)
+			break
+		}
+		t.Error(p)
 	}
 }
 
@@ -299,8 +316,12 @@ type chaosReport struct {
 	// Totals over all kills.
 	inFlightAll, againAll int
 	dups                  int   // starts of a task after its first logged start
+	explained             int   // of those, following the death of the node running the earlier attempt
 	unstarted             int   // attempts the store counted whose listener never ran
 	minDelay, maxDelay    int64 // from a kill to the next start of a task it caught in flight
+
+	overCap  string   // the first instant a cap was exceeded, if any
+	problems []string // every check that failed
 }
 
 // chaosAttempt is one attempt as the execution log tells it.
@@ -326,40 +347,37 @@ type chaosAttempt struct {
 // only if the node running the earlier attempt was killed after that
 // attempt started and before the later one did, with the earlier attempt's
 // finish not recorded (no F) and its context not cut (no C).
-func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps map[string]int, global int, kills []chaosKill) chaosReport {
-	t.Helper()
+func analyseChaos(execLog io.Reader, store map[string]chaosTask, caps map[string]int, global int, kills []chaosKill) (chaosReport, error) {
 	killOf := map[string]chaosKill{}
 	for _, k := range kills {
 		killOf[k.node] = k
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	type key struct {
 		uuid    string
 		attempt int
 	}
+	rep := chaosReport{byStatus: map[Status]int{}, peak: map[string]int{}, inFlight: map[string]int{},
+		again: map[string]int{}, replyLost: map[string]int{}, minDelay: -1}
+	problem := func(format string, args ...any) { rep.problems = append(rep.problems, fmt.Sprintf(format, args...)) }
 	atts := map[key]*chaosAttempt{}
 	byTask := map[string][]int{}
 	var cut, rejected int
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(execLog)
 	for sc.Scan() {
 		p := strings.Fields(sc.Text())
 		if len(p) != 7 {
-			t.Fatalf("bad log line %q", sc.Text())
+			return rep, fmt.Errorf("bad log line %q", sc.Text())
 		}
 		att, err1 := strconv.Atoi(p[3])
 		ts, err2 := strconv.ParseInt(p[6], 10, 64)
 		if err1 != nil || err2 != nil {
-			t.Fatalf("bad log line %q", sc.Text())
+			return rep, fmt.Errorf("bad log line %q", sc.Text())
 		}
 		k := key{p[1], att}
 		a := atts[k]
 		if p[0] == "S" {
 			if a != nil {
-				t.Errorf("attempt %d of %s started twice (on %s and %s)", att, p[1], a.node, p[4])
+				problem("attempt %d of %s started twice (on %s and %s)", att, p[1], a.node, p[4])
 				continue
 			}
 			atts[k] = &chaosAttempt{worker: p[2], node: p[4], lease: p[5], start: ts}
@@ -367,7 +385,7 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			continue
 		}
 		if a == nil || a.node != p[4] {
-			t.Errorf("log line for an attempt not started on that node: %q", sc.Text())
+			problem("log line for an attempt not started on that node: %q", sc.Text())
 			continue
 		}
 		switch p[0] {
@@ -382,18 +400,16 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			a.rejected = true
 			rejected++
 		default:
-			t.Fatalf("bad log line %q", sc.Text())
+			return rep, fmt.Errorf("bad log line %q", sc.Text())
 		}
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		return rep, err
 	}
 	if cut > 0 || rejected > 0 {
-		t.Errorf("%d attempts had their context cut and %d finishes were rejected on live nodes: a lease was lost or an attempt timed out, which no kill explains", cut, rejected)
+		problem("%d attempts had their context cut and %d finishes were rejected on live nodes: a lease was lost or an attempt timed out, which no kill explains", cut, rejected)
 	}
 
-	rep := chaosReport{byStatus: map[Status]int{}, peak: map[string]int{}, inFlight: map[string]int{},
-		again: map[string]int{}, replyLost: map[string]int{}, minDelay: -1}
 	// Caps, from the holds.
 	type ev struct {
 		at     int64
@@ -407,7 +423,7 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 		if end == 0 {
 			kl, ok := killOf[a.node]
 			if !ok {
-				t.Errorf("attempt %d of %s on %s never ended, and that node was not killed", k.attempt, k.uuid, a.node)
+				problem("attempt %d of %s on %s never ended, and that node was not killed", k.attempt, k.uuid, a.node)
 				continue
 			}
 			end = kl.dead
@@ -427,10 +443,14 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 		running[e.worker] += e.delta
 		all += e.delta
 		if running[e.worker] > caps[e.worker] {
-			t.Fatalf("at %d worker %s had %d running, over its cap %d", e.at, e.worker, running[e.worker], caps[e.worker])
+			rep.overCap = fmt.Sprintf("at %d worker %s had %d running, over its cap %d", e.at, e.worker, running[e.worker], caps[e.worker])
+			problem("%s", rep.overCap)
+			break
 		}
 		if all > global {
-			t.Fatalf("at %d %d tasks ran, over the global cap %d", e.at, all, global)
+			rep.overCap = fmt.Sprintf("at %d %d tasks ran, over the global cap %d", e.at, all, global)
+			problem("%s", rep.overCap)
+			break
 		}
 		rep.peak[e.worker] = max(rep.peak[e.worker], running[e.worker])
 		rep.peakAll = max(rep.peakAll, all)
@@ -458,17 +478,17 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			// The finishing attempt is the last one started, and its
 			// work was done before its Finish.
 			if len(as) == 0 || last != st.attempts || atts[key{uuid, last}].end == 0 || atts[key{uuid, last}].cut {
-				t.Errorf("task %s finished at attempt %d; the log shows attempts %v, the last without its work done", uuid, st.attempts, as)
+				problem("task %s finished at attempt %d; the log shows attempts %v, the last without its work done", uuid, st.attempts, as)
 				continue
 			}
 		case st.status == StatusFailed && st.attempts == st.maxRetries+1:
 			// Failed after its retries.
 		default:
-			t.Errorf("task %s ended %s after %d attempts (max retries %d), want finished or failed after its retries", uuid, st.status, st.attempts, st.maxRetries)
+			problem("task %s ended %s after %d attempts (max retries %d), want finished or failed after its retries", uuid, st.status, st.attempts, st.maxRetries)
 			continue
 		}
 		if last > st.attempts {
-			t.Errorf("task %s: the log shows attempt %d, the store %d", uuid, last, st.attempts)
+			problem("task %s: the log shows attempt %d, the store %d", uuid, last, st.attempts)
 		}
 		// Attempts claimed whose listener never ran: their node died
 		// between the claim and the listener, so a kill must come
@@ -482,7 +502,7 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			if want > 0 {
 				rep.unstarted += want
 				if !killedBetween(prev, atts[key{uuid, n}].start) {
-					t.Errorf("task %s: attempts before %d never started, and no node died before it", uuid, n)
+					problem("task %s: attempts before %d never started, and no node died before it", uuid, n)
 				}
 			}
 			prev = atts[key{uuid, n}].start
@@ -493,10 +513,11 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			a, next := atts[key{uuid, as[i-1]}], atts[key{uuid, as[i]}]
 			kl, killed := killOf[a.node]
 			if !killed || a.finish != 0 || a.cut || a.rejected || kl.dead <= a.start || kl.dead >= next.start {
-				t.Errorf("task %s started again (attempt %d on %s at %d) after attempt %d on %s (start %d, end %d, finish %d, cut %v), whose node did not die while it ran (killed: %v at %d)",
-					uuid, as[i], next.node, next.start, as[i-1], a.node, a.start, a.end, a.finish, a.cut, killed, kl.dead)
+				problem("task %s started again (attempt %d on %s at %d) after attempt %d on %s under lease %s (start %d, end %d, finish %d, cut %v), whose node did not die while it ran (killed: %v at %d)",
+					uuid, as[i], next.node, next.start, as[i-1], a.node, a.lease, a.start, a.end, a.finish, a.cut, killed, kl.dead)
 				continue
 			}
+			rep.explained++
 			delay := next.start - kl.sent
 			if rep.minDelay < 0 || delay < rep.minDelay {
 				rep.minDelay = delay
@@ -521,14 +542,119 @@ func analyseChaos(t *testing.T, path string, store map[string]chaosTask, caps ma
 			case st.status == StatusFailed:
 				// Its last attempt died with its node.
 			default:
-				t.Errorf("task %s: attempt %d was in flight when %s was killed, and was neither dispatched again nor finished", uuid, n, a.node)
+				problem("task %s: attempt %d was in flight when %s was killed, and was neither dispatched again nor finished", uuid, n, a.node)
 			}
 		}
 	}
 	for _, k := range kills {
 		if rep.again[k.node] == 0 {
-			t.Errorf("the kill of %s caught %d attempts in flight and none was dispatched again", k.node, rep.inFlight[k.node])
+			problem("the kill of %s caught %d attempts in flight and none was dispatched again", k.node, rep.inFlight[k.node])
 		}
 	}
-	return rep
+	return rep, nil
+}
+
+// TestChaosAnalysis feeds analyseChaos small logs, so that a check that
+// could never fail is caught here and not in a two-minute run.
+func TestChaosAnalysis(t *testing.T) {
+	caps := map[string]int{"t1": 2, "t2": 2}
+	const global = 3
+	// A ran u1 and, after B's kill, u2 again; B was killed running u2.
+	good := `S u1 t1 1 A A-1 100
+S u2 t1 1 B B-1 200
+E u1 t1 1 A A-1 300
+F u1 t1 1 A A-1 310
+S u2 t1 2 A A-1 6000
+E u2 t1 2 A A-1 6100
+F u2 t1 2 A A-1 6110
+`
+	killB := []chaosKill{{node: "B", sent: 900, dead: 1000}}
+	finished := map[string]chaosTask{
+		"u1": {worker: "t1", status: StatusFinished, attempts: 1, maxRetries: 3},
+		"u2": {worker: "t1", status: StatusFinished, attempts: 2, maxRetries: 3},
+	}
+	cases := []struct {
+		name  string
+		log   string
+		store map[string]chaosTask
+		kills []chaosKill
+		want  string // a problem that must be reported; "" for none
+	}{
+		{"explained", good, finished, killB, ""},
+		{"no kill", good, finished, nil, "whose node did not die"},
+		{"killed after the next start", good, finished, []chaosKill{{node: "B", sent: 6500, dead: 7000}}, "whose node did not die"},
+		{"finish recorded", good + "F u2 t1 1 B B-1 250\n", finished, killB, "whose node did not die"},
+		{"context cut", good + "C u2 t1 1 B B-1 250\n", finished, killB, "context cut"},
+		{"kill caught nothing", good, finished, append(killB, chaosKill{node: "C", sent: 1, dead: 2}), "the kill of C caught 0"},
+		{"never ended", good, finished, []chaosKill{{node: "A", sent: 1, dead: 2}}, "never ended"},
+		{"not finished", good, map[string]chaosTask{
+			"u1": finished["u1"],
+			"u2": {worker: "t1", status: StatusWaiting, attempts: 2, maxRetries: 3},
+		}, killB, "want finished or failed"},
+		{"failed too early", good, map[string]chaosTask{
+			"u1": finished["u1"],
+			"u2": {worker: "t1", status: StatusFailed, attempts: 2, maxRetries: 3},
+		}, killB, "want finished or failed"},
+		{"finished without its work", good, map[string]chaosTask{
+			"u1": finished["u1"],
+			"u2": {worker: "t1", status: StatusFinished, attempts: 3, maxRetries: 3},
+		}, killB, "finished at attempt 3"},
+		{"unstarted attempt, no kill before", `S u1 t1 2 A A-1 100
+E u1 t1 2 A A-1 200
+F u1 t1 2 A A-1 210
+`, map[string]chaosTask{"u1": {worker: "t1", status: StatusFinished, attempts: 2, maxRetries: 3}}, nil, "never started"},
+		{"worker cap", `S u1 t1 1 A A-1 100
+S u2 t1 1 A A-1 110
+S u3 t1 1 A A-1 120
+E u1 t1 1 A A-1 200
+E u2 t1 1 A A-1 200
+E u3 t1 1 A A-1 200
+`, nil, nil, "over its cap 2"},
+		{"global cap", `S u1 t1 1 A A-1 100
+S u2 t1 1 A A-1 110
+S u3 t2 1 A A-1 120
+S u4 t2 1 A A-1 130
+E u1 t1 1 A A-1 200
+E u2 t1 1 A A-1 200
+E u3 t2 1 A A-1 200
+E u4 t2 1 A A-1 200
+`, nil, nil, "over the global cap 3"},
+		{"slot reused at the same instant", `S u1 t1 1 A A-1 100
+S u2 t1 1 A A-1 110
+E u1 t1 1 A A-1 200
+S u3 t1 1 A A-1 200
+E u2 t1 1 A A-1 300
+E u3 t1 1 A A-1 300
+`, nil, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := analyseChaos(strings.NewReader(c.log), c.store, caps, global, c.kills)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" {
+				if len(rep.problems) > 0 {
+					t.Fatalf("problems %q, want none", rep.problems)
+				}
+				return
+			}
+			for _, p := range rep.problems {
+				if strings.Contains(p, c.want) {
+					return
+				}
+			}
+			t.Fatalf("problems %q, want one with %q", rep.problems, c.want)
+		})
+	}
+	rep, err := analyseChaos(strings.NewReader(good), finished, caps, global, killB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.dups != 1 || rep.explained != 1 || rep.inFlight["B"] != 1 || rep.again["B"] != 1 || rep.minDelay != 5100 || rep.peak["t1"] != 2 {
+		t.Errorf("report %+v, want 1 duplicate, B's attempt in flight and dispatched again 5100 ns after the kill, t1 peaking at 2", rep)
+	}
+	if _, err := analyseChaos(strings.NewReader("S u1 t1 x A A-1 100\n"), nil, caps, global, nil); err == nil {
+		t.Error("a bad line was accepted")
+	}
 }
