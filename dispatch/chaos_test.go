@@ -50,10 +50,23 @@ const (
 
 // chaosNode is one node process of the chaos test.
 type chaosNode struct {
-	name  string // the node id of this incarnation
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	done  chan error
+	name   string // the node id of this incarnation
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	done   chan error // the process's exit, once
+	exited bool       // done was received
+}
+
+// wait waits up to timeout for the process to exit and returns how it
+// exited; n.exited tells an exit from the timeout.
+func (n *chaosNode) wait(timeout time.Duration) error {
+	select {
+	case err := <-n.done:
+		n.exited = true
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("node %s did not exit within %s", n.name, timeout)
+	}
 }
 
 // chaosKill is when one node incarnation was killed: sent is the moment
@@ -162,10 +175,8 @@ func TestChaos(t *testing.T) {
 		if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-n.done:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("node %s did not die within 30s of SIGKILL", n.name)
+		if err := n.wait(30 * time.Second); !n.exited {
+			t.Fatal(err)
 		}
 		k.dead = time.Now().UnixNano()
 		kills = append(kills, k)
@@ -173,9 +184,11 @@ func TestChaos(t *testing.T) {
 	nodes := []*chaosNode{spawn(0), spawn(1), spawn(2)}
 	defer func() {
 		for _, n := range nodes {
-			if n.cmd.ProcessState == nil {
-				if err := n.cmd.Process.Signal(syscall.SIGKILL); err == nil {
-					<-n.done
+			if !n.exited {
+				if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Errorf("kill node %s: %v", n.name, err)
+				} else if err := n.wait(30 * time.Second); !n.exited {
+					t.Error(err)
 				}
 			}
 		}
@@ -216,13 +229,12 @@ func TestChaos(t *testing.T) {
 		if err := n.stdin.Close(); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case err := <-n.done:
-			if err != nil {
-				t.Errorf("node %s stopped with %v", n.name, err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatalf("node %s did not stop within 60s", n.name)
+		err := n.wait(60 * time.Second)
+		if !n.exited {
+			t.Fatal(err)
+		}
+		if err != nil {
+			t.Errorf("node %s stopped with %v", n.name, err)
 		}
 	}
 	ran := time.Since(began)
