@@ -63,8 +63,12 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 
 	// work is every goroutine doing a task's work; each ends when its work
 	// is done and its finish answered (bounded by finishTimeout), or when
-	// the attempt's context ends.
-	var work sync.WaitGroup
+	// the attempt's context ends. Once stopping is set, no work is added.
+	var (
+		work     sync.WaitGroup
+		mu       sync.Mutex
+		stopping bool
+	)
 	const finishTimeout = 30 * time.Second
 	var d *dispatch.Dispatcher
 	do := func(ctx context.Context, t dispatch.Task) {
@@ -102,10 +106,17 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 		LeaseTTL: 5 * time.Second, SweepInterval: 200 * time.Millisecond,
 		Backoff: dispatch.Backoff{Base: 50 * time.Millisecond, Max: time.Second},
 		OnStart: func(ctx context.Context, t dispatch.Task) error {
-			if err := line("S", t); err != nil {
-				return err
+			mu.Lock()
+			if stopping {
+				mu.Unlock()
+				return errors.New("chaosnode: stopping")
 			}
 			work.Add(1)
+			mu.Unlock()
+			if err := line("S", t); err != nil {
+				work.Done()
+				return err
+			}
 			go func() {
 				defer work.Done()
 				do(ctx, t)
@@ -126,7 +137,12 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 	}
 	// Let the work in progress end and its finishes be answered (and
 	// logged) before the dispatcher closes; each piece of work is bounded
-	// by its hold and finishTimeout.
+	// by its hold and finishTimeout. The harness stops nodes once every
+	// task has ended, so no start should come now; one that does fails
+	// and is retried elsewhere.
+	mu.Lock()
+	stopping = true
+	mu.Unlock()
 	idle := make(chan struct{})
 	go func() { work.Wait(); close(idle) }()
 	var errs []error
