@@ -502,6 +502,12 @@ func analyseChaos(execLog io.Reader, store map[string]chaosTask, caps map[string
 		if last > st.attempts {
 			problem("task %s: the log shows attempt %d, the store %d", uuid, last, st.attempts)
 		}
+		// The caps above count each attempt against the worker it logged.
+		for _, n := range as {
+			if w := atts[key{uuid, n}].worker; w != st.worker {
+				problem("task %s of worker %s: attempt %d logged as worker %s", uuid, st.worker, n, w)
+			}
+		}
 		// Attempts claimed whose listener never ran: their node died
 		// between the claim and the listener, so a kill must come
 		// between the previous start and the next.
@@ -611,6 +617,10 @@ F u2 t1 2 A A-1 6110
 			"u1": finished["u1"],
 			"u2": {worker: "t1", status: StatusFinished, attempts: 3, maxRetries: 3},
 		}, killB, "finished at attempt 3"},
+		{"wrong worker", good, map[string]chaosTask{
+			"u1": {worker: "t2", status: StatusFinished, attempts: 1, maxRetries: 3},
+			"u2": finished["u2"],
+		}, killB, "logged as worker t1"},
 		{"unstarted attempt, no kill before", `S u1 t1 2 A A-1 100
 E u1 t1 2 A A-1 200
 F u1 t1 2 A A-1 210
