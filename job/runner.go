@@ -406,7 +406,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	return nil
 }
 
-// ensureTree makes the leader's part of the job's tree: the reshard epoch
+// ensureTree makes the leader's part of the job's tree: leader/sharding
 // (the parent of necessary), the failover queue and the election latch. One
 // read when it exists, one transaction for a new job; the slow way, a node
 // at a time, when another instance is making it at the same moment.
