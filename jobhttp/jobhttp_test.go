@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/leakcheck"
 	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
@@ -38,28 +39,10 @@ func TestMain(m *testing.M) {
 	base := runtime.NumGoroutine()
 	code := m.Run()
 	if code == 0 {
-		code = checkGoroutines(base)
+		code = leakcheck.Check(base)
 	}
 	zc.Close()
 	os.Exit(code)
-}
-
-// checkGoroutines fails the run if goroutines started by the tests are
-// still alive once every scheduler, center and test server is closed.
-func checkGoroutines(base int) int {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= base+2 {
-			return 0
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			fmt.Fprintf(os.Stderr, "goroutine leak: %d goroutines, %d before the tests\n%s", n, base, buf[:runtime.Stack(buf, true)])
-			return 1
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t) }
