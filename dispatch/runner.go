@@ -460,6 +460,18 @@ func (d *Dispatcher) renew(ctx context.Context, now time.Time) {
 	d.kick()
 }
 
+// backOff waits *delay, or until ctx ends, then doubles *delay up to 5 s:
+// the pause between attempts of the loops that reconnect.
+func backOff(ctx context.Context, delay *time.Duration) {
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	*delay = min(2**delay, 5*time.Second)
+}
+
 // listenLoop keeps a LISTEN connection (postgres) and wakes the fetcher
 // on every notification: a new assignment or a slot freed elsewhere.
 func (d *Dispatcher) listenLoop(ctx context.Context) {
@@ -470,13 +482,7 @@ func (d *Dispatcher) listenLoop(ctx context.Context) {
 			return
 		}
 		d.log.Warn("dispatch: LISTEN connection lost; fetcher falls back to MaxWait polls until it is back", "err", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		delay = min(2*delay, 5*time.Second)
+		backOff(ctx, &delay)
 	}
 }
 

@@ -98,13 +98,7 @@ func (d *Dispatcher) zkSessionLost(ctx context.Context, old *regcenter.Session) 
 			}
 			d.log.Warn("dispatch: register a lease under the new session", "err", err)
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		delay = min(2*delay, 5*time.Second)
+		backOff(ctx, &delay)
 	}
 }
 
