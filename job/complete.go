@@ -13,6 +13,10 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
+// completionsPerTxn bounds the items of one completion transaction (two to
+// four operations each), within ZooKeeper's request limit.
+const completionsPerTxn = 1000
+
 // completeAll collects n results and writes their completion marks in
 // group commits: each transaction carries every result that arrived while
 // the previous one was in flight, so a fire of many fast items costs a
@@ -22,7 +26,7 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan
 		batch := []itemResult{<-results}
 		received++
 	drain:
-		for received < n {
+		for received < n && len(batch) < completionsPerTxn {
 			select {
 			case res := <-results:
 				batch = append(batch, res)
@@ -101,6 +105,12 @@ type completion struct {
 	// completedVersion, when set (unfenced), is the version each item's
 	// completed node must still have.
 	completedVersion map[int]int32
+	// reread holds the items whose completed node another instance wrote
+	// since this one last read or wrote it: read again, and add to it.
+	reread map[int]bool
+	// wrote is the version each item's completed node has once the
+	// transaction is applied, where known (-1 otherwise).
+	wrote map[int]int32
 }
 
 func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResult) {
@@ -138,7 +148,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
 	defer context.AfterFunc(r.recordCtx, cancel)()
-	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}}
+	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}, reread: map[int]bool{}, wrote: map[int]int32{}}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
 	// transaction the client replays on a later session after a lost lease
@@ -220,6 +230,12 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 			}
 			unfenced = true
 		}
+		if err := r.reread(ctx, &c); err != nil {
+			if !wait(err) {
+				return
+			}
+			continue
+		}
 		ops := r.completionOps(cfg, &c)
 		if len(ops) == 0 {
 			return
@@ -229,7 +245,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
-			r.paid(cfg, batch)
+			r.paid(cfg, &c)
 			return
 		}
 		var me *regcenter.MultiError
@@ -256,18 +272,39 @@ func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResul
 	r.log.Warn("giving up marking items completed", "items", len(batch))
 }
 
+// reread reads the completed nodes of c.reread again (see completion)
+// and makes them the priors the batch's records add to.
+func (r *runner) reread(ctx context.Context, c *completion) error {
+	for it := range c.reread {
+		rec, err := r.readRecord(ctx, it)
+		if err != nil {
+			return err
+		}
+		delete(c.reread, it)
+		for i := range c.batch {
+			if c.batch[i].item == it {
+				c.batch[i].prior = rec
+			}
+		}
+		r.mu.Lock()
+		r.completedSeen[it] = rec.versioned
+		r.mu.Unlock()
+	}
+	return nil
+}
+
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled.
-func (r *runner) paid(cfg Config, batch []itemResult) {
+func (r *runner) paid(cfg Config, c *completion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, b := range batch {
+	for _, b := range c.batch {
 		if b.halted != nil {
 			continue
 		}
 		r.completedSeen[b.item] = true
-		if !b.settled && b.kind != KindTrigger {
-			r.covered[b.item] = r.recorded(cfg, b)
+		if v, ok := c.wrote[b.item]; ok {
+			r.covered[b.item] = record{cover: r.recorded(cfg, b), version: v, versioned: v >= 0}
 		}
 		if since, owed := r.misfires[b.item]; owed {
 			r.settleLocked(cfg, b, since)
@@ -309,10 +346,13 @@ func (r *runner) correct(c *completion, err error) bool {
 		c.skipClaim[item] = true
 	case node == layout.Completed && missing:
 		r.completedSeen[item] = false
+	case node == layout.Completed && (exists || moved) && c.completedVersion == nil:
+		// Written meanwhile by another instance: add to what it wrote.
+		c.reread[item] = true
 	case node == layout.Completed && exists:
 		r.completedSeen[item] = true
-	case node == layout.Completed && errors.Is(me.Err, regcenter.ErrBadVersion):
-		c.skipCompleted[item] = true // written meanwhile: that record stands
+	case node == layout.Completed && moved:
+		c.skipCompleted[item] = true // unfenced, written meanwhile: that record stands
 	case node == layout.Misfire && missing:
 		delete(r.misfireNodes, item)
 	default:
@@ -328,6 +368,7 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 	defer r.mu.Unlock()
 	var ops []regcenter.Op
 	for _, b := range c.batch {
+		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] {
 			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1})
 		}
@@ -369,10 +410,18 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 				v, ok := c.completedVersion[b.item]
 				if !ok {
 					v = -1
+					if b.prior.versioned {
+						v = b.prior.version
+					}
 				}
 				ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: v})
+				c.wrote[b.item] = -1
+				if v >= 0 {
+					c.wrote[b.item] = v + 1
+				}
 			} else {
 				ops = append(ops, regcenter.CreateOp{Path: p, Data: data})
+				c.wrote[b.item] = 0
 			}
 		}
 		if r.misfireNodes[b.item] && b.covers(r.misfires[b.item]) {

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,63 @@ func TestDebtRunsOnlyTheFiresTheRecordDoesNotList(t *testing.T) {
 	}
 	if len(got.Ran) == 0 || got.Ran[0][0] > owed.UnixMilli() || got.Ran[0][1] < last.UnixMilli() {
 		t.Errorf("completed record %s does not list every fire from %s through %s as one run", data, owed.Format("15:04:05"), last.Format("15:04:05"))
+	}
+}
+
+// TestCompletionKeepsWhatAnotherInstanceRecorded writes, between two fires
+// of the instance that holds the item, a run of fires into the item's
+// record, as a failover run elsewhere would: the holder's next completion
+// must add to that record, not overwrite it from what it remembers.
+func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "keep", Cron: "* * * * * *", ShardingTotalCount: 1}
+	obs := observer(t, ns)
+	startInstance(t, ns, "a", cfg, rec)
+	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
+
+	type mark struct {
+		Server string     `json:"server"`
+		Fire   int64      `json:"fire"`
+		Ran    [][2]int64 `json:"ran"`
+		Kind   string     `json:"kind"`
+	}
+	elsewhere := time.Now().Truncate(time.Second).Add(-time.Hour).UnixMilli()
+	p := "/keep/execution/0/completed"
+	for {
+		data, st, err := obs.Get(tctx(t), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m mark
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		m.Server = "elsewhere"
+		m.Ran = append([][2]int64{{elsewhere, elsewhere}}, m.Ran...)
+		data, _ = json.Marshal(m)
+		_, err = obs.Set(tctx(t), p, data, st.Version)
+		if errors.Is(err, regcenter.ErrBadVersion) {
+			continue // a completion came first: write over it
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
+	data, _, err := obs.Get(tctx(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got mark
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Server != "a" {
+		t.Fatalf("record %s: not written by a since", data)
+	}
+	if len(got.Ran) == 0 || got.Ran[0] != [2]int64{elsewhere, elsewhere} {
+		t.Errorf("record %s dropped the run written elsewhere, [%d %d]", data, elsewhere, elsewhere)
 	}
 }

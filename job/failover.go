@@ -129,19 +129,28 @@ func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error)
 // completedCover reads the item's completed node (zero if none, or
 // garbage).
 func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
-	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
+	rec, err := r.readRecord(ctx, item)
+	return rec.cover, err
+}
+
+// readRecord reads the item's completed node: what it says ran (nothing if
+// there is no node, or garbage in it) and its version, when it exists.
+func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
+	data, st, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
 	if errors.Is(err, regcenter.ErrNoNode) {
-		return cover{}, nil
+		return record{}, nil
 	}
 	if err != nil {
-		return cover{}, err
+		return record{}, err
 	}
+	rec := record{version: st.Version, versioned: true}
 	var m completedMark
 	if err := json.Unmarshal(data, &m); err != nil || m.Fire <= 0 {
 		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", quoteShort(string(data)), "err", err)
-		return cover{}, nil
+		return rec, nil
 	}
-	return coverOf(m), nil
+	rec.cover = coverOf(m)
+	return rec, nil
 }
 
 // claimFailover runs on every instance of a failover job when the queue

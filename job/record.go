@@ -22,6 +22,18 @@ type span struct{ first, last time.Time }
 // recorded.
 type cover struct{ spans []span }
 
+// record is an item's completed node as this instance last read or wrote
+// it: what it says ran and, when versioned, the node's version. A
+// completion writes its record over that version only, so that what
+// another instance wrote meanwhile (a failover run of the item, a previous
+// owner paying its debt) is read and kept, not overwritten. The zero record
+// knows nothing.
+type record struct {
+	cover
+	version   int32
+	versioned bool
+}
+
 // through is the latest covered fire (zero if none).
 func (c cover) through() time.Time {
 	if len(c.spans) == 0 {

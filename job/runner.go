@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ type runner struct {
 	misfireLast   map[int]time.Time // and the latest one
 	misfireNodes  map[int]bool      // we wrote execution/{item}/misfire
 	completedSeen map[int]bool      // execution/{item}/completed exists
-	covered       map[int]cover     // what the completions written here last recorded
+	covered       map[int]record    // items' records as last written or read here
 	remoteWaits   map[int]func()    // watches on items running elsewhere
 	missed        time.Time         // earliest fire skipped while suspended
 	leaderWatches map[string]func()
@@ -54,7 +55,7 @@ type runner struct {
 	claims        map[int]int32     // failover items claimed here: the queue entry's version
 	dispatched    map[int]time.Time // latest scheduled fire each item was run or owed at here
 	heldAtLeave   []int             // the assignment this instance gave up when it left
-	lastItems     []int             // the assignment of the latest scheduled fire here
+	lastHeld      assigned          // the assignment of the latest scheduled fire here
 	firing        sync.WaitGroup    // scheduled fires in flight
 	// order makes scheduled fires reserve their items in fire order: a fire
 	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
@@ -85,9 +86,11 @@ type runner struct {
 	recordCancel context.CancelFunc
 	wg           sync.WaitGroup
 	membership   *kicker
+	assumed      assigned // what the next fire may assume; under mu
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker
+	epochKick    *kicker
 	itemsKick    *kicker
 	idle         chan struct{} // closed and replaced whenever items are released
 }
@@ -162,7 +165,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		misfireLast:   map[int]time.Time{},
 		misfireNodes:  map[int]bool{},
 		completedSeen: map[int]bool{},
-		covered:       map[int]cover{},
+		covered:       map[int]record{},
 		remoteWaits:   map[int]func(){},
 		leaderWatches: map[string]func(){},
 		claimWatches:  map[string]func(){},
@@ -186,6 +189,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
 	r.flagsKick = newKicker(r.goFunc, r.checkFlags)
 	r.reshardKick = newKicker(r.goFunc, r.reshardOnRequest)
+	r.epochKick = newKicker(r.goFunc, r.noteEpochFlag)
 	r.itemsKick = newKicker(r.goFunc, r.readDisabledItems)
 	return r
 }
@@ -416,17 +420,17 @@ func (r *runner) ensureTree(ctx context.Context) error {
 		return err
 	}
 	if ok {
-		return r.rc.EnsurePath(ctx, path.Dir(r.paths.Necessary()))
+		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
 	}
 	leader := r.paths.Leader()
 	var ops []regcenter.Op
-	for _, p := range []string{leader, path.Dir(r.paths.Necessary()), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
+	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
 		ops = append(ops, regcenter.CreateOp{Path: p})
 	}
 	if err := r.rc.Multi(ctx, ops...); err == nil {
 		return nil
 	}
-	for _, p := range []string{path.Dir(r.paths.Necessary()), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
+	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
 		if err := r.rc.EnsurePath(ctx, p); err != nil {
 			return err
 		}
@@ -546,7 +550,7 @@ func (r *runner) sessionTimeout() time.Duration {
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
 func (r *runner) setNecessary(ctx context.Context) {
-	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary()})
+	err := r.rc.Multi(ctx, r.paths.FlagReshardOps()...)
 	if err == nil || errors.Is(err, regcenter.ErrNodeExists) || errors.Is(err, regcenter.ErrNoNode) || ctx.Err() != nil {
 		return
 	}
@@ -695,14 +699,33 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 	if reserved == nil {
 		reserved = func() {}
 	}
-	items, err := r.assignment(sess)
+	if kind == KindFire {
+		// Steady state: fire on what the previous fire read, proved by
+		// this fire's own transaction; read again only if that fails.
+		// A failed proof leaves nothing behind (see fireItems), and this
+		// fire still holds the fire order for the fresh read.
+		if a, ok := r.cachedAssignment(sess); ok {
+			err := r.fireItems(sess, at, a, reserved, true)
+			if err == nil {
+				r.runMisfires(sess)
+				return
+			}
+			if !errors.Is(err, errAssignmentMoved) {
+				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
+				r.noteSuspendedMiss(at)
+				return
+			}
+		}
+	}
+	a, err := r.assignment(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 		r.noteSuspendedMiss(at)
 		return
 	}
+	items := a.items
 	if kind == KindFire {
-		r.fireItems(sess, at, items, reserved)
+		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
 		r.runMisfires(sess)
 		return
 	}
@@ -732,82 +755,87 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 // one again. Reserving and choosing happen under one lock, so an item that
 // becomes free meanwhile cannot be taken as a plain fire with its debt left
 // behind.
-func (r *runner) fireItems(sess *regcenter.Session, at time.Time, items []int, reserved func()) {
+//
+// With prove, a is an assumption (see assigned) and this fire's first
+// transaction proves it: the marks of the plain items carry the checks, or
+// the checks go alone when there is nothing to mark. Until it is proved
+// nothing starts, and if it fails everything reserved is put back and
+// errAssignmentMoved returned, for the caller to read the assignment and
+// fire again; reserved is then not called. Without prove it returns nil.
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
 	cfg := r.config()
-	gaps := r.inheritedGaps(sess, at, items)
-	plain, debts := r.reserveFire(items, at, gaps, cfg)
+	gaps := r.inheritedGaps(sess, at, a)
+	res := r.reserveFire(a.items, at, gaps, cfg)
+	var marked []int
+	if prove {
+		var err error
+		if marked, err = r.proveAndMark(sess, cfg, at, res.plain, a.checks(r.paths, r.serverID())); err != nil {
+			r.undo(res)
+			return err
+		}
+	}
 	reserved()
 	done := make(chan struct{})
 	go func() { // owned here: waited for below
 		defer close(done)
-		r.runReserved(sess, cfg, debts, "making up for owed fires with this one")
+		r.runReserved(sess, cfg, res.debts, "making up for owed fires with this one")
 	}()
-	r.run(sess, cfg, at, plain, KindFire)
-	<-done
-}
-
-// reserveFire reserves a scheduled fire's items here: those that owe
-// nothing earlier are returned as plain, the others grouped by the earliest
-// fire they owe (their debts are taken over by the make-up run). Items
-// running here owe this fire (and any gap) a run.
-func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg Config) (plain []int, debts map[time.Time][]int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
-			continue // an assignment from before the item count shrank, or kept out
-		}
-		if at.After(r.dispatched[it]) {
-			r.dispatched[it] = at
-		}
-		gap, gapped := gaps[it]
-		if e, busy := r.running[it]; busy {
-			if gapped && !e.standsFor(gap) {
-				r.noteMisfireLocked(it, gap, cfg)
-			}
-			if !e.standsFor(at) {
-				r.noteMisfireLocked(it, at, cfg)
-			}
-			continue
-		}
-		since, owed := r.misfires[it]
-		if gapped && (!owed || gap.Before(since)) {
-			since, owed = gap, true
-		}
-		e := &execution{item: it, fire: at, through: at}
-		r.running[it] = e
-		if owed {
-			r.dropDebtLocked(it)
-		}
-		if owed && since.Before(at) {
-			e.fire, e.through = since, r.makeUpThrough(cfg, since)
-			if debts == nil {
-				debts = map[time.Time][]int{}
-			}
-			debts[since] = append(debts[since], it)
-			continue
-		}
-		plain = append(plain, it)
+	if prove {
+		r.launch(sess, cfg, at, marked, KindFire)
+	} else {
+		r.run(sess, cfg, at, res.plain, KindFire)
 	}
-	return plain, debts
+	<-done
+	return nil
 }
 
-// inheritedGaps returns, for the items of this fire that were not this
-// instance's at its previous fire, the earliest fire before at that the
-// item has not completed, where there is one. A previous owner that died
-// (or lost its session) between fires leaves such gaps: the reshard moves
-// its items, and nothing else records the fires it owed. It reads
-// ZooKeeper only for newly held items, so only after a reshard.
-func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []int) map[int]time.Time {
+// proveAndMark sends a fire's proof (checks) with the running marks of its
+// plain items, or alone when it marks nothing: no items, every item still
+// busy, or an unmonitored job. A fire must prove its assumption even then,
+// or an instance whose items stay busy would never learn that a reshard
+// moved them. It returns the items marked; on an error nothing is marked
+// and the items are still reserved (but for those markRunning dropped:
+// running elsewhere, they are owed and released).
+func (r *runner) proveAndMark(sess *regcenter.Session, cfg Config, at time.Time, plain []int, checks []regcenter.Op) ([]int, error) {
+	if len(plain) == 0 || cfg.Unmonitored {
+		ok, err := r.proveAssignment(sess, checks)
+		if err == nil && !ok {
+			err = errAssignmentMoved
+		}
+		return plain, err
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	marked, err := r.markRunning(ctx, sess, at, KindFire, plain, checks)
+	if errors.Is(err, errAssignmentMoved) {
+		r.forgetAssignment()
+	}
+	return marked, err
+}
+
+// inheritedGaps returns, for the items of this fire that this instance did
+// not hold without a break since its previous fire (see heldSince), the
+// earliest fire before at that the item has not completed, where there is
+// one. A previous owner that died (or lost its session) between fires
+// leaves such gaps: the reshard moves its items, and nothing else records
+// the fires it owed. It reads ZooKeeper only for items not held
+// throughout, so only after a reshard or a new session; what it reads
+// replaces what this instance knew of those items' records, which another
+// instance may have written meanwhile.
+func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) map[int]time.Time {
 	cfg := r.config()
 	r.mu.Lock()
-	prev := r.lastItems
-	same := slices.Equal(prev, items)
-	if !same {
-		r.lastItems = slices.Clone(items)
+	held := a.heldSince(r.lastHeld)
+	r.lastHeld = a
+	var fresh []int
+	for _, it := range a.items {
+		if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
+			fresh = append(fresh, it)
+			delete(r.covered, it)
+		}
 	}
 	r.mu.Unlock()
-	if same || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+	if len(fresh) == 0 || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
 		return nil // steady state: nothing newly held
 	}
 	sched, _, err := cfg.Schedule()
@@ -818,30 +846,40 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 	if before.IsZero() {
 		return nil
 	}
-	var gaps map[int]time.Time
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	for _, it := range items {
-		if slices.Contains(prev, it) || it < 0 || it >= cfg.ShardingTotalCount {
+	recs := make([]record, len(fresh))
+	debts := make([]time.Time, len(fresh))
+	errs := make([]error, 2*len(fresh))
+	parallelEach(2*len(fresh), 32, func(i int) {
+		if i < len(fresh) {
+			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
+		} else {
+			debts[i-len(fresh)], errs[i] = r.readDebt(ctx, fresh[i-len(fresh)])
+		}
+	})
+	var gaps map[int]time.Time
+	for i, it := range fresh {
+		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
+			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
 			continue
 		}
-		c, err := r.completedCover(ctx, it)
-		if err != nil {
-			r.log.Warn("reading an inherited item's last completed fire", "item", it, "err", err)
-			continue
+		r.mu.Lock()
+		r.covered[it] = recs[i]
+		if !debts[i].IsZero() {
+			r.misfireNodes[it] = true // its debt is ours now: paid, the node goes
 		}
-		done := c.through()
-		if !done.IsZero() && done.Equal(before) {
-			// Nothing missing: this fire continues what was recorded, and
-			// its completion may carry the record's floor.
-			r.mu.Lock()
-			r.covered[it] = c
-			r.mu.Unlock()
+		r.mu.Unlock()
+		var since time.Time
+		if done := recs[i].through(); !done.IsZero() && done.Before(before) {
+			since = sched.Next(done) // nothing ran since done
 		}
-		if done.IsZero() || !done.Before(before) {
-			continue // never completed (a new job), or nothing missing
+		if d := debts[i]; !d.IsZero() && !d.After(before) && (since.IsZero() || d.Before(since)) {
+			// An instance that owed the item a run left the debt behind
+			// (it died, or a reshard moved the item): the make-up run
+			// runs what of it the record does not list.
+			since = d
 		}
-		since := sched.Next(done)
 		if since.IsZero() || since.After(before) {
 			continue
 		}
@@ -853,51 +891,32 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, items []in
 	return gaps
 }
 
-// assignment returns this instance's items for a fire, resharding first
-// when ZooKeeper says it is due. It reads ZooKeeper fresh every fire.
-func (r *runner) assignment(sess *regcenter.Session) ([]int, error) {
-	ctx, cancel := r.coordCtx(sess)
-	defer cancel()
-	if err := r.awaitSharding(ctx); err != nil {
-		if ctx.Err() == nil || sess.Err() != nil {
-			return nil, err
-		}
-		r.log.Warn("resharding did not finish in time; firing with the stored assignment", "timeout", r.s.opts.reshardTimeout)
-		ctx, cancel = r.coordCtx(sess)
-		defer cancel()
+// readDebt reads the item's misfire node: the earliest fire an instance
+// that could not run the item (it was running elsewhere) owed it, if any.
+// The node outlives that instance, whose debt was otherwise in its memory
+// only.
+func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
+	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Misfire))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return time.Time{}, nil
 	}
-	for attempt := 0; ; attempt++ {
-		p := r.paths.Flag(r.serverID(), layout.Sharding)
-		data, _, err := r.rc.Get(ctx, p)
-		if errors.Is(err, regcenter.ErrNoNode) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		items, err := layout.ParseItems(string(data))
-		if err == nil {
-			return items, nil
-		}
-		if attempt > 0 {
-			return nil, fmt.Errorf("garbage in %s after a reshard: %w", p, err)
-		}
-		// Not written by a leader: ask for a reshard now and wait for it,
-		// so that this fire runs with a real assignment.
-		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", quoteShort(string(data)), "err", err)
-		if err := r.requestReshard(ctx); err != nil {
-			return nil, err
-		}
-		if err := r.awaitSharding(ctx); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return time.Time{}, err
 	}
+	var m misfireMark
+	if err := json.Unmarshal(data, &m); err != nil || m.Since <= 0 {
+		r.log.Warn("garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(m.Since), nil
 }
 
 // requestReshard flags a reshard and asks the leader for it at once (the
 // leader watches the flag's data).
 func (r *runner) requestReshard(ctx context.Context) error {
-	err := r.rc.Multi(ctx, regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())})
+	ops := r.paths.FlagReshardOps()
+	ops[0] = regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())}
+	err := r.rc.Multi(ctx, ops...)
 	if errors.Is(err, regcenter.ErrNodeExists) {
 		_, err = r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1)
 	}
@@ -1166,8 +1185,11 @@ func (r *runner) onElected(ctx context.Context) {
 			// An instance about to fire asks for a reshard by writing the
 			// flag's data: reshard at once rather than at our next fire.
 			r.leaderWatches["/necessary"] = r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
-				if ev.Type == regcenter.EventDataChanged {
+				switch ev.Type {
+				case regcenter.EventDataChanged:
 					r.reshardKick.kick()
+				case regcenter.EventCreated:
+					r.epochKick.kick() // a flag set by hand moves no epoch
 				}
 			})
 		}
@@ -1285,31 +1307,41 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 	}
 	if !cfg.Unmonitored {
 		ctx, cancel := r.coordCtx(sess)
-		marked, err := r.markRunning(ctx, sess, at, kind, todo)
+		marked, err := r.markRunning(ctx, sess, at, kind, todo, nil)
 		cancel()
+		// On an error, marked holds the items still reserved here.
 		if err != nil && kind == KindFailover {
 			// The queue entries stay; give the claims back for a retry.
-			r.log.Warn("cannot mark failover items running; handing them back", "items", todo, "err", err)
+			r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
 			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
-			r.handBack(hctx, sess, todo)
+			r.handBack(hctx, sess, marked)
 			hcancel()
-			r.release(todo)
+			r.release(marked)
 			return
 		}
 		if err != nil {
-			r.log.Warn("cannot mark items running; they will run as a misfire", "items", todo, "err", err)
-			for _, it := range todo {
+			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
+			for _, it := range marked {
 				r.noteMisfire(it, at, cfg)
 			}
-			r.release(todo)
+			r.release(marked)
 			return
 		}
 		todo = marked
 	}
+	r.launch(sess, cfg, at, todo, kind)
+}
+
+// launch runs items reserved (and, monitored, marked running) here, and
+// completes them.
+func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
 	n := len(todo)
+	if n == 0 {
+		return
+	}
 	results := make(chan itemResult, n)
 	var fires map[int]time.Time
-	var priors map[int]cover
+	var priors map[int]record
 	switch kind {
 	case KindMisfire, KindFailover:
 		fires = r.absorbDebts(cfg, todo, at)
@@ -1344,13 +1376,13 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 // priorsFor returns what the records of items said when this instance last
 // wrote or read them: facts (see cover), which a completion adds its own
 // run to.
-func (r *runner) priorsFor(items []int) map[int]cover {
+func (r *runner) priorsFor(items []int) map[int]record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.covered) == 0 {
 		return nil
 	}
-	out := make(map[int]cover, len(items))
+	out := make(map[int]record, len(items))
 	for _, it := range items {
 		if c, ok := r.covered[it]; ok {
 			out[it] = c
@@ -1370,19 +1402,19 @@ func (r *runner) priorsFor(items []int) map[int]cover {
 // owed. fires holds the items whose run starts at another fire than at; it
 // is updated in place. priors are the records read, which the runs'
 // completions add to.
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, priors map[int]cover, settled []itemResult) {
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, priors map[int]record, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return items, nil, nil
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	covers := make([]cover, len(items))
+	covers := make([]record, len(items))
 	errs := make([]error, len(items))
 	parallelEach(len(items), 32, func(i int) {
-		covers[i], errs[i] = r.completedCover(ctx, items[i])
+		covers[i], errs[i] = r.readRecord(ctx, items[i])
 	})
-	priors = map[int]cover{}
+	priors = map[int]record{}
 	for i, it := range items {
 		since := at
 		if f, ok := fires[it]; ok {
@@ -1491,96 +1523,6 @@ func parallelEach(n, limit int, fn func(i int)) {
 	wg.Wait()
 }
 
-// reserve claims items locally; items already running here owe a misfire
-// since at (through a later fire, when given).
-func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Config) []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var todo []int
-	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount {
-			continue // an assignment from before the item count shrank
-		}
-		if r.disabledItems[it] {
-			continue
-		}
-		// This scheduled fire (or, for a make-up run, the fire it stands
-		// in for) is run or owed here.
-		if kind == KindFire && at.After(r.dispatched[it]) {
-			r.dispatched[it] = at
-		}
-		if through.After(r.dispatched[it]) {
-			r.dispatched[it] = through
-		}
-		if e, busy := r.running[it]; busy {
-			if kind != KindFailover { // a failover debt stays queued
-				if !e.standsFor(at) {
-					r.noteMisfireLocked(it, at, cfg)
-				}
-				if through.After(at) && !e.standsFor(through) {
-					r.noteMisfireLocked(it, through, cfg)
-				}
-			}
-			continue
-		}
-		e := &execution{item: it, fire: at, through: at}
-		if kind == KindMisfire || kind == KindFailover {
-			e.through = r.makeUpThrough(cfg, at)
-		}
-		r.running[it] = e
-		todo = append(todo, it)
-	}
-	return todo
-}
-
-func (r *runner) release(items []int) {
-	r.mu.Lock()
-	for _, it := range items {
-		delete(r.running, it)
-		if _, claimed := r.claims[it]; claimed {
-			// A failover run ended (or gave its claim back): the entry may
-			// still be queued, e.g. moved back to an earlier fire meanwhile.
-			delete(r.claims, it)
-			r.queueDirty = true
-		}
-	}
-	idle := len(r.running) == 0
-	if idle {
-		close(r.idle)
-		r.idle = make(chan struct{})
-	}
-	dirty := r.queueDirty
-	owed := false
-	for _, it := range items {
-		if _, ok := r.misfires[it]; ok {
-			owed = true
-		}
-	}
-	trig := idle && r.triggerQueued
-	if trig {
-		r.triggerQueued = false
-	}
-	r.mu.Unlock()
-	if trig {
-		r.goFunc(r.runTrigger)
-	}
-	switch {
-	case owed && dirty:
-		// Queued debts first: the instance that runs an item pays the
-		// item's failover entry before its own next misfire run, which
-		// would otherwise re-mark the item and keep claimers off forever.
-		r.goFunc(func() {
-			r.claimFailover()
-			r.runMisfires(r.rc.Session())
-		})
-	case owed:
-		// A fire that found these items busy owes them a run now.
-		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
-	case dirty:
-		r.failoverKick.kick()
-	}
-}
-
 func (r *runner) noteMisfire(item int, at time.Time, cfg Config) {
 	r.mu.Lock()
 	r.noteMisfireLocked(item, at, cfg)
@@ -1606,16 +1548,59 @@ func (r *runner) dropDebtLocked(item int) {
 	delete(r.misfireLast, item)
 }
 
-// markRunning creates the running marks of items in one transaction. Items
-// running elsewhere are dropped (and owed a misfire) and the rest retried.
-func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int) ([]int, error) {
+// marksPerTxn bounds the marks of one transaction: ten thousand in one
+// would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
+const marksPerTxn = 1000
+
+// markRunning creates the running marks of items, in one transaction per
+// marksPerTxn items. Items running elsewhere are dropped (and owed a
+// misfire) and the rest retried. checks go first in the first transaction;
+// if one fails, markRunning returns errAssignmentMoved. On an error it
+// returns the items still reserved here, for the caller to release; items
+// a later transaction could not mark are owed a misfire (or, for failover,
+// handed back) and released, and the ones marked are returned without error.
+func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+	var marked []int
+	for start := 0; start < len(items); start += marksPerTxn {
+		end := min(start+marksPerTxn, len(items))
+		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks)
+		checks = nil
+		if err == nil {
+			marked = append(marked, got...)
+			continue
+		}
+		rest := append(got, items[end:]...)
+		if start == 0 {
+			return rest, err
+		}
+		r.log.Warn("cannot mark the rest of the items running", "items", len(rest), "err", err)
+		if kind == KindFailover {
+			r.handBack(ctx, sess, rest)
+		} else {
+			cfg := r.config()
+			for _, it := range rest {
+				r.noteMisfire(it, at, cfg)
+			}
+		}
+		r.release(rest)
+		break
+	}
+	return marked, nil
+}
+
+// markChunk is one transaction of markRunning. On an error it returns the
+// items still reserved here.
+func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+	items = slices.Clone(items)
 	now := time.Now()
+	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
+	parentsMade := false
 	for attempt := 0; len(items) > 0; attempt++ {
 		if err := sess.Check(); err != nil {
-			return nil, err
+			return items, err
 		}
-		data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
-		ops := make([]regcenter.Op, 0, len(items)+1)
+		ops := make([]regcenter.Op, 0, len(checks)+len(items))
+		ops = append(ops, checks...)
 		for _, it := range items {
 			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
 		}
@@ -1624,17 +1609,21 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 			return items, nil
 		}
 		var me *regcenter.MultiError
-		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
-			return nil, err
+		if errors.As(err, &me) && me.Index < len(checks) {
+			return items, errAssignmentMoved
 		}
-		item := items[me.Index]
+		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
+			return items, err
+		}
+		idx := me.Index - len(checks)
+		item := items[idx]
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
 			if r.dropStaleMark(ctx, sess, item) {
 				continue
 			}
 			// Running elsewhere (or still running from an earlier fire).
-			items = append(items[:me.Index:me.Index], items[me.Index+1:]...)
+			items = append(items[:idx:idx], items[idx+1:]...)
 			if kind == KindFailover {
 				// The queue entry still records the debt: give the claim
 				// back rather than hold it while the item runs elsewhere.
@@ -1648,15 +1637,53 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 			r.noteMisfire(item, at, r.config())
 			r.release([]int{item})
 			r.owesMisfireRemote(ctx, item, at)
+		case errors.Is(me.Err, regcenter.ErrNoNode) && !parentsMade:
+			// A first fire: make every missing item node of the chunk at
+			// once, not one round trip per item.
+			parentsMade = true
+			if err := r.makeItemNodes(ctx, items); err != nil {
+				return items, err
+			}
 		case errors.Is(me.Err, regcenter.ErrNoNode):
 			if err := r.rc.EnsurePath(ctx, r.paths.Item(item)); err != nil {
-				return nil, err
+				return items, err
 			}
 		default:
-			return nil, err
+			return items, err
 		}
 	}
 	return items, nil
+}
+
+// makeItemNodes creates the execution nodes of items that do not exist
+// yet: one read of the existing ones and one transaction. A node created
+// meanwhile by another instance is left to markChunk's per-item retry.
+func (r *runner) makeItemNodes(ctx context.Context, items []int) error {
+	if err := r.rc.EnsurePath(ctx, r.paths.Execution()); err != nil {
+		return err
+	}
+	names, err := r.rc.Children(ctx, r.paths.Execution())
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	var ops []regcenter.Op
+	for _, it := range items {
+		if !have[strconv.Itoa(it)] {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.Item(it)})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	err = r.rc.Multi(ctx, ops...)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	return err
 }
 
 // dropStaleMark deletes item's running mark if it belongs to this very
@@ -1825,9 +1852,9 @@ type itemResult struct {
 	// through is the latest fire the execution stood for (see
 	// ShardingContext.Through).
 	through time.Time
-	// prior is what the item's record said before this run (see cover):
+	// prior is what the item's record said before this run (see record):
 	// the completion records it with this run added.
-	prior cover
+	prior record
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {

@@ -145,7 +145,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: version})
 		}
 		if flagReshard {
-			ops = append(ops, regcenter.CreateOp{Path: r.paths.Necessary()})
+			ops = append(ops, r.paths.FlagReshardOps()...)
 		}
 		var owed []failover.Entry
 		if handOver {

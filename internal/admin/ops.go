@@ -96,7 +96,7 @@ func (a *Admin) setFlag(ctx context.Context, job, server, flag string, reshard b
 	paths := layout.Job(job)
 	ops := []regcenter.Op{regcenter.CreateOp{Path: paths.Flag(server, flag), Mode: regcenter.Persistent}}
 	if reshard {
-		ops = append(ops, regcenter.CreateOp{Path: paths.Necessary(), Mode: regcenter.Persistent})
+		ops = append(ops, paths.FlagReshardOps()...)
 	}
 	return a.flagTxn(ctx, job, server, ops)
 }
@@ -107,7 +107,7 @@ func (a *Admin) clearFlag(ctx context.Context, job, server, flag string, reshard
 	paths := layout.Job(job)
 	ops := []regcenter.Op{regcenter.DeleteOp{Path: paths.Flag(server, flag), Version: -1}}
 	if reshard {
-		ops = append(ops, regcenter.CreateOp{Path: paths.Necessary(), Mode: regcenter.Persistent})
+		ops = append(ops, paths.FlagReshardOps()...)
 	}
 	return a.flagTxn(ctx, job, server, ops)
 }

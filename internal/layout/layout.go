@@ -6,6 +6,8 @@ package layout
 import (
 	"strconv"
 	"strings"
+
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Job is the node layout of one job.
@@ -72,6 +74,22 @@ func (j Job) ElectionHost() string { return j.Leader() + "/election/host" }
 
 // Necessary flags that a reshard is due before the next fire.
 func (j Job) Necessary() string { return j.Leader() + "/sharding/necessary" }
+
+// ShardingEpoch is the parent of Necessary and always present: whoever
+// flags a reshard sets its data in the same transaction, so its version
+// moves whenever a reshard becomes due. A fire that checks the version it
+// last read proves in its own transaction that no reshard is due.
+func (j Job) ShardingEpoch() string { return j.Leader() + "/sharding" }
+
+// FlagReshardOps are the operations that flag a reshard: the flag and a
+// move of the epoch (see ShardingEpoch). They fail with ErrNoNode when the
+// job's tree is gone and ErrNodeExists when a reshard is already due.
+func (j Job) FlagReshardOps() []regcenter.Op {
+	return []regcenter.Op{
+		regcenter.CreateOp{Path: j.Necessary()},
+		regcenter.SetOp{Path: j.ShardingEpoch(), Version: -1},
+	}
+}
 
 // Processing exists while the leader reshards (ephemeral).
 func (j Job) Processing() string { return j.Leader() + "/sharding/processing" }

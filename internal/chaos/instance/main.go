@@ -92,7 +92,7 @@ func (in *instance) write(e eventlog.Event) {
 
 func run(o options) error {
 	level := slog.LevelInfo
-	if o.verbose {
+	if o.verbose || os.Getenv("SHARDJOB_CHAOS_VERBOSE") != "" {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("inst", o.id)

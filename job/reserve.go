@@ -1,0 +1,218 @@
+package job
+
+import (
+	"time"
+)
+
+// fireReservation is what reserveFire took for a scheduled fire: the items
+// to run, and how it changed the ledger, so that a fire whose assumed
+// assignment turns out wrong (errAssignmentMoved) can put everything back
+// before it reads the assignment and fires again.
+type fireReservation struct {
+	// plain items run this fire only; debts run as make-up runs, grouped
+	// by the earliest fire they owe.
+	plain []int
+	debts map[time.Time][]int
+	// taken are the executions this fire put in r.running.
+	taken map[int]*execution
+	// ledger holds each touched item's entries before and after the
+	// reservation.
+	ledger map[int][2]ledgerEntry
+}
+
+// ledgerEntry is one item's part of the misfire ledger.
+type ledgerEntry struct {
+	dispatched, since, last time.Time
+	owed                    bool
+}
+
+func (r *runner) ledgerOfLocked(it int) ledgerEntry {
+	since, owed := r.misfires[it]
+	return ledgerEntry{dispatched: r.dispatched[it], since: since, last: r.misfireLast[it], owed: owed}
+}
+
+func (r *runner) setLedgerLocked(it int, e ledgerEntry) {
+	if e.dispatched.IsZero() {
+		delete(r.dispatched, it)
+	} else {
+		r.dispatched[it] = e.dispatched
+	}
+	if !e.owed {
+		r.dropDebtLocked(it)
+		return
+	}
+	r.misfires[it] = e.since
+	if e.last.IsZero() {
+		delete(r.misfireLast, it)
+	} else {
+		r.misfireLast[it] = e.last
+	}
+}
+
+// reserveFire reserves a scheduled fire's items here: those that owe
+// nothing earlier are returned as plain, the others grouped by the earliest
+// fire they owe (their debts are taken over by the make-up run). Items
+// running here owe this fire (and any gap) a run.
+func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg Config) *fireReservation {
+	res := &fireReservation{taken: map[int]*execution{}, ledger: map[int][2]ledgerEntry{}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+			continue // an assignment from before the item count shrank, or kept out
+		}
+		before := r.ledgerOfLocked(it)
+		r.reserveItemLocked(res, it, at, gaps, cfg)
+		res.ledger[it] = [2]ledgerEntry{before, r.ledgerOfLocked(it)}
+	}
+	return res
+}
+
+func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg Config) {
+	if at.After(r.dispatched[it]) {
+		r.dispatched[it] = at
+	}
+	gap, gapped := gaps[it]
+	if e, busy := r.running[it]; busy {
+		if gapped && !e.standsFor(gap) {
+			r.noteMisfireLocked(it, gap, cfg)
+		}
+		if !e.standsFor(at) {
+			r.noteMisfireLocked(it, at, cfg)
+		}
+		return
+	}
+	since, owed := r.misfires[it]
+	if gapped && (!owed || gap.Before(since)) {
+		since, owed = gap, true
+	}
+	e := &execution{item: it, fire: at, through: at}
+	r.running[it] = e
+	res.taken[it] = e
+	if owed {
+		r.dropDebtLocked(it)
+	}
+	if owed && since.Before(at) {
+		e.fire, e.through = since, r.makeUpThrough(cfg, since)
+		if res.debts == nil {
+			res.debts = map[time.Time][]int{}
+		}
+		res.debts[since] = append(res.debts[since], it)
+		return
+	}
+	res.plain = append(res.plain, it)
+}
+
+// undo puts back what reserveFire took, for a fire that did not go ahead:
+// the executions it reserved that are still reserved, and each item's
+// ledger where nobody changed it since (a debt noted meanwhile stays).
+func (r *runner) undo(res *fireReservation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	freed := false
+	for it, e := range res.taken {
+		if r.running[it] == e {
+			delete(r.running, it)
+			freed = true
+		}
+	}
+	for it, l := range res.ledger {
+		if r.ledgerOfLocked(it) == l[1] {
+			r.setLedgerLocked(it, l[0])
+		}
+	}
+	if freed && len(r.running) == 0 {
+		close(r.idle)
+		r.idle = make(chan struct{})
+	}
+}
+
+// reserve claims items locally; items already running here owe a misfire
+// since at (through a later fire, when given).
+func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Config) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var todo []int
+	for _, it := range items {
+		if it < 0 || it >= cfg.ShardingTotalCount {
+			continue // an assignment from before the item count shrank
+		}
+		if r.disabledItems[it] {
+			continue
+		}
+		// This scheduled fire (or, for a make-up run, the fire it stands
+		// in for) is run or owed here.
+		if kind == KindFire && at.After(r.dispatched[it]) {
+			r.dispatched[it] = at
+		}
+		if through.After(r.dispatched[it]) {
+			r.dispatched[it] = through
+		}
+		if e, busy := r.running[it]; busy {
+			if kind != KindFailover { // a failover debt stays queued
+				if !e.standsFor(at) {
+					r.noteMisfireLocked(it, at, cfg)
+				}
+				if through.After(at) && !e.standsFor(through) {
+					r.noteMisfireLocked(it, through, cfg)
+				}
+			}
+			continue
+		}
+		e := &execution{item: it, fire: at, through: at}
+		if kind == KindMisfire || kind == KindFailover {
+			e.through = r.makeUpThrough(cfg, at)
+		}
+		r.running[it] = e
+		todo = append(todo, it)
+	}
+	return todo
+}
+
+func (r *runner) release(items []int) {
+	r.mu.Lock()
+	for _, it := range items {
+		delete(r.running, it)
+		if _, claimed := r.claims[it]; claimed {
+			// A failover run ended (or gave its claim back): the entry may
+			// still be queued, e.g. moved back to an earlier fire meanwhile.
+			delete(r.claims, it)
+			r.queueDirty = true
+		}
+	}
+	idle := len(r.running) == 0
+	if idle {
+		close(r.idle)
+		r.idle = make(chan struct{})
+	}
+	dirty := r.queueDirty
+	owed := false
+	for _, it := range items {
+		if _, ok := r.misfires[it]; ok {
+			owed = true
+		}
+	}
+	trig := idle && r.triggerQueued
+	if trig {
+		r.triggerQueued = false
+	}
+	r.mu.Unlock()
+	if trig {
+		r.goFunc(r.runTrigger)
+	}
+	switch {
+	case owed && dirty:
+		// Queued debts first: the instance that runs an item pays the
+		// item's failover entry before its own next misfire run, which
+		// would otherwise re-mark the item and keep claimers off forever.
+		r.goFunc(func() {
+			r.claimFailover()
+			r.runMisfires(r.rc.Session())
+		})
+	case owed:
+		// A fire that found these items busy owes them a run now.
+		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+	case dirty:
+		r.failoverKick.kick()
+	}
+}

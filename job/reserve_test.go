@@ -1,0 +1,97 @@
+package job
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// TestUndoPutsTheLedgerBack: a fire whose proof fails puts back every
+// reservation and debt change it made, and keeps a debt noted since.
+func TestUndoPutsTheLedgerBack(t *testing.T) {
+	r := &runner{
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		running:     map[int]*execution{},
+		misfires:    map[int]time.Time{},
+		misfireLast: map[int]time.Time{},
+		dispatched:  map[int]time.Time{},
+		idle:        make(chan struct{}),
+		s:           &Scheduler{opts: options{now: time.Now}},
+	}
+	cfg := Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults()
+	at := time.Now().Truncate(time.Second)
+	earlier := at.Add(-3 * time.Second)
+	// Item 0 owes earlier fires, item 1 is busy with a run that does not
+	// stand for at, items 2 and 3 are free.
+	r.misfires[0], r.misfireLast[0] = earlier, earlier
+	busy := &execution{item: 1, fire: earlier, through: earlier}
+	r.running[1] = busy
+	r.dispatched[3] = earlier
+	before := map[int]ledgerEntry{}
+	for it := range 4 {
+		before[it] = r.ledgerOfLocked(it)
+	}
+
+	res := r.reserveFire([]int{0, 1, 2, 3}, at, nil, cfg)
+	if len(res.plain) != 2 || len(res.debts[earlier]) != 1 {
+		t.Fatalf("plain %v, debts %v: want items 2 and 3 plain, item 0 owed since %s", res.plain, res.debts, earlier)
+	}
+	if _, owed := r.misfires[1]; !owed {
+		t.Fatal("the busy item owes no run for this fire")
+	}
+	// Meanwhile another fire notes a debt on item 2.
+	r.noteMisfire(2, at.Add(time.Second), cfg)
+
+	r.undo(res)
+	if len(r.running) != 1 || r.running[1] != busy {
+		t.Errorf("running after undo: %v, want only the busy item", r.running)
+	}
+	for _, it := range []int{0, 1, 3} {
+		if got := r.ledgerOfLocked(it); got != before[it] {
+			t.Errorf("item %d: ledger %+v after undo, want %+v", it, got, before[it])
+		}
+	}
+	if since, owed := r.misfires[2]; !owed || !since.Equal(at.Add(time.Second)) {
+		t.Errorf("item 2: the debt noted meanwhile is gone (%v, %v)", since, owed)
+	}
+}
+
+// TestHeldSince: which items an instance held without a break between two
+// reads of its assignment.
+func TestHeldSince(t *testing.T) {
+	s1, s2 := &regcenter.Session{}, &regcenter.Session{}
+	prev := assigned{sess: s1, items: []int{0, 1, 2}, shard: 4, shardZxid: 9, shardSeen: true, set: true}
+	at := func(items []int, version int32, zxid int64, sess *regcenter.Session) assigned {
+		return assigned{sess: sess, items: items, shard: version, shardZxid: zxid, shardSeen: true, set: true}
+	}
+	for _, tc := range []struct {
+		name string
+		now  assigned
+		want []int
+	}{
+		{"unchanged", at([]int{0, 1, 2}, 4, 9, s1), []int{0, 1, 2}},
+		{"one reshard", at([]int{1, 2, 3}, 5, 9, s1), []int{1, 2}},
+		{"two reshards", at([]int{0, 1, 2}, 6, 9, s1), nil},
+		{"node made again", at([]int{0, 1, 2}, 4, 12, s1), nil},
+		{"new session", at([]int{0, 1, 2}, 4, 9, s2), nil},
+		{"no previous read", at([]int{0}, 0, 9, s1), nil},
+	} {
+		p := prev
+		if tc.name == "no previous read" {
+			p = assigned{}
+		}
+		got := tc.now.heldSince(p)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: held %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for _, it := range tc.want {
+			if !got[it] {
+				t.Errorf("%s: held %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+}
