@@ -1,13 +1,22 @@
 package job
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 )
+
+// The assignment stage of a fire: which items this instance runs, assumed
+// from the previous fire's read and proved by the fire's own transaction,
+// or read fresh (resharding first when due: reshard.go); and which of them
+// were not held throughout since the previous fire, whose records are read
+// for gaps.
 
 // errAssignmentMoved: a fire's transaction found that the assignment it
 // assumed, or the reshard epoch, changed since they were read.
@@ -190,4 +199,102 @@ func (r *runner) noteEpochFlag() {
 	if _, err := r.rc.Set(ctx, r.paths.ShardingEpoch(), nil, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && ctx.Err() == nil {
 		r.log.Warn("moving the reshard epoch for a flag set by hand", "err", err)
 	}
+}
+
+// inheritedGaps returns, for the items of this fire that this instance did
+// not hold without a break since its previous fire (see heldSince), the
+// earliest fire before at that the item has not completed, where there is
+// one. A previous owner that died (or lost its session) between fires
+// leaves such gaps: the reshard moves its items, and nothing else records
+// the fires it owed. It reads ZooKeeper only for items not held
+// throughout, so only after a reshard or a new session; what it reads
+// replaces what this instance knew of those items' records, which another
+// instance may have written meanwhile.
+func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) map[int]time.Time {
+	cfg := r.config()
+	r.mu.Lock()
+	held := a.heldSince(r.lastHeld)
+	r.lastHeld = a
+	var fresh []int
+	for _, it := range a.items {
+		if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
+			fresh = append(fresh, it)
+			delete(r.covered, it)
+		}
+	}
+	r.mu.Unlock()
+	if len(fresh) == 0 || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+		return nil // steady state: nothing newly held
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return nil
+	}
+	before := prevFire(sched, at.Add(-time.Millisecond))
+	if before.IsZero() {
+		return nil
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	recs := make([]record, len(fresh))
+	debts := make([]time.Time, len(fresh))
+	errs := make([]error, 2*len(fresh))
+	parallelEach(2*len(fresh), 32, func(i int) {
+		if i < len(fresh) {
+			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
+		} else {
+			debts[i-len(fresh)], errs[i] = r.readDebt(ctx, fresh[i-len(fresh)])
+		}
+	})
+	var gaps map[int]time.Time
+	for i, it := range fresh {
+		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
+			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		r.covered[it] = recs[i]
+		if !debts[i].IsZero() {
+			r.misfireNodes[it] = true // its debt is ours now: paid, the node goes
+		}
+		r.mu.Unlock()
+		var since time.Time
+		if done := recs[i].through(); !done.IsZero() && done.Before(before) {
+			since = sched.Next(done) // nothing ran since done
+		}
+		if d := debts[i]; !d.IsZero() && !d.After(before) && (since.IsZero() || d.Before(since)) {
+			// An instance that owed the item a run left the debt behind
+			// (it died, or a reshard moved the item): the make-up run
+			// runs what of it the record does not list.
+			since = d
+		}
+		if since.IsZero() || since.After(before) {
+			continue
+		}
+		if gaps == nil {
+			gaps = map[int]time.Time{}
+		}
+		gaps[it] = since
+	}
+	return gaps
+}
+
+// readDebt reads the item's misfire node: the earliest fire an instance
+// that could not run the item (it was running elsewhere) owed it, if any.
+// The node outlives that instance, whose debt was otherwise in its memory
+// only.
+func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
+	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Misfire))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	var m misfireMark
+	if err := json.Unmarshal(data, &m); err != nil || m.Since <= 0 {
+		r.log.Warn("garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(m.Since), nil
 }

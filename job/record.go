@@ -142,3 +142,24 @@ func (c cover) ran() [][2]int64 {
 	}
 	return out
 }
+
+// completedMark records the latest fire an item's executions cover. A
+// misfire or failover run that began at B makes up for every fire from Since
+// to the last fire at or before B; Fire is that last fire.
+type completedMark struct {
+	Server string `json:"server"`
+	Fire   int64  `json:"fire"`
+	Since  int64  `json:"since,omitempty"`
+	// Ran lists the runs of consecutive fires known to have been covered,
+	// oldest first, each as [first, last] (see cover): this execution's and
+	// what earlier records said. A make-up run runs only fires it does not
+	// list.
+	Ran [][2]int64 `json:"ran,omitempty"`
+	// Floor is read from records written before Ran existed: every fire
+	// from Floor through Fire had run.
+	Floor int64  `json:"floor,omitempty"`
+	Kind  Kind   `json:"kind"`
+	Begin int64  `json:"begin"`
+	End   int64  `json:"end"`
+	Error string `json:"error,omitempty"`
+}

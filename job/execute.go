@@ -1,0 +1,191 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/listener"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// The execute stage: items reserved and marked run concurrently, each in
+// its own goroutine, and their results go to completeAll (complete.go).
+
+// execute runs items for the fire at, marking them running and completed.
+func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kind Kind) {
+	cfg := r.config()
+	r.run(sess, cfg, at, r.reserve(items, at, time.Time{}, kind, cfg), kind)
+}
+
+// run executes items reserved here: marks, runs and completes them.
+func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
+	if len(todo) == 0 {
+		return
+	}
+	if !cfg.Unmonitored {
+		ctx, cancel := r.coordCtx(sess)
+		marked, err := r.markRunning(ctx, sess, at, kind, todo, nil)
+		cancel()
+		// On an error, marked holds the items still reserved here.
+		if err != nil && kind == KindFailover {
+			// The queue entries stay; give the claims back for a retry.
+			r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
+			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+			r.handBack(hctx, sess, marked)
+			hcancel()
+			r.release(marked)
+			return
+		}
+		if err != nil {
+			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
+			for _, it := range marked {
+				r.noteMisfire(it, at, cfg)
+			}
+			r.release(marked)
+			return
+		}
+		todo = marked
+	}
+	r.launch(sess, cfg, at, todo, kind)
+}
+
+// launch runs items reserved (and, monitored, marked running) here, and
+// completes them.
+func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
+	n := len(todo)
+	if n == 0 {
+		return
+	}
+	results := make(chan itemResult, n)
+	var fires map[int]time.Time
+	var priors map[int]record
+	switch kind {
+	case KindMisfire, KindFailover:
+		fires = r.absorbDebts(cfg, todo, at)
+		if !cfg.Unmonitored {
+			var settled []itemResult
+			todo, priors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			for _, s := range settled {
+				results <- s
+			}
+		}
+	case KindFire:
+		priors = r.priorsFor(todo)
+	}
+	params, _ := cfg.ItemParameters()
+	for _, it := range todo {
+		fire := at
+		if f, ok := fires[it]; ok {
+			fire = f
+		}
+		prior := priors[it]
+		if !r.goFunc(func() {
+			res := r.runItem(sess, cfg, params, fire, it, kind)
+			res.prior = prior
+			results <- res
+		}) {
+			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+		}
+	}
+	r.completeAll(sess, cfg, results, n)
+}
+
+type itemResult struct {
+	item   int
+	fire   time.Time
+	kind   Kind
+	begin  time.Time
+	end    time.Time
+	err    error
+	halted error // non-nil when the execution was cut short: not completed
+	// settled: nothing ran, earlier runs had made up for every fire owed;
+	// the completion cleans up (mark, misfire node, queue entry) but
+	// records no completion of its own.
+	settled bool
+	// through is the latest fire the execution stood for (see
+	// ShardingContext.Through).
+	through time.Time
+	// prior is what the item's record said before this run (see record):
+	// the completion records it with this run added.
+	prior record
+}
+
+func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	defer cancel(nil)
+	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
+	defer stopLink()
+	through := at
+	r.mu.Lock()
+	if e := r.running[item]; e != nil {
+		e.kind, e.fire, e.cancel = kind, at, cancel
+		if e.through.After(at) {
+			through = e.through
+		}
+	}
+	r.mu.Unlock()
+
+	sc := ShardingContext{
+		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
+		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
+		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
+		owner: &ownership{sess: sess, ctx: ctx},
+	}
+	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
+	ev := r.listenerEvent(sc, res.begin)
+	for _, l := range r.s.opts.listeners {
+		l.BeforeExecution(ev)
+	}
+	res.err = r.call(ctx, sc)
+	res.end = time.Now()
+	if ctx.Err() != nil {
+		res.halted = context.Cause(ctx)
+	}
+	ev.End, ev.Err = res.end, res.err
+	for _, l := range r.s.opts.listeners {
+		l.AfterExecution(ev)
+	}
+	if res.err != nil && res.halted == nil {
+		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
+	}
+	return res
+}
+
+// call runs the job, turning a panic into an error.
+func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("job %q item %d panicked: %v", sc.JobName, sc.Item, p)
+		}
+	}()
+	return r.job.Execute(ctx, sc)
+}
+
+func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
+	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin}
+}
+
+// parallelEach calls fn(0..n-1) on at most limit goroutines at a time and
+// returns when every call has.
+func parallelEach(n, limit int, fn func(i int)) {
+	if n <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() { // owned here: waited for below
+			defer wg.Done()
+			defer func() { <-sem }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}

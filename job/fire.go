@@ -1,0 +1,197 @@
+package job
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// A scheduled fire, top to bottom: fire (is this instance able to fire:
+// connected, not paused, clock in bounds) → fireAs (assume the assignment
+// the previous fire read, or read it: assignment.go) → fireItems (find
+// inherited gaps, reserve the items: reserve.go; prove the assumption in
+// the marking transaction: mark.go) → launch (execute.go) → completeAll
+// (complete.go) → runMisfires (owed.go).
+
+// readyToFire returns the session to fire under, or false when this
+// instance must not fire now.
+func (r *runner) readyToFire() (*regcenter.Session, bool) {
+	sess := r.rc.Session()
+	r.mu.Lock()
+	reg, stopping := r.regSess, r.stopping
+	r.mu.Unlock()
+	if stopping {
+		return nil, false
+	}
+	if reg != sess || sess.Check() != nil || r.s.suspended.Load() {
+		return nil, false
+	}
+	return sess, true
+}
+
+// fire is one fire of the schedule.
+func (r *runner) fire(at time.Time) {
+	r.mu.Lock()
+	paused := r.paused
+	r.mu.Unlock()
+	if paused {
+		return // an operator paused this server: its items stay put
+	}
+	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
+		r.log.Error("fire refused", "fire", at, "err", err)
+		return
+	}
+	r.order.Lock()
+	reserved := sync.OnceFunc(r.order.Unlock)
+	defer reserved()
+	sess, ok := r.readyToFire()
+	if !ok {
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if !stopping {
+			r.log.Warn("fire skipped: not connected to zookeeper; it will run once reconnected", "fire", at)
+			r.noteSuspendedMiss(at)
+		}
+		return
+	}
+	if missed := r.takeMissed(); !missed.IsZero() {
+		// Fires skipped earlier (an assignment that could not be read)
+		// are made up now, with this one.
+		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
+		r.fireAs(sess, missed, KindMisfire, reserved)
+		return
+	}
+	r.fireAs(sess, at, KindFire, reserved)
+}
+
+// takeMissed returns and clears the earliest fire skipped here.
+func (r *runner) takeMissed() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := r.missed
+	r.missed = time.Time{}
+	return at
+}
+
+// reserved, when not nil, is called once this fire's items are reserved
+// (or it reserves none).
+func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserved func()) {
+	if reserved == nil {
+		reserved = func() {}
+	}
+	if kind == KindFire {
+		// Steady state: fire on what the previous fire read, proved by
+		// this fire's own transaction; read again only if that fails.
+		// A failed proof leaves nothing behind (see fireItems), and this
+		// fire still holds the fire order for the fresh read.
+		if a, ok := r.cachedAssignment(sess); ok {
+			err := r.fireItems(sess, at, a, reserved, true)
+			if err == nil {
+				r.runMisfires(sess)
+				return
+			}
+			if !errors.Is(err, errAssignmentMoved) {
+				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
+				r.noteSuspendedMiss(at)
+				return
+			}
+		}
+	}
+	a, err := r.assignment(sess)
+	if err != nil {
+		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
+		r.noteSuspendedMiss(at)
+		return
+	}
+	items := a.items
+	if kind == KindFire {
+		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
+		r.runMisfires(sess)
+		return
+	}
+	if kind == KindMisfire {
+		// Fires missed while disconnected, since at and through the latest.
+		through := at
+		if sched, _, err := r.config().Schedule(); err == nil {
+			if p := prevFire(sched, r.s.opts.now()); p.After(at) {
+				through = p
+			}
+		}
+		cfg := r.config()
+		todo := r.reserve(items, at, through, KindMisfire, cfg)
+		reserved()
+		r.run(sess, cfg, at, todo, KindMisfire)
+	} else {
+		r.execute(sess, at, items, kind)
+	}
+	r.runMisfires(sess)
+}
+
+// fireItems runs a scheduled fire's items. An item that owes earlier fires
+// — fires its previous owner did not complete, or a debt of this instance —
+// runs as a make-up run since the earliest of them, through this fire: run
+// as a plain fire, its completion would record this fire as its latest and
+// a make-up run after it would find the earlier fires covered, or run this
+// one again. Reserving and choosing happen under one lock, so an item that
+// becomes free meanwhile cannot be taken as a plain fire with its debt left
+// behind.
+//
+// With prove, a is an assumption (see assigned) and this fire's first
+// transaction proves it: the marks of the plain items carry the checks, or
+// the checks go alone when there is nothing to mark. Until it is proved
+// nothing starts, and if it fails everything reserved is put back and
+// errAssignmentMoved returned, for the caller to read the assignment and
+// fire again; reserved is then not called. Without prove it returns nil.
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
+	cfg := r.config()
+	gaps := r.inheritedGaps(sess, at, a)
+	res := r.reserveFire(a.items, at, gaps, cfg)
+	var marked []int
+	if prove {
+		var err error
+		if marked, err = r.proveAndMark(sess, cfg, at, res.plain, a.checks(r.paths, r.serverID())); err != nil {
+			r.undo(res)
+			return err
+		}
+	}
+	reserved()
+	done := make(chan struct{})
+	go func() { // owned here: waited for below
+		defer close(done)
+		r.runReserved(sess, cfg, res.debts, "making up for owed fires with this one")
+	}()
+	if prove {
+		r.launch(sess, cfg, at, marked, KindFire)
+	} else {
+		r.run(sess, cfg, at, res.plain, KindFire)
+	}
+	<-done
+	return nil
+}
+
+// proveAndMark sends a fire's proof (checks) with the running marks of its
+// plain items, or alone when it marks nothing: no items, every item still
+// busy, or an unmonitored job. A fire must prove its assumption even then,
+// or an instance whose items stay busy would never learn that a reshard
+// moved them. It returns the items marked; on an error nothing is marked
+// and the items are still reserved (but for those markRunning dropped:
+// running elsewhere, they are owed and released).
+func (r *runner) proveAndMark(sess *regcenter.Session, cfg Config, at time.Time, plain []int, checks []regcenter.Op) ([]int, error) {
+	if len(plain) == 0 || cfg.Unmonitored {
+		ok, err := r.proveAssignment(sess, checks)
+		if err == nil && !ok {
+			err = errAssignmentMoved
+		}
+		return plain, err
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	marked, err := r.markRunning(ctx, sess, at, KindFire, plain, checks)
+	if errors.Is(err, errAssignmentMoved) {
+		r.forgetAssignment()
+	}
+	return marked, err
+}

@@ -1,0 +1,202 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// The mark stage: running marks (execution/{item}/running, ephemeral) for
+// the items of a run, in transactions of at most marksPerTxn items; a
+// fire's proof (assignment.go) travels in the first.
+
+// runningMark is the payload of execution/{item}/running. Node payloads are
+// JSON, so that operators and the CLI can read them.
+type runningMark struct {
+	Server  string `json:"server"`
+	Fire    int64  `json:"fire"`
+	Kind    Kind   `json:"kind"`
+	Begin   int64  `json:"begin"`
+	Session string `json:"session"`
+}
+
+// marksPerTxn bounds the marks of one transaction: ten thousand in one
+// would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
+const marksPerTxn = 1000
+
+// markRunning creates the running marks of items, in one transaction per
+// marksPerTxn items. Items running elsewhere are dropped (and owed a
+// misfire) and the rest retried. checks go first in the first transaction;
+// if one fails, markRunning returns errAssignmentMoved. On an error it
+// returns the items still reserved here, for the caller to release; items
+// a later transaction could not mark are owed a misfire (or, for failover,
+// handed back) and released, and the ones marked are returned without error.
+func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+	var marked []int
+	for start := 0; start < len(items); start += marksPerTxn {
+		end := min(start+marksPerTxn, len(items))
+		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks)
+		checks = nil
+		if err == nil {
+			marked = append(marked, got...)
+			continue
+		}
+		rest := append(got, items[end:]...)
+		if start == 0 {
+			return rest, err
+		}
+		r.log.Warn("cannot mark the rest of the items running", "items", len(rest), "err", err)
+		if kind == KindFailover {
+			r.handBack(ctx, sess, rest)
+		} else {
+			cfg := r.config()
+			for _, it := range rest {
+				r.noteMisfire(it, at, cfg)
+			}
+		}
+		r.release(rest)
+		break
+	}
+	return marked, nil
+}
+
+// markChunk is one transaction of markRunning. On an error it returns the
+// items still reserved here.
+func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+	items = slices.Clone(items)
+	now := time.Now()
+	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
+	parentsMade := false
+	for attempt := 0; len(items) > 0; attempt++ {
+		if err := sess.Check(); err != nil {
+			return items, err
+		}
+		ops := make([]regcenter.Op, 0, len(checks)+len(items))
+		ops = append(ops, checks...)
+		for _, it := range items {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
+		}
+		err := r.rc.Multi(ctx, ops...)
+		if err == nil {
+			return items, nil
+		}
+		var me *regcenter.MultiError
+		if errors.As(err, &me) && me.Index < len(checks) {
+			return items, errAssignmentMoved
+		}
+		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
+			return items, err
+		}
+		idx := me.Index - len(checks)
+		item := items[idx]
+		switch {
+		case errors.Is(me.Err, regcenter.ErrNodeExists):
+			if r.dropStaleMark(ctx, sess, item) {
+				continue
+			}
+			// Running elsewhere (or still running from an earlier fire).
+			items = append(items[:idx:idx], items[idx+1:]...)
+			if kind == KindFailover {
+				// The queue entry still records the debt: give the claim
+				// back rather than hold it while the item runs elsewhere.
+				r.handBack(ctx, sess, []int{item})
+				r.release([]int{item})
+				continue
+			}
+			// Owed before the item is free again here: a fire reserving
+			// it in between must see the debt, or it would run as a plain
+			// fire and the debt's run would run that fire again.
+			r.noteMisfire(item, at, r.config())
+			r.release([]int{item})
+			r.owesMisfireRemote(ctx, item, at)
+		case errors.Is(me.Err, regcenter.ErrNoNode) && !parentsMade:
+			// A first fire: make every missing item node of the chunk at
+			// once, not one round trip per item.
+			parentsMade = true
+			if err := r.makeItemNodes(ctx, items); err != nil {
+				return items, err
+			}
+		case errors.Is(me.Err, regcenter.ErrNoNode):
+			if err := r.rc.EnsurePath(ctx, r.paths.Item(item)); err != nil {
+				return items, err
+			}
+		default:
+			return items, err
+		}
+	}
+	return items, nil
+}
+
+// makeItemNodes creates the execution nodes of items that do not exist
+// yet: one read of the existing ones and one transaction. A node created
+// meanwhile by another instance is left to markChunk's per-item retry.
+func (r *runner) makeItemNodes(ctx context.Context, items []int) error {
+	if err := r.rc.EnsurePath(ctx, r.paths.Execution()); err != nil {
+		return err
+	}
+	names, err := r.rc.Children(ctx, r.paths.Execution())
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	var ops []regcenter.Op
+	for _, it := range items {
+		if !have[strconv.Itoa(it)] {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.Item(it)})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	err = r.rc.Multi(ctx, ops...)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// dropStaleMark deletes item's running mark if it belongs to this very
+// ZooKeeper session: a mark left by an execution of an earlier generation of
+// the session (its lease lapsed, the session survived), whose completion
+// could not delete it. The item is reserved here, so no execution of ours
+// holds it. The delete is fenced on the live generation.
+func (r *runner) dropStaleMark(ctx context.Context, sess *regcenter.Session, item int) bool {
+	p := r.paths.ItemNode(item, layout.Running)
+	ok, st, err := r.rc.Exists(ctx, p)
+	if err != nil || !ok {
+		return false
+	}
+	if st.EphemeralOwner == 0 {
+		// A persistent mark: shardjob only ever writes ephemeral ones, so
+		// no execution holds it and it would block the item for good.
+		err := r.rc.Delete(ctx, p, st.Version)
+		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("removing a persistent running mark that blocks the item", "item", item, "node", p, "err", err)
+			return false
+		}
+		r.log.Warn("removed a persistent running mark that blocked the item (not written by an instance)", "item", item, "node", p)
+		return true
+	}
+	if st.EphemeralOwner != sess.ID() {
+		return false
+	}
+	fence, ok := r.elect.SessionFence(sess)
+	if !ok {
+		return false
+	}
+	if err := r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: st.Version}); err != nil {
+		r.log.Warn("removing a stale running mark of this instance", "item", item, "err", err)
+		return false
+	}
+	r.log.Info("removed a stale running mark of this instance", "item", item)
+	return true
+}

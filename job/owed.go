@@ -1,0 +1,299 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Owed runs: the misfire ledger of this instance (items owed a run since a
+// fire they missed), the make-up runs that pay it, and the narrowing of a
+// make-up run to the fires the item's record does not list.
+
+// misfireMark is the payload of execution/{item}/misfire: the earliest fire
+// an instance owes the item, written when the item ran elsewhere.
+type misfireMark struct {
+	Since int64 `json:"since"`
+}
+
+// makeUpThrough is the latest fire a make-up run since since, reserved now,
+// stands for.
+func (r *runner) makeUpThrough(cfg Config, since time.Time) time.Time {
+	if sched, _, err := cfg.Schedule(); err == nil {
+		if p := prevFire(sched, r.s.opts.now()); p.After(since) {
+			return p
+		}
+	}
+	return since
+}
+
+// priorsFor returns what the records of items said when this instance last
+// wrote or read them: facts (see cover), which a completion adds its own
+// run to.
+func (r *runner) priorsFor(items []int) map[int]record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.covered) == 0 {
+		return nil
+	}
+	out := make(map[int]record, len(items))
+	for _, it := range items {
+		if c, ok := r.covered[it]; ok {
+			out[it] = c
+		}
+	}
+	return out
+}
+
+// stillOwed narrows a make-up run (misfire or failover) to the fires its
+// items still owe, now that this instance holds their running marks: the
+// item's completed node, which every run's completion writes before its
+// mark goes, lists which fires earlier runs covered — here or on another
+// instance (a previous owner paying its own debt after a reshard moved the
+// item, a failover claimer). Those are not run again. An item whose every
+// owed fire is covered is settled without running; the others run the
+// first stretch of fires not covered, and a later uncovered fire stays
+// owed. fires holds the items whose run starts at another fire than at; it
+// is updated in place. priors are the records read, which the runs'
+// completions add to.
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, priors map[int]record, settled []itemResult) {
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return items, nil, nil
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	covers := make([]record, len(items))
+	errs := make([]error, len(items))
+	parallelEach(len(items), 32, func(i int) {
+		covers[i], errs[i] = r.readRecord(ctx, items[i])
+	})
+	priors = map[int]record{}
+	for i, it := range items {
+		since := at
+		if f, ok := fires[it]; ok {
+			since = f
+		}
+		c := covers[i]
+		if errs[i] != nil {
+			// Cannot tell: run it (at least once beats a lost fire).
+			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
+			todo = append(todo, it)
+			continue
+		}
+		priors[it] = c
+		r.mu.Lock()
+		upTo := since
+		if e := r.running[it]; e != nil && e.through.After(upTo) {
+			upTo = e.through
+		}
+		first, last, rest := c.owed(sched, since, upTo)
+		if !first.IsZero() {
+			if e := r.running[it]; e != nil {
+				e.through = last
+			}
+			if !rest.IsZero() {
+				r.noteMisfireLocked(it, rest, cfg)
+			}
+		}
+		r.mu.Unlock()
+		switch {
+		case first.IsZero():
+			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through())
+			now := time.Now()
+			settled = append(settled, itemResult{item: it, fire: since, through: upTo, kind: kind, begin: now, end: now, settled: true})
+		case !first.Equal(since) || !last.Equal(upTo):
+			fires[it] = first
+			r.log.Info("owed run narrowed to the fires its item's record does not list", "item", it, "kind", kind, "since", since, "through", upTo, "runs", first, "to", last, "still_owed", rest)
+			todo = append(todo, it)
+		default:
+			todo = append(todo, it)
+		}
+	}
+	return todo, priors, settled
+}
+
+// absorbDebts folds into a make-up run starting at at the misfire debts
+// this instance holds for its items since earlier fires: the run covers
+// them too (from the earliest), and they are forgotten. A make-up run that
+// left an earlier debt behind would record a later fire as completed, and
+// the debt's run would then start after it: the fires between would be
+// lost. It returns the items whose run starts earlier than at.
+func (r *runner) absorbDebts(cfg Config, items []int, at time.Time) map[int]time.Time {
+	fires := map[int]time.Time{}
+	sched, _, schedErr := cfg.Schedule()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		since, owed := r.misfires[it]
+		if !owed {
+			continue
+		}
+		// The run stands for the fires through the latest due when it
+		// was reserved; a debt noted since (a fire that found it
+		// reserved, while its marks were being written) is not its to
+		// pay.
+		through := at
+		if e := r.running[it]; e != nil && e.through.After(through) {
+			through = e.through
+		}
+		if since.After(through) {
+			continue
+		}
+		if since.Before(at) {
+			fires[it] = since
+		}
+		if last := r.misfireLast[it]; last.After(through) && schedErr == nil {
+			if next := sched.Next(through); !next.IsZero() && !next.After(last) {
+				r.misfires[it] = next // the fires after the run stay owed
+				continue
+			}
+		}
+		r.dropDebtLocked(it)
+	}
+	return fires
+}
+
+func (r *runner) noteMisfire(item int, at time.Time, cfg Config) {
+	r.mu.Lock()
+	r.noteMisfireLocked(item, at, cfg)
+	r.mu.Unlock()
+}
+
+func (r *runner) noteMisfireLocked(item int, at time.Time, cfg Config) {
+	if cfg.Misfire == MisfireSkip {
+		return
+	}
+	if prev, ok := r.misfires[item]; !ok || at.Before(prev) {
+		r.misfires[item] = at
+		r.log.Debug("run owed", "item", item, "since", at)
+	}
+	if at.After(r.misfireLast[item]) {
+		r.misfireLast[item] = at
+	}
+}
+
+// dropDebtLocked forgets item's misfire debt. r.mu is held.
+func (r *runner) dropDebtLocked(item int) {
+	delete(r.misfires, item)
+	delete(r.misfireLast, item)
+}
+
+// owesMisfireRemote records that item missed the fire at because another
+// instance (or an earlier fire) still runs it, and arranges to run it once
+// when that execution ends.
+func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
+	cfg := r.config()
+	if cfg.Misfire == MisfireSkip {
+		return
+	}
+	r.mu.Lock()
+	r.noteMisfireLocked(item, at, cfg)
+	since := r.misfires[item]
+	haveNode := r.misfireNodes[item]
+	_, waiting := r.remoteWaits[item]
+	r.mu.Unlock()
+	if !haveNode {
+		data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()})
+		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
+		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
+			r.mu.Lock()
+			r.misfireNodes[item] = true
+			r.mu.Unlock()
+		} else {
+			r.log.Warn("recording misfire", "item", item, "err", err)
+		}
+	}
+	if waiting {
+		return
+	}
+	running := r.paths.ItemNode(item, layout.Running)
+	// The item is tried again when the mark goes, not at every fire
+	// meanwhile (runMisfires skips items with a wait): the wait ends first.
+	ended := func() {
+		r.mu.Lock()
+		if c := r.remoteWaits[item]; c != nil {
+			c()
+			delete(r.remoteWaits, item)
+		}
+		r.mu.Unlock()
+		r.runMisfires(r.rc.Session())
+	}
+	cancel := r.onGone(running, ended)
+	r.mu.Lock()
+	if _, dup := r.remoteWaits[item]; dup {
+		r.mu.Unlock()
+		cancel()
+		return
+	}
+	r.remoteWaits[item] = cancel
+	r.mu.Unlock()
+}
+
+// runMisfires runs, once each, the items owed a misfire that are not
+// running here now.
+func (r *runner) runMisfires(sess *regcenter.Session) {
+	// Each item is tried once per call: one still running elsewhere is
+	// owed again and retried when its mark goes (a watch), not in a loop.
+	tried := map[int]bool{}
+	for {
+		r.mu.Lock()
+		if r.stopping || sess != r.regSess || sess.Check() != nil {
+			r.mu.Unlock()
+			return
+		}
+		// Grouped by debt: a run is labelled with its own items' earliest
+		// missed fire, not with the oldest of all. Each item is reserved
+		// in the same lock that takes its debt: a fire reserving it in
+		// between would find neither, run as a plain fire, and the debt's
+		// run would run that fire again.
+		cfg := r.config()
+		debts := map[time.Time][]int{}
+		for it, at := range r.misfires {
+			if _, busy := r.running[it]; busy || tried[it] {
+				continue
+			}
+			if _, waiting := r.remoteWaits[it]; waiting {
+				r.log.Debug("owed run waits for the item's mark", "item", it)
+				continue // running elsewhere: tried when its mark goes
+			}
+			tried[it] = true
+			last := r.misfireLast[it]
+			r.dropDebtLocked(it)
+			if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+				continue // no longer an item, or kept out
+			}
+			if last.After(r.dispatched[it]) {
+				r.dispatched[it] = last
+			}
+			r.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
+			debts[at] = append(debts[at], it)
+		}
+		r.mu.Unlock()
+		if len(debts) == 0 {
+			return
+		}
+		r.runReserved(sess, cfg, debts, "running misfired items")
+	}
+}
+
+// runReserved runs each group of items, reserved here, as a make-up run
+// since its fire, the groups concurrently, and returns when all have ended.
+func (r *runner) runReserved(sess *regcenter.Session, cfg Config, debts map[time.Time][]int, msg string) {
+	var wg sync.WaitGroup
+	for since, items := range debts {
+		sortInts(items)
+		r.log.Info(msg, "items", items, "since", since)
+		wg.Add(1)
+		go func() { // owned here: waited for below
+			defer wg.Done()
+			r.run(sess, cfg, since, items, KindMisfire)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,274 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// Resharding: an instance flags it (necessary), waits for it before a
+// fire, and the leader computes and writes every instance's assignment in
+// one transaction.
+
+// requestReshard flags a reshard and asks the leader for it at once (the
+// leader watches the flag's data).
+func (r *runner) requestReshard(ctx context.Context) error {
+	ops := r.paths.FlagReshardOps()
+	ops[0] = regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())}
+	err := r.rc.Multi(ctx, ops...)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		_, err = r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1)
+	}
+	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		return fmt.Errorf("requesting a reshard: %w", err)
+	}
+	return nil
+}
+
+// coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
+// the session, and the runner's life (stop ends waits at once).
+func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	unlink := context.AfterFunc(r.lifeCtx, cancel)
+	return ctx, func() { unlink(); cancel() }
+}
+
+// awaitSharding returns once no reshard is due: the leader reshards, the
+// others wait on a watch (never a polling loop) until ctx ends.
+func (r *runner) awaitSharding(ctx context.Context) error {
+	var changed chan struct{}
+	var cancelWatch func()
+	defer func() {
+		if cancelWatch != nil {
+			cancelWatch()
+		}
+	}()
+	for {
+		due, _, err := r.rc.Exists(ctx, r.paths.Necessary())
+		if err != nil {
+			return err
+		}
+		if !due {
+			return nil
+		}
+		if r.elect.IsLeader() {
+			err := r.reshard(ctx)
+			if err == nil {
+				continue
+			}
+			r.log.Warn("resharding failed", "err", err)
+		}
+		if cancelWatch == nil {
+			// Only now pay for a watch: steady state needs none.
+			changed = make(chan struct{}, 1)
+			poke := func(regcenter.Event) {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			}
+			c1 := r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, poke)
+			c2 := r.rc.Watch(r.paths.Processing(), regcenter.WatchNode, poke)
+			cancelWatch = func() { c1(); c2() }
+			if !r.elect.IsLeader() {
+				// Ask the leader to reshard now: it may not fire soon (a
+				// rare cron, a trigger here). Writing the flag's data is
+				// the request; the leader watches it.
+				if _, err := r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+					r.log.Warn("asking the leader to reshard", "err", err)
+				}
+			}
+			continue // re-check now that the watches are armed
+		}
+		r.mu.Lock()
+		leaderGen := r.leaderGen
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-leaderGen:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// reshard is the leader's one-transaction reshard.
+func (r *runner) reshard(ctx context.Context) error {
+	// One reshard at a time (a fire's and a follower's request can meet);
+	// the second finds the flag gone and has nothing to do.
+	select {
+	case r.reshardSem <- struct{}{}:
+		// Uncontended: the caller has just seen the flag.
+	default:
+		select {
+		case r.reshardSem <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		// Waited for another reshard: it may have done the work.
+		if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
+			<-r.reshardSem
+			return err
+		}
+	}
+	defer func() { <-r.reshardSem }()
+	fence, err := r.elect.Fence()
+	if err != nil {
+		return err
+	}
+	if _, err := r.rc.Create(ctx, r.paths.Processing(), []byte(r.serverID()), regcenter.Ephemeral); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		return fmt.Errorf("flag processing: %w", err)
+	}
+	servers, err := r.readServers(ctx)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	fakes, err := r.fakeStatuses(ctx, servers)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	cfg := r.config()
+	online := servers.online()
+	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	assign, err := sharding.Assign(strategy, r.name, online, cfg.ShardingTotalCount)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
+	}
+	if cfg.Failover {
+		if err := r.queueDeparted(ctx, servers); err != nil {
+			r.log.Warn("queueing a departed instance's items for failover", "err", err)
+		}
+	}
+	ops := []regcenter.Op{fence}
+	for _, p := range fakes {
+		ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
+	}
+	for _, sv := range servers.names() {
+		kids := servers[sv]
+		shardPath := r.paths.Flag(sv, layout.Sharding)
+		if items, ok := assign[sv]; ok {
+			data := []byte(layout.FormatItems(items))
+			if kids[layout.Sharding] {
+				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: -1})
+			} else {
+				ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
+			}
+			continue
+		}
+		// Offline or disabled. An offline server with nothing but its
+		// assignment is removed, so that entries of instances that are
+		// gone for good do not pile up.
+		onlyAssignment := len(kids) == 0 || (len(kids) == 1 && kids[layout.Sharding])
+		switch {
+		case !kids[layout.Status] && onlyAssignment:
+			if kids[layout.Sharding] {
+				ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: -1})
+			}
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
+		case kids[layout.Sharding]:
+			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: -1})
+		}
+	}
+	ops = append(ops,
+		regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
+		regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
+	if err := r.rc.Multi(ctx, ops...); err != nil {
+		r.dropProcessing(ctx)
+		return fmt.Errorf("reshard transaction: %w", err)
+	}
+	r.mu.Lock()
+	r.lastSharded = online
+	r.mu.Unlock()
+	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
+	return nil
+}
+
+// fakeStatuses finds status nodes that no instance holds — persistent ones:
+// an instance's status is always ephemeral — marks their servers offline in
+// servers, and returns their paths for the reshard to delete. Left alone,
+// such a node makes a server look online forever and its items never run.
+func (r *runner) fakeStatuses(ctx context.Context, servers serverSet) ([]string, error) {
+	var fakes []string
+	for _, sv := range servers.names() {
+		if !servers[sv][layout.Status] {
+			continue
+		}
+		p := r.paths.Flag(sv, layout.Status)
+		ok, st, err := r.rc.Exists(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok && st.EphemeralOwner == 0 {
+			r.log.Warn("persistent status node: not an instance's; the server is treated as offline and the node removed", "server", sv, "node", p)
+			delete(servers[sv], layout.Status)
+			fakes = append(fakes, p)
+		}
+	}
+	return fakes, nil
+}
+
+func (r *runner) dropProcessing(ctx context.Context) {
+	if err := r.rc.Delete(ctx, r.paths.Processing(), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		r.log.Warn("removing processing flag", "err", err)
+	}
+}
+
+// serverSet maps each server id to the set of its child nodes.
+type serverSet map[string]map[string]bool
+
+func (s serverSet) names() []string {
+	out := make([]string, 0, len(s))
+	for k := range s {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}
+
+// online lists servers with a live status and no disabled flag, sorted.
+func (s serverSet) online() []string {
+	var out []string
+	for _, sv := range s.names() {
+		if kids := s[sv]; kids[layout.Status] && !kids[layout.Disabled] {
+			out = append(out, sv)
+		}
+	}
+	return out
+}
+
+func (r *runner) readServers(ctx context.Context) (serverSet, error) {
+	names, err := r.rc.Children(ctx, r.paths.Servers())
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return serverSet{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := serverSet{}
+	for _, sv := range names {
+		kids, err := r.rc.Children(ctx, r.paths.Server(sv))
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		set := map[string]bool{}
+		for _, k := range kids {
+			set[k] = true
+		}
+		out[sv] = set
+	}
+	return out, nil
+}
