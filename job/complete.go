@@ -17,22 +17,32 @@ import (
 // four operations each), within ZooKeeper's request limit.
 const completionsPerTxn = 1000
 
+// completionLinger is how long a completion waits for one more result of
+// its run before it commits what it has: items that end together share a
+// transaction, and an item that ends alone waits this much longer for its
+// completion mark (never for its next fire).
+const completionLinger = 2 * time.Millisecond
+
 // completeAll collects n results and writes their completion marks in
-// group commits: each transaction carries every result that arrived while
-// the previous one was in flight, so a fire of many fast items costs a
-// transaction or two, not one per item.
+// group commits: a transaction carries every result that arrived while
+// the previous one was in flight, or within completionLinger of the one
+// before, so a fire of many fast items costs a transaction per
+// completionsPerTxn items, not one per item.
 func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan itemResult, n int) {
+	linger := time.NewTimer(completionLinger)
+	defer linger.Stop()
 	for received := 0; received < n; {
 		batch := []itemResult{<-results}
 		received++
-	drain:
+	collect:
 		for received < n && len(batch) < completionsPerTxn {
+			linger.Reset(completionLinger)
 			select {
 			case res := <-results:
 				batch = append(batch, res)
 				received++
-			default:
-				break drain
+			case <-linger.C:
+				break collect
 			}
 		}
 		r.complete(sess, cfg, batch)
