@@ -24,9 +24,15 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 	if len(todo) == 0 {
 		return
 	}
+	var records map[int]record
 	if !cfg.Unmonitored {
 		ctx, cancel := r.coordCtx(sess)
-		marked, err := r.markRunning(ctx, sess, at, kind, todo, nil)
+		// A make-up run proves what this instance knows of its items'
+		// records while it marks them, instead of reading them after.
+		if kind == KindMisfire || kind == KindFailover {
+			records = r.knownRecords(todo)
+		}
+		marked, err := r.markRunning(ctx, sess, at, kind, todo, nil, records)
 		cancel()
 		// On an error, marked holds the items still reserved here.
 		if err != nil && kind == KindFailover {
@@ -48,12 +54,12 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 		}
 		todo = marked
 	}
-	r.launch(sess, cfg, at, todo, kind)
+	r.launch(sess, cfg, at, todo, kind, records)
 }
 
 // launch runs items reserved (and, monitored, marked running) here, and
-// completes them.
-func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
+// completes them. proven are item records the marking proved current.
+func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind, proven map[int]record) {
 	n := len(todo)
 	if n == 0 {
 		return
@@ -66,7 +72,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo 
 		fires = r.absorbDebts(cfg, todo, at)
 		if !cfg.Unmonitored {
 			var settled []itemResult
-			todo, priors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind)
+			todo, priors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind, proven)
 			for _, s := range settled {
 				results <- s
 			}

@@ -164,7 +164,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 		r.runReserved(sess, cfg, res.debts, "making up for owed fires with this one")
 	}()
 	if prove {
-		r.launch(sess, cfg, at, marked, KindFire)
+		r.launch(sess, cfg, at, marked, KindFire, nil)
 	} else {
 		r.run(sess, cfg, at, res.plain, KindFire)
 	}
@@ -189,7 +189,7 @@ func (r *runner) proveAndMark(sess *regcenter.Session, cfg Config, at time.Time,
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, sess, at, KindFire, plain, checks)
+	marked, err := r.markRunning(ctx, sess, at, KindFire, plain, checks, nil)
 	if errors.Is(err, errAssignmentMoved) {
 		r.forgetAssignment()
 	}

@@ -37,11 +37,16 @@ const marksPerTxn = 1000
 // returns the items still reserved here, for the caller to release; items
 // a later transaction could not mark are owed a misfire (or, for failover,
 // handed back) and released, and the ones marked are returned without error.
-func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+//
+// records, when not nil, holds what this instance knows of some items'
+// completed records: each is checked (its version) in the transaction that
+// marks its item, and one found changed is removed from the map, so that
+// what stays is proved current as the item is marked (see stillOwed).
+func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
 	var marked []int
 	for start := 0; start < len(items); start += marksPerTxn {
 		end := min(start+marksPerTxn, len(items))
-		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks)
+		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks, records)
 		checks = nil
 		if err == nil {
 			marked = append(marked, got...)
@@ -68,7 +73,7 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 
 // markChunk is one transaction of markRunning. On an error it returns the
 // items still reserved here.
-func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op) ([]int, error) {
+func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
 	items = slices.Clone(items)
 	now := time.Now()
 	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
@@ -77,10 +82,16 @@ func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time
 		if err := sess.Check(); err != nil {
 			return items, err
 		}
-		ops := make([]regcenter.Op, 0, len(checks)+len(items))
+		ops := make([]regcenter.Op, 0, len(checks)+2*len(items))
 		ops = append(ops, checks...)
-		for _, it := range items {
+		opItem := make([]int, 0, 2*len(items)) // the index in items of each op after checks
+		for i, it := range items {
+			if rec, ok := records[it]; ok {
+				ops = append(ops, regcenter.CheckOp{Path: r.paths.ItemNode(it, layout.Completed), Version: rec.version})
+				opItem = append(opItem, i)
+			}
 			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
+			opItem = append(opItem, i)
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
@@ -90,11 +101,17 @@ func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time
 		if errors.As(err, &me) && me.Index < len(checks) {
 			return items, errAssignmentMoved
 		}
-		if !errors.As(err, &me) || attempt > 2*len(items)+2 {
+		if !errors.As(err, &me) || attempt > 3*len(items)+2 {
 			return items, err
 		}
-		idx := me.Index - len(checks)
+		idx := opItem[me.Index-len(checks)]
 		item := items[idx]
+		if _, isCheck := ops[me.Index].(regcenter.CheckOp); isCheck {
+			// Written elsewhere since this instance knew it: the run reads
+			// it once the item is marked.
+			delete(records, item)
+			continue
+		}
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
 			if r.dropStaleMark(ctx, sess, item) {

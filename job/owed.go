@@ -60,8 +60,9 @@ func (r *runner) priorsFor(items []int) map[int]record {
 // first stretch of fires not covered, and a later uncovered fire stays
 // owed. fires holds the items whose run starts at another fire than at; it
 // is updated in place. priors are the records read, which the runs'
-// completions add to.
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind) (todo []int, priors map[int]record, settled []itemResult) {
+// completions add to; an item's record in proven (proved current when the
+// item was marked) is not read again.
+func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return items, nil, nil
@@ -71,6 +72,10 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 	covers := make([]record, len(items))
 	errs := make([]error, len(items))
 	parallelEach(len(items), 32, func(i int) {
+		if rec, ok := proven[items[i]]; ok {
+			covers[i] = rec
+			return
+		}
 		covers[i], errs[i] = r.readRecord(ctx, items[i])
 	})
 	priors = map[int]record{}
@@ -116,6 +121,20 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fi
 		}
 	}
 	return todo, priors, settled
+}
+
+// knownRecords returns what this instance knows of items' completed
+// records, with their versions: for a make-up run to prove while marking.
+func (r *runner) knownRecords(items []int) map[int]record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[int]record{}
+	for _, it := range items {
+		if rec, ok := r.covered[it]; ok && rec.versioned {
+			out[it] = rec
+		}
+	}
+	return out
 }
 
 // absorbDebts folds into a make-up run starting at at the misfire debts
