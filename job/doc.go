@@ -1,0 +1,43 @@
+// Package job runs sharded cron jobs across many instances, coordinated
+// through ZooKeeper in the manner of Apache ElasticJob-Lite.
+//
+// An application implements [Job] (or wraps a function with [SimpleFunc]),
+// describes each job with a [Config] — a cron schedule, a number of
+// sharding items, a sharding strategy, failover and misfire policies — and
+// adds it to a [Scheduler] built on a [regcenter.Center]:
+//
+//	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: []string{"zk1:2181"}, Namespace: "billing"})
+//	s, err := job.NewScheduler(rc, job.WithServerID("billing-7"))
+//	err = s.Add(ctx, job.Config{Name: "invoices", Cron: "0 */5 * * * *", ShardingTotalCount: 8}, myJob)
+//	err = s.Start(ctx)
+//	defer s.Shutdown(ctx)
+//
+// Configs can also come from YAML ([LoadFile], [DecodeConfig]); every field
+// is validated, and bad input is refused with an error that names it.
+//
+// # What the scheduler guarantees
+//
+// Every instance of a job runs the same schedule. At each fire, each item
+// runs on exactly one instance: the one the leader's last reshard assigned
+// it to. An item never runs on two instances at once (an ephemeral running
+// mark per item, created in one transaction with the proof that the
+// instance's assignment is current), and a fire is never lost: fires an
+// item could not run — it was still busy, its instance died, ZooKeeper was
+// unreachable — are made up by one later run that stands for all of them
+// ([ShardingContext.Through]), on this instance or, with failover, on
+// another. docs/guarantees.md states the invariants and how the chaos
+// harness checks them.
+//
+// # The life of a fire
+//
+// A fire passes through stages, each in a file named after it: fire.go
+// (may this instance fire), assignment.go (which items: assumed from the
+// previous fire and proved in the marking transaction, or read fresh,
+// resharding first when one is due: reshard.go), reserve.go (reserve the
+// items in memory, split plain runs from make-up runs), mark.go (running
+// marks), execute.go (run the items), complete.go (record what ran, in
+// group commits), owed.go (the misfire ledger and make-up runs). The
+// leader's duties are in leader.go and reshard.go, failover in failover.go,
+// operator flags in flags.go, shutdown and hand-over in stop.go. The design
+// is written down in docs/design.md.
+package job
