@@ -28,9 +28,6 @@ type Session struct {
 // session creates).
 func (s *Session) ID() int64 { return s.id }
 
-// Generation counts sessions of this center, starting at 1.
-func (s *Session) Generation() uint64 { return s.gen }
-
 // Ctx returns a context cancelled, with cause wrapping [ErrSessionLost]
 // or [ErrClosed], when the session ends.
 func (s *Session) Ctx() context.Context { return s.ctx }
