@@ -255,7 +255,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		r.mu.Lock()
 		r.covered[it] = recs[i]
 		if !debts[i].IsZero() {
-			r.misfireNodes[it] = true // its debt is ours now: paid, the node goes
+			r.owed.setNode(it, true) // its debt is ours now: paid, the node goes
 		}
 		r.mu.Unlock()
 		var since time.Time

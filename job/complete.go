@@ -77,9 +77,9 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 	if b.halted != nil || since.Before(b.fire) || since.After(upTo) {
 		return
 	}
-	last := r.misfireLast[b.item]
+	last := r.owed.lastOwed(b.item)
 	if !last.After(upTo) {
-		r.dropDebtLocked(b.item)
+		r.owed.forget(b.item)
 		r.log.Debug("owed run settled", "item", b.item, "since", since, "by", b.kind, "fire", b.fire)
 		return
 	}
@@ -89,7 +89,7 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 			next = n
 		}
 	}
-	r.misfires[b.item] = next
+	r.owed.owedFrom(b.item, next)
 	r.log.Debug("owed run partly settled", "item", b.item, "since", next, "by", b.kind, "fire", b.fire)
 }
 
@@ -316,11 +316,11 @@ func (r *runner) paid(cfg Config, c *completion) {
 		if v, ok := c.wrote[b.item]; ok {
 			r.covered[b.item] = record{cover: r.recorded(cfg, b), version: v, versioned: v >= 0}
 		}
-		if since, owed := r.misfires[b.item]; owed {
+		if since, owed := r.owed.owed(b.item); owed {
 			r.settleLocked(cfg, b, since)
 		}
-		if b.covers(r.misfires[b.item]) {
-			delete(r.misfireNodes, b.item)
+		if since, _ := r.owed.owed(b.item); b.covers(since) {
+			r.owed.setNode(b.item, false)
 			if c := r.remoteWaits[b.item]; c != nil {
 				c()
 				delete(r.remoteWaits, b.item)
@@ -364,7 +364,7 @@ func (r *runner) correct(c *completion, err error) bool {
 	case node == layout.Completed && moved:
 		c.skipCompleted[item] = true // unfenced, written meanwhile: that record stands
 	case node == layout.Misfire && missing:
-		delete(r.misfireNodes, item)
+		r.owed.setNode(item, false)
 	default:
 		return false
 	}
@@ -434,7 +434,7 @@ func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
 				c.wrote[b.item] = 0
 			}
 		}
-		if r.misfireNodes[b.item] && b.covers(r.misfires[b.item]) {
+		if since, _ := r.owed.owed(b.item); r.owed.hasNode(b.item) && b.covers(since) {
 			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1})
 		}
 	}

@@ -149,7 +149,7 @@ func (r *runner) absorbDebts(cfg Config, items []int, at time.Time) map[int]time
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
-		since, owed := r.misfires[it]
+		since, owed := r.owed.owed(it)
 		if !owed {
 			continue
 		}
@@ -167,15 +167,118 @@ func (r *runner) absorbDebts(cfg Config, items []int, at time.Time) map[int]time
 		if since.Before(at) {
 			fires[it] = since
 		}
-		if last := r.misfireLast[it]; last.After(through) && schedErr == nil {
+		if last := r.owed.lastOwed(it); last.After(through) && schedErr == nil {
 			if next := sched.Next(through); !next.IsZero() && !next.After(last) {
-				r.misfires[it] = next // the fires after the run stay owed
+				r.owed.owedFrom(it, next) // the fires after the run stay owed
 				continue
 			}
 		}
-		r.dropDebtLocked(it)
+		r.owed.forget(it)
 	}
 	return fires
+}
+
+// ledger is this instance's account of what its items are owed: for each
+// item owed a run, the earliest fire it missed here (a make-up run since
+// then pays the debt) and the latest; which items' misfire nodes this
+// instance wrote (or took over); and the latest scheduled fire each item
+// was run or owed at here (what a departing instance hands over). The
+// runner owns one, guarded by r.mu; everything that owes, pays or forgets
+// a run goes through its methods.
+type ledger struct {
+	since, last map[int]time.Time
+	nodes       map[int]bool
+	dispatched  map[int]time.Time
+}
+
+func newLedger() ledger {
+	return ledger{since: map[int]time.Time{}, last: map[int]time.Time{}, nodes: map[int]bool{}, dispatched: map[int]time.Time{}}
+}
+
+// owe records that item missed the fire at.
+func (l *ledger) owe(item int, at time.Time) (first bool) {
+	if prev, ok := l.since[item]; !ok || at.Before(prev) {
+		l.since[item] = at
+		first = true
+	}
+	if at.After(l.last[item]) {
+		l.last[item] = at
+	}
+	return first
+}
+
+// owed returns the earliest fire item is owed since, if any.
+func (l *ledger) owed(item int) (time.Time, bool) {
+	at, ok := l.since[item]
+	return at, ok
+}
+
+// lastOwed is the latest fire item is owed (zero if none).
+func (l *ledger) lastOwed(item int) time.Time { return l.last[item] }
+
+// owedFrom moves the start of item's debt to at, keeping its latest fire:
+// a run paid the fires before at.
+func (l *ledger) owedFrom(item int, at time.Time) { l.since[item] = at }
+
+// forget drops item's debt.
+func (l *ledger) forget(item int) {
+	delete(l.since, item)
+	delete(l.last, item)
+}
+
+// forgetAll drops every debt.
+func (l *ledger) forgetAll() {
+	l.since, l.last = map[int]time.Time{}, map[int]time.Time{}
+}
+
+// debts returns every item owed a run, with the fire it is owed since.
+func (l *ledger) debts() map[int]time.Time { return l.since }
+
+// dispatch records that item's fire at was run or owed here.
+func (l *ledger) dispatch(item int, at time.Time) {
+	if at.After(l.dispatched[item]) {
+		l.dispatched[item] = at
+	}
+}
+
+// dispatchedAt is the latest scheduled fire item was run or owed at here.
+func (l *ledger) dispatchedAt(item int) time.Time { return l.dispatched[item] }
+
+// entry and restore read and put back one item's debt and dispatch (see
+// fireReservation).
+func (l *ledger) entry(item int) ledgerEntry {
+	since, owed := l.since[item]
+	return ledgerEntry{dispatched: l.dispatched[item], since: since, last: l.last[item], owed: owed}
+}
+
+func (l *ledger) restore(item int, e ledgerEntry) {
+	if e.dispatched.IsZero() {
+		delete(l.dispatched, item)
+	} else {
+		l.dispatched[item] = e.dispatched
+	}
+	if !e.owed {
+		l.forget(item)
+		return
+	}
+	l.since[item] = e.since
+	if e.last.IsZero() {
+		delete(l.last, item)
+	} else {
+		l.last[item] = e.last
+	}
+}
+
+// hasNode reports whether this instance wrote (or took over) item's
+// misfire node; setNode records it.
+func (l *ledger) hasNode(item int) bool { return l.nodes[item] }
+
+func (l *ledger) setNode(item int, wrote bool) {
+	if wrote {
+		l.nodes[item] = true
+	} else {
+		delete(l.nodes, item)
+	}
 }
 
 func (r *runner) noteMisfire(item int, at time.Time, cfg Config) {
@@ -188,19 +291,9 @@ func (r *runner) noteMisfireLocked(item int, at time.Time, cfg Config) {
 	if cfg.Misfire == MisfireSkip {
 		return
 	}
-	if prev, ok := r.misfires[item]; !ok || at.Before(prev) {
-		r.misfires[item] = at
+	if r.owed.owe(item, at) {
 		r.log.Debug("run owed", "item", item, "since", at)
 	}
-	if at.After(r.misfireLast[item]) {
-		r.misfireLast[item] = at
-	}
-}
-
-// dropDebtLocked forgets item's misfire debt. r.mu is held.
-func (r *runner) dropDebtLocked(item int) {
-	delete(r.misfires, item)
-	delete(r.misfireLast, item)
 }
 
 // owesMisfireRemote records that item missed the fire at because another
@@ -213,8 +306,8 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	}
 	r.mu.Lock()
 	r.noteMisfireLocked(item, at, cfg)
-	since := r.misfires[item]
-	haveNode := r.misfireNodes[item]
+	since, _ := r.owed.owed(item)
+	haveNode := r.owed.hasNode(item)
 	_, waiting := r.remoteWaits[item]
 	r.mu.Unlock()
 	if !haveNode {
@@ -222,7 +315,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
 			r.mu.Lock()
-			r.misfireNodes[item] = true
+			r.owed.setNode(item, true)
 			r.mu.Unlock()
 		} else {
 			r.log.Warn("recording misfire", "item", item, "err", err)
@@ -273,7 +366,7 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 		// run would run that fire again.
 		cfg := r.config()
 		debts := map[time.Time][]int{}
-		for it, at := range r.misfires {
+		for it, at := range r.owed.debts() {
 			if _, busy := r.running[it]; busy || tried[it] {
 				continue
 			}
@@ -282,14 +375,12 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 				continue // running elsewhere: tried when its mark goes
 			}
 			tried[it] = true
-			last := r.misfireLast[it]
-			r.dropDebtLocked(it)
+			last := r.owed.lastOwed(it)
+			r.owed.forget(it)
 			if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
 				continue // no longer an item, or kept out
 			}
-			if last.After(r.dispatched[it]) {
-				r.dispatched[it] = last
-			}
+			r.owed.dispatch(it, last)
 			r.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
 			debts[at] = append(debts[at], it)
 		}

@@ -26,29 +26,6 @@ type ledgerEntry struct {
 	owed                    bool
 }
 
-func (r *runner) ledgerOfLocked(it int) ledgerEntry {
-	since, owed := r.misfires[it]
-	return ledgerEntry{dispatched: r.dispatched[it], since: since, last: r.misfireLast[it], owed: owed}
-}
-
-func (r *runner) setLedgerLocked(it int, e ledgerEntry) {
-	if e.dispatched.IsZero() {
-		delete(r.dispatched, it)
-	} else {
-		r.dispatched[it] = e.dispatched
-	}
-	if !e.owed {
-		r.dropDebtLocked(it)
-		return
-	}
-	r.misfires[it] = e.since
-	if e.last.IsZero() {
-		delete(r.misfireLast, it)
-	} else {
-		r.misfireLast[it] = e.last
-	}
-}
-
 // reserveFire reserves a scheduled fire's items here: those that owe
 // nothing earlier are returned as plain, the others grouped by the earliest
 // fire they owe (their debts are taken over by the make-up run). Items
@@ -61,17 +38,15 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 		if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
 			continue // an assignment from before the item count shrank, or kept out
 		}
-		before := r.ledgerOfLocked(it)
+		before := r.owed.entry(it)
 		r.reserveItemLocked(res, it, at, gaps, cfg)
-		res.ledger[it] = [2]ledgerEntry{before, r.ledgerOfLocked(it)}
+		res.ledger[it] = [2]ledgerEntry{before, r.owed.entry(it)}
 	}
 	return res
 }
 
 func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg Config) {
-	if at.After(r.dispatched[it]) {
-		r.dispatched[it] = at
-	}
+	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
 	if e, busy := r.running[it]; busy {
 		if gapped && !e.standsFor(gap) {
@@ -82,7 +57,7 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 		}
 		return
 	}
-	since, owed := r.misfires[it]
+	since, owed := r.owed.owed(it)
 	if gapped && (!owed || gap.Before(since)) {
 		since, owed = gap, true
 	}
@@ -90,7 +65,7 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 	r.running[it] = e
 	res.taken[it] = e
 	if owed {
-		r.dropDebtLocked(it)
+		r.owed.forget(it)
 	}
 	if owed && since.Before(at) {
 		e.fire, e.through = since, r.makeUpThrough(cfg, since)
@@ -117,8 +92,8 @@ func (r *runner) undo(res *fireReservation) {
 		}
 	}
 	for it, l := range res.ledger {
-		if r.ledgerOfLocked(it) == l[1] {
-			r.setLedgerLocked(it, l[0])
+		if r.owed.entry(it) == l[1] {
+			r.owed.restore(it, l[0])
 		}
 	}
 	if freed && len(r.running) == 0 {
@@ -142,12 +117,10 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Conf
 		}
 		// This scheduled fire (or, for a make-up run, the fire it stands
 		// in for) is run or owed here.
-		if kind == KindFire && at.After(r.dispatched[it]) {
-			r.dispatched[it] = at
+		if kind == KindFire {
+			r.owed.dispatch(it, at)
 		}
-		if through.After(r.dispatched[it]) {
-			r.dispatched[it] = through
-		}
+		r.owed.dispatch(it, through)
 		if e, busy := r.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
 				if !e.standsFor(at) {
@@ -188,7 +161,7 @@ func (r *runner) release(items []int) {
 	dirty := r.queueDirty
 	owed := false
 	for _, it := range items {
-		if _, ok := r.misfires[it]; ok {
+		if _, ok := r.owed.owed(it); ok {
 			owed = true
 		}
 	}

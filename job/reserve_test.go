@@ -13,33 +13,31 @@ import (
 // reservation and debt change it made, and keeps a debt noted since.
 func TestUndoPutsTheLedgerBack(t *testing.T) {
 	r := &runner{
-		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		running:     map[int]*execution{},
-		misfires:    map[int]time.Time{},
-		misfireLast: map[int]time.Time{},
-		dispatched:  map[int]time.Time{},
-		idle:        make(chan struct{}),
-		s:           &Scheduler{opts: options{now: time.Now}},
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		running: map[int]*execution{},
+		owed:    newLedger(),
+		idle:    make(chan struct{}),
+		s:       &Scheduler{opts: options{now: time.Now}},
 	}
 	cfg := Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults()
 	at := time.Now().Truncate(time.Second)
 	earlier := at.Add(-3 * time.Second)
 	// Item 0 owes earlier fires, item 1 is busy with a run that does not
 	// stand for at, items 2 and 3 are free.
-	r.misfires[0], r.misfireLast[0] = earlier, earlier
+	r.owed.owe(0, earlier)
 	busy := &execution{item: 1, fire: earlier, through: earlier}
 	r.running[1] = busy
-	r.dispatched[3] = earlier
+	r.owed.dispatch(3, earlier)
 	before := map[int]ledgerEntry{}
 	for it := range 4 {
-		before[it] = r.ledgerOfLocked(it)
+		before[it] = r.owed.entry(it)
 	}
 
 	res := r.reserveFire([]int{0, 1, 2, 3}, at, nil, cfg)
 	if len(res.plain) != 2 || len(res.debts[earlier]) != 1 {
 		t.Fatalf("plain %v, debts %v: want items 2 and 3 plain, item 0 owed since %s", res.plain, res.debts, earlier)
 	}
-	if _, owed := r.misfires[1]; !owed {
+	if _, owed := r.owed.owed(1); !owed {
 		t.Fatal("the busy item owes no run for this fire")
 	}
 	// Meanwhile another fire notes a debt on item 2.
@@ -50,11 +48,11 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 		t.Errorf("running after undo: %v, want only the busy item", r.running)
 	}
 	for _, it := range []int{0, 1, 3} {
-		if got := r.ledgerOfLocked(it); got != before[it] {
+		if got := r.owed.entry(it); got != before[it] {
 			t.Errorf("item %d: ledger %+v after undo, want %+v", it, got, before[it])
 		}
 	}
-	if since, owed := r.misfires[2]; !owed || !since.Equal(at.Add(time.Second)) {
+	if since, owed := r.owed.owed(2); !owed || !since.Equal(at.Add(time.Second)) {
 		t.Errorf("item 2: the debt noted meanwhile is gone (%v, %v)", since, owed)
 	}
 }

@@ -36,19 +36,16 @@ type runner struct {
 	stopping      bool // no new fires
 	regSess       *regcenter.Session
 	running       map[int]*execution
-	misfires      map[int]time.Time // items owed a misfire run: earliest missed fire
-	misfireLast   map[int]time.Time // and the latest one
-	misfireNodes  map[int]bool      // we wrote execution/{item}/misfire
-	completedSeen map[int]bool      // execution/{item}/completed exists
-	covered       map[int]record    // items' records as last written or read here
-	remoteWaits   map[int]func()    // watches on items running elsewhere
-	missed        time.Time         // earliest fire skipped while suspended
+	owed          ledger         // what items are owed here (owed.go)
+	completedSeen map[int]bool   // execution/{item}/completed exists
+	covered       map[int]record // items' records as last written or read here
+	remoteWaits   map[int]func() // watches on items running elsewhere
+	missed        time.Time      // earliest fire skipped while suspended
 	leaderWatches map[string]func()
 	claimWatches  map[string]func() // claim or running nodes whose end re-scans the queue
 	claimBlocked  map[int]bool      // failover items running elsewhere: not claimed until they end
 	goneWaiters   map[string][]int  // blocked items, by the node whose end unblocks them
 	claims        map[int]int32     // failover items claimed here: the queue entry's version
-	dispatched    map[int]time.Time // latest scheduled fire each item was run or owed at here
 	heldAtLeave   []int             // the assignment this instance gave up when it left
 	lastHeld      assigned          // the assignment of the latest scheduled fire here
 	firing        sync.WaitGroup    // scheduled fires in flight
@@ -111,9 +108,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
 		log:           s.log.With("job", cfg.Name),
 		running:       map[int]*execution{},
-		misfires:      map[int]time.Time{},
-		misfireLast:   map[int]time.Time{},
-		misfireNodes:  map[int]bool{},
+		owed:          newLedger(),
 		completedSeen: map[int]bool{},
 		covered:       map[int]record{},
 		remoteWaits:   map[int]func(){},
@@ -122,7 +117,6 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		claimBlocked:  map[int]bool{},
 		goneWaiters:   map[string][]int{},
 		claims:        map[int]int32{},
-		dispatched:    map[int]time.Time{},
 		idle:          make(chan struct{}),
 		leaderGen:     make(chan struct{}),
 		reshardSem:    make(chan struct{}, 1),

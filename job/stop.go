@@ -76,7 +76,8 @@ func (r *runner) stop(ctx context.Context) error {
 	if handOver {
 		r.mu.Lock()
 		owed := r.owedLocked(r.heldAtLeave, time.Time{})
-		r.misfires, r.misfireLast, r.missed = map[int]time.Time{}, map[int]time.Time{}, time.Time{}
+		r.owed.forgetAll()
+		r.missed = time.Time{}
 		r.mu.Unlock()
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
@@ -180,7 +181,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		r.mu.Lock()
 		r.heldAtLeave = held
 		for _, e := range owed {
-			r.dropDebtLocked(e.Item)
+			r.owed.forget(e.Item)
 		}
 		r.missed = time.Time{}
 		r.mu.Unlock()
@@ -204,13 +205,13 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 			since[it] = at
 		}
 	}
-	for it, at := range r.misfires {
+	for it, at := range r.owed.debts() {
 		owe(it, at)
 	}
 	for _, it := range held {
 		owe(it, r.missed)
 		// A paused server's fires are not owed: an operator held them.
-		if !upTo.IsZero() && !r.paused && r.dispatched[it].Before(upTo) {
+		if !upTo.IsZero() && !r.paused && r.owed.dispatchedAt(it).Before(upTo) {
 			owe(it, upTo)
 		}
 	}
