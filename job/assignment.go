@@ -35,6 +35,9 @@ type assigned struct {
 	// again starts its versions over.
 	shardZxid      int64
 	shardSeen, set bool // the sharding node existed; the cache is filled
+	// idle: no items, and a watch on the sharding node (armed before the
+	// read) stands for the proof: a fire sends nothing.
+	idle bool
 }
 
 // heldSince reports which of a's items this instance held without a break
@@ -150,14 +153,46 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 
 // assume stores what a fire read, for the fires after it. An epoch that
 // could not be proved (-2) stores nothing.
+//
+// An instance that holds no items would otherwise send its proof alone
+// every fire only to learn that nothing changed (two of three instances
+// of a one-item job, every second). While it holds none it watches its
+// sharding node instead: any event, including the watch's first answer
+// once armed, drops the assumption, and an assumption read after the
+// watch was armed is proved by it (idle), so such a fire sends nothing. A
+// reshard that gives it items writes that node. The watch goes when the
+// instance holds items again.
 func (r *runner) assume(a assigned) {
 	if a.epoch < -1 {
 		r.forgetAssignment()
 		return
 	}
+	var cancel func()
 	r.mu.Lock()
+	defer func() {
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}()
+	if r.closed {
+		return
+	}
+	switch {
+	case len(a.items) > 0 && r.idleWatch != nil:
+		cancel = r.idleWatch
+		r.idleWatch, r.idleArmed = nil, false
+	case len(a.items) == 0 && r.idleWatch == nil:
+		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(regcenter.Event) {
+			r.mu.Lock()
+			r.idleArmed = true
+			r.assumed = assigned{}
+			r.mu.Unlock()
+		})
+	case len(a.items) == 0 && r.idleArmed:
+		a.idle = true
+	}
 	r.assumed = a
-	r.mu.Unlock()
 }
 
 // proveAssignment sends an assumption's checks alone, for a fire that marks

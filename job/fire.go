@@ -88,6 +88,14 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 		// A failed proof leaves nothing behind (see fireItems), and this
 		// fire still holds the fire order for the fresh read.
 		if a, ok := r.cachedAssignment(sess); ok {
+			if a.idle && !r.elect.IsLeader() {
+				// Nothing held, and the watch says nothing changed. (The
+				// leader proves as before: its failed proof is what
+				// reshards when a reshard is due.)
+				reserved()
+				r.runMisfires(sess)
+				return
+			}
 			err := r.fireItems(sess, at, a, reserved, true)
 			if err == nil {
 				r.runMisfires(sess)

@@ -79,6 +79,10 @@ type runner struct {
 	wg           sync.WaitGroup
 	membership   *kicker
 	assumed      assigned // what the next fire may assume; under mu
+	// idleWatch watches this instance's sharding node while it holds no
+	// items (see assume); idleArmed once the watch is armed.
+	idleWatch func()
+	idleArmed bool
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker

@@ -93,7 +93,8 @@ func (r *runner) stop(ctx context.Context) error {
 
 	r.mu.Lock()
 	r.closed = true
-	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel}
+	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel, r.idleWatch}
+	r.idleWatch = nil
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}
