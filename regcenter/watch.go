@@ -160,6 +160,16 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 	return st, cancel, nil
 }
 
+// WatchCount returns the number of watches registered (one per node and
+// kind, however many subscribers share it): what this client asks the
+// servers to hold, data and children watches alike. ZooKeeper's own
+// four-letter word wchs counts only the data watches.
+func (z *ZooKeeper) WatchCount() int {
+	z.watchMu.Lock()
+	defer z.watchMu.Unlock()
+	return len(z.watches)
+}
+
 // OnSession reconnect hooks: re-arm whatever failed while disconnected.
 func (z *ZooKeeper) rearmLater() { z.enqueue(task{kind: taskRearm}) }
 
