@@ -44,7 +44,11 @@ func (s *Scheduler) reconcileLoop() {
 				s.measureClock()
 				measured = true
 			}
-			if t, ok := last[r.name]; !ok || now.Sub(t) >= every {
+			// A job is first reconciled an interval after the loop first
+			// sees it: registration has just done what a round would.
+			if t, ok := last[r.name]; !ok {
+				last[r.name] = now
+			} else if now.Sub(t) >= every {
 				last[r.name] = now
 				r.reconcile()
 			}
