@@ -78,6 +78,11 @@ func (r *runner) reconcile() {
 		r.goFunc(func() { r.reregister(sess) })
 		return
 	}
+	if !r.prepared.Load() {
+		// Not in the election yet and running nothing: its flags watch
+		// restores its status, and it costs no request between fires.
+		return
+	}
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
 	// Our own registration: a status node deleted under us is restored

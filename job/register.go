@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -13,22 +14,97 @@ import (
 	"github.com/shardjob/shardjob/sharding"
 )
 
-// start reconciles the configuration, registers under the current session
-// and schedules the job.
+// start registers the job under the current session, arms its watches
+// and schedules it. A new job costs one transaction for its whole tree
+// (createJob) and one round trip per watch; a job that exists already is
+// registered node by node (loadConfig, register). Joining the election and
+// watching the disabled items wait until the job may run something (see
+// prepare), unless that is soon or the job has failover on.
 func (r *runner) start(ctx context.Context) error {
-	if err := r.loadConfig(ctx); err != nil {
-		return err
-	}
-	// A shutdown flag is honoured by the running instance and cleared by
-	// the next start (as in ElasticJob); paused and disabled persist.
-	if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
-	}
 	sess := r.rc.Session()
-	if err := r.register(ctx, sess); err != nil {
+	created, err := r.createJob(ctx)
+	if err != nil {
 		return err
 	}
-	r.configCancel = r.rc.Watch(r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
+	if created {
+		r.mu.Lock()
+		r.regSess = sess
+		r.mu.Unlock()
+		r.log.Info("registered a new job", "session", sess.String())
+	} else {
+		if err := r.loadConfig(ctx); err != nil {
+			return err
+		}
+		// A shutdown flag is honoured by the running instance and cleared
+		// by the next start (as in ElasticJob); paused and disabled persist.
+		if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
+		}
+		if err := r.register(ctx, sess); err != nil {
+			return err
+		}
+	}
+	r.watchConfig(ctx)
+	r.watchFlags(ctx, sess)
+	cfg := r.config()
+	if cfg.Failover {
+		r.watchQueue(ctx)
+	}
+	if cfg.Failover || r.fireWithin(cfg, prepareAhead) {
+		if err := r.prepare(ctx); err != nil {
+			return err
+		}
+	}
+	r.schedule()
+	return nil
+}
+
+// createJob makes a new job's whole tree in one transaction: the config
+// node (this instance's config), this server's node and status, and the
+// leader's part (leader/sharding with the necessary flag, the failover
+// queue, the election latch's parent). It reports false, having changed
+// nothing, when the job's node exists already (or the namespace root is
+// gone, or the transaction would be too large): the caller then registers
+// node by node, which also creates whatever is missing.
+func (r *runner) createJob(ctx context.Context) (bool, error) {
+	// Add validated this config; encoding validates again, which for
+	// thousands of jobs costs as much client CPU as the rest of
+	// registering them.
+	data, err := r.config().marshal()
+	if err != nil {
+		return false, err
+	}
+	host, _ := os.Hostname()
+	p, id := r.paths, r.serverID()
+	err = r.rc.Multi(ctx,
+		regcenter.CreateOp{Path: p.Root()},
+		regcenter.CreateOp{Path: p.Config(), Data: data},
+		regcenter.CreateOp{Path: p.Servers()},
+		regcenter.CreateOp{Path: p.Server(id), Data: []byte(host)},
+		regcenter.CreateOp{Path: p.Flag(id, layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral},
+		regcenter.CreateOp{Path: p.Leader()},
+		regcenter.CreateOp{Path: path.Dir(p.Necessary())},
+		regcenter.CreateOp{Path: p.Necessary()},
+		regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
+		regcenter.CreateOp{Path: p.FailoverItems()},
+		regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
+		regcenter.CreateOp{Path: p.ElectionLatch()},
+	)
+	var me *regcenter.MultiError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)),
+		errors.Is(err, regcenter.ErrTooLarge):
+		return false, nil
+	}
+	return false, fmt.Errorf("job %q: register: %w", r.name, err)
+}
+
+// watchConfig watches the config node: a change is applied, a deletion
+// (the job removed from the cluster) stops the job here.
+func (r *runner) watchConfig(ctx context.Context) {
+	_, cancel, err := r.rc.WatchNow(ctx, r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
 		switch ev.Type {
 		case regcenter.EventDataChanged, regcenter.EventCreated:
 			r.goFunc(r.reloadConfig)
@@ -37,22 +113,218 @@ func (r *runner) start(ctx context.Context) error {
 			r.goFunc(func() { r.s.removeRemoved(r) })
 		}
 	})
-	r.flagsCancel = r.rc.Watch(r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
+	if err != nil {
+		// Armed later by the dispatcher; what changes meanwhile is
+		// reported then.
+		r.log.Debug("config watch deferred", "err", err)
+	}
+	r.keepWatch(&r.configCancel, cancel)
+}
+
+// watchFlags watches this server's flags (paused, shutdown, trigger, and
+// its status node). The children the watch was armed with are this
+// instance's flags now: only a flag that asks for work makes it read them
+// again (checkFlags).
+func (r *runner) watchFlags(ctx context.Context, sess *regcenter.Session) {
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
 		r.flagsKick.kick()
 	})
-	r.itemsCancel = r.rc.Watch(r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.itemsKick.kick()
-	})
-	// Every instance watches the failover queue (cheap: one watch per job);
-	// only jobs with failover on act on it.
-	r.queueCancel = r.rc.Watch(r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) {
+	r.keepWatch(&r.flagsCancel, cancel)
+	if err != nil {
+		r.log.Debug("flags watch deferred; it reads the flags once armed", "err", err)
+		return
+	}
+	kids := st.Children
+	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || !slices.Contains(kids, layout.Status) {
+		r.flagsKick.kick()
+		return
+	}
+	r.setPaused(slices.Contains(kids, layout.Paused))
+}
+
+// watchQueue watches the failover queue (jobs with failover on); queued
+// items found by the arming request are claimed at once.
+func (r *runner) watchQueue(ctx context.Context) {
+	r.mu.Lock()
+	armed := r.queueCancel != nil
+	r.mu.Unlock()
+	if armed {
+		return
+	}
+	dirty := func() {
 		r.mu.Lock()
 		r.queueDirty = true
 		r.mu.Unlock()
 		r.failoverKick.kick()
+	}
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
+	r.keepWatch(&r.queueCancel, cancel)
+	if err != nil {
+		r.log.Debug("failover queue watch deferred; it reads the queue once armed", "err", err)
+		return
+	}
+	if len(st.Children) > 0 {
+		dirty()
+	}
+}
+
+// watchDisabledItems watches the disabled-items node and reads it when it
+// exists.
+func (r *runner) watchDisabledItems(ctx context.Context) {
+	r.mu.Lock()
+	armed := r.itemsCancel != nil
+	r.mu.Unlock()
+	if armed {
+		return
+	}
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
+		r.itemsKick.kick()
 	})
-	r.schedule()
+	r.keepWatch(&r.itemsCancel, cancel)
+	if err != nil {
+		r.log.Debug("disabled items watch deferred; it reads them once armed", "err", err)
+		return
+	}
+	if st.Exists {
+		r.readDisabledItems()
+	}
+}
+
+// keepWatch stores a watch's cancel function for stop, or cancels it at
+// once if stop has collected them already.
+func (r *runner) keepWatch(slot *func(), cancel func()) {
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		*slot = cancel
+	}
+	r.mu.Unlock()
+	if closed {
+		cancel()
+	}
+}
+
+// prepareAhead is how long before a job's next fire its instance joins the
+// election and starts watching the job's disabled items (see prepare).
+const prepareAhead = time.Minute
+
+// prepare makes this instance ready to run the job's items: it watches the
+// disabled items and joins the election. The latch node it creates also
+// fences this instance's completions (election.SessionFence), and a fire
+// needs a leader to reshard first. Until then an idle job costs ZooKeeper
+// two watches (config, flags) and nothing else. It runs at registration
+// for a job with failover on (its leader must notice a departed instance
+// between fires) or a fire due within prepareAhead; otherwise prepareAhead
+// before the next fire, before a trigger, and at the latest before the
+// fire itself. Once prepared, an instance stays in the election.
+func (r *runner) prepare(ctx context.Context) error {
+	if r.prepared.Load() {
+		return nil
+	}
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	if r.prepared.Load() {
+		return nil
+	}
+	r.campaigning = true
+	r.watchDisabledItems(ctx)
+	if err := r.elect.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", r.name, err)
+	}
+	r.prepared.Store(true)
 	return nil
+}
+
+// prepareSync is prepare bounded by the reshard timeout, for a run about
+// to start.
+func (r *runner) prepareSync() error {
+	if r.prepared.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	return r.prepare(ctx)
+}
+
+// prepareNow is prepare on a goroutine of its own, bounded by the reshard
+// timeout; a failure is retried by whatever needs the job next (a fire, a
+// trigger, a new session, the reconcile loop).
+func (r *runner) prepareNow() {
+	if r.prepared.Load() {
+		return
+	}
+	r.goFunc(func() {
+		sess := r.rc.Session()
+		ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		defer cancel()
+		if err := r.prepare(ctx); err != nil && sess.Err() == nil {
+			r.log.Warn("preparing to run", "err", err)
+		}
+	})
+}
+
+// campaignIfPrepared joins the election under the current session if this
+// instance takes part in it (re-registration after a new session).
+func (r *runner) campaignIfPrepared(ctx context.Context) error {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	if !r.campaigning {
+		return nil
+	}
+	if err := r.elect.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", r.name, err)
+	}
+	return nil
+}
+
+// fireWithin reports whether cfg's next fire is due within d.
+func (r *runner) fireWithin(cfg Config, d time.Duration) bool {
+	sched, _, err := cfg.Schedule()
+	if err != nil || cfg.Disabled {
+		return false
+	}
+	now := r.s.opts.now()
+	next := sched.Next(now)
+	return !next.IsZero() && next.Sub(now) <= d
+}
+
+// prepareBefore arranges for prepare to run prepareAhead before next.
+func (r *runner) prepareBefore(next time.Time) {
+	if r.prepared.Load() || next.IsZero() {
+		return
+	}
+	d := next.Sub(r.s.opts.now()) - prepareAhead
+	r.prepMu.Lock()
+	if r.prepTimer != nil {
+		r.prepTimer.Stop()
+		r.prepTimer = nil
+	}
+	// Checked under prepMu: stop sets stopping before it cancels the timer
+	// under prepMu, so a timer set here is either cancelled or never set.
+	r.mu.Lock()
+	stopping := r.stopping
+	r.mu.Unlock()
+	if stopping {
+		r.prepMu.Unlock()
+		return
+	}
+	if d > 0 {
+		r.prepTimer = time.AfterFunc(d, r.prepareNow)
+	}
+	r.prepMu.Unlock()
+	if d <= 0 {
+		r.prepareNow()
+	}
+}
+
+// stopPrepare cancels a pending prepareBefore.
+func (r *runner) stopPrepare() {
+	r.prepMu.Lock()
+	if r.prepTimer != nil {
+		r.prepTimer.Stop()
+		r.prepTimer = nil
+	}
+	r.prepMu.Unlock()
 }
 
 // loadConfig makes the config node and the local config agree: Overwrite
@@ -148,9 +420,17 @@ func (r *runner) reloadConfig() {
 	if cfg.ShardingTotalCount != old.ShardingTotalCount || cfg.ShardingStrategy != old.ShardingStrategy {
 		r.setNecessary(ctx)
 	}
+	if cfg.Failover && !old.Failover {
+		// Failover turned on: claim queued items, and lead between fires.
+		r.watchQueue(ctx)
+		if err := r.prepare(ctx); err != nil {
+			r.log.Warn("preparing for failover", "err", err)
+		}
+	}
 }
 
-// register creates this instance's nodes under sess and joins the election.
+// register creates this instance's nodes under sess and, once the
+// instance takes part in it (see prepare), joins the election.
 func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	host, _ := os.Hostname()
 	if _, err := r.rc.Create(ctx, r.paths.Server(r.serverID()), []byte(host), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
@@ -166,8 +446,8 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 		r.log.Warn("recovering the previous run's items", "err", err)
 	}
 	r.setNecessary(ctx)
-	if err := r.elect.Campaign(ctx); err != nil {
-		return fmt.Errorf("job %q: %w", r.name, err)
+	if err := r.campaignIfPrepared(ctx); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	r.regSess = sess

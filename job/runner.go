@@ -65,6 +65,14 @@ type runner struct {
 	reshardSem    chan struct{} // held while this instance reshards
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
+	// prepared: this instance watches the job's disabled items and takes
+	// part in its election (see prepare). campaigning, under prepMu, is set
+	// once prepare has begun, so that re-registration joins the election
+	// too; prepTimer runs prepare ahead of the next fire.
+	prepared    atomic.Bool
+	prepMu      sync.Mutex
+	campaigning bool
+	prepTimer   *time.Timer
 
 	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
 	lifeCancel context.CancelFunc
@@ -157,6 +165,9 @@ func (r *runner) goFire(at time.Time) {
 	go func() {
 		defer r.wg.Done()
 		defer r.firing.Done()
+		if err := r.prepareSync(); err != nil {
+			r.log.Warn("preparing to fire", "fire", at, "err", err)
+		}
 		r.fire(at)
 	}()
 }
@@ -191,6 +202,7 @@ func (r *runner) schedule() {
 		return
 	}
 	r.s.trig.set(r.name, sched)
+	r.prepareBefore(sched.Next(r.s.opts.now()))
 }
 
 func (r *runner) sessionTimeout() time.Duration {
