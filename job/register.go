@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -15,17 +16,24 @@ import (
 )
 
 // start registers the job under the current session, arms its watches
-// and schedules it. A new job costs one transaction for its whole tree
-// (createJob) and one round trip per watch; a job that exists already is
-// registered node by node (loadConfig, register). Joining the election and
-// watching the disabled items wait until the job may run something (see
-// prepare), unless that is soon or the job has failover on.
+// and schedules it. A new job's tree is one transaction (createJob); a job
+// that exists already is registered node by node (see startRegistered).
 func (r *runner) start(ctx context.Context) error {
 	sess := r.rc.Session()
 	created, err := r.createJob(ctx)
 	if err != nil {
 		return err
 	}
+	return r.startRegistered(ctx, sess, created)
+}
+
+// startRegistered finishes start. created says that the job's tree was
+// just made under sess, this instance registered in it: what is left is one
+// round trip per watch. Otherwise the job exists already and is registered
+// node by node (loadConfig, register). Joining the election and watching
+// the disabled items wait until the job may run something (see prepare),
+// unless that is soon or the job has failover on.
+func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
 	if created {
 		r.mu.Lock()
 		r.regSess = sess
@@ -59,28 +67,24 @@ func (r *runner) start(ctx context.Context) error {
 	return nil
 }
 
-// createJob makes a new job's whole tree in one transaction: the config
-// node (this instance's config), this server's node and status, and the
-// leader's part (leader/sharding with the necessary flag, the failover
-// queue, the election latch's parent). It reports false, having changed
-// nothing, when the job's node exists already (or the namespace root is
-// gone, or the transaction would be too large): the caller then registers
-// node by node, which also creates whatever is missing.
-func (r *runner) createJob(ctx context.Context) (bool, error) {
+// treeOps are the operations that make a new job's whole tree: the job
+// node, the config node (this instance's config), this server's node and
+// status, and the leader's part (leader/sharding with the necessary flag,
+// the failover queue, the election latch's parent).
+func (r *runner) treeOps() ([]regcenter.Op, error) {
 	// Add validated this config; encoding validates again, which for
 	// thousands of jobs costs as much client CPU as the rest of
 	// registering them.
 	data, err := r.config().marshal()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	host, _ := os.Hostname()
 	p, id := r.paths, r.serverID()
-	err = r.rc.Multi(ctx,
+	return []regcenter.Op{
 		regcenter.CreateOp{Path: p.Root()},
 		regcenter.CreateOp{Path: p.Config(), Data: data},
 		regcenter.CreateOp{Path: p.Servers()},
-		regcenter.CreateOp{Path: p.Server(id), Data: []byte(host)},
+		regcenter.CreateOp{Path: p.Server(id), Data: []byte(hostname())},
 		regcenter.CreateOp{Path: p.Flag(id, layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral},
 		regcenter.CreateOp{Path: p.Leader()},
 		regcenter.CreateOp{Path: path.Dir(p.Necessary())},
@@ -89,16 +93,120 @@ func (r *runner) createJob(ctx context.Context) (bool, error) {
 		regcenter.CreateOp{Path: p.FailoverItems()},
 		regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
 		regcenter.CreateOp{Path: p.ElectionLatch()},
-	)
+	}, nil
+}
+
+// hostname is what a server node holds.
+var hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
+
+// createJob makes a new job's tree in one transaction (see createJobs).
+func (r *runner) createJob(ctx context.Context) (bool, error) {
+	made, err := createJobs(ctx, r.rc, []*runner{r})
+	return made[r], err
+}
+
+// Trees of new jobs go into one transaction up to these bounds: the
+// server's work per transaction, not per node, is most of a new job's cost.
+const (
+	treesPerTxn     = 32
+	treeBytesPerTxn = 256 << 10
+)
+
+// createJobs makes the trees of new jobs, several to a transaction, and
+// reports which it made. A job whose node exists already (or whose tree
+// cannot go into a transaction: the namespace root is gone, or the config
+// is too large) is left out, having changed nothing, and its start
+// registers it node by node, which also creates whatever is missing.
+func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*runner]bool, error) {
+	made := map[*runner]bool{}
+	type tree struct {
+		r   *runner
+		ops []regcenter.Op
+	}
+	var batch []tree
+	size := 0
+	flush := func() error {
+		for len(batch) > 0 {
+			var ops []regcenter.Op
+			for _, t := range batch {
+				ops = append(ops, t.ops...)
+			}
+			err := rc.Multi(ctx, ops...)
+			if err == nil {
+				for _, t := range batch {
+					made[t.r] = true
+				}
+				break
+			}
+			var me *regcenter.MultiError
+			switch {
+			case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)):
+				// Leave out the job whose op failed, and try the rest.
+				at, n := 0, len(batch)
+				for i, t := range batch {
+					if at += len(t.ops); me.Index < at {
+						batch = append(batch[:i:i], batch[i+1:]...)
+						break
+					}
+				}
+				if len(batch) == n {
+					return fmt.Errorf("registering new jobs: %w", err)
+				}
+			case errors.Is(err, regcenter.ErrTooLarge) && len(batch) > 1:
+				// One job's config is large: every job on its own.
+				for _, t := range batch {
+					if err := flushOne(ctx, rc, t.r, t.ops, made); err != nil {
+						return err
+					}
+				}
+				batch = nil
+			case errors.Is(err, regcenter.ErrTooLarge):
+				batch = nil
+			default:
+				return fmt.Errorf("registering new jobs: %w", err)
+			}
+		}
+		batch, size = nil, 0
+		return nil
+	}
+	for _, r := range rs {
+		ops, err := r.treeOps()
+		if err != nil {
+			return made, fmt.Errorf("job %q: %w", r.name, err)
+		}
+		n := 0
+		for _, op := range ops {
+			if c, ok := op.(regcenter.CreateOp); ok {
+				n += len(c.Data) + len(c.Path)
+			}
+		}
+		if len(batch) > 0 && (len(batch) >= treesPerTxn || size+n > treeBytesPerTxn) {
+			if err := flush(); err != nil {
+				return made, err
+			}
+		}
+		batch = append(batch, tree{r: r, ops: ops})
+		size += n
+	}
+	return made, flush()
+}
+
+// flushOne makes one job's tree on its own (see createJobs).
+func flushOne(ctx context.Context, rc regcenter.Center, r *runner, ops []regcenter.Op, made map[*runner]bool) error {
+	err := rc.Multi(ctx, ops...)
 	var me *regcenter.MultiError
 	switch {
 	case err == nil:
-		return true, nil
+		made[r] = true
 	case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)),
 		errors.Is(err, regcenter.ErrTooLarge):
-		return false, nil
+	default:
+		return fmt.Errorf("job %q: register: %w", r.name, err)
 	}
-	return false, fmt.Errorf("job %q: register: %w", r.name, err)
+	return nil
 }
 
 // watchConfig watches the config node: a change is applied, a deletion

@@ -75,3 +75,56 @@ func TestIdleJobJoinsTheElectionWhenItRuns(t *testing.T) {
 		t.Errorf("election latches %v, want s2's only", l)
 	}
 }
+
+// New jobs' trees are made several to a transaction. A job that exists
+// already, among new ones, is left out of it and registers node by node:
+// its stored config stays in force, and the new jobs around it register
+// all the same.
+func TestStartRegistersNewAndExistingJobsTogether(t *testing.T) {
+	ns := namespace(t)
+	obs := observer(t, ns)
+	stored := job.Config{Name: "b", Cron: "0 0 0 1 1 *", ShardingTotalCount: 3, Description: "stored"}.WithDefaults()
+	data, err := stored.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Create(tctx(t), "/b/config", data, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := job.NewScheduler(rc, job.WithServerID("s1"), job.WithLogger(testLogger(t).With("instance", "s1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job("s1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+	for _, name := range []string{"a", "b", "c"} {
+		if ok, st, err := obs.Exists(tctx(t), "/"+name+"/servers/s1/status"); err != nil || !ok || st.EphemeralOwner == 0 {
+			t.Errorf("job %s: status node exists=%v (%+v, %v), want this instance's", name, ok, st, err)
+		}
+		if ok, _, err := obs.Exists(tctx(t), "/"+name+"/leader/sharding/necessary"); err != nil || !ok {
+			t.Errorf("job %s: no reshard flagged (%v)", name, err)
+		}
+	}
+	got, _, err := obs.Get(tctx(t), "/b/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(data) {
+		t.Errorf("existing job's config was replaced:\n%s", got)
+	}
+}
