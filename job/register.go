@@ -87,7 +87,7 @@ func (r *runner) treeOps() ([]regcenter.Op, error) {
 		regcenter.CreateOp{Path: p.Server(id), Data: []byte(hostname())},
 		regcenter.CreateOp{Path: p.Flag(id, layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral},
 		regcenter.CreateOp{Path: p.Leader()},
-		regcenter.CreateOp{Path: path.Dir(p.Necessary())},
+		regcenter.CreateOp{Path: p.ShardingEpoch()},
 		regcenter.CreateOp{Path: p.Necessary()},
 		regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
 		regcenter.CreateOp{Path: p.FailoverItems()},
