@@ -53,7 +53,7 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 		}
 	}
 	r.watchConfig(ctx)
-	r.watchFlags(ctx, sess)
+	r.watchFlags(ctx)
 	cfg := r.config()
 	if cfg.Failover {
 		r.watchQueue(ctx)
@@ -233,7 +233,7 @@ func (r *runner) watchConfig(ctx context.Context) {
 // its status node). The children the watch was armed with are this
 // instance's flags now: only a flag that asks for work makes it read them
 // again (checkFlags).
-func (r *runner) watchFlags(ctx context.Context, sess *regcenter.Session) {
+func (r *runner) watchFlags(ctx context.Context) {
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
 		r.flagsKick.kick()
 	})
@@ -251,8 +251,12 @@ func (r *runner) watchFlags(ctx context.Context, sess *regcenter.Session) {
 }
 
 // watchQueue watches the failover queue (jobs with failover on); queued
-// items found by the arming request are claimed at once.
+// items found by the arming request are claimed at once. Start and a
+// config change turning failover on may call it at the same time: prepMu
+// makes one of them arm the watch.
 func (r *runner) watchQueue(ctx context.Context) {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
 	r.mu.Lock()
 	armed := r.queueCancel != nil
 	r.mu.Unlock()
@@ -277,7 +281,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 }
 
 // watchDisabledItems watches the disabled-items node and reads it when it
-// exists.
+// exists. prepMu is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
 	r.mu.Lock()
 	armed := r.itemsCancel != nil
@@ -402,24 +406,25 @@ func (r *runner) prepareBefore(next time.Time) {
 		return
 	}
 	d := next.Sub(r.s.opts.now()) - prepareAhead
-	r.prepMu.Lock()
+	r.timerMu.Lock()
 	if r.prepTimer != nil {
 		r.prepTimer.Stop()
 		r.prepTimer = nil
 	}
-	// Checked under prepMu: stop sets stopping before it cancels the timer
-	// under prepMu, so a timer set here is either cancelled or never set.
+	// Checked under timerMu: stop sets stopping before it cancels the
+	// timer under timerMu, so a timer set here is either cancelled or never
+	// set (a forgotten one would keep the runner alive until it fires).
 	r.mu.Lock()
 	stopping := r.stopping
 	r.mu.Unlock()
 	if stopping {
-		r.prepMu.Unlock()
+		r.timerMu.Unlock()
 		return
 	}
 	if d > 0 {
 		r.prepTimer = time.AfterFunc(d, r.prepareNow)
 	}
-	r.prepMu.Unlock()
+	r.timerMu.Unlock()
 	if d <= 0 {
 		r.prepareNow()
 	}
@@ -427,12 +432,12 @@ func (r *runner) prepareBefore(next time.Time) {
 
 // stopPrepare cancels a pending prepareBefore.
 func (r *runner) stopPrepare() {
-	r.prepMu.Lock()
+	r.timerMu.Lock()
 	if r.prepTimer != nil {
 		r.prepTimer.Stop()
 		r.prepTimer = nil
 	}
-	r.prepMu.Unlock()
+	r.timerMu.Unlock()
 }
 
 // loadConfig makes the config node and the local config agree: Overwrite

@@ -68,10 +68,11 @@ type runner struct {
 	// prepared: this instance watches the job's disabled items and takes
 	// part in its election (see prepare). campaigning, under prepMu, is set
 	// once prepare has begun, so that re-registration joins the election
-	// too; prepTimer runs prepare ahead of the next fire.
+	// too; prepTimer, under timerMu, runs prepare ahead of the next fire.
 	prepared    atomic.Bool
 	prepMu      sync.Mutex
 	campaigning bool
+	timerMu     sync.Mutex
 	prepTimer   *time.Timer
 
 	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
