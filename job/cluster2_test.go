@@ -363,10 +363,12 @@ func TestMisfireSkipDropsBusyFires(t *testing.T) {
 
 // A trigger on a follower of a job that has never fired: the follower asks
 // the leader for the reshard instead of running with no assignment.
+// (Failover on: its instances join the election at registration, so the job
+// has a leader before anything fires.)
 func TestTriggerOnAFollowerGetsAReshardFromTheLeader(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
-	cfg := job.Config{Name: "rare", Cron: "0 0 0 1 1 *", ShardingTotalCount: 3}
+	cfg := job.Config{Name: "rare", Cron: "0 0 0 1 1 *", ShardingTotalCount: 3, Failover: true}
 	for _, id := range []string{"s1", "s2", "s3"} {
 		startInstance(t, ns, id, cfg, rec)
 	}

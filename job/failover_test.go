@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -61,6 +62,18 @@ func TestFailoverRunsOnlyUnfinishedItemsOnce(t *testing.T) {
 		return false
 	})
 	fire := rec.snapshot()[0].fire
+	// Crash only once item 0's completion is in ZooKeeper: the recorder
+	// sees the end of Execute, and an item whose completion had not been
+	// written when its instance died is rightly run again (at least once).
+	obs := observer(t, ns)
+	waitUntil(t, 10*time.Second, func() bool {
+		data, _, err := obs.Get(tctx(t), "/fo/execution/0/completed")
+		var m struct {
+			Server string `json:"server"`
+			Fire   int64  `json:"fire"`
+		}
+		return err == nil && json.Unmarshal(data, &m) == nil && m.Server == "s1" && m.Fire >= fire.UnixMilli()
+	})
 	crashing.Store(true)
 	crashed := time.Now()
 	s1.crash(t)

@@ -27,16 +27,7 @@ func (r *runner) checkFlags() {
 	if !slices.Contains(kids, layout.Status) {
 		r.restoreStatus(ctx, sess)
 	}
-	paused := slices.Contains(kids, layout.Paused)
-	r.mu.Lock()
-	was := r.paused
-	r.paused = paused
-	stopping := r.stopping
-	r.mu.Unlock()
-	if paused != was {
-		r.log.Info("pause flag changed", "paused", paused)
-	}
-	if stopping {
+	if stopping := r.setPaused(slices.Contains(kids, layout.Paused)); stopping {
 		return
 	}
 	if slices.Contains(kids, layout.Shutdown) {
@@ -66,6 +57,20 @@ func (r *runner) checkFlags() {
 	}
 }
 
+// setPaused records the paused flag; it reports whether the job is
+// stopping here.
+func (r *runner) setPaused(paused bool) (stopping bool) {
+	r.mu.Lock()
+	was := r.paused
+	r.paused = paused
+	stopping = r.stopping
+	r.mu.Unlock()
+	if paused != was {
+		r.log.Info("pause flag changed", "paused", paused)
+	}
+	return stopping
+}
+
 // restoreStatus re-creates this instance's status node when it vanished
 // while the instance is registered under a live session: someone deleted it
 // (an operator, a script, a wrong recursive delete). Without it the leader
@@ -92,6 +97,9 @@ func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
 
 // runTrigger runs this server's items once now.
 func (r *runner) runTrigger() {
+	if err := r.prepareSync(); err != nil {
+		r.log.Warn("preparing to run a trigger", "err", err)
+	}
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.log.Warn("trigger dropped: not connected to zookeeper")

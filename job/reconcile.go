@@ -44,7 +44,11 @@ func (s *Scheduler) reconcileLoop() {
 				s.measureClock()
 				measured = true
 			}
-			if t, ok := last[r.name]; !ok || now.Sub(t) >= every {
+			// A job is first reconciled an interval after the loop first
+			// sees it: registration has just done what a round would.
+			if t, ok := last[r.name]; !ok {
+				last[r.name] = now
+			} else if now.Sub(t) >= every {
 				last[r.name] = now
 				r.reconcile()
 			}
@@ -72,6 +76,11 @@ func (r *runner) reconcile() {
 	}
 	if reg != sess {
 		r.goFunc(func() { r.reregister(sess) })
+		return
+	}
+	if !r.prepared.Load() {
+		// Not in the election yet and running nothing: its flags watch
+		// restores its status, and it costs no request between fires.
 		return
 	}
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)

@@ -3,10 +3,7 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +11,6 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/sharding"
 )
 
 // runner is one job on one instance: its registration, its fires and its
@@ -66,6 +62,15 @@ type runner struct {
 	reshardSem    chan struct{} // held while this instance reshards
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
+	// prepared: this instance watches the job's disabled items and takes
+	// part in its election (see prepare). campaigning, under prepMu, is set
+	// once prepare has begun, so that re-registration joins the election
+	// too; prepTimer, under timerMu, runs prepare ahead of the next fire.
+	prepared    atomic.Bool
+	prepMu      sync.Mutex
+	campaigning bool
+	timerMu     sync.Mutex
+	prepTimer   *time.Timer
 
 	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
 	lifeCancel context.CancelFunc
@@ -159,6 +164,9 @@ func (r *runner) goFire(at time.Time) {
 	go func() {
 		defer r.wg.Done()
 		defer r.firing.Done()
+		if err := r.prepareSync(); err != nil {
+			r.log.Warn("preparing to fire", "fire", at, "err", err)
+		}
 		r.fire(at)
 	}()
 }
@@ -181,48 +189,6 @@ func (r *runner) goFunc(f func()) bool {
 
 func (r *runner) serverID() string { return r.s.opts.serverID }
 
-// start reconciles the configuration, registers under the current session
-// and schedules the job.
-func (r *runner) start(ctx context.Context) error {
-	if err := r.loadConfig(ctx); err != nil {
-		return err
-	}
-	// A shutdown flag is honoured by the running instance and cleared by
-	// the next start (as in ElasticJob); paused and disabled persist.
-	if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
-	}
-	sess := r.rc.Session()
-	if err := r.register(ctx, sess); err != nil {
-		return err
-	}
-	r.configCancel = r.rc.Watch(r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
-		switch ev.Type {
-		case regcenter.EventDataChanged, regcenter.EventCreated:
-			r.goFunc(r.reloadConfig)
-		case regcenter.EventDeleted:
-			// The job was removed from the cluster: stop here.
-			r.goFunc(func() { r.s.removeRemoved(r) })
-		}
-	})
-	r.flagsCancel = r.rc.Watch(r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
-		r.flagsKick.kick()
-	})
-	r.itemsCancel = r.rc.Watch(r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.itemsKick.kick()
-	})
-	// Every instance watches the failover queue (cheap: one watch per job);
-	// only jobs with failover on act on it.
-	r.queueCancel = r.rc.Watch(r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) {
-		r.mu.Lock()
-		r.queueDirty = true
-		r.mu.Unlock()
-		r.failoverKick.kick()
-	})
-	r.schedule()
-	return nil
-}
-
 func (r *runner) schedule() {
 	cfg := r.config()
 	if cfg.Disabled {
@@ -235,256 +201,7 @@ func (r *runner) schedule() {
 		return
 	}
 	r.s.trig.set(r.name, sched)
-}
-
-// loadConfig makes the config node and the local config agree: Overwrite
-// writes ours; otherwise a valid stored config wins.
-func (r *runner) loadConfig(ctx context.Context) error {
-	local := r.config()
-	data, err := local.Encode()
-	if err != nil {
-		return err
-	}
-	if local.Overwrite {
-		_, err := r.rc.Set(ctx, r.paths.Config(), data, -1)
-		if errors.Is(err, regcenter.ErrNoNode) {
-			_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-			if errors.Is(err, regcenter.ErrNodeExists) {
-				_, err = r.rc.Set(ctx, r.paths.Config(), data, -1)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("job %q: write config: %w", r.name, err)
-		}
-		return nil
-	}
-	stored, _, err := r.rc.Get(ctx, r.paths.Config())
-	if errors.Is(err, regcenter.ErrNoNode) {
-		_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, regcenter.ErrNodeExists) {
-			return fmt.Errorf("job %q: write config: %w", r.name, err)
-		}
-		stored, _, err = r.rc.Get(ctx, r.paths.Config())
-	}
-	if err != nil {
-		return fmt.Errorf("job %q: read config: %w", r.name, err)
-	}
-	cfg, err := r.decodeStored(ctx, stored)
-	if err != nil {
-		r.log.Error("stored config is invalid; using this instance's config", "err", err)
-		return nil
-	}
-	r.cfg.Store(&cfg)
-	return nil
-}
-
-func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) {
-	cfg, err := DecodeConfigContext(ctx, data)
-	if err != nil {
-		return Config{}, err
-	}
-	if cfg.Name != r.name {
-		return Config{}, fmt.Errorf("%w: config node of job %q names job %q", ErrInvalidConfig, r.name, cfg.Name)
-	}
-	cfg = cfg.WithDefaults()
-	if _, err := sharding.Lookup(cfg.ShardingStrategy); err != nil {
-		return Config{}, fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, r.name, err)
-	}
-	return cfg, nil
-}
-
-// reloadConfig applies a changed config node; garbage is refused and the
-// last good config stays in force.
-func (r *runner) reloadConfig() {
-	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
-	defer cancel()
-	data, _, err := r.rc.Get(ctx, r.paths.Config())
-	if err != nil {
-		if !errors.Is(err, regcenter.ErrNoNode) {
-			r.log.Warn("reading changed config", "err", err)
-		}
-		return
-	}
-	cfg, err := r.decodeStored(ctx, data)
-	if err != nil {
-		r.log.Error("config node rejected; last good config stays in force", "err", err)
-		return
-	}
-	old := r.config()
-	if cfg == old {
-		return
-	}
-	r.cfg.Store(&cfg)
-	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
-	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
-		r.mu.Lock()
-		stopping := r.stopping
-		r.mu.Unlock()
-		if !stopping {
-			r.schedule()
-		}
-	}
-	if cfg.ShardingTotalCount != old.ShardingTotalCount || cfg.ShardingStrategy != old.ShardingStrategy {
-		r.setNecessary(ctx)
-	}
-}
-
-// register creates this instance's nodes under sess and joins the election.
-func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
-	host, _ := os.Hostname()
-	if _, err := r.rc.Create(ctx, r.paths.Server(r.serverID()), []byte(host), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
-		return fmt.Errorf("job %q: register server: %w", r.name, err)
-	}
-	if err := r.createStatus(ctx, sess); err != nil {
-		return err
-	}
-	if err := r.ensureTree(ctx); err != nil {
-		return fmt.Errorf("job %q: register: %w", r.name, err)
-	}
-	if err := r.recoverIncarnation(ctx); err != nil {
-		r.log.Warn("recovering the previous run's items", "err", err)
-	}
-	r.setNecessary(ctx)
-	if err := r.elect.Campaign(ctx); err != nil {
-		return fmt.Errorf("job %q: %w", r.name, err)
-	}
-	r.mu.Lock()
-	r.regSess = sess
-	r.mu.Unlock()
-	r.log.Info("registered", "session", sess.String())
-	return nil
-}
-
-// ensureTree makes the leader's part of the job's tree: leader/sharding
-// (the parent of necessary), the failover queue and the election latch. One
-// read when it exists, one transaction for a new job; the slow way, a node
-// at a time, when another instance is making it at the same moment.
-func (r *runner) ensureTree(ctx context.Context) error {
-	ok, _, err := r.rc.Exists(ctx, r.paths.FailoverItems())
-	if err != nil {
-		return err
-	}
-	if ok {
-		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
-	}
-	leader := r.paths.Leader()
-	var ops []regcenter.Op
-	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
-		ops = append(ops, regcenter.CreateOp{Path: p})
-	}
-	if err := r.rc.Multi(ctx, ops...); err == nil {
-		return nil
-	}
-	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
-		if err := r.rc.EnsurePath(ctx, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// recoverIncarnation handles the items a previous run of this server id
-// held when it died: if that run's status vanished only now (we restarted
-// within a session timeout), nobody noticed the departure and its
-// assignment still stands. Items that did not complete the latest fire are
-// owed a misfire run here, once this instance is registered.
-func (r *runner) recoverIncarnation(ctx context.Context) error {
-	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	items, err := layout.ParseItems(string(data))
-	if err != nil || len(items) == 0 {
-		return nil // garbage is replaced at the next reshard
-	}
-	cfg := r.config()
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return err
-	}
-	latest := prevFire(sched, r.s.opts.now())
-	if latest.IsZero() {
-		return nil
-	}
-	for _, it := range items {
-		if it >= cfg.ShardingTotalCount {
-			continue
-		}
-		done, err := r.completedFire(ctx, it)
-		if err != nil {
-			return err
-		}
-		if done.IsZero() || done.Before(latest) {
-			since := latest
-			if !done.IsZero() {
-				if n := sched.Next(done); !n.IsZero() && n.Before(latest) {
-					since = n
-				}
-			}
-			// Owed from since through latest: a run that makes up for
-			// only the start of it does not settle the rest.
-			r.noteMisfire(it, since, cfg)
-			r.noteMisfire(it, latest, cfg)
-		}
-	}
-	return nil
-}
-
-// createStatus creates our ephemeral status node. If another session holds
-// it, that is either our own previous life (a crash less than a session
-// timeout ago) or another live instance with the same server id: wait up to
-// a session timeout for it to go, then give up with ErrServerIDInUse.
-func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) error {
-	p := r.paths.Flag(r.serverID(), layout.Status)
-	gone := make(chan struct{}, 1)
-	var cancelWatch func()
-	defer func() {
-		if cancelWatch != nil {
-			cancelWatch()
-		}
-	}()
-	deadline := time.NewTimer(r.sessionTimeout() + time.Second)
-	defer deadline.Stop()
-	for {
-		_, err := r.rc.Create(ctx, p, []byte(layout.StatusReady), regcenter.Ephemeral)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, regcenter.ErrNodeExists) {
-			return fmt.Errorf("job %q: register status: %w", r.name, err)
-		}
-		ok, st, err := r.rc.Exists(ctx, p)
-		if err != nil {
-			return fmt.Errorf("job %q: register status: %w", r.name, err)
-		}
-		if ok && st.EphemeralOwner == sess.ID() {
-			return nil // ours already (same session, new generation)
-		}
-		if !ok {
-			continue
-		}
-		if cancelWatch == nil {
-			cancelWatch = r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
-				select {
-				case gone <- struct{}{}:
-				default:
-				}
-			})
-		}
-		select {
-		case <-gone:
-		case <-deadline.C:
-			return fmt.Errorf("%w: job %q, server %q (session 0x%x holds %s); give each instance its own server id", ErrServerIDInUse, r.name, r.serverID(), st.EphemeralOwner, p)
-		case <-ctx.Done():
-			return fmt.Errorf("job %q: waiting for stale status %s: %w", r.name, p, ctx.Err())
-		}
-	}
+	r.prepareBefore(sched.Next(r.s.opts.now()))
 }
 
 func (r *runner) sessionTimeout() time.Duration {
@@ -503,62 +220,6 @@ func (r *runner) setNecessary(ctx context.Context) {
 		return
 	}
 	r.log.Warn("cannot flag resharding", "err", err)
-}
-
-// reregister runs after a new session: everything ephemeral is gone, so
-// register again and resume (I3). Fires missed meanwhile run once.
-func (r *runner) reregister(sess *regcenter.Session) {
-	r.mu.Lock()
-	if r.stopping {
-		r.mu.Unlock()
-		return
-	}
-	r.mu.Unlock()
-	backoff := 100 * time.Millisecond
-	for sess.Err() == nil {
-		ctx, cancel := context.WithTimeout(sess.Ctx(), r.sessionTimeout()+2*time.Second)
-		err := r.restoreConfig(ctx)
-		if err == nil {
-			err = r.register(ctx, sess)
-		}
-		cancel()
-		if err == nil {
-			r.runMissed(sess)
-			return
-		}
-		r.log.Warn("re-registration failed; retrying", "err", err, "in", backoff)
-		select {
-		case <-sess.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-// restoreConfig writes this instance's config to the config node when the
-// node is gone at re-registration: ZooKeeper lost its data (a wiped
-// ensemble comes back empty), and the cluster's truth is what its instances
-// still hold. A job removed on purpose never gets here: its instances saw
-// the config node's deletion and stopped.
-func (r *runner) restoreConfig(ctx context.Context) error {
-	ok, _, err := r.rc.Exists(ctx, r.paths.Config())
-	if err != nil || ok {
-		return err
-	}
-	data, err := r.config().Encode()
-	if err != nil {
-		return err
-	}
-	_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
-	}
-	r.log.Warn("config node was missing at re-registration (zookeeper lost its data?); restored it from this instance's config")
-	return nil
 }
 
 func (r *runner) noteSuspendedMiss(at time.Time) {

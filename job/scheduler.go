@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -116,8 +117,12 @@ type Scheduler struct {
 	clockMeasured atomic.Bool
 }
 
-// startConcurrency is how many jobs Start registers at once.
-const startConcurrency = 16
+// startConcurrency is how many jobs Start registers at once (a batch of
+// new jobs' trees counting as one). A new job costs its share of one
+// transaction and two watches; with 256 in flight, 10,000 jobs register as
+// fast as ZooKeeper answers (16 left it idle between answers, 1,024 gained
+// nothing more).
+const startConcurrency = 256
 
 const (
 	stateNew = iota
@@ -257,23 +262,41 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.reconcileLoop()
 	}()
-	// Register jobs a few at a time: each registration is a chain of
-	// round trips, and thousands of jobs in sequence start slowly.
+	// New jobs' trees are made several to a transaction (createJobs); then
+	// each job arms its watches, or, if it existed already, registers node
+	// by node. A bounded number of jobs are in flight at once.
 	var (
 		errs []error
 		emu  sync.Mutex
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, startConcurrency)
 	)
-	for _, r := range runners {
+	fail := func(err error) {
+		emu.Lock()
+		errs = append(errs, err)
+		emu.Unlock()
+	}
+	for chunk := range slices.Chunk(runners, treesPerTxn) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := r.start(ctx); err != nil {
-				emu.Lock()
-				errs = append(errs, err)
-				emu.Unlock()
+			defer wg.Done()
+			sess := s.rc.Session()
+			made, err := createJobs(ctx, s.rc, chunk)
+			<-sem
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, r := range chunk {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					if err := r.startRegistered(ctx, sess, made[r]); err != nil {
+						fail(err)
+					}
+				}()
 			}
 		}()
 	}

@@ -23,6 +23,7 @@ func (r *runner) stop(ctx context.Context) error {
 	r.mu.Unlock()
 	r.lifeCancel()
 	r.s.trig.remove(r.name)
+	r.stopPrepare()
 
 	// Cleanup gets its own bounded time even if ctx is spent: leaving
 	// ZooKeeper clean is what lets the others take over immediately.

@@ -46,6 +46,17 @@ type Center interface {
 	// a new session fn is called once, since anything may have changed
 	// meanwhile. fn runs on a single dispatch goroutine and must not block.
 	Watch(path string, kind WatchKind, fn func(Event)) (cancel func())
+	// WatchNow registers a watch as Watch does, but arms it at once, in the
+	// caller's goroutine within ctx, and returns what the arming request
+	// read. fn is not called with EventResync for it: the caller has the
+	// state, and every change after that read reaches fn. When the watch
+	// cannot be armed here (an error, or the session changed meanwhile),
+	// WatchNow returns the error with the watch still registered; it is
+	// then armed as Watch arms it, and fn gets EventResync once it is.
+	// Registering thousands of watches this way costs one round trip each,
+	// made concurrently by the callers, instead of a queue drained one
+	// request at a time.
+	WatchNow(ctx context.Context, path string, kind WatchKind, fn func(Event)) (WatchState, func(), error)
 	// Session returns the current session. It is never nil after a
 	// successful constructor.
 	Session() *Session
@@ -105,6 +116,17 @@ const (
 	// deletion or creation).
 	WatchChildren
 )
+
+// WatchState is what arming a watch read (see Center.WatchNow).
+type WatchState struct {
+	// Exists reports whether the node existed.
+	Exists bool
+	// Stat is the node's stat when it existed and the watch is a WatchNode.
+	Stat Stat
+	// Children are the node's children, for a WatchChildren on a node that
+	// existed.
+	Children []string
+}
 
 // EventType says what happened to a watched node.
 type EventType int

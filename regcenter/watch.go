@@ -1,7 +1,9 @@
 package regcenter
 
 import (
+	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -85,6 +87,87 @@ func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func
 			}
 		}
 	}
+}
+
+// WatchNow registers a persistent watch and arms it in the caller's
+// goroutine (see Center.WatchNow).
+//
+// The arming request runs beside the dispatcher, which may arm the same
+// watch for an event or a new session at the same time; arming twice is
+// harmless (ZooKeeper keeps one watch per node, kind and client). What must
+// not happen is a watch believed armed on a session or client that is gone:
+// the subscription is registered before the request, so a new session's
+// re-arming of every watch includes it, and if the session or the client
+// changed while the request was in flight, the watch is handed to the
+// dispatcher like any new one.
+func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
+	key := watchKey{path: p, kind: kind}
+	sub := &watchSub{fn: fn}
+	z.watchMu.Lock()
+	e := z.watches[key]
+	if e == nil {
+		e = &watchEntry{key: key, subs: map[*watchSub]struct{}{}}
+		z.watches[key] = e
+	}
+	e.subs[sub] = struct{}{}
+	z.watchMu.Unlock()
+	cancel := func() {
+		z.watchMu.Lock()
+		defer z.watchMu.Unlock()
+		if e := z.watches[key]; e != nil {
+			delete(e.subs, sub)
+			if len(e.subs) == 0 {
+				delete(z.watches, key)
+			}
+		}
+	}
+	sess, conn := z.Session(), z.client()
+	full := z.full(p)
+	st, err := call(ctx, z, &z.watchReqs, func() (WatchState, error) {
+		if kind != WatchChildren {
+			ok, s, _, err := conn.ExistsW(full)
+			if !ok {
+				return WatchState{}, err
+			}
+			return WatchState{Exists: true, Stat: toStat(s)}, err
+		}
+		for attempt := 0; ; attempt++ {
+			kids, _, _, err := conn.ChildrenW(full)
+			if !errors.Is(err, zk.ErrNoNode) {
+				return WatchState{Exists: err == nil, Children: kids}, err
+			}
+			// Watch for the node's creation instead, as arm does; if it
+			// was created in between, list its children after all.
+			z.watchReqs.Inc()
+			ok, _, _, err := conn.ExistsW(full)
+			if err != nil || !ok {
+				return WatchState{}, err
+			}
+			if attempt > 0 {
+				return WatchState{}, fmt.Errorf("%w: %s created and deleted while arming", ErrConnectionLoss, p)
+			}
+			z.watchReqs.Inc()
+		}
+	})
+	if err == nil && (z.Session() != sess || sess.Err() != nil || z.client() != conn) {
+		err = fmt.Errorf("%w: session changed while arming", ErrConnectionLoss)
+	}
+	if err != nil {
+		z.enqueue(task{kind: taskArm, key: key, sub: sub})
+		return WatchState{}, cancel, wrapPath("watch", p, err)
+	}
+	z.setArmed(e, true)
+	return st, cancel, nil
+}
+
+// WatchCount returns the number of watches registered (one per node and
+// kind, however many subscribers share it): what this client asks the
+// servers to hold, data and children watches alike. ZooKeeper's own
+// four-letter word wchs counts only the data watches.
+func (z *ZooKeeper) WatchCount() int {
+	z.watchMu.Lock()
+	defer z.watchMu.Unlock()
+	return len(z.watches)
 }
 
 // OnSession reconnect hooks: re-arm whatever failed while disconnected.

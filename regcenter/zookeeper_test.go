@@ -311,3 +311,73 @@ func TestEnsurePathOfAnExistingPathIsOneRead(t *testing.T) {
 		t.Errorf("EnsurePath of an existing path: %+v, want one read", d)
 	}
 }
+
+// WatchNow arms in the caller's goroutine and returns what it read: no
+// resync follows, every change after the read is delivered, and the watch
+// is re-armed (with a resync) on a new session like any other.
+func TestWatchNowReturnsStateAndKeepsWatching(t *testing.T) {
+	proxy, err := zktest.NewProxy(zk.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	z := connect(t, regcenter.Config{Servers: []string{proxy.Addr()}, SessionTimeout: 2 * time.Second})
+	c := ctx(t)
+	if _, err := z.Create(c, "/wn/a", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	kidsEvents := make(chan regcenter.Event, 10)
+	st, cancelKids, err := z.WatchNow(c, "/wn", regcenter.WatchChildren, func(e regcenter.Event) { kidsEvents <- e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancelKids()
+	if !st.Exists || len(st.Children) != 1 || st.Children[0] != "a" {
+		t.Fatalf("children state %+v, want [a]", st)
+	}
+	nodeEvents := make(chan regcenter.Event, 10)
+	st, cancelNode, err := z.WatchNow(c, "/wn/b", regcenter.WatchNode, func(e regcenter.Event) { nodeEvents <- e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancelNode()
+	if st.Exists {
+		t.Fatalf("node state %+v, want missing", st)
+	}
+	next := func(ch chan regcenter.Event) regcenter.Event {
+		select {
+		case e := <-ch:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event")
+		}
+		return regcenter.Event{}
+	}
+	if _, err := z.Create(c, "/wn/b", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(kidsEvents); e.Type != regcenter.EventChildrenChanged {
+		t.Fatalf("children event %v, want children changed (no resync first)", e)
+	}
+	if e := next(nodeEvents); e.Type != regcenter.EventCreated {
+		t.Fatalf("node event %v, want created (no resync first)", e)
+	}
+
+	first := z.Session()
+	proxy.Block()
+	waitFor(t, 5*time.Second, func() bool { return first.Check() != nil })
+	time.Sleep(3 * time.Second) // past the server's session timeout
+	proxy.Unblock()
+	waitFor(t, 15*time.Second, func() bool { s := z.Session(); return s != first && s.Err() == nil })
+	if e := next(nodeEvents); e.Type != regcenter.EventResync {
+		t.Fatalf("node event after new session %v, want resync", e)
+	}
+	if _, err := z.Set(ctx(t), "/wn/b", []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if e := next(nodeEvents); e.Type == regcenter.EventDataChanged {
+			break
+		}
+	}
+}

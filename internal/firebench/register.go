@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shardjob/shardjob/job"
@@ -50,6 +51,9 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	rctx, rcancel := context.WithTimeout(ctx, b.cfg.regDeadline)
 	defer rcancel()
 	st0 := rc.Stats()
+	zkPID := b.zk.PID(0)
+	z0, zerr0 := cpuTicks(zkPID)
+	c0, cerr0 := selfCPU()
 	t0 := time.Now()
 	added := 0
 	var regErr error
@@ -67,6 +71,8 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	wall := time.Since(t0)
 	reg := rc.Stats().Sub(st0)
+	c1, cerr1 := selfCPU()
+	z1, zerr1 := cpuTicks(zkPID)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -80,6 +86,14 @@ func (b *bench) measureRegister(ctx context.Context) error {
 		add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
 		add("reads", float64(reg.Reads)/float64(max(added, 1))).add("writes", float64(reg.Writes)/float64(max(added, 1))).
 		add("multis", float64(reg.Multis)/float64(max(added, 1))).add("watches", float64(reg.Watches)/float64(max(added, 1)))
+	if cerr0 == nil && cerr1 == nil {
+		k.add("cpu_s", (c1 - c0).Seconds())
+	}
+	if zerr0 == nil && zerr1 == nil {
+		// ZooKeeper's CPU in the same interval: with the process's own, it
+		// says which side the registration waits for.
+		k.add("zk_cpu_s", float64(z1-z0)/clockTicks)
+	}
 	if regErr != nil {
 		k.add("error", regErr.Error())
 		fmt.Println("bench register" + k.String())
@@ -138,16 +152,27 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	heap1 := heapAfterGC()
 	k = new(kv).add("jobs", jobs).add("settled", settled).add("quiet_after_start", time.Since(tIdle).Round(time.Second))
 	if werr == nil {
+		// wchs counts data watches only; the client's count has both kinds.
 		k.add("watches_per_job", float64(w1-w0)/float64(jobs)).add("server_watches", w1-w0)
 		b.summary.add("watches_per_job", float64(w1-w0)/float64(jobs))
 	} else {
 		k.add("watches", werr.Error())
 	}
+	k.add("client_watches_per_job", float64(rc.WatchCount())/float64(jobs))
 	heapPerJob := (float64(heap1) - float64(heap0)) / float64(jobs)
 	k.add("heap_kib_per_job", heapPerJob/1024).add("goroutines", runtime.NumGoroutine()-g0)
 	fmt.Println("bench register_idle_cost" + k.String())
 	b.summary.add("heap_kib_per_job", heapPerJob/1024)
 	return nil
+}
+
+// selfCPU returns this process's user and system CPU so far.
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // heapAfterGC returns HeapAlloc after a full collection.

@@ -1,0 +1,755 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// start registers the job under the current session, arms its watches
+// and schedules it. A new job's tree is one transaction (createJob); a job
+// that exists already is registered node by node (see startRegistered).
+func (r *runner) start(ctx context.Context) error {
+	sess := r.rc.Session()
+	created, err := r.createJob(ctx)
+	if err != nil {
+		return err
+	}
+	return r.startRegistered(ctx, sess, created)
+}
+
+// startRegistered finishes start. created says that the job's tree was
+// just made under sess, this instance registered in it: what is left is one
+// round trip per watch. Otherwise the job exists already and is registered
+// node by node (loadConfig, register). Joining the election and watching
+// the disabled items wait until the job may run something (see prepare),
+// unless that is soon or the job has failover on.
+func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
+	if created {
+		r.mu.Lock()
+		r.regSess = sess
+		r.mu.Unlock()
+		r.log.Info("registered a new job", "session", sess.String())
+	} else {
+		if err := r.loadConfig(ctx); err != nil {
+			return err
+		}
+		// A shutdown flag is honoured by the running instance and cleared
+		// by the next start (as in ElasticJob); paused and disabled persist.
+		if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
+		}
+		if err := r.register(ctx, sess); err != nil {
+			return err
+		}
+	}
+	r.watchConfig(ctx)
+	r.watchFlags(ctx)
+	cfg := r.config()
+	if cfg.Failover {
+		r.watchQueue(ctx)
+	}
+	if cfg.Failover || r.fireWithin(cfg, prepareAhead) {
+		if err := r.prepare(ctx); err != nil {
+			return err
+		}
+	}
+	r.schedule()
+	return nil
+}
+
+// treeOps are the operations that make a new job's whole tree: the job
+// node, the config node (this instance's config), this server's node and
+// status, and the leader's part (leader/sharding with the necessary flag,
+// the failover queue, the election latch's parent).
+func (r *runner) treeOps() ([]regcenter.Op, error) {
+	// Add validated this config; encoding validates again, which for
+	// thousands of jobs costs as much client CPU as the rest of
+	// registering them.
+	data, err := r.config().marshal()
+	if err != nil {
+		return nil, err
+	}
+	p, id := r.paths, r.serverID()
+	return []regcenter.Op{
+		regcenter.CreateOp{Path: p.Root()},
+		regcenter.CreateOp{Path: p.Config(), Data: data},
+		regcenter.CreateOp{Path: p.Servers()},
+		regcenter.CreateOp{Path: p.Server(id), Data: []byte(hostname())},
+		regcenter.CreateOp{Path: p.Flag(id, layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral},
+		regcenter.CreateOp{Path: p.Leader()},
+		regcenter.CreateOp{Path: p.ShardingEpoch()},
+		regcenter.CreateOp{Path: p.Necessary()},
+		regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
+		regcenter.CreateOp{Path: p.FailoverItems()},
+		regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
+		regcenter.CreateOp{Path: p.ElectionLatch()},
+	}, nil
+}
+
+// hostname is what a server node holds.
+var hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
+
+// createJob makes a new job's tree in one transaction (see createJobs).
+func (r *runner) createJob(ctx context.Context) (bool, error) {
+	made, err := createJobs(ctx, r.rc, []*runner{r})
+	return made[r], err
+}
+
+// Trees of new jobs go into one transaction up to these bounds: the
+// server's work per transaction, not per node, is most of a new job's cost.
+const (
+	treesPerTxn     = 32
+	treeBytesPerTxn = 256 << 10
+)
+
+// createJobs makes the trees of new jobs, several to a transaction, and
+// reports which it made. A job whose node exists already (or whose tree
+// cannot go into a transaction: the namespace root is gone, or the config
+// is too large) is left out, having changed nothing, and its start
+// registers it node by node, which also creates whatever is missing.
+func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*runner]bool, error) {
+	made := map[*runner]bool{}
+	type tree struct {
+		r   *runner
+		ops []regcenter.Op
+	}
+	var batch []tree
+	size := 0
+	flush := func() error {
+		for len(batch) > 0 {
+			var ops []regcenter.Op
+			for _, t := range batch {
+				ops = append(ops, t.ops...)
+			}
+			err := rc.Multi(ctx, ops...)
+			if err == nil {
+				for _, t := range batch {
+					made[t.r] = true
+				}
+				break
+			}
+			var me *regcenter.MultiError
+			switch {
+			case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)):
+				// Leave out the job whose op failed, and try the rest.
+				at, n := 0, len(batch)
+				for i, t := range batch {
+					if at += len(t.ops); me.Index < at {
+						batch = append(batch[:i:i], batch[i+1:]...)
+						break
+					}
+				}
+				if len(batch) == n {
+					return fmt.Errorf("registering new jobs: %w", err)
+				}
+			case errors.Is(err, regcenter.ErrTooLarge) && len(batch) > 1:
+				// One job's config is large: every job on its own.
+				for _, t := range batch {
+					if err := flushOne(ctx, rc, t.r, t.ops, made); err != nil {
+						return err
+					}
+				}
+				batch = nil
+			case errors.Is(err, regcenter.ErrTooLarge):
+				batch = nil
+			default:
+				return fmt.Errorf("registering new jobs: %w", err)
+			}
+		}
+		batch, size = nil, 0
+		return nil
+	}
+	for _, r := range rs {
+		ops, err := r.treeOps()
+		if err != nil {
+			return made, fmt.Errorf("job %q: %w", r.name, err)
+		}
+		n := 0
+		for _, op := range ops {
+			if c, ok := op.(regcenter.CreateOp); ok {
+				n += len(c.Data) + len(c.Path)
+			}
+		}
+		if len(batch) > 0 && (len(batch) >= treesPerTxn || size+n > treeBytesPerTxn) {
+			if err := flush(); err != nil {
+				return made, err
+			}
+		}
+		batch = append(batch, tree{r: r, ops: ops})
+		size += n
+	}
+	return made, flush()
+}
+
+// flushOne makes one job's tree on its own (see createJobs).
+func flushOne(ctx context.Context, rc regcenter.Center, r *runner, ops []regcenter.Op, made map[*runner]bool) error {
+	err := rc.Multi(ctx, ops...)
+	var me *regcenter.MultiError
+	switch {
+	case err == nil:
+		made[r] = true
+	case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)),
+		errors.Is(err, regcenter.ErrTooLarge):
+	default:
+		return fmt.Errorf("job %q: register: %w", r.name, err)
+	}
+	return nil
+}
+
+// watchConfig watches the config node: a change is applied, a deletion
+// (the job removed from the cluster) stops the job here.
+func (r *runner) watchConfig(ctx context.Context) {
+	_, cancel, err := r.rc.WatchNow(ctx, r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
+		switch ev.Type {
+		case regcenter.EventDataChanged, regcenter.EventCreated:
+			r.goFunc(r.reloadConfig)
+		case regcenter.EventDeleted:
+			// The job was removed from the cluster: stop here.
+			r.goFunc(func() { r.s.removeRemoved(r) })
+		}
+	})
+	if err != nil {
+		// Armed later by the dispatcher; what changes meanwhile is
+		// reported then.
+		r.log.Debug("config watch deferred", "err", err)
+	}
+	r.keepWatch(&r.configCancel, cancel)
+}
+
+// watchFlags watches this server's flags (paused, shutdown, trigger, and
+// its status node). The children the watch was armed with are this
+// instance's flags now: only a flag that asks for work makes it read them
+// again (checkFlags).
+func (r *runner) watchFlags(ctx context.Context) {
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
+		r.flagsKick.kick()
+	})
+	r.keepWatch(&r.flagsCancel, cancel)
+	if err != nil {
+		r.log.Debug("flags watch deferred; it reads the flags once armed", "err", err)
+		return
+	}
+	kids := st.Children
+	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || !slices.Contains(kids, layout.Status) {
+		r.flagsKick.kick()
+		return
+	}
+	r.setPaused(slices.Contains(kids, layout.Paused))
+}
+
+// watchQueue watches the failover queue (jobs with failover on); queued
+// items found by the arming request are claimed at once. Start and a
+// config change turning failover on may call it at the same time: prepMu
+// makes one of them arm the watch.
+func (r *runner) watchQueue(ctx context.Context) {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	r.mu.Lock()
+	armed := r.queueCancel != nil
+	r.mu.Unlock()
+	if armed {
+		return
+	}
+	dirty := func() {
+		r.mu.Lock()
+		r.queueDirty = true
+		r.mu.Unlock()
+		r.failoverKick.kick()
+	}
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
+	r.keepWatch(&r.queueCancel, cancel)
+	if err != nil {
+		r.log.Debug("failover queue watch deferred; it reads the queue once armed", "err", err)
+		return
+	}
+	if len(st.Children) > 0 {
+		dirty()
+	}
+}
+
+// watchDisabledItems watches the disabled-items node and reads it when it
+// exists. prepMu is held (see prepare).
+func (r *runner) watchDisabledItems(ctx context.Context) {
+	r.mu.Lock()
+	armed := r.itemsCancel != nil
+	r.mu.Unlock()
+	if armed {
+		return
+	}
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
+		r.itemsKick.kick()
+	})
+	r.keepWatch(&r.itemsCancel, cancel)
+	if err != nil {
+		r.log.Debug("disabled items watch deferred; it reads them once armed", "err", err)
+		return
+	}
+	if st.Exists {
+		r.readDisabledItems()
+	}
+}
+
+// keepWatch stores a watch's cancel function for stop, or cancels it at
+// once if stop has collected them already.
+func (r *runner) keepWatch(slot *func(), cancel func()) {
+	r.mu.Lock()
+	closed := r.closed
+	if !closed {
+		*slot = cancel
+	}
+	r.mu.Unlock()
+	if closed {
+		cancel()
+	}
+}
+
+// prepareAhead is how long before a job's next fire its instance joins the
+// election and starts watching the job's disabled items (see prepare).
+const prepareAhead = time.Minute
+
+// prepare makes this instance ready to run the job's items: it watches the
+// disabled items and joins the election. The latch node it creates also
+// fences this instance's completions (election.SessionFence), and a fire
+// needs a leader to reshard first. Until then an idle job costs ZooKeeper
+// two watches (config, flags) and nothing else. It runs at registration
+// for a job with failover on (its leader must notice a departed instance
+// between fires) or a fire due within prepareAhead; otherwise prepareAhead
+// before the next fire, before a trigger, and at the latest before the
+// fire itself. Once prepared, an instance stays in the election.
+func (r *runner) prepare(ctx context.Context) error {
+	if r.prepared.Load() {
+		return nil
+	}
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	if r.prepared.Load() {
+		return nil
+	}
+	r.campaigning = true
+	r.watchDisabledItems(ctx)
+	if err := r.elect.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", r.name, err)
+	}
+	r.prepared.Store(true)
+	return nil
+}
+
+// prepareSync is prepare bounded by the reshard timeout, for a run about
+// to start.
+func (r *runner) prepareSync() error {
+	if r.prepared.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	return r.prepare(ctx)
+}
+
+// prepareNow is prepare on a goroutine of its own, bounded by the reshard
+// timeout; a failure is retried by whatever needs the job next (a fire, a
+// trigger, a new session, the reconcile loop).
+func (r *runner) prepareNow() {
+	if r.prepared.Load() {
+		return
+	}
+	r.goFunc(func() {
+		sess := r.rc.Session()
+		ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+		defer cancel()
+		if err := r.prepare(ctx); err != nil && sess.Err() == nil {
+			r.log.Warn("preparing to run", "err", err)
+		}
+	})
+}
+
+// campaignIfPrepared joins the election under the current session if this
+// instance takes part in it (re-registration after a new session).
+func (r *runner) campaignIfPrepared(ctx context.Context) error {
+	r.prepMu.Lock()
+	defer r.prepMu.Unlock()
+	if !r.campaigning {
+		return nil
+	}
+	if err := r.elect.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", r.name, err)
+	}
+	return nil
+}
+
+// fireWithin reports whether cfg's next fire is due within d.
+func (r *runner) fireWithin(cfg Config, d time.Duration) bool {
+	sched, _, err := cfg.Schedule()
+	if err != nil || cfg.Disabled {
+		return false
+	}
+	now := r.s.opts.now()
+	next := sched.Next(now)
+	return !next.IsZero() && next.Sub(now) <= d
+}
+
+// prepareBefore arranges for prepare to run prepareAhead before next.
+func (r *runner) prepareBefore(next time.Time) {
+	if r.prepared.Load() || next.IsZero() {
+		return
+	}
+	d := next.Sub(r.s.opts.now()) - prepareAhead
+	r.timerMu.Lock()
+	if r.prepTimer != nil {
+		r.prepTimer.Stop()
+		r.prepTimer = nil
+	}
+	// Checked under timerMu: stop sets stopping before it cancels the
+	// timer under timerMu, so a timer set here is either cancelled or never
+	// set (a forgotten one would keep the runner alive until it fires).
+	r.mu.Lock()
+	stopping := r.stopping
+	r.mu.Unlock()
+	if stopping {
+		r.timerMu.Unlock()
+		return
+	}
+	if d > 0 {
+		r.prepTimer = time.AfterFunc(d, r.prepareNow)
+	}
+	r.timerMu.Unlock()
+	if d <= 0 {
+		r.prepareNow()
+	}
+}
+
+// stopPrepare cancels a pending prepareBefore.
+func (r *runner) stopPrepare() {
+	r.timerMu.Lock()
+	if r.prepTimer != nil {
+		r.prepTimer.Stop()
+		r.prepTimer = nil
+	}
+	r.timerMu.Unlock()
+}
+
+// loadConfig makes the config node and the local config agree: Overwrite
+// writes ours; otherwise a valid stored config wins.
+func (r *runner) loadConfig(ctx context.Context) error {
+	local := r.config()
+	data, err := local.Encode()
+	if err != nil {
+		return err
+	}
+	if local.Overwrite {
+		_, err := r.rc.Set(ctx, r.paths.Config(), data, -1)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+			if errors.Is(err, regcenter.ErrNodeExists) {
+				_, err = r.rc.Set(ctx, r.paths.Config(), data, -1)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("job %q: write config: %w", r.name, err)
+		}
+		return nil
+	}
+	stored, _, err := r.rc.Get(ctx, r.paths.Config())
+	if errors.Is(err, regcenter.ErrNoNode) {
+		_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return fmt.Errorf("job %q: write config: %w", r.name, err)
+		}
+		stored, _, err = r.rc.Get(ctx, r.paths.Config())
+	}
+	if err != nil {
+		return fmt.Errorf("job %q: read config: %w", r.name, err)
+	}
+	cfg, err := r.decodeStored(ctx, stored)
+	if err != nil {
+		r.log.Error("stored config is invalid; using this instance's config", "err", err)
+		return nil
+	}
+	r.cfg.Store(&cfg)
+	return nil
+}
+
+func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) {
+	cfg, err := DecodeConfigContext(ctx, data)
+	if err != nil {
+		return Config{}, err
+	}
+	if cfg.Name != r.name {
+		return Config{}, fmt.Errorf("%w: config node of job %q names job %q", ErrInvalidConfig, r.name, cfg.Name)
+	}
+	cfg = cfg.WithDefaults()
+	if _, err := sharding.Lookup(cfg.ShardingStrategy); err != nil {
+		return Config{}, fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, r.name, err)
+	}
+	return cfg, nil
+}
+
+// reloadConfig applies a changed config node; garbage is refused and the
+// last good config stays in force.
+func (r *runner) reloadConfig() {
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	data, _, err := r.rc.Get(ctx, r.paths.Config())
+	if err != nil {
+		if !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("reading changed config", "err", err)
+		}
+		return
+	}
+	cfg, err := r.decodeStored(ctx, data)
+	if err != nil {
+		r.log.Error("config node rejected; last good config stays in force", "err", err)
+		return
+	}
+	old := r.config()
+	if cfg == old {
+		return
+	}
+	r.cfg.Store(&cfg)
+	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
+	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if !stopping {
+			r.schedule()
+		}
+	}
+	if cfg.ShardingTotalCount != old.ShardingTotalCount || cfg.ShardingStrategy != old.ShardingStrategy {
+		r.setNecessary(ctx)
+	}
+	if cfg.Failover && !old.Failover {
+		// Failover turned on: claim queued items, and lead between fires.
+		r.watchQueue(ctx)
+		if err := r.prepare(ctx); err != nil {
+			r.log.Warn("preparing for failover", "err", err)
+		}
+	}
+}
+
+// register creates this instance's nodes under sess and, once the
+// instance takes part in it (see prepare), joins the election.
+func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
+	host, _ := os.Hostname()
+	if _, err := r.rc.Create(ctx, r.paths.Server(r.serverID()), []byte(host), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		return fmt.Errorf("job %q: register server: %w", r.name, err)
+	}
+	if err := r.createStatus(ctx, sess); err != nil {
+		return err
+	}
+	if err := r.ensureTree(ctx); err != nil {
+		return fmt.Errorf("job %q: register: %w", r.name, err)
+	}
+	if err := r.recoverIncarnation(ctx); err != nil {
+		r.log.Warn("recovering the previous run's items", "err", err)
+	}
+	r.setNecessary(ctx)
+	if err := r.campaignIfPrepared(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.regSess = sess
+	r.mu.Unlock()
+	r.log.Info("registered", "session", sess.String())
+	return nil
+}
+
+// ensureTree makes the leader's part of the job's tree: leader/sharding
+// (the parent of necessary), the failover queue and the election latch. One
+// read when it exists, one transaction for a new job; the slow way, a node
+// at a time, when another instance is making it at the same moment.
+func (r *runner) ensureTree(ctx context.Context) error {
+	ok, _, err := r.rc.Exists(ctx, r.paths.FailoverItems())
+	if err != nil {
+		return err
+	}
+	if ok {
+		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
+	}
+	leader := r.paths.Leader()
+	var ops []regcenter.Op
+	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
+		ops = append(ops, regcenter.CreateOp{Path: p})
+	}
+	if err := r.rc.Multi(ctx, ops...); err == nil {
+		return nil
+	}
+	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
+		if err := r.rc.EnsurePath(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recoverIncarnation handles the items a previous run of this server id
+// held when it died: if that run's status vanished only now (we restarted
+// within a session timeout), nobody noticed the departure and its
+// assignment still stands. Items that did not complete the latest fire are
+// owed a misfire run here, once this instance is registered.
+func (r *runner) recoverIncarnation(ctx context.Context) error {
+	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	items, err := layout.ParseItems(string(data))
+	if err != nil || len(items) == 0 {
+		return nil // garbage is replaced at the next reshard
+	}
+	cfg := r.config()
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return err
+	}
+	latest := prevFire(sched, r.s.opts.now())
+	if latest.IsZero() {
+		return nil
+	}
+	for _, it := range items {
+		if it >= cfg.ShardingTotalCount {
+			continue
+		}
+		done, err := r.completedFire(ctx, it)
+		if err != nil {
+			return err
+		}
+		if done.IsZero() || done.Before(latest) {
+			since := latest
+			if !done.IsZero() {
+				if n := sched.Next(done); !n.IsZero() && n.Before(latest) {
+					since = n
+				}
+			}
+			// Owed from since through latest: a run that makes up for
+			// only the start of it does not settle the rest.
+			r.noteMisfire(it, since, cfg)
+			r.noteMisfire(it, latest, cfg)
+		}
+	}
+	return nil
+}
+
+// createStatus creates our ephemeral status node. If another session holds
+// it, that is either our own previous life (a crash less than a session
+// timeout ago) or another live instance with the same server id: wait up to
+// a session timeout for it to go, then give up with ErrServerIDInUse.
+func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) error {
+	p := r.paths.Flag(r.serverID(), layout.Status)
+	gone := make(chan struct{}, 1)
+	var cancelWatch func()
+	defer func() {
+		if cancelWatch != nil {
+			cancelWatch()
+		}
+	}()
+	deadline := time.NewTimer(r.sessionTimeout() + time.Second)
+	defer deadline.Stop()
+	for {
+		_, err := r.rc.Create(ctx, p, []byte(layout.StatusReady), regcenter.Ephemeral)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return fmt.Errorf("job %q: register status: %w", r.name, err)
+		}
+		ok, st, err := r.rc.Exists(ctx, p)
+		if err != nil {
+			return fmt.Errorf("job %q: register status: %w", r.name, err)
+		}
+		if ok && st.EphemeralOwner == sess.ID() {
+			return nil // ours already (same session, new generation)
+		}
+		if !ok {
+			continue
+		}
+		if cancelWatch == nil {
+			cancelWatch = r.rc.Watch(p, regcenter.WatchNode, func(ev regcenter.Event) {
+				select {
+				case gone <- struct{}{}:
+				default:
+				}
+			})
+		}
+		select {
+		case <-gone:
+		case <-deadline.C:
+			return fmt.Errorf("%w: job %q, server %q (session 0x%x holds %s); give each instance its own server id", ErrServerIDInUse, r.name, r.serverID(), st.EphemeralOwner, p)
+		case <-ctx.Done():
+			return fmt.Errorf("job %q: waiting for stale status %s: %w", r.name, p, ctx.Err())
+		}
+	}
+}
+
+// reregister runs after a new session: everything ephemeral is gone, so
+// register again and resume (I3). Fires missed meanwhile run once.
+func (r *runner) reregister(sess *regcenter.Session) {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	backoff := 100 * time.Millisecond
+	for sess.Err() == nil {
+		ctx, cancel := context.WithTimeout(sess.Ctx(), r.sessionTimeout()+2*time.Second)
+		err := r.restoreConfig(ctx)
+		if err == nil {
+			err = r.register(ctx, sess)
+		}
+		cancel()
+		if err == nil {
+			r.runMissed(sess)
+			return
+		}
+		r.log.Warn("re-registration failed; retrying", "err", err, "in", backoff)
+		select {
+		case <-sess.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// restoreConfig writes this instance's config to the config node when the
+// node is gone at re-registration: ZooKeeper lost its data (a wiped
+// ensemble comes back empty), and the cluster's truth is what its instances
+// still hold. A job removed on purpose never gets here: its instances saw
+// the config node's deletion and stopped.
+func (r *runner) restoreConfig(ctx context.Context) error {
+	ok, _, err := r.rc.Exists(ctx, r.paths.Config())
+	if err != nil || ok {
+		return err
+	}
+	data, err := r.config().Encode()
+	if err != nil {
+		return err
+	}
+	_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
+	}
+	r.log.Warn("config node was missing at re-registration (zookeeper lost its data?); restored it from this instance's config")
+	return nil
+}

@@ -1,0 +1,130 @@
+package job_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// A new job registers in three round trips (its tree in one transaction,
+// then a watch on its config and one on its flags) and, while its next fire
+// is far away, joins no election. A trigger makes the triggered instance
+// join it, lead, reshard and run its items; the other instance stays out.
+func TestIdleJobJoinsTheElectionWhenItRuns(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "idle", Cron: "0 0 0 1 1 *", ShardingTotalCount: 4}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := job.NewScheduler(rc, job.WithServerID("s1"), job.WithLogger(testLogger(t).With("instance", "s1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, cfg, rec.job("s1")); err != nil {
+		t.Fatal(err)
+	}
+	before := rc.Stats()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.Stats().Sub(before); got.Total() > 3 {
+		t.Errorf("registering a new job took %d requests (%+v), want 3", got.Total(), got)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+	startInstance(t, ns, "s2", cfg, rec)
+
+	obs := observer(t, ns)
+	latches := func() []string {
+		kids, err := obs.Children(tctx(t), "/idle/leader/election/latch")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kids
+	}
+	time.Sleep(500 * time.Millisecond)
+	if l := latches(); len(l) != 0 {
+		t.Fatalf("idle job: election latches %v, want none", l)
+	}
+	if _, err := obs.Create(tctx(t), "/idle/servers/s2/trigger", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool { return len(rec.snapshot()) >= 2 })
+	time.Sleep(500 * time.Millisecond)
+	recs := rec.snapshot()
+	if len(recs) != 2 {
+		t.Errorf("%d executions, want s2's two items", len(recs))
+	}
+	for _, r := range recs {
+		if r.server != "s2" || r.kind != job.KindTrigger {
+			t.Errorf("execution %+v, want only s2's items as a trigger", r)
+		}
+	}
+	if l := leaderOf(t, obs, "idle"); l != "s2" {
+		t.Errorf("leader %q, want s2 (the only instance in the election)", l)
+	}
+	if l := latches(); len(l) != 1 {
+		t.Errorf("election latches %v, want s2's only", l)
+	}
+}
+
+// New jobs' trees are made several to a transaction. A job that exists
+// already, among new ones, is left out of it and registers node by node:
+// its stored config stays in force, and the new jobs around it register
+// all the same.
+func TestStartRegistersNewAndExistingJobsTogether(t *testing.T) {
+	ns := namespace(t)
+	obs := observer(t, ns)
+	stored := job.Config{Name: "b", Cron: "0 0 0 1 1 *", ShardingTotalCount: 3, Description: "stored"}.WithDefaults()
+	data, err := stored.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Create(tctx(t), "/b/config", data, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := job.NewScheduler(rc, job.WithServerID("s1"), job.WithLogger(testLogger(t).With("instance", "s1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job("s1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+	for _, name := range []string{"a", "b", "c"} {
+		if ok, st, err := obs.Exists(tctx(t), "/"+name+"/servers/s1/status"); err != nil || !ok || st.EphemeralOwner == 0 {
+			t.Errorf("job %s: status node exists=%v (%+v, %v), want this instance's", name, ok, st, err)
+		}
+		if ok, _, err := obs.Exists(tctx(t), "/"+name+"/leader/sharding/necessary"); err != nil || !ok {
+			t.Errorf("job %s: no reshard flagged (%v)", name, err)
+		}
+	}
+	got, _, err := obs.Get(tctx(t), "/b/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(data) {
+		t.Errorf("existing job's config was replaced:\n%s", got)
+	}
+}
