@@ -86,8 +86,8 @@ type runner struct {
 	assumed      assigned // what the next fire may assume; under mu
 	// idleWatch watches this instance's sharding node while it holds no
 	// items (see assume); idleArmed once the watch is armed.
-	idleWatch func()
-	idleArmed bool
+	idleWatch    func()
+	idleArmed    bool
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker
