@@ -28,7 +28,7 @@ const completionLinger = 2 * time.Millisecond
 // the previous one was in flight, or within completionLinger of the one
 // before, so a fire of many fast items costs a transaction per
 // completionsPerTxn items, not one per item.
-func (r *runner) completeAll(sess *regcenter.Session, cfg Config, results <-chan itemResult, n int) {
+func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
 	linger := time.NewTimer(completionLinger)
 	defer linger.Stop()
 	for received := 0; received < n; {
@@ -59,7 +59,7 @@ func (b itemResult) covers(since time.Time) bool {
 
 // recorded is what b's completion records as covered: what the record said
 // before (b.prior) and b's own fires.
-func (r *runner) recorded(cfg Config, b itemResult) cover {
+func (r *runner) recorded(cfg *spec, b itemResult) cover {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return cover{spans: []span{{b.fire, r.coveredUpTo(cfg, b)}}}
@@ -72,7 +72,7 @@ func (r *runner) recorded(cfg Config, b itemResult) cover {
 // the first run covered): a debt within them is gone; one that reaches
 // past them now starts after them. A debt older than b's own fire stays
 // whole. r.mu is held.
-func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
+func (r *runner) settleLocked(cfg *spec, b itemResult, since time.Time) {
 	upTo := r.coveredUpTo(cfg, b)
 	if b.halted != nil || since.Before(b.fire) || since.After(upTo) {
 		return
@@ -96,7 +96,7 @@ func (r *runner) settleLocked(cfg Config, b itemResult, since time.Time) {
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
 // own fire, or for a misfire or failover run every fire due when its item
 // was reserved (ShardingContext.Through).
-func (r *runner) coveredUpTo(_ Config, b itemResult) time.Time {
+func (r *runner) coveredUpTo(_ *spec, b itemResult) time.Time {
 	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
 		return b.through
 	}
@@ -123,7 +123,7 @@ type completion struct {
 	wrote map[int]int32
 }
 
-func (r *runner) complete(sess *regcenter.Session, cfg Config, batch []itemResult) {
+func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult) {
 	defer func() {
 		items := make([]int, len(batch))
 		for i, b := range batch {
@@ -305,7 +305,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled.
-func (r *runner) paid(cfg Config, c *completion) {
+func (r *runner) paid(cfg *spec, c *completion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range c.batch {
@@ -372,7 +372,7 @@ func (r *runner) correct(c *completion, err error) bool {
 }
 
 // completionOps builds the completion transaction.
-func (r *runner) completionOps(cfg Config, c *completion) []regcenter.Op {
+func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
 	q := failover.NewQueue(r.rc, r.name)
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -20,7 +20,7 @@ func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kin
 }
 
 // run executes items reserved here: marks, runs and completes them.
-func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind) {
+func (r *runner) run(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind) {
 	if len(todo) == 0 {
 		return
 	}
@@ -59,7 +59,7 @@ func (r *runner) run(sess *regcenter.Session, cfg Config, at time.Time, todo []i
 
 // launch runs items reserved (and, monitored, marked running) here, and
 // completes them. proven are item records the marking proved current.
-func (r *runner) launch(sess *regcenter.Session, cfg Config, at time.Time, todo []int, kind Kind, proven map[int]record) {
+func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind, proven map[int]record) {
 	n := len(todo)
 	if n == 0 {
 		return
@@ -118,7 +118,7 @@ type itemResult struct {
 	prior record
 }
 
-func (r *runner) runItem(sess *regcenter.Session, cfg Config, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
 	ctx, cancel := context.WithCancelCause(sess.Ctx())
 	defer cancel(nil)
 	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })

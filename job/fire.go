@@ -187,7 +187,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 // moved them. It returns the items marked; on an error nothing is marked
 // and the items are still reserved (but for those markRunning dropped:
 // running elsewhere, they are owed and released).
-func (r *runner) proveAndMark(sess *regcenter.Session, cfg Config, at time.Time, plain []int, checks []regcenter.Op) ([]int, error) {
+func (r *runner) proveAndMark(sess *regcenter.Session, cfg *spec, at time.Time, plain []int, checks []regcenter.Op) ([]int, error) {
 	if len(plain) == 0 || cfg.Unmonitored {
 		ok, err := r.proveAssignment(sess, checks)
 		if err == nil && !ok {

@@ -23,7 +23,7 @@ type misfireMark struct {
 
 // makeUpThrough is the latest fire a make-up run since since, reserved now,
 // stands for.
-func (r *runner) makeUpThrough(cfg Config, since time.Time) time.Time {
+func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
 	if sched, _, err := cfg.Schedule(); err == nil {
 		if p := prevFire(sched, r.s.opts.now()); p.After(since) {
 			return p
@@ -62,7 +62,7 @@ func (r *runner) priorsFor(items []int) map[int]record {
 // is updated in place. priors are the records read, which the runs'
 // completions add to; an item's record in proven (proved current when the
 // item was marked) is not read again.
-func (r *runner) stillOwed(sess *regcenter.Session, cfg Config, at time.Time, fires map[int]time.Time, items []int, kind Kind, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
+func (r *runner) stillOwed(sess *regcenter.Session, cfg *spec, at time.Time, fires map[int]time.Time, items []int, kind Kind, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return items, nil, nil
@@ -143,7 +143,7 @@ func (r *runner) knownRecords(items []int) map[int]record {
 // left an earlier debt behind would record a later fire as completed, and
 // the debt's run would then start after it: the fires between would be
 // lost. It returns the items whose run starts earlier than at.
-func (r *runner) absorbDebts(cfg Config, items []int, at time.Time) map[int]time.Time {
+func (r *runner) absorbDebts(cfg *spec, items []int, at time.Time) map[int]time.Time {
 	fires := map[int]time.Time{}
 	sched, _, schedErr := cfg.Schedule()
 	r.mu.Lock()
@@ -281,13 +281,13 @@ func (l *ledger) setNode(item int, wrote bool) {
 	}
 }
 
-func (r *runner) noteMisfire(item int, at time.Time, cfg Config) {
+func (r *runner) noteMisfire(item int, at time.Time, cfg *spec) {
 	r.mu.Lock()
 	r.noteMisfireLocked(item, at, cfg)
 	r.mu.Unlock()
 }
 
-func (r *runner) noteMisfireLocked(item int, at time.Time, cfg Config) {
+func (r *runner) noteMisfireLocked(item int, at time.Time, cfg *spec) {
 	if cfg.Misfire == MisfireSkip {
 		return
 	}
@@ -394,7 +394,7 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 
 // runReserved runs each group of items, reserved here, as a make-up run
 // since its fire, the groups concurrently, and returns when all have ended.
-func (r *runner) runReserved(sess *regcenter.Session, cfg Config, debts map[time.Time][]int, msg string) {
+func (r *runner) runReserved(sess *regcenter.Session, cfg *spec, debts map[time.Time][]int, msg string) {
 	var wg sync.WaitGroup
 	for since, items := range debts {
 		sortInts(items)

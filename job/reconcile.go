@@ -112,7 +112,7 @@ func (r *runner) checkAssignment(ctx context.Context) error {
 		return err
 	}
 	cfg := r.config()
-	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
+	strategy, err := cfg.Strategy()
 	if err != nil {
 		return err
 	}

@@ -390,7 +390,7 @@ func (r *runner) campaignIfPrepared(ctx context.Context) error {
 }
 
 // fireWithin reports whether cfg's next fire is due within d.
-func (r *runner) fireWithin(cfg Config, d time.Duration) bool {
+func (r *runner) fireWithin(cfg *spec, d time.Duration) bool {
 	sched, _, err := cfg.Schedule()
 	if err != nil || cfg.Disabled {
 		return false
@@ -480,7 +480,7 @@ func (r *runner) loadConfig(ctx context.Context) error {
 		r.log.Error("stored config is invalid; using this instance's config", "err", err)
 		return nil
 	}
-	r.cfg.Store(&cfg)
+	r.setConfig(cfg)
 	return nil
 }
 
@@ -516,11 +516,11 @@ func (r *runner) reloadConfig() {
 		r.log.Error("config node rejected; last good config stays in force", "err", err)
 		return
 	}
-	old := r.config()
+	old := r.config().Config
 	if cfg == old {
 		return
 	}
-	r.cfg.Store(&cfg)
+	r.setConfig(cfg)
 	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
 		r.mu.Lock()

@@ -30,7 +30,7 @@ type ledgerEntry struct {
 // nothing earlier are returned as plain, the others grouped by the earliest
 // fire they owe (their debts are taken over by the make-up run). Items
 // running here owe this fire (and any gap) a run.
-func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg Config) *fireReservation {
+func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg *spec) *fireReservation {
 	res := &fireReservation{taken: map[int]*execution{}, ledger: map[int][2]ledgerEntry{}}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -45,7 +45,7 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 	return res
 }
 
-func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg Config) {
+func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg *spec) {
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
 	if e, busy := r.running[it]; busy {
@@ -104,7 +104,7 @@ func (r *runner) undo(res *fireReservation) {
 
 // reserve claims items locally; items already running here owe a misfire
 // since at (through a later fire, when given).
-func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg Config) []int {
+func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spec) []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var todo []int

@@ -19,7 +19,7 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 		idle:    make(chan struct{}),
 		s:       &Scheduler{opts: options{now: time.Now}},
 	}
-	cfg := Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults()
+	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults())
 	at := time.Now().Truncate(time.Second)
 	earlier := at.Add(-3 * time.Second)
 	// Item 0 owes earlier fires, item 1 is busy with a run that does not

@@ -135,7 +135,7 @@ func (r *runner) reshard(ctx context.Context) error {
 	}
 	cfg := r.config()
 	online := servers.online()
-	strategy, err := sharding.Lookup(cfg.ShardingStrategy)
+	strategy, err := cfg.Strategy()
 	if err != nil {
 		r.dropProcessing(ctx)
 		return err

@@ -24,7 +24,7 @@ type runner struct {
 	log   *slog.Logger
 	rc    regcenter.Center
 
-	cfg   atomic.Pointer[Config]
+	cfg   atomic.Pointer[spec]
 	elect *election.Election
 
 	mu            sync.Mutex
@@ -130,7 +130,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		leaderGen:     make(chan struct{}),
 		reshardSem:    make(chan struct{}, 1),
 	}
-	r.cfg.Store(&cfg)
+	r.setConfig(cfg)
 	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
 	r.recordCtx, r.recordCancel = context.WithCancel(context.Background())
 	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
@@ -147,7 +147,11 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	return r
 }
 
-func (r *runner) config() Config { return *r.cfg.Load() }
+// config returns the job's current config, compiled.
+func (r *runner) config() *spec { return r.cfg.Load() }
+
+// setConfig makes c the job's config.
+func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 
 // goFire runs the scheduled fire at on a goroutine owned by the runner;
 // stop waits for fires in flight before it hands over what they owe.

@@ -1,0 +1,46 @@
+package job
+
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// spec is a job's Config compiled once, when it is set: the schedule and
+// time zone parsed, the item parameters split, the sharding strategy
+// looked up. A fire's stages take the spec the runner holds (config), so
+// nothing on the fire path parses the config again.
+type spec struct {
+	Config
+	sched     cron.Schedule
+	loc       *time.Location
+	schedErr  error
+	params    map[int]string
+	paramsErr error
+	strategy  sharding.Strategy
+	stratErr  error
+}
+
+// compile compiles c. c is valid (Add and the config node's decoding
+// validate it); the errors are kept for whoever asks all the same.
+func compile(c Config) *spec {
+	s := &spec{Config: c}
+	s.sched, s.loc, s.schedErr = c.Schedule()
+	s.params, s.paramsErr = c.ItemParameters()
+	s.strategy, s.stratErr = sharding.Lookup(c.ShardingStrategy)
+	return s
+}
+
+// Schedule returns the compiled schedule (see Config.Schedule).
+func (s *spec) Schedule() (cron.Schedule, *time.Location, error) {
+	return s.sched, s.loc, s.schedErr
+}
+
+// ItemParameters returns the compiled item parameters (see
+// Config.ItemParameters).
+func (s *spec) ItemParameters() (map[int]string, error) { return s.params, s.paramsErr }
+
+// Strategy returns the job's sharding strategy.
+func (s *spec) Strategy() (sharding.Strategy, error) { return s.strategy, s.stratErr }
