@@ -39,6 +39,9 @@ type execRec struct {
 	fire    int64 // scheduled fire time, unix ms
 	entered int64 // Execute entered, unix ns
 	kind    string
+	// through is the latest fire the run stands for, unix ms: a make-up
+	// run stands for every fire from fire through it (ShardingContext.Through).
+	through int64
 }
 
 // latencyMS is the time from the scheduled fire to Execute entered.
@@ -50,7 +53,7 @@ func (e execRec) latencyMS() float64 {
 // "E <job> <item> <fire ms> <entered ns> <kind>".
 func parseExecLine(line string) (execRec, error) {
 	f := strings.Fields(line)
-	if len(f) != 6 || f[0] != "E" {
+	if (len(f) != 6 && len(f) != 7) || f[0] != "E" {
 		return execRec{}, fmt.Errorf("not an execution line: %q", line)
 	}
 	item, err := strconv.Atoi(f[2])
@@ -65,7 +68,13 @@ func parseExecLine(line string) (execRec, error) {
 	if err != nil {
 		return execRec{}, fmt.Errorf("entered time in %q: %w", line, err)
 	}
-	return execRec{job: f[1], item: item, fire: fire, entered: entered, kind: f[5]}, nil
+	e := execRec{job: f[1], item: item, fire: fire, entered: entered, kind: f[5], through: fire}
+	if len(f) == 7 {
+		if e.through, err = strconv.ParseInt(f[6], 10, 64); err != nil || e.through < fire {
+			return execRec{}, fmt.Errorf("through time in %q: %v", line, err)
+		}
+	}
+	return e, nil
 }
 
 // parseMntr parses a mntr answer ("key<TAB>value" lines) into a map.

@@ -102,13 +102,17 @@ func fireKey(job string, fire int64) string { return fmt.Sprint(job, "@", fire) 
 func completeFires(es []execRec, items int) map[string]bool {
 	byFire := make(map[string]map[int]bool)
 	for _, e := range es {
-		key := fireKey(e.job, e.fire)
-		m := byFire[key]
-		if m == nil {
-			m = make(map[int]bool)
-			byFire[key] = m
+		// A make-up run stands for every fire of the every-second
+		// schedule from its fire through its Through.
+		for f := e.fire; f <= max(e.through, e.fire); f += 1000 {
+			key := fireKey(e.job, f)
+			m := byFire[key]
+			if m == nil {
+				m = make(map[int]bool)
+				byFire[key] = m
+			}
+			m[e.item] = true
 		}
-		m[e.item] = true
 	}
 	done := make(map[string]bool)
 	for f, m := range byFire {

@@ -179,7 +179,7 @@ func run(o options) error {
 	execute := job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {
 		entered := time.Now().UnixNano()
 		stdout.line("E " + sc.JobName + " " + strconv.Itoa(sc.Item) + " " +
-			strconv.FormatInt(sc.FireTime.UnixMilli(), 10) + " " + strconv.FormatInt(entered, 10) + " " + string(sc.Kind) + "\n")
+			strconv.FormatInt(sc.FireTime.UnixMilli(), 10) + " " + strconv.FormatInt(entered, 10) + " " + string(sc.Kind) + " " + strconv.FormatInt(sc.Through.UnixMilli(), 10) + "\n")
 		return nil
 	})
 	for i := range o.jobs {
