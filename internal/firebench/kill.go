@@ -102,6 +102,21 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 	}
 	k.add("all_elsewhere_after", last.Round(time.Millisecond)).add("over_session_timeout", (last-sessionTimeout).Round(time.Millisecond)).
 		add("first_run_kinds", strings.Join(ks, ","))
+	// The survivors' own items meanwhile: does the reshard hold their fires
+	// up? Fire latency of their plain runs from the kill until two seconds
+	// after the session ended (the reshard is in there).
+	until := tk.Add(sessionTimeout + 2*time.Second)
+	if err := sleepUntil(ctx, until.Add(time.Second)); err != nil {
+		return err
+	}
+	var own []float64
+	for _, e := range col.snapshot() {
+		if e.inst != victim.idx && !slices.Contains(held, e.item) && e.kind == "fire" &&
+			e.fire >= tk.UnixMilli() && e.fire < until.UnixMilli() {
+			own = append(own, e.latencyMS())
+		}
+	}
+	k.add("survivors_runs", len(own)).add("survivors_p50", durMS(percentile(own, 50))).add("survivors_max", durMS(maxOf(own)))
 	fmt.Println("bench kill" + k.String())
 	b.summary.add(fmt.Sprintf("kill_elsewhere_%v", sessionTimeout), last.Round(time.Millisecond))
 	return nil
