@@ -637,9 +637,13 @@ func (c Config) marshal() ([]byte, error) {
 	}
 	// The name is the first key; the rest of the document does not depend
 	// on it as long as the name is one line.
-	name, err := yaml.Marshal(c.Name)
-	if err != nil || bytes.IndexByte(name, '\n') != len(name)-1 {
-		return c.marshalDoc()
+	name := []byte(c.Name + "\n")
+	if !plainName(c.Name) {
+		var err error
+		name, err = yaml.Marshal(c.Name)
+		if err != nil || bytes.IndexByte(name, '\n') != len(name)-1 {
+			return c.marshalDoc()
+		}
 	}
 	tail, err := c.docTail()
 	if err != nil {
@@ -648,6 +652,27 @@ func (c Config) marshal() ([]byte, error) {
 	doc := make([]byte, 0, len(nameKey)+len(name)+len(tail))
 	doc = append(append(append(doc, nameKey...), name...), tail...)
 	return doc, nil
+}
+
+// plainName reports whether the encoder writes name as it is: it starts
+// with an ASCII letter, has only letters, digits, '.', '_' and '-', and is
+// no word that YAML reads as a boolean or null.
+func plainName(name string) bool {
+	if name == "" || !('a' <= name[0] && name[0] <= 'z' || 'A' <= name[0] && name[0] <= 'Z') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch b := name[i]; {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == '-':
+		default:
+			return false
+		}
+	}
+	switch strings.ToLower(name) {
+	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
+		return false
+	}
+	return true
 }
 
 // nameKey starts every config document.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,15 @@ func TestMarshalMatchesEncoder(t *testing.T) {
 		"-1", "+1", "1.5", "_", "a.b", "a-b", "a_b", "0", "00", "007", "1.", ".5", "TRUE", "Off",
 		strings.Repeat("n", MaxNameLength), strings.Repeat("9", MaxNameLength), strings.Repeat("n", MaxNameLength+1),
 		"a/b", "a b", "a:b", "é", "a\nb", "", "#x", "*x", "&x", "!x", "%x", "@x", "`x", "'x", "\"x", "{x", "[x", "|x", ">x", "?x"}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "aeinoldfrstuxyNOYTFLEIabc0123456789._-"
+	for range 3000 {
+		b := make([]byte, 1+rnd.IntN(6))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
 	configs := []Config{
 		{Cron: "0 0 0 1 1 *", ShardingTotalCount: 1},
 		{Cron: "*/5 * * * * *", ShardingTotalCount: 3, ShardingItemParameters: "0=a,1=b", JobParameter: "x: y\nz", Failover: true,
