@@ -58,7 +58,7 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 	if cfg.Failover {
 		r.watchQueue(ctx)
 	}
-	if cfg.Failover || r.fireWithin(cfg, prepareAhead) {
+	if r.preparesAtOnce(cfg) {
 		if err := r.prepare(ctx); err != nil {
 			return err
 		}
@@ -67,20 +67,25 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 	return nil
 }
 
-// treeOps are the operations that make a new job's whole tree: the job
-// node, the config node (this instance's config), this server's node and
-// status, and the leader's part (leader/sharding with the necessary flag,
-// the failover queue, the election latch's parent).
+// treeOps are the operations that make a new job's tree: the job node,
+// the config node (this instance's config), this server's node and status,
+// and leader/sharding with the necessary flag. The failover queue and the
+// election latch's parent are made on demand, by their first writer: ZooKeeper's
+// cost of a new job is per node, and an idle job needs neither. They are
+// in the tree only for a job that needs them at once: the queue with
+// failover on, the latch's parent when this instance prepares at
+// registration (see startRegistered).
 func (r *runner) treeOps() ([]regcenter.Op, error) {
+	cfg := r.config()
 	// Add validated this config; encoding validates again, which for
 	// thousands of jobs costs as much client CPU as the rest of
 	// registering them.
-	data, err := r.config().marshal()
+	data, err := cfg.marshal()
 	if err != nil {
 		return nil, err
 	}
 	p, id := r.paths, r.serverID()
-	return []regcenter.Op{
+	ops := []regcenter.Op{
 		regcenter.CreateOp{Path: p.Root()},
 		regcenter.CreateOp{Path: p.Config(), Data: data},
 		regcenter.CreateOp{Path: p.Servers()},
@@ -89,11 +94,23 @@ func (r *runner) treeOps() ([]regcenter.Op, error) {
 		regcenter.CreateOp{Path: p.Leader()},
 		regcenter.CreateOp{Path: p.ShardingEpoch()},
 		regcenter.CreateOp{Path: p.Necessary()},
-		regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
-		regcenter.CreateOp{Path: p.FailoverItems()},
-		regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
-		regcenter.CreateOp{Path: p.ElectionLatch()},
-	}, nil
+	}
+	if cfg.Failover {
+		ops = append(ops,
+			regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
+			regcenter.CreateOp{Path: p.FailoverItems()})
+	}
+	if r.preparesAtOnce(cfg) {
+		ops = append(ops,
+			regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
+			regcenter.CreateOp{Path: p.ElectionLatch()})
+	}
+	return ops, nil
+}
+
+// preparesAtOnce reports whether start prepares the job (see prepare).
+func (r *runner) preparesAtOnce(cfg *spec) bool {
+	return cfg.Failover || r.fireWithin(cfg, prepareAhead)
 }
 
 // hostname is what a server node holds.
@@ -321,7 +338,8 @@ func (r *runner) keepWatch(slot *func(), cancel func()) {
 const prepareAhead = time.Minute
 
 // prepare makes this instance ready to run the job's items: it watches the
-// disabled items and joins the election. The latch node it creates also
+// disabled items and joins the election (the first candidate makes the
+// latch's parent: an idle job's tree has none). The latch node it creates also
 // fences this instance's completions (election.SessionFence), and a fire
 // needs a leader to reshard first. Until then an idle job costs ZooKeeper
 // two watches (config, flags) and nothing else. It runs at registration
@@ -520,6 +538,15 @@ func (r *runner) reloadConfig() {
 	if cfg == old {
 		return
 	}
+	if cfg.Failover && !old.Failover {
+		// The queue is made on demand; it must exist before this config
+		// is in force, since a run cut short by shutdown then queues its
+		// item in its completion transaction.
+		if err := r.rc.EnsurePath(ctx, r.paths.FailoverItems()); err != nil {
+			r.log.Warn("making the failover queue; config change not applied yet", "err", err)
+			return
+		}
+	}
 	r.setConfig(cfg)
 	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
@@ -569,30 +596,16 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	return nil
 }
 
-// ensureTree makes the leader's part of the job's tree: leader/sharding
-// (the parent of necessary), the failover queue and the election latch. One
-// read when it exists, one transaction for a new job; the slow way, a node
-// at a time, when another instance is making it at the same moment.
+// ensureTree makes the leader's part of the job's tree that registration
+// needs: leader/sharding (the parent of necessary) and, for a job with
+// failover on, the failover queue. One read each when they exist. The
+// election latch's parent is made by the first candidate (see prepare).
 func (r *runner) ensureTree(ctx context.Context) error {
-	ok, _, err := r.rc.Exists(ctx, r.paths.FailoverItems())
-	if err != nil {
+	if err := r.rc.EnsurePath(ctx, r.paths.ShardingEpoch()); err != nil {
 		return err
 	}
-	if ok {
-		return r.rc.EnsurePath(ctx, r.paths.ShardingEpoch())
-	}
-	leader := r.paths.Leader()
-	var ops []regcenter.Op
-	for _, p := range []string{leader, r.paths.ShardingEpoch(), path.Dir(r.paths.FailoverItems()), r.paths.FailoverItems(), path.Dir(r.paths.ElectionLatch()), r.paths.ElectionLatch()} {
-		ops = append(ops, regcenter.CreateOp{Path: p})
-	}
-	if err := r.rc.Multi(ctx, ops...); err == nil {
-		return nil
-	}
-	for _, p := range []string{r.paths.ShardingEpoch(), r.paths.FailoverItems(), r.paths.ElectionLatch()} {
-		if err := r.rc.EnsurePath(ctx, p); err != nil {
-			return err
-		}
+	if r.config().Failover {
+		return r.rc.EnsurePath(ctx, r.paths.FailoverItems())
 	}
 	return nil
 }

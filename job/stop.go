@@ -155,6 +155,13 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 			r.mu.Lock()
 			owed = r.owedLocked(held, upTo)
 			r.mu.Unlock()
+			// The queue is made on demand: its parent must exist for the
+			// transaction's creates.
+			if len(owed) > 0 {
+				if err := r.rc.EnsurePath(ctx, r.paths.FailoverItems()); err != nil {
+					return fmt.Errorf("leave: %w", err)
+				}
+			}
 			qops, err := q.MergeOps(ctx, owed)
 			if err != nil {
 				return fmt.Errorf("leave: %w", err)

@@ -58,6 +58,7 @@ type config struct {
 	regJobs      int
 	regIdle      time.Duration
 	regDeadline  time.Duration
+	regProfile   string
 	regSettle    time.Duration
 
 	instanceBin string
@@ -124,6 +125,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.regJobs, "reg-jobs", 10000, "-register: jobs registered")
 	fs.DurationVar(&c.regIdle, "reg-idle", 15*time.Second, "-register: idle window after Start")
 	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
+	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")

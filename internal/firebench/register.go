@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,16 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	zkPID := b.zk.PID(0)
 	z0, zerr0 := cpuTicks(zkPID)
 	c0, cerr0 := selfCPU()
+	if b.cfg.regProfile != "" {
+		f, err := os.Create(b.cfg.regProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	added := 0
 	var regErr error
@@ -70,6 +81,9 @@ func (b *bench) measureRegister(ctx context.Context) error {
 		regErr = s.Start(rctx)
 	}
 	wall := time.Since(t0)
+	if b.cfg.regProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	reg := rc.Stats().Sub(st0)
 	c1, cerr1 := selfCPU()
 	z1, zerr1 := cpuTicks(zkPID)
