@@ -157,15 +157,7 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatalf("regcenter: %v", err)
-	}
-	opts = append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)
-	s, err := job.NewScheduler(rc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, s := connect(t, ctx, ns, id, opts...)
 	if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +167,22 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 	in := &instance{id: id, rc: rc, sched: s}
 	t.Cleanup(func() { in.stop(t) })
 	return in
+}
+
+// connect makes instance id's regcenter (4 s sessions) and scheduler,
+// with nothing added or started.
+func connect(t *testing.T, ctx context.Context, ns, id string, opts ...job.Option) (*regcenter.ZooKeeper, *job.Scheduler) {
+	t.Helper()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatalf("regcenter: %v", err)
+	}
+	opts = append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)
+	s, err := job.NewScheduler(rc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, s
 }
 
 func (in *instance) stop(t *testing.T) {

@@ -236,7 +236,7 @@ func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
 	}
 	elsewhere := time.Now().Truncate(time.Second).Add(-time.Hour).UnixMilli()
 	p := "/keep/execution/0/completed"
-	for {
+	read := func() (mark, []byte, int32) {
 		data, st, err := obs.Get(tctx(t), p)
 		if err != nil {
 			t.Fatal(err)
@@ -245,10 +245,14 @@ func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
+		return m, data, st.Version
+	}
+	for {
+		m, _, version := read()
 		m.Server = "elsewhere"
 		m.Ran = append([][2]int64{{elsewhere, elsewhere}}, m.Ran...)
-		data, _ = json.Marshal(m)
-		_, err = obs.Set(tctx(t), p, data, st.Version)
+		data, _ := json.Marshal(m)
+		_, err := obs.Set(tctx(t), p, data, version)
 		if errors.Is(err, regcenter.ErrBadVersion) {
 			continue // a completion came first: write over it
 		}
@@ -258,14 +262,7 @@ func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
 		break
 	}
 	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
-	data, _, err := obs.Get(tctx(t), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got mark
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
+	got, data, _ := read()
 	if got.Server != "a" {
 		t.Fatalf("record %s: not written by a since", data)
 	}

@@ -122,14 +122,8 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 	}
 	if kind == KindMisfire {
 		// Fires missed while disconnected, since at and through the latest.
-		through := at
-		if sched, _, err := r.config().Schedule(); err == nil {
-			if p := prevFire(sched, r.s.opts.now()); p.After(at) {
-				through = p
-			}
-		}
 		cfg := r.config()
-		todo := r.reserve(items, at, through, KindMisfire, cfg)
+		todo := r.reserve(items, at, r.makeUpThrough(cfg, at), KindMisfire, cfg)
 		reserved()
 		r.run(sess, cfg, at, todo, KindMisfire)
 	} else {

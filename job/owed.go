@@ -244,6 +244,12 @@ func (l *ledger) dispatch(item int, at time.Time) {
 // dispatchedAt is the latest scheduled fire item was run or owed at here.
 func (l *ledger) dispatchedAt(item int) time.Time { return l.dispatched[item] }
 
+// ledgerEntry is one item's part of the misfire ledger.
+type ledgerEntry struct {
+	dispatched, since, last time.Time
+	owed                    bool
+}
+
 // entry and restore read and put back one item's debt and dispatch (see
 // fireReservation).
 func (l *ledger) entry(item int) ledgerEntry {

@@ -21,14 +21,7 @@ func TestIdleJobJoinsTheElectionWhenItRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := job.NewScheduler(rc, job.WithServerID("s1"), job.WithLogger(testLogger(t).With("instance", "s1")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, s := connect(t, ctx, ns, "s1")
 	if err := s.Add(ctx, cfg, rec.job("s1")); err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +92,7 @@ func TestStartRegistersNewAndExistingJobsTogether(t *testing.T) {
 	rec := newRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := job.NewScheduler(rc, job.WithServerID("s1"), job.WithLogger(testLogger(t).With("instance", "s1")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc, s := connect(t, ctx, ns, "s1")
 	for _, name := range []string{"a", "b", "c"} {
 		if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job("s1")); err != nil {
 			t.Fatal(err)

@@ -20,12 +20,6 @@ type fireReservation struct {
 	ledger map[int][2]ledgerEntry
 }
 
-// ledgerEntry is one item's part of the misfire ledger.
-type ledgerEntry struct {
-	dispatched, since, last time.Time
-	owed                    bool
-}
-
 // reserveFire reserves a scheduled fire's items here: those that owe
 // nothing earlier are returned as plain, the others grouped by the earliest
 // fire they owe (their debts are taken over by the make-up run). Items

@@ -66,6 +66,15 @@ func (z *ZooKeeper) enqueue(t task) {
 // once the watch is armed, so a caller that registers and then waits for
 // events re-reads state after the watch is in place.
 func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
+	e, sub, cancel := z.subscribe(p, kind, fn)
+	z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
+	return cancel
+}
+
+// subscribe registers fn for the watch on p without arming it, and
+// returns the watch, the subscription and what removes it (and the watch
+// with its last subscriber).
+func (z *ZooKeeper) subscribe(p string, kind WatchKind, fn func(Event)) (*watchEntry, *watchSub, func()) {
 	key := watchKey{path: p, kind: kind}
 	sub := &watchSub{fn: fn}
 	z.watchMu.Lock()
@@ -76,8 +85,7 @@ func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func
 	}
 	e.subs[sub] = struct{}{}
 	z.watchMu.Unlock()
-	z.enqueue(task{kind: taskArm, key: key, sub: sub})
-	return func() {
+	return e, sub, func() {
 		z.watchMu.Lock()
 		defer z.watchMu.Unlock()
 		if e := z.watches[key]; e != nil {
@@ -101,26 +109,7 @@ func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func
 // changed while the request was in flight, the watch is handed to the
 // dispatcher like any new one.
 func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
-	key := watchKey{path: p, kind: kind}
-	sub := &watchSub{fn: fn}
-	z.watchMu.Lock()
-	e := z.watches[key]
-	if e == nil {
-		e = &watchEntry{key: key, subs: map[*watchSub]struct{}{}}
-		z.watches[key] = e
-	}
-	e.subs[sub] = struct{}{}
-	z.watchMu.Unlock()
-	cancel := func() {
-		z.watchMu.Lock()
-		defer z.watchMu.Unlock()
-		if e := z.watches[key]; e != nil {
-			delete(e.subs, sub)
-			if len(e.subs) == 0 {
-				delete(z.watches, key)
-			}
-		}
-	}
+	e, sub, cancel := z.subscribe(p, kind, fn)
 	sess, conn := z.Session(), z.client()
 	full := z.full(p)
 	st, err := call(ctx, z, &z.watchReqs, func() (WatchState, error) {
@@ -153,7 +142,7 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 		err = fmt.Errorf("%w: session changed while arming", ErrConnectionLoss)
 	}
 	if err != nil {
-		z.enqueue(task{kind: taskArm, key: key, sub: sub})
+		z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
 		return WatchState{}, cancel, wrapPath("watch", p, err)
 	}
 	z.setArmed(e, true)
