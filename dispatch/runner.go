@@ -449,13 +449,18 @@ func (d *Dispatcher) renew(ctx context.Context, now time.Time) {
 	d.stats.leaseLost.Add(1)
 	d.log.Error("dispatch: lease lost: its tasks were freed; cancelling handlers and registering anew", "lease", node)
 	d.cancelAllLocal()
-	fresh, err := d.registerLease(ctx, now)
+	// The new lease runs from now, not from when this sweep began: a sweep
+	// that took long (a slow database, or another sweep running meanwhile)
+	// would otherwise register a lease already partly lapsed, which other
+	// nodes may reap at once.
+	regAt := d.clock.Now()
+	fresh, err := d.registerLease(ctx, regAt)
 	if err != nil {
 		d.log.Error("dispatch: register a new lease", "err", err)
 		return
 	}
 	d.mu.Lock()
-	d.node, d.renewedAt = fresh, now
+	d.node, d.renewedAt = fresh, regAt
 	d.mu.Unlock()
 	d.kick()
 }
