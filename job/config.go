@@ -74,7 +74,7 @@ const (
 	// DefaultReconcileInterval is used when ReconcileInterval is 0.
 	DefaultReconcileInterval = time.Minute
 	// DefaultShardingStrategy is used when ShardingStrategy is "".
-	DefaultShardingStrategy = "AVG_ALLOCATION"
+	DefaultShardingStrategy = "BALANCED"
 	// MinInterval is the smallest non-zero MaxTimeDiff and
 	// ReconcileInterval, and the shortest "@every" period.
 	MinInterval = time.Second
@@ -274,8 +274,8 @@ func (c Config) check(now time.Time) []*configError {
 		add("name", ErrInvalidName, "name "+quoteShort(c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
 	case !configNameRE.MatchString(c.Name):
 		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
-	case c.Name == "." || c.Name == "..":
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved by ZooKeeper")
+	case strings.HasPrefix(c.Name, "."):
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved: names beginning with '.' are the namespace's own nodes")
 	}
 
 	loc, locErr := c.location()

@@ -141,10 +141,3 @@ func checkScope(t *testing.T, got map[string][]int, servers []string, total int)
 		}
 	}
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -3,6 +3,7 @@ package sharding
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -50,6 +51,22 @@ type Input struct {
 	// Cap is the most units a server may hold across the namespace
 	// ([Caps]); a server missing from Cap has no cap.
 	Cap map[string]int
+	// Joined orders the servers by when they first held units: a larger
+	// value joined later, and a server missing from it is the newest.
+	// Among servers equally loaded, the newer takes an extra item first,
+	// so that while a newcomer fills up, items move to it rather than
+	// between two servers that were there before.
+	Joined map[string]int
+	// Namespace lists every server of the namespace that may take units
+	// (this job's servers or not), and Units is K, every unit of the
+	// namespace counting this job at Total. Together they give each
+	// server's fair share, ⌊K/S⌋ or ⌈K/S⌉: a server keeps the extra item
+	// it holds while it is within its share, so that when a server joins,
+	// the others give it units only down to their share and never to one
+	// another. Nil Namespace means Servers; zero Units means the sum of
+	// Load with this job at Total.
+	Namespace []string
+	Units     int
 	// Free, when not nil, turns on load-aware placement: each item that
 	// has to be placed (new, or its server is gone) goes to the server
 	// with the most free executor slots, one at a time, each placement
@@ -74,7 +91,8 @@ type Result struct {
 //   - without caps every item is placed and every server gets ⌊T/S⌋ or
 //     ⌈T/S⌉ items;
 //   - the extra items (T mod S of them) go to the servers with the fewest
-//     units outside this job, ties kept by the servers that hold them now;
+//     units outside this job, ties kept by the servers that hold them now,
+//     then given to the servers that joined last;
 //   - a server keeps as many of its current items as its share allows, so
 //     an item moves only from a server over its share, or from a server
 //     that may no longer take items;
@@ -123,9 +141,17 @@ func shares(in Input, cur map[string][]int, base map[string]int) map[string]int 
 		return target
 	}
 	q, r := in.Total/n, in.Total%n
+	keeps := fairKeepers(in, cur, base)
 	order := slices.Clone(in.Servers)
+	joined := func(s string) int {
+		if j, ok := in.Joined[s]; ok {
+			return j
+		}
+		return math.MaxInt
+	}
 	slices.SortStableFunc(order, func(a, b string) int {
-		return cmp.Or(cmp.Compare(base[a], base[b]), cmp.Compare(len(cur[b]), len(cur[a])), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(b2i(keeps[b]), b2i(keeps[a])), cmp.Compare(base[a], base[b]),
+			cmp.Compare(len(cur[b]), len(cur[a])), cmp.Compare(joined(b), joined(a)), cmp.Compare(a, b))
 	})
 	for i, s := range order {
 		target[s] = q
@@ -157,7 +183,8 @@ func shares(in Input, cur map[string][]int, base map[string]int) map[string]int 
 			if target[s] >= room(s) {
 				continue
 			}
-			if best == "" || base[s]+target[s] < base[best]+target[best] {
+			if best == "" || base[s]+target[s] < base[best]+target[best] ||
+				(base[s]+target[s] == base[best]+target[best] && joined(s) > joined(best)) {
 				best = s
 			}
 		}
@@ -167,6 +194,62 @@ func shares(in Input, cur map[string][]int, base map[string]int) map[string]int 
 		target[best]++
 	}
 	return target
+}
+
+// fairKeepers returns the servers that hold more than ⌊T/S⌋ of the job's
+// items and are within their fair share of the namespace: they keep their
+// extra item. A server is within its share at ⌊K/S⌋ units or fewer, or at
+// ⌈K/S⌉ while no more servers than K mod S are there.
+func fairKeepers(in Input, cur map[string][]int, base map[string]int) map[string]bool {
+	ns := in.Namespace
+	if ns == nil {
+		ns = in.Servers
+	}
+	if len(ns) == 0 || len(in.Servers) == 0 {
+		return nil
+	}
+	k := in.Units
+	if k <= 0 {
+		for _, n := range in.Load {
+			k += n
+		}
+		for _, items := range in.Current {
+			k -= len(items)
+		}
+		k += in.Total
+	}
+	load := func(s string) int {
+		if items, ok := cur[s]; ok {
+			return base[s] + len(items)
+		}
+		return in.Load[s] - len(in.Current[s])
+	}
+	floor, rest := k/len(ns), k%len(ns)
+	atCeil := 0
+	for _, s := range ns {
+		if rest > 0 && load(s) >= floor+1 {
+			atCeil++
+		}
+	}
+	q := in.Total / len(in.Servers)
+	out := map[string]bool{}
+	for _, s := range in.Servers {
+		if len(cur[s]) <= q {
+			continue
+		}
+		l := load(s)
+		if l <= floor || (rest > 0 && l == floor+1 && atCeil <= rest) {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // fill keeps each server's current items up to its share and hands the

@@ -70,13 +70,14 @@ func TestCapsHoldEveryUnitWhileAtMostNAreDown(t *testing.T) {
 // reshards place them one after another.
 type namespace struct {
 	t      *testing.T
+	joined map[string]int
 	totals map[string]int
 	assign map[string]map[string][]int // job -> server -> items
 	moves  [][2]string                 // from, to: items that changed server
 }
 
 func newNamespace(t *testing.T) *namespace {
-	return &namespace{t: t, totals: map[string]int{}, assign: map[string]map[string][]int{}}
+	return &namespace{t: t, joined: map[string]int{}, totals: map[string]int{}, assign: map[string]map[string][]int{}}
 }
 
 func (ns *namespace) load() map[string]int {
@@ -92,9 +93,14 @@ func (ns *namespace) load() map[string]int {
 func (ns *namespace) place(job string, servers []string, caps map[string]int) []int {
 	ns.t.Helper()
 	before := ns.assign[job]
-	res, err := Place(Input{Job: job, Total: ns.totals[job], Servers: servers, Current: before, Load: ns.load(), Cap: caps})
+	res, err := Place(Input{Job: job, Total: ns.totals[job], Servers: servers, Current: before, Load: ns.load(), Cap: caps, Joined: ns.joined})
 	if err != nil {
 		ns.t.Fatal(err)
+	}
+	for s, items := range res.Assign {
+		if _, ok := ns.joined[s]; !ok && len(items) > 0 {
+			ns.joined[s] = len(ns.joined)
+		}
 	}
 	owner := map[int]string{}
 	for s, items := range before {
@@ -306,5 +312,36 @@ func TestPlaceRejectsBadInput(t *testing.T) {
 	res, err := Place(Input{Job: "j", Total: 3})
 	if err != nil || !slices.Equal(res.Unplaced, []int{0, 1, 2}) {
 		t.Fatalf("no servers: %v, %v; want every item unplaced", res, err)
+	}
+}
+
+// Whatever order the jobs reshard in after a server joins (in a cluster
+// they reshard at their own fires, in batches), items move only to the
+// newcomer and the namespace ends within one unit.
+func TestPlaceJoinMovesOnlyToTheNewcomerInAnyOrder(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		ns := newNamespace(t)
+		var jobs []string
+		for i := range 30 {
+			name := fmt.Sprintf("job-%02d", i)
+			ns.totals[name] = 1
+			jobs = append(jobs, name)
+		}
+		ns.placeAll([]string{"a", "b", "c"})
+		ns.moves = nil
+		four := []string{"a", "b", "c", "d"}
+		rng.Shuffle(len(jobs), func(i, j int) { jobs[i], jobs[j] = jobs[j], jobs[i] })
+		for _, job := range jobs {
+			ns.place(job, four, nil)
+		}
+		for _, m := range ns.moves {
+			if m[1] != "d" {
+				t.Fatalf("seed %d: an item moved from %s to %s, between two old servers", seed, m[0], m[1])
+			}
+		}
+		if got := ns.load(); spread(got, four) > 1 {
+			t.Fatalf("seed %d: loads %v", seed, got)
+		}
 	}
 }

@@ -139,3 +139,34 @@ type ItemsError struct{ Text string }
 func (e *ItemsError) Error() string {
 	return "layout: item list " + strconv.Quote(e.Text) + " is not comma-separated non-negative integers"
 }
+
+// Namespace-level nodes. Their names begin with '.', which no job name may,
+// so they never collide with a job.
+const (
+	// Placement holds the namespace's load table: the units each server
+	// holds across every job, and how many are unplaced (JSON). Every
+	// reshard updates it in its own transaction, over the version it read.
+	Placement = "/.placement"
+	// Instances is the parent of every live instance's node.
+	Instances = Placement + "/instances"
+	// DrainList is the parent of the drain list's entries.
+	DrainList = Placement + "/drain"
+	// Offline is the parent of the instances marked offline by failed
+	// health checks.
+	Offline = Placement + "/offline"
+)
+
+// Instance is a live instance's node (ephemeral): its settings and load
+// score as JSON.
+func Instance(id string) string { return Instances + "/" + id }
+
+// Drain is a server's entry in the drain list (persistent).
+func Drain(id string) string { return DrainList + "/" + id }
+
+// OfflineEntry marks a server offline (persistent, removed when its health
+// check passes again).
+func OfflineEntry(id string) string { return Offline + "/" + id }
+
+// Unplaced holds the job's items that no server may take (caps), as
+// "3,5"; absent when there are none.
+func (j Job) Unplaced() string { return j.Root() + "/unplaced" }
