@@ -151,6 +151,15 @@ func (s *Scheduler) startInstance(ctx context.Context) error {
 			s.kickLeaders()
 		}),
 		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
+		// An instance came or went: the caps moved, and items unplaced
+		// for want of room may fit now.
+		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) {
+			for _, r := range s.runnersSnapshot() {
+				if r.elect.IsLeader() {
+					r.goFunc(r.retryUnplaced)
+				}
+			}
+		}),
 	}
 	in.mu.Unlock()
 	in.kick.kick()
@@ -264,12 +273,9 @@ func (s *Scheduler) checkInstance() {
 	in.units = units
 	m := s.opts.alarmThreshold
 	var events []Event
-	if m > 0 && units > m && !in.alarmed {
-		in.alarmed = true
-		events = append(events, Event{Kind: EventAlarm, Units: units, Threshold: m})
-	} else if in.alarmed && units <= m {
-		in.alarmed = false
-		events = append(events, Event{Kind: EventAlarmCleared, Units: units, Threshold: m})
+	var kind EventKind
+	if in.alarmed, kind = alarmStep(in.alarmed, units, m); kind != "" {
+		events = append(events, Event{Kind: kind, Units: units, Threshold: m})
 	}
 	switch {
 	case draining && !in.draining:
@@ -388,5 +394,33 @@ func (r *runner) askReshard() {
 	// data asks the leader to reshard at once.
 	if _, err := r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		r.log.Warn("asking for a reshard", "err", err)
+	}
+}
+
+// alarmStep is the alarm's state machine (seed 000's M): holding more
+// units than threshold raises the alarm once, coming back to it or below
+// clears it once. It returns the new state and the event to raise, if any.
+// A threshold of 0 is off.
+func alarmStep(alarmed bool, units, threshold int) (bool, EventKind) {
+	switch {
+	case threshold > 0 && units > threshold && !alarmed:
+		return true, EventAlarm
+	case alarmed && (threshold == 0 || units <= threshold):
+		return false, EventAlarmCleared
+	}
+	return alarmed, ""
+}
+
+// retryUnplaced flags a reshard of a job that has items unplaced.
+func (r *runner) retryUnplaced() {
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	ok, _, err := r.rc.Exists(ctx, r.paths.Unplaced())
+	if err != nil {
+		r.log.Warn("checking for unplaced items", "err", err)
+		return
+	}
+	if ok {
+		r.setNecessary(ctx)
 	}
 }

@@ -208,10 +208,10 @@ type placeRequest struct {
 	// ops returns the job's part of the transaction for an assignment.
 	ops func(assign map[string][]int, unplaced []int) []regcenter.Op
 
-	assign   map[string][]int
+	assign      map[string][]int
 	unplacedOut []int
-	err      error
-	done     chan struct{}
+	err         error
+	done        chan struct{}
 }
 
 // placer commits reshards for one scheduler, several at a time.

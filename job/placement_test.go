@@ -315,3 +315,71 @@ func checkItemTicks(t *testing.T, rec *recorder, jobs []string, items int, first
 		}
 	}
 }
+
+func eventsTo(ch chan job.Event) job.Option {
+	return job.WithEventHandler(func(ev job.Event) {
+		select {
+		case ch <- ev:
+		default:
+		}
+	})
+}
+
+// An instance holding more units than its alarm threshold raises the
+// alarm once; when instances join and take units from it, it clears.
+func TestPlacementAlarm(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	var cfgs []job.Config
+	for i := range 6 {
+		cfgs = append(cfgs, everySecond(fmt.Sprintf("job-%d", i), 1))
+	}
+	events := make(chan job.Event, 64)
+	s1 := startJobs(t, ns, "s1", cfgs, rec, job.WithAlarmThreshold(2), eventsTo(events))
+	ev := waitEvent(t, events, job.EventAlarm, 30*time.Second)
+	if ev.Threshold != 2 || ev.Units <= 2 || ev.Server != "s1" {
+		t.Fatalf("alarm event %+v", ev)
+	}
+	startJobs(t, ns, "s2", cfgs, rec)
+	startJobs(t, ns, "s3", cfgs, rec)
+	ev = waitEvent(t, events, job.EventAlarmCleared, 30*time.Second)
+	if ev.Units > 2 {
+		t.Fatalf("cleared with %d units", ev.Units)
+	}
+	if st := s1.sched.Placement(); st.Alarmed || st.Units != 2 {
+		t.Fatalf("s1 after the others joined: %+v", st)
+	}
+}
+
+// Caps: a job that only one of three instances runs may put at most
+// N = 1 + K/(S−1) units there; the rest stay unplaced, reported, and are
+// placed as soon as an instance leaves and the cap grows.
+func TestPlacementCapsLeaveUnitsUnplacedUntilThereIsRoom(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	events := make(chan job.Event, 64)
+	big := everySecond("big", 12)
+	a := startJobs(t, ns, "a", []job.Config{big}, rec, eventsTo(events))
+	startJobs(t, ns, "b", nil, rec)
+	c := startJobs(t, ns, "c", nil, rec)
+	// K=12, S=3: N = 1 + 12/2 = 7 on a.
+	ev := waitEvent(t, events, job.EventUnplaced, 30*time.Second)
+	if ev.Job != "big" || ev.Units != 5 {
+		t.Fatalf("unplaced event %+v, want 5 units of big", ev)
+	}
+	waitUntil(t, 30*time.Second, func() bool {
+		st := a.sched.Placement()
+		return st.Units == 7
+	})
+	first := time.Now()
+	recs := rec.waitFires(t, first, 1, 7, 20*time.Second)
+	if got := len(rec.fires()[recs[0]]); got != 7 {
+		t.Fatalf("a fire ran %d items, want the 7 placed", got)
+	}
+	// c leaves: S=2, N = 1 + 12/1 = 13: every item fits.
+	c.stop(t)
+	rec.waitFires(t, time.Now(), 1, 12, 30*time.Second)
+	if st := a.sched.Placement(); st.Units != 12 {
+		t.Fatalf("a after c left: %+v", st)
+	}
+}

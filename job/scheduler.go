@@ -32,6 +32,11 @@ type options struct {
 	faultTolerance int
 	alarmThreshold int
 	events         func(Event)
+	scoreEvery     time.Duration // load score (health.go); 0: off
+	slots          int
+	sampler        LoadSampler
+	healthEvery    time.Duration
+	health         func(context.Context) error
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
@@ -268,6 +273,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		}
 		return err
 	}
+	s.startHealth()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
