@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: test lint demo bench bench-go bench-dispatch zookeeper postgresql zk-start zk-stop
+.PHONY: test lint demo demo-placement bench bench-go bench-dispatch zookeeper postgresql zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -30,6 +30,10 @@ lint:
 # The demo starts its own ZooKeeper ensemble through regcenter/zktest.
 demo: zookeeper
 	$(GO) run ./example/cluster
+
+# Placement across jobs: 30 one-item jobs over 3-4 instances, a drain, an alarm.
+demo-placement: zookeeper
+	$(GO) run ./example/placement
 
 # The fire path measured as a user sees it (internal/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.
