@@ -205,7 +205,10 @@ type placeRequest struct {
 	servers  []string          // the job's servers able to take items, sorted
 	current  map[string][]int  // the job's assignment now
 	unplaced []int             // the job's unplaced items now
-	// ops returns the job's part of the transaction for an assignment.
+	// ops returns the job's part of the transaction for an assignment. Its
+	// writes of the assignment nodes are over the versions read with
+	// current, so a request computed from a stale current fails alone
+	// rather than moving the table away from the nodes.
 	ops func(assign map[string][]int, unplaced []int) []regcenter.Op
 
 	assign      map[string][]int
@@ -230,11 +233,21 @@ func newPlacer(ctx context.Context, rc regcenter.Center, log *slog.Logger) *plac
 }
 
 // place queues req and returns once it is committed or has failed, or ctx
-// ends. Whoever finds nobody committing commits everything queued.
+// ends. Whoever finds nobody committing commits everything queued. A
+// request queued again for the same job replaces the one waiting.
 func (p *placer) place(ctx context.Context, req *placeRequest) error {
 	req.done = make(chan struct{})
 	p.mu.Lock()
-	p.pending = append(p.pending, req)
+	kept := p.pending[:0]
+	for _, q := range p.pending {
+		if q.job == req.job {
+			q.err = fmt.Errorf("placing job %q: superseded by a newer reshard of it", q.job)
+			close(q.done)
+			continue
+		}
+		kept = append(kept, q)
+	}
+	p.pending = append(kept, req)
 	p.mu.Unlock()
 	for {
 		select {
@@ -551,16 +564,22 @@ func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
 
 // readItems reads an item list node; missing or garbage is none.
 func readItems(ctx context.Context, rc regcenter.Center, path string) ([]int, error) {
-	data, _, err := rc.Get(ctx, path)
+	items, _, err := readItemsVersion(ctx, rc, path)
+	return items, err
+}
+
+// readItemsVersion is readItems with the node's version (-1: no node).
+func readItemsVersion(ctx context.Context, rc regcenter.Center, path string) ([]int, int32, error) {
+	data, st, err := rc.Get(ctx, path)
 	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil, nil
+		return nil, -1, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	items, err := layout.ParseItems(string(data))
 	if err != nil {
-		return nil, nil // counted as none; the job's own reshard repairs it
+		return nil, st.Version, nil // counted as none; the job's own reshard repairs it
 	}
-	return items, nil
+	return items, st.Version, nil
 }

@@ -183,25 +183,30 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 		}
 		req.named = strategy
 	}
+	versions := map[string]int32{}
 	for _, sv := range servers.names() {
 		if !servers[sv][layout.Sharding] {
 			continue
 		}
-		items, err := readItems(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
+		items, v, err := readItemsVersion(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
 		if err != nil {
 			return nil, err
 		}
-		req.current[sv] = items
+		if v < 0 {
+			// Gone since the server's children were read: the server
+			// has no assignment node to write over.
+			delete(servers[sv], layout.Sharding)
+			continue
+		}
+		req.current[sv], versions[sv] = items, v
 	}
-	hadUnplaced, _, err := r.rc.Exists(ctx, r.paths.Unplaced())
+	var unplacedVersion int32
+	var err error
+	req.unplaced, unplacedVersion, err = readItemsVersion(ctx, r.rc, r.paths.Unplaced())
 	if err != nil {
 		return nil, err
 	}
-	if hadUnplaced {
-		if req.unplaced, err = readItems(ctx, r.rc, r.paths.Unplaced()); err != nil {
-			return nil, err
-		}
-	}
+	hadUnplaced := unplacedVersion >= 0
 	req.ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
 		ops := []regcenter.Op{fence}
 		for _, p := range fakes {
@@ -213,7 +218,7 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 			if items, ok := assign[sv]; ok {
 				data := []byte(layout.FormatItems(items))
 				if kids[layout.Sharding] {
-					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: -1})
+					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: versions[sv]})
 				} else {
 					ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
 				}
@@ -226,20 +231,20 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 			switch {
 			case !kids[layout.Status] && onlyAssignment:
 				if kids[layout.Sharding] {
-					ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: -1})
+					ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: versions[sv]})
 				}
 				ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
 			case kids[layout.Sharding]:
-				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: -1})
+				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: versions[sv]})
 			}
 		}
 		switch data := []byte(layout.FormatItems(unplaced)); {
 		case len(unplaced) > 0 && hadUnplaced:
-			ops = append(ops, regcenter.SetOp{Path: r.paths.Unplaced(), Data: data, Version: -1})
+			ops = append(ops, regcenter.SetOp{Path: r.paths.Unplaced(), Data: data, Version: unplacedVersion})
 		case len(unplaced) > 0:
 			ops = append(ops, regcenter.CreateOp{Path: r.paths.Unplaced(), Data: data})
 		case hadUnplaced:
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Unplaced(), Version: -1})
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Unplaced(), Version: unplacedVersion})
 		}
 		return append(ops,
 			regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
