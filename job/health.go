@@ -111,6 +111,9 @@ func (s *Scheduler) startHealth() {
 	if s.opts.health != nil {
 		s.spawn(s.healthLoop)
 	}
+	if s.opts.probeEvery > 0 {
+		s.spawn(s.probeLoop)
+	}
 }
 
 func (s *Scheduler) scoreLoop() {

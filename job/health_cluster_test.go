@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -185,4 +187,85 @@ func TestHealthCheckMarksOfflineAfterThreeFailures(t *testing.T) {
 	}
 	last, _ := settleItems(t, rec, time.Now(), names, 1, []string{"s1", "s2"}, 30*time.Second)
 	checkItemTicks(t, rec, names, 1, first, last)
+}
+
+// Mutual health checks: instances probe each other's health endpoint; a
+// peer failing HealthFailures probes in a row is marked offline and its
+// units move to the others; one good probe brings it back.
+func TestPeerProbesMarkAFailingPeerOffline(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	var cfgs []job.Config
+	var names []string
+	for i := range 4 {
+		cfg := everySecond(fmt.Sprintf("job-%d", i), 1)
+		cfgs = append(cfgs, cfg)
+		names = append(names, cfg.Name)
+	}
+	var sick atomic.Bool
+	endpoint := func(failing *atomic.Bool) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if failing != nil && failing.Load() {
+				http.Error(w, "database gone", http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/healthz"
+	}
+	events := make(chan job.Event, 64)
+	probe := job.WithPeerProbe(200*time.Millisecond, nil)
+	startJobs(t, ns, "s1", cfgs, rec, job.WithHealthEndpoint(endpoint(nil)), probe, eventsTo(events))
+	s2 := startJobs(t, ns, "s2", cfgs, rec, job.WithHealthEndpoint(endpoint(&sick)), probe)
+	first, _ := settleItems(t, rec, time.Now(), names, 1, []string{"s1", "s2"}, 30*time.Second)
+
+	sick.Store(true)
+	ev := waitEvent(t, events, job.EventPeerOffline, 20*time.Second)
+	if ev.Peer != "s2" || ev.Err == nil {
+		t.Fatalf("peer-offline event %+v", ev)
+	}
+	obs := observer(t, ns)
+	if ok, _, err := obs.Exists(tctx(t), "/.placement/offline/s2"); err != nil || !ok {
+		t.Fatalf("s2 not marked offline: %v %v", ok, err)
+	}
+	waitUntil(t, 30*time.Second, func() bool { return s2.sched.Placement().Units == 0 })
+	settleItems(t, rec, time.Now(), names, 1, []string{"s1"}, 30*time.Second)
+
+	sick.Store(false)
+	ev = waitEvent(t, events, job.EventPeerOnline, 20*time.Second)
+	if ev.Peer != "s2" {
+		t.Fatalf("peer-online event %+v", ev)
+	}
+	if data, _, err := obs.Get(tctx(t), "/.placement/probes/s2"); err != nil || string(data) != "0" {
+		t.Fatalf("s2's probe counter after a good probe: %q %v", data, err)
+	}
+	last, _ := settleItems(t, rec, time.Now(), names, 1, []string{"s1", "s2"}, 30*time.Second)
+	checkItemTicks(t, rec, names, 1, first, last)
+}
+
+func TestHealthOptionsRefuseBadInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: namespace(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	for name, opt := range map[string]job.Option{
+		"endpoint not http":     job.WithHealthEndpoint("ftp://x/y"),
+		"endpoint without host": job.WithHealthEndpoint("http:///healthz"),
+		"probe too often":       job.WithPeerProbe(time.Millisecond, nil),
+		"check too often":       job.WithHealthCheck(time.Millisecond, func(context.Context) error { return nil }),
+		"nil check":             job.WithHealthCheck(time.Second, nil),
+		"no slots":              job.WithLoadScore(time.Second, 0, nil),
+		"score too often":       job.WithLoadScore(time.Millisecond, 1, nil),
+		"fault tolerance 0":     job.WithFaultTolerance(0),
+		"negative alarm":        job.WithAlarmThreshold(-1),
+		"nil event handler":     job.WithEventHandler(nil),
+	} {
+		if _, err := job.NewScheduler(rc, opt); !errors.Is(err, job.ErrInvalidOption) {
+			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
+		}
+	}
 }

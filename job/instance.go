@@ -41,6 +41,12 @@ const (
 	EventOffline EventKind = "offline"
 	// EventOnline: a health check passed again after EventOffline.
 	EventOnline EventKind = "online"
+	// EventPeerOffline: this instance's probe was the HealthFailures-th
+	// failure in a row of Peer's health endpoint, and marked Peer offline.
+	EventPeerOffline EventKind = "peer-offline"
+	// EventPeerOnline: this instance's probe found Peer, marked offline,
+	// healthy again, and marked it online.
+	EventPeerOnline EventKind = "peer-online"
 )
 
 // Event is something about this instance's place in the namespace that a
@@ -56,8 +62,11 @@ type Event struct {
 	Units int
 	// Threshold is the alarm threshold, for alarm events.
 	Threshold int
-	// Err is the last health check's error, for EventOffline.
+	// Err is the last health check's error, for EventOffline and
+	// EventPeerOffline.
 	Err error
+	// Peer is the other instance concerned, for the peer events.
+	Peer string
 	// At is when the instance noticed.
 	At time.Time
 }
@@ -212,6 +221,7 @@ func (s *Scheduler) instanceInfo() instanceInfo {
 		FreeSlots:      s.inst.free,
 		Draining:       s.inst.draining,
 		Drained:        s.inst.drained,
+		HealthURL:      s.opts.healthURL,
 	}
 }
 

@@ -109,6 +109,8 @@ type instanceInfo struct {
 	// drain list, and also holding nothing and running nothing.
 	Draining bool `json:"draining,omitempty"`
 	Drained  bool `json:"drained,omitempty"`
+	// HealthURL is the instance's health endpoint, probed by its peers.
+	HealthURL string `json:"healthURL,omitempty"`
 }
 
 // nsView is what placement needs of the namespace besides the table.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -37,6 +38,9 @@ type options struct {
 	sampler        LoadSampler
 	healthEvery    time.Duration
 	health         func(context.Context) error
+	healthURL      string // probe.go
+	probeEvery     time.Duration
+	probeClient    *http.Client
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)

@@ -38,8 +38,10 @@ type Instance struct {
 	// holds nothing and runs nothing.
 	Draining bool `json:"draining"`
 	Drained  bool `json:"drained"`
-	// Offline: marked offline by failed health checks.
-	Offline bool `json:"offline"`
+	// Offline: marked offline by failed health checks (its own or its
+	// peers' probes of HealthURL).
+	Offline   bool   `json:"offline"`
+	HealthURL string `json:"healthURL,omitempty"`
 	// Running counts the items running on it now (execution nodes).
 	Running int `json:"running"`
 }
@@ -61,6 +63,7 @@ type instanceNode struct {
 	FreeSlots      int      `json:"freeSlots,omitempty"`
 	Draining       bool     `json:"draining,omitempty"`
 	Drained        bool     `json:"drained,omitempty"`
+	HealthURL      string   `json:"healthURL,omitempty"`
 }
 
 // Placement reads the namespace's placement: the load table, every
@@ -109,7 +112,7 @@ func (a *Admin) Placement(ctx context.Context) (Placement, error) {
 		if json.Unmarshal(data, &node) == nil {
 			in.FaultTolerance = max(node.FaultTolerance, 1)
 			in.AlarmThreshold, in.Score, in.Slots, in.FreeSlots = node.AlarmThreshold, node.Score, node.Slots, node.FreeSlots
-			in.Drained = node.Drained
+			in.Drained, in.HealthURL = node.Drained, node.HealthURL
 		}
 	}
 	draining, err := a.children(ctx, layout.DrainList)

@@ -200,7 +200,13 @@ const (
 	// Offline is the parent of the instances marked offline by failed
 	// health checks.
 	Offline = Placement + "/offline"
+	// Probes is the parent of the peers' probe failure counters.
+	Probes = Placement + "/probes"
 )
+
+// Probe is a server's probe failure counter (persistent): the failed
+// probes of its health endpoint in a row, by any peer, in decimal.
+func Probe(id string) string { return Probes + "/" + id }
 
 // Instance is a live instance's node (ephemeral): its settings and load
 // score as JSON.
