@@ -141,6 +141,12 @@ type Config struct {
 	// "" means DefaultShardingStrategy. Only the form of the name is
 	// checked here; the scheduler checks that it is registered.
 	ShardingStrategy string
+	// Timeout bounds each execution of an item: its context gets the
+	// deadline, and an execution still running at it is a failure
+	// wrapping ErrExecutionTimeout (recorded as the item's error, logged,
+	// and seen by error handlers), not a fire to run again. 0, the
+	// default, means no bound.
+	Timeout time.Duration
 	// Description is free text for operators.
 	Description string
 	// Disabled registers the job without letting it fire (ElasticJob's
@@ -350,6 +356,9 @@ func (c Config) check(now time.Time) []*configError {
 			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d),
 				fmt.Sprintf("must be 0 (%s) or at least %v", zeroMeans, MinInterval))
 		}
+	}
+	if c.Timeout < 0 {
+		add("timeout", ErrInvalidConfig, fmt.Sprintf("timeout %v", c.Timeout), "must not be negative (0 means no timeout)")
 	}
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
@@ -590,6 +599,7 @@ var configFields = []configField{
 	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
 	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
 	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
+	{"timeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Timeout) }},
 	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
 	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
 	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
@@ -609,14 +619,18 @@ type configDoc struct {
 	MaxTimeDiff            string `yaml:"maxTimeDiff"`
 	ReconcileInterval      string `yaml:"reconcileInterval"`
 	ShardingStrategy       string `yaml:"shardingStrategy"`
-	Description            string `yaml:"description"`
-	Disabled               bool   `yaml:"disabled"`
-	Overwrite              bool   `yaml:"overwrite"`
+	// Timeout is left out when 0, so that a config without one reads the
+	// same to instances that predate the key.
+	Timeout     string `yaml:"timeout,omitempty"`
+	Description string `yaml:"description"`
+	Disabled    bool   `yaml:"disabled"`
+	Overwrite   bool   `yaml:"overwrite"`
 }
 
 // Encode returns the YAML document stored in the job's ZooKeeper config
-// node. Every key is written, zero values included, so the document is
-// complete for other readers; defaults are not filled in, so DecodeConfig
+// node. Every key is written, zero values included (but for a timeout of
+// 0, left out so that instances that predate the key read the document),
+// so the document is complete for other readers; defaults are not filled in, so DecodeConfig
 // gives back exactly c. The keys are those of DecodeConfig, with
 // Unmonitored written as monitorExecution: !Unmonitored and durations as Go
 // duration strings ("5s"). An invalid c is refused with Validate's error.
@@ -726,18 +740,26 @@ func (c Config) marshalDoc() ([]byte, error) {
 		MaxTimeDiff:            c.MaxTimeDiff.String(),
 		ReconcileInterval:      c.ReconcileInterval.String(),
 		ShardingStrategy:       c.ShardingStrategy,
+		Timeout:                timeoutText(c.Timeout),
 		Description:            c.Description,
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
 	})
 }
 
+func timeoutText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
 // DecodeConfig parses a document written by Encode (or by hand, or by an
 // operator tool) and validates the result. The document is one YAML
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
-// monitorExecution (default true), maxTimeDiff and reconcileInterval (Go
-// durations such as "5s"), shardingStrategy, description, disabled and
+// monitorExecution (default true), maxTimeDiff, reconcileInterval and
+// timeout (Go durations such as "5s"), shardingStrategy, description, disabled and
 // overwrite; missing keys take the Config zero value (monitorExecution:
 // true).
 //
