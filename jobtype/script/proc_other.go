@@ -12,7 +12,7 @@ type procStat struct {
 	start uint64
 }
 
-func sysProcAttr() *syscall.SysProcAttr              { return &syscall.SysProcAttr{Setpgid: true} }
+func sysProcAttr() *syscall.SysProcAttr               { return &syscall.SysProcAttr{Setpgid: true} }
 func killGroup(pgid int, sig syscall.Signal) error    { return ErrUnsupported }
 func waitExited(pid int) error                        { return ErrUnsupported }
 func readProcStat(pid int) (procStat, error)          { return procStat{}, ErrUnsupported }
