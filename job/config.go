@@ -796,9 +796,11 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 }
 
 // decodeConfigNode decodes and validates one job mapping. placeOf names the
-// job in errors given its name ("" if it has none). When handler is not
-// nil the key "handler" is accepted too and decoded into it.
-func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *string) (Config, []error) {
+// job in errors given its name ("" if it has none). When spec is not nil
+// the keys of a File's job that are not part of its Config (handler,
+// type and the type's sections: see specKeys) are accepted too and decoded
+// into it.
+func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec) (Config, []error) {
 	var c Config
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
@@ -822,24 +824,21 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *s
 		e.place = place
 		errs = append(errs, e)
 	}
-	known := make([]string, 0, len(configFields)+1)
+	known := make([]string, 0, len(configFields)+len(specKeys))
 	for _, f := range configFields {
 		known = append(known, f.key)
 	}
-	if handler != nil {
-		known = append(known, "handler")
+	if spec != nil {
+		known = append(known, specKeys...)
 	}
 	lines := map[string]int{}
 	bad := map[string]bool{}
 	for _, p := range pairs {
 		lines[p.key] = p.keyNode.Line
-		if p.key == "handler" && handler != nil {
-			err := nodeString(p.value, handler)
-			if err == nil && (*handler == "" || strings.TrimSpace(*handler) != *handler) {
-				err = fmt.Errorf("%s must be a non-empty name without surrounding spaces (omit the key to use the job's name)", quoteShort(*handler))
-			}
-			if err != nil {
-				errs = append(errs, &configError{place: place, key: p.key, subject: p.key, line: p.keyNode.Line, detail: err.Error(), cause: err})
+		if spec != nil && isSpecKey(p.key) {
+			if e := spec.decodeKey(p); e != nil {
+				e.place = place
+				errs = append(errs, e)
 			}
 			continue
 		}
@@ -867,6 +866,12 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *s
 		e.place = place
 		e.line = lines[e.key]
 		errs = append(errs, e)
+	}
+	if spec != nil {
+		for _, e := range spec.check(lines) {
+			e.place = place
+			errs = append(errs, e)
+		}
 	}
 	return c, errs
 }
