@@ -72,5 +72,6 @@ jobs:
 	sp := f.Jobs[0]
 	fmt.Println(sp.Name, sp.Type, sp.Timeout)
 	// jobfile.Run(ctx, f, jobfile.RunOptions{}) runs it until ctx ends.
+
 	// Output: nightly-report script 30m0s
 }
