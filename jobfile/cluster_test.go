@@ -27,6 +27,7 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/jobtype"
+	"github.com/shardjob/shardjob/jobtype/dataflow"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -498,4 +499,70 @@ func TestScriptOrphansReapedAfterKill9(t *testing.T) {
 	if ents, _ := os.ReadDir(state); len(ents) > 1 {
 		t.Errorf("state records left: %v", ents)
 	}
+}
+
+// A dataflow job bound by name, streaming as its YAML section says, on two
+// instances: every item of a fire streams all its batches.
+func TestDataflowJobShardedAcrossInstances(t *testing.T) {
+	var mu sync.Mutex
+	fetched := map[string]int{} // task/item -> batches handed out
+	var got []jobtype.Context
+	fetch := func(_ context.Context, sc job.ShardingContext) ([]int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprintf("%s/%d", sc.TaskID, sc.Item)
+		if fetched[k] == 3 {
+			return nil, nil
+		}
+		fetched[k]++
+		return []int{fetched[k]}, nil
+	}
+	process := func(_ context.Context, sc job.ShardingContext, batch []int) error {
+		if batch[0] == 3 { // the last batch of the item's stream
+			mu.Lock()
+			got = append(got, jobtype.ContextOf(sc))
+			mu.Unlock()
+		}
+		return nil
+	}
+	flow, err := dataflow.New(fetch, process)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := file(t, namespace(), `  - name: ship
+    type: dataflow
+    handler: shipping
+    cron: "* * * * * *"
+    shardingTotalCount: 4
+    dataflow: {streaming: true}
+`)
+	for _, id := range []string{"f1", "f2"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rc, err := regcenter.NewZooKeeper(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		s, err := job.NewScheduler(rc, job.WithServerID(id), job.WithLogger(testlog.Logger(t)))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		in := &instance{id: id, rc: rc, sched: s}
+		t.Cleanup(func() { in.stop(t, 10*time.Second) })
+		err = jobfile.Add(ctx, s, f.Jobs, f.Regcenter.Namespace, jobfile.Options{Handlers: map[string]job.Job{"shipping": flow}})
+		if err == nil {
+			err = s.Start(ctx)
+		}
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "a fire whose 4 items streamed to the end on both instances", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _, ok := fullFire(got, 4)
+		return ok
+	})
 }
