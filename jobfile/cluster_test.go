@@ -566,3 +566,27 @@ func TestDataflowJobShardedAcrossInstances(t *testing.T) {
 		return ok
 	})
 }
+
+// errorHandler stop pauses the job on the instance whose executions keep
+// failing: its paused flag is set, as an operator's pause would be.
+func TestStopHandlerPausesTheFailingInstance(t *testing.T) {
+	f, _ := file(t, namespace(), `  - name: broken
+    type: script
+    cron: "* * * * * *"
+    shardingTotalCount: 1
+    errorHandler: {type: stop, after: 2}
+    script:
+      command: [/bin/sh, -c, "echo no database >&2; exit 4"]
+`)
+	in := start(t, f, "p1", t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitFor(t, "the paused flag", 60*time.Second, func() bool {
+		ok, _, err := in.rc.Exists(ctx, "/broken/servers/p1/paused")
+		return err == nil && ok
+	})
+	data, _, err := in.rc.Get(ctx, "/broken/execution/0/completed")
+	if err != nil || !strings.Contains(string(data), "exited with code 4") || !strings.Contains(string(data), "no database") {
+		t.Fatalf("completed record %q (%v), want the exit code and stderr", data, err)
+	}
+}

@@ -83,8 +83,8 @@ type Streamer interface {
 }
 
 // Build returns the job that runs sp, wrapped in its error handler. sched
-// is the scheduler the job will be added to (a stop error handler pauses
-// the job through it).
+// is the scheduler the job will be added to: a stop error handler pauses
+// the job through it (with nil, the pause fails with an error).
 func Build(sp job.Spec, sched *job.Scheduler, o Options) (job.Job, error) {
 	log := o.Logger
 	if log == nil {
@@ -250,7 +250,11 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		if err := invalid(sp, s); err != nil {
 			return nil, err
 		}
-		st, err := errhandler.NewStop(after, sched, log)
+		var p errhandler.Pauser = noScheduler{}
+		if sched != nil {
+			p = sched
+		}
+		st, err := errhandler.NewStop(after, p, log)
 		if err != nil {
 			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
 		}
@@ -303,6 +307,32 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		return nil, err
 	}
 	return h, nil
+}
+
+// noScheduler stands in for the scheduler of a job built without one.
+type noScheduler struct{}
+
+func (noScheduler) Pause(context.Context, string) error {
+	return errors.New("jobfile: the job was built without a scheduler to pause it with")
+}
+
+// Check builds every script and HTTP job of specs, and their error
+// handlers, without side effects (no state directory is made), and
+// reports every problem: what a command checks before it connects.
+func Check(specs []job.Spec) error {
+	var errs []error
+	for _, sp := range specs {
+		if sp.Bound() {
+			if _, err := buildErrorHandler(sp, nil, slog.Default()); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if _, err := Build(sp, nil, Options{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Add builds every job of specs (see Build) and adds it to sched; then, if

@@ -43,8 +43,16 @@ var runHelpLine = strings.TrimSpace(`
 Running jobs from a YAML file, with no Go code:
   run FILE                    run its script and HTTP jobs as one instance (see 'shardjob run --help')`)
 
-// runFile is "shardjob run ...": it returns the exit code.
+// runFile is "shardjob run ...": it returns the exit code. SIGINT and
+// SIGTERM end the run.
 func runFile(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runFileCtx(ctx, args, stdout, stderr)
+}
+
+// runFileCtx is runFile ending when ctx does.
+func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("shardjob run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	serverID := fs.String("server-id", "", "")
@@ -84,9 +92,11 @@ func runFile(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	if err := jobfile.Check(f.Jobs); err != nil {
+		fmt.Fprintf(stderr, "shardjob run: %s: %v\n", pos[0], err)
+		return exitUsage
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
 		ServerID: *serverID, ShutdownTimeout: *shutdown})
 	if err != nil {
