@@ -46,6 +46,8 @@ const DefaultTimeout = 30 * time.Second
 
 // Failure is one failed execution.
 type Failure struct {
+	// Job, TaskID, ServerID, Item, Kind and FireTime are those of the
+	// execution's ShardingContext.
 	Job      string    `json:"job"`
 	TaskID   string    `json:"taskId"`
 	ServerID string    `json:"serverId"`
@@ -99,6 +101,7 @@ type wrapped struct {
 	runs atomic.Int64 // consecutive failures
 }
 
+// Execute runs the job and reports a failure to the handler.
 func (w *wrapped) Execute(ctx context.Context, sc job.ShardingContext) error {
 	begin := time.Now()
 	err := w.job.Execute(ctx, sc)

@@ -28,7 +28,9 @@ const (
 
 // Webhook defaults.
 const (
+	// DefaultWebhookRetries is WebhookConfig.Retries when it is 0.
 	DefaultWebhookRetries = 3
+	// DefaultWebhookTimeout is WebhookConfig.Timeout when it is 0.
 	DefaultWebhookTimeout = 10 * time.Second
 )
 

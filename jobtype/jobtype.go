@@ -23,6 +23,8 @@ import (
 // shardingTotalCount, jobParameter, shardingItem, shardingParameter), plus
 // the fire time, the execution's kind and the server id.
 type Context struct {
+	// The fields are those of job.ShardingContext of the same meaning;
+	// ShardingItem is its Item and ShardingParameter its ItemParameter.
 	JobName            string    `json:"jobName"`
 	TaskID             string    `json:"taskId"`
 	ShardingTotalCount int       `json:"shardingTotalCount"`

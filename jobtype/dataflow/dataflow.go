@@ -72,6 +72,7 @@ type BatchErrors struct {
 	Errs []error
 }
 
+// Error counts the failed batches and lists the kept errors.
 func (e *BatchErrors) Error() string {
 	msgs := make([]string, len(e.Errs))
 	for i, err := range e.Errs {

@@ -184,6 +184,7 @@ type StatusError struct {
 	Truncated bool
 }
 
+// Error gives the status and the body's excerpt.
 func (e *StatusError) Error() string {
 	s := "httpjob: " + e.Status
 	if b := strings.TrimSpace(e.Body); b != "" {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -110,4 +111,28 @@ func groupMembers(pgid int) (map[int]procStat, error) {
 		}
 	}
 	return pids, nil
+}
+
+// waitGroupGone waits until no live process is left in group pgid, or
+// until timeout, and reports whether the group is gone. A signal is
+// delivered asynchronously: kill returns before its target has died.
+// Zombies (the group's unreaped first process among them) do not count.
+func waitGroupGone(pgid int, timeout time.Duration) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+			return true, nil
+		}
+		members, err := groupMembers(pgid)
+		if err != nil {
+			return false, err
+		}
+		if len(members) == 0 {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -2,7 +2,10 @@
 
 package script
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 const supported = false
 
@@ -12,8 +15,9 @@ type procStat struct {
 	start uint64
 }
 
-func sysProcAttr() *syscall.SysProcAttr               { return &syscall.SysProcAttr{Setpgid: true} }
-func killGroup(pgid int, sig syscall.Signal) error    { return ErrUnsupported }
-func waitExited(pid int) error                        { return ErrUnsupported }
-func readProcStat(pid int) (procStat, error)          { return procStat{}, ErrUnsupported }
-func groupMembers(pgid int) (map[int]procStat, error) { return nil, ErrUnsupported }
+func sysProcAttr() *syscall.SysProcAttr                           { return &syscall.SysProcAttr{Setpgid: true} }
+func killGroup(pgid int, sig syscall.Signal) error                { return ErrUnsupported }
+func waitExited(pid int) error                                    { return ErrUnsupported }
+func readProcStat(pid int) (procStat, error)                      { return procStat{}, ErrUnsupported }
+func groupMembers(pgid int) (map[int]procStat, error)             { return nil, ErrUnsupported }
+func waitGroupGone(pgid int, timeout time.Duration) (bool, error) { return false, ErrUnsupported }

@@ -171,6 +171,7 @@ type ExitError struct {
 	Stderr string
 }
 
+// Error says how the command ended and ends with its stderr's tail.
 func (e *ExitError) Error() string {
 	var b strings.Builder
 	if e.Signal != 0 {
@@ -258,6 +259,9 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	// The first process has exited but is not reaped yet, so its pid still
 	// names this group and no other: kill what is left of it.
 	kill(log, pid, syscall.SIGKILL)
+	if gone, err := waitGroupGone(pid, j.cfg.GracePeriod); err != nil || !gone {
+		log.Error("the command's process group survived SIGKILL", "pgid", pid, "err", err)
+	}
 	werr := cmd.Wait()
 	out.flush()
 	if rec != nil {
