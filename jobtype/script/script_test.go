@@ -316,3 +316,24 @@ func TestReapKillsALeftoverGroup(t *testing.T) {
 		t.Fatalf("records left: %v", ents)
 	}
 }
+
+type noJobs struct{}
+
+func (noJobs) OweMisfire(_ context.Context, name string, _ int, _ time.Time) error {
+	return fmt.Errorf("%w: %q", job.ErrUnknownJob, name)
+}
+
+// A record of a job no longer defined does not stop the start.
+func TestReapForgetsRecordsOfRemovedJobs(t *testing.T) {
+	dir := t.TempDir()
+	rec := fmt.Sprintf(`{"job":"gone","item":0,"fire":5000,"pid":%d,"start":1}`, os.Getpid())
+	if err := os.WriteFile(filepath.Join(dir, "gone.0.1.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := script.Reap(context.Background(), dir, noJobs{}, testlog.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("records left: %v", ents)
+	}
+}

@@ -147,7 +147,10 @@ func Reap(ctx context.Context, dir string, debts Debts, log *slog.Logger) ([]Orp
 		}
 		log.Warn("script: a previous incarnation left a process group; killed it, the item runs again as a misfire",
 			"job", rec.Job, "item", rec.Item, "fire", o.Fire, "pgid", rec.PID, "killed", o.Killed)
-		if err := debts.OweMisfire(ctx, rec.Job, rec.Item, o.Fire); err != nil {
+		if err := debts.OweMisfire(ctx, rec.Job, rec.Item, o.Fire); errors.Is(err, job.ErrUnknownJob) {
+			// The job is no longer defined here: nothing to run again.
+			log.Warn("script: the killed process group's job is not added here; its item is not owed", "job", rec.Job, "item", rec.Item)
+		} else if err != nil {
 			errs = append(errs, fmt.Errorf("script: recording job %q item %d as a misfire: %w", rec.Job, rec.Item, err))
 			continue
 		}
