@@ -82,6 +82,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		priors = r.priorsFor(todo)
 	}
 	params, _ := cfg.ItemParameters()
+	defer r.fireStarted(at, kind, todo)()
 	for _, it := range todo {
 		fire := at
 		if f, ok := fires[it]; ok {

@@ -29,6 +29,7 @@ type options struct {
 	reshardTimeout time.Duration
 	now            func() time.Time
 	listeners      []listener.Listener
+	fireListeners  []listener.FireListener
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
