@@ -144,8 +144,8 @@ type Config struct {
 	// Timeout bounds each execution of an item: its context gets the
 	// deadline, and an execution still running at it is a failure
 	// wrapping ErrExecutionTimeout (recorded as the item's error, logged,
-	// and seen by error handlers), not a fire to run again. 0, the
-	// default, means no bound.
+	// and seen by error handlers), not a fire to run again; StillOwner
+	// fails from the deadline on. 0, the default, means no bound.
 	Timeout time.Duration
 	// Description is free text for operators.
 	Description string
@@ -630,8 +630,8 @@ type configDoc struct {
 // Encode returns the YAML document stored in the job's ZooKeeper config
 // node. Every key is written, zero values included (but for a timeout of
 // 0, left out so that instances that predate the key read the document),
-// so the document is complete for other readers; defaults are not filled in, so DecodeConfig
-// gives back exactly c. The keys are those of DecodeConfig, with
+// so the document is complete for other readers; defaults are not filled
+// in, so DecodeConfig gives back exactly c. The keys are those of DecodeConfig, with
 // Unmonitored written as monitorExecution: !Unmonitored and durations as Go
 // duration strings ("5s"). An invalid c is refused with Validate's error.
 func (c Config) Encode() ([]byte, error) {
@@ -759,8 +759,8 @@ func timeoutText(d time.Duration) string {
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
 // monitorExecution (default true), maxTimeDiff, reconcileInterval and
-// timeout (Go durations such as "5s"), shardingStrategy, description, disabled and
-// overwrite; missing keys take the Config zero value (monitorExecution:
+// timeout (Go durations such as "5s"), shardingStrategy, description,
+// disabled and overwrite; missing keys take the Config zero value (monitorExecution:
 // true).
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated
