@@ -98,7 +98,7 @@ type wrapped struct {
 	job  job.Job
 	h    Handler
 	o    Options
-	runs atomic.Int64 // consecutive failures
+	failures atomic.Int64 // consecutive failures on this instance
 }
 
 // Execute runs the job and reports a failure to the handler.
@@ -114,12 +114,12 @@ func (w *wrapped) Execute(ctx context.Context, sc job.ShardingContext) error {
 		err = context.Cause(ctx)
 	}
 	if err == nil {
-		w.runs.Store(0)
+		w.failures.Store(0)
 		return nil
 	}
 	f := Failure{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: sc.Kind,
 		FireTime: sc.FireTime, Begin: begin, End: end, Err: err, Error: err.Error(), TimedOut: timedOut,
-		Consecutive: int(w.runs.Add(1))}
+		Consecutive: int(w.failures.Add(1))}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.Timeout)
 	defer cancel()
 	if herr := w.h.Handle(hctx, f); herr != nil {
