@@ -95,9 +95,9 @@ func Wrap(j job.Job, h Handler, o Options) job.Job {
 }
 
 type wrapped struct {
-	job  job.Job
-	h    Handler
-	o    Options
+	job      job.Job
+	h        Handler
+	o        Options
 	failures atomic.Int64 // consecutive failures on this instance
 }
 
