@@ -71,10 +71,12 @@ const (
 	MaxNameLength = 128
 	// MaxShardingTotalCount is the largest ShardingTotalCount accepted.
 	MaxShardingTotalCount = 10000
+	// MaxItemsPerShard is the largest ItemsPerShard accepted.
+	MaxItemsPerShard = 1 << 30
 	// DefaultReconcileInterval is used when ReconcileInterval is 0.
 	DefaultReconcileInterval = time.Minute
 	// DefaultShardingStrategy is used when ShardingStrategy is "".
-	DefaultShardingStrategy = "AVG_ALLOCATION"
+	DefaultShardingStrategy = "BALANCED"
 	// MinInterval is the smallest non-zero MaxTimeDiff and
 	// ReconcileInterval, and the shortest "@every" period.
 	MinInterval = time.Second
@@ -105,6 +107,10 @@ type Config struct {
 	// ShardingTotalCount is the number of sharding items, 0..count-1,
 	// spread over the job's instances. Required, 1..MaxShardingTotalCount.
 	ShardingTotalCount int
+	// ItemsPerShard, for a RangeJob, is how many records one item stands
+	// for (RangeContext.Start and End); 0 means 1. At most
+	// MaxItemsPerShard.
+	ItemsPerShard int
 	// ShardingItemParameters gives items a parameter each, as
 	// "0=Beijing,1=Shanghai". Every entry needs its '=' (the value may be
 	// empty); keys are items in [0, ShardingTotalCount), trimmed of
@@ -280,8 +286,8 @@ func (c Config) check(now time.Time) []*configError {
 		add("name", ErrInvalidName, "name "+quoteShort(c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
 	case !configNameRE.MatchString(c.Name):
 		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
-	case c.Name == "." || c.Name == "..":
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved by ZooKeeper")
+	case strings.HasPrefix(c.Name, "."):
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved: names beginning with '.' are the namespace's own nodes")
 	}
 
 	loc, locErr := c.location()
@@ -305,6 +311,11 @@ func (c Config) check(now time.Time) []*configError {
 		add("shardingTotalCount", ErrInvalidShardingCount,
 			fmt.Sprintf("shardingTotalCount %d", c.ShardingTotalCount),
 			fmt.Sprintf("must be between 1 and %d", MaxShardingTotalCount))
+	}
+
+	if c.ItemsPerShard < 0 || c.ItemsPerShard > MaxItemsPerShard {
+		add("itemsPerShard", ErrInvalidShardingCount, fmt.Sprintf("itemsPerShard %d", c.ItemsPerShard),
+			fmt.Sprintf("must be between 0 (one record per item) and %d", MaxItemsPerShard))
 	}
 
 	oversized := false
@@ -581,6 +592,7 @@ var configFields = []configField{
 	{"cron", ErrInvalidCron, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Cron) }},
 	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.TimeZone) }},
 	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
+	{"itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ItemsPerShard) }},
 	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
 	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.JobParameter) }},
 	{"failover", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Failover) }},
@@ -611,6 +623,7 @@ type configDoc struct {
 	Cron                   string `yaml:"cron"`
 	TimeZone               string `yaml:"timeZone"`
 	ShardingTotalCount     int    `yaml:"shardingTotalCount"`
+	ItemsPerShard          int    `yaml:"itemsPerShard,omitempty"`
 	ShardingItemParameters string `yaml:"shardingItemParameters"`
 	JobParameter           string `yaml:"jobParameter"`
 	Failover               bool   `yaml:"failover"`
@@ -732,6 +745,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		Cron:                   c.Cron,
 		TimeZone:               c.TimeZone,
 		ShardingTotalCount:     c.ShardingTotalCount,
+		ItemsPerShard:          c.ItemsPerShard,
 		ShardingItemParameters: c.ShardingItemParameters,
 		JobParameter:           c.JobParameter,
 		Failover:               c.Failover,

@@ -310,6 +310,7 @@ func fullConfigForTest() Config {
 		ReconcileInterval:      90 * time.Second,
 		ShardingStrategy:       "ROUND_ROBIN",
 		Timeout:                time.Minute,
+		ItemsPerShard:          100,
 		Description:            "Copies orders.\nSecond line: with a colon, # and 'quotes'.",
 		Disabled:               true,
 		Overwrite:              true,

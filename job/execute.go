@@ -83,6 +83,27 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	}
 	params, _ := cfg.ItemParameters()
 	defer r.fireStarted(at, kind, todo)()
+	if rj, ok := r.job.(RangeJob); ok {
+		for _, run := range runsOf(todo, func(it int) time.Time {
+			if f, ok := fires[it]; ok {
+				return f
+			}
+			return at
+		}) {
+			if !r.goFunc(func() {
+				for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
+					res.prior = priors[res.item]
+					results <- res
+				}
+			}) {
+				for it := run.first; it <= run.last; it++ {
+					results <- itemResult{item: it, fire: run.fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+				}
+			}
+		}
+		r.completeAll(sess, cfg, results, n)
+		return
+	}
 	for _, it := range todo {
 		fire := at
 		if f, ok := fires[it]; ok {

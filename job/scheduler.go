@@ -30,6 +30,14 @@ type options struct {
 	now            func() time.Time
 	listeners      []listener.Listener
 	fireListeners  []listener.FireListener
+	faultTolerance int
+	alarmThreshold int
+	events         func(Event)
+	scoreEvery     time.Duration // load score (health.go); 0: off
+	slots          int
+	sampler        LoadSampler
+	healthEvery    time.Duration
+	health         func(context.Context) error
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
@@ -116,6 +124,9 @@ type Scheduler struct {
 
 	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
 	clockMeasured atomic.Bool
+
+	placer *placer  // commits this scheduler's reshards (placement.go)
+	inst   instance // this instance's place in the namespace (instance.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -137,7 +148,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
-	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, now: time.Now}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -150,6 +161,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trig = newTrigger(o.now, s.onFire)
+	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
 
@@ -259,6 +271,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	s.unsub = s.rc.OnSession(s.onSession)
+	if err := s.startInstance(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if serr := s.Shutdown(sctx); serr != nil {
+			s.log.Warn("undo of failed start", "err", serr)
+		}
+		return err
+	}
+	s.startHealth()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -360,6 +381,13 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		}
 	case regcenter.SessionNew:
 		s.suspended.Store(false)
+		s.spawn(func() {
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+			defer cancel()
+			if err := s.publishInstance(ctx); err != nil {
+				s.log.Warn("re-registering the instance under the new session", "err", err)
+			}
+		})
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
 		for _, r := range s.runnersSnapshot() {
@@ -403,6 +431,8 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if s.unsub != nil {
 		s.unsub()
 	}
+	s.stopInstance()
+	s.unpublishInstance()
 	s.cancel()
 	s.wg.Wait()
 	return errors.Join(errs...)

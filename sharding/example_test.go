@@ -85,7 +85,8 @@ func Example_roundRobin() {
 	// host2 [1]
 }
 
-// SCOPE gives every server one contiguous range, larger ranges first.
+// SCOPE gives every server one contiguous range; the last takes the
+// remainder.
 func Example_scope() {
 	s, _ := sharding.Lookup(sharding.Scope)
 	servers := []string{"host0", "host1", "host2"}
@@ -94,7 +95,7 @@ func Example_scope() {
 		fmt.Println(server, assignment[server])
 	}
 	// Output:
-	// host0 [0 1 2 3]
-	// host1 [4 5 6]
-	// host2 [7 8 9]
+	// host0 [0 1 2]
+	// host1 [3 4 5]
+	// host2 [6 7 8 9]
 }
