@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -81,6 +82,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		priors = r.priorsFor(todo)
 	}
 	params, _ := cfg.ItemParameters()
+	defer r.fireStarted(at, kind, todo)()
 	if rj, ok := r.job.(RangeJob); ok {
 		for _, run := range runsOf(todo, func(it int) time.Time {
 			if f, ok := fires[it]; ok {
@@ -165,7 +167,7 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
-	res.err = r.call(ctx, sc)
+	res.err = r.callTimed(ctx, sc, cfg.Timeout)
 	res.end = time.Now()
 	if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
@@ -178,6 +180,27 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
 	}
 	return res
+}
+
+// callTimed calls the job with ctx bounded by timeout (0: unbounded). An
+// execution that outlives its deadline fails with ErrExecutionTimeout,
+// whatever it returned: it is a failure of this fire, not a fire cut short
+// (only a cancellation of ctx itself is that).
+func (r *runner) callTimed(ctx context.Context, sc ShardingContext, timeout time.Duration) error {
+	if timeout <= 0 {
+		return r.call(ctx, sc)
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrExecutionTimeout)
+	defer cancel()
+	sc.owner = &ownership{sess: sc.owner.sess, ctx: tctx}
+	err := r.call(tctx, sc)
+	if ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrExecutionTimeout) {
+		if err == nil {
+			return fmt.Errorf("%w after %v", ErrExecutionTimeout, timeout)
+		}
+		return fmt.Errorf("%w after %v: %w", ErrExecutionTimeout, timeout, err)
+	}
+	return err
 }
 
 // call runs the job, turning a panic into an error.

@@ -30,6 +30,7 @@ type options struct {
 	reshardTimeout time.Duration
 	now            func() time.Time
 	listeners      []listener.Listener
+	fireListeners  []listener.FireListener
 	faultTolerance int
 	alarmThreshold int
 	events         func(Event)
@@ -227,10 +228,15 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 }
 
 // AddSpecs adds YAML-defined jobs, binding each to the handler its Spec
-// names (or its own name). A missing handler is ErrUnknownHandler.
+// names (or its own name). A missing handler is ErrUnknownHandler. Script
+// and HTTP jobs have no handler: package jobfile builds and adds them.
 func (s *Scheduler) AddSpecs(ctx context.Context, specs []Spec, handlers map[string]Job) error {
 	var errs []error
 	for _, sp := range specs {
+		if !sp.Bound() {
+			errs = append(errs, fmt.Errorf("%w: job %q is a %s job, which package jobfile builds (jobfile.Add)", ErrUnknownHandler, sp.Name, sp.Type))
+			continue
+		}
 		name := sp.Handler
 		if name == "" {
 			name = sp.Name

@@ -79,6 +79,7 @@ Errors are one line on standard error, naming what is wrong.
 func printHelp(w io.Writer) {
 	fmt.Fprint(w, helpText)
 	fmt.Fprintf(w, "\n%s\n", dispatchHelpLine)
+	fmt.Fprintf(w, "\n%s\n", runHelpLine)
 }
 
 func printCommandHelp(w io.Writer, cmd *command) {
