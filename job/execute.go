@@ -187,13 +187,21 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 // whatever it returned: it is a failure of this fire, not a fire cut short
 // (only a cancellation of ctx itself is that).
 func (r *runner) callTimed(ctx context.Context, sc ShardingContext, timeout time.Duration) error {
-	if timeout <= 0 {
+	return timed(ctx, sc.owner, timeout, func(ctx context.Context, owner *ownership) error {
+		sc.owner = owner
 		return r.call(ctx, sc)
+	})
+}
+
+// timed runs fn under ctx bounded by timeout (0: unbounded), with the
+// ownership check bounded the same way; see callTimed.
+func timed(ctx context.Context, owner *ownership, timeout time.Duration, fn func(context.Context, *ownership) error) error {
+	if timeout <= 0 {
+		return fn(ctx, owner)
 	}
 	tctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrExecutionTimeout)
 	defer cancel()
-	sc.owner = &ownership{sess: sc.owner.sess, ctx: tctx}
-	err := r.call(tctx, sc)
+	err := fn(tctx, &ownership{sess: owner.sess, ctx: tctx})
 	if ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrExecutionTimeout) {
 		if err == nil {
 			return fmt.Errorf("%w after %v", ErrExecutionTimeout, timeout)

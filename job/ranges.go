@@ -109,7 +109,10 @@ func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]str
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
-	err := r.callRange(ctx, rj, rc)
+	err := timed(ctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
+		rc.owner = owner
+		return r.callRange(ctx, rj, rc)
+	})
 	end := time.Now()
 	var halted error
 	if ctx.Err() != nil {

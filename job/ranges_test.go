@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"testing"
@@ -94,5 +95,39 @@ func TestRangeJobServesAMillionRecordsInThreeCallsPerFire(t *testing.T) {
 			t.Errorf("%s's assignment node is %d bytes: %q", id, len(data), data)
 		}
 		t.Logf("%s: %s", id, data)
+	}
+}
+
+// A range's call gets the job's per-execution timeout, as an item's does.
+func TestRangeJobGetsTheTimeout(t *testing.T) {
+	ns := namespace(t)
+	cfg := job.Config{Name: "slow", Cron: "* * * * * *", ShardingTotalCount: 4, Timeout: 300 * time.Millisecond}
+	timedOut := make(chan bool, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, ns, "a")
+	err := s.Add(ctx, cfg, job.RangeFunc(func(ctx context.Context, r job.RangeContext) error {
+		<-ctx.Done()
+		select {
+		case timedOut <- errors.Is(context.Cause(ctx), job.ErrExecutionTimeout) && r.Items() == 4:
+		default:
+		}
+		return ctx.Err()
+	}))
+	if err == nil {
+		err = s.Start(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "a", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+	select {
+	case ok := <-timedOut:
+		if !ok {
+			t.Fatal("the range's context ended, but not by the job's timeout (or not over all 4 items)")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the range was never cut short by the timeout")
 	}
 }
