@@ -289,6 +289,16 @@ func (p *placer) commit(batch []*placeRequest) {
 	}
 	var lastErr error
 	for attempt := 0; len(batch) > 0; attempt++ {
+		if attempt > 0 && lastErr != nil && !errors.Is(lastErr, regcenter.ErrBadVersion) {
+			// Not a lost race but a failure (the connection, say): wait a
+			// little before trying again.
+			t := time.NewTimer(time.Duration(attempt) * 50 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
 		if attempt == placeAttempts || ctx.Err() != nil {
 			for _, req := range batch {
 				finish(req, fmt.Errorf("placing: gave up after %d attempts: %w", attempt, errors.Join(lastErr, ctx.Err())))
@@ -306,23 +316,22 @@ func (p *placer) commit(batch []*placeRequest) {
 			continue
 		}
 		done, failed, err := p.commitOnce(ctx, batch, table, version, view)
+		ended := make(map[*placeRequest]bool, len(done)+len(failed))
 		for _, req := range done {
 			finish(req, nil)
+			ended[req] = true
 		}
 		for req, ferr := range failed {
 			finish(req, ferr)
+			ended[req] = true
 		}
 		remaining := batch[:0]
 		for _, req := range batch {
-			if !slices.Contains(done, req) && failed[req] == nil {
+			if !ended[req] {
 				remaining = append(remaining, req)
 			}
 		}
-		batch = remaining
-		lastErr = err
-		if err == nil && len(batch) > 0 {
-			continue
-		}
+		batch, lastErr = remaining, err
 	}
 }
 
