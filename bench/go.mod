@@ -6,6 +6,7 @@ require (
 	github.com/go-co-op/gocron-redis-lock/v2 v2.0.1
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/go-redis/redis/v8 v8.11.5
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/libi/dcron v0.5.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/shardjob/shardjob v0.0.0
@@ -19,7 +20,6 @@ require (
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-redsync/redsync/v4 v4.10.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
