@@ -291,3 +291,9 @@ func loadavg() string {
 	}
 	return "?"
 }
+
+// sdkLog is the logger handed to in-process schedulers: warnings only,
+// since a hundred instances' progress would drown the benchmark's own.
+func (b *bench) sdkLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
