@@ -9,12 +9,12 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: test lint demo bench bench-go bench-dispatch zookeeper postgresql zk-start zk-stop
+.PHONY: test lint demo bench bench-go bench-dispatch bench-peers bench-vet zookeeper postgresql redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
 # starves the sessions whose leases the tests check.
-test: zookeeper postgresql
+test: zookeeper postgresql bench-vet
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
@@ -26,6 +26,7 @@ lint:
 		exit 1; \
 	fi
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 # The demo starts its own ZooKeeper ensemble through regcenter/zktest.
 demo: zookeeper
@@ -37,11 +38,28 @@ FIREBENCH ?= -all
 bench: zookeeper
 	$(GO) run ./internal/firebench $(FIREBENCH)
 
+# shardjob beside gocron and dcron, failover and reshard timings (bench/, a
+# module of its own so that the SDK's go.mod does not pull the peers in; its
+# own ZooKeeper and Redis; about 20 minutes for -all). BENCH_PEERS picks what
+# to run: -peers, -failover, -reshard, or -all; the plots go to docs/perf.
+BENCH_PEERS ?= -all
+bench-peers: zookeeper redis
+	cd bench && $(GO) run . $(BENCH_PEERS) -plots ../docs/perf
+
+# The bench module only builds in CI (its runs take minutes): vet compiles
+# every package of it, so that it cannot rot.
+bench-vet:
+	cd bench && $(GO) vet ./...
+
 bench-go: zookeeper postgresql
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./...
 
 zookeeper:
 	bash scripts/zookeeper.sh ensure >/dev/null
+
+# The peer benchmark's gocron and dcron run on Redis (scripts/redis.sh).
+redis:
+	bash scripts/redis.sh ensure >/dev/null
 
 # The dispatcher's tests start throwaway PostgreSQL servers (internal/pgtest).
 postgresql:

@@ -72,8 +72,9 @@ type peerResult struct {
 	victimJobs        int
 	recovery          []float64 // seconds from the kill until each of the victim's jobs ran elsewhere
 	notRecovered      int
-	// series is, per tick from the measured start to the end, the share of
-	// the jobs that ran it; x in seconds from the kill.
+	// series is, per second from the measured start to the end, the runs
+	// started in it (of any kind) as a share of the jobs; x is the second's
+	// start in seconds from the kill.
 	seriesX, seriesY []float64
 }
 
@@ -307,19 +308,15 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 		res.recovery = append(res.recovery, float64(first-tKill.UnixNano())/1e9)
 	}
 
-	// The share of jobs that ran each tick, for the recovery plot.
-	ran := map[int64]map[string]bool{}
+	// Runs started in each second around the kill, as a share of the jobs,
+	// for the recovery plot: make-up runs show where they happened.
+	started := map[int64]int{}
 	for _, run := range runs {
-		for t := run.tick(); t <= run.last(); t += 1000 {
-			if ran[t] == nil {
-				ran[t] = map[string]bool{}
-			}
-			ran[t][run.job] = true
-		}
+		started[(run.start-tKill.UnixNano())/int64(time.Second)-boolInt(run.start < tKill.UnixNano())]++
 	}
-	for t := tw.UnixMilli(); t <= tend.UnixMilli(); t += 1000 {
-		res.seriesX = append(res.seriesX, float64(t-tKill.UnixMilli())/1000)
-		res.seriesY = append(res.seriesY, float64(len(ran[t]))/float64(jobs))
+	for s := (tw.UnixNano() - tKill.UnixNano()) / int64(time.Second); s <= (tend.UnixNano()-tKill.UnixNano())/int64(time.Second); s++ {
+		res.seriesX = append(res.seriesX, float64(s))
+		res.seriesY = append(res.seriesY, float64(started[s])/float64(jobs))
 	}
 	return res, nil
 }
@@ -420,4 +417,11 @@ func (r *peerResult) print() {
 	fmt.Println("bench peers_kill" + new(benchkit.KV).Add("system", r.system).Add("jobs", r.jobs).Add("killed", r.victim).
 		Add("victim_jobs", r.victimJobs).Add("recovery_p50_s", benchkit.Percentile(r.recovery, 50)).
 		Add("recovery_max_s", benchkit.Max(r.recovery)).Add("not_recovered", r.notRecovered).String())
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
