@@ -74,7 +74,7 @@ type peerResult struct {
 	notRecovered      int
 	// series is, per second from the measured start to the end, the runs
 	// started in it (of any kind) as a share of the jobs; x is the second's
-	// start in seconds from the kill.
+	// start in seconds from the tick the kill came after.
 	seriesX, seriesY []float64
 }
 
@@ -94,6 +94,11 @@ func (b *bench) measurePeers(ctx context.Context) error {
 			}
 			b.peers = append(b.peers, r)
 			r.print()
+			pre := fmt.Sprintf("%s_j%d_", r.system, r.jobs)
+			_, sp := spread(r.phases[0].perNode, -1)
+			b.summary.Add(pre+"once", fmt.Sprintf("%d/%d", r.phases[0].once+r.phases[1].once, r.phases[0].ticks*jobsOr1(r.jobs)+r.phases[1].ticks*jobsOr1(r.jobs))).
+				Add(pre+"p99", benchkit.MS(benchkit.Percentile(r.phases[0].lat, 99))).Add(pre+"spread", sp).
+				Add(pre+"recovery_max_s", benchkit.Max(r.recovery))
 		}
 	}
 	if len(errs) > 0 {
@@ -212,6 +217,15 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	if err != nil {
 		return nil, err
 	}
+	// The phases' CPU splits at the kill's tick; the kill follows it by
+	// killAfter.
+	if err := sleepUntil(ctx, tk); err != nil {
+		return nil, err
+	}
+	cpu1, err := cpuOf(pids...)
+	if err != nil {
+		return nil, err
+	}
 	if err := sleepUntil(ctx, tk.Add(b.cfg.killAfter)); err != nil {
 		return nil, err
 	}
@@ -224,7 +238,7 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	for i, r := range recs {
 		c := 0
 		for _, run := range r.runs {
-			if t := run.tick(); t >= tw.UnixMilli() && t <= tk.UnixMilli() {
+			if t := run.tick(); t >= tw.UnixMilli() && t < tk.UnixMilli() {
 				c++
 			}
 		}
@@ -232,7 +246,8 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 			victim, best = i, c
 		}
 	}
-	cpu1, err := cpuOf(pids...)
+	// The victim's CPU until it dies counts in the phase after the kill.
+	cpuVictim, err := benchkit.CPUSeconds(pids[victim])
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +264,7 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 		return nil, err
 	}
 	cpu2 := slices.Clone(cpu1)
+	cpu2[victim] = cpuVictim
 	for i, pid := range pids {
 		if i == victim {
 			continue
@@ -273,10 +289,10 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 		}
 		return s
 	}
-	before := analysePhase("before", runs, jobs, nNodes, tw.UnixMilli(), tk.UnixMilli(), victim, tKill, b.cfg.peerWork)
+	before := analysePhase("before", runs, jobs, nNodes, tw.UnixMilli(), tk.UnixMilli()-1000, victim, tKill, b.cfg.peerWork)
 	before.nodeCPU = sum(cpu1) - sum(cpu0)
 	before.serverCPU = cpu1[nNodes] - cpu0[nNodes]
-	after := analysePhase("after", runs, jobs, nNodes, tk.UnixMilli()+1000, tend.UnixMilli(), victim, tKill, b.cfg.peerWork)
+	after := analysePhase("after", runs, jobs, nNodes, tk.UnixMilli(), tend.UnixMilli(), victim, tKill, b.cfg.peerWork)
 	after.nodeCPU = sum(cpu2) - sum(cpu1)
 	after.serverCPU = cpu2[nNodes] - cpu1[nNodes]
 	for _, p := range []*phaseResult{&before, &after} {
@@ -289,7 +305,7 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	// runs on another node.
 	victimJobs := map[string]bool{}
 	for _, run := range runs {
-		if run.node == victim && run.tick() >= tk.UnixMilli()-2000 && run.tick() <= tk.UnixMilli() {
+		if run.node == victim && run.tick() >= tk.UnixMilli()-3000 && run.tick() < tk.UnixMilli() {
 			victimJobs[run.job] = true
 		}
 	}
@@ -309,12 +325,13 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	}
 
 	// Runs started in each second around the kill, as a share of the jobs,
-	// for the recovery plot: make-up runs show where they happened.
+	// for the recovery plot: make-up runs show where they happened. Seconds
+	// count from the tick the kill came after.
 	started := map[int64]int{}
 	for _, run := range runs {
-		started[(run.start-tKill.UnixNano())/int64(time.Second)-boolInt(run.start < tKill.UnixNano())]++
+		started[(run.start-tk.UnixNano())/int64(time.Second)-boolInt(run.start < tk.UnixNano())]++
 	}
-	for s := (tw.UnixNano() - tKill.UnixNano()) / int64(time.Second); s <= (tend.UnixNano()-tKill.UnixNano())/int64(time.Second); s++ {
+	for s := -int64(half / time.Second); s <= int64(half/time.Second); s++ {
 		res.seriesX = append(res.seriesX, float64(s))
 		res.seriesY = append(res.seriesY, float64(started[s])/float64(jobs))
 	}
@@ -425,3 +442,5 @@ func boolInt(b bool) int64 {
 	}
 	return 0
 }
+
+func jobsOr1(j int) int { return max(j, 1) }

@@ -55,7 +55,7 @@ func latencyPlot(jobs int, rs []*peerResult) (*plot.Plot, error) {
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Legend.Top = false
-	p.Legend.Left = true
+	p.Legend.Left = false
 	p.Add(plotter.NewGrid())
 	for i, r := range rs {
 		lat := slices.Clone(r.phases[0].lat)
@@ -115,8 +115,8 @@ func perNodePlot(jobs int, rs []*peerResult) (*plot.Plot, error) {
 // second, 0 nothing ran, above 1 make-up runs or duplicates.
 func recoveryPlot(jobs int, rs []*peerResult) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Recovery: runs started per second / %d jobs; the busiest node killed at 0 s", jobs)
-	p.X.Label.Text = "second from the kill"
+	p.Title.Text = fmt.Sprintf("Recovery: runs started per second / %d jobs; the busiest node killed 50 ms after second 0", jobs)
+	p.X.Label.Text = "second, from the tick the kill came after"
 	p.Y.Label.Text = "runs started / jobs"
 	p.Y.Min = 0
 	p.Legend.Top = false
