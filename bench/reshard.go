@@ -178,9 +178,27 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 	}()
 	paths := layout.Job(jobName)
 	root := "/" + ns
-	due, _, err := conn.Exists(root + paths.Necessary())
+	// The flag's deletion is the reshard's transaction committing: a watch
+	// on it splits the time into the reshard and the instances' start.
+	due, _, flagWatch, err := conn.ExistsW(root + paths.Necessary())
 	if err != nil {
 		return err
+	}
+	var committed time.Time
+	var watchWG sync.WaitGroup
+	defer watchWG.Wait()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if due {
+		watchWG.Go(func() {
+			select {
+			case ev := <-flagWatch:
+				if ev.Type == zk.EventNodeDeleted {
+					committed = time.Now()
+				}
+			case <-wctx.Done():
+			}
+		})
 	}
 
 	// Every item of that fire ran, or 60 s passed.
@@ -195,6 +213,8 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		}
 		return len(atFire) >= items, nil
 	})
+	stopWatch()
+	watchWG.Wait()
 	firstOf := map[int]int64{}
 	itemRuns := map[int]int{}
 	var last int64
@@ -245,6 +265,7 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		Add("items_ran", len(itemRuns)).Add("items_twice", twice).
 		Add("fire_to_every_instance_running", time.Duration(lastFirst-fire.UnixNano())).
 		Add("fire_to_last_item_started", time.Duration(last-fire.UnixNano())).
+		Add("fire_to_reshard_committed", durSince(committed, fire)).
 		Add("tx_ops", 1+len(servers)+2).Add("tx_assignment_bytes", dataBytes).Add("tx_path_bytes", pathBytes).
 		Add("first_fire_one_instance", time.UnixMilli(f0).Format("15:04:05")).Add("load1", loadavg())
 	for kind, c := range kinds {
@@ -256,4 +277,12 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		return fmt.Errorf("the fire after the scale-out ran %d of %d items: %w", len(itemRuns), items, werr)
 	}
 	return nil
+}
+
+// durSince is t - from, or -1 when t is zero (the moment was not seen).
+func durSince(t, from time.Time) time.Duration {
+	if t.IsZero() {
+		return -1
+	}
+	return t.Sub(from)
 }
