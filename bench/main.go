@@ -56,9 +56,10 @@ type config struct {
 	rsItems     []int
 	rsInstances int
 
-	plots   string
-	keep    bool
-	verbose bool
+	plots       string
+	keep        bool
+	verbose     bool
+	nodeVerbose bool
 }
 
 // bench is one run of the program: its servers, work directory and
@@ -123,6 +124,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.plots, "plots", "", "-peers: write PNG plots into this directory (e.g. ../docs/perf)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (node records and logs, the servers' data and logs)")
 	fs.BoolVar(&c.verbose, "v", false, "progress on stderr")
+	fs.BoolVar(&c.nodeVerbose, "node-v", false, "debug logging of the node processes, into their logs in the work directory (with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

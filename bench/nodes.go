@@ -35,7 +35,11 @@ func (b *bench) startNode(dir string, idx int, id string, args []string) (*node,
 		return nil, err
 	}
 	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(b.nodeBin, append([]string{"-id", id, "-out", n.out}, args...)...)
+	base := []string{"-id", id, "-out", n.out}
+	if b.cfg.nodeVerbose {
+		base = append(base, "-v")
+	}
+	cmd := exec.Command(b.nodeBin, append(base, args...)...)
 	cmd.Stderr = logf
 	if n.proc, err = benchkit.Start(id, cmd); err != nil {
 		return nil, err

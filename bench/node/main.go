@@ -62,6 +62,7 @@ type options struct {
 	sessionTimeout  time.Duration
 	shutdownTimeout time.Duration
 	out             string
+	verbose         bool
 }
 
 func main() {
@@ -81,6 +82,7 @@ func main() {
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: ZooKeeper session timeout (0: regcenter's default, 10s)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
+	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
 	flag.Parse()
 	if o.id == "" || o.out == "" || o.jobs < 1 || o.items < 1 {
 		fmt.Fprintln(os.Stderr, "node: -id and -out are required; -jobs and -items must be at least 1")
@@ -136,7 +138,11 @@ func run(o options) error {
 	}
 	defer f.Close()
 	rec := &recorder{f: f}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", o.id)
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", o.id)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
