@@ -191,12 +191,27 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 	defer stopWatch()
 	if due {
 		watchWG.Go(func() {
-			select {
-			case ev := <-flagWatch:
-				if ev.Type == zk.EventNodeDeleted {
-					committed = time.Now()
+			// Late joiners may touch the flag before the fire; watch on
+			// until it is gone.
+			w := flagWatch
+			for {
+				select {
+				case ev := <-w:
+					if ev.Type == zk.EventNodeDeleted {
+						committed = time.Now()
+						return
+					}
+					exists, _, next, err := conn.ExistsW(root + paths.Necessary())
+					if err != nil || !exists {
+						if err == nil {
+							committed = time.Now()
+						}
+						return
+					}
+					w = next
+				case <-wctx.Done():
+					return
 				}
-			case <-wctx.Done():
 			}
 		})
 	}
