@@ -90,7 +90,9 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 				if err := in.sched.Shutdown(sctx); err != nil {
 					b.log.Warn("reshard: shutdown", "err", err)
 				}
-				in.rc.Close()
+				if err := in.rc.Close(); err != nil {
+					b.log.Warn("reshard: close session", "err", err)
+				}
 			})
 		}
 		wg.Wait()
@@ -104,8 +106,7 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		}
 		s, err := job.NewScheduler(rc, job.WithServerID(fmt.Sprintf("r%03d", i)), job.WithLogger(b.sdkLog()))
 		if err != nil {
-			rc.Close()
-			return err
+			return errors.Join(err, rc.Close())
 		}
 		insts[i] = &reshardInst{rc: rc, sched: s}
 		execute := job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {

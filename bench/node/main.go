@@ -136,7 +136,11 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			log.Printf("close %s: %v", o.out, err)
+		}
+	}()
 	rec := &recorder{f: f}
 	level := slog.LevelWarn
 	if o.verbose {
@@ -172,7 +176,11 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() {
+		if err := rc.Close(); err != nil {
+			logger.Warn("close the ZooKeeper session", "err", err)
+		}
+	}()
 	s, err := job.NewScheduler(rc, job.WithServerID(o.id), job.WithLogger(logger))
 	if err != nil {
 		return err
@@ -202,7 +210,11 @@ func runGocron(ctx context.Context, o options, rec *recorder, logger *slog.Logge
 		return errors.New("gocron needs -redis")
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: o.redis})
-	defer rdb.Close()
+	defer func() {
+		if err := rdb.Close(); err != nil {
+			logger.Warn("close the Redis client", "err", err)
+		}
+	}()
 	// As gocron-redis-lock's README shows it: one try, so that the nodes
 	// that lose the race for a run skip it instead of retrying.
 	locker, err := redislock.NewRedisLocker(rdb, redislock.WithTries(1))
@@ -225,6 +237,8 @@ func runGocron(ctx context.Context, o options, rec *recorder, logger *slog.Logge
 	s.Start()
 	rec.started()
 	<-ctx.Done()
+	// Shutdown has no deadline of its own; past ours the process exits,
+	// which ends this goroutine with it.
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown() }()
 	t := time.NewTimer(o.shutdownTimeout)
@@ -252,7 +266,11 @@ func runDcron(ctx context.Context, o options, rec *recorder) error {
 		return errors.New("dcron needs -redis")
 	}
 	rdb := redisv8.NewClient(&redisv8.Options{Addr: o.redis})
-	defer rdb.Close()
+	defer func() {
+		if err := rdb.Close(); err != nil {
+			log.Printf("close the Redis client: %v", err)
+		}
+	}()
 	d := dcron.NewDcronWithOption(o.namespace, dcrondriver.NewRedisDriver(rdb), dcron.CronOptionSeconds())
 	for i := range o.jobs {
 		name := o.prefix + strconv.Itoa(i)
@@ -267,6 +285,8 @@ func runDcron(ctx context.Context, o options, rec *recorder) error {
 	d.Start()
 	rec.started()
 	<-ctx.Done()
+	// Stop has no deadline of its own; past ours the process exits, which
+	// ends this goroutine with it.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
