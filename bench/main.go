@@ -5,7 +5,7 @@
 // Usage, from bench/ (ZooKeeper and Redis as scripts/zookeeper.sh and
 // scripts/redis.sh find or install them):
 //
-//	go run . -all                 # every benchmark (about 20 minutes)
+//	go run . -all                 # every benchmark (about 13 minutes)
 //	go run . -peers               # shardjob, gocron + Redis lock, dcron + Redis: J jobs every second on 3 node processes, kill -9 the busiest at half time
 //	go run . -failover            # kill -9 an instance mid-run, ≥ 20 trials: session expiry → items started elsewhere
 //	go run . -reshard             # 1 → 100 instances, 1,000 and 10,000 items: the fire that finds the reshard due → every instance running its new items
