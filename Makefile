@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: test lint demo bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql redis zk-start zk-stop
+.PHONY: yaml-demo test lint demo demo-placement bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -28,9 +28,21 @@ lint:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
+# Script and HTTP jobs from a YAML file with no Go code (example/yaml/nogo.yaml),
+# run by `shardjob run`, next to the small service the HTTP job calls.
+yaml-demo: zookeeper
+	bash scripts/zookeeper.sh start $(ZK_DIR) $(ZK_PORT)
+	$(GO) build -o $(ZK_DIR)/receiver ./example/yaml/receiver
+	$(GO) build -o $(ZK_DIR)/shardjob ./cmd/shardjob
+	$(ZK_DIR)/receiver & pid=$$!; trap 'kill $$pid' EXIT; $(ZK_DIR)/shardjob run example/yaml/nogo.yaml
+
 # The demo starts its own ZooKeeper ensemble through regcenter/zktest.
 demo: zookeeper
 	$(GO) run ./example/cluster
+
+# Placement across jobs: 30 one-item jobs over 3-4 instances, a drain, an alarm.
+demo-placement: zookeeper
+	$(GO) run ./example/placement
 
 # The fire path measured as a user sees it (internal/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.

@@ -214,6 +214,21 @@ func TestChaos(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		slot := k % len(nodes)
+		// Kill it while it runs something (its leases are its node id
+		// and a suffix): on a loaded machine a node just restarted may
+		// not have claimed work yet, and a kill that catches nothing in
+		// flight tests nothing.
+		busyBy := time.Now().Add(15 * time.Second)
+		for time.Now().Before(busyBy) {
+			var running int
+			if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM dispatch_tasks WHERE status = 'running' AND lease_owner LIKE $1`, nodes[slot].name+"/%").Scan(&running); err != nil {
+				t.Fatal(err)
+			}
+			if running > 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		kill(nodes[slot])
 		time.Sleep(300 * time.Millisecond)
 		nodes[slot] = spawn(slot)

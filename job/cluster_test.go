@@ -240,6 +240,7 @@ func TestClusterEveryItemOncePerFire(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := everySecond("orders", 10)
+	cfg.ShardingStrategy = "AVG_ALLOCATION" // ElasticJob's, by name: its exact assignment
 	var ins []*instance
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ins = append(ins, startInstance(t, ns, id, cfg, rec))

@@ -71,10 +71,12 @@ const (
 	MaxNameLength = 128
 	// MaxShardingTotalCount is the largest ShardingTotalCount accepted.
 	MaxShardingTotalCount = 10000
+	// MaxItemsPerShard is the largest ItemsPerShard accepted.
+	MaxItemsPerShard = 1 << 30
 	// DefaultReconcileInterval is used when ReconcileInterval is 0.
 	DefaultReconcileInterval = time.Minute
 	// DefaultShardingStrategy is used when ShardingStrategy is "".
-	DefaultShardingStrategy = "AVG_ALLOCATION"
+	DefaultShardingStrategy = "BALANCED"
 	// MinInterval is the smallest non-zero MaxTimeDiff and
 	// ReconcileInterval, and the shortest "@every" period.
 	MinInterval = time.Second
@@ -105,6 +107,10 @@ type Config struct {
 	// ShardingTotalCount is the number of sharding items, 0..count-1,
 	// spread over the job's instances. Required, 1..MaxShardingTotalCount.
 	ShardingTotalCount int
+	// ItemsPerShard, for a RangeJob, is how many records one item stands
+	// for (RangeContext.Start and End); 0 means 1. At most
+	// MaxItemsPerShard.
+	ItemsPerShard int
 	// ShardingItemParameters gives items a parameter each, as
 	// "0=Beijing,1=Shanghai". Every entry needs its '=' (the value may be
 	// empty); keys are items in [0, ShardingTotalCount), trimmed of
@@ -141,6 +147,12 @@ type Config struct {
 	// "" means DefaultShardingStrategy. Only the form of the name is
 	// checked here; the scheduler checks that it is registered.
 	ShardingStrategy string
+	// Timeout bounds each execution of an item: its context gets the
+	// deadline, and an execution still running at it is a failure
+	// wrapping ErrExecutionTimeout (recorded as the item's error, logged,
+	// and seen by error handlers), not a fire to run again; StillOwner
+	// fails from the deadline on. 0, the default, means no bound.
+	Timeout time.Duration
 	// Description is free text for operators.
 	Description string
 	// Disabled registers the job without letting it fire (ElasticJob's
@@ -274,8 +286,8 @@ func (c Config) check(now time.Time) []*configError {
 		add("name", ErrInvalidName, "name "+quoteShort(c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
 	case !configNameRE.MatchString(c.Name):
 		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
-	case c.Name == "." || c.Name == "..":
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved by ZooKeeper")
+	case strings.HasPrefix(c.Name, "."):
+		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved: names beginning with '.' are the namespace's own nodes")
 	}
 
 	loc, locErr := c.location()
@@ -299,6 +311,11 @@ func (c Config) check(now time.Time) []*configError {
 		add("shardingTotalCount", ErrInvalidShardingCount,
 			fmt.Sprintf("shardingTotalCount %d", c.ShardingTotalCount),
 			fmt.Sprintf("must be between 1 and %d", MaxShardingTotalCount))
+	}
+
+	if c.ItemsPerShard < 0 || c.ItemsPerShard > MaxItemsPerShard {
+		add("itemsPerShard", ErrInvalidShardingCount, fmt.Sprintf("itemsPerShard %d", c.ItemsPerShard),
+			fmt.Sprintf("must be between 0 (one record per item) and %d", MaxItemsPerShard))
 	}
 
 	oversized := false
@@ -350,6 +367,9 @@ func (c Config) check(now time.Time) []*configError {
 			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d),
 				fmt.Sprintf("must be 0 (%s) or at least %v", zeroMeans, MinInterval))
 		}
+	}
+	if c.Timeout < 0 {
+		add("timeout", ErrInvalidConfig, fmt.Sprintf("timeout %v", c.Timeout), "must not be negative (0 means no timeout)")
 	}
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
@@ -572,6 +592,7 @@ var configFields = []configField{
 	{"cron", ErrInvalidCron, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Cron) }},
 	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.TimeZone) }},
 	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
+	{"itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ItemsPerShard) }},
 	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
 	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.JobParameter) }},
 	{"failover", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Failover) }},
@@ -590,6 +611,7 @@ var configFields = []configField{
 	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
 	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
 	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
+	{"timeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Timeout) }},
 	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
 	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
 	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
@@ -601,6 +623,7 @@ type configDoc struct {
 	Cron                   string `yaml:"cron"`
 	TimeZone               string `yaml:"timeZone"`
 	ShardingTotalCount     int    `yaml:"shardingTotalCount"`
+	ItemsPerShard          int    `yaml:"itemsPerShard,omitempty"`
 	ShardingItemParameters string `yaml:"shardingItemParameters"`
 	JobParameter           string `yaml:"jobParameter"`
 	Failover               bool   `yaml:"failover"`
@@ -609,15 +632,19 @@ type configDoc struct {
 	MaxTimeDiff            string `yaml:"maxTimeDiff"`
 	ReconcileInterval      string `yaml:"reconcileInterval"`
 	ShardingStrategy       string `yaml:"shardingStrategy"`
-	Description            string `yaml:"description"`
-	Disabled               bool   `yaml:"disabled"`
-	Overwrite              bool   `yaml:"overwrite"`
+	// Timeout is left out when 0, so that a config without one reads the
+	// same to instances that predate the key.
+	Timeout     string `yaml:"timeout,omitempty"`
+	Description string `yaml:"description"`
+	Disabled    bool   `yaml:"disabled"`
+	Overwrite   bool   `yaml:"overwrite"`
 }
 
 // Encode returns the YAML document stored in the job's ZooKeeper config
-// node. Every key is written, zero values included, so the document is
-// complete for other readers; defaults are not filled in, so DecodeConfig
-// gives back exactly c. The keys are those of DecodeConfig, with
+// node. Every key is written, zero values included (but for a timeout of
+// 0, left out so that instances that predate the key read the document),
+// so the document is complete for other readers; defaults are not filled
+// in, so DecodeConfig gives back exactly c. The keys are those of DecodeConfig, with
 // Unmonitored written as monitorExecution: !Unmonitored and durations as Go
 // duration strings ("5s"). An invalid c is refused with Validate's error.
 func (c Config) Encode() ([]byte, error) {
@@ -718,6 +745,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		Cron:                   c.Cron,
 		TimeZone:               c.TimeZone,
 		ShardingTotalCount:     c.ShardingTotalCount,
+		ItemsPerShard:          c.ItemsPerShard,
 		ShardingItemParameters: c.ShardingItemParameters,
 		JobParameter:           c.JobParameter,
 		Failover:               c.Failover,
@@ -726,19 +754,27 @@ func (c Config) marshalDoc() ([]byte, error) {
 		MaxTimeDiff:            c.MaxTimeDiff.String(),
 		ReconcileInterval:      c.ReconcileInterval.String(),
 		ShardingStrategy:       c.ShardingStrategy,
+		Timeout:                timeoutText(c.Timeout),
 		Description:            c.Description,
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
 	})
 }
 
+func timeoutText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
 // DecodeConfig parses a document written by Encode (or by hand, or by an
 // operator tool) and validates the result. The document is one YAML
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
-// monitorExecution (default true), maxTimeDiff and reconcileInterval (Go
-// durations such as "5s"), shardingStrategy, description, disabled and
-// overwrite; missing keys take the Config zero value (monitorExecution:
+// monitorExecution (default true), maxTimeDiff, reconcileInterval and
+// timeout (Go durations such as "5s"), shardingStrategy, description,
+// disabled and overwrite; missing keys take the Config zero value (monitorExecution:
 // true).
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated
@@ -774,9 +810,11 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 }
 
 // decodeConfigNode decodes and validates one job mapping. placeOf names the
-// job in errors given its name ("" if it has none). When handler is not
-// nil the key "handler" is accepted too and decoded into it.
-func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *string) (Config, []error) {
+// job in errors given its name ("" if it has none). When spec is not nil
+// the keys of a File's job that are not part of its Config (handler,
+// type and the type's sections: see specKeys) are accepted too and decoded
+// into it.
+func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec) (Config, []error) {
 	var c Config
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
@@ -800,24 +838,21 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *s
 		e.place = place
 		errs = append(errs, e)
 	}
-	known := make([]string, 0, len(configFields)+1)
+	known := make([]string, 0, len(configFields)+len(specKeys))
 	for _, f := range configFields {
 		known = append(known, f.key)
 	}
-	if handler != nil {
-		known = append(known, "handler")
+	if spec != nil {
+		known = append(known, specKeys...)
 	}
 	lines := map[string]int{}
 	bad := map[string]bool{}
 	for _, p := range pairs {
 		lines[p.key] = p.keyNode.Line
-		if p.key == "handler" && handler != nil {
-			err := nodeString(p.value, handler)
-			if err == nil && (*handler == "" || strings.TrimSpace(*handler) != *handler) {
-				err = fmt.Errorf("%s must be a non-empty name without surrounding spaces (omit the key to use the job's name)", quoteShort(*handler))
-			}
-			if err != nil {
-				errs = append(errs, &configError{place: place, key: p.key, subject: p.key, line: p.keyNode.Line, detail: err.Error(), cause: err})
+		if spec != nil && isSpecKey(p.key) {
+			if e := spec.decodeKey(p); e != nil {
+				e.place = place
+				errs = append(errs, e)
 			}
 			continue
 		}
@@ -845,6 +880,12 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, handler *s
 		e.place = place
 		e.line = lines[e.key]
 		errs = append(errs, e)
+	}
+	if spec != nil {
+		for _, e := range spec.check(lines) {
+			e.place = place
+			errs = append(errs, e)
+		}
 	}
 	return c, errs
 }

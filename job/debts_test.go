@@ -71,7 +71,7 @@ func TestQueuedDebtOfABusyItemIsPaid(t *testing.T) {
 func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
-	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true}
+	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true, ShardingStrategy: "AVG_ALLOCATION"}
 	proxy, err := zktest.NewProxy(zkServers[0])
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,10 @@ var (
 	// ErrClockSkew means the local clock differs from ZooKeeper's by more
 	// than the job's MaxTimeDiff.
 	ErrClockSkew = errors.New("job: clock differs from zookeeper")
+	// ErrExecutionTimeout means an execution ran past its job's
+	// Config.Timeout: its context's cause, and wrapped by the error the
+	// execution is recorded with.
+	ErrExecutionTimeout = errors.New("job: execution timed out")
 	// ErrInvalidOption means a scheduler option was given a bad value.
 	ErrInvalidOption = errors.New("job: invalid option")
 )

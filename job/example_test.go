@@ -226,7 +226,7 @@ func ExampleConfig_WithDefaults() {
 	fmt.Printf("misfire %q, reconcile every %v, strategy %s, time zone %q\n",
 		c.Misfire, c.ReconcileInterval, c.ShardingStrategy, c.TimeZone)
 	// Output:
-	// misfire "once", reconcile every 1m0s, strategy AVG_ALLOCATION, time zone ""
+	// misfire "once", reconcile every 1m0s, strategy BALANCED, time zone ""
 }
 
 // YAML jobs are bound to Go implementations by handler name; a job without

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -81,6 +82,28 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		priors = r.priorsFor(todo)
 	}
 	params, _ := cfg.ItemParameters()
+	defer r.fireStarted(at, kind, todo)()
+	if rj, ok := r.job.(RangeJob); ok {
+		for _, run := range runsOf(todo, func(it int) time.Time {
+			if f, ok := fires[it]; ok {
+				return f
+			}
+			return at
+		}) {
+			if !r.goFunc(func() {
+				for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
+					res.prior = priors[res.item]
+					results <- res
+				}
+			}) {
+				for it := run.first; it <= run.last; it++ {
+					results <- itemResult{item: it, fire: run.fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+				}
+			}
+		}
+		r.completeAll(sess, cfg, results, n)
+		return
+	}
 	for _, it := range todo {
 		fire := at
 		if f, ok := fires[it]; ok {
@@ -144,7 +167,7 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
-	res.err = r.call(ctx, sc)
+	res.err = r.callTimed(ctx, sc, cfg.Timeout)
 	res.end = time.Now()
 	if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
@@ -157,6 +180,35 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
 	}
 	return res
+}
+
+// callTimed calls the job with ctx bounded by timeout (0: unbounded). An
+// execution that outlives its deadline fails with ErrExecutionTimeout,
+// whatever it returned: it is a failure of this fire, not a fire cut short
+// (only a cancellation of ctx itself is that).
+func (r *runner) callTimed(ctx context.Context, sc ShardingContext, timeout time.Duration) error {
+	return timed(ctx, sc.owner, timeout, func(ctx context.Context, owner *ownership) error {
+		sc.owner = owner
+		return r.call(ctx, sc)
+	})
+}
+
+// timed runs fn under ctx bounded by timeout (0: unbounded), with the
+// ownership check bounded the same way; see callTimed.
+func timed(ctx context.Context, owner *ownership, timeout time.Duration, fn func(context.Context, *ownership) error) error {
+	if timeout <= 0 {
+		return fn(ctx, owner)
+	}
+	tctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrExecutionTimeout)
+	defer cancel()
+	err := fn(tctx, &ownership{sess: owner.sess, ctx: tctx})
+	if ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrExecutionTimeout) {
+		if err == nil {
+			return fmt.Errorf("%w after %v", ErrExecutionTimeout, timeout)
+		}
+		return fmt.Errorf("%w after %v: %w", ErrExecutionTimeout, timeout, err)
+	}
+	return err
 }
 
 // call runs the job, turning a panic into an error.

@@ -181,6 +181,9 @@ func (r *runner) claimFailover() {
 		r.log.Warn("reading failover queue", "err", err)
 		return
 	}
+	if len(items) > 0 && !r.s.preemptWait(ctx) {
+		return
+	}
 	byFire := map[int64][]int{}
 	for _, it := range items {
 		r.mu.Lock()

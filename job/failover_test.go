@@ -52,7 +52,7 @@ func TestFailoverRunsOnlyUnfinishedItemsOnce(t *testing.T) {
 	cfg := job.Config{Name: "fo", Cron: "*/20 * * * * *", ShardingTotalCount: 4, Failover: true}
 	s1 := startInstance(t, ns, "s1", cfg, rec)
 	startInstance(t, ns, "s2", cfg, rec)
-	// s1 holds items 0 and 1 (AVG_ALLOCATION of 4 over s1, s2).
+	// s1 holds items 0 and 1 (it started first; s2 took the rest).
 	waitUntil(t, 40*time.Second, func() bool {
 		for _, r := range rec.snapshot() {
 			if r.server == "s1" && r.item == 0 && r.kind == job.KindFire {

@@ -122,7 +122,17 @@ func (r *runner) checkMembership() {
 	}
 	last := r.lastSharded
 	r.mu.Unlock()
-	online := servers.online()
+	excluded, err := readExcluded(ctx, r.rc)
+	if err != nil {
+		r.log.Warn("reading the drain list", "err", err)
+		return
+	}
+	var online []string
+	for _, sv := range servers.online() {
+		if _, ex := excluded[sv]; !ex {
+			online = append(online, sv)
+		}
+	}
 	if last == nil || !equalStrings(last, online) {
 		r.setNecessary(ctx)
 	}

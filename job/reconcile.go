@@ -112,6 +112,9 @@ func (r *runner) checkAssignment(ctx context.Context) error {
 		return err
 	}
 	cfg := r.config()
+	if name := cfg.ShardingStrategy; name == "" || name == sharding.Balanced || name == sharding.Idlest {
+		return r.checkPlacement(ctx, cfg, servers)
+	}
 	strategy, err := cfg.Strategy()
 	if err != nil {
 		return err
@@ -144,6 +147,73 @@ func (r *runner) checkAssignment(ctx context.Context) error {
 			return nil
 		}
 	}
+	return nil
+}
+
+// checkPlacement flags a reshard when a placed job's stored assignment is
+// not valid for the servers online now: an item on a server that may not
+// hold it, an item held twice or by nobody, or items unplaced that may fit
+// now. A valid placement is left alone: it depends on the whole namespace,
+// so it is not recomputed here.
+func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSet) error {
+	excluded, err := readExcluded(ctx, r.rc)
+	if err != nil {
+		return err
+	}
+	may := map[string]bool{}
+	for _, sv := range servers.online() {
+		if _, ex := excluded[sv]; !ex {
+			may[sv] = true
+		}
+	}
+	unplaced, err := readItems(ctx, r.rc, r.paths.Unplaced())
+	if err != nil {
+		return err
+	}
+	why := ""
+	if len(unplaced) > 0 {
+		why = "items unplaced"
+	}
+	held := make([]int, cfg.ShardingTotalCount)
+	for _, it := range unplaced {
+		if it >= 0 && it < len(held) {
+			held[it]++
+		}
+	}
+	for _, sv := range servers.names() {
+		if !servers[sv][layout.Sharding] {
+			continue
+		}
+		items, err := readItems(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			switch {
+			case it >= len(held):
+				why = "an item beyond the item count"
+			case !may[sv]:
+				why = "items on a server that may not hold them"
+			default:
+				held[it]++
+			}
+		}
+	}
+	for _, n := range held {
+		if n != 1 && why == "" {
+			why = "an item held twice or by nobody"
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	r.log.Info("reconcile: flagging a reshard", "why", why)
+	if cfg.Failover {
+		if err := r.queueDeparted(ctx, servers); err != nil {
+			r.log.Warn("reconcile: queueing failover", "err", err)
+		}
+	}
+	r.setNecessary(ctx)
 	return nil
 }
 

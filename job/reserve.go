@@ -151,6 +151,7 @@ func (r *runner) release(items []int) {
 	if idle {
 		close(r.idle)
 		r.idle = make(chan struct{})
+		r.s.itemsIdle()
 	}
 	dirty := r.queueDirty
 	owed := false
@@ -182,4 +183,11 @@ func (r *runner) release(items []int) {
 	case dirty:
 		r.failoverKick.kick()
 	}
+}
+
+// runningCount is how many items run here now.
+func (r *runner) runningCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running)
 }

@@ -135,12 +135,7 @@ func (r *runner) reshard(ctx context.Context) error {
 	}
 	cfg := r.config()
 	online := servers.online()
-	strategy, err := cfg.Strategy()
-	if err != nil {
-		r.dropProcessing(ctx)
-		return err
-	}
-	assign, err := sharding.Assign(strategy, r.name, online, cfg.ShardingTotalCount)
+	req, err := r.placeRequest(ctx, cfg, servers, online, fence, fakes)
 	if err != nil {
 		r.dropProcessing(ctx)
 		return err
@@ -150,48 +145,112 @@ func (r *runner) reshard(ctx context.Context) error {
 			r.log.Warn("queueing a departed instance's items for failover", "err", err)
 		}
 	}
-	ops := []regcenter.Op{fence}
-	for _, p := range fakes {
-		ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
-	}
-	for _, sv := range servers.names() {
-		kids := servers[sv]
-		shardPath := r.paths.Flag(sv, layout.Sharding)
-		if items, ok := assign[sv]; ok {
-			data := []byte(layout.FormatItems(items))
-			if kids[layout.Sharding] {
-				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: -1})
-			} else {
-				ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
-			}
-			continue
-		}
-		// Offline or disabled. An offline server with nothing but its
-		// assignment is removed, so that entries of instances that are
-		// gone for good do not pile up.
-		onlyAssignment := len(kids) == 0 || (len(kids) == 1 && kids[layout.Sharding])
-		switch {
-		case !kids[layout.Status] && onlyAssignment:
-			if kids[layout.Sharding] {
-				ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: -1})
-			}
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
-		case kids[layout.Sharding]:
-			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: -1})
-		}
-	}
-	ops = append(ops,
-		regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
-		regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
-	if err := r.rc.Multi(ctx, ops...); err != nil {
+	if err := r.s.placer.place(ctx, req); err != nil {
 		r.dropProcessing(ctx)
-		return fmt.Errorf("reshard transaction: %w", err)
+		return err
 	}
+	eligible := make([]string, 0, len(req.assign))
+	for sv := range req.assign {
+		eligible = append(eligible, sv)
+	}
+	sortStrings(eligible)
 	r.mu.Lock()
-	r.lastSharded = online
+	r.lastSharded = eligible
 	r.mu.Unlock()
+	if len(req.unplacedOut) > 0 {
+		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears",
+			"unplaced", len(req.unplacedOut), "items", cfg.ShardingTotalCount)
+		r.s.emit(Event{Kind: EventUnplaced, Job: r.name, Units: len(req.unplacedOut)})
+	}
 	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
 	return nil
+}
+
+// placeRequest reads what the placer needs of this job (its assignment
+// now, its unplaced items) and builds its part of the transaction.
+func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet, online []string, fence regcenter.Op, fakes []string) (*placeRequest, error) {
+	req := &placeRequest{
+		job: r.name, total: cfg.ShardingTotalCount, strategy: cfg.ShardingStrategy,
+		servers: online, current: map[string][]int{},
+	}
+	if req.strategy == "" {
+		req.strategy = DefaultShardingStrategy
+	}
+	if req.strategy != sharding.Balanced && req.strategy != sharding.Idlest {
+		strategy, err := cfg.Strategy()
+		if err != nil {
+			return nil, err
+		}
+		req.named = strategy
+	}
+	versions := map[string]int32{}
+	for _, sv := range servers.names() {
+		if !servers[sv][layout.Sharding] {
+			continue
+		}
+		items, v, err := readItemsVersion(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
+		if err != nil {
+			return nil, err
+		}
+		if v < 0 {
+			// Gone since the server's children were read: the server
+			// has no assignment node to write over.
+			delete(servers[sv], layout.Sharding)
+			continue
+		}
+		req.current[sv], versions[sv] = items, v
+	}
+	var unplacedVersion int32
+	var err error
+	req.unplaced, unplacedVersion, err = readItemsVersion(ctx, r.rc, r.paths.Unplaced())
+	if err != nil {
+		return nil, err
+	}
+	hadUnplaced := unplacedVersion >= 0
+	req.ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
+		ops := []regcenter.Op{fence}
+		for _, p := range fakes {
+			ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
+		}
+		for _, sv := range servers.names() {
+			kids := servers[sv]
+			shardPath := r.paths.Flag(sv, layout.Sharding)
+			if items, ok := assign[sv]; ok {
+				data := []byte(layout.FormatItems(items))
+				if kids[layout.Sharding] {
+					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: versions[sv]})
+				} else {
+					ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
+				}
+				continue
+			}
+			// Offline, disabled, draining. An offline server with nothing
+			// but its assignment is removed, so that entries of instances
+			// that are gone for good do not pile up.
+			onlyAssignment := len(kids) == 0 || (len(kids) == 1 && kids[layout.Sharding])
+			switch {
+			case !kids[layout.Status] && onlyAssignment:
+				if kids[layout.Sharding] {
+					ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: versions[sv]})
+				}
+				ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
+			case kids[layout.Sharding]:
+				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: versions[sv]})
+			}
+		}
+		switch data := []byte(layout.FormatItems(unplaced)); {
+		case len(unplaced) > 0 && hadUnplaced:
+			ops = append(ops, regcenter.SetOp{Path: r.paths.Unplaced(), Data: data, Version: unplacedVersion})
+		case len(unplaced) > 0:
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.Unplaced(), Data: data})
+		case hadUnplaced:
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Unplaced(), Version: unplacedVersion})
+		}
+		return append(ops,
+			regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
+			regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
+	}
+	return req, nil
 }
 
 // fakeStatuses finds status nodes that no instance holds — persistent ones:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -29,6 +30,18 @@ type options struct {
 	reshardTimeout time.Duration
 	now            func() time.Time
 	listeners      []listener.Listener
+	fireListeners  []listener.FireListener
+	faultTolerance int
+	alarmThreshold int
+	events         func(Event)
+	scoreEvery     time.Duration // load score (health.go); 0: off
+	slots          int
+	sampler        LoadSampler
+	healthEvery    time.Duration
+	health         func(context.Context) error
+	healthURL      string // probe.go
+	probeEvery     time.Duration
+	probeClient    *http.Client
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
@@ -115,6 +128,9 @@ type Scheduler struct {
 
 	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
 	clockMeasured atomic.Bool
+
+	placer *placer  // commits this scheduler's reshards (placement.go)
+	inst   instance // this instance's place in the namespace (instance.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -136,7 +152,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
-	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, now: time.Now}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -149,6 +165,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trig = newTrigger(o.now, s.onFire)
+	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
 
@@ -211,10 +228,15 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 }
 
 // AddSpecs adds YAML-defined jobs, binding each to the handler its Spec
-// names (or its own name). A missing handler is ErrUnknownHandler.
+// names (or its own name). A missing handler is ErrUnknownHandler. Script
+// and HTTP jobs have no handler: package jobfile builds and adds them.
 func (s *Scheduler) AddSpecs(ctx context.Context, specs []Spec, handlers map[string]Job) error {
 	var errs []error
 	for _, sp := range specs {
+		if !sp.Bound() {
+			errs = append(errs, fmt.Errorf("%w: job %q is a %s job, which package jobfile builds (jobfile.Add)", ErrUnknownHandler, sp.Name, sp.Type))
+			continue
+		}
 		name := sp.Handler
 		if name == "" {
 			name = sp.Name
@@ -253,6 +275,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	s.unsub = s.rc.OnSession(s.onSession)
+	if err := s.startInstance(ctx); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if serr := s.Shutdown(sctx); serr != nil {
+			s.log.Warn("undo of failed start", "err", serr)
+		}
+		return err
+	}
+	s.startHealth()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -354,6 +385,13 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		}
 	case regcenter.SessionNew:
 		s.suspended.Store(false)
+		s.spawn(func() {
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+			defer cancel()
+			if err := s.publishInstance(ctx); err != nil {
+				s.log.Warn("re-registering the instance under the new session", "err", err)
+			}
+		})
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
 		for _, r := range s.runnersSnapshot() {
@@ -397,6 +435,8 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if s.unsub != nil {
 		s.unsub()
 	}
+	s.stopInstance()
+	s.unpublishInstance()
 	s.cancel()
 	s.wg.Wait()
 	return errors.Join(errs...)

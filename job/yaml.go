@@ -45,12 +45,30 @@ type File struct {
 	Jobs []Spec
 }
 
-// Spec is one job of a File: its Config and the Go implementation to bind.
+// Spec is one job of a File: its Config and what runs it: a Go
+// implementation bound by name (simple and dataflow jobs) or, for script
+// and HTTP jobs, the section that describes the command or the request.
+// The keys besides the Config's are handler, type, errorHandler and the
+// section named after the type (script, http, dataflow); see spectype.go.
 type Spec struct {
 	Config
 	// Handler names the registered Go implementation that runs the job.
 	// "" means the one registered under the job's Name; see HandlerName.
+	// Script and HTTP jobs have none.
 	Handler string
+	// Type is the job's type (key type): TypeSimple (also for ""),
+	// TypeDataflow, TypeScript or TypeHTTP.
+	Type Type
+	// Section is the mapping under the key named after Type (script:,
+	// http:, dataflow:), undecoded: the package of the type decodes it
+	// (package jobfile for script and HTTP jobs). nil when absent.
+	Section *yaml.Node
+	// ErrorHandler is the value of the key errorHandler, undecoded: a
+	// handler's name, or a mapping with its type and settings (package
+	// errhandler). nil when absent.
+	ErrorHandler *yaml.Node
+
+	sectionKey string // the key Section came from
 }
 
 // HandlerName returns Handler, or Name when Handler is "".
@@ -218,7 +236,7 @@ func loadYAML(data []byte) (*File, error) {
 				}
 				var spec Spec
 				var jerrs []error
-				spec.Config, jerrs = decodeConfigNode(jn, placeOf, &spec.Handler)
+				spec.Config, jerrs = decodeConfigNode(jn, placeOf, &spec)
 				errs = append(errs, jerrs...)
 				if spec.Name != "" {
 					line := nameLine(jn)

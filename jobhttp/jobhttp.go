@@ -75,6 +75,13 @@ const maxConfigBody = job.MaxDocumentBytes
 //	POST /servers/{server}/pause[?job=J]         the server stops firing; its items are not moved
 //	POST /servers/{server}/resume[?job=J]
 //	POST /servers/{server}/shutdown[?job=J]      the instance leaves the job cleanly
+//	POST /servers/{server}/drain[?wait=10m]      the server takes no new units and hands its units
+//	                                             over; with wait, answers once it is safe to stop
+//	POST /servers/{server}/undrain               the server takes units again
+//	POST /rebalance                              every job places its items again before its next fire
+//
+// and GET /instances: every instance's units, cap, alarm, load score,
+// drain state and items running.
 //
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
@@ -110,6 +117,10 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	} {
 		mux.HandleFunc("POST /servers/{server}/"+name, h.write(h.serverOp(name, op)))
 	}
+	mux.HandleFunc("GET /instances", h.instances)
+	mux.HandleFunc("POST /servers/{server}/drain", h.write(h.drain))
+	mux.HandleFunc("POST /servers/{server}/undrain", h.write(h.undrain))
+	mux.HandleFunc("POST /rebalance", h.write(h.rebalance))
 	return mux
 }
 
@@ -140,7 +151,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, admin.ErrInvalid):
 		code = http.StatusBadRequest
-	case errors.Is(err, admin.ErrNotOnline), errors.Is(err, admin.ErrStillOnline), errors.Is(err, admin.ErrConflict):
+	case errors.Is(err, admin.ErrNotOnline), errors.Is(err, admin.ErrStillOnline), errors.Is(err, admin.ErrConflict),
+		errors.Is(err, admin.ErrNotDrained):
 		code = http.StatusConflict
 	case errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusGatewayTimeout
@@ -196,6 +208,8 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /servers/{server}/disable[?job=J]", "POST /servers/{server}/enable[?job=J]",
 			"POST /servers/{server}/pause[?job=J]", "POST /servers/{server}/resume[?job=J]",
 			"POST /servers/{server}/shutdown[?job=J]",
+			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
+			"POST /rebalance",
 		},
 		"readOnly": h.token == "",
 	})
@@ -287,15 +301,27 @@ func (h *handler) trigger(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, map[string]any{"changes": changes})
 }
 
+// waitParam reads the wait query parameter (def when absent).
+func (h *handler) waitParam(w http.ResponseWriter, r *http.Request, def time.Duration) (time.Duration, bool) {
+	s := r.URL.Query().Get("wait")
+	if s == "" {
+		return def, true
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > maxWait {
+		h.fail(w, r, fmt.Errorf("%w: wait %q is not a duration from 0 to %v such as \"30s\"", admin.ErrInvalid, s, maxWait))
+		return 0, false
+	}
+	return d, true
+}
+
+// maxWait bounds how long a request may wait.
+const maxWait = time.Hour
+
 func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
-	wait := 30 * time.Second
-	if s := r.URL.Query().Get("wait"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			h.fail(w, r, fmt.Errorf("%w: wait %q is not a duration such as \"30s\"", admin.ErrInvalid, s))
-			return
-		}
-		wait = d
+	wait, ok := h.waitParam(w, r, 30*time.Second)
+	if !ok {
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), httpRequestTimeout+wait)
 	defer cancel()
@@ -350,4 +376,66 @@ func (h *handler) serverOp(name string, op func(*admin.Admin, context.Context, s
 		h.done(r, name, "server", server, "job", jobName)
 		h.reply(w, http.StatusOK, map[string]any{"changes": changes})
 	}
+}
+
+func (h *handler) instances(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	p, err := h.adm.Placement(ctx)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.reply(w, http.StatusOK, p)
+}
+
+func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
+	wait, ok := h.waitParam(w, r, 0)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), httpRequestTimeout+wait)
+	defer cancel()
+	server := r.PathValue("server")
+	changed, err := h.adm.Drain(ctx, server)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "drain", "server", server, "changed", changed)
+	out := map[string]any{"server": server, "changed": changed}
+	if wait > 0 {
+		in, err := h.adm.WaitDrained(ctx, server, wait)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		out["drained"], out["instance"] = true, in
+	}
+	h.reply(w, http.StatusOK, out)
+}
+
+func (h *handler) undrain(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	server := r.PathValue("server")
+	changed, err := h.adm.Undrain(ctx, server)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "undrain", "server", server, "changed", changed)
+	h.reply(w, http.StatusOK, map[string]any{"server": server, "changed": changed})
+}
+
+func (h *handler) rebalance(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := h.ctx(r)
+	defer cancel()
+	n, err := h.adm.Rebalance(ctx)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.done(r, "rebalance", "jobs", n)
+	h.reply(w, http.StatusOK, map[string]any{"jobs": n})
 }

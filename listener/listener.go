@@ -1,6 +1,17 @@
-// Package listener tells applications about executions: before and after
-// each item runs on this instance. Listeners are plain interfaces with no
-// dependency on the scheduler, so they can be shared by monitoring code.
+// Package listener tells applications about executions, at three levels:
+//
+//   - [Listener]: before and after each item runs on this instance
+//     (job.WithListener);
+//   - [FireListener]: when a fire starts and ends on this instance, around
+//     all its items there (job.WithFireListener);
+//   - [DistributeOnce]: hooks that run once per fire across the whole
+//     cluster, before any instance executes the fire's items and after
+//     every item has completed everywhere, each wait bounded
+//     ([Guarantee], job.DistributeOnce).
+//
+// Listeners are plain interfaces with no dependency on the scheduler, so
+// they can be shared by monitoring code; the package also holds the
+// ZooKeeper plumbing of distribute-once hooks ([Guarantee]).
 package listener
 
 import (

@@ -108,12 +108,12 @@ func shardScope(_ string, servers []string, totalCount int) (map[string][]int, e
 	if n == 0 {
 		return result, nil
 	}
-	per, rest := totalCount/n, totalCount%n
+	per := totalCount / n
 	start := 0
 	for i, server := range servers {
 		size := per
-		if i < rest {
-			size++
+		if i == n-1 {
+			size = totalCount - start
 		}
 		items := make([]int, size)
 		for j := range items {

@@ -85,7 +85,8 @@ func Example_roundRobin() {
 	// host2 [1]
 }
 
-// SCOPE gives every server one contiguous range, larger ranges first.
+// SCOPE gives every server one contiguous range; the last takes the
+// remainder.
 func Example_scope() {
 	s, _ := sharding.Lookup(sharding.Scope)
 	servers := []string{"host0", "host1", "host2"}
@@ -94,7 +95,28 @@ func Example_scope() {
 		fmt.Println(server, assignment[server])
 	}
 	// Output:
-	// host0 [0 1 2 3]
-	// host1 [4 5 6]
-	// host2 [7 8 9]
+	// host0 [0 1 2]
+	// host1 [3 4 5]
+	// host2 [6 7 8 9]
+}
+
+// Place puts a job's extra item on the least loaded server of the
+// namespace: here c, which holds fewer units of other jobs.
+func ExamplePlace() {
+	res, _ := sharding.Place(sharding.Input{
+		Job: "report", Total: 4, Servers: []string{"a", "b", "c"},
+		Load: map[string]int{"a": 10, "b": 10, "c": 9},
+	})
+	fmt.Println(res.Assign["a"], res.Assign["b"], res.Assign["c"], res.Unplaced)
+	// Output:
+	// [0] [1] [2 3] []
+}
+
+// Caps are seed 000's N = 1 + K/max(S−n, 1): with 10 units and five
+// servers of fault tolerance 1, 1, 2, 3 and 4.
+func ExampleCaps() {
+	caps := sharding.Caps(10, map[string]int{"A": 1, "B": 1, "C": 2, "D": 3, "E": 4})
+	fmt.Println(caps["A"], caps["B"], caps["C"], caps["D"], caps["E"])
+	// Output:
+	// 3 3 4 6 11
 }

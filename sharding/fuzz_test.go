@@ -118,22 +118,21 @@ func checkInvariants(t *testing.T, name string, got map[string][]int, servers []
 	if i := slices.Index(seen, false); i >= 0 {
 		t.Fatalf("%s: item %d unassigned", name, i)
 	}
-	if hi-lo > 1 {
+	if hi-lo > 1 && name != Scope {
 		t.Fatalf("%s: unbalanced: sizes from %d to %d", name, lo, hi)
 	}
 }
 
 // checkScope verifies SCOPE's contract: consecutive ranges in server order,
-// larger ranges first.
+// total/n items each and the remainder on the last.
 func checkScope(t *testing.T, got map[string][]int, servers []string, total int) {
 	t.Helper()
-	next, prevSize := 0, total+1
-	for _, srv := range servers {
+	next, per := 0, total/len(servers)
+	for i, srv := range servers {
 		list := got[srv]
-		if len(list) > prevSize {
-			t.Fatalf("SCOPE: %s has %d items after a server with %d", srv, len(list), prevSize)
+		if want := per + (total-per*len(servers))*b2i(i == len(servers)-1); len(list) != want {
+			t.Fatalf("SCOPE: %s has %d items, want %d", srv, len(list), want)
 		}
-		prevSize = len(list)
 		for _, item := range list {
 			if item != next {
 				t.Fatalf("SCOPE: %s items %v not contiguous from %d", srv, list, next)

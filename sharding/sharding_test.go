@@ -106,12 +106,12 @@ func TestScope(t *testing.T) {
 		want     [][]int
 	}{
 		{1, 4, [][]int{{0, 1, 2, 3}}},
-		{3, 10, [][]int{{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9}}},
+		{3, 10, [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7, 8, 9}}},
 		{3, 9, [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7, 8}}},
-		{3, 8, [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7}}},
-		{3, 2, [][]int{{0}, {1}, {}}},
-		{4, 10, [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7}, {8, 9}}},
-		{5, 1, [][]int{{0}, {}, {}, {}, {}}},
+		{3, 8, [][]int{{0, 1}, {2, 3}, {4, 5, 6, 7}}},
+		{3, 2, [][]int{{}, {}, {0, 1}}},
+		{4, 10, [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7, 8, 9}}},
+		{5, 1, [][]int{{}, {}, {}, {}, {0}}},
 	}
 	s, err := Lookup(Scope)
 	if err != nil {
@@ -315,10 +315,12 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (map[string][]int{"a": {0, 1, 2, 9}, "b": {3, 4, 5}, "c": {6, 7, 8}}); !equalAssignment(got, want) {
-		t.Errorf(`Lookup("") is not AVG_ALLOCATION: got %v`, got)
+	// Alone (no namespace in view), BALANCED hands out blocks in server
+	// order, the extra item to the first server.
+	if want := (map[string][]int{"a": {0, 1, 2, 3}, "b": {4, 5, 6}, "c": {7, 8, 9}}); !equalAssignment(got, want) {
+		t.Errorf(`Lookup("") is not BALANCED: got %v`, got)
 	}
-	for _, name := range []string{AvgAllocation, Odevity, RoundRobin, Scope} {
+	for _, name := range []string{AvgAllocation, Odevity, RoundRobin, Scope, Balanced, Idlest} {
 		if s, err := Lookup(name); err != nil || s == nil {
 			t.Errorf("Lookup(%q) = %v, %v", name, s, err)
 		}

@@ -45,10 +45,11 @@ const (
 	// strategy for it.
 	RoundRobin = "ROUND_ROBIN"
 
-	// Scope gives each server one contiguous range of items. Range sizes
-	// differ by at most one and the larger ranges come first, in server list
-	// order: 10 items over 3 servers: [0 1 2 3] [4 5 6] [7 8 9]; 2 over 3:
-	// [0] [1] []. It ignores the job name. Use it when neighbouring items
+	// Scope gives each server one contiguous range of items, in server list
+	// order: every server gets totalCount/len(servers) items and the last
+	// one also the remainder, so 2300 items over 3 servers are 0-765,
+	// 766-1531 and 1532-2299; 10 over 3: [0 1 2] [3 4 5] [6 7 8 9]; 2 over
+	// 3: [] [] [0 1]. It ignores the job name. Use it when neighbouring items
 	// should be processed together (for example items that map to key
 	// ranges), at the price of moving more items when servers join or leave.
 	// Scope has no ElasticJob counterpart.
@@ -86,6 +87,8 @@ var registry = struct {
 		Odevity:       StrategyFunc(shardOdevity),
 		RoundRobin:    StrategyFunc(shardRoundRobin),
 		Scope:         StrategyFunc(shardScope),
+		Balanced:      StrategyFunc(shardBalanced),
+		Idlest:        StrategyFunc(shardBalanced),
 	},
 }
 
@@ -111,11 +114,11 @@ func Register(name string, s Strategy) error {
 }
 
 // Lookup returns the strategy registered under name. The empty name means
-// AvgAllocation, ElasticJob's default. For an unknown name it returns an
+// [Balanced], the default. For an unknown name it returns an
 // error wrapping ErrUnknownStrategy that names it and lists the known names.
 func Lookup(name string) (Strategy, error) {
 	if name == "" {
-		name = AvgAllocation
+		name = Balanced
 	}
 	registry.RLock()
 	s, ok := registry.m[name]

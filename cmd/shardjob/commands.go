@@ -442,3 +442,116 @@ func cmdRemove(e *env, args []string) error {
 	e.printf("removed job %s: %s; its nodes are deleted\n", res.Job, stopped)
 	return nil
 }
+
+func cmdInstances(e *env, _ []string) error {
+	p, err := e.adm.Placement(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.emit(p)
+	}
+	if len(p.Instances) == 0 {
+		e.printf("no instances in namespace %s\n", e.adm.Namespace())
+		return nil
+	}
+	tw := e.table()
+	fmt.Fprintln(tw, "SERVER\tSTATE\tUNITS\tCAP\tTOLERANCE\tALARM\tSCORE\tRUNNING")
+	for _, in := range p.Instances {
+		state := "online"
+		switch {
+		case !in.Live:
+			state = "gone"
+		case in.Drained:
+			state = "drained"
+		case in.Draining:
+			state = "draining"
+		case in.Offline:
+			state = "offline"
+		}
+		alarm := "-"
+		if in.AlarmThreshold > 0 {
+			alarm = fmt.Sprintf(">%d", in.AlarmThreshold)
+			if in.Alarmed {
+				alarm += " RAISED"
+			}
+		}
+		score := "-"
+		if in.Score != nil {
+			score = fmt.Sprintf("%.2f", *in.Score)
+		}
+		capText := "-"
+		if in.Cap > 0 {
+			capText = fmt.Sprint(in.Cap)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%d\n", in.Server, state, in.Units, capText, in.FaultTolerance, alarm, score, in.Running)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	e.printf("%d units in the namespace", p.Units)
+	if p.Unplaced > 0 {
+		e.printf(", %d UNPLACED: no instance may take them (caps); they are placed when capacity appears", p.Unplaced)
+	}
+	e.printf("\n")
+	return nil
+}
+
+func cmdDrain(e *env, args []string) error {
+	server := args[0]
+	changed, err := e.adm.Drain(e.ctx, server)
+	if err != nil {
+		return err
+	}
+	if !e.json {
+		if changed {
+			e.printf("%s is draining: it takes no new units and hands its units to the others\n", server)
+		} else {
+			e.printf("%s was already draining\n", server)
+		}
+	}
+	if e.o.wait <= 0 {
+		if e.json {
+			return e.emit(map[string]any{"server": server, "changed": changed})
+		}
+		return nil
+	}
+	in, err := e.adm.WaitDrained(e.ctx, server, e.o.wait)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.emit(map[string]any{"server": server, "changed": changed, "drained": true, "instance": in})
+	}
+	e.printf("%s is drained: it holds no units and runs no items; it is safe to stop\n", server)
+	return nil
+}
+
+func cmdUndrain(e *env, args []string) error {
+	server := args[0]
+	changed, err := e.adm.Undrain(e.ctx, server)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.emit(map[string]any{"server": server, "changed": changed})
+	}
+	if changed {
+		e.printf("%s is no longer draining: it takes units again\n", server)
+	} else {
+		e.printf("%s was not draining\n", server)
+	}
+	return nil
+}
+
+func cmdRebalance(e *env, _ []string) error {
+	n, err := e.adm.Rebalance(e.ctx)
+	if err != nil {
+		return err
+	}
+	if e.json {
+		return e.emit(map[string]any{"jobs": n})
+	}
+	e.printf("%d jobs place their items again before their next fire\n", n)
+	return nil
+}

@@ -34,6 +34,15 @@ Steering (instances react at once; nothing restarts):
                               applies it live
   remove JOB [--wait 30s]     stop JOB on every instance, wait until all have left, delete its nodes
 
+Placement (every job's items over every instance of the namespace):
+  instances                   every instance: units held, cap, fault tolerance, alarm, load score,
+                              drain state and items running; and the units no instance may take
+  drain SERVER [--wait 10m]   SERVER takes no new units, lets its running items finish and hands
+                              its units to the others; with --wait, returns once it holds nothing
+                              and runs nothing (safe to stop the process)
+  undrain SERVER              take SERVER off the drain list: it takes units again
+  rebalance                   every job places its items again before its next fire
+
   Without --job, disable/enable/pause/resume act on every job where SERVER is registered, and
   shutdown on every job where it is online. SERVER is the instance's server id (job.WithServerID;
   by default its IP address).
@@ -70,6 +79,7 @@ Errors are one line on standard error, naming what is wrong.
 func printHelp(w io.Writer) {
 	fmt.Fprint(w, helpText)
 	fmt.Fprintf(w, "\n%s\n", dispatchHelpLine)
+	fmt.Fprintf(w, "\n%s\n", runHelpLine)
 }
 
 func printCommandHelp(w io.Writer, cmd *command) {

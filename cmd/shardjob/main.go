@@ -87,6 +87,10 @@ func init() {
 		{name: "disable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "keep items out of every fire of JOB (items as 3 5 or 3,5)", run: itemsCmd(true)},
 		{name: "enable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "undo disable-item", run: itemsCmd(false)},
 		{name: "remove", args: "JOB", min: 1, max: 1, flags: []string{"wait"}, summary: "stop JOB on every instance (waits up to --wait) and delete its nodes", run: cmdRemove},
+		{name: "instances", summary: "every instance: units held, cap, alarm, load score, drain state, items running", run: cmdInstances},
+		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain},
+		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain},
+		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -187,6 +191,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "dispatch" {
 		return runDispatch(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "run" {
+		return runFile(args[1:], stdout, stderr)
 	}
 	name, rest := findCommand(args)
 	if name == "" {
@@ -316,6 +323,9 @@ func connectAndRun(cmd *command, pos []string, o *options, set map[string]bool, 
 		return err
 	}
 	defer rc.Close()
+	if cmd.name == "drain" && !set["wait"] {
+		o.wait = 0 // drain waits only when asked to
+	}
 	budget := opTimeout
 	if set["wait"] || cmd.name == "remove" || cmd.name == "shutdown" {
 		budget += o.wait

@@ -12,6 +12,7 @@
 //	go run ./internal/firebench -kill         # kill -9 → the victim's items started elsewhere
 //	go run ./internal/firebench -throughput   # item executions per second, 3 processes
 //	go run ./internal/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
+//	go run ./internal/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
 //	go run ./internal/firebench -h            # every flag
 //
 // Each figure is printed as a line "bench NAME key=value ...", and a last
@@ -43,7 +44,7 @@ import (
 
 // config holds the flags.
 type config struct {
-	all, requests, latency, kill, throughput, register bool
+	all, requests, latency, kill, throughput, register, ranges bool
 
 	reqItems     []int
 	reqFires     int
@@ -102,7 +103,7 @@ func parseFlags(args []string) (config, error) {
 	var reqItems, killTimeouts string
 	fs := flag.NewFlagSet("firebench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./internal/firebench [-all | -requests -latency -kill -throughput -register] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run ./internal/firebench [-all | -requests -latency -kill -throughput -register -ranges] [flags]")
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&c.all, "all", false, "run every measurement")
@@ -111,6 +112,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.kill, "kill", false, "measure kill -9 → the victim's items started on another instance")
 	fs.BoolVar(&c.throughput, "throughput", false, "measure item executions per second (instance processes)")
 	fs.BoolVar(&c.register, "register", false, "measure registering many idle jobs in one process, and its idle cost")
+	fs.BoolVar(&c.ranges, "ranges", false, "a SCOPE range job of a million records on 3 instances: calls and requests per fire")
 
 	fs.StringVar(&reqItems, "req-items", "1,1000,10000", "-requests: items per job, one measurement each")
 	fs.IntVar(&c.reqFires, "req-fires", 10, "-requests: steady-state fires measured (item counts up to 1,000)")
@@ -140,9 +142,9 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.all {
-		c.requests, c.latency, c.kill, c.throughput, c.register = true, true, true, true, true
+		c.requests, c.latency, c.kill, c.throughput, c.register, c.ranges = true, true, true, true, true, true
 	}
-	if !(c.requests || c.latency || c.kill || c.throughput || c.register) {
+	if !(c.requests || c.latency || c.kill || c.throughput || c.register || c.ranges) {
 		fs.Usage()
 		return c, errors.New("choose a measurement, or -all")
 	}
@@ -236,6 +238,7 @@ func run(ctx context.Context, cfg config) error {
 		{cfg.kill, "kill", b.measureKill},
 		{cfg.throughput, "throughput", b.measureThroughput},
 		{cfg.register, "register", b.measureRegister},
+		{cfg.ranges, "ranges", b.measureRanges},
 	}
 	var errs []error
 	for _, s := range steps {

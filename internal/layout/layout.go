@@ -103,19 +103,42 @@ func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + st
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }
 
-// FormatItems renders items as ElasticJob does: "0,1,2".
+// FormatItems renders ascending items as ElasticJob does, "0,1,5", with
+// every run of three or more consecutive items as a range: "0-332,340".
+// A job of thousands of items held in a few blocks has an assignment of a
+// few bytes.
 func FormatItems(items []int) string {
 	var b strings.Builder
-	for i, it := range items {
+	for i := 0; i < len(items); {
+		j := i
+		for j+1 < len(items) && items[j+1] == items[j]+1 {
+			j++
+		}
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.Itoa(it))
+		b.WriteString(strconv.Itoa(items[i]))
+		switch {
+		case j-i >= 2:
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(items[j]))
+		case j == i+1:
+			b.WriteByte(',')
+			b.WriteString(strconv.Itoa(items[j]))
+		}
+		i = j + 1
 	}
 	return b.String()
 }
 
-// ParseItems parses "0,1,2" (spaces allowed, empty means none).
+// MaxListItems bounds how many items an item list may expand to: a list
+// is never longer than a job's item count, and a garbage range such as
+// "0-2147483647" must not make a reader allocate gigabytes.
+const MaxListItems = 1 << 20
+
+// ParseItems parses "0,1,2" and ranges "0-332" (spaces allowed around the
+// numbers, empty means none). A list that expands to more than
+// MaxListItems items is refused.
 func ParseItems(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -124,18 +147,78 @@ func ParseItems(s string) ([]int, error) {
 	parts := strings.Split(s, ",")
 	out := make([]int, 0, len(parts))
 	for _, p := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 0 {
+		lo, hi, isRange := strings.Cut(p, "-")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil || a < 0 {
 			return nil, &ItemsError{Text: s}
 		}
-		out = append(out, n)
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a {
+				return nil, &ItemsError{Text: s}
+			}
+		}
+		if b-a >= MaxListItems-len(out) {
+			return nil, &ItemsError{Text: s, TooMany: true}
+		}
+		for n := a; n <= b; n++ {
+			out = append(out, n)
+		}
 	}
 	return out, nil
 }
 
-// ItemsError reports an item list that is not "0,1,2".
-type ItemsError struct{ Text string }
+// ItemsError reports an item list that is not "0,1,2" or "0-2", or
+// expands to more than MaxListItems items.
+type ItemsError struct {
+	Text    string
+	TooMany bool
+}
 
 func (e *ItemsError) Error() string {
-	return "layout: item list " + strconv.Quote(e.Text) + " is not comma-separated non-negative integers"
+	text := e.Text
+	if len(text) > 64 {
+		text = text[:64] + "..."
+	}
+	if e.TooMany {
+		return "layout: item list " + strconv.Quote(text) + " has more than " + strconv.Itoa(MaxListItems) + " items"
+	}
+	return "layout: item list " + strconv.Quote(text) + " is not comma-separated non-negative integers or ranges a-b"
 }
+
+// Namespace-level nodes. Their names begin with '.', which no job name may,
+// so they never collide with a job.
+const (
+	// Placement holds the namespace's load table: the units each server
+	// holds across every job, and how many are unplaced (JSON). Every
+	// reshard updates it in its own transaction, over the version it read.
+	Placement = "/.placement"
+	// Instances is the parent of every live instance's node.
+	Instances = Placement + "/instances"
+	// DrainList is the parent of the drain list's entries.
+	DrainList = Placement + "/drain"
+	// Offline is the parent of the instances marked offline by failed
+	// health checks.
+	Offline = Placement + "/offline"
+	// Probes is the parent of the peers' probe failure counters.
+	Probes = Placement + "/probes"
+)
+
+// Probe is a server's probe failure counter (persistent): the failed
+// probes of its health endpoint in a row, by any peer, in decimal.
+func Probe(id string) string { return Probes + "/" + id }
+
+// Instance is a live instance's node (ephemeral): its settings and load
+// score as JSON.
+func Instance(id string) string { return Instances + "/" + id }
+
+// Drain is a server's entry in the drain list (persistent).
+func Drain(id string) string { return DrainList + "/" + id }
+
+// OfflineEntry marks a server offline (persistent, removed when its health
+// check passes again).
+func OfflineEntry(id string) string { return Offline + "/" + id }
+
+// Unplaced holds the job's items that no server may take (caps), as
+// "3,5"; absent when there are none.
+func (j Job) Unplaced() string { return j.Root() + "/unplaced" }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
+)
+
+const runHelp = `shardjob run runs the script and HTTP jobs of a YAML file as one instance.
+
+Usage:
+  shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L] FILE
+
+The file has the regcenter and jobs sections described in docs/user-guide.md;
+SHARDJOB_REGCENTER_SERVERS (and the other SHARDJOB_REGCENTER_ variables)
+override its regcenter section. Jobs of type script and http need no Go code;
+simple and dataflow jobs need a program of one's own (package jobfile).
+
+Flags:
+  --server-id ID          this instance's id (default: the host's address);
+                          instances on one host need distinct ids
+  --state-dir DIR         where script jobs record their process groups, for
+                          killing what a killed instance left behind at its
+                          next start (default: under the temporary directory,
+                          per namespace and server id)
+  --shutdown-timeout D    how long running items may finish at SIGINT or
+                          SIGTERM before they are stopped (default 30s)
+  --log-level L           debug, info, warn or error (default info)
+`
+
+var runHelpLine = strings.TrimSpace(`
+Running jobs from a YAML file, with no Go code:
+  run FILE                    run its script and HTTP jobs as one instance (see 'shardjob run --help')`)
+
+// runFile is "shardjob run ...": it returns the exit code. SIGINT and
+// SIGTERM end the run.
+func runFile(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runFileCtx(ctx, args, stdout, stderr)
+}
+
+// runFileCtx is runFile ending when ctx does.
+func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("shardjob run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	serverID := fs.String("server-id", "", "")
+	stateDir := fs.String("state-dir", "", "")
+	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "")
+	level := fs.String("log-level", "info", "")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, runHelp)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob run: %s (run 'shardjob run --help')\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "shardjob run: want one FILE, got %d arguments (run 'shardjob run --help')\n", len(pos))
+		return exitUsage
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(stderr, "shardjob run: --log-level %q: use debug, info, warn or error\n", *level)
+		return exitUsage
+	}
+	if *shutdown <= 0 {
+		fmt.Fprintf(stderr, "shardjob run: --shutdown-timeout %v must be positive\n", *shutdown)
+		return exitUsage
+	}
+	f, err := job.LoadFile(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob run: %v\n", err)
+		return exitUsage
+	}
+	for _, sp := range f.Jobs {
+		if sp.Bound() {
+			fmt.Fprintf(stderr, "shardjob run: job %q is a %s job, bound to Go code; shardjob run runs only script and http jobs\n", sp.Name, sp.TypeOrDefault())
+			return exitUsage
+		}
+	}
+	if err := jobfile.Check(f.Jobs); err != nil {
+		fmt.Fprintf(stderr, "shardjob run: %s: %v\n", pos[0], err)
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
+		ServerID: *serverID, ShutdownTimeout: *shutdown})
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob run: %s\n", describe(err))
+		if errors.Is(err, job.ErrInvalidConfig) || errors.Is(err, jobfile.ErrInvalidJob) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func writeJobsFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "jobs.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	rc := "regcenter:\n  servers: [127.0.0.1:1]\n  namespace: x\njobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no file", nil, "want one FILE"},
+		{"missing file", []string{"/nonexistent/jobs.yaml"}, "no such file"},
+		{"unknown key", []string{writeJobsFile(t, rc+"    type: script\n    script: {command: [x]}\n    retry: 3\n")}, `unknown key "retry"`},
+		{"go-bound job", []string{writeJobsFile(t, rc)}, `job "a" is a simple job, bound to Go code`},
+		{"bad section", []string{writeJobsFile(t, rc+"    type: http\n    http: {url: \"gopher://x\"}\n")}, "scheme must be http or https"},
+		{"bad flag", []string{"--shutdown-timeout", "0s", "x.yaml"}, "must be positive"},
+	} {
+		var out, errb syncBuffer
+		code := runFileCtx(context.Background(), c.args, &out, &errb)
+		if code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.name, code, errb.String(), exitUsage, c.want)
+		}
+	}
+}
+
+// shardjob run runs a YAML file's script job until it is stopped.
+func TestRunRunsAScriptJob(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ran")
+	path := writeJobsFile(t, fmt.Sprintf(`regcenter:
+  servers: [%s]
+  namespace: %s
+jobs:
+  - name: hello
+    type: script
+    cron: "* * * * * *"
+    shardingTotalCount: 2
+    script:
+      command: [/bin/sh, -c, 'echo "$0" >> %s', item]
+`, strings.Join(zc.Servers(), ","), newNamespace(), out))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { // owned here: ends when ctx is cancelled below
+		done <- runFileCtx(ctx, []string{"--server-id", "cli-run", "--state-dir", filepath.Join(dir, "state"), path}, &stdout, &stderr)
+	}()
+	deadline := time.After(60 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if strings.Count(string(data), "\n") >= 2 {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("shardjob run ended with %d: %s", code, stderr.String())
+		case <-deadline:
+			t.Fatalf("no runs within a minute: %s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after stop: %s", code, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("shardjob run did not stop")
+	}
+}

@@ -1,0 +1,214 @@
+// Command placement shows the namespace-wide placement: 30 one-item jobs
+// firing every second spread evenly over three instances, a fourth joining
+// and taking units only from the others, an instance drained and given
+// its units back, and the alarm an instance raises when it holds more
+// units than its threshold. Every instance has its own ZooKeeper session
+// and server id, as separate processes would.
+//
+// From the repository root:
+//
+//	make demo-placement
+//
+// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+//
+//	go run ./example/placement                     # starts a local ZooKeeper
+//	go run ./example/placement -zk 127.0.0.1:2181  # uses a running one
+//
+// It takes about 40 seconds and stops early, cleanly, on Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+const (
+	namespace = "shardjob-placement-demo"
+	jobs      = 30
+)
+
+func main() {
+	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *zkFlag); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "placement demo:", err)
+		os.Exit(1)
+	}
+}
+
+// tally counts, per fire second, which instance ran each job.
+type tally struct {
+	mu     sync.Mutex
+	byFire map[int64]map[string]string // fire → job → instance
+}
+
+func (t *tally) job(id string) job.Job {
+	return job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		// A make-up run stands for every fire from FireTime to Through.
+		for f := sc.FireTime.Unix(); f <= max(sc.Through.Unix(), sc.FireTime.Unix()); f++ {
+			if t.byFire[f] == nil {
+				t.byFire[f] = map[string]string{}
+			}
+			t.byFire[f][sc.JobName] = id
+		}
+		return nil
+	})
+}
+
+// line renders the last complete second: runs per instance.
+func (t *tally) line() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	last := time.Now().Add(-1500 * time.Millisecond).Unix()
+	counts := map[string]int{}
+	for _, who := range t.byFire[last] {
+		counts[who]++
+	}
+	var parts []string
+	for _, id := range slices.Sorted(func(yield func(string) bool) {
+		for k := range counts {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		parts = append(parts, fmt.Sprintf("%s: %2d", id, counts[id]))
+	}
+	return time.Unix(last, 0).Format("15:04:05") + "  " + strings.Join(parts, "   ")
+}
+
+func run(ctx context.Context, zkServers string) error {
+	var servers []string
+	if zkServers != "" {
+		servers = strings.Split(zkServers, ",")
+	} else {
+		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
+		cancel()
+		if err != nil {
+			if errors.Is(err, zktest.ErrNotInstalled) {
+				return fmt.Errorf("%w\n(make demo-placement installs it when run as root on Debian/Ubuntu)", err)
+			}
+			return fmt.Errorf("starting ZooKeeper: %w", err)
+		}
+		defer zk.Close()
+		servers = zk.Servers()
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	t := &tally{byFire: map[int64]map[string]string{}}
+	var cfgs []job.Config
+	for i := range jobs {
+		cfgs = append(cfgs, job.Config{Name: fmt.Sprintf("report-%02d", i), Cron: "* * * * * *", ShardingTotalCount: 1})
+	}
+	type inst struct {
+		rc    *regcenter.ZooKeeper
+		sched *job.Scheduler
+	}
+	started := map[string]*inst{}
+	defer func() {
+		for _, in := range started {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = in.sched.Shutdown(sctx)
+			cancel()
+			in.rc.Close()
+		}
+	}()
+	start := func(id string, opts ...job.Option) error {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		rc, err := regcenter.NewZooKeeper(sctx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(quiet))
+		if err != nil {
+			return err
+		}
+		opts = append([]job.Option{job.WithServerID(id), job.WithLogger(quiet)}, opts...)
+		s, err := job.NewScheduler(rc, opts...)
+		if err != nil {
+			rc.Close()
+			return err
+		}
+		for _, cfg := range cfgs {
+			if err := s.Add(sctx, cfg, t.job(id)); err != nil {
+				rc.Close()
+				return err
+			}
+		}
+		if err := s.Start(sctx); err != nil {
+			rc.Close()
+			return err
+		}
+		started[id] = &inst{rc, s}
+		return nil
+	}
+	show := func(seconds int) error {
+		for range seconds {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+			fmt.Println(t.line())
+		}
+		return nil
+	}
+	events := job.WithEventHandler(func(ev job.Event) {
+		fmt.Printf("          event on %s: %s (units %d, threshold %d)\n", ev.Server, ev.Kind, ev.Units, ev.Threshold)
+	})
+
+	fmt.Printf(">>> %d one-item jobs, every second; instance-1 (alarm above 12 units), instance-2, instance-3 start.\n", jobs)
+	if err := start("instance-1", job.WithAlarmThreshold(12), events); err != nil {
+		return err
+	}
+	if err := show(2); err != nil {
+		return nil
+	}
+	for _, id := range []string{"instance-2", "instance-3"} {
+		if err := start(id, events); err != nil {
+			return err
+		}
+	}
+	if err := show(6); err != nil {
+		return nil
+	}
+	fmt.Println(">>> instance-4 joins: it takes units from the others; none moves between the first three.")
+	if err := start("instance-4", events); err != nil {
+		return err
+	}
+	if err := show(6); err != nil {
+		return nil
+	}
+	fmt.Println(">>> instance-2 is drained (shardjob drain instance-2): its units move to the others.")
+	if err := job.Drain(ctx, started["instance-1"].rc, "instance-2"); err != nil {
+		return err
+	}
+	if err := show(5); err != nil {
+		return nil
+	}
+	fmt.Println(">>> instance-2 is undrained: it takes units again.")
+	if err := job.Undrain(ctx, started["instance-1"].rc, "instance-2"); err != nil {
+		return err
+	}
+	if err := show(5); err != nil {
+		return nil
+	}
+	fmt.Println(">>> Shutting every instance down.")
+	return nil
+}

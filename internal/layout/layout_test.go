@@ -1,0 +1,68 @@
+package layout
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestFormatItemsCompressesRuns(t *testing.T) {
+	for _, tt := range []struct {
+		items []int
+		want  string
+	}{
+		{nil, ""},
+		{[]int{0}, "0"},
+		{[]int{0, 1}, "0,1"},
+		{[]int{0, 1, 2}, "0-2"},
+		{[]int{0, 2, 3, 4, 9}, "0,2-4,9"},
+		{[]int{3, 4, 7, 8}, "3,4,7,8"},
+	} {
+		if got := FormatItems(tt.items); got != tt.want {
+			t.Errorf("FormatItems(%v) = %q, want %q", tt.items, got, tt.want)
+		}
+	}
+	big := make([]int, 333)
+	for i := range big {
+		big[i] = i
+	}
+	if got := FormatItems(big); got != "0-332" {
+		t.Errorf("333 consecutive items: %q", got)
+	}
+}
+
+func TestParseItemsRoundTrips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for range 1000 {
+		var items []int
+		for i := range 60 {
+			if rng.IntN(3) > 0 {
+				items = append(items, i)
+			}
+		}
+		got, err := ParseItems(FormatItems(items))
+		if err != nil || !slices.Equal(got, items) {
+			t.Fatalf("%v -> %q -> %v, %v", items, FormatItems(items), got, err)
+		}
+	}
+	if got, err := ParseItems(" 0 , 2 - 4 "); err != nil || !slices.Equal(got, []int{0, 2, 3, 4}) {
+		t.Fatalf("spaces: %v, %v", got, err)
+	}
+}
+
+func TestParseItemsRefusesGarbage(t *testing.T) {
+	for _, s := range []string{"a", "1,,2", "-1", "3-1", "1-", "1-2-3", "0-9999999999"} {
+		if _, err := ParseItems(s); err == nil {
+			t.Errorf("ParseItems(%q) accepted", s)
+		}
+	}
+	_, err := ParseItems("0-2147483646")
+	var ie *ItemsError
+	if !errors.As(err, &ie) || !ie.TooMany {
+		t.Fatalf("a range of 2^31 items: %v; want a refusal for size, not an allocation", err)
+	}
+	if _, err := ParseItems("0-1048574,2000000"); err != nil {
+		t.Fatalf("MaxListItems items: %v", err)
+	}
+}

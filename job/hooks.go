@@ -1,0 +1,83 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Hooks for job types built outside this package (package jobtype and its
+// subpackages, package errhandler): the few things they need from the
+// scheduler that a job cannot do through its ShardingContext.
+
+// OweMisfire records in ZooKeeper that item of job name owes a run since
+// the fire at since: the item's execution/{item}/misfire node, which the
+// instance that holds the item at its next fire reads (every item is read
+// at an instance's first fire) and pays with one make-up run, as it pays a
+// debt left by an instance that died. A node present already keeps the
+// earlier of the two fires. Job types call it for executions they know
+// were cut short by the death of an earlier process of this server (see
+// script.Reap); call it after Add, before or after Start. The job must be
+// added ([ErrUnknownJob]) and item in range ([ErrInvalidConfig]).
+func (s *Scheduler) OweMisfire(ctx context.Context, name string, item int, since time.Time) error {
+	r := s.runner(name)
+	if r == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	cfg := r.config()
+	if item < 0 || item >= cfg.ShardingTotalCount {
+		return fmt.Errorf("%w: job %q has no item %d", ErrInvalidConfig, name, item)
+	}
+	if cfg.Misfire == MisfireSkip || cfg.Unmonitored {
+		return nil // the job's policy drops such fires
+	}
+	path := r.paths.ItemNode(item, layout.Misfire)
+	data, err := json.Marshal(misfireMark{Since: since.UnixMilli()})
+	if err != nil {
+		return err
+	}
+	for {
+		_, err := r.rc.Create(ctx, path, data, regcenter.Persistent)
+		if !errors.Is(err, regcenter.ErrNodeExists) {
+			return err
+		}
+		old, st, err := r.rc.Get(ctx, path)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue // paid meanwhile: create ours
+		}
+		if err != nil {
+			return err
+		}
+		var m misfireMark
+		if json.Unmarshal(old, &m) == nil && m.Since > 0 && m.Since <= since.UnixMilli() {
+			return nil // an earlier debt stands
+		}
+		_, err = r.rc.Set(ctx, path, data, st.Version)
+		if errors.Is(err, regcenter.ErrBadVersion) || errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		return err
+	}
+}
+
+// Pause sets the paused flag of job name on this instance's server
+// (servers/{server}/paused), as `shardjob pause SERVER --job NAME` does:
+// this instance stops firing the job, its items stay assigned and wait,
+// and the flag survives restarts until an operator resumes the server. The
+// stop error handler calls it after too many consecutive failures.
+func (s *Scheduler) Pause(ctx context.Context, name string) error {
+	r := s.runner(name)
+	if r == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	_, err := r.rc.Create(ctx, r.paths.Flag(r.serverID(), layout.Paused), nil, regcenter.Persistent)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,436 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// The instance's place in the namespace: its node under
+// layout.Instances (fault tolerance, alarm threshold, load score), the
+// alarm it raises when it holds too many units, and its drain state.
+
+// EventKind names what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventAlarm: this instance holds more units than its alarm
+	// threshold (Units > Threshold). Raised once per crossing.
+	EventAlarm EventKind = "alarm"
+	// EventAlarmCleared: the instance is back at or under its threshold.
+	EventAlarmCleared EventKind = "alarm-cleared"
+	// EventUnplaced: a reshard left Units items of Job unplaced: no
+	// server may take them (caps). They are placed when capacity appears.
+	EventUnplaced EventKind = "unplaced"
+	// EventDraining: this instance is on the drain list.
+	EventDraining EventKind = "draining"
+	// EventDrained: this instance is on the drain list, holds no units and
+	// runs no items: it is safe to stop.
+	EventDrained EventKind = "drained"
+	// EventUndrained: this instance was taken off the drain list.
+	EventUndrained EventKind = "undrained"
+	// EventOffline: this instance's health check failed HealthFailures
+	// times in a row; it takes no units until a check passes.
+	EventOffline EventKind = "offline"
+	// EventOnline: a health check passed again after EventOffline.
+	EventOnline EventKind = "online"
+	// EventPeerOffline: this instance's probe was the HealthFailures-th
+	// failure in a row of Peer's health endpoint, and marked Peer offline.
+	EventPeerOffline EventKind = "peer-offline"
+	// EventPeerOnline: this instance's probe found Peer, marked offline,
+	// healthy again, and marked it online.
+	EventPeerOnline EventKind = "peer-online"
+)
+
+// Event is something about this instance's place in the namespace that a
+// program may want to act on (page someone, stop the process once
+// drained). See WithEventHandler.
+type Event struct {
+	Kind EventKind
+	// Server is this instance's id.
+	Server string
+	// Job is the job concerned, for EventUnplaced.
+	Job string
+	// Units is the count concerned: units held (alarms) or unplaced.
+	Units int
+	// Threshold is the alarm threshold, for alarm events.
+	Threshold int
+	// Err is the last health check's error, for EventOffline and
+	// EventPeerOffline.
+	Err error
+	// Peer is the other instance concerned, for the peer events.
+	Peer string
+	// At is when the instance noticed.
+	At time.Time
+}
+
+// DefaultFaultTolerance is n of seed 000's cap when WithFaultTolerance is
+// not given.
+const DefaultFaultTolerance = 1
+
+// WithFaultTolerance sets this instance's fault tolerance n (at least 1,
+// default 1): it holds at most N = 1 + K/max(S−n, 1) units, K being every
+// unit of the namespace and S the instances that may take units, so the
+// namespace keeps room for every unit while at most n instances are down.
+func WithFaultTolerance(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > 1<<20 {
+			return fmt.Errorf("%w: fault tolerance %d must be at least 1", ErrInvalidOption, n)
+		}
+		o.faultTolerance = n
+		return nil
+	}
+}
+
+// WithAlarmThreshold sets M: when this instance holds more than m units
+// (items of any job) it raises EventAlarm, logs at WARN, and raises
+// EventAlarmCleared once it is back at or under m. 0, the default, turns
+// the alarm off.
+func WithAlarmThreshold(m int) Option {
+	return func(o *options) error {
+		if m < 0 {
+			return fmt.Errorf("%w: alarm threshold %d must not be negative", ErrInvalidOption, m)
+		}
+		o.alarmThreshold = m
+		return nil
+	}
+}
+
+// WithEventHandler sets a function told of every Event. It is called on
+// the scheduler's goroutines and must not block.
+func WithEventHandler(fn func(Event)) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil event handler", ErrInvalidOption)
+		}
+		o.events = fn
+		return nil
+	}
+}
+
+// emit stamps and delivers an event.
+func (s *Scheduler) emit(ev Event) {
+	ev.Server = s.opts.serverID
+	if ev.At.IsZero() {
+		ev.At = s.opts.now()
+	}
+	if s.opts.events != nil {
+		s.opts.events(ev)
+	}
+}
+
+// instance is the scheduler's namespace-level state.
+type instance struct {
+	mu       sync.Mutex
+	units    int  // units held, as the load table last said
+	alarmed  bool // units > threshold, raised
+	draining bool
+	drained  bool
+	watches  []func()
+	kick     *kicker
+	score    *float64
+	free     int
+	slots    int
+}
+
+// startInstance publishes the instance node and watches the load table
+// and the drain list.
+func (s *Scheduler) startInstance(ctx context.Context) error {
+	if err := s.rc.EnsurePath(ctx, layout.Instances); err != nil {
+		return fmt.Errorf("registering the instance: %w", err)
+	}
+	if err := s.publishInstance(ctx); err != nil {
+		return err
+	}
+	in := &s.inst
+	in.kick = newKicker(s.spawn, s.checkInstance)
+	poke := func(regcenter.Event) { in.kick.kick() }
+	in.mu.Lock()
+	in.watches = []func(){
+		s.rc.Watch(layout.Placement, regcenter.WatchNode, poke),
+		s.rc.Watch(layout.DrainList, regcenter.WatchChildren, func(regcenter.Event) {
+			in.kick.kick()
+			s.kickLeaders()
+		}),
+		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
+		// An instance came or went: the caps moved, and items unplaced
+		// for want of room may fit now.
+		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) {
+			for _, r := range s.runnersSnapshot() {
+				if r.elect.IsLeader() {
+					r.goFunc(r.retryUnplaced)
+				}
+			}
+		}),
+	}
+	in.mu.Unlock()
+	in.kick.kick()
+	return nil
+}
+
+func (s *Scheduler) stopInstance() {
+	s.inst.mu.Lock()
+	ws := s.inst.watches
+	s.inst.watches = nil
+	s.inst.mu.Unlock()
+	for _, c := range ws {
+		c()
+	}
+}
+
+// spawn runs f on a goroutine owned by the scheduler while it runs.
+func (s *Scheduler) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateStarted {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// kickLeaders flags a reshard of every job this instance leads: the set
+// of servers that may take units changed.
+func (s *Scheduler) kickLeaders() {
+	for _, r := range s.runnersSnapshot() {
+		if r.elect.IsLeader() {
+			r.membership.kick()
+		}
+	}
+}
+
+func (s *Scheduler) instanceInfo() instanceInfo {
+	s.inst.mu.Lock()
+	defer s.inst.mu.Unlock()
+	return instanceInfo{
+		FaultTolerance: s.opts.faultTolerance,
+		AlarmThreshold: s.opts.alarmThreshold,
+		Score:          s.inst.score,
+		Slots:          s.inst.slots,
+		FreeSlots:      s.inst.free,
+		Draining:       s.inst.draining,
+		Drained:        s.inst.drained,
+		HealthURL:      s.opts.healthURL,
+	}
+}
+
+// publishInstance creates or updates the instance node (ephemeral, of the
+// current session).
+func (s *Scheduler) publishInstance(ctx context.Context) error {
+	data, err := json.Marshal(s.instanceInfo())
+	if err != nil {
+		return err
+	}
+	p := layout.Instance(s.opts.serverID)
+	sess := s.rc.Session()
+	_, st, err := s.rc.Exists(ctx, p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("registering the instance: %w", err)
+	case st.EphemeralOwner != 0 && st.EphemeralOwner != sess.ID():
+		// Left by our previous session: replace it.
+		if err := s.rc.Delete(ctx, p, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			return fmt.Errorf("registering the instance: %w", err)
+		}
+		fallthrough
+	case st.EphemeralOwner == 0:
+		_, err = s.rc.Create(ctx, p, data, regcenter.Ephemeral)
+		if errors.Is(err, regcenter.ErrNodeExists) {
+			_, err = s.rc.Set(ctx, p, data, -1)
+		}
+	default:
+		_, err = s.rc.Set(ctx, p, data, -1)
+	}
+	if err != nil {
+		return fmt.Errorf("registering the instance: %w", err)
+	}
+	return nil
+}
+
+// checkInstance re-reads the load table and the drain list and raises
+// what changed: alarms, drain state.
+func (s *Scheduler) checkInstance() {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+	defer cancel()
+	units := 0
+	if data, _, err := s.rc.Get(ctx, layout.Placement); err == nil {
+		if t, err := decodeTable(data); err == nil {
+			units = t.Units[s.opts.serverID]
+		}
+	} else if !errors.Is(err, regcenter.ErrNoNode) {
+		s.log.Warn("reading the load table", "err", err)
+		return
+	}
+	draining, _, err := s.rc.Exists(ctx, layout.Drain(s.opts.serverID))
+	if err != nil {
+		s.log.Warn("reading the drain list", "err", err)
+		return
+	}
+	running := s.runningItems()
+	in := &s.inst
+	in.mu.Lock()
+	in.units = units
+	m := s.opts.alarmThreshold
+	var events []Event
+	var kind EventKind
+	if in.alarmed, kind = alarmStep(in.alarmed, units, m); kind != "" {
+		events = append(events, Event{Kind: kind, Units: units, Threshold: m})
+	}
+	switch {
+	case draining && !in.draining:
+		in.draining = true
+		events = append(events, Event{Kind: EventDraining, Units: units})
+	case !draining && in.draining:
+		in.draining, in.drained = false, false
+		events = append(events, Event{Kind: EventUndrained, Units: units})
+	}
+	if in.draining && !in.drained && units == 0 && running == 0 {
+		in.drained = true
+		events = append(events, Event{Kind: EventDrained})
+	}
+	in.mu.Unlock()
+	publish := false
+	for _, ev := range events {
+		switch ev.Kind {
+		case EventDraining, EventUndrained:
+			publish = true
+			// Hand the units over (or take them back) now, not at each
+			// job's next fire: ask every job's leader for a reshard.
+			for _, r := range s.runnersSnapshot() {
+				r.goFunc(r.askReshard)
+			}
+		case EventDrained:
+			publish = true
+		}
+	}
+	if publish {
+		if err := s.publishInstance(ctx); err != nil {
+			s.log.Warn("publishing the drain state", "err", err)
+		}
+	}
+	for _, ev := range events {
+		switch ev.Kind {
+		case EventAlarm:
+			s.log.Warn("alarm: this instance holds more units than its threshold", "units", ev.Units, "threshold", ev.Threshold)
+		case EventAlarmCleared:
+			s.log.Info("alarm cleared", "units", ev.Units, "threshold", ev.Threshold)
+		default:
+			s.log.Info("placement: "+string(ev.Kind), "units", ev.Units)
+		}
+		s.emit(ev)
+	}
+}
+
+// itemsIdle is told when a job runs no items any more: a draining
+// instance may now be drained.
+func (s *Scheduler) itemsIdle() {
+	s.inst.mu.Lock()
+	k := s.inst.kick
+	look := s.inst.draining && !s.inst.drained
+	s.inst.mu.Unlock()
+	if look && k != nil {
+		k.kick()
+	}
+}
+
+// runningItems counts the items running on this instance now.
+func (s *Scheduler) runningItems() int {
+	n := 0
+	for _, r := range s.runnersSnapshot() {
+		n += r.runningCount()
+	}
+	return n
+}
+
+// PlacementStatus is this instance's place in the namespace.
+type PlacementStatus struct {
+	// Units is what the instance holds across the namespace.
+	Units int
+	// Running is how many items run here now.
+	Running int
+	// Alarmed reports Units above the alarm threshold.
+	Alarmed bool
+	// Draining reports the instance on the drain list; Drained that it
+	// also holds nothing and runs nothing.
+	Draining, Drained bool
+}
+
+// Placement reports this instance's place in the namespace, as of the last
+// change it saw.
+func (s *Scheduler) Placement() PlacementStatus {
+	running := s.runningItems()
+	s.inst.mu.Lock()
+	defer s.inst.mu.Unlock()
+	return PlacementStatus{Units: s.inst.units, Running: running, Alarmed: s.inst.alarmed,
+		Draining: s.inst.draining, Drained: s.inst.drained}
+}
+
+// unpublishInstance removes the instance node at shutdown, so that the
+// caps of the others count one instance fewer at once.
+func (s *Scheduler) unpublishInstance() {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+	defer cancel()
+	if err := s.rc.Delete(ctx, layout.Instance(s.opts.serverID), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && s.rc.Session().Err() == nil {
+		s.log.Warn("removing the instance node", "err", err)
+	}
+}
+
+// askReshard joins the job's election (so that someone leads it) and asks
+// its leader for a reshard now.
+func (r *runner) askReshard() {
+	sess := r.rc.Session()
+	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	if err := r.prepare(ctx); err != nil {
+		r.log.Warn("joining the election to hand units over", "err", err)
+		return
+	}
+	if err := r.requestReshard(ctx); err != nil {
+		r.log.Warn("asking for a reshard", "err", err)
+		return
+	}
+	// Creating the flag notes a reshard for the next fire; writing its
+	// data asks the leader to reshard at once.
+	if _, err := r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		r.log.Warn("asking for a reshard", "err", err)
+	}
+}
+
+// alarmStep is the alarm's state machine (seed 000's M): holding more
+// units than threshold raises the alarm once, coming back to it or below
+// clears it once. It returns the new state and the event to raise, if any.
+// A threshold of 0 is off.
+func alarmStep(alarmed bool, units, threshold int) (bool, EventKind) {
+	switch {
+	case threshold > 0 && units > threshold && !alarmed:
+		return true, EventAlarm
+	case alarmed && (threshold == 0 || units <= threshold):
+		return false, EventAlarmCleared
+	}
+	return alarmed, ""
+}
+
+// retryUnplaced flags a reshard of a job that has items unplaced.
+func (r *runner) retryUnplaced() {
+	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
+	defer cancel()
+	ok, _, err := r.rc.Exists(ctx, r.paths.Unplaced())
+	if err != nil {
+		r.log.Warn("checking for unplaced items", "err", err)
+		return
+	}
+	if ok {
+		r.setNecessary(ctx)
+	}
+}

@@ -1,0 +1,587 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
+)
+
+// Namespace-wide placement. Every reshard, of any job, updates one load
+// table (layout.Placement) in its own transaction, over the version it
+// read: the table says how many units (items of any job) each server holds,
+// so a job's reshard places its items knowing the whole namespace, and two
+// reshards that read the same table cannot both commit. A scheduler's
+// reshards go through one placer, which commits whatever is waiting in one
+// pass: one read of the table, every job computed against it in turn, and
+// as few transactions as the size limit allows (docs/design.md, "Placement
+// across jobs", says why it is built this way).
+
+// loadTable is the payload of layout.Placement.
+type loadTable struct {
+	// Units is what each server holds across the namespace.
+	Units map[string]int `json:"units"`
+	// Unplaced counts the units no server may take.
+	Unplaced int `json:"unplaced"`
+	// Joined numbers the servers in the order they first held units
+	// (sharding.Input.Joined); Seq is the last number given.
+	Joined map[string]int `json:"joined,omitempty"`
+	Seq    int            `json:"seq,omitempty"`
+}
+
+// errTableGarbage reports a load table that cannot be used; the placer
+// rebuilds it from the jobs' assignments.
+var errTableGarbage = errors.New("load table is not valid")
+
+func decodeTable(data []byte) (loadTable, error) {
+	if len(data) == 0 {
+		return loadTable{}, fmt.Errorf("%w: empty", errTableGarbage)
+	}
+	var t loadTable
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return loadTable{}, fmt.Errorf("%w: %v", errTableGarbage, err)
+	}
+	if t.Unplaced < 0 {
+		return loadTable{}, fmt.Errorf("%w: unplaced %d", errTableGarbage, t.Unplaced)
+	}
+	for s, n := range t.Units {
+		if n < 0 || !serverIDPattern.MatchString(s) {
+			return loadTable{}, fmt.Errorf("%w: server %q with %d units", errTableGarbage, s, n)
+		}
+	}
+	for s, n := range t.Joined {
+		if n < 0 || n > t.Seq || !serverIDPattern.MatchString(s) {
+			return loadTable{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", errTableGarbage, s, n, t.Seq)
+		}
+	}
+	if t.Units == nil {
+		t.Units = map[string]int{}
+	}
+	if t.Joined == nil {
+		t.Joined = map[string]int{}
+	}
+	return t, nil
+}
+
+func (t loadTable) encode() []byte {
+	b, _ := json.Marshal(t) // a map of ints: cannot fail
+	return b
+}
+
+// total is K: every unit of the namespace, placed or not.
+func (t loadTable) total() int {
+	k := t.Unplaced
+	for _, n := range t.Units {
+		k += n
+	}
+	return k
+}
+
+func (t loadTable) clone() loadTable {
+	return loadTable{Units: maps.Clone(t.Units), Unplaced: t.Unplaced, Joined: maps.Clone(t.Joined), Seq: t.Seq}
+}
+
+// instanceInfo is the payload of an instance's node (layout.Instance).
+type instanceInfo struct {
+	// FaultTolerance is n of seed 000's cap.
+	FaultTolerance int `json:"faultTolerance"`
+	// AlarmThreshold is M: holding more units raises an alarm; 0 is off.
+	AlarmThreshold int `json:"alarmThreshold,omitempty"`
+	// Score is the load score, 0 (busy) to 100 (idle); absent until
+	// sampled.
+	Score *float64 `json:"score,omitempty"`
+	// Slots and FreeSlots are the executor slots and those free.
+	Slots     int `json:"slots,omitempty"`
+	FreeSlots int `json:"freeSlots,omitempty"`
+	// Draining and Drained report the instance's drain state: on the
+	// drain list, and also holding nothing and running nothing.
+	Draining bool `json:"draining,omitempty"`
+	Drained  bool `json:"drained,omitempty"`
+	// HealthURL is the instance's health endpoint, probed by its peers.
+	HealthURL string `json:"healthURL,omitempty"`
+}
+
+// nsView is what placement needs of the namespace besides the table.
+type nsView struct {
+	instances map[string]instanceInfo
+	// excluded maps a server that may take no units to why: "draining"
+	// or "offline".
+	excluded map[string]string
+}
+
+// live lists the instances that may take units, sorted.
+func (v nsView) live() []string {
+	var out []string
+	for s := range v.instances {
+		if _, ex := v.excluded[s]; !ex {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readExcluded reads the drain list and the offline marks.
+func readExcluded(ctx context.Context, rc regcenter.Center) (map[string]string, error) {
+	out := map[string]string{}
+	for _, l := range []struct{ path, why string }{{layout.Offline, "offline"}, {layout.DrainList, "draining"}} {
+		kids, err := rc.Children(ctx, l.path)
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", l.path, err)
+		}
+		for _, k := range kids {
+			out[k] = l.why
+		}
+	}
+	return out, nil
+}
+
+// readView reads the live instances and the exclusions.
+func readView(ctx context.Context, rc regcenter.Center, log *slog.Logger) (nsView, error) {
+	excluded, err := readExcluded(ctx, rc)
+	if err != nil {
+		return nsView{}, err
+	}
+	v := nsView{instances: map[string]instanceInfo{}, excluded: excluded}
+	kids, err := rc.Children(ctx, layout.Instances)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return v, nil
+	}
+	if err != nil {
+		return nsView{}, fmt.Errorf("reading %s: %w", layout.Instances, err)
+	}
+	for _, k := range kids {
+		data, _, err := rc.Get(ctx, layout.Instance(k))
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue // gone while we looked
+		}
+		if err != nil {
+			return nsView{}, err
+		}
+		info, err := decodeInstance(data)
+		if err != nil {
+			// Garbage: the server counts, with the default tolerance.
+			log.Warn("instance node is not valid; using defaults for it", "server", k, "err", err)
+			info = instanceInfo{FaultTolerance: 1}
+		}
+		v.instances[k] = info
+	}
+	return v, nil
+}
+
+func decodeInstance(data []byte) (instanceInfo, error) {
+	var info instanceInfo
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&info); err != nil {
+		return instanceInfo{}, err
+	}
+	if info.FaultTolerance < 1 || info.AlarmThreshold < 0 || info.Slots < 0 || info.FreeSlots < 0 ||
+		(info.Score != nil && (*info.Score < 0 || *info.Score > 100)) {
+		return instanceInfo{}, fmt.Errorf("out of range: %s", data)
+	}
+	return info, nil
+}
+
+// placeRequest is one job's reshard, waiting for the placer.
+type placeRequest struct {
+	job      string
+	total    int
+	strategy string
+	named    sharding.Strategy // a strategy by name, for the ElasticJob ones
+	servers  []string          // the job's servers able to take items, sorted
+	current  map[string][]int  // the job's assignment now
+	unplaced []int             // the job's unplaced items now
+	// ops returns the job's part of the transaction for an assignment. Its
+	// writes of the assignment nodes are over the versions read with
+	// current, so a request computed from a stale current fails alone
+	// rather than moving the table away from the nodes.
+	ops func(assign map[string][]int, unplaced []int) []regcenter.Op
+
+	assign      map[string][]int
+	unplacedOut []int
+	err         error
+	done        chan struct{}
+}
+
+// placer commits reshards for one scheduler, several at a time.
+type placer struct {
+	rc  regcenter.Center
+	log *slog.Logger
+	ctx context.Context // the scheduler's life
+
+	mu      sync.Mutex
+	pending []*placeRequest
+	turn    chan struct{} // held by the one committing
+}
+
+func newPlacer(ctx context.Context, rc regcenter.Center, log *slog.Logger) *placer {
+	return &placer{rc: rc, log: log, ctx: ctx, turn: make(chan struct{}, 1)}
+}
+
+// place queues req and returns once it is committed or has failed, or ctx
+// ends. Whoever finds nobody committing commits everything queued. A
+// request queued again for the same job replaces the one waiting.
+func (p *placer) place(ctx context.Context, req *placeRequest) error {
+	req.done = make(chan struct{})
+	p.mu.Lock()
+	kept := p.pending[:0]
+	for _, q := range p.pending {
+		if q.job == req.job {
+			q.err = fmt.Errorf("placing job %q: superseded by a newer reshard of it", q.job)
+			close(q.done)
+			continue
+		}
+		kept = append(kept, q)
+	}
+	p.pending = append(kept, req)
+	p.mu.Unlock()
+	for {
+		select {
+		case <-req.done:
+			return req.err
+		case <-ctx.Done():
+			// A batch may still carry the request: it is fenced like any
+			// reshard, and fails harmlessly if its flags are gone.
+			return ctx.Err()
+		case p.turn <- struct{}{}:
+			p.mu.Lock()
+			batch := p.pending
+			p.pending = nil
+			p.mu.Unlock()
+			if len(batch) > 0 {
+				p.commit(batch)
+			}
+			<-p.turn
+		}
+	}
+}
+
+// placeAttempts bounds how often a batch is recomputed after another
+// scheduler's reshard moved the table under it.
+const placeAttempts = 20
+
+// placeTxnBytes is how much of ZooKeeper's request limit a batch's
+// transaction may use; a job bigger than that alone goes alone.
+const placeTxnBytes = 512 << 10
+
+func (p *placer) commit(batch []*placeRequest) {
+	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
+	defer cancel()
+	finish := func(req *placeRequest, err error) {
+		req.err = err
+		close(req.done)
+	}
+	var lastErr error
+	for attempt := 0; len(batch) > 0; attempt++ {
+		if attempt == placeAttempts || ctx.Err() != nil {
+			for _, req := range batch {
+				finish(req, fmt.Errorf("placing: gave up after %d attempts: %w", attempt, errors.Join(lastErr, ctx.Err())))
+			}
+			return
+		}
+		table, version, err := p.readTable(ctx)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		view, err := readView(ctx, p.rc, p.log)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		done, failed, err := p.commitOnce(ctx, batch, table, version, view)
+		for _, req := range done {
+			finish(req, nil)
+		}
+		for req, ferr := range failed {
+			finish(req, ferr)
+		}
+		remaining := batch[:0]
+		for _, req := range batch {
+			if !slices.Contains(done, req) && failed[req] == nil {
+				remaining = append(remaining, req)
+			}
+		}
+		batch = remaining
+		lastErr = err
+		if err == nil && len(batch) > 0 {
+			continue
+		}
+	}
+}
+
+// commitOnce computes every request against table and commits them in as
+// few transactions as fit. It returns the requests committed, those that
+// failed for a reason of their own (their job's fence, a flag gone), and
+// the error that stopped it (nil when all are done).
+func (p *placer) commitOnce(ctx context.Context, batch []*placeRequest, table loadTable, version int32, view nsView) ([]*placeRequest, map[*placeRequest]error, error) {
+	var done []*placeRequest
+	failed := map[*placeRequest]error{}
+	t := table.clone()
+	type part struct {
+		req *placeRequest
+		ops []regcenter.Op
+	}
+	var txn []part
+	size := 0
+	flush := func() error {
+		if len(txn) == 0 {
+			return nil
+		}
+		var ops []regcenter.Op
+		for _, pt := range txn {
+			ops = append(ops, pt.ops...)
+		}
+		if version < 0 {
+			ops = append(ops, regcenter.CreateOp{Path: layout.Placement, Data: t.encode()})
+		} else {
+			ops = append(ops, regcenter.SetOp{Path: layout.Placement, Data: t.encode(), Version: version})
+		}
+		err := p.rc.Multi(ctx, ops...)
+		var me *regcenter.MultiError
+		if err != nil && errors.As(err, &me) && me.Index < len(ops)-1 {
+			// One job's part failed: that job fails, the rest is retried.
+			at := 0
+			for _, pt := range txn {
+				if me.Index < at+len(pt.ops) {
+					failed[pt.req] = fmt.Errorf("reshard transaction: %w", err)
+					break
+				}
+				at += len(pt.ops)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		for _, pt := range txn {
+			done = append(done, pt.req)
+		}
+		txn, size = nil, 0
+		version++ // created: 0; set: one more
+		return nil
+	}
+	for _, req := range batch {
+		assign, unplaced, err := placeJob(req, t, view)
+		if err != nil {
+			failed[req] = err
+			continue
+		}
+		before := t.clone()
+		applyToTable(&t, req.current, req.unplaced, assign, unplaced)
+		ops := req.ops(assign, unplaced)
+		n := opsSize(ops)
+		if len(txn) > 0 && size+n > placeTxnBytes {
+			// Commit what is gathered with the table as it was before
+			// this job, then carry on from there.
+			after := t
+			t = before
+			if err := flush(); err != nil {
+				return done, failed, err
+			}
+			t = after
+		}
+		req.assign, req.unplacedOut = assign, unplaced
+		txn = append(txn, part{req, ops})
+		size += n
+	}
+	return done, failed, flush()
+}
+
+// placeJob computes one job's assignment against the table as it stands.
+func placeJob(req *placeRequest, t loadTable, view nsView) (map[string][]int, []int, error) {
+	var servers []string
+	for _, s := range req.servers {
+		if _, ex := view.excluded[s]; !ex {
+			servers = append(servers, s)
+		}
+	}
+	if req.named != nil {
+		assign, err := sharding.Assign(req.named, req.job, servers, req.total)
+		return assign, nil, err
+	}
+	// K counts this job at its new size.
+	k := t.total() - countItems(req.current) - len(req.unplaced) + req.total
+	tolerance := map[string]int{}
+	for _, s := range view.live() {
+		tolerance[s] = view.instances[s].FaultTolerance
+	}
+	caps := sharding.Caps(k, tolerance)
+	in := sharding.Input{
+		Job: req.job, Total: req.total, Servers: servers,
+		Current: req.current, Load: t.Units, Cap: map[string]int{},
+		Joined: t.Joined, Namespace: view.live(), Units: k,
+	}
+	for _, s := range servers {
+		if c, ok := caps[s]; ok {
+			in.Cap[s] = c
+		}
+	}
+	if req.strategy == sharding.Idlest {
+		in.Free = map[string]int{}
+		for _, s := range servers {
+			if info, ok := view.instances[s]; ok && info.Score != nil {
+				in.Free[s] = info.FreeSlots
+			}
+		}
+	}
+	res, err := sharding.Place(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Assign, res.Unplaced, nil
+}
+
+func countItems(m map[string][]int) int {
+	n := 0
+	for _, items := range m {
+		n += len(items)
+	}
+	return n
+}
+
+// applyToTable moves a job's units in t from its old assignment to its new.
+func applyToTable(t *loadTable, oldAssign map[string][]int, oldUnplaced []int, newAssign map[string][]int, newUnplaced []int) {
+	for s, items := range oldAssign {
+		t.Units[s] -= len(items)
+	}
+	if t.Joined == nil {
+		t.Joined = map[string]int{}
+	}
+	for _, s := range slices.Sorted(maps.Keys(newAssign)) {
+		t.Units[s] += len(newAssign[s])
+		if _, ok := t.Joined[s]; !ok && t.Units[s] > 0 {
+			t.Seq++
+			t.Joined[s] = t.Seq
+		}
+	}
+	for s, n := range t.Units {
+		if n <= 0 {
+			delete(t.Units, s)
+			delete(t.Joined, s)
+		}
+	}
+	t.Unplaced = max(t.Unplaced-len(oldUnplaced)+len(newUnplaced), 0)
+}
+
+// opsSize estimates an op list's share of a transaction.
+func opsSize(ops []regcenter.Op) int {
+	n := 0
+	for _, op := range ops {
+		n += 64
+		switch o := op.(type) {
+		case regcenter.CreateOp:
+			n += len(o.Path) + len(o.Data)
+		case regcenter.SetOp:
+			n += len(o.Path) + len(o.Data)
+		case regcenter.DeleteOp:
+			n += len(o.Path)
+		case regcenter.CheckOp:
+			n += len(o.Path)
+		}
+	}
+	return n
+}
+
+// readTable reads the load table and its version (-1: the node does not
+// exist). A missing, empty or garbage table is rebuilt from every job's
+// assignment; the commit then writes it over what was there.
+func (p *placer) readTable(ctx context.Context) (loadTable, int32, error) {
+	data, st, err := p.rc.Get(ctx, layout.Placement)
+	version := int32(-1)
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+	case err != nil:
+		return loadTable{}, 0, err
+	default:
+		version = st.Version
+		t, derr := decodeTable(data)
+		if derr == nil {
+			return t, version, nil
+		}
+		if len(data) > 0 {
+			p.log.Warn("the namespace's load table is not valid: rebuilding it from the jobs' assignments", "node", layout.Placement, "err", derr)
+		}
+	}
+	t, err := scanTable(ctx, p.rc)
+	return t, version, err
+}
+
+// scanTable counts every job's units from its assignment nodes.
+func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
+	t := loadTable{Units: map[string]int{}, Joined: map[string]int{}}
+	jobs, err := rc.Children(ctx, "/")
+	if err != nil {
+		return loadTable{}, err
+	}
+	for _, j := range jobs {
+		if strings.HasPrefix(j, ".") {
+			continue
+		}
+		paths := layout.Job(j)
+		servers, err := rc.Children(ctx, paths.Servers())
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return loadTable{}, err
+		}
+		for _, sv := range servers {
+			items, err := readItems(ctx, rc, paths.Flag(sv, layout.Sharding))
+			if err != nil {
+				return loadTable{}, err
+			}
+			if len(items) > 0 {
+				t.Units[sv] += len(items)
+			}
+		}
+		unplaced, err := readItems(ctx, rc, paths.Unplaced())
+		if err != nil {
+			return loadTable{}, err
+		}
+		t.Unplaced += len(unplaced)
+	}
+	for _, s := range slices.Sorted(maps.Keys(t.Units)) {
+		t.Seq++
+		t.Joined[s] = t.Seq
+	}
+	return t, nil
+}
+
+// readItems reads an item list node; missing or garbage is none.
+func readItems(ctx context.Context, rc regcenter.Center, path string) ([]int, error) {
+	items, _, err := readItemsVersion(ctx, rc, path)
+	return items, err
+}
+
+// readItemsVersion is readItems with the node's version (-1: no node).
+func readItemsVersion(ctx context.Context, rc regcenter.Center, path string) ([]int, int32, error) {
+	data, st, err := rc.Get(ctx, path)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil, -1, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	items, err := layout.ParseItems(string(data))
+	if err != nil {
+		return nil, st.Version, nil // counted as none; the job's own reshard repairs it
+	}
+	return items, st.Version, nil
+}

@@ -1,0 +1,143 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Range jobs (seed 001): a job of many items takes them as contiguous
+// ranges, one call per run of consecutive items this instance holds per
+// fire, instead of one call per item. The item is still the unit of
+// placement and of every guarantee (its running mark, its completed
+// record, failover); only the call covers several. With ItemsPerShard, an
+// item stands for a block of that many records, so a SCOPE job of 1,000
+// items of 1,000 records each serves a million records on three instances
+// with three calls per fire and assignment nodes such as "0-332".
+
+// RangeJob is a job that takes its items as ranges. Add a value that
+// implements it (RangeFunc does) and the scheduler calls ExecuteRange
+// once per contiguous run of the items it holds, per fire; an error fails
+// every item of the range.
+type RangeJob interface {
+	Job
+	ExecuteRange(ctx context.Context, rc RangeContext) error
+}
+
+// RangeContext describes one execution of a contiguous run of items.
+type RangeContext struct {
+	// ShardingContext is the run's context; its Item is First and its
+	// ItemParameter First's.
+	ShardingContext
+	// First and Last are the run's items, inclusive.
+	First, Last int
+	// Start and End are the records the run covers, [Start, End):
+	// First*ItemsPerShard to (Last+1)*ItemsPerShard.
+	Start, End int64
+}
+
+// Items returns how many items the run covers.
+func (rc RangeContext) Items() int { return rc.Last - rc.First + 1 }
+
+// RangeFunc adapts a function to [RangeJob]. Its Execute, for a single
+// item, calls the function with a range of that item alone.
+type RangeFunc func(ctx context.Context, rc RangeContext) error
+
+// ExecuteRange calls f.
+func (f RangeFunc) ExecuteRange(ctx context.Context, rc RangeContext) error { return f(ctx, rc) }
+
+// Execute calls f with the range of sc's item alone (ItemsPerShard 1).
+func (f RangeFunc) Execute(ctx context.Context, sc ShardingContext) error {
+	return f(ctx, RangeContext{ShardingContext: sc, First: sc.Item, Last: sc.Item, Start: int64(sc.Item), End: int64(sc.Item) + 1})
+}
+
+// itemRun is a run of consecutive items of one fire.
+type itemRun struct {
+	first, last int
+	fire        time.Time
+}
+
+// runsOf groups items (of their fires) into runs of consecutive items with
+// the same fire.
+func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
+	items := slices.Clone(todo)
+	slices.Sort(items)
+	var out []itemRun
+	for _, it := range items {
+		f := fireOf(it)
+		if n := len(out); n > 0 && out[n-1].last == it-1 && out[n-1].fire.Equal(f) {
+			out[n-1].last = it
+			continue
+		}
+		out = append(out, itemRun{first: it, last: it, fire: f})
+	}
+	return out
+}
+
+// runRange runs one range and returns a result per item.
+func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]string, rj RangeJob, run itemRun, kind Kind) []itemResult {
+	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	defer cancel(nil)
+	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
+	defer stopLink()
+	through := run.fire
+	r.mu.Lock()
+	for it := run.first; it <= run.last; it++ {
+		if e := r.running[it]; e != nil {
+			e.kind, e.fire, e.cancel = kind, run.fire, cancel
+			if e.through.After(through) {
+				through = e.through
+			}
+		}
+	}
+	r.mu.Unlock()
+	per := int64(max(cfg.ItemsPerShard, 1))
+	rc := RangeContext{
+		ShardingContext: ShardingContext{
+			JobName: r.name, TaskID: taskID(r.name, run.fire), FireTime: run.fire, Through: through,
+			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.first, ItemParameter: params[run.first],
+			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
+			owner: &ownership{sess: sess, ctx: ctx},
+		},
+		First: run.first, Last: run.last, Start: int64(run.first) * per, End: int64(run.last+1) * per,
+	}
+	begin := time.Now()
+	ev := r.listenerEvent(rc.ShardingContext, begin)
+	for _, l := range r.s.opts.listeners {
+		l.BeforeExecution(ev)
+	}
+	err := timed(ctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
+		rc.owner = owner
+		return r.callRange(ctx, rj, rc)
+	})
+	end := time.Now()
+	var halted error
+	if ctx.Err() != nil {
+		halted = context.Cause(ctx)
+	}
+	ev.End, ev.Err = end, err
+	for _, l := range r.s.opts.listeners {
+		l.AfterExecution(ev)
+	}
+	if err != nil && halted == nil {
+		r.log.Warn("range failed", "items", fmt.Sprintf("%d-%d", run.first, run.last), "fire", run.fire, "kind", kind, "err", err)
+	}
+	out := make([]itemResult, 0, run.last-run.first+1)
+	for it := run.first; it <= run.last; it++ {
+		out = append(out, itemResult{item: it, fire: run.fire, through: through, kind: kind, begin: begin, end: end, err: err, halted: halted})
+	}
+	return out
+}
+
+// callRange runs the range, turning a panic into an error.
+func (r *runner) callRange(ctx context.Context, rj RangeJob, rc RangeContext) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("job %q items %d-%d panicked: %v", rc.JobName, rc.First, rc.Last, p)
+		}
+	}()
+	return rj.ExecuteRange(ctx, rc)
+}

@@ -1,0 +1,438 @@
+// Package jobfile turns the jobs of a YAML file ([job.File]) into running
+// jobs: script and HTTP jobs built from their sections, simple and dataflow
+// jobs bound by name to Go implementations, each with its error handler.
+// [Run] runs a whole file as a standalone instance; it is what `shardjob
+// run jobs.yaml` does, so an operator can run script and HTTP jobs without
+// writing Go.
+//
+// The sections, each decoded strictly (an unknown key is an error naming
+// it, its line and the key probably meant):
+//
+//	script:        # type: script (package jobtype/script)
+//	  command: [/usr/local/bin/sync, --batch, "100"]   # or one string with shell: true
+//	  shell: false
+//	  env: {REGION: eu}
+//	  dir: /var/lib/sync
+//	  gracePeriod: 10s
+//	  outputLimit: 65536
+//	http:          # type: http (package jobtype/httpjob)
+//	  method: POST
+//	  url: https://orders.internal/sync
+//	  headers: {Content-Type: application/json}
+//	  body: '{"city": {{json .ShardingParameter}}}'
+//	  timeout: 30s
+//	  contextHeader: Shardjob-Sharding-Context
+//	  bodyExcerpt: 1024
+//	dataflow:      # type: dataflow (package jobtype/dataflow)
+//	  streaming: true
+//	errorHandler: log            # or ignore, or a name registered with errhandler.Register
+//	errorHandler: {type: stop, after: 3}
+//	errorHandler: {type: webhook, url: https://hooks.internal/jobs, secretEnv: HOOK_SECRET, retries: 3, timeout: 10s}
+//	errorHandler: {type: email, addr: "smtp.internal:587", from: jobs@x.org, to: [ops@x.org], username: jobs, passwordEnv: SMTP_PASSWORD}
+package jobfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/errhandler"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobtype/httpjob"
+	"github.com/shardjob/shardjob/jobtype/script"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// ErrInvalidJob means a job's section or error handler cannot be used;
+// the error names the job, the key and its line.
+var ErrInvalidJob = errors.New("jobfile: invalid job")
+
+// Options are what building jobs needs besides the file.
+type Options struct {
+	// Handlers are the Go implementations of simple and dataflow jobs, by
+	// name (a job's handler key, or its name).
+	Handlers map[string]job.Job
+	// StateDir is where script jobs record their process groups (see
+	// script.Config.StateDir); it must belong to this server id alone. ""
+	// means DefaultStateDir for the file's namespace and the scheduler's
+	// server id.
+	StateDir string
+	// Logger is for the jobs and their handlers; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultStateDir is the state directory of script jobs of one server in
+// one namespace: under the system's temporary directory, which a reboot
+// may clear — as a reboot ends every process a state directory records.
+func DefaultStateDir(namespace, serverID string) string {
+	return filepath.Join(os.TempDir(), "shardjob-"+strconv.Itoa(os.Getuid()), namespace, serverID)
+}
+
+// Streamer is implemented by dataflow jobs (dataflow.Job): a dataflow
+// section's streaming key turns streaming on or off.
+type Streamer interface {
+	WithStreaming(on bool) job.Job
+}
+
+// Build returns the job that runs sp, wrapped in its error handler. sched
+// is the scheduler the job will be added to: a stop error handler pauses
+// the job through it (with nil, the pause fails with an error).
+func Build(sp job.Spec, sched *job.Scheduler, o Options) (job.Job, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var j job.Job
+	var err error
+	switch sp.TypeOrDefault() {
+	case job.TypeScript:
+		j, err = buildScript(sp, o.StateDir, log)
+	case job.TypeHTTP:
+		j, err = buildHTTP(sp, log)
+	default:
+		j, err = bind(sp, o.Handlers)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := buildErrorHandler(sp, sched, log)
+	if err != nil {
+		return nil, err
+	}
+	return errhandler.Wrap(j, h, errhandler.Options{}), nil
+}
+
+func invalid(sp job.Spec, s *section) error {
+	if len(s.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: job %q: %s", ErrInvalidJob, sp.Name, strings.Join(s.errs, "; "))
+}
+
+func bind(sp job.Spec, handlers map[string]job.Job) (job.Job, error) {
+	h, ok := handlers[sp.HandlerName()]
+	if !ok {
+		return nil, fmt.Errorf("%w: job %q wants Go handler %q, which is not registered", job.ErrUnknownHandler, sp.Name, sp.HandlerName())
+	}
+	if sp.TypeOrDefault() != job.TypeDataflow || sp.Section == nil {
+		return h, nil
+	}
+	s := &section{name: "dataflow"}
+	p := s.pairs(sp.Section, "streaming")
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	if _, set := p["streaming"]; !set {
+		return h, nil
+	}
+	st, ok := h.(Streamer)
+	if !ok {
+		return nil, fmt.Errorf("%w: job %q: dataflow.streaming is set but handler %q is not a dataflow job", ErrInvalidJob, sp.Name, sp.HandlerName())
+	}
+	var on bool
+	s.boolean(p, "streaming", &on)
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	return st.WithStreaming(on), nil
+}
+
+func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error) {
+	s := &section{name: "script"}
+	p := s.pairs(sp.Section, "command", "shell", "env", "dir", "gracePeriod", "outputLimit")
+	var c script.Config
+	s.boolean(p, "shell", &c.Shell)
+	if kv, ok := p["command"]; !ok {
+		s.failf(sp.Section, "command", "is required: the program and its arguments, as a list")
+	} else if kv[1].Kind == yaml.ScalarNode && !c.Shell {
+		s.failf(kv[0], "command", "must be a list of arguments such as [/usr/bin/sync, --all] (a single string runs through /bin/sh only with shell: true)")
+	} else if kv[1].Kind == yaml.ScalarNode {
+		s.str(p, "command", new(string))
+		c.Command = []string{kv[1].Value}
+	} else {
+		s.list(p, "command", &c.Command)
+	}
+	var env map[string]string
+	s.strMap(p, "env", &env)
+	for k, v := range env {
+		c.Env = append(c.Env, k+"="+v)
+	}
+	s.str(p, "dir", &c.Dir)
+	s.duration(p, "gracePeriod", &c.GracePeriod)
+	s.integer(p, "outputLimit", &c.OutputLimit)
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	c.StateDir = stateDir
+	c.Logger = log
+	j, err := script.New(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
+	}
+	return j, nil
+}
+
+func buildHTTP(sp job.Spec, log *slog.Logger) (job.Job, error) {
+	s := &section{name: "http"}
+	p := s.pairs(sp.Section, "method", "url", "headers", "body", "timeout", "contextHeader", "bodyExcerpt")
+	var c httpjob.Config
+	s.str(p, "method", &c.Method)
+	if !s.str(p, "url", &c.URL) {
+		if _, given := p["url"]; !given {
+			s.failf(sp.Section, "url", "is required")
+		}
+	}
+	s.strMap(p, "headers", &c.Header)
+	s.str(p, "body", &c.Body)
+	s.duration(p, "timeout", &c.Timeout)
+	s.str(p, "contextHeader", &c.ContextHeader)
+	s.integer(p, "bodyExcerpt", &c.BodyExcerpt)
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	c.Logger = log
+	j, err := httpjob.New(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
+	}
+	return j, nil
+}
+
+func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (errhandler.Handler, error) {
+	n := sp.ErrorHandler
+	if n == nil {
+		return errhandler.Log{Logger: log}, nil
+	}
+	s := &section{name: "errorHandler"}
+	name := n.Value
+	var p map[string][2]*yaml.Node
+	if n.Kind == yaml.MappingNode {
+		// The type decides which other keys are known: find it first.
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "type" {
+				name = deref(n.Content[i+1]).Value
+			}
+		}
+		if name == "" {
+			s.failf(n, "type", "is required: log, ignore, stop, webhook, email or a registered name")
+			return nil, invalid(sp, s)
+		}
+	}
+	keys := func(k ...string) {
+		if n.Kind == yaml.MappingNode {
+			p = s.pairs(n, append([]string{"type"}, k...)...)
+		} else if len(k) > 0 {
+			s.failf(n, name, "needs settings: write errorHandler: {type: %s, ...}", name)
+		}
+	}
+	var h errhandler.Handler
+	switch name {
+	case "log":
+		keys()
+		h = errhandler.Log{Logger: log}
+	case "ignore":
+		keys()
+		h = errhandler.Ignore{}
+	case "stop", "throw":
+		after := 3
+		if n.Kind == yaml.MappingNode {
+			p = s.pairs(n, "type", "after")
+			s.integer(p, "after", &after)
+		}
+		if err := invalid(sp, s); err != nil {
+			return nil, err
+		}
+		var p errhandler.Pauser = noScheduler{}
+		if sched != nil {
+			p = sched
+		}
+		st, err := errhandler.NewStop(after, p, log)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
+		}
+		h = st
+	case "webhook":
+		keys("url", "secret", "secretEnv", "retries", "timeout")
+		var c errhandler.WebhookConfig
+		if p != nil {
+			s.str(p, "url", &c.URL)
+			s.secret(p, "secret", &c.Secret)
+			s.integer(p, "retries", &c.Retries)
+			s.duration(p, "timeout", &c.Timeout)
+		}
+		if err := invalid(sp, s); err != nil {
+			return nil, err
+		}
+		w, err := errhandler.NewWebhook(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
+		}
+		h = w
+	case "email":
+		keys("addr", "from", "to", "username", "password", "passwordEnv", "subjectPrefix")
+		var c errhandler.EmailConfig
+		if p != nil {
+			s.str(p, "addr", &c.Addr)
+			s.str(p, "from", &c.From)
+			s.list(p, "to", &c.To)
+			s.str(p, "username", &c.Username)
+			s.secret(p, "password", &c.Password)
+			s.str(p, "subjectPrefix", &c.SubjectPrefix)
+		}
+		if err := invalid(sp, s); err != nil {
+			return nil, err
+		}
+		e, err := errhandler.NewEmail(c)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job %q: %w", ErrInvalidJob, sp.Name, err)
+		}
+		h = e
+	default:
+		keys()
+		r, err := errhandler.Lookup(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: job %q: errorHandler at line %d: %w", ErrInvalidJob, sp.Name, n.Line, err)
+		}
+		h = r
+	}
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// noScheduler stands in for the scheduler of a job built without one.
+type noScheduler struct{}
+
+func (noScheduler) Pause(context.Context, string) error {
+	return errors.New("jobfile: the job was built without a scheduler to pause it with")
+}
+
+// Check builds every script and HTTP job of specs, and their error
+// handlers, without side effects (no state directory is made), and
+// reports every problem: what a command checks before it connects.
+func Check(specs []job.Spec) error {
+	var errs []error
+	for _, sp := range specs {
+		if sp.Bound() {
+			if _, err := buildErrorHandler(sp, nil, slog.Default()); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if _, err := Build(sp, nil, Options{}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Add builds every job of specs (see Build) and adds it to sched; then, if
+// any is a script job, it reaps what an earlier process of this server
+// left in the state directory (script.Reap), owing those items a run. Call
+// it before sched.Start. Every problem is reported.
+func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace string, o Options) error {
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir(namespace, sched.ServerID())
+	}
+	var errs []error
+	scripts := false
+	for _, sp := range specs {
+		j, err := Build(sp, sched, o)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := sched.Add(ctx, sp.Config, j); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		scripts = scripts || sp.TypeOrDefault() == job.TypeScript
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if scripts {
+		log := o.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		if _, err := script.Reap(ctx, o.StateDir, sched, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Options
+	// ServerID is this instance's server id; "" means job's default (the
+	// host's address). Instances on one host need distinct ids.
+	ServerID string
+	// ShutdownTimeout bounds Shutdown once ctx ends; 0 means 30 s.
+	ShutdownTimeout time.Duration
+	// Started, if set, is called once the scheduler has started.
+	Started func(*job.Scheduler)
+}
+
+// Run runs the jobs of f as one instance until ctx ends, then shuts down
+// cleanly (running items finish, or are stopped at ShutdownTimeout) and
+// closes its ZooKeeper session.
+func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+		o.Logger = log
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	cctx, cancel := context.WithTimeout(ctx, f.Regcenter.ConnectTimeout+time.Second)
+	rc, err := regcenter.NewZooKeeper(cctx, f.Regcenter, regcenter.WithLogger(log))
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := rc.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	opts := []job.Option{job.WithLogger(log)}
+	if o.ServerID != "" {
+		opts = append(opts, job.WithServerID(o.ServerID))
+	}
+	sched, err := job.NewScheduler(rc, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
+		defer cancel()
+		if serr := sched.Shutdown(sctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if err := Add(ctx, sched, f.Jobs, f.Regcenter.Namespace, o.Options); err != nil {
+		return err
+	}
+	if err := sched.Start(ctx); err != nil {
+		return err
+	}
+	log.Info("running", "jobs", len(f.Jobs), "server", sched.ServerID(), "namespace", f.Regcenter.Namespace)
+	if o.Started != nil {
+		o.Started(sched)
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx))
+	return nil
+}

@@ -1,0 +1,77 @@
+package jobfile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
+)
+
+func TestBuildRejectsBadSections(t *testing.T) {
+	head := "  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
+	for _, c := range []struct{ name, job, want string }{
+		{"script unknown key", "    type: script\n    script: {command: [x], comand: [y]}\n", `script.comand at line 10: unknown key (did you mean "command"?)`},
+		{"script empty command", "    type: script\n    script: {command: []}\n", "command is empty"},
+		{"script no command", "    type: script\n    script: {dir: /tmp}\n", "script.command at line 10: is required"},
+		{"script string command", "    type: script\n    script: {command: echo hi}\n", "must be a list of arguments"},
+		{"script bad grace", "    type: script\n    script: {command: [x], gracePeriod: soon}\n", `script.gracePeriod at line 10: "soon" is not a duration`},
+		{"http bad url", "    type: http\n    http: {url: \"ftp://x\"}\n", "scheme must be http or https"},
+		{"http no url", "    type: http\n    http: {method: GET}\n", "http.url at line 10: is required"},
+		{"http bad timeout", "    type: http\n    http: {url: \"http://x\", timeout: -1s}\n", "http.timeout at line 10: -1s must not be negative"},
+		{"http bad template", "    type: http\n    http: {url: \"http://x\", body: \"{{.Nope}}\"}\n", "body template"},
+		{"unknown handler", "    type: http\n    errorHandler: pager\n    http: {url: \"http://x\"}\n", `errorHandler at line 10: errhandler: unknown handler: "pager"`},
+		{"webhook without settings", "    type: http\n    errorHandler: webhook\n    http: {url: \"http://x\"}\n", "needs settings"},
+		{"webhook without secret", "    type: http\n    errorHandler: {type: webhook, url: \"http://x\"}\n    http: {url: \"http://x\"}\n", "secret is required"},
+		{"stop bad after", "    type: http\n    errorHandler: {type: stop, after: 0}\n    http: {url: \"http://x\"}\n", "after 0 must be at least 1"},
+		{"email unknown key", "    type: http\n    errorHandler: {type: email, addr: \"h:25\", from: a@b.c, to: [d@e.f], tls: off}\n    http: {url: \"http://x\"}\n", "errorHandler.tls at line 10: unknown key"},
+		{"simple without handler", "    handler: nope\n", `wants Go handler "nope"`},
+	} {
+		f, _ := file(t, "unused", head+c.job)
+		_, err := jobfile.Build(f.Jobs[0], nil, jobfile.Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestBuildDataflowStreaming(t *testing.T) {
+	f, _ := file(t, "unused", "  - name: a\n    type: dataflow\n    cron: '@hourly'\n    shardingTotalCount: 1\n    dataflow: {streaming: true}\n")
+	plain := job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil })
+	_, err := jobfile.Build(f.Jobs[0], nil, jobfile.Options{Handlers: map[string]job.Job{"a": plain}})
+	if !errors.Is(err, jobfile.ErrInvalidJob) || !strings.Contains(err.Error(), "not a dataflow job") {
+		t.Fatalf("streaming on a simple handler: %v", err)
+	}
+}
+
+func Example() {
+	// A YAML file of script and HTTP jobs runs as one instance, no Go
+	// code of the jobs' own; `shardjob run FILE` does exactly this.
+	f, err := job.Load(strings.NewReader(`
+regcenter:
+  servers: [127.0.0.1:2181]
+  namespace: shop
+jobs:
+  - name: nightly-report
+    type: script
+    cron: "0 0 2 * * *"
+    shardingTotalCount: 2
+    shardingItemParameters: "0=eu,1=us"
+    timeout: 30m
+    errorHandler: {type: stop, after: 3}
+    script:
+      command: [/usr/local/bin/report, --format, csv]
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	sp := f.Jobs[0]
+	fmt.Println(sp.Name, sp.Type, sp.Timeout)
+	// jobfile.Run(ctx, f, jobfile.RunOptions{}) runs it until ctx ends.
+
+	// Output: nightly-report script 30m0s
+}

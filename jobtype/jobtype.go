@@ -1,0 +1,61 @@
+// Package jobtype holds what the job types built on [job.Job] share: the
+// sharding context as the JSON document that script and HTTP jobs hand to
+// the programs they call.
+//
+// The types themselves live in subpackages: [github.com/shardjob/shardjob/jobtype/script]
+// runs a command per item, [github.com/shardjob/shardjob/jobtype/httpjob]
+// sends an HTTP request per item, and
+// [github.com/shardjob/shardjob/jobtype/dataflow] fetches and processes
+// typed batches. Each is an ordinary [job.Job]: add it to a scheduler as
+// any other, or let [github.com/shardjob/shardjob/jobfile] build it from a
+// YAML file.
+package jobtype
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+)
+
+// Context is the sharding context of one execution as script and HTTP jobs
+// pass it on: the keys ElasticJob's script jobs receive (jobName, taskId,
+// shardingTotalCount, jobParameter, shardingItem, shardingParameter), plus
+// the fire time, the execution's kind and the server id.
+type Context struct {
+	// The fields are those of job.ShardingContext of the same meaning;
+	// ShardingItem is its Item and ShardingParameter its ItemParameter.
+	JobName            string    `json:"jobName"`
+	TaskID             string    `json:"taskId"`
+	ShardingTotalCount int       `json:"shardingTotalCount"`
+	JobParameter       string    `json:"jobParameter"`
+	ShardingItem       int       `json:"shardingItem"`
+	ShardingParameter  string    `json:"shardingParameter"`
+	FireTime           time.Time `json:"fireTime"`
+	Kind               string    `json:"kind"`
+	ServerID           string    `json:"serverId"`
+}
+
+// ContextOf returns sc as a Context.
+func ContextOf(sc job.ShardingContext) Context {
+	return Context{
+		JobName:            sc.JobName,
+		TaskID:             sc.TaskID,
+		ShardingTotalCount: sc.ShardingTotalCount,
+		JobParameter:       sc.JobParameter,
+		ShardingItem:       sc.Item,
+		ShardingParameter:  sc.ItemParameter,
+		FireTime:           sc.FireTime,
+		Kind:               string(sc.Kind),
+		ServerID:           sc.ServerID,
+	}
+}
+
+// JSON returns c as one line of JSON. Encoding a Context cannot fail.
+func (c Context) JSON() string {
+	data, err := json.Marshal(c)
+	if err != nil {
+		panic("jobtype: encoding a Context: " + err.Error()) // only strings, ints and a time
+	}
+	return string(data)
+}
