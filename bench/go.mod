@@ -1,3 +1,8 @@
+// The peer benchmark (see main.go): a module of its own, so that the SDK's
+// go.mod does not pull gocron, dcron, Redis clients and plotting in.
+//
+// Tidy it with "go mod tidy -e": dcron v0.5.0's own tests import etcd test
+// packages that no longer resolve, which plain tidy reports as an error.
 module github.com/shardjob/shardjob/bench
 
 go 1.26.8
