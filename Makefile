@@ -9,12 +9,12 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test lint demo demo-placement bench bench-go bench-dispatch zookeeper postgresql zk-start zk-stop
+.PHONY: yaml-demo test lint demo demo-placement bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
 # starves the sessions whose leases the tests check.
-test: zookeeper postgresql
+test: zookeeper postgresql bench-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
@@ -26,6 +26,7 @@ lint:
 		exit 1; \
 	fi
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 # Script and HTTP jobs from a YAML file with no Go code (example/yaml/nogo.yaml),
 # run by `shardjob run`, next to the small service the HTTP job calls.
@@ -49,11 +50,30 @@ FIREBENCH ?= -all
 bench: zookeeper
 	$(GO) run ./internal/firebench $(FIREBENCH)
 
+# shardjob beside gocron and dcron, failover and reshard timings (bench/, a
+# module of its own so that the SDK's go.mod does not pull the peers in; its
+# own ZooKeeper and Redis; about 13 minutes for -all). BENCH_PEERS picks what
+# to run: -peers, -failover, -reshard, or -all; the plots go to docs/perf.
+BENCH_PEERS ?= -all
+bench-peers: zookeeper redis
+	cd bench && $(GO) run . $(BENCH_PEERS) -plots ../docs/perf
+
+# The bench module's runs take minutes and are not part of CI; CI only
+# compiles it (vet) and runs the unit tests of its analysis (no servers,
+# under a second), so that it cannot rot.
+bench-check:
+	cd bench && $(GO) vet ./...
+	cd bench && $(GO) test -count=1 ./...
+
 bench-go: zookeeper postgresql
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 ./...
 
 zookeeper:
 	bash scripts/zookeeper.sh ensure >/dev/null
+
+# The peer benchmark's gocron and dcron run on Redis (scripts/redis.sh).
+redis:
+	bash scripts/redis.sh ensure >/dev/null
 
 # The dispatcher's tests start throwaway PostgreSQL servers (internal/pgtest).
 postgresql:

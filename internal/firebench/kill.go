@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"fmt"
 	"maps"
@@ -18,7 +20,7 @@ import (
 func (b *bench) measureKill(ctx context.Context) error {
 	for _, st := range b.cfg.killTimeouts {
 		if err := b.killWith(ctx, st); err != nil {
-			fmt.Println("bench kill" + new(kv).add("session_timeout", st).add("error", err.Error()).String())
+			fmt.Println("bench kill" + new(benchkit.KV).Add("session_timeout", st).Add("error", err.Error()).String())
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -82,12 +84,12 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 		}
 		return len(first) == len(held)
 	})
-	k := new(kv).add("session_timeout", sessionTimeout).add("items", items).add("procs", procs).
-		add("killed", victim.id).add("leader", leader).add("held", joinInts(held))
+	k := new(benchkit.KV).Add("session_timeout", sessionTimeout).Add("items", items).Add("procs", procs).
+		Add("killed", victim.id).Add("leader", leader).Add("held", joinInts(held))
 	if err != nil {
-		k.add("moved", len(first)).add("not_moved_within", sessionTimeout+20*time.Second)
+		k.Add("moved", len(first)).Add("not_moved_within", sessionTimeout+20*time.Second)
 		fmt.Println("bench kill" + k.String())
-		b.summary.add(fmt.Sprintf("kill_elsewhere_%v", sessionTimeout), "not-all")
+		b.summary.Add(fmt.Sprintf("kill_elsewhere_%v", sessionTimeout), "not-all")
 		return nil
 	}
 	var last time.Duration
@@ -100,8 +102,8 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
 		ks = append(ks, fmt.Sprintf("%s:%d", kind, kinds[kind]))
 	}
-	k.add("all_elsewhere_after", last.Round(time.Millisecond)).add("over_session_timeout", (last-sessionTimeout).Round(time.Millisecond)).
-		add("first_run_kinds", strings.Join(ks, ","))
+	k.Add("all_elsewhere_after", last.Round(time.Millisecond)).Add("over_session_timeout", (last-sessionTimeout).Round(time.Millisecond)).
+		Add("first_run_kinds", strings.Join(ks, ","))
 	// The survivors' own items meanwhile: does the reshard hold their fires
 	// up? Fire latency of their plain runs from the kill until two seconds
 	// after the session ended (the reshard is in there).
@@ -116,9 +118,9 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 			own = append(own, e.latencyMS())
 		}
 	}
-	k.add("survivors_runs", len(own)).add("survivors_p50", durMS(percentile(own, 50))).add("survivors_max", durMS(maxOf(own)))
+	k.Add("survivors_runs", len(own)).Add("survivors_p50", durMS(benchkit.Percentile(own, 50))).Add("survivors_max", durMS(benchkit.Max(own)))
 	fmt.Println("bench kill" + k.String())
-	b.summary.add(fmt.Sprintf("kill_elsewhere_%v", sessionTimeout), last.Round(time.Millisecond))
+	b.summary.Add(fmt.Sprintf("kill_elsewhere_%v", sessionTimeout), last.Round(time.Millisecond))
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"fmt"
 	"strings"
@@ -27,7 +29,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err := waitFor(ctx, 40*time.Second, func() bool { return distinctJobs(col.snapshot()) >= b.cfg.latJobs }); err != nil {
 		return fmt.Errorf("not every job ran during the warm-up: %w", err)
 	}
-	if err := sleepCtx(ctx, 2*time.Second); err != nil {
+	if err := benchkit.SleepCtx(ctx, 2*time.Second); err != nil {
 		return err
 	}
 
@@ -45,8 +47,8 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z0, zerr := cpuTicks(zkPID)
-	if err := sleepCtx(ctx, b.cfg.latDur); err != nil {
+	z0, zerr := benchkit.CPUTicks(zkPID)
+	if err := benchkit.SleepCtx(ctx, b.cfg.latDur); err != nil {
 		return err
 	}
 	w1 := time.Now()
@@ -58,7 +60,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z1, zerr1 := cpuTicks(zkPID)
+	z1, zerr1 := benchkit.CPUTicks(zkPID)
 
 	var lat []float64
 	perInst := make([]int, procs)
@@ -70,30 +72,30 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	}
 	runs := len(lat)
 	spread := spreadOf(perInst)
-	k := new(kv).add("jobs", b.cfg.latJobs).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
-		add("runs", runs).add("p50", durMS(percentile(lat, 50))).add("p99", durMS(percentile(lat, 99))).add("max", durMS(maxOf(lat))).
-		add("runs_per_instance", joinInts(perInst)).add("spread_max_min", spread)
+	k := new(benchkit.KV).Add("jobs", b.cfg.latJobs).Add("procs", procs).Add("window", w1.Sub(w0).Round(time.Millisecond)).
+		Add("runs", runs).Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
+		Add("runs_per_instance", joinInts(perInst)).Add("spread_max_min", spread)
 	fmt.Println("bench latency" + k.String())
-	b.summary.add("latency_p50", durMS(percentile(lat, 50))).add("latency_p99", durMS(percentile(lat, 99)))
+	b.summary.Add("latency_p50", durMS(benchkit.Percentile(lat, 50))).Add("latency_p99", durMS(benchkit.Percentile(lat, 99)))
 
-	k = new(kv).add("runs", runs)
+	k = new(benchkit.KV).Add("runs", runs)
 	if runs > 0 {
 		instCPU := (c1 - c0) / float64(runs) * 1000
 		each := make([]string, len(pids))
 		for i := range pids {
-			each[i] = fmtFloat(each1[i] - each0[i])
+			each[i] = benchkit.FmtFloat(each1[i] - each0[i])
 		}
-		k.add("instance_cpu_s_per_1000", instCPU).add("instance_cpu_s", c1-c0).add("cpu_s_per_instance", strings.Join(each, "/"))
-		b.summary.add("instance_cpu_s_per_1000", instCPU)
+		k.Add("instance_cpu_s_per_1000", instCPU).Add("instance_cpu_s", c1-c0).Add("cpu_s_per_instance", strings.Join(each, "/"))
+		b.summary.Add("instance_cpu_s_per_1000", instCPU)
 		if zerr == nil && zerr1 == nil {
-			zkCPU := float64(z1-z0) / clockTicks / float64(runs) * 1000
-			k.add("zk_cpu_s_per_1000", zkCPU).add("zk_cpu_s", float64(z1-z0)/clockTicks)
-			b.summary.add("zk_cpu_s_per_1000", zkCPU)
+			zkCPU := float64(z1-z0) / benchkit.ClockTicks / float64(runs) * 1000
+			k.Add("zk_cpu_s_per_1000", zkCPU).Add("zk_cpu_s", float64(z1-z0)/benchkit.ClockTicks)
+			b.summary.Add("zk_cpu_s_per_1000", zkCPU)
 		} else {
-			k.add("zk_cpu", errorsOr(zerr, zerr1).Error())
+			k.Add("zk_cpu", errorsOr(zerr, zerr1).Error())
 		}
 	}
-	k.add("cpu_tick_s", 1.0/clockTicks)
+	k.Add("cpu_tick_s", 1.0/benchkit.ClockTicks)
 	fmt.Println("bench cpu" + k.String())
 
 	// Kill the instance that ran the most.
@@ -124,9 +126,9 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	for s := tk.Truncate(time.Second).Add(time.Second); s.Before(tk.Add(after)); s = s.Add(time.Second) {
 		due += b.cfg.latJobs
 	}
-	k = new(kv).add("killed", victim.id).add("window", after).add("observed_until", after+margin).add("fires_due", due).add("fires_run", len(seen)).
-		add("p50", durMS(percentile(lat, 50))).add("p99", durMS(percentile(lat, 99))).add("max", durMS(maxOf(lat))).
-		add("runs_per_instance", joinInts(perInst))
+	k = new(benchkit.KV).Add("killed", victim.id).Add("window", after).Add("observed_until", after+margin).Add("fires_due", due).Add("fires_run", len(seen)).
+		Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
+		Add("runs_per_instance", joinInts(perInst))
 	fmt.Println("bench latency_after_kill" + k.String())
 	return nil
 }
@@ -138,7 +140,7 @@ func waitFor(ctx context.Context, d time.Duration, cond func() bool) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("still waiting after %v", d)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := benchkit.SleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -166,7 +168,7 @@ func spreadOf(n []int) string {
 		}
 		return "inf"
 	}
-	return fmtFloat(float64(hi) / float64(lo))
+	return benchkit.FmtFloat(float64(hi) / float64(lo))
 }
 
 func argmax(n []int) int {

@@ -24,6 +24,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"errors"
 	"flag"
@@ -75,7 +77,7 @@ type bench struct {
 	zk          *zktest.Cluster
 	dir         string
 	instanceBin string
-	summary     kv
+	summary     benchkit.KV
 }
 
 func main() {
@@ -224,7 +226,7 @@ func run(ctx context.Context, cfg config) error {
 			b.log.Warn("close ZooKeeper", "err", err)
 		}
 	}()
-	fmt.Println("bench zookeeper" + new(kv).add("servers", b.zk.ConnectString()).add("pid", b.zk.PID(0)).String())
+	fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
 
 	steps := []struct {
 		on   bool
@@ -250,7 +252,7 @@ func run(ctx context.Context, cfg config) error {
 		b.log.Info("measuring", "what", s.name)
 		if err := s.fn(ctx); err != nil {
 			// One measurement failing does not hide the others.
-			fmt.Println("bench " + s.name + new(kv).add("error", err.Error()).String())
+			fmt.Println("bench " + s.name + new(benchkit.KV).Add("error", err.Error()).String())
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 		}
 		b.log.Info("measured", "what", s.name, "took", time.Since(t0).Round(time.Millisecond))
@@ -264,14 +266,14 @@ func run(ctx context.Context, cfg config) error {
 
 // machine prints the machine's size.
 func (b *bench) machine() {
-	k := new(kv).add("cpus", runtime.NumCPU()).add("go", runtime.Version())
+	k := new(benchkit.KV).Add("cpus", runtime.NumCPU()).Add("go", runtime.Version())
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 				f := strings.Fields(v)
 				if len(f) > 0 {
 					if n, err := strconv.ParseFloat(f[0], 64); err == nil {
-						k.add("mem_gib", n/1024/1024)
+						k.Add("mem_gib", n/1024/1024)
 					}
 				}
 			}
@@ -279,7 +281,7 @@ func (b *bench) machine() {
 	}
 	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
 		if f := strings.Fields(string(data)); len(f) > 0 {
-			k.add("load1", f[0])
+			k.Add("load1", f[0])
 		}
 	}
 	fmt.Println("bench machine" + k.String())

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,6 @@ import (
 )
 
 const instancePkg = "github.com/shardjob/shardjob/internal/firebench/instance"
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU
-// times: 100 on every Linux architecture Go supports.
-const clockTicks = 100
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string) (string, error) {
@@ -264,96 +261,50 @@ func (b *bench) stopAll(ins []*inst) {
 	wg.Wait()
 }
 
-// cpuTicks returns a process's user+system CPU so far, in clock ticks.
-func cpuTicks(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseProcStatCPU(string(data))
-}
-
 // cpuSum returns the CPU of several processes together, in seconds.
 func cpuSum(pids []int) (float64, error) {
 	var sum int64
 	for _, pid := range pids {
-		t, err := cpuTicks(pid)
+		t, err := benchkit.CPUTicks(pid)
 		if err != nil {
 			return 0, err
 		}
 		sum += t
 	}
-	return float64(sum) / clockTicks, nil
+	return float64(sum) / benchkit.ClockTicks, nil
 }
 
 // cpuEach returns each process's CPU so far, in seconds.
 func cpuEach(pids []int) ([]float64, error) {
 	r := make([]float64, len(pids))
 	for i, pid := range pids {
-		t, err := cpuTicks(pid)
+		t, err := benchkit.CPUTicks(pid)
 		if err != nil {
 			return nil, err
 		}
-		r[i] = float64(t) / clockTicks
+		r[i] = float64(t) / benchkit.ClockTicks
 	}
 	return r, nil
 }
 
-// fourLetter sends a four-letter word to addr and returns the answer.
-func fourLetter(ctx context.Context, addr, word string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := conn.SetDeadline(dl); err != nil {
-			return "", err
-		}
-	}
-	if _, err := io.WriteString(conn, word); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(conn, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", word, err)
-	}
-	return string(b), nil
-}
-
 // packetsReceived returns the server's zk_packets_received.
 func (b *bench) packetsReceived(ctx context.Context) (int64, error) {
-	ans, err := fourLetter(ctx, b.zk.Servers()[0], "mntr")
+	ans, err := benchkit.FourLetter(ctx, b.zk.Servers()[0], "mntr")
 	if err != nil {
 		return 0, err
 	}
-	return mntrInt(parseMntr(ans), "zk_packets_received")
+	return benchkit.MntrInt(benchkit.ParseMntr(ans), "zk_packets_received")
 }
 
 // watchTotal returns the server's total watch count (wchs).
 func (b *bench) watchTotal(ctx context.Context) (int64, error) {
-	ans, err := fourLetter(ctx, b.zk.Servers()[0], "wchs")
+	ans, err := benchkit.FourLetter(ctx, b.zk.Servers()[0], "wchs")
 	if err != nil {
 		return 0, err
 	}
-	_, _, total, err := parseWchs(ans)
+	_, _, total, err := benchkit.ParseWchs(ans)
 	return total, err
 }
 
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // sleepUntil sleeps until t or until ctx ends.
-func sleepUntil(ctx context.Context, t time.Time) error { return sleepCtx(ctx, time.Until(t)) }
+func sleepUntil(ctx context.Context, t time.Time) error { return benchkit.SleepCtx(ctx, time.Until(t)) }

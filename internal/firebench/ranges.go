@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -103,7 +104,7 @@ func (b *bench) measureRanges(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("no three complete fires of three calls within %v", b.cfg.reqDeadline)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := benchkit.SleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -140,10 +141,10 @@ func (b *bench) measureRanges(ctx context.Context) error {
 		}
 		bytes = max(bytes, len(data))
 	}
-	k := new(kv).add("records", items*perItem).add("items", items).add("instances", instances).add("fires", n).
-		add("calls_per_fire", float64(ran)/float64(n)).add("records_per_fire", float64(recs)/float64(n)).
-		add("req_per_fire_cluster", float64(req)/float64(fires)).add("assignment_bytes_max", bytes)
+	k := new(benchkit.KV).Add("records", items*perItem).Add("items", items).Add("instances", instances).Add("fires", n).
+		Add("calls_per_fire", float64(ran)/float64(n)).Add("records_per_fire", float64(recs)/float64(n)).
+		Add("req_per_fire_cluster", float64(req)/float64(fires)).Add("assignment_bytes_max", bytes)
 	fmt.Println("bench ranges" + k.String())
-	b.summary.add("range_calls_per_fire", float64(ran)/float64(n)).add("range_req_per_fire", float64(req)/float64(fires))
+	b.summary.Add("range_calls_per_fire", float64(ran)/float64(n)).Add("range_req_per_fire", float64(req)/float64(fires))
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -53,7 +55,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	defer rcancel()
 	st0 := rc.Stats()
 	zkPID := b.zk.PID(0)
-	z0, zerr0 := cpuTicks(zkPID)
+	z0, zerr0 := benchkit.CPUTicks(zkPID)
 	c0, cerr0 := selfCPU()
 	if b.cfg.regProfile != "" {
 		f, err := os.Create(b.cfg.regProfile)
@@ -86,7 +88,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	reg := rc.Stats().Sub(st0)
 	c1, cerr1 := selfCPU()
-	z1, zerr1 := cpuTicks(zkPID)
+	z1, zerr1 := benchkit.CPUTicks(zkPID)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -94,28 +96,28 @@ func (b *bench) measureRegister(ctx context.Context) error {
 		if err := s.Shutdown(sctx); err != nil {
 			b.log.Warn("shutdown", "err", err)
 		}
-		fmt.Println("bench register_shutdown" + new(kv).add("jobs", added).add("took", time.Since(t).Round(time.Millisecond)).String())
+		fmt.Println("bench register_shutdown" + new(benchkit.KV).Add("jobs", added).Add("took", time.Since(t).Round(time.Millisecond)).String())
 	}()
-	k := new(kv).add("jobs", added).add("add", addDur.Round(time.Millisecond)).add("add_start", wall.Round(time.Millisecond)).
-		add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
-		add("reads", float64(reg.Reads)/float64(max(added, 1))).add("writes", float64(reg.Writes)/float64(max(added, 1))).
-		add("multis", float64(reg.Multis)/float64(max(added, 1))).add("watches", float64(reg.Watches)/float64(max(added, 1)))
+	k := new(benchkit.KV).Add("jobs", added).Add("add", addDur.Round(time.Millisecond)).Add("add_start", wall.Round(time.Millisecond)).
+		Add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
+		Add("reads", float64(reg.Reads)/float64(max(added, 1))).Add("writes", float64(reg.Writes)/float64(max(added, 1))).
+		Add("multis", float64(reg.Multis)/float64(max(added, 1))).Add("watches", float64(reg.Watches)/float64(max(added, 1)))
 	if cerr0 == nil && cerr1 == nil {
-		k.add("cpu_s", (c1 - c0).Seconds())
+		k.Add("cpu_s", (c1 - c0).Seconds())
 	}
 	if zerr0 == nil && zerr1 == nil {
 		// ZooKeeper's CPU in the same interval: with the process's own, it
 		// says which side the registration waits for.
-		k.add("zk_cpu_s", float64(z1-z0)/clockTicks)
+		k.Add("zk_cpu_s", float64(z1-z0)/benchkit.ClockTicks)
 	}
 	if regErr != nil {
-		k.add("error", regErr.Error())
+		k.Add("error", regErr.Error())
 		fmt.Println("bench register" + k.String())
-		b.summary.add("register_s", "failed")
+		b.summary.Add("register_s", "failed")
 		return nil
 	}
 	fmt.Println("bench register" + k.String())
-	b.summary.add("register_s", wall.Seconds()).add("register_req_per_job", float64(reg.Total())/float64(jobs))
+	b.summary.Add("register_s", wall.Seconds()).Add("register_req_per_job", float64(reg.Total())/float64(jobs))
 
 	// Idle: what the process sends in the window after Start returned.
 	i0 := rc.Stats()
@@ -129,7 +131,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 			return err
 		}
 		cur := rc.Stats()
-		slices = append(slices, fmtFloat(float64(cur.Sub(prev).Total())/5))
+		slices = append(slices, benchkit.FmtFloat(float64(cur.Sub(prev).Total())/5))
 		prev = cur
 	}
 	if err := sleepUntil(ctx, tIdle.Add(b.cfg.regIdle)); err != nil {
@@ -138,15 +140,15 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	idle := rc.Stats().Sub(i0)
 	p1, perr1 := b.packetsReceived(ctx)
 	secs := time.Since(tIdle).Seconds()
-	k = new(kv).add("window", time.Since(tIdle).Round(time.Millisecond)).add("req_per_s", float64(idle.Total())/secs).
-		add("reads_per_s", float64(idle.Reads)/secs).add("writes_per_s", float64(idle.Writes)/secs).
-		add("multis_per_s", float64(idle.Multis)/secs).add("watches_per_s", float64(idle.Watches)/secs).
-		add("req_per_s_by_5s", strings.Join(slices, "/"))
+	k = new(benchkit.KV).Add("window", time.Since(tIdle).Round(time.Millisecond)).Add("req_per_s", float64(idle.Total())/secs).
+		Add("reads_per_s", float64(idle.Reads)/secs).Add("writes_per_s", float64(idle.Writes)/secs).
+		Add("multis_per_s", float64(idle.Multis)/secs).Add("watches_per_s", float64(idle.Watches)/secs).
+		Add("req_per_s_by_5s", strings.Join(slices, "/"))
 	if perr0 == nil && perr1 == nil {
-		k.add("server_packets_per_s", float64(p1-p0)/secs)
+		k.Add("server_packets_per_s", float64(p1-p0)/secs)
 	}
 	fmt.Println("bench register_idle" + k.String())
-	b.summary.add("idle_req_per_s", float64(idle.Total())/secs)
+	b.summary.Add("idle_req_per_s", float64(idle.Total())/secs)
 
 	// The jobs are idle only once that traffic has stopped: wait, bounded,
 	// for a 5s slice without requests before counting watches and heap.
@@ -154,7 +156,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	settled := false
 	for time.Since(settleFrom) < b.cfg.regSettle {
 		before := rc.Stats()
-		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+		if err := benchkit.SleepCtx(ctx, 5*time.Second); err != nil {
 			return err
 		}
 		if rc.Stats().Sub(before).Total() == 0 {
@@ -164,19 +166,19 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	w1, werr := b.watchTotal(ctx)
 	heap1 := heapAfterGC()
-	k = new(kv).add("jobs", jobs).add("settled", settled).add("quiet_after_start", time.Since(tIdle).Round(time.Second))
+	k = new(benchkit.KV).Add("jobs", jobs).Add("settled", settled).Add("quiet_after_start", time.Since(tIdle).Round(time.Second))
 	if werr == nil {
 		// wchs counts data watches only; the client's count has both kinds.
-		k.add("watches_per_job", float64(w1-w0)/float64(jobs)).add("server_watches", w1-w0)
-		b.summary.add("watches_per_job", float64(w1-w0)/float64(jobs))
+		k.Add("watches_per_job", float64(w1-w0)/float64(jobs)).Add("server_watches", w1-w0)
+		b.summary.Add("watches_per_job", float64(w1-w0)/float64(jobs))
 	} else {
-		k.add("watches", werr.Error())
+		k.Add("watches", werr.Error())
 	}
-	k.add("client_watches_per_job", float64(rc.WatchCount())/float64(jobs))
+	k.Add("client_watches_per_job", float64(rc.WatchCount())/float64(jobs))
 	heapPerJob := (float64(heap1) - float64(heap0)) / float64(jobs)
-	k.add("heap_kib_per_job", heapPerJob/1024).add("goroutines", runtime.NumGoroutine()-g0)
+	k.Add("heap_kib_per_job", heapPerJob/1024).Add("goroutines", runtime.NumGoroutine()-g0)
 	fmt.Println("bench register_idle_cost" + k.String())
-	b.summary.add("heap_kib_per_job", heapPerJob/1024)
+	b.summary.Add("heap_kib_per_job", heapPerJob/1024)
 	return nil
 }
 

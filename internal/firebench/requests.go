@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -90,7 +92,7 @@ func (t *fireTrack) snapshotLoop(ctx context.Context) {
 func (b *bench) measureRequests(ctx context.Context) error {
 	for _, items := range b.cfg.reqItems {
 		if err := b.requestsFor(ctx, items); err != nil {
-			fmt.Println("bench requests" + new(kv).add("items", items).add("error", err.Error()).String())
+			fmt.Println("bench requests" + new(benchkit.KV).Add("items", items).Add("error", err.Error()).String())
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -150,7 +152,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		if time.Now().After(deadline) {
 			return b.reportCollapse(tr, items, startReq, time.Since(t0))
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := benchkit.SleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -183,7 +185,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 	}
 	waitEnd := time.Now().Add(10 * time.Second)
 	for time.Now().Before(waitEnd) && !allComplete(tr, inWindow, items) {
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := benchkit.SleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -216,31 +218,31 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 	tr.mu.Unlock()
 
 	n := float64(fires)
-	k := new(kv).add("items", items).add("fires", fires).add("completed", completed).
-		add("made_up", madeUp).add("lost", fires-completed-madeUp).
-		add("req_per_fire", float64(d.Total())/n).
-		add("reads", float64(d.Reads)/n).add("writes", float64(d.Writes)/n).
-		add("multis", float64(d.Multis)/n).add("watches", float64(d.Watches)/n).
-		add("before_execute_p50", percentile(before, 50)).add("before_execute_max", maxOf(before))
+	k := new(benchkit.KV).Add("items", items).Add("fires", fires).Add("completed", completed).
+		Add("made_up", madeUp).Add("lost", fires-completed-madeUp).
+		Add("req_per_fire", float64(d.Total())/n).
+		Add("reads", float64(d.Reads)/n).Add("writes", float64(d.Writes)/n).
+		Add("multis", float64(d.Multis)/n).Add("watches", float64(d.Watches)/n).
+		Add("before_execute_p50", benchkit.Percentile(before, 50)).Add("before_execute_max", benchkit.Max(before))
 	if len(before) > 0 {
 		nb := float64(len(before))
-		k.add("before_reads", float64(bd.Reads)/nb).add("before_writes", float64(bd.Writes)/nb).
-			add("before_multis", float64(bd.Multis)/nb).add("before_watches", float64(bd.Watches)/nb)
+		k.Add("before_reads", float64(bd.Reads)/nb).Add("before_writes", float64(bd.Writes)/nb).
+			Add("before_multis", float64(bd.Multis)/nb).Add("before_watches", float64(bd.Watches)/nb)
 	}
 	if perr0 == nil && perr1 == nil {
 		// The server counts every packet: requests, the session's pings,
 		// and the four-letter word itself.
-		k.add("server_packets_per_fire", float64(p1-p0)/n)
+		k.Add("server_packets_per_fire", float64(p1-p0)/n)
 	} else {
-		k.add("server_packets", fmt.Sprint(errorsOr(perr0, perr1)))
+		k.Add("server_packets", fmt.Sprint(errorsOr(perr0, perr1)))
 	}
-	k.add("fire_dur_p50", durMS(percentile(durs, 50))).add("fire_dur_max", durMS(maxOf(durs))).
-		add("start_to_first_fire_done", startDur(t0, tr, items)).add("start_requests", startReq).
-		add("warmup_requests", warmReq)
+	k.Add("fire_dur_p50", durMS(benchkit.Percentile(durs, 50))).Add("fire_dur_max", durMS(benchkit.Max(durs))).
+		Add("start_to_first_fire_done", startDur(t0, tr, items)).Add("start_requests", startReq).
+		Add("warmup_requests", warmReq)
 	fmt.Println("bench requests" + k.String())
-	b.summary.add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n)
+	b.summary.Add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n)
 	if items == 1 {
-		b.summary.add("req_before_execute_1", percentile(before, 50))
+		b.summary.Add("req_before_execute_1", benchkit.Percentile(before, 50))
 	}
 	return nil
 }
@@ -287,18 +289,16 @@ func (b *bench) reportCollapse(tr *fireTrack, items int, startReq int64, since t
 		ran += f.items
 	}
 	tr.mu.Unlock()
-	k := new(kv).add("items", items).add("collapsed", "no two complete fires").add("waited", since.Round(time.Millisecond)).
-		add("fires_started", fires).add("executions", ran).add("requests", tr.rc.Stats().Total()).add("start_requests", startReq)
+	k := new(benchkit.KV).Add("items", items).Add("collapsed", "no two complete fires").Add("waited", since.Round(time.Millisecond)).
+		Add("fires_started", fires).Add("executions", ran).Add("requests", tr.rc.Stats().Total()).Add("start_requests", startReq)
 	fmt.Println("bench requests" + k.String())
-	b.summary.add(fmt.Sprintf("req_per_fire_%d", items), "collapsed")
+	b.summary.Add(fmt.Sprintf("req_per_fire_%d", items), "collapsed")
 	return nil
 }
 
-// msVal is a time in milliseconds, printed with an "ms" suffix (NaN when
+// durMS is a time in milliseconds, printed with an "ms" suffix (NaN when
 // there was nothing to measure).
-type msVal float64
-
-func durMS(ms float64) msVal { return msVal(ms) }
+func durMS(ms float64) benchkit.MS { return benchkit.MS(ms) }
 
 func errorsOr(errs ...error) error {
 	for _, e := range errs {

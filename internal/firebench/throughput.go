@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/shardjob/shardjob/internal/benchkit"
+
 	"context"
 	"fmt"
 	"time"
@@ -80,17 +82,17 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 		}
 	}
 	secs := w1.Sub(w0).Seconds()
-	k := new(kv).add("jobs", jobs).add("items", items).add("procs", procs).add("window", w1.Sub(w0).Round(time.Millisecond)).
-		add("runs", runs).add("execs_per_s", float64(runs)/secs).add("fires", len(fires)).add("fires_lost", lost).
-		add("runs_per_instance", joinInts(perInst))
+	k := new(benchkit.KV).Add("jobs", jobs).Add("items", items).Add("procs", procs).Add("window", w1.Sub(w0).Round(time.Millisecond)).
+		Add("runs", runs).Add("execs_per_s", float64(runs)/secs).Add("fires", len(fires)).Add("fires_lost", lost).
+		Add("runs_per_instance", joinInts(perInst))
 	if runs > 0 {
-		k.add("instance_cpu_s_per_1000", (c1-c0)/float64(runs)*1000)
+		k.Add("instance_cpu_s_per_1000", (c1-c0)/float64(runs)*1000)
 	}
 	if warm != nil {
-		k.add("warmup", "no complete fire in 40s")
+		k.Add("warmup", "no complete fire in 40s")
 	}
 	fmt.Println("bench throughput" + k.String())
-	b.summary.add("execs_per_s", float64(runs)/secs).add("fires_lost", fmt.Sprintf("%d/%d", lost, len(fires)))
+	b.summary.Add("execs_per_s", float64(runs)/secs).Add("fires_lost", fmt.Sprintf("%d/%d", lost, len(fires)))
 	return nil
 }
 

@@ -1,0 +1,301 @@
+// Command bench measures shardjob beside the Go schedulers a developer
+// would otherwise pick, and times its failover and resharding. It is its
+// own module, so that the SDK's go.mod does not pull the peers in.
+//
+// Usage, from bench/ (ZooKeeper and Redis as scripts/zookeeper.sh and
+// scripts/redis.sh find or install them):
+//
+//	go run . -all                 # every benchmark (about 13 minutes)
+//	go run . -peers               # shardjob, gocron + Redis lock, dcron + Redis: J jobs every second on 3 node processes, kill -9 the busiest at half time
+//	go run . -failover            # kill -9 an instance mid-run, ≥ 20 trials: session expiry → items started elsewhere
+//	go run . -reshard             # 1 → 100 instances, 1,000 and 10,000 items: the fire that finds the reshard due → every instance running its new items
+//	go run . -h                   # every flag
+//
+// It starts its own standalone ZooKeeper (regcenter/zktest) and its own
+// Redis (redis-server) on loopback, and stops everything it started. Each
+// figure is printed as a line "bench NAME key=value ...", and a last line
+// "summary key=value ..." repeats the headline figures. With -plots DIR it
+// also draws the peers' latency distributions, runs per node and recovery
+// after the kill as PNG files in DIR.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// config holds the flags.
+type config struct {
+	peers, failover, reshard bool
+
+	peerSystems  []string
+	peerJobs     []int
+	peerDuration time.Duration
+	peerWork     time.Duration
+	killAfter    time.Duration
+	tunedTimeout time.Duration
+
+	foTrials  int
+	foTimeout time.Duration
+	foItems   int
+
+	rsItems     []int
+	rsInstances int
+
+	plots       string
+	keep        bool
+	verbose     bool
+	nodeVerbose bool
+}
+
+// bench is one run of the program: its servers, work directory and
+// results.
+type bench struct {
+	cfg     config
+	log     *slog.Logger
+	dir     string
+	zk      *zktest.Cluster
+	redis   *redisServer
+	nodeBin string
+	summary benchkit.KV
+	peers   []*peerResult
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
+	var all bool
+	var systems, jobs, rsItems string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: go run . [-all | -peers -failover -reshard] [flags]")
+		fs.PrintDefaults()
+	}
+	fs.BoolVar(&all, "all", false, "run every benchmark")
+	fs.BoolVar(&c.peers, "peers", false, "shardjob beside gocron and dcron: J jobs every second on 3 node processes, kill -9 the busiest")
+	fs.BoolVar(&c.failover, "failover", false, "kill -9 an instance mid-run: session expiry → its items started elsewhere")
+	fs.BoolVar(&c.reshard, "reshard", false, "1 → N instances: the fire that finds the reshard due → every instance running its new items")
+
+	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run")
+	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
+	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
+	fs.DurationVar(&c.peerWork, "peer-work", 100*time.Millisecond, "-peers: how long each run takes (runs are in flight at the kill)")
+	fs.DurationVar(&c.killAfter, "peer-kill-offset", 50*time.Millisecond, "-peers: the kill comes this long after a tick")
+	fs.DurationVar(&c.tunedTimeout, "tuned-session-timeout", 2*time.Second, "-peers: shardjob-tuned's ZooKeeper session timeout")
+
+	fs.IntVar(&c.foTrials, "fo-trials", 20, "-failover: trials")
+	fs.DurationVar(&c.foTimeout, "fo-session-timeout", 2*time.Second, "-failover: the instances' session timeout")
+	fs.IntVar(&c.foItems, "fo-items", 6, "-failover: items of the job")
+
+	fs.StringVar(&rsItems, "rs-items", "1000,10000", "-reshard: items of the job, one run each")
+	fs.IntVar(&c.rsInstances, "rs-instances", 100, "-reshard: instances after the scale-out")
+
+	fs.StringVar(&c.plots, "plots", "", "-peers: write PNG plots into this directory (e.g. ../docs/perf)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (node records and logs, the servers' data and logs)")
+	fs.BoolVar(&c.verbose, "v", false, "progress on stderr")
+	fs.BoolVar(&c.nodeVerbose, "node-v", false, "debug logging of the node processes, into their logs in the work directory (with -keep)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if all {
+		c.peers, c.failover, c.reshard = true, true, true
+	}
+	if !(c.peers || c.failover || c.reshard) {
+		fs.Usage()
+		return c, errors.New("choose a benchmark, or -all")
+	}
+	for s := range strings.SplitSeq(systems, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := systemArgs(s, c); !ok {
+			return c, fmt.Errorf("-peer-systems: unknown system %q", s)
+		}
+		c.peerSystems = append(c.peerSystems, s)
+	}
+	var err error
+	if c.peerJobs, err = parseInts(jobs); err != nil {
+		return c, fmt.Errorf("-peer-jobs: %w", err)
+	}
+	if c.rsItems, err = parseInts(rsItems); err != nil {
+		return c, fmt.Errorf("-rs-items: %w", err)
+	}
+	if c.peerDuration < 10*time.Second {
+		return c, errors.New("-peer-duration must be at least 10s")
+	}
+	if c.foTrials < 1 || c.foItems < 1 || c.rsInstances < 2 {
+		return c, errors.New("-fo-trials and -fo-items must be at least 1, -rs-instances at least 2")
+	}
+	return c, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var r []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		r = append(r, n)
+	}
+	return r, nil
+}
+
+func run(ctx context.Context, cfg config) error {
+	level := slog.LevelWarn
+	if cfg.verbose {
+		level = slog.LevelInfo
+	}
+	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
+	var err error
+	if b.dir, err = os.MkdirTemp("", "shardjob-bench-"); err != nil {
+		return err
+	}
+	if cfg.keep {
+		fmt.Fprintln(os.Stderr, "bench: work directory", b.dir)
+	} else {
+		defer os.RemoveAll(b.dir)
+	}
+	fmt.Println("bench machine" + machine().String())
+
+	if cfg.peers || cfg.failover {
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		b.nodeBin = filepath.Join(b.dir, "node")
+		err := benchkit.GoBuild(bctx, ".", nodePkg, b.nodeBin)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w (run from bench/)", err)
+		}
+	}
+
+	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The JVM's full compiler, as a production server runs it (zktest stops
+	// at C1 for a fast start), as internal/firebench does.
+	b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: filepath.Join(b.dir, "zk"), Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := b.zk.Close(); err != nil {
+			b.log.Warn("close ZooKeeper", "err", err)
+		}
+	}()
+	fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
+	if cfg.peers {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		b.redis, err = startRedis(rctx, filepath.Join(b.dir, "redis"))
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := b.redis.close(); err != nil {
+				b.log.Warn("stop Redis", "err", err)
+			}
+		}()
+		fmt.Println("bench redis" + new(benchkit.KV).Add("addr", b.redis.addr).Add("pid", b.redis.proc.PID).Add("version", b.redis.version).String())
+	}
+
+	steps := []struct {
+		on   bool
+		name string
+		fn   func(context.Context) error
+	}{
+		{cfg.peers, "peers", b.measurePeers},
+		{cfg.failover, "failover", b.measureFailover},
+		{cfg.reshard, "reshard", b.measureReshard},
+	}
+	var errs []error
+	for _, s := range steps {
+		if !s.on || ctx.Err() != nil {
+			continue
+		}
+		t0 := time.Now()
+		b.log.Info("measuring", "what", s.name)
+		if err := s.fn(ctx); err != nil {
+			// One benchmark failing does not hide the others.
+			fmt.Println("bench " + s.name + new(benchkit.KV).Add("error", err.Error()).String())
+			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
+		}
+		b.log.Info("measured", "what", s.name, "took", time.Since(t0).Round(time.Millisecond))
+	}
+	if cfg.plots != "" && len(b.peers) > 0 {
+		if err := b.plot(cfg.plots); err != nil {
+			errs = append(errs, fmt.Errorf("plots: %w", err))
+		}
+	}
+	fmt.Println("summary" + b.summary.String())
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// machine describes the machine: CPUs, memory, Go, load average.
+func machine() *benchkit.KV {
+	k := new(benchkit.KV).Add("cpus", runtime.NumCPU()).Add("go", runtime.Version())
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if f := strings.Fields(v); len(f) > 0 {
+					if n, err := strconv.ParseFloat(f[0], 64); err == nil {
+						k.Add("mem_gib", n/1024/1024)
+					}
+				}
+			}
+		}
+	}
+	k.Add("load1", loadavg())
+	return k
+}
+
+// loadavg returns the one-minute load average, or "?".
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// sdkLog is the logger handed to in-process schedulers: warnings only,
+// since a hundred instances' progress would drown the benchmark's own.
+func (b *bench) sdkLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

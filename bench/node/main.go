@@ -1,0 +1,303 @@
+// Command node is one node process of the peer benchmark (package
+// github.com/shardjob/shardjob/bench): a scheduler of one of the compared
+// systems running -jobs jobs named {-prefix}{0..jobs-1} on -cron, each run
+// sleeping -work, so that runs are in flight when the benchmark kills a
+// node.
+//
+// Systems:
+//
+//	shardjob  a job.Scheduler on its own ZooKeeper session (-zk), one item per job unless -items says otherwise
+//	gocron    a gocron v2 scheduler with gocron-redis-lock's locker (WithTries(1), as its README shows) on -redis
+//	dcron     a dcron scheduler with its Redis driver on -redis
+//
+// Every line the process records is appended to -out with one write(2),
+// unbuffered, so that what it recorded survives a SIGKILL:
+//
+//	S <unix ns>                                               the scheduler started
+//	R <job> <item> <fire unix ms> <start unix ns> <kind> <through unix ms>   a run started
+//
+// The fire time is the scheduled fire as shardjob reports it; gocron and
+// dcron do not tell a job its scheduled time, so their lines carry -1 and
+// the benchmark takes the tick from the start time. The process runs until
+// SIGTERM or SIGINT, then shuts its scheduler down within -shutdown-timeout.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	redislock "github.com/go-co-op/gocron-redis-lock/v2"
+	gocron "github.com/go-co-op/gocron/v2"
+	redisv8 "github.com/go-redis/redis/v8"
+	"github.com/libi/dcron"
+	dcrondriver "github.com/libi/dcron/driver"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+type options struct {
+	system          string
+	id              string
+	zk              []string
+	redis           string
+	namespace       string
+	prefix          string
+	jobs, items     int
+	cron            string
+	work            time.Duration
+	failover        bool
+	sessionTimeout  time.Duration
+	shutdownTimeout time.Duration
+	out             string
+	verbose         bool
+}
+
+func main() {
+	var o options
+	var zk string
+	flag.StringVar(&o.system, "system", "shardjob", "shardjob, gocron or dcron")
+	flag.StringVar(&o.id, "id", "", "node id (required; shardjob's server id)")
+	flag.StringVar(&zk, "zk", "", "shardjob: ZooKeeper servers, host:port,...")
+	flag.StringVar(&o.redis, "redis", "", "gocron, dcron: Redis address host:port")
+	flag.StringVar(&o.namespace, "namespace", "bench", "shardjob's namespace; dcron's service name")
+	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
+	flag.IntVar(&o.jobs, "jobs", 30, "number of jobs")
+	flag.IntVar(&o.items, "items", 1, "shardjob: sharding items per job")
+	flag.StringVar(&o.cron, "cron", "* * * * * *", "cron of every job, with seconds")
+	flag.DurationVar(&o.work, "work", 100*time.Millisecond, "how long each run sleeps")
+	flag.BoolVar(&o.failover, "failover", false, "shardjob: turn failover on")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: ZooKeeper session timeout (0: regcenter's default, 10s)")
+	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
+	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
+	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
+	flag.Parse()
+	if o.id == "" || o.out == "" || o.jobs < 1 || o.items < 1 {
+		fmt.Fprintln(os.Stderr, "node: -id and -out are required; -jobs and -items must be at least 1")
+		os.Exit(2)
+	}
+	if zk != "" {
+		o.zk = strings.Split(zk, ",")
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "node:", err)
+		os.Exit(1)
+	}
+}
+
+// recorder appends lines to the node's file, one write each.
+type recorder struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (r *recorder) line(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.WriteString(s); err != nil {
+		// The benchmark counts runs from this file; a lost line would be
+		// a lost run. Say so where the benchmark's log shows it.
+		log.Printf("record %q: %v", s, err)
+	}
+}
+
+// run records a run that started now for fire (zero when the system does
+// not say) and sleeps for work.
+func (r *recorder) run(ctx context.Context, name string, item int, fire, through time.Time, kind string, work time.Duration) {
+	start := time.Now().UnixNano()
+	fireMS, throughMS := int64(-1), int64(-1)
+	if !fire.IsZero() {
+		fireMS, throughMS = fire.UnixMilli(), through.UnixMilli()
+	}
+	r.line("R " + name + " " + strconv.Itoa(item) + " " + strconv.FormatInt(fireMS, 10) + " " +
+		strconv.FormatInt(start, 10) + " " + kind + " " + strconv.FormatInt(throughMS, 10) + "\n")
+	t := time.NewTimer(work)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func run(o options) error {
+	f, err := os.OpenFile(o.out, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := f.Close(); err != nil {
+			log.Printf("close %s: %v", o.out, err)
+		}
+	}()
+	rec := &recorder{f: f}
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("node", o.id)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	switch o.system {
+	case "shardjob":
+		return runShardjob(ctx, o, rec, logger)
+	case "gocron":
+		return runGocron(ctx, o, rec, logger)
+	case "dcron":
+		return runDcron(ctx, o, rec)
+	default:
+		return fmt.Errorf("unknown system %q", o.system)
+	}
+}
+
+func (r *recorder) started() {
+	r.line("S " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
+}
+
+func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Logger) error {
+	if len(o.zk) == 0 {
+		return errors.New("shardjob needs -zk")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: o.zk, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := rc.Close(); err != nil {
+			logger.Warn("close the ZooKeeper session", "err", err)
+		}
+	}()
+	s, err := job.NewScheduler(rc, job.WithServerID(o.id), job.WithLogger(logger))
+	if err != nil {
+		return err
+	}
+	execute := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		rec.run(ctx, sc.JobName, sc.Item, sc.FireTime, sc.Through, string(sc.Kind), o.work)
+		return nil
+	})
+	for i := range o.jobs {
+		cfg := job.Config{Name: o.prefix + strconv.Itoa(i), Cron: o.cron, ShardingTotalCount: o.items, Failover: o.failover}
+		if err := s.Add(cctx, cfg, execute); err != nil {
+			return err
+		}
+	}
+	if err := s.Start(cctx); err != nil {
+		return err
+	}
+	rec.started()
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer scancel()
+	return s.Shutdown(sctx)
+}
+
+func runGocron(ctx context.Context, o options, rec *recorder, logger *slog.Logger) error {
+	if o.redis == "" {
+		return errors.New("gocron needs -redis")
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: o.redis})
+	defer func() {
+		if err := rdb.Close(); err != nil {
+			logger.Warn("close the Redis client", "err", err)
+		}
+	}()
+	// As gocron-redis-lock's README shows it: one try, so that the nodes
+	// that lose the race for a run skip it instead of retrying.
+	locker, err := redislock.NewRedisLocker(rdb, redislock.WithTries(1))
+	if err != nil {
+		return err
+	}
+	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker), gocron.WithLogger(gocronLogger{logger}))
+	if err != nil {
+		return err
+	}
+	for i := range o.jobs {
+		name := o.prefix + strconv.Itoa(i)
+		task := gocron.NewTask(func(ctx context.Context) {
+			rec.run(ctx, name, 0, time.Time{}, time.Time{}, "fire", o.work)
+		})
+		if _, err := s.NewJob(gocron.CronJob(o.cron, true), task, gocron.WithName(name)); err != nil {
+			return errors.Join(err, s.Shutdown())
+		}
+	}
+	s.Start()
+	rec.started()
+	<-ctx.Done()
+	// Shutdown has no deadline of its own; past ours the process exits,
+	// which ends this goroutine with it.
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown() }()
+	t := time.NewTimer(o.shutdownTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("gocron shutdown took over %v", o.shutdownTimeout)
+	}
+}
+
+// gocronLogger passes gocron's warnings and errors to slog.
+type gocronLogger struct{ l *slog.Logger }
+
+func (g gocronLogger) Debug(string, ...any)         {}
+func (g gocronLogger) Info(string, ...any)          {}
+func (g gocronLogger) Warn(msg string, args ...any) { g.l.Warn("gocron: "+msg, args...) }
+func (g gocronLogger) Error(msg string, args ...any) {
+	g.l.Error("gocron: "+msg, args...)
+}
+
+func runDcron(ctx context.Context, o options, rec *recorder) error {
+	if o.redis == "" {
+		return errors.New("dcron needs -redis")
+	}
+	rdb := redisv8.NewClient(&redisv8.Options{Addr: o.redis})
+	defer func() {
+		if err := rdb.Close(); err != nil {
+			log.Printf("close the Redis client: %v", err)
+		}
+	}()
+	d := dcron.NewDcronWithOption(o.namespace, dcrondriver.NewRedisDriver(rdb), dcron.CronOptionSeconds())
+	for i := range o.jobs {
+		name := o.prefix + strconv.Itoa(i)
+		// dcron gives a job no context; a run's sleep ends with the
+		// process's.
+		if err := d.AddFunc(name, o.cron, func() {
+			rec.run(ctx, name, 0, time.Time{}, time.Time{}, "fire", o.work)
+		}); err != nil {
+			return err
+		}
+	}
+	d.Start()
+	rec.started()
+	<-ctx.Done()
+	// Stop has no deadline of its own; past ours the process exits, which
+	// ends this goroutine with it.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Stop()
+	}()
+	t := time.NewTimer(o.shutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("dcron stop took over %v", o.shutdownTimeout)
+	}
+}

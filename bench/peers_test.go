@@ -1,0 +1,93 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// sec is the unix ms of second s of the test's timeline.
+func sec(s int64) int64 { return 1_700_000_000_000 + s*1000 }
+
+// at is the unix ns ms milliseconds after second s.
+func at(s, ms int64) int64 { return (sec(s) + ms) * int64(time.Millisecond) }
+
+func TestAnalysePhase(t *testing.T) {
+	runs := []runRec{
+		// j0: ticks 0..3 once each, on nodes 0 and 1.
+		{node: 0, job: "j0", fire: sec(0), start: at(0, 5), kind: "fire", through: sec(0)},
+		{node: 0, job: "j0", fire: sec(1), start: at(1, 7), kind: "fire", through: sec(1)},
+		{node: 1, job: "j0", fire: sec(2), start: at(2, 9), kind: "fire", through: sec(2)},
+		{node: 1, job: "j0", fire: sec(3), start: at(3, 11), kind: "fire", through: sec(3)},
+		// j1: tick 0 run by the victim (node 2), killed in flight at 0 s
+		// + 50 ms, then a make-up run at 3 s standing for ticks 0..3.
+		{node: 2, job: "j1", fire: sec(0), start: at(0, 20), kind: "fire", through: sec(0)},
+		{node: 1, job: "j1", fire: sec(0), start: at(3, 30), kind: "misfire", through: sec(3)},
+		// j2: no fire reported (a peer): ticks from the start second;
+		// tick 1 twice, tick 2 never.
+		{node: 0, job: "j2", fire: -1, start: at(0, 3), kind: "fire", through: -1},
+		{node: 0, job: "j2", fire: -1, start: at(1, 4), kind: "fire", through: -1},
+		{node: 1, job: "j2", fire: -1, start: at(1, 400), kind: "fire", through: -1},
+		{node: 1, job: "j2", fire: -1, start: at(3, 2), kind: "fire", through: -1},
+	}
+	kill := time.UnixMilli(sec(0) + 50)
+	p := analysePhase("after", runs, 3, 3, sec(0), sec(3), 2, kill, 100*time.Millisecond)
+	if p.ticks != 4 {
+		t.Errorf("ticks = %d, want 4", p.ticks)
+	}
+	// j0: 4 once. j1: tick 0 twice (killed re-run), 1..3 once (made up).
+	// j2: 0 and 3 once, 1 twice, 2 never.
+	if p.once != 4+3+2 || p.twicePlus != 2 || p.twiceKilled != 1 || p.never != 1 || p.madeUp != 3 {
+		t.Errorf("once %d twice+ %d killed %d never %d made up %d; want 9 2 1 1 3", p.once, p.twicePlus, p.twiceKilled, p.never, p.madeUp)
+	}
+	if p.runs != len(runs) {
+		t.Errorf("runs = %d, want %d", p.runs, len(runs))
+	}
+	if want := []int{4, 5, 1}; p.perNode[0] != want[0] || p.perNode[1] != want[1] || p.perNode[2] != want[2] {
+		t.Errorf("per node = %v, want %v", p.perNode, want)
+	}
+	// The make-up run has no fire latency.
+	if len(p.lat) != len(runs)-1 {
+		t.Errorf("latencies = %d, want %d", len(p.lat), len(runs)-1)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	if s, r := spread([]int{10, 5, 0}, 2); s != "10/5/0" || r != 2 {
+		t.Errorf("spread skipping the victim = %q %v, want 10/5/0 2", s, r)
+	}
+	if _, r := spread([]int{10, 0, 5}, -1); !math.IsInf(r, 1) {
+		t.Errorf("spread with an idle node = %v, want inf", r)
+	}
+}
+
+func TestReadRecords(t *testing.T) {
+	dir := t.TempDir()
+	n := &node{idx: 1, id: "n1", out: filepath.Join(dir, "n1.rec")}
+	data := "S 1700000000000000000\n" +
+		"R j0 0 1700000001000 1700000001005000000 fire 1700000001000\n" +
+		"R j1 0 -1 1700000001007000000 fire -1\n" +
+		"R j2 0 17000" // cut by the kill
+	if err := os.WriteFile(n.out, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := readRecords(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.started != 1700000000000000000 || len(r.runs) != 2 || r.bad != 1 {
+		t.Fatalf("started %d runs %d bad %d; want 1700000000000000000 2 1", r.started, len(r.runs), r.bad)
+	}
+	if r.runs[0].node != 1 || r.runs[0].latencyMS() != 5 {
+		t.Errorf("first run %+v: latency %v, want node 1, 5 ms", r.runs[0], r.runs[0].latencyMS())
+	}
+	if r.runs[1].tick() != 1700000001000 || r.runs[1].latencyMS() != 7 {
+		t.Errorf("a peer's run: tick %d latency %v, want 1700000001000 and 7 ms", r.runs[1].tick(), r.runs[1].latencyMS())
+	}
+	missing := &node{out: filepath.Join(dir, "none.rec")}
+	if r, err := readRecords(missing); err != nil || len(r.runs) != 0 {
+		t.Errorf("a node that wrote nothing yet: %+v, %v", r, err)
+	}
+}

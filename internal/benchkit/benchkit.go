@@ -1,0 +1,224 @@
+// Package benchkit holds what shardjob's benchmark programs share: sample
+// statistics, the "bench NAME key=value ..." line format, CPU times read
+// from /proc, ZooKeeper's four-letter words, and process groups that die
+// with the benchmark. It is used by internal/firebench and by the separate
+// bench module (github.com/shardjob/shardjob/bench), whose import path lies
+// under this module's, so the internal rule lets it in.
+package benchkit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU
+// times: 100 on every Linux architecture Go supports.
+const ClockTicks = 100
+
+// Percentile returns the p-th percentile (0..100) of xs by the nearest-rank
+// method, or NaN when xs is empty. xs need not be sorted; it is not changed.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	rank = min(max(rank, 1), len(s))
+	return s[rank-1]
+}
+
+// Max returns the largest of xs, or NaN when xs is empty.
+func Max(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(xs)
+}
+
+// MS is a time in milliseconds, printed by KV with an "ms" suffix.
+type MS float64
+
+// KV builds a "bench" line's key=value pairs. The zero value is ready.
+type KV struct{ b strings.Builder }
+
+// Add appends " key=value". Floats are printed with at most three
+// decimals (FmtFloat); durations and MS values in milliseconds with an
+// "ms" suffix; strings with spaces, quotes or '=' are quoted.
+func (k *KV) Add(key string, v any) *KV {
+	k.b.WriteByte(' ')
+	k.b.WriteString(key)
+	k.b.WriteByte('=')
+	switch x := v.(type) {
+	case float64:
+		k.b.WriteString(FmtFloat(x))
+	case time.Duration:
+		k.b.WriteString(FmtFloat(float64(x) / float64(time.Millisecond)))
+		k.b.WriteString("ms")
+	case MS:
+		k.b.WriteString(FmtFloat(float64(x)))
+		k.b.WriteString("ms")
+	case string:
+		if x == "" || strings.ContainsAny(x, " \t\"=") {
+			k.b.WriteString(strconv.Quote(x))
+		} else {
+			k.b.WriteString(x)
+		}
+	default:
+		fmt.Fprint(&k.b, x)
+	}
+	return k
+}
+
+// String returns the pairs added so far, each preceded by a space.
+func (k *KV) String() string { return k.b.String() }
+
+// FmtFloat prints x with three significant decimals at most.
+func FmtFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 0):
+		return "inf"
+	case math.Abs(x) >= 100:
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	case math.Abs(x) >= 10:
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(x, 'f', 3, 64)
+	}
+}
+
+// ParseProcStatCPU returns utime+stime from the contents of /proc/PID/stat,
+// in clock ticks. The command name (field 2) may contain spaces and
+// parentheses, so fields are counted from the last ')'.
+func ParseProcStatCPU(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed stat %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short stat %q", stat)
+	}
+	u, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	s, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return u + s, nil
+}
+
+// CPUTicks returns a process's user+system CPU so far, in clock ticks.
+func CPUTicks(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseProcStatCPU(string(data))
+}
+
+// CPUSeconds returns a process's user+system CPU so far, in seconds.
+func CPUSeconds(pid int) (float64, error) {
+	t, err := CPUTicks(pid)
+	return float64(t) / ClockTicks, err
+}
+
+// FourLetter sends a four-letter word to the ZooKeeper server at addr and
+// returns its answer, within 5 s.
+func FourLetter(ctx context.Context, addr, word string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(dl); err != nil {
+			return "", err
+		}
+	}
+	if _, err := io.WriteString(conn, word); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(conn, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", word, err)
+	}
+	return string(b), nil
+}
+
+// ParseMntr parses a mntr answer ("key<TAB>value" lines) into a map.
+func ParseMntr(s string) map[string]string {
+	m := make(map[string]string)
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "\t")
+		if ok {
+			m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+// MntrInt returns a numeric mntr value.
+func MntrInt(m map[string]string, key string) (int64, error) {
+	v, ok := m[key]
+	if !ok {
+		return 0, fmt.Errorf("mntr has no %s", key)
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// ParseWchs parses a wchs answer:
+//
+//	3 connections watching 12 paths
+//	Total watches:14
+func ParseWchs(s string) (conns, paths, total int64, err error) {
+	var seen int
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if n, _ := fmt.Sscanf(line, "%d connections watching %d paths", &conns, &paths); n == 2 {
+			seen++
+		}
+		if v, ok := strings.CutPrefix(line, "Total watches:"); ok {
+			if total, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+				return 0, 0, 0, fmt.Errorf("wchs total in %q: %w", line, err)
+			}
+			seen++
+		}
+	}
+	if seen != 2 {
+		return 0, 0, 0, fmt.Errorf("unexpected wchs answer %q", s)
+	}
+	return conns, paths, total, nil
+}
+
+// SleepCtx sleeps for d or until ctx ends, and returns ctx's error if it
+// ended first.
+func SleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
