@@ -22,19 +22,37 @@ func (r *runner) onElected(ctx context.Context) {
 		r.setNecessary(ctx)
 		r.watchServers(ctx)
 		r.mu.Lock()
-		if _, ok := r.leaderWatches["/necessary"]; !ok && ctx.Err() == nil {
-			// An instance about to fire asks for a reshard by writing the
-			// flag's data: reshard at once rather than at our next fire.
-			r.leaderWatches["/necessary"] = r.rc.Watch(r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
-				switch ev.Type {
-				case regcenter.EventDataChanged:
-					r.reshardKick.kick()
-				case regcenter.EventCreated:
-					r.epochKick.kick() // a flag set by hand moves no epoch
-				}
-			})
-		}
+		_, armed := r.leaderWatches["/necessary"]
 		r.mu.Unlock()
+		if armed || ctx.Err() != nil {
+			return
+		}
+		// An instance about to fire asks for a reshard by writing the
+		// flag's data: reshard at once rather than at our next fire.
+		_, cancel, err := r.rc.WatchNow(ctx, r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
+			switch ev.Type {
+			case regcenter.EventDataChanged, regcenter.EventResync:
+				r.reshardKick.kick()
+			case regcenter.EventCreated:
+				r.epochKick.kick() // a flag set by hand moves no epoch
+			}
+		})
+		r.mu.Lock()
+		if _, dup := r.leaderWatches["/necessary"]; dup || !r.elect.IsLeader() {
+			r.mu.Unlock()
+			cancel()
+			return
+		}
+		r.leaderWatches["/necessary"] = cancel
+		r.mu.Unlock()
+		// A request written before the watch was armed (an instance
+		// draining, or about to fire, while nobody led) is answered now:
+		// the flag's data names who asked; the leader's own flag has none.
+		if err == nil {
+			if data, _, err := r.rc.Get(ctx, r.paths.Necessary()); err == nil && len(data) > 0 {
+				r.reshardKick.kick()
+			}
+		}
 	})
 }
 
