@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -203,4 +205,94 @@ func ReleaseUnits(ctx context.Context, rc regcenter.Center, u Units) (bool, erro
 		_, err = Rebalance(ctx, rc)
 		return err == nil, err
 	}
+}
+
+// Instance is one instance's entry in the namespace's placement, as its
+// node and the table say.
+type Instance struct {
+	// Server is the instance's id.
+	Server string
+	// Live reports its node present (its session alive).
+	Live bool
+	// Units is what it holds across the namespace (the load table).
+	Units int
+	// FaultTolerance and AlarmThreshold are its settings (1 and 0 when it
+	// is not live).
+	FaultTolerance, AlarmThreshold int
+	// Score is its load score, nil when it publishes none; Slots and
+	// FreeSlots its executor slots.
+	Score            *float64
+	Slots, FreeSlots int
+	// Draining: on the drain list. Drained: it reported holding nothing
+	// and running nothing while on it. Offline: marked offline by failed
+	// health checks.
+	Draining, Drained, Offline bool
+	// HealthURL is the health endpoint its peers probe.
+	HealthURL string
+}
+
+// Namespace is the namespace's placement: K, the units unplaced, and
+// every instance live or holding units, sorted by id.
+type Namespace struct {
+	Units, Unplaced int
+	Instances       []Instance
+}
+
+// ReadNamespace reads the namespace's placement: the load table, every
+// instance's node, the drain list and the offline marks. A garbage table
+// is an error naming the node.
+func ReadNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (Namespace, error) {
+	var t loadTable
+	data, _, err := rc.Get(ctx, layout.Placement)
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+	case err != nil:
+		return Namespace{}, err
+	case len(data) > 0:
+		if t, err = decodeTable(data); err != nil {
+			return Namespace{}, fmt.Errorf("%s: %w", layout.Placement, err)
+		}
+	}
+	view, err := readView(ctx, rc, log)
+	if err != nil {
+		return Namespace{}, err
+	}
+	byID := map[string]*Instance{}
+	get := func(id string) *Instance {
+		if byID[id] == nil {
+			byID[id] = &Instance{Server: id, FaultTolerance: DefaultFaultTolerance}
+		}
+		return byID[id]
+	}
+	ns := Namespace{Unplaced: t.Unplaced, Units: t.total()}
+	for id, n := range t.Units {
+		get(id).Units = n
+	}
+	for id, info := range view.instances {
+		in := get(id)
+		in.Live = true
+		in.FaultTolerance, in.AlarmThreshold, in.Score = info.FaultTolerance, info.AlarmThreshold, info.Score
+		in.Slots, in.FreeSlots, in.Drained, in.HealthURL = info.Slots, info.FreeSlots, info.Drained, info.HealthURL
+	}
+	for _, l := range []struct {
+		path string
+		set  func(*Instance)
+	}{
+		{layout.DrainList, func(in *Instance) { in.Draining = true }},
+		{layout.Offline, func(in *Instance) { in.Offline = true }},
+	} {
+		kids, err := rc.Children(ctx, l.path)
+		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			return Namespace{}, err
+		}
+		for _, id := range kids {
+			l.set(get(id))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		in := byID[id]
+		in.Drained = in.Drained && in.Draining
+		ns.Instances = append(ns.Instances, *in)
+	}
+	return ns, nil
 }

@@ -39,31 +39,32 @@ type loadTable struct {
 	Seq    int            `json:"seq,omitempty"`
 }
 
-// errTableGarbage reports a load table that cannot be used; the placer
-// rebuilds it from the jobs' assignments.
-var errTableGarbage = errors.New("load table is not valid")
+// ErrTableGarbage reports a namespace load table (/.placement) that is not
+// valid. Reshards rebuild it from the jobs' assignments; ReadNamespace
+// returns it.
+var ErrTableGarbage = errors.New("job: the namespace's load table is not valid")
 
 func decodeTable(data []byte) (loadTable, error) {
 	if len(data) == 0 {
-		return loadTable{}, fmt.Errorf("%w: empty", errTableGarbage)
+		return loadTable{}, fmt.Errorf("%w: empty", ErrTableGarbage)
 	}
 	var t loadTable
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return loadTable{}, fmt.Errorf("%w: %v", errTableGarbage, err)
+		return loadTable{}, fmt.Errorf("%w: %v", ErrTableGarbage, err)
 	}
 	if t.Unplaced < 0 {
-		return loadTable{}, fmt.Errorf("%w: unplaced %d", errTableGarbage, t.Unplaced)
+		return loadTable{}, fmt.Errorf("%w: unplaced %d", ErrTableGarbage, t.Unplaced)
 	}
 	for s, n := range t.Units {
 		if n < 0 || !serverIDPattern.MatchString(s) {
-			return loadTable{}, fmt.Errorf("%w: server %q with %d units", errTableGarbage, s, n)
+			return loadTable{}, fmt.Errorf("%w: server %q with %d units", ErrTableGarbage, s, n)
 		}
 	}
 	for s, n := range t.Joined {
 		if n < 0 || n > t.Seq || !serverIDPattern.MatchString(s) {
-			return loadTable{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", errTableGarbage, s, n, t.Seq)
+			return loadTable{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", ErrTableGarbage, s, n, t.Seq)
 		}
 	}
 	if t.Units == nil {

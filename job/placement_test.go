@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -382,4 +383,35 @@ func TestPlacementCapsLeaveUnitsUnplacedUntilThereIsRoom(t *testing.T) {
 	if st := a.sched.Placement(); st.Units != 12 {
 		t.Fatalf("a after c left: %+v", st)
 	}
+}
+
+// Garbage in the load table is named by readers and rebuilt from the jobs'
+// assignments by the next reshard; placement goes on.
+func TestPlacementRebuildsAGarbageLoadTable(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	var cfgs []job.Config
+	var names []string
+	for i := range 3 {
+		cfg := everySecond(fmt.Sprintf("job-%d", i), 2)
+		cfgs = append(cfgs, cfg)
+		names = append(names, cfg.Name)
+	}
+	startJobs(t, ns, "s1", cfgs, rec)
+	settleItems(t, rec, time.Now(), names, 2, []string{"s1"}, 30*time.Second)
+	obs := observer(t, ns)
+	if _, err := obs.Set(tctx(t), "/.placement", []byte(`{"units":{"s1":-4},"bogus":1}`), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.ReadNamespace(tctx(t), obs, testLogger(t)); !errors.Is(err, job.ErrTableGarbage) {
+		t.Fatalf("reading a garbage table: %v, want ErrTableGarbage", err)
+	}
+	startJobs(t, ns, "s2", cfgs, rec)
+	settleItems(t, rec, time.Now(), names, 2, []string{"s1", "s2"}, 30*time.Second)
+	var got job.Namespace
+	waitUntil(t, 30*time.Second, func() bool {
+		var err error
+		got, err = job.ReadNamespace(tctx(t), obs, testLogger(t))
+		return err == nil && got.Units == 6 && len(got.Instances) == 2 && got.Instances[0].Units == 3 && got.Instances[1].Units == 3
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,106 +56,46 @@ type Placement struct {
 	Instances []Instance `json:"instances"`
 }
 
-type instanceNode struct {
-	FaultTolerance int      `json:"faultTolerance"`
-	AlarmThreshold int      `json:"alarmThreshold,omitempty"`
-	Score          *float64 `json:"score,omitempty"`
-	Slots          int      `json:"slots,omitempty"`
-	FreeSlots      int      `json:"freeSlots,omitempty"`
-	Draining       bool     `json:"draining,omitempty"`
-	Drained        bool     `json:"drained,omitempty"`
-	HealthURL      string   `json:"healthURL,omitempty"`
-}
-
-// Placement reads the namespace's placement: the load table, every
-// instance's node, the drain list and the items running on each.
+// Placement reads the namespace's placement (job.ReadNamespace), the
+// items running on each instance, and each instance's cap.
 func (a *Admin) Placement(ctx context.Context) (Placement, error) {
-	var table struct {
-		Units    map[string]int `json:"units"`
-		Unplaced int            `json:"unplaced"`
-	}
-	data, _, err := a.rc.Get(ctx, layout.Placement)
-	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return Placement{}, err
-	}
-	if len(data) > 0 {
-		if err := json.Unmarshal(data, &table); err != nil {
-			return Placement{}, fmt.Errorf("%w: the load table %s is not valid: %v", ErrInvalid, layout.Placement, err)
-		}
-	}
-	byID := map[string]*Instance{}
-	get := func(id string) *Instance {
-		if byID[id] == nil {
-			byID[id] = &Instance{Server: id, FaultTolerance: 1}
-		}
-		return byID[id]
-	}
-	out := Placement{Unplaced: table.Unplaced, Units: table.Unplaced}
-	for id, n := range table.Units {
-		get(id).Units = n
-		out.Units += n
-	}
-	live, err := a.children(ctx, layout.Instances)
+	ns, err := job.ReadNamespace(ctx, a.rc, slog.Default())
 	if err != nil {
-		return Placement{}, err
-	}
-	for _, id := range live {
-		data, _, err := a.rc.Get(ctx, layout.Instance(id))
-		if errors.Is(err, regcenter.ErrNoNode) {
-			continue
+		if errors.Is(err, job.ErrTableGarbage) {
+			return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		if err != nil {
-			return Placement{}, err
-		}
-		in := get(id)
-		in.Live = true
-		var node instanceNode
-		if json.Unmarshal(data, &node) == nil {
-			in.FaultTolerance = max(node.FaultTolerance, 1)
-			in.AlarmThreshold, in.Score, in.Slots, in.FreeSlots = node.AlarmThreshold, node.Score, node.Slots, node.FreeSlots
-			in.Drained, in.HealthURL = node.Drained, node.HealthURL
-		}
-	}
-	draining, err := a.children(ctx, layout.DrainList)
-	if err != nil {
 		return Placement{}, err
-	}
-	for _, id := range draining {
-		get(id).Draining = true
-	}
-	offline, err := a.children(ctx, layout.Offline)
-	if err != nil {
-		return Placement{}, err
-	}
-	for _, id := range offline {
-		get(id).Offline = true
 	}
 	running, err := a.runningByServer(ctx)
 	if err != nil {
 		return Placement{}, err
 	}
-	for id, n := range running {
-		get(id).Running = n
-	}
+	out := Placement{Units: ns.Units, Unplaced: ns.Unplaced, Instances: []Instance{}}
+	seen := map[string]bool{}
 	tolerance := map[string]int{}
-	for id, in := range byID {
+	for _, in := range ns.Instances {
+		seen[in.Server] = true
 		if in.Live && !in.Draining && !in.Offline {
-			tolerance[id] = in.FaultTolerance
+			tolerance[in.Server] = in.FaultTolerance
 		}
-		in.Alarmed = in.AlarmThreshold > 0 && in.Units > in.AlarmThreshold
+	}
+	for id := range running {
+		if !seen[id] {
+			ns.Instances = append(ns.Instances, job.Instance{Server: id, FaultTolerance: job.DefaultFaultTolerance})
+		}
 	}
 	caps := sharding.Caps(out.Units, tolerance)
-	for id, in := range byID {
-		in.Cap = caps[id]
-		if !in.Draining {
-			in.Drained = false
-		}
-		out.Instances = append(out.Instances, *in)
+	for _, in := range ns.Instances {
+		out.Instances = append(out.Instances, Instance{
+			Server: in.Server, Live: in.Live, Units: in.Units, Cap: caps[in.Server],
+			FaultTolerance: in.FaultTolerance, AlarmThreshold: in.AlarmThreshold,
+			Alarmed: in.AlarmThreshold > 0 && in.Units > in.AlarmThreshold,
+			Score:   in.Score, FreeSlots: in.FreeSlots, Slots: in.Slots,
+			Draining: in.Draining, Drained: in.Drained, Offline: in.Offline, HealthURL: in.HealthURL,
+			Running: running[in.Server],
+		})
 	}
 	slices.SortFunc(out.Instances, func(x, y Instance) int { return strings.Compare(x.Server, y.Server) })
-	if out.Instances == nil {
-		out.Instances = []Instance{}
-	}
 	return out, nil
 }
 
