@@ -7,13 +7,22 @@
 // its arguments: it does not talk to ZooKeeper, and it keeps no state apart
 // from the strategy registry.
 //
-// # Built-in strategies
+// # Placement across jobs
 //
-// The built-in strategies reproduce Apache ElasticJob's results exactly for
-// the same ordered server list, so a team moving from ElasticJob keeps the
-// same assignments (the framework passes servers sorted ascending):
+// The default, [Balanced] ("BALANCED"), is computed by [Place]: it sees
+// the units (items of every job) each server holds across the namespace,
+// and gives a job's extra items to the least loaded servers, moving items
+// only when that evens the load. [Idlest] ("IDLEST") places items by free
+// executor slots. [Caps] gives seed 000's cap per server. Seen through
+// [Lookup] as plain strategies, both place a job alone.
 //
-//   - [AvgAllocation] ("AVG_ALLOCATION", the default): equal blocks in list
+// # ElasticJob's strategies
+//
+// These reproduce Apache ElasticJob's results exactly for the same ordered
+// server list, so a team moving from ElasticJob keeps the same assignments
+// by naming them (the framework passes servers sorted ascending):
+//
+//   - [AvgAllocation] ("AVG_ALLOCATION"): equal blocks in list
 //     order, leftover items one each to the first servers.
 //   - [Odevity] ("ODEVITY"): AVG_ALLOCATION over the list in ascending order
 //     when the Java hashCode of the job name is odd, descending when even.
@@ -26,12 +35,13 @@
 // The job name hash is Java's String.hashCode over the name's UTF-16 code
 // units, so names must match the ones used in ElasticJob byte for byte.
 // The package also provides [Scope] ("SCOPE"), which gives every server one
-// contiguous range of items; it has no ElasticJob counterpart.
+// contiguous range of items (seed 001: totalCount/len(servers) each, the
+// remainder on the last); it has no ElasticJob counterpart.
 //
 // # Registry
 //
 // Strategies are chosen by name with [Lookup]; the empty name selects
-// AVG_ALLOCATION. Applications add their own with [Register], typically
+// BALANCED. Applications add their own with [Register], typically
 // from an init function, and [Names] lists what is available. Built-in
 // names cannot be replaced.
 //
