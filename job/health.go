@@ -16,7 +16,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Load scores and health checks (seed 004): an instance publishes how idle
+// Load scores and health checks: an instance publishes how idle
 // it is, the IDLEST placement and preemption use it, and an instance whose
 // own health check keeps failing takes itself out of placement.
 
@@ -31,7 +31,7 @@ type LoadSample struct {
 // LoadSampler reads the machine's load. Tests inject their own.
 type LoadSampler func() (LoadSample, error)
 
-// Score weights (seed 004): CPU 64%, free executor slots 32%, memory 4%.
+// Score weights: CPU 64%, free executor slots 32%, memory 4%.
 const (
 	scoreCPU    = 0.64
 	scoreSlots  = 0.32

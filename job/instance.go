@@ -71,7 +71,7 @@ type Event struct {
 	At time.Time
 }
 
-// DefaultFaultTolerance is n of seed 000's cap when WithFaultTolerance is
+// DefaultFaultTolerance is n of the cap N = 1 + K/max(S−n, 1) when WithFaultTolerance is
 // not given.
 const DefaultFaultTolerance = 1
 
@@ -407,7 +407,7 @@ func (r *runner) askReshard() {
 	}
 }
 
-// alarmStep is the alarm's state machine (seed 000's M): holding more
+// alarmStep is the alarm's state machine: holding more
 // units than threshold raises the alarm once, coming back to it or below
 // clears it once. It returns the new state and the event to raise, if any.
 // A threshold of 0 is off.

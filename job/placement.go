@@ -96,7 +96,7 @@ func (t loadTable) clone() loadTable {
 
 // instanceInfo is the payload of an instance's node (layout.Instance).
 type instanceInfo struct {
-	// FaultTolerance is n of seed 000's cap.
+	// FaultTolerance is n of the cap N = 1 + K/max(S−n, 1).
 	FaultTolerance int `json:"faultTolerance"`
 	// AlarmThreshold is M: holding more units raises an alarm; 0 is off.
 	AlarmThreshold int `json:"alarmThreshold,omitempty"`

@@ -13,7 +13,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Mutual health checks (seed 004's 互检): instances probe each other's
+// Mutual health checks: instances probe each other's
 // HTTP health endpoint. Failures are counted in ZooKeeper, one counter per
 // probed instance (layout.Probe) that every prober adds to, so the
 // namespace agrees on the count; at HealthFailures in a row the instance is

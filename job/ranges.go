@@ -9,7 +9,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Range jobs (seed 001): a job of many items takes them as contiguous
+// Range jobs: a job of many items takes them as contiguous
 // ranges, one call per run of consecutive items this instance holds per
 // fire, instead of one call per item. The item is still the unit of
 // placement and of every guarantee (its running mark, its completed

@@ -13,7 +13,7 @@
 // the units (items of every job) each server holds across the namespace,
 // and gives a job's extra items to the least loaded servers, moving items
 // only when that evens the load. [Idlest] ("IDLEST") places items by free
-// executor slots. [Caps] gives seed 000's cap per server. Seen through
+// executor slots. [Caps] gives each server's n-fault-tolerant cap. Seen through
 // [Lookup] as plain strategies, both place a job alone.
 //
 // # ElasticJob's strategies
@@ -35,7 +35,7 @@
 // The job name hash is Java's String.hashCode over the name's UTF-16 code
 // units, so names must match the ones used in ElasticJob byte for byte.
 // The package also provides [Scope] ("SCOPE"), which gives every server one
-// contiguous range of items (seed 001: totalCount/len(servers) each, the
+// contiguous range of items (totalCount/len(servers) each, the
 // remainder on the last); it has no ElasticJob counterpart.
 //
 // # Registry
