@@ -71,8 +71,8 @@ type Event struct {
 	At time.Time
 }
 
-// DefaultFaultTolerance is n of the cap N = 1 + K/max(S−n, 1) when WithFaultTolerance is
-// not given.
+// DefaultFaultTolerance is n of the cap N = 1 + K/max(S−n, 1) when
+// WithFaultTolerance is not given.
 const DefaultFaultTolerance = 1
 
 // WithFaultTolerance sets this instance's fault tolerance n (at least 1,
