@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
@@ -80,15 +79,13 @@ const rebalanceOpsPerTxn = 128
 // (BALANCED jobs; jobs of a named strategy get that strategy's
 // assignment). It returns how many jobs were flagged.
 func Rebalance(ctx context.Context, rc regcenter.Center) (int, error) {
-	names, err := rc.Children(ctx, "/")
+	names, err := namespaceJobs(ctx, rc)
 	if err != nil {
 		return 0, fmt.Errorf("rebalance: %w", err)
 	}
-	var jobs []layout.Job
-	for _, n := range names {
-		if !strings.HasPrefix(n, ".") {
-			jobs = append(jobs, layout.Job(n))
-		}
+	jobs := make([]layout.Job, len(names))
+	for i, n := range names {
+		jobs[i] = layout.Job(n)
 	}
 	flagged := 0
 	for len(jobs) > 0 {
@@ -113,13 +110,14 @@ func Rebalance(ctx context.Context, rc regcenter.Center) (int, error) {
 	return flagged, nil
 }
 
-// flagReshard flags one job's reshard, a job that is gone counting as done.
+// flagReshard flags one job's reshard, a job that is gone or already
+// flagged counting as done.
 func flagReshard(ctx context.Context, rc regcenter.Center, j layout.Job) error {
 	err := rc.Multi(ctx, j.FlagReshardOps()...)
 	if err == nil || errors.Is(err, regcenter.ErrNodeExists) || errors.Is(err, regcenter.ErrNoNode) {
 		return nil
 	}
-	return fmt.Errorf("rebalance %s: %w", string(j), err)
+	return fmt.Errorf("flagging a reshard of %s: %w", string(j), err)
 }
 
 // Units is what a job holds in the namespace's load table.
@@ -274,20 +272,11 @@ func ReadNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (
 		in.FaultTolerance, in.AlarmThreshold, in.Score = info.FaultTolerance, info.AlarmThreshold, info.Score
 		in.Slots, in.FreeSlots, in.Drained, in.HealthURL = info.Slots, info.FreeSlots, info.Drained, info.HealthURL
 	}
-	for _, l := range []struct {
-		path string
-		set  func(*Instance)
-	}{
-		{layout.DrainList, func(in *Instance) { in.Draining = true }},
-		{layout.Offline, func(in *Instance) { in.Offline = true }},
-	} {
-		kids, err := rc.Children(ctx, l.path)
-		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-			return Namespace{}, err
-		}
-		for _, id := range kids {
-			l.set(get(id))
-		}
+	for id := range view.excluded.draining {
+		get(id).Draining = true
+	}
+	for id := range view.excluded.offline {
+		get(id).Offline = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		in := byID[id]

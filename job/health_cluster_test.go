@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,16 +113,7 @@ func TestPreemptionIsWonByTheIdlest(t *testing.T) {
 }
 
 func containsServer(data []byte, id string) bool {
-	return len(data) > 0 && (string(data) == id || contains(string(data), `"server":"`+id+`"`))
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
+	return len(data) > 0 && (string(data) == id || strings.Contains(string(data), `"server":"`+id+`"`))
 }
 
 // Health beyond the session: three failed checks in a row mark the
@@ -130,13 +122,7 @@ func contains(s, sub string) bool {
 func TestHealthCheckMarksOfflineAfterThreeFailures(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
-	var cfgs []job.Config
-	var names []string
-	for i := range 4 {
-		cfg := everySecond(fmt.Sprintf("job-%d", i), 1)
-		cfgs = append(cfgs, cfg)
-		names = append(names, cfg.Name)
-	}
+	cfgs, names := everySecondJobs(4, 1)
 	var failing atomic.Bool
 	var goodAfterFailing, failedChecks atomic.Int64
 	events := make(chan job.Event, 64)
@@ -186,7 +172,7 @@ func TestHealthCheckMarksOfflineAfterThreeFailures(t *testing.T) {
 		t.Fatalf("online after %d good checks, want one", n)
 	}
 	last, _ := settleItems(t, rec, time.Now(), names, 1, []string{"s1", "s2"}, 30*time.Second)
-	checkItemTicks(t, rec, names, 1, first, last)
+	checkItemTicks(t, rec, names, 1, first, last, "")
 }
 
 // Mutual health checks: instances probe each other's health endpoint; a
@@ -195,13 +181,7 @@ func TestHealthCheckMarksOfflineAfterThreeFailures(t *testing.T) {
 func TestPeerProbesMarkAFailingPeerOffline(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
-	var cfgs []job.Config
-	var names []string
-	for i := range 4 {
-		cfg := everySecond(fmt.Sprintf("job-%d", i), 1)
-		cfgs = append(cfgs, cfg)
-		names = append(names, cfg.Name)
-	}
+	cfgs, names := everySecondJobs(4, 1)
 	var sick atomic.Bool
 	endpoint := func(failing *atomic.Bool) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -241,7 +221,7 @@ func TestPeerProbesMarkAFailingPeerOffline(t *testing.T) {
 		t.Fatalf("s2's probe counter after a good probe: %q %v", data, err)
 	}
 	last, _ := settleItems(t, rec, time.Now(), names, 1, []string{"s1", "s2"}, 30*time.Second)
-	checkItemTicks(t, rec, names, 1, first, last)
+	checkItemTicks(t, rec, names, 1, first, last, "")
 }
 
 func TestHealthOptionsRefuseBadInput(t *testing.T) {

@@ -135,9 +135,11 @@ type instance struct {
 	drained  bool
 	watches  []func()
 	kick     *kicker
-	score    *float64
-	free     int
-	slots    int
+	// unplacedKick runs retryUnplaced when instances come or go.
+	unplacedKick *kicker
+	score        *float64
+	free         int
+	slots        int
 }
 
 // startInstance publishes the instance node and watches the load table
@@ -151,6 +153,7 @@ func (s *Scheduler) startInstance(ctx context.Context) error {
 	}
 	in := &s.inst
 	in.kick = newKicker(s.spawn, s.checkInstance)
+	in.unplacedKick = newKicker(s.spawn, s.retryUnplaced)
 	poke := func(regcenter.Event) { in.kick.kick() }
 	in.mu.Lock()
 	in.watches = []func(){
@@ -162,13 +165,7 @@ func (s *Scheduler) startInstance(ctx context.Context) error {
 		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
 		// An instance came or went: the caps moved, and items unplaced
 		// for want of room may fit now.
-		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) {
-			for _, r := range s.runnersSnapshot() {
-				if r.elect.IsLeader() {
-					r.goFunc(r.retryUnplaced)
-				}
-			}
-		}),
+		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.kick() }),
 	}
 	in.mu.Unlock()
 	in.kick.kick()
@@ -419,6 +416,29 @@ func alarmStep(alarmed bool, units, threshold int) (bool, EventKind) {
 		return false, EventAlarmCleared
 	}
 	return alarmed, ""
+}
+
+// retryUnplaced asks the leaders here to place unplaced items again, when
+// the load table says there are any: one read, however many jobs.
+func (s *Scheduler) retryUnplaced() {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+	defer cancel()
+	data, _, err := s.rc.Get(ctx, layout.Placement)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return // nothing placed yet
+	}
+	if err != nil {
+		s.log.Warn("reading the load table for unplaced items", "err", err)
+		return
+	}
+	if t, err := decodeTable(data); err == nil && t.Unplaced == 0 {
+		return
+	}
+	for _, r := range s.runnersSnapshot() {
+		if r.elect.IsLeader() {
+			r.goFunc(r.retryUnplaced)
+		}
+	}
 }
 
 // retryUnplaced flags a reshard of a job that has items unplaced.

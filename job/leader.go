@@ -145,12 +145,7 @@ func (r *runner) checkMembership() {
 		r.log.Warn("reading the drain list", "err", err)
 		return
 	}
-	var online []string
-	for _, sv := range servers.online() {
-		if _, ex := excluded[sv]; !ex {
-			online = append(online, sv)
-		}
-	}
+	online := excluded.eligible(servers.online())
 	if last == nil || !equalStrings(last, online) {
 		r.setNecessary(ctx)
 	}

@@ -117,16 +117,14 @@ type instanceInfo struct {
 // nsView is what placement needs of the namespace besides the table.
 type nsView struct {
 	instances map[string]instanceInfo
-	// excluded maps a server that may take no units to why: "draining"
-	// or "offline".
-	excluded map[string]string
+	excluded  exclusions
 }
 
 // live lists the instances that may take units, sorted.
 func (v nsView) live() []string {
 	var out []string
 	for s := range v.instances {
-		if _, ex := v.excluded[s]; !ex {
+		if !v.excluded.has(s) {
 			out = append(out, s)
 		}
 	}
@@ -134,22 +132,41 @@ func (v nsView) live() []string {
 	return out
 }
 
+// exclusions are the servers that may take no units: on the drain list,
+// or marked offline.
+type exclusions struct {
+	draining, offline map[string]bool
+}
+
+func (e exclusions) has(server string) bool { return e.draining[server] || e.offline[server] }
+
 // readExcluded reads the drain list and the offline marks.
-func readExcluded(ctx context.Context, rc regcenter.Center) (map[string]string, error) {
-	out := map[string]string{}
-	for _, l := range []struct{ path, why string }{{layout.Offline, "offline"}, {layout.DrainList, "draining"}} {
-		kids, err := rc.Children(ctx, l.path)
+func readExcluded(ctx context.Context, rc regcenter.Center) (exclusions, error) {
+	e := exclusions{draining: map[string]bool{}, offline: map[string]bool{}}
+	for path, set := range map[string]map[string]bool{layout.DrainList: e.draining, layout.Offline: e.offline} {
+		kids, err := rc.Children(ctx, path)
 		if errors.Is(err, regcenter.ErrNoNode) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", l.path, err)
+			return exclusions{}, fmt.Errorf("reading %s: %w", path, err)
 		}
 		for _, k := range kids {
-			out[k] = l.why
+			set[k] = true
 		}
 	}
-	return out, nil
+	return e, nil
+}
+
+// eligible lists the servers of online that may take units, in order.
+func (e exclusions) eligible(online []string) []string {
+	var out []string
+	for _, s := range online {
+		if !e.has(s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // readView reads the live instances and the exclusions.
@@ -416,12 +433,7 @@ func (p *placer) commitOnce(ctx context.Context, batch []*placeRequest, table lo
 
 // placeJob computes one job's assignment against the table as it stands.
 func placeJob(req *placeRequest, t loadTable, view nsView) (map[string][]int, []int, error) {
-	var servers []string
-	for _, s := range req.servers {
-		if _, ex := view.excluded[s]; !ex {
-			servers = append(servers, s)
-		}
-	}
+	servers := view.excluded.eligible(req.servers)
 	if req.named != nil {
 		assign, err := sharding.Assign(req.named, req.job, servers, req.total)
 		return assign, nil, err
@@ -536,42 +548,35 @@ func (p *placer) readTable(ctx context.Context) (loadTable, int32, error) {
 // scanTable counts every job's units from its assignment nodes.
 func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
 	t := loadTable{Units: map[string]int{}, Joined: map[string]int{}}
-	jobs, err := rc.Children(ctx, "/")
+	jobs, err := namespaceJobs(ctx, rc)
 	if err != nil {
 		return loadTable{}, err
 	}
 	for _, j := range jobs {
-		if strings.HasPrefix(j, ".") {
-			continue
-		}
-		paths := layout.Job(j)
-		servers, err := rc.Children(ctx, paths.Servers())
-		if errors.Is(err, regcenter.ErrNoNode) {
-			continue
-		}
+		u, err := JobUnits(ctx, rc, j)
 		if err != nil {
 			return loadTable{}, err
 		}
-		for _, sv := range servers {
-			items, err := readItems(ctx, rc, paths.Flag(sv, layout.Sharding))
-			if err != nil {
-				return loadTable{}, err
-			}
-			if len(items) > 0 {
-				t.Units[sv] += len(items)
-			}
+		for sv, n := range u.PerServer {
+			t.Units[sv] += n
 		}
-		unplaced, err := readItems(ctx, rc, paths.Unplaced())
-		if err != nil {
-			return loadTable{}, err
-		}
-		t.Unplaced += len(unplaced)
+		t.Unplaced += u.Unplaced
 	}
 	for _, s := range slices.Sorted(maps.Keys(t.Units)) {
 		t.Seq++
 		t.Joined[s] = t.Seq
 	}
 	return t, nil
+}
+
+// namespaceJobs lists the namespace's jobs: the root's children that are
+// not the namespace's own nodes.
+func namespaceJobs(ctx context.Context, rc regcenter.Center) ([]string, error) {
+	names, err := rc.Children(ctx, "/")
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") }), nil
 }
 
 // readItems reads an item list node; missing or garbage is none.

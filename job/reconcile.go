@@ -161,10 +161,8 @@ func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSe
 		return err
 	}
 	may := map[string]bool{}
-	for _, sv := range servers.online() {
-		if _, ex := excluded[sv]; !ex {
-			may[sv] = true
-		}
+	for _, sv := range excluded.eligible(servers.online()) {
+		may[sv] = true
 	}
 	unplaced, err := readItems(ctx, r.rc, r.paths.Unplaced())
 	if err != nil {

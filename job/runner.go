@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -219,11 +218,9 @@ func (r *runner) sessionTimeout() time.Duration {
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
 func (r *runner) setNecessary(ctx context.Context) {
-	err := r.rc.Multi(ctx, r.paths.FlagReshardOps()...)
-	if err == nil || errors.Is(err, regcenter.ErrNodeExists) || errors.Is(err, regcenter.ErrNoNode) || ctx.Err() != nil {
-		return
+	if err := flagReshard(ctx, r.rc, r.paths); err != nil && ctx.Err() == nil {
+		r.log.Warn("cannot flag resharding", "err", err)
 	}
-	r.log.Warn("cannot flag resharding", "err", err)
 }
 
 func (r *runner) noteSuspendedMiss(at time.Time) {
