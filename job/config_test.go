@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 	"github.com/robfig/cron/v3"
+	"github.com/shardjob/shardjob/internal/suggest"
 )
 
 // validConfigForTest returns a valid config that test cases break one
@@ -513,11 +514,11 @@ func TestNearestKey(t *testing.T) {
 		"handlerName":         "",
 	}
 	for key, want := range tests {
-		if got := nearestKey(key, known); got != want {
-			t.Errorf("nearestKey(%q) = %q, want %q", key, got, want)
+		if got := suggest.Nearest(key, known); got != want {
+			t.Errorf("Nearest(%q) = %q, want %q", key, got, want)
 		}
 	}
-	if d := editDistance("kitten", "sitting"); d != 3 {
+	if d := suggest.EditDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance(kitten, sitting) = %d, want 3", d)
 	}
 }

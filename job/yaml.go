@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/shardjob/shardjob/internal/suggest"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -648,48 +649,9 @@ func nodeKindName(n *yaml.Node) string {
 func unknownKeyError(place string, p yamlPair, known []string) *configError {
 	e := &configError{place: place, key: p.key, kind: ErrUnknownKey,
 		subject: "unknown key " + quoteShort(p.key), line: p.keyNode.Line}
-	if s := nearestKey(p.key, known); s != "" {
+	if s := suggest.Nearest(p.key, known); s != "" {
 		e.suggestion = s
 		e.hint = fmt.Sprintf("did you mean %q?", s)
 	}
 	return e
-}
-
-// nearestKey returns the known key equal to key but for case, else the
-// one within edit distance 2 of it (ignoring case), else "".
-func nearestKey(key string, known []string) string {
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return k
-		}
-	}
-	best, bestDist := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -34,7 +35,7 @@ func (s *section) pairs(n *yaml.Node, known ...string) map[string][2]*yaml.Node 
 		k, v := n.Content[i], n.Content[i+1]
 		if !contains(known, k.Value) {
 			hint := ""
-			if m := nearest(k.Value, known); m != "" {
+			if m := suggest.Nearest(k.Value, known); m != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", m)
 			}
 			s.failf(k, k.Value, "unknown key%s; known keys: %s", hint, strings.Join(sorted(known), ", "))
@@ -181,41 +182,4 @@ func sorted(list []string) []string {
 	out := append([]string(nil), list...)
 	sort.Strings(out)
 	return out
-}
-
-// nearest returns the known key equal to key but for case, or within edit
-// distance 2 of it, else "".
-func nearest(key string, known []string) string {
-	for _, k := range known {
-		if strings.EqualFold(k, key) {
-			return k
-		}
-	}
-	best, dist := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(key), strings.ToLower(k)); d < dist {
-			best, dist = k, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
