@@ -103,14 +103,16 @@ func WithAlarmThreshold(m int) Option {
 	}
 }
 
-// WithEventHandler sets a function told of every Event. It is called on
-// the scheduler's goroutines and must not block.
+// WithEventHandler adds a function told of every Event; given more than
+// once, each function is told, in the order given (an application's own
+// handler, the execution history, the metrics). It is called on the
+// scheduler's goroutines and must not block.
 func WithEventHandler(fn func(Event)) Option {
 	return func(o *options) error {
 		if fn == nil {
 			return fmt.Errorf("%w: nil event handler", ErrInvalidOption)
 		}
-		o.events = fn
+		o.events = append(o.events, fn)
 		return nil
 	}
 }
@@ -121,8 +123,8 @@ func (s *Scheduler) emit(ev Event) {
 	if ev.At.IsZero() {
 		ev.At = s.opts.now()
 	}
-	if s.opts.events != nil {
-		s.opts.events(ev)
+	for _, fn := range s.opts.events {
+		fn(ev)
 	}
 }
 

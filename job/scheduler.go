@@ -33,7 +33,7 @@ type options struct {
 	fireListeners  []listener.FireListener
 	faultTolerance int
 	alarmThreshold int
-	events         func(Event)
+	events         []func(Event)
 	scoreEvery     time.Duration // load score (health.go); 0: off
 	slots          int
 	sampler        LoadSampler
