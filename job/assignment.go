@@ -249,6 +249,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	cfg := r.config()
 	r.mu.Lock()
 	held := a.heldSince(r.lastHeld)
+	changed := !slices.Equal(a.items, r.lastHeld.items)
 	r.lastHeld = a
 	var fresh []int
 	for _, it := range a.items {
@@ -258,6 +259,9 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		}
 	}
 	r.mu.Unlock()
+	if changed {
+		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.items), Detail: layout.FormatItems(a.items)})
+	}
 	if len(fresh) == 0 || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
 		return nil // steady state: nothing newly held
 	}

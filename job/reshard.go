@@ -146,9 +146,12 @@ func (r *runner) reshard(ctx context.Context) error {
 		}
 	}
 	if err := r.s.placer.place(ctx, req); err != nil {
+		r.counters.reshardErrors.Add(1)
 		r.dropProcessing(ctx)
 		return err
 	}
+	r.counters.reshards.Add(1)
+	r.counters.unplaced.Store(int64(len(req.unplacedOut)))
 	eligible := make([]string, 0, len(req.assign))
 	for sv := range req.assign {
 		eligible = append(eligible, sv)

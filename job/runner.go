@@ -54,10 +54,12 @@ type runner struct {
 	flagsCancel   func()
 	itemsCancel   func()
 	paused        bool         // servers/{me}/paused exists
+	disabled      bool         // servers/{me}/disabled exists (events only)
 	disabledItems map[int]bool // items kept out of every fire
 	triggerQueued bool         // a trigger arrived while items ran
 	removed       bool         // the job was removed from the cluster
 	lastSharded   []string
+	counters      jobCounters   // behind JobStats (stats.go)
 	reshardSem    chan struct{} // held while this instance reshards
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()

@@ -126,6 +126,9 @@ type Scheduler struct {
 
 	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
 
+	sessionsLost atomic.Int64 // sessions replaced by a new one (Stats)
+	alarms       atomic.Int64 // EventAlarm raised (Stats)
+
 	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
 	clockMeasured atomic.Bool
 
@@ -385,6 +388,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		}
 	case regcenter.SessionNew:
 		s.suspended.Store(false)
+		s.sessionsLost.Add(1)
 		s.spawn(func() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 			defer cancel()

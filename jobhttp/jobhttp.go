@@ -38,6 +38,9 @@ type Options struct {
 	// Logger receives one line per operation performed (Info) and per
 	// refused or failed request (Warn). Nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, is served at GET /metrics: typically
+	// (*metrics.Metrics).Handler(), the instance's Prometheus metrics.
+	Metrics http.Handler
 }
 
 // httpRequestTimeout bounds the ZooKeeper work of one request (a remove
@@ -81,7 +84,7 @@ const maxConfigBody = job.MaxDocumentBytes
 //	POST /rebalance                              every job places its items again before its next fire
 //
 // and GET /instances: every instance's units, cap, alarm, load score,
-// drain state and items running.
+// drain state and items running; GET /metrics serves Options.Metrics.
 //
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
@@ -121,6 +124,9 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	mux.HandleFunc("POST /servers/{server}/drain", h.write(h.drain))
 	mux.HandleFunc("POST /servers/{server}/undrain", h.write(h.undrain))
 	mux.HandleFunc("POST /rebalance", h.write(h.rebalance))
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
 	return mux
 }
 
