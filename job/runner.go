@@ -87,8 +87,11 @@ type runner struct {
 	assumed      assigned // what the next fire may assume; under mu
 	// idleWatch watches this instance's sharding node while it holds no
 	// items (see assume); idleArmed once the watch is armed.
-	idleWatch    func()
-	idleArmed    bool
+	idleWatch func()
+	idleArmed bool
+	// idlePassed is the latest fire this instance let pass on the idle
+	// watch's word, until a later fire starts (see catchUpIdle); under mu.
+	idlePassed   time.Time
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker
