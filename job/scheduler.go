@@ -164,6 +164,10 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if o.serverID == "" {
 		o.serverID = defaultServerID()
 	}
+	// The jobs' transactions are committed in groups: an instance's jobs
+	// firing at the same second mark, and then complete, their items in a
+	// few transactions rather than one each (regcenter.GroupCommit).
+	rc = regcenter.GroupCommit(rc)
 	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}}
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
