@@ -15,8 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/shardjob/shardjob/internal/leakcheck"
 	"github.com/shardjob/shardjob/internal/testlog"
@@ -118,20 +116,7 @@ func (n *node) crash() {
 // Prometheus text parser.
 func (n *node) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(n.srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s", resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	return fams
+	return scrapeURL(t, n.srv.URL+"/metrics")
 }
 
 // value sums the samples of family name whose labels include want (a
