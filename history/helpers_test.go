@@ -154,3 +154,18 @@ func waitFor(t *testing.T, deadline time.Duration, what string, cond func() bool
 		}
 	}
 }
+
+// pgtestStart starts a PostgreSQL server of the test's own, to stop and
+// restart without disturbing the others.
+func pgtestStart(t *testing.T) (*pgtest.Server, error) {
+	srv, err := pgtest.Start(testCtx(t))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("pgtest close: %v", err)
+		}
+	})
+	return srv, nil
+}
