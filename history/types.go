@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/job"
@@ -132,6 +133,23 @@ type Filter struct {
 	// Before is a cursor, a previous page's Next: the page starts after
 	// it (older rows). Empty: the newest rows.
 	Before string
+}
+
+// ParseTime reads a point in time as operators give it: a duration
+// before now such as "1h" or "90m", or an RFC 3339 time such as
+// "2026-05-04T10:00:00Z".
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("history: %q: a duration before now must not be negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("history: %q is neither a duration such as 1h nor an RFC 3339 time such as 2026-05-04T10:00:00Z", s)
+	}
+	return t, nil
 }
 
 // Page sizes.
