@@ -41,6 +41,10 @@ type Options struct {
 	// Metrics, when set, is served at GET /metrics: typically
 	// (*metrics.Metrics).Handler(), the instance's Prometheus metrics.
 	Metrics http.Handler
+	// History, when set, is served at GET /history (executions) and GET
+	// /history/status (job status events): typically the instance's
+	// *history.Recorder. Without it those answer 404.
+	History HistoryReader
 }
 
 // httpRequestTimeout bounds the ZooKeeper work of one request (a remove
@@ -86,6 +90,14 @@ const maxConfigBody = job.MaxDocumentBytes
 // and GET /instances: every instance's units, cap, alarm, load score,
 // drain state and items running; GET /metrics serves Options.Metrics.
 //
+// GET /history and GET /history/status serve Options.History: pages of
+// executions and of job status events, newest first, as JSON
+// ({"executions": [...], "next": "..."} and {"events": [...], "next":
+// "..."}). Parameters: job, server, kind, failed=1, since and until (a
+// duration before now such as 1h, or an RFC 3339 time), limit (default 50,
+// at most 1000) and before (the "next" of the previous page). A bad
+// parameter is answered 400 naming it.
+//
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
 // of range), 413 for a config document or value too large to store, 409
@@ -127,6 +139,7 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
+	routeHistory(mux, h, opts.History)
 	return mux
 }
 
@@ -215,7 +228,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /servers/{server}/pause[?job=J]", "POST /servers/{server}/resume[?job=J]",
 			"POST /servers/{server}/shutdown[?job=J]",
 			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
-			"POST /rebalance",
+			"POST /rebalance", "GET /history", "GET /history/status",
 		},
 		"readOnly": h.token == "",
 	})
