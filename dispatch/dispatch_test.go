@@ -585,6 +585,10 @@ func TestLeaseExpiryFreesTasksAndRejectsStaleFinish(t *testing.T) {
 		cfg.Backoff = Backoff{Base: time.Second, Max: time.Second, Jitter: 0.01}
 		cfg.MaxOpenConns = 2
 		ca, cb := cfg, cfg
+		// A's own sweeper, on a real ticker, must not run during the test:
+		// it would renew (or re-register) A's lease on A's fake clock at
+		// a moment the test does not choose. A sweeps only when told.
+		ca.LeaseTTL, ca.SweepInterval = time.Hour, 20*time.Minute
 		ca.Clock, ca.NodeID = clkA, "A"
 		ca.OnStart = func(hctx context.Context, tk Task) error {
 			startedA <- tk
@@ -596,7 +600,7 @@ func TestLeaseExpiryFreesTasksAndRejectsStaleFinish(t *testing.T) {
 		cb.OnStart = func(ctx context.Context, tk Task) error { startedB <- tk; return nil }
 		a := open(t, ca)
 		mustWorker(t, a, "w", 1)
-		ts, err := a.Assign(ctx, Assignment{Worker: "w", Start: clkA.Now(), End: clkA.Now().Add(time.Hour), Tasks: newTasks("t"), MaxRetries: 3, Timeout: time.Hour})
+		ts, err := a.Assign(ctx, Assignment{Worker: "w", Start: clkA.Now(), End: clkA.Now().Add(time.Hour), Tasks: newTasks("t"), MaxRetries: 3, Timeout: 24 * time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -610,19 +614,15 @@ func TestLeaseExpiryFreesTasksAndRejectsStaleFinish(t *testing.T) {
 		}
 		// Within A's lease, B frees nothing and cannot start the task: the
 		// worker's one slot is A's.
-		clkB.Advance(9 * time.Second)
+		clkB.Advance(59 * time.Minute)
 		b.sweep(ctx)
 		b.kick()
 		if got, _ := b.Task(ctx, tk.UUID); got.Status != StatusRunning || got.Node != a.Node() {
 			t.Fatalf("task is %s on %q within A's lease, want running on %q", got.Status, got.Node, a.Node())
 		}
-		clkB.Advance(2 * time.Second) // A's lease has lapsed for B
+		clkB.Advance(2 * time.Minute) // A's lease has lapsed for B
 		b.sweep(ctx)
-		// A's clock catches up with B's at once (nodes' clocks agree): A's
-		// own sweeper, which runs on a real ticker, may find its lease gone
-		// any time from here on, and a lease it registered on a clock 11 s
-		// behind B's would be lapsed for B at once.
-		clkA.Advance(11 * time.Second)
+		clkA.Advance(61 * time.Minute) // the nodes' clocks agree again
 		if s := b.Stats(); s.Reaped != 1 {
 			t.Fatalf("B reaped %d tasks, want 1", s.Reaped)
 		}
@@ -635,8 +635,7 @@ func TestLeaseExpiryFreesTasksAndRejectsStaleFinish(t *testing.T) {
 		if err := a.FinishAttempt(ctx, tk.UUID, tk.Attempt); !errors.Is(err, ErrStaleLease) {
 			t.Errorf("A's finish of attempt 1: err = %v, want ErrStaleLease", err)
 		}
-		// A's next sweep (if its own sweeper has not been first) finds its
-		// lease gone: its handler is cancelled.
+		// A's next sweep finds its lease gone: its handler is cancelled.
 		clkA.Advance(2 * time.Second)
 		a.sweep(ctx)
 		if err := recv(t, endedA, "A's handler end"); !errors.Is(err, context.Canceled) {
