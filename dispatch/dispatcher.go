@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/sqldb"
 
 	// Drivers for database/sql: pgx's stdlib ("pgx") and pure-Go SQLite ("sqlite").
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -271,14 +272,7 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	if cfg.Driver == "postgres" {
 		st.d, driver = postgresDialect, "pgx"
 	} else {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		if dsn != ":memory:" && !strings.HasPrefix(dsn, "file:") {
-			dsn = "file:" + dsn
-		}
-		dsn += sep + "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_pragma=foreign_keys(1)&_txlock=immediate"
+		dsn = sqldb.SQLiteURI(dsn, "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_pragma=foreign_keys(1)&_txlock=immediate")
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/sqldb"
 )
 
 //go:embed migrations
@@ -42,18 +44,7 @@ func (s *store) q(query string) string {
 	if s.d != postgresDialect {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
+	return sqldb.Postgres(query)
 }
 
 // forUpdate is the row-lock suffix; SQLite's write transactions

@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shardjob/shardjob/internal/sqldb"
+
 	// The drivers the project uses for every database/sql store.
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
@@ -76,31 +78,19 @@ func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
 	dsn, driver := cfg.DSN, "pgx"
 	if cfg.Driver == DriverSQLite {
 		driver = "sqlite"
-		path, isURI := strings.CutPrefix(dsn, "file:")
-		if i := strings.IndexByte(path, '?'); isURI && i >= 0 {
-			path = path[:i]
-		}
-		if !create && !strings.Contains(dsn, ":memory:") {
+		if path, file := sqldb.SQLitePath(dsn); file && !create {
 			if _, err := os.Stat(path); err != nil {
 				return nil, fmt.Errorf("%w at %s: %w", ErrNoDatabase, path, err)
 			}
 		}
-		if !isURI {
-			// A path becomes a URI: its %, ? and # would be read as an
-			// escape, the query and a fragment.
-			dsn = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(dsn)
-		}
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
 		// A write waits for another writer's lock at most half the write
 		// timeout, then fails and is retried.
 		busy := max(cfg.WriteTimeout/2, 50*time.Millisecond).Milliseconds()
-		dsn += sep + fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", busy)
+		params := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", busy)
 		if !create {
-			dsn += "&_pragma=query_only(1)"
+			params += "&_pragma=query_only(1)"
 		}
+		dsn = sqldb.SQLiteURI(dsn, params)
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -168,18 +158,7 @@ func (s *store) q(query string) string {
 	if s.driver != DriverPostgres {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
+	return sqldb.Postgres(query)
 }
 
 // tx runs fn in one transaction, committing if it returns nil.

@@ -20,20 +20,7 @@ import (
 
 // goCatchUp runs catchUpIdle on a goroutine that stop waits for as for a
 // fire in flight.
-func (r *runner) goCatchUp() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.stopping {
-		return
-	}
-	r.wg.Add(1)
-	r.firing.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer r.firing.Done()
-		r.catchUpIdle()
-	}()
-}
+func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.

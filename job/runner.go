@@ -160,6 +160,17 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // goFire runs the scheduled fire at on a goroutine owned by the runner;
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
+	r.goFiring(func() {
+		if err := r.prepareSync(); err != nil {
+			r.log.Warn("preparing to fire", "fire", at, "err", err)
+		}
+		r.fire(at)
+	})
+}
+
+// goFiring runs f on a goroutine that stop waits for as for a fire in
+// flight (r.firing).
+func (r *runner) goFiring(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed || r.stopping {
@@ -172,10 +183,7 @@ func (r *runner) goFire(at time.Time) {
 	go func() {
 		defer r.wg.Done()
 		defer r.firing.Done()
-		if err := r.prepareSync(); err != nil {
-			r.log.Warn("preparing to fire", "fire", at, "err", err)
-		}
-		r.fire(at)
+		f()
 	}()
 }
 

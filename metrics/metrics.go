@@ -23,13 +23,14 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/shardjob/shardjob/history"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -44,9 +45,9 @@ var ErrInvalid = errors.New("metrics: invalid")
 
 // Execution results, the values of the "result" label.
 const (
-	ResultSuccess = "success"
-	ResultFailure = "failure"
-	ResultTimeout = "timeout"
+	ResultSuccess = string(history.ResultSuccess)
+	ResultFailure = string(history.ResultFailure)
+	ResultTimeout = string(history.ResultTimeout)
 )
 
 // DefaultDelayBuckets are the fire delay histogram's buckets, in seconds:
@@ -184,16 +185,8 @@ func (m *Metrics) afterExecution(e listener.Execution) {
 // Result classifies an execution's error as the "result" label does:
 // success for nil, timeout for an execution that ran out of its time
 // (job.ErrExecutionTimeout, a deadline), failure for anything else.
-func Result(err error) string {
-	switch {
-	case err == nil:
-		return ResultSuccess
-	case errors.Is(err, job.ErrExecutionTimeout), errors.Is(err, context.DeadlineExceeded):
-		return ResultTimeout
-	default:
-		return ResultFailure
-	}
-}
+// It is the execution history's classification (history.ResultOf).
+func Result(err error) string { return string(history.ResultOf(err)) }
 
 // Watch registers a collector that reads s.Stats() at each scrape:
 // ZooKeeper requests, errors and session state, reshards, failover claims,
