@@ -11,12 +11,14 @@ import (
 // DispatchState is the answer of GET /dispatch/workers: the dispatcher's
 // global cap and every worker's queue.
 type DispatchState struct {
-	// Node is the serving node's current lease id.
+	// Node is the serving node's current lease id; "" when the dispatcher
+	// only reads the store (it was not started to run tasks).
 	Node   string        `json:"node"`
 	Global DispatchCap   `json:"global"`
 	Queues []WorkerQueue `json:"workers"`
-	// Stats are the serving node's counters since it opened the store.
-	Stats DispatchStats `json:"stats"`
+	// Stats are the serving node's counters since it opened the store;
+	// absent when Node is "".
+	Stats *DispatchStats `json:"stats,omitempty"`
 }
 
 // DispatchCap is a cap and the tasks running against it.
@@ -72,13 +74,15 @@ func (h *handler) dispatchWorkers(w http.ResponseWriter, r *http.Request) {
 		h.dispatchFail(w, r, err)
 		return
 	}
-	st := d.Stats()
 	out := DispatchState{
 		Node:   d.Node(),
 		Global: DispatchCap{MaxRunning: g.MaxRunning, Running: g.Running},
 		Queues: make([]WorkerQueue, 0, len(qs)),
-		Stats: DispatchStats{Started: st.Started, Late: st.Late, LateFailed: st.LateFailed, Finished: st.Finished,
-			TimedOut: st.TimedOut, Retried: st.Retried, Failed: st.Failed, Reaped: st.Reaped, Stale: st.Stale, LeaseLost: st.LeaseLost},
+	}
+	if out.Node != "" {
+		st := d.Stats()
+		out.Stats = &DispatchStats{Started: st.Started, Late: st.Late, LateFailed: st.LateFailed, Finished: st.Finished,
+			TimedOut: st.TimedOut, Retried: st.Retried, Failed: st.Failed, Reaped: st.Reaped, Stale: st.Stale, LeaseLost: st.LeaseLost}
 	}
 	for _, q := range qs {
 		out.Queues = append(out.Queues, WorkerQueue{Worker: q.Worker, MaxRunning: q.MaxRunning, Running: q.Running,

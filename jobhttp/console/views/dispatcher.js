@@ -49,8 +49,10 @@ export async function refresh(ctx) {
     el(
       "p",
       { class: "muted" },
-      `This node (${d.node || "not started"}) since it opened: ${s.started} started, ${s.late} late, ${s.finished} finished, ` +
-        `${s.timedOut} timed out, ${s.retried} retried, ${s.failed} failed, ${s.lateFailed} failed late, ${s.reaped} reaped.`,
+      s
+        ? `This node (${d.node}) since it opened: ${s.started} started, ${s.late} late, ${s.finished} finished, ` +
+            `${s.timedOut} timed out, ${s.retried} retried, ${s.failed} failed, ${s.lateFailed} failed late, ${s.reaped} reaped.`
+        : "This server reads the dispatcher's store; it runs no tasks itself.",
     ),
   );
   ctx.body.replaceChildren(
