@@ -201,3 +201,8 @@ func (tb *tab) setToken(token string) {
 	)
 	tb.waitText("#token-state", "token set")
 }
+
+// evaluate runs a JavaScript expression in the page.
+func evaluate(expr string, res any) chromedp.Action {
+	return chromedp.Evaluate(expr, res)
+}

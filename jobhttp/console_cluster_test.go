@@ -35,6 +35,8 @@ type consoleCluster struct {
 type consoleSetup struct {
 	instance func(id string) []job.Option
 	exec     func(ctx context.Context, sc job.ShardingContext) error
+	// mux adds the application's own routes beside the handler's.
+	mux func(mux *http.ServeMux)
 }
 
 func newConsoleCluster(t *testing.T, opts jobhttp.Options, setup consoleSetup, jobs ...job.Config) *consoleCluster {
@@ -94,6 +96,9 @@ func newConsoleCluster(t *testing.T, opts jobhttp.Options, setup consoleSetup, j
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", jobhttp.NewHandler(cc.rc, opts)))
+	if setup.mux != nil {
+		setup.mux(mux)
+	}
 	cc.srv = httptest.NewServer(mux)
 	t.Cleanup(cc.srv.Close)
 	cc.console = cc.srv.URL + "/shardjob/console/"

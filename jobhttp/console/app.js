@@ -61,8 +61,8 @@ function notice(label, res) {
   n.className = "notice " + (res.ok ? "ok" : "refused");
   n.replaceChildren(
     el("span", { class: "notice-text", text: head }),
-    res.data ? el("details", null, el("summary", { text: "server's answer" }), el("pre", { text: JSON.stringify(res.data, null, 2) })) : null,
     el("button", { type: "button", class: "close", onclick: () => (n.hidden = true), "aria-label": "dismiss" }, "×"),
+    res.data ? el("details", null, el("summary", { text: "server's answer" }), el("pre", { text: JSON.stringify(res.data, null, 2) })) : null,
   );
   n.hidden = false;
 }
@@ -102,6 +102,7 @@ function route() {
   }
   const root = $("view");
   root.replaceChildren();
+  $("notice").hidden = true; // an action's outcome belongs to the page it was done on
   current = { name, ctx: context(name, arg, root) };
   for (const a of document.querySelectorAll("#nav a")) {
     a.classList.toggle("active", a.dataset.view === name || (name === "job" && a.dataset.view === "jobs"));
