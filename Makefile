@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test lint demo demo-placement console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -53,6 +53,11 @@ console-demo: zookeeper
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: zookeeper chromium
 	SHARDJOB_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleScreenshots ./jobhttp
+
+# The execution history: two instances, two jobs (one failing), recorded to
+# SQLite by history.Recorder and printed through its Query API.
+demo-history: zookeeper
+	$(GO) run ./example/history
 
 # The fire path measured as a user sees it (internal/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.

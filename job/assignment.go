@@ -183,11 +183,15 @@ func (r *runner) assume(a assigned) {
 		cancel = r.idleWatch
 		r.idleWatch, r.idleArmed = nil, false
 	case len(a.items) == 0 && r.idleWatch == nil:
-		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(regcenter.Event) {
+		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
 			r.mu.Lock()
 			r.idleArmed = true
 			r.assumed = assigned{}
+			passed := !r.idlePassed.IsZero()
 			r.mu.Unlock()
+			if passed && (ev.Type == regcenter.EventCreated || ev.Type == regcenter.EventDataChanged) {
+				r.goCatchUp()
+			}
 		})
 	case len(a.items) == 0 && r.idleArmed:
 		a.idle = true
@@ -245,12 +249,14 @@ func (r *runner) noteEpochFlag() {
 // throughout, so only after a reshard or a new session; what it reads
 // replaces what this instance knew of those items' records, which another
 // instance may have written meanwhile.
-func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) map[int]time.Time {
+//
+// fresh lists the items newly held, gaps or not.
+func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) (gaps map[int]time.Time, fresh []int) {
 	cfg := r.config()
 	r.mu.Lock()
 	held := a.heldSince(r.lastHeld)
+	changed := !slices.Equal(a.items, r.lastHeld.items)
 	r.lastHeld = a
-	var fresh []int
 	for _, it := range a.items {
 		if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
 			fresh = append(fresh, it)
@@ -258,16 +264,19 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		}
 	}
 	r.mu.Unlock()
+	if changed {
+		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.items), Detail: layout.FormatItems(a.items)})
+	}
 	if len(fresh) == 0 || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
-		return nil // steady state: nothing newly held
+		return nil, fresh // steady state: nothing newly held
 	}
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return nil
+		return nil, fresh
 	}
 	before := prevFire(sched, at.Add(-time.Millisecond))
 	if before.IsZero() {
-		return nil
+		return nil, fresh
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
@@ -281,7 +290,6 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			debts[i-len(fresh)], errs[i] = r.readDebt(ctx, fresh[i-len(fresh)])
 		}
 	})
-	var gaps map[int]time.Time
 	for i, it := range fresh {
 		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
 			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
@@ -311,7 +319,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		}
 		gaps[it] = since
 	}
-	return gaps
+	return gaps, fresh
 }
 
 // readDebt reads the item's misfire node: the earliest fire an instance

@@ -216,6 +216,7 @@ func (r *runner) claimFailover() {
 		}
 		switch {
 		case err == nil:
+			r.counters.failoverClaims.Add(1)
 			r.mu.Lock()
 			r.claims[it] = e.Version
 			r.mu.Unlock()

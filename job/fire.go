@@ -46,6 +46,9 @@ func (r *runner) fire(at time.Time) {
 	r.order.Lock()
 	reserved := sync.OnceFunc(r.order.Unlock)
 	defer reserved()
+	r.mu.Lock()
+	r.idlePassed = time.Time{} // this fire reads for itself what an idle pass skipped
+	r.mu.Unlock()
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.mu.Lock()
@@ -91,7 +94,11 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 			if a.idle && !r.elect.IsLeader() {
 				// Nothing held, and the watch says nothing changed. (The
 				// leader proves as before: its failed proof is what
-				// reshards when a reshard is due.)
+				// reshards when a reshard is due.) A reshard committed
+				// after this pass gives the fire back (catchUpIdle).
+				r.mu.Lock()
+				r.idlePassed = at
+				r.mu.Unlock()
 				reserved()
 				r.runMisfires(sess)
 				return
@@ -149,7 +156,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 // fire again; reserved is then not called. Without prove it returns nil.
 func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
 	cfg := r.config()
-	gaps := r.inheritedGaps(sess, at, a)
+	gaps, _ := r.inheritedGaps(sess, at, a)
 	res := r.reserveFire(a.items, at, gaps, cfg)
 	var marked []int
 	if prove {

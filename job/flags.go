@@ -30,6 +30,7 @@ func (r *runner) checkFlags() {
 	if stopping := r.setPaused(slices.Contains(kids, layout.Paused)); stopping {
 		return
 	}
+	r.setDisabled(slices.Contains(kids, layout.Disabled))
 	if slices.Contains(kids, layout.Shutdown) {
 		r.log.Info("shutdown flag set: leaving the job")
 		r.goFunc(func() { r.s.removeRunner(r, false) })
@@ -67,8 +68,31 @@ func (r *runner) setPaused(paused bool) (stopping bool) {
 	r.mu.Unlock()
 	if paused != was {
 		r.log.Info("pause flag changed", "paused", paused)
+		kind := EventResumed
+		if paused {
+			kind = EventPaused
+		}
+		r.s.emit(Event{Kind: kind, Job: r.name})
 	}
 	return stopping
+}
+
+// setDisabled records this server's disabled flag for the job, as seen by
+// the flags watch (the leader reads it for itself at each reshard): only
+// the event is this instance's to give.
+func (r *runner) setDisabled(disabled bool) {
+	r.mu.Lock()
+	was := r.disabled
+	r.disabled = disabled
+	r.mu.Unlock()
+	if disabled == was {
+		return
+	}
+	kind := EventEnabled
+	if disabled {
+		kind = EventDisabled
+	}
+	r.s.emit(Event{Kind: kind, Job: r.name})
 }
 
 // restoreStatus re-creates this instance's status node when it vanished

@@ -49,6 +49,34 @@ const (
 	EventPeerOnline EventKind = "peer-online"
 )
 
+// Job status kinds: a job's state on this instance changed. Job names the
+// job; Detail says more where there is more to say.
+const (
+	// EventRegistered: the job registered here (at Start, and again under
+	// each new ZooKeeper session); Detail is the session.
+	EventRegistered EventKind = "registered"
+	// EventStopped: the job stopped here; Detail says why (shutdown,
+	// removed from the cluster, the shutdown flag).
+	EventStopped EventKind = "stopped"
+	// EventPaused / EventResumed: this server's paused flag for the job
+	// was set / cleared.
+	EventPaused  EventKind = "paused"
+	EventResumed EventKind = "resumed"
+	// EventDisabled / EventEnabled: this server's disabled flag for the
+	// job was set / cleared (it takes no items while disabled).
+	EventDisabled EventKind = "disabled"
+	EventEnabled  EventKind = "enabled"
+	// EventConfigChanged: a changed config node was applied; Detail has
+	// the cron and the item count now in force.
+	EventConfigChanged EventKind = "config-changed"
+	// EventResharded: the items this instance holds changed, seen at the
+	// fire where the new assignment took effect; Units is how many it
+	// holds now and Detail lists them ("0-2,7").
+	EventResharded EventKind = "resharded"
+	// EventLeader: this instance became the job's leader.
+	EventLeader EventKind = "leader"
+)
+
 // Event is something about this instance's place in the namespace that a
 // program may want to act on (page someone, stop the process once
 // drained). See WithEventHandler.
@@ -67,6 +95,8 @@ type Event struct {
 	Err error
 	// Peer is the other instance concerned, for the peer events.
 	Peer string
+	// Detail says more for the job status kinds (see EventRegistered).
+	Detail string
 	// At is when the instance noticed.
 	At time.Time
 }
@@ -120,6 +150,9 @@ func WithEventHandler(fn func(Event)) Option {
 // emit stamps and delivers an event.
 func (s *Scheduler) emit(ev Event) {
 	ev.Server = s.opts.serverID
+	if ev.Kind == EventAlarm {
+		s.alarms.Add(1)
+	}
 	if ev.At.IsZero() {
 		ev.At = s.opts.now()
 	}

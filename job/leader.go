@@ -15,6 +15,7 @@ import (
 // reshards at once when an instance about to fire asks for it.
 func (r *runner) onElected(ctx context.Context) {
 	r.bumpLeaderGen()
+	r.s.emit(Event{Kind: EventLeader, Job: r.name})
 	r.mu.Lock()
 	r.lastSharded = nil
 	r.mu.Unlock()

@@ -298,6 +298,7 @@ func (r *runner) noteMisfireLocked(item int, at time.Time, cfg *spec) {
 		return
 	}
 	if r.owed.owe(item, at) {
+		r.counters.misfiresOwed.Add(1)
 		r.log.Debug("run owed", "item", item, "since", at)
 	}
 }

@@ -39,6 +39,7 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 		r.regSess = sess
 		r.mu.Unlock()
 		r.log.Info("registered a new job", "session", sess.String())
+		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	} else {
 		if err := r.loadConfig(ctx); err != nil {
 			return err
@@ -549,6 +550,8 @@ func (r *runner) reloadConfig() {
 	}
 	r.setConfig(cfg)
 	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
+	r.s.emit(Event{Kind: EventConfigChanged, Job: r.name, Units: cfg.ShardingTotalCount,
+		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
 		r.mu.Lock()
 		stopping := r.stopping
@@ -593,6 +596,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	r.regSess = sess
 	r.mu.Unlock()
 	r.log.Info("registered", "session", sess.String())
+	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	return nil
 }
 

@@ -146,9 +146,12 @@ func (r *runner) reshard(ctx context.Context) error {
 		}
 	}
 	if err := r.s.placer.place(ctx, req); err != nil {
+		r.counters.reshardErrors.Add(1)
 		r.dropProcessing(ctx)
 		return err
 	}
+	r.counters.reshards.Add(1)
+	r.counters.unplaced.Store(int64(len(req.unplacedOut)))
 	eligible := make([]string, 0, len(req.assign))
 	for sv := range req.assign {
 		eligible = append(eligible, sv)
@@ -184,11 +187,20 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 		req.named = strategy
 	}
 	versions := map[string]int32{}
+	var withNode []string
 	for _, sv := range servers.names() {
-		if !servers[sv][layout.Sharding] {
-			continue
+		if servers[sv][layout.Sharding] {
+			withNode = append(withNode, sv)
 		}
-		items, v, err := readItemsVersion(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
+	}
+	read := make([][]int, len(withNode))
+	readV := make([]int32, len(withNode))
+	errs := make([]error, len(withNode))
+	parallelEach(len(withNode), reshardReads, func(i int) {
+		read[i], readV[i], errs[i] = readItemsVersion(ctx, r.rc, r.paths.Flag(withNode[i], layout.Sharding))
+	})
+	for i, sv := range withNode {
+		items, v, err := read[i], readV[i], errs[i]
 		if err != nil {
 			return nil, err
 		}
@@ -258,13 +270,21 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 // servers, and returns their paths for the reshard to delete. Left alone,
 // such a node makes a server look online forever and its items never run.
 func (r *runner) fakeStatuses(ctx context.Context, servers serverSet) ([]string, error) {
-	var fakes []string
+	var fakes, withStatus []string
 	for _, sv := range servers.names() {
-		if !servers[sv][layout.Status] {
-			continue
+		if servers[sv][layout.Status] {
+			withStatus = append(withStatus, sv)
 		}
+	}
+	found := make([]bool, len(withStatus))
+	stats := make([]regcenter.Stat, len(withStatus))
+	errs := make([]error, len(withStatus))
+	parallelEach(len(withStatus), reshardReads, func(i int) {
+		found[i], stats[i], errs[i] = r.rc.Exists(ctx, r.paths.Flag(withStatus[i], layout.Status))
+	})
+	for i, sv := range withStatus {
 		p := r.paths.Flag(sv, layout.Status)
-		ok, st, err := r.rc.Exists(ctx, p)
+		ok, st, err := found[i], stats[i], errs[i]
 		if err != nil {
 			return nil, err
 		}
@@ -314,20 +334,29 @@ func (r *runner) readServers(ctx context.Context) (serverSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The reads go out together (pipelined on the one connection): with
+	// a hundred servers, one at a time was most of a reshard.
+	kids := make([][]string, len(names))
+	errs := make([]error, len(names))
+	parallelEach(len(names), reshardReads, func(i int) {
+		kids[i], errs[i] = r.rc.Children(ctx, r.paths.Server(names[i]))
+	})
 	out := serverSet{}
-	for _, sv := range names {
-		kids, err := r.rc.Children(ctx, r.paths.Server(sv))
-		if errors.Is(err, regcenter.ErrNoNode) {
+	for i, sv := range names {
+		if errors.Is(errs[i], regcenter.ErrNoNode) {
 			continue
 		}
-		if err != nil {
-			return nil, err
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		set := map[string]bool{}
-		for _, k := range kids {
+		for _, k := range kids[i] {
 			set[k] = true
 		}
 		out[sv] = set
 	}
 	return out, nil
 }
+
+// reshardReads bounds the reads a reshard has in flight at once.
+const reshardReads = 64

@@ -54,10 +54,12 @@ type runner struct {
 	flagsCancel   func()
 	itemsCancel   func()
 	paused        bool         // servers/{me}/paused exists
+	disabled      bool         // servers/{me}/disabled exists (events only)
 	disabledItems map[int]bool // items kept out of every fire
 	triggerQueued bool         // a trigger arrived while items ran
 	removed       bool         // the job was removed from the cluster
 	lastSharded   []string
+	counters      jobCounters   // behind JobStats (stats.go)
 	reshardSem    chan struct{} // held while this instance reshards
 	leaderGen     chan struct{} // closed and replaced when leadership changes
 	configCancel  func()
@@ -85,8 +87,11 @@ type runner struct {
 	assumed      assigned // what the next fire may assume; under mu
 	// idleWatch watches this instance's sharding node while it holds no
 	// items (see assume); idleArmed once the watch is armed.
-	idleWatch    func()
-	idleArmed    bool
+	idleWatch func()
+	idleArmed bool
+	// idlePassed is the latest fire this instance let pass on the idle
+	// watch's word, until a later fire starts (see catchUpIdle); under mu.
+	idlePassed   time.Time
 	failoverKick *kicker
 	flagsKick    *kicker
 	reshardKick  *kicker

@@ -126,6 +126,9 @@ type Scheduler struct {
 
 	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
 
+	sessionsLost atomic.Int64 // sessions replaced by a new one (Stats)
+	alarms       atomic.Int64 // EventAlarm raised (Stats)
+
 	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
 	clockMeasured atomic.Bool
 
@@ -161,6 +164,10 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if o.serverID == "" {
 		o.serverID = defaultServerID()
 	}
+	// The jobs' transactions are committed in groups: an instance's jobs
+	// firing at the same second mark, and then complete, their items in a
+	// few transactions rather than one each (regcenter.GroupCommit).
+	rc = regcenter.GroupCommit(rc)
 	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}}
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -385,6 +392,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		}
 	case regcenter.SessionNew:
 		s.suspended.Store(false)
+		s.sessionsLost.Add(1)
 		s.spawn(func() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 			defer cancel()

@@ -117,6 +117,11 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
 	r.recordCancel()
+	why := "shutdown"
+	if removed {
+		why = "removed from the cluster"
+	}
+	r.s.emit(Event{Kind: EventStopped, Job: r.name, Detail: why})
 	return errors.Join(errs...)
 }
 

@@ -36,6 +36,13 @@ type Options struct {
 	// Logger receives one line per operation performed (Info) and per
 	// refused or failed request (Warn). Nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, is served at GET /metrics: typically
+	// (*metrics.Metrics).Handler(), the instance's Prometheus metrics.
+	Metrics http.Handler
+	// History, when set, is served at GET /history (executions) and GET
+	// /history/status (job status events): typically the instance's
+	// *history.Recorder. Without it those answer 404.
+	History HistoryReader
 	// ProtectReads makes every GET need the token too, as the POSTs do
 	// (the console's own files excepted: they hold no data, and the page
 	// asks the operator for the token). With ProtectReads and no Token,
@@ -90,8 +97,17 @@ const maxConfigBody = job.MaxDocumentBytes
 //	                                             fields of the stored config, validated first
 //
 // and GET /instances: every instance's units, cap, alarm, load score,
-// drain state and items running; GET /dispatch/workers: the dispatcher's
-// caps and its workers' tasks by state (Options.Dispatcher).
+// drain state and items running; GET /metrics serves Options.Metrics;
+// GET /dispatch/workers: the dispatcher's caps and its workers' tasks by
+// state (Options.Dispatcher).
+//
+// GET /history and GET /history/status serve Options.History: pages of
+// executions and of job status events, newest first, as JSON
+// ({"executions": [...], "next": "..."} and {"events": [...], "next":
+// "..."}). Parameters: job, server, kind, failed=1, since and until (a
+// duration before now such as 1h, or an RFC 3339 time), limit (default 50,
+// at most 1000) and before (the "next" of the previous page). A bad
+// parameter is answered 400 naming it.
 //
 // GET /console/ is the web console: an embedded page over these same
 // endpoints, which works under any prefix the handler is mounted at.
@@ -139,6 +155,10 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	mux.HandleFunc("POST /servers/{server}/drain", h.write(h.drain))
 	mux.HandleFunc("POST /servers/{server}/undrain", h.write(h.undrain))
 	mux.HandleFunc("POST /rebalance", h.write(h.rebalance))
+	if opts.Metrics != nil {
+		mux.Handle("GET /metrics", opts.Metrics)
+	}
+	routeHistory(mux.ServeMux, h, opts.History)
 	return mux
 }
 
@@ -221,7 +241,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /servers/{server}/pause[?job=J]", "POST /servers/{server}/resume[?job=J]",
 			"POST /servers/{server}/shutdown[?job=J]",
 			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
-			"POST /rebalance",
+			"POST /rebalance", "GET /history", "GET /history/status",
 			"POST /jobs/{job}/schedule", "GET /dispatch/workers", "GET /console/",
 		},
 		"readOnly": h.token == "",

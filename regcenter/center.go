@@ -213,9 +213,13 @@ type SessionEvent struct {
 }
 
 // Stats counts requests sent to ZooKeeper, by kind. Every request is one
-// round trip (a Multi is one, whatever its size).
+// round trip (a Multi is one, whatever its size). Errors counts the
+// requests that failed for want of an answer (connection loss, a closed
+// client, a lost session, a deadline): not the answers that are results
+// (no node, node exists, bad version, not empty), which callers expect.
 type Stats struct {
 	Reads, Writes, Multis, Watches int64
+	Errors                         int64
 }
 
 // Total is the number of requests of every kind.
@@ -223,5 +227,6 @@ func (s Stats) Total() int64 { return s.Reads + s.Writes + s.Multis + s.Watches 
 
 // Sub returns s minus o, for measuring an interval.
 func (s Stats) Sub(o Stats) Stats {
-	return Stats{Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches}
+	return Stats{Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches,
+		Errors: s.Errors - o.Errors}
 }

@@ -103,6 +103,7 @@ type ZooKeeper struct {
 	wakeDog chan struct{}
 
 	reads, writes, multis, watchReqs atomic.Int64
+	errs                             atomic.Int64 // failed requests (Stats.Errors)
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -728,7 +729,8 @@ func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
 
 // Stats returns the requests sent so far.
 func (z *ZooKeeper) Stats() Stats {
-	return Stats{Reads: z.reads.Load(), Writes: z.writes.Load(), Multis: z.multis.Load(), Watches: z.watchReqs.Load()}
+	return Stats{Reads: z.reads.Load(), Writes: z.writes.Load(), Multis: z.multis.Load(), Watches: z.watchReqs.Load(),
+		Errors: z.errs.Load()}
 }
 
 // Close ends the session and stops the center's goroutines. It is
@@ -769,7 +771,7 @@ func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f fun
 	counter.Inc()
 	if ctx.Done() == nil {
 		v, err := f()
-		return v, translate(err)
+		return v, z.counted(translate(err))
 	}
 	type result struct {
 		v   T
@@ -782,12 +784,23 @@ func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f fun
 	}()
 	select {
 	case r := <-ch:
-		return r.v, translate(r.err)
+		return r.v, z.counted(translate(r.err))
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, z.counted(ctx.Err())
 	case <-z.done:
-		return zero, ErrClosed
+		return zero, z.counted(ErrClosed)
 	}
+}
+
+// counted counts err in Stats.Errors when it is a failure rather than an
+// answer, and returns it.
+func (z *ZooKeeper) counted(err error) error {
+	if err == nil || errors.Is(err, ErrNoNode) || errors.Is(err, ErrNodeExists) ||
+		errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNotEmpty) {
+		return err
+	}
+	z.errs.Inc()
+	return err
 }
 
 // retrying runs an idempotent request with backoff on connection errors.

@@ -81,6 +81,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n", dispatchHelpLine)
 	fmt.Fprintf(w, "\n%s\n", runHelpLine)
 	fmt.Fprintf(w, "\n%s\n", consoleHelpLine)
+	fmt.Fprintf(w, "\n%s\n", historyHelpLine)
 }
 
 func printCommandHelp(w io.Writer, cmd *command) {
@@ -101,7 +102,7 @@ func printCommandHelp(w io.Writer, cmd *command) {
 		if name != "" {
 			line += " " + name
 		}
-		if def := f.DefValue; def != "" && def != "0s" && f.Name != "o" {
+		if def := f.DefValue; def != "" && def != "0s" && def != "false" && f.Name != "o" {
 			usage += fmt.Sprintf(" (default %s)", def)
 		}
 		fmt.Fprintf(w, "%-28s %s\n", line, usage)

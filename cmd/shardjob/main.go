@@ -58,6 +58,8 @@ type options struct {
 
 	job, server string
 	wait        time.Duration
+
+	hist historyOptions // shardjob history
 }
 
 // command is one shardjob command.
@@ -68,6 +70,9 @@ type command struct {
 	min, max int // positional argument counts; max -1: unlimited
 	flags    []string
 	run      func(e *env, args []string) error
+	// noZK: the command makes no ZooKeeper connection (e.adm is nil) and
+	// takes none of the connection flags.
+	noZK bool
 }
 
 var commands []*command
@@ -91,6 +96,7 @@ func init() {
 		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain},
 		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain},
 		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance},
+		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no ZooKeeper needed", run: cmdHistory},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -110,6 +116,7 @@ var valueFlags = map[string]bool{
 	"zk": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
+	"history-driver": true, "history-dsn": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
 }
 
 // findCommand returns the first positional argument and the arguments
@@ -139,6 +146,12 @@ func findCommand(args []string) (string, []string) {
 func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("shardjob", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if cmd != nil && cmd.noZK {
+		fs.StringVar(&o.output, "output", "text", "output `format`: text or json")
+		fs.StringVar(&o.output, "o", "text", "short for --output `format`")
+		addHistoryFlags(fs, o)
+		return fs
+	}
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
 	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
@@ -245,7 +258,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	err = connectAndRun(cmd, pos, &o, set, stdout, stderr)
+	if cmd.noZK {
+		err = runLocal(cmd, pos, &o, stdout, stderr)
+	} else {
+		err = connectAndRun(cmd, pos, &o, set, stdout, stderr)
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -289,7 +306,7 @@ func checkArgs(cmd *command, pos []string, o *options, set map[string]bool) erro
 	default:
 		return usagef("--output %q: use text or json", o.output)
 	}
-	if o.timeout <= 0 {
+	if !cmd.noZK && o.timeout <= 0 {
 		return usagef("--timeout %v must be positive", o.timeout)
 	}
 	if set["wait"] && o.wait < 0 {
@@ -342,6 +359,9 @@ func connectAndRun(cmd *command, pos []string, o *options, set map[string]bool, 
 // exitCode maps an error to the exit code scripts rely on.
 func exitCode(err error) int {
 	var ue *usageError
+	if code, ok := historyExit(err); ok {
+		return code
+	}
 	switch {
 	case errors.Is(err, admin.ErrUnknownJob), errors.Is(err, admin.ErrUnknownServer):
 		return exitUnknown
@@ -353,7 +373,7 @@ func exitCode(err error) int {
 
 // describe renders err as one line for stderr.
 func describe(err error) string {
-	msg := strings.TrimPrefix(oneLine(err.Error()), "regcenter: ")
+	msg := strings.TrimPrefix(strings.TrimPrefix(oneLine(err.Error()), "regcenter: "), "history: ")
 	msg = strings.ReplaceAll(msg, ": regcenter: ", ": ")
 	msg = strings.Replace(msg, admin.ErrInvalid.Error()+": ", "", 1)
 	switch {

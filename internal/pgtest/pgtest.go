@@ -38,10 +38,12 @@ type Server struct {
 	Port int
 	Dir  string // the temporary directory: data/, sock/, server.log
 
-	cmd     *exec.Cmd
+	bin     string
+	cred    *syscall.Credential
+	mu      sync.Mutex
+	cmd     *exec.Cmd // nil while stopped
 	exited  chan struct{}
 	waitErr error
-	mu      sync.Mutex
 	n       int // databases made by NewDatabase
 	closed  bool
 }
@@ -143,42 +145,115 @@ func Start(ctx context.Context) (*Server, error) {
 	if s.Port, err = freePort(); err != nil {
 		return fail(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	s.bin, s.cred = bin, cred
+	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	if err := s.launch(ctx); err != nil {
+		if s.cmd == nil {
+			return fail(err)
+		}
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// launch starts the server on s.Dir's data and s.Port, and returns once
+// it accepts connections. On an error after the process started, s.cmd is
+// set and the caller stops it.
+func (s *Server) launch(ctx context.Context) error {
+	dir := s.Dir
+	logf, err := os.OpenFile(filepath.Join(dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"),
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(dir, "data"),
 		"-p", strconv.Itoa(s.Port), "-k", filepath.Join(dir, "sock"),
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.Dir = dir
-	if err := s.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("pgtest: start postgres: %w", err))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
-	go func() { s.waitErr = s.cmd.Wait(); close(s.exited) }()
-	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	go func() { s.waitErr = cmd.Wait(); close(exited) }()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		conn, err := pgx.Connect(cctx, s.DSN)
 		cancel()
 		if err == nil {
-			if err := conn.Close(ctx); err != nil {
-				return nil, errors.Join(err, s.Close())
-			}
-			return s, nil
+			return conn.Close(ctx)
 		}
 		select {
-		case <-s.exited:
+		case <-exited:
 			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return fail(fmt.Errorf("pgtest: postgres exited during startup (%v):\n%s", s.waitErr, tail(string(log), 30)))
+			s.mu.Lock()
+			s.cmd = nil
+			s.mu.Unlock()
+			return fmt.Errorf("pgtest: postgres exited during startup (%v):\n%s", s.waitErr, tail(string(log), 30))
 		case <-ctx.Done():
-			return nil, errors.Join(fmt.Errorf("pgtest: postgres did not accept connections on port %d: %w (last: %v)", s.Port, ctx.Err(), err), s.Close())
+			return fmt.Errorf("pgtest: postgres did not accept connections on port %d: %w (last: %v)", s.Port, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Stop stops the server with a fast shutdown (open connections are cut)
+// and keeps its data directory: Restart starts it again on the same port
+// with the same data.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("pgtest: the server is not running")
+	}
+	return stopProcess(cmd, exited, syscall.SIGINT)
+}
+
+// Restart starts a server stopped by Stop again, on the same port and
+// data directory, and returns once it accepts connections.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	running, closed := s.cmd != nil, s.closed
+	s.mu.Unlock()
+	if running || closed {
+		return errors.New("pgtest: Restart needs a server stopped by Stop")
+	}
+	err := s.launch(ctx)
+	if err != nil {
+		s.mu.Lock()
+		cmd, exited := s.cmd, s.exited
+		s.cmd = nil
+		s.mu.Unlock()
+		if cmd != nil {
+			err = errors.Join(err, stopProcess(cmd, exited, syscall.SIGINT))
+		}
+	}
+	return err
+}
+
+// stopProcess signals the server and waits for it to exit, killing its
+// process group after 10 s.
+func stopProcess(cmd *exec.Cmd, exited chan struct{}, sig syscall.Signal) error {
+	var errs []error
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		errs = append(errs, err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			errs = append(errs, err)
+		}
+		<-exited
+	}
+	return errors.Join(errs...)
 }
 
 func tail(s string, n int) string {
@@ -210,8 +285,8 @@ func (s *Server) NewDatabase(ctx context.Context) (string, error) {
 	return strings.Replace(s.DSN, "/postgres?", "/"+name+"?", 1), nil
 }
 
-// Close stops the server (a fast shutdown, then SIGKILL after 10 s) and
-// removes its directory.
+// Close stops the server (a fast shutdown, then SIGKILL after 10 s) if it
+// runs, and removes its directory.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -219,18 +294,12 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
 	s.mu.Unlock()
 	var errs []error
-	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		errs = append(errs, err)
-	}
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-			errs = append(errs, err)
-		}
-		<-s.exited
+	if cmd != nil {
+		errs = append(errs, stopProcess(cmd, exited, syscall.SIGINT))
 	}
 	if err := os.RemoveAll(s.Dir); err != nil {
 		errs = append(errs, err)

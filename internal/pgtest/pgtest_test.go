@@ -42,3 +42,59 @@ func TestStartQueryClose(t *testing.T) {
 		t.Error("server still running after Close")
 	}
 }
+
+// TestStopRestart stops a server, sees connections refused, restarts it
+// on the same port and finds the data written before the stop.
+func TestStopRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dsn, err := s.NewDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE TABLE kept (v int); INSERT INTO kept VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	port := s.Port
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec("SELECT 1"); err == nil {
+		t.Fatal("a stopped server answered")
+	}
+	if err := s.Stop(); err == nil {
+		t.Error("Stop of a stopped server: no error")
+	}
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Port != port {
+		t.Errorf("port %d after restart, was %d", s.Port, port)
+	}
+	if err := s.Restart(ctx); err == nil {
+		t.Error("Restart of a running server: no error")
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != 42 {
+		t.Fatalf("after restart: %d, %v", v, err)
+	}
+}

@@ -1,0 +1,197 @@
+// Command history shows the execution history: two instances run two
+// jobs firing every second (one of them fails on one item), each instance
+// records its executions and job status events with history.Recorder into
+// one SQLite file, and the program then prints the history through the
+// Query API: the newest executions, the failed ones, and the events.
+//
+// From the repository root:
+//
+//	make demo-history
+//
+// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+//
+//	go run ./example/history                     # starts a local ZooKeeper
+//	go run ./example/history -zk 127.0.0.1:2181  # uses a running one
+//	go run ./example/history -db ./history.db    # keeps the database here
+//
+// It takes about 10 seconds; afterwards "shardjob history --history-dsn
+// FILE" reads the same file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shardjob/shardjob/history"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+const namespace = "shardjob-history-demo"
+
+func main() {
+	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	dbFlag := flag.String("db", filepath.Join(os.TempDir(), "shardjob-history-demo.db"), "the SQLite `file` the history is written to")
+	runFor := flag.Duration("for", 6*time.Second, "how long the jobs run")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *zkFlag, *dbFlag, *runFor); err != nil {
+		fmt.Fprintln(os.Stderr, "history demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, zkServers, db string, runFor time.Duration) error {
+	var servers []string
+	if zkServers != "" {
+		servers = strings.Split(zkServers, ",")
+	} else {
+		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
+		cancel()
+		if err != nil {
+			if errors.Is(err, zktest.ErrNotInstalled) {
+				return fmt.Errorf("%w\n(make demo-history installs it when run as root on Debian/Ubuntu)", err)
+			}
+			return fmt.Errorf("starting ZooKeeper: %w", err)
+		}
+		defer zk.Close()
+		servers = zk.Servers()
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	// Start from an empty history, so that what is printed is this run's.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(db + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// One recorder per process; both instances of this demo live in one
+	// process and share it.
+	rec, err := history.Open(octx, history.Config{DSN: db, FlushInterval: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rec.Close(cctx); err != nil {
+			fmt.Fprintln(os.Stderr, "history demo:", err)
+		}
+	}()
+
+	var scheds []*job.Scheduler
+	for _, id := range []string{"node-1", "node-2"} {
+		rc, err := regcenter.NewZooKeeper(octx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(quiet))
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		opts := append([]job.Option{job.WithServerID(id), job.WithLogger(quiet)}, rec.SchedulerOptions()...)
+		s, err := job.NewScheduler(rc, opts...)
+		if err != nil {
+			return err
+		}
+		err = s.Add(octx, job.Config{Name: "orders-sync", Cron: "* * * * * *", ShardingTotalCount: 2, Overwrite: true},
+			job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				time.Sleep(time.Duration(10+20*sc.Item) * time.Millisecond) // some work
+				return nil
+			}))
+		if err != nil {
+			return err
+		}
+		err = s.Add(octx, job.Config{Name: "invoices", Cron: "* * * * * *", ShardingTotalCount: 2, Overwrite: true},
+			job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				if sc.Item == 1 {
+					return fmt.Errorf("invoice service for item %d: 503 Service Unavailable", sc.Item)
+				}
+				return nil
+			}))
+		if err != nil {
+			return err
+		}
+		if err := s.Start(octx); err != nil {
+			return err
+		}
+		scheds = append(scheds, s)
+	}
+	fmt.Printf("two instances run orders-sync and invoices every second for %v, recording to %s...\n", runFor, db)
+	select {
+	case <-time.After(runFor):
+	case <-ctx.Done():
+	}
+	for _, s := range scheds {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rec.Flush(fctx); err != nil {
+		return err
+	}
+	return show(fctx, rec, db)
+}
+
+// show prints the history through the Query API.
+func show(ctx context.Context, rec *history.Recorder, db string) error {
+	page, err := rec.Query(ctx, history.Filter{Limit: 8})
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nThe newest executions (history.Filter{Limit: 8}):")
+	printExecutions(page.Executions)
+	if page.Next != "" {
+		fmt.Printf("(older ones: history.Filter{Before: %q})\n", page.Next)
+	}
+	failed, err := rec.Query(ctx, history.Filter{Failed: true, Limit: 4})
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nFailed executions (history.Filter{Failed: true, Limit: 4}):")
+	printExecutions(failed.Executions)
+	events, err := rec.QueryEvents(ctx, history.Filter{Limit: 12})
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nJob status events (QueryEvents):")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tJOB\tSERVER\tKIND\tUNITS\tDETAIL")
+	for _, ev := range events.Events {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", ev.At.Local().Format("15:04:05.000"), ev.Job, ev.Server, ev.Kind, ev.Units, ev.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	st := rec.Stats()
+	fmt.Printf("\nrecorded %d, written %d, dropped %d, write errors %d\n", st.Recorded, st.Written, st.Dropped, st.WriteErrors)
+	fmt.Printf("read it again with: go run ./cmd/shardjob history --history-dsn %s [--failed] [--events]\n", db)
+	return nil
+}
+
+func printExecutions(es []history.Execution) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIRE\tJOB\tITEM\tKIND\tSERVER\tDURATION\tRESULT\tERROR")
+	for _, e := range es {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%v\t%s\t%s\n", e.FireTime.Local().Format("15:04:05"), e.Job, e.Item, e.Kind, e.Server,
+			e.Duration().Round(time.Millisecond), e.Result, e.Error)
+	}
+	_ = tw.Flush()
+}

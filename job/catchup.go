@@ -1,0 +1,89 @@
+package job
+
+import (
+	"time"
+)
+
+// The idle catch-up. An instance that holds no items lets a fire pass
+// without a request, on its sharding node's watch (see assume). A reshard
+// due at that fire commits a moment later — the leader reshards at its
+// own fire — and when it gives this instance items, their owner has
+// already let the fire pass: without a catch-up they would wait for the
+// next fire, a whole period after an instance died. So when the watch
+// reports the node written after such a pass, and the pass is still the
+// latest fire, the instance reads its assignment at once and owes the
+// newly held items the fire it passed (from their earliest uncovered fire,
+// as the next fire would have found). The run is a make-up run: marked
+// first and then narrowed by the items' completed records (stillOwed), so
+// a fire that another instance ran before the reshard moved the item is
+// not run again.
+
+// goCatchUp runs catchUpIdle on a goroutine that stop waits for as for a
+// fire in flight.
+func (r *runner) goCatchUp() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.stopping {
+		return
+	}
+	r.wg.Add(1)
+	r.firing.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.firing.Done()
+		r.catchUpIdle()
+	}()
+}
+
+// catchUpIdle owes the fire this instance let pass as an idle instance to
+// the items a reshard gave it since, and runs them.
+func (r *runner) catchUpIdle() {
+	r.order.Lock()
+	r.mu.Lock()
+	at := r.idlePassed
+	r.idlePassed = time.Time{}
+	paused := r.paused
+	r.mu.Unlock()
+	if at.IsZero() || paused {
+		r.order.Unlock()
+		return
+	}
+	cfg := r.config()
+	sched, _, err := cfg.Schedule()
+	if err != nil || cfg.Unmonitored || cfg.Misfire == MisfireSkip || !prevFire(sched, r.s.opts.now()).Equal(at) {
+		// The next fire has come (it reads the assignment and finds the
+		// gap itself), or the job keeps no records to narrow a make-up
+		// run by, or its policy drops missed fires.
+		r.order.Unlock()
+		return
+	}
+	sess, ok := r.readyToFire()
+	if !ok {
+		r.order.Unlock()
+		return
+	}
+	a, err := r.assignment(sess)
+	if err != nil {
+		r.order.Unlock()
+		r.log.Warn("reading the assignment after a reshard; the next fire reads it again", "err", err)
+		return
+	}
+	gaps, fresh := r.inheritedGaps(sess, at, a)
+	r.mu.Lock()
+	for _, it := range fresh {
+		if r.disabledItems[it] {
+			continue
+		}
+		since := at
+		if g, ok := gaps[it]; ok && g.Before(since) {
+			since = g
+		}
+		r.noteMisfireLocked(it, since, cfg)
+	}
+	r.mu.Unlock()
+	r.order.Unlock()
+	if len(fresh) > 0 {
+		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
+	}
+	r.runMisfires(sess)
+}

@@ -1,0 +1,87 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardjob/shardjob/dispatch"
+)
+
+// A dispatcher's queues, read from its database at each scrape
+// (dispatch.Dispatcher.Queues, one query), and this node's counters
+// (dispatch.Dispatcher.Stats).
+
+var (
+	descTasks       = prometheus.NewDesc("shardjob_dispatch_tasks", "The dispatcher's tasks by worker and state (waiting, running, finished, failed, cancelled), across every node.", []string{"worker", "state"}, nil)
+	descDue         = prometheus.NewDesc("shardjob_dispatch_tasks_due", "Waiting tasks whose run time has come: queued for a free slot.", []string{"worker"}, nil)
+	descRunningCap  = prometheus.NewDesc("shardjob_dispatch_running", "Tasks the worker's cap is held against now, across every node.", []string{"worker"}, nil)
+	descMaxRunning  = prometheus.NewDesc("shardjob_dispatch_max_running", "The worker's cap on running tasks (0 pauses it).", []string{"worker"}, nil)
+	descLateTasks   = prometheus.NewDesc("shardjob_dispatch_tasks_late", "Tasks whose last start came after their acceptable start, whatever their state now.", []string{"worker"}, nil)
+	descQueueErrors = prometheus.NewDesc("shardjob_dispatch_queue_read_errors_total", "Scrapes that could not read the dispatcher's queues from its database.", nil, nil)
+	descNode        = prometheus.NewDesc("shardjob_dispatch_node_events_total", "What this dispatcher node did, by event (started, late, late_failed, finished, timed_out, retried, failed, reaped, stale, lease_lost).", []string{"event"}, nil)
+)
+
+type dispatchCollector struct {
+	d      *dispatch.Dispatcher
+	log    *slog.Logger
+	errors atomic.Int64 // scrapes that could not read the queues
+}
+
+// WatchDispatcher registers a collector of d's queues (every worker's
+// tasks by state, running against its cap, due and late tasks: one
+// database query per scrape, bounded in time) and of this node's counters.
+// A scrape that cannot read the queues still exports the counters, and
+// counts the failure.
+func (m *Metrics) WatchDispatcher(d *dispatch.Dispatcher) error {
+	if d == nil {
+		return fmt.Errorf("%w: nil dispatcher", ErrInvalid)
+	}
+	return m.watch("dispatcher", &dispatchCollector{d: d, log: m.log})
+}
+
+func (c *dispatchCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTasks, descDue, descRunningCap, descMaxRunning, descLateTasks, descQueueErrors, descNode} {
+		ch <- d
+	}
+}
+
+func (c *dispatchCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.d.Stats()
+	for _, e := range []struct {
+		name string
+		v    int64
+	}{
+		{"started", st.Started}, {"late", st.Late}, {"late_failed", st.LateFailed}, {"finished", st.Finished},
+		{"timed_out", st.TimedOut}, {"retried", st.Retried}, {"failed", st.Failed}, {"reaped", st.Reaped},
+		{"stale", st.Stale}, {"lease_lost", st.LeaseLost},
+	} {
+		ch <- prometheus.MustNewConstMetric(descNode, prometheus.CounterValue, float64(e.v), e.name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	qs, err := c.d.Queues(ctx)
+	if err != nil {
+		c.errors.Add(1)
+		c.log.Warn("metrics: reading the dispatcher's queues", "err", err)
+	}
+	ch <- prometheus.MustNewConstMetric(descQueueErrors, prometheus.CounterValue, float64(c.errors.Load()))
+	for _, q := range qs {
+		states := make([]string, 0, len(q.Tasks))
+		for s := range q.Tasks {
+			states = append(states, string(s))
+		}
+		sort.Strings(states)
+		for _, s := range states {
+			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(q.Tasks[dispatch.Status(s)]), q.Worker, s)
+		}
+		ch <- prometheus.MustNewConstMetric(descDue, prometheus.GaugeValue, float64(q.Due), q.Worker)
+		ch <- prometheus.MustNewConstMetric(descRunningCap, prometheus.GaugeValue, float64(q.Running), q.Worker)
+		ch <- prometheus.MustNewConstMetric(descMaxRunning, prometheus.GaugeValue, float64(q.MaxRunning), q.Worker)
+		ch <- prometheus.MustNewConstMetric(descLateTasks, prometheus.GaugeValue, float64(q.Late), q.Worker)
+	}
+}

@@ -1,0 +1,82 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shardjob/shardjob/job"
+)
+
+// The scheduler's state, read from job.Scheduler.Stats at each scrape.
+
+var (
+	descZKRequests   = prometheus.NewDesc("shardjob_zookeeper_requests_total", "Requests this instance sent to ZooKeeper, by kind (read, write, multi, watch); each is one round trip.", []string{"kind"}, nil)
+	descZKErrors     = prometheus.NewDesc("shardjob_zookeeper_errors_total", "ZooKeeper requests that failed for want of an answer (connection loss, lost session, deadline).", nil, nil)
+	descZKConnected  = prometheus.NewDesc("shardjob_zookeeper_connected", "1 while this instance's ZooKeeper session is live and connected; it fires nothing while 0.", nil, nil)
+	descSessionsLost = prometheus.NewDesc("shardjob_zookeeper_sessions_lost_total", "ZooKeeper sessions that expired under this instance and were replaced.", nil, nil)
+	descReshards     = prometheus.NewDesc("shardjob_reshards_total", "Reshards this instance committed as the job's leader.", []string{"job"}, nil)
+	descReshardErrs  = prometheus.NewDesc("shardjob_reshard_errors_total", "Reshards this instance tried as the job's leader that failed (and were retried).", []string{"job"}, nil)
+	descFailovers    = prometheus.NewDesc("shardjob_failover_claims_total", "Items this instance claimed from the job's failover queue.", []string{"job"}, nil)
+	descMisfires     = prometheus.NewDesc("shardjob_misfires_owed_total", "Items noted here as owing a make-up run (a fire missed while the item ran or the session was down).", []string{"job"}, nil)
+	descUnplaced     = prometheus.NewDesc("shardjob_unplaced_items", "Items the last reshard committed here left unplaced for want of room under the caps (leader only).", []string{"job"}, nil)
+	descLeader       = prometheus.NewDesc("shardjob_leader", "1 where this instance is the job's leader.", []string{"job"}, nil)
+	descUnits        = prometheus.NewDesc("shardjob_units", "Units (items of every job) this instance holds, as the load table last said.", nil, nil)
+	descRunning      = prometheus.NewDesc("shardjob_items_running", "Items running on this instance now.", nil, nil)
+	descAlarm        = prometheus.NewDesc("shardjob_alarm", "1 while this instance holds more units than its alarm threshold.", nil, nil)
+	descAlarms       = prometheus.NewDesc("shardjob_alarms_total", "Alarms raised here (units crossing above the threshold).", nil, nil)
+	descScore        = prometheus.NewDesc("shardjob_load_score", "The load score this instance last published (100 idle, 0 saturated); absent without a score.", nil, nil)
+	descDraining     = prometheus.NewDesc("shardjob_draining", "1 while this instance is on the drain list.", nil, nil)
+	descDrained      = prometheus.NewDesc("shardjob_drained", "1 once a draining instance holds nothing and runs nothing: safe to stop.", nil, nil)
+)
+
+type schedulerCollector struct{ s *job.Scheduler }
+
+func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descZKRequests, descZKErrors, descZKConnected, descSessionsLost,
+		descReshards, descReshardErrs, descFailovers, descMisfires, descUnplaced, descLeader,
+		descUnits, descRunning, descAlarm, descAlarms, descScore, descDraining, descDrained} {
+		ch <- d
+	}
+}
+
+func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	zk := st.ZooKeeper
+	counter(descZKRequests, zk.Reads, "read")
+	counter(descZKRequests, zk.Writes, "write")
+	counter(descZKRequests, zk.Multis, "multi")
+	counter(descZKRequests, zk.Watches, "watch")
+	counter(descZKErrors, zk.Errors)
+	gauge(descZKConnected, bit(st.Connected))
+	counter(descSessionsLost, st.SessionsLost)
+	for _, j := range st.Jobs {
+		counter(descReshards, j.Reshards, j.Job)
+		counter(descReshardErrs, j.ReshardErrors, j.Job)
+		counter(descFailovers, j.FailoverClaims, j.Job)
+		counter(descMisfires, j.MisfiresOwed, j.Job)
+		gauge(descUnplaced, float64(j.Unplaced), j.Job)
+		gauge(descLeader, bit(j.Leader), j.Job)
+	}
+	p := st.Placement
+	gauge(descUnits, float64(p.Units))
+	gauge(descRunning, float64(p.Running))
+	gauge(descAlarm, bit(p.Alarmed))
+	counter(descAlarms, st.Alarms)
+	if st.HasScore {
+		gauge(descScore, st.Score)
+	}
+	gauge(descDraining, bit(p.Draining))
+	gauge(descDrained, bit(p.Drained))
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
