@@ -1,14 +1,66 @@
 package jobhttp_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 )
+
+// openRecorder opens a history recorder on SQLite for the test.
+func openRecorder(t *testing.T) *history.Recorder {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, err := history.Open(ctx, history.Config{DSN: filepath.Join(t.TempDir(), "history.db"), FlushInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rec.Close(cctx); err != nil {
+			t.Errorf("close the recorder: %v", err)
+		}
+	})
+	return rec
+}
+
+// TestConsoleHistoryFromRecorder: with the instances recording their
+// history and the handler serving it, a trigger from the page shows up in
+// the history page, filtered by job.
+func TestConsoleHistoryFromRecorder(t *testing.T) {
+	rec := openRecorder(t)
+	setup := consoleSetup{instance: func(string) []job.Option { return rec.SchedulerOptions() }}
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, History: rec}, setup, quiet("report", 2), quiet("billing", 1))
+	tb := newTab(t)
+	tb.open(cc.console + "#/job/report")
+	tb.setToken(consoleToken)
+	tb.click("#job-trigger")
+	tb.waitText("#notice", "Trigger report: done")
+	cc.api().want(http.StatusOK, "POST", "/jobs/billing/trigger", consoleToken, "")
+	httpWaitFor(t, "the triggered items", func() bool {
+		return cc.ran("report", job.KindTrigger) == 2 && cc.ran("billing", job.KindTrigger) == 1
+	})
+	tb.click(`#nav a[data-view="history"]`)
+	tb.waitText("#history-table", "report", "billing")
+	tb.fill("#h-job", "report")
+	tb.click(`#history-form button[type="submit"]`)
+	tb.waitText("#history-table tbody tr:nth-child(1)", "report", "trigger", "success")
+	tb.waitText("#history-table tbody tr:nth-child(2)", "report", "trigger", "success")
+	if txt := tb.text("#history-table"); strings.Contains(txt, "billing") {
+		t.Errorf("the job filter let billing through: %q", txt)
+	}
+}
 
 // TestConsoleHistoryPage drives the history page against the contract of
 // GET /history and GET /history/status (served here by the application's

@@ -64,9 +64,10 @@ func TestConsoleScreenshots(t *testing.T) {
 	orders := job.Config{Name: "orders-sync", Cron: "*/2 * * * * *", ShardingTotalCount: 4, Failover: true,
 		ShardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen", Description: "copies new orders to the warehouse"}
 	cache := job.Config{Name: "cache-warm", Cron: "*/3 * * * * *", ShardingTotalCount: 3}
+	rec := openRecorder(t)
 	setup := consoleSetup{
 		instance: func(string) []job.Option {
-			return []job.Option{job.WithLoadScore(time.Second, 4, nil), job.WithAlarmThreshold(3)}
+			return append([]job.Option{job.WithLoadScore(time.Second, 4, nil), job.WithAlarmThreshold(3)}, rec.SchedulerOptions()...)
 		},
 		exec: func(ctx context.Context, sc job.ShardingContext) error {
 			if sc.JobName == orders.Name && sc.Item == 3 {
@@ -75,7 +76,7 @@ func TestConsoleScreenshots(t *testing.T) {
 			return nil
 		},
 	}
-	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: d}, setup, orders, cache,
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: d, History: rec}, setup, orders, cache,
 		job.Config{Name: "daily-report", Cron: "0 0 2 * * *", ShardingTotalCount: 2, Description: "the nightly sales report"})
 	tb := newTab(t)
 	shot := func(name string) {
@@ -103,7 +104,8 @@ func TestConsoleScreenshots(t *testing.T) {
 	shot("instances")
 
 	tb.click(`#nav a[data-view="history"]`)
-	tb.waitText("#history-table", "History")
+	tb.waitText("#history-table", "orders-sync", "failure", "503", "success")
+	tb.waitText("#history-events", "orders-sync")
 	shot("history")
 
 	tb.click(`#nav a[data-view="dispatcher"]`)

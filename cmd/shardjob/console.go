@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -24,6 +25,7 @@ const consoleHelp = `shardjob console serves the web console and the JSON API of
 
 Usage:
   shardjob console [--listen ADDR] [--protect-reads]
+                   [--history-driver sqlite|postgres --history-dsn DSN]
                    [--dispatch-driver sqlite|postgres --dispatch-dsn DSN] [connection flags]
 
 It serves what an application mounts with jobhttp.NewHandler: open the URL
@@ -32,6 +34,11 @@ it prints (http://ADDR/console/) in a browser.
 Flags:
   --listen ADDR              where to listen (default 127.0.0.1:8088)
   --protect-reads            reads need the token too, not only actions
+  --history-driver DRIVER    also show the execution history, read from the
+                             database the instances record it in (package
+                             history): sqlite or postgres
+  --history-dsn DSN          that database: a file for sqlite, a connection
+                             string for postgres
   --dispatch-driver DRIVER   also show a dispatcher's workers and queues, read
                              from its store: sqlite or postgres
   --dispatch-dsn DSN         that store: a file for sqlite, a connection string
@@ -51,12 +58,15 @@ Stop it with SIGINT or SIGTERM.
 // consoleHelpLine is the console's line in the main help.
 var consoleHelpLine = strings.TrimSpace(`
 The web console:
-  console [--listen ADDR]     serve the console and the JSON API for the namespace (see 'shardjob console --help')`)
+  console [--listen ADDR]     serve the console and the JSON API for the namespace, with the history and a
+                              dispatcher's queues if given their databases (see 'shardjob console --help')`)
 
 // consoleFlags are the console's own flags.
 type consoleFlags struct {
 	listen         string
 	protectReads   bool
+	historyDriver  string
+	historyDSN     string
 	dispatchDriver string
 	dispatchDSN    string
 }
@@ -76,6 +86,8 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs := newFlagSet(nil, &o)
 	fs.StringVar(&cf.listen, "listen", "127.0.0.1:8088", "")
 	fs.BoolVar(&cf.protectReads, "protect-reads", false, "")
+	fs.StringVar(&cf.historyDriver, "history-driver", "", "")
+	fs.StringVar(&cf.historyDSN, "history-dsn", "", "")
 	fs.StringVar(&cf.dispatchDriver, "dispatch-driver", "", "")
 	fs.StringVar(&cf.dispatchDSN, "dispatch-dsn", "", "")
 	pos, err := parseArgs(fs, args)
@@ -89,6 +101,10 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "shardjob console: unexpected argument %q (run 'shardjob console --help')\n", pos[0])
+		return exitUsage
+	}
+	if (cf.historyDriver == "") != (cf.historyDSN == "") {
+		fmt.Fprintln(stderr, "shardjob console: --history-driver and --history-dsn go together")
 		return exitUsage
 	}
 	if (cf.dispatchDriver == "") != (cf.dispatchDSN == "") {
@@ -106,7 +122,7 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 	err = serveConsole(ctx, cfg, cf, getenv("SHARDJOB_TOKEN"), logger, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
-		if errors.Is(err, dispatch.ErrInvalid) {
+		if errors.Is(err, dispatch.ErrInvalid) || errors.Is(err, history.ErrInvalidConfig) || errors.Is(err, history.ErrNoDatabase) {
 			return exitUsage
 		}
 		return exitCode(err)
@@ -127,6 +143,16 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 
 	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads}
 	// The stores the console reads besides ZooKeeper, each optional.
+	if cf.historyDriver != "" {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		rd, err := history.OpenReader(octx, history.Config{Driver: cf.historyDriver, DSN: cf.historyDSN, Logger: logger})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--history-driver %s: %w", cf.historyDriver, err)
+		}
+		defer func() { err = errors.Join(err, rd.Close()) }()
+		opts.History = rd
+	}
 	if cf.dispatchDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
 		d, err := dispatch.Open(octx, dispatch.Config{Driver: cf.dispatchDriver, DSN: cf.dispatchDSN, Logger: logger})

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardjob/shardjob/history"
 )
 
 func TestConsoleUsage(t *testing.T) {
@@ -21,6 +23,7 @@ func TestConsoleUsage(t *testing.T) {
 		{[]string{"console", "--token", "x"}, exitUsage, "token"},
 		{[]string{"console", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"console", "--zk", "127.0.0.1:1", "--dispatch-driver", "sqlite"}, exitUsage, "--dispatch-driver and --dispatch-dsn go together"},
+		{[]string{"console", "--zk", "127.0.0.1:1", "--history-dsn", "h.db"}, exitUsage, "--history-driver and --history-dsn go together"},
 		{[]string{"console"}, exitUsage, "no ZooKeeper servers given"},
 	} {
 		var out, errOut strings.Builder
@@ -41,6 +44,15 @@ func TestConsoleServes(t *testing.T) {
 	c := newCluster(t, everySecond("orders"), "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A history database, as the instances' history.Recorder creates it.
+	histDB := filepath.Join(t.TempDir(), "history.db")
+	rec, err := history.Open(ctx, history.Config{DSN: histDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	const token = "console-cli-token"
 	env := map[string]string{"SHARDJOB_TOKEN": token}
 	pr, pw := io.Pipe()
@@ -48,7 +60,7 @@ func TestConsoleServes(t *testing.T) {
 	go func() {
 		var errOut strings.Builder
 		done <- runConsoleCtx(ctx, []string{"--listen", "127.0.0.1:0", "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns,
-			"--dispatch-driver", "sqlite", "--dispatch-dsn", filepath.Join(t.TempDir(), "d.db")}, pw, &errOut, func(k string) string { return env[k] })
+			"--history-driver", "sqlite", "--history-dsn", histDB, "--dispatch-driver", "sqlite", "--dispatch-dsn", filepath.Join(t.TempDir(), "d.db")}, pw, &errOut, func(k string) string { return env[k] })
 		pw.Close()
 		if errOut.Len() > 0 {
 			t.Logf("stderr:\n%s", errOut.String())
@@ -88,6 +100,9 @@ func TestConsoleServes(t *testing.T) {
 	}
 	if code, body := call("GET", "dispatch/workers", ""); code != 200 || !strings.Contains(body, `"workers": []`) || strings.Contains(body, `"stats"`) {
 		t.Errorf("GET dispatch/workers: %d %s", code, body)
+	}
+	if code, body := call("GET", "history?since=1h", ""); code != 200 || !strings.Contains(body, `"executions": []`) {
+		t.Errorf("GET history: %d %s", code, body)
 	}
 	if code, _ := call("POST", "servers/s1/pause?job=orders", ""); code != http.StatusUnauthorized {
 		t.Errorf("pause without the token: %d, want 401", code)

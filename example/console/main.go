@@ -1,6 +1,7 @@
 // Command console shows the web console over a small live cluster: three
-// instances running three jobs (one of whose items fails now and then), and
-// a dispatcher on SQLite with three workers and a steady trickle of tasks.
+// instances running three jobs (one of whose items fails now and then),
+// recording their history to SQLite, and a dispatcher on SQLite with three
+// workers and a steady trickle of tasks.
 // It serves the console on 127.0.0.1:8088 and prints its URL and the token
 // that its actions need. Every instance has its own ZooKeeper session and
 // server id, as separate processes would.
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
@@ -101,14 +103,30 @@ func run(ctx context.Context, zkServers, listen string) error {
 		return regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: servers, Namespace: namespace}, regcenter.WithLogger(quiet))
 	}
 
+	dir, err := os.MkdirTemp("", "shardjob-console-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rec, err := history.Open(ctx, history.Config{DSN: filepath.Join(dir, "history.db"), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = rec.Close(sctx)
+	}()
+
 	for _, id := range []string{"node-1", "node-2", "node-3"} {
 		rc, err := connect()
 		if err != nil {
 			return err
 		}
 		defer rc.Close()
-		s, err := job.NewScheduler(rc, job.WithServerID(id), job.WithLogger(quiet),
-			job.WithLoadScore(2*time.Second, 4, nil), job.WithAlarmThreshold(4))
+		opts := append([]job.Option{job.WithServerID(id), job.WithLogger(quiet),
+			job.WithLoadScore(2*time.Second, 4, nil), job.WithAlarmThreshold(4)}, rec.SchedulerOptions()...)
+		s, err := job.NewScheduler(rc, opts...)
 		if err != nil {
 			return err
 		}
@@ -127,7 +145,7 @@ func run(ctx context.Context, zkServers, listen string) error {
 		}()
 	}
 
-	d, err := startDispatcher(ctx, quiet)
+	d, err := startDispatcher(ctx, dir, quiet)
 	if err != nil {
 		return err
 	}
@@ -153,7 +171,7 @@ func run(ctx context.Context, zkServers, listen string) error {
 		return err
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, Logger: slog.Default()})}
+		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, History: rec, Logger: slog.Default()})}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Printf("\nconsole: http://%s/console/\ntoken:   %s   (paste it in the page's Token box to act)\n\nCtrl-C stops the demo.\n", ln.Addr(), token)
@@ -167,14 +185,10 @@ func run(ctx context.Context, zkServers, listen string) error {
 	return errors.Join(err, srv.Shutdown(sctx))
 }
 
-// startDispatcher opens a dispatcher on SQLite in a temporary directory,
+// startDispatcher opens a dispatcher on SQLite in dir,
 // with three workers, and assigns each a batch of tasks every 15 seconds;
 // a task takes one to six seconds.
-func startDispatcher(ctx context.Context, log *slog.Logger) (*dispatch.Dispatcher, error) {
-	dir, err := os.MkdirTemp("", "shardjob-console-demo-")
-	if err != nil {
-		return nil, err
-	}
+func startDispatcher(ctx context.Context, dir string, log *slog.Logger) (*dispatch.Dispatcher, error) {
 	d, err := dispatch.Open(ctx, dispatch.Config{DSN: filepath.Join(dir, "dispatch.db"), Logger: log, FinishOnReturn: true,
 		OnStart: func(ctx context.Context, t dispatch.Task) error {
 			select {
