@@ -9,12 +9,12 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test lint demo demo-placement demo-history bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql redis zk-start zk-stop
+.PHONY: yaml-demo test lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
 # starves the sessions whose leases the tests check.
-test: zookeeper postgresql bench-check
+test: zookeeper postgresql chromium bench-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
 
@@ -43,6 +43,16 @@ demo: zookeeper
 # Placement across jobs: 30 one-item jobs over 3-4 instances, a drain, an alarm.
 demo-placement: zookeeper
 	$(GO) run ./example/placement
+
+# The web console over a small cluster with jobs and a dispatcher (its own
+# ZooKeeper, SQLite in a temporary directory): it prints the URL and the
+# token to open it with.
+console-demo: zookeeper
+	$(GO) run ./example/console
+
+# The console's screenshots in docs/console, taken by its browser test.
+screenshots: zookeeper chromium
+	SHARDJOB_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleScreenshots ./jobhttp
 
 # The execution history: two instances, two jobs (one failing), recorded to
 # SQLite by history.Recorder and printed through its Query API.
@@ -83,6 +93,10 @@ redis:
 # The dispatcher's tests start throwaway PostgreSQL servers (internal/pgtest).
 postgresql:
 	bash scripts/postgresql.sh ensure >/dev/null
+
+# The console's browser tests (jobhttp) drive a headless Chromium.
+chromium:
+	bash scripts/chromium.sh ensure >/dev/null
 
 # Dispatcher throughput and start latency (docs/performance.md); each run
 # lasts DISPATCH_BENCH_TIME, on SQLite and on PostgreSQL with 3 nodes.

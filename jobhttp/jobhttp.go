@@ -12,16 +12,14 @@ package jobhttp
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
@@ -45,6 +43,14 @@ type Options struct {
 	// /history/status (job status events): typically the instance's
 	// *history.Recorder. Without it those answer 404.
 	History HistoryReader
+	// ProtectReads makes every GET need the token too, as the POSTs do
+	// (the console's own files excepted: they hold no data, and the page
+	// asks the operator for the token). With ProtectReads and no Token,
+	// every read is refused with 403 Forbidden.
+	ProtectReads bool
+	// Dispatcher, if set, is served read-only at GET /dispatch/workers
+	// and on the console's dispatcher page. Nil: those answer 404.
+	Dispatcher *dispatch.Dispatcher
 }
 
 // httpRequestTimeout bounds the ZooKeeper work of one request (a remove
@@ -63,7 +69,8 @@ const maxConfigBody = job.MaxDocumentBytes
 //
 //	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", jobhttp.NewHandler(rc, jobhttp.Options{Token: os.Getenv("SHARDJOB_TOKEN")})))
 //
-// GET endpoints, open to every client that can reach the handler:
+// GET endpoints, open to every client that can reach the handler (with
+// Options.ProtectReads, only to those that send the token):
 //
 //	GET  /jobs                    every job: status, cron, items, instances online, leader, last and next fire
 //	GET  /jobs/{job}              one job: per server and per item
@@ -86,9 +93,13 @@ const maxConfigBody = job.MaxDocumentBytes
 //	                                             over; with wait, answers once it is safe to stop
 //	POST /servers/{server}/undrain               the server takes units again
 //	POST /rebalance                              every job places its items again before its next fire
+//	POST /jobs/{job}/schedule                    {"cron": "...", "shardingTotalCount": N}: edit those
+//	                                             fields of the stored config, validated first
 //
 // and GET /instances: every instance's units, cap, alarm, load score,
-// drain state and items running; GET /metrics serves Options.Metrics.
+// drain state and items running; GET /metrics serves Options.Metrics;
+// GET /dispatch/workers: the dispatcher's caps and its workers' tasks by
+// state (Options.Dispatcher).
 //
 // GET /history and GET /history/status serve Options.History: pages of
 // executions and of job status events, newest first, as JSON
@@ -97,6 +108,13 @@ const maxConfigBody = job.MaxDocumentBytes
 // duration before now such as 1h, or an RFC 3339 time), limit (default 50,
 // at most 1000) and before (the "next" of the previous page). A bad
 // parameter is answered 400 naming it.
+//
+// GET /console/ is the web console: an embedded page over these same
+// endpoints, which works under any prefix the handler is mounted at.
+// Every response carries the headers that keep pages from being framed,
+// sniffed or leaking their address; POSTs from another site (by their
+// Sec-Fetch-Site or Origin header) are refused with 403 whatever token
+// they carry, and request bodies are bounded.
 //
 // Errors are JSON objects {"error": "..."}: 404 for an unknown job or
 // server, 400 for bad input (a config that does not validate, an item out
@@ -108,11 +126,12 @@ const maxConfigBody = job.MaxDocumentBytes
 // instances will validate it — including the sharding strategy, which must
 // be registered in this process — and never written when invalid.
 func NewHandler(rc regcenter.Center, opts Options) http.Handler {
-	h := &handler{adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger}
+	h := &handler{adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
+		protectReads: opts.ProtectReads, dispatcher: opts.Dispatcher}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	mux := http.NewServeMux()
+	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
 	mux.HandleFunc("GET /jobs", h.jobs)
 	mux.HandleFunc("GET /jobs/{job}", h.status)
@@ -139,14 +158,16 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
-	routeHistory(mux, h, opts.History)
+	routeHistory(mux.ServeMux, h, opts.History)
 	return mux
 }
 
 type handler struct {
-	adm   *admin.Admin
-	token string
-	log   *slog.Logger
+	adm          *admin.Admin
+	token        string
+	log          *slog.Logger
+	protectReads bool
+	dispatcher   *dispatch.Dispatcher
 }
 
 type httpError struct {
@@ -198,15 +219,7 @@ func (h *handler) write(next http.HandlerFunc) http.HandlerFunc {
 			h.reply(w, http.StatusForbidden, httpError{Error: "read-only: operations are disabled because no token is configured"})
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// Hash both sides so the comparison takes the same time whatever
-		// the lengths.
-		want := sha256.Sum256([]byte(h.token))
-		have := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if subtle.ConstantTimeCompare(want[:], have[:]) != 1 || !ok {
-			h.log.Warn("shardjob admin: operation refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
-			h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
+		if !h.tokenOK(w, r, "operation") {
 			return
 		}
 		next(w, r)
@@ -229,6 +242,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /servers/{server}/shutdown[?job=J]",
 			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
 			"POST /rebalance", "GET /history", "GET /history/status",
+			"POST /jobs/{job}/schedule", "GET /dispatch/workers", "GET /console/",
 		},
 		"readOnly": h.token == "",
 	})

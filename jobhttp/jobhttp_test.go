@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	base := runtime.NumGoroutine()
 	code := m.Run()
+	stopBrowser() // before the leak check: the browser's goroutines end with it
 	if code == 0 {
 		code = leakcheck.Check(base)
 	}

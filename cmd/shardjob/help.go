@@ -80,6 +80,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprint(w, helpText)
 	fmt.Fprintf(w, "\n%s\n", dispatchHelpLine)
 	fmt.Fprintf(w, "\n%s\n", runHelpLine)
+	fmt.Fprintf(w, "\n%s\n", consoleHelpLine)
 	fmt.Fprintf(w, "\n%s\n", historyHelpLine)
 }
 

@@ -208,6 +208,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "run" {
 		return runFile(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "console" {
+		return runConsole(args[1:], stdout, stderr)
+	}
 	name, rest := findCommand(args)
 	if name == "" {
 		var o options

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/history"
+	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+const consoleHelp = `shardjob console serves the web console and the JSON API of a namespace.
+
+Usage:
+  shardjob console [--listen ADDR] [--protect-reads]
+                   [--history-driver sqlite|postgres --history-dsn DSN]
+                   [--dispatch-driver sqlite|postgres --dispatch-dsn DSN] [connection flags]
+
+It serves what an application mounts with jobhttp.NewHandler: open the URL
+it prints (http://ADDR/console/) in a browser.
+
+Flags:
+  --listen ADDR              where to listen (default 127.0.0.1:8088)
+  --protect-reads            reads need the token too, not only actions
+  --history-driver DRIVER    also show the execution history, read from the
+                             database the instances record it in (package
+                             history): sqlite or postgres
+  --history-dsn DSN          that database: a file for sqlite, a connection
+                             string for postgres
+  --dispatch-driver DRIVER   also show a dispatcher's workers and queues, read
+                             from its store: sqlite or postgres
+  --dispatch-dsn DSN         that store: a file for sqlite, a connection string
+                             for postgres
+
+The connection flags are those of every command (--zk, --namespace,
+--digest-file, --tls-*, --config, --timeout; see 'shardjob help').
+
+The token that actions need (Authorization: Bearer TOKEN; the page asks for
+it) is read from the environment variable SHARDJOB_TOKEN, never from the
+command line. Without it the console is read-only. Listen on a loopback
+address, or put TLS in front: the token travels in every request.
+
+Stop it with SIGINT or SIGTERM.
+`
+
+// consoleHelpLine is the console's line in the main help.
+var consoleHelpLine = strings.TrimSpace(`
+The web console:
+  console [--listen ADDR]     serve the console and the JSON API for the namespace, with the history and a
+                              dispatcher's queues if given their databases (see 'shardjob console --help')`)
+
+// consoleFlags are the console's own flags.
+type consoleFlags struct {
+	listen         string
+	protectReads   bool
+	historyDriver  string
+	historyDSN     string
+	dispatchDriver string
+	dispatchDSN    string
+}
+
+// runConsole is "shardjob console ...": it returns the exit code. SIGINT
+// and SIGTERM stop it.
+func runConsole(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runConsoleCtx(ctx, args, stdout, stderr, os.Getenv)
+}
+
+// runConsoleCtx is runConsole ending when ctx does.
+func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	var o options
+	var cf consoleFlags
+	fs := newFlagSet(nil, &o)
+	fs.StringVar(&cf.listen, "listen", "127.0.0.1:8088", "")
+	fs.BoolVar(&cf.protectReads, "protect-reads", false, "")
+	fs.StringVar(&cf.historyDriver, "history-driver", "", "")
+	fs.StringVar(&cf.historyDSN, "history-dsn", "", "")
+	fs.StringVar(&cf.dispatchDriver, "dispatch-driver", "", "")
+	fs.StringVar(&cf.dispatchDSN, "dispatch-dsn", "", "")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, consoleHelp)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob console: %s (run 'shardjob console --help')\n", oneLine(err.Error()))
+		return exitUsage
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "shardjob console: unexpected argument %q (run 'shardjob console --help')\n", pos[0])
+		return exitUsage
+	}
+	if (cf.historyDriver == "") != (cf.historyDSN == "") {
+		fmt.Fprintln(stderr, "shardjob console: --history-driver and --history-dsn go together")
+		return exitUsage
+	}
+	if (cf.dispatchDriver == "") != (cf.dispatchDSN == "") {
+		fmt.Fprintln(stderr, "shardjob console: --dispatch-driver and --dispatch-dsn go together")
+		return exitUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg, err := regcenterConfig(&o, set, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
+		return exitCode(err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	err = serveConsole(ctx, cfg, cf, getenv("SHARDJOB_TOKEN"), logger, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
+		if errors.Is(err, dispatch.ErrInvalid) || errors.Is(err, history.ErrInvalidConfig) || errors.Is(err, history.ErrNoDatabase) {
+			return exitUsage
+		}
+		return exitCode(err)
+	}
+	return exitOK
+}
+
+// serveConsole connects, opens the stores the flags name, and serves the
+// handler until ctx ends. It prints the console's URL once it listens.
+func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, token string, logger *slog.Logger, stdout io.Writer) (err error) {
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+time.Second)
+	rc, err := regcenter.NewZooKeeper(cctx, cfg, regcenter.WithLogger(logger))
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rc.Close()) }()
+
+	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads}
+	// The stores the console reads besides ZooKeeper, each optional.
+	if cf.historyDriver != "" {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		rd, err := history.OpenReader(octx, history.Config{Driver: cf.historyDriver, DSN: cf.historyDSN, Logger: logger})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--history-driver %s: %w", cf.historyDriver, err)
+		}
+		defer func() { err = errors.Join(err, rd.Close()) }()
+		opts.History = rd
+	}
+	if cf.dispatchDriver != "" {
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		d, err := dispatch.Open(octx, dispatch.Config{Driver: cf.dispatchDriver, DSN: cf.dispatchDSN, Logger: logger})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--dispatch-driver %s: %w", cf.dispatchDriver, err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			err = errors.Join(err, d.Close(sctx))
+		}()
+		opts.Dispatcher = d
+	}
+
+	ln, err := net.Listen("tcp", cf.listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: jobhttp.NewHandler(rc, opts), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "console: http://%s/console/\n", ln.Addr())
+	if token == "" {
+		fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN to allow actions")
+	}
+	var errs []error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		errs = append(errs, err)
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

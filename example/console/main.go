@@ -1,0 +1,231 @@
+// Command console shows the web console over a small live cluster: three
+// instances running three jobs (one of whose items fails now and then),
+// recording their history to SQLite, and a dispatcher on SQLite with three
+// workers and a steady trickle of tasks.
+// It serves the console on 127.0.0.1:8088 and prints its URL and the token
+// that its actions need. Every instance has its own ZooKeeper session and
+// server id, as separate processes would.
+//
+// From the repository root:
+//
+//	make console-demo
+//
+// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+//
+//	go run ./example/console                       # starts a local ZooKeeper
+//	go run ./example/console -zk 127.0.0.1:2181    # uses a running one
+//
+// It runs until Ctrl-C and then stops cleanly.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/history"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+const namespace = "shardjob-console-demo"
+
+func main() {
+	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	listen := flag.String("listen", "127.0.0.1:8088", "where the console listens")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *zkFlag, *listen); err != nil {
+		fmt.Fprintln(os.Stderr, "console demo:", err)
+		os.Exit(1)
+	}
+}
+
+// jobs are the demo's jobs; orders-sync's item 3 fails every third run.
+var jobs = []job.Config{
+	{Name: "orders-sync", Cron: "*/5 * * * * *", ShardingTotalCount: 4, Failover: true,
+		ShardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen", Description: "copies new orders to the warehouse"},
+	{Name: "cache-warm", Cron: "*/10 * * * * *", ShardingTotalCount: 3, Description: "fills the product cache"},
+	{Name: "daily-report", Cron: "0 0 2 * * *", ShardingTotalCount: 2, Description: "the nightly sales report"},
+}
+
+func work(ctx context.Context, sc job.ShardingContext) error {
+	select {
+	case <-time.After(time.Duration(100+mrand.IntN(700)) * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if sc.JobName == "orders-sync" && sc.Item == 3 && mrand.IntN(3) == 0 {
+		return errors.New("warehouse API answered 503 Service Unavailable")
+	}
+	return nil
+}
+
+func run(ctx context.Context, zkServers, listen string) error {
+	var servers []string
+	if zkServers != "" {
+		servers = strings.Split(zkServers, ",")
+	} else {
+		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
+		cancel()
+		if err != nil {
+			if errors.Is(err, zktest.ErrNotInstalled) {
+				return fmt.Errorf("%w\n(make console-demo installs it when run as root on Debian/Ubuntu)", err)
+			}
+			return fmt.Errorf("starting ZooKeeper: %w", err)
+		}
+		defer zk.Close()
+		servers = zk.Servers()
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	connect := func() (*regcenter.ZooKeeper, error) {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: servers, Namespace: namespace}, regcenter.WithLogger(quiet))
+	}
+
+	dir, err := os.MkdirTemp("", "shardjob-console-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rec, err := history.Open(ctx, history.Config{DSN: filepath.Join(dir, "history.db"), Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = rec.Close(sctx)
+	}()
+
+	for _, id := range []string{"node-1", "node-2", "node-3"} {
+		rc, err := connect()
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		opts := append([]job.Option{job.WithServerID(id), job.WithLogger(quiet),
+			job.WithLoadScore(2*time.Second, 4, nil), job.WithAlarmThreshold(4)}, rec.SchedulerOptions()...)
+		s, err := job.NewScheduler(rc, opts...)
+		if err != nil {
+			return err
+		}
+		for _, cfg := range jobs {
+			if err := s.Add(ctx, cfg, job.SimpleFunc(work)); err != nil {
+				return err
+			}
+		}
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = s.Shutdown(sctx)
+		}()
+	}
+
+	d, err := startDispatcher(ctx, dir, quiet)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = d.Close(sctx)
+	}()
+
+	token := os.Getenv("SHARDJOB_TOKEN")
+	if token == "" {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		token = hex.EncodeToString(b)
+	}
+	rc, err := connect()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
+		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, History: rec, Logger: slog.Default()})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Printf("\nconsole: http://%s/console/\ntoken:   %s   (paste it in the page's Token box to act)\n\nCtrl-C stops the demo.\n", ln.Addr(), token)
+
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return errors.Join(err, srv.Shutdown(sctx))
+}
+
+// startDispatcher opens a dispatcher on SQLite in dir,
+// with three workers, and assigns each a batch of tasks every 15 seconds;
+// a task takes one to six seconds.
+func startDispatcher(ctx context.Context, dir string, log *slog.Logger) (*dispatch.Dispatcher, error) {
+	d, err := dispatch.Open(ctx, dispatch.Config{DSN: filepath.Join(dir, "dispatch.db"), Logger: log, FinishOnReturn: true,
+		OnStart: func(ctx context.Context, t dispatch.Task) error {
+			select {
+			case <-time.After(time.Duration(1000+mrand.IntN(5000)) * time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}})
+	if err != nil {
+		return nil, err
+	}
+	workers := []dispatch.Worker{{Name: "email", MaxRunning: 3}, {Name: "sms", MaxRunning: 1}, {Name: "webhooks", MaxRunning: 0}}
+	for _, w := range workers {
+		if err := d.PutWorker(ctx, w); err != nil {
+			return nil, errors.Join(err, d.Close(ctx))
+		}
+	}
+	if err := d.Start(ctx); err != nil {
+		return nil, errors.Join(err, d.Close(ctx))
+	}
+	go func() {
+		for round := 0; ; round++ {
+			now := time.Now()
+			for _, w := range workers {
+				var tasks []dispatch.NewTask
+				for i := range 5 {
+					tasks = append(tasks, dispatch.NewTask{ExternalID: fmt.Sprintf("%s-%d-%d", w.Name, round, i)})
+				}
+				_, _ = d.Assign(ctx, dispatch.Assignment{Worker: w.Name, Start: now, End: now.Add(20 * time.Second), Tasks: tasks})
+			}
+			select {
+			case <-time.After(15 * time.Second):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return d, nil
+}

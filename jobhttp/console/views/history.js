@@ -1,0 +1,152 @@
+// views/history.js: the execution history (GET /history) with filters and
+// paging, and the job status changes (GET /history/status). A server
+// without history answers 404, and the page says so plainly.
+
+import { badge, duration, el, section, table, time } from "../dom.js";
+
+const KINDS = ["", "fire", "misfire", "failover", "trigger"];
+const SINCE = ["15m", "1h", "6h", "24h", "168h", ""];
+const LIMIT = 50;
+
+export function mount(ctx) {
+  const input = (id, label) => el("input", { id, name: id, type: "text", spellcheck: "false", placeholder: label, "aria-label": label, size: 14 });
+  const select = (id, label, options, names) =>
+    el("select", { id, name: id, "aria-label": label }, options.map((o, i) => el("option", { value: o, text: names[i] })));
+  ctx.f = {
+    job: input("h-job", "job"),
+    server: input("h-server", "server"),
+    kind: select("h-kind", "kind", KINDS, ["any kind", ...KINDS.slice(1)]),
+    failed: el("input", { id: "h-failed", type: "checkbox" }),
+    since: select("h-since", "since", SINCE, ["last 15 min", "last hour", "last 6 h", "last 24 h", "last 7 days", "all"]),
+  };
+  ctx.f.since.value = "1h";
+  // pages is the stack of cursors: [""] is the newest page.
+  ctx.pages = [""];
+  const form = el(
+    "form",
+    { id: "history-form", class: "inline-form" },
+    ctx.f.job,
+    ctx.f.server,
+    ctx.f.kind,
+    el("label", null, ctx.f.failed, " failed only"),
+    ctx.f.since,
+    el("button", { type: "submit", text: "Apply" }),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    ctx.pages = [""];
+    ctx.last = "";
+    ctx.refresh();
+  });
+  ctx.newer = el("button", { type: "button", id: "h-newer", text: "← Newer", disabled: true });
+  ctx.older = el("button", { type: "button", id: "h-older", text: "Older →", disabled: true });
+  ctx.newer.addEventListener("click", () => {
+    if (ctx.pages.length > 1) ctx.pages.pop();
+    ctx.last = "";
+    ctx.refresh();
+  });
+  ctx.older.addEventListener("click", () => {
+    if (!ctx.next) return;
+    ctx.pages.push(ctx.next);
+    ctx.last = "";
+    ctx.refresh();
+  });
+  ctx.pageInfo = el("span", { class: "muted" });
+  ctx.body = el("div", { id: "history-table" });
+  ctx.events = el("div", { id: "history-events" });
+  ctx.root.append(
+    el("h1", { text: "History" }),
+    form,
+    el("div", { class: "toolbar" }, ctx.newer, ctx.older, ctx.pageInfo),
+    ctx.body,
+    section("Status changes", ctx.events),
+  );
+}
+
+function filters(ctx) {
+  return {
+    job: ctx.f.job.value.trim(),
+    server: ctx.f.server.value.trim(),
+    kind: ctx.f.kind.value,
+    failed: ctx.f.failed.checked,
+    since: ctx.f.since.value,
+  };
+}
+
+function result(r) {
+  const kind = { success: "ok", failure: "bad", timeout: "bad" }[r] || "muted";
+  return badge(r || "unknown", kind);
+}
+
+export async function refresh(ctx) {
+  const page = ctx.pages[ctx.pages.length - 1];
+  // Older pages stay as they were read; the newest follows new executions.
+  if (page && ctx.last) return;
+  const f = filters(ctx);
+  const [res, ev] = await Promise.all([
+    ctx.get("history", { ...f, limit: LIMIT, before: page }),
+    ctx.get("history/status", { job: f.job, server: f.server, since: f.since, limit: 20 }),
+  ]);
+  if (!ctx.alive()) return;
+  if (res.status === 404) {
+    const sig = "404:" + res.error;
+    if (sig === ctx.last) return;
+    ctx.last = sig;
+    ctx.next = "";
+    ctx.newer.disabled = ctx.older.disabled = true;
+    ctx.pageInfo.textContent = "";
+    ctx.body.replaceChildren(
+      el("p", { class: "banner warn", id: "history-missing", text: "History is not configured on this server, so there is nothing to show." }),
+      el("p", { class: "muted", text: "The server said: " + res.error }),
+    );
+    ctx.events.replaceChildren(el("p", { class: "muted", text: "history is not configured" }));
+    return;
+  }
+  if (!res.ok) {
+    ctx.body.replaceChildren(el("p", { class: "error-text", text: `Cannot read the history (HTTP ${res.status}): ${res.error}` }));
+    ctx.last = "";
+    return;
+  }
+  const sig = JSON.stringify([res.data, ev.data, ev.status]);
+  if (sig === ctx.last) return;
+  ctx.last = sig;
+  const execs = (res.data && res.data.executions) || [];
+  ctx.next = (res.data && res.data.next) || "";
+  ctx.newer.disabled = ctx.pages.length <= 1;
+  ctx.older.disabled = !ctx.next;
+  ctx.pageInfo.textContent = `page ${ctx.pages.length}` + (ctx.pages.length > 1 ? " (not refreshed)" : "");
+  ctx.body.replaceChildren(
+    table(
+      [
+        { label: "Start", cell: (x) => time(x.start) },
+        { label: "Job", cell: (x) => el("a", { href: "#/job/" + encodeURIComponent(x.job), text: x.job }) },
+        { label: "Item", cls: "num", cell: (x) => String(x.item) },
+        { label: "Kind", cell: (x) => x.kind },
+        { label: "Server", cell: (x) => x.server },
+        { label: "Fire", cell: (x) => time(x.fireTime) },
+        { label: "Took", cls: "num", cell: (x) => duration(x.durationMs) },
+        { label: "Result", cell: (x) => [result(x.result), x.error ? el("div", { class: "error-text", text: x.error }) : null] },
+      ],
+      execs,
+      "no execution matches",
+    ),
+  );
+  if (!ev.ok) {
+    ctx.events.replaceChildren(el("p", { class: "error-text", text: `Cannot read the status changes (HTTP ${ev.status}): ${ev.error}` }));
+    return;
+  }
+  ctx.events.replaceChildren(
+    table(
+      [
+        { label: "At", cell: (x) => time(x.at) },
+        { label: "Job", cell: (x) => x.job || "—" },
+        { label: "Server", cell: (x) => x.server || "—" },
+        { label: "Kind", cell: (x) => x.kind },
+        { label: "Units", cls: "num", cell: (x) => (x.units == null ? "" : String(x.units)) },
+        { label: "Detail", cell: (x) => x.detail || "" },
+      ],
+      (ev.data && ev.data.events) || [],
+      "no status change matches",
+    ),
+  );
+}

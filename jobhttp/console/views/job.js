@@ -1,0 +1,170 @@
+// views/job.js: one job (GET /jobs/{job}): its servers with their flags
+// and actions, its items with their last results, and the schedule edit
+// (POST /jobs/{job}/schedule).
+
+import { path } from "../api.js";
+import { badge, button, duration, el, items, section, table, time } from "../dom.js";
+import { statusBadge } from "./jobs.js";
+
+export function mount(ctx) {
+  const name = ctx.arg;
+  ctx.head = el("div", { id: "job-head" });
+  ctx.servers = el("div", { id: "job-servers" });
+  ctx.items = el("div", { id: "job-items" });
+  ctx.problems = el("div", { id: "job-problems" });
+
+  const cron = el("input", { id: "edit-cron", name: "cron", required: true, spellcheck: "false", size: 28, "aria-label": "cron" });
+  const count = el("input", { id: "edit-count", name: "shardingTotalCount", type: "number", min: 1, required: true, "aria-label": "item count" });
+  ctx.cron = cron;
+  ctx.count = count;
+  ctx.dirty = false;
+  for (const i of [cron, count]) i.addEventListener("input", () => (ctx.dirty = true));
+  const form = el(
+    "form",
+    { id: "edit-form", class: "inline-form", novalidate: true },
+    el("label", null, "Cron ", cron),
+    el("label", null, "Items ", count),
+    el("button", { type: "submit", id: "edit-save" }, "Save schedule"),
+    el("span", { class: "muted", text: " validated as the instances will; nothing is written if it is refused" }),
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const n = Number(count.value);
+    const res = await ctx.act(`Edit schedule of ${name}`, path("jobs", name, "schedule"), {
+      body: { cron: cron.value.trim(), shardingTotalCount: Number.isInteger(n) ? n : count.value },
+    });
+    if (res.ok) ctx.dirty = false;
+  });
+
+  ctx.root.append(
+    el("p", null, el("a", { href: "#/jobs", text: "← all jobs" })),
+    el("h1", null, "Job ", el("span", { id: "job-name", text: name })),
+    ctx.head,
+    el(
+      "div",
+      { class: "toolbar" },
+      button("Trigger on every server", () => ctx.act(`Trigger ${name}`, path("jobs", name, "trigger")), { id: "job-trigger", class: "act" }),
+    ),
+    section("Schedule", form),
+    section("Servers", ctx.servers),
+    section("Items", ctx.items),
+    ctx.problems,
+  );
+}
+
+function serverActions(ctx, name, s) {
+  const op = (verb, label) =>
+    button(label, () => ctx.act(`${label} ${s.id} (job ${name})`, path("servers", s.id, verb), { params: { job: name } }), {
+      class: "act",
+      "data-action": verb,
+      "data-server": s.id,
+    });
+  return [
+    button("Trigger here", () => ctx.act(`Trigger ${name} on ${s.id}`, path("jobs", name, "trigger"), { params: { server: s.id } }), {
+      class: "act",
+      "data-action": "trigger",
+      "data-server": s.id,
+    }),
+    s.paused ? op("resume", "Resume") : op("pause", "Pause"),
+    s.disabled ? op("enable", "Enable") : op("disable", "Disable"),
+  ];
+}
+
+function lastCell(it) {
+  const l = it.last;
+  if (!l) return el("span", { class: "muted", text: "no run yet" });
+  return el(
+    "span",
+    null,
+    l.error ? badge("failed", "bad") : badge("ok", "ok"),
+    ` ${l.kind} of ${time(l.fire)} on ${l.server}, ${duration(l.durationMs)}`,
+    l.error ? el("div", { class: "error-text", text: l.error }) : null,
+  );
+}
+
+export async function refresh(ctx) {
+  const name = ctx.arg;
+  const res = await ctx.get(path("jobs", name));
+  if (!ctx.alive()) return;
+  if (!res.ok) {
+    ctx.head.replaceChildren(el("p", { class: "error-text", text: `Cannot read job ${name} (HTTP ${res.status}): ${res.error}` }));
+    ctx.last = "";
+    return;
+  }
+  const st = res.data;
+  if (!ctx.dirty && document.activeElement !== ctx.cron && document.activeElement !== ctx.count) {
+    ctx.cron.value = st.cron || "";
+    ctx.count.value = st.shardingTotalCount || "";
+  }
+  const sig = JSON.stringify(st);
+  if (sig === ctx.last) return;
+  ctx.last = sig;
+  ctx.head.replaceChildren(
+    el(
+      "dl",
+      { class: "facts" },
+      el("dt", { text: "Status" }),
+      el("dd", null, statusBadge(st.status)),
+      el("dt", { text: "Cron" }),
+      el("dd", null, el("code", { id: "job-cron", text: st.cron + (st.timeZone ? " " + st.timeZone : "") })),
+      el("dt", { text: "Items" }),
+      el("dd", { id: "job-count", text: String(st.shardingTotalCount) }),
+      el("dt", { text: "Next fire" }),
+      el("dd", { text: time(st.nextFire) || "—" }),
+      el("dt", { text: "Leader" }),
+      el("dd", { text: st.leader || "—" }),
+      el("dt", { text: "Failover" }),
+      el("dd", { text: st.failover ? "on" : "off" }),
+      el("dt", { text: "Disabled items" }),
+      el("dd", { text: st.disabledItems && st.disabledItems.length ? st.disabledItems.join(",") : "none" }),
+      st.description ? [el("dt", { text: "Description" }), el("dd", { text: st.description })] : null,
+      st.configError ? [el("dt", { text: "Config error" }), el("dd", { class: "error-text", text: st.configError })] : null,
+    ),
+  );
+  ctx.servers.replaceChildren(
+    table(
+      [
+        { label: "Server", cell: (s) => s.id + (s.host ? ` (${s.host})` : "") },
+        { label: "Online", cell: (s) => (s.online ? badge("online", "ok") : badge("offline", "bad")) },
+        {
+          label: "Flags",
+          cell: (s) => [
+            s.leader ? badge("leader", "muted") : null,
+            s.paused ? badge("paused", "warn") : null,
+            s.disabled ? badge("disabled", "warn") : null,
+            s.shutdownPending ? badge("shutdown pending", "warn") : null,
+            s.triggerPending ? badge("trigger pending", "muted") : null,
+          ],
+        },
+        { label: "Items", cell: (s) => items(s.items) },
+        { label: "Running", cell: (s) => items(s.running) },
+        { label: "", cell: (s) => serverActions(ctx, name, s) },
+      ],
+      st.servers || [],
+      "no server has registered this job",
+    ),
+  );
+  ctx.items.replaceChildren(
+    table(
+      [
+        { label: "Item", cls: "num", cell: (it) => String(it.item) },
+        { label: "Server", cell: (it) => it.server || "—" },
+        {
+          label: "State",
+          cell: (it) => [
+            it.disabled ? badge("disabled", "warn") : null,
+            it.running ? badge(`${it.running.kind} running on ${it.running.server}`, "muted") : null,
+            it.misfireSince ? badge(`misfire since ${time(it.misfireSince)}`, "warn") : null,
+            it.failover ? badge(`failover from ${it.failover.from}${it.failover.claimedBy ? " to " + it.failover.claimedBy : ""}`, "warn") : null,
+          ],
+        },
+        { label: "Last result", cell: lastCell },
+      ],
+      st.items || [],
+      "no items",
+    ),
+  );
+  ctx.problems.replaceChildren(
+    st.problems && st.problems.length ? section("Problems", el("ul", null, st.problems.map((p) => el("li", { text: p })))) : "",
+  );
+}
