@@ -36,6 +36,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/metrics"
+
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
@@ -118,6 +120,16 @@ func run(ctx context.Context, zkServers, listen string) error {
 		_ = rec.Close(sctx)
 	}()
 
+	// node-1's Prometheus metrics, with the dispatcher's queues and the
+	// history's writer, are served at /metrics beside the console (each
+	// process of a real deployment exports its own instance's).
+	m, err := metrics.New(metrics.Options{Logger: quiet})
+	if err != nil {
+		return err
+	}
+	if err := m.WatchHistory(rec); err != nil {
+		return err
+	}
 	for _, id := range []string{"node-1", "node-2", "node-3"} {
 		rc, err := connect()
 		if err != nil {
@@ -126,9 +138,17 @@ func run(ctx context.Context, zkServers, listen string) error {
 		defer rc.Close()
 		opts := append([]job.Option{job.WithServerID(id), job.WithLogger(quiet),
 			job.WithLoadScore(2*time.Second, 4, nil), job.WithAlarmThreshold(4)}, rec.SchedulerOptions()...)
+		if id == "node-1" {
+			opts = append(opts, m.SchedulerOptions()...)
+		}
 		s, err := job.NewScheduler(rc, opts...)
 		if err != nil {
 			return err
+		}
+		if id == "node-1" {
+			if err := m.Watch(s); err != nil {
+				return err
+			}
 		}
 		for _, cfg := range jobs {
 			if err := s.Add(ctx, cfg, job.SimpleFunc(work)); err != nil {
@@ -147,6 +167,9 @@ func run(ctx context.Context, zkServers, listen string) error {
 
 	d, err := startDispatcher(ctx, dir, quiet)
 	if err != nil {
+		return err
+	}
+	if err := m.WatchDispatcher(d); err != nil {
 		return err
 	}
 	defer func() {
@@ -171,10 +194,10 @@ func run(ctx context.Context, zkServers, listen string) error {
 		return err
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, History: rec, Logger: slog.Default()})}
+		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, History: rec, Metrics: m.Handler(), Logger: slog.Default()})}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Printf("\nconsole: http://%s/console/\ntoken:   %s   (paste it in the page's Token box to act)\n\nCtrl-C stops the demo.\n", ln.Addr(), token)
+	fmt.Printf("\nconsole: http://%s/console/\ntoken:   %s   (paste it in the page's Token box to act)\nmetrics: http://%s/metrics   (node-1's, in Prometheus' text format)\n\nCtrl-C stops the demo.\n", ln.Addr(), token, ln.Addr())
 
 	select {
 	case <-ctx.Done():
