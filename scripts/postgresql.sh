@@ -16,11 +16,7 @@ set -euo pipefail
 
 prog=postgresql.sh
 
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
 	sed -n '2,6s/^# \{0,1\}//p' "$0" >&2
@@ -58,24 +54,6 @@ find_bin() {
 	done
 	[[ -n $best ]] || return 1
 	printf '%s\n' "$best"
-}
-
-can_apt_install() {
-	[[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1
-}
-
-# apt_install PKG... installs Debian packages quietly; on failure it shows
-# apt-get's output.
-apt_install() {
-	local out
-	out=$(mktemp)
-	log "installing $* with apt-get (this can take a minute)"
-	if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"; } >"$out" 2>&1; then
-		cat "$out" >&2
-		rm -f "$out"
-		die "apt-get install $* failed"
-	fi
-	rm -f "$out"
 }
 
 cmd_ensure() {

@@ -22,11 +22,7 @@ set -euo pipefail
 
 prog=redis.sh
 
-log() { printf '%s: %s\n' "$prog" "$*" >&2; }
-die() {
-	log "$*"
-	exit 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
 	sed -n '2,8s/^# \{0,1\}//p' "$0" >&2
@@ -54,24 +50,6 @@ find_server() {
 	command -v redis-server
 }
 
-can_apt_install() {
-	[[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1
-}
-
-# apt_install PKG... installs Debian packages quietly; on failure it shows
-# apt-get's output.
-apt_install() {
-	local out
-	out=$(mktemp)
-	log "installing $* with apt-get (this can take a minute)"
-	if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"; } >"$out" 2>&1; then
-		cat "$out" >&2
-		rm -f "$out"
-		die "apt-get install $* failed"
-	fi
-	rm -f "$out"
-}
-
 cmd_ensure() {
 	local bin
 	if ! bin=$(find_server); then
@@ -79,7 +57,7 @@ cmd_ensure() {
 			install_hint
 			exit 1
 		fi
-		apt_install redis-server
+		apt_install --no-install-recommends redis-server
 		bin=$(find_server) || {
 			install_hint
 			die "the redis-server package is installed but redis-server is not in PATH"
