@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -283,7 +284,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	recs := make([]record, len(fresh))
 	debts := make([]time.Time, len(fresh))
 	errs := make([]error, 2*len(fresh))
-	parallelEach(2*len(fresh), 32, func(i int) {
+	parallel.Each(2*len(fresh), 32, func(i int) {
 		if i < len(fresh) {
 			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
 		} else {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/listener"
@@ -223,27 +222,4 @@ func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
 
 func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
 	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin}
-}
-
-// parallelEach calls fn(0..n-1) on at most limit goroutines at a time and
-// returns when every call has.
-func parallelEach(n, limit int, fn func(i int)) {
-	if n <= 1 {
-		for i := range n {
-			fn(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, limit)
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() { // owned here: waited for below
-			defer wg.Done()
-			defer func() { <-sem }()
-			fn(i)
-		}()
-	}
-	wg.Wait()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -71,7 +72,7 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg *spec, at time.Time, fir
 	defer cancel()
 	covers := make([]record, len(items))
 	errs := make([]error, len(items))
-	parallelEach(len(items), 32, func(i int) {
+	parallel.Each(len(items), 32, func(i int) {
 		if rec, ok := proven[items[i]]; ok {
 			covers[i] = rec
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -196,7 +197,7 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 	read := make([][]int, len(withNode))
 	readV := make([]int32, len(withNode))
 	errs := make([]error, len(withNode))
-	parallelEach(len(withNode), reshardReads, func(i int) {
+	parallel.Each(len(withNode), reshardReads, func(i int) {
 		read[i], readV[i], errs[i] = readItemsVersion(ctx, r.rc, r.paths.Flag(withNode[i], layout.Sharding))
 	})
 	for i, sv := range withNode {
@@ -279,7 +280,7 @@ func (r *runner) fakeStatuses(ctx context.Context, servers serverSet) ([]string,
 	found := make([]bool, len(withStatus))
 	stats := make([]regcenter.Stat, len(withStatus))
 	errs := make([]error, len(withStatus))
-	parallelEach(len(withStatus), reshardReads, func(i int) {
+	parallel.Each(len(withStatus), reshardReads, func(i int) {
 		found[i], stats[i], errs[i] = r.rc.Exists(ctx, r.paths.Flag(withStatus[i], layout.Status))
 	})
 	for i, sv := range withStatus {
@@ -338,7 +339,7 @@ func (r *runner) readServers(ctx context.Context) (serverSet, error) {
 	// a hundred servers, one at a time was most of a reshard.
 	kids := make([][]string, len(names))
 	errs := make([]error, len(names))
-	parallelEach(len(names), reshardReads, func(i int) {
+	parallel.Each(len(names), reshardReads, func(i int) {
 		kids[i], errs[i] = r.rc.Children(ctx, r.paths.Server(names[i]))
 	})
 	out := serverSet{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shardjob/shardjob/internal/parallel"
 )
 
 // ZooKeeper watches fire once. A Watch here is persistent: when a
@@ -177,69 +178,116 @@ func (z *ZooKeeper) dispatchLoop() {
 		case <-z.signal:
 		}
 		for {
+			if h := z.beforeBatch.Load(); h != nil {
+				(*h)()
+			}
 			z.watchMu.Lock()
-			if len(z.queue) == 0 {
-				z.watchMu.Unlock()
+			batch := z.queue
+			z.queue = nil
+			z.watchMu.Unlock()
+			if len(batch) == 0 {
 				break
 			}
-			t := z.queue[0]
-			z.queue[0] = task{}
-			z.queue = z.queue[1:]
-			z.watchMu.Unlock()
-			select {
-			case <-z.done:
+			if !z.runTasks(batch) {
 				return
-			default:
 			}
-			z.runTask(t)
+		}
+	}
+}
+
+// rearmers bounds the re-arming requests a batch of notifications sends at
+// once.
+const rearmers = 64
+
+// runTasks runs a batch taken from the queue, in order, and reports false
+// once the client is closing. Node events and new subscriptions in a row
+// re-arm their watches concurrently, and each subscriber is told only after
+// its own watch's re-arm answered, in queue order. One after another, a
+// burst of notifications (a reshard of a few hundred jobs writes as many
+// nodes) cost one round trip each before the last subscriber heard of its
+// change: a second and more on a busy server.
+func (z *ZooKeeper) runTasks(batch []task) bool {
+	for i := 0; i < len(batch); {
+		select {
+		case <-z.done:
+			return false
+		default:
+		}
+		j := i
+		for j < len(batch) && concurrent(batch[j].kind) {
+			j++
+		}
+		if j == i {
+			z.runTask(batch[i])
+			i++
+			continue
+		}
+		z.runConcurrently(batch[i:j])
+		i = j
+	}
+	return true
+}
+
+// concurrent reports whether tasks of kind may re-arm side by side.
+func concurrent(k taskKind) bool { return k == taskNode || k == taskArm }
+
+// rearm is one watch a batch re-arms, and what the re-arm answered.
+type rearm struct {
+	e             *watchEntry
+	exists, armed bool
+	alreadyArmed  bool // a new subscription to a watch that was armed
+}
+
+// runConcurrently runs node events and new subscriptions: it re-arms
+// every watch they concern, rearmers at a time, then delivers their events
+// in order, as runTask does one by one.
+func (z *ZooKeeper) runConcurrently(ts []task) {
+	plans := make([][]rearm, len(ts))
+	var all []*rearm
+	for i, t := range ts {
+		switch t.kind {
+		case taskArm:
+			e := z.entry(t.key)
+			if e == nil {
+				continue
+			}
+			plans[i] = []rearm{{e: e, alreadyArmed: z.isArmed(e)}}
+		case taskNode:
+			for _, k := range nodeEventKinds(t.zkType) {
+				if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
+					z.setArmed(e, false)
+					plans[i] = append(plans[i], rearm{e: e})
+				}
+			}
+		}
+		for j := range plans[i] {
+			if !plans[i][j].alreadyArmed {
+				all = append(all, &plans[i][j])
+			}
+		}
+	}
+	parallel.Each(len(all), rearmers, func(i int) {
+		all[i].exists, all[i].armed = z.arm(all[i].e)
+	})
+	for i, t := range ts {
+		switch t.kind {
+		case taskArm:
+			if len(plans[i]) > 0 {
+				z.deliverTo(t.sub, plans[i][0].e, Event{Type: EventResync, Path: t.key.path})
+			}
+		case taskNode:
+			typ, _ := nodeEvent(t.zkType)
+			for _, p := range plans[i] {
+				z.deliverNodeEvent(p.e, typ, t.path, p.exists, p.armed)
+			}
 		}
 	}
 }
 
 func (z *ZooKeeper) runTask(t task) {
 	switch t.kind {
-	case taskArm:
-		e := z.entry(t.key)
-		if e == nil {
-			return
-		}
-		if !z.isArmed(e) {
-			z.arm(e)
-		}
-		z.deliverTo(t.sub, e, Event{Type: EventResync, Path: t.key.path})
-	case taskNode:
-		var typ EventType
-		var kinds []WatchKind
-		switch t.zkType {
-		case zk.EventNodeCreated:
-			typ, kinds = EventCreated, []WatchKind{WatchNode, WatchChildren}
-		case zk.EventNodeDeleted:
-			typ, kinds = EventDeleted, []WatchKind{WatchNode, WatchChildren}
-		case zk.EventNodeDataChanged:
-			typ, kinds = EventDataChanged, []WatchKind{WatchNode}
-		case zk.EventNodeChildrenChanged:
-			typ, kinds = EventChildrenChanged, []WatchKind{WatchChildren}
-		}
-		for _, k := range kinds {
-			e := z.entry(watchKey{path: t.path, kind: k})
-			if e == nil {
-				continue
-			}
-			z.setArmed(e, false)
-			exists, armed := z.arm(e)
-			z.deliver(e, Event{Type: typ, Path: t.path})
-			// A node deleted and created again (or the reverse) before the
-			// re-arm sends no second notification: the re-arm's answer shows
-			// it, and the subscribers hear of the change that followed.
-			if armed && k == WatchNode {
-				switch {
-				case typ == EventDeleted && exists:
-					z.deliver(e, Event{Type: EventCreated, Path: t.path})
-				case typ == EventCreated && !exists:
-					z.deliver(e, Event{Type: EventDeleted, Path: t.path})
-				}
-			}
-		}
+	case taskArm, taskNode:
+		z.runConcurrently([]task{t})
 	case taskUnarmed:
 		for _, k := range []WatchKind{WatchNode, WatchChildren} {
 			if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
@@ -247,13 +295,57 @@ func (z *ZooKeeper) runTask(t task) {
 			}
 		}
 	case taskResyncAll, taskRearm:
+		var es []*watchEntry
 		for _, e := range z.entries() {
 			if t.kind == taskRearm && z.isArmed(e) {
 				continue
 			}
 			z.setArmed(e, false)
-			z.arm(e)
+			es = append(es, e)
+		}
+		// A new session re-arms every watch of the process: side by side.
+		parallel.Each(len(es), rearmers, func(i int) { z.arm(es[i]) })
+		for _, e := range es {
 			z.deliver(e, Event{Type: EventResync, Path: e.key.path})
+		}
+	}
+}
+
+// nodeEvent maps a server notification to the event subscribers get and
+// the kinds of watch it concerns.
+func nodeEvent(t zk.EventType) (EventType, []WatchKind) {
+	switch t {
+	case zk.EventNodeCreated:
+		return EventCreated, []WatchKind{WatchNode, WatchChildren}
+	case zk.EventNodeDeleted:
+		return EventDeleted, []WatchKind{WatchNode, WatchChildren}
+	case zk.EventNodeDataChanged:
+		return EventDataChanged, []WatchKind{WatchNode}
+	case zk.EventNodeChildrenChanged:
+		return EventChildrenChanged, []WatchKind{WatchChildren}
+	}
+	return 0, nil
+}
+
+// nodeEventKinds returns the kinds of watch a server notification concerns.
+func nodeEventKinds(t zk.EventType) []WatchKind {
+	_, kinds := nodeEvent(t)
+	return kinds
+}
+
+// deliverNodeEvent tells e's subscribers of a node event, after e was
+// re-armed (exists and armed are the re-arm's answer).
+func (z *ZooKeeper) deliverNodeEvent(e *watchEntry, typ EventType, p string, exists, armed bool) {
+	z.deliver(e, Event{Type: typ, Path: p})
+	// A node deleted and created again (or the reverse) before the re-arm
+	// sends no second notification: the re-arm's answer shows it, and the
+	// subscribers hear of the change that followed.
+	if armed && e.key.kind == WatchNode {
+		switch {
+		case typ == EventDeleted && exists:
+			z.deliver(e, Event{Type: EventCreated, Path: p})
+		case typ == EventCreated && !exists:
+			z.deliver(e, Event{Type: EventDeleted, Path: p})
 		}
 	}
 }
@@ -265,6 +357,9 @@ func (z *ZooKeeper) runTask(t task) {
 // For a node watch it reports whether the node existed when the watch was
 // set; armed is false when it could not be set.
 func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
+	if h := z.arming.Load(); h != nil {
+		(*h)()
+	}
 	full := z.full(e.key.path)
 	var err error
 	z.watchReqs.Inc()

@@ -102,6 +102,10 @@ type ZooKeeper struct {
 	signal  chan struct{}
 	wakeDog chan struct{}
 
+	// Test hooks (export_test.go): called before the dispatcher takes a
+	// batch from the queue, and before each watch is armed.
+	beforeBatch, arming stdatomic.Pointer[func()]
+
 	reads, writes, multis, watchReqs atomic.Int64
 	errs                             atomic.Int64 // failed requests (Stats.Errors)
 
