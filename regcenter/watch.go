@@ -253,7 +253,8 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 			}
 			plans[i] = []rearm{{e: e, alreadyArmed: z.isArmed(e)}}
 		case taskNode:
-			for _, k := range nodeEventKinds(t.zkType) {
+			_, kinds := nodeEvent(t.zkType)
+			for _, k := range kinds {
 				if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
 					z.setArmed(e, false)
 					plans[i] = append(plans[i], rearm{e: e})
@@ -285,9 +286,7 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 }
 
 func (z *ZooKeeper) runTask(t task) {
-	switch t.kind {
-	case taskArm, taskNode:
-		z.runConcurrently([]task{t})
+	switch t.kind { // taskArm and taskNode go through runConcurrently
 	case taskUnarmed:
 		for _, k := range []WatchKind{WatchNode, WatchChildren} {
 			if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
@@ -325,12 +324,6 @@ func nodeEvent(t zk.EventType) (EventType, []WatchKind) {
 		return EventChildrenChanged, []WatchKind{WatchChildren}
 	}
 	return 0, nil
-}
-
-// nodeEventKinds returns the kinds of watch a server notification concerns.
-func nodeEventKinds(t zk.EventType) []WatchKind {
-	_, kinds := nodeEvent(t)
-	return kinds
 }
 
 // deliverNodeEvent tells e's subscribers of a node event, after e was
