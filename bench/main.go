@@ -55,6 +55,7 @@ type config struct {
 
 	rsItems     []int
 	rsInstances int
+	rsFireLead  time.Duration
 
 	plots       string
 	keep        bool
@@ -107,7 +108,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.failover, "failover", false, "kill -9 an instance mid-run: session expiry → its items started elsewhere")
 	fs.BoolVar(&c.reshard, "reshard", false, "1 → N instances: the fire that finds the reshard due → every instance running its new items")
 
-	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run")
+	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0))")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
 	fs.DurationVar(&c.peerWork, "peer-work", 100*time.Millisecond, "-peers: how long each run takes (runs are in flight at the kill)")
@@ -120,6 +121,7 @@ func parseFlags(args []string) (config, error) {
 
 	fs.StringVar(&rsItems, "rs-items", "1000,10000", "-reshard: items of the job, one run each")
 	fs.IntVar(&c.rsInstances, "rs-instances", 100, "-reshard: instances after the scale-out")
+	fs.DurationVar(&c.rsFireLead, "rs-fire-lead", -1, "-reshard: the instances' fire lead (job.WithFireLead; negative: the SDK's default)")
 
 	fs.StringVar(&c.plots, "plots", "", "-peers: write PNG plots into this directory (e.g. ../docs/perf)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (node records and logs, the servers' data and logs)")

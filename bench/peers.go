@@ -23,6 +23,8 @@ func systemArgs(system string, c config) ([]string, bool) {
 		return []string{"-system", "shardjob"}, true
 	case "shardjob-tuned":
 		return []string{"-system", "shardjob", "-session-timeout", c.tunedTimeout.String()}, true
+	case "shardjob-nolead":
+		return []string{"-system", "shardjob", "-fire-lead", "0s"}, true
 	case "gocron":
 		return []string{"-system", "gocron"}, true
 	case "dcron":
@@ -35,9 +37,11 @@ func systemArgs(system string, c config) ([]string, bool) {
 func describeSystem(system string, c config) string {
 	switch system {
 	case "shardjob":
-		return "defaults: session_timeout=10s failover=off one_item_per_job"
+		return "defaults: session_timeout=10s fire_lead=100ms failover=off one_item_per_job"
 	case "shardjob-tuned":
-		return "session_timeout=" + c.tunedTimeout.String() + " failover=off one_item_per_job"
+		return "session_timeout=" + c.tunedTimeout.String() + " fire_lead=100ms failover=off one_item_per_job"
+	case "shardjob-nolead":
+		return "defaults but fire_lead=0 (each fire claims its items at its time): session_timeout=10s failover=off one_item_per_job"
 	case "gocron":
 		return "gocron/v2 v2.21.2 + gocron-redis-lock/v2 v2.0.1: WithTries(1), lock expiry 8s (redsync default), lock key = job name"
 	case "dcron":

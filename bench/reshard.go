@@ -104,7 +104,11 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		if err != nil {
 			return err
 		}
-		s, err := job.NewScheduler(rc, job.WithServerID(fmt.Sprintf("r%03d", i)), job.WithLogger(b.sdkLog()))
+		opts := []job.Option{job.WithServerID(fmt.Sprintf("r%03d", i)), job.WithLogger(b.sdkLog())}
+		if b.cfg.rsFireLead >= 0 {
+			opts = append(opts, job.WithFireLead(b.cfg.rsFireLead))
+		}
+		s, err := job.NewScheduler(rc, opts...)
 		if err != nil {
 			return errors.Join(err, rc.Close())
 		}
@@ -276,7 +280,11 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 			assigned++
 		}
 	}
-	k := new(benchkit.KV).Add("items", items).Add("instances", n).Add("join", joined.Sub(t0).Round(time.Millisecond)).
+	lead := job.DefaultFireLead
+	if b.cfg.rsFireLead >= 0 {
+		lead = b.cfg.rsFireLead
+	}
+	k := new(benchkit.KV).Add("items", items).Add("instances", n).Add("fire_lead", lead).Add("join", joined.Sub(t0).Round(time.Millisecond)).
 		Add("reshard_due_before_fire", due).Add("instances_ran", len(firstOf)).Add("instances_assigned", assigned).
 		Add("items_ran", len(itemRuns)).Add("items_twice", twice).
 		Add("fire_to_every_instance_running", time.Duration(lastFirst-fire.UnixNano())).

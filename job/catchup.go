@@ -13,7 +13,8 @@ import (
 // reports the node written after such a pass, and the pass is still the
 // latest fire, the instance reads its assignment at once and owes the
 // newly held items the fire it passed (from their earliest uncovered fire,
-// as the next fire would have found). The run is a make-up run: marked
+// as the next fire would have found). The pass may have been ahead of the
+// fire's time (a fire's lead): the run then waits for it (see launch). The run is a make-up run: marked
 // first and then narrowed by the items' completed records (stillOwed), so
 // a fire that another instance ran before the reshard moved the item is
 // not run again.
@@ -37,7 +38,7 @@ func (r *runner) catchUpIdle() {
 	}
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
-	if err != nil || cfg.Unmonitored || cfg.Misfire == MisfireSkip || !prevFire(sched, r.s.opts.now()).Equal(at) {
+	if err != nil || cfg.Unmonitored || cfg.Misfire == MisfireSkip || !dueFire(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.

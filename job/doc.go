@@ -30,12 +30,14 @@
 //
 // # The life of a fire
 //
-// A fire passes through stages, each in a file named after it: fire.go
+// A fire passes through stages, each in a file named after it: trigger.go
+// (dispatch each fire a lead ahead of its time, WithFireLead), fire.go
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction, or read fresh,
 // resharding first when one is due: reshard.go), reserve.go (reserve the
 // items in memory, split plain runs from make-up runs), mark.go (running
-// marks), execute.go (run the items), complete.go (record what ran, in
+// marks), execute.go (run the items, not before the fire's time),
+// complete.go (record what ran, in
 // group commits), owed.go (the misfire ledger and make-up runs). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,
 // operator flags in flags.go, shutdown and hand-over in stop.go. The design

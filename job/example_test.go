@@ -288,3 +288,17 @@ func ExampleWithListener() {
 	}
 	_ = sched // Add jobs, Start, ...
 }
+
+// A fire claims its items a lead ahead of its time (100 ms by default), so
+// that they start at the fire's time itself; a lead of 0 claims at the
+// fire's time. Leads over 10s are refused.
+func ExampleWithFireLead() {
+	var rc *regcenter.ZooKeeper // from regcenter.NewZooKeeper
+	if _, err := job.NewScheduler(rc, job.WithServerID("10.0.0.5"), job.WithFireLead(0)); err != nil {
+		fmt.Println(err)
+	}
+	_, err := job.NewScheduler(rc, job.WithServerID("10.0.0.5"), job.WithFireLead(time.Minute))
+	fmt.Println(errors.Is(err, job.ErrInvalidOption))
+	// Output:
+	// true
+}

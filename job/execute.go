@@ -80,6 +80,20 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	case KindFire:
 		priors = r.priorsFor(todo)
 	}
+	if !r.untilFire(sess, r.latestThrough(at, todo)) {
+		// Stopped before the fire's time: nothing started, and the items
+		// are handed over as any run cut short by shutdown is.
+		for _, it := range todo {
+			fire := at
+			if f, ok := fires[it]; ok {
+				fire = f
+			}
+			now := time.Now()
+			results <- itemResult{item: it, fire: fire, kind: kind, begin: now, end: now, halted: ErrSchedulerClosed}
+		}
+		r.completeAll(sess, cfg, results, n)
+		return
+	}
 	params, _ := cfg.ItemParameters()
 	defer r.fireStarted(at, kind, todo)()
 	if rj, ok := r.job.(RangeJob); ok {
@@ -118,6 +132,19 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		}
 	}
 	r.completeAll(sess, cfg, results, n)
+}
+
+// latestThrough returns the latest fire the executions of items reserved
+// here stand for, at the earliest at.
+func (r *runner) latestThrough(at time.Time, items []int) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		if e := r.running[it]; e != nil && e.through.After(at) {
+			at = e.through
+		}
+	}
+	return at
 }
 
 type itemResult struct {

@@ -35,15 +35,17 @@ func prevFire(s cron.Schedule, now time.Time) time.Time {
 
 // queueDeparted is the leader's reaction to instances that left while
 // holding items: every item of theirs that has not completed the latest
-// fire is queued for failover, and their assignment is cleared in the same
-// transaction so that one departure is queued once.
+// fire dispatched (one claimed ahead of its time counts: the departed
+// instance may have claimed it) is queued for failover, and their
+// assignment is cleared in the same transaction so that one departure is
+// queued once.
 func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return err
 	}
-	latest := prevFire(sched, r.s.opts.now())
+	latest := dueFire(sched, r.s.opts.now(), r.s.opts.fireLead)
 	var errs []error
 	for _, sv := range servers.names() {
 		kids := servers[sv]

@@ -8,7 +8,9 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// A scheduled fire, top to bottom: fire (is this instance able to fire:
+// A scheduled fire, top to bottom: the trigger dispatches it a lead ahead
+// of its time (trigger.go) and untilClaim (runner.go) lets it claim early
+// in the steady state; fire (is this instance able to fire:
 // connected, not paused, clock in bounds) → fireAs (assume the assignment
 // the previous fire read, or read it: assignment.go) → fireItems (find
 // inherited gaps, reserve the items: reserve.go; prove the assumption in

@@ -3,10 +3,8 @@ package job_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,8 +66,13 @@ func TestPlacementIdlestFollowsFreeSlots(t *testing.T) {
 func TestPreemptionIsWonByTheIdlest(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
+	var dItem atomic.Int64
+	dItem.Store(-1)
 	rec.holdFor = func(sc job.ShardingContext) time.Duration {
 		if sc.Kind == job.KindFire {
+			if sc.ServerID == "d" {
+				dItem.CompareAndSwap(-1, int64(sc.Item))
+			}
 			return 3 * time.Second
 		}
 		return 0
@@ -82,20 +85,9 @@ func TestPreemptionIsWonByTheIdlest(t *testing.T) {
 	}
 	waitScore(t, ins...)
 	d := startJobs(t, ns, "d", []job.Config{cfg}, rec)
-	// Wait until d runs an item, then crash it mid-run.
-	var dItem atomic.Int64
-	dItem.Store(-1)
-	waitUntil(t, 30*time.Second, func() bool {
-		obs := observer(t, ns)
-		for it := range 4 {
-			data, _, err := obs.Get(tctx(t), fmt.Sprintf("/ft/execution/%d/running", it))
-			if err == nil && len(data) > 0 && containsServer(data, "d") {
-				dItem.Store(int64(it))
-				return true
-			}
-		}
-		return false
-	})
+	// Wait until d runs an item (not only claims it), then crash it
+	// mid-run.
+	waitUntil(t, 30*time.Second, func() bool { return dItem.Load() >= 0 })
 	d.crash(t)
 	waitUntil(t, 30*time.Second, func() bool {
 		for _, r := range rec.snapshot() {
@@ -110,10 +102,6 @@ func TestPreemptionIsWonByTheIdlest(t *testing.T) {
 			t.Fatalf("the failover run of item %d ran on %s, want a (the idlest)", r.item, r.server)
 		}
 	}
-}
-
-func containsServer(data []byte, id string) bool {
-	return len(data) > 0 && (string(data) == id || strings.Contains(string(data), `"server":"`+id+`"`))
 }
 
 // Health beyond the session: three failed checks in a row mark the

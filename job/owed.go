@@ -23,8 +23,21 @@ type misfireMark struct {
 }
 
 // makeUpThrough is the latest fire a make-up run since since, reserved now,
-// stands for.
+// stands for: the latest fire dispatched, which may be a fire claimed ahead
+// of its time (the run then starts at that time; see launch).
 func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
+	if sched, _, err := cfg.Schedule(); err == nil {
+		if p := dueFire(sched, r.s.opts.now(), r.s.opts.fireLead); p.After(since) {
+			return p
+		}
+	}
+	return since
+}
+
+// pastThrough is the latest fire a make-up run since since, reserved now,
+// stands for when it must start at once: the latest fire whose time has
+// come.
+func (r *runner) pastThrough(cfg *spec, since time.Time) time.Time {
 	if sched, _, err := cfg.Schedule(); err == nil {
 		if p := prevFire(sched, r.s.opts.now()); p.After(since) {
 			return p

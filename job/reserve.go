@@ -62,7 +62,12 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 		r.owed.forget(it)
 	}
 	if owed && since.Before(at) {
+		// A make-up run through this fire, which may be claimed ahead of
+		// its time.
 		e.fire, e.through = since, r.makeUpThrough(cfg, since)
+		if e.through.Before(at) {
+			e.through = at
+		}
 		if res.debts == nil {
 			res.debts = map[time.Time][]int{}
 		}
@@ -127,8 +132,13 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 			continue
 		}
 		e := &execution{item: it, fire: at, through: at}
-		if kind == KindMisfire || kind == KindFailover {
+		switch kind {
+		case KindMisfire:
 			e.through = r.makeUpThrough(cfg, at)
+		case KindFailover:
+			// Another instance's debt, run at once: through the latest
+			// fire that has come, not one this instance claims ahead.
+			e.through = r.pastThrough(cfg, at)
 		}
 		r.running[it] = e
 		todo = append(todo, it)

@@ -164,8 +164,59 @@ func (r *runner) goFire(at time.Time) {
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
+		if !r.untilClaim(at) {
+			return
+		}
 		r.fire(at)
 	})
+}
+
+// untilClaim holds a fire dispatched ahead of its time (WithFireLead)
+// until it may claim its items: at once in the steady state — no item of
+// the job running or owed here, no fire skipped — and otherwise until the
+// fire's time, as without a lead, so that items still busy with the
+// previous fire are not found busy and owed a make-up run only because the
+// fire came early. It returns false if the runner stops meanwhile.
+func (r *runner) untilClaim(at time.Time) bool {
+	wait := at.Sub(r.s.opts.now())
+	if wait <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
+	r.mu.Unlock()
+	if steady {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.lifeCtx.Done():
+		return false
+	}
+}
+
+// untilFire waits until the fire at, for a run claimed ahead of its time:
+// no execution starts before the fire it stands for. It returns false if
+// the runner stops first (the run does not start); a lost session ends the
+// wait too, and the run finds its context cancelled.
+func (r *runner) untilFire(sess *regcenter.Session, at time.Time) bool {
+	wait := at.Sub(r.s.opts.now())
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-sess.Ctx().Done():
+		return true
+	case <-r.lifeCtx.Done():
+		return false
+	}
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in

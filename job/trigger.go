@@ -10,27 +10,65 @@ import (
 )
 
 // trigger fires every job of a scheduler from one goroutine and one timer,
-// whatever the number of jobs: a min-heap ordered by next fire time.
+// whatever the number of jobs: a min-heap ordered by the time each job's
+// next fire is dispatched. A fire is dispatched lead ahead of its time
+// (see leadOf), so that its coordination is done when the time comes and
+// its run starts then (the fire claims its items early; launch waits for
+// the fire's time).
 type trigger struct {
 	mu    sync.Mutex
 	h     triggerHeap
 	byJob map[string]*triggerEntry
 	wake  chan struct{}
 	now   func() time.Time
+	lead  time.Duration
 	fire  func(job string, at time.Time) // must not block
 }
 
 type triggerEntry struct {
 	job   string
 	sched cron.Schedule
-	next  time.Time
+	next  time.Time // the next fire's time
+	due   time.Time // when it is dispatched: next less its lead
 	index int
+}
+
+// setNext makes next the entry's next fire.
+func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
+	e.next, e.due = next, next
+	if !next.IsZero() {
+		e.due = next.Add(-leadOf(e.sched, next, lead))
+	}
+}
+
+// leadOf is how long before the fire at next it is dispatched: lead, but
+// no more than a quarter of the time from next to the fire after it, so
+// that a fire is never dispatched before the one before it has had most of
+// its period.
+func leadOf(s cron.Schedule, next time.Time, lead time.Duration) time.Duration {
+	if lead <= 0 || next.IsZero() {
+		return 0
+	}
+	if after := s.Next(next); !after.IsZero() {
+		return min(lead, after.Sub(next)/4)
+	}
+	return lead
+}
+
+// dueFire returns the latest fire of s dispatched by now with lead: the
+// next fire once its lead has begun, otherwise the latest fire at or
+// before now (zero if none in the past year).
+func dueFire(s cron.Schedule, now time.Time, lead time.Duration) time.Time {
+	if n := s.Next(now); !n.IsZero() && !n.Add(-leadOf(s, n, lead)).After(now) {
+		return n
+	}
+	return prevFire(s, now)
 }
 
 type triggerHeap []*triggerEntry
 
 func (h triggerHeap) Len() int           { return len(h) }
-func (h triggerHeap) Less(i, j int) bool { return h[i].next.Before(h[j].next) }
+func (h triggerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h triggerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
 func (h *triggerHeap) Push(x any)        { e := x.(*triggerEntry); e.index = len(*h); *h = append(*h, e) }
 func (h *triggerHeap) Pop() any {
@@ -42,8 +80,8 @@ func (h *triggerHeap) Pop() any {
 	return e
 }
 
-func newTrigger(now func() time.Time, fire func(string, time.Time)) *trigger {
-	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, fire: fire}
+func newTrigger(now func() time.Time, lead time.Duration, fire func(string, time.Time)) *trigger {
+	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, lead: lead, fire: fire}
 }
 
 // set schedules job (replacing an earlier schedule) from now on.
@@ -52,7 +90,8 @@ func (t *trigger) set(job string, s cron.Schedule) {
 	if e := t.byJob[job]; e != nil {
 		heap.Remove(&t.h, e.index)
 	}
-	e := &triggerEntry{job: job, sched: s, next: s.Next(t.now())}
+	e := &triggerEntry{job: job, sched: s}
+	e.setNext(s.Next(t.now()), t.lead)
 	t.byJob[job] = e
 	if !e.next.IsZero() {
 		heap.Push(&t.h, e)
@@ -81,21 +120,22 @@ func (t *trigger) poke() {
 	}
 }
 
-// run fires due jobs until ctx ends. Fires missed while the process could
-// not run (a long pause) collapse into one fire at the latest missed time.
+// run dispatches due fires until ctx ends. Fires missed while the process
+// could not run (a long pause) collapse into one fire at the latest one
+// due.
 func (t *trigger) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		now := t.now()
 		t.mu.Lock()
-		for len(t.h) > 0 && !t.h[0].next.After(now) {
+		for len(t.h) > 0 && !t.h[0].due.After(now) {
 			e := t.h[0]
 			at := e.next
-			for n := e.sched.Next(at); !n.IsZero() && !n.After(now); n = e.sched.Next(at) {
+			for n := e.sched.Next(at); !n.IsZero() && !n.Add(-leadOf(e.sched, n, t.lead)).After(now); n = e.sched.Next(at) {
 				at = n
 			}
-			e.next = e.sched.Next(at)
+			e.setNext(e.sched.Next(at), t.lead)
 			if e.next.IsZero() {
 				heap.Pop(&t.h)
 			} else {
@@ -105,7 +145,7 @@ func (t *trigger) run(ctx context.Context) {
 		}
 		wait := time.Hour
 		if len(t.h) > 0 {
-			wait = t.h[0].next.Sub(now)
+			wait = t.h[0].due.Sub(now)
 		}
 		t.mu.Unlock()
 		timer.Reset(wait)

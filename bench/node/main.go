@@ -60,6 +60,7 @@ type options struct {
 	work            time.Duration
 	failover        bool
 	sessionTimeout  time.Duration
+	fireLead        time.Duration
 	shutdownTimeout time.Duration
 	out             string
 	verbose         bool
@@ -80,6 +81,7 @@ func main() {
 	flag.DurationVar(&o.work, "work", 100*time.Millisecond, "how long each run sleeps")
 	flag.BoolVar(&o.failover, "failover", false, "shardjob: turn failover on")
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: ZooKeeper session timeout (0: regcenter's default, 10s)")
+	flag.DurationVar(&o.fireLead, "fire-lead", -1, "shardjob: how long before its time a fire claims its items (negative: the SDK's default)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
@@ -181,7 +183,11 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 			logger.Warn("close the ZooKeeper session", "err", err)
 		}
 	}()
-	s, err := job.NewScheduler(rc, job.WithServerID(o.id), job.WithLogger(logger))
+	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
+	if o.fireLead >= 0 {
+		opts = append(opts, job.WithFireLead(o.fireLead))
+	}
+	s, err := job.NewScheduler(rc, opts...)
 	if err != nil {
 		return err
 	}
