@@ -46,6 +46,7 @@ type config struct {
 	peerJobs     []int
 	peerDuration time.Duration
 	peerWork     time.Duration
+	peerWarmup   time.Duration
 	killAfter    time.Duration
 	tunedTimeout time.Duration
 
@@ -61,6 +62,7 @@ type config struct {
 	keep        bool
 	verbose     bool
 	nodeVerbose bool
+	nodeProfile bool
 }
 
 // bench is one run of the program: its servers, work directory and
@@ -111,6 +113,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0))")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
+	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")
 	fs.DurationVar(&c.peerWork, "peer-work", 100*time.Millisecond, "-peers: how long each run takes (runs are in flight at the kill)")
 	fs.DurationVar(&c.killAfter, "peer-kill-offset", 50*time.Millisecond, "-peers: the kill comes this long after a tick")
 	fs.DurationVar(&c.tunedTimeout, "tuned-session-timeout", 2*time.Second, "-peers: shardjob-tuned's ZooKeeper session timeout")
@@ -126,6 +129,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.plots, "plots", "", "-peers: write PNG plots into this directory (e.g. ../docs/perf)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (node records and logs, the servers' data and logs)")
 	fs.BoolVar(&c.verbose, "v", false, "progress on stderr")
+	fs.BoolVar(&c.nodeProfile, "node-cpuprofile", false, "a CPU profile of each node process that stops gracefully, as {id}.cpu.pprof in its run's work directory (with -keep)")
 	fs.BoolVar(&c.nodeVerbose, "node-v", false, "debug logging of the node processes, into their logs in the work directory (with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

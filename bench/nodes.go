@@ -39,6 +39,9 @@ func (b *bench) startNode(dir string, idx int, id string, args []string) (*node,
 	if b.cfg.nodeVerbose {
 		base = append(base, "-v")
 	}
+	if b.cfg.nodeProfile {
+		base = append(base, "-cpuprofile", filepath.Join(dir, id+".cpu.pprof"))
+	}
 	cmd := exec.Command(b.nodeBin, append(base, args...)...)
 	cmd.Stderr = logf
 	if n.proc, err = benchkit.Start(id, cmd); err != nil {

@@ -313,9 +313,12 @@ func TestPlacementCapsLeaveUnitsUnplacedUntilThereIsRoom(t *testing.T) {
 	rec := newRecorder()
 	events := make(chan job.Event, 64)
 	big := everySecond("big", 12)
-	a := startJobs(t, ns, "a", []job.Config{big}, rec, eventsTo(events))
+	// b and c first: a's first reshard must count them. (Instances that
+	// join later lower the caps only at a reshard something else asks
+	// for.)
 	startJobs(t, ns, "b", nil, rec)
 	c := startJobs(t, ns, "c", nil, rec)
+	a := startJobs(t, ns, "a", []job.Config{big}, rec, eventsTo(events))
 	// K=12, S=3: N = 1 + 12/2 = 7 on a.
 	ev := waitEvent(t, events, job.EventUnplaced, 30*time.Second)
 	if ev.Job != "big" || ev.Units != 5 {

@@ -86,7 +86,7 @@ func WithReshardTimeout(d time.Duration) Option {
 
 // DefaultFireLead is how long before its time a fire claims its items by
 // default (see WithFireLead).
-const DefaultFireLead = 100 * time.Millisecond
+const DefaultFireLead = 500 * time.Millisecond
 
 // maxFireLead bounds WithFireLead: a lead is a head start for a round trip
 // or two, not a second schedule.

@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ type options struct {
 	fireLead        time.Duration
 	shutdownTimeout time.Duration
 	out             string
+	cpuProfile      string
 	verbose         bool
 }
 
@@ -85,6 +87,7 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (on a graceful stop)")
 	flag.Parse()
 	if o.id == "" || o.out == "" || o.jobs < 1 || o.items < 1 {
 		fmt.Fprintln(os.Stderr, "node: -id and -out are required; -jobs and -items must be at least 1")
@@ -144,6 +147,21 @@ func run(o options) error {
 		}
 	}()
 	rec := &recorder{f: f}
+	if o.cpuProfile != "" {
+		pf, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return errors.Join(err, pf.Close())
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := pf.Close(); err != nil {
+				log.Printf("close %s: %v", o.cpuProfile, err)
+			}
+		}()
+	}
 	level := slog.LevelWarn
 	if o.verbose {
 		level = slog.LevelDebug
