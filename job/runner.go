@@ -178,24 +178,13 @@ func (r *runner) goFire(at time.Time) {
 // previous fire are not found busy and owed a make-up run only because the
 // fire came early. It returns false if the runner stops meanwhile.
 func (r *runner) untilClaim(at time.Time) bool {
-	wait := at.Sub(r.s.opts.now())
-	if wait <= 0 {
+	if !at.After(r.s.opts.now()) {
 		return true
 	}
 	r.mu.Lock()
 	steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
 	r.mu.Unlock()
-	if steady {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.lifeCtx.Done():
-		return false
-	}
+	return steady || r.sleepUntil(at, nil)
 }
 
 // untilFire waits until the fire at, for a run claimed ahead of its time:
@@ -203,6 +192,12 @@ func (r *runner) untilClaim(at time.Time) bool {
 // the runner stops first (the run does not start); a lost session ends the
 // wait too, and the run finds its context cancelled.
 func (r *runner) untilFire(sess *regcenter.Session, at time.Time) bool {
+	return r.sleepUntil(at, sess.Ctx().Done())
+}
+
+// sleepUntil waits until at by the scheduler's clock, or until wake is
+// closed (nil: never), and reports true; false if the runner stops first.
+func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 	wait := at.Sub(r.s.opts.now())
 	if wait <= 0 {
 		return true
@@ -212,7 +207,7 @@ func (r *runner) untilFire(sess *regcenter.Session, at time.Time) bool {
 	select {
 	case <-t.C:
 		return true
-	case <-sess.Ctx().Done():
+	case <-wake:
 		return true
 	case <-r.lifeCtx.Done():
 		return false
