@@ -52,9 +52,9 @@ func describeSystem(system string, c config) string {
 }
 
 // leadOf1s states the SDK's default fire lead as it applies to a job
-// firing every second: at most a quarter of the period.
+// firing every second: at most half the period.
 func leadOf1s() string {
-	return min(job.DefaultFireLead, time.Second/4).String() + " (default " + job.DefaultFireLead.String() + ", capped at period/4)"
+	return min(job.DefaultFireLead, time.Second/2).String() + " (default " + job.DefaultFireLead.String() + ", capped at period/2)"
 }
 
 func usesZK(system string) bool { return strings.HasPrefix(system, "shardjob") }

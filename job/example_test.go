@@ -289,7 +289,7 @@ func ExampleWithListener() {
 	_ = sched // Add jobs, Start, ...
 }
 
-// A fire claims its items a lead ahead of its time (500 ms by default, at most a quarter of the
+// A fire claims its items a lead ahead of its time (500 ms by default, at most half the
 // job's period), so
 // that they start at the fire's time itself; a lead of 0 claims at the
 // fire's time. Leads over 10s are refused.

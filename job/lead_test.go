@@ -111,3 +111,35 @@ func TestFireLeadIsValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyItemsAreClaimedOnceReleased: when a fire's lead begins while its
+// items still run for the previous fire, the fire claims them as soon as
+// they are released — still ahead of its time — and owes nothing.
+func TestBusyItemsAreClaimedOnceReleased(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	rec.hold = 1300 * time.Millisecond // busy 0.3 s into the next fire's 1 s lead
+	cfg := job.Config{Name: "leadbusy", Cron: "*/2 * * * * *", ShardingTotalCount: 2}
+	startInstance(t, ns, "s1", cfg, rec, job.WithFireLead(time.Second))
+	obs := observer(t, ns)
+	var early []time.Time
+	waitUntil(t, 30*time.Second, func() bool {
+		if fire, begin, ok := markOf(t, obs, "leadbusy"); ok && begin.Before(fire) && (len(early) == 0 || !early[len(early)-1].Equal(fire)) {
+			early = append(early, fire)
+		}
+		return len(early) >= 3
+	})
+	fires := rec.waitFires(t, early[1].Add(-time.Millisecond), 2, 2, 20*time.Second)
+	for _, f := range fires {
+		checkFire(t, f, rec.fires()[f], 2)
+	}
+	for _, r := range rec.snapshot() {
+		if r.kind != job.KindFire {
+			t.Errorf("item %d ran a %s run (fire %s): a fire claimed early found its item busy", r.item, r.kind, r.fire.Format("15:04:05"))
+		}
+		if r.begin.Before(r.through) {
+			t.Errorf("item %d started %v before its fire %s", r.item, r.through.Sub(r.begin), r.through.Format("15:04:05.000"))
+		}
+	}
+	t.Logf("fires claimed ahead of their time: %v", early)
+}

@@ -172,19 +172,26 @@ func (r *runner) goFire(at time.Time) {
 }
 
 // untilClaim holds a fire dispatched ahead of its time (WithFireLead)
-// until it may claim its items: at once in the steady state — no item of
-// the job running or owed here, no fire skipped — and otherwise until the
-// fire's time, as without a lead, so that items still busy with the
-// previous fire are not found busy and owed a make-up run only because the
-// fire came early. It returns false if the runner stops meanwhile.
+// until it may claim its items: in the steady state — no item of the job
+// running or owed here, no fire skipped — at once or as soon as the items
+// of the previous fire are released, and otherwise at the fire's time, as
+// without a lead; so that items still busy with the previous fire are not
+// found busy and owed a make-up run only because the fire came early. It
+// returns false if the runner stops meanwhile.
 func (r *runner) untilClaim(at time.Time) bool {
-	if !at.After(r.s.opts.now()) {
-		return true
+	for at.After(r.s.opts.now()) {
+		r.mu.Lock()
+		steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
+		idle := r.idle // closed when the items running here are released
+		r.mu.Unlock()
+		if steady {
+			return true
+		}
+		if !r.sleepUntil(at, idle) {
+			return false
+		}
 	}
-	r.mu.Lock()
-	steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
-	r.mu.Unlock()
-	return steady || r.sleepUntil(at, nil)
+	return true
 }
 
 // untilFire waits until the fire at, for a run claimed ahead of its time:

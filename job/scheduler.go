@@ -98,9 +98,9 @@ const maxFireLead = 10 * time.Second
 // and the items start at the fire's time itself instead of a round trip
 // after it. No execution starts before the fire it stands for. A fire
 // claims early only in the steady state — no item of the job running or
-// owed on this instance — and otherwise at its time, as without a lead.
-// For a job the lead is at most a quarter of the time to its following
-// fire. Between the claim and the fire the items show as running. 0 claims
+// owed on this instance; items still busy with the previous fire are
+// waited for — and otherwise at its time, as without a lead. For a job the
+// lead is at most half the time to its following fire. Between the claim and the fire the items show as running. 0 claims
 // at the fire's time. Default DefaultFireLead; at most 10s.
 func WithFireLead(d time.Duration) Option {
 	return func(o *options) error {

@@ -42,15 +42,16 @@ func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
 }
 
 // leadOf is how long before the fire at next it is dispatched: lead, but
-// no more than a quarter of the time from next to the fire after it, so
-// that a fire is never dispatched before the one before it has had most of
-// its period.
+// no more than half the time from next to the fire after it, so that a
+// fire is never dispatched before the one before it has had half its
+// period (and one whose items are still busy claims only once they are
+// released: untilClaim).
 func leadOf(s cron.Schedule, next time.Time, lead time.Duration) time.Duration {
 	if lead <= 0 || next.IsZero() {
 		return 0
 	}
 	if after := s.Next(next); !after.IsZero() {
-		return min(lead, after.Sub(next)/4)
+		return min(lead, after.Sub(next)/2)
 	}
 	return lead
 }
