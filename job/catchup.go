@@ -14,10 +14,10 @@ import (
 // latest fire, the instance reads its assignment at once and owes the
 // newly held items the fire it passed (from their earliest uncovered fire,
 // as the next fire would have found). The pass may have been ahead of the
-// fire's time (a fire's lead): the run then waits for it (see launch). The run is a make-up run: marked
-// first and then narrowed by the items' completed records (stillOwed), so
-// a fire that another instance ran before the reshard moved the item is
-// not run again.
+// fire's time (a fire's lead): the run then waits for it (see launch). The
+// run is a make-up run: marked first and then narrowed by the items'
+// completed records (stillOwed), so a fire that another instance ran
+// before the reshard moved the item is not run again.
 
 // goCatchUp runs catchUpIdle on a goroutine that stop waits for as for a
 // fire in flight.

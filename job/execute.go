@@ -80,16 +80,17 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	case KindFire:
 		priors = r.priorsFor(todo)
 	}
+	fireOf := func(it int) time.Time {
+		if f, ok := fires[it]; ok {
+			return f
+		}
+		return at
+	}
 	if !r.untilFire(sess, r.latestThrough(at, todo)) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
 		for _, it := range todo {
-			fire := at
-			if f, ok := fires[it]; ok {
-				fire = f
-			}
-			now := time.Now()
-			results <- itemResult{item: it, fire: fire, kind: kind, begin: now, end: now, halted: ErrSchedulerClosed}
+			results <- closedResult(it, fireOf(it), kind)
 		}
 		r.completeAll(sess, cfg, results, n)
 		return
@@ -97,12 +98,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	params, _ := cfg.ItemParameters()
 	defer r.fireStarted(at, kind, todo)()
 	if rj, ok := r.job.(RangeJob); ok {
-		for _, run := range runsOf(todo, func(it int) time.Time {
-			if f, ok := fires[it]; ok {
-				return f
-			}
-			return at
-		}) {
+		for _, run := range runsOf(todo, fireOf) {
 			if !r.goFunc(func() {
 				for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
 					res.prior = priors[res.item]
@@ -110,7 +106,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 				}
 			}) {
 				for it := run.first; it <= run.last; it++ {
-					results <- itemResult{item: it, fire: run.fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+					results <- closedResult(it, run.fire, kind)
 				}
 			}
 		}
@@ -118,20 +114,24 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		return
 	}
 	for _, it := range todo {
-		fire := at
-		if f, ok := fires[it]; ok {
-			fire = f
-		}
+		fire := fireOf(it)
 		prior := priors[it]
 		if !r.goFunc(func() {
 			res := r.runItem(sess, cfg, params, fire, it, kind)
 			res.prior = prior
 			results <- res
 		}) {
-			results <- itemResult{item: it, fire: fire, kind: kind, begin: time.Now(), end: time.Now(), halted: ErrSchedulerClosed}
+			results <- closedResult(it, fire, kind)
 		}
 	}
 	r.completeAll(sess, cfg, results, n)
+}
+
+// closedResult is the result of an execution that never started because
+// the runner is stopping: not completed, handed over as a run cut short.
+func closedResult(item int, fire time.Time, kind Kind) itemResult {
+	now := time.Now()
+	return itemResult{item: item, fire: fire, kind: kind, begin: now, end: now, halted: ErrSchedulerClosed}
 }
 
 // latestThrough returns the latest fire the executions of items reserved

@@ -26,20 +26,21 @@ type misfireMark struct {
 // stands for: the latest fire dispatched, which may be a fire claimed ahead
 // of its time (the run then starts at that time; see launch).
 func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
-	if sched, _, err := cfg.Schedule(); err == nil {
-		if p := dueFire(sched, r.s.opts.now(), r.s.opts.fireLead); p.After(since) {
-			return p
-		}
-	}
-	return since
+	return r.throughWithLead(cfg, since, r.s.opts.fireLead)
 }
 
 // pastThrough is the latest fire a make-up run since since, reserved now,
 // stands for when it must start at once: the latest fire whose time has
 // come.
 func (r *runner) pastThrough(cfg *spec, since time.Time) time.Time {
+	return r.throughWithLead(cfg, since, 0)
+}
+
+// throughWithLead is the latest fire dispatched by now with lead, or since
+// if that is not later.
+func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration) time.Time {
 	if sched, _, err := cfg.Schedule(); err == nil {
-		if p := prevFire(sched, r.s.opts.now()); p.After(since) {
+		if p := dueFire(sched, r.s.opts.now(), lead); p.After(since) {
 			return p
 		}
 	}

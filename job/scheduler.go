@@ -100,8 +100,9 @@ const maxFireLead = 10 * time.Second
 // claims early only in the steady state — no item of the job running or
 // owed on this instance; items still busy with the previous fire are
 // waited for — and otherwise at its time, as without a lead. For a job the
-// lead is at most half the time to its following fire. Between the claim and the fire the items show as running. 0 claims
-// at the fire's time. Default DefaultFireLead; at most 10s.
+// lead is at most half the time to its following fire. Between the claim
+// and the fire the items show as running. 0 claims at the fire's time.
+// Default DefaultFireLead; at most 10s.
 func WithFireLead(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 || d > maxFireLead {

@@ -35,10 +35,12 @@ type triggerEntry struct {
 
 // setNext makes next the entry's next fire.
 func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
-	e.next, e.due = next, next
-	if !next.IsZero() {
-		e.due = next.Add(-leadOf(e.sched, next, lead))
-	}
+	e.next, e.due = next, dueAt(e.sched, next, lead)
+}
+
+// dueAt is when the fire at next is dispatched: next less its lead.
+func dueAt(s cron.Schedule, next time.Time, lead time.Duration) time.Time {
+	return next.Add(-leadOf(s, next, lead))
 }
 
 // leadOf is how long before the fire at next it is dispatched: lead, but
@@ -60,7 +62,7 @@ func leadOf(s cron.Schedule, next time.Time, lead time.Duration) time.Duration {
 // next fire once its lead has begun, otherwise the latest fire at or
 // before now (zero if none in the past year).
 func dueFire(s cron.Schedule, now time.Time, lead time.Duration) time.Time {
-	if n := s.Next(now); !n.IsZero() && !n.Add(-leadOf(s, n, lead)).After(now) {
+	if n := s.Next(now); !n.IsZero() && !dueAt(s, n, lead).After(now) {
 		return n
 	}
 	return prevFire(s, now)
@@ -133,7 +135,7 @@ func (t *trigger) run(ctx context.Context) {
 		for len(t.h) > 0 && !t.h[0].due.After(now) {
 			e := t.h[0]
 			at := e.next
-			for n := e.sched.Next(at); !n.IsZero() && !n.Add(-leadOf(e.sched, n, t.lead)).After(now); n = e.sched.Next(at) {
+			for n := e.sched.Next(at); !n.IsZero() && !dueAt(e.sched, n, t.lead).After(now); n = e.sched.Next(at) {
 				at = n
 			}
 			e.setNext(e.sched.Next(at), t.lead)
