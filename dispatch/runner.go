@@ -330,28 +330,37 @@ func (d *Dispatcher) cancelAllLocal() {
 	}
 }
 
-// sweepLoop renews the lease and frees overdue and orphaned tasks every
-// SweepInterval.
+// sweepLoop frees overdue and orphaned tasks at once (those a crashed
+// node left), then renews the lease and frees them every SweepInterval.
+// The first round does not renew: Start has just registered the lease, and
+// a renewal sent late by a slow first round would carry a stale time.
 func (d *Dispatcher) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(d.cfg.SweepInterval)
 	defer t.Stop()
+	d.free(ctx, d.clock.Now())
 	for {
-		d.sweep(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		d.sweep(ctx)
 	}
 }
 
-// sweep is one round of the sweeper.
+// sweep is one round of the sweeper: renew the lease, then free.
 func (d *Dispatcher) sweep(ctx context.Context) {
 	now := d.clock.Now()
 	d.renew(ctx, now)
 	if ctx.Err() != nil {
 		return
 	}
+	d.free(ctx, now)
+}
+
+// free times out overdue attempts, ends local handlers whose tasks are no
+// longer this node's, and frees the tasks of leases lapsed by now.
+func (d *Dispatcher) free(ctx context.Context, now time.Time) {
 	for {
 		rs, err := d.st.expire(ctx, now, 500, d.cfg.Backoff.Delay)
 		if err != nil {
