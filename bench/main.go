@@ -110,7 +110,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.failover, "failover", false, "kill -9 an instance mid-run: session expiry → its items started elsewhere")
 	fs.BoolVar(&c.reshard, "reshard", false, "1 → N instances: the fire that finds the reshard due → every instance running its new items")
 
-	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0))")
+	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
 	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")

@@ -26,6 +26,8 @@ func systemArgs(system string, c config) ([]string, bool) {
 		return []string{"-system", "shardjob", "-session-timeout", c.tunedTimeout.String()}, true
 	case "shardjob-nolead":
 		return []string{"-system", "shardjob", "-fire-lead", "0s"}, true
+	case "shardjob-unmonitored":
+		return []string{"-system", "shardjob", "-unmonitored"}, true
 	case "gocron":
 		return []string{"-system", "gocron"}, true
 	case "dcron":
@@ -43,6 +45,8 @@ func describeSystem(system string, c config) string {
 		return "session_timeout=" + c.tunedTimeout.String() + " fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "shardjob-nolead":
 		return "defaults but fire_lead=0 (each fire claims its items at its time): session_timeout=10s failover=off one_item_per_job"
+	case "shardjob-unmonitored":
+		return "defaults but Unmonitored (monitorExecution: false: no running or completed marks, so no make-up runs): session_timeout=10s fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "gocron":
 		return "gocron/v2 v2.21.2 + gocron-redis-lock/v2 v2.0.1: WithTries(1), lock expiry 8s (redsync default), lock key = job name"
 	case "dcron":

@@ -36,9 +36,11 @@ type assigned struct {
 	// again starts its versions over.
 	shardZxid      int64
 	shardSeen, set bool // the sharding node existed; the cache is filled
-	// idle: no items, and a watch on the sharding node (armed before the
-	// read) stands for the proof: a fire sends nothing.
-	idle bool
+	// watched: watches armed before the read stand for the proof, so a
+	// fire sends nothing: on the sharding node for an instance that holds
+	// no items, and on the reshard epoch as well for an unmonitored job
+	// (see assume).
+	watched bool
 }
 
 // heldSince reports which of a's items this instance held without a break
@@ -104,6 +106,11 @@ func (r *runner) forgetAssignment() {
 func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
+	// A watch's event from here on may answer a change these reads miss:
+	// what they read is then not stored (see assume).
+	r.mu.Lock()
+	gen := r.watchGen
+	r.mu.Unlock()
 	// The epoch is read first: a reshard flagged after this read moves it,
 	// and the next fire's check fails.
 	_, epoch, err := r.rc.Exists(ctx, r.paths.ShardingEpoch())
@@ -124,7 +131,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 		data, st, err := r.rc.Get(ctx, p)
 		if errors.Is(err, regcenter.ErrNoNode) {
 			a := assigned{sess: sess, epoch: epoch.Version, set: true}
-			r.assume(a)
+			r.assume(a, gen)
 			return a, nil
 		}
 		if err != nil {
@@ -133,7 +140,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 		items, err := layout.ParseItems(string(data))
 		if err == nil {
 			a := assigned{sess: sess, items: items, shard: st.Version, shardZxid: st.Czxid, shardSeen: true, epoch: epoch.Version, set: true}
-			r.assume(a)
+			r.assume(a, gen)
 			return a, nil
 		}
 		if attempt > 0 {
@@ -153,50 +160,83 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 }
 
 // assume stores what a fire read, for the fires after it. An epoch that
-// could not be proved (-2) stores nothing.
+// could not be proved (-2) stores nothing. gen is the watches' event count
+// (watchGen) before the read began.
 //
 // An instance that holds no items would otherwise send its proof alone
 // every fire only to learn that nothing changed (two of three instances
 // of a one-item job, every second). While it holds none it watches its
 // sharding node instead: any event, including the watch's first answer
 // once armed, drops the assumption, and an assumption read after the
-// watch was armed is proved by it (idle), so such a fire sends nothing. A
-// reshard that gives it items writes that node. The watch goes when the
+// watch was armed is proved by it (watched), so such a fire sends nothing;
+// a read during which an event came is not stored.
+// A reshard that gives it items writes that node. The watch goes when the
 // instance holds items again.
-func (r *runner) assume(a assigned) {
+//
+// An unmonitored job writes nothing per fire, so a proof would be its
+// only request: it keeps the watch while it holds items, and watches the
+// reshard epoch too, which a due reshard moves. Its fires then send
+// nothing, the leader's included (the epoch's event makes its next fire
+// read, and reshard). What a proof would add is bounded by the job's own
+// terms: without running marks a reshard does not wait for the items'
+// previous owner anyway, so the watch's delivery delay only joins a window
+// the job already accepts (Config.Unmonitored).
+func (r *runner) assume(a assigned, gen uint64) {
 	if a.epoch < -1 {
 		r.forgetAssignment()
 		return
 	}
-	var cancel func()
+	unmonitored := r.config().Unmonitored
+	watch := len(a.items) == 0 || unmonitored
+	var cancels []func()
 	r.mu.Lock()
 	defer func() {
 		r.mu.Unlock()
-		if cancel != nil {
-			cancel()
+		for _, c := range cancels {
+			if c != nil {
+				c()
+			}
 		}
 	}()
 	if r.closed {
 		return
 	}
-	switch {
-	case len(a.items) > 0 && r.idleWatch != nil:
-		cancel = r.idleWatch
-		r.idleWatch, r.idleArmed = nil, false
-	case len(a.items) == 0 && r.idleWatch == nil:
+	if !watch {
+		cancels = append(cancels, r.idleWatch, r.epochWatch)
+		r.idleWatch, r.idleArmed, r.epochWatch, r.epochArmed = nil, false, nil, false
+		r.assumed = a
+		return
+	}
+	armed := r.idleArmed && (!unmonitored || r.epochArmed)
+	if r.idleWatch == nil {
 		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
 			r.mu.Lock()
 			r.idleArmed = true
 			r.assumed = assigned{}
+			r.watchGen++
 			passed := !r.idlePassed.IsZero()
 			r.mu.Unlock()
 			if passed && (ev.Type == regcenter.EventCreated || ev.Type == regcenter.EventDataChanged) {
 				r.goCatchUp()
 			}
 		})
-	case len(a.items) == 0 && r.idleArmed:
-		a.idle = true
 	}
+	if unmonitored && r.epochWatch == nil {
+		r.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
+			r.mu.Lock()
+			r.epochArmed = true
+			r.assumed = assigned{}
+			r.watchGen++
+			r.mu.Unlock()
+		})
+	}
+	if r.watchGen != gen {
+		// An event came while the fire read: its change may postdate
+		// the read. The next fire reads again.
+		r.assumed = assigned{}
+		return
+	}
+	a.watched = armed
 	r.assumed = a
 }
 

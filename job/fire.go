@@ -93,11 +93,21 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 		// A failed proof leaves nothing behind (see fireItems), and this
 		// fire still holds the fire order for the fresh read.
 		if a, ok := r.cachedAssignment(sess); ok {
-			if a.idle && !r.elect.IsLeader() {
-				// Nothing held, and the watch says nothing changed. (The
-				// leader proves as before: its failed proof is what
-				// reshards when a reshard is due.) A reshard committed
-				// after this pass gives the fire back (catchUpIdle).
+			unmonitored := r.config().Unmonitored
+			if a.watched && unmonitored && len(a.items) > 0 {
+				// The watches say nothing changed, and the job writes
+				// nothing per fire: it runs without a request (assume).
+				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
+				r.runMisfires(sess)
+				return
+			}
+			if a.watched && len(a.items) == 0 && (unmonitored || !r.elect.IsLeader()) {
+				// Nothing held, and the watch says nothing changed. (A
+				// monitored job's leader proves as before: its failed
+				// proof is what reshards when a reshard is due; an
+				// unmonitored job's watches the epoch for that.) A reshard
+				// committed after this pass gives the fire back
+				// (catchUpIdle).
 				r.mu.Lock()
 				r.idlePassed = at
 				r.mu.Unlock()

@@ -86,9 +86,14 @@ type runner struct {
 	membership   *kicker
 	assumed      assigned // what the next fire may assume; under mu
 	// idleWatch watches this instance's sharding node while it holds no
-	// items (see assume); idleArmed once the watch is armed.
-	idleWatch func()
-	idleArmed bool
+	// items or the job is unmonitored, epochWatch the reshard epoch while
+	// the job is unmonitored (see assume); each armed once its first
+	// answer came. Under mu.
+	idleWatch, epochWatch func()
+	idleArmed, epochArmed bool
+	// watchGen counts their events: a read that saw one begin after it
+	// started may have missed the change it answers.
+	watchGen uint64
 	// idlePassed is the latest fire this instance let pass on the idle
 	// watch's word, until a later fire starts (see catchUpIdle); under mu.
 	idlePassed   time.Time

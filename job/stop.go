@@ -94,8 +94,8 @@ func (r *runner) stop(ctx context.Context) error {
 
 	r.mu.Lock()
 	r.closed = true
-	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel, r.idleWatch}
-	r.idleWatch = nil
+	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel, r.idleWatch, r.epochWatch}
+	r.idleWatch, r.epochWatch = nil, nil
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}

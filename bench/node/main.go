@@ -62,6 +62,7 @@ type options struct {
 	failover        bool
 	sessionTimeout  time.Duration
 	fireLead        time.Duration
+	unmonitored     bool
 	shutdownTimeout time.Duration
 	out             string
 	cpuProfile      string
@@ -83,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.work, "work", 100*time.Millisecond, "how long each run sleeps")
 	flag.BoolVar(&o.failover, "failover", false, "shardjob: turn failover on")
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: ZooKeeper session timeout (0: regcenter's default, 10s)")
+	flag.BoolVar(&o.unmonitored, "unmonitored", false, "shardjob: jobs with Config.Unmonitored (no running or completed marks)")
 	flag.DurationVar(&o.fireLead, "fire-lead", -1, "shardjob: how long before its time a fire claims its items (negative: the SDK's default)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
@@ -214,7 +216,7 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 		return nil
 	})
 	for i := range o.jobs {
-		cfg := job.Config{Name: o.prefix + strconv.Itoa(i), Cron: o.cron, ShardingTotalCount: o.items, Failover: o.failover}
+		cfg := job.Config{Name: o.prefix + strconv.Itoa(i), Cron: o.cron, ShardingTotalCount: o.items, Failover: o.failover, Unmonitored: o.unmonitored}
 		if err := s.Add(cctx, cfg, execute); err != nil {
 			return err
 		}
