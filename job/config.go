@@ -128,10 +128,12 @@ type Config struct {
 	// Unmonitored turns off marking items running and completed in
 	// ZooKeeper. By default (false) the marks are kept, which is what lets
 	// an instance see that an item is still running elsewhere. Turning them
-	// off saves ZooKeeper writes for very frequent jobs but gives up the
-	// guarantee that an item never runs on two instances at once (after a
-	// resharding, say), along with the failover and misfire handling that
-	// rely on those marks.
+	// off saves ZooKeeper writes for very frequent jobs — an unmonitored
+	// fire sends no request at all: watches on the instance's assignment and
+	// the reshard epoch stand for its proof — but gives up the guarantee
+	// that an item never runs on two instances at once (after a resharding,
+	// say), along with the failover and misfire handling that rely on those
+	// marks: a fire missed while an instance died is not made up.
 	//
 	// In YAML this is the inverted key monitorExecution (default true).
 	Unmonitored bool
