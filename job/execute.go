@@ -116,11 +116,18 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	for _, it := range todo {
 		fire := fireOf(it)
 		prior := priors[it]
-		if !r.goFunc(func() {
+		runOne := func() {
 			res := r.runItem(sess, cfg, params, fire, it, kind)
 			res.prior = prior
 			results <- res
-		}) {
+		}
+		if n == 1 && !r.isClosed() {
+			// One item runs on this goroutine, which waits for it below
+			// in any case: a goroutine fewer per fire of a one-item job.
+			runOne()
+			continue
+		}
+		if !r.goFunc(runOne) {
 			results <- closedResult(it, fire, kind)
 		}
 	}

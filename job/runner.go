@@ -245,6 +245,13 @@ func (r *runner) goFiring(f func()) {
 	}()
 }
 
+// isClosed reports whether stop has closed the runner (see goFunc).
+func (r *runner) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
 // goFunc runs f on a goroutine owned by the runner; after stop begins
 // closing, f is dropped and goFunc returns false.
 func (r *runner) goFunc(f func()) bool {
