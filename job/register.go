@@ -563,6 +563,11 @@ func (r *runner) reloadConfig() {
 	if cfg.ShardingTotalCount != old.ShardingTotalCount || cfg.ShardingStrategy != old.ShardingStrategy {
 		r.setNecessary(ctx)
 	}
+	if cfg.Unmonitored != old.Unmonitored {
+		// The next fire reads the assignment, and its assumption takes
+		// the watches an unmonitored job proves by, or drops them (assume).
+		r.forgetAssignment()
+	}
 	if cfg.Failover && !old.Failover {
 		// Failover turned on: claim queued items, and lead between fires.
 		r.watchQueue(ctx)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,4 +122,68 @@ func waitSpread(t *testing.T, rec *recorder, since time.Time, servers []string, 
 	}
 	t.Fatalf("no fire ran %d items once across %v within %v", items, servers, deadline)
 	return time.Time{}
+}
+
+// Turned on in the config node at run time, Unmonitored takes effect from
+// the next fire: the instance stops proving its assignment and writing
+// marks; turned off again, the marks come back.
+func TestUnmonitoredSwitchedInTheConfigNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures over several seconds")
+	}
+	ns := namespace(t)
+	rec := newRecorder()
+	in := startInstance(t, ns, "a", everySecond("switch", 1), rec)
+	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
+	obs := observer(t, ns)
+	setMonitor := func(from, to string) {
+		t.Helper()
+		data, st, err := obs.Get(tctx(t), "/switch/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := strings.Replace(string(data), "monitorExecution: "+from, "monitorExecution: "+to, 1)
+		if doc == string(data) {
+			t.Fatalf("no monitorExecution: %s in the config node:\n%s", from, data)
+		}
+		if _, err := obs.Set(tctx(t), "/switch/config", []byte(doc), st.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perFire := func() float64 {
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)))
+		before := in.rc.Stats().Total()
+		time.Sleep(4 * time.Second)
+		return float64(in.rc.Stats().Total()-before) / 4
+	}
+
+	setMonitor("true", "false")
+	rec.waitFires(t, time.Now().Add(2*time.Second), 2, 1, 20*time.Second)
+	got := perFire()
+	t.Logf("per fire %.2f", got)
+	if got >= 1 {
+		t.Errorf("unmonitored since the config changed: %.1f requests per fire, want none", got)
+	}
+	completed := func() bool {
+		ok, _, err := obs.Exists(tctx(t), "/switch/execution/0/completed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if completed() {
+		if err := obs.Delete(tctx(t), "/switch/execution/0/completed", -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.waitFires(t, time.Now(), 2, 1, 20*time.Second)
+	if completed() {
+		t.Error("an unmonitored fire wrote its completion")
+	}
+
+	setMonitor("false", "true")
+	rec.waitFires(t, time.Now().Add(2*time.Second), 2, 1, 20*time.Second)
+	if !completed() {
+		t.Error("monitored again, a fire wrote no completion")
+	}
 }
