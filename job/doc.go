@@ -33,11 +33,12 @@
 // A fire passes through stages, each in a file named after it: trigger.go
 // (dispatch each fire a lead ahead of its time, WithFireLead), fire.go
 // (may this instance fire), assignment.go (which items: assumed from the
-// previous fire and proved in the marking transaction, or read fresh,
-// resharding first when one is due: reshard.go), reserve.go (reserve the
-// items in memory, split plain runs from make-up runs), mark.go (running
-// marks), execute.go (run the items, not before the fire's time),
-// complete.go (record what ran, in group commits), owed.go (the misfire ledger and make-up runs). The
+// previous fire and proved in the marking transaction or, for an
+// unmonitored job, by watches, or read fresh, resharding first when one is
+// due: reshard.go), reserve.go (reserve the items in memory, split plain
+// runs from make-up runs), mark.go (running marks), execute.go (run the
+// items, not before the fire's time), complete.go (record what ran, in
+// group commits), owed.go (the misfire ledger and make-up runs). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,
 // operator flags in flags.go, shutdown and hand-over in stop.go. The design
 // is written down in docs/design.md.
