@@ -41,6 +41,9 @@ type assigned struct {
 	// no items, and on the reshard epoch as well for an unmonitored job
 	// (see assume).
 	watched bool
+	// proof is checks, made once when the assumption is stored: every
+	// fire on it sends the same.
+	proof []regcenter.Op
 }
 
 // heldSince reports which of a's items this instance held without a break
@@ -51,7 +54,7 @@ type assigned struct {
 // item may have moved away and back in between, and been run, or owed,
 // elsewhere).
 func (a assigned) heldSince(prev assigned) map[int]bool {
-	if !prev.set || prev.sess != a.sess || !a.shardSeen || !prev.shardSeen || a.shardZxid != prev.shardZxid {
+	if !a.sameNode(prev) {
 		return nil
 	}
 	if a.shard != prev.shard && a.shard != prev.shard+1 {
@@ -67,6 +70,19 @@ func (a assigned) heldSince(prev assigned) map[int]bool {
 		}
 	}
 	return held
+}
+
+// sameNode reports whether a and prev were read from one sharding node
+// under one session: the node existed at both reads and was not made
+// again in between.
+func (a assigned) sameNode(prev assigned) bool {
+	return prev.set && prev.sess == a.sess && a.shardSeen && prev.shardSeen && a.shardZxid == prev.shardZxid
+}
+
+// sameVersion reports whether a and prev were read from the same version
+// of one sharding node: every item of either was held throughout.
+func (a assigned) sameVersion(prev assigned) bool {
+	return a.sameNode(prev) && a.shard == prev.shard
 }
 
 // checks are the transaction's proof that the assumption still holds.
@@ -186,6 +202,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 		r.forgetAssignment()
 		return
 	}
+	a.proof = slices.Clip(a.checks(r.paths, r.serverID()))
 	unmonitored := r.config().Unmonitored
 	watch := len(a.items) == 0 || unmonitored
 	var cancels []func()
@@ -295,13 +312,16 @@ func (r *runner) noteEpochFlag() {
 func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) (gaps map[int]time.Time, fresh []int) {
 	cfg := r.config()
 	r.mu.Lock()
-	held := a.heldSince(r.lastHeld)
-	changed := !slices.Equal(a.items, r.lastHeld.items)
+	prev := r.lastHeld
+	changed := !slices.Equal(a.items, prev.items)
 	r.lastHeld = a
-	for _, it := range a.items {
-		if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
-			fresh = append(fresh, it)
-			delete(r.covered, it)
+	if changed || !a.sameVersion(prev) { // the steady state holds what it held
+		held := a.heldSince(prev)
+		for _, it := range a.items {
+			if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
+				fresh = append(fresh, it)
+				delete(r.covered, it)
+			}
 		}
 	}
 	r.mu.Unlock()

@@ -29,14 +29,22 @@ const completionLinger = 2 * time.Millisecond
 // before, so a fire of many fast items costs a transaction per
 // completionsPerTxn items, not one per item.
 func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
-	linger := time.NewTimer(completionLinger)
-	defer linger.Stop()
+	var linger *time.Timer // made once there is a second result to wait for
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
 	for received := 0; received < n; {
 		batch := []itemResult{<-results}
 		received++
 	collect:
 		for received < n && len(batch) < completionsPerTxn {
-			linger.Reset(completionLinger)
+			if linger == nil {
+				linger = time.NewTimer(completionLinger)
+			} else {
+				linger.Reset(completionLinger)
+			}
 			select {
 			case res := <-results:
 				batch = append(batch, res)
@@ -105,7 +113,8 @@ func (r *runner) coveredUpTo(_ *spec, b itemResult) time.Time {
 
 // completion is what one completion transaction must do for a batch; the
 // skip sets are corrected after a failed attempt (a node we thought was there
-// was not, or the reverse).
+// was not, or the reverse). The sets are nil until something is put in
+// them (setIn): a completion that goes through at once makes none.
 type completion struct {
 	batch         []itemResult
 	skipRunning   map[int]bool // our running mark is already gone
@@ -121,6 +130,17 @@ type completion struct {
 	// wrote is the version each item's completed node has once the
 	// transaction is applied, where known (-1 otherwise).
 	wrote map[int]int32
+	// recorded holds, by position in batch, what the transaction records
+	// for each item it writes a completed node of (see runner.recorded).
+	recorded []cover
+}
+
+// setIn adds k to the set *m, making it if need be.
+func setIn(m *map[int]bool, k int) {
+	if *m == nil {
+		*m = map[int]bool{}
+	}
+	(*m)[k] = true
 }
 
 func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult) {
@@ -158,7 +178,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
 	defer context.AfterFunc(r.recordCtx, cancel)()
-	c := completion{batch: batch, skipRunning: map[int]bool{}, skipDequeue: map[int]bool{}, skipClaim: map[int]bool{}, skipCompleted: map[int]bool{}, reread: map[int]bool{}, wrote: map[int]int32{}}
+	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
 	// transaction the client replays on a later session after a lost lease
@@ -171,7 +191,8 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	unfence := func() error {
 		fenced = false
 		for _, b := range batch {
-			c.skipRunning[b.item], c.skipClaim[b.item] = true, true
+			setIn(&c.skipRunning, b.item)
+			setIn(&c.skipClaim, b.item)
 		}
 		// Unfenced, the transaction may be replayed late, on a later
 		// session: its completed marks are written only over the version
@@ -190,11 +211,11 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 			case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 				return err
 			case err != nil:
-				c.skipCompleted[b.item] = true // cannot tell: leave the record alone
+				setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
 			default:
 				var m completedMark
 				if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
-					c.skipCompleted[b.item] = true
+					setIn(&c.skipCompleted, b.item)
 					continue
 				}
 				c.completedVersion[b.item] = st.Version
@@ -215,7 +236,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	for _, b := range batch {
 		if b.kind == KindFailover && b.halted == nil && b.prior.isZero() {
 			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(r.coveredUpTo(cfg, b)) {
-				c.skipCompleted[b.item] = true
+				setIn(&c.skipCompleted, b.item)
 			}
 		}
 	}
@@ -308,13 +329,13 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 func (r *runner) paid(cfg *spec, c *completion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, b := range c.batch {
+	for i, b := range c.batch {
 		if b.halted != nil {
 			continue
 		}
 		r.completedSeen[b.item] = true
 		if v, ok := c.wrote[b.item]; ok {
-			r.covered[b.item] = record{cover: r.recorded(cfg, b), version: v, versioned: v >= 0}
+			r.covered[b.item] = record{cover: c.recorded[i], version: v, versioned: v >= 0}
 		}
 		if since, owed := r.owed.owed(b.item); owed {
 			r.settleLocked(cfg, b, since)
@@ -340,7 +361,7 @@ func (r *runner) correct(c *completion, err error) bool {
 	exists := errors.Is(me.Err, regcenter.ErrNodeExists)
 	moved := errors.Is(me.Err, regcenter.ErrBadVersion)
 	if item, ok := r.queueItemOf(me.Op); ok && (missing || exists || moved) {
-		c.skipDequeue[item] = true
+		setIn(&c.skipDequeue, item)
 		return true
 	}
 	item, node, ok := r.itemNodeOf(me.Op)
@@ -351,18 +372,18 @@ func (r *runner) correct(c *completion, err error) bool {
 	defer r.mu.Unlock()
 	switch {
 	case node == layout.Running && missing:
-		c.skipRunning[item] = true
+		setIn(&c.skipRunning, item)
 	case node == layout.Failover && missing:
-		c.skipClaim[item] = true
+		setIn(&c.skipClaim, item)
 	case node == layout.Completed && missing:
 		r.completedSeen[item] = false
 	case node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
-		c.reread[item] = true
+		setIn(&c.reread, item)
 	case node == layout.Completed && exists:
 		r.completedSeen[item] = true
 	case node == layout.Completed && moved:
-		c.skipCompleted[item] = true // unfenced, written meanwhile: that record stands
+		setIn(&c.skipCompleted, item) // unfenced, written meanwhile: that record stands
 	case node == layout.Misfire && missing:
 		r.owed.setNode(item, false)
 	default:
@@ -373,11 +394,10 @@ func (r *runner) correct(c *completion, err error) bool {
 
 // completionOps builds the completion transaction.
 func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
-	q := failover.NewQueue(r.rc, r.name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ops []regcenter.Op
-	for _, b := range c.batch {
+	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] {
 			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1})
@@ -389,7 +409,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
 			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
-				ops = append(ops, q.EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}})...)
+				ops = append(ops, failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}})...)
 			}
 			continue
 		}
@@ -407,6 +427,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
 		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
 			upTo := r.coveredUpTo(cfg, b)
 			rec := r.recorded(cfg, b)
+			c.recorded[i] = rec
 			mark := completedMark{Server: r.serverID(), Fire: rec.through().UnixMilli(), Ran: rec.ran(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()

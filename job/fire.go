@@ -173,7 +173,11 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 	var marked []int
 	if prove {
 		var err error
-		if marked, err = r.proveAndMark(sess, cfg, at, res.plain, a.checks(r.paths, r.serverID())); err != nil {
+		checks := a.proof
+		if checks == nil {
+			checks = a.checks(r.paths, r.serverID())
+		}
+		if marked, err = r.proveAndMark(sess, cfg, at, res.plain, checks); err != nil {
 			r.undo(res)
 			return err
 		}

@@ -14,10 +14,16 @@ type fireReservation struct {
 	plain []int
 	debts map[time.Time][]int
 	// taken are the executions this fire put in r.running.
-	taken map[int]*execution
+	taken []*execution
 	// ledger holds each touched item's entries before and after the
 	// reservation.
-	ledger map[int][2]ledgerEntry
+	ledger []ledgerChange
+}
+
+// ledgerChange is an item's ledger entry before and after a reservation.
+type ledgerChange struct {
+	item          int
+	before, after ledgerEntry
 }
 
 // reserveFire reserves a scheduled fire's items here: those that owe
@@ -25,7 +31,7 @@ type fireReservation struct {
 // fire they owe (their debts are taken over by the make-up run). Items
 // running here owe this fire (and any gap) a run.
 func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg *spec) *fireReservation {
-	res := &fireReservation{taken: map[int]*execution{}, ledger: map[int][2]ledgerEntry{}}
+	res := &fireReservation{taken: make([]*execution, 0, len(items)), ledger: make([]ledgerChange, 0, len(items))}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
@@ -34,7 +40,7 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 		}
 		before := r.owed.entry(it)
 		r.reserveItemLocked(res, it, at, gaps, cfg)
-		res.ledger[it] = [2]ledgerEntry{before, r.owed.entry(it)}
+		res.ledger = append(res.ledger, ledgerChange{it, before, r.owed.entry(it)})
 	}
 	return res
 }
@@ -57,7 +63,7 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 	}
 	e := &execution{item: it, fire: at, through: at}
 	r.running[it] = e
-	res.taken[it] = e
+	res.taken = append(res.taken, e)
 	if owed {
 		r.owed.forget(it)
 	}
@@ -84,20 +90,20 @@ func (r *runner) undo(res *fireReservation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	freed := false
-	for it, e := range res.taken {
-		if r.running[it] == e {
-			delete(r.running, it)
+	for _, e := range res.taken {
+		if r.running[e.item] == e {
+			delete(r.running, e.item)
 			freed = true
 		}
 	}
-	for it, l := range res.ledger {
-		if r.owed.entry(it) == l[1] {
-			r.owed.restore(it, l[0])
+	for i := len(res.ledger) - 1; i >= 0; i-- { // last change first
+		l := res.ledger[i]
+		if r.owed.entry(l.item) == l.after {
+			r.owed.restore(l.item, l.before)
 		}
 	}
 	if freed && len(r.running) == 0 {
-		close(r.idle)
-		r.idle = make(chan struct{})
+		r.wakeIdleLocked()
 	}
 }
 
@@ -159,8 +165,7 @@ func (r *runner) release(items []int) {
 	}
 	idle := len(r.running) == 0
 	if idle {
-		close(r.idle)
-		r.idle = make(chan struct{})
+		r.wakeIdleLocked()
 		r.s.itemsIdle()
 	}
 	dirty := r.queueDirty
@@ -192,6 +197,24 @@ func (r *runner) release(items []int) {
 		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
 	case dirty:
 		r.failoverKick.kick()
+	}
+}
+
+// idleLocked returns a channel closed once the items running here are
+// released. It is made for a waiter, so that a release nobody waits for
+// makes none. r.mu is held.
+func (r *runner) idleLocked() <-chan struct{} {
+	if r.idle == nil {
+		r.idle = make(chan struct{})
+	}
+	return r.idle
+}
+
+// wakeIdleLocked wakes the waiters of idleLocked. r.mu is held.
+func (r *runner) wakeIdleLocked() {
+	if r.idle != nil {
+		close(r.idle)
+		r.idle = nil
 	}
 }
 

@@ -102,7 +102,7 @@ type runner struct {
 	reshardKick  *kicker
 	epochKick    *kicker
 	itemsKick    *kicker
-	idle         chan struct{} // closed and replaced whenever items are released
+	idle         chan struct{} // made by a waiter (idleLocked), closed and dropped when items are released
 }
 
 type execution struct {
@@ -135,7 +135,6 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		claimBlocked:  map[int]bool{},
 		goneWaiters:   map[string][]int{},
 		claims:        map[int]int32{},
-		idle:          make(chan struct{}),
 		leaderGen:     make(chan struct{}),
 		reshardSem:    make(chan struct{}, 1),
 	}
@@ -187,11 +186,12 @@ func (r *runner) untilClaim(at time.Time) bool {
 	for at.After(r.s.opts.now()) {
 		r.mu.Lock()
 		steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
-		idle := r.idle // closed when the items running here are released
-		r.mu.Unlock()
 		if steady {
+			r.mu.Unlock()
 			return true
 		}
+		idle := r.idleLocked() // closed when the items running here are released
+		r.mu.Unlock()
 		if !r.sleepUntil(at, idle) {
 			return false
 		}

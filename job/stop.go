@@ -256,11 +256,12 @@ func (r *runner) waitIdle(ctx context.Context) bool {
 	for {
 		r.mu.Lock()
 		n := len(r.running)
-		idle := r.idle
-		r.mu.Unlock()
 		if n == 0 {
+			r.mu.Unlock()
 			return true
 		}
+		idle := r.idleLocked()
+		r.mu.Unlock()
 		select {
 		case <-idle:
 		case <-ctx.Done():
