@@ -67,8 +67,9 @@ bench: zookeeper
 
 # shardjob beside gocron and dcron, failover and reshard timings (bench/, a
 # module of its own so that the SDK's go.mod does not pull the peers in; its
-# own ZooKeeper and Redis; about 13 minutes for -all). BENCH_PEERS picks what
-# to run: -peers, -failover, -reshard, or -all; the plots go to docs/perf.
+# own ZooKeeper and Redis; about 20 minutes for -all). BENCH_PEERS picks what
+# to run: -peers, -failover, -reshard, -firecost, or -all; the plots go to
+# docs/perf.
 BENCH_PEERS ?= -all
 bench-peers: zookeeper redis
 	cd bench && $(GO) run . $(BENCH_PEERS) -plots ../docs/perf

@@ -5,10 +5,11 @@
 // Usage, from bench/ (ZooKeeper and Redis as scripts/zookeeper.sh and
 // scripts/redis.sh find or install them):
 //
-//	go run . -all                 # every benchmark (about 13 minutes)
+//	go run . -all                 # every benchmark (about 20 minutes)
 //	go run . -peers               # shardjob, gocron + Redis lock, dcron + Redis: J jobs every second on 3 node processes, kill -9 the busiest at half time
 //	go run . -failover            # kill -9 an instance mid-run, ≥ 20 trials: session expiry → items started elsewhere
 //	go run . -reshard             # 1 → 100 instances, 1,000 and 10,000 items: the fire that finds the reshard due → every instance running its new items
+//	go run . -firecost            # what each scheduler itself spends per run: J jobs every second in one process, nothing recorded
 //	go run . -h                   # every flag
 //
 // It starts its own standalone ZooKeeper (regcenter/zktest) and its own
@@ -40,7 +41,7 @@ import (
 
 // config holds the flags.
 type config struct {
-	peers, failover, reshard bool
+	peers, failover, reshard, fireCost bool
 
 	peerSystems  []string
 	peerJobs     []int
@@ -53,6 +54,11 @@ type config struct {
 	foTrials  int
 	foTimeout time.Duration
 	foItems   int
+
+	fcSystems  []string
+	fcJobs     []int
+	fcWarmup   time.Duration
+	fcDuration time.Duration
 
 	rsItems     []int
 	rsInstances int
@@ -102,13 +108,14 @@ func parseFlags(args []string) (config, error) {
 	var systems, jobs, rsItems string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . [-all | -peers -failover -reshard] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run . [-all | -peers -failover -reshard -firecost] [flags]")
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&all, "all", false, "run every benchmark")
 	fs.BoolVar(&c.peers, "peers", false, "shardjob beside gocron and dcron: J jobs every second on 3 node processes, kill -9 the busiest")
 	fs.BoolVar(&c.failover, "failover", false, "kill -9 an instance mid-run: session expiry → its items started elsewhere")
 	fs.BoolVar(&c.reshard, "reshard", false, "1 → N instances: the fire that finds the reshard due → every instance running its new items")
+	fs.BoolVar(&c.fireCost, "firecost", false, "what each scheduler itself spends per run: J jobs every second in one node process, runs counted, not recorded")
 
 	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
@@ -117,6 +124,12 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.peerWork, "peer-work", 100*time.Millisecond, "-peers: how long each run takes (runs are in flight at the kill)")
 	fs.DurationVar(&c.killAfter, "peer-kill-offset", 50*time.Millisecond, "-peers: the kill comes this long after a tick")
 	fs.DurationVar(&c.tunedTimeout, "tuned-session-timeout", 2*time.Second, "-peers: shardjob-tuned's ZooKeeper session timeout")
+
+	var fcSystems, fcJobs string
+	fs.StringVar(&fcSystems, "fc-systems", "shardjob,shardjob-unmonitored,gocron,dcron", "-firecost: systems, in the order run (the names of -peer-systems)")
+	fs.StringVar(&fcJobs, "fc-jobs", "30,300", "-firecost: job counts J, one run each per system")
+	fs.DurationVar(&c.fcWarmup, "fc-warmup", 15*time.Second, "-firecost: unmeasured time after the scheduler started")
+	fs.DurationVar(&c.fcDuration, "fc-duration", 30*time.Second, "-firecost: measured time per run")
 
 	fs.IntVar(&c.foTrials, "fo-trials", 20, "-failover: trials")
 	fs.DurationVar(&c.foTimeout, "fo-session-timeout", 2*time.Second, "-failover: the instances' session timeout")
@@ -138,9 +151,9 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if all {
-		c.peers, c.failover, c.reshard = true, true, true
+		c.peers, c.failover, c.reshard, c.fireCost = true, true, true, true
 	}
-	if !(c.peers || c.failover || c.reshard) {
+	if !(c.peers || c.failover || c.reshard || c.fireCost) {
 		fs.Usage()
 		return c, errors.New("choose a benchmark, or -all")
 	}
@@ -151,7 +164,20 @@ func parseFlags(args []string) (config, error) {
 		}
 		c.peerSystems = append(c.peerSystems, s)
 	}
+	for s := range strings.SplitSeq(fcSystems, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := systemArgs(s, c); !ok {
+			return c, fmt.Errorf("-fc-systems: unknown system %q", s)
+		}
+		c.fcSystems = append(c.fcSystems, s)
+	}
 	var err error
+	if c.fcJobs, err = parseInts(fcJobs); err != nil {
+		return c, fmt.Errorf("-fc-jobs: %w", err)
+	}
+	if c.fcWarmup < 0 || c.fcDuration < 5*time.Second {
+		return c, errors.New("-fc-warmup must not be negative, -fc-duration at least 5s")
+	}
 	if c.peerJobs, err = parseInts(jobs); err != nil {
 		return c, fmt.Errorf("-peer-jobs: %w", err)
 	}
@@ -196,7 +222,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	fmt.Println("bench machine" + machine().String())
 
-	if cfg.peers || cfg.failover {
+	if cfg.peers || cfg.failover || cfg.fireCost {
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		b.nodeBin = filepath.Join(b.dir, "node")
 		err := benchkit.GoBuild(bctx, ".", nodePkg, b.nodeBin)
@@ -220,7 +246,7 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}()
 	fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
-	if cfg.peers {
+	if cfg.peers || cfg.fireCost {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		b.redis, err = startRedis(rctx, filepath.Join(b.dir, "redis"))
 		cancel()
@@ -243,6 +269,7 @@ func run(ctx context.Context, cfg config) error {
 		{cfg.peers, "peers", b.measurePeers},
 		{cfg.failover, "failover", b.measureFailover},
 		{cfg.reshard, "reshard", b.measureReshard},
+		{cfg.fireCost, "firecost", b.measureFireCost},
 	}
 	var errs []error
 	for _, s := range steps {

@@ -103,7 +103,14 @@ func (r runRec) latencyMS() float64 {
 type records struct {
 	started int64 // unix ns, 0 if not yet
 	runs    []runRec
-	bad     int // lines that did not parse (a line cut by the kill)
+	cost    *nodeCost // the C line of a -count-only node, once written
+	bad     int       // lines that did not parse (a line cut by the kill)
+}
+
+// nodeCost is a -count-only node's own cost over its measured window.
+type nodeCost struct {
+	runs, cpuNS     int64
+	mallocs, allocs uint64
 }
 
 // readRecords reads node n's file.
@@ -137,6 +144,18 @@ func readRecords(n *node) (records, error) {
 				continue
 			}
 			r.runs = append(r.runs, rec)
+		case len(fs) == 5 && fs[0] == "C":
+			var c nodeCost
+			var e1, e2, e3, e4 error
+			c.runs, e1 = strconv.ParseInt(fs[1], 10, 64)
+			c.cpuNS, e2 = strconv.ParseInt(fs[2], 10, 64)
+			c.mallocs, e3 = strconv.ParseUint(fs[3], 10, 64)
+			c.allocs, e4 = strconv.ParseUint(fs[4], 10, 64)
+			if errors.Join(e1, e2, e3, e4) != nil {
+				r.bad++
+				continue
+			}
+			r.cost = &c
 		default:
 			r.bad++
 		}

@@ -86,6 +86,16 @@ func TestReadRecords(t *testing.T) {
 	if r.runs[1].tick() != 1700000001000 || r.runs[1].latencyMS() != 7 {
 		t.Errorf("a peer's run: tick %d latency %v, want 1700000001000 and 7 ms", r.runs[1].tick(), r.runs[1].latencyMS())
 	}
+	if r.cost != nil {
+		t.Errorf("a node that ran without -count-only has a cost: %+v", *r.cost)
+	}
+	counted := &node{out: filepath.Join(dir, "n2.rec")}
+	if err := os.WriteFile(counted.out, []byte("S 1700000000000000000\nC 9000 450000000 1170000 81000000\nC 12 x 1 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := readRecords(counted); err != nil || r.cost == nil || *r.cost != (nodeCost{runs: 9000, cpuNS: 450000000, mallocs: 1170000, allocs: 81000000}) || r.bad != 1 {
+		t.Errorf("a -count-only node's measure: %+v (cost %+v), %v; want 9000 runs, 0.45 s, one bad line", r, r.cost, err)
+	}
 	missing := &node{out: filepath.Join(dir, "none.rec")}
 	if r, err := readRecords(missing); err != nil || len(r.runs) != 0 {
 		t.Errorf("a node that wrote nothing yet: %+v, %v", r, err)

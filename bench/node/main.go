@@ -15,6 +15,13 @@
 //
 //	S <unix ns>                                               the scheduler started
 //	R <job> <item> <fire unix ms> <start unix ns> <kind> <through unix ms>   a run started
+//	C <runs> <cpu ns> <mallocs> <bytes allocated>             with -measure-for: the process's own cost over its window
+//
+// With -count-only a run records no line: it is counted, and the process
+// measures its own CPU time (getrusage) and allocations over a window of
+// -measure-for that starts -measure-after the scheduler started, and
+// records them as one C line. That is the cost of the scheduler itself,
+// without the recording the other benchmarks need.
 //
 // The fire time is the scheduled fire as shardjob reports it; gocron and
 // dcron do not tell a job its scheduled time, so their lines carry -1 and
@@ -31,10 +38,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,6 +76,9 @@ type options struct {
 	out             string
 	cpuProfile      string
 	verbose         bool
+	countOnly       bool
+	measureAfter    time.Duration
+	measureFor      time.Duration
 }
 
 func main() {
@@ -90,9 +102,16 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (on a graceful stop)")
+	flag.BoolVar(&o.countOnly, "count-only", false, "count runs instead of recording them, and record the process's own cost over the window -measure-after/-measure-for as a C line")
+	flag.DurationVar(&o.measureAfter, "measure-after", 10*time.Second, "-count-only: the window starts this long after the scheduler started")
+	flag.DurationVar(&o.measureFor, "measure-for", 30*time.Second, "-count-only: the window's length")
 	flag.Parse()
 	if o.id == "" || o.out == "" || o.jobs < 1 || o.items < 1 {
 		fmt.Fprintln(os.Stderr, "node: -id and -out are required; -jobs and -items must be at least 1")
+		os.Exit(2)
+	}
+	if o.countOnly && (o.measureAfter < 0 || o.measureFor <= 0) {
+		fmt.Fprintln(os.Stderr, "node: -measure-after must not be negative, -measure-for must be positive")
 		os.Exit(2)
 	}
 	if zk != "" {
@@ -104,10 +123,13 @@ func main() {
 	}
 }
 
-// recorder appends lines to the node's file, one write each.
+// recorder appends lines to the node's file, one write each; with
+// countOnly it only counts runs.
 type recorder struct {
-	mu sync.Mutex
-	f  *os.File
+	mu        sync.Mutex
+	f         *os.File
+	countOnly bool
+	runs      atomic.Int64
 }
 
 func (r *recorder) line(s string) {
@@ -123,6 +145,13 @@ func (r *recorder) line(s string) {
 // run records a run that started now for fire (zero when the system does
 // not say) and sleeps for work.
 func (r *recorder) run(ctx context.Context, name string, item int, fire, through time.Time, kind string, work time.Duration) {
+	if r.countOnly {
+		r.runs.Add(1)
+		if work > 0 {
+			sleepCtx(ctx, work)
+		}
+		return
+	}
 	start := time.Now().UnixNano()
 	fireMS, throughMS := int64(-1), int64(-1)
 	if !fire.IsZero() {
@@ -130,12 +159,57 @@ func (r *recorder) run(ctx context.Context, name string, item int, fire, through
 	}
 	r.line("R " + name + " " + strconv.Itoa(item) + " " + strconv.FormatInt(fireMS, 10) + " " +
 		strconv.FormatInt(start, 10) + " " + kind + " " + strconv.FormatInt(throughMS, 10) + "\n")
-	t := time.NewTimer(work)
+	sleepCtx(ctx, work)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// cost is the process's CPU time, allocations and runs so far.
+type cost struct {
+	runs, cpuNS     int64
+	mallocs, allocs uint64
+}
+
+func (r *recorder) cost() (cost, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cost{}, err
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return cost{runs: r.runs.Load(), cpuNS: ru.Utime.Nano() + ru.Stime.Nano(), mallocs: ms.Mallocs, allocs: ms.TotalAlloc}, nil
+}
+
+// measure records, as a C line, what the process spent over the window
+// from after to after+length, counted from now; it gives up if ctx ends
+// first.
+func (r *recorder) measure(ctx context.Context, after, length time.Duration) {
+	sleepCtx(ctx, after)
+	if ctx.Err() != nil {
+		return
+	}
+	c0, err := r.cost()
+	if err != nil {
+		log.Printf("measure: %v", err)
+		return
+	}
+	sleepCtx(ctx, length)
+	if ctx.Err() != nil {
+		return
+	}
+	c1, err := r.cost()
+	if err != nil {
+		log.Printf("measure: %v", err)
+		return
+	}
+	r.line(fmt.Sprintf("C %d %d %d %d\n", c1.runs-c0.runs, c1.cpuNS-c0.cpuNS, c1.mallocs-c0.mallocs, c1.allocs-c0.allocs))
 }
 
 func run(o options) error {
@@ -148,7 +222,7 @@ func run(o options) error {
 			log.Printf("close %s: %v", o.out, err)
 		}
 	}()
-	rec := &recorder{f: f}
+	rec := &recorder{f: f, countOnly: o.countOnly}
 	if o.cpuProfile != "" {
 		pf, err := os.Create(o.cpuProfile)
 		if err != nil {
@@ -184,8 +258,19 @@ func run(o options) error {
 	}
 }
 
-func (r *recorder) started() {
+// started records that the scheduler started, and starts the window of
+// -count-only's measure; stop waits for it.
+func (r *recorder) started(ctx context.Context, o options) (stop func()) {
 	r.line("S " + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n")
+	if !o.countOnly {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() { // owned by the returned stop, which waits for it
+		defer close(done)
+		r.measure(ctx, o.measureAfter, o.measureFor)
+	}()
+	return func() { <-done }
 }
 
 func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Logger) error {
@@ -224,7 +309,7 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 	if err := s.Start(cctx); err != nil {
 		return err
 	}
-	rec.started()
+	defer rec.started(ctx, o)()
 	<-ctx.Done()
 	sctx, scancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer scancel()
@@ -261,7 +346,7 @@ func runGocron(ctx context.Context, o options, rec *recorder, logger *slog.Logge
 		}
 	}
 	s.Start()
-	rec.started()
+	defer rec.started(ctx, o)()
 	<-ctx.Done()
 	// Shutdown has no deadline of its own; past ours the process exits,
 	// which ends this goroutine with it.
@@ -309,7 +394,7 @@ func runDcron(ctx context.Context, o options, rec *recorder) error {
 		}
 	}
 	d.Start()
-	rec.started()
+	defer rec.started(ctx, o)()
 	<-ctx.Done()
 	// Stop has no deadline of its own; past ours the process exits, which
 	// ends this goroutine with it.
