@@ -29,27 +29,15 @@ type fireCostResult struct {
 }
 
 func (b *bench) measureFireCost(ctx context.Context) error {
-	var errs []error
-	for _, j := range b.cfg.fcJobs {
-		for _, sys := range b.cfg.fcSystems {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			b.log.Info("firecost", "system", sys, "jobs", j)
-			r, err := b.fireCostRun(ctx, sys, j)
-			if err != nil {
-				fmt.Println("bench firecost" + new(benchkit.KV).Add("system", sys).Add("jobs", j).Add("error", err.Error()).String())
-				errs = append(errs, fmt.Errorf("%s J=%d: %w", sys, j, err))
-				continue
-			}
-			r.print()
-			b.summary.Add(fmt.Sprintf("%s_j%d_cpu_us_per_run", sys, j), r.nodeUSPerRun())
+	return b.eachRun(ctx, "firecost", b.cfg.fcJobs, b.cfg.fcSystems, func(sys string, j int) error {
+		r, err := b.fireCostRun(ctx, sys, j)
+		if err != nil {
+			return err
 		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d runs failed: %v", len(errs), len(b.cfg.fcJobs)*len(b.cfg.fcSystems), errs)
-	}
-	return nil
+		r.print()
+		b.summary.Add(fmt.Sprintf("%s_j%d_cpu_us_per_run", sys, j), r.nodeUSPerRun())
+		return nil
+	})
 }
 
 func (b *bench) fireCostRun(ctx context.Context, system string, jobs int) (*fireCostResult, error) {

@@ -97,30 +97,41 @@ func (b *bench) measurePeers(ctx context.Context) error {
 	if err := b.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
+	return b.eachRun(ctx, "peers", b.cfg.peerJobs, b.cfg.peerSystems, func(sys string, j int) error {
+		r, err := b.peerRun(ctx, sys, j)
+		if err != nil {
+			return err
+		}
+		b.peers = append(b.peers, r)
+		r.print()
+		pre := fmt.Sprintf("%s_j%d_", r.system, r.jobs)
+		_, sp := spread(r.phases[0].perNode, -1)
+		b.summary.Add(pre+"once", fmt.Sprintf("%d/%d", r.phases[0].once+r.phases[1].once, r.phases[0].ticks*jobsOr1(r.jobs)+r.phases[1].ticks*jobsOr1(r.jobs))).
+			Add(pre+"p99", benchkit.MS(benchkit.Percentile(r.phases[0].lat, 99))).Add(pre+"spread", sp).
+			Add(pre+"recovery_max_s", benchkit.Max(r.recovery))
+		return nil
+	})
+}
+
+// eachRun calls run for every job count and system, in that order; a run
+// that fails is reported as a "bench NAME" line with its error, and the
+// others still run.
+func (b *bench) eachRun(ctx context.Context, name string, jobs []int, systems []string, run func(system string, jobs int) error) error {
 	var errs []error
-	for _, j := range b.cfg.peerJobs {
-		for _, sys := range b.cfg.peerSystems {
+	for _, j := range jobs {
+		for _, sys := range systems {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			b.log.Info("peers", "system", sys, "jobs", j)
-			r, err := b.peerRun(ctx, sys, j)
-			if err != nil {
-				fmt.Println("bench peers" + new(benchkit.KV).Add("system", sys).Add("jobs", j).Add("error", err.Error()).String())
+			b.log.Info(name, "system", sys, "jobs", j)
+			if err := run(sys, j); err != nil {
+				fmt.Println("bench " + name + new(benchkit.KV).Add("system", sys).Add("jobs", j).Add("error", err.Error()).String())
 				errs = append(errs, fmt.Errorf("%s J=%d: %w", sys, j, err))
-				continue
 			}
-			b.peers = append(b.peers, r)
-			r.print()
-			pre := fmt.Sprintf("%s_j%d_", r.system, r.jobs)
-			_, sp := spread(r.phases[0].perNode, -1)
-			b.summary.Add(pre+"once", fmt.Sprintf("%d/%d", r.phases[0].once+r.phases[1].once, r.phases[0].ticks*jobsOr1(r.jobs)+r.phases[1].ticks*jobsOr1(r.jobs))).
-				Add(pre+"p99", benchkit.MS(benchkit.Percentile(r.phases[0].lat, 99))).Add(pre+"spread", sp).
-				Add(pre+"recovery_max_s", benchkit.Max(r.recovery))
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d runs failed: %v", len(errs), len(b.cfg.peerJobs)*len(b.cfg.peerSystems), errs)
+		return fmt.Errorf("%d of %d runs failed: %v", len(errs), len(jobs)*len(systems), errs)
 	}
 	return nil
 }
