@@ -29,6 +29,9 @@ type fireCostResult struct {
 }
 
 func (b *bench) measureFireCost(ctx context.Context) error {
+	if err := b.warmUp(ctx, b.cfg.fcSystems); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
 	return b.eachRun(ctx, "firecost", b.cfg.fcJobs, b.cfg.fcSystems, func(sys string, j int) error {
 		r, err := b.fireCostRun(ctx, sys, j)
 		if err != nil {

@@ -82,6 +82,7 @@ type bench struct {
 	nodeBin string
 	summary benchkit.KV
 	peers   []*peerResult
+	warmed  bool // ZooKeeper has had its warm-up (warmUp)
 }
 
 func main() {
@@ -120,7 +121,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
-	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")
+	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers, -firecost: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")
 	fs.DurationVar(&c.peerWork, "peer-work", 100*time.Millisecond, "-peers: how long each run takes (runs are in flight at the kill)")
 	fs.DurationVar(&c.killAfter, "peer-kill-offset", 50*time.Millisecond, "-peers: the kill comes this long after a tick")
 	fs.DurationVar(&c.tunedTimeout, "tuned-session-timeout", 2*time.Second, "-peers: shardjob-tuned's ZooKeeper session timeout")

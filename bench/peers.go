@@ -94,7 +94,7 @@ type peerResult struct {
 }
 
 func (b *bench) measurePeers(ctx context.Context) error {
-	if err := b.warmUp(ctx); err != nil {
+	if err := b.warmUp(ctx, b.cfg.peerSystems); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return b.eachRun(ctx, "peers", b.cfg.peerJobs, b.cfg.peerSystems, func(sys string, j int) error {
@@ -139,10 +139,13 @@ func (b *bench) eachRun(ctx context.Context, name string, jobs []int, systems []
 // warmUp runs shardjob's workload unmeasured for the configured time: a
 // JVM compiles its hot paths in its first minutes, at a CPU cost the first
 // measured run would otherwise be charged with (Redis has no such phase).
-func (b *bench) warmUp(ctx context.Context) error {
-	if b.cfg.peerWarmup <= 0 || !slices.ContainsFunc(b.cfg.peerSystems, usesZK) {
+// It runs once per program, before the first benchmark of systems that
+// uses ZooKeeper.
+func (b *bench) warmUp(ctx context.Context, systems []string) error {
+	if b.warmed || b.cfg.peerWarmup <= 0 || !slices.ContainsFunc(systems, usesZK) {
 		return nil
 	}
+	b.warmed = true
 	dir := filepath.Join(b.dir, "peers-warmup")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
