@@ -174,11 +174,26 @@ type itemResult struct {
 	prior record
 }
 
-func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+// runContext returns the parent of the runs under sess here: cancelled
+// when sess ends, or with r.execCtx's cause when shutdown's grace period
+// ends. There is one per session, made by its first run: a run of its own
+// would link to r.execCtx and unlink again every time.
+func (r *runner) runContext(sess *regcenter.Session) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runsSess == sess && r.runsCtx != nil {
+		return r.runsCtx
+	}
 	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	unlink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
+	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
+	r.runsSess, r.runsCtx = sess, ctx
+	return ctx
+}
+
+func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+	ctx, cancel := context.WithCancelCause(r.runContext(sess))
 	defer cancel(nil)
-	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
-	defer stopLink()
 	through := at
 	r.mu.Lock()
 	if e := r.running[item]; e != nil {

@@ -79,10 +79,8 @@ func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
 
 // runRange runs one range and returns a result per item.
 func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]string, rj RangeJob, run itemRun, kind Kind) []itemResult {
-	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	ctx, cancel := context.WithCancelCause(r.runContext(sess))
 	defer cancel(nil)
-	stopLink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
-	defer stopLink()
 	through := run.fire
 	r.mu.Lock()
 	for it := run.first; it <= run.last; it++ {

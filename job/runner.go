@@ -77,6 +77,10 @@ type runner struct {
 	lifeCancel context.CancelFunc
 	execCtx    context.Context // cancelled when shutdown's grace period ends
 	execCancel context.CancelCauseFunc
+	// runsCtx is the parent of the runs under runsSess (runContext);
+	// guarded by mu.
+	runsSess *regcenter.Session
+	runsCtx  context.Context
 	// recordCtx is cancelled when stop has waited its last for background
 	// work: completions (including the hand-over of items cut short) are
 	// written until then.
@@ -214,10 +218,8 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 	if wait <= 0 {
 		return true
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-r.s.gates.until(at, wait):
 		return true
 	case <-wake:
 		return true

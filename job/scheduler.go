@@ -164,6 +164,7 @@ type Scheduler struct {
 
 	placer *placer  // commits this scheduler's reshards (placement.go)
 	inst   instance // this instance's place in the namespace (instance.go)
+	gates  gates    // the times fires wait for (gate.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of

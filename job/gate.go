@@ -1,0 +1,46 @@
+package job
+
+import (
+	"sync"
+	"time"
+)
+
+// gates hands out channels that close when a time comes: one channel and
+// one timer per time, however many wait for it. The fires of many jobs due
+// at the same second, dispatched ahead of it (the lead), wait for it on one
+// timer rather than one each (runner.sleepUntil). The zero value is ready.
+type gates struct {
+	mu sync.Mutex
+	m  map[int64]chan struct{} // by the time's UnixNano, until it closes
+}
+
+// until returns the channel of time t, which closes d from now when it is
+// the first call for t. A gate ends with its time: its timer fires once and
+// removes it, whether anyone still waits or not.
+func (g *gates) until(t time.Time, d time.Duration) <-chan struct{} {
+	key := t.UnixNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ch, ok := g.m[key]; ok {
+		return ch
+	}
+	if g.m == nil {
+		g.m = map[int64]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	g.m[key] = ch
+	time.AfterFunc(d, func() {
+		g.mu.Lock()
+		delete(g.m, key)
+		g.mu.Unlock()
+		close(ch)
+	})
+	return ch
+}
+
+// pending is how many gates have not closed yet.
+func (g *gates) pending() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.m)
+}
