@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/benchkit"
@@ -44,24 +42,11 @@ func (b *bench) measureFireCost(ctx context.Context) error {
 }
 
 func (b *bench) fireCostRun(ctx context.Context, system string, jobs int) (*fireCostResult, error) {
-	name := fmt.Sprintf("firecost-%s-%d", system, jobs)
-	dir := filepath.Join(b.dir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, args, serverPID, err := b.systemRun(ctx, "firecost", system, jobs)
+	if err != nil {
 		return nil, err
 	}
-	sysArgs, _ := systemArgs(system, b.cfg)
-	args := append([]string{"-jobs", strconv.Itoa(jobs), "-work", "0s", "-namespace", name, "-count-only",
-		"-measure-after", b.cfg.fcWarmup.String(), "-measure-for", b.cfg.fcDuration.String()}, sysArgs...)
-	serverPID := b.zk.PID(0)
-	if usesZK(system) {
-		args = append(args, "-zk", b.zk.ConnectString())
-	} else {
-		if err := b.redis.flush(ctx); err != nil {
-			return nil, err
-		}
-		args = append(args, "-redis", b.redis.addr)
-		serverPID = b.redis.proc.PID
-	}
+	args = append(args, "-work", "0s", "-count-only", "-measure-after", b.cfg.fcWarmup.String(), "-measure-for", b.cfg.fcDuration.String())
 	res := &fireCostResult{system: system, jobs: jobs, settings: describeSystem(system, b.cfg)}
 	n, err := b.startNode(dir, 0, "n0", args)
 	if err != nil {

@@ -179,24 +179,33 @@ func (b *bench) warmUp(ctx context.Context, systems []string) error {
 	return nil
 }
 
-func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResult, error) {
-	name := fmt.Sprintf("peers-%s-%d", system, jobs)
-	dir := filepath.Join(b.dir, name)
+// systemRun prepares a run of system with J jobs for the benchmark
+// named bench: its work directory, the node flags that select the system,
+// its namespace and its server (a Redis flushed of earlier runs), and the
+// server's pid.
+func (b *bench) systemRun(ctx context.Context, bench, system string, jobs int) (dir string, args []string, serverPID int, err error) {
+	name := fmt.Sprintf("%s-%s-%d", bench, system, jobs)
+	dir = filepath.Join(b.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return "", nil, 0, err
 	}
 	sysArgs, _ := systemArgs(system, b.cfg)
-	args := append([]string{"-jobs", strconv.Itoa(jobs), "-work", b.cfg.peerWork.String(), "-namespace", name}, sysArgs...)
-	serverPID := b.zk.PID(0)
+	args = append([]string{"-jobs", strconv.Itoa(jobs), "-namespace", name}, sysArgs...)
 	if usesZK(system) {
-		args = append(args, "-zk", b.zk.ConnectString())
-	} else {
-		if err := b.redis.flush(ctx); err != nil {
-			return nil, err
-		}
-		args = append(args, "-redis", b.redis.addr)
-		serverPID = b.redis.proc.PID
+		return dir, append(args, "-zk", b.zk.ConnectString()), b.zk.PID(0), nil
 	}
+	if err := b.redis.flush(ctx); err != nil {
+		return "", nil, 0, err
+	}
+	return dir, append(args, "-redis", b.redis.addr), b.redis.proc.PID, nil
+}
+
+func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResult, error) {
+	dir, args, serverPID, err := b.systemRun(ctx, "peers", system, jobs)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, "-work", b.cfg.peerWork.String())
 	res := &peerResult{system: system, jobs: jobs, settings: describeSystem(system, b.cfg)}
 
 	const nNodes = 3
