@@ -112,8 +112,21 @@ func (r *runner) cachedAssignment(sess *regcenter.Session) (assigned, bool) {
 // forgetAssignment drops the assumption: the next fire reads ZooKeeper.
 func (r *runner) forgetAssignment() {
 	r.mu.Lock()
-	r.assumed = assigned{}
+	relead := r.setAssumedLocked(assigned{})
 	r.mu.Unlock()
+	if relead {
+		r.s.trig.relead(r.name)
+	}
+}
+
+// setAssumedLocked makes a the assumption of the next fire. It reports
+// whether the fire loses its proof by watches, so that it needs the lead
+// of a fire that sends requests: the caller then tells the trigger
+// (trigger.relead), without r.mu, which the trigger's dispatch takes.
+func (r *runner) setAssumedLocked(a assigned) (relead bool) {
+	r.assumed = a
+	watched := a.set && a.watched
+	return r.watchedAssumption.Swap(watched) && !watched
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -206,6 +219,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 	unmonitored := r.config().Unmonitored
 	watch := len(a.items) == 0 || unmonitored
 	var cancels []func()
+	relead := false
 	r.mu.Lock()
 	defer func() {
 		r.mu.Unlock()
@@ -214,6 +228,9 @@ func (r *runner) assume(a assigned, gen uint64) {
 				c()
 			}
 		}
+		if relead {
+			r.s.trig.relead(r.name)
+		}
 	}()
 	if r.closed {
 		return
@@ -221,7 +238,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 	if !watch {
 		cancels = append(cancels, r.idleWatch, r.epochWatch)
 		r.idleWatch, r.idleArmed, r.epochWatch, r.epochArmed = nil, false, nil, false
-		r.assumed = a
+		relead = r.setAssumedLocked(a)
 		return
 	}
 	armed := r.idleArmed && (!unmonitored || r.epochArmed)
@@ -229,10 +246,13 @@ func (r *runner) assume(a assigned, gen uint64) {
 		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
 			r.mu.Lock()
 			r.idleArmed = true
-			r.assumed = assigned{}
+			relead := r.setAssumedLocked(assigned{})
 			r.watchGen++
 			passed := !r.idlePassed.IsZero()
 			r.mu.Unlock()
+			if relead {
+				r.s.trig.relead(r.name)
+			}
 			if passed && (ev.Type == regcenter.EventCreated || ev.Type == regcenter.EventDataChanged) {
 				r.goCatchUp()
 			}
@@ -242,19 +262,22 @@ func (r *runner) assume(a assigned, gen uint64) {
 		r.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
 			r.mu.Lock()
 			r.epochArmed = true
-			r.assumed = assigned{}
+			relead := r.setAssumedLocked(assigned{})
 			r.watchGen++
 			r.mu.Unlock()
+			if relead {
+				r.s.trig.relead(r.name)
+			}
 		})
 	}
 	if r.watchGen != gen {
 		// An event came while the fire read: its change may postdate
 		// the read. The next fire reads again.
-		r.assumed = assigned{}
+		relead = r.setAssumedLocked(assigned{})
 		return
 	}
 	a.watched = armed
-	r.assumed = a
+	relead = r.setAssumedLocked(a)
 }
 
 // proveAssignment sends an assumption's checks alone, for a fire that marks

@@ -89,6 +89,10 @@ type runner struct {
 	wg           sync.WaitGroup
 	membership   *kicker
 	assumed      assigned // what the next fire may assume; under mu
+	// watchedAssumption: assumed is proved by watches (assigned.watched),
+	// so an unmonitored job's next fire sends no request (quickFire). Set
+	// with assumed, under mu; read by the trigger without it.
+	watchedAssumption atomic.Bool
 	// idleWatch watches this instance's sharding node while it holds no
 	// items or the job is unmonitored, epochWatch the reshard epoch while
 	// the job is unmonitored (see assume); each armed once its first
@@ -283,8 +287,15 @@ func (r *runner) schedule() {
 		r.log.Error("cannot schedule", "err", err)
 		return
 	}
-	r.s.trig.set(r.name, sched)
+	r.s.trig.set(r.name, sched, r.quickFire)
 	r.prepareBefore(sched.Next(r.s.opts.now()))
+}
+
+// quickFire reports whether the job's next scheduled fire would send no
+// request to ZooKeeper: an unmonitored job firing on an assumption its
+// watches prove (see assume). Such a fire needs no lead (see trigger).
+func (r *runner) quickFire() bool {
+	return r.watchedAssumption.Load() && r.config().Unmonitored
 }
 
 func (r *runner) sessionTimeout() time.Duration {

@@ -14,7 +14,9 @@ import (
 // next fire is dispatched. A fire is dispatched lead ahead of its time
 // (see leadOf), so that its coordination is done when the time comes and
 // its run starts then (the fire claims its items early; launch waits for
-// the fire's time).
+// the fire's time). A job whose fires send no request (quick) gets no
+// lead: dispatched at its time, a fire does not wait for it, and a process
+// with many such jobs wakes once per fire time instead of twice.
 type trigger struct {
 	mu    sync.Mutex
 	h     triggerHeap
@@ -28,14 +30,27 @@ type trigger struct {
 type triggerEntry struct {
 	job   string
 	sched cron.Schedule
+	// quick, when not nil, reports whether the job's next fire would send
+	// no request: it needs no lead. It must not block.
+	quick func() bool
 	next  time.Time // the next fire's time
 	due   time.Time // when it is dispatched: next less its lead
 	index int
 }
 
-// setNext makes next the entry's next fire.
+// setNext makes next the entry's next fire, dispatched lead ahead (see
+// lead).
 func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
 	e.next, e.due = next, dueAt(e.sched, next, lead)
+}
+
+// lead is the lead of the entry's next fire: lead, or none while the job
+// is quick.
+func (e *triggerEntry) lead(lead time.Duration) time.Duration {
+	if e.quick != nil && e.quick() {
+		return 0
+	}
+	return lead
 }
 
 // dueAt is when the fire at next is dispatched: next less its lead.
@@ -87,14 +102,15 @@ func newTrigger(now func() time.Time, lead time.Duration, fire func(string, time
 	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, lead: lead, fire: fire}
 }
 
-// set schedules job (replacing an earlier schedule) from now on.
-func (t *trigger) set(job string, s cron.Schedule) {
+// set schedules job (replacing an earlier schedule) from now on. quick,
+// if not nil, reports when the job's fires need no lead (see trigger).
+func (t *trigger) set(job string, s cron.Schedule, quick func() bool) {
 	t.mu.Lock()
-	if e := t.byJob[job]; e != nil {
+	if e := t.byJob[job]; e != nil && e.index >= 0 {
 		heap.Remove(&t.h, e.index)
 	}
-	e := &triggerEntry{job: job, sched: s}
-	e.setNext(s.Next(t.now()), t.lead)
+	e := &triggerEntry{job: job, sched: s, quick: quick}
+	e.setNext(s.Next(t.now()), e.lead(t.lead))
 	t.byJob[job] = e
 	if !e.next.IsZero() {
 		heap.Push(&t.h, e)
@@ -116,6 +132,26 @@ func (t *trigger) remove(job string) {
 	t.poke()
 }
 
+// relead dispatches job's next fire with the lead it needs now: a job that
+// stops being quick gets its head start back for its next fire (at once
+// if that fire is within its lead already).
+func (t *trigger) relead(job string) {
+	t.mu.Lock()
+	e := t.byJob[job]
+	moved := false
+	if e != nil && e.index >= 0 {
+		if due := dueAt(e.sched, e.next, e.lead(t.lead)); !due.Equal(e.due) {
+			e.due = due
+			heap.Fix(&t.h, e.index)
+			moved = true
+		}
+	}
+	t.mu.Unlock()
+	if moved {
+		t.poke()
+	}
+}
+
 func (t *trigger) poke() {
 	select {
 	case t.wake <- struct{}{}:
@@ -134,11 +170,12 @@ func (t *trigger) run(ctx context.Context) {
 		t.mu.Lock()
 		for len(t.h) > 0 && !t.h[0].due.After(now) {
 			e := t.h[0]
-			at := e.next
-			for n := e.sched.Next(at); !n.IsZero() && !dueAt(e.sched, n, t.lead).After(now); n = e.sched.Next(at) {
-				at = n
+			at, lead := e.next, e.lead(t.lead)
+			n := e.sched.Next(at)
+			for !n.IsZero() && !dueAt(e.sched, n, lead).After(now) {
+				at, n = n, e.sched.Next(n)
 			}
-			e.setNext(e.sched.Next(at), t.lead)
+			e.setNext(n, lead)
 			if e.next.IsZero() {
 				heap.Pop(&t.h)
 			} else {

@@ -1,0 +1,136 @@
+package job
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// A job whose fires send no request is dispatched at its fire's time, one
+// that sends requests a lead ahead; a quick job that stops being quick
+// gets its lead back for the fire it waits for (relead).
+func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 100e6, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(to time.Time) { mu.Lock(); now = to; mu.Unlock() }
+	type dispatch struct {
+		job string
+		at  time.Time
+	}
+	fired := make(chan dispatch, 16)
+	trig := newTrigger(clock, 400*time.Millisecond, func(job string, at time.Time) { fired <- dispatch{job, at} })
+	every, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("* * * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quick atomic.Bool
+	quick.Store(true)
+	trig.set("quick", every, quick.Load)
+	trig.set("slow", every, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); trig.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	next := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
+	due := func(job string) time.Time {
+		trig.mu.Lock()
+		defer trig.mu.Unlock()
+		return trig.byJob[job].due
+	}
+	if got, want := due("slow"), next.Add(-400*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("slow job dispatched at %v, want %v (its fire less the lead)", got, want)
+	}
+	if got := due("quick"); !got.Equal(next) {
+		t.Fatalf("quick job dispatched at %v, want its fire's time %v", got, next)
+	}
+	receive := func(want string) {
+		t.Helper()
+		select {
+		case d := <-fired:
+			if d.job != want || !d.at.Equal(next) {
+				t.Fatalf("dispatched %s for %v, want %s for %v", d.job, d.at, want, next)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not dispatched", want)
+		}
+	}
+
+	advance(next.Add(-300 * time.Millisecond)) // within the lead
+	trig.poke()
+	receive("slow")
+	trig.relead("quick") // still quick: nothing moves
+	if got := due("quick"); !got.Equal(next) {
+		t.Fatalf("relead of a quick job moved its dispatch to %v", got)
+	}
+	quick.Store(false)
+	trig.relead("quick") // now within its lead: dispatched at once
+	receive("quick")
+	if got, want := due("quick"), next.Add(600*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("after losing its proof the quick job's next fire is dispatched at %v, want %v", got, want)
+	}
+	select {
+	case d := <-fired:
+		t.Fatalf("unexpected dispatch %+v", d)
+	default:
+	}
+}
+
+// An unmonitored job's fires on a watched assumption send nothing, so
+// once its watches are armed they are dispatched at their time; a fire
+// that has to read again (the assumption dropped) gets the lead back.
+func TestUnmonitoredSteadyFiresGetNoLead(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "quicklead"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	const lead = 400 * time.Millisecond
+	s, err := NewScheduler(rc, WithServerID("a"), WithFireLead(lead), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+	if err := s.Add(ctx, Config{Name: "quick", Cron: "* * * * * *", ShardingTotalCount: 1, Unmonitored: true}, noop); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	r := s.runner("quick")
+	leadOfNext := func() time.Duration {
+		s.trig.mu.Lock()
+		defer s.trig.mu.Unlock()
+		e := s.trig.byJob["quick"]
+		return e.next.Sub(e.due)
+	}
+	for !(r.quickFire() && leadOfNext() == 0) {
+		if ctx.Err() != nil {
+			t.Fatalf("the steady unmonitored job's fires are still dispatched %v ahead", leadOfNext())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Right after a fire, so that the next one is not dispatched (and
+	// assumes again) before the checks below.
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	r.forgetAssignment()
+	if r.quickFire() {
+		t.Fatal("a job without an assumption is still quick")
+	}
+	if got := leadOfNext(); got != lead {
+		t.Fatalf("the next fire of a job that must read is dispatched %v ahead, want %v", got, lead)
+	}
+}
