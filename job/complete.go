@@ -143,31 +143,38 @@ func setIn(m *map[int]bool, k int) {
 	(*m)[k] = true
 }
 
+// complete ends batch's executions: it writes their completion (a
+// monitored job), notes the fires a lost session cut short as owed here,
+// and releases the items.
 func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	defer func() {
-		items := make([]int, len(batch))
-		for i, b := range batch {
-			items[i] = b.item
-			// Cut short by a lost session (not by shutdown): this instance
-			// owes the fire a run once it is back. If the session really
-			// expired, failover may run it elsewhere too: at least once, and
-			// never at the same time (the running mark).
-			if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
-				r.noteMisfire(b.item, b.fire, cfg)
-			}
-		}
-		r.mu.Lock()
-		for _, it := range items {
-			// It ran here: whoever ran it before is no reason to hold
-			// back from its queued debt any more.
-			delete(r.claimBlocked, it)
-		}
-		r.mu.Unlock()
-		r.release(items)
-	}()
-	if cfg.Unmonitored {
-		return
+	if !cfg.Unmonitored {
+		r.writeCompletion(sess, cfg, batch)
 	}
+	items := make([]int, len(batch))
+	for i, b := range batch {
+		items[i] = b.item
+		// Cut short by a lost session (not by shutdown): this instance
+		// owes the fire a run once it is back. If the session really
+		// expired, failover may run it elsewhere too: at least once, and
+		// never at the same time (the running mark).
+		if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
+			r.noteMisfire(b.item, b.fire, cfg)
+		}
+	}
+	r.mu.Lock()
+	for _, it := range items {
+		// It ran here: whoever ran it before is no reason to hold
+		// back from its queued debt any more.
+		delete(r.claimBlocked, it)
+	}
+	r.mu.Unlock()
+	r.release(items)
+}
+
+// writeCompletion writes a monitored job's completion of batch (see
+// complete). It is complete's own function, not part of it, so that an
+// unmonitored job's completion does not take its stack frame.
+func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
 	// A completion is retried until it is written: across a lost
 	// connection, a ZooKeeper ensemble without quorum and a new session
 	// (the replay-safe, unfenced form then). Given up, the fires it covers

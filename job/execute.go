@@ -69,14 +69,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	var priors map[int]record
 	switch kind {
 	case KindMisfire, KindFailover:
-		fires = r.absorbDebts(cfg, todo, at)
-		if !cfg.Unmonitored {
-			var settled []itemResult
-			todo, priors, settled = r.stillOwed(sess, cfg, at, fires, todo, kind, proven)
-			for _, s := range settled {
-				results <- s
-			}
-		}
+		todo, fires, priors = r.owedRuns(sess, cfg, at, todo, kind, proven, results)
 	case KindFire:
 		priors = r.priorsFor(todo)
 	}
@@ -89,28 +82,13 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	if !r.untilFire(sess, r.latestThrough(at, todo)) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
-		for _, it := range todo {
-			results <- closedResult(it, fireOf(it), kind)
-		}
-		r.completeAll(sess, cfg, results, n)
+		r.closeUnstarted(sess, cfg, todo, fireOf, kind, results, n)
 		return
 	}
 	params, _ := cfg.ItemParameters()
 	defer r.fireStarted(at, kind, todo)()
 	if rj, ok := r.job.(RangeJob); ok {
-		for _, run := range runsOf(todo, fireOf) {
-			if !r.goFunc(func() {
-				for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
-					res.prior = priors[res.item]
-					results <- res
-				}
-			}) {
-				for it := run.first; it <= run.last; it++ {
-					results <- closedResult(it, run.fire, kind)
-				}
-			}
-		}
-		r.completeAll(sess, cfg, results, n)
+		r.launchRanges(sess, cfg, rj, params, todo, fireOf, priors, kind, results, n)
 		return
 	}
 	for _, it := range todo {
@@ -129,6 +107,53 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		}
 		if !r.goFunc(runOne) {
 			results <- closedResult(it, fire, kind)
+		}
+	}
+	r.completeAll(sess, cfg, results, n)
+}
+
+// The rarer branches of launch are functions of their own, so that the
+// stack frame of a scheduled fire's goroutine — which runs a one-item job
+// itself — stays small (a goroutine starts with a small stack and copies
+// it whole to grow it).
+
+// owedRuns prepares a make-up run (kind KindMisfire or KindFailover) of
+// todo for launch: the items still owed, the earliest fire each one owes
+// and what their records said; results gets the items found settled.
+func (r *runner) owedRuns(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind, proven map[int]record, results chan<- itemResult) ([]int, map[int]time.Time, map[int]record) {
+	fires := r.absorbDebts(cfg, todo, at)
+	if cfg.Unmonitored {
+		return todo, fires, nil
+	}
+	todo, priors, settled := r.stillOwed(sess, cfg, at, fires, todo, kind, proven)
+	for _, s := range settled {
+		results <- s
+	}
+	return todo, fires, priors
+}
+
+// closeUnstarted completes todo, which shutdown stopped before its fire's
+// time, as runs cut short by shutdown (handed over).
+func (r *runner) closeUnstarted(sess *regcenter.Session, cfg *spec, todo []int, fireOf func(int) time.Time, kind Kind, results chan itemResult, n int) {
+	for _, it := range todo {
+		results <- closedResult(it, fireOf(it), kind)
+	}
+	r.completeAll(sess, cfg, results, n)
+}
+
+// launchRanges runs todo as runs of consecutive items for a RangeJob, each
+// on its own goroutine, and completes them.
+func (r *runner) launchRanges(sess *regcenter.Session, cfg *spec, rj RangeJob, params map[int]string, todo []int, fireOf func(int) time.Time, priors map[int]record, kind Kind, results chan itemResult, n int) {
+	for _, run := range runsOf(todo, fireOf) {
+		if !r.goFunc(func() {
+			for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
+				res.prior = priors[res.item]
+				results <- res
+			}
+		}) {
+			for it := run.first; it <= run.last; it++ {
+				results <- closedResult(it, run.fire, kind)
+			}
 		}
 	}
 	r.completeAll(sess, cfg, results, n)
@@ -192,12 +217,12 @@ func (r *runner) runContext(sess *regcenter.Session) context.Context {
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
-	ctx, cancel := context.WithCancelCause(r.runContext(sess))
-	defer cancel(nil)
+	ctx, cancel := context.WithCancel(r.runContext(sess)) // ends with the run
+	defer cancel()
 	through := at
 	r.mu.Lock()
 	if e := r.running[item]; e != nil {
-		e.kind, e.fire, e.cancel = kind, at, cancel
+		e.kind, e.fire = kind, at
 		if e.through.After(at) {
 			through = e.through
 		}
@@ -211,23 +236,45 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 		owner: &ownership{sess: sess, ctx: ctx},
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
-	ev := r.listenerEvent(sc, res.begin)
-	for _, l := range r.s.opts.listeners {
-		l.BeforeExecution(ev)
+	var ev *listener.Execution
+	if len(r.s.opts.listeners) > 0 {
+		ev = r.beforeExecution(sc, res.begin)
 	}
 	res.err = r.callTimed(ctx, sc, cfg.Timeout)
 	res.end = time.Now()
 	if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
 	}
-	ev.End, ev.Err = res.end, res.err
-	for _, l := range r.s.opts.listeners {
-		l.AfterExecution(ev)
+	if ev != nil {
+		r.afterExecution(ev, res.end, res.err)
 	}
 	if res.err != nil && res.halted == nil {
-		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
+		r.itemFailed(item, at, kind, res.err)
 	}
 	return res
+}
+
+// beforeExecution tells the listeners that an execution begins, and
+// returns the event for afterExecution.
+func (r *runner) beforeExecution(sc ShardingContext, begin time.Time) *listener.Execution {
+	ev := r.listenerEvent(sc, begin)
+	for _, l := range r.s.opts.listeners {
+		l.BeforeExecution(ev)
+	}
+	return &ev
+}
+
+// afterExecution tells the listeners that the execution of ev ended.
+func (r *runner) afterExecution(ev *listener.Execution, end time.Time, err error) {
+	ev.End, ev.Err = end, err
+	for _, l := range r.s.opts.listeners {
+		l.AfterExecution(*ev)
+	}
+}
+
+// itemFailed logs an execution that failed.
+func (r *runner) itemFailed(item int, at time.Time, kind Kind, err error) {
+	r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", err)
 }
 
 // callTimed calls the job with ctx bounded by timeout (0: unbounded). An

@@ -57,3 +57,49 @@ func BenchmarkFire(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFireUnmonitored measures what an unmonitored one-item job's
+// scheduled fire costs this process in the steady state, where it sends no
+// request: from the trigger's dispatch through the run (a no-op job) to its
+// completion, fires due in the past so that nothing waits for a time.
+func BenchmarkFireUnmonitored(b *testing.B) {
+	zc := zktest.Start(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "benchunmon"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	s, err := NewScheduler(rc, WithServerID("bench"), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Name: "unmon", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1, Unmonitored: true}
+	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+	if err := s.Add(ctx, cfg, noop); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	r := s.runner("unmon")
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	fire := func(i int) {
+		r.goFire(base.Add(time.Duration(i) * time.Millisecond))
+		r.firing.Wait()
+	}
+	for i := range 3 { // the first fires reshard and arm the watches
+		fire(i)
+		time.Sleep(100 * time.Millisecond)
+	}
+	before := rc.Stats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fire(i + 3)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rc.Stats().Sub(before).Total())/float64(b.N), "requests/fire")
+}

@@ -79,13 +79,13 @@ func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
 
 // runRange runs one range and returns a result per item.
 func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]string, rj RangeJob, run itemRun, kind Kind) []itemResult {
-	ctx, cancel := context.WithCancelCause(r.runContext(sess))
-	defer cancel(nil)
+	ctx, cancel := context.WithCancel(r.runContext(sess)) // ends with the run
+	defer cancel()
 	through := run.fire
 	r.mu.Lock()
 	for it := run.first; it <= run.last; it++ {
 		if e := r.running[it]; e != nil {
-			e.kind, e.fire, e.cancel = kind, run.fire, cancel
+			e.kind, e.fire = kind, run.fire
 			if e.through.After(through) {
 				through = e.through
 			}

@@ -120,7 +120,6 @@ type execution struct {
 	// item is reserved: a scheduled fire reserved later finds it covered.
 	through time.Time
 	kind    Kind
-	cancel  context.CancelCauseFunc
 }
 
 // standsFor reports whether the execution holding an item already makes up
@@ -244,11 +243,14 @@ func (r *runner) goFiring(f func()) {
 	}
 	r.wg.Add(1)
 	r.firing.Add(1)
-	go func() {
+	if !r.s.work.do(func() {
 		defer r.wg.Done()
 		defer r.firing.Done()
 		f()
-	}()
+	}) {
+		r.firing.Done()
+		r.wg.Done()
+	}
 }
 
 // isClosed reports whether stop has closed the runner (see goFunc).
@@ -258,8 +260,9 @@ func (r *runner) isClosed() bool {
 	return r.closed
 }
 
-// goFunc runs f on a goroutine owned by the runner; after stop begins
-// closing, f is dropped and goFunc returns false.
+// goFunc runs f on a goroutine owned by the runner (a scheduler's worker:
+// workers.go); after stop begins closing, f is dropped and goFunc returns
+// false.
 func (r *runner) goFunc(f func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -267,10 +270,13 @@ func (r *runner) goFunc(f func()) bool {
 		return false
 	}
 	r.wg.Add(1)
-	go func() {
+	if !r.s.work.do(func() {
 		defer r.wg.Done()
 		f()
-	}()
+	}) {
+		r.wg.Done()
+		return false
+	}
 	return true
 }
 

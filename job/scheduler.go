@@ -165,6 +165,7 @@ type Scheduler struct {
 	placer *placer  // commits this scheduler's reshards (placement.go)
 	inst   instance // this instance's place in the namespace (instance.go)
 	gates  gates    // the times fires wait for (gate.go)
+	work   workers  // the goroutines of the jobs' fires and runs (workers.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -322,7 +323,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	s.startHealth()
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() {
 		defer s.wg.Done()
 		s.trig.run(s.ctx)
@@ -330,6 +331,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	go func() {
 		defer s.wg.Done()
 		s.reconcileLoop()
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.work.reapEvery(s.ctx, workerReap)
 	}()
 	// New jobs' trees are made several to a transaction (createJobs); then
 	// each job arms its watches, or, if it existed already, registers node
@@ -471,6 +476,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	s.work.close(ctx) // what outlives ctx, stop reported: runs that ignore their context
 	if s.unsub != nil {
 		s.unsub()
 	}

@@ -1,0 +1,126 @@
+package job
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// workers runs a scheduler's fires, runs and background work on goroutines
+// kept between uses. A goroutine starts with a 2 KB stack, and a fire's
+// (trigger to completion, with a one-item job's run on it) is several times
+// that: a fresh goroutine per fire copied its stack to grow it twice,
+// every fire. A kept one has grown it once.
+//
+// A task goes to the worker that became idle last, or to a new worker when
+// none is idle. Idle workers wait on a channel of their own, so that
+// handing one a task is a send and a wake-up; reap ends those idle through
+// a whole period, and close ends them all (a busy one once its task
+// returns).
+type workers struct {
+	mu     sync.Mutex
+	idle   []*worker // the last one idle last
+	gen    uint64    // reap's count: a worker idle since an earlier one is reaped
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type worker struct {
+	tasks   chan func() // one task at a time; closed to end the worker
+	idleGen uint64      // gen when it became idle
+}
+
+// workerReap is how often idle workers are reaped: a worker idle since the
+// reap before the last ends, 10 to 20 s after its last task. Longer than
+// the period of a job firing every second or every few, which keeps its
+// workers; short enough that a burst (a start registering thousands of
+// jobs) leaves no crowd of idle goroutines for long.
+const workerReap = 10 * time.Second
+
+// do runs f on a worker and reports true; false, without running f, once
+// close has begun.
+func (w *workers) do(f func()) bool {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return false
+	}
+	if n := len(w.idle); n > 0 {
+		wk := w.idle[n-1]
+		w.idle[n-1] = nil
+		w.idle = w.idle[:n-1]
+		w.mu.Unlock()
+		wk.tasks <- f // buffered, and empty while the worker is idle
+		return true
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go w.work(&worker{tasks: make(chan func(), 1)}, f)
+	return true
+}
+
+// work runs f, then every task handed to wk, until wk's channel is closed.
+func (w *workers) work(wk *worker, f func()) {
+	defer w.wg.Done()
+	for {
+		f()
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			return
+		}
+		wk.idleGen = w.gen
+		w.idle = append(w.idle, wk)
+		w.mu.Unlock()
+		var ok bool
+		if f, ok = <-wk.tasks; !ok {
+			return
+		}
+	}
+}
+
+// reap ends the workers that have been idle since before the previous
+// reap.
+func (w *workers) reap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.gen++
+	n := 0
+	for n < len(w.idle) && w.idle[n].idleGen+1 < w.gen {
+		close(w.idle[n].tasks)
+		n++
+	}
+	w.idle = slices.Delete(w.idle, 0, n)
+}
+
+// reapEvery reaps idle workers every period until ctx ends.
+func (w *workers) reapEvery(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.reap()
+		}
+	}
+}
+
+// close makes do refuse new tasks, ends the idle workers and waits until
+// ctx ends for the busy ones to finish their tasks. It reports whether
+// every worker ended. (A task still busy after its runner stopped is a run
+// whose job ignores its context: stop has reported it.)
+func (w *workers) close(ctx context.Context) bool {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		for _, wk := range w.idle {
+			close(wk.tasks)
+		}
+		w.idle = nil
+	}
+	w.mu.Unlock()
+	return waitCtx(ctx, &w.wg)
+}
