@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,12 +164,20 @@ func parseFlags(args []string) (config, error) {
 		if _, ok := systemArgs(s, c); !ok {
 			return c, fmt.Errorf("-peer-systems: unknown system %q", s)
 		}
+		if slices.Contains(c.peerSystems, s) {
+			// Each system's run has one work directory and namespace.
+			return c, fmt.Errorf("-peer-systems: system %q named twice", s)
+		}
 		c.peerSystems = append(c.peerSystems, s)
 	}
 	for s := range strings.SplitSeq(fcSystems, ",") {
 		s = strings.TrimSpace(s)
 		if _, ok := systemArgs(s, c); !ok {
 			return c, fmt.Errorf("-fc-systems: unknown system %q", s)
+		}
+		if slices.Contains(c.fcSystems, s) {
+			// Each system's run has one work directory and namespace.
+			return c, fmt.Errorf("-fc-systems: system %q named twice", s)
 		}
 		c.fcSystems = append(c.fcSystems, s)
 	}
