@@ -1,13 +1,10 @@
 package job
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
@@ -19,30 +16,15 @@ func BenchmarkFire(b *testing.B) {
 	zc := zktest.Start(b)
 	for _, items := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("items=%d", items), func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("bench%d", items)}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rc.Close()
-			s, err := NewScheduler(rc, WithServerID("bench"), WithLogger(slog.New(slog.DiscardHandler)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			name := fmt.Sprintf("fire%d", items)
 			// A schedule that never fires during the benchmark: fires are
 			// driven directly.
-			cfg := Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: items}
-			noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
-			if err := s.Add(ctx, cfg, noop); err != nil {
+			cfg := Config{Name: fmt.Sprintf("fire%d", items), Cron: "0 0 0 1 1 *", ShardingTotalCount: items}
+			_, r, rc := startOneJob(b, zc, fmt.Sprintf("bench%d", items), cfg)
+			// A job that fires once a year joins its election ahead of a
+			// fire (prepare); driven directly, it joins now.
+			if err := r.prepareSync(); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			defer s.Shutdown(context.Background())
-			r := s.runner(name)
 			sess := rc.Session()
 			r.fireAs(sess, time.UnixMilli(1), KindFire, nil) // the first fire reshards
 			before := rc.Stats()
@@ -63,28 +45,8 @@ func BenchmarkFire(b *testing.B) {
 // request: from the trigger's dispatch through the run (a no-op job) to its
 // completion, fires due in the past so that nothing waits for a time.
 func BenchmarkFireUnmonitored(b *testing.B) {
-	zc := zktest.Start(b)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "benchunmon"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	s, err := NewScheduler(rc, WithServerID("bench"), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		b.Fatal(err)
-	}
 	cfg := Config{Name: "unmon", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1, Unmonitored: true}
-	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
-	if err := s.Add(ctx, cfg, noop); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
-	r := s.runner("unmon")
+	_, r, rc := startOneJob(b, zktest.Start(b), "benchunmon", cfg)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	fire := func(i int) {
 		r.goFire(base.Add(time.Duration(i) * time.Millisecond))

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
@@ -89,28 +87,11 @@ func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
 // once its watches are armed they are dispatched at their time; a fire
 // that has to read again (the assumption dropped) gets the lead back.
 func TestUnmonitoredSteadyFiresGetNoLead(t *testing.T) {
-	zc := zktest.Start(t)
+	const lead = 400 * time.Millisecond
+	cfg := Config{Name: "quick", Cron: "* * * * * *", ShardingTotalCount: 1, Unmonitored: true}
+	s, r, _ := startOneJob(t, zktest.Start(t), "quicklead", cfg, WithFireLead(lead))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "quicklead"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	const lead = 400 * time.Millisecond
-	s, err := NewScheduler(rc, WithServerID("a"), WithFireLead(lead), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
-	if err := s.Add(ctx, Config{Name: "quick", Cron: "* * * * * *", ShardingTotalCount: 1, Unmonitored: true}, noop); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
-	r := s.runner("quick")
 	leadOfNext := func() time.Duration {
 		s.trig.mu.Lock()
 		defer s.trig.mu.Unlock()

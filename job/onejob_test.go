@@ -1,0 +1,47 @@
+package job
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// startOneJob starts a scheduler with the single job cfg (a no-op) on
+// namespace ns of zc, stopped when tb ends, and returns it with the job's
+// runner and its ZooKeeper session.
+func startOneJob(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := rc.Close(); err != nil {
+			tb.Errorf("closing the session: %v", err)
+		}
+	})
+	opts = append([]Option{WithServerID("one"), WithLogger(slog.New(slog.DiscardHandler))}, opts...)
+	s, err := NewScheduler(rc, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+	if err := s.Add(ctx, cfg, noop); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, s.runner(cfg.Name), rc
+}
