@@ -112,10 +112,8 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	r.completeAll(sess, cfg, results, n)
 }
 
-// The rarer branches of launch are functions of their own, so that the
-// stack frame of a scheduled fire's goroutine — which runs a one-item job
-// itself — stays small (a goroutine starts with a small stack and copies
-// it whole to grow it).
+// The rarer branches of launch, each a function of its own so that launch
+// reads as the steady fire's path.
 
 // owedRuns prepares a make-up run (kind KindMisfire or KindFailover) of
 // todo for launch: the items still owed, the earliest fire each one owes
@@ -236,45 +234,23 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 		owner: &ownership{sess: sess, ctx: ctx},
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
-	var ev *listener.Execution
-	if len(r.s.opts.listeners) > 0 {
-		ev = r.beforeExecution(sc, res.begin)
+	ev := r.listenerEvent(sc, res.begin)
+	for _, l := range r.s.opts.listeners {
+		l.BeforeExecution(ev)
 	}
 	res.err = r.callTimed(ctx, sc, cfg.Timeout)
 	res.end = time.Now()
 	if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
 	}
-	if ev != nil {
-		r.afterExecution(ev, res.end, res.err)
+	ev.End, ev.Err = res.end, res.err
+	for _, l := range r.s.opts.listeners {
+		l.AfterExecution(ev)
 	}
 	if res.err != nil && res.halted == nil {
-		r.itemFailed(item, at, kind, res.err)
+		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
 	}
 	return res
-}
-
-// beforeExecution tells the listeners that an execution begins, and
-// returns the event for afterExecution.
-func (r *runner) beforeExecution(sc ShardingContext, begin time.Time) *listener.Execution {
-	ev := r.listenerEvent(sc, begin)
-	for _, l := range r.s.opts.listeners {
-		l.BeforeExecution(ev)
-	}
-	return &ev
-}
-
-// afterExecution tells the listeners that the execution of ev ended.
-func (r *runner) afterExecution(ev *listener.Execution, end time.Time, err error) {
-	ev.End, ev.Err = end, err
-	for _, l := range r.s.opts.listeners {
-		l.AfterExecution(*ev)
-	}
-}
-
-// itemFailed logs an execution that failed.
-func (r *runner) itemFailed(item int, at time.Time, kind Kind, err error) {
-	r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", err)
 }
 
 // callTimed calls the job with ctx bounded by timeout (0: unbounded). An
