@@ -159,29 +159,13 @@ func parseFlags(args []string) (config, error) {
 		fs.Usage()
 		return c, errors.New("choose a benchmark, or -all")
 	}
-	for s := range strings.SplitSeq(systems, ",") {
-		s = strings.TrimSpace(s)
-		if _, ok := systemArgs(s, c); !ok {
-			return c, fmt.Errorf("-peer-systems: unknown system %q", s)
-		}
-		if slices.Contains(c.peerSystems, s) {
-			// Each system's run has one work directory and namespace.
-			return c, fmt.Errorf("-peer-systems: system %q named twice", s)
-		}
-		c.peerSystems = append(c.peerSystems, s)
-	}
-	for s := range strings.SplitSeq(fcSystems, ",") {
-		s = strings.TrimSpace(s)
-		if _, ok := systemArgs(s, c); !ok {
-			return c, fmt.Errorf("-fc-systems: unknown system %q", s)
-		}
-		if slices.Contains(c.fcSystems, s) {
-			// Each system's run has one work directory and namespace.
-			return c, fmt.Errorf("-fc-systems: system %q named twice", s)
-		}
-		c.fcSystems = append(c.fcSystems, s)
-	}
 	var err error
+	if c.peerSystems, err = parseSystems("-peer-systems", systems, c); err != nil {
+		return c, err
+	}
+	if c.fcSystems, err = parseSystems("-fc-systems", fcSystems, c); err != nil {
+		return c, err
+	}
 	if c.fcJobs, err = parseInts(fcJobs); err != nil {
 		return c, fmt.Errorf("-fc-jobs: %w", err)
 	}
@@ -341,4 +325,22 @@ func loadavg() string {
 // since a hundred instances' progress would drown the benchmark's own.
 func (b *bench) sdkLog() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// parseSystems reads flag's comma-separated list of systems: each one
+// known, and named once (each system's run has one work directory and
+// namespace).
+func parseSystems(flag, list string, c config) ([]string, error) {
+	var out []string
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := systemArgs(s, c); !ok {
+			return nil, fmt.Errorf("%s: unknown system %q", flag, s)
+		}
+		if slices.Contains(out, s) {
+			return nil, fmt.Errorf("%s: system %q named twice", flag, s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
