@@ -215,8 +215,8 @@ func (r *runner) runContext(sess *regcenter.Session) context.Context {
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
-	ctx, cancel := context.WithCancel(r.runContext(sess)) // ends with the run
-	defer cancel()
+	ctx := newRunCtx(r.runContext(sess))
+	defer ctx.end()
 	through := at
 	r.mu.Lock()
 	if e := r.running[item]; e != nil {
@@ -231,7 +231,7 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-		owner: &ownership{sess: sess, ctx: ctx},
+		owner: ctx.owner(sess),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
 	ev := r.listenerEvent(sc, res.begin)

@@ -79,8 +79,8 @@ func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
 
 // runRange runs one range and returns a result per item.
 func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]string, rj RangeJob, run itemRun, kind Kind) []itemResult {
-	ctx, cancel := context.WithCancel(r.runContext(sess)) // ends with the run
-	defer cancel()
+	ctx := newRunCtx(r.runContext(sess))
+	defer ctx.end()
 	through := run.fire
 	r.mu.Lock()
 	for it := run.first; it <= run.last; it++ {
@@ -98,7 +98,7 @@ func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]str
 			JobName: r.name, TaskID: taskID(r.name, run.fire), FireTime: run.fire, Through: through,
 			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.first, ItemParameter: params[run.first],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			owner: &ownership{sess: sess, ctx: ctx},
+			owner: ctx.owner(sess),
 		},
 		First: run.first, Last: run.last, Start: int64(run.first) * per, End: int64(run.last+1) * per,
 	}

@@ -18,6 +18,14 @@ type fireReservation struct {
 	// ledger holds each touched item's entries before and after the
 	// reservation.
 	ledger []ledgerChange
+
+	// one backs the slices above for a fire of one item (most fires): a
+	// single allocation for the whole reservation.
+	one struct {
+		plain  [1]int
+		taken  [1]*execution
+		ledger [1]ledgerChange
+	}
 }
 
 // ledgerChange is an item's ledger entry before and after a reservation.
@@ -31,7 +39,12 @@ type ledgerChange struct {
 // fire they owe (their debts are taken over by the make-up run). Items
 // running here owe this fire (and any gap) a run.
 func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg *spec) *fireReservation {
-	res := &fireReservation{taken: make([]*execution, 0, len(items)), ledger: make([]ledgerChange, 0, len(items))}
+	res := &fireReservation{}
+	if len(items) == 1 {
+		res.plain, res.taken, res.ledger = res.one.plain[:0], res.one.taken[:0], res.one.ledger[:0]
+	} else {
+		res.taken, res.ledger = make([]*execution, 0, len(items)), make([]ledgerChange, 0, len(items))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {

@@ -33,9 +33,24 @@ func (r *runner) requestReshard(ctx context.Context) error {
 // coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
 // the session, and the runner's life (stop ends waits at once).
 func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
+	return context.WithTimeout(r.coordParent(sess), r.s.opts.reshardTimeout)
+}
+
+// coordParent returns the parent of the coordination under sess: cancelled
+// when sess ends or stop begins. There is one per session, made by its
+// first use, as runContext's: linking each call to both and unlinking it
+// again cost a fire more than the call's own timeout.
+func (r *runner) coordParent(sess *regcenter.Session) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.coordSess == sess && r.coordCtxOf != nil {
+		return r.coordCtxOf
+	}
+	ctx, cancel := context.WithCancel(sess.Ctx())
 	unlink := context.AfterFunc(r.lifeCtx, cancel)
-	return ctx, func() { unlink(); cancel() }
+	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
+	r.coordSess, r.coordCtxOf = sess, ctx
+	return ctx
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the

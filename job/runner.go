@@ -81,6 +81,10 @@ type runner struct {
 	// guarded by mu.
 	runsSess *regcenter.Session
 	runsCtx  context.Context
+	// coordCtxOf is the parent of the coordination under coordSess
+	// (coordParent).
+	coordSess  *regcenter.Session
+	coordCtxOf context.Context
 	// recordCtx is cancelled when stop has waited its last for background
 	// work: completions (including the hand-over of items cut short) are
 	// written until then.
