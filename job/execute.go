@@ -64,14 +64,21 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	if n == 0 {
 		return
 	}
-	results := make(chan itemResult, n)
+	var results chan itemResult // made where results are collected; not for a lone item (below)
 	var fires map[int]time.Time
 	var priors map[int]record
 	switch kind {
 	case KindMisfire, KindFailover:
+		results = make(chan itemResult, n)
 		todo, fires, priors = r.owedRuns(sess, cfg, at, todo, kind, proven, results)
 	case KindFire:
 		priors = r.priorsFor(todo)
+	}
+	collect := func() chan itemResult {
+		if results == nil {
+			results = make(chan itemResult, n)
+		}
+		return results
 	}
 	fireOf := func(it int) time.Time {
 		if f, ok := fires[it]; ok {
@@ -82,30 +89,34 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	if !r.untilFire(sess, r.latestThrough(at, todo)) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
-		r.closeUnstarted(sess, cfg, todo, fireOf, kind, results, n)
+		r.closeUnstarted(sess, cfg, todo, fireOf, kind, collect(), n)
 		return
 	}
 	params, _ := cfg.ItemParameters()
 	defer r.fireStarted(at, kind, todo)()
 	if rj, ok := r.job.(RangeJob); ok {
-		r.launchRanges(sess, cfg, rj, params, todo, fireOf, priors, kind, results, n)
+		r.launchRanges(sess, cfg, rj, params, todo, fireOf, priors, kind, collect(), n)
 		return
 	}
+	if results == nil && len(todo) == 1 && !r.isClosed() {
+		// A lone item runs on this goroutine, which would wait for it in
+		// any case, and is completed as it returns: no goroutine and no
+		// channel for one result.
+		it := todo[0]
+		res := r.runItem(sess, cfg, params, fireOf(it), it, kind)
+		res.prior = priors[it]
+		r.complete(sess, cfg, []itemResult{res})
+		return
+	}
+	results = collect()
 	for _, it := range todo {
 		fire := fireOf(it)
 		prior := priors[it]
-		runOne := func() {
+		if !r.goFunc(func() {
 			res := r.runItem(sess, cfg, params, fire, it, kind)
 			res.prior = prior
 			results <- res
-		}
-		if n == 1 && !r.isClosed() {
-			// One item runs on this goroutine, which waits for it below
-			// in any case: a goroutine fewer per fire of a one-item job.
-			runOne()
-			continue
-		}
-		if !r.goFunc(runOne) {
+		}) {
 			results <- closedResult(it, fire, kind)
 		}
 	}
