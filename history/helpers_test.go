@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -29,23 +28,12 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var err error
 	pg, err = pgtest.Start(ctx)
-	if err == nil {
-		zc, err = zktest.StartCluster(ctx, zktest.Options{})
-		if err != nil {
-			_ = pg.Close()
-		}
-	}
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	base := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		code = leakcheck.Check(base)
-	}
-	zc.Close()
+	code := zktest.RunTests(leakcheck.Checked(m), &zc)
 	if err := pg.Close(); err != nil && code == 0 {
 		fmt.Fprintln(os.Stderr, "pgtest:", err)
 		code = 1

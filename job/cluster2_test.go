@@ -18,7 +18,7 @@ func observer(t *testing.T, ns string) *regcenter.ZooKeeper {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns})
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestSameServerIDTwiceIsAnError(t *testing.T) {
 	startInstance(t, ns, "same", cfg, rec)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 2 * time.Second})
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ jobs:
   - name: audit
     cron: "* * * * * *"
     shardingTotalCount: 1
-`, strings.Join(zkServers, ","), ns)))
+`, strings.Join(zk.Servers(), ","), ns)))
 	if err != nil {
 		t.Fatal(err)
 	}

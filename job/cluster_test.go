@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,25 +18,9 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-var zkServers []string
+var zk *zktest.Cluster
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	zc, err := zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	zkServers = zc.Servers()
-	base := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		code = leakcheck.Check(base)
-	}
-	zc.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(zktest.RunTests(leakcheck.Checked(m), &zk)) }
 
 var nsCounter atomic.Int64
 
@@ -173,7 +156,7 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 // with nothing added or started.
 func connect(t *testing.T, ctx context.Context, ns, id string, opts ...job.Option) (*regcenter.ZooKeeper, *job.Scheduler) {
 	t.Helper()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatalf("regcenter: %v", err)
 	}

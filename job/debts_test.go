@@ -72,7 +72,7 @@ func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true, ShardingStrategy: "AVG_ALLOCATION"}
-	proxy, err := zktest.NewProxy(zkServers[0])
+	proxy, err := zktest.NewProxy(zk.Servers()[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
 	rec := newRecorder()
 	rec.hold = 1500 * time.Millisecond // longer than the period
 	cfg := job.Config{Name: "catchup", Cron: "* * * * * *", ShardingTotalCount: 1}
-	proxy, err := zktest.NewProxy(zkServers[0])
+	proxy, err := zktest.NewProxy(zk.Servers()[0])
 	if err != nil {
 		t.Fatal(err)
 	}

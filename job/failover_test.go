@@ -147,7 +147,7 @@ func TestFrozenInstanceRunsNothingUntilReRegistered(t *testing.T) {
 	rec := newRecorder()
 	rec.hold = 800 * time.Millisecond
 	cfg := job.Config{Name: "freeze", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true}
-	proxy, err := zktest.NewProxy(zkServers[0])
+	proxy, err := zktest.NewProxy(zk.Servers()[0])
 	if err != nil {
 		t.Fatal(err)
 	}

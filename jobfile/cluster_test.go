@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +32,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-var zkServers []string
+var zk *zktest.Cluster
 
 // childEnv, when set, makes the test binary an instance process: it runs
 // the YAML file the variable names until it is killed (see
@@ -44,21 +43,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(runChild(path))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	zc, err := zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	zkServers = zc.Servers()
-	base := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		code = leakcheck.Check(base)
-	}
-	zc.Close()
-	os.Exit(code)
+	os.Exit(zktest.RunTests(leakcheck.Checked(m), &zk))
 }
 
 func runChild(path string) int {
@@ -83,7 +68,7 @@ func namespace() string { return fmt.Sprintf("jf%d-%d", os.Getpid(), nsCounter.A
 // file writes a YAML file of jobs for namespace ns and loads it.
 func file(t *testing.T, ns, jobs string) (*job.File, string) {
 	t.Helper()
-	doc := fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\n  sessionTimeout: 4s\njobs:\n%s", strings.Join(zkServers, ", "), ns, jobs)
+	doc := fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\n  sessionTimeout: 4s\njobs:\n%s", strings.Join(zk.Servers(), ", "), ns, jobs)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)

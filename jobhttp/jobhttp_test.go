@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,22 +27,8 @@ import (
 var zc *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	var err error
-	zc, err = zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	base := runtime.NumGoroutine()
-	code := m.Run()
-	stopBrowser() // before the leak check: the browser's goroutines end with it
-	if code == 0 {
-		code = leakcheck.Check(base)
-	}
-	zc.Close()
-	os.Exit(code)
+	// The browser's goroutines end with it: stopped before the leak check.
+	os.Exit(zktest.RunTests(leakcheck.Checked(m, stopBrowser), &zc))
 }
 
 func testLogger(t *testing.T) *slog.Logger { return testlog.Logger(t) }

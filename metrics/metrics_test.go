@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,25 +24,9 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-var zkServers []string
+var zk *zktest.Cluster
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	zc, err := zktest.StartCluster(ctx, zktest.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zookeeper:", err)
-		os.Exit(1)
-	}
-	zkServers = zc.Servers()
-	base := runtime.NumGoroutine()
-	code := m.Run()
-	if code == 0 {
-		code = leakcheck.Check(base)
-	}
-	zc.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(zktest.RunTests(leakcheck.Checked(m), &zk)) }
 
 // node is one instance of the test cluster: its own ZooKeeper session,
 // scheduler, metrics and HTTP endpoint.
@@ -59,7 +42,7 @@ func startNode(t *testing.T, ns, id string, jobs map[string]job.Config, run func
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	log := testlog.Logger(t).With("instance", id)
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zkServers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(log))
+	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

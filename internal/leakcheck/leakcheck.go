@@ -28,3 +28,34 @@ func Check(base int) int {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Runner runs a package's tests and returns their exit code: a
+// *testing.M, or Checked's answer.
+type Runner interface{ Run() int }
+
+// Checked returns m with Check after its tests: the goroutines counted
+// before they run are the base, and a leak turns a passing run's code into
+// 1. before, if given, runs between the tests and the check (to stop what
+// the tests shared, such as a browser). For a TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(leakcheck.Checked(m).Run()) }
+//
+// or, handed to zktest.RunTests, inside the cluster's life.
+func Checked(m Runner, before ...func()) Runner { return checked{m, before} }
+
+type checked struct {
+	m      Runner
+	before []func()
+}
+
+func (c checked) Run() int {
+	base := runtime.NumGoroutine()
+	code := c.m.Run()
+	for _, f := range c.before {
+		f()
+	}
+	if code == 0 {
+		code = Check(base)
+	}
+	return code
+}
