@@ -215,14 +215,7 @@ type itemResult struct {
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.runsSess == sess && r.runsCtx != nil {
-		return r.runsCtx
-	}
-	ctx, cancel := context.WithCancelCause(sess.Ctx())
-	unlink := context.AfterFunc(r.execCtx, func() { cancel(context.Cause(r.execCtx)) })
-	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
-	r.runsSess, r.runsCtx = sess, ctx
-	return ctx
+	return r.runsCtx.of(sess, r.execCtx)
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {

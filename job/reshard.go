@@ -43,14 +43,7 @@ func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.Can
 func (r *runner) coordParent(sess *regcenter.Session) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.coordSess == sess && r.coordCtxOf != nil {
-		return r.coordCtxOf
-	}
-	ctx, cancel := context.WithCancel(sess.Ctx())
-	unlink := context.AfterFunc(r.lifeCtx, cancel)
-	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
-	r.coordSess, r.coordCtxOf = sess, ctx
-	return ctx
+	return r.coordCtxs.of(sess, r.lifeCtx)
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the

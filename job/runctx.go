@@ -129,3 +129,24 @@ func (c *runCtx) end() {
 		}
 	}
 }
+
+// sessionCtx is a context made once per session: cancelled when the
+// session ends, or with its link's cause when the link ends first. Its
+// owner guards it.
+type sessionCtx struct {
+	sess *regcenter.Session
+	ctx  context.Context
+}
+
+// of returns the context for sess, making it (and dropping the previous
+// session's, which its session's end unlinks) on first use.
+func (c *sessionCtx) of(sess *regcenter.Session, link context.Context) context.Context {
+	if c.sess == sess && c.ctx != nil {
+		return c.ctx
+	}
+	ctx, cancel := context.WithCancelCause(sess.Ctx())
+	unlink := context.AfterFunc(link, func() { cancel(context.Cause(link)) })
+	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
+	c.sess, c.ctx = sess, ctx
+	return ctx
+}

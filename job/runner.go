@@ -77,14 +77,9 @@ type runner struct {
 	lifeCancel context.CancelFunc
 	execCtx    context.Context // cancelled when shutdown's grace period ends
 	execCancel context.CancelCauseFunc
-	// runsCtx is the parent of the runs under runsSess (runContext);
-	// guarded by mu.
-	runsSess *regcenter.Session
-	runsCtx  context.Context
-	// coordCtxOf is the parent of the coordination under coordSess
-	// (coordParent).
-	coordSess  *regcenter.Session
-	coordCtxOf context.Context
+	// runsCtx and coordCtxs are the parents of the runs (runContext) and
+	// of the coordination (coordParent) under a session; guarded by mu.
+	runsCtx, coordCtxs sessionCtx
 	// recordCtx is cancelled when stop has waited its last for background
 	// work: completions (including the hand-over of items cut short) are
 	// written until then.
