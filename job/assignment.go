@@ -120,13 +120,13 @@ func (r *runner) forgetAssignment() {
 }
 
 // setAssumedLocked makes a the assumption of the next fire. It reports
-// whether the fire loses its proof by watches, so that it needs the lead
-// of a fire that sends requests: the caller then tells the trigger
+// whether the fire's proof by watches came or went, which changes the
+// lead it needs (see quickFire): the caller then tells the trigger
 // (trigger.relead), without r.mu, which the trigger's dispatch takes.
 func (r *runner) setAssumedLocked(a assigned) (relead bool) {
 	r.assumed = a
 	watched := a.set && a.watched
-	return r.watchedAssumption.Swap(watched) && !watched
+	return r.watchedAssumption.Swap(watched) != watched
 }
 
 // assignment returns this instance's items for a fire, resharding first

@@ -292,7 +292,7 @@ func (r *runner) schedule() {
 		r.log.Error("cannot schedule", "err", err)
 		return
 	}
-	r.s.trig.set(r.name, sched, r.quickFire)
+	r.s.trig.set(r.name, sched, r.goFire, r.quickFire)
 	r.prepareBefore(sched.Next(r.s.opts.now()))
 }
 

@@ -203,7 +203,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}}
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.trig = newTrigger(o.now, o.fireLead, s.onFire)
+	s.trig = newTrigger(o.now, o.fireLead)
 	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
@@ -405,15 +405,6 @@ func (s *Scheduler) runner(name string) *runner {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runners[name]
-}
-
-// onFire is called by the trigger goroutine; it must not block.
-func (s *Scheduler) onFire(name string, at time.Time) {
-	r := s.runner(name)
-	if r == nil {
-		return
-	}
-	r.goFire(at)
 }
 
 // onSession reacts to the registry center's session changes.

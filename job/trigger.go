@@ -24,18 +24,24 @@ type trigger struct {
 	wake  chan struct{}
 	now   func() time.Time
 	lead  time.Duration
-	fire  func(job string, at time.Time) // must not block
 }
 
 type triggerEntry struct {
 	job   string
 	sched cron.Schedule
+	// fire dispatches the job's fire at its time; it must not block. It is
+	// the job's own, so that a dispatch looks nothing up.
+	fire func(at time.Time)
 	// quick, when not nil, reports whether the job's next fire would send
-	// no request: it needs no lead. It must not block.
-	quick func() bool
-	next  time.Time // the next fire's time
-	due   time.Time // when it is dispatched: next less its lead
-	index int
+	// no request: it needs no lead. It must not block. Its answer is kept
+	// in isQuick when the entry is set and at each relead, so that a
+	// dispatch does not touch the job's memory (one cache miss per fire
+	// in a process with many jobs).
+	quick   func() bool
+	isQuick bool
+	next    time.Time // the next fire's time
+	due     time.Time // when it is dispatched: next less its lead
+	index   int
 }
 
 // setNext makes next the entry's next fire, dispatched lead ahead (see
@@ -45,13 +51,16 @@ func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
 }
 
 // lead is the lead of the entry's next fire: lead, or none while the job
-// is quick.
+// is quick (as last asked: see relead).
 func (e *triggerEntry) lead(lead time.Duration) time.Duration {
-	if e.quick != nil && e.quick() {
+	if e.isQuick {
 		return 0
 	}
 	return lead
 }
+
+// askQuick asks the job whether it is quick now.
+func (e *triggerEntry) askQuick() { e.isQuick = e.quick != nil && e.quick() }
 
 // dueAt is when the fire at next is dispatched: next less its lead.
 func dueAt(s cron.Schedule, next time.Time, lead time.Duration) time.Time {
@@ -98,18 +107,20 @@ func (h *triggerHeap) Pop() any {
 	return e
 }
 
-func newTrigger(now func() time.Time, lead time.Duration, fire func(string, time.Time)) *trigger {
-	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, lead: lead, fire: fire}
+func newTrigger(now func() time.Time, lead time.Duration) *trigger {
+	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, lead: lead}
 }
 
-// set schedules job (replacing an earlier schedule) from now on. quick,
-// if not nil, reports when the job's fires need no lead (see trigger).
-func (t *trigger) set(job string, s cron.Schedule, quick func() bool) {
+// set schedules job (replacing an earlier schedule) from now on: fire is
+// called with each fire's time. quick, if not nil, reports when the job's
+// fires need no lead (see trigger).
+func (t *trigger) set(job string, s cron.Schedule, fire func(at time.Time), quick func() bool) {
 	t.mu.Lock()
 	if e := t.byJob[job]; e != nil && e.index >= 0 {
 		heap.Remove(&t.h, e.index)
 	}
-	e := &triggerEntry{job: job, sched: s, quick: quick}
+	e := &triggerEntry{job: job, sched: s, fire: fire, quick: quick}
+	e.askQuick()
 	e.setNext(s.Next(t.now()), e.lead(t.lead))
 	t.byJob[job] = e
 	if !e.next.IsZero() {
@@ -132,14 +143,17 @@ func (t *trigger) remove(job string) {
 	t.poke()
 }
 
-// relead dispatches job's next fire with the lead it needs now: a job that
-// stops being quick gets its head start back for its next fire (at once
-// if that fire is within its lead already).
+// relead dispatches job's next fire with the lead it needs now, which the
+// job must call whenever its quickness may have changed: a job that stops
+// being quick gets its head start back for its next fire (at once if that
+// fire is within its lead already), one that becomes quick is dispatched
+// at its fire's time.
 func (t *trigger) relead(job string) {
 	t.mu.Lock()
 	e := t.byJob[job]
 	moved := false
 	if e != nil && e.index >= 0 {
+		e.askQuick()
 		if due := dueAt(e.sched, e.next, e.lead(t.lead)); !due.Equal(e.due) {
 			e.due = due
 			heap.Fix(&t.h, e.index)
@@ -181,7 +195,7 @@ func (t *trigger) run(ctx context.Context) {
 			} else {
 				heap.Fix(&t.h, 0)
 			}
-			t.fire(e.job, at)
+			e.fire(at)
 		}
 		wait := time.Hour
 		if len(t.h) > 0 {

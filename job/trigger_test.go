@@ -14,7 +14,8 @@ import (
 
 // A job whose fires send no request is dispatched at its fire's time, one
 // that sends requests a lead ahead; a quick job that stops being quick
-// gets its lead back for the fire it waits for (relead).
+// gets its lead back for the fire it waits for, and loses it when it is
+// quick again (relead).
 func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 100e6, time.UTC)
@@ -25,15 +26,16 @@ func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
 		at  time.Time
 	}
 	fired := make(chan dispatch, 16)
-	trig := newTrigger(clock, 400*time.Millisecond, func(job string, at time.Time) { fired <- dispatch{job, at} })
+	trig := newTrigger(clock, 400*time.Millisecond)
+	fireOf := func(job string) func(time.Time) { return func(at time.Time) { fired <- dispatch{job, at} } }
 	every, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("* * * * * *")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var quick atomic.Bool
 	quick.Store(true)
-	trig.set("quick", every, quick.Load)
-	trig.set("slow", every, nil)
+	trig.set("quick", every, fireOf("quick"), quick.Load)
+	trig.set("slow", every, fireOf("slow"), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); trig.run(ctx) }()
@@ -75,6 +77,14 @@ func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
 	receive("quick")
 	if got, want := due("quick"), next.Add(600*time.Millisecond); !got.Equal(want) {
 		t.Fatalf("after losing its proof the quick job's next fire is dispatched at %v, want %v", got, want)
+	}
+	quick.Store(true)
+	if got, want := due("quick"), next.Add(600*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("the trigger asked the job again before a relead: dispatch moved to %v", got)
+	}
+	trig.relead("quick") // quick again: its next fire is dispatched at its time
+	if got, want := due("quick"), next.Add(time.Second); !got.Equal(want) {
+		t.Fatalf("after getting its proof back the job's next fire is dispatched at %v, want %v", got, want)
 	}
 	select {
 	case d := <-fired:
