@@ -64,7 +64,7 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 	if n == 0 {
 		return
 	}
-	var results chan itemResult // made where results are collected; not for a lone item (below)
+	var results chan itemResult // made where results are collected (not for a lone item, below)
 	var fires map[int]time.Time
 	var priors map[int]record
 	switch kind {
@@ -98,10 +98,10 @@ func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo [
 		r.launchRanges(sess, cfg, rj, params, todo, fireOf, priors, kind, collect(), n)
 		return
 	}
-	if results == nil && len(todo) == 1 && !r.isClosed() {
-		// A lone item runs on this goroutine, which would wait for it in
-		// any case, and is completed as it returns: no goroutine and no
-		// channel for one result.
+	if n == 1 && len(todo) == 1 && !r.isClosed() {
+		// A lone item (one to run, none settled) runs on this goroutine,
+		// which would wait for it in any case, and is completed as it
+		// returns: no goroutine and no channel for one result.
 		it := todo[0]
 		res := r.runItem(sess, cfg, params, fireOf(it), it, kind)
 		res.prior = priors[it]
