@@ -11,7 +11,8 @@
 //	script:        # type: script (package jobtype/script)
 //	  command: [/usr/local/bin/sync, --batch, "100"]   # or one string with shell: true
 //	  shell: false
-//	  env: {REGION: eu}
+//	  env: {REGION: eu}           # set in the command's environment
+//	  passEnv: [AWS_PROFILE]      # passed from the instance's, besides PATH, HOME, LANG, ...
 //	  dir: /var/lib/sync
 //	  gracePeriod: 10s
 //	  outputLimit: 65536
@@ -147,7 +148,7 @@ func bind(sp job.Spec, handlers map[string]job.Job) (job.Job, error) {
 
 func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error) {
 	s := &section{name: "script"}
-	p := s.pairs(sp.Section, "command", "shell", "env", "dir", "gracePeriod", "outputLimit")
+	p := s.pairs(sp.Section, "command", "shell", "env", "passEnv", "dir", "gracePeriod", "outputLimit")
 	var c script.Config
 	s.boolean(p, "shell", &c.Shell)
 	if kv, ok := p["command"]; !ok {
@@ -165,6 +166,7 @@ func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error
 	for k, v := range env {
 		c.Env = append(c.Env, k+"="+v)
 	}
+	s.list(p, "passEnv", &c.PassEnv)
 	s.str(p, "dir", &c.Dir)
 	s.duration(p, "gracePeriod", &c.GracePeriod)
 	s.integer(p, "outputLimit", &c.OutputLimit)

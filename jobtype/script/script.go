@@ -26,6 +26,11 @@
 // process id the system has since given to another process is never
 // signalled.
 //
+// The command does not inherit the instance's environment: it gets an
+// allow-listed one (see Config.PassEnv), so that the registry center's
+// credentials, the console's token and whatever else the instance was
+// started with stay out of reach of the command and of everything it runs.
+//
 // The package works on Linux; [New] refuses on other systems.
 package script
 
@@ -58,7 +63,28 @@ const (
 	// ContextEnv names the environment variable holding the sharding
 	// context as JSON (see [jobtype.Context]).
 	ContextEnv = "SHARDJOB_SHARDING_CONTEXT"
+	// ReservedEnvPrefix starts the names of the instance's own settings
+	// (SHARDJOB_REGCENTER_DIGEST, SHARDJOB_TOKEN, SHARDJOB_DISPATCH_TOKEN,
+	// SHARDJOB_HISTORY_DSN, ...) and of ContextEnv. No variable of that
+	// name reaches the command from the instance's environment, and Env
+	// and PassEnv may not name one.
+	ReservedEnvPrefix = "SHARDJOB_"
 )
+
+// DefaultEnv returns the names of the variables every command gets from
+// the instance's environment when the instance has them, with every
+// variable whose name starts with LC_: what programs need to be found
+// (PATH), to know whose they run as and where its files go (HOME, USER,
+// LOGNAME, SHELL, TMPDIR), and to read and write text and times as the
+// instance does (LANG, LANGUAGE, TZ). TERM is not among them: the
+// command's output goes to the log, not to a terminal.
+func DefaultEnv() []string {
+	return []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "LANG", "LANGUAGE", "TZ"}
+}
+
+// defaultEnvPrefix is the prefix of the locale variables passed with
+// DefaultEnv (LC_ALL, LC_CTYPE, ...).
+const defaultEnvPrefix = "LC_"
 
 // Sentinel errors.
 var (
@@ -83,8 +109,22 @@ type Config struct {
 	// only for a command written by the operator: nothing from the
 	// sharding context is ever part of the command text.
 	Shell bool
-	// Env is added to the instance's environment, as "KEY=value" entries.
+	// Env holds "KEY=value" entries set in the command's environment, over
+	// the variables it is passed (see PassEnv). A name starting with
+	// ReservedEnvPrefix is refused.
 	Env []string
+	// PassEnv names the variables of the instance's environment that the
+	// command gets besides DefaultEnv: a variable not listed in either is
+	// not passed, and one listed but unset in the instance stays unset.
+	// Names are written in full (no patterns). A name starting with
+	// ReservedEnvPrefix is refused: those are the instance's own settings,
+	// the registry center's digest and the console's and dispatcher's
+	// tokens among them, and never reach a job.
+	//
+	// The command's environment is therefore: the DefaultEnv variables
+	// (and LC_*) the instance has, the PassEnv variables it has, then Env,
+	// then ContextEnv.
+	PassEnv []string
 	// Dir is the working directory; "" is the instance's.
 	Dir string
 	// GracePeriod is how long the process group has between SIGTERM and
@@ -116,11 +156,45 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: outputLimit %d must not be negative", ErrInvalidConfig, c.OutputLimit)
 	}
 	for _, e := range c.Env {
-		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+		k, _, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
 			return fmt.Errorf("%w: env entry %q is not KEY=value", ErrInvalidConfig, e)
+		}
+		if reserved(k) {
+			return fmt.Errorf("%w: env sets %s: names starting with %s are the instance's own settings (credentials among them) and are not given to jobs",
+				ErrInvalidConfig, k, ReservedEnvPrefix)
+		}
+	}
+	for _, name := range c.PassEnv {
+		if !validEnvName(name) {
+			return fmt.Errorf("%w: passEnv %q is not a variable name (letters, digits and _, not starting with a digit)", ErrInvalidConfig, name)
+		}
+		if reserved(name) {
+			return fmt.Errorf("%w: passEnv names %s: names starting with %s are the instance's own settings (credentials among them) and are never passed to jobs",
+				ErrInvalidConfig, name, ReservedEnvPrefix)
 		}
 	}
 	return nil
+}
+
+// reserved reports whether name is one of the instance's own variables.
+// Linux's names are case-sensitive, but a name that differs only in case
+// is refused too: it can only be a mistake or an attempt.
+func reserved(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), ReservedEnvPrefix)
+}
+
+// validEnvName reports whether name is a portable variable name.
+func validEnvName(name string) bool {
+	if name == "" || (name[0] >= '0' && name[0] <= '9') {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Job runs its Config's command once per item. Create it with [New].
@@ -128,6 +202,7 @@ type Job struct {
 	cfg   Config
 	log   *slog.Logger
 	state *stateDir
+	pass  map[string]bool // DefaultEnv and PassEnv
 }
 
 // New validates cfg and returns its job. With a StateDir the directory is
@@ -150,7 +225,11 @@ func New(cfg Config) (*Job, error) {
 	}
 	cfg.Command = append([]string(nil), cfg.Command...)
 	cfg.Env = append([]string(nil), cfg.Env...)
-	j := &Job{cfg: cfg, log: cfg.Logger}
+	pass := map[string]bool{}
+	for _, name := range append(DefaultEnv(), cfg.PassEnv...) {
+		pass[name] = true
+	}
+	j := &Job{cfg: cfg, log: cfg.Logger, pass: pass}
 	if cfg.StateDir != "" {
 		st, err := openStateDir(cfg.StateDir)
 		if err != nil {
@@ -204,7 +283,7 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 		cmd = exec.Command(j.cfg.Command[0], args...)
 	}
 	cmd.Dir = j.cfg.Dir
-	cmd.Env = append(append(os.Environ(), j.cfg.Env...), ContextEnv+"="+sctx)
+	cmd.Env = append(append(j.environ(os.Environ()), j.cfg.Env...), ContextEnv+"="+sctx)
 	cmd.SysProcAttr = sysProcAttr()
 	// Bounds the wait for the output pipes once the group is killed: a
 	// process that left the group could hold them open.
@@ -288,6 +367,23 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 		return nil
 	}
 	return fmt.Errorf("script: waiting for %q: %w", j.cfg.Command[0], werr)
+}
+
+// environ returns the entries of the instance's environment env that the
+// command gets: those DefaultEnv, the LC_ prefix or PassEnv name, never a
+// reserved one.
+func (j *Job) environ(env []string) []string {
+	var out []string
+	for _, e := range env {
+		name, _, _ := strings.Cut(e, "=")
+		if reserved(name) {
+			continue
+		}
+		if j.pass[name] || strings.HasPrefix(name, defaultEnvPrefix) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // kill signals the group pgid, logging a failure (there is nothing else
