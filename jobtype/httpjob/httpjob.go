@@ -12,6 +12,16 @@
 // Values from the sharding context are data: in a JSON body write
 // {{json .ShardingParameter}}, which quotes and escapes, and in a form or a
 // query {{urlquery .ShardingParameter}}.
+//
+// A request carries what its Config says and nothing of the instance's
+// environment: no header, URL or body value is read from environment
+// variables, and the body template cannot reach them, so the registry
+// center's digest and the console's token never travel with a request.
+// Headers are the job's own and meant for its URL's origin: when a
+// response redirects elsewhere (another scheme, host or port), the
+// default client follows without them. The default client uses the
+// proxy the instance's HTTP_PROXY, HTTPS_PROXY and NO_PROXY name, as
+// Go's default transport does; set Client to choose otherwise.
 package httpjob
 
 import (
@@ -22,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -75,7 +86,8 @@ type Config struct {
 	// StatusError keeps. 0 means DefaultBodyExcerpt.
 	BodyExcerpt int
 	// Client sends the requests. nil means a client of its own with
-	// http.DefaultTransport.
+	// http.DefaultTransport that follows up to 10 redirects, dropping
+	// Header's entries on any that leaves URL's origin.
 	Client *http.Client
 	// Logger is told of each request's outcome. nil means slog.Default().
 	Logger *slog.Logger
@@ -145,7 +157,7 @@ func New(cfg Config) (*Job, error) {
 		cfg.BodyExcerpt = DefaultBodyExcerpt
 	}
 	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+		cfg.Client = &http.Client{CheckRedirect: keepHeadersHome(u, cfg.Header)}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -164,6 +176,41 @@ func New(cfg Config) (*Job, error) {
 		j.body = t
 	}
 	return j, nil
+}
+
+// maxRedirects is how many redirects the default client follows, as
+// net/http's default policy does.
+const maxRedirects = 10
+
+// keepHeadersHome is the default client's redirect policy: a redirect to
+// another origin than home's (scheme, host and port) is followed without
+// the configured headers, which may hold the credentials of home's
+// service. net/http drops only Authorization, Cookie and a few others,
+// and only for another domain.
+func keepHeadersHome(home *url.URL, header map[string]string) func(*http.Request, []*http.Request) error {
+	origin := func(u *url.URL) string { return u.Scheme + "://" + canonicalHost(u) }
+	want := origin(home)
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		if origin(req.URL) != want {
+			for k := range header {
+				req.Header.Del(k)
+			}
+		}
+		return nil
+	}
+}
+
+// canonicalHost is u's host in lower case with the scheme's default port
+// made explicit.
+func canonicalHost(u *url.URL) string {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // templateData is what a body template sees.
