@@ -15,6 +15,9 @@ import (
 // flags over the environment over the --config file.
 func regcenterConfig(o *options, set map[string]bool, getenv func(string) string) (regcenter.Config, error) {
 	var cfg regcenter.Config
+	if err := conflictingFlags(o, set); err != nil {
+		return cfg, err
+	}
 	if o.config != "" {
 		// LoadFile applies the SHARDJOB_REGCENTER_* variables itself.
 		f, err := job.LoadFile(o.config)
@@ -67,10 +70,29 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 	return cfg, nil
 }
 
+// conflictingFlags refuses two flags that say opposite things about one
+// setting: neither may silently win.
+func conflictingFlags(o *options, set map[string]bool) error {
+	if set["digest"] && set["digest-file"] {
+		return usagef("--digest and --digest-file both give the digest: use one, not both (prefer --digest-file)")
+	}
+	if set["tls"] && !o.tls {
+		for _, f := range []string{"tls-ca", "tls-cert", "tls-key", "tls-server-name"} {
+			if set[f] {
+				return usagef("--tls=false contradicts --%s, which turns TLS on: drop one of them", f)
+			}
+		}
+	}
+	return nil
+}
+
 // applyEnv reads the SHARDJOB_REGCENTER_* variables (empty ones are
 // ignored), as job.LoadFile does for a file.
 func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	prefix := job.EnvPrefix + "_REGCENTER_"
+	if getenv(prefix+"DIGEST") != "" && getenv(prefix+"DIGESTFILE") != "" {
+		return usagef("%sDIGEST and %sDIGESTFILE are both set: set one, not both", prefix, prefix)
+	}
 	dur := func(key string, dst *time.Duration) error {
 		v := strings.TrimSpace(getenv(prefix + key))
 		if v == "" {
