@@ -78,6 +78,18 @@ type Config struct {
 	// are freed at once instead of after LeaseTTL (which still applies).
 	// Optional; every node sharing a store should set it or none.
 	Regcenter *regcenter.ZooKeeper
+	// AllowInsecureWebhooks lets a worker's WebhookURL be plain http.
+	// Default false: https only, so notices and their signatures are not
+	// readable on the way.
+	AllowInsecureWebhooks bool
+	// AllowPrivateWebhooks lets a webhook go to loopback, private (RFC
+	// 1918, fc00::/7), link-local (169.254.0.0/16, fe80::/10), carrier-grade
+	// NAT, multicast and unspecified addresses, and to localhost. Default
+	// false: such a URL is refused by PutWorker, and a name that resolves
+	// to such an address is refused when Webhooks dials it, so a worker
+	// cannot aim the dispatcher at its own network (a metadata service, an
+	// admin port).
+	AllowPrivateWebhooks bool
 	// Logger receives events (late starts, timeouts, lease changes).
 	// Default slog.Default().
 	Logger *slog.Logger
@@ -361,9 +373,11 @@ func (d *Dispatcher) Global(ctx context.Context) (Global, error) {
 }
 
 // PutWorker creates a worker or updates its cap, late policy and webhook.
-// Its running count is kept.
+// Its running count is kept. A webhook URL must be https and name no
+// loopback, private or link-local address unless Config allows it
+// (ErrInvalid and ErrWebhookAddress).
 func (d *Dispatcher) PutWorker(ctx context.Context, w Worker) error {
-	if err := w.validate(); err != nil {
+	if err := w.validate(d.webhookPolicy()); err != nil {
 		return err
 	}
 	if err := d.checkOpen(); err != nil {
@@ -375,6 +389,11 @@ func (d *Dispatcher) PutWorker(ctx context.Context, w Worker) error {
 	d.kick()
 	d.notifyNodes(ctx)
 	return nil
+}
+
+// webhookPolicy is where this dispatcher's Webhooks may send notices.
+func (d *Dispatcher) webhookPolicy() webhookPolicy {
+	return webhookPolicy{insecure: d.cfg.AllowInsecureWebhooks, private: d.cfg.AllowPrivateWebhooks}
 }
 
 // Worker returns one worker; ErrUnknownWorker if there is none by that name.

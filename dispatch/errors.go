@@ -1,6 +1,9 @@
 package dispatch
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error the package returns for a misuse or a
 // missing row wraps one of these; test with errors.Is.
@@ -29,3 +32,33 @@ var (
 	// ErrClosed is returned by calls on a dispatcher after Close.
 	ErrClosed = errors.New("dispatch: dispatcher closed")
 )
+
+// Webhook errors. Every one wraps ErrSignature, so a receiver may test for
+// that alone.
+var (
+	// ErrSignature is a notice Verify or a ReplayGuard refused.
+	ErrSignature = errors.New("dispatch: webhook signature refused")
+	// ErrSignatureMalformed is a signature header that cannot be read: missing,
+	// no t= or v1=, a timestamp that is not Unix seconds, a v1 that is not
+	// 64 hex digits.
+	ErrSignatureMalformed = fmt.Errorf("%w: malformed header", ErrSignature)
+	// ErrSignatureMismatch is a signature that does not match the body and
+	// timestamp under the secret: a wrong secret, or a changed body or
+	// timestamp.
+	ErrSignatureMismatch = fmt.Errorf("%w: mismatch", ErrSignature)
+	// ErrSignatureExpired is a timestamp further from now than the
+	// tolerance, in the past or in the future.
+	ErrSignatureExpired = fmt.Errorf("%w: timestamp outside the tolerance", ErrSignature)
+	// ErrSignatureReplayed is a notice a ReplayGuard has accepted before.
+	ErrSignatureReplayed = fmt.Errorf("%w: replayed", ErrSignature)
+	// ErrReplayGuardFull is a notice a ReplayGuard cannot remember: it
+	// holds its capacity of notices still inside the window. It is refused
+	// (the sender tries again later) rather than let a replay through.
+	ErrReplayGuardFull = fmt.Errorf("%w: replay guard full", ErrSignature)
+)
+
+// ErrWebhookAddress is a webhook URL (or the address it resolves to) the
+// dispatcher may not send to: plain http, or a loopback, private,
+// link-local, carrier-grade NAT, multicast or unspecified address, unless
+// Config allows it. At PutWorker it comes wrapped with ErrInvalid.
+var ErrWebhookAddress = errors.New("dispatch: webhook address not allowed")

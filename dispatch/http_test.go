@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,9 +55,8 @@ func TestREST(t *testing.T) {
 			http.Error(w, err.Error(), 500)
 			return
 		}
-		ts, err := strconv.ParseInt(r.Header.Get("X-Shardjob-Timestamp"), 10, 64)
-		if err != nil || r.Header.Get("X-Shardjob-Signature") != Sign("hook-secret", ts, body) {
-			http.Error(w, "bad signature", http.StatusUnauthorized)
+		if err := Verify("hook-secret-0123456789", r.Header.Get(SignatureHeader), body, time.Minute); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		var ev WebhookEvent
@@ -71,7 +69,8 @@ func TestREST(t *testing.T) {
 	defer hook.Close()
 
 	wh := &Webhooks{Delay: time.Millisecond, Logger: testlog.Logger(t)}
-	d := open(t, Config{DSN: filepath.Join(t.TempDir(), "d.db"), OnStart: wh.Start, OnFail: wh.Fail, OnTimeout: wh.Timeout, Logger: testlog.Logger(t)})
+	d := open(t, Config{DSN: filepath.Join(t.TempDir(), "d.db"), OnStart: wh.Start, OnFail: wh.Fail, OnTimeout: wh.Timeout,
+		AllowInsecureWebhooks: true, AllowPrivateWebhooks: true, Logger: testlog.Logger(t)})
 	wh.Workers = d
 	h, err := NewHandler(d, HandlerConfig{Token: testToken, Logger: testlog.Logger(t)})
 	if err != nil {
@@ -91,7 +90,7 @@ func TestREST(t *testing.T) {
 	}
 	code, body := c.do("PUT", "/v1/global", `{"max_running": 5}`, true)
 	check("put global", code, 200, body)
-	code, body = c.do("PUT", "/v1/workers/acme", `{"max_running": 2, "webhook_url": "`+hook.URL+`", "webhook_secret": "hook-secret"}`, true)
+	code, body = c.do("PUT", "/v1/workers/acme", `{"max_running": 2, "webhook_url": "`+hook.URL+`", "webhook_secret": "hook-secret-0123456789"}`, true)
 	check("put worker", code, 200, body)
 	before := snapshot(t, d)
 
@@ -188,9 +187,10 @@ func TestWebhookRefusedFailsTheAttempt(t *testing.T) {
 	}))
 	defer hook.Close()
 	wh := &Webhooks{Delay: time.Millisecond, Attempts: 2, Logger: testlog.Logger(t)}
-	d := open(t, Config{DSN: filepath.Join(t.TempDir(), "d.db"), OnStart: wh.Start, OnFail: wh.Fail, Logger: testlog.Logger(t)})
+	d := open(t, Config{DSN: filepath.Join(t.TempDir(), "d.db"), OnStart: wh.Start, OnFail: wh.Fail,
+		AllowInsecureWebhooks: true, AllowPrivateWebhooks: true, Logger: testlog.Logger(t)})
 	wh.Workers = d
-	if err := d.PutWorker(ctx, Worker{Name: "w", MaxRunning: 1, WebhookURL: hook.URL}); err != nil {
+	if err := d.PutWorker(ctx, Worker{Name: "w", MaxRunning: 1, WebhookURL: hook.URL, WebhookSecret: "0123456789abcdef"}); err != nil {
 		t.Fatal(err)
 	}
 	ts, err := d.Assign(ctx, Assignment{Worker: "w", Start: time.Now().Add(-time.Second), End: time.Now().Add(time.Hour), Tasks: newTasks("t")})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
-	"net/url"
 	"time"
 )
 
@@ -74,12 +73,17 @@ type Worker struct {
 	LatePolicy LatePolicy // "" means LateRun
 
 	// WebhookURL, if set, receives start and fail notices as signed JSON
-	// POSTs (see Webhooks). WebhookSecret signs them.
+	// POSTs (see Webhooks): https, to a public address, unless Config
+	// allows otherwise. WebhookSecret signs them: required with a URL, at
+	// least MinWebhookSecret bytes.
 	WebhookURL    string
 	WebhookSecret string
 }
 
-func (w *Worker) validate() error {
+// MinWebhookSecret is the shortest webhook secret PutWorker accepts.
+const MinWebhookSecret = 16
+
+func (w *Worker) validate(p webhookPolicy) error {
 	if w.Name == "" || len(w.Name) > 200 {
 		return fmt.Errorf("%w: a worker's name must be 1 to 200 bytes, got %d", ErrInvalid, len(w.Name))
 	}
@@ -93,10 +97,15 @@ func (w *Worker) validate() error {
 		return fmt.Errorf("%w: worker %q: late policy %q is neither %q nor %q", ErrInvalid, w.Name, w.LatePolicy, LateRun, LateFail)
 	}
 	if w.WebhookURL != "" {
-		u, err := url.Parse(w.WebhookURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: worker %q: webhook URL %q is not an absolute http(s) URL", ErrInvalid, w.Name, w.WebhookURL)
+		if err := p.checkURL(w.WebhookURL); err != nil {
+			return fmt.Errorf("%w: worker %q: webhook URL: %w", ErrInvalid, w.Name, err)
 		}
+		if len(w.WebhookSecret) < MinWebhookSecret {
+			return fmt.Errorf("%w: worker %q: a webhook needs a secret of at least %d bytes to sign its notices, got %d", ErrInvalid, w.Name, MinWebhookSecret, len(w.WebhookSecret))
+		}
+	}
+	if len(w.WebhookSecret) > 1024 {
+		return fmt.Errorf("%w: worker %q: webhook secret is %d bytes, over 1024", ErrInvalid, w.Name, len(w.WebhookSecret))
 	}
 	return nil
 }
