@@ -445,7 +445,9 @@ func (d *Dispatcher) Assign(ctx context.Context, a Assignment) ([]Task, error) {
 }
 
 // Finish records that the running task's work is done and frees its slots.
-// It fails with ErrUnknownTask, ErrAlreadyFinished, or ErrNotRunning.
+// It fails with ErrUnknownTask, ErrAlreadyFinished, or ErrNotRunning. It
+// names no attempt, so a retry after a lost answer cannot be told from a
+// second finisher and gets ErrAlreadyFinished; FinishAttempt can.
 func (d *Dispatcher) Finish(ctx context.Context, uuid string) error {
 	return d.FinishAttempt(ctx, uuid, 0)
 }
@@ -454,6 +456,10 @@ func (d *Dispatcher) Finish(ctx context.Context, uuid string) error {
 // listener saw it): if that attempt no longer holds the task — it timed
 // out, or its node's lease lapsed and the task was freed — it fails with
 // ErrStaleLease and changes nothing. attempt 0 means whichever runs.
+//
+// It is idempotent: if that attempt's finish was recorded already (an
+// earlier call committed but its answer was lost), it returns nil and
+// changes nothing — no second count, no slot freed twice.
 func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int) error {
 	if uuid == "" {
 		return fmt.Errorf("%w: no task uuid", ErrInvalid)
@@ -495,6 +501,9 @@ func (d *Dispatcher) FinishAttempt(ctx context.Context, uuid string, attempt int
 		default:
 			return fmt.Errorf("dispatch: finish %s: %w (the finish may still be recorded)", uuid, ctx.Err())
 		}
+	}
+	if errors.Is(err, errFinishedBefore) {
+		return nil // this attempt's earlier finish committed; everything it does was done then
 	}
 	if err != nil {
 		if errors.Is(err, ErrStaleLease) {

@@ -15,7 +15,9 @@ var (
 	ErrUnknownWorker = errors.New("dispatch: unknown worker")
 	// ErrUnknownTask names a task uuid the store does not hold.
 	ErrUnknownTask = errors.New("dispatch: unknown task")
-	// ErrAlreadyFinished is a Finish for a task that is finished already.
+	// ErrAlreadyFinished is a Finish naming no attempt for a task that is
+	// finished already. (A FinishAttempt naming the attempt that finished
+	// it succeeds again; one naming another attempt is ErrStaleLease.)
 	ErrAlreadyFinished = errors.New("dispatch: task already finished")
 	// ErrNotRunning is a Finish for a task that is not running (waiting,
 	// cancelled or failed).

@@ -39,7 +39,11 @@ type HandlerConfig struct {
 // Errors are {"error": "..."} with 400 for bad input (garbage JSON,
 // unknown fields, invalid values), 401 without the token, 404 for an
 // unknown worker or task, 409 for a finish or cancel the task's state
-// refuses (already finished, not running, stale attempt, already ended).
+// refuses: a finish whose attempt no longer holds the task (stale), of a
+// task not running, or naming no attempt for a task finished already; a
+// cancel of a task that ended. A 409 means nothing was changed by that
+// call. A finish naming the attempt that finished the task answers 200
+// again, so a client retries a finish whose answer it lost safely.
 func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
 	if len(cfg.Token) < 16 {
 		return nil, fmt.Errorf("%w: the REST token must be at least 16 bytes", ErrInvalid)

@@ -150,8 +150,10 @@ func TestREST(t *testing.T) {
 	if body["status"] != "finished" {
 		t.Errorf("finished task shows %v", body["status"])
 	}
+	code, body = c.do("POST", "/v1/tasks/"+uuid+"/finish", `{"attempt": 1}`, true)
+	check("the same attempt's finish again", code, 200, body)
 	code, body = c.do("POST", "/v1/tasks/"+uuid+"/finish", ``, true)
-	check("finish twice", code, 409, body)
+	check("finish twice naming no attempt", code, 409, body)
 	code, body = c.do("POST", "/v1/tasks/"+uuid+"/cancel", ``, true)
 	check("cancel a finished task", code, 409, body)
 

@@ -637,10 +637,21 @@ type finishState struct {
 	recorded bool // PostgreSQL: the batch's statement finished it
 }
 
+// errFinishedBefore is the outcome of a finish that names the attempt
+// that finished the task already: its own earlier finish, committed while
+// its answer was lost (a dropped connection, a timeout). The caller
+// answers success and does nothing more.
+var errFinishedBefore = errors.New("dispatch: this attempt's finish was recorded before")
+
 // finishOutcomes tells each request its outcome (ErrUnknownTask,
-// ErrAlreadyFinished, ErrStaleLease, ErrNotRunning or nil), taking them in
-// order against the tasks' states before the batch; done lists the
-// requests that finish their task (at most one per task).
+// ErrAlreadyFinished, errFinishedBefore, ErrStaleLease, ErrNotRunning or
+// nil), taking them in order against the tasks' states before the batch;
+// done lists the requests that finish their task (at most one per task).
+//
+// A task's attempt number is kept when it finishes, so a finish naming
+// that attempt is the same attempt's finish again (errFinishedBefore),
+// and one naming another attempt is stale; a finish naming no attempt
+// cannot tell a retry from a second finisher and gets ErrAlreadyFinished.
 func finishOutcomes(reqs []finishReq, state map[string]*finishState) (errs []error, done []int) {
 	errs = make([]error, len(reqs))
 	for i, q := range reqs {
@@ -648,8 +659,10 @@ func finishOutcomes(reqs []finishReq, state map[string]*finishState) (errs []err
 		switch {
 		case t == nil:
 			errs[i] = fmt.Errorf("%w: %q", ErrUnknownTask, q.uuid)
-		case t.status == StatusFinished && (q.attempt == 0 || q.attempt == t.attempt):
-			errs[i] = fmt.Errorf("%w: %s (attempt %d)", ErrAlreadyFinished, q.uuid, t.attempt)
+		case t.status == StatusFinished && q.attempt != 0 && q.attempt == t.attempt:
+			errs[i] = errFinishedBefore
+		case t.status == StatusFinished && q.attempt == 0:
+			errs[i] = fmt.Errorf("%w: %s (attempt %d); name the attempt for a retried finish to succeed", ErrAlreadyFinished, q.uuid, t.attempt)
 		case q.attempt != 0 && (q.attempt != t.attempt || t.status != StatusRunning):
 			errs[i] = fmt.Errorf("%w: task %s attempt %d; the task is %s at attempt %d", ErrStaleLease, q.uuid, q.attempt, t.status, t.attempt)
 		case t.status != StatusRunning:
