@@ -6,12 +6,20 @@ import (
 	"time"
 )
 
-// Config describes how to reach ZooKeeper. The zero value is not usable:
-// Servers must be set. Every other field has a default, stated per field,
+// Config describes how to reach the registry: a ZooKeeper ensemble
+// (Servers) or an etcd cluster (Etcd). The zero value is not usable: one of
+// Servers and Etcd must be set. Every other field has a default, stated per field,
 // that [Config.WithDefaults] fills in and [Config.Validate] checks.
 type Config struct {
-	// Servers lists the ZooKeeper members as host:port. Required.
+	// Servers lists the ZooKeeper members as host:port. Set Servers or
+	// Etcd, not both.
 	Servers []string `yaml:"servers" json:"servers"`
+	// Etcd lists the etcd cluster's client endpoints as host:port, for a
+	// center on etcd ([NewEtcd], [Open]). Set Servers or Etcd, not both.
+	// On etcd, Digest and DigestFile hold etcd's user:password and the TLS
+	// fields apply to the client endpoints; SessionTimeout is the lease's
+	// TTL, rounded up to whole seconds.
+	Etcd []string `yaml:"etcd" json:"etcd"`
 	// Namespace is the root node under which every job lives, without
 	// slashes, e.g. "shop". Default "shardjob".
 	Namespace string `yaml:"namespace" json:"namespace"`
@@ -115,13 +123,20 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
-	if len(c.Servers) == 0 {
-		return bad("servers: at least one host:port is required")
+	if len(c.Servers) > 0 && len(c.Etcd) > 0 {
+		return bad("servers (ZooKeeper) and etcd are both set; use one")
 	}
-	for _, s := range c.Servers {
+	if len(c.Servers) == 0 && len(c.Etcd) == 0 {
+		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints)")
+	}
+	field, list := "servers", c.Servers
+	if len(c.Etcd) > 0 {
+		field, list = "etcd", c.Etcd
+	}
+	for _, s := range list {
 		host, port, ok := strings.Cut(strings.TrimSpace(s), ":")
 		if !ok || host == "" || port == "" || strings.ContainsAny(port, ":/ ") {
-			return bad("servers: %q is not host:port", s)
+			return bad("%s: %q is not host:port", field, s)
 		}
 	}
 	if strings.ContainsAny(c.Namespace, "/ \t\n") || c.Namespace == "." || c.Namespace == ".." || c.Namespace == "zookeeper" {

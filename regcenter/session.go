@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// Session is one ZooKeeper session as shardjob sees it: the lease under
+// Session is one registry session as shardjob sees it (a ZooKeeper
+// session, or an etcd lease): the lease under
 // which ephemeral nodes, leadership and running items are held. It ends
-// when ZooKeeper expires it, when the center is closed, or when its lease
+// when the server expires it, when the center is closed, or when its lease
 // lapses: the client has heard nothing from the server for two thirds of the
 // negotiated session timeout, so the server may be about to expire it.
 // Ending early is deliberate: everything that depends on the session is
@@ -21,11 +22,23 @@ type Session struct {
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	z      *ZooKeeper
+	z      leaseClock
 }
 
-// ID returns ZooKeeper's session id (the ephemeral owner of nodes this
-// session creates).
+// leaseClock is what a Session asks its center about its lease: how long
+// since the server last provably heard from it, and for how long that
+// proves it live. *ZooKeeper and *Etcd implement it.
+type leaseClock interface {
+	leaseLeft() time.Duration
+	sinceRead() time.Duration
+	leaseDuration() time.Duration
+	backend() string
+}
+
+func (z *ZooKeeper) backend() string { return "ZooKeeper" }
+
+// ID returns ZooKeeper's session id, or the etcd lease id: the ephemeral
+// owner of nodes this session creates.
 func (s *Session) ID() int64 { return s.id }
 
 // Ctx returns a context cancelled, with cause wrapping [ErrSessionLost]
@@ -53,7 +66,7 @@ func (s *Session) Check() error {
 		return err
 	}
 	if left := s.z.leaseLeft(); left <= 0 {
-		return fmt.Errorf("%w: no word from ZooKeeper for %v (lease %v)", ErrSessionLost, s.z.sinceRead().Round(time.Millisecond), s.z.leaseDuration())
+		return fmt.Errorf("%w: no word from %s for %v (lease %v)", ErrSessionLost, s.z.backend(), s.z.sinceRead().Round(time.Millisecond), s.z.leaseDuration())
 	}
 	return nil
 }

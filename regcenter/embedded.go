@@ -1,0 +1,193 @@
+package regcenter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// EmbeddedConfig configures [NewEmbedded]: a single-member etcd inside the
+// process, for one host.
+type EmbeddedConfig struct {
+	// Dir holds the member's data: created if missing, kept by Close, so a
+	// program started again finds its jobs where it left them. Required.
+	// One process at a time may use a Dir.
+	Dir string
+	// Namespace is the root node under which every job lives, as
+	// [Config.Namespace]. Default "shardjob".
+	Namespace string
+	// SessionTimeout is the session lease's TTL, as [Config.SessionTimeout].
+	// Default 10s.
+	SessionTimeout time.Duration
+	// ClientPort is the loopback port on which the member serves etcd
+	// clients, so that other programs on this host (the CLI, etcdctl) can
+	// reach it at 127.0.0.1:ClientPort. Default 0: a free port, chosen at
+	// start ([Embedded.Endpoint] says which).
+	ClientPort int
+	// StartTimeout bounds how long the member may take to serve. Default
+	// 30s.
+	StartTimeout time.Duration
+	// MaxNodeBytes is [Config.MaxNodeBytes]. Default 0: its default.
+	MaxNodeBytes int
+}
+
+// Embedded is a [Center] on a single-member etcd that runs inside this
+// process: nothing to install or start, data on disk in
+// [EmbeddedConfig.Dir], clients served on the loopback interface only.
+//
+// It is for one host: a demo, a test, a program whose instances all run on
+// one machine. It is not for several hosts: the member listens on
+// 127.0.0.1 only, and with one member the registry lives and dies with this
+// process; instances on other hosts, and any failover between hosts, need
+// an etcd cluster ([Config.Etcd]) or ZooKeeper ([Config.Servers]).
+type Embedded struct {
+	*Etcd
+	srv      *embed.Etcd
+	endpoint string
+}
+
+// embeddedMaxTxnOps is the embedded member's --max-txn-ops: room for the
+// largest transaction a scheduler makes (etcd's default is 128).
+const embeddedMaxTxnOps = 1 << 14
+
+// NewEmbedded starts a single-member etcd with its data in ec.Dir, serving
+// 127.0.0.1 only, and returns a center on it. Close stops both. It fails
+// with [ErrInvalidConfig] when Dir is missing or cannot be used.
+func NewEmbedded(ctx context.Context, ec EmbeddedConfig, opts ...Option) (*Embedded, error) {
+	if ec.Dir == "" {
+		return nil, fmt.Errorf("%w: embedded: dir is required (where the member keeps its data)", ErrInvalidConfig)
+	}
+	if ec.ClientPort < 0 || ec.ClientPort > 65535 {
+		return nil, fmt.Errorf("%w: embedded: clientPort %d is not a port", ErrInvalidConfig, ec.ClientPort)
+	}
+	if ec.StartTimeout == 0 {
+		ec.StartTimeout = 30 * time.Second
+	}
+	if ec.StartTimeout < 0 {
+		return nil, fmt.Errorf("%w: embedded: startTimeout must not be negative", ErrInvalidConfig)
+	}
+	cfg := Config{Etcd: []string{"127.0.0.1:1"}, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: embedded: dir: %v", ErrInvalidConfig, err)
+	}
+	srv, endpoint, err := startMember(ctx, ec)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Etcd = []string{endpoint}
+	e, err := NewEtcd(ctx, cfg, opts...)
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &Embedded{Etcd: e, srv: srv, endpoint: endpoint}, nil
+}
+
+// startMember starts the member and waits until it serves.
+func startMember(ctx context.Context, ec EmbeddedConfig) (*embed.Etcd, string, error) {
+	ports, err := loopbackPorts(ec.ClientPort)
+	if err != nil {
+		return nil, "", err
+	}
+	endpoint := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	clientURL := url.URL{Scheme: "http", Host: endpoint}
+	// A single member talks to no peer; its peer port is bound on the
+	// loopback interface all the same.
+	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))}
+
+	c := embed.NewConfig()
+	c.Name = "shardjob"
+	c.Dir = ec.Dir
+	c.ListenClientUrls = []url.URL{clientURL}
+	c.AdvertiseClientUrls = []url.URL{clientURL}
+	c.ListenPeerUrls = []url.URL{peerURL}
+	c.AdvertisePeerUrls = []url.URL{peerURL}
+	c.InitialCluster = c.Name + "=" + peerURL.String()
+	c.MaxTxnOps = embeddedMaxTxnOps
+	c.AutoCompactionMode = embed.CompactorModePeriodic
+	c.AutoCompactionRetention = "1h"
+	c.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	c.Logger = "zap"
+
+	srv, err := embed.StartEtcd(c)
+	if err != nil {
+		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, err)
+	}
+	timer := time.NewTimer(ec.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-srv.Server.ReadyNotify():
+		return srv, endpoint, nil
+	case err := <-srv.Err():
+		srv.Close()
+		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, err)
+	case <-timer.C:
+		srv.Close()
+		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: not serving within %v", ec.Dir, ec.StartTimeout)
+	case <-ctx.Done():
+		srv.Close()
+		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, ctx.Err())
+	}
+}
+
+// loopbackPorts returns the client port (client, or a free one when 0) and
+// a free peer port. The member binds them right after.
+func loopbackPorts(client int) ([2]int, error) {
+	var out [2]int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close() // only held to keep the ports distinct
+		}
+	}()
+	for i := range out {
+		if i == 0 && client != 0 {
+			out[0] = client
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return out, fmt.Errorf("regcenter: embedded etcd: picking a port: %w", err)
+		}
+		ls = append(ls, l)
+		out[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return out, nil
+}
+
+// Endpoint returns the member's client address, "127.0.0.1:port".
+func (m *Embedded) Endpoint() string { return m.endpoint }
+
+// Close ends the session (its ephemeral nodes are removed), stops the
+// center and then the member. The data stays in Dir. It is idempotent.
+func (m *Embedded) Close() error {
+	err := m.Etcd.Close()
+	m.srv.Close() // idempotent; returns once the member has stopped
+	if serr := drainErr(m.srv); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// drainErr returns an error the stopped member reported, if any.
+func drainErr(srv *embed.Etcd) error {
+	select {
+	case err, ok := <-srv.Err():
+		if ok && err != nil {
+			return fmt.Errorf("regcenter: embedded etcd: %w", err)
+		}
+	default:
+	}
+	return nil
+}

@@ -1,0 +1,1121 @@
+package regcenter
+
+// The tree on etcd. etcd is a flat, ordered key space with revisions,
+// leases and transactions; the Center contract is ZooKeeper's tree. Under
+// the namespace root R = "/<namespace>/" each node is stored as:
+//
+//	R n/<depth>/<path>   the node: its data is the value, its lease is the
+//	                     ephemeral owner (0: persistent). depth is the
+//	                     number of path segments in three digits, so the
+//	                     root is "R n/000/", /a is "R n/001/a" and /a/b is
+//	                     "R n/002/a/b".
+//	R c<path>            the node's children marker: Put in the same
+//	                     transaction as every create and delete of a child,
+//	                     so its etcd version counts child changes (CVersion).
+//	R s<path>            the node's sequence counter: the next sequence
+//	                     number of its sequential children, in decimal.
+//
+// Children of /a are exactly the keys with the prefix "R n/002/a/": a range
+// read over direct children only, never a prefix match (/a/1's children are
+// "R n/002/a/1/...", which /a/10 is not under), and keys-only, so 10,000
+// children are one cheap read. NumChildren is the same range counted.
+//
+// Stat maps as follows: Version is the key's etcd version less one (0 on
+// create, +1 per Set); CVersion is the marker's etcd version; Czxid and
+// Mzxid are the key's CreateRevision and ModRevision (ordered across the
+// whole cluster, like zxids); EphemeralOwner is the lease id; DataLength the
+// value's length. Ctime and Mtime are zero: etcd keeps no time per key.
+// Children removed by their lease's expiry do not change the parent's
+// CVersion (etcd deletes them without a transaction of ours); they do change
+// what Children returns and what a children watch sees.
+//
+// Every write is one etcd transaction whose compares hold exactly when
+// ZooKeeper would accept the same request: a create compares the node's
+// CreateRevision with 0 and the parent's with > 0 (and its lease with 0:
+// ephemeral nodes have no children); a versioned set, delete or check
+// compares the key's version; a delete compares the range of its children
+// with CreateRevision 0 (no child); a sequential create compares the
+// counter's version. When a transaction fails, the keys it touched are read
+// back and the operations replayed against what was read, in order, to name
+// the first that fails and why (ErrNoNode, ErrNodeExists, ErrBadVersion,
+// ErrNotEmpty). If none fails on what was read, the state changed in
+// between and the transaction is sent again.
+//
+// One etcd watch covers the namespace; its events are mapped to node and
+// children events as ZooKeeper gives them, and it resumes from the revision
+// after the last event it delivered whenever it has to be opened again.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Etcd is the [Center] backed by an etcd cluster (the v3 API). Create it
+// with [NewEtcd] (or [Open], or [NewEmbedded] for a member inside the
+// process); it is safe for concurrent use.
+//
+// Its session is an etcd lease whose TTL is the session timeout, kept alive
+// by the center. Ephemeral nodes are keys attached to that lease. The
+// fencing lease of [Session.Check] runs from the send time of the latest
+// keepalive the server answered: the server cannot expire the lease earlier
+// than a full TTL after it received that keepalive.
+type Etcd struct {
+	cfg  Config
+	root string // "/shop"
+	pfx  string // "/shop/"
+	cli  *clientv3.Client
+	log  *slog.Logger
+
+	epoch     time.Time
+	lastRenew atomic.Int64 // ns since epoch: send time of the latest answered keepalive (or grant)
+	ttl       atomic.Int64 // the lease's granted TTL, ns
+
+	mu         sync.Mutex
+	session    *Session
+	lease      clientv3.LeaseID
+	leaseGone  bool // the server no longer has the current lease
+	gen        uint64
+	suspended  bool
+	closed     bool
+	listeners  map[int]func(SessionEvent)
+	nextID     int
+	sessEvents []SessionEvent
+	sessSignal chan struct{}
+	wakeDog    chan struct{}
+
+	watchMu  sync.Mutex
+	watches  map[watchKey]*watchEntry
+	queue    []etcdTask
+	signal   chan struct{}
+	startRev int64 // where the namespace watch starts
+
+	seqMu    sync.Mutex
+	seqGuess map[string]seqCounter // parent path -> last counter seen
+
+	// Test hooks (etcd_export_test.go).
+	keepAliveOff atomic.Bool
+	watchHold    atomic.Pointer[chan struct{}]
+	watchKick    chan struct{}
+
+	reads, writes, multis, watchReqs atomic.Int64
+	errs                             atomic.Int64
+
+	// life is cancelled by Close; every request's context ends with it.
+	life    context.Context
+	endLife context.CancelFunc
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+var _ Center = (*Etcd)(nil)
+
+// etcdTask is work for the watch dispatcher besides the stream's events.
+type etcdTask struct {
+	resyncAll bool
+	key       watchKey
+	sub       *watchSub
+}
+
+type seqCounter struct {
+	next    int64 // the next sequence number
+	version int64 // the counter key's etcd version (0: missing)
+}
+
+// etcdMaxRequestBytes is etcd's default request limit (--max-request-bytes);
+// etcdRequestSlack is kept free of data in every transaction.
+const (
+	etcdMaxRequestBytes = 1536 << 10
+	etcdRequestSlack    = 4 << 10
+	// etcdMaxDepth is the deepest node the key layout encodes.
+	etcdMaxDepth = 999
+	// etcdReadBatch bounds the reads of one diagnosing transaction: etcd's
+	// default --max-txn-ops is 128.
+	etcdReadBatch = 120
+	// etcdConflictRetries bounds how often a transaction is sent again
+	// after it failed on a state that changed before it could be read.
+	etcdConflictRetries = 20
+)
+
+// Open connects to the registry cfg names: etcd when cfg.Etcd is set,
+// ZooKeeper when cfg.Servers is.
+func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Etcd) > 0 {
+		return NewEtcd(ctx, cfg, opts...)
+	}
+	return NewZooKeeper(ctx, cfg, opts...)
+}
+
+// NewEtcd connects to the etcd cluster at cfg.Etcd and returns once a lease
+// (the session) is granted and the namespace root exists and is
+// accessible. It fails with [ErrInvalidConfig] for a bad config (Etcd must
+// be set), [ErrUnreachable] when no endpoint answers within
+// cfg.ConnectTimeout (or ctx ends first), [ErrTLS] when the TLS handshake
+// fails, and [ErrUnauthorized] when the user and password (cfg.Digest or
+// cfg.DigestFile, "user:password") are refused or may not use the
+// namespace's keys.
+func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Etcd) == 0 {
+		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
+	}
+	cfg = cfg.WithDefaults()
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	digest, err := cfg.ResolveDigest()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Digest, cfg.DigestFile = digest, ""
+	tlsCfg, err := cfg.LoadTLS()
+	if err != nil {
+		return nil, err
+	}
+	if o.tls != nil {
+		if tlsCfg != nil {
+			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
+		}
+		tlsCfg = o.tls
+	}
+	endpoints := make([]string, len(cfg.Etcd))
+	for i, s := range cfg.Etcd {
+		endpoints[i] = strings.TrimSpace(s)
+	}
+	ccfg := clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: cfg.ConnectTimeout,
+		// Keep the connection probed, so a dead member is left for
+		// another within the session timeout.
+		DialKeepAliveTime:    max(cfg.SessionTimeout/3, time.Second),
+		DialKeepAliveTimeout: max(cfg.SessionTimeout/3, time.Second),
+		TLS:                  tlsCfg,
+		Logger:               zap.NewNop(),
+		MaxCallSendMsgSize:   etcdMaxRequestBytes + 64<<10,
+	}
+	if tlsCfg != nil {
+		ccfg.TLS = tlsCfg.Clone()
+	}
+	var user string
+	if cfg.Digest != "" {
+		var pass string
+		user, pass, _ = strings.Cut(cfg.Digest, ":")
+		ccfg.Username, ccfg.Password = user, pass
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	ccfg.Context = context.WithoutCancel(ctx)
+	where := strings.Join(endpoints, ",")
+	cli, err := clientv3.New(ccfg)
+	if err != nil {
+		return nil, connectError(where, user, cfg.ConnectTimeout, err)
+	}
+	e := &Etcd{
+		cfg:        cfg,
+		root:       "/" + cfg.Namespace,
+		pfx:        "/" + cfg.Namespace + "/",
+		cli:        cli,
+		log:        o.logger.With("component", "regcenter", "backend", "etcd"),
+		epoch:      time.Now(),
+		listeners:  map[int]func(SessionEvent){},
+		sessSignal: make(chan struct{}, 1),
+		wakeDog:    make(chan struct{}, 1),
+		watches:    map[watchKey]*watchEntry{},
+		signal:     make(chan struct{}, 1),
+		watchKick:  make(chan struct{}, 1),
+		seqGuess:   map[string]seqCounter{},
+		done:       make(chan struct{}),
+	}
+	e.life, e.endLife = context.WithCancel(context.Background())
+	e.ttl.Store(int64(cfg.SessionTimeout))
+	fail := func(err error) (*Etcd, error) {
+		e.endLife()
+		cli.Close()
+		return nil, connectError(where, user, cfg.ConnectTimeout, err)
+	}
+	// The first lease: the session.
+	sent := time.Since(e.epoch)
+	grant, err := cli.Grant(cctx, ttlSeconds(cfg.SessionTimeout))
+	e.writes.Add(1)
+	if err != nil {
+		return fail(err)
+	}
+	e.renewed(sent)
+	e.ttl.Store(int64(time.Duration(grant.TTL) * time.Second))
+	e.mu.Lock()
+	e.lease = grant.ID
+	e.newSessionLocked()
+	e.mu.Unlock()
+
+	rev, err := e.ensureRoot(cctx)
+	if err != nil {
+		// Revoke the lease before giving up: nothing may outlive a failed
+		// constructor.
+		_, _ = cli.Revoke(context.WithoutCancel(cctx), grant.ID) // best effort; the lease expires anyway
+		if errors.Is(err, ErrUnauthorized) {
+			e.endLife()
+			cli.Close()
+			if user == "" {
+				return nil, fmt.Errorf("%w: namespace %s: etcd requires authentication and no user is configured", ErrUnauthorized, e.root)
+			}
+			return nil, fmt.Errorf("%w: etcd user %q may not use namespace %s: %w", ErrUnauthorized, user, e.root, err)
+		}
+		return fail(err)
+	}
+	e.startRev = rev + 1
+	e.wg.Add(4)
+	go e.keepAliveLoop()
+	go e.watchdog()
+	go e.notifyLoop()
+	go e.watchLoop()
+	return e, nil
+}
+
+// connectError explains why no session could be had.
+func connectError(where, user string, timeout time.Duration, err error) error {
+	err = translateEtcd(err)
+	switch {
+	case errors.Is(err, ErrUnauthorized):
+		return fmt.Errorf("%w: etcd at %s refused user %q: %w", ErrUnauthorized, where, user, err)
+	case isTLSError(err):
+		return fmt.Errorf("%w: etcd at %s: %w", ErrTLS, where, err)
+	case errors.Is(err, ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: no lease from etcd at %s within %v: %w", ErrUnreachable, where, timeout, err)
+	}
+	return fmt.Errorf("regcenter: etcd at %s: %w", where, err)
+}
+
+func isTLSError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "x509:") || strings.Contains(s, "tls:") || strings.Contains(s, "handshake")
+}
+
+// ttlSeconds is d in whole seconds, rounded up: etcd's TTLs are seconds.
+func ttlSeconds(d time.Duration) int64 {
+	return max(int64((d+time.Second-1)/time.Second), 1)
+}
+
+// ensureRoot creates the namespace root if needed and proves the namespace
+// is readable and writable, returning the revision it read at.
+func (e *Etcd) ensureRoot(ctx context.Context) (int64, error) {
+	if err := e.createRoot(ctx); err != nil {
+		return 0, err
+	}
+	probe := "/.access-check"
+	if _, err := e.Create(ctx, probe, nil, Ephemeral); err != nil && !errors.Is(err, ErrNodeExists) {
+		return 0, err
+	}
+	if err := e.Delete(ctx, probe, -1); err != nil && !errors.Is(err, ErrNoNode) {
+		return 0, err
+	}
+	resp, err := e.cli.Get(ctx, e.nodeKey("/"), clientv3.WithCountOnly())
+	e.reads.Add(1)
+	if err != nil {
+		return 0, e.counted(translateEtcd(err))
+	}
+	return resp.Header.Revision, nil
+}
+
+// createRoot creates the namespace root where it is missing.
+func (e *Etcd) createRoot(ctx context.Context) error {
+	k := e.nodeKey("/")
+	ctx, cancel := e.reqCtx(ctx)
+	defer cancel()
+	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(clientv3.OpPut(k, "")).Commit()
+	e.writes.Add(1)
+	return e.counted(translateEtcd(err))
+}
+
+// Namespace returns the namespace root, e.g. "/shop".
+func (e *Etcd) Namespace() string { return e.root }
+
+// Config returns the configuration in force (defaults applied, a
+// DigestFile read into Digest).
+func (e *Etcd) Config() Config { return e.cfg }
+
+// SessionTimeout returns the lease's TTL as granted by etcd.
+func (e *Etcd) SessionTimeout() time.Duration { return time.Duration(e.ttl.Load()) }
+
+// Client returns the etcd client the center uses, for tools that need the
+// raw key space (an operator's dump, a test's compaction). Writes through
+// it bypass the tree's invariants.
+func (e *Etcd) Client() *clientv3.Client { return e.cli }
+
+// ---- keys ----
+
+// clean returns p as an absolute node path, or an error naming it.
+func cleanPath(p string) (string, error) {
+	if p == "" || p == "/" {
+		return "/", nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if strings.HasSuffix(p, "/") || strings.Contains(p, "//") || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("regcenter: invalid path %q", p)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return "", fmt.Errorf("regcenter: invalid path %q", p)
+		}
+	}
+	if depth(p) > etcdMaxDepth {
+		return "", fmt.Errorf("regcenter: path %q is deeper than %d levels", p, etcdMaxDepth)
+	}
+	return p, nil
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+func parentOf(p string) string { return path.Dir(p) }
+
+func (e *Etcd) nodeKey(p string) string {
+	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)) + p
+}
+
+// childPrefix is the prefix of the keys of p's direct children.
+func (e *Etcd) childPrefix(p string) string {
+	if p == "/" {
+		return e.pfx + "n/001/"
+	}
+	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)+1) + p + "/"
+}
+
+func (e *Etcd) markerKey(p string) string  { return e.pfx + "c" + p }
+func (e *Etcd) counterKey(p string) string { return e.pfx + "s" + p }
+
+// pathOfNodeKey returns the node path of a node key, and false for any
+// other key.
+func (e *Etcd) pathOfNodeKey(k string) (string, bool) {
+	rest, ok := strings.CutPrefix(k, e.pfx+"n/")
+	if !ok || len(rest) < 4 || rest[3] != '/' {
+		return "", false
+	}
+	return rest[3:], true
+}
+
+// ---- the session: a lease kept alive ----
+
+func (e *Etcd) renewed(sent time.Duration) {
+	for {
+		cur := e.lastRenew.Load()
+		if int64(sent) <= cur || e.lastRenew.CompareAndSwap(cur, int64(sent)) {
+			return
+		}
+	}
+}
+
+func (e *Etcd) sinceRead() time.Duration {
+	return time.Since(e.epoch) - time.Duration(e.lastRenew.Load())
+}
+
+// leaseDuration is how long after the send time of the latest answered
+// keepalive the lease is trusted: two thirds of its TTL. etcd cannot
+// expire it earlier than a full TTL after it received that keepalive.
+func (e *Etcd) leaseDuration() time.Duration { return time.Duration(e.ttl.Load()) * 2 / 3 }
+
+func (e *Etcd) leaseLeft() time.Duration { return e.leaseDuration() - e.sinceRead() }
+
+func (e *Etcd) backend() string { return "etcd" }
+
+func (e *Etcd) newSessionLocked() {
+	e.gen++
+	ctx, cancel := context.WithCancelCause(context.Background())
+	s := &Session{id: int64(e.lease), gen: e.gen, ctx: ctx, cancel: cancel, z: e}
+	e.session = s
+	e.suspended = false
+	e.leaseGone = false
+	if e.gen > 1 {
+		e.log.Info("new etcd session", "session", s.String())
+		e.emitLocked(SessionEvent{Type: SessionNew, Session: s})
+		e.enqueue(etcdTask{resyncAll: true})
+	}
+	select {
+	case e.wakeDog <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Etcd) loseLocked(s *Session, cause error) {
+	s.cancel(cause)
+	e.log.Warn("etcd session lost", "session", s.String(), "cause", cause)
+	e.emitLocked(SessionEvent{Type: SessionLost, Session: s})
+}
+
+func (e *Etcd) emitLocked(ev SessionEvent) {
+	e.sessEvents = append(e.sessEvents, ev)
+	select {
+	case e.sessSignal <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop delivers session events to listeners, in order.
+func (e *Etcd) notifyLoop() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-e.sessSignal:
+		}
+		for {
+			e.mu.Lock()
+			if len(e.sessEvents) == 0 {
+				e.mu.Unlock()
+				break
+			}
+			ev := e.sessEvents[0]
+			e.sessEvents = e.sessEvents[1:]
+			ids := make([]int, 0, len(e.listeners))
+			for id := range e.listeners {
+				ids = append(ids, id)
+			}
+			sort.Ints(ids)
+			fns := make([]func(SessionEvent), len(ids))
+			for i, id := range ids {
+				fns[i] = e.listeners[id]
+			}
+			e.mu.Unlock()
+			for _, fn := range fns {
+				fn(ev)
+			}
+		}
+	}
+}
+
+// keepAliveLoop renews the lease every fifth of its TTL, one keepalive at a
+// time, and renews the fencing lease from each answered keepalive's send
+// time. A keepalive that fails for want of an answer suspends the session;
+// one the server answers "no such lease" ends it, and a new lease is then
+// granted: a new session.
+func (e *Etcd) keepAliveLoop() {
+	defer e.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-e.done:
+			return
+		case <-timer.C:
+		}
+		e.keepAliveOnce()
+		timer.Reset(max(time.Duration(e.ttl.Load())/5, 50*time.Millisecond))
+	}
+}
+
+func (e *Etcd) keepAliveOnce() {
+	e.mu.Lock()
+	s, lease, gone := e.session, e.lease, e.leaseGone
+	e.mu.Unlock()
+	ttl := time.Duration(e.ttl.Load())
+	ctx, cancel := context.WithTimeout(e.life, max(ttl/3, 200*time.Millisecond))
+	defer cancel()
+	if gone {
+		e.grantNew(ctx)
+		return
+	}
+	if e.keepAliveOff.Load() {
+		return
+	}
+	sent := time.Since(e.epoch)
+	resp, err := e.cli.KeepAliveOnce(ctx, lease)
+	e.writes.Add(1)
+	if err == nil && resp.TTL <= 0 {
+		err = rpctypes.ErrLeaseNotFound
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.lease != lease {
+		return
+	}
+	switch {
+	case err == nil:
+		e.renewed(sent)
+		switch {
+		case s.ctx.Err() != nil:
+			// The fencing lease lapsed locally but the server kept the
+			// lease: its keys are still ours. Go on under it as a new
+			// session, as ZooKeeper's client does after a lapse.
+			e.newSessionLocked()
+		case e.suspended:
+			e.suspended = false
+			e.log.Info("reconnected", "session", s.String())
+			e.emitLocked(SessionEvent{Type: SessionReconnected, Session: s})
+		}
+	case errors.Is(err, rpctypes.ErrLeaseNotFound):
+		e.leaseGone = true
+		if s.ctx.Err() == nil {
+			e.loseLocked(s, fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
+		}
+		select {
+		case e.wakeDog <- struct{}{}:
+		default:
+		}
+	default:
+		e.errs.Add(1)
+		if !e.suspended && s.ctx.Err() == nil {
+			e.suspended = true
+			e.log.Warn("etcd keepalive failed; firing suspended", "session", s.String(), "err", err, "lease_left", e.leaseLeft().Round(time.Millisecond))
+			e.emitLocked(SessionEvent{Type: SessionSuspended, Session: s})
+		}
+	}
+}
+
+// grantNew asks for a new lease after the old one expired, and starts a new
+// session on it.
+func (e *Etcd) grantNew(ctx context.Context) {
+	sent := time.Since(e.epoch)
+	resp, err := e.cli.Grant(ctx, ttlSeconds(e.cfg.SessionTimeout))
+	e.writes.Add(1)
+	if err != nil {
+		e.errs.Add(1)
+		e.log.Debug("granting a new etcd lease", "err", err)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.renewed(sent)
+	e.ttl.Store(int64(time.Duration(resp.TTL) * time.Second))
+	e.lease = resp.ID
+	e.newSessionLocked()
+}
+
+// watchdog ends the session when its fencing lease lapses on the monotonic
+// clock, whether or not a keepalive is still outstanding.
+func (e *Etcd) watchdog() {
+	defer e.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		e.mu.Lock()
+		s := e.session
+		wait := time.Second
+		if s.ctx.Err() == nil {
+			if left := e.leaseLeft(); left <= 0 {
+				e.loseLocked(s, fmt.Errorf("%w: no keepalive answered by etcd for %v (lease %v)", ErrSessionLost, e.sinceRead().Round(time.Millisecond), e.leaseDuration()))
+			} else {
+				wait = left
+			}
+		}
+		e.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-e.done:
+			return
+		case <-e.wakeDog:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
+// Session returns the current session.
+func (e *Etcd) Session() *Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.session
+}
+
+// Suspended reports whether the latest keepalive went unanswered.
+func (e *Etcd) Suspended() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.suspended
+}
+
+// OnSession registers fn for session events. Events are delivered in order
+// on one goroutine; fn should return quickly.
+func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.nextID
+	e.nextID++
+	e.listeners[id] = fn
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		delete(e.listeners, id)
+	}
+}
+
+// Stats returns the requests sent so far.
+func (e *Etcd) Stats() Stats {
+	return Stats{Reads: e.reads.Load(), Writes: e.writes.Load(), Multis: e.multis.Load(), Watches: e.watchReqs.Load(),
+		Errors: e.errs.Load()}
+}
+
+// Close revokes the lease (its ephemeral nodes are removed at once), stops
+// the center's goroutines and closes the client. It is idempotent.
+func (e *Etcd) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	if e.session != nil {
+		e.session.cancel(ErrClosed)
+	}
+	lease := e.lease
+	e.mu.Unlock()
+	close(e.done)
+	e.endLife()
+	e.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ConnectTimeout)
+	defer cancel()
+	_, rerr := e.cli.Revoke(ctx, lease)
+	e.writes.Add(1)
+	cerr := e.cli.Close()
+	if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("regcenter: closing: revoking lease %x: %w", int64(lease), translateEtcd(rerr))
+	}
+	if cerr != nil && !errors.Is(cerr, context.Canceled) {
+		return fmt.Errorf("regcenter: closing the etcd client: %w", cerr)
+	}
+	return nil
+}
+
+// ---- requests ----
+
+// reqCtx bounds one request: by ctx, by the center's closing, and by the
+// session timeout (gRPC waits for a connection otherwise, where ZooKeeper
+// fails the request when its connection drops).
+func (e *Etcd) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.SessionTimeout, errRequestTimeout)
+	stop := context.AfterFunc(e.life, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+var errRequestTimeout = errors.New("no answer within the session timeout")
+
+// do runs one request f under a bounded context, counts it and translates
+// its error.
+func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-e.done:
+		return ErrClosed
+	default:
+	}
+	counter.Add(1)
+	rctx, cancel := e.reqCtx(ctx)
+	defer cancel()
+	err := f(rctx)
+	if err == nil {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return e.counted(ErrClosed)
+	default:
+	}
+	if ctx.Err() != nil {
+		return e.counted(ctx.Err())
+	}
+	if errors.Is(context.Cause(rctx), errRequestTimeout) {
+		return e.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, errRequestTimeout))
+	}
+	return e.counted(translateEtcd(err))
+}
+
+func (e *Etcd) counted(err error) error {
+	if err == nil || errors.Is(err, ErrNoNode) || errors.Is(err, ErrNodeExists) ||
+		errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNotEmpty) {
+		return err
+	}
+	e.errs.Add(1)
+	return err
+}
+
+// retryingRead runs an idempotent read with backoff on connection errors.
+func (e *Etcd) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
+	sleep := e.cfg.BaseSleep
+	for attempt := 0; ; attempt++ {
+		err := e.do(ctx, &e.reads, f)
+		if err == nil || !errors.Is(err, ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
+			return err
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-e.done:
+			t.Stop()
+			return ErrClosed
+		case <-t.C:
+		}
+		sleep = min(sleep*2, e.cfg.MaxSleep)
+	}
+}
+
+// translateEtcd maps etcd's errors to this package's sentinels.
+func translateEtcd(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
+		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+	}
+	ev := rpctypes.Error(err)
+	switch {
+	case errors.Is(ev, rpctypes.ErrLeaseNotFound):
+		return fmt.Errorf("%w: the lease is gone in etcd", ErrSessionLost)
+	case errors.Is(ev, rpctypes.ErrPermissionDenied), errors.Is(ev, rpctypes.ErrAuthFailed),
+		errors.Is(ev, rpctypes.ErrUserEmpty), errors.Is(ev, rpctypes.ErrInvalidAuthToken),
+		errors.Is(ev, rpctypes.ErrUserNotFound), errors.Is(ev, rpctypes.ErrAuthOldRevision):
+		return fmt.Errorf("%w: %v", ErrUnauthorized, ev)
+	case errors.Is(ev, rpctypes.ErrTooManyOps):
+		return fmt.Errorf("%w: %v (raise the cluster's --max-txn-ops)", ErrTooLarge, ev)
+	case errors.Is(ev, rpctypes.ErrRequestTooLarge):
+		return fmt.Errorf("%w: %v", ErrTooLarge, ev)
+	case errors.Is(ev, rpctypes.ErrNoLeader), errors.Is(ev, rpctypes.ErrNotLeader), errors.Is(ev, rpctypes.ErrLeaderChanged),
+		errors.Is(ev, rpctypes.ErrStopped), errors.Is(ev, rpctypes.ErrTimeout), errors.Is(ev, rpctypes.ErrTimeoutDueToLeaderFail),
+		errors.Is(ev, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(ev, rpctypes.ErrTimeoutWaitAppliedIndex),
+		errors.Is(ev, rpctypes.ErrUnhealthy), errors.Is(ev, rpctypes.ErrTooManyRequests):
+		return fmt.Errorf("%w: %v", ErrConnectionLoss, ev)
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+			return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+		case codes.Unauthenticated, codes.PermissionDenied:
+			return fmt.Errorf("%w: %v", ErrUnauthorized, err)
+		case codes.Canceled:
+			return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+		}
+	}
+	return err
+}
+
+// ---- reads ----
+
+// statOps reads what a node's Stat needs: the node, its children marker,
+// its number of children.
+func (e *Etcd) statOps(p string) []clientv3.Op {
+	cp := e.childPrefix(p)
+	return []clientv3.Op{
+		clientv3.OpGet(e.nodeKey(p)),
+		clientv3.OpGet(e.markerKey(p), clientv3.WithKeysOnly()),
+		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()),
+	}
+}
+
+// statOf builds a Stat from the three answers of statOps (starting at
+// rs[0]); ok is false when the node does not exist.
+func statOf(rs []*etcdRange) (data []byte, st Stat, ok bool) {
+	if len(rs[0].kvs) == 0 {
+		return nil, Stat{}, false
+	}
+	kv := rs[0].kvs[0]
+	st = Stat{
+		Version:        int32(kv.Version - 1),
+		EphemeralOwner: kv.Lease,
+		Czxid:          kv.CreateRevision,
+		Mzxid:          kv.ModRevision,
+		NumChildren:    int32(rs[2].count),
+		DataLength:     int32(len(kv.Value)),
+	}
+	if len(rs[1].kvs) > 0 {
+		st.CVersion = int32(rs[1].kvs[0].Version)
+	}
+	return kv.Value, st, true
+}
+
+// etcdRange is one range answer of a transaction.
+type etcdRange struct {
+	kvs   []*mvccpb.KeyValue
+	count int64
+}
+
+func ranges(resp *clientv3.TxnResponse) []*etcdRange {
+	out := make([]*etcdRange, 0, len(resp.Responses))
+	for _, r := range resp.Responses {
+		if rr := r.GetResponseRange(); rr != nil {
+			out = append(out, &etcdRange{kvs: rr.Kvs, count: rr.Count})
+		}
+	}
+	return out
+}
+
+// readTxn runs ops (reads) as one transaction.
+func (e *Etcd) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange, int64, error) {
+	var rs []*etcdRange
+	var rev int64
+	err := e.retryingRead(ctx, func(ctx context.Context) error {
+		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return err
+		}
+		rs, rev = ranges(resp), resp.Header.Revision
+		return nil
+	})
+	return rs, rev, err
+}
+
+// Get returns a node's data and stat.
+func (e *Etcd) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+	cp, err := cleanPath(p)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
+	if err != nil {
+		return nil, Stat{}, wrapPath("get", p, err)
+	}
+	data, st, ok := statOf(rs)
+	if !ok {
+		return nil, Stat{}, wrapPath("get", p, ErrNoNode)
+	}
+	return data, st, nil
+}
+
+// Exists reports whether a node exists.
+func (e *Etcd) Exists(ctx context.Context, p string) (bool, Stat, error) {
+	cp, err := cleanPath(p)
+	if err != nil {
+		return false, Stat{}, err
+	}
+	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
+	if err != nil {
+		return false, Stat{}, wrapPath("exists", p, err)
+	}
+	_, st, ok := statOf(rs)
+	return ok, st, nil
+}
+
+// childrenOps reads whether p exists and its children's keys.
+func (e *Etcd) childrenOps(p string) []clientv3.Op {
+	return []clientv3.Op{
+		clientv3.OpGet(e.nodeKey(p), clientv3.WithCountOnly()),
+		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	}
+}
+
+func (e *Etcd) childNames(p string, r *etcdRange) []string {
+	cp := e.childPrefix(p)
+	out := make([]string, 0, len(r.kvs))
+	for _, kv := range r.kvs {
+		out = append(out, string(kv.Key[len(cp):]))
+	}
+	return out
+}
+
+// Children lists a node's children: one keys-only range over exactly its
+// direct children.
+func (e *Etcd) Children(ctx context.Context, p string) ([]string, error) {
+	cp, err := cleanPath(p)
+	if err != nil {
+		return nil, err
+	}
+	rs, _, err := e.readTxn(ctx, e.childrenOps(cp)...)
+	if err != nil {
+		return nil, wrapPath("children", p, err)
+	}
+	if rs[0].count == 0 {
+		return nil, wrapPath("children", p, ErrNoNode)
+	}
+	return e.childNames(cp, rs[1]), nil
+}
+
+// ---- writes ----
+
+// Create creates a node, creating missing parents as persistent nodes.
+func (e *Etcd) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
+	if err := checkNodeSize(e.cfg.maxNodeBytes(), "create", p, data); err != nil {
+		return "", err
+	}
+	cp, err := cleanPath(p)
+	if err != nil {
+		return "", err
+	}
+	if cp == "/" {
+		return "", wrapPath("create", p, ErrNodeExists)
+	}
+	op := CreateOp{Path: cp, Data: data, Mode: mode}
+	res, err := e.txn(ctx, &e.writes, []Op{op}, nil)
+	if errors.Is(err, ErrNoNode) {
+		if perr := e.createParents(ctx, parentOf(cp)); perr != nil {
+			return "", wrapPath("create", p, perr)
+		}
+		res, err = e.txn(ctx, &e.writes, []Op{op}, nil)
+	}
+	if err != nil {
+		return "", wrapPath("create", p, unwrapMulti(err))
+	}
+	return res.created[0], nil
+}
+
+func unwrapMulti(err error) error {
+	var me *MultiError
+	if errors.As(err, &me) {
+		return me.Err
+	}
+	return err
+}
+
+// EnsurePath creates p and its parents as empty persistent nodes where
+// missing.
+func (e *Etcd) EnsurePath(ctx context.Context, p string) error {
+	if ok, _, err := e.Exists(ctx, p); err == nil && ok {
+		return nil
+	}
+	cp, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	return e.createParents(ctx, cp)
+}
+
+func (e *Etcd) createParents(ctx context.Context, dir string) error {
+	if dir == "/" || dir == "." || dir == "" {
+		return e.createRoot(ctx)
+	}
+	parts := strings.Split(strings.Trim(dir, "/"), "/")
+	cur := ""
+	for i, part := range parts {
+		cur += "/" + part
+		op := CreateOp{Path: cur}
+		_, err := e.txn(ctx, &e.writes, []Op{op}, nil)
+		if i == 0 && errors.Is(err, ErrNoNode) {
+			if err := e.createRoot(ctx); err != nil {
+				return err
+			}
+			_, err = e.txn(ctx, &e.writes, []Op{op}, nil)
+		}
+		if err != nil && !errors.Is(err, ErrNodeExists) {
+			return unwrapMulti(err)
+		}
+	}
+	return nil
+}
+
+// Set writes a node's data.
+func (e *Etcd) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
+	if err := checkNodeSize(e.cfg.maxNodeBytes(), "set", p, data); err != nil {
+		return Stat{}, err
+	}
+	cp, err := cleanPath(p)
+	if err != nil {
+		return Stat{}, err
+	}
+	res, err := e.txn(ctx, &e.writes, []Op{SetOp{Path: cp, Data: data, Version: version}}, e.statOps(cp))
+	if err != nil {
+		return Stat{}, wrapPath("set", p, unwrapMulti(err))
+	}
+	_, st, _ := statOf(res.reads)
+	return st, nil
+}
+
+// Delete removes a node.
+func (e *Etcd) Delete(ctx context.Context, p string, version int32) error {
+	cp, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	_, err = e.txn(ctx, &e.writes, []Op{DeleteOp{Path: cp, Version: version}}, nil)
+	return wrapPath("delete", p, unwrapMulti(err))
+}
+
+// DeleteTree removes a node and its descendants, deepest first.
+func (e *Etcd) DeleteTree(ctx context.Context, p string) error {
+	kids, err := e.Children(ctx, p)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := e.DeleteTree(ctx, path.Join(p, k)); err != nil {
+			return err
+		}
+	}
+	err = e.Delete(ctx, p, -1)
+	if errors.Is(err, ErrNoNode) {
+		return nil
+	}
+	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile
+		return e.DeleteTree(ctx, p)
+	}
+	return err
+}
+
+// Multi applies ops atomically, as one etcd transaction.
+func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := checkMultiSize(e.cfg.maxNodeBytes(), ops); err != nil {
+		return err
+	}
+	clean := make([]Op, len(ops))
+	for i, op := range ops {
+		cp, err := cleanPath(op.path())
+		if err != nil {
+			return &MultiError{Index: i, Op: op, Err: err}
+		}
+		switch o := op.(type) {
+		case CreateOp:
+			o.Path = cp
+			clean[i] = o
+		case SetOp:
+			o.Path = cp
+			clean[i] = o
+		case DeleteOp:
+			o.Path = cp
+			clean[i] = o
+		case CheckOp:
+			o.Path = cp
+			clean[i] = o
+		default:
+			return fmt.Errorf("regcenter: unknown op %T", op)
+		}
+	}
+	_, err := e.txn(ctx, &e.multis, clean, nil)
+	if err != nil {
+		var me *MultiError
+		if errors.As(err, &me) {
+			me.Op = ops[me.Index] // as the caller wrote it
+			return me
+		}
+		return fmt.Errorf("regcenter: transaction of %d ops: %w", len(ops), err)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package regcenter
+
+import (
+	"context"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Watches on etcd. One etcd watch covers every node key of the namespace
+// and is never re-armed: etcd watches persist. Its events are mapped to
+// what ZooKeeper would send (a created key: created for the node, children
+// changed for its parent; a deleted key: deleted, and children changed for
+// the parent; a key written again: data changed) and handed to the
+// subscribers of the node's watches on one dispatch goroutine, in revision
+// order. When the stream has to be opened again (its member died, lost its
+// leader, or the client was cut off), it resumes at the revision after the
+// last event it delivered, so nothing is lost; when that revision has been
+// compacted away, it resumes at the compaction revision and every
+// subscriber gets EventResync, since changes in between are gone.
+
+func (e *Etcd) enqueue(t etcdTask) {
+	e.watchMu.Lock()
+	e.queue = append(e.queue, t)
+	e.watchMu.Unlock()
+	select {
+	case e.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Watch registers a persistent watch. fn is first called with EventResync,
+// after which every change reaches it.
+func (e *Etcd) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
+	if cp, err := cleanPath(p); err == nil {
+		p = cp
+	}
+	_, sub, cancel := e.subscribe(p, kind, fn)
+	e.enqueue(etcdTask{key: watchKey{path: p, kind: kind}, sub: sub})
+	return cancel
+}
+
+func (e *Etcd) subscribe(p string, kind WatchKind, fn func(Event)) (*watchEntry, *watchSub, func()) {
+	key := watchKey{path: p, kind: kind}
+	sub := &watchSub{fn: fn}
+	e.watchMu.Lock()
+	w := e.watches[key]
+	if w == nil {
+		w = &watchEntry{key: key, subs: map[*watchSub]struct{}{}, armed: true}
+		e.watches[key] = w
+	}
+	w.subs[sub] = struct{}{}
+	e.watchMu.Unlock()
+	return w, sub, func() {
+		e.watchMu.Lock()
+		defer e.watchMu.Unlock()
+		if w := e.watches[key]; w != nil {
+			delete(w.subs, sub)
+			if len(w.subs) == 0 {
+				delete(e.watches, key)
+			}
+		}
+	}
+}
+
+// WatchNow registers a persistent watch and reads the state it watches in
+// the caller's goroutine (see Center.WatchNow). The subscription is in
+// place before the read, and the namespace watch delivers every change
+// after it, so nothing between the read and the next event is missed.
+func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
+	cp, err := cleanPath(p)
+	if err != nil {
+		return WatchState{}, func() {}, err
+	}
+	_, sub, cancel := e.subscribe(cp, kind, fn)
+	var st WatchState
+	err = e.do(ctx, &e.watchReqs, func(ctx context.Context) error {
+		ops := e.statOps(cp)
+		if kind == WatchChildren {
+			ops = e.childrenOps(cp)
+		}
+		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return err
+		}
+		rs := ranges(resp)
+		if kind == WatchChildren {
+			if rs[0].count > 0 {
+				st = WatchState{Exists: true, Children: e.childNames(cp, rs[1])}
+			}
+			return nil
+		}
+		if _, s, ok := statOf(rs); ok {
+			st = WatchState{Exists: true, Stat: s}
+		}
+		return nil
+	})
+	if err != nil {
+		e.enqueue(etcdTask{key: watchKey{path: cp, kind: kind}, sub: sub})
+		return WatchState{}, cancel, wrapPath("watch", p, err)
+	}
+	return st, cancel, nil
+}
+
+// WatchCount returns the number of watches registered (one per node and
+// kind, however many subscribers share it). On etcd they are all served by
+// one etcd watch.
+func (e *Etcd) WatchCount() int {
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	return len(e.watches)
+}
+
+// watchLoop owns the namespace watch and the delivery of every event.
+func (e *Etcd) watchLoop() {
+	defer e.wg.Done()
+	rev := e.startRev
+	for {
+		if hold := e.watchHold.Load(); hold != nil {
+			select {
+			case <-e.done:
+				return
+			case <-*hold:
+			}
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(e.life))
+		wch := e.cli.Watch(wctx, e.pfx+"n/", clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithProgressNotify())
+		e.watchReqs.Add(1)
+		more, resync := e.consume(wch, &rev)
+		cancel()
+		if !more {
+			return
+		}
+		if resync {
+			e.log.Warn("etcd compacted revisions the namespace watch had not seen; every watch resyncs", "resume_at", rev)
+			e.resyncAll()
+		}
+		t := time.NewTimer(e.cfg.BaseSleep)
+		select {
+		case <-e.done:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// consume delivers the stream's events until it ends. It returns false
+// when the center is closing, and resync when revisions were compacted
+// before the stream could deliver them (rev is then the compaction
+// revision).
+func (e *Etcd) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
+	for {
+		select {
+		case <-e.done:
+			return false, false
+		case <-e.watchKick:
+			return true, false
+		case <-e.signal:
+			e.runTasks()
+		case resp, ok := <-wch:
+			if !ok {
+				return true, false
+			}
+			if resp.CompactRevision != 0 {
+				*rev = resp.CompactRevision
+				return true, true
+			}
+			if err := resp.Err(); err != nil {
+				e.log.Debug("etcd watch ended; resuming", "rev", *rev, "err", err)
+				return true, false
+			}
+			for _, ev := range resp.Events {
+				e.dispatchEvent(ev)
+				*rev = ev.Kv.ModRevision + 1
+			}
+			if resp.IsProgressNotify() && resp.Header.Revision >= *rev {
+				*rev = resp.Header.Revision + 1
+			}
+		}
+	}
+}
+
+func (e *Etcd) runTasks() {
+	e.watchMu.Lock()
+	batch := e.queue
+	e.queue = nil
+	e.watchMu.Unlock()
+	for _, t := range batch {
+		if t.resyncAll {
+			e.resyncAll()
+			continue
+		}
+		if w := e.entry(t.key); w != nil {
+			e.deliverTo(t.sub, w, Event{Type: EventResync, Path: t.key.path})
+		}
+	}
+}
+
+func (e *Etcd) resyncAll() {
+	e.watchMu.Lock()
+	ws := make([]*watchEntry, 0, len(e.watches))
+	for _, w := range e.watches {
+		ws = append(ws, w)
+	}
+	e.watchMu.Unlock()
+	for _, w := range ws {
+		e.deliver(w, Event{Type: EventResync, Path: w.key.path})
+	}
+}
+
+// dispatchEvent maps one key event to the node events ZooKeeper would send.
+func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
+	p, ok := e.pathOfNodeKey(string(ev.Kv.Key))
+	if !ok {
+		return
+	}
+	var typ EventType
+	switch {
+	case ev.Type == mvccpb.DELETE:
+		typ = EventDeleted
+	case ev.IsCreate():
+		typ = EventCreated
+	default:
+		e.deliverKey(watchKey{path: p, kind: WatchNode}, EventDataChanged)
+		return
+	}
+	e.deliverKey(watchKey{path: p, kind: WatchNode}, typ)
+	e.deliverKey(watchKey{path: p, kind: WatchChildren}, typ)
+	if p != "/" {
+		e.deliverKey(watchKey{path: parentOf(p), kind: WatchChildren}, EventChildrenChanged)
+	}
+}
+
+func (e *Etcd) deliverKey(k watchKey, typ EventType) {
+	if w := e.entry(k); w != nil {
+		e.deliver(w, Event{Type: typ, Path: k.path})
+	}
+}
+
+func (e *Etcd) entry(k watchKey) *watchEntry {
+	e.watchMu.Lock()
+	defer e.watchMu.Unlock()
+	return e.watches[k]
+}
+
+func (e *Etcd) deliver(w *watchEntry, ev Event) {
+	e.watchMu.Lock()
+	subs := make([]*watchSub, 0, len(w.subs))
+	for s := range w.subs {
+		subs = append(subs, s)
+	}
+	e.watchMu.Unlock()
+	for _, s := range subs {
+		s.fn(ev)
+	}
+}
+
+func (e *Etcd) deliverTo(s *watchSub, w *watchEntry, ev Event) {
+	e.watchMu.Lock()
+	_, live := w.subs[s]
+	e.watchMu.Unlock()
+	if live {
+		s.fn(ev)
+	}
+}
