@@ -34,7 +34,11 @@ type Options struct {
 	// refused with 401 Unauthorized.
 	Token string
 	// Logger receives one line per operation performed (Info) and per
-	// refused or failed request (Warn). Nil means slog.Default().
+	// failed request (Warn). Refused requests (a missing or wrong token,
+	// a cross-origin POST) are written at most once per 10 s per kind of
+	// refusal, the others counted and written as one line ("refused 57
+	// requests in the last 10s: ..."), so that a client cannot flood the
+	// log. Nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, is served at GET /metrics: typically
 	// (*metrics.Metrics).Handler(), the instance's Prometheus metrics.
@@ -131,6 +135,7 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.refusals = newRefusalLog(h.log)
 	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
 	mux.HandleFunc("GET /jobs", h.jobs)
@@ -168,6 +173,7 @@ type handler struct {
 	log          *slog.Logger
 	protectReads bool
 	dispatcher   *dispatch.Dispatcher
+	refusals     *refusalLog // refused requests, rate-limited (guard.go)
 }
 
 type httpError struct {
@@ -215,7 +221,7 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 func (h *handler) write(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h.token == "" {
-			h.log.Warn("shardjob admin: operation refused: no token configured (read-only)", "path", r.URL.Path, "remote", r.RemoteAddr)
+			h.refusals.refused(refusedReadOnly, "path", r.URL.Path, "remote", r.RemoteAddr)
 			h.reply(w, http.StatusForbidden, httpError{Error: "read-only: operations are disabled because no token is configured"})
 			return
 		}
