@@ -160,6 +160,10 @@ func (s *section) secret(p map[string][2]*yaml.Node, key string, out *string) {
 			s.failf(p[key+"Env"][0], key+"Env", "give %s or %sEnv, not both", key, key)
 			return
 		}
+		if strings.HasPrefix(strings.ToUpper(env), "SHARDJOB_") {
+			s.failf(p[key+"Env"][0], key+"Env", "%s is one of the instance's own settings (credentials among them); name a variable kept for this handler", env)
+			return
+		}
 		v, ok := os.LookupEnv(env)
 		if !ok || v == "" {
 			s.failf(p[key+"Env"][0], key+"Env", "environment variable %s is not set", env)

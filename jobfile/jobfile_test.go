@@ -29,6 +29,7 @@ func TestBuildRejectsBadSections(t *testing.T) {
 		{"unknown handler", "    type: http\n    errorHandler: pager\n    http: {url: \"http://x\"}\n", `errorHandler at line 10: errhandler: unknown handler: "pager"`},
 		{"webhook without settings", "    type: http\n    errorHandler: webhook\n    http: {url: \"http://x\"}\n", "needs settings"},
 		{"webhook without secret", "    type: http\n    errorHandler: {type: webhook, url: \"http://x\"}\n    http: {url: \"http://x\"}\n", "secret is required"},
+		{"webhook secret from the console token", "    type: http\n    errorHandler: {type: webhook, url: \"https://x\", secretEnv: SHARDJOB_TOKEN}\n    http: {url: \"http://x\"}\n", "errorHandler.secretEnv at line 10: SHARDJOB_TOKEN is one of the instance's own settings"},
 		{"stop bad after", "    type: http\n    errorHandler: {type: stop, after: 0}\n    http: {url: \"http://x\"}\n", "after 0 must be at least 1"},
 		{"email unknown key", "    type: http\n    errorHandler: {type: email, addr: \"h:25\", from: a@b.c, to: [d@e.f], tls: off}\n    http: {url: \"http://x\"}\n", "errorHandler.tls at line 10: unknown key"},
 		{"simple without handler", "    handler: nope\n", `wants Go handler "nope"`},
