@@ -78,6 +78,10 @@ type Config struct {
 	// are freed at once instead of after LeaseTTL (which still applies).
 	// Optional; every node sharing a store should set it or none.
 	Regcenter *regcenter.ZooKeeper
+	// MaxWorkers is the most workers the store may hold: a PutWorker of a
+	// new name past it fails with ErrTooManyWorkers, so the per-worker
+	// answers and metric series stay bounded. Default 1000.
+	MaxWorkers int
 	// AllowInsecureWebhooks lets a worker's WebhookURL be plain http.
 	// Default false: https only, so notices and their signatures are not
 	// readable on the way.
@@ -113,8 +117,11 @@ func (c *Config) validate() error {
 		}
 		c.NodeID = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
-	if c.SweepInterval < 0 || c.LeaseTTL < 0 || c.MaxWait < 0 || c.BatchSize < 0 || c.MaxOpenConns < 0 {
-		return fmt.Errorf("%w: SweepInterval, LeaseTTL, MaxWait, BatchSize and MaxOpenConns must not be negative", ErrInvalid)
+	if c.SweepInterval < 0 || c.LeaseTTL < 0 || c.MaxWait < 0 || c.BatchSize < 0 || c.MaxOpenConns < 0 || c.MaxWorkers < 0 {
+		return fmt.Errorf("%w: SweepInterval, LeaseTTL, MaxWait, BatchSize, MaxOpenConns and MaxWorkers must not be negative", ErrInvalid)
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = DefaultMaxWorkers
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 500 * time.Millisecond
@@ -151,6 +158,9 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// DefaultMaxWorkers is Config.MaxWorkers when it is 0.
+const DefaultMaxWorkers = 1000
 
 // Stats counts what a dispatcher did since Open.
 type Stats struct {
@@ -373,7 +383,9 @@ func (d *Dispatcher) Global(ctx context.Context) (Global, error) {
 }
 
 // PutWorker creates a worker or updates its cap, late policy and webhook.
-// Its running count is kept. A webhook URL must be https and name no
+// Its running count is kept. A name is 1 to MaxWorkerName bytes of
+// printable UTF-8 without '/'; a new name past Config.MaxWorkers fails with
+// ErrTooManyWorkers. A webhook URL must be https and name no
 // loopback, private or link-local address unless Config allows it
 // (ErrInvalid and ErrWebhookAddress).
 func (d *Dispatcher) PutWorker(ctx context.Context, w Worker) error {
@@ -383,7 +395,10 @@ func (d *Dispatcher) PutWorker(ctx context.Context, w Worker) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	if err := d.st.putWorker(ctx, w); err != nil {
+	if err := d.st.putWorker(ctx, w, d.cfg.MaxWorkers); err != nil {
+		if errors.Is(err, ErrTooManyWorkers) {
+			return err
+		}
 		return fmt.Errorf("dispatch: put worker %q: %w", w.Name, err)
 	}
 	d.kick()

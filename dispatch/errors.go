@@ -29,6 +29,9 @@ var (
 	// ErrFinal is a Cancel of a task that already ended (finished, failed
 	// or cancelled).
 	ErrFinal = errors.New("dispatch: task already ended")
+	// ErrTooManyWorkers is a PutWorker of a new worker when Config.MaxWorkers
+	// exist already. Nothing was changed.
+	ErrTooManyWorkers = errors.New("dispatch: too many workers")
 	// ErrStarted is returned by Start on a dispatcher that runs already.
 	ErrStarted = errors.New("dispatch: dispatcher already started")
 	// ErrClosed is returned by calls on a dispatcher after Close.

@@ -19,6 +19,11 @@ type HandlerConfig struct {
 	Token string
 	// MaxBody bounds a request body in bytes. Default 8 MiB.
 	MaxBody int64
+	// MaxListBytes bounds a list answer (GET /v1/tasks): tasks are added
+	// while the encoded answer stays within it, and "next" says where the
+	// next page starts. A page holds at least one task, however large.
+	// Default 1 MiB.
+	MaxListBytes int
 	// Logger receives server-side errors. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -33,6 +38,8 @@ type HandlerConfig struct {
 //	                                 "tasks": [{"external_id": "r1", "info": "any text"}]}
 //	GET  /v1/tasks/{uuid}
 //	GET  /v1/tasks?worker=&status=&external_id=&after=&limit=
+//	                                {"tasks": [...], "next": "uuid"}: at most MaxListBytes (1 MiB);
+//	                                "next", when present, is the after= of the next page
 //	POST /v1/tasks/{uuid}/finish    optional {"attempt": 2}
 //	POST /v1/tasks/{uuid}/cancel
 //
@@ -53,6 +60,12 @@ func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = 8 << 20
+	}
+	if cfg.MaxListBytes < 0 {
+		return nil, fmt.Errorf("%w: MaxListBytes %d is negative", ErrInvalid, cfg.MaxListBytes)
+	}
+	if cfg.MaxListBytes == 0 {
+		cfg.MaxListBytes = 1 << 20
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -108,7 +121,8 @@ func (h *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusBadRequest
 	case errors.Is(err, ErrUnknownWorker), errors.Is(err, ErrUnknownTask):
 		code = http.StatusNotFound
-	case errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotRunning), errors.Is(err, ErrStaleLease), errors.Is(err, ErrFinal):
+	case errors.Is(err, ErrAlreadyFinished), errors.Is(err, ErrNotRunning), errors.Is(err, ErrStaleLease), errors.Is(err, ErrFinal),
+		errors.Is(err, ErrTooManyWorkers):
 		code = http.StatusConflict
 	case errors.Is(err, ErrClosed):
 		code = http.StatusServiceUnavailable
@@ -340,16 +354,59 @@ func (h *api) listTasks(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
+	budget := h.cfg.MaxListBytes
+	f.MaxBytes = budget
 	ts, err := h.d.Tasks(r.Context(), f)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	out := make([]TaskJSON, len(ts))
-	for i, t := range ts {
-		out[i] = t.ToJSON()
+	page, more, err := budgetPage(ts, budget)
+	if err != nil {
+		h.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	infos := 0
+	for _, t := range ts {
+		infos += len(t.Info)
+	}
+	// More may follow if the page left tasks out, if the store stopped
+	// at the budget, or if it stopped at the limit.
+	out := taskPage{Tasks: page}
+	if more || infos >= budget || len(ts) == f.Limit {
+		out.Next = ts[len(page)-1].UUID
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	// The status is sent; a client gone away is all an error can mean here.
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// taskPage is a list answer: the tasks, and where the next page starts
+// (Filter.After) when more may follow.
+type taskPage struct {
+	Tasks []json.RawMessage `json:"tasks"`
+	Next  string            `json:"next,omitempty"`
+}
+
+// budgetPage encodes tasks in order while the answer stays within budget
+// bytes (always at least one); more reports that some were left out.
+func budgetPage(ts []Task, budget int) (page []json.RawMessage, more bool, err error) {
+	page = []json.RawMessage{}
+	// The envelope: {"tasks":[...],"next":"<uuid>"} and a newline.
+	size := len(`{"tasks":[],"next":""}`) + 1 + 64
+	for i, t := range ts {
+		b, err := json.Marshal(t.ToJSON())
+		if err != nil {
+			return nil, false, err
+		}
+		if i > 0 && size+len(b)+1 > budget {
+			return page, true, nil
+		}
+		size += len(b) + 1
+		page = append(page, b)
+	}
+	return page, false, nil
 }
 
 func (h *api) finish(w http.ResponseWriter, r *http.Request) {

@@ -216,7 +216,7 @@ func (s *store) global(ctx context.Context) (Global, error) {
 // putWorker creates or updates a worker. It takes the global row's lock
 // first, as every writer of a cap or counter does, so a cap never changes
 // under a claim that read it.
-func (s *store) putWorker(ctx context.Context, w Worker) error {
+func (s *store) putWorker(ctx context.Context, w Worker, maxWorkers int) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := lockGlobal(ctx, tx, s); err != nil {
 			return err
@@ -228,6 +228,16 @@ func (s *store) putWorker(ctx context.Context, w Worker) error {
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
+		}
+		// A new worker: counted under the global row's lock (SQLite:
+		// the write transaction), so two nodes adding the last ones
+		// cannot both pass the limit.
+		var count int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM dispatch_workers`).Scan(&count); err != nil {
+			return err
+		}
+		if count >= maxWorkers {
+			return fmt.Errorf("%w: %d workers exist, the limit (Config.MaxWorkers); %q is not added", ErrTooManyWorkers, count, w.Name)
 		}
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO dispatch_workers (name, max_running, running, late_policy, webhook_url, webhook_secret) VALUES (?, ?, 0, ?, ?, ?)`),
 			w.Name, w.MaxRunning, string(w.LatePolicy), w.WebhookURL, w.WebhookSecret)
@@ -1056,8 +1066,24 @@ func (s *store) tasks(ctx context.Context, f Filter) ([]Task, error) {
 	}
 	query += " ORDER BY uuid LIMIT ?"
 	args = append(args, f.Limit)
-	out, err := queryTasks(ctx, s.db, s.q(query), args...)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
+		return nil, fmt.Errorf("dispatch: list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []Task
+	infos := 0
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: list tasks: %w", err)
+		}
+		out = append(out, t)
+		if infos += len(t.Info); f.MaxBytes > 0 && infos >= f.MaxBytes {
+			break // the rest stays unread: closing the rows drops it
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dispatch: list tasks: %w", err)
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"unicode"
+	"unicode/utf8"
 	"time"
 )
 
@@ -80,12 +82,39 @@ type Worker struct {
 	WebhookSecret string
 }
 
+// MaxWorkerName is the longest worker name, in bytes.
+const MaxWorkerName = 128
+
+// validWorkerName checks a new worker's name: 1 to MaxWorkerName bytes of
+// valid UTF-8, every character printable (letters, marks, digits,
+// punctuation, symbols, the ASCII space), no '/' (it would read as a path
+// in the REST API and the console). NUL, control characters, other
+// spaces and invalid bytes are refused, so a name reads back as stored
+// and shows as it is.
+func validWorkerName(name string) error {
+	if name == "" || len(name) > MaxWorkerName {
+		return fmt.Errorf("%w: a worker's name must be 1 to %d bytes, got %d", ErrInvalid, MaxWorkerName, len(name))
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: worker name %q is not valid UTF-8", ErrInvalid, name)
+	}
+	for i, r := range name {
+		if r == '/' {
+			return fmt.Errorf("%w: worker name %q has a '/' at byte %d", ErrInvalid, name, i)
+		}
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: worker name %q has the unprintable character %U at byte %d", ErrInvalid, name, r, i)
+		}
+	}
+	return nil
+}
+
 // MinWebhookSecret is the shortest webhook secret PutWorker accepts.
 const MinWebhookSecret = 16
 
 func (w *Worker) validate(p webhookPolicy) error {
-	if w.Name == "" || len(w.Name) > 200 {
-		return fmt.Errorf("%w: a worker's name must be 1 to 200 bytes, got %d", ErrInvalid, len(w.Name))
+	if err := validWorkerName(w.Name); err != nil {
+		return err
 	}
 	if w.MaxRunning < 0 {
 		return fmt.Errorf("%w: worker %q: max running %d is negative", ErrInvalid, w.Name, w.MaxRunning)
@@ -199,6 +228,11 @@ type Filter struct {
 	ExternalID string
 	After      string // only uuids after this one (paging: pass the last uuid seen)
 	Limit      int    // 1..1000; 0 means 100
+	// MaxBytes bounds what one call reads: once the infos of the tasks
+	// read reach MaxBytes in total, no more are read (the task that
+	// reaches it is included, so a page holds at least one task). 0 means
+	// no bound but Limit.
+	MaxBytes int
 }
 
 func (f *Filter) validate() error {
@@ -210,6 +244,9 @@ func (f *Filter) validate() error {
 	}
 	if f.Limit == 0 {
 		f.Limit = 100
+	}
+	if f.MaxBytes < 0 {
+		return fmt.Errorf("%w: max bytes %d is negative", ErrInvalid, f.MaxBytes)
 	}
 	return nil
 }
