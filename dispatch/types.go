@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"time"
 	"unicode"
 	"unicode/utf8"
-	"time"
 )
 
 // Status is where a task is in its life.
