@@ -1,0 +1,291 @@
+package centertest
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// testMultiApplies: a Multi applies every op, in order (a node created and
+// then set, or deleted and created again, in one transaction); an empty
+// Multi does nothing.
+func testMultiApplies(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	for _, p := range []string{"/ma/x", "/ma/gone", "/ma/kept", "/ma/again"} {
+		mustCreate(t, c, p, []byte("old"), regcenter.Persistent)
+	}
+	if err := c.Multi(ctx); err != nil {
+		t.Errorf("empty Multi: %v", err)
+	}
+	err := c.Multi(ctx,
+		regcenter.CheckOp{Path: "/ma/kept", Version: 0},
+		regcenter.CreateOp{Path: "/ma/new", Data: []byte("n")},
+		regcenter.SetOp{Path: "/ma/x", Data: []byte("s"), Version: 0},
+		regcenter.DeleteOp{Path: "/ma/gone", Version: 0},
+		regcenter.CreateOp{Path: "/ma/eph", Mode: regcenter.Ephemeral},
+		regcenter.SetOp{Path: "/ma/new", Data: []byte("n2"), Version: 0},
+		regcenter.DeleteOp{Path: "/ma/again", Version: -1},
+		regcenter.CreateOp{Path: "/ma/again", Data: []byte("new")},
+	)
+	if err != nil {
+		t.Fatalf("Multi: %v", err)
+	}
+	want := map[string]string{"/ma/new": "n2", "/ma/x": "s", "/ma/kept": "old", "/ma/again": "new", "/ma/eph": ""}
+	for p, w := range want {
+		if data, _ := mustGet(t, c, p); string(data) != w {
+			t.Errorf("%s holds %s after the Multi, want %q", p, quote(data), w)
+		}
+	}
+	if _, st := mustGet(t, c, "/ma/new"); st.Version != 1 {
+		t.Errorf("/ma/new created and set in one Multi has version %d, want 1", st.Version)
+	}
+	if _, st := mustGet(t, c, "/ma/eph"); st.EphemeralOwner != c.Session().ID() {
+		t.Errorf("ephemeral created by Multi has owner 0x%x, want 0x%x", st.EphemeralOwner, c.Session().ID())
+	}
+	if exists(t, c, "/ma/gone") {
+		t.Error("/ma/gone survived the Multi that deleted it")
+	}
+}
+
+// testMultiAtomic: a Multi whose third op fails writes nothing and returns
+// a *MultiError with Index 2 and that op, wrapping the op's sentinel.
+func testMultiAtomic(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	for i, tc := range []struct {
+		name string
+		op   func(base string) regcenter.Op
+		want error
+	}{
+		{"create of an existing node", func(b string) regcenter.Op { return regcenter.CreateOp{Path: b + "/exists"} }, regcenter.ErrNodeExists},
+		{"create under a missing parent", func(b string) regcenter.Op { return regcenter.CreateOp{Path: b + "/missing/child"} }, regcenter.ErrNoNode},
+		{"set at a stale version", func(b string) regcenter.Op { return regcenter.SetOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
+		{"set of a missing node", func(b string) regcenter.Op { return regcenter.SetOp{Path: b + "/missing", Version: -1} }, regcenter.ErrNoNode},
+		{"delete at a stale version", func(b string) regcenter.Op { return regcenter.DeleteOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
+		{"delete of a missing node", func(b string) regcenter.Op { return regcenter.DeleteOp{Path: b + "/missing", Version: -1} }, regcenter.ErrNoNode},
+		{"delete of a node with children", func(b string) regcenter.Op { return regcenter.DeleteOp{Path: b + "/parent", Version: -1} }, regcenter.ErrNotEmpty},
+		{"check at a stale version", func(b string) regcenter.Op { return regcenter.CheckOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
+		{"check of a missing node", func(b string) regcenter.Op { return regcenter.CheckOp{Path: b + "/missing", Version: 0} }, regcenter.ErrNoNode},
+	} {
+		base := fmt.Sprintf("/case%d", i)
+		mustCreate(t, c, base+"/x", []byte("orig"), regcenter.Persistent)
+		mustCreate(t, c, base+"/exists", []byte("e"), regcenter.Persistent)
+		mustCreate(t, c, base+"/parent/child", nil, regcenter.Persistent)
+		ops := []regcenter.Op{
+			regcenter.CreateOp{Path: base + "/new1", Data: []byte("1")},
+			regcenter.SetOp{Path: base + "/x", Data: []byte("changed"), Version: -1},
+			tc.op(base),
+			regcenter.CreateOp{Path: base + "/new2", Data: []byte("2")},
+		}
+		err := c.Multi(ctx, ops...)
+		var me *regcenter.MultiError
+		switch {
+		case err == nil:
+			t.Errorf("%s: Multi succeeded, want it to fail at op 2", tc.name)
+		case !errors.As(err, &me):
+			t.Errorf("%s: Multi error %v is not a *MultiError", tc.name, err)
+		case me.Index != 2 || me.Op == nil || me.Op.String() != ops[2].String():
+			t.Errorf("%s: MultiError names op %d (%v), want op 2 (%v)", tc.name, me.Index, me.Op, ops[2])
+		case !errors.Is(err, tc.want):
+			t.Errorf("%s: Multi error %v does not wrap %v", tc.name, err, tc.want)
+		}
+		for _, p := range []string{base + "/new1", base + "/new2"} {
+			if exists(t, c, p) {
+				t.Errorf("%s: the failed Multi created %s", tc.name, p)
+			}
+		}
+		if data, st := mustGet(t, c, base+"/x"); string(data) != "orig" || st.Version != 0 {
+			t.Errorf("%s: the failed Multi set %s/x to %s (version %d)", tc.name, base, quote(data), st.Version)
+		}
+		if !exists(t, c, base+"/exists") || !exists(t, c, base+"/parent/child") {
+			t.Errorf("%s: the failed Multi deleted something", tc.name)
+		}
+	}
+}
+
+// Concurrent check-and-set: writers on two clients, each attempting
+// casAttempts read-then-Multi increments of one counter.
+const (
+	casWriters  = 4 // per client
+	casAttempts = 25
+)
+
+// testMultiConcurrent: check-and-set Multis from concurrent writers on two
+// clients never lose an update: the counter ends at the number of Multis
+// that succeeded, each of which also wrote its own log node, and every
+// Multi that failed failed on the version.
+func testMultiConcurrent(t testing.TB, s *suite) {
+	clients := []regcenter.Center{s.center(t), s.center(t)}
+	ctx := ctxFor(t)
+	mustCreate(t, clients[0], "/ctr", []byte("0"), regcenter.Persistent)
+	mustCreate(t, clients[0], "/log", nil, regcenter.Persistent)
+	var (
+		mu        sync.Mutex
+		successes int
+		conflicts int
+		failures  []error
+	)
+	var wg sync.WaitGroup
+	for ci, c := range clients {
+		for w := range casWriters {
+			wg.Go(func() {
+				for i := range casAttempts {
+					data, st, err := c.Get(ctx, "/ctr")
+					if err != nil {
+						mu.Lock()
+						failures = append(failures, err)
+						mu.Unlock()
+						return
+					}
+					n, err := strconv.Atoi(string(data))
+					if err != nil {
+						mu.Lock()
+						failures = append(failures, fmt.Errorf("counter holds %s: %w", quote(data), err))
+						mu.Unlock()
+						return
+					}
+					err = c.Multi(ctx,
+						regcenter.CheckOp{Path: "/ctr", Version: st.Version},
+						regcenter.SetOp{Path: "/ctr", Data: []byte(strconv.Itoa(n + 1)), Version: st.Version},
+						regcenter.CreateOp{Path: fmt.Sprintf("/log/c%d-w%d-%03d", ci, w, i), Data: []byte(strconv.Itoa(n + 1))},
+					)
+					mu.Lock()
+					switch {
+					case err == nil:
+						successes++
+					case errors.Is(err, regcenter.ErrBadVersion):
+						conflicts++
+					default:
+						failures = append(failures, err)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("%d requests failed other than on the version; first: %v", len(failures), failures[0])
+	}
+	data, st := mustGet(t, clients[1], "/ctr")
+	got, err := strconv.Atoi(string(data))
+	if err != nil {
+		t.Fatalf("counter holds %s", quote(data))
+	}
+	if got != successes || int(st.Version) != successes {
+		t.Errorf("counter %d at version %d after %d successful check-and-set Multis (and %d conflicts): updates were lost", got, st.Version, successes, conflicts)
+	}
+	logs := mustChildren(t, clients[1], "/log")
+	if len(logs) != successes {
+		t.Errorf("%d log nodes after %d successful Multis: a Multi was applied in part", len(logs), successes)
+	}
+	if successes == 0 {
+		t.Error("no Multi succeeded")
+	}
+	t.Logf("%d writers on 2 clients: %d increments, %d conflicts", 2*casWriters, successes, conflicts)
+}
+
+// Sequential creators: two clients, seqCreators goroutines each, every
+// goroutine creating seqPerCreator nodes one after another.
+const (
+	seqCreators   = 50 // per client
+	seqPerCreator = 3
+)
+
+var seqSuffix = regexp.MustCompile(`^[0-9]{10}$`)
+
+// suffix returns the sequence number of a sequential node created as
+// prefix, failing tb unless it is ten digits.
+func suffix(tb testing.TB, got, prefix string) int64 {
+	tb.Helper()
+	sfx, ok := strings.CutPrefix(got, prefix)
+	if !ok || !seqSuffix.MatchString(sfx) {
+		tb.Fatalf("sequential node created as %q is %q: want %q and a 10-digit suffix", prefix, got, prefix)
+	}
+	n, err := strconv.ParseInt(sfx, 10, 64)
+	if err != nil {
+		tb.Fatalf("suffix of %q: %v", got, err)
+	}
+	return n
+}
+
+// testSequential: sequential nodes get a 10-digit suffix that is unique and
+// increasing across two clients creating at the same time, and a node
+// created after another (on any client) has a larger one.
+func testSequential(t testing.TB, s *suite) {
+	a, b := s.center(t), s.center(t)
+	ctx := ctxFor(t)
+	mustCreate(t, a, "/seq", nil, regcenter.Persistent)
+	type result struct {
+		paths []string
+		err   error
+	}
+	results := make([][]result, 2)
+	var wg sync.WaitGroup
+	for ci, c := range []regcenter.Center{a, b} {
+		results[ci] = make([]result, seqCreators)
+		for g := range seqCreators {
+			wg.Go(func() {
+				r := &results[ci][g]
+				for range seqPerCreator {
+					got, err := c.Create(ctx, "/seq/n-", []byte(fmt.Sprintf("c%d-g%d", ci, g)), regcenter.PersistentSequential)
+					if err != nil {
+						r.err = err
+						return
+					}
+					r.paths = append(r.paths, got)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	seen := map[int64]string{}
+	var names []string
+	for ci := range results {
+		for g, r := range results[ci] {
+			if r.err != nil {
+				t.Fatalf("client %d creator %d: Create: %v", ci, g, r.err)
+			}
+			prev := int64(-1)
+			for _, p := range r.paths {
+				n := suffix(t, p, "/seq/n-")
+				if n <= prev {
+					t.Errorf("client %d creator %d: %s after a node numbered %d: not increasing", ci, g, p, prev)
+				}
+				if other, dup := seen[n]; dup {
+					t.Errorf("sequence number %d given twice: %s and %s", n, other, p)
+				}
+				seen[n], prev = p, n
+				names = append(names, strings.TrimPrefix(p, "/seq/"))
+			}
+		}
+	}
+	if kids := mustChildren(t, b, "/seq"); !sameSet(kids, names) {
+		t.Errorf("Children(/seq) lists %d nodes, the creators were given %d, or they differ", len(kids), len(names))
+	}
+	// One after the other, across clients: the later is larger.
+	last := slices.Max(slices.Collect(maps.Keys(seen)))
+	for i, c := range []regcenter.Center{a, b, a} {
+		got := mustCreate(t, c, "/seq/n-", nil, regcenter.PersistentSequential)
+		n := suffix(t, got, "/seq/n-")
+		if n <= last {
+			t.Errorf("create %d (after every earlier one returned) got %d, not above %d", i, n, last)
+		}
+		last = n
+	}
+	// Ephemeral sequential nodes have the suffix and the owner.
+	got := mustCreate(t, a, "/eseq/e-", nil, regcenter.EphemeralSequential)
+	suffix(t, got, "/eseq/e-")
+	if _, st := mustGet(t, b, got); st.EphemeralOwner != a.Session().ID() {
+		t.Errorf("ephemeral sequential %s has owner 0x%x, want 0x%x", got, st.EphemeralOwner, a.Session().ID())
+	}
+}
