@@ -9,9 +9,17 @@
 // makes centers on them:
 //
 //	func TestConformance(t *testing.T) {
-//		cluster := zktest.Start(t)
-//		centertest.Run(t, centertest.ZooKeeperFactory(t, cluster))
+//		centertest.Run(t, centertest.ZooKeeperFactory(zktest.Start(t)))
 //	}
+//
+// Another backend fills in a Factory of its own:
+//
+//	centertest.Run(t, centertest.Factory{
+//		New:           func(tb testing.TB, ns string) regcenter.Center { ... }, // closed by tb.Cleanup
+//		ExpireSession: func(tb testing.TB, c regcenter.Center) { ... },      // or nil
+//		Restart:       func(tb testing.TB) { ... },                          // or nil
+//		MaxNodeBytes:  limit,                                                // 0: the default
+//	})
 //
 // Every case is a subtest of its own, named after what it checks
 // (go test -run 'TestConformance/ChildrenAreDirectOnly'), and works in a
@@ -47,12 +55,18 @@
 //   - Stats: requests are counted by kind; expected answers (no node, ...)
 //     are not errors.
 //
+// The suite's own tests run chosen cases against wrappers of a real center
+// that break one rule each (children by key prefix, versions ignored, a
+// Multi applied op by op, sequence numbers counted per client, ...) and
+// check that each case fails for the reason it names.
+//
 // # Rules the cases keep
 //
 // Every wait has a deadline (20 s) and waits on a channel or polls state; no
 // case sleeps to let something happen. Cases never assert on wall-clock
 // time. Goroutines a case starts end before it returns. Centers are closed
-// by the factory when the test ends.
+// by the factory when the test ends. No transaction has more than 50 ops
+// (etcd allows 128 by default).
 package centertest
 
 import (
