@@ -36,5 +36,6 @@
 //
 // NewHandler serves the same operations as JSON over HTTP, and Webhooks
 // delivers start and fail notices to a worker's URL for clients not written
-// in Go. docs/dispatch.md has the model, the guarantees and the figures.
+// in Go; a receiver checks them with Verify and a ReplayGuard.
+// docs/dispatch.md has the model, the guarantees and the figures.
 package dispatch
