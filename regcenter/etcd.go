@@ -104,9 +104,6 @@ type Etcd struct {
 	signal   chan struct{}
 	startRev int64 // where the namespace watch starts
 
-	seqMu    sync.Mutex
-	seqGuess map[string]seqCounter // parent path -> last counter seen
-
 	// Test hooks (etcd_export_test.go).
 	keepAliveOff atomic.Bool
 	watchHold    atomic.Pointer[chan struct{}]
@@ -131,11 +128,6 @@ type etcdTask struct {
 	sub       *watchSub
 }
 
-type seqCounter struct {
-	next    int64 // the next sequence number
-	version int64 // the counter key's etcd version (0: missing)
-}
-
 // etcdMaxRequestBytes is etcd's default request limit (--max-request-bytes);
 // etcdRequestSlack is kept free of data in every transaction.
 const (
@@ -143,12 +135,12 @@ const (
 	etcdRequestSlack    = 4 << 10
 	// etcdMaxDepth is the deepest node the key layout encodes.
 	etcdMaxDepth = 999
-	// etcdReadBatch bounds the reads of one diagnosing transaction: etcd's
+	// etcdReadBatch bounds the reads of one read transaction: etcd's
 	// default --max-txn-ops is 128.
 	etcdReadBatch = 120
-	// etcdConflictRetries bounds how often a transaction is sent again
-	// after it failed on a state that changed before it could be read.
-	etcdConflictRetries = 20
+	// etcdConflictRetries bounds how often a write starts over after what
+	// it read changed before its transaction.
+	etcdConflictRetries = 200
 )
 
 // Open connects to the registry cfg names: etcd when cfg.Etcd is set,
@@ -243,7 +235,6 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		watches:    map[watchKey]*watchEntry{},
 		signal:     make(chan struct{}, 1),
 		watchKick:  make(chan struct{}, 1),
-		seqGuess:   map[string]seqCounter{},
 		done:       make(chan struct{}),
 	}
 	e.life, e.endLife = context.WithCancel(context.Background())
@@ -341,7 +332,9 @@ func (e *Etcd) createRoot(ctx context.Context) error {
 	k := e.nodeKey("/")
 	ctx, cancel := e.reqCtx(ctx)
 	defer cancel()
-	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(clientv3.OpPut(k, "")).Commit()
+	now := time.Now().UnixMilli()
+	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, header{ctime: now, mtime: now}.encode(nil))).Commit()
 	e.writes.Add(1)
 	return e.counted(translateEtcd(err))
 }
@@ -406,8 +399,7 @@ func (e *Etcd) childPrefix(p string) string {
 	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)+1) + p + "/"
 }
 
-func (e *Etcd) markerKey(p string) string  { return e.pfx + "c" + p }
-func (e *Etcd) counterKey(p string) string { return e.pfx + "s" + p }
+func (e *Etcd) markerKey(p string) string { return e.pfx + "c" + p }
 
 // pathOfNodeKey returns the node path of a node key, and false for any
 // other key.
@@ -832,7 +824,7 @@ func (e *Etcd) statOps(p string) []clientv3.Op {
 	cp := e.childPrefix(p)
 	return []clientv3.Op{
 		clientv3.OpGet(e.nodeKey(p)),
-		clientv3.OpGet(e.markerKey(p), clientv3.WithKeysOnly()),
+		clientv3.OpGet(e.markerKey(p)),
 		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	}
 }
@@ -843,19 +835,12 @@ func statOf(rs []*etcdRange) (data []byte, st Stat, ok bool) {
 	if len(rs[0].kvs) == 0 {
 		return nil, Stat{}, false
 	}
-	kv := rs[0].kvs[0]
-	st = Stat{
-		Version:        int32(kv.Version - 1),
-		EphemeralOwner: kv.Lease,
-		Czxid:          kv.CreateRevision,
-		Mzxid:          kv.ModRevision,
-		NumChildren:    int32(rs[2].count),
-		DataLength:     int32(len(kv.Value)),
-	}
+	var marker *mvccpb.KeyValue
 	if len(rs[1].kvs) > 0 {
-		st.CVersion = int32(rs[1].kvs[0].Version)
+		marker = rs[1].kvs[0]
 	}
-	return kv.Value, st, true
+	data, st = statFromKV(rs[0].kvs[0], marker, rs[2].count)
+	return data, st, true
 }
 
 // etcdRange is one range answer of a transaction.

@@ -2,134 +2,173 @@ package regcenter
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
+	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // How a list of operations becomes one etcd transaction (see etcd.go for
-// the key layout). The operations are replayed in order on an overlay of
-// the nodes they touch, as ZooKeeper applies a multi. What an operation
-// needs of the state before the transaction (a node absent, a parent
-// present and persistent, a version, no children but those deleted earlier
-// in the same transaction) is asked of an oracle: while planning, the
-// oracle turns each need into a compare and assumes it holds; after a
-// failed transaction, it answers from what was read back, and the first
-// operation whose need fails is the one MultiError names.
+// the key layout). Every write reads first, in one read transaction, the
+// keys of the nodes it touches (and their parents' children markers, and
+// the children of nodes it deletes); then it replays the operations in
+// order on that state, as ZooKeeper applies a multi, and either names the
+// first operation that fails (a *MultiError with its sentinel) or sends
+// the result as one transaction whose compares hold only if nothing it
+// read has changed since. If something has, it starts over.
 
 // errEphemeralParent refuses a child of an ephemeral node, as ZooKeeper
 // does.
 var errEphemeralParent = errors.New("regcenter: ephemeral nodes may not have children")
 
-// errRecreate refuses a transaction that deletes a node and creates it
-// again: etcd cannot write one key twice in a transaction, and an
-// overwrite would keep the old node's creation revision and version.
-var errRecreate = errors.New("regcenter: a transaction on etcd cannot delete a node and create it again")
+// header is the metadata stored in front of a node's data.
+type header struct {
+	version      int32
+	ctime, mtime int64 // ms since the epoch, the writer's clock
+	// czxid is the node's creation revision when it differs from the
+	// key's: czxidMod when the write that set it (re)created the node over
+	// a key that existed, else 0 (the key's CreateRevision).
+	czxid int64
+}
 
-// oracle answers what an operation needs of the state before the
-// transaction.
-type oracle interface {
-	absent(p string) error
-	parent(q string) error
-	version(p string, v int32) error
-	noChildrenBut(p string, gone map[string]bool) error
-	counter(q string) seqCounter
+const (
+	headerMagic = 0xE7
+	headerLen   = 1 + 4 + 8 + 8 + 8
+	czxidMod    = -1
+)
+
+func (h header) encode(data []byte) string {
+	b := make([]byte, headerLen+len(data))
+	b[0] = headerMagic
+	binary.BigEndian.PutUint32(b[1:], uint32(h.version))
+	binary.BigEndian.PutUint64(b[5:], uint64(h.ctime))
+	binary.BigEndian.PutUint64(b[13:], uint64(h.mtime))
+	binary.BigEndian.PutUint64(b[21:], uint64(h.czxid))
+	copy(b[headerLen:], data)
+	return string(b)
+}
+
+// decodeNode splits a node key's value into header and data. A value
+// without a header (written by something else) reads as data at the key's
+// own version.
+func decodeNode(kv *mvccpb.KeyValue) (header, []byte) {
+	v := kv.Value
+	if len(v) < headerLen || v[0] != headerMagic {
+		return header{version: int32(kv.Version - 1)}, v
+	}
+	return header{
+		version: int32(binary.BigEndian.Uint32(v[1:])),
+		ctime:   int64(binary.BigEndian.Uint64(v[5:])),
+		mtime:   int64(binary.BigEndian.Uint64(v[13:])),
+		czxid:   int64(binary.BigEndian.Uint64(v[21:])),
+	}, v[headerLen:]
+}
+
+// czxidOf is the node's creation revision.
+func czxidOf(kv *mvccpb.KeyValue, h header) int64 {
+	switch h.czxid {
+	case 0:
+		return kv.CreateRevision
+	case czxidMod:
+		return kv.ModRevision
+	}
+	return h.czxid
+}
+
+func statFromKV(kv *mvccpb.KeyValue, marker *mvccpb.KeyValue, kids int64) ([]byte, Stat) {
+	h, data := decodeNode(kv)
+	st := Stat{
+		Version:        h.version,
+		EphemeralOwner: kv.Lease,
+		Czxid:          czxidOf(kv, h),
+		Mzxid:          kv.ModRevision,
+		NumChildren:    int32(kids),
+		DataLength:     int32(len(data)),
+	}
+	if h.ctime != 0 {
+		st.Ctime, st.Mtime = time.UnixMilli(h.ctime), time.UnixMilli(h.mtime)
+	}
+	if marker != nil {
+		st.CVersion = cversionOf(marker)
+	}
+	return data, st
+}
+
+func cversionOf(marker *mvccpb.KeyValue) int32 {
+	if marker == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(string(marker.Value), 10, 32) // written only as a decimal
+	return int32(n)
 }
 
 // simNode is a node's state in the overlay.
 type simNode struct {
-	exists   bool
-	created  bool  // created by this transaction
-	preGone  bool  // existed before and was deleted by it
-	verKnown bool  // ver is the node's version
-	ver      int32 // current version when verKnown
-	delta    int32 // sets applied while the version is unknown
-	lease    int64 // for created nodes
-	data     []byte
-	dataSet  bool
+	pre    *mvccpb.KeyValue // as read before the transaction; nil: absent
+	exists bool
+	h      header
+	data   []byte
+	lease  int64
+	dirty  bool // the node key must be written
+	fresh  bool // (re)created by this transaction
+	cver   int32
+	cdirty bool // the marker must be written
+	kids   map[string]bool
 }
 
-type plan struct {
-	cmps     []clientv3.Cmp
-	then     []clientv3.Op
-	created  []string
-	counters map[string]seqCounter // the counters' values after the transaction
-	size     int
+// state is what was read before the transaction.
+type state struct {
+	nodes   map[string]*mvccpb.KeyValue // path -> node key (nil: absent)
+	markers map[string]*mvccpb.KeyValue // path -> marker (nil: absent)
+	kids    map[string][]string         // path -> children's paths
+	rev     int64
 }
 
 type planner struct {
-	e        *Etcd
-	or       oracle
-	nodes    map[string]*simNode
-	order    []string
-	kids     map[string]map[string]bool // parent -> children touched
-	changed  map[string]bool            // parents whose children changed
-	seq      map[string]seqCounter      // counters in use: next value
-	seqStart map[string]seqCounter
+	e     *Etcd
+	st    *state
+	nodes map[string]*simNode
+	order []string
+	now   int64
+	lease int64
+	// seqNames are the sequential nodes created: their keys were not read.
+	seqNames []string
 	created  []string
-	lease    int64
 }
 
-func (e *Etcd) newPlanner(or oracle) *planner {
+func (e *Etcd) newPlanner(st *state) *planner {
 	e.mu.Lock()
 	lease := int64(e.lease)
 	e.mu.Unlock()
-	return &planner{e: e, or: or, nodes: map[string]*simNode{}, kids: map[string]map[string]bool{},
-		changed: map[string]bool{}, seq: map[string]seqCounter{}, seqStart: map[string]seqCounter{}, lease: lease}
+	return &planner{e: e, st: st, nodes: map[string]*simNode{}, now: time.Now().UnixMilli(), lease: lease}
 }
 
-func (pl *planner) node(p string) *simNode { return pl.nodes[p] }
-
-func (pl *planner) put(p string, n *simNode) {
-	if _, ok := pl.nodes[p]; !ok {
-		pl.order = append(pl.order, p)
-		if p != "/" {
-			q := parentOf(p)
-			if pl.kids[q] == nil {
-				pl.kids[q] = map[string]bool{}
-			}
-			pl.kids[q][p] = true
-		}
+// node returns p's overlay entry, made from the state read.
+func (pl *planner) node(p string) *simNode {
+	if n := pl.nodes[p]; n != nil {
+		return n
+	}
+	n := &simNode{pre: pl.st.nodes[p], kids: map[string]bool{}}
+	if n.pre != nil {
+		n.exists = true
+		n.h, n.data = decodeNode(n.pre)
+		n.h.czxid = czxidOf(n.pre, n.h)
+		n.lease = n.pre.Lease
+	}
+	n.cver = cversionOf(pl.st.markers[p])
+	for _, k := range pl.st.kids[p] {
+		n.kids[k] = true
 	}
 	pl.nodes[p] = n
-}
-
-// requireExists makes sure p exists now with version v (-1: any).
-func (pl *planner) requireExists(p string, v int32) (*simNode, error) {
-	n := pl.node(p)
-	if n == nil {
-		if err := pl.or.version(p, v); err != nil {
-			return nil, err
-		}
-		n = &simNode{exists: true}
-		if v >= 0 {
-			n.verKnown, n.ver = true, v
-		}
-		pl.put(p, n)
-		return n, nil
-	}
-	if !n.exists {
-		return nil, ErrNoNode
-	}
-	if v < 0 {
-		return n, nil
-	}
-	if n.verKnown {
-		if n.ver != v {
-			return nil, ErrBadVersion
-		}
-		return n, nil
-	}
-	if err := pl.or.version(p, v-n.delta); err != nil {
-		return nil, err
-	}
-	n.verKnown, n.ver, n.delta = true, v, 0
-	return n, nil
+	pl.order = append(pl.order, p)
+	return n
 }
 
 func (pl *planner) step(op Op) error {
@@ -137,22 +176,49 @@ func (pl *planner) step(op Op) error {
 	case CreateOp:
 		return pl.create(o)
 	case SetOp:
-		n, err := pl.requireExists(o.Path, o.Version)
-		if err != nil {
-			return err
+		n := pl.node(o.Path)
+		if !n.exists {
+			return ErrNoNode
 		}
-		if n.verKnown {
-			n.ver++
-		} else {
-			n.delta++
+		if o.Version >= 0 && n.h.version != o.Version {
+			return ErrBadVersion
 		}
-		n.data, n.dataSet = o.Data, true
+		n.h.version++
+		n.h.mtime = pl.now
+		n.data, n.dirty = o.Data, true
 		return nil
 	case CheckOp:
-		_, err := pl.requireExists(o.Path, o.Version)
-		return err
+		n := pl.node(o.Path)
+		if !n.exists {
+			return ErrNoNode
+		}
+		if o.Version >= 0 && n.h.version != o.Version {
+			return ErrBadVersion
+		}
+		return nil
 	case DeleteOp:
-		return pl.delete(o)
+		n := pl.node(o.Path)
+		if !n.exists {
+			return ErrNoNode
+		}
+		if o.Version >= 0 && n.h.version != o.Version {
+			return ErrBadVersion
+		}
+		for k := range n.kids {
+			// A child read before the transaction and not touched since
+			// exists; a touched one is as the overlay says.
+			if c := pl.nodes[k]; c == nil || c.exists {
+				return ErrNotEmpty
+			}
+		}
+		n.exists, n.dirty, n.fresh = false, false, false
+		if o.Path != "/" {
+			q := pl.node(parentOf(o.Path))
+			q.cver++
+			q.cdirty = true
+			delete(q.kids, o.Path)
+		}
+		return nil
 	}
 	return fmt.Errorf("regcenter: unknown op %T", op)
 }
@@ -162,244 +228,129 @@ func (pl *planner) create(o CreateOp) error {
 	if p == "/" {
 		return ErrNodeExists
 	}
-	q := parentOf(p)
-	switch n := pl.node(q); {
-	case n == nil:
-		if err := pl.or.parent(q); err != nil {
-			return err
-		}
-		pl.put(q, &simNode{exists: true})
-	case !n.exists:
+	q := pl.node(parentOf(p))
+	if !q.exists {
 		return ErrNoNode
-	case n.created:
-		if n.lease != 0 {
-			return errEphemeralParent
-		}
-	default: // existed before, touched earlier in the transaction
-		if err := pl.or.parent(q); err != nil {
-			return err
-		}
+	}
+	if q.lease != 0 {
+		return errEphemeralParent
 	}
 	if o.Mode == EphemeralSequential || o.Mode == PersistentSequential {
-		c, ok := pl.seq[q]
-		if !ok {
-			c = pl.or.counter(q)
-			pl.seqStart[q] = c
+		// ZooKeeper's sequence number is the parent's cversion.
+		p += fmt.Sprintf("%010d", q.cver)
+		if _, read := pl.st.nodes[p]; !read {
+			pl.seqNames = append(pl.seqNames, p)
 		}
-		p += fmt.Sprintf("%010d", c.next)
-		c.next++
-		pl.seq[q] = c
 	}
-	if n := pl.node(p); n == nil {
-		if err := pl.or.absent(p); err != nil {
-			return err
-		}
-	} else if n.exists {
+	n := pl.node(p)
+	if n.exists {
 		return ErrNodeExists
-	} else if n.preGone {
-		return errRecreate
 	}
 	var lease int64
 	if o.Mode == Ephemeral || o.Mode == EphemeralSequential {
 		lease = pl.lease
 	}
-	pl.put(p, &simNode{exists: true, created: true, verKnown: true, lease: lease, data: o.Data, dataSet: true})
-	pl.changed[q] = true
+	n.exists, n.dirty, n.fresh = true, true, true
+	n.h = header{ctime: pl.now, mtime: pl.now}
+	if n.pre != nil {
+		// Created again over the key it had: the key's revisions are the
+		// old node's, so the creation revision is this write's.
+		n.h.czxid = czxidMod
+	}
+	n.data, n.lease = o.Data, lease
+	n.cver, n.cdirty = 0, pl.st.markers[p] != nil
+	n.kids = map[string]bool{}
+	q.cver++
+	q.cdirty = true
+	q.kids[p] = true
 	pl.created = append(pl.created, p)
 	return nil
 }
 
-func (pl *planner) delete(o DeleteOp) error {
-	p := o.Path
-	n, err := pl.requireExists(p, o.Version)
-	if err != nil {
-		return err
-	}
-	gone := map[string]bool{}
-	for k := range pl.kids[p] {
-		c := pl.nodes[k]
-		switch {
-		case c.exists:
-			return ErrNotEmpty
-		case c.preGone:
-			gone[k] = true
-		}
-	}
-	if !n.created {
-		if err := pl.or.noChildrenBut(p, gone); err != nil {
-			return err
-		}
-	}
-	if n.created {
-		n.exists, n.created = false, false
-		n.dataSet = false
-	} else {
-		n.exists, n.preGone = false, true
-	}
-	if p != "/" {
-		pl.changed[parentOf(p)] = true
-	}
-	return nil
+type plan struct {
+	cmps    []clientv3.Cmp
+	then    []clientv3.Op
+	created []string
+	size    int
 }
 
-// finish turns the overlay into the transaction's writes.
-func (pl *planner) finish(cmps []clientv3.Cmp) *plan {
+// finish turns the overlay into the transaction: compares that what was
+// read is unchanged, and the writes.
+func (pl *planner) finish() *plan {
 	e := pl.e
-	out := &plan{cmps: cmps, created: pl.created, counters: map[string]seqCounter{}}
+	out := &plan{created: pl.created}
+	cmp := func(c clientv3.Cmp) {
+		out.cmps = append(out.cmps, c)
+		g := c.GetCompare()
+		out.size += len(g.Key) + len(g.RangeEnd) + 16
+	}
+	add := func(op clientv3.Op, key string, value int) {
+		out.then = append(out.then, op)
+		out.size += len(key) + value + 16
+	}
+	unchanged := func(k string, kv *mvccpb.KeyValue) {
+		var rev int64
+		if kv != nil {
+			rev = kv.ModRevision
+		}
+		cmp(clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+	}
 	for _, p := range pl.order {
 		n := pl.nodes[p]
+		nk, mk := e.nodeKey(p), e.markerKey(p)
+		if _, read := pl.st.nodes[p]; read {
+			unchanged(nk, n.pre)
+		} else {
+			cmp(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
+		}
+		if _, read := pl.st.markers[p]; read {
+			unchanged(mk, pl.st.markers[p])
+		}
+		if kids, read := pl.st.kids[p]; read {
+			pl.noOtherChildren(p, kids, cmp)
+		}
 		switch {
-		case n.exists && n.created:
-			var opts []clientv3.OpOption
-			if n.lease != 0 {
-				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(n.lease)))
+		case n.exists && n.dirty:
+			v := n.h.encode(n.data)
+			switch {
+			case n.fresh && n.lease != 0:
+				add(clientv3.OpPut(nk, v, clientv3.WithLease(clientv3.LeaseID(n.lease))), nk, len(v))
+			case n.fresh:
+				add(clientv3.OpPut(nk, v), nk, len(v))
+			default:
+				add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
 			}
-			out.then = append(out.then, clientv3.OpPut(e.nodeKey(p), string(n.data), opts...))
-			out.size += len(e.nodeKey(p)) + len(n.data)
-		case n.exists && n.dataSet:
-			out.then = append(out.then, clientv3.OpPut(e.nodeKey(p), string(n.data), clientv3.WithIgnoreLease()))
-			out.size += len(e.nodeKey(p)) + len(n.data)
-		case n.preGone:
-			out.then = append(out.then, clientv3.OpDelete(e.nodeKey(p)), clientv3.OpDelete(e.markerKey(p)), clientv3.OpDelete(e.counterKey(p)))
-			out.size += len(e.nodeKey(p)) + len(e.markerKey(p)) + len(e.counterKey(p))
+		case !n.exists && n.pre != nil:
+			add(clientv3.OpDelete(nk), nk, 0)
+		}
+		switch {
+		case !n.exists && pl.st.markers[p] != nil:
+			add(clientv3.OpDelete(mk), mk, 0)
+		case n.exists && n.cdirty:
+			add(clientv3.OpPut(mk, strconv.Itoa(int(n.cver))), mk, 10)
 		}
 	}
-	parents := make([]string, 0, len(pl.changed))
-	for q := range pl.changed {
-		parents = append(parents, q)
-	}
-	sort.Strings(parents)
-	for _, q := range parents {
-		if n := pl.nodes[q]; n != nil && n.preGone {
-			continue
-		}
-		out.then = append(out.then, clientv3.OpPut(e.markerKey(q), ""))
-		out.size += len(e.markerKey(q))
-	}
-	seqs := make([]string, 0, len(pl.seq))
-	for q := range pl.seq {
-		seqs = append(seqs, q)
-	}
-	sort.Strings(seqs)
-	for _, q := range seqs {
-		c := pl.seq[q]
-		out.counters[q] = seqCounter{next: c.next, version: pl.seqStart[q].version + 1}
-		if n := pl.nodes[q]; n != nil && n.preGone {
-			continue
-		}
-		out.then = append(out.then, clientv3.OpPut(e.counterKey(q), strconv.FormatInt(c.next, 10)))
-		out.size += len(e.counterKey(q)) + 20
-	}
-	for i := range out.cmps {
-		c := out.cmps[i].GetCompare()
-		out.size += len(c.Key) + len(c.RangeEnd) + 16
-	}
-	out.size += 16 * len(out.then)
 	return out
 }
 
-// cmpOracle assumes every need holds and records the compare that makes
-// the transaction fail otherwise.
-type cmpOracle struct {
-	e        *Etcd
-	cmps     []clientv3.Cmp
-	counters map[string]seqCounter
-}
-
-func (c *cmpOracle) absent(p string) error {
-	c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(c.e.nodeKey(p)), "=", 0))
-	return nil
-}
-
-func (c *cmpOracle) parent(q string) error {
-	k := c.e.nodeKey(q)
-	c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0), clientv3.Compare(clientv3.LeaseValue(k), "=", 0))
-	return nil
-}
-
-func (c *cmpOracle) version(p string, v int32) error {
-	k := c.e.nodeKey(p)
-	if v < 0 {
-		c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
-	} else {
-		c.cmps = append(c.cmps, clientv3.Compare(clientv3.Version(k), "=", int64(v)+1))
-	}
-	return nil
-}
-
-// noChildrenBut compares every stretch of p's children range between the
-// keys in gone with "no key here".
-func (c *cmpOracle) noChildrenBut(p string, gone map[string]bool) error {
-	start := c.e.childPrefix(p)
+// noOtherChildren compares p's children range, between the keys of the
+// children that were read, with "no key here": no child appeared since
+// the read.
+func (pl *planner) noOtherChildren(p string, kids []string, cmp func(clientv3.Cmp)) {
+	start := pl.e.childPrefix(p)
 	end := clientv3.GetPrefixRangeEnd(start)
-	keys := make([]string, 0, len(gone))
-	for g := range gone {
-		keys = append(keys, c.e.nodeKey(g))
+	keys := make([]string, 0, len(kids))
+	for _, k := range kids {
+		keys = append(keys, pl.e.nodeKey(k))
 	}
 	sort.Strings(keys)
 	for _, k := range append(keys, end) {
 		if start < k {
-			c.cmps = append(c.cmps, clientv3.Compare(clientv3.CreateRevision(start), "=", 0).WithRange(k))
+			cmp(clientv3.Compare(clientv3.CreateRevision(start), "=", 0).WithRange(k))
 		}
 		start = k + "\x00"
 	}
-	return nil
 }
-
-func (c *cmpOracle) counter(q string) seqCounter {
-	g := c.counters[q]
-	k := c.e.counterKey(q)
-	c.cmps = append(c.cmps, clientv3.Compare(clientv3.Version(k), "=", g.version))
-	return g
-}
-
-// stateOracle answers from a read of the state.
-type stateOracle struct {
-	e        *Etcd
-	nodes    map[string]*mvccpb.KeyValue // nil: absent
-	kids     map[string][]string
-	counters map[string]seqCounter
-}
-
-func (s *stateOracle) absent(p string) error {
-	if s.nodes[p] != nil {
-		return ErrNodeExists
-	}
-	return nil
-}
-
-func (s *stateOracle) parent(q string) error {
-	kv := s.nodes[q]
-	if kv == nil {
-		return ErrNoNode
-	}
-	if kv.Lease != 0 {
-		return errEphemeralParent
-	}
-	return nil
-}
-
-func (s *stateOracle) version(p string, v int32) error {
-	kv := s.nodes[p]
-	if kv == nil {
-		return ErrNoNode
-	}
-	if v >= 0 && kv.Version-1 != int64(v) {
-		return ErrBadVersion
-	}
-	return nil
-}
-
-func (s *stateOracle) noChildrenBut(p string, gone map[string]bool) error {
-	for _, k := range s.kids[p] {
-		if !gone[k] {
-			return ErrNotEmpty
-		}
-	}
-	return nil
-}
-
-func (s *stateOracle) counter(q string) seqCounter { return s.counters[q] }
 
 // txnResult is what a successful transaction gives back.
 type txnResult struct {
@@ -407,148 +358,93 @@ type txnResult struct {
 	reads   []*etcdRange // the answers to the extra reads
 }
 
-// txn applies ops (clean paths) as one etcd transaction, then reads runs
+// txn applies ops (clean paths) as one etcd transaction, then runs reads
 // inside it. A failure is a *MultiError naming the first op that fails.
 func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads []clientv3.Op) (txnResult, error) {
-	var seqParents []string
-	for _, op := range ops {
-		if o, ok := op.(CreateOp); ok && (o.Mode == EphemeralSequential || o.Mode == PersistentSequential) {
-			seqParents = append(seqParents, parentOf(o.Path))
-		}
-	}
-	guesses, err := e.counterGuesses(ctx, seqParents)
-	if err != nil {
-		return txnResult{}, err
-	}
+	var extra []string // sequential names to read on the next attempt
 	for attempt := 0; ; attempt++ {
-		co := &cmpOracle{e: e, counters: guesses}
-		pl := e.newPlanner(co)
-		var failed bool
-		for _, op := range ops {
-			if err := pl.step(op); err != nil {
-				failed = true // decided without the state: let the state name the op
-				break
-			}
-		}
-		if !failed {
-			p := pl.finish(co.cmps)
-			if p.size > etcdMaxRequestBytes-etcdRequestSlack {
-				return txnResult{}, fmt.Errorf("%w: transaction of %d ops is %d bytes on etcd, over its request limit of %d",
-					ErrTooLarge, len(ops), p.size, etcdMaxRequestBytes-etcdRequestSlack)
-			}
-			var resp *clientv3.TxnResponse
-			err := e.do(ctx, counter, func(ctx context.Context) error {
-				var err error
-				resp, err = e.cli.Txn(ctx).If(p.cmps...).Then(append(p.then, reads...)...).Commit()
-				return err
-			})
-			if err != nil {
-				return txnResult{}, err
-			}
-			if resp.Succeeded {
-				e.rememberCounters(p.counters)
-				rs := ranges(resp)
-				return txnResult{created: p.created, reads: rs}, nil
-			}
-		}
-		// Find the op that failed, on the state as it is now.
-		so, err := e.readState(ctx, ops, seqParents)
+		st, err := e.readState(ctx, ops, extra)
 		if err != nil {
 			return txnResult{}, err
 		}
-		spl := e.newPlanner(so)
+		pl := e.newPlanner(st)
 		for i, op := range ops {
-			if err := spl.step(op); err != nil {
+			if err := pl.step(op); err != nil {
 				return txnResult{}, &MultiError{Index: i, Op: op, Err: err}
 			}
 		}
-		// Nothing fails on the state read: it changed in between (or only
-		// a sequence counter moved). Try again on what was read.
+		p := pl.finish()
+		if p.size > etcdMaxRequestBytes-etcdRequestSlack {
+			return txnResult{}, fmt.Errorf("%w: transaction of %d ops is %d bytes on etcd, over its request limit of %d",
+				ErrTooLarge, len(ops), p.size, etcdMaxRequestBytes-etcdRequestSlack)
+		}
+		var resp *clientv3.TxnResponse
+		err = e.do(ctx, counter, func(ctx context.Context) error {
+			var err error
+			resp, err = e.cli.Txn(ctx).If(p.cmps...).Then(append(p.then, reads...)...).Commit()
+			return err
+		})
+		if err != nil {
+			return txnResult{}, err
+		}
+		if resp.Succeeded {
+			return txnResult{created: p.created, reads: ranges(resp)}, nil
+		}
+		// Something read changed before the transaction: read again.
 		if attempt >= etcdConflictRetries {
 			return txnResult{}, fmt.Errorf("%w: the transaction kept conflicting with concurrent writes", ErrConnectionLoss)
 		}
-		guesses = so.counters
-	}
-}
-
-// counterGuesses returns the last known value of each parent's sequence
-// counter, reading the ones not known.
-func (e *Etcd) counterGuesses(ctx context.Context, parents []string) (map[string]seqCounter, error) {
-	out := map[string]seqCounter{}
-	var missing []string
-	e.seqMu.Lock()
-	for _, q := range parents {
-		if c, ok := e.seqGuess[q]; ok {
-			out[q] = c
-		} else {
-			missing = append(missing, q)
+		extra = append(extra[:0], pl.seqNames...)
+		if err := e.backoff(ctx, attempt); err != nil {
+			return txnResult{}, err
 		}
 	}
-	e.seqMu.Unlock()
-	if len(missing) == 0 {
-		return out, nil
-	}
-	ops := make([]clientv3.Op, len(missing))
-	for i, q := range missing {
-		ops[i] = clientv3.OpGet(e.counterKey(q))
-	}
-	rs, _, err := e.readTxn(ctx, ops...)
-	if err != nil {
-		return nil, err
-	}
-	for i, q := range missing {
-		out[q] = counterOf(rs[i])
-	}
-	return out, nil
 }
 
-func counterOf(r *etcdRange) seqCounter {
-	if len(r.kvs) == 0 {
-		return seqCounter{}
-	}
-	n, _ := strconv.ParseInt(string(r.kvs[0].Value), 10, 64) // written only by finish, as a decimal
-	return seqCounter{next: n, version: r.kvs[0].Version}
-}
-
-// maxSeqGuesses bounds the cache of sequence counters.
-const maxSeqGuesses = 4096
-
-func (e *Etcd) rememberCounters(cs map[string]seqCounter) {
-	if len(cs) == 0 {
-		return
-	}
-	e.seqMu.Lock()
-	defer e.seqMu.Unlock()
-	if len(e.seqGuess)+len(cs) > maxSeqGuesses {
-		clear(e.seqGuess)
-	}
-	for q, c := range cs {
-		e.seqGuess[q] = c
+// backoff waits a little, longer after each conflict, so that concurrent
+// writers of one node do not keep failing each other.
+func (e *Etcd) backoff(ctx context.Context, attempt int) error {
+	d := min(time.Duration(attempt+1)*2*time.Millisecond, e.cfg.MaxSleep, 50*time.Millisecond)
+	d = time.Duration(rand.Int64N(int64(d)) + 1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return ErrClosed
+	case <-t.C:
+		return nil
 	}
 }
 
-// readState reads what the ops need to be replayed: every node they name
-// and the parents of creates, the children of deleted nodes, and the
-// counters of sequential creates. Reads are batched below etcd's default
-// limit of operations per transaction.
-func (e *Etcd) readState(ctx context.Context, ops []Op, seqParents []string) (*stateOracle, error) {
-	so := &stateOracle{e: e, nodes: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}, counters: map[string]seqCounter{}}
+// readState reads what the ops need: every node they name with its
+// children marker, the parents of creates with theirs, and the children
+// of deleted nodes. Reads are batched below etcd's default limit of
+// operations per transaction; the compares catch a change between batches.
+func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state, error) {
+	st := &state{nodes: map[string]*mvccpb.KeyValue{}, markers: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}}
 	type read struct {
 		op   clientv3.Op
 		into func(*etcdRange)
 	}
 	var rs []read
-	seen := map[string]bool{}
 	addNode := func(p string) {
-		if seen[p] {
+		if _, ok := st.nodes[p]; ok {
 			return
 		}
-		seen[p] = true
-		rs = append(rs, read{clientv3.OpGet(e.nodeKey(p)), func(r *etcdRange) {
-			if len(r.kvs) > 0 {
-				so.nodes[p] = r.kvs[0]
-			}
-		}})
+		st.nodes[p], st.markers[p] = nil, nil
+		rs = append(rs,
+			read{clientv3.OpGet(e.nodeKey(p)), func(r *etcdRange) {
+				if len(r.kvs) > 0 {
+					st.nodes[p] = r.kvs[0]
+				}
+			}},
+			read{clientv3.OpGet(e.markerKey(p)), func(r *etcdRange) {
+				if len(r.kvs) > 0 {
+					st.markers[p] = r.kvs[0]
+				}
+			}})
 	}
 	for _, op := range ops {
 		p := op.path()
@@ -562,18 +458,21 @@ func (e *Etcd) readState(ctx context.Context, ops []Op, seqParents []string) (*s
 			}
 		case DeleteOp:
 			addNode(p)
-			if seen["kids:"+p] {
+			if p != "/" {
+				addNode(parentOf(p))
+			}
+			if _, ok := st.kids[p]; ok {
 				continue
 			}
-			seen["kids:"+p] = true
+			st.kids[p] = []string{}
 			cp := e.childPrefix(p)
 			rs = append(rs, read{clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithKeysOnly()), func(r *etcdRange) {
 				for _, kv := range r.kvs {
 					name := string(kv.Key[len(cp):])
 					if p == "/" {
-						so.kids[p] = append(so.kids[p], "/"+name)
+						st.kids[p] = append(st.kids[p], "/"+name)
 					} else {
-						so.kids[p] = append(so.kids[p], p+"/"+name)
+						st.kids[p] = append(st.kids[p], p+"/"+name)
 					}
 				}
 			}})
@@ -581,12 +480,8 @@ func (e *Etcd) readState(ctx context.Context, ops []Op, seqParents []string) (*s
 			addNode(p)
 		}
 	}
-	for _, q := range seqParents {
-		if seen["seq:"+q] {
-			continue
-		}
-		seen["seq:"+q] = true
-		rs = append(rs, read{clientv3.OpGet(e.counterKey(q)), func(r *etcdRange) { so.counters[q] = counterOf(r) }})
+	for _, p := range extra {
+		addNode(p)
 	}
 	for start := 0; start < len(rs); start += etcdReadBatch {
 		batch := rs[start:min(start+etcdReadBatch, len(rs))]
@@ -594,48 +489,14 @@ func (e *Etcd) readState(ctx context.Context, ops []Op, seqParents []string) (*s
 		for i, r := range batch {
 			ops[i] = r.op
 		}
-		got, _, err := e.readTxn(ctx, ops...)
+		got, rev, err := e.readTxn(ctx, ops...)
 		if err != nil {
 			return nil, err
 		}
+		st.rev = rev
 		for i, r := range batch {
 			r.into(got[i])
 		}
 	}
-	// Sequential names are known only now: read the ones a create would
-	// take, so that a node in the way is found.
-	var extra []read
-	for _, op := range ops {
-		if o, ok := op.(CreateOp); ok && (o.Mode == EphemeralSequential || o.Mode == PersistentSequential) {
-			q := parentOf(o.Path)
-			c := so.counters[q]
-			for n := c.next; n < c.next+int64(len(ops)); n++ {
-				p := o.Path + fmt.Sprintf("%010d", n)
-				if seen[p] {
-					continue
-				}
-				seen[p] = true
-				extra = append(extra, read{clientv3.OpGet(e.nodeKey(p), clientv3.WithKeysOnly()), func(r *etcdRange) {
-					if len(r.kvs) > 0 {
-						so.nodes[p] = r.kvs[0]
-					}
-				}})
-			}
-		}
-	}
-	for start := 0; start < len(extra); start += etcdReadBatch {
-		batch := extra[start:min(start+etcdReadBatch, len(extra))]
-		ops := make([]clientv3.Op, len(batch))
-		for i, r := range batch {
-			ops[i] = r.op
-		}
-		got, _, err := e.readTxn(ctx, ops...)
-		if err != nil {
-			return nil, err
-		}
-		for i, r := range batch {
-			r.into(got[i])
-		}
-	}
-	return so, nil
+	return st, nil
 }

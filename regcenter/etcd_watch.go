@@ -223,6 +223,12 @@ func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
 	case ev.IsCreate():
 		typ = EventCreated
 	default:
+		if h, _ := decodeNode(ev.Kv); h.czxid == czxidMod {
+			// Deleted and created again in one transaction: both, as
+			// ZooKeeper's watches see a multi that does so.
+			e.dispatchPair(p)
+			return
+		}
 		e.deliverKey(watchKey{path: p, kind: WatchNode}, EventDataChanged)
 		return
 	}
@@ -230,6 +236,16 @@ func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
 	e.deliverKey(watchKey{path: p, kind: WatchChildren}, typ)
 	if p != "/" {
 		e.deliverKey(watchKey{path: parentOf(p), kind: WatchChildren}, EventChildrenChanged)
+	}
+}
+
+func (e *Etcd) dispatchPair(p string) {
+	for _, typ := range []EventType{EventDeleted, EventCreated} {
+		e.deliverKey(watchKey{path: p, kind: WatchNode}, typ)
+		e.deliverKey(watchKey{path: p, kind: WatchChildren}, typ)
+		if p != "/" {
+			e.deliverKey(watchKey{path: parentOf(p), kind: WatchChildren}, EventChildrenChanged)
+		}
 	}
 }
 
