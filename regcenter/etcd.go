@@ -4,42 +4,43 @@ package regcenter
 // leases and transactions; the Center contract is ZooKeeper's tree. Under
 // the namespace root R = "/<namespace>/" each node is stored as:
 //
-//	R n/<depth>/<path>   the node: its data is the value, its lease is the
+//	R n/<depth>/<path>   the node: a 29-byte header (version, ctime, mtime,
+//	                     creation revision when it differs from the key's)
+//	                     and then its data; the key's lease is the
 //	                     ephemeral owner (0: persistent). depth is the
 //	                     number of path segments in three digits, so the
 //	                     root is "R n/000/", /a is "R n/001/a" and /a/b is
 //	                     "R n/002/a/b".
-//	R c<path>            the node's children marker: Put in the same
-//	                     transaction as every create and delete of a child,
-//	                     so its etcd version counts child changes (CVersion).
-//	R s<path>            the node's sequence counter: the next sequence
-//	                     number of its sequential children, in decimal.
+//	R c<path>            the node's children marker: its cversion in
+//	                     decimal, written in the same transaction as every
+//	                     create and delete of a child (absent: 0).
 //
 // Children of /a are exactly the keys with the prefix "R n/002/a/": a range
 // read over direct children only, never a prefix match (/a/1's children are
 // "R n/002/a/1/...", which /a/10 is not under), and keys-only, so 10,000
 // children are one cheap read. NumChildren is the same range counted.
 //
-// Stat maps as follows: Version is the key's etcd version less one (0 on
-// create, +1 per Set); CVersion is the marker's etcd version; Czxid and
+// Stat: Version, Ctime and Mtime come from the header (the times are the
+// writer's clock, not the server's); CVersion from the marker; Czxid and
 // Mzxid are the key's CreateRevision and ModRevision (ordered across the
-// whole cluster, like zxids); EphemeralOwner is the lease id; DataLength the
-// value's length. Ctime and Mtime are zero: etcd keeps no time per key.
-// Children removed by their lease's expiry do not change the parent's
-// CVersion (etcd deletes them without a transaction of ours); they do change
-// what Children returns and what a children watch sees.
+// whole cluster, like zxids; a node deleted and created again in one
+// transaction has that transaction's revision); EphemeralOwner is the
+// lease id. A sequential node's suffix is its parent's cversion, as on
+// ZooKeeper: the marker is part of the transaction, so two creators
+// anywhere in the cluster never get the same number. Children removed by
+// their lease's expiry do not change the parent's CVersion (etcd deletes
+// them without a transaction of ours); they do change what Children
+// returns and what a children watch sees.
 //
-// Every write is one etcd transaction whose compares hold exactly when
-// ZooKeeper would accept the same request: a create compares the node's
-// CreateRevision with 0 and the parent's with > 0 (and its lease with 0:
-// ephemeral nodes have no children); a versioned set, delete or check
-// compares the key's version; a delete compares the range of its children
-// with CreateRevision 0 (no child); a sequential create compares the
-// counter's version. When a transaction fails, the keys it touched are read
-// back and the operations replayed against what was read, in order, to name
-// the first that fails and why (ErrNoNode, ErrNodeExists, ErrBadVersion,
-// ErrNotEmpty). If none fails on what was read, the state changed in
-// between and the transaction is sent again.
+// Every write (Create, Set, Delete, Multi) reads the keys it needs in one
+// read transaction, replays its operations on them in order, as ZooKeeper
+// applies a multi, and either names the operation that fails (ErrNoNode,
+// ErrNodeExists, ErrBadVersion, ErrNotEmpty, in a *MultiError for Multi)
+// or sends one transaction that compares every key it read with the
+// revision it read (and the ranges of deleted nodes' children with "no
+// other child") and writes the result. If the compares fail, something
+// changed meanwhile and the write starts over. A write is therefore two
+// round trips: one read, one transaction.
 //
 // One etcd watch covers the namespace; its events are mapped to node and
 // children events as ZooKeeper gives them, and it resumes from the revision
