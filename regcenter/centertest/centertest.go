@@ -36,8 +36,8 @@
 //     any; ErrNotEmpty; DeleteTree of a subtree and of a missing node;
 //     Children listing direct children only (never a prefix match: /a/1 is
 //     not a parent of /a/10), with 10,000 of them in one call; Stat's
-//     Version, CVersion, NumChildren, DataLength, EphemeralOwner, Czxid and
-//     Mzxid; ErrTooLarge past the write limit with nothing written;
+//     Version, CVersion, NumChildren, DataLength, EphemeralOwner, Czxid,
+//     Mzxid, Ctime and Mtime; ErrTooLarge past the write limit with nothing written;
 //     ErrClosed after Close; namespaces isolated from each other.
 //   - Ephemeral nodes: gone as soon as Close returns, and gone when the
 //     session is lost, as a second client sees; SessionLost then SessionNew,
@@ -45,8 +45,9 @@
 //     session id, watches resynchronised.
 //   - Sequential nodes: a 10-digit suffix, unique and increasing across two
 //     clients creating at the same time.
-//   - Multi: all or nothing, with a *MultiError naming the op that failed
-//     and wrapping its sentinel; check-and-set transactions from concurrent
+//   - Multi: ops applied in order (a node deleted and created again in one
+//     transaction is a new node); all or nothing, with a *MultiError naming
+//     the op that failed and wrapping its sentinel; check-and-set transactions from concurrent
 //     writers on two clients never lose an update.
 //   - Watches: node events in order; children events for direct children
 //     only, not for a child's data or a grandchild; cancel stops calls;
@@ -165,12 +166,14 @@ var cases = []testCase{
 	{"NamespacesAreIsolated", testNamespaces},
 	{"StatVersions", testStatVersions},
 	{"StatOwnerAndZxids", testStatOwnerAndZxids},
+	{"StatTimes", testStatTimes},
 	{"TooLarge", testTooLarge},
 	{"Closed", testClosed},
 	{"EphemeralGoneOnClose", testEphemeralGoneOnClose},
 	{"SessionLoss", testSessionLoss},
 	{"SequentialNodes", testSequential},
 	{"MultiAppliesAll", testMultiApplies},
+	{"MultiRecreatesANode", testMultiRecreate},
 	{"MultiIsAllOrNothing", testMultiAtomic},
 	{"MultiConcurrentCheckAndSet", testMultiConcurrent},
 	{"WatchStartsWithResync", testWatchResyncFirst},

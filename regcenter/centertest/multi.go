@@ -15,12 +15,11 @@ import (
 )
 
 // testMultiApplies: a Multi applies every op, in order (a node created and
-// then set, or deleted and created again, in one transaction); an empty
-// Multi does nothing.
+// then set in one transaction); an empty Multi does nothing.
 func testMultiApplies(t testing.TB, s *suite) {
 	c := s.center(t)
 	ctx := ctxFor(t)
-	for _, p := range []string{"/ma/x", "/ma/gone", "/ma/kept", "/ma/again"} {
+	for _, p := range []string{"/ma/x", "/ma/gone", "/ma/kept"} {
 		mustCreate(t, c, p, []byte("old"), regcenter.Persistent)
 	}
 	if err := c.Multi(ctx); err != nil {
@@ -33,13 +32,11 @@ func testMultiApplies(t testing.TB, s *suite) {
 		regcenter.DeleteOp{Path: "/ma/gone", Version: 0},
 		regcenter.CreateOp{Path: "/ma/eph", Mode: regcenter.Ephemeral},
 		regcenter.SetOp{Path: "/ma/new", Data: []byte("n2"), Version: 0},
-		regcenter.DeleteOp{Path: "/ma/again", Version: -1},
-		regcenter.CreateOp{Path: "/ma/again", Data: []byte("new")},
 	)
 	if err != nil {
 		t.Fatalf("Multi: %v", err)
 	}
-	want := map[string]string{"/ma/new": "n2", "/ma/x": "s", "/ma/kept": "old", "/ma/again": "new", "/ma/eph": ""}
+	want := map[string]string{"/ma/new": "n2", "/ma/x": "s", "/ma/kept": "old", "/ma/eph": ""}
 	for p, w := range want {
 		if data, _ := mustGet(t, c, p); string(data) != w {
 			t.Errorf("%s holds %s after the Multi, want %q", p, quote(data), w)
@@ -53,6 +50,28 @@ func testMultiApplies(t testing.TB, s *suite) {
 	}
 	if exists(t, c, "/ma/gone") {
 		t.Error("/ma/gone survived the Multi that deleted it")
+	}
+}
+
+// testMultiRecreate: a Multi may delete a node and create it again: the
+// new node starts over (version 0, a new Czxid) with the new data, and its
+// own ephemeral owner.
+func testMultiRecreate(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	mustCreate(t, c, "/r", []byte("old"), regcenter.Persistent)
+	if _, err := c.Set(ctx, "/r", []byte("older"), -1); err != nil {
+		t.Fatal(err)
+	}
+	_, before := mustGet(t, c, "/r")
+	err := c.Multi(ctx, regcenter.DeleteOp{Path: "/r", Version: before.Version}, regcenter.CreateOp{Path: "/r", Data: []byte("new"), Mode: regcenter.Ephemeral})
+	if err != nil {
+		t.Fatalf("Multi deleting /r and creating it again: %v", err)
+	}
+	data, st := mustGet(t, c, "/r")
+	if string(data) != "new" || st.Version != 0 || st.Czxid <= before.Czxid || st.EphemeralOwner != c.Session().ID() {
+		t.Errorf("re-created /r: data %s version %d czxid %d (was %d) owner 0x%x; want \"new\", 0, a new czxid, owner 0x%x",
+			quote(data), st.Version, st.Czxid, before.Czxid, st.EphemeralOwner, c.Session().ID())
 	}
 }
 

@@ -405,7 +405,7 @@ func testStatVersions(t testing.TB, s *suite) {
 
 // testStatOwnerAndZxids: EphemeralOwner is the session id for ephemeral
 // nodes and 0 for persistent ones; Czxid < Mzxid after a Set; a later
-// create has a larger Czxid; the times are set.
+// create has a larger Czxid.
 func testStatOwnerAndZxids(t testing.TB, s *suite) {
 	c := s.center(t)
 	ctx := ctxFor(t)
@@ -440,8 +440,24 @@ func testStatOwnerAndZxids(t testing.TB, s *suite) {
 	if later.Czxid <= set.Mzxid {
 		t.Errorf("a later create has Czxid %d, not after the earlier Set's Mzxid %d", later.Czxid, set.Mzxid)
 	}
-	if set.Ctime.IsZero() || set.Mtime.Before(set.Ctime) {
-		t.Errorf("times: Ctime %v Mtime %v, want set, Mtime not before Ctime", set.Ctime, set.Mtime)
+}
+
+// testStatTimes: Ctime and Mtime are set (the scheduler measures its clock
+// against Mtime; the console shows both), Ctime stays and Mtime does not go
+// back when the data is set.
+func testStatTimes(t testing.TB, s *suite) {
+	c := s.center(t)
+	mustCreate(t, c, "/t", nil, regcenter.Persistent)
+	_, created := mustGet(t, c, "/t")
+	if created.Ctime.IsZero() || created.Mtime.IsZero() || !created.Mtime.Equal(created.Ctime) {
+		t.Errorf("new node: Ctime %v Mtime %v, want both set and equal", created.Ctime, created.Mtime)
+	}
+	set, err := c.Set(ctxFor(t), "/t", []byte("x"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Ctime.Equal(created.Ctime) || set.Mtime.Before(created.Mtime) {
+		t.Errorf("after Set: Ctime %v Mtime %v, want Ctime %v kept and Mtime not before %v", set.Ctime, set.Mtime, created.Ctime, created.Mtime)
 	}
 }
 

@@ -166,7 +166,7 @@ func testSessionLoss(t testing.TB, s *suite) {
 	})
 	from := watch.len()
 	mustCreate(t, b, "/flag", nil, regcenter.Persistent)
-	seenAfter(t, watch, from, "the watch sees a create after the new session", func() (bool, string, error) {
+	seenAfter(t, waitTimeout, watch, from, "the watch sees a create after the new session", func() (bool, string, error) {
 		ok, _, err := a.Exists(ctx, "/flag")
 		return ok, "/flag missing", err
 	})

@@ -33,7 +33,13 @@ func ctxFor(tb testing.TB) context.Context {
 // the last reason cond gave) after waitTimeout.
 func eventually(tb testing.TB, what string, cond func() (bool, string)) {
 	tb.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	eventuallyWithin(tb, waitTimeout, what, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own.
+func eventuallyWithin(tb testing.TB, within time.Duration, what string, cond func() (bool, string)) {
+	tb.Helper()
+	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -44,7 +50,7 @@ func eventually(tb testing.TB, what string, cond func() (bool, string)) {
 		}
 		select {
 		case <-deadline.C:
-			tb.Fatalf("%s: not within %v (last: %s)", what, waitTimeout, why)
+			tb.Fatalf("%s: not within %v (last: %s)", what, within, why)
 		case <-tb.Context().Done():
 			tb.Fatalf("%s: test ended while waiting (last: %s)", what, why)
 		case <-tick.C:
@@ -131,10 +137,10 @@ func types(evs []regcenter.Event) []regcenter.EventType {
 // on every event relies on. check returns whether the state is as expected
 // and what it saw, or an error when it could not read (the read is then
 // retried, as a subscriber would); a re-read that shows older state needs
-// another event.
-func seenAfter(tb testing.TB, r *recorder[regcenter.Event], from int, what string, check func() (bool, string, error)) {
+// another event. It fails tb after within.
+func seenAfter(tb testing.TB, within time.Duration, r *recorder[regcenter.Event], from int, what string, check func() (bool, string, error)) {
 	tb.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -157,7 +163,7 @@ func seenAfter(tb testing.TB, r *recorder[regcenter.Event], from int, what strin
 		case <-r.wake:
 		case <-tick.C:
 		case <-deadline.C:
-			tb.Fatalf("%s: not within %v (%s)", what, waitTimeout, last)
+			tb.Fatalf("%s: not within %v (%s)", what, within, last)
 		case <-tb.Context().Done():
 			tb.Fatalf("%s: test ended while waiting (%s)", what, last)
 		}

@@ -154,22 +154,24 @@ func testWatchChildrenMissing(t testing.TB, s *suite) {
 
 // testWatchCancel: after cancel returns fn is not called again, other
 // subscribers of the same path keep theirs, cancelling twice is harmless,
-// and the path can be watched again.
+// and a path whose last subscriber cancelled can be watched again.
 func testWatchCancel(t testing.TB, s *suite) {
 	a, b := s.center(t), s.center(t)
 	ctx := ctxFor(t)
 	mustCreate(t, b, "/c/k", nil, regcenter.Persistent)
+	mustCreate(t, b, "/c2", nil, regcenter.Persistent)
 	gone, stays := newRecorder[regcenter.Event](), newRecorder[regcenter.Event]()
-	kids := newRecorder[regcenter.Event]()
+	kidsGone, kidsStay := newRecorder[regcenter.Event](), newRecorder[regcenter.Event]()
 	_, cancelGone, err := a.WatchNow(ctx, "/c", regcenter.WatchNode, gone.add)
 	if err != nil {
 		t.Fatal(err)
 	}
 	watchNow(t, a, "/c", regcenter.WatchNode, stays)
-	_, cancelKids, err := a.WatchNow(ctx, "/c", regcenter.WatchChildren, kids.add)
+	_, cancelKids, err := a.WatchNow(ctx, "/c", regcenter.WatchChildren, kidsGone.add)
 	if err != nil {
 		t.Fatal(err)
 	}
+	watchNow(t, a, "/c", regcenter.WatchChildren, kidsStay)
 	if _, err := b.Set(ctx, "/c", []byte("1"), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -178,23 +180,34 @@ func testWatchCancel(t testing.TB, s *suite) {
 	cancelGone()
 	cancelKids()
 	cancelGone()
+	cancelKids()
 	for i := 2; i <= 3; i++ {
 		if _, err := b.Set(ctx, "/c", []byte(strconv.Itoa(i)), -1); err != nil {
 			t.Fatal(err)
 		}
 		mustCreate(t, b, fmt.Sprintf("/c/k%d", i), nil, regcenter.Persistent)
-		stays.awaitN(t, i, "the remaining subscriber sees the change")
+		stays.awaitN(t, i, "the remaining node subscriber sees the change")
+		kidsStay.awaitN(t, i-1, "the remaining children subscriber sees the change")
 	}
 	if n := gone.len(); n != 1 {
 		t.Errorf("cancelled node watch called %d times after cancel: %v", n-1, types(gone.all()[1:]))
 	}
-	if n := kids.len(); n != 0 {
-		t.Errorf("cancelled children watch called %d times: %v", n, types(kids.all()))
+	if n := kidsGone.len(); n != 0 {
+		t.Errorf("cancelled children watch called %d times after cancel: %v", n, types(kidsGone.all()))
 	}
-	again := newRecorder[regcenter.Event]()
-	watchNow(t, a, "/c", regcenter.WatchChildren, again)
-	mustCreate(t, b, "/c/k9", nil, regcenter.Persistent)
-	expectEvents(t, again, "/c", "watching again after cancel", regcenter.EventChildrenChanged)
+
+	first, again := newRecorder[regcenter.Event](), newRecorder[regcenter.Event]()
+	_, cancelFirst, err := a.WatchNow(ctx, "/c2", regcenter.WatchChildren, first.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelFirst()
+	watchNow(t, a, "/c2", regcenter.WatchChildren, again)
+	mustCreate(t, b, "/c2/k", nil, regcenter.Persistent)
+	expectEvents(t, again, "/c2", "watching again after the only subscriber cancelled", regcenter.EventChildrenChanged)
+	if n := first.len(); n != 0 {
+		t.Errorf("cancelled children watch called %d times: %v", n, types(first.all()))
+	}
 }
 
 // testWatchNow: WatchNow returns the state it read (no resync follows) and
@@ -232,11 +245,16 @@ func testWatchNow(t testing.TB, s *suite) {
 	}
 }
 
+// restartTimeout bounds the waits after a restart of every server: a
+// client may have to wait out its session timeout and then open a new
+// session, on a machine slowed by the servers' start.
+const restartTimeout = time.Minute
+
 // retryWrite repeats write until it succeeds (a server may still be coming
-// back), each try bounded, failing tb after waitTimeout.
+// back), each try bounded, failing tb after restartTimeout.
 func retryWrite(tb testing.TB, what string, write func(ctx context.Context) error) {
 	tb.Helper()
-	eventually(tb, what, func() (bool, string) {
+	eventuallyWithin(tb, restartTimeout, what, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(tb.Context(), 5*time.Second)
 		defer cancel()
 		if err := write(ctx); err != nil {
@@ -252,7 +270,6 @@ func retryWrite(tb testing.TB, what string, write func(ctx context.Context) erro
 func testWatchAcrossRestart(t testing.TB, s *suite) {
 	s.needRestart(t)
 	a, b := s.center(t), s.center(t)
-	ctx := ctxFor(t)
 	mustCreate(t, b, "/r", []byte("0"), regcenter.Persistent)
 	mustCreate(t, b, "/rd/c0", nil, regcenter.Persistent)
 	node, kids := newRecorder[regcenter.Event](), newRecorder[regcenter.Event]()
@@ -261,14 +278,20 @@ func testWatchAcrossRestart(t testing.TB, s *suite) {
 
 	s.f.Restart(t)
 
+	// Each re-read has a deadline of its own: the waits after a restart
+	// may be long.
 	dataIs := func(want string) func() (bool, string, error) {
 		return func() (bool, string, error) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
 			data, _, err := a.Get(ctx, "/r")
 			return string(data) == want, "/r = " + quote(data), err
 		}
 	}
 	kidsAre := func(want ...string) func() (bool, string, error) {
 		return func() (bool, string, error) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
 			got, err := a.Children(ctx, "/rd")
 			return sameSet(got, want), "children " + joined(sorted(got)), err
 		}
@@ -287,17 +310,17 @@ func testWatchAcrossRestart(t testing.TB, s *suite) {
 	}
 	retryWrite(t, "set /r after the restart", set("1"))
 	retryWrite(t, "create /rd/c1 after the restart", create("/rd/c1"))
-	seenAfter(t, node, 0, "the node watch reports the set made as the servers came back", dataIs("1"))
-	seenAfter(t, kids, 0, "the children watch reports the child created as the servers came back", kidsAre("c0", "c1"))
+	seenAfter(t, restartTimeout, node, 0, "the node watch reports the set made as the servers came back", dataIs("1"))
+	seenAfter(t, restartTimeout, kids, 0, "the children watch reports the child created as the servers came back", kidsAre("c0", "c1"))
 	names := []string{"c0", "c1"}
 	for i := 2; i <= 4; i++ {
 		from := node.len()
 		retryWrite(t, "set /r", set(strconv.Itoa(i)))
-		seenAfter(t, node, from, fmt.Sprintf("set %d after the restart", i), dataIs(strconv.Itoa(i)))
+		seenAfter(t, restartTimeout, node, from, fmt.Sprintf("set %d after the restart", i), dataIs(strconv.Itoa(i)))
 		from = kids.len()
 		names = append(names, fmt.Sprintf("c%d", i))
 		retryWrite(t, "create a child", create("/rd/"+names[len(names)-1]))
-		seenAfter(t, kids, from, fmt.Sprintf("child %d after the restart", i), kidsAre(names...))
+		seenAfter(t, restartTimeout, kids, from, fmt.Sprintf("child %d after the restart", i), kidsAre(names...))
 	}
 	for _, e := range node.all() {
 		if e.Type == regcenter.EventChildrenChanged || e.Path != "/r" {
