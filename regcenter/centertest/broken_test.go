@@ -112,11 +112,25 @@ func runCase(t *testing.T, name string, f Factory) *fakeT {
 	return ft
 }
 
-// wrapped returns f with every center it makes wrapped by wrap.
+// wrapped returns f with every center it makes wrapped by wrap. Its
+// ExpireSession expires the wrapped center's session.
 func wrapped(f Factory, wrap func(regcenter.Center) regcenter.Center) Factory {
+	var inner sync.Map // wrapper -> the center it wraps
 	g := f
-	g.New = func(tb testing.TB, namespace string) regcenter.Center { return wrap(f.New(tb, namespace)) }
-	g.ExpireSession, g.Restart = nil, nil
+	g.New = func(tb testing.TB, namespace string) regcenter.Center {
+		c := f.New(tb, namespace)
+		w := wrap(c)
+		inner.Store(w, c)
+		return w
+	}
+	g.ExpireSession = func(tb testing.TB, w regcenter.Center) {
+		c, ok := inner.Load(w)
+		if !ok {
+			tb.Fatalf("ExpireSession of a center the wrapped factory did not make")
+		}
+		f.ExpireSession(tb, c.(regcenter.Center))
+	}
+	g.Restart = nil
 	return g
 }
 
@@ -147,6 +161,8 @@ func TestSuiteFailsBrokenCenters(t *testing.T) {
 			map[string]string{"WatchCancel": "after cancel"}},
 		{"a children watch reports the node's own data", func(c regcenter.Center) regcenter.Center { return childrenSeeData{c} },
 			map[string]string{"WatchChildrenDirectOnly": "only the child's create and delete"}},
+		{"Session() keeps the first session", func(c regcenter.Center) regcenter.Center { return firstSession{c, c.Session()} },
+			map[string]string{"SessionLoss": "want a live session"}},
 		{"Stats counts nothing", func(c regcenter.Center) regcenter.Center { return noStats{c} },
 			map[string]string{"Stats": "want at least 3 reads"}},
 	} {
@@ -348,6 +364,15 @@ func (c childrenSeeData) WatchNow(ctx context.Context, p string, kind regcenter.
 	})
 	return st, func() { cancel(); cancelData() }, err
 }
+
+// firstSession returns the session it was made with, even after that one
+// is lost.
+type firstSession struct {
+	regcenter.Center
+	first *regcenter.Session
+}
+
+func (c firstSession) Session() *regcenter.Session { return c.first }
 
 // noStats counts nothing.
 type noStats struct{ regcenter.Center }
