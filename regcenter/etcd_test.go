@@ -267,7 +267,7 @@ func TestEtcdAuthAndTLS(t *testing.T) {
 	}
 
 	try := func(cfg regcenter.Config) error {
-		cfg.Etcd, cfg.ConnectTimeout = cluster.Endpoints(), 3*time.Second
+		cfg.Etcd, cfg.ConnectTimeout = cluster.Endpoints(), 20*time.Second
 		c, err := regcenter.NewEtcd(ctx, cfg)
 		if err == nil {
 			c.Close()
