@@ -153,11 +153,10 @@ func JobUnits(ctx context.Context, rc regcenter.Center, job string) (Units, erro
 	return u, nil
 }
 
-// ReleaseUnits takes a removed job's units (read with JobUnits before its
-// nodes were deleted) out of the namespace's load table, and rebalances
-// when that leaves the instances more than one unit apart. It reports
-// whether it rebalanced.
-func ReleaseUnits(ctx context.Context, rc regcenter.Center, u Units) (bool, error) {
+// ReleaseUnits takes a removed job's entry out of the namespace's load
+// table, and rebalances when that leaves the instances more than one unit
+// apart. It reports whether it rebalanced.
+func ReleaseUnits(ctx context.Context, rc regcenter.Center, job string) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		data, st, err := rc.Get(ctx, layout.Placement)
 		if errors.Is(err, regcenter.ErrNoNode) {
@@ -170,14 +169,10 @@ func ReleaseUnits(ctx context.Context, rc regcenter.Center, u Units) (bool, erro
 		if err != nil {
 			return false, nil // rebuilt from the assignments by the next reshard
 		}
-		for sv, n := range u.PerServer {
-			t.Units[sv] -= n
-			if t.Units[sv] <= 0 {
-				delete(t.Units, sv)
-				delete(t.Joined, sv)
-			}
+		if _, ok := t.jobs[job]; !ok {
+			return false, nil
 		}
-		t.Unplaced = max(t.Unplaced-u.Unplaced, 0)
+		t.set(job, jobUnits{})
 		_, err = rc.Set(ctx, layout.Placement, t.encode(), st.Version)
 		if errors.Is(err, regcenter.ErrBadVersion) && attempt < placeAttempts {
 			continue
@@ -190,8 +185,9 @@ func ReleaseUnits(ctx context.Context, rc regcenter.Center, u Units) (bool, erro
 			return false, err
 		}
 		lo, hi := -1, 0
+		units := t.units()
 		for _, sv := range view.live() {
-			n := t.Units[sv]
+			n := units[sv]
 			if lo < 0 || n < lo {
 				lo = n
 			}
@@ -262,8 +258,8 @@ func ReadNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (
 		}
 		return byID[id]
 	}
-	ns := Namespace{Unplaced: t.Unplaced, Units: t.total()}
-	for id, n := range t.Units {
+	ns := Namespace{Unplaced: t.unplaced(), Units: t.total()}
+	for id, n := range t.units() {
 		get(id).Units = n
 	}
 	for id, info := range view.instances {

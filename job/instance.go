@@ -254,11 +254,15 @@ func (s *Scheduler) instanceInfo() instanceInfo {
 		Draining:       s.inst.draining,
 		Drained:        s.inst.drained,
 		HealthURL:      s.opts.healthURL,
+		Holder:         s.me,
 	}
 }
 
 // publishInstance creates or updates the instance node (ephemeral, of the
-// current session).
+// current session). The node is also this process's claim on its server
+// id: found held by another session, it is taken over only from an
+// earlier life of this process or a dead process of this host (holder.go);
+// a live process elsewhere makes it fail with ErrServerIDInUse.
 func (s *Scheduler) publishInstance(ctx context.Context) error {
 	data, err := json.Marshal(s.instanceInfo())
 	if err != nil {
@@ -266,23 +270,38 @@ func (s *Scheduler) publishInstance(ctx context.Context) error {
 	}
 	p := layout.Instance(s.opts.serverID)
 	sess := s.rc.Session()
-	_, st, err := s.rc.Exists(ctx, p)
+	old, st, err := s.rc.Get(ctx, p)
 	switch {
-	case err != nil:
-		return fmt.Errorf("registering the instance: %w", err)
-	case st.EphemeralOwner != 0 && st.EphemeralOwner != sess.ID():
-		// Left by our previous session: replace it.
-		if err := s.rc.Delete(ctx, p, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-			return fmt.Errorf("registering the instance: %w", err)
-		}
-		fallthrough
-	case st.EphemeralOwner == 0:
+	case errors.Is(err, regcenter.ErrNoNode):
 		_, err = s.rc.Create(ctx, p, data, regcenter.Ephemeral)
 		if errors.Is(err, regcenter.ErrNodeExists) {
-			_, err = s.rc.Set(ctx, p, data, -1)
+			// Another process got there first: look again.
+			return s.publishInstance(ctx)
 		}
-	default:
+	case err != nil:
+		return fmt.Errorf("registering the instance: %w", err)
+	case st.EphemeralOwner == sess.ID():
 		_, err = s.rc.Set(ctx, p, data, -1)
+	default:
+		var info instanceInfo
+		if st.EphemeralOwner != 0 {
+			info, _ = decodeInstance(old) // garbage says no holder: refused below
+			if !info.Holder.earlierLifeOf(s.me) {
+				return idInUse(s.opts.serverID, info.Holder, st.EphemeralOwner, s.sessionTimeout())
+			}
+			// Ours, from a lost session or a dead process: its status
+			// nodes go at once too, rather than a session timeout later.
+			if info.Holder.Token != s.me.Token {
+				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", info.Holder.String())
+			}
+			s.staleOwner.Store(st.EphemeralOwner)
+		}
+		// Left by an earlier session, or a persistent node nobody owns:
+		// replace it, over the version read.
+		if err := s.rc.Delete(ctx, p, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
+			return fmt.Errorf("registering the instance: %w", err)
+		}
+		return s.publishInstance(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("registering the instance: %w", err)
@@ -298,7 +317,7 @@ func (s *Scheduler) checkInstance() {
 	units := 0
 	if data, _, err := s.rc.Get(ctx, layout.Placement); err == nil {
 		if t, err := decodeTable(data); err == nil {
-			units = t.Units[s.opts.serverID]
+			units = t.units()[s.opts.serverID]
 		}
 	} else if !errors.Is(err, regcenter.ErrNoNode) {
 		s.log.Warn("reading the load table", "err", err)
@@ -466,7 +485,7 @@ func (s *Scheduler) retryUnplaced() {
 		s.log.Warn("reading the load table for unplaced items", "err", err)
 		return
 	}
-	if t, err := decodeTable(data); err == nil && t.Unplaced == 0 {
+	if t, err := decodeTable(data); err == nil && t.unplaced() == 0 {
 		return
 	}
 	for _, r := range s.runnersSnapshot() {

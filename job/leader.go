@@ -154,5 +154,10 @@ func (r *runner) checkMembership() {
 		if err := r.queueDeparted(ctx, servers); err != nil {
 			r.log.Warn("queueing a departed instance's items for failover", "err", err)
 		}
+		// Queueing cleared the departed instances' assignments: the load
+		// table says so now, not at the job's next fire.
+		if err := r.repairBooksWhileLive(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("repairing the load table's books", "err", err)
+		}
 	}
 }

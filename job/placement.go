@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -27,73 +26,6 @@ import (
 // as few transactions as the size limit allows (docs/design.md, "Placement
 // across jobs", says why it is built this way).
 
-// loadTable is the payload of layout.Placement.
-type loadTable struct {
-	// Units is what each server holds across the namespace.
-	Units map[string]int `json:"units"`
-	// Unplaced counts the units no server may take.
-	Unplaced int `json:"unplaced"`
-	// Joined numbers the servers in the order they first held units
-	// (sharding.Input.Joined); Seq is the last number given.
-	Joined map[string]int `json:"joined,omitempty"`
-	Seq    int            `json:"seq,omitempty"`
-}
-
-// ErrTableGarbage reports a namespace load table (/.placement) that is not
-// valid. Reshards rebuild it from the jobs' assignments; ReadNamespace
-// returns it.
-var ErrTableGarbage = errors.New("job: the namespace's load table is not valid")
-
-func decodeTable(data []byte) (loadTable, error) {
-	if len(data) == 0 {
-		return loadTable{}, fmt.Errorf("%w: empty", ErrTableGarbage)
-	}
-	var t loadTable
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
-		return loadTable{}, fmt.Errorf("%w: %v", ErrTableGarbage, err)
-	}
-	if t.Unplaced < 0 {
-		return loadTable{}, fmt.Errorf("%w: unplaced %d", ErrTableGarbage, t.Unplaced)
-	}
-	for s, n := range t.Units {
-		if n < 0 || !serverIDPattern.MatchString(s) {
-			return loadTable{}, fmt.Errorf("%w: server %q with %d units", ErrTableGarbage, s, n)
-		}
-	}
-	for s, n := range t.Joined {
-		if n < 0 || n > t.Seq || !serverIDPattern.MatchString(s) {
-			return loadTable{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", ErrTableGarbage, s, n, t.Seq)
-		}
-	}
-	if t.Units == nil {
-		t.Units = map[string]int{}
-	}
-	if t.Joined == nil {
-		t.Joined = map[string]int{}
-	}
-	return t, nil
-}
-
-func (t loadTable) encode() []byte {
-	b, _ := json.Marshal(t) // a map of ints: cannot fail
-	return b
-}
-
-// total is K: every unit of the namespace, placed or not.
-func (t loadTable) total() int {
-	k := t.Unplaced
-	for _, n := range t.Units {
-		k += n
-	}
-	return k
-}
-
-func (t loadTable) clone() loadTable {
-	return loadTable{Units: maps.Clone(t.Units), Unplaced: t.Unplaced, Joined: maps.Clone(t.Joined), Seq: t.Seq}
-}
-
 // instanceInfo is the payload of an instance's node (layout.Instance).
 type instanceInfo struct {
 	// FaultTolerance is n of the cap N = 1 + K/max(S−n, 1).
@@ -112,6 +44,8 @@ type instanceInfo struct {
 	Drained  bool `json:"drained,omitempty"`
 	// HealthURL is the instance's health endpoint, probed by its peers.
 	HealthURL string `json:"healthURL,omitempty"`
+	// Holder is the process holding the server id.
+	Holder holder `json:"holder,omitzero"`
 }
 
 // nsView is what placement needs of the namespace besides the table.
@@ -218,7 +152,10 @@ func decodeInstance(data []byte) (instanceInfo, error) {
 
 // placeRequest is one job's reshard, waiting for the placer.
 type placeRequest struct {
-	job      string
+	job string
+	// repair: not a reshard but a correction of the job's entry in the
+	// table to current and unplaced, which ops fence (repairBooks).
+	repair   bool
 	total    int
 	strategy string
 	named    sharding.Strategy // a strategy by name, for the ElasticJob ones
@@ -235,6 +172,7 @@ type placeRequest struct {
 	unplacedOut []int
 	err         error
 	done        chan struct{}
+	ctx         context.Context // the caller's: its end drops the request
 }
 
 // placer commits reshards for one scheduler, several at a time.
@@ -257,10 +195,11 @@ func newPlacer(ctx context.Context, rc regcenter.Center, log *slog.Logger) *plac
 // request queued again for the same job replaces the one waiting.
 func (p *placer) place(ctx context.Context, req *placeRequest) error {
 	req.done = make(chan struct{})
+	req.ctx = ctx
 	p.mu.Lock()
 	kept := p.pending[:0]
 	for _, q := range p.pending {
-		if q.job == req.job {
+		if q.job == req.job && q.repair == req.repair {
 			q.err = fmt.Errorf("placing job %q: superseded by a newer reshard of it", q.job)
 			close(q.done)
 			continue
@@ -317,10 +256,27 @@ func (p *placer) commit(batch []*placeRequest) {
 				t.Stop()
 			}
 		}
-		if attempt == placeAttempts || ctx.Err() != nil {
+		// The center is gone (closed, or its session with it): nothing
+		// placed now could commit.
+		final := errors.Is(lastErr, regcenter.ErrClosed) || errors.Is(lastErr, regcenter.ErrSessionLost)
+		if attempt == placeAttempts || ctx.Err() != nil || final {
 			for _, req := range batch {
 				finish(req, fmt.Errorf("placing: gave up after %d attempts: %w", attempt, errors.Join(lastErr, ctx.Err())))
 			}
+			return
+		}
+		// Requests whose callers stopped waiting are dropped: they are
+		// fenced like any write and would fail harmlessly, but retrying
+		// for nobody holds up the scheduler's stop.
+		kept := batch[:0]
+		for _, req := range batch {
+			if err := req.ctx.Err(); err != nil {
+				finish(req, err)
+				continue
+			}
+			kept = append(kept, req)
+		}
+		if batch = kept; len(batch) == 0 {
 			return
 		}
 		table, version, err := p.readTable(ctx)
@@ -328,10 +284,12 @@ func (p *placer) commit(batch []*placeRequest) {
 			lastErr = err
 			continue
 		}
-		view, err := readView(ctx, p.rc, p.log)
-		if err != nil {
-			lastErr = err
-			continue
+		var view nsView
+		if slices.ContainsFunc(batch, func(req *placeRequest) bool { return !req.repair }) {
+			if view, err = readView(ctx, p.rc, p.log); err != nil {
+				lastErr = err
+				continue
+			}
 		}
 		done, failed, err := p.commitOnce(ctx, batch, table, version, view)
 		ended := make(map[*placeRequest]bool, len(done)+len(failed))
@@ -405,13 +363,20 @@ func (p *placer) commitOnce(ctx context.Context, batch []*placeRequest, table lo
 		return nil
 	}
 	for _, req := range batch {
-		assign, unplaced, err := placeJob(req, t, view)
+		if req.repair && t.jobs[req.job].equal(unitsOf(req.current, req.unplaced)) {
+			done = append(done, req) // the books are right
+			continue
+		}
+		assign, unplaced, err := req.current, req.unplaced, error(nil)
+		if !req.repair {
+			assign, unplaced, err = placeJob(req, t, view)
+		}
 		if err != nil {
 			failed[req] = err
 			continue
 		}
 		before := t.clone()
-		applyToTable(&t, req.current, req.unplaced, assign, unplaced)
+		t.set(req.job, unitsOf(assign, unplaced))
 		ops := req.ops(assign, unplaced)
 		n := opsSize(ops)
 		if len(txn) > 0 && size+n > placeTxnBytes {
@@ -438,8 +403,13 @@ func placeJob(req *placeRequest, t loadTable, view nsView) (map[string][]int, []
 		assign, err := sharding.Assign(req.named, req.job, servers, req.total)
 		return assign, nil, err
 	}
-	// K counts this job at its new size.
-	k := t.total() - countItems(req.current) - len(req.unplaced) + req.total
+	// K counts this job at its new size; the load is the other jobs'
+	// entries and this job's assignment as read.
+	k := t.total() - t.jobs[req.job].total() + req.total
+	load := t.unitsWithout(req.job)
+	for s, items := range req.current {
+		load[s] += len(items)
+	}
 	tolerance := map[string]int{}
 	for _, s := range view.live() {
 		tolerance[s] = view.instances[s].FaultTolerance
@@ -447,8 +417,8 @@ func placeJob(req *placeRequest, t loadTable, view nsView) (map[string][]int, []
 	caps := sharding.Caps(k, tolerance)
 	in := sharding.Input{
 		Job: req.job, Total: req.total, Servers: servers,
-		Current: req.current, Load: t.Units, Cap: map[string]int{},
-		Joined: t.Joined, Namespace: view.live(), Units: k,
+		Current: req.current, Load: load, Cap: map[string]int{},
+		Joined: t.joined, Namespace: view.live(), Units: k,
 	}
 	for _, s := range servers {
 		if c, ok := caps[s]; ok {
@@ -468,38 +438,6 @@ func placeJob(req *placeRequest, t loadTable, view nsView) (map[string][]int, []
 		return nil, nil, err
 	}
 	return res.Assign, res.Unplaced, nil
-}
-
-func countItems(m map[string][]int) int {
-	n := 0
-	for _, items := range m {
-		n += len(items)
-	}
-	return n
-}
-
-// applyToTable moves a job's units in t from its old assignment to its new.
-func applyToTable(t *loadTable, oldAssign map[string][]int, oldUnplaced []int, newAssign map[string][]int, newUnplaced []int) {
-	for s, items := range oldAssign {
-		t.Units[s] -= len(items)
-	}
-	if t.Joined == nil {
-		t.Joined = map[string]int{}
-	}
-	for _, s := range slices.Sorted(maps.Keys(newAssign)) {
-		t.Units[s] += len(newAssign[s])
-		if _, ok := t.Joined[s]; !ok && t.Units[s] > 0 {
-			t.Seq++
-			t.Joined[s] = t.Seq
-		}
-	}
-	for s, n := range t.Units {
-		if n <= 0 {
-			delete(t.Units, s)
-			delete(t.Joined, s)
-		}
-	}
-	t.Unplaced = max(t.Unplaced-len(oldUnplaced)+len(newUnplaced), 0)
 }
 
 // opsSize estimates an op list's share of a transaction.
@@ -545,9 +483,9 @@ func (p *placer) readTable(ctx context.Context) (loadTable, int32, error) {
 	return t, version, err
 }
 
-// scanTable counts every job's units from its assignment nodes.
+// scanTable builds the table from every job's assignment nodes.
 func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
-	t := loadTable{Units: map[string]int{}, Joined: map[string]int{}}
+	t := newTable()
 	jobs, err := namespaceJobs(ctx, rc)
 	if err != nil {
 		return loadTable{}, err
@@ -557,16 +495,55 @@ func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
 		if err != nil {
 			return loadTable{}, err
 		}
-		for sv, n := range u.PerServer {
-			t.Units[sv] += n
-		}
-		t.Unplaced += u.Unplaced
-	}
-	for _, s := range slices.Sorted(maps.Keys(t.Units)) {
-		t.Seq++
-		t.Joined[s] = t.Seq
+		t.set(j, jobUnits{servers: u.PerServer, unplaced: u.Unplaced})
 	}
 	return t, nil
+}
+
+// pruneBooks takes out of the load table the entries of jobs whose nodes
+// are gone (deleted by hand, not with `shardjob remove`, which takes its
+// job's entry out itself). A table another writer moved meanwhile is left
+// for the next round.
+func (s *Scheduler) pruneBooks() {
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+	defer cancel()
+	if err := pruneBooks(ctx, s.rc); err != nil && !errors.Is(err, regcenter.ErrBadVersion) && s.ctx.Err() == nil {
+		s.log.Warn("pruning the load table's books", "err", err)
+	}
+}
+
+func pruneBooks(ctx context.Context, rc regcenter.Center) error {
+	data, st, err := rc.Get(ctx, layout.Placement)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	t, err := decodeTable(data)
+	if err != nil {
+		return nil // rebuilt from the assignments by the next reshard
+	}
+	names, err := namespaceJobs(ctx, rc)
+	if err != nil {
+		return err
+	}
+	exists := make(map[string]bool, len(names))
+	for _, n := range names {
+		exists[n] = true
+	}
+	stale := 0
+	for j := range t.jobs {
+		if !exists[j] {
+			t.set(j, jobUnits{})
+			stale++
+		}
+	}
+	if stale == 0 {
+		return nil
+	}
+	_, err = rc.Set(ctx, layout.Placement, t.encode(), st.Version)
+	return err
 }
 
 // namespaceJobs lists the namespace's jobs: the root's children that are

@@ -25,6 +25,7 @@ func (s *Scheduler) reconcileLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	last := map[string]time.Time{}
+	pruned := s.opts.now() // the first round comes an interval after start
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -34,6 +35,10 @@ func (s *Scheduler) reconcileLoop() {
 		now := s.opts.now()
 		next := time.Minute
 		measured := false
+		if now.Sub(pruned) >= DefaultReconcileInterval {
+			pruned = now
+			s.pruneBooks()
+		}
 		for _, r := range s.runnersSnapshot() {
 			cfg := r.config()
 			every := cfg.ReconcileInterval
@@ -101,6 +106,9 @@ func (r *runner) reconcile() {
 	}
 	if err := r.checkAssignment(ctx); err != nil {
 		r.log.Warn("reconcile", "err", err)
+	}
+	if err := r.repairBooksWhileLive(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("reconcile: repairing the load table's books", "err", err)
 	}
 }
 

@@ -2,8 +2,12 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
@@ -170,8 +174,9 @@ func (r *runner) reshard(ctx context.Context) error {
 	r.lastSharded = eligible
 	r.mu.Unlock()
 	if len(req.unplacedOut) > 0 {
-		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears",
-			"unplaced", len(req.unplacedOut), "items", cfg.ShardingTotalCount)
+		owed := r.oweUnplaced(ctx, cfg, req.unplacedOut)
+		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears, and the fires they miss are made up once then",
+			"unplaced", len(req.unplacedOut), "items", cfg.ShardingTotalCount, "owed since", owed)
 		r.s.emit(Event{Kind: EventUnplaced, Job: r.name, Units: len(req.unplacedOut)})
 	}
 	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
@@ -195,38 +200,12 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 		}
 		req.named = strategy
 	}
-	versions := map[string]int32{}
-	var withNode []string
-	for _, sv := range servers.names() {
-		if servers[sv][layout.Sharding] {
-			withNode = append(withNode, sv)
-		}
-	}
-	read := make([][]int, len(withNode))
-	readV := make([]int32, len(withNode))
-	errs := make([]error, len(withNode))
-	parallel.Each(len(withNode), reshardReads, func(i int) {
-		read[i], readV[i], errs[i] = readItemsVersion(ctx, r.rc, r.paths.Flag(withNode[i], layout.Sharding))
-	})
-	for i, sv := range withNode {
-		items, v, err := read[i], readV[i], errs[i]
-		if err != nil {
-			return nil, err
-		}
-		if v < 0 {
-			// Gone since the server's children were read: the server
-			// has no assignment node to write over.
-			delete(servers[sv], layout.Sharding)
-			continue
-		}
-		req.current[sv], versions[sv] = items, v
-	}
-	var unplacedVersion int32
-	var err error
-	req.unplaced, unplacedVersion, err = readItemsVersion(ctx, r.rc, r.paths.Unplaced())
+	read, err := r.readAssignment(ctx, servers)
 	if err != nil {
 		return nil, err
 	}
+	req.current, req.unplaced = read.current, read.unplaced
+	versions, unplacedVersion := read.versions, read.unplacedVersion
 	hadUnplaced := unplacedVersion >= 0
 	req.ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
 		ops := []regcenter.Op{fence}
@@ -272,6 +251,159 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 			regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
 	}
 	return req, nil
+}
+
+// oweUnplaced records, for each unplaced item, the first fire it misses as
+// a debt in its misfire node: whoever is given the item later reads the
+// debt when it inherits the item (inheritedGaps) and makes the missed
+// fires up in one run. An item that has a debt already keeps the earlier
+// one. Every reshard that leaves items unplaced writes the debts again, so
+// a leader that died between its reshard and these writes loses none. It
+// returns the fire the debts start at (zero: none written).
+func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.Time {
+	if cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+		return time.Time{}
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return time.Time{}
+	}
+	// The fire this reshard comes before (dispatched now, within the
+	// lead), else the next one: the first the items miss. An earlier
+	// fire they did run is not run again: a make-up run skips the fires
+	// the item's record lists.
+	now := r.s.opts.now()
+	since := dueFire(sched, now, r.s.opts.fireLead)
+	if since.IsZero() || since.Before(now.Add(-r.s.opts.fireLead)) {
+		since = sched.Next(now)
+	}
+	if since.IsZero() {
+		return time.Time{}
+	}
+	data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()}) // two ints: cannot fail
+	errs := make([]error, len(items))
+	parallel.Each(len(items), reshardReads, func(i int) {
+		_, errs[i] = r.rc.Create(ctx, r.paths.ItemNode(items[i], layout.Misfire), data, regcenter.Persistent)
+		if errors.Is(errs[i], regcenter.ErrNodeExists) {
+			errs[i] = nil
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		r.log.Warn("recording the fires unplaced items miss; the next reshard records them again", "err", err)
+	}
+	return since
+}
+
+// assignmentRead is a job's assignment as its nodes say, with the
+// versions read.
+type assignmentRead struct {
+	current         map[string][]int // by server with a sharding node
+	versions        map[string]int32
+	unplaced        []int
+	unplacedVersion int32 // -1: no unplaced node
+}
+
+// readAssignment reads the sharding node of every server of servers that
+// has one, and the unplaced node. A server whose node went since servers
+// was read loses its layout.Sharding mark in servers.
+func (r *runner) readAssignment(ctx context.Context, servers serverSet) (assignmentRead, error) {
+	out := assignmentRead{current: map[string][]int{}, versions: map[string]int32{}}
+	var withNode []string
+	for _, sv := range servers.names() {
+		if servers[sv][layout.Sharding] {
+			withNode = append(withNode, sv)
+		}
+	}
+	read := make([][]int, len(withNode))
+	readV := make([]int32, len(withNode))
+	errs := make([]error, len(withNode))
+	parallel.Each(len(withNode), reshardReads, func(i int) {
+		read[i], readV[i], errs[i] = readItemsVersion(ctx, r.rc, r.paths.Flag(withNode[i], layout.Sharding))
+	})
+	for i, sv := range withNode {
+		items, v, err := read[i], readV[i], errs[i]
+		if err != nil {
+			return assignmentRead{}, err
+		}
+		if v < 0 {
+			// Gone since the server's children were read: the server
+			// has no assignment node to write over.
+			delete(servers[sv], layout.Sharding)
+			continue
+		}
+		out.current[sv], out.versions[sv] = items, v
+	}
+	var err error
+	out.unplaced, out.unplacedVersion, err = readItemsVersion(ctx, r.rc, r.paths.Unplaced())
+	if err != nil {
+		return assignmentRead{}, err
+	}
+	return out, nil
+}
+
+// repairBooks makes this job's entry in the namespace's load table what
+// its assignment nodes say, after something other than a reshard changed
+// them: an instance that left cleared its own (it repairs after its leave),
+// the leader cleared a departed one's when it queued its items for
+// failover; and at every reconcile pass. When the table already says the
+// same, nothing is written.
+//
+// Any instance may repair, leader or not: the write is fenced by what it
+// read. Every change to the nodes either sets a node that existed (checked
+// at the version read) or is a reshard, which needs a reshard flag: one
+// raised after the read moved the epoch (checked), and one already raised
+// is deleted by the reshard (its node is checked at the version read).
+func (r *runner) repairBooks(ctx context.Context) error {
+	select {
+	case r.reshardSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.reshardSem }()
+	_, epoch, err := r.rc.Get(ctx, r.paths.ShardingEpoch())
+	if err != nil {
+		return err
+	}
+	flagged, flag, err := r.rc.Exists(ctx, r.paths.Necessary())
+	if err != nil {
+		return err
+	}
+	servers, err := r.readServers(ctx)
+	if err != nil {
+		return err
+	}
+	read, err := r.readAssignment(ctx, servers)
+	if err != nil {
+		return err
+	}
+	fence := []regcenter.Op{regcenter.CheckOp{Path: r.paths.ShardingEpoch(), Version: epoch.Version}}
+	if flagged {
+		fence = append(fence, regcenter.CheckOp{Path: r.paths.Necessary(), Version: flag.Version})
+	}
+	for _, sv := range slices.Sorted(maps.Keys(read.versions)) {
+		fence = append(fence, regcenter.CheckOp{Path: r.paths.Flag(sv, layout.Sharding), Version: read.versions[sv]})
+	}
+	if read.unplacedVersion >= 0 {
+		fence = append(fence, regcenter.CheckOp{Path: r.paths.Unplaced(), Version: read.unplacedVersion})
+	}
+	req := &placeRequest{job: r.name, repair: true, current: read.current, unplaced: read.unplaced,
+		ops: func(map[string][]int, []int) []regcenter.Op { return fence }}
+	if err := r.s.placer.place(ctx, req); err != nil {
+		return fmt.Errorf("repairing the load table's books: %w", err)
+	}
+	return nil
+}
+
+// repairBooksWhileLive is repairBooks for the leader's and the reconcile
+// loop's passes, which a stop ends: the next leader repairs.
+func (r *runner) repairBooksWhileLive(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(r.lifeCtx, cancel)()
+	if err := r.repairBooks(ctx); err != nil && r.lifeCtx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // fakeStatuses finds status nodes that no instance holds — persistent ones:

@@ -49,6 +49,13 @@ func (r *runner) stop(ctx context.Context) error {
 	if registered {
 		if err := r.leave(cctx, !removed, handOver, upTo); err != nil {
 			errs = append(errs, err)
+		} else if r.heldAtLeaveAny() && !removed {
+			// The leave cleared this instance's assignment: the load
+			// table says so now, not at the job's next fire (and not
+			// never, when no other instance runs the job).
+			if err := r.repairBooks(cctx); err != nil {
+				r.log.Warn("repairing the load table's books after leaving", "err", err)
+			}
 		}
 	}
 
@@ -203,6 +210,13 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		return nil
 	}
 	return fmt.Errorf("leave: %w", err)
+}
+
+// heldAtLeaveAny reports whether the leave gave up any item.
+func (r *runner) heldAtLeaveAny() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.heldAtLeave) > 0
 }
 
 // owedLocked returns the runs this instance owes: every misfire, and for

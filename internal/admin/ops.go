@@ -422,11 +422,6 @@ func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration) (Rem
 		}
 		return res, err
 	}
-	// What the job holds leaves the namespace's load table with it.
-	units, err := jobpkg.JobUnits(ctx, a.rc, job)
-	if err != nil {
-		return res, fmt.Errorf("job %q: reading its units: %w", job, err)
-	}
 	// An instance that was just leaving may still write a node or two:
 	// delete until the tree stays gone.
 	for range 5 {
@@ -438,7 +433,7 @@ func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration) (Rem
 			return res, err
 		}
 		if !ok {
-			if _, err := jobpkg.ReleaseUnits(ctx, a.rc, units); err != nil {
+			if _, err := jobpkg.ReleaseUnits(ctx, a.rc, job); err != nil {
 				return res, fmt.Errorf("job %q: %w", job, err)
 			}
 			return res, nil

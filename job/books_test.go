@@ -1,0 +1,450 @@
+package job_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// books is what the namespace's load table says (per server, and
+// unplaced) or what the jobs' assignment nodes say.
+type books struct {
+	units    map[string]int
+	unplaced int
+}
+
+func (b books) String() string {
+	var parts []string
+	for _, s := range slices.Sorted(maps.Keys(b.units)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", s, b.units[s]))
+	}
+	return fmt.Sprintf("{%s unplaced:%d}", strings.Join(parts, " "), b.unplaced)
+}
+
+func (b books) equal(o books) bool { return b.unplaced == o.unplaced && maps.Equal(b.units, o.units) }
+
+// readBooks reads the load table (through ReadNamespace, as the CLI and
+// the console do) and the truth: every job's assignment nodes.
+func readBooks(ctx context.Context, rc regcenter.Center, jobs []string) (table, truth books, err error) {
+	ns, err := job.ReadNamespace(ctx, rc, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return books{}, books{}, err
+	}
+	table = books{units: map[string]int{}, unplaced: ns.Unplaced}
+	for _, in := range ns.Instances {
+		if in.Units > 0 {
+			table.units[in.Server] = in.Units
+		}
+	}
+	truth = books{units: map[string]int{}}
+	for _, j := range jobs {
+		u, err := job.JobUnits(ctx, rc, j)
+		if err != nil {
+			return books{}, books{}, err
+		}
+		for s, n := range u.PerServer {
+			truth.units[s] += n
+		}
+		truth.unplaced += u.Unplaced
+	}
+	if ns.Units != sumUnits(truth) {
+		table.unplaced = -1 // K disagrees: make the comparison fail visibly
+	}
+	return table, truth, nil
+}
+
+func sumUnits(b books) int {
+	k := b.unplaced
+	for _, n := range b.units {
+		k += n
+	}
+	return k
+}
+
+// waitBooks waits until the load table says what the assignments say
+// (they may differ for the moments between a leave and its repair) and
+// returns them; it fails the test when they still differ at the deadline.
+func waitBooks(t *testing.T, rc regcenter.Center, jobs []string, deadline time.Duration) books {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	var table, truth books
+	var err error
+	for {
+		table, truth, err = readBooks(ctx, rc, jobs)
+		if err == nil && table.equal(truth) {
+			return truth
+		}
+		select {
+		case <-ctx.Done():
+			detail := ""
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if data, _, gerr := rc.Get(rctx, "/.placement"); gerr == nil {
+				detail += "\ntable: " + string(data)
+			}
+			for _, j := range jobs {
+				u, jerr := job.JobUnits(rctx, rc, j)
+				detail += fmt.Sprintf("\n%s: %v %d unplaced (err %v)", j, u.PerServer, u.Unplaced, jerr)
+			}
+			rcancel()
+			t.Fatalf("after %v the load table says %v, the assignments %v (err %v)%s", deadline, table, truth, err, detail)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// An instance shut down and started again under the same server id is
+// counted once: the table says 9 and 9 units, as the assignments do, and
+// the restarted instance, whose alarm is at 9, raises none.
+func TestBooksRestartUnderSameID(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfgs, names := everySecondJobs(18, 1)
+	ins := map[string]*instance{}
+	for _, id := range []string{"s1", "s2"} {
+		ins[id] = startJobs(t, ns, id, cfgs, rec)
+	}
+	obs := connectRaw(t, ns)
+	settle(t, rec, time.Now(), names, []string{"s1", "s2"}, 30*time.Second)
+	if b := waitBooks(t, obs, names, 20*time.Second); !maps.Equal(b.units, map[string]int{"s1": 9, "s2": 9}) {
+		t.Fatalf("before the restart: %v", b)
+	}
+
+	ins["s2"].stop(t)
+	alarms := make(chan job.Event, 16)
+	ins["s2"] = startJobs(t, ns, "s2", cfgs, rec, job.WithAlarmThreshold(9), job.WithEventHandler(func(ev job.Event) {
+		if ev.Kind == job.EventAlarm {
+			select {
+			case alarms <- ev:
+			default:
+			}
+		}
+	}))
+	settle(t, rec, time.Now(), names, []string{"s1", "s2"}, 30*time.Second)
+	b := waitBooks(t, obs, names, 20*time.Second)
+	if !maps.Equal(b.units, map[string]int{"s1": 9, "s2": 9}) || b.unplaced != 0 {
+		t.Fatalf("after s2 restarted under its id: %v, want s1:9 s2:9", b)
+	}
+	// The instance's own view, which its alarm is computed from.
+	deadline := time.Now().Add(10 * time.Second)
+	for ins["s2"].sched.Placement().Units != 9 {
+		if time.Now().After(deadline) {
+			t.Fatalf("s2's own placement says %d units, want 9", ins["s2"].sched.Placement().Units)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case ev := <-alarms:
+		t.Fatalf("restarted s2 raised an alarm: %+v", ev)
+	default:
+	}
+}
+
+// The first application the books were found wrong in: two jobs of four
+// items over three instances; one leaves cleanly, one is killed. The table
+// credits the survivor with all eight units and keeps neither of the
+// others.
+func TestBooksAfterALeaveAndAKill(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfgs, names := everySecondJobs(2, 4)
+	for i := range cfgs {
+		cfgs[i].Failover = i == 0 // one job with failover, one without
+	}
+	ins := map[string]*instance{}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ins[id] = startJobs(t, ns, id, cfgs, rec)
+	}
+	obs := connectRaw(t, ns)
+	settleItems(t, rec, time.Now(), names, 4, []string{"s1", "s2", "s3"}, 30*time.Second)
+	waitBooks(t, obs, names, 20*time.Second)
+	ins["s2"].stop(t)
+	ins["s3"].crash(t)
+	settleItems(t, rec, time.Now(), names, 4, []string{"s1"}, 30*time.Second)
+	if b := waitBooks(t, obs, names, 20*time.Second); !maps.Equal(b.units, map[string]int{"s1": 8}) || b.unplaced != 0 {
+		t.Fatalf("after a leave and a kill: %v, want s1:8", b)
+	}
+}
+
+// Items that caps leave unplaced are owed their fires: once placed, each
+// runs one make-up run that stands for the fires it missed, then its
+// regular fires.
+func TestUnplacedItemsMakeUpTheirFiresOnce(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	// Two instances that run another job make S = 3, so with the default
+	// fault tolerance of 1 every server's cap is 1 + K/2: with K = 4 (the
+	// other job never fires, so it holds nothing), 3. Only s1 runs
+	// "capped", so one of its four items fits nowhere.
+	other := everySecond("other", 1)
+	other.Cron = "0 0 0 1 1 *" // registered; fires on 1 January only
+	var others []*instance
+	for _, id := range []string{"s2", "s3"} {
+		others = append(others, startJobs(t, ns, id, []job.Config{other}, rec))
+	}
+	capped := everySecond("capped", 4)
+	startJobs(t, ns, "s1", []job.Config{capped}, rec)
+	obs := connectRaw(t, ns)
+
+	// Wait for fires that ran three items, and the table to say one is
+	// unplaced.
+	fires := rec.waitFires(t, time.Now(), 2, 3, 30*time.Second)
+	b := waitBooks(t, obs, []string{"capped", "other"}, 20*time.Second)
+	if b.unplaced != 1 {
+		t.Fatalf("books with caps: %v, want one unit unplaced", b)
+	}
+	var missing int
+	for it := range 4 {
+		ran := false
+		for _, r := range rec.snapshot() {
+			ran = ran || (r.job == "capped" && r.item == it)
+		}
+		if !ran {
+			missing = it
+		}
+	}
+	firstMissed := fires[0]
+
+	// The other instances go: S = 1, no cap binds, the item is placed.
+	for _, in := range others {
+		in.stop(t)
+	}
+	var makeUp []record
+	deadline := time.Now().Add(30 * time.Second)
+	var placedAt time.Time
+	for {
+		makeUp = makeUp[:0]
+		placedAt = time.Time{}
+		for _, r := range rec.snapshot() {
+			if r.job != "capped" || r.item != missing {
+				continue
+			}
+			switch r.kind {
+			case job.KindMisfire:
+				makeUp = append(makeUp, r)
+			case job.KindFire:
+				if placedAt.IsZero() || r.fire.Before(placedAt) {
+					placedAt = r.fire
+				}
+			}
+		}
+		if len(makeUp) > 0 && !placedAt.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("item %d: %d make-up runs and first regular fire %v within 30 s", missing, len(makeUp), placedAt)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Let a few more fires run: the make-up run must not come again.
+	rec.waitFires(t, placedAt.Add(2*time.Second), 1, 4, 20*time.Second)
+	makeUp = makeUp[:0]
+	for _, r := range rec.snapshot() {
+		if r.job == "capped" && r.item == missing && r.kind != job.KindFire {
+			makeUp = append(makeUp, r)
+		}
+	}
+	if len(makeUp) != 1 {
+		t.Fatalf("item %d: %d make-up runs, want 1: %+v", missing, len(makeUp), makeUp)
+	}
+	m := makeUp[0]
+	if m.fire.After(firstMissed) {
+		t.Errorf("the make-up run starts at fire %v, after %v, which the item missed", m.fire, firstMissed)
+	}
+	if m.through.Before(placedAt.Add(-time.Second)) {
+		t.Errorf("the make-up run stands for fires through %v; the item missed every fire before %v", m.through, placedAt)
+	}
+	if b := waitBooks(t, obs, []string{"capped", "other"}, 20*time.Second); !maps.Equal(b.units, map[string]int{"s1": 4}) || b.unplaced != 0 {
+		t.Fatalf("books once placed: %v, want s1:4", b)
+	}
+}
+
+// A property of the books: whatever instances do — join, leave, die,
+// come back under the same id, drain and undrain, add jobs — the load
+// table says what the jobs' assignment nodes say once the namespace
+// settles. Each sequence runs in a namespace of its own, against the real
+// ZooKeeper; SHARDJOB_BOOKS_SEQUENCES sets how many (default 200).
+func TestBooksPropertyRandomSequences(t *testing.T) {
+	sequences := 200
+	if v := os.Getenv("SHARDJOB_BOOKS_SEQUENCES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SHARDJOB_BOOKS_SEQUENCES=%q: want a positive count", v)
+		}
+		sequences = n
+	}
+	if testing.Short() {
+		sequences = 20
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (SHARDJOB_BOOKS_SEED reruns it)", seed)
+	if v := os.Getenv("SHARDJOB_BOOKS_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SHARDJOB_BOOKS_SEED=%q: %v", v, err)
+		}
+		seed = s
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	steps := map[string]int{}
+	for i := range sequences {
+		t.Run(fmt.Sprintf("seq%03d", i), func(t *testing.T) {
+			for _, s := range runBooksSequence(t, rng, 4) {
+				steps[s]++
+			}
+		})
+		if t.Failed() {
+			return
+		}
+	}
+	t.Logf("%d sequences; steps taken: %v", sequences, steps)
+}
+
+// waitAnyFire waits until some execution after since is recorded, or the
+// deadline passes (no job may run anywhere).
+func waitAnyFire(rec *recorder, since time.Time, deadline time.Duration) {
+	timeout := time.After(deadline)
+	for {
+		for _, r := range rec.snapshot() {
+			if r.begin.After(since) {
+				return
+			}
+		}
+		select {
+		case <-rec.sig:
+		case <-time.After(100 * time.Millisecond):
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// runBooksSequence runs n random steps in a namespace of its own,
+// checking the books after each, and returns the steps' names.
+func runBooksSequence(t *testing.T, rng *rand.Rand, n int) []string {
+	ns := namespace(t)
+	quiet := job.WithLogger(testLogger(t).With("quiet", true))
+	obs := connectRaw(t, ns)
+	rec := newRecorder()
+	var (
+		jobs  []job.Config
+		names []string
+		live  = map[string]*instance{}
+		ids   []string // every id used, for restarts
+		next  int
+		taken []string
+	)
+	newJob := func() job.Config {
+		cfg := everySecond(fmt.Sprintf("j%d", len(jobs)), 1+rng.IntN(3))
+		cfg.Failover = rng.IntN(2) == 0
+		jobs = append(jobs, cfg)
+		names = append(names, cfg.Name)
+		return cfg
+	}
+	start := func(id string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		rc, s := connect(t, ctx, ns, id, quiet)
+		for _, cfg := range jobs {
+			if rng.IntN(4) > 0 { // most jobs, not always all
+				if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+		in := &instance{id: id, rc: rc, sched: s}
+		t.Cleanup(func() { in.stop(t) })
+		live[id] = in
+	}
+	pick := func() (string, *instance) {
+		ks := slices.Sorted(maps.Keys(live))
+		id := ks[rng.IntN(len(ks))]
+		return id, live[id]
+	}
+	newJob()
+	newJob()
+	for range 2 {
+		id := fmt.Sprintf("s%d", next)
+		next++
+		ids = append(ids, id)
+		start(id)
+	}
+	waitBooks(t, obs, names, 20*time.Second)
+	for range n {
+		step := []string{"join", "leave", "kill", "restart", "drain", "add-job"}[rng.IntN(6)]
+		if len(live) <= 1 && (step == "leave" || step == "kill") {
+			step = "join"
+		}
+		began := time.Now()
+		switch step {
+		case "join":
+			id := fmt.Sprintf("s%d", next)
+			next++
+			ids = append(ids, id)
+			start(id)
+		case "leave":
+			id, in := pick()
+			in.stop(t)
+			delete(live, id)
+		case "kill":
+			id, in := pick()
+			in.crash(t)
+			delete(live, id)
+		case "restart":
+			// Under an id live now, or one that left or died before.
+			id := ids[rng.IntN(len(ids))]
+			if in, ok := live[id]; ok {
+				in.stop(t)
+			}
+			start(id)
+		case "drain":
+			id, _ := pick()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if rng.IntN(3) == 0 {
+				if err := job.Undrain(ctx, obs, id); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := job.Drain(ctx, obs, id); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		case "add-job":
+			cfg := newJob()
+			_, in := pick()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := in.sched.Add(ctx, cfg, rec.job(in.id)); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+		}
+		taken = append(taken, step)
+		stepped := time.Now()
+		waitBooks(t, obs, names, 20*time.Second)
+		if rng.IntN(2) == 0 {
+			// Let the jobs fire (and reshard) before the next step, half
+			// the time: a fire after the step, if any job runs anywhere.
+			waitAnyFire(rec, stepped, 3*time.Second)
+			waitBooks(t, obs, names, 20*time.Second)
+		}
+		t.Logf("%s: books right %v after the step, which took %v", step, time.Since(stepped).Round(time.Millisecond), stepped.Sub(began).Round(time.Millisecond))
+	}
+	for id, in := range live {
+		in.stop(t)
+		delete(live, id)
+	}
+	return taken
+}
