@@ -3,6 +3,7 @@ package job_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -125,11 +126,16 @@ func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	old := startInstanceVia(t, ns, "a", []string{proxy.Addr()}, cfg, rec)
+	// The old instance stands for another process of this host, which
+	// is gone by the time the new one starts.
+	host, _ := os.Hostname()
+	old := startInstanceVia(t, ns, "a", []string{proxy.Addr()}, cfg, rec, job.WithProcessForTest(host, deadPID(t)))
 	waitUntil(t, 30*time.Second, func() bool { return len(rec.snapshot()) >= 2 })
 
 	// The old process goes silent; a new one with the same id starts and
-	// registers once the old session has expired.
+	// takes the id over (the old process is gone), while the old session
+	// has not expired yet: the items' running marks are still the old
+	// session's.
 	cut := time.Now()
 	proxy.Block()
 	startInstance(t, ns, "a", cfg, rec)

@@ -270,7 +270,7 @@ func TestShutdownDeadlineHandsRunningItemsOver(t *testing.T) {
 	}
 }
 
-func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Config, rec *recorder) *instance {
+func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Config, rec *recorder, opts ...job.Option) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -278,7 +278,7 @@ func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := job.NewScheduler(rc, job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id)))
+	s, err := job.NewScheduler(rc, append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

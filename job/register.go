@@ -671,8 +671,10 @@ func (r *runner) recoverIncarnation(ctx context.Context) error {
 
 // createStatus creates our ephemeral status node. If another session holds
 // it, that is either our own previous life (a crash less than a session
-// timeout ago) or another live instance with the same server id: wait up to
-// a session timeout for it to go, then give up with ErrServerIDInUse.
+// timeout ago), removed at once when the instance node proved that life
+// over, or another live instance with the same server id, which the
+// instance node normally refuses first: wait up to a session timeout for
+// it to go, then give up with ErrServerIDInUse.
 func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) error {
 	p := r.paths.Flag(r.serverID(), layout.Status)
 	gone := make(chan struct{}, 1)
@@ -700,6 +702,15 @@ func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) erro
 			return nil // ours already (same session, new generation)
 		}
 		if !ok {
+			continue
+		}
+		if st.EphemeralOwner != 0 && st.EphemeralOwner == r.s.staleOwner.Load() {
+			// Left by an earlier life of this id that is gone
+			// (publishInstance proved it): no need to wait for its session
+			// to expire.
+			if err := r.rc.Delete(ctx, p, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
+				return fmt.Errorf("job %q: register status: %w", r.name, err)
+			}
 			continue
 		}
 		if cancelWatch == nil {

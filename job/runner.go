@@ -303,8 +303,11 @@ func (r *runner) quickFire() bool {
 	return r.watchedAssumption.Load() && r.config().Unmonitored
 }
 
-func (r *runner) sessionTimeout() time.Duration {
-	if z, ok := r.rc.(interface{ SessionTimeout() time.Duration }); ok {
+func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }
+
+// sessionTimeout is the registry's session timeout.
+func (s *Scheduler) sessionTimeout() time.Duration {
+	if z, ok := s.rc.(interface{ SessionTimeout() time.Duration }); ok {
 		return z.SessionTimeout()
 	}
 	return regcenter.DefaultSessionTimeout

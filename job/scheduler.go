@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -26,6 +24,7 @@ type Option func(*options) error
 
 type options struct {
 	serverID       string
+	process        *holder // the process claiming serverID; nil: this one (tests stand for others)
 	logger         *slog.Logger
 	reshardTimeout time.Duration
 	fireLead       time.Duration
@@ -48,9 +47,12 @@ type options struct {
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
 
 // WithServerID sets the id this process registers under in every job's
-// servers node. Default: the host's first non-loopback IPv4 address (as
-// ElasticJob does), else the host name. Several instances on one host need
-// distinct ids.
+// servers node. Default: one id per process, as ElasticJob's instance id:
+// the host's first non-loopback IPv4 address (else its name) and the pid,
+// "10.0.0.5@-@4242", so several processes on one host need no flag. Set
+// one to keep flags such as disabled across restarts; an id that a live
+// process holds elsewhere is refused by Start with ErrServerIDInUse,
+// naming that process.
 func WithServerID(id string) Option {
 	return func(o *options) error {
 		if !serverIDPattern.MatchString(id) {
@@ -162,6 +164,9 @@ type Scheduler struct {
 	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
 	clockMeasured atomic.Bool
 
+	me         holder       // this process (holder.go)
+	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
+
 	placer *placer  // commits this scheduler's reshards (placement.go)
 	inst   instance // this instance's place in the namespace (instance.go)
 	gates  gates    // the times fires wait for (gate.go)
@@ -200,26 +205,15 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	// firing at the same second mark, and then complete, their items in a
 	// few transactions rather than one each (regcenter.GroupCommit).
 	rc = regcenter.GroupCommit(rc)
-	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}}
+	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: thisProcess()}
+	if o.process != nil {
+		s.me = *o.process
+	}
 	s.log = o.logger.With("server", o.serverID)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.trig = newTrigger(o.now, o.fireLead)
 	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
-}
-
-func defaultServerID() string {
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-		}
-	}
-	if h, err := os.Hostname(); err == nil && serverIDPattern.MatchString(h) {
-		return h
-	}
-	return "127.0.0.1"
 }
 
 // ServerID returns the id this scheduler registers under.

@@ -7,9 +7,9 @@
 //	go run ./example/minimal   # Ctrl-C to stop
 //	make zk-stop
 //
-// Started on two hosts, the four items split between the two processes.
-// Two processes on one host need distinct server ids (job.WithServerID):
-// example/simple takes one with -id.
+// Started twice, on one host or two, the four items split between the two
+// processes: each process has its own server id by default (its address
+// and pid). SHARDJOB_REGCENTER_SERVERS points it at another ZooKeeper.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,7 +31,11 @@ func main() {
 	defer stop()
 
 	// One registry center (one ZooKeeper session) and one scheduler per process.
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: []string{"127.0.0.1:2181"}, Namespace: "shop"})
+	cfg := regcenter.Config{Servers: []string{"127.0.0.1:2181"}, Namespace: "shop"}
+	if servers := os.Getenv("SHARDJOB_REGCENTER_SERVERS"); servers != "" {
+		cfg.Servers = strings.Split(servers, ",")
+	}
+	rc, err := regcenter.NewZooKeeper(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
