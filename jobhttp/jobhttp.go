@@ -443,6 +443,14 @@ func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
 	}
 	h.done(r, "drain", "server", server, "changed", changed)
 	out := map[string]any{"server": server, "changed": changed}
+	warning, err := h.adm.DrainWarning(ctx, server)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if warning != "" {
+		out["warning"] = warning
+	}
 	if wait > 0 {
 		in, err := h.adm.WaitDrained(ctx, server, wait)
 		if err != nil {

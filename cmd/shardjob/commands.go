@@ -503,16 +503,27 @@ func cmdDrain(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	warning, err := e.adm.DrainWarning(e.ctx, server)
+	if err != nil {
+		return err
+	}
 	if !e.json {
 		if changed {
 			e.printf("%s is draining: it takes no new units and hands its units to the others\n", server)
 		} else {
 			e.printf("%s was already draining\n", server)
 		}
+		if warning != "" {
+			fmt.Fprintf(e.stderr, "warning: %s\n", warning)
+		}
+	}
+	out := map[string]any{"server": server, "changed": changed}
+	if warning != "" {
+		out["warning"] = warning
 	}
 	if e.o.wait <= 0 {
 		if e.json {
-			return e.emit(map[string]any{"server": server, "changed": changed})
+			return e.emit(out)
 		}
 		return nil
 	}
@@ -521,7 +532,12 @@ func cmdDrain(e *env, args []string) error {
 		return err
 	}
 	if e.json {
-		return e.emit(map[string]any{"server": server, "changed": changed, "drained": true, "instance": in})
+		out["drained"], out["instance"] = true, in
+		return e.emit(out)
+	}
+	if warning != "" {
+		e.printf("%s is drained: it holds no units and runs no items; stopping it is safe for the instance, but its units are unplaced (see the warning above)\n", server)
+		return nil
 	}
 	e.printf("%s is drained: it holds no units and runs no items; it is safe to stop\n", server)
 	return nil

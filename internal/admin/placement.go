@@ -173,6 +173,30 @@ func (a *Admin) Undrain(ctx context.Context, server string) (bool, error) {
 	return was, nil
 }
 
+// DrainWarning says what draining server leaves undone, "" when nothing:
+// when no other live instance may take units (every other one is gone,
+// draining or offline), the units server hands over stay unplaced and do
+// not run until an instance joins or the drain is cancelled. Its drain is
+// then "safe to stop" for the instance, not for the work.
+func (a *Admin) DrainWarning(ctx context.Context, server string) (string, error) {
+	p, err := a.Placement(ctx)
+	if err != nil {
+		return "", err
+	}
+	units := 0
+	for _, in := range p.Instances {
+		if in.Server == server {
+			units = in.Units
+			continue
+		}
+		if in.Live && !in.Draining && !in.Offline {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("no other instance may take units: %s's %d units (and the %d already unplaced) stay unplaced and do not run until an instance joins or the drain is cancelled (undrain)",
+		server, units, p.Unplaced), nil
+}
+
 func (a *Admin) onDrainList(ctx context.Context, server string) (bool, error) {
 	if err := checkName("server", server); err != nil {
 		return false, err
