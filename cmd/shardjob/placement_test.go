@@ -81,3 +81,31 @@ func TestAdminPlacementVerbs(t *testing.T) {
 		t.Errorf("drain without a server: exit %d, %q", code, errOut)
 	}
 }
+
+// Draining the only instance is not "safe to stop" without a word: its
+// units stay unplaced and nothing runs them, and drain says so.
+func TestDrainOfTheOnlyInstanceWarns(t *testing.T) {
+	t.Parallel()
+	cfg := everySecond("alone")
+	c := &cluster{t: t, ns: newNamespace(), name: cfg.Name, rec: &recorder{}, inst: map[string]*instance{}}
+	c.inst["s1"] = c.start("s1", cfg)
+	c.rec.waitFires(t, time.Now(), 1, allSix)
+
+	code, out, errOut := c.cli("drain", "s1", "--wait", "30s")
+	if code != 0 {
+		t.Fatalf("drain: exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "warning: no other instance may take units") {
+		t.Errorf("drain of the only instance: stderr %q, want a warning", errOut)
+	}
+	if strings.Contains(out, "it is safe to stop\n") || !strings.Contains(out, "its units are unplaced") {
+		t.Errorf("drain of the only instance:\n%s", out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(c.mustCLI("drain", "s1", "-o", "json")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if w, _ := res["warning"].(string); !strings.Contains(w, "no other instance may take units") {
+		t.Errorf("drain -o json: %v, want a warning", res)
+	}
+}
