@@ -7,13 +7,13 @@ import "errors"
 var (
 	// ErrInvalidConfig means a Config field is missing or malformed.
 	ErrInvalidConfig = errors.New("regcenter: invalid config")
-	// ErrUnreachable means no ZooKeeper server gave us a session within the
-	// connect timeout.
-	ErrUnreachable = errors.New("regcenter: zookeeper unreachable")
+	// ErrUnreachable means no registry server (ZooKeeper member or etcd
+	// endpoint) gave us a session within the connect timeout.
+	ErrUnreachable = errors.New("regcenter: registry unreachable")
 	// ErrUnauthorized means the configured digest may not access the
 	// namespace (or none was given and one is required).
 	ErrUnauthorized = errors.New("regcenter: not authorized")
-	// ErrTLS means a TLS handshake with a ZooKeeper server failed: a
+	// ErrTLS means a TLS handshake with a registry server failed: a
 	// certificate the other side does not trust, a server that does not
 	// speak TLS on that port, or a client certificate it refused.
 	ErrTLS = errors.New("regcenter: tls handshake failed")
@@ -35,6 +35,6 @@ var (
 	ErrSessionLost = errors.New("regcenter: session lost")
 )
 
-// ErrConnectionLoss means the connection to ZooKeeper broke while a request
-// was outstanding; a write may or may not have been applied.
-var ErrConnectionLoss = errors.New("regcenter: connection to zookeeper lost")
+// ErrConnectionLoss means the connection to the registry broke while a
+// request was outstanding; a write may or may not have been applied.
+var ErrConnectionLoss = errors.New("regcenter: connection to the registry lost")

@@ -146,6 +146,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("sessionTimeout", c.SessionTimeout),
 		slog.Duration("connectTimeout", c.ConnectTimeout),
 	}
+	if len(c.Etcd) > 0 {
+		attrs = append(attrs, slog.Any("etcd", c.Etcd))
+	}
 	if c.Digest != "" {
 		attrs = append(attrs, slog.String("digest", redactDigest(c.Digest)))
 	}

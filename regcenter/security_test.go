@@ -109,6 +109,22 @@ func TestConfigNeverPrintsThePassword(t *testing.T) {
 	}
 }
 
+// TestConfigLogsTheEtcdEndpoints: a config for etcd says where it points
+// in the log, as one for ZooKeeper does.
+func TestConfigLogsTheEtcdEndpoints(t *testing.T) {
+	cfg := regcenter.Config{Etcd: []string{"etcd1:2379", "etcd2:2379"}, Namespace: "shop", Digest: "ops:" + password}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
+	out := buf.String()
+	if !strings.Contains(out, "etcd1:2379") || !strings.Contains(out, "etcd2:2379") {
+		t.Errorf("log lines without the etcd endpoints: %s", out)
+	}
+	if strings.Contains(out, password) {
+		t.Errorf("password shown: %s", out)
+	}
+}
+
 // TestTLSFilesThatCannotBeUsed fail before connecting, with the field and
 // the file named.
 func TestTLSFilesThatCannotBeUsed(t *testing.T) {

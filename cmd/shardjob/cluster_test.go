@@ -468,7 +468,7 @@ func TestAdminErrors(t *testing.T) {
 		{[]string{"config", "put", "x", "--zk", zk}, exitUsage, []string{`unknown config command "put"`}},
 		{[]string{"jobs"}, exitUsage, []string{"no ZooKeeper servers", "--zk"}},
 		{[]string{"jobs", "--zk", "nohostport"}, exitUsage, []string{`"nohostport" is not host:port`}},
-		{[]string{"jobs", "--zk", "127.0.0.1:1", "--timeout", "1s"}, exitFailed, []string{"zookeeper unreachable", "127.0.0.1:1", "1s"}},
+		{[]string{"jobs", "--zk", "127.0.0.1:1", "--timeout", "1s"}, exitFailed, []string{"registry unreachable", "127.0.0.1:1", "1s"}},
 		{[]string{"status", "nope", "--zk", zk, "--namespace", ns}, exitUnknown, []string{`unknown job "nope" in namespace /` + ns}},
 		{[]string{"disable", "s9", "--zk", zk, "--namespace", ns}, exitUnknown, []string{`unknown server "s9"`}},
 		{[]string{"disable", "s9", "--job", "nope", "--zk", zk, "--namespace", ns}, exitUnknown, []string{`unknown job "nope"`}},
