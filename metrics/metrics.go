@@ -2,14 +2,16 @@
 // fires, item executions by job, kind and result, how late fires start and
 // how long items run (histograms), ZooKeeper requests, errors and session
 // state, reshards, failover claims, misfires owed, unplaced items, alarms,
-// the load score and the drain state; and, for a dispatcher, its tasks by
-// worker and state, running against each cap, and late starts.
+// the load score and the drain state.
 //
-// It stands above packages job and dispatch and is the one package of the
-// module that imports the Prometheus client: an application that exports
-// no metrics does not link it. Counters the scheduler keeps anyway
-// (job.Scheduler.Stats, dispatch.Dispatcher.Stats) are read when Prometheus
-// scrapes; executions and fires are counted as they happen, through the
+// It stands above package job and, with the collectors beside it, is the
+// only part of the module that imports the Prometheus client: an
+// application that exports no metrics does not link it. The dispatcher's
+// and the execution history's collectors live in packages of their own,
+// metrics/dispatchmetrics and metrics/historymetrics, so that a program
+// that exports only its scheduler's metrics links no database driver; they
+// register on the same Metrics. Counters the scheduler keeps anyway
+// (job.Scheduler.Stats) are read when Prometheus scrapes; executions and fires are counted as they happen, through the
 // scheduler's listeners, which cost a map lookup and an atomic add on the
 // item's goroutine.
 //
@@ -23,14 +25,13 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/shardjob/shardjob/history"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,11 +44,12 @@ import (
 // ErrInvalid reports a bad argument to this package's functions.
 var ErrInvalid = errors.New("metrics: invalid")
 
-// Execution results, the values of the "result" label.
+// Execution results, the values of the "result" label: the execution
+// history's (history.Result) values.
 const (
-	ResultSuccess = string(history.ResultSuccess)
-	ResultFailure = string(history.ResultFailure)
-	ResultTimeout = string(history.ResultTimeout)
+	ResultSuccess = "success"
+	ResultFailure = "failure"
+	ResultTimeout = "timeout"
 )
 
 // DefaultDelayBuckets are the fire delay histogram's buckets, in seconds:
@@ -72,14 +74,16 @@ type Options struct {
 	// (seconds, increasing). Nil means DefaultDelayBuckets and
 	// DefaultDurationBuckets.
 	DelayBuckets, DurationBuckets []float64
-	// Logger receives a line when a scrape cannot read a dispatcher's
-	// queues. Nil means slog.Default().
+	// Logger receives a line when a scrape fails, or a collector added
+	// with Register cannot read what it measures (a dispatcher's queues).
+	// Nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Metrics holds a shardjob instance's collectors. Create it with New, pass
 // SchedulerOptions to job.NewScheduler, then Watch the scheduler (and
-// WatchDispatcher a dispatcher).
+// dispatchmetrics.Watch a dispatcher, historymetrics.Watch a history
+// recorder).
 type Metrics struct {
 	reg      prometheus.Registerer
 	gatherer prometheus.Gatherer
@@ -91,7 +95,7 @@ type Metrics struct {
 	duration   *prometheus.HistogramVec // job, kind
 
 	mu      sync.Mutex
-	watched map[string]bool // "scheduler", "dispatcher", "history"
+	watched map[string]bool // the names given to Register: "scheduler", "dispatcher", "history", ...
 }
 
 // New makes the collectors and registers the ones that count as things
@@ -185,8 +189,19 @@ func (m *Metrics) afterExecution(e listener.Execution) {
 // Result classifies an execution's error as the "result" label does:
 // success for nil, timeout for an execution that ran out of its time
 // (job.ErrExecutionTimeout, a deadline), failure for anything else.
-// It is the execution history's classification (history.ResultOf).
-func Result(err error) string { return string(history.ResultOf(err)) }
+// It is the execution history's classification (history.ResultOf),
+// written here so that this package does not link the history's database
+// drivers; a test in metrics/historymetrics holds the two together.
+func Result(err error) string {
+	switch {
+	case err == nil:
+		return ResultSuccess
+	case errors.Is(err, job.ErrExecutionTimeout), errors.Is(err, context.DeadlineExceeded):
+		return ResultTimeout
+	default:
+		return ResultFailure
+	}
+}
 
 // Watch registers a collector that reads s.Stats() at each scrape:
 // ZooKeeper requests, errors and session state, reshards, failover claims,
@@ -197,10 +212,21 @@ func (m *Metrics) Watch(s *job.Scheduler) error {
 	if s == nil {
 		return fmt.Errorf("%w: nil scheduler", ErrInvalid)
 	}
-	return m.watch("scheduler", &schedulerCollector{s: s})
+	return m.Register("scheduler", &schedulerCollector{s: s})
 }
 
-func (m *Metrics) watch(what string, c prometheus.Collector) error {
+// Register adds c, the collector of the subsystem named what, to m's
+// registry: the way metrics/dispatchmetrics and metrics/historymetrics
+// join a Metrics, and an application's own collectors may too. A Metrics
+// takes one collector per name; a second is refused with ErrInvalid, as is
+// an empty name or a nil collector.
+func (m *Metrics) Register(what string, c prometheus.Collector) error {
+	if what == "" {
+		return fmt.Errorf("%w: a collector registered without a name", ErrInvalid)
+	}
+	if c == nil {
+		return fmt.Errorf("%w: nil collector for %q", ErrInvalid, what)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.watched[what] {
@@ -212,6 +238,11 @@ func (m *Metrics) watch(what string, c prometheus.Collector) error {
 	m.watched[what] = true
 	return nil
 }
+
+// Logger returns the logger of Options.Logger (slog.Default() if it was
+// nil), for collectors added with Register to report what a scrape could
+// not read.
+func (m *Metrics) Logger() *slog.Logger { return m.log }
 
 // Gatherer returns the registry m serves: its own when Options.Registerer
 // was nil, else Options.Gatherer (nil if neither applies).
@@ -228,7 +259,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{ErrorLog: slogErrorLog{m.log}, Timeout: scrapeTimeout})
 }
 
-// scrapeTimeout bounds a scrape, and each database read a scrape makes.
+// scrapeTimeout bounds a scrape.
 const scrapeTimeout = 10 * time.Second
 
 // slogErrorLog adapts slog to promhttp's error log.

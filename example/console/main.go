@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/metrics"
+	"github.com/shardjob/shardjob/metrics/dispatchmetrics"
+	"github.com/shardjob/shardjob/metrics/historymetrics"
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
@@ -127,7 +129,7 @@ func run(ctx context.Context, zkServers, listen string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.WatchHistory(rec); err != nil {
+	if err := historymetrics.Watch(m, rec); err != nil {
 		return err
 	}
 	for _, id := range []string{"node-1", "node-2", "node-3"} {
@@ -169,7 +171,7 @@ func run(ctx context.Context, zkServers, listen string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.WatchDispatcher(d); err != nil {
+	if err := dispatchmetrics.Watch(m, d); err != nil {
 		return err
 	}
 	defer func() {

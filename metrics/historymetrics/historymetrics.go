@@ -1,4 +1,12 @@
-package metrics
+// Package historymetrics exports the execution history's writer to
+// Prometheus, on a metrics.Metrics: records offered, written, dropped and
+// waiting, failed writes and rows pruned. It lives apart from package
+// metrics so that a program that exports only its scheduler's metrics does
+// not link the history's database drivers.
+//
+//	m, _ := metrics.New(metrics.Options{})
+//	_ = historymetrics.Watch(m, rec)
+package historymetrics
 
 import (
 	"fmt"
@@ -6,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardjob/shardjob/history"
+	"github.com/shardjob/shardjob/metrics"
 )
 
 // The execution history's writer, read from history.Recorder.Stats at
@@ -23,13 +32,17 @@ var (
 
 type historyCollector struct{ r *history.Recorder }
 
-// WatchHistory registers a collector of r's writer: records offered,
-// written, dropped and waiting, failed writes and rows pruned.
-func (m *Metrics) WatchHistory(r *history.Recorder) error {
-	if r == nil {
-		return fmt.Errorf("%w: nil history recorder", ErrInvalid)
+// Watch registers on m a collector of r's writer: records offered,
+// written, dropped and waiting, failed writes and rows pruned. A Metrics
+// watches one recorder: a second Watch is refused with metrics.ErrInvalid.
+func Watch(m *metrics.Metrics, r *history.Recorder) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil metrics", metrics.ErrInvalid)
 	}
-	return m.watch("history", &historyCollector{r: r})
+	if r == nil {
+		return fmt.Errorf("%w: nil history recorder", metrics.ErrInvalid)
+	}
+	return m.Register("history", &historyCollector{r: r})
 }
 
 func (c *historyCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -1,4 +1,13 @@
-package metrics
+// Package dispatchmetrics exports a dispatcher's queues and counters to
+// Prometheus, on a metrics.Metrics: every worker's tasks by state, running
+// against its cap, due and late tasks, and what this node did. It lives
+// apart from package metrics so that a program that exports only its
+// scheduler's metrics does not link the dispatcher's database drivers.
+//
+//	m, _ := metrics.New(metrics.Options{})
+//	_ = dispatchmetrics.Watch(m, d)
+//	mux.Handle("/metrics", m.Handler())
+package dispatchmetrics
 
 import (
 	"context"
@@ -6,11 +15,16 @@ import (
 	"log/slog"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/metrics"
 )
+
+// readTimeout bounds the database read a scrape makes.
+const readTimeout = 10 * time.Second
 
 // A dispatcher's queues, read from its database at each scrape
 // (dispatch.Dispatcher.Queues, one query), and this node's counters
@@ -32,16 +46,20 @@ type dispatchCollector struct {
 	errors atomic.Int64 // scrapes that could not read the queues
 }
 
-// WatchDispatcher registers a collector of d's queues (every worker's
+// Watch registers on m a collector of d's queues (every worker's
 // tasks by state, running against its cap, due and late tasks: one
 // database query per scrape, bounded in time) and of this node's counters.
 // A scrape that cannot read the queues still exports the counters, and
-// counts the failure.
-func (m *Metrics) WatchDispatcher(d *dispatch.Dispatcher) error {
-	if d == nil {
-		return fmt.Errorf("%w: nil dispatcher", ErrInvalid)
+// counts the failure and writes a line to m's logger. A Metrics watches
+// one dispatcher: a second Watch is refused with metrics.ErrInvalid.
+func Watch(m *metrics.Metrics, d *dispatch.Dispatcher) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil metrics", metrics.ErrInvalid)
 	}
-	return m.watch("dispatcher", &dispatchCollector{d: d, log: m.log})
+	if d == nil {
+		return fmt.Errorf("%w: nil dispatcher", metrics.ErrInvalid)
+	}
+	return m.Register("dispatcher", &dispatchCollector{d: d, log: m.Logger()})
 }
 
 func (c *dispatchCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -62,12 +80,12 @@ func (c *dispatchCollector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		ch <- prometheus.MustNewConstMetric(descNode, prometheus.CounterValue, float64(e.v), e.name)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	qs, err := c.d.Queues(ctx)
 	if err != nil {
 		c.errors.Add(1)
-		c.log.Warn("metrics: reading the dispatcher's queues", "err", err)
+		c.log.Warn("dispatchmetrics: reading the dispatcher's queues", "err", err)
 	}
 	ch <- prometheus.MustNewConstMetric(descQueueErrors, prometheus.CounterValue, float64(c.errors.Load()))
 	for _, q := range qs {

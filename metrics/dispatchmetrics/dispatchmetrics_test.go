@@ -1,40 +1,19 @@
-package metrics_test
+package dispatchmetrics_test
 
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/testlog"
 	"github.com/shardjob/shardjob/metrics"
+	"github.com/shardjob/shardjob/metrics/dispatchmetrics"
+	"github.com/shardjob/shardjob/metrics/internal/scrapetest"
 )
-
-func scrapeURL(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fams
-}
 
 // A dispatcher on SQLite with a worker's tasks in every state but running:
 // the scrape shows them by worker and state, due and capped, and still
@@ -75,16 +54,19 @@ func TestDispatcherMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WatchDispatcher(d); err != nil {
+	if err := dispatchmetrics.Watch(m, nil); !errors.Is(err, metrics.ErrInvalid) {
+		t.Errorf("Watch(m, nil) = %v, want ErrInvalid", err)
+	}
+	if err := dispatchmetrics.Watch(m, d); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WatchDispatcher(d); !errors.Is(err, metrics.ErrInvalid) {
-		t.Errorf("a second WatchDispatcher: %v, want ErrInvalid", err)
+	if err := dispatchmetrics.Watch(m, d); !errors.Is(err, metrics.ErrInvalid) {
+		t.Errorf("a second Watch: %v, want ErrInvalid", err)
 	}
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 
-	f := scrapeURL(t, srv.URL)
+	f := scrapetest.Scrape(t, srv.URL)
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
@@ -101,7 +83,7 @@ func TestDispatcherMetrics(t *testing.T) {
 		{"shardjob_dispatch_node_events_total", l("event", "started"), 0},
 		{"shardjob_dispatch_queue_read_errors_total", nil, 0},
 	} {
-		if got := value(f, c.name, c.labels); got != c.want {
+		if got := scrapetest.Value(f, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -113,11 +95,19 @@ func TestDispatcherMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed = true
-	f = scrapeURL(t, srv.URL)
-	if got := value(f, "shardjob_dispatch_queue_read_errors_total", nil); got != 1 {
+	f = scrapetest.Scrape(t, srv.URL)
+	if got := scrapetest.Value(f, "shardjob_dispatch_queue_read_errors_total", nil); got != 1 {
 		t.Errorf("queue read errors after the database closed = %v, want 1", got)
 	}
 	if _, ok := f["shardjob_dispatch_node_events_total"]; !ok {
 		t.Error("the node's counters went with the queues")
 	}
+}
+
+func l(kv ...string) map[string]string {
+	out := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
 }

@@ -1,0 +1,10 @@
+package dispatchmetrics_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/shardjob/shardjob/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { os.Exit(leakcheck.Checked(m).Run()) }
