@@ -82,10 +82,14 @@ func (s Spec) HandlerName() string {
 
 // EnvPrefix prefixes the environment variables that override the regcenter
 // section: SHARDJOB_REGCENTER_ followed by the upper-cased key, as in
-// SHARDJOB_REGCENTER_SERVERS (comma-separated host:port list),
+// SHARDJOB_REGCENTER_SERVERS (ZooKeeper, comma-separated host:port list),
+// SHARDJOB_REGCENTER_ETCD (etcd endpoints, the same way),
 // SHARDJOB_REGCENTER_NAMESPACE, SHARDJOB_REGCENTER_SESSIONTIMEOUT ("10s"),
 // SHARDJOB_REGCENTER_DIGEST or SHARDJOB_REGCENTER_TLSCAFILE. Empty
-// variables are ignored.
+// variables are ignored. A variable naming one registry's servers replaces
+// the other registry's servers in the file (SHARDJOB_REGCENTER_ETCD moves a
+// file that names ZooKeeper servers to etcd); both variables set is an
+// error.
 const EnvPrefix = "SHARDJOB"
 
 // LoadFile reads the file at path and loads it as Load does. Errors about
@@ -113,7 +117,9 @@ func LoadFile(path string) (*File, error) {
 //
 // The document is read through viper, so environment variables (see
 // EnvPrefix) override the regcenter section; the regcenter section may be
-// omitted when the environment provides the servers. Because viper folds
+// omitted when the environment provides the servers (ZooKeeper's, or
+// etcd's). The section names one registry: servers (ZooKeeper) or etcd
+// (the etcd endpoints), not both. Because viper folds
 // keys to lower case, the document is first checked case-sensitively: any
 // key not known at the top level (regcenter, jobs), in regcenter or in a
 // job is rejected with ErrUnknownKey, naming where it is, its line and,
@@ -352,11 +358,30 @@ func loadRegcenter(data []byte, fields []regcenterField, lines map[string]int, h
 		return rc, errs
 	}
 
+	// The environment may move the file to the other registry: a
+	// variable naming one registry's servers replaces the file's servers
+	// of the other. Both variables set is refused below, by Validate.
+	envServers := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_SERVERS")) != ""
+	envEtcd := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_ETCD")) != ""
+	switch {
+	case envServers && !envEtcd:
+		rc.Etcd = nil
+	case envEtcd && !envServers:
+		rc.Servers = nil
+	}
+
 	rc = rc.WithDefaults()
 	if err := rc.Validate(); err != nil {
 		e := &configError{subject: err.Error(), cause: err}
-		if len(rc.Servers) == 0 {
-			e.hint = "set regcenter.servers in the file or " + EnvPrefix + "_REGCENTER_SERVERS in the environment"
+		switch {
+		case len(rc.Servers) == 0 && len(rc.Etcd) == 0:
+			e.hint = "set regcenter.servers (ZooKeeper) or regcenter.etcd (etcd) in the file, or " +
+				EnvPrefix + "_REGCENTER_SERVERS or " + EnvPrefix + "_REGCENTER_ETCD in the environment"
+		case len(rc.Servers) > 0 && len(rc.Etcd) > 0:
+			e.hint = "regcenter.servers (ZooKeeper) and regcenter.etcd (etcd) name two registries; keep one"
+			if envServers && envEtcd {
+				e.hint = EnvPrefix + "_REGCENTER_SERVERS and " + EnvPrefix + "_REGCENTER_ETCD are both set; unset one"
+			}
 		}
 		return rc, []error{e}
 	}

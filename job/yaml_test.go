@@ -19,7 +19,7 @@ import (
 // regcenterEnvForTest lists the variables that override the regcenter
 // section.
 var regcenterEnvForTest = []string{
-	"SHARDJOB_REGCENTER_SERVERS", "SHARDJOB_REGCENTER_NAMESPACE", "SHARDJOB_REGCENTER_SESSIONTIMEOUT",
+	"SHARDJOB_REGCENTER_SERVERS", "SHARDJOB_REGCENTER_ETCD", "SHARDJOB_REGCENTER_NAMESPACE", "SHARDJOB_REGCENTER_SESSIONTIMEOUT",
 	"SHARDJOB_REGCENTER_CONNECTTIMEOUT", "SHARDJOB_REGCENTER_BASESLEEP", "SHARDJOB_REGCENTER_MAXSLEEP",
 	"SHARDJOB_REGCENTER_MAXRETRIES", "SHARDJOB_REGCENTER_DIGEST", "SHARDJOB_REGCENTER_MAXNODEBYTES",
 	"SHARDJOB_REGCENTER_DIGESTFILE", "SHARDJOB_REGCENTER_TLS", "SHARDJOB_REGCENTER_TLSCAFILE",
@@ -171,6 +171,13 @@ func TestLoadRejectsBadInput(t *testing.T) {
 			[]string{`regcenter: unknown key "sessionTimeoutMs" at line 3`}},
 		{"regcenter key case", "regcenter:\n  servers: [127.0.0.1:2181]\n  SessionTimeout: 5s\n", []error{job.ErrUnknownKey},
 			[]string{`regcenter: unknown key "SessionTimeout" at line 3 (did you mean "sessionTimeout"?)`}},
+		{"servers and etcd", "regcenter:\n  servers: [127.0.0.1:2181]\n  etcd: [127.0.0.1:2379]\n", []error{regcenter.ErrInvalidConfig},
+			[]string{"servers (ZooKeeper) and etcd are both set", "regcenter.servers (ZooKeeper) and regcenter.etcd (etcd) name two registries"}},
+		{"etcd not host:port", "regcenter:\n  etcd: [127.0.0.1]\n", []error{regcenter.ErrInvalidConfig},
+			[]string{`etcd: "127.0.0.1" is not host:port`}},
+		{"etcd typo", "regcenter:\n  etdc: [127.0.0.1:2379]\n", []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "etdc" at line 2 (did you mean "etcd"?)`}},
+		{"etcd not a list", "regcenter:\n  etcd: {a: b}\n", nil, []string{"etcd at line 2: must be a list of strings, got a mapping"}},
 		{"regcenter not a mapping", "regcenter: zk:2181\n", nil, []string{`regcenter at line 1: must be a mapping, got the string "zk:2181"`}},
 		{"regcenter bad duration", "regcenter:\n  servers: [127.0.0.1:2181]\n  sessionTimeout: forever\n", nil,
 			[]string{`regcenter: sessionTimeout at line 3: "forever" is not a duration`}},
@@ -370,6 +377,52 @@ func TestLoadEnvProvidesMissingRegcenter(t *testing.T) {
 	if len(f.Jobs) != 1 || f.Jobs[0].Name != "cleanup" {
 		t.Errorf("Jobs = %+v", f.Jobs)
 	}
+}
+
+// TestLoadEtcd: the regcenter section names etcd endpoints, and the
+// environment may move a file from one registry to the other.
+func TestLoadEtcd(t *testing.T) {
+	clearRegcenterEnvForTest(t)
+	doc := func(backend string) string {
+		return "regcenter:\n  " + backend + "\n  namespace: shop\njobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
+	}
+	f, err := job.Load(strings.NewReader(doc("etcd: [etcd-a:2379, etcd-b:2379]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regcenter.Config{Etcd: []string{"etcd-a:2379", "etcd-b:2379"}, Namespace: "shop"}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
+
+	// SHARDJOB_REGCENTER_ETCD replaces the file's ZooKeeper servers.
+	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379, env-b:2379,")
+	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = regcenter.Config{Etcd: []string{"env-a:2379", "env-b:2379"}, Namespace: "shop"}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("with SHARDJOB_REGCENTER_ETCD: Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
+
+	// SHARDJOB_REGCENTER_SERVERS replaces the file's etcd endpoints.
+	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
+	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
+	f, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = regcenter.Config{Servers: []string{"zk-env:2181"}, Namespace: "shop"}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("with SHARDJOB_REGCENTER_SERVERS: Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
+
+	// Both variables: refused, naming both.
+	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379")
+	_, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	assertLoadError(t, err, []error{regcenter.ErrInvalidConfig},
+		[]string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_ETCD are both set"})
 }
 
 func TestLoadEnvBadValue(t *testing.T) {

@@ -388,7 +388,9 @@ type RunOptions struct {
 
 // Run runs the jobs of f as one instance until ctx ends, then shuts down
 // cleanly (running items finish, or are stopped at ShutdownTimeout) and
-// closes its ZooKeeper session.
+// closes its registry session. It connects to the registry f's regcenter
+// section names: ZooKeeper (servers) or etcd (etcd), through
+// [regcenter.Open].
 func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	log := o.Logger
 	if log == nil {
@@ -399,7 +401,7 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.Regcenter.ConnectTimeout+time.Second)
-	rc, err := regcenter.NewZooKeeper(cctx, f.Regcenter, regcenter.WithLogger(log))
+	rc, err := regcenter.Open(cctx, f.Regcenter, regcenter.WithLogger(log))
 	cancel()
 	if err != nil {
 		return err
