@@ -466,7 +466,7 @@ func TestAdminErrors(t *testing.T) {
 		{[]string{"jobs", "--bogus"}, exitUsage, []string{"-bogus"}},
 		{[]string{"jobs", "-o", "xml", "--zk", zk}, exitUsage, []string{`--output "xml"`}},
 		{[]string{"config", "put", "x", "--zk", zk}, exitUsage, []string{`unknown config command "put"`}},
-		{[]string{"jobs"}, exitUsage, []string{"no ZooKeeper servers", "--zk"}},
+		{[]string{"jobs"}, exitUsage, []string{"no registry given", "--zk", "--etcd"}},
 		{[]string{"jobs", "--zk", "nohostport"}, exitUsage, []string{`"nohostport" is not host:port`}},
 		{[]string{"jobs", "--zk", "127.0.0.1:1", "--timeout", "1s"}, exitFailed, []string{"registry unreachable", "127.0.0.1:1", "1s"}},
 		{[]string{"status", "nope", "--zk", zk, "--namespace", ns}, exitUnknown, []string{`unknown job "nope" in namespace /` + ns}},

@@ -11,8 +11,11 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// regcenterConfig resolves how to reach ZooKeeper, as the SDK does, with
-// flags over the environment over the --config file.
+// regcenterConfig resolves how to reach the registry (ZooKeeper with --zk,
+// etcd with --etcd), as the SDK does, with flags over the environment over
+// the --config file. A flag or variable naming one registry replaces the
+// other registry named by a weaker source; naming both at one level is a
+// usage error.
 func regcenterConfig(o *options, set map[string]bool, getenv func(string) string) (regcenter.Config, error) {
 	var cfg regcenter.Config
 	if err := conflictingFlags(o, set); err != nil {
@@ -29,7 +32,10 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 		return cfg, err
 	}
 	if set["zk"] {
-		cfg.Servers = splitList(o.zk)
+		cfg.Servers, cfg.Etcd = splitList(o.zk), nil
+	}
+	if set["etcd"] {
+		cfg.Servers, cfg.Etcd = nil, splitList(o.etcd)
 	}
 	if set["namespace"] {
 		cfg.Namespace = o.namespace
@@ -60,8 +66,8 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 	if set["timeout"] || cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = o.timeout
 	}
-	if len(cfg.Servers) == 0 {
-		return cfg, usagef("no ZooKeeper servers given: use --zk host:port[,host:port...], set %s_REGCENTER_SERVERS, or --config FILE with a regcenter: section", job.EnvPrefix)
+	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 {
+		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper) or --etcd host:port[,host:port...] (etcd), set %s_REGCENTER_SERVERS or %s_REGCENTER_ETCD, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -73,6 +79,9 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 // conflictingFlags refuses two flags that say opposite things about one
 // setting: neither may silently win.
 func conflictingFlags(o *options, set map[string]bool) error {
+	if set["zk"] && set["etcd"] {
+		return usagef("--zk (ZooKeeper) and --etcd (etcd) both name the registry: use one, not both")
+	}
 	if set["digest"] && set["digest-file"] {
 		return usagef("--digest and --digest-file both give the digest: use one, not both (prefer --digest-file)")
 	}
@@ -90,6 +99,9 @@ func conflictingFlags(o *options, set map[string]bool) error {
 // ignored), as job.LoadFile does for a file.
 func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	prefix := job.EnvPrefix + "_REGCENTER_"
+	if strings.TrimSpace(getenv(prefix+"SERVERS")) != "" && strings.TrimSpace(getenv(prefix+"ETCD")) != "" {
+		return usagef("%sSERVERS (ZooKeeper) and %sETCD (etcd) are both set: set one, not both", prefix, prefix)
+	}
 	if getenv(prefix+"DIGEST") != "" && getenv(prefix+"DIGESTFILE") != "" {
 		return usagef("%sDIGEST and %sDIGESTFILE are both set: set one, not both", prefix, prefix)
 	}
@@ -107,6 +119,9 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	}
 	if v := getenv(prefix + "SERVERS"); strings.TrimSpace(v) != "" {
 		cfg.Servers = splitList(v)
+	}
+	if v := getenv(prefix + "ETCD"); strings.TrimSpace(v) != "" {
+		cfg.Etcd = splitList(v)
 	}
 	if v := getenv(prefix + "NAMESPACE"); v != "" {
 		cfg.Namespace = v

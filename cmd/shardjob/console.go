@@ -134,7 +134,7 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 // handler until ctx ends. It prints the console's URL once it listens.
 func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, token string, logger *slog.Logger, stdout io.Writer) (err error) {
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+time.Second)
-	rc, err := regcenter.NewZooKeeper(cctx, cfg, regcenter.WithLogger(logger))
+	rc, err := regcenter.Open(cctx, cfg, regcenter.WithLogger(logger))
 	cancel()
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 	defer func() { err = errors.Join(err, rc.Close()) }()
 
 	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads}
-	// The stores the console reads besides ZooKeeper, each optional.
+	// The stores the console reads besides the registry, each optional.
 	if cf.historyDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
 		rd, err := history.OpenReader(octx, history.Config{Driver: cf.historyDriver, DSN: cf.historyDSN, Logger: logger})

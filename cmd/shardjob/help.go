@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-const helpText = `shardjob operates a running shardjob cluster through ZooKeeper.
+const helpText = `shardjob operates a running shardjob cluster through its registry (ZooKeeper or etcd).
 
 Usage:
   shardjob COMMAND [ARGUMENTS] [FLAGS]      (flags may come before or after the arguments)
@@ -49,6 +49,7 @@ Placement (every job's items over every instance of the namespace):
 
 Connecting (flags override the environment, which overrides the --config file):
   --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS
+  --etcd host:port,...        etcd endpoints, not with --zk  env SHARDJOB_REGCENTER_ETCD
   --namespace NAME            namespace (default shardjob)   env SHARDJOB_REGCENTER_NAMESPACE
   --digest-file FILE          digest user:password in FILE   env SHARDJOB_REGCENTER_DIGESTFILE
   --digest user:password      digest; shows in ps, avoid it  env SHARDJOB_REGCENTER_DIGEST
@@ -57,7 +58,7 @@ Connecting (flags override the environment, which overrides the --config file):
   --tls-server-name NAME      name in the servers' certs     env SHARDJOB_REGCENTER_TLSSERVERNAME
   --tls                       TLS with the system's CAs      env SHARDJOB_REGCENTER_TLS
   --config FILE               a job file (job.LoadFile): its regcenter: section
-  --timeout 5s                how long to try to reach ZooKeeper
+  --timeout 5s                how long to try to reach the registry
   SHARDJOB_REGCENTER_SESSIONTIMEOUT, _CONNECTTIMEOUT, _MAXRETRIES, _BASESLEEP, _MAXSLEEP and
   _TLSINSECURESKIPVERIFY are read too.
 
@@ -66,7 +67,7 @@ Output:
 
 Exit codes:
   0  success
-  1  the operation failed: ZooKeeper unreachable, not authorized (wrong or missing --digest),
+  1  the operation failed: registry unreachable, not authorized (wrong or missing --digest),
      the server is not online, instances did not leave within --wait, a timeout
   2  usage error: unknown command or flag, missing or extra argument, invalid input
      (a config document that does not validate, an item out of range)

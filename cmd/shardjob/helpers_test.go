@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -161,11 +161,11 @@ func everySecond(name string) job.Config {
 	return job.Config{Name: name, Cron: "* * * * * *", ShardingTotalCount: 6}
 }
 
-// instance is one scheduler on its own ZooKeeper session, as one process
+// instance is one scheduler on its own registry session, as one process
 // of an application would have.
 type instance struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    regcenter.Center
 	sched *job.Scheduler
 	once  sync.Once
 }
@@ -190,13 +190,23 @@ type cluster struct {
 	ns     string
 	name   string
 	digest string
-	rec    *recorder
-	inst   map[string]*instance
+	// etcd, when set, are the endpoints of the etcd the cluster runs on
+	// instead of the package's ZooKeeper.
+	etcd []string
+	rec  *recorder
+	inst map[string]*instance
 }
 
 func newCluster(t *testing.T, cfg job.Config, digest string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, ns: newNamespace(), name: cfg.Name, digest: digest, rec: &recorder{}, inst: map[string]*instance{}}
+	return newClusterOn(t, cfg, digest, nil)
+}
+
+// newClusterOn is newCluster on the etcd at the endpoints etcd, or on the
+// package's ZooKeeper when etcd is empty.
+func newClusterOn(t *testing.T, cfg job.Config, digest string, etcd []string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, ns: newNamespace(), name: cfg.Name, digest: digest, etcd: etcd, rec: &recorder{}, inst: map[string]*instance{}}
 	for _, id := range []string{"s1", "s2", "s3"} {
 		c.inst[id] = c.start(id, cfg)
 	}
@@ -204,6 +214,9 @@ func newCluster(t *testing.T, cfg job.Config, digest string) *cluster {
 }
 
 func (c *cluster) rcConfig() regcenter.Config {
+	if len(c.etcd) > 0 {
+		return regcenter.Config{Etcd: c.etcd, Namespace: c.ns, SessionTimeout: 4 * time.Second, Digest: c.digest}
+	}
 	return regcenter.Config{Servers: zc.Servers(), Namespace: c.ns, SessionTimeout: 4 * time.Second, Digest: c.digest}
 }
 
@@ -212,7 +225,7 @@ func (c *cluster) start(id string, cfg job.Config) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, c.rcConfig(), regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, c.rcConfig(), regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatalf("regcenter for %s: %v", id, err)
 	}
@@ -234,7 +247,11 @@ func (c *cluster) start(id string, cfg job.Config) *instance {
 // cli runs the command in-process against the cluster's namespace; the
 // connection flags come after the command's own arguments.
 func (c *cluster) cli(args ...string) (int, string, string) {
-	args = append(args, "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns)
+	if len(c.etcd) > 0 {
+		args = append(args, "--etcd", strings.Join(c.etcd, ","), "--namespace", c.ns)
+	} else {
+		args = append(args, "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns)
+	}
 	if c.digest != "" {
 		args = append(args, "--digest", c.digest)
 	}

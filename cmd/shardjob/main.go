@@ -1,4 +1,5 @@
-// Command shardjob operates a running shardjob cluster through ZooKeeper:
+// Command shardjob operates a running shardjob cluster through its
+// registry (ZooKeeper, or etcd):
 // it lists the jobs and their state, drains, pauses, triggers and shuts
 // down servers, disables items, changes a job's config live and removes
 // jobs. Run "shardjob help" for the commands, flags and exit codes, and
@@ -26,7 +27,7 @@ import (
 // Exit codes.
 const (
 	exitOK      = 0 // success
-	exitFailed  = 1 // the operation failed: ZooKeeper unreachable, not authorized, not online, timeout
+	exitFailed  = 1 // the operation failed: registry unreachable, not authorized, not online, timeout
 	exitUsage   = 2 // bad command line or invalid input
 	exitUnknown = 3 // unknown job or server
 )
@@ -48,13 +49,14 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 // options holds every flag's value.
 type options struct {
-	zk, namespace, digest, config string
-	digestFile                    string
-	tls                           bool
-	tlsCA, tlsCert, tlsKey        string
-	tlsServerName                 string
-	timeout                       time.Duration
-	output                        string
+	zk, etcd, namespace, digest string
+	config                      string
+	digestFile                  string
+	tls                         bool
+	tlsCA, tlsCert, tlsKey      string
+	tlsServerName               string
+	timeout                     time.Duration
+	output                      string
 
 	job, server string
 	wait        time.Duration
@@ -81,7 +83,7 @@ func init() {
 	commands = []*command{
 		{name: "jobs", summary: "list the jobs: status, cron, items, instances online, leader, last and next fire", run: cmdJobs},
 		{name: "status", args: "JOB", min: 1, max: 1, summary: "one job in detail: every server and every item", run: cmdStatus},
-		{name: "dump", args: "JOB", min: 1, max: 1, summary: "the job's raw ZooKeeper nodes, for bug reports", run: cmdDump},
+		{name: "dump", args: "JOB", min: 1, max: 1, summary: "the job's raw registry nodes, for bug reports", run: cmdDump},
 		{name: "config", args: "get JOB | set JOB FILE", min: 2, max: 3, summary: `print the job's config (YAML), or replace it with FILE ("-": stdin), validated first; every instance applies it live`, run: cmdConfig},
 		{name: "disable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "SERVER takes no items (of --job JOB, or of every job); they move to the others at the next fire", run: serverCmd("disable")},
 		{name: "enable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "undo disable: SERVER takes items again from the next fire", run: serverCmd("enable")},
@@ -96,7 +98,7 @@ func init() {
 		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain},
 		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain},
 		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance},
-		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no ZooKeeper needed", run: cmdHistory},
+		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no registry needed", run: cmdHistory},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -113,7 +115,7 @@ func lookup(name string) *command {
 // valueFlags are the flags that take a value, for finding the command
 // among flags written before it.
 var valueFlags = map[string]bool{
-	"zk": true, "namespace": true, "digest": true, "config": true, "timeout": true,
+	"zk": true, "etcd": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
 	"history-driver": true, "history-dsn": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
@@ -153,6 +155,7 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 		return fs
 	}
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
+	fs.StringVar(&o.etcd, "etcd", "", "etcd `endpoints`, comma-separated host:port, instead of --zk (env SHARDJOB_REGCENTER_ETCD)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
 	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
 	fs.StringVar(&o.digestFile, "digest-file", "", "read the digest user:password from this `file` (env SHARDJOB_REGCENTER_DIGESTFILE)")
@@ -162,7 +165,7 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `file` of --tls-cert (env SHARDJOB_REGCENTER_TLSKEYFILE)")
 	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "the `name` the servers' certificates must be valid for (env SHARDJOB_REGCENTER_TLSSERVERNAME; default: each server's host)")
 	fs.StringVar(&o.config, "config", "", "a job `file` whose regcenter: section says how to connect")
-	fs.DurationVar(&o.timeout, "timeout", regcenter.DefaultConnectTimeout, "how long to try to reach ZooKeeper")
+	fs.DurationVar(&o.timeout, "timeout", regcenter.DefaultConnectTimeout, "how long to try to reach the registry")
 	fs.StringVar(&o.output, "output", "text", "output `format`: text or json")
 	fs.StringVar(&o.output, "o", "text", "short for --output `format`")
 	if cmd != nil {
@@ -337,7 +340,7 @@ func connectAndRun(cmd *command, pos []string, o *options, set map[string]bool, 
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout+time.Second)
-	rc, err := regcenter.NewZooKeeper(ctx, cfg, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	rc, err := regcenter.Open(ctx, cfg, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
 	cancel()
 	if err != nil {
 		return err

@@ -23,8 +23,9 @@ Usage:
   shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L] FILE
 
 The file has the regcenter and jobs sections described in docs/user-guide.md;
-SHARDJOB_REGCENTER_SERVERS (and the other SHARDJOB_REGCENTER_ variables)
-override its regcenter section. Jobs of type script and http need no Go code;
+SHARDJOB_REGCENTER_SERVERS or SHARDJOB_REGCENTER_ETCD (and the other
+SHARDJOB_REGCENTER_ variables) override its regcenter section, which names
+ZooKeeper servers (servers:) or etcd endpoints (etcd:). Jobs of type script and http need no Go code;
 simple and dataflow jobs need a program of one's own (package jobfile).
 
 Flags:
