@@ -448,3 +448,36 @@ func runBooksSequence(t *testing.T, rng *rand.Rand, n int) []string {
 	}
 	return taken
 }
+
+// The namespace-wide review repairs an entry that credits a server that is
+// gone, in a job nobody runs any more: the case of a repair lost with the
+// process that should have made it.
+func TestBooksReviewRepairsAJobNobodyLeads(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := everySecond("orphan", 2)
+	in := startJobs(t, ns, "s1", []job.Config{cfg}, rec)
+	obs := connectRaw(t, ns)
+	rec.waitFires(t, time.Now(), 1, 2, 30*time.Second)
+	if b := waitBooks(t, obs, []string{"orphan"}, 20*time.Second); !maps.Equal(b.units, map[string]int{"s1": 2}) {
+		t.Fatalf("books: %v", b)
+	}
+	in.crash(t)
+	// What a leave whose repair was lost leaves behind: the assignment
+	// cleared, the table not told.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := obs.Set(ctx, "/orphan/servers/s1/sharding", nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	if table, truth, err := readBooks(ctx, obs, []string{"orphan"}); err != nil || table.equal(truth) {
+		t.Fatalf("before the review: table %v, truth %v, err %v; want them apart", table, truth, err)
+	}
+	if err := job.ReviewBooks(ctx, obs); err != nil {
+		t.Fatal(err)
+	}
+	table, truth, err := readBooks(ctx, obs, []string{"orphan"})
+	if err != nil || !table.equal(truth) || len(truth.units) != 0 {
+		t.Fatalf("after the review: table %v, truth %v, err %v", table, truth, err)
+	}
+}

@@ -1,5 +1,12 @@
 package job
 
+import (
+	"context"
+	"log/slog"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
 // WithProcessForTest makes the scheduler claim its server id as the process
 // on host with pid (a token of its own drawn for it), so that a test can
 // stand one scheduler for another process, dead or alive.
@@ -8,4 +15,10 @@ func WithProcessForTest(host string, pid int) Option {
 		o.process = &holder{Host: host, PID: pid, Process: newToken(), Token: newToken()}
 		return nil
 	}
+}
+
+// ReviewBooks runs a scheduler's namespace-wide pass over the load table
+// (reviewBooks) once, on rc.
+func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
+	return reviewBooks(ctx, rc, newPlacer(ctx, rc, slog.Default()))
 }

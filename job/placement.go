@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -500,19 +501,23 @@ func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
 	return t, nil
 }
 
-// pruneBooks takes out of the load table the entries of jobs whose nodes
-// are gone (deleted by hand, not with `shardjob remove`, which takes its
-// job's entry out itself). A table another writer moved meanwhile is left
-// for the next round.
-func (s *Scheduler) pruneBooks() {
+// reviewBooks is each scheduler's namespace-wide pass over the load
+// table, once per reconcile round: it takes out the entries of jobs whose
+// nodes are gone (deleted by hand, not with `shardjob remove`, which takes
+// its job's entry out itself), and repairs the entries that credit units
+// to a server that is not live. Those are repaired right after the change
+// by whoever made it (repairBooks); this pass is for a change whose repair
+// was lost (a process that died between the two) in a job nobody leads any
+// more. In the steady state it costs three reads.
+func (s *Scheduler) reviewBooks() {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 	defer cancel()
-	if err := pruneBooks(ctx, s.rc); err != nil && !errors.Is(err, regcenter.ErrBadVersion) && s.ctx.Err() == nil {
-		s.log.Warn("pruning the load table's books", "err", err)
+	if err := reviewBooks(ctx, s.rc, s.placer); err != nil && !errors.Is(err, regcenter.ErrBadVersion) && s.ctx.Err() == nil {
+		s.log.Warn("reviewing the load table's books", "err", err)
 	}
 }
 
-func pruneBooks(ctx context.Context, rc regcenter.Center) error {
+func reviewBooks(ctx context.Context, rc regcenter.Center, p *placer) error {
 	data, st, err := rc.Get(ctx, layout.Placement)
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return nil
@@ -532,18 +537,44 @@ func pruneBooks(ctx context.Context, rc regcenter.Center) error {
 	for _, n := range names {
 		exists[n] = true
 	}
-	stale := 0
-	for j := range t.jobs {
+	live := map[string]bool{}
+	kids, err := rc.Children(ctx, layout.Instances)
+	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+		return err
+	}
+	for _, k := range kids {
+		live[k] = true
+	}
+	gone, stale := 0, []string{}
+	for _, j := range slices.Sorted(maps.Keys(t.jobs)) {
 		if !exists[j] {
 			t.set(j, jobUnits{})
-			stale++
+			gone++
+			continue
+		}
+		for sv := range t.jobs[j].servers {
+			if !live[sv] {
+				stale = append(stale, j)
+				break
+			}
 		}
 	}
-	if stale == 0 {
-		return nil
+	if gone > 0 {
+		if _, err := rc.Set(ctx, layout.Placement, t.encode(), st.Version); err != nil {
+			return err
+		}
 	}
-	_, err = rc.Set(ctx, layout.Placement, t.encode(), st.Version)
-	return err
+	var errs []error
+	for _, j := range stale {
+		req, err := repairRequest(ctx, rc, j)
+		if err == nil {
+			err = p.place(ctx, req)
+		}
+		if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+			errs = append(errs, fmt.Errorf("job %q: %w", j, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // namespaceJobs lists the namespace's jobs: the root's children that are

@@ -37,7 +37,7 @@ func (s *Scheduler) reconcileLoop() {
 		measured := false
 		if now.Sub(pruned) >= DefaultReconcileInterval {
 			pruned = now
-			s.pruneBooks()
+			s.reviewBooks()
 		}
 		for _, r := range s.runnersSnapshot() {
 			cfg := r.config()

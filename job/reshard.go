@@ -307,6 +307,10 @@ type assignmentRead struct {
 // has one, and the unplaced node. A server whose node went since servers
 // was read loses its layout.Sharding mark in servers.
 func (r *runner) readAssignment(ctx context.Context, servers serverSet) (assignmentRead, error) {
+	return readAssignment(ctx, r.rc, r.paths, servers)
+}
+
+func readAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, servers serverSet) (assignmentRead, error) {
 	out := assignmentRead{current: map[string][]int{}, versions: map[string]int32{}}
 	var withNode []string
 	for _, sv := range servers.names() {
@@ -318,7 +322,7 @@ func (r *runner) readAssignment(ctx context.Context, servers serverSet) (assignm
 	readV := make([]int32, len(withNode))
 	errs := make([]error, len(withNode))
 	parallel.Each(len(withNode), reshardReads, func(i int) {
-		read[i], readV[i], errs[i] = readItemsVersion(ctx, r.rc, r.paths.Flag(withNode[i], layout.Sharding))
+		read[i], readV[i], errs[i] = readItemsVersion(ctx, rc, paths.Flag(withNode[i], layout.Sharding))
 	})
 	for i, sv := range withNode {
 		items, v, err := read[i], readV[i], errs[i]
@@ -334,7 +338,7 @@ func (r *runner) readAssignment(ctx context.Context, servers serverSet) (assignm
 		out.current[sv], out.versions[sv] = items, v
 	}
 	var err error
-	out.unplaced, out.unplacedVersion, err = readItemsVersion(ctx, r.rc, r.paths.Unplaced())
+	out.unplaced, out.unplacedVersion, err = readItemsVersion(ctx, rc, paths.Unplaced())
 	if err != nil {
 		return assignmentRead{}, err
 	}
@@ -360,38 +364,48 @@ func (r *runner) repairBooks(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-r.reshardSem }()
-	_, epoch, err := r.rc.Get(ctx, r.paths.ShardingEpoch())
+	req, err := repairRequest(ctx, r.rc, r.name)
 	if err != nil {
 		return err
 	}
-	flagged, flag, err := r.rc.Exists(ctx, r.paths.Necessary())
-	if err != nil {
-		return err
-	}
-	servers, err := r.readServers(ctx)
-	if err != nil {
-		return err
-	}
-	read, err := r.readAssignment(ctx, servers)
-	if err != nil {
-		return err
-	}
-	fence := []regcenter.Op{regcenter.CheckOp{Path: r.paths.ShardingEpoch(), Version: epoch.Version}}
-	if flagged {
-		fence = append(fence, regcenter.CheckOp{Path: r.paths.Necessary(), Version: flag.Version})
-	}
-	for _, sv := range slices.Sorted(maps.Keys(read.versions)) {
-		fence = append(fence, regcenter.CheckOp{Path: r.paths.Flag(sv, layout.Sharding), Version: read.versions[sv]})
-	}
-	if read.unplacedVersion >= 0 {
-		fence = append(fence, regcenter.CheckOp{Path: r.paths.Unplaced(), Version: read.unplacedVersion})
-	}
-	req := &placeRequest{job: r.name, repair: true, current: read.current, unplaced: read.unplaced,
-		ops: func(map[string][]int, []int) []regcenter.Op { return fence }}
 	if err := r.s.placer.place(ctx, req); err != nil {
 		return fmt.Errorf("repairing the load table's books: %w", err)
 	}
 	return nil
+}
+
+// repairRequest reads job's assignment nodes and what fences a repair of
+// its entry on them (see repairBooks).
+func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*placeRequest, error) {
+	paths := layout.Job(job)
+	_, epoch, err := rc.Get(ctx, paths.ShardingEpoch())
+	if err != nil {
+		return nil, err
+	}
+	flagged, flag, err := rc.Exists(ctx, paths.Necessary())
+	if err != nil {
+		return nil, err
+	}
+	servers, err := readServers(ctx, rc, paths)
+	if err != nil {
+		return nil, err
+	}
+	read, err := readAssignment(ctx, rc, paths, servers)
+	if err != nil {
+		return nil, err
+	}
+	fence := []regcenter.Op{regcenter.CheckOp{Path: paths.ShardingEpoch(), Version: epoch.Version}}
+	if flagged {
+		fence = append(fence, regcenter.CheckOp{Path: paths.Necessary(), Version: flag.Version})
+	}
+	for _, sv := range slices.Sorted(maps.Keys(read.versions)) {
+		fence = append(fence, regcenter.CheckOp{Path: paths.Flag(sv, layout.Sharding), Version: read.versions[sv]})
+	}
+	if read.unplacedVersion >= 0 {
+		fence = append(fence, regcenter.CheckOp{Path: paths.Unplaced(), Version: read.unplacedVersion})
+	}
+	return &placeRequest{job: job, repair: true, current: read.current, unplaced: read.unplaced,
+		ops: func(map[string][]int, []int) []regcenter.Op { return fence }}, nil
 }
 
 // repairBooksWhileLive is repairBooks for the leader's and the reconcile
@@ -468,7 +482,12 @@ func (s serverSet) online() []string {
 }
 
 func (r *runner) readServers(ctx context.Context) (serverSet, error) {
-	names, err := r.rc.Children(ctx, r.paths.Servers())
+	return readServers(ctx, r.rc, r.paths)
+}
+
+// readServers reads a job's servers and the children of each.
+func readServers(ctx context.Context, rc regcenter.Center, paths layout.Job) (serverSet, error) {
+	names, err := rc.Children(ctx, paths.Servers())
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return serverSet{}, nil
 	}
@@ -480,7 +499,7 @@ func (r *runner) readServers(ctx context.Context) (serverSet, error) {
 	kids := make([][]string, len(names))
 	errs := make([]error, len(names))
 	parallel.Each(len(names), reshardReads, func(i int) {
-		kids[i], errs[i] = r.rc.Children(ctx, r.paths.Server(names[i]))
+		kids[i], errs[i] = rc.Children(ctx, paths.Server(names[i]))
 	})
 	out := serverSet{}
 	for i, sv := range names {
