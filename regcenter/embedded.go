@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -48,10 +49,26 @@ type EmbeddedConfig struct {
 // 127.0.0.1 only, and with one member the registry lives and dies with this
 // process; instances on other hosts, and any failover between hosts, need
 // an etcd cluster ([Config.Etcd]) or ZooKeeper ([Config.Servers]).
+//
+// Several centers on one embedded member, say one per scheduler of a demo
+// that runs a cluster in one process, come from [StartEmbeddedServer].
 type Embedded struct {
 	*Etcd
+	server *EmbeddedServer
+}
+
+// EmbeddedServer is the single-member etcd of [NewEmbedded] without a
+// center: start it once, then open as many centers on it as the program
+// needs with [NewEtcd] (or [Open]) and [EmbeddedServer.Config], each with a
+// session of its own, as separate processes would have. Close every
+// center before the server. The same limits as [Embedded]'s apply: one
+// host, loopback only.
+type EmbeddedServer struct {
 	srv      *embed.Etcd
 	endpoint string
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // embeddedMaxTxnOps is the embedded member's --max-txn-ops: room for the
@@ -62,6 +79,26 @@ const embeddedMaxTxnOps = 1 << 14
 // 127.0.0.1 only, and returns a center on it. Close stops both. It fails
 // with [ErrInvalidConfig] when Dir is missing or cannot be used.
 func NewEmbedded(ctx context.Context, ec EmbeddedConfig, opts ...Option) (*Embedded, error) {
+	cfg := Config{Etcd: []string{"127.0.0.1:1"}, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	server, err := StartEmbeddedServer(ctx, ec)
+	if err != nil {
+		return nil, err
+	}
+	e, err := NewEtcd(ctx, server.Config(cfg), opts...)
+	if err != nil {
+		return nil, errors.Join(err, server.Close())
+	}
+	return &Embedded{Etcd: e, server: server}, nil
+}
+
+// StartEmbeddedServer starts the single-member etcd of [NewEmbedded], with
+// its data in ec.Dir and serving 127.0.0.1 only, and returns it without a
+// center. Only ec.Dir, ec.ClientPort and ec.StartTimeout are read. It
+// fails with [ErrInvalidConfig] when Dir is missing or cannot be used.
+func StartEmbeddedServer(ctx context.Context, ec EmbeddedConfig) (*EmbeddedServer, error) {
 	if ec.Dir == "" {
 		return nil, fmt.Errorf("%w: embedded: dir is required (where the member keeps its data)", ErrInvalidConfig)
 	}
@@ -74,10 +111,6 @@ func NewEmbedded(ctx context.Context, ec EmbeddedConfig, opts ...Option) (*Embed
 	if ec.StartTimeout < 0 {
 		return nil, fmt.Errorf("%w: embedded: startTimeout must not be negative", ErrInvalidConfig)
 	}
-	cfg := Config{Etcd: []string{"127.0.0.1:1"}, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: embedded: dir: %v", ErrInvalidConfig, err)
 	}
@@ -85,13 +118,29 @@ func NewEmbedded(ctx context.Context, ec EmbeddedConfig, opts ...Option) (*Embed
 	if err != nil {
 		return nil, err
 	}
-	cfg.Etcd = []string{endpoint}
-	e, err := NewEtcd(ctx, cfg, opts...)
-	if err != nil {
-		srv.Close()
-		return nil, err
-	}
-	return &Embedded{Etcd: e, srv: srv, endpoint: endpoint}, nil
+	return &EmbeddedServer{srv: srv, endpoint: endpoint}, nil
+}
+
+// Endpoint returns the member's client address, "127.0.0.1:port".
+func (s *EmbeddedServer) Endpoint() string { return s.endpoint }
+
+// Config returns base pointed at this member: Etcd is the member's
+// endpoint and Servers is cleared; every other field is base's.
+func (s *EmbeddedServer) Config(base Config) Config {
+	base.Servers, base.Etcd = nil, []string{s.endpoint}
+	return base
+}
+
+// Close stops the member; it returns once the member has stopped. The
+// data stays in Dir. Centers still open on it lose their connection. It
+// is idempotent.
+func (s *EmbeddedServer) Close() error {
+	// embed.Etcd.Close panics when called twice.
+	s.closeOnce.Do(func() {
+		s.srv.Close() // returns once the member has stopped
+		s.closeErr = drainErr(s.srv)
+	})
+	return s.closeErr
 }
 
 // startMember starts the member and waits until it serves.
@@ -167,17 +216,12 @@ func loopbackPorts(client int) ([2]int, error) {
 }
 
 // Endpoint returns the member's client address, "127.0.0.1:port".
-func (m *Embedded) Endpoint() string { return m.endpoint }
+func (m *Embedded) Endpoint() string { return m.server.Endpoint() }
 
 // Close ends the session (its ephemeral nodes are removed), stops the
 // center and then the member. The data stays in Dir. It is idempotent.
 func (m *Embedded) Close() error {
-	err := m.Etcd.Close()
-	m.srv.Close() // idempotent; returns once the member has stopped
-	if serr := drainErr(m.srv); serr != nil {
-		err = errors.Join(err, serr)
-	}
-	return err
+	return errors.Join(m.Etcd.Close(), m.server.Close())
 }
 
 // drainErr returns an error the stopped member reported, if any.
