@@ -59,11 +59,11 @@ screenshots: zookeeper chromium
 demo-history: zookeeper
 	$(GO) run ./example/history
 
-# The fire path measured as a user sees it (internal/firebench: its own
+# The fire path measured as a user sees it (tools/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.
 FIREBENCH ?= -all
 bench: zookeeper
-	$(GO) run ./internal/firebench $(FIREBENCH)
+	$(GO) run ./tools/firebench $(FIREBENCH)
 
 # shardjob beside gocron and dcron, failover and reshard timings (bench/, a
 # module of its own so that the SDK's go.mod does not pull the peers in; its
@@ -91,7 +91,7 @@ zookeeper:
 redis:
 	bash scripts/redis.sh ensure >/dev/null
 
-# The dispatcher's tests start throwaway PostgreSQL servers (internal/pgtest).
+# The dispatcher's tests start throwaway PostgreSQL servers (internal/testing/pgtest).
 postgresql:
 	bash scripts/postgresql.sh ensure >/dev/null
 
@@ -103,8 +103,8 @@ chromium:
 # lasts DISPATCH_BENCH_TIME, on SQLite and on PostgreSQL with 3 nodes.
 DISPATCH_BENCH_TIME ?= 60s
 bench-dispatch: postgresql
-	$(GO) run ./dispatch/internal/bench -store sqlite -duration $(DISPATCH_BENCH_TIME)
-	$(GO) run ./dispatch/internal/bench -store postgres -nodes 3 -duration $(DISPATCH_BENCH_TIME)
+	$(GO) run ./tools/dispatchbench -store sqlite -duration $(DISPATCH_BENCH_TIME)
+	$(GO) run ./tools/dispatchbench -store postgres -nodes 3 -duration $(DISPATCH_BENCH_TIME)
 
 # A standalone server on 127.0.0.1:$(ZK_PORT) with data in $(ZK_DIR), for
 # trying things by hand.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // failoverCron and failoverWork: a fire every 4 s whose items run 3 s, so

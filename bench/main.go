@@ -36,8 +36,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // config holds the flags.
@@ -228,7 +228,7 @@ func run(ctx context.Context, cfg config) error {
 
 	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	// The JVM's full compiler, as a production server runs it (zktest stops
-	// at C1 for a fast start), as internal/firebench does.
+	// at C1 for a fast start), as tools/firebench does.
 	b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: filepath.Join(b.dir, "zk"), Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
 	cancel()
 	if err != nil {

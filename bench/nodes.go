@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 const nodePkg = "github.com/shardjob/shardjob/bench/node"

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // systemArgs returns the node flags that select system, and whether it is

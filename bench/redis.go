@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // redisServer is a redis-server the benchmark started on loopback, with

@@ -11,10 +11,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // reshardPeriod is how often the reshard benchmark's job fires: long

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 )
 
 // getRaw GETs path and returns the status and the raw body.

@@ -40,7 +40,7 @@ var chaosTenants = []struct {
 
 const (
 	chaosGlobal = 240
-	// Each task's work takes a random time in this range (chaosnode's
+	// Each task's work takes a random time in this range (dispatchchaos's
 	// -min-hold and -max-hold), so that a kill lands on running attempts.
 	chaosMinHold = 20 * time.Millisecond
 	chaosMaxHold = 300 * time.Millisecond
@@ -92,10 +92,10 @@ func TestChaos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "chaosnode")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/chaosnode")
+	bin := filepath.Join(dir, "dispatchchaos")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/shardjob/shardjob/tools/dispatchchaos")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build chaosnode: %v\n%s", err, out)
+		t.Fatalf("build dispatchchaos: %v\n%s", err, out)
 	}
 	dsn, err := pg.NewDatabase(ctx)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/pgtest"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 )
 
 var pg *pgtest.Server

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 )
 
 const testToken = "0123456789abcdef-token"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 )
 
 const hookSecret = "whsec-0123456789abcdef"

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/leakcheck"
-	"github.com/shardjob/shardjob/internal/pgtest"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )

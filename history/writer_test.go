@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/leakcheck"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardjob/shardjob/internal/hostiledoc"
+	"github.com/shardjob/shardjob/internal/testing/hostiledoc"
 	"github.com/shardjob/shardjob/job"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/hostiledoc"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/testing/hostiledoc"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )

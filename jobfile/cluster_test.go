@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/errhandler"
-	"github.com/shardjob/shardjob/internal/leakcheck"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/jobtype"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
-	"github.com/shardjob/shardjob/internal/hostiledoc"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/testing/hostiledoc"
 	"github.com/shardjob/shardjob/job"
 )
 

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
-	"github.com/shardjob/shardjob/internal/leakcheck"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"

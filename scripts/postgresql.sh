@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # postgresql.sh finds (and if need be installs) PostgreSQL's server binaries
-# for the dispatcher's tests, benchmark and example (internal/pgtest runs a
+# for the dispatcher's tests, benchmark and example (internal/testing/pgtest runs a
 # throwaway server from them; nothing is configured system-wide).
 #
 #   bash scripts/postgresql.sh ensure    print the binaries' directory; install PostgreSQL if missing
@@ -11,7 +11,7 @@
 #   3. If neither is there and we run as root on a machine with apt-get,
 #      Debian's "postgresql" package is installed (its default cluster, if
 #      the package creates one, is left alone; the tests start their own).
-# The Go helper internal/pgtest looks PostgreSQL up the same way.
+# The Go helper internal/testing/pgtest looks PostgreSQL up the same way.
 set -euo pipefail
 
 prog=postgresql.sh
@@ -69,7 +69,7 @@ cmd_ensure() {
 			die "the postgresql package is installed but no /usr/lib/postgresql/*/bin/postgres was found"
 		}
 	fi
-	# As root the tests run the server as an unprivileged user (internal/pgtest).
+	# As root the tests run the server as an unprivileged user (internal/testing/pgtest).
 	if [[ $(id -u) -eq 0 ]] && ! id "${PG_USER:-nobody}" >/dev/null 2>&1; then
 		die "running as root, the tests need the unprivileged user ${PG_USER:-nobody} to run PostgreSQL as"
 	fi

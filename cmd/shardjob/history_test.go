@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/history"
-	"github.com/shardjob/shardjob/internal/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
 )

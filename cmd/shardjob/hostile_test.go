@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/hostiledoc"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/testing/hostiledoc"
 )
 
 // TestAdminHostileConfig: the command neither crashes nor hangs on a

@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
-	"github.com/shardjob/shardjob/internal/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype"
 	"github.com/shardjob/shardjob/jobtype/httpjob"

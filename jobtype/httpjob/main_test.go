@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shardjob/shardjob/internal/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
 )
 
 // TestMain fails the package's tests if they leave goroutines behind.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 )
 

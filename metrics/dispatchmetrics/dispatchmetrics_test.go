@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/metrics"
 	"github.com/shardjob/shardjob/metrics/dispatchmetrics"
 	"github.com/shardjob/shardjob/metrics/internal/scrapetest"

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shardjob/shardjob/internal/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
 )
 
 func TestMain(m *testing.M) { os.Exit(leakcheck.Checked(m).Run()) }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/history"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/metrics"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/leakcheck"
+	"github.com/shardjob/shardjob/internal/testing/leakcheck"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )

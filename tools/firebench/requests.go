@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit"
 
 	"context"
 	"fmt"

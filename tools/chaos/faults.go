@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // Fault kinds.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // readyLine is what an instance prints on stdout once its scheduler runs.

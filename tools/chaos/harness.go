@@ -15,13 +15,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 const (
-	instancePkg = "github.com/shardjob/shardjob/internal/chaos/instance"
+	instancePkg = "github.com/shardjob/shardjob/tools/chaos/instance"
 	namespace   = "chaos"
 	jobName     = "chaos"
 	ensemble    = 3

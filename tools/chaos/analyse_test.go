@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // synth builds a synthetic log. Times are milliseconds after t0, a whole

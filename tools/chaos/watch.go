@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // statusWatcher follows every instance's servers/{id}/status ephemeral node

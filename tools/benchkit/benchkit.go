@@ -1,7 +1,7 @@
 // Package benchkit holds what shardjob's benchmark programs share: sample
 // statistics, the "bench NAME key=value ..." line format, CPU times read
 // from /proc, ZooKeeper's four-letter words, and process groups that die
-// with the benchmark. It is used by internal/firebench and by the separate
+// with the benchmark. It is used by tools/firebench and by the separate
 // bench module (github.com/shardjob/shardjob/bench), whose import path lies
 // under this module's, so the internal rule lets it in.
 package benchkit

@@ -1,19 +1,19 @@
 // Command firebench measures shardjob's fire path as a user sees it: through
 // the public API only (job, regcenter, regcenter/zktest), against a real
 // standalone ZooKeeper that it starts itself, with multi-instance figures
-// taken from separate instance processes (internal/firebench/instance) so
+// taken from separate instance processes (tools/firebench/instance) so
 // that each process's CPU and latency are its own.
 //
 // Usage (from the module's checkout; ZooKeeper as for the tests):
 //
-//	go run ./internal/firebench -all          # every measurement, modest defaults (a few minutes)
-//	go run ./internal/firebench -requests     # ZooKeeper requests per fire, 1/1,000/10,000 items
-//	go run ./internal/firebench -latency      # fire latency and CPU per 1,000 runs, 3 processes, then kill -9 one
-//	go run ./internal/firebench -kill         # kill -9 → the victim's items started elsewhere
-//	go run ./internal/firebench -throughput   # item executions per second, 3 processes
-//	go run ./internal/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
-//	go run ./internal/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
-//	go run ./internal/firebench -h            # every flag
+//	go run ./tools/firebench -all          # every measurement, modest defaults (a few minutes)
+//	go run ./tools/firebench -requests     # ZooKeeper requests per fire, 1/1,000/10,000 items
+//	go run ./tools/firebench -latency      # fire latency and CPU per 1,000 runs, 3 processes, then kill -9 one
+//	go run ./tools/firebench -kill         # kill -9 → the victim's items started elsewhere
+//	go run ./tools/firebench -throughput   # item executions per second, 3 processes
+//	go run ./tools/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
+//	go run ./tools/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
+//	go run ./tools/firebench -h            # every flag
 //
 // Each figure is printed as a line "bench NAME key=value ...", and a last
 // line "summary key=value ..." repeats the headline figures. Durations end
@@ -24,7 +24,7 @@
 package main
 
 import (
-	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit"
 
 	"context"
 	"errors"
@@ -103,7 +103,7 @@ func parseFlags(args []string) (config, error) {
 	var reqItems, killTimeouts string
 	fs := flag.NewFlagSet("firebench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./internal/firebench [-all | -requests -latency -kill -throughput -register -ranges] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run ./tools/firebench [-all | -requests -latency -kill -throughput -register -ranges] [flags]")
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&c.all, "all", false, "run every measurement")

@@ -1,4 +1,4 @@
-// Command chaosnode is one dispatcher node for the dispatcher's chaos test
+// Command dispatchchaos is one dispatcher node for the dispatcher's chaos test
 // (dispatch/chaos_test.go): it runs tasks from a shared PostgreSQL the way
 // a client does — the start listener hands the work to a goroutine and
 // returns; the work takes a random time in [min-hold, max-hold], and the
@@ -40,11 +40,11 @@ func main() {
 	maxHold := flag.Duration("max-hold", 300*time.Millisecond, "the most time a task's work takes")
 	flag.Parse()
 	if *minHold < 0 || *maxHold < *minHold {
-		fmt.Fprintln(os.Stderr, "chaosnode: need 0 <= -min-hold <= -max-hold")
+		fmt.Fprintln(os.Stderr, "dispatchchaos: need 0 <= -min-hold <= -max-hold")
 		os.Exit(2)
 	}
 	if err := run(*dsn, *node, *logPath, *minHold, *maxHold); err != nil {
-		fmt.Fprintln(os.Stderr, "chaosnode:", err)
+		fmt.Fprintln(os.Stderr, "dispatchchaos:", err)
 		os.Exit(1)
 	}
 }
@@ -82,12 +82,12 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 		case <-ctx.Done():
 			timer.Stop()
 			if err := line("C", t); err != nil {
-				logger.Error("chaosnode: log", "err", err)
+				logger.Error("dispatchchaos: log", "err", err)
 			}
 			return
 		}
 		if err := line("E", t); err != nil {
-			logger.Error("chaosnode: log", "err", err)
+			logger.Error("dispatchchaos: log", "err", err)
 			return
 		}
 		fctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
@@ -95,10 +95,10 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 		kind := "F"
 		if err := d.FinishAttempt(fctx, t.UUID, t.Attempt); err != nil {
 			kind = "X"
-			logger.Error("chaosnode: finish", "task", t.UUID, "attempt", t.Attempt, "err", err)
+			logger.Error("dispatchchaos: finish", "task", t.UUID, "attempt", t.Attempt, "err", err)
 		}
 		if err := line(kind, t); err != nil {
-			logger.Error("chaosnode: log", "err", err)
+			logger.Error("dispatchchaos: log", "err", err)
 		}
 	}
 	d, err = dispatch.Open(context.Background(), dispatch.Config{
@@ -109,7 +109,7 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 			mu.Lock()
 			if stopping {
 				mu.Unlock()
-				return errors.New("chaosnode: stopping")
+				return errors.New("dispatchchaos: stopping")
 			}
 			work.Add(1)
 			mu.Unlock()
@@ -133,7 +133,7 @@ func run(dsn, node, logPath string, minHold, maxHold time.Duration) error {
 	fmt.Println("ready")
 	// The harness closes stdin for a clean stop; kill -9 needs no help.
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
-		logger.Warn("chaosnode: reading stdin", "err", err)
+		logger.Warn("dispatchchaos: reading stdin", "err", err)
 	}
 	// Let the work in progress end and its finishes be answered (and
 	// logged) before the dispatcher closes; each piece of work is bounded

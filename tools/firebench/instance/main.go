@@ -1,5 +1,5 @@
 // Command instance is one instance process of the fire-path benchmark (see
-// package github.com/shardjob/shardjob/internal/firebench): a shardjob
+// package github.com/shardjob/shardjob/tools/firebench): a shardjob
 // scheduler on its own ZooKeeper session running -jobs no-op jobs named
 // {-prefix}{0..jobs-1}, each with -items sharding items on -cron.
 //

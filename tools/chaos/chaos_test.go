@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
-	"github.com/shardjob/shardjob/internal/testlog"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // TestChaosShort runs the whole harness — a three-member ensemble, three

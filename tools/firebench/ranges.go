@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/benchkit"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // measureRanges runs a SCOPE range job of 1,000 items of 1,000 records (a

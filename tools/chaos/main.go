@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 func main() {

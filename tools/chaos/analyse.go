@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // Execution states.

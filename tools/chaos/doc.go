@@ -6,18 +6,18 @@
 //
 // # Running it
 //
-//	go run ./internal/chaos                      # 60 s of faults, then the analysis
-//	go run ./internal/chaos -duration 10m        # the long run
-//	go run ./internal/chaos -seed 1234           # replay a fault schedule
-//	go run ./internal/chaos -faults zk-restart   # one kind of fault only
-//	go run ./internal/chaos -analyse /tmp/shardjob-chaos-…/events.jsonl
-//	go test ./internal/chaos -run TestChaosShort -v
+//	go run ./tools/chaos                      # 60 s of faults, then the analysis
+//	go run ./tools/chaos -duration 10m        # the long run
+//	go run ./tools/chaos -seed 1234           # replay a fault schedule
+//	go run ./tools/chaos -faults zk-restart   # one kind of fault only
+//	go run ./tools/chaos -analyse /tmp/shardjob-chaos-…/events.jsonl
+//	go test ./tools/chaos -run TestChaosShort -v
 //
 // It needs ZooKeeper and Java (see regcenter/zktest) and the go command (the
-// instance program, ./internal/chaos/instance, is built at start into the run
+// instance program, ./tools/chaos/instance, is built at start into the run
 // directory, with -race when the harness itself was built with -race or
 // -race is given). The partition fault needs root and ip(8); without them
-// it is skipped with a message. Run `go run ./internal/chaos -h` for every
+// it is skipped with a message. Run `go run ./tools/chaos -h` for every
 // flag.
 //
 // The run directory (a temporary one unless -dir is given) holds the event

@@ -1,5 +1,5 @@
 // Command instance is one instance process of the chaos harness
-// (see package github.com/shardjob/shardjob/internal/chaos): a shardjob
+// (see package github.com/shardjob/shardjob/tools/chaos): a shardjob
 // scheduler running one test job whose executions log what they do to the
 // shared event log.
 //
@@ -28,9 +28,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/chaos/eventlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 type options struct {

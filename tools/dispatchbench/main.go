@@ -1,10 +1,10 @@
-// Command bench measures the dispatcher: dispatches per second with a
+// Command dispatchbench measures the dispatcher: dispatches per second with a
 // handler that finishes at once, and start latency, on SQLite and on
-// PostgreSQL (a throwaway server from internal/pgtest, shared by several
+// PostgreSQL (a throwaway server from internal/testing/pgtest, shared by several
 // dispatcher nodes in this process, each with its own connection pool).
 // It prints one "bench NAME key=value ..." line per measurement.
 //
-//	go run ./dispatch/internal/bench -store postgres -nodes 3 -duration 60s
+//	go run ./tools/dispatchbench -store postgres -nodes 3 -duration 60s
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
-	"github.com/shardjob/shardjob/internal/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 )
 
 func main() {

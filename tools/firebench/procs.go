@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/shardjob/shardjob/internal/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit"
 
 	"bufio"
 	"context"
@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-const instancePkg = "github.com/shardjob/shardjob/internal/firebench/instance"
+const instancePkg = "github.com/shardjob/shardjob/tools/firebench/instance"
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string) (string, error) {
