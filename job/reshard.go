@@ -148,15 +148,20 @@ func (r *runner) reshard(ctx context.Context) error {
 	}
 	cfg := r.config()
 	online := servers.online()
-	req, err := r.placeRequest(ctx, cfg, servers, online, fence, fakes)
-	if err != nil {
-		r.dropProcessing(ctx)
-		return err
-	}
+	// Departed instances' items are queued (and their assignments
+	// cleared) before the assignment is read, so that the reshard writes
+	// over what the queueing left and its entry in the load table says
+	// the same: read first, the clears made its commit fail, and nothing
+	// told the table until the next reshard.
 	if cfg.Failover {
 		if err := r.queueDeparted(ctx, servers); err != nil {
 			r.log.Warn("queueing a departed instance's items for failover", "err", err)
 		}
+	}
+	req, err := r.placeRequest(ctx, cfg, servers, online, fence, fakes)
+	if err != nil {
+		r.dropProcessing(ctx)
+		return err
 	}
 	if err := r.s.placer.place(ctx, req); err != nil {
 		r.counters.reshardErrors.Add(1)
