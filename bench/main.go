@@ -38,6 +38,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/benchkit"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 // config holds the flags.
@@ -219,7 +220,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.peers || cfg.failover || cfg.fireCost {
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		b.nodeBin = filepath.Join(b.dir, "node")
-		err := benchkit.GoBuild(bctx, ".", nodePkg, b.nodeBin)
+		err := proc.GoBuild(bctx, ".", nodePkg, b.nodeBin)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%w (run from bench/)", err)
@@ -252,7 +253,7 @@ func run(ctx context.Context, cfg config) error {
 				b.log.Warn("stop Redis", "err", err)
 			}
 		}()
-		fmt.Println("bench redis" + new(benchkit.KV).Add("addr", b.redis.addr).Add("pid", b.redis.proc.PID).Add("version", b.redis.version).String())
+		fmt.Println("bench redis" + new(benchkit.KV).Add("addr", b.redis.addr).Add("pid", b.redis.proc.PID()).Add("version", b.redis.version).String())
 	}
 
 	steps := []struct {

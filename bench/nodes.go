@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/tools/benchkit"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 const nodePkg = "github.com/shardjob/shardjob/bench/node"
@@ -23,7 +24,7 @@ type node struct {
 	idx  int
 	id   string
 	out  string // its record file
-	proc *benchkit.Proc
+	proc *proc.Proc
 }
 
 // startNode starts node idx with args (the system's flags); its records go
@@ -44,7 +45,7 @@ func (b *bench) startNode(dir string, idx int, id string, args []string) (*node,
 	}
 	cmd := exec.Command(b.nodeBin, append(base, args...)...)
 	cmd.Stderr = logf
-	if n.proc, err = benchkit.Start(id, cmd); err != nil {
+	if n.proc, err = proc.Start(id, cmd, nil); err != nil {
 		return nil, err
 	}
 	return n, nil

@@ -197,7 +197,7 @@ func (b *bench) systemRun(ctx context.Context, bench, system string, jobs int) (
 	if err := b.redis.flush(ctx); err != nil {
 		return "", nil, 0, err
 	}
-	return dir, append(args, "-redis", b.redis.addr), b.redis.proc.PID, nil
+	return dir, append(args, "-redis", b.redis.addr), b.redis.proc.PID(), nil
 }
 
 func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResult, error) {
@@ -287,7 +287,7 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	tend := tk.Add(half)
 	pids := make([]int, 0, nNodes+1)
 	for _, n := range nodes {
-		pids = append(pids, n.proc.PID)
+		pids = append(pids, n.proc.PID())
 	}
 	pids = append(pids, serverPID)
 

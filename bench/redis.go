@@ -15,12 +15,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardjob/shardjob/tools/benchkit"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 // redisServer is a redis-server the benchmark started on loopback, with
 // nothing kept on disk.
 type redisServer struct {
-	proc    *benchkit.Proc
+	proc    *proc.Proc
 	addr    string
 	version string
 	client  *redis.Client
@@ -71,7 +72,7 @@ func startRedis(ctx context.Context, dir string) (*redisServer, error) {
 	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	p, err := benchkit.Start("redis-server", cmd)
+	p, err := proc.Start("redis-server", cmd, nil)
 	if err != nil {
 		return nil, err
 	}

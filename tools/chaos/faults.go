@@ -112,8 +112,8 @@ func (h *harness) between(lo, hi time.Duration) time.Duration {
 }
 
 // pick returns a random running, unfrozen instance.
-func (h *harness) pick() (*proc, error) {
-	var ps []*proc
+func (h *harness) pick() (*instance, error) {
+	var ps []*instance
 	for _, p := range h.procs {
 		if _, _, _, frozen := p.state(); p.alive() && !frozen {
 			ps = append(ps, p)
@@ -237,7 +237,7 @@ func (h *harness) inject(ctx context.Context, kind string) error {
 		return nil
 
 	case faultPartition:
-		var p *proc
+		var p *instance
 		for _, q := range h.procs {
 			if q.inNetns {
 				p = q

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 const (
@@ -113,7 +113,7 @@ type harness struct {
 
 	rc      *regcenter.ZooKeeper
 	watcher *statusWatcher
-	procs   []*proc
+	procs   []*instance
 
 	zkMu   sync.Mutex
 	zkDown map[int]bool // members this harness stopped and has not restarted
@@ -237,7 +237,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("i%d", i+1)
 		// The last instance lives in the namespace, if there is one.
-		h.procs = append(h.procs, &proc{id: ids[i], inNetns: h.netns != nil && i == cfg.Instances-1})
+		h.procs = append(h.procs, &instance{id: ids[i], inNetns: h.netns != nil && i == cfg.Instances-1})
 	}
 	h.event(eventlog.Event{Ev: eventlog.Config, Cfg: &eventlog.RunConfig{
 		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items, PeriodMS: 1000,
@@ -323,50 +323,19 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string, race bool) (string, error) {
-	goBin, err := exec.LookPath("go")
+	modDir, err := proc.ModuleRoot()
 	if err != nil {
-		if root := os.Getenv("GOROOT"); root != "" {
-			goBin = filepath.Join(root, "bin", "go")
-		} else {
-			return "", errors.New("the go command is not in PATH (or pass -instance-bin)")
-		}
-	}
-	modDir, err := moduleRoot()
-	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (or pass -instance-bin)", err)
 	}
 	bin := filepath.Join(dir, "instance")
-	args := []string{"build", "-o", bin}
+	var flags []string
 	if race {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	args = append(args, instancePkg)
-	cmd := exec.CommandContext(ctx, goBin, args...)
-	cmd.Dir = modDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return bin, nil
-}
-
-// moduleRoot finds the shardjob module's directory above the working
-// directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
+	if err := proc.GoBuild(ctx, modDir, instancePkg, bin, flags...); err != nil {
 		return "", err
 	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(data), "module github.com/shardjob/shardjob\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the github.com/shardjob/shardjob module: run from the repository or pass -instance-bin")
-		}
-		dir = parent
-	}
+	return bin, nil
 }
 
 // waitRecovered waits until every ZooKeeper member serves and every

@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,33 +14,38 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 // readyLine is what an instance prints on stdout once its scheduler runs.
 const readyLine = "READY"
 
-// proc is one instance: a server id, and the process currently running it
-// (a new one after each restart).
-type proc struct {
+// instance is one instance: a server id, and the process currently
+// running it (a new one after each restart).
+type instance struct {
 	id      string
 	inNetns bool
 
-	mu     sync.Mutex
-	pid    int
-	done   chan struct{} // closed once the current process is reaped
-	ready  chan struct{} // closed once the current process printed readyLine
-	frozen bool
+	mu      sync.Mutex
+	current *proc.Proc    // nil before the first start
+	ready   chan struct{} // closed once the current process printed readyLine
+	exited  chan struct{} // closed once the harness logged the current process's exit
+	frozen  bool
 }
 
-// state returns the current process's pid and channels.
-func (p *proc) state() (pid int, done, ready chan struct{}, frozen bool) {
+// state returns the current process, its channels and whether it is
+// stopped (SIGSTOP).
+func (p *instance) state() (cur *proc.Proc, done, ready <-chan struct{}, frozen bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pid, p.done, p.ready, p.frozen
+	if p.current == nil {
+		return nil, nil, nil, false
+	}
+	return p.current, p.exited, p.ready, p.frozen
 }
 
 // alive reports whether a process runs for p (frozen or not).
-func (p *proc) alive() bool {
+func (p *instance) alive() bool {
 	_, done, _, _ := p.state()
 	if done == nil {
 		return false
@@ -55,7 +60,7 @@ func (p *proc) alive() bool {
 
 // start launches a new process for p. The harness writes an Exit event when
 // it is reaped.
-func (h *harness) start(p *proc) error {
+func (h *harness) start(p *instance) error {
 	if p.alive() {
 		return fmt.Errorf("%s already runs", p.id)
 	}
@@ -81,32 +86,15 @@ func (h *harness) start(p *proc) error {
 		name, args = h.netns.command(name, args...)
 	}
 	cmd := exec.Command(name, args...)
-	// Own process group (signals reach the whole of it), and killed by the
-	// kernel if the harness dies, so that no instance outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	out, err := os.OpenFile(filepath.Join(h.dir, p.id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	cmd.Stderr = out
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		out.Close()
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		return fmt.Errorf("start %s: %w", p.id, err)
-	}
-	pid := cmd.Process.Pid
-	done, ready := make(chan struct{}), make(chan struct{})
-	p.mu.Lock()
-	p.pid, p.done, p.ready, p.frozen = pid, done, ready, false
-	p.mu.Unlock()
-	h.progress("start %s pid %d%s", p.id, pid, map[bool]string{true: " (in network namespace)"}[p.inNetns])
-	go func() {
-		defer close(done)
-		defer out.Close()
+	exited, ready := make(chan struct{}), make(chan struct{})
+	// The instance's stdout goes to its log, but for the ready line, which
+	// closes ready.
+	cur, err := proc.Start(p.id, cmd, func(stdout io.Reader) {
 		sc := bufio.NewScanner(stdout)
 		readySeen := false
 		for sc.Scan() {
@@ -118,9 +106,23 @@ func (h *harness) start(p *proc) error {
 			}
 			fmt.Fprintln(out, line)
 		}
-		err := cmd.Wait()
+	})
+	if err != nil {
+		out.Close()
+		return err
+	}
+	pid := cur.PID()
+	p.mu.Lock()
+	p.current, p.exited, p.ready, p.frozen = cur, exited, ready, false
+	p.mu.Unlock()
+	h.progress("start %s pid %d%s", p.id, pid, map[bool]string{true: " (in network namespace)"}[p.inNetns])
+	// Logs the exit once the process is reaped; ends with it.
+	go func() {
+		defer close(exited)
+		<-cur.Done()
+		out.Close()
 		how := "exit 0"
-		if err != nil {
+		if err := cur.Err(); err != nil {
 			how = err.Error()
 		}
 		h.event(eventlog.Event{Ev: eventlog.Exit, Inst: p.id, PID: pid, Detail: how})
@@ -132,20 +134,20 @@ func (h *harness) start(p *proc) error {
 }
 
 // signal sends sig to p's process group and logs it.
-func (h *harness) signal(p *proc, sig syscall.Signal) error {
-	pid, _, _, _ := p.state()
+func (h *harness) signal(p *instance, sig syscall.Signal) error {
+	cur, _, _, _ := p.state()
 	if !p.alive() {
 		return fmt.Errorf("%s is not running", p.id)
 	}
+	pid := cur.PID()
 	name := signalName(sig)
 	// A stop is logged before it is sent and a continue after, so that the
 	// logged frozen window contains the real one.
 	if sig != syscall.SIGCONT {
 		h.event(eventlog.Event{Ev: eventlog.Signal, Inst: p.id, PID: pid, Detail: name})
 	}
-	err := syscall.Kill(-pid, sig)
-	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("%s to %s: %w", name, p.id, err)
+	if err := cur.Signal(sig); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	switch sig {
@@ -176,7 +178,7 @@ func signalName(sig syscall.Signal) string {
 }
 
 // waitExit waits until p's current process is reaped, up to d.
-func waitExit(p *proc, d time.Duration) bool {
+func waitExit(p *instance, d time.Duration) bool {
 	_, done, _, _ := p.state()
 	if done == nil {
 		return true
@@ -193,7 +195,7 @@ func waitExit(p *proc, d time.Duration) bool {
 
 // terminate stops p gracefully (SIGTERM, then SIGKILL after the shutdown
 // deadline and a margin) and waits until it is reaped.
-func (h *harness) terminate(p *proc) {
+func (h *harness) terminate(p *instance) {
 	if !p.alive() {
 		return
 	}
@@ -209,7 +211,7 @@ func (h *harness) terminate(p *proc) {
 }
 
 // kill kills p with SIGKILL and waits until it is reaped.
-func (h *harness) kill(p *proc) {
+func (h *harness) kill(p *instance) {
 	if !p.alive() {
 		return
 	}
@@ -220,7 +222,7 @@ func (h *harness) kill(p *proc) {
 }
 
 // waitReady waits until p's current process is ready, or ctx ends.
-func waitReady(ctx context.Context, p *proc) error {
+func waitReady(ctx context.Context, p *instance) error {
 	_, done, ready, _ := p.state()
 	if ready == nil {
 		return fmt.Errorf("%s was never started", p.id)

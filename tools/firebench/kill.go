@@ -69,7 +69,7 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 	slices.Sort(held)
 
 	tk := time.Now()
-	if err := victim.kill(); err != nil {
+	if err := victim.Kill(); err != nil {
 		return err
 	}
 	first := make(map[int]execRec)

@@ -35,7 +35,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 
 	pids := make([]int, len(ins))
 	for i, in := range ins {
-		pids[i] = in.pid
+		pids[i] = in.PID()
 	}
 	zkPID := b.zk.PID(0)
 	w0 := time.Now()
@@ -101,7 +101,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	// Kill the instance that ran the most.
 	victim := ins[argmax(perInst)]
 	tk := time.Now()
-	if err := victim.kill(); err != nil {
+	if err := victim.Kill(); err != nil {
 		return err
 	}
 	after := b.cfg.latAfterKill

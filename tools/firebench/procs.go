@@ -1,11 +1,8 @@
 package main
 
 import (
-	"github.com/shardjob/shardjob/tools/benchkit"
-
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,53 +11,25 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/shardjob/shardjob/tools/benchkit"
+	"github.com/shardjob/shardjob/tools/proc"
 )
 
 const instancePkg = "github.com/shardjob/shardjob/tools/firebench/instance"
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string) (string, error) {
-	goBin, err := exec.LookPath("go")
+	modDir, err := proc.ModuleRoot()
 	if err != nil {
-		if root := os.Getenv("GOROOT"); root != "" {
-			goBin = filepath.Join(root, "bin", "go")
-		} else {
-			return "", errors.New("the go command is not in PATH (or pass -instance-bin)")
-		}
-	}
-	modDir, err := moduleRoot()
-	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (or pass -instance-bin)", err)
 	}
 	bin := filepath.Join(dir, "instance")
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, instancePkg)
-	cmd.Dir = modDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", instancePkg, err, out)
-	}
-	return bin, nil
-}
-
-// moduleRoot finds the shardjob module's directory at or above the working
-// directory.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
+	if err := proc.GoBuild(ctx, modDir, instancePkg, bin); err != nil {
 		return "", err
 	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(data), "module github.com/shardjob/shardjob\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the shardjob module (run from its checkout, or pass -instance-bin)")
-		}
-		dir = parent
-	}
+	return bin, nil
 }
 
 // collector gathers the executions every instance reports.
@@ -85,13 +54,10 @@ func (c *collector) snapshot() []execRec {
 
 // inst is one running instance process.
 type inst struct {
-	idx   int
-	id    string
-	cmd   *exec.Cmd
-	pid   int
+	idx int
+	id  string
+	*proc.Proc
 	ready chan struct{} // closed when the process printed READY
-	done  chan struct{} // closed once the process is reaped
-	err   error         // the process's exit; read after done
 }
 
 // instSpec says what the instance processes run.
@@ -120,31 +86,17 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 		args = append(args, "-failover")
 	}
 	cmd := exec.Command(b.instanceBin, args...)
-	// Own process group, and killed by the kernel if the benchmark dies, so
-	// that no instance outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	defer logf.Close() // the child has its own descriptor
 	cmd.Stderr = logf
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		logf.Close()
+	in := &inst{idx: idx, id: id, ready: make(chan struct{})}
+	if in.Proc, err = proc.Start(id, cmd, func(r io.Reader) { in.read(r, col) }); err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", id, err)
-	}
-	in := &inst{idx: idx, id: id, cmd: cmd, pid: cmd.Process.Pid, ready: make(chan struct{}), done: make(chan struct{})}
-	b.log.Debug("instance started", "id", id, "pid", in.pid)
-	go func() {
-		defer close(in.done)
-		defer logf.Close()
-		in.read(stdout, col)
-		in.err = cmd.Wait()
-	}()
+	b.log.Debug("instance started", "id", id, "pid", in.PID())
 	return in, nil
 }
 
@@ -171,53 +123,6 @@ func (in *inst) read(r io.Reader, col *collector) {
 		e.inst = in.idx
 		col.add(e)
 	}
-	// Drain whatever is left so that the process never blocks on a full
-	// pipe; a scanner error (a line too long) ends up here.
-	_, _ = io.Copy(io.Discard, r)
-}
-
-func (in *inst) alive() bool {
-	select {
-	case <-in.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// kill sends SIGKILL to the instance's process group and waits, up to 10s,
-// until it is reaped.
-func (in *inst) kill() error {
-	if err := syscall.Kill(-in.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("SIGKILL %s: %w", in.id, err)
-	}
-	return in.wait(10 * time.Second)
-}
-
-// stop asks the instance to shut down (SIGTERM) and kills it if it has not
-// exited within grace.
-func (in *inst) stop(grace time.Duration) error {
-	if !in.alive() {
-		return nil
-	}
-	if err := syscall.Kill(-in.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("SIGTERM %s: %w", in.id, err)
-	}
-	if in.wait(grace) == nil {
-		return nil
-	}
-	return in.kill()
-}
-
-func (in *inst) wait(d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-in.done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("%s (pid %d) not reaped %v after the signal", in.id, in.pid, d)
-	}
 }
 
 // startInstances starts n instances and waits until all are ready.
@@ -236,9 +141,9 @@ func (b *bench) startInstances(ctx context.Context, n int, spec instSpec, col *c
 	for _, in := range ins {
 		select {
 		case <-in.ready:
-		case <-in.done:
+		case <-in.Done():
 			b.stopAll(ins)
-			return nil, fmt.Errorf("%s exited before it was ready (%v); see %s", in.id, in.err, filepath.Join(b.dir, in.id+".log"))
+			return nil, fmt.Errorf("%s exited before it was ready (%v); see %s", in.id, in.Err(), filepath.Join(b.dir, in.id+".log"))
 		case <-ctx.Done():
 			b.stopAll(ins)
 			return nil, fmt.Errorf("%s not ready: %w", in.id, ctx.Err())
@@ -253,7 +158,7 @@ func (b *bench) stopAll(ins []*inst) {
 	var wg sync.WaitGroup
 	for _, in := range ins {
 		wg.Go(func() {
-			if err := in.stop(10 * time.Second); err != nil {
+			if err := in.Stop(10 * time.Second); err != nil {
 				b.log.Warn("stop instance", "err", err)
 			}
 		})

@@ -30,7 +30,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	}
 	pids := make([]int, len(ins))
 	for i, in := range ins {
-		pids[i] = in.pid
+		pids[i] = in.PID()
 	}
 	w0 := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
 	if err := sleepUntil(ctx, w0); err != nil {
