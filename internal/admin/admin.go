@@ -21,9 +21,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -122,24 +122,11 @@ func checkName(kind, name string) error {
 	return nil
 }
 
-// parallel runs fn(0..n-1) with at most limit calls at once and returns the
-// first error by index.
-func parallel(n, limit int, fn func(i int) error) error {
-	if n == 0 {
-		return nil
-	}
-	sem := make(chan struct{}, max(1, limit))
+// eachErr runs fn(0..n-1) with at most limit calls at once
+// (parallel.Each) and returns the first error by index.
+func eachErr(n, limit int, fn func(i int) error) error {
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = fn(i)
-		}()
-	}
-	wg.Wait()
+	parallel.Each(n, limit, func(i int) { errs[i] = fn(i) })
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -45,7 +45,7 @@ func (a *Admin) targets(ctx context.Context, server, job string, needOnline bool
 	}
 	registered := make([]bool, len(jobs))
 	online := make([]bool, len(jobs))
-	err := parallel(len(jobs), 16, func(i int) error {
+	err := eachErr(len(jobs), 16, func(i int) error {
 		paths := layout.Job(jobs[i])
 		var err error
 		if registered[i], _, err = a.rc.Exists(ctx, paths.Server(server)); err != nil || !registered[i] {
@@ -146,7 +146,7 @@ func (a *Admin) flagAll(ctx context.Context, server, job, flag string, set, resh
 		return nil, err
 	}
 	out := make([]Change, len(jobs))
-	err = parallel(len(jobs), 16, func(i int) error {
+	err = eachErr(len(jobs), 16, func(i int) error {
 		var changed bool
 		var err error
 		if set {
@@ -221,7 +221,7 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 		}
 		slices.Sort(ids)
 		online := make([]bool, len(ids))
-		if err := parallel(len(ids), 16, func(i int) error {
+		if err := eachErr(len(ids), 16, func(i int) error {
 			var err error
 			online[i], _, err = a.rc.Exists(ctx, paths.Flag(ids[i], layout.Status))
 			return err

@@ -106,7 +106,7 @@ func (a *Admin) runningByServer(ctx context.Context) (map[string]int, error) {
 		return nil, err
 	}
 	counts := make([]map[string]int, len(names))
-	err = parallel(len(names), 8, func(i int) error {
+	err = eachErr(len(names), 8, func(i int) error {
 		paths := layout.Job(names[i])
 		kids, err := a.children(ctx, paths.Execution())
 		if err != nil {

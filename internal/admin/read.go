@@ -304,7 +304,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 		queued           []string
 		disabledData     []byte
 	)
-	err := parallel(7, 7, func(i int) error {
+	err := eachErr(7, 7, func(i int) error {
 		var err error
 		switch i {
 		case 0:
@@ -348,7 +348,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 
 	slices.Sort(serverIDs)
 	s.servers = make([]*serverSnap, len(serverIDs))
-	err = parallel(len(serverIDs), 16, func(i int) error {
+	err = eachErr(len(serverIDs), 16, func(i int) error {
 		sv := &serverSnap{id: serverIDs[i], flags: map[string]bool{}}
 		s.servers[i] = sv
 		kids, err := a.children(ctx, paths.Server(sv.id))
@@ -391,7 +391,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 
 	items := itemNames(execs)
 	var mu sync.Mutex
-	err = parallel(len(items), 16, func(i int) error {
+	err = eachErr(len(items), 16, func(i int) error {
 		item := items[i]
 		is := &itemSnap{}
 		nodes := []string{layout.Completed}
@@ -454,7 +454,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 			}
 		}
 	}
-	err = parallel(len(queuedItems), 16, func(i int) error {
+	err = eachErr(len(queuedItems), 16, func(i int) error {
 		item := queuedItems[i]
 		data, ok, err := a.get(ctx, paths.FailoverItem(item))
 		if err != nil || !ok {
@@ -542,7 +542,7 @@ func (a *Admin) Jobs(ctx context.Context) ([]JobSummary, error) {
 	now := a.now()
 	out := make([]JobSummary, len(names))
 	gone := make([]bool, len(names))
-	err = parallel(len(names), 8, func(i int) error {
+	err = eachErr(len(names), 8, func(i int) error {
 		s, err := a.read(ctx, names[i], false)
 		if errors.Is(err, ErrUnknownJob) {
 			gone[i] = true // removed while we looked
