@@ -29,26 +29,39 @@ lint:
 	cd bench && $(GO) vet ./...
 
 # Script and HTTP jobs from a YAML file with no Go code (example/yaml/nogo.yaml),
-# run by `shardjob run`, next to the small service the HTTP job calls.
+# run by `shardjob run`, next to the small service the HTTP job calls. It
+# stops what it started when it ends, Ctrl-C included: the receiver, and the
+# ZooKeeper on $(ZK_PORT) unless that one was already running (make zk-start).
 yaml-demo: zookeeper
-	bash scripts/zookeeper.sh start $(ZK_DIR) $(ZK_PORT)
 	$(GO) build -o $(ZK_DIR)/receiver ./example/yaml/receiver
 	$(GO) build -o $(ZK_DIR)/shardjob ./cmd/shardjob
-	$(ZK_DIR)/receiver & pid=$$!; trap 'kill $$pid' EXIT; $(ZK_DIR)/shardjob run example/yaml/nogo.yaml
+	@pid=; ours=; \
+	trap 'status=$$?; trap - EXIT; [ -z "$$pid" ] || kill $$pid 2>/dev/null; [ -z "$$ours" ] || bash scripts/zookeeper.sh stop $(ZK_DIR); exit $$status' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	bash scripts/zookeeper.sh start $(ZK_DIR) $(ZK_PORT) 2>$(ZK_DIR)/start.log >/dev/null; status=$$?; cat $(ZK_DIR)/start.log >&2; \
+	[ $$status -eq 0 ] || exit $$status; \
+	grep -q 'already running' $(ZK_DIR)/start.log || ours=1; \
+	$(ZK_DIR)/receiver & pid=$$!; \
+	$(ZK_DIR)/shardjob run example/yaml/nogo.yaml
 
-# The demo starts its own ZooKeeper ensemble through regcenter/zktest.
-demo: zookeeper
-	$(GO) run ./example/cluster
+# The demos need nothing but Go: with no registry given they run on an etcd
+# member inside the process (regcenter.StartEmbeddedServer), its data in a
+# temporary directory removed at the end. DEMO_FLAGS points them elsewhere:
+# make demo DEMO_FLAGS='-zk 127.0.0.1:2181' (ZooKeeper) or
+# DEMO_FLAGS='-etcd 127.0.0.1:2379' (an etcd cluster).
+DEMO_FLAGS ?=
+demo:
+	$(GO) run ./example/cluster $(DEMO_FLAGS)
 
 # Placement across jobs: 30 one-item jobs over 3-4 instances, a drain, an alarm.
-demo-placement: zookeeper
-	$(GO) run ./example/placement
+demo-placement:
+	$(GO) run ./example/placement $(DEMO_FLAGS)
 
-# The web console over a small cluster with jobs and a dispatcher (its own
-# ZooKeeper, SQLite in a temporary directory): it prints the URL and the
-# token to open it with.
-console-demo: zookeeper
-	$(GO) run ./example/console
+# The web console over a small cluster with jobs and a dispatcher (SQLite
+# in a temporary directory): it prints the URL and the token to open it
+# with.
+console-demo:
+	$(GO) run ./example/console $(DEMO_FLAGS)
 
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots: zookeeper chromium
@@ -56,8 +69,8 @@ screenshots: zookeeper chromium
 
 # The execution history: two instances, two jobs (one failing), recorded to
 # SQLite by history.Recorder and printed through its Query API.
-demo-history: zookeeper
-	$(GO) run ./example/history
+demo-history:
+	$(GO) run ./example/history $(DEMO_FLAGS)
 
 # The fire path measured as a user sees it (tools/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.

@@ -71,13 +71,14 @@ type Config struct {
 	// Clock tells the time; default the system clock. All times the
 	// dispatcher stores come from it, so nodes' clocks should agree.
 	Clock Clock
-	// Regcenter, if set, ties this node's leases to its ZooKeeper session:
+	// Regcenter, if set, ties this node's leases to its registry session
+	// (ZooKeeper or etcd: any regcenter.Center):
 	// each lease also has an ephemeral node under /dispatch/nodes in the
 	// regcenter's namespace. When this node's session ends its handlers
 	// are cancelled at once; when another node's session ends, its tasks
 	// are freed at once instead of after LeaseTTL (which still applies).
 	// Optional; every node sharing a store should set it or none.
-	Regcenter *regcenter.ZooKeeper
+	Regcenter regcenter.Center
 	// MaxWorkers is the most workers the store may hold: a PutWorker of a
 	// new name past it fails with ErrTooManyWorkers, so the per-worker
 	// answers and metric series stay bounded. Default 1000.

@@ -8,17 +8,27 @@ import (
 
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-// TestZooKeeperSessionEndFreesTasksAtOnce: with a regcenter, a node whose
-// ZooKeeper session ends has its handlers cancelled at once, and another
-// node frees its task at once, long before the lease TTL (an hour here).
-func TestZooKeeperSessionEndFreesTasksAtOnce(t *testing.T) {
+// TestRegistrySessionEndFreesTasksAtOnce: with a regcenter, on ZooKeeper
+// and on etcd, a node whose session ends has its handlers cancelled at
+// once, and another node frees its task at once, long before the lease TTL
+// (an hour here).
+func TestRegistrySessionEndFreesTasksAtOnce(t *testing.T) {
+	t.Run("zookeeper", func(t *testing.T) {
+		testSessionEndFreesTasksAtOnce(t, regcenter.Config{Servers: zktest.Start(t).Servers(), Namespace: "dispatchtest"})
+	})
+	t.Run("etcd", func(t *testing.T) {
+		testSessionEndFreesTasksAtOnce(t, regcenter.Config{Etcd: etcdtest.Start(t).Endpoints(), Namespace: "dispatchtest"})
+	})
+}
+
+func testSessionEndFreesTasksAtOnce(t *testing.T, rcCfg regcenter.Config) {
 	ctx := testCtx(t)
-	zk := zktest.Start(t)
-	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "dispatchtest"}, regcenter.WithLogger(testlog.Logger(t)))
+	connect := func() regcenter.Center {
+		rc, err := regcenter.Open(ctx, rcCfg, regcenter.WithLogger(testlog.Logger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}

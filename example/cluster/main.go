@@ -2,7 +2,7 @@
 // fire is split into ten sharding items, and every item runs on exactly one
 // live instance. Three instances start, one of them shuts down, and two new
 // ones join; after each change the leader reshards and the items follow the
-// instances. Every instance has its own ZooKeeper session and server id,
+// instances. Every instance has its own registry session and server id,
 // so the three to four schedulers in this one process behave exactly as
 // separate processes on separate hosts would.
 //
@@ -10,12 +10,15 @@
 //
 //	make demo
 //
-// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+// or
 //
-//	go run ./example/cluster                     # starts a local ZooKeeper
-//	go run ./example/cluster -zk 127.0.0.1:2181  # uses a running one
+//	go run ./example/cluster                         # an embedded etcd: nothing to install
+//	go run ./example/cluster -zk 127.0.0.1:2181      # a running ZooKeeper
+//	go run ./example/cluster -etcd 127.0.0.1:2379    # a running etcd cluster
 //
-// SHARDJOB_ZK=host:port does what -zk does. The demo takes about 25
+// With neither flag the instances share one etcd member that runs inside
+// this process, with its data in a temporary directory removed at the end.
+// SHARDJOB_ZK and SHARDJOB_ETCD do what -zk and -etcd do. The demo takes about 25
 // seconds and stops early, cleanly, on Ctrl-C (SIGINT) or SIGTERM. -v
 // shows the schedulers' own log lines (elections, resharding) on stderr.
 package main
@@ -36,9 +39,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 const (
@@ -51,19 +54,19 @@ var cities = []string{"Beijing", "Shanghai", "Guangzhou", "Shenzhen", "Chengdu",
 	"Hangzhou", "Wuhan", "Xi'an", "Nanjing", "Tianjin"}
 
 func main() {
-	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	reg := demoreg.Register(nil)
 	verbose := flag.Bool("v", false, "show the schedulers' log lines on stderr")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, stop, *zkFlag, *verbose); err != nil {
+	if err := run(ctx, stop, reg, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, stopSignals func(), zkServers string, verbose bool) error {
+func run(ctx context.Context, stopSignals func(), flags *demoreg.Flags, verbose bool) error {
 	printHeader()
 
 	logLevel := slog.LevelError
@@ -72,36 +75,27 @@ func run(ctx context.Context, stopSignals func(), zkServers string, verbose bool
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 
-	var servers []string
-	if zkServers != "" {
-		servers = strings.Split(zkServers, ",")
-		fmt.Printf("ZooKeeper: %s, namespace /%s\n", zkServers, namespace)
-	} else {
-		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
-		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			fmt.Println("Interrupted.")
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, zktest.ErrNotInstalled) {
-				return fmt.Errorf("%w\n(make demo installs it when run as root on Debian/Ubuntu)", err)
-			}
-			return fmt.Errorf("starting ZooKeeper: %w", err)
-		}
-		defer func() {
-			if err := zk.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, "stopping ZooKeeper:", err)
-			}
-			fmt.Println("ZooKeeper stopped.")
-		}()
-		servers = zk.Servers()
-		fmt.Printf("ZooKeeper: serving on %s, namespace /%s\n", zk.ConnectString(), namespace)
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	reg, err := flags.Start(startCtx, namespace)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		fmt.Println("Interrupted.")
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := reg.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the registry:", err)
+		}
+		if reg.Embedded() {
+			fmt.Println("Registry stopped, its data removed.")
+		}
+	}()
+	fmt.Printf("Registry: %s, namespace /%s\n", reg, namespace)
 
-	d := &demo{servers: servers, log: logger, board: newBoard(os.Stdout)}
+	d := &demo{rcConfig: reg.Config(), log: logger, board: newBoard(os.Stdout)}
 	go d.board.run()
 	defer d.shutdownAll()
 
@@ -156,7 +150,7 @@ one per city; every item runs on exactly one live instance:
 		fmt.Println(strings.TrimRight(line.String(), " "))
 	}
 	fmt.Print(`The instances below live in this one process, but each has its own
-ZooKeeper session and server id, exactly like separate processes would.
+registry session and server id, exactly like separate processes would.
 Each line is one fire: its time, then the items each instance ran.
 Lines starting with >>> say what the demo does next.
 
@@ -165,19 +159,19 @@ Lines starting with >>> say what the demo does next.
 
 // demo holds the running instances.
 type demo struct {
-	servers []string
-	log     *slog.Logger
-	board   *board
+	rcConfig regcenter.Config
+	log      *slog.Logger
+	board    *board
 
 	mu        sync.Mutex
 	instances map[string]*instance
 }
 
-// instance is one scheduler on its own ZooKeeper session, as one process
+// instance is one scheduler on its own registry session, as one process
 // of an application would have.
 type instance struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    regcenter.Center
 	sched *job.Scheduler
 }
 
@@ -194,7 +188,7 @@ func jobConfig() job.Config {
 		Failover:               true,
 		Description:            "shardjob cluster demo",
 		// The demo's config replaces whatever an earlier run left in
-		// ZooKeeper (without it the stored config would win).
+		// the registry (without it the stored config would win).
 		Overwrite: true,
 	}
 }
@@ -214,7 +208,7 @@ func (d *demo) start(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	log := d.log.With("instance", id)
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: d.servers, Namespace: namespace}, regcenter.WithLogger(log))
+	rc, err := regcenter.Open(ctx, d.rcConfig, regcenter.WithLogger(log))
 	if err != nil {
 		return fmt.Errorf("%s: %w", id, err)
 	}

@@ -3,17 +3,21 @@
 // recording their history to SQLite, and a dispatcher on SQLite with three
 // workers and a steady trickle of tasks.
 // It serves the console on 127.0.0.1:8088 and prints its URL and the token
-// that its actions need. Every instance has its own ZooKeeper session and
+// that its actions need. Every instance has its own registry session and
 // server id, as separate processes would.
 //
 // From the repository root:
 //
 //	make console-demo
 //
-// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+// or
 //
-//	go run ./example/console                       # starts a local ZooKeeper
-//	go run ./example/console -zk 127.0.0.1:2181    # uses a running one
+//	go run ./example/console                       # an embedded etcd: nothing to install
+//	go run ./example/console -zk 127.0.0.1:2181    # a running ZooKeeper
+//	go run ./example/console -etcd 127.0.0.1:2379  # a running etcd cluster
+//
+// With neither -zk nor -etcd the instances share one etcd member inside
+// this process, its data in a temporary directory removed at the end.
 //
 // It runs until Ctrl-C and then stops cleanly.
 package main
@@ -32,7 +36,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -41,22 +44,22 @@ import (
 	"github.com/shardjob/shardjob/metrics/historymetrics"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 const namespace = "shardjob-console-demo"
 
 func main() {
-	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	reg := demoreg.Register(nil)
 	listen := flag.String("listen", "127.0.0.1:8088", "where the console listens")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zkFlag, *listen); err != nil {
+	if err := run(ctx, reg, *listen); err != nil {
 		fmt.Fprintln(os.Stderr, "console demo:", err)
 		os.Exit(1)
 	}
@@ -82,29 +85,20 @@ func work(ctx context.Context, sc job.ShardingContext) error {
 	return nil
 }
 
-func run(ctx context.Context, zkServers, listen string) error {
-	var servers []string
-	if zkServers != "" {
-		servers = strings.Split(zkServers, ",")
-	} else {
-		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
-		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
-		cancel()
-		if err != nil {
-			if errors.Is(err, zktest.ErrNotInstalled) {
-				return fmt.Errorf("%w\n(make console-demo installs it when run as root on Debian/Ubuntu)", err)
-			}
-			return fmt.Errorf("starting ZooKeeper: %w", err)
-		}
-		defer zk.Close()
-		servers = zk.Servers()
+func run(ctx context.Context, flags *demoreg.Flags, listen string) (err error) {
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	reg, err := flags.Start(startCtx, namespace)
+	cancel()
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+	fmt.Printf("Registry: %s\n", reg)
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	connect := func() (*regcenter.ZooKeeper, error) {
+	connect := func() (regcenter.Center, error) {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: servers, Namespace: namespace}, regcenter.WithLogger(quiet))
+		return regcenter.Open(cctx, reg.Config(), regcenter.WithLogger(quiet))
 	}
 
 	dir, err := os.MkdirTemp("", "shardjob-console-demo-")

@@ -8,6 +8,11 @@
 //	go run ./example/dispatch -local-postgres          # a throwaway PostgreSQL (Debian's postgresql package)
 //	go run ./example/dispatch -postgres 'postgres://user@host/db?sslmode=disable'
 //
+// The dispatcher's leases are tied to a registry session (Config.Regcenter):
+// with neither -zk nor -etcd, a single-member etcd inside the process, its
+// data in a temporary directory removed at the end; -zk host:port uses a
+// running ZooKeeper, -etcd host:port an etcd cluster.
+//
 // Each task's work runs on after its start listener returned, and reports
 // back with Finish, as a real client would.
 package main
@@ -28,7 +33,9 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 func main() {
@@ -36,17 +43,35 @@ func main() {
 	localPG := flag.Bool("local-postgres", false, "start a throwaway PostgreSQL and use it")
 	perTenant := flag.Int("tasks", 200, "tasks per tenant")
 	window := flag.Duration("window", 10*time.Second, "the window each tenant's batch is spread over")
+	reg := demoreg.Register(nil)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *pgDSN, *localPG, *perTenant, *window); err != nil {
+	if err := run(ctx, reg, *pgDSN, *localPG, *perTenant, *window); err != nil {
 		fmt.Fprintln(os.Stderr, "dispatch example:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, pgDSN string, localPG bool, perTenant int, window time.Duration) (err error) {
+func run(ctx context.Context, flags *demoreg.Flags, pgDSN string, localPG bool, perTenant int, window time.Duration) (err error) {
 	cfg := dispatch.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	reg, err := flags.Start(sctx, "dispatch-example")
+	if err == nil {
+		defer func() { err = errors.Join(err, reg.Close()) }()
+		var rc regcenter.Center
+		rc, err = regcenter.Open(sctx, reg.Config(), regcenter.WithLogger(cfg.Logger))
+		if err == nil {
+			// Closed after the dispatcher (defers run last first).
+			defer func() { err = errors.Join(err, rc.Close()) }()
+			cfg.Regcenter = rc
+			fmt.Printf("registry: %s\n", reg)
+		}
+	}
+	cancel()
+	if err != nil {
+		return err
+	}
 	switch {
 	case localPG:
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -8,11 +8,15 @@
 //
 //	make demo-history
 //
-// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+// or
 //
-//	go run ./example/history                     # starts a local ZooKeeper
-//	go run ./example/history -zk 127.0.0.1:2181  # uses a running one
-//	go run ./example/history -db ./history.db    # keeps the database here
+//	go run ./example/history                       # an embedded etcd: nothing to install
+//	go run ./example/history -zk 127.0.0.1:2181    # a running ZooKeeper
+//	go run ./example/history -etcd 127.0.0.1:2379  # a running etcd cluster
+//	go run ./example/history -db ./history.db      # keeps the database here
+//
+// With neither -zk nor -etcd the instances share one etcd member inside
+// this process, its data in a temporary directory removed at the end.
 //
 // It takes about 10 seconds; afterwards "shardjob history --history-dsn
 // FILE" reads the same file.
@@ -27,50 +31,42 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 const namespace = "shardjob-history-demo"
 
 func main() {
-	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	reg := demoreg.Register(nil)
 	dbFlag := flag.String("db", filepath.Join(os.TempDir(), "shardjob-history-demo.db"), "the SQLite `file` the history is written to")
 	runFor := flag.Duration("for", 6*time.Second, "how long the jobs run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zkFlag, *dbFlag, *runFor); err != nil {
+	if err := run(ctx, reg, *dbFlag, *runFor); err != nil {
 		fmt.Fprintln(os.Stderr, "history demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, zkServers, db string, runFor time.Duration) error {
-	var servers []string
-	if zkServers != "" {
-		servers = strings.Split(zkServers, ",")
-	} else {
-		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
-		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
-		cancel()
-		if err != nil {
-			if errors.Is(err, zktest.ErrNotInstalled) {
-				return fmt.Errorf("%w\n(make demo-history installs it when run as root on Debian/Ubuntu)", err)
-			}
-			return fmt.Errorf("starting ZooKeeper: %w", err)
-		}
-		defer zk.Close()
-		servers = zk.Servers()
+func run(ctx context.Context, flags *demoreg.Flags, db string, runFor time.Duration) (err error) {
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	reg, err := flags.Start(startCtx, namespace)
+	cancel()
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+	fmt.Printf("Registry: %s\n", reg)
+	rcConfig := reg.Config()
+	rcConfig.SessionTimeout = 4 * time.Second
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	// Start from an empty history, so that what is printed is this run's.
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -96,7 +92,7 @@ func run(ctx context.Context, zkServers, db string, runFor time.Duration) error 
 
 	var scheds []*job.Scheduler
 	for _, id := range []string{"node-1", "node-2"} {
-		rc, err := regcenter.NewZooKeeper(octx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(quiet))
+		rc, err := regcenter.Open(octx, rcConfig, regcenter.WithLogger(quiet))
 		if err != nil {
 			return err
 		}

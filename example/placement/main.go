@@ -2,17 +2,21 @@
 // firing every second spread evenly over three instances, a fourth joining
 // and taking units only from the others, an instance drained and given
 // its units back, and the alarm an instance raises when it holds more
-// units than its threshold. Every instance has its own ZooKeeper session
+// units than its threshold. Every instance has its own registry session
 // and server id, as separate processes would.
 //
 // From the repository root:
 //
 //	make demo-placement
 //
-// or, with Java and ZooKeeper installed (see scripts/zookeeper.sh):
+// or
 //
-//	go run ./example/placement                     # starts a local ZooKeeper
-//	go run ./example/placement -zk 127.0.0.1:2181  # uses a running one
+//	go run ./example/placement                       # an embedded etcd: nothing to install
+//	go run ./example/placement -zk 127.0.0.1:2181    # a running ZooKeeper
+//	go run ./example/placement -etcd 127.0.0.1:2379  # a running etcd cluster
+//
+// With neither flag the instances share one etcd member inside this
+// process, its data in a temporary directory removed at the end.
 //
 // It takes about 40 seconds and stops early, cleanly, on Ctrl-C.
 package main
@@ -31,9 +35,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 const (
@@ -42,11 +46,11 @@ const (
 )
 
 func main() {
-	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	reg := demoreg.Register(nil)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zkFlag); err != nil && ctx.Err() == nil {
+	if err := run(ctx, reg); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "placement demo:", err)
 		os.Exit(1)
 	}
@@ -95,24 +99,17 @@ func (t *tally) line() string {
 	return time.Unix(last, 0).Format("15:04:05") + "  " + strings.Join(parts, "   ")
 }
 
-func run(ctx context.Context, zkServers string) error {
-	var servers []string
-	if zkServers != "" {
-		servers = strings.Split(zkServers, ",")
-	} else {
-		fmt.Println("ZooKeeper: starting a local server (regcenter/zktest; a JVM, a few seconds)...")
-		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		zk, err := zktest.StartCluster(startCtx, zktest.Options{})
-		cancel()
-		if err != nil {
-			if errors.Is(err, zktest.ErrNotInstalled) {
-				return fmt.Errorf("%w\n(make demo-placement installs it when run as root on Debian/Ubuntu)", err)
-			}
-			return fmt.Errorf("starting ZooKeeper: %w", err)
-		}
-		defer zk.Close()
-		servers = zk.Servers()
+func run(ctx context.Context, flags *demoreg.Flags) (err error) {
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	reg, err := flags.Start(startCtx, namespace)
+	cancel()
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+	fmt.Printf("Registry: %s\n", reg)
+	rcConfig := reg.Config()
+	rcConfig.SessionTimeout = 4 * time.Second
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	t := &tally{byFire: map[int64]map[string]string{}}
 	var cfgs []job.Config
@@ -120,7 +117,7 @@ func run(ctx context.Context, zkServers string) error {
 		cfgs = append(cfgs, job.Config{Name: fmt.Sprintf("report-%02d", i), Cron: "* * * * * *", ShardingTotalCount: 1})
 	}
 	type inst struct {
-		rc    *regcenter.ZooKeeper
+		rc    regcenter.Center
 		sched *job.Scheduler
 	}
 	started := map[string]*inst{}
@@ -135,7 +132,7 @@ func run(ctx context.Context, zkServers string) error {
 	start := func(id string, opts ...job.Option) error {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		rc, err := regcenter.NewZooKeeper(sctx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(quiet))
+		rc, err := regcenter.Open(sctx, rcConfig, regcenter.WithLogger(quiet))
 		if err != nil {
 			return err
 		}

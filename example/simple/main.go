@@ -3,12 +3,17 @@
 //
 // From the repository root:
 //
-//	go run ./example/simple                     # starts a local ZooKeeper (needs Java and ZooKeeper)
-//	go run ./example/simple -zk 127.0.0.1:2181  # uses a running one (make zk-start starts one there)
+//	go run ./example/simple                       # an embedded etcd: nothing to install
+//	go run ./example/simple -zk 127.0.0.1:2181    # a running ZooKeeper (make zk-start starts one there)
+//	go run ./example/simple -etcd 127.0.0.1:2379  # a running etcd cluster
+//
+// With neither -zk nor -etcd it runs a single-member etcd inside the
+// process, its data in a temporary directory removed at the end.
 //
 // Stop it with Ctrl-C (SIGINT) or SIGTERM: it shuts down gracefully, letting
 // running items finish. To watch the items split, start a ZooKeeper with
-// make zk-start and run the command in two terminals with distinct ids:
+// make zk-start (or an etcd) and run the command in two terminals with
+// distinct ids:
 //
 //	go run ./example/simple -zk 127.0.0.1:2181 -id one
 //	go run ./example/simple -zk 127.0.0.1:2181 -id two
@@ -16,49 +21,43 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 func main() {
-	zkFlag := flag.String("zk", os.Getenv("SHARDJOB_ZK"), "ZooKeeper `host:port` list, comma-separated (default: start a local ZooKeeper)")
+	reg := demoreg.Register(nil)
 	id := flag.String("id", "", "server `id` of this instance (default: the host's IP address)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *zkFlag, *id); err != nil {
+	if err := run(ctx, reg, *id); err != nil {
 		fmt.Fprintln(os.Stderr, "simple:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, zkServers, id string) error {
-	var servers []string
-	if zkServers != "" {
-		servers = strings.Split(zkServers, ",")
-	} else {
-		slog.Info("starting a local ZooKeeper (regcenter/zktest)")
-		zk, err := zktest.StartCluster(ctx, zktest.Options{})
-		if err != nil {
-			return err // says how to install ZooKeeper if it is missing
-		}
-		defer zk.Close()
-		servers = zk.Servers()
+func run(ctx context.Context, flags *demoreg.Flags, id string) (err error) {
+	reg, err := flags.Start(ctx, "shop")
+	if err != nil {
+		return err
 	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+	slog.Info("registry", "is", reg.String())
 
-	// One registry center (one ZooKeeper session) per process.
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: servers, Namespace: "shop"})
+	// One registry center (one session) per process.
+	rc, err := regcenter.Open(ctx, reg.Config())
 	if err != nil {
 		return err
 	}

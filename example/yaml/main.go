@@ -1,16 +1,21 @@
 // Command yaml runs the jobs defined in example/yaml/jobs.yaml, binding each
 // to a Go handler by name, until it is stopped.
 //
-// The file's regcenter section names the ZooKeeper to use (127.0.0.1:2181;
-// SHARDJOB_REGCENTER_SERVERS overrides it). From the repository root:
+// From the repository root:
 //
-//	make zk-start && go run ./example/yaml   # a ZooKeeper on 127.0.0.1:2181
-//	go run ./example/yaml -local-zk          # start a local ZooKeeper if the file's is unreachable
-//	go run ./example/yaml -f my-jobs.yaml    # another file
+//	go run ./example/yaml                          # an embedded etcd: nothing to install
+//	go run ./example/yaml -zk 127.0.0.1:2181       # a running ZooKeeper
+//	go run ./example/yaml -etcd 127.0.0.1:2379     # a running etcd cluster
+//	make zk-start && go run ./example/yaml -file-registry  # the file's own servers (127.0.0.1:2181)
+//	go run ./example/yaml -f my-jobs.yaml          # another file
 //
-// Without -local-zk an unreachable ZooKeeper is an error: the program never
-// starts a server of its own unless asked to. Stop it with Ctrl-C (SIGINT)
-// or SIGTERM: it shuts down gracefully.
+// The file's regcenter section gives the namespace and timeouts. Its
+// servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS
+// or SHARDJOB_REGCENTER_ETCD names the registry (job.LoadFile reads them);
+// -zk and -etcd replace them. Otherwise the program runs a single-member
+// etcd inside the process, its data in a temporary directory removed at
+// the end. Stop it with Ctrl-C (SIGINT) or SIGTERM: it shuts down
+// gracefully.
 package main
 
 import (
@@ -24,9 +29,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 // handlers are the Go implementations a job file can name, by name.
@@ -37,19 +42,20 @@ var handlers = map[string]job.Job{
 
 func main() {
 	file := flag.String("f", "", "job `file` (default: example/yaml/jobs.yaml, or jobs.yaml in the current directory)")
-	localZK := flag.Bool("local-zk", false, "start a local ZooKeeper (regcenter/zktest) if the file's servers are unreachable")
+	fileRegistry := flag.Bool("file-registry", false, "use the registry the file's regcenter section names")
+	reg := demoreg.Register(nil)
 	id := flag.String("id", "", "server `id` of this instance (default: the host's IP address)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *file, *localZK, *id); err != nil {
+	if err := run(ctx, *file, *fileRegistry, reg, *id); err != nil {
 		fmt.Fprintln(os.Stderr, "yaml:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, path string, localZK bool, id string) error {
+func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Flags, id string) (err error) {
 	if path == "" {
 		path = "example/yaml/jobs.yaml"
 		if _, err := os.Stat(path); err != nil {
@@ -65,21 +71,22 @@ func run(ctx context.Context, path string, localZK bool, id string) error {
 		slog.Info("job defined", "file", path, "job", spec.Name, "handler", spec.HandlerName(), "cron", spec.Cron, "items", spec.ShardingTotalCount)
 	}
 
-	rc, err := regcenter.NewZooKeeper(ctx, file.Regcenter)
-	if errors.Is(err, regcenter.ErrUnreachable) && localZK {
-		slog.Warn("ZooKeeper from the file is unreachable; -local-zk is set, so starting a local one", "servers", file.Regcenter.Servers)
-		zk, zerr := zktest.StartCluster(ctx, zktest.Options{})
-		if zerr != nil {
-			return zerr // says how to install ZooKeeper if it is missing
+	cfg := file.Regcenter
+	fromEnv := os.Getenv(job.EnvPrefix+"_REGCENTER_SERVERS") != "" || os.Getenv(job.EnvPrefix+"_REGCENTER_ETCD") != ""
+	if !fileRegistry && !fromEnv || flags.Given() {
+		// -zk, -etcd, or the embedded etcd, with the file's other settings.
+		reg, err := flags.Start(ctx, cfg.Namespace)
+		if err != nil {
+			return err
 		}
-		defer zk.Close()
-		cfg := file.Regcenter
-		cfg.Servers = zk.Servers()
-		slog.Info("local ZooKeeper started; it goes away when this program ends", "servers", cfg.Servers)
-		rc, err = regcenter.NewZooKeeper(ctx, cfg)
+		defer func() { err = errors.Join(err, reg.Close()) }()
+		rcfg := reg.Config()
+		cfg.Servers, cfg.Etcd = rcfg.Servers, rcfg.Etcd
+		slog.Info("registry", "is", reg.String())
 	}
+	rc, err := regcenter.Open(ctx, cfg)
 	if errors.Is(err, regcenter.ErrUnreachable) {
-		return fmt.Errorf("%w\nStart one (make zk-start runs one on 127.0.0.1:2181), set SHARDJOB_REGCENTER_SERVERS, or rerun with -local-zk to start a local ZooKeeper", err)
+		return fmt.Errorf("%w\nStart it (make zk-start runs a ZooKeeper on 127.0.0.1:2181), or run without -file-registry on an embedded etcd", err)
 	}
 	if err != nil {
 		return err
