@@ -32,3 +32,14 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 		t.Error("README.md has no ```go block starting with \"package main\"")
 	}
 }
+
+// TestREADMESaysHowToInstall keeps the install line a newcomer copies.
+func TestREADMESaysHowToInstall(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "go get github.com/shardjob/shardjob@latest") {
+		t.Error("README.md does not say how to install the module (go get github.com/shardjob/shardjob@latest)")
+	}
+}
