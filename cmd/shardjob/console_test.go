@@ -24,7 +24,7 @@ func TestConsoleUsage(t *testing.T) {
 		{[]string{"console", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"console", "--zk", "127.0.0.1:1", "--dispatch-driver", "sqlite"}, exitUsage, "--dispatch-driver and --dispatch-dsn go together"},
 		{[]string{"console", "--zk", "127.0.0.1:1", "--history-dsn", "h.db"}, exitUsage, "--history-driver and --history-dsn go together"},
-		{[]string{"console"}, exitUsage, "no ZooKeeper servers given"},
+		{[]string{"console"}, exitUsage, "no registry given"},
 	} {
 		var out, errOut strings.Builder
 		code := runConsoleCtx(context.Background(), c.args[1:], &out, &errOut, func(string) string { return "" })
