@@ -141,7 +141,13 @@ func run(ctx context.Context, flags *demoreg.Flags, pgDSN string, localPG bool, 
 			return err
 		}
 	}
-	fmt.Printf("store %s: %d tasks for each of %d tenants over %s; global cap %d\n", cfg.Driver, perTenant, len(tenants), window, global)
+	store := cfg.Driver
+	if store == "" {
+		store = "sqlite " + cfg.DSN
+	}
+	fmt.Printf("store %s: %d tasks for each of %d tenants over %s; global cap %d\n", store, perTenant, len(tenants), window, global)
+	fmt.Println("each line: seconds since the assignment; per tenant, tasks running/its cap; all, running/the global cap;")
+	fmt.Println("ended, tasks finished, failed or cancelled/all; late, starts after the task's acceptable start (the caps held it back)")
 	if err := d.Start(ctx); err != nil {
 		return err
 	}
