@@ -516,6 +516,14 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return ds[min(i, len(ds)-1)]
 }
 
+// Registry is the registry the run coordinated through.
+func (r *Report) Registry() string {
+	if r.Config.Registry == "" {
+		return registryZooKeeper
+	}
+	return r.Config.Registry
+}
+
 // Summary is the one-line result.
 func (r *Report) Summary() string {
 	p50, maxD := "n/a", "n/a"
@@ -525,10 +533,10 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d",
+		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d registry=%s",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed)
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed, r.Registry())
 }
 
 // maxDetail bounds the detail lines of one kind.

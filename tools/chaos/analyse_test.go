@@ -361,6 +361,9 @@ func TestSummaryFormat(t *testing.T) {
 	if !re.MatchString(r.Summary()) {
 		t.Fatalf("summary %q does not match %s", r.Summary(), re)
 	}
+	if !strings.HasSuffix(r.Summary(), " registry=zookeeper") {
+		t.Errorf("summary %q: a log with no registry is from a run on ZooKeeper", r.Summary())
+	}
 	if !r.OK() {
 		t.Error("not OK")
 	}

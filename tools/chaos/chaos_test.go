@@ -18,17 +18,27 @@ import (
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
-// TestChaosShort runs the whole harness — a three-member ensemble, three
-// instance processes, every fault kind at least once over about a minute —
-// and fails if committed executions overlapped or fires were lost.
+// TestChaosShort runs the whole harness on each registry — a three-member
+// ZooKeeper ensemble or etcd cluster, three instance processes, every fault
+// kind of the registry at least once over about a minute — and fails if
+// committed executions overlapped, fires were lost or a fire ran twice with
+// no crash to explain it.
 //
 // SHARDJOB_CHAOS_SEED replays a schedule; SHARDJOB_CHAOS_DIR keeps the run
-// directory (event log, instance and ZooKeeper logs) for inspection.
+// directories (DIR/zookeeper, DIR/etcd: event log, instance and registry
+// logs) for inspection. -run TestChaosShort/etcd runs one registry only.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the chaos harness runs for about two minutes")
+		t.Skip("the chaos harness runs for about two minutes per registry")
 	}
+	for _, registry := range registries {
+		t.Run(registry, func(t *testing.T) { chaosShort(t, registry) })
+	}
+}
+
+func chaosShort(t *testing.T, registry string) {
 	cfg := DefaultConfig()
+	cfg.Registry = registry
 	cfg.Duration = 60 * time.Second
 	if s := os.Getenv("SHARDJOB_CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseInt(s, 10, 64)
@@ -37,9 +47,10 @@ func TestChaosShort(t *testing.T) {
 		}
 		cfg.Seed = seed
 	}
-	cfg.Dir = os.Getenv("SHARDJOB_CHAOS_DIR")
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
+	keep := os.Getenv("SHARDJOB_CHAOS_DIR")
+	cfg.Dir = t.TempDir()
+	if keep != "" {
+		cfg.Dir = filepath.Join(keep, registry)
 	}
 	cfg.Out = testlog.Writer{T: t}
 
@@ -55,7 +66,10 @@ func TestChaosShort(t *testing.T) {
 	t.Log("\n" + buf.String())
 	t.Log(rep.Summary())
 
-	for _, f := range allFaults {
+	if got := rep.Registry(); got != registry {
+		t.Errorf("the event log says the run was on %s, want %s", got, registry)
+	}
+	for _, f := range faultsFor(registry) {
 		if f == faultPartition && !rep.Config.Partition {
 			t.Logf("fault %s skipped: no network namespace here", f)
 			continue

@@ -12,19 +12,47 @@ import (
 
 // Fault kinds.
 const (
-	faultKill9      = "kill9"       // SIGKILL an instance, restart it a few seconds later
-	faultStop       = "sigstop"     // freeze an instance past its session timeout, then SIGCONT
-	faultTerm       = "sigterm"     // graceful shutdown of an instance, restart it later
-	faultZKFollower = "zk-follower" // kill -9 a ZooKeeper follower, start it again later
-	faultZKLeader   = "zk-leader"   // kill -9 the ZooKeeper leader, start it again later
-	faultZKRestart  = "zk-restart"  // stop every member, start them all (no quorum meanwhile)
-	faultPartition  = "partition"   // cut the namespaced instance off past its session timeout
+	faultKill9        = "kill9"         // SIGKILL an instance, restart it a few seconds later
+	faultStop         = "sigstop"       // freeze an instance past its session timeout, then SIGCONT
+	faultTerm         = "sigterm"       // graceful shutdown of an instance, restart it later
+	faultZKFollower   = "zk-follower"   // kill -9 a ZooKeeper follower, start it again later
+	faultZKLeader     = "zk-leader"     // kill -9 the ZooKeeper leader, start it again later
+	faultZKRestart    = "zk-restart"    // stop every member, start them all (no quorum meanwhile)
+	faultEtcdFollower = "etcd-follower" // kill -9 an etcd follower, start it again later
+	faultEtcdLeader   = "etcd-leader"   // kill -9 the etcd leader, start it again later
+	faultEtcdRestart  = "etcd-restart"  // stop every etcd member, start them all (no quorum meanwhile)
+	faultEtcdWiped    = "etcd-wiped"    // kill -9 an etcd member, wipe its data, and have it rejoin as a new member
+	faultPartition    = "partition"     // cut the namespaced instance off past its session timeout
 )
 
-var allFaults = []string{faultKill9, faultStop, faultTerm, faultZKFollower, faultZKLeader, faultZKRestart, faultPartition}
+// instanceFaults act on the instances, whatever the registry.
+var instanceFaults = []string{faultKill9, faultStop, faultTerm, faultPartition}
 
-func isFault(f string) bool               { return slices.Contains(allFaults, f) }
+// registryFaults are each registry's own faults, acting on its members.
+var registryFaults = map[string][]string{
+	registryZooKeeper: {faultZKFollower, faultZKLeader, faultZKRestart},
+	registryEtcd:      {faultEtcdFollower, faultEtcdLeader, faultEtcdRestart, faultEtcdWiped},
+}
+
+// faultsFor returns every fault kind a run on registry injects by default.
+func faultsFor(registry string) []string {
+	return append(slices.Clone(instanceFaults), registryFaults[registry]...)
+}
+
+// isFault reports whether f is a fault kind of runs on registry.
+func isFault(registry, f string) bool     { return slices.Contains(faultsFor(registry), f) }
 func hasFault(fs []string, f string) bool { return slices.Contains(fs, f) }
+
+// isMemberFault reports whether f acts on the registry's members (after it
+// every instance's session went through the fault).
+func isMemberFault(f string) bool {
+	for _, fs := range registryFaults {
+		if slices.Contains(fs, f) {
+			return true
+		}
+	}
+	return false
+}
 
 // minRoom is the least time left before the deadline for another fault
 // after the first round.
@@ -71,7 +99,7 @@ func (h *harness) faultLoop(ctx context.Context) error {
 			}
 			h.note("fault %s failed: %v", kind, err)
 		}
-		if kind == faultZKFollower || kind == faultZKLeader || kind == faultZKRestart {
+		if isMemberFault(kind) {
 			// Every instance's session went through the fault: let those
 			// abandoned meanwhile expire before judging the recovery.
 			if err := sleepCtx(ctx, h.cfg.SessionTimeout); err != nil {
@@ -91,7 +119,7 @@ func (h *harness) faultLoop(ctx context.Context) error {
 				return ctx.Err()
 			}
 			h.note("cluster not recovered after %s (attempt %d): %v", kind, attempt, err)
-			h.dump(fmt.Sprintf("zk-tree-unrecovered-%d.txt", n))
+			h.dump(fmt.Sprintf("%s-tree-unrecovered-%d.txt", shortName(h.cfg.Registry), n))
 			if attempt == 3 {
 				return fmt.Errorf("cluster did not recover after %s: %w", kind, err)
 			}
@@ -109,6 +137,17 @@ func (h *harness) between(lo, hi time.Duration) time.Duration {
 		return lo
 	}
 	return lo + time.Duration(h.rng.Int64N(int64(hi-lo)))
+}
+
+// other returns a random member other than i.
+func (h *harness) other(i int) int {
+	var others []int
+	for j := range ensemble {
+		if j != i {
+			others = append(others, j)
+		}
+	}
+	return others[h.rng.IntN(len(others))]
 }
 
 // pick returns a random running, unfrozen instance.
@@ -180,35 +219,30 @@ func (h *harness) inject(ctx context.Context, kind string) error {
 		}
 		return h.start(p)
 
-	case faultZKFollower, faultZKLeader:
+	case faultZKFollower, faultZKLeader, faultEtcdFollower, faultEtcdLeader:
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		leader, err := h.cluster.Leader(lctx)
+		leader, err := h.cluster.leader(lctx)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("finding the leader: %w", err)
 		}
+		isLeader := kind == faultZKLeader || kind == faultEtcdLeader
 		target := leader
-		if kind == faultZKFollower {
-			var followers []int
-			for i := 0; i < ensemble; i++ {
-				if i != leader {
-					followers = append(followers, i)
-				}
-			}
-			target = followers[h.rng.IntN(len(followers))]
+		if !isLeader {
+			target = h.other(leader)
 		}
 		end := h.span(kind, fmt.Sprintf("member %d", target), "")
 		defer end()
 		t0 := time.Now()
-		if err := h.cluster.Kill(target); err != nil {
+		if err := h.cluster.kill(target); err != nil {
 			return err
 		}
-		h.zkMu.Lock()
-		h.zkDown[target] = true
-		h.zkMu.Unlock()
-		if kind == faultZKLeader {
+		h.memberMu.Lock()
+		h.memberDown[target] = true
+		h.memberMu.Unlock()
+		if isLeader {
 			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			nl, err := h.cluster.Leader(lctx)
+			nl, err := h.cluster.leader(lctx)
 			cancel()
 			if err != nil {
 				h.note("no new leader after killing leader %d: %v", target, err)
@@ -223,17 +257,40 @@ func (h *harness) inject(ctx context.Context, kind string) error {
 		defer cancel()
 		return h.startMember(sctx, target)
 
-	case faultZKRestart:
+	case faultZKRestart, faultEtcdRestart:
 		end := h.span(kind, "all members", "")
 		defer end()
 		h.event(eventlog.Event{Ev: eventlog.NoQuorumBegin})
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := h.cluster.RestartAll(rctx)
+		err := h.cluster.restartAll(rctx)
 		cancel()
 		h.event(eventlog.Event{Ev: eventlog.NoQuorumEnd})
 		if err != nil {
-			return fmt.Errorf("restarting the ensemble: %w", err)
+			return fmt.Errorf("restarting the cluster: %w", err)
 		}
+		return nil
+
+	case faultEtcdWiped:
+		// A follower (losing the leader is etcd-leader's fault): the other
+		// two keep the quorum and every committed write, and the wiped
+		// member, removed and added again as a new one, catches up from
+		// them.
+		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		leader, err := h.cluster.leader(lctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("finding the leader: %w", err)
+		}
+		target := h.other(leader)
+		end := h.span(kind, fmt.Sprintf("member %d", target), "")
+		defer end()
+		t0 := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := h.cluster.restartWiped(wctx, target); err != nil {
+			return fmt.Errorf("member %d wiped: %w", target, err)
+		}
+		h.note("member %d wiped, added again and serving after %v", target, time.Since(t0).Round(time.Millisecond))
 		return nil
 
 	case faultPartition:

@@ -9,13 +9,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 	"github.com/shardjob/shardjob/tools/proc"
 )
@@ -29,6 +29,7 @@ const (
 
 // Config is a chaos run.
 type Config struct {
+	Registry        string        // "zookeeper" or "etcd": the cluster the instances coordinate through
 	Duration        time.Duration // how long faults are injected (the first round of every kind always completes)
 	Instances       int
 	Items           int
@@ -37,9 +38,9 @@ type Config struct {
 	SessionTimeout  time.Duration
 	ShutdownTimeout time.Duration // an instance's graceful shutdown deadline
 	Seed            int64
-	Race            bool // build the instance with -race
-	Partition       bool // run the partition fault (needs root and ip netns)
-	Faults          []string
+	Race            bool          // build the instance with -race
+	Partition       bool          // run the partition fault (needs root and ip netns)
+	Faults          []string      // nil: every fault of the registry
 	Warmup          time.Duration // fires not checked after all instances are up
 	Settle          time.Duration // quiet time after the last fault, before stopping
 	Cooldown        time.Duration // fires not checked before the stop
@@ -53,6 +54,7 @@ type Config struct {
 // DefaultConfig returns the defaults of the command's flags.
 func DefaultConfig() Config {
 	return Config{
+		Registry:        registryZooKeeper,
 		Duration:        60 * time.Second,
 		Instances:       3,
 		Items:           6,
@@ -63,7 +65,6 @@ func DefaultConfig() Config {
 		Seed:            time.Now().UnixNano(),
 		Race:            raceEnabled,
 		Partition:       true,
-		Faults:          allFaults,
 		Warmup:          3 * time.Second,
 		Settle:          8 * time.Second,
 		Cooldown:        4 * time.Second,
@@ -72,6 +73,9 @@ func DefaultConfig() Config {
 
 func (c Config) validate() error {
 	var errs []error
+	if !slices.Contains(registries, c.Registry) {
+		errs = append(errs, fmt.Errorf("registry %q: need one of %s", c.Registry, strings.Join(registries, ",")))
+	}
 	if c.Instances < 2 {
 		errs = append(errs, fmt.Errorf("instances %d: need at least 2 (failover needs a survivor)", c.Instances))
 	}
@@ -82,14 +86,14 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("work %v ± %v: need 0 <= jitter < work", c.Work, c.Jitter))
 	}
 	if c.SessionTimeout < time.Second || c.SessionTimeout > 4*time.Second {
-		errs = append(errs, fmt.Errorf("session timeout %v: need 1s..4s (the test ensemble's tick allows up to 4s)", c.SessionTimeout))
+		errs = append(errs, fmt.Errorf("session timeout %v: need 1s..4s (the test ZooKeeper ensemble's tick allows up to 4s; etcd runs keep the same range so that their figures compare)", c.SessionTimeout))
 	}
 	if c.ShutdownTimeout <= 0 || c.Duration < 0 || c.Warmup < 0 || c.Settle < 0 || c.Cooldown < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
 	for _, f := range c.Faults {
-		if !isFault(f) {
-			errs = append(errs, fmt.Errorf("unknown fault %q (have %s)", f, strings.Join(allFaults, ",")))
+		if !isFault(c.Registry, f) {
+			errs = append(errs, fmt.Errorf("fault %q: not a fault of runs on %s (have %s)", f, c.Registry, strings.Join(faultsFor(c.Registry), ",")))
 		}
 	}
 	return errors.Join(errs...)
@@ -104,19 +108,19 @@ type harness struct {
 	rng         *rand.Rand // the fault loop's only
 
 	log     *eventlog.Writer
-	cluster *zktest.Cluster
-	servers []string // ZooKeeper, for instances on the host
+	cluster cluster
+	servers []string // the registry's members, for instances on the host
 
 	netns     *netns
 	fwd       *forwarder
-	nsServers []string // ZooKeeper through the forwarder, for the instance in the namespace
+	nsServers []string // the members through the forwarder, for the instance in the namespace
 
-	rc      *regcenter.ZooKeeper
+	rc      regcenter.Center
 	watcher *statusWatcher
 	procs   []*instance
 
-	zkMu   sync.Mutex
-	zkDown map[int]bool // members this harness stopped and has not restarted
+	memberMu   sync.Mutex
+	memberDown map[int]bool // members this harness stopped and has not restarted
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -151,8 +155,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	if out == nil {
 		out = io.Discard
 	}
-	h := &harness{cfg: cfg, out: out, zkDown: map[int]bool{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)>>1|1))}
-	h.progress("seed=%d", cfg.Seed)
+	if cfg.Faults == nil {
+		cfg.Faults = faultsFor(cfg.Registry)
+	}
+	reg := shortName(cfg.Registry)
+	h := &harness{cfg: cfg, out: out, memberDown: map[int]bool{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)>>1|1))}
+	h.progress("seed=%d registry=%s", cfg.Seed, cfg.Registry)
 
 	h.dir = cfg.Dir
 	if h.dir == "" {
@@ -189,26 +197,26 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		h.progress("built %s (race=%v) in %v", h.instanceBin, cfg.Race, time.Since(t0).Round(time.Millisecond))
 	}
 
-	clusterLog, err := os.OpenFile(filepath.Join(h.dir, "zk-cluster.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	clusterLog, err := os.OpenFile(filepath.Join(h.dir, reg+"-cluster.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { clusterLog.Close() })
 	t0 := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	h.cluster, err = zktest.StartCluster(sctx, zktest.Options{Size: ensemble, Dir: filepath.Join(h.dir, "zk"),
-		Logger: slog.New(slog.NewTextHandler(clusterLog, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	h.cluster, err = startRegistry(sctx, cfg.Registry, filepath.Join(h.dir, reg), ensemble,
+		slog.New(slog.NewTextHandler(clusterLog, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper ensemble: %w", err)
+		return nil, fmt.Errorf("%s cluster: %w", cfg.Registry, err)
 	}
 	undo = append(undo, func() {
-		if err := h.cluster.Close(); err != nil {
-			h.progress("closing the ensemble: %v", err)
+		if err := h.cluster.close(); err != nil {
+			h.progress("closing the %s cluster: %v", cfg.Registry, err)
 		}
 	})
-	h.servers = h.cluster.Servers()
-	h.progress("ensemble of %d serving on %s (started in %v)", ensemble, strings.Join(h.servers, ","), time.Since(t0).Round(time.Millisecond))
+	h.servers = h.cluster.addrs()
+	h.progress("%s cluster of %d serving on %s (started in %v)", cfg.Registry, ensemble, strings.Join(h.servers, ","), time.Since(t0).Round(time.Millisecond))
 
 	if h.log, err = eventlog.Open(h.logPath); err != nil {
 		return nil, err
@@ -228,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			} else {
 				undo = append(undo, fwd.close)
 				h.netns, h.fwd, h.nsServers = n, fwd, addrs
-				h.progress("network namespace %s (%s, %s ↔ %s), ZooKeeper forwarded on %s", n.Name, n.HostIf, n.HostIP, n.NsIP, strings.Join(addrs, ","))
+				h.progress("network namespace %s (%s, %s ↔ %s), %s forwarded on %s", n.Name, n.HostIf, n.HostIP, n.NsIP, cfg.Registry, strings.Join(addrs, ","))
 			}
 		}
 	}
@@ -243,20 +251,20 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items, PeriodMS: 1000,
 		WorkMS: cfg.Work.Milliseconds(), SessionTimeoutMS: cfg.SessionTimeout.Milliseconds(),
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
-		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil,
+		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
 	}})
 
-	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-zk.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { rcLog.Close() })
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	h.rc, err = regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: h.servers, Namespace: namespace, SessionTimeout: cfg.SessionTimeout},
+	h.rc, err = regcenter.Open(cctx, h.cluster.config(h.servers, cfg.SessionTimeout),
 		regcenter.WithLogger(slog.New(slog.NewTextHandler(rcLog, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("harness connection to zookeeper: %w", err)
+		return nil, fmt.Errorf("harness connection to %s: %w", cfg.Registry, err)
 	}
 	undo = append(undo, func() { h.rc.Close() })
 	h.watcher = newStatusWatcher(h.rc, jobName, ids, h.event)
@@ -292,7 +300,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		return nil, err
 	}
 	h.event(eventlog.Event{Ev: eventlog.MeasureStop})
-	h.dump("zk-tree-end.txt")
+	h.dump(reg + "-tree-end.txt")
 	h.progress("stopping the instances (SIGTERM)")
 	var wg sync.WaitGroup
 	for _, p := range h.procs {
@@ -338,22 +346,22 @@ func buildInstance(ctx context.Context, dir string, race bool) (string, error) {
 	return bin, nil
 }
 
-// waitRecovered waits until every ZooKeeper member serves and every
+// waitRecovered waits until every registry member serves and every
 // instance runs, is ready and has its status node.
 func (h *harness) waitRecovered(ctx context.Context) error {
-	h.zkMu.Lock()
+	h.memberMu.Lock()
 	var down []int
-	for i := range h.zkDown {
+	for i := range h.memberDown {
 		down = append(down, i)
 	}
-	h.zkMu.Unlock()
+	h.memberMu.Unlock()
 	for _, i := range down {
 		if err := h.startMember(ctx, i); err != nil {
 			return err
 		}
 	}
-	if err := h.cluster.WaitServing(ctx); err != nil {
-		return fmt.Errorf("ensemble not serving: %w", err)
+	if err := h.cluster.waitServing(ctx); err != nil {
+		return fmt.Errorf("%s cluster not serving: %w", h.cfg.Registry, err)
 	}
 	ids := make([]string, 0, len(h.procs))
 	for _, p := range h.procs {
@@ -376,7 +384,7 @@ func (h *harness) waitRecovered(ctx context.Context) error {
 	if err := h.watcher.waitPresent(ctx, ids); err != nil {
 		return err
 	}
-	// The watcher's view may lag behind (its own session suffers ZooKeeper
+	// The watcher's view may lag behind (its own session suffers registry
 	// faults too): read every status node fresh.
 	for {
 		missing := ""
@@ -404,13 +412,13 @@ func (h *harness) waitRecovered(ctx context.Context) error {
 
 func (h *harness) startMember(ctx context.Context, i int) error {
 	t0 := time.Now()
-	if err := h.cluster.StartMember(ctx, i); err != nil {
-		return fmt.Errorf("start zookeeper member %d: %w", i, err)
+	if err := h.cluster.startMember(ctx, i); err != nil {
+		return fmt.Errorf("start %s member %d: %w", h.cfg.Registry, i, err)
 	}
-	h.zkMu.Lock()
-	delete(h.zkDown, i)
-	h.zkMu.Unlock()
-	h.progress("zookeeper member %d serving again (start took %v)", i, time.Since(t0).Round(time.Millisecond))
+	h.memberMu.Lock()
+	delete(h.memberDown, i)
+	h.memberMu.Unlock()
+	h.progress("%s member %d serving again (start took %v)", h.cfg.Registry, i, time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -425,7 +433,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// dump writes the job's ZooKeeper subtree to a file of the run directory.
+// dump writes the job's subtree in the registry to a file of the run
+// directory.
 func (h *harness) dump(name string) {
 	f, err := os.Create(filepath.Join(h.dir, name))
 	if err != nil {

@@ -70,6 +70,7 @@ func (h *harness) start(p *instance) error {
 	}
 	args := []string{
 		"-id", p.id,
+		"-registry", h.cfg.Registry,
 		"-servers", strings.Join(servers, ","),
 		"-log", h.logPath,
 		"-items", fmt.Sprint(h.cfg.Items),

@@ -84,6 +84,9 @@ type RunConfig struct {
 	CooldownMS       int64    `json:"cooldown_ms"`
 	DurationMS       int64    `json:"duration_ms"`
 	Partition        bool     `json:"partition"`
+	// Registry is "zookeeper" or "etcd"; logs written before runs on etcd
+	// existed have none, and were on ZooKeeper.
+	Registry string `json:"registry,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

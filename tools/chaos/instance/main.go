@@ -8,7 +8,8 @@
 // passes, writes an end line — the end line is the execution's side effect.
 // Otherwise it writes an abort line and does nothing else.
 //
-// The process connects (retrying while ZooKeeper is unreachable), starts
+// The process connects to ZooKeeper or etcd (-registry) through
+// regcenter.Open (retrying while the registry is unreachable), starts
 // the scheduler (retrying while its server id is still held by its own
 // previous, crashed life), and runs until SIGTERM or SIGINT, when it shuts
 // the scheduler down gracefully within -shutdown-timeout.
@@ -35,6 +36,7 @@ import (
 
 type options struct {
 	id              string
+	registry        string
 	servers         []string
 	namespace       string
 	jobName         string
@@ -52,20 +54,25 @@ func main() {
 	var o options
 	var servers string
 	flag.StringVar(&o.id, "id", "", "server id (required)")
-	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (required)")
+	flag.StringVar(&o.registry, "registry", "zookeeper", "the registry: zookeeper or etcd")
+	flag.StringVar(&servers, "servers", "", "the registry's members (ZooKeeper servers or etcd endpoints), host:port,... (required)")
 	flag.StringVar(&o.namespace, "namespace", "chaos", "regcenter namespace")
 	flag.StringVar(&o.jobName, "job", "chaos", "job name")
 	flag.StringVar(&o.cron, "cron", "* * * * * *", "job cron (with seconds)")
 	flag.IntVar(&o.items, "items", 6, "sharding items")
 	flag.DurationVar(&o.work, "work", 1500*time.Millisecond, "how long an execution works")
 	flag.DurationVar(&o.jitter, "jitter", 200*time.Millisecond, "random ± added to -work")
-	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "ZooKeeper session timeout")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "session timeout (ZooKeeper's, or etcd's lease TTL)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.logPath, "log", "", "event log to append to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
 	flag.Parse()
 	if o.id == "" || servers == "" || o.logPath == "" {
 		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
+		os.Exit(2)
+	}
+	if o.registry != "zookeeper" && o.registry != "etcd" {
+		fmt.Fprintf(os.Stderr, "instance: -registry %q: need zookeeper or etcd\n", o.registry)
 		os.Exit(2)
 	}
 	o.servers = strings.Split(servers, ",")
@@ -139,12 +146,17 @@ func run(o options) error {
 	return nil
 }
 
-// connect retries until ZooKeeper gives a session or ctx ends: an instance
-// restarted while the ensemble has no quorum waits for it.
-func (in *instance) connect(ctx context.Context) (*regcenter.ZooKeeper, error) {
-	cfg := regcenter.Config{Servers: in.o.servers, Namespace: in.o.namespace, SessionTimeout: in.o.sessionTimeout}
+// connect retries until the registry gives a session or ctx ends: an
+// instance restarted while the cluster has no quorum waits for it.
+func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
+	cfg := regcenter.Config{Namespace: in.o.namespace, SessionTimeout: in.o.sessionTimeout}
+	if in.o.registry == "etcd" {
+		cfg.Etcd = in.o.servers
+	} else {
+		cfg.Servers = in.o.servers
+	}
 	for {
-		rc, err := regcenter.NewZooKeeper(ctx, cfg, regcenter.WithLogger(in.log))
+		rc, err := regcenter.Open(ctx, cfg, regcenter.WithLogger(in.log))
 		if err == nil {
 			return rc, nil
 		}
@@ -154,7 +166,7 @@ func (in *instance) connect(ctx context.Context) (*regcenter.ZooKeeper, error) {
 		if !errors.Is(err, regcenter.ErrUnreachable) {
 			return nil, err
 		}
-		in.log.Warn("zookeeper unreachable; retrying", "err", err)
+		in.log.Warn("registry unreachable; retrying", "registry", in.o.registry, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -166,7 +178,7 @@ func (in *instance) connect(ctx context.Context) (*regcenter.ZooKeeper, error) {
 // start starts a scheduler, retrying with a fresh one while Start fails (the
 // server id still held by this instance's previous life, or ZooKeeper
 // unavailable).
-func (in *instance) start(ctx context.Context, rc *regcenter.ZooKeeper) (*job.Scheduler, error) {
+func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Scheduler, error) {
 	cfg := job.Config{Name: in.o.jobName, Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true}
 	for {
 		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log))

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcdtest"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// The registries the harness runs on (-registry).
+const (
+	registryZooKeeper = "zookeeper"
+	registryEtcd      = "etcd"
+)
+
+var registries = []string{registryZooKeeper, registryEtcd}
+
+// cluster is the three-member registry cluster under test, whichever its
+// kind: the faults act on its members through this.
+type cluster interface {
+	// addrs returns the members' client addresses, in member order.
+	addrs() []string
+	// config returns a regcenter config naming addrs as this registry's
+	// endpoints.
+	config(addrs []string, sessionTimeout time.Duration) regcenter.Config
+	// leader returns the index of the member that leads now.
+	leader(ctx context.Context) (int, error)
+	// kill kills member i with SIGKILL.
+	kill(i int) error
+	// startMember starts stopped member i again, with its data.
+	startMember(ctx context.Context, i int) error
+	// restartAll stops every member and starts them all again.
+	restartAll(ctx context.Context) error
+	// restartWiped replaces member i by a member with no data, which
+	// catches up from the others.
+	restartWiped(ctx context.Context, i int) error
+	// waitServing waits until every running member serves with a leader.
+	waitServing(ctx context.Context) error
+	close() error
+}
+
+// startRegistry starts a cluster of size members of the named registry,
+// with its data and logs under dir.
+func startRegistry(ctx context.Context, registry, dir string, size int, log *slog.Logger) (cluster, error) {
+	switch registry {
+	case registryZooKeeper:
+		c, err := zktest.StartCluster(ctx, zktest.Options{Size: size, Dir: dir, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return zkCluster{c}, nil
+	case registryEtcd:
+		c, err := etcdtest.StartCluster(ctx, etcdtest.Options{Size: size, Dir: dir, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		return etcdCluster{c}, nil
+	}
+	return nil, fmt.Errorf("unknown registry %q (have %s)", registry, strings.Join(registries, ","))
+}
+
+// shortName prefixes the run directory's files about the registry: the
+// members' directory, the cluster's log, the dumps of the job's tree.
+func shortName(registry string) string {
+	if registry == registryZooKeeper {
+		return "zk"
+	}
+	return registry
+}
+
+type zkCluster struct{ c *zktest.Cluster }
+
+func (z zkCluster) addrs() []string { return z.c.Servers() }
+func (z zkCluster) config(addrs []string, st time.Duration) regcenter.Config {
+	return regcenter.Config{Servers: addrs, Namespace: namespace, SessionTimeout: st}
+}
+func (z zkCluster) leader(ctx context.Context) (int, error)      { return z.c.Leader(ctx) }
+func (z zkCluster) kill(i int) error                             { return z.c.Kill(i) }
+func (z zkCluster) startMember(ctx context.Context, i int) error { return z.c.StartMember(ctx, i) }
+func (z zkCluster) restartAll(ctx context.Context) error         { return z.c.RestartAll(ctx) }
+func (z zkCluster) waitServing(ctx context.Context) error        { return z.c.WaitServing(ctx) }
+func (z zkCluster) close() error                                 { return z.c.Close() }
+func (z zkCluster) restartWiped(ctx context.Context, i int) error {
+	return errors.New("zookeeper: a member restarted with its data wiped is not among this registry's faults")
+}
+
+type etcdCluster struct{ c *etcdtest.Cluster }
+
+func (e etcdCluster) addrs() []string { return e.c.Endpoints() }
+func (e etcdCluster) config(addrs []string, st time.Duration) regcenter.Config {
+	return regcenter.Config{Etcd: addrs, Namespace: namespace, SessionTimeout: st}
+}
+
+// leader asks the members' Status API which of them leads.
+func (e etcdCluster) leader(ctx context.Context) (int, error)       { return e.c.Leader(ctx) }
+func (e etcdCluster) kill(i int) error                              { return e.c.Kill(i) }
+func (e etcdCluster) startMember(ctx context.Context, i int) error  { return e.c.StartMember(ctx, i) }
+func (e etcdCluster) restartAll(ctx context.Context) error          { return e.c.RestartAll(ctx) }
+func (e etcdCluster) restartWiped(ctx context.Context, i int) error { return e.c.RestartWiped(ctx, i) }
+func (e etcdCluster) waitServing(ctx context.Context) error         { return e.c.WaitServing(ctx) }
+func (e etcdCluster) close() error                                  { return e.c.Close() }
