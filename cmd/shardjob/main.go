@@ -214,6 +214,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "console" {
 		return runConsole(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "version" {
+		return runVersion(args[1:], stdout, stderr)
+	}
 	name, rest := findCommand(args)
 	if name == "" {
 		var o options
@@ -227,7 +230,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd := lookup(name)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "shardjob: unknown command %q (run 'shardjob help' for the commands)\n", name)
+		fmt.Fprintf(stderr, "shardjob: unknown command %q%s (run 'shardjob help' for the commands)\n", name, didYouMean(name))
 		return exitUsage
 	}
 	var o options
@@ -245,7 +248,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			c := lookup(pos[0])
 			if c == nil || c.name == "help" {
-				fmt.Fprintf(stderr, "shardjob help: unknown command %q (run 'shardjob help' for the commands)\n", pos[0])
+				fmt.Fprintf(stderr, "shardjob help: unknown command %q%s (run 'shardjob help' for the commands)\n", pos[0], didYouMean(pos[0]))
 				return exitUsage
 			}
 			printCommandHelp(stdout, c)
