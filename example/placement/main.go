@@ -166,7 +166,15 @@ func run(ctx context.Context, flags *demoreg.Flags) (err error) {
 		}
 		return nil
 	}
+	// Only the placement's own events are printed: each of the 30 jobs also
+	// reports being registered, led and resharded on every instance, which
+	// would bury the story.
 	events := job.WithEventHandler(func(ev job.Event) {
+		switch ev.Kind {
+		case job.EventAlarm, job.EventAlarmCleared, job.EventUnplaced, job.EventDraining, job.EventDrained, job.EventUndrained:
+		default:
+			return
+		}
 		fmt.Printf("          event on %s: %s (units %d, threshold %d)\n", ev.Server, ev.Kind, ev.Units, ev.Threshold)
 	})
 
