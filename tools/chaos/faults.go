@@ -21,7 +21,8 @@ const (
 	faultEtcdFollower = "etcd-follower" // kill -9 an etcd follower, start it again later
 	faultEtcdLeader   = "etcd-leader"   // kill -9 the etcd leader, start it again later
 	faultEtcdRestart  = "etcd-restart"  // stop every etcd member, start them all (no quorum meanwhile)
-	faultEtcdWiped    = "etcd-wiped"    // kill -9 an etcd member, wipe its data, and have it rejoin as a new member
+	faultEtcdWiped    = "etcd-wiped"    // kill -9 an etcd follower, wipe its data, and have it rejoin as a new member
+	faultEtcdFrozen   = "etcd-frozen"   // SIGSTOP an etcd member past the lease: silent to clients and peers alike, its connections open
 	faultPartition    = "partition"     // cut the namespaced instance off past its session timeout
 )
 
@@ -31,7 +32,7 @@ var instanceFaults = []string{faultKill9, faultStop, faultTerm, faultPartition}
 // registryFaults are each registry's own faults, acting on its members.
 var registryFaults = map[string][]string{
 	registryZooKeeper: {faultZKFollower, faultZKLeader, faultZKRestart},
-	registryEtcd:      {faultEtcdFollower, faultEtcdLeader, faultEtcdRestart, faultEtcdWiped},
+	registryEtcd:      {faultEtcdFollower, faultEtcdLeader, faultEtcdRestart, faultEtcdWiped, faultEtcdFrozen},
 }
 
 // faultsFor returns every fault kind a run on registry injects by default.
@@ -292,6 +293,23 @@ func (h *harness) inject(ctx context.Context, kind string) error {
 		}
 		h.note("member %d wiped, added again and serving after %v", target, time.Since(t0).Round(time.Millisecond))
 		return nil
+
+	case faultEtcdFrozen:
+		// Any member, the leader included: a member cut off by the network
+		// whose connections stay open, as its clients and its peers see it.
+		// The clients must give up on it and go on through the others.
+		target := h.rng.IntN(ensemble)
+		end := h.span(kind, fmt.Sprintf("member %d", target), "")
+		defer end()
+		if err := h.cluster.pause(target); err != nil {
+			return err
+		}
+		defer func() {
+			if err := h.cluster.resume(target); err != nil {
+				h.note("resuming member %d: %v", target, err)
+			}
+		}()
+		return sleepCtx(ctx, st+h.between(time.Second, 3*time.Second))
 
 	case faultPartition:
 		var p *instance

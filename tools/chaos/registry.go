@@ -40,6 +40,9 @@ type cluster interface {
 	// restartWiped replaces member i by a member with no data, which
 	// catches up from the others.
 	restartWiped(ctx context.Context, i int) error
+	// pause freezes member i (SIGSTOP); resume continues it.
+	pause(i int) error
+	resume(i int) error
 	// waitServing waits until every running member serves with a leader.
 	waitServing(ctx context.Context) error
 	close() error
@@ -89,6 +92,10 @@ func (z zkCluster) close() error                                 { return z.c.Cl
 func (z zkCluster) restartWiped(ctx context.Context, i int) error {
 	return errors.New("zookeeper: a member restarted with its data wiped is not among this registry's faults")
 }
+func (z zkCluster) pause(i int) error {
+	return errors.New("zookeeper: a frozen member is not among this registry's faults")
+}
+func (z zkCluster) resume(i int) error { return z.pause(i) }
 
 type etcdCluster struct{ c *etcdtest.Cluster }
 
@@ -104,4 +111,6 @@ func (e etcdCluster) startMember(ctx context.Context, i int) error  { return e.c
 func (e etcdCluster) restartAll(ctx context.Context) error          { return e.c.RestartAll(ctx) }
 func (e etcdCluster) restartWiped(ctx context.Context, i int) error { return e.c.RestartWiped(ctx, i) }
 func (e etcdCluster) waitServing(ctx context.Context) error         { return e.c.WaitServing(ctx) }
+func (e etcdCluster) pause(i int) error                             { return e.c.Pause(i) }
+func (e etcdCluster) resume(i int) error                            { return e.c.Resume(i) }
 func (e etcdCluster) close() error                                  { return e.c.Close() }
