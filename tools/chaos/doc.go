@@ -1,5 +1,6 @@
 // Command chaos is shardjob's chaos harness: it runs several instance
-// processes of a test job against a three-member ZooKeeper ensemble, injects
+// processes of a test job against a three-member registry cluster — a
+// ZooKeeper ensemble, or an etcd cluster with -registry etcd —, injects
 // faults at random, and checks from an execution log that the invariants of
 // the design (I1: an item never executes on two instances at once; I2: no
 // fire is lost) held.
@@ -7,13 +8,17 @@
 // # Running it
 //
 //	go run ./tools/chaos                      # 60 s of faults, then the analysis
+//	go run ./tools/chaos -registry etcd       # the same on etcd
 //	go run ./tools/chaos -duration 10m        # the long run
 //	go run ./tools/chaos -seed 1234           # replay a fault schedule
 //	go run ./tools/chaos -faults zk-restart   # one kind of fault only
 //	go run ./tools/chaos -analyse /tmp/shardjob-chaos-…/events.jsonl
-//	go test ./tools/chaos -run TestChaosShort -v
+//	go test ./tools/chaos -run TestChaosShort -v        # both registries
+//	go test ./tools/chaos -run TestChaosShort/etcd -v   # one
 //
-// It needs ZooKeeper and Java (see regcenter/zktest) and the go command (the
+// On ZooKeeper it needs ZooKeeper and Java (see regcenter/zktest); on etcd
+// nothing more (regcenter/etcdtest runs each member as this program
+// started again, the etcd server linked in). It needs the go command (the
 // instance program, ./tools/chaos/instance, is built at start into the run
 // directory, with -race when the harness itself was built with -race or
 // -race is given). The partition fault needs root and ip(8); without them
@@ -21,16 +26,16 @@
 // flag.
 //
 // The run directory (a temporary one unless -dir is given) holds the event
-// log events.jsonl, each instance's own log (i1.log, …), the ZooKeeper
-// members' logs (zk/), and zk-tree-end.txt, the job's ZooKeeper subtree as
-// the instances left it. It is removed when the run passes, unless -keep.
+// log events.jsonl, each instance's own log (i1.log, …), the registry
+// members' data and logs (zk/ or etcd/), and zk-tree-end.txt or
+// etcd-tree-end.txt, the job's subtree as the instances left it. It is removed when the run passes, unless -keep.
 //
 // The output is progress lines, then detail lines (fault counts, no-quorum
 // windows, failover delays, every overlap, every lost fire and every
 // unexplained duplicate with the executions and faults around it), then one
 // summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=… registry=…
 //
 // A duplicate is a fire of an item that two committed executions covered. It
 // is explained when the earlier execution's instance was down (kill -9),
@@ -39,17 +44,18 @@
 // recorded: at least once).
 //
 // The exit status is 0 when overlaps, lost and unexplained_duplicates are
-// all 0, 1 when they are not, and 2 when the run itself failed (ZooKeeper
+// all 0, 1 when they are not, and 2 when the run itself failed (the registry
 // would not start, an instance never came up, an interrupt).
 //
 // # The job and the instances
 //
 // Every instance (-instances, default 3; ids i1, i2, …) is a separate
-// process running one scheduler with one job, "chaos" in namespace "chaos":
+// process running one scheduler with one job, "chaos" in namespace "chaos",
+// connected through regcenter.Open to the registry of the run:
 // -items sharding items (default 6), cron "* * * * * *" (a fire every
 // second), failover on, session timeout -session-timeout (default 4 s, the
-// most the test ensemble allows). An execution writes a begin line, works for
-// -work ± -jitter (default 1.5 s ± 0.2 s, so every fire of an item finds the
+// most the test ZooKeeper ensemble allows; on etcd, the lease's TTL). An
+// execution writes a begin line, works for -work ± -jitter (default 1.5 s ± 0.2 s, so every fire of an item finds the
 // previous one still running and misfires collapse), honouring its context;
 // then it calls ShardingContext.StillOwner and writes an end line only if
 // that passed — the end line is the execution's one side effect — or an
@@ -65,9 +71,10 @@
 // less than 10 s of -duration is left. Before each fault the harness waits
 // 1.5–3 s; after each, it waits until the cluster has recovered (every
 // member serving, every instance running, ready and with its status node —
-// after a ZooKeeper fault, only after a further session timeout, so that
-// sessions abandoned meanwhile have expired). Every random choice comes from
-// -seed, printed first. The kinds (-faults):
+// after a fault of the registry's members, only after a further session
+// timeout, so that sessions abandoned meanwhile have expired). Every random
+// choice comes from -seed, printed first. The kinds (-faults; by default
+// every kind of the registry):
 //
 //   - kill9: SIGKILL an instance; restart it 2–4 s later.
 //   - sigstop: SIGSTOP an instance for a session timeout plus 1–3 s, then
@@ -79,14 +86,26 @@
 //     is logged); start it again 2–4 s later.
 //   - zk-restart: stop every member gracefully and start them all again
 //     (zktest's RestartAll). The whole of it is logged as a no-quorum window.
+//   - etcd-follower: kill -9 an etcd follower; start it again 2–4 s later.
+//   - etcd-leader: kill -9 the etcd leader (found through the members'
+//     Status API, as the new one is); start it again 2–4 s later.
+//   - etcd-restart: stop every etcd member gracefully and start them all
+//     again (etcdtest's RestartAll), logged as a no-quorum window.
+//   - etcd-wiped: kill -9 an etcd follower, remove it from the cluster,
+//     delete its data, add it again as a new member and start it empty
+//     (etcdtest's RestartWiped): it catches up from the other two.
+//   - etcd-frozen: SIGSTOP an etcd member, the leader or a follower, for a
+//     session timeout plus 1–3 s, then SIGCONT: silent to its clients and
+//     its peers alike with its connections open, as a member cut off by the
+//     network. The clients must give up on it and go on through the others.
 //   - partition: cut the last instance off for a session timeout plus 1–3 s.
 //     That instance runs inside a network namespace of its own,
 //     shardjob-chaos-{harness pid}, joined to the host by a veth pair with
 //     addresses 10.213.x.1/30 (host) and 10.213.x.2/30 (inside), x picked
-//     unused. ZooKeeper listens on 127.0.0.1 only, so the harness forwards
-//     TCP from 10.213.x.1 to each member; the instance's server list names
-//     the forwarder. The partition sets the host end of the veth down; the
-//     heal sets it up. The namespace and the veth pair are deleted at the end,
+//     unused. The registry listens on 127.0.0.1 only, so the harness
+//     forwards TCP from 10.213.x.1 to each member; the instance's server
+//     list (ZooKeeper) or endpoints (etcd) name the forwarder. The
+//     partition sets the host end of the veth down; the heal sets it up. The namespace and the veth pair are deleted at the end,
 //     on error and on Ctrl-C (and a later run deletes those of a harness
 //     that was killed).
 //
@@ -99,7 +118,7 @@
 // process; each event is one JSON line written by one write(2), so lines
 // never interleave and a killed process leaves whole lines only. Every line
 // has "ev" and "t" (wall clock, Unix ns, read just before the write). The
-// instances write proc_start, ready, session (each ZooKeeper session event),
+// instances write proc_start, ready, session (each registry session event),
 // begin, end, abort (with "inst", "pid", and for executions "run" — unique
 // per execution —, "item", "fire" — ShardingContext.FireTime in Unix ms — and
 // "kind") and proc_exit. The harness writes config (the run's parameters),
@@ -150,7 +169,7 @@
 // of the item's previous owner to the failover's begin: the previous owner
 // is the instance of the item's latest execution elsewhere that began
 // before the failover, its departure the latest status_gone of that
-// instance after that execution began — the moment ZooKeeper ended its
+// instance after that execution began — the moment the registry ended its
 // session (or it left). A failover whose previous owner was not seen to go
 // has no delay; the detail lines list every failover with its attribution.
 //
@@ -165,8 +184,8 @@
 //     misfire or failover run makes up for); it cannot tell which of the
 //     fires in [F, B] a collapsed run was really meant for.
 //   - Fires are assumed to be whole seconds (the job fires every second).
-//   - The harness sees status nodes through its own ZooKeeper session, so
-//     after a ZooKeeper fault a departure may be seen late (status_gone with
+//   - The harness sees status nodes through its own registry session, so
+//     after a fault of the registry a departure may be seen late (status_gone with
 //     detail "resync"), making a failover delay look shorter.
 //   - An unfinished execution's interval ends when the harness reaped the
 //     process, an upper bound on its death.
