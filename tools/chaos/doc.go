@@ -55,8 +55,9 @@
 // -items sharding items (default 6), cron "* * * * * *" (a fire every
 // second), failover on, session timeout -session-timeout (default 4 s, the
 // most the test ZooKeeper ensemble allows; on etcd, the lease's TTL). An
-// execution writes a begin line, works for -work ± -jitter (default 1.5 s ± 0.2 s, so every fire of an item finds the
-// previous one still running and misfires collapse), honouring its context;
+// execution writes a begin line, works for -work ± -jitter (default 1.5 s
+// ± 0.2 s, so every fire of an item finds the previous one still running
+// and misfires collapse), honouring its context;
 // then it calls ShardingContext.StillOwner and writes an end line only if
 // that passed — the end line is the execution's one side effect — or an
 // abort line otherwise. SIGTERM makes an instance shut its scheduler down
