@@ -1,7 +1,7 @@
 // Package metrics exports what a shardjob instance does to Prometheus:
 // fires, item executions by job, kind and result, how late fires start and
-// how long items run (histograms), ZooKeeper requests, errors and session
-// state, reshards, failover claims, misfires owed, unplaced items, alarms,
+// how long items run (histograms), registry requests (ZooKeeper or etcd,
+// labelled by backend), errors and session state, reshards, failover claims, misfires owed, unplaced items, alarms,
 // the load score and the drain state.
 //
 // It stands above package job and, with the collectors beside it, is the

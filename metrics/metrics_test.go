@@ -215,6 +215,16 @@ func TestClusterMetrics(t *testing.T) {
 
 	fa, fb := a.scrape(t), b.scrape(t)
 	for _, f := range []map[string]*dto.MetricFamily{fa, fb} {
+		if got := value(f, "shardjob_registry_connected", l("backend", "zookeeper")); got != 1 {
+			t.Errorf("shardjob_registry_connected{backend=zookeeper} = %v, want 1", got)
+		}
+		if got := value(f, "shardjob_registry_requests_total", l("backend", "zookeeper", "kind", "multi")); got < 1 {
+			t.Errorf("registry multi requests = %v, want some", got)
+		}
+		if got := value(f, "shardjob_registry_errors_total", l("backend", "zookeeper")); got != 0 {
+			t.Errorf("registry errors = %v on a healthy cluster", got)
+		}
+		// The names before the rename, kept on ZooKeeper for existing dashboards.
 		if got := value(f, "shardjob_zookeeper_connected", nil); got != 1 {
 			t.Errorf("shardjob_zookeeper_connected = %v, want 1", got)
 		}
@@ -248,8 +258,9 @@ func TestClusterMetrics(t *testing.T) {
 	if got := value(fb, "shardjob_alarm", nil); got != 0 {
 		t.Errorf("b alarmed before holding everything")
 	}
-	// Labels are bounded: job, kind, result, and the Go collector's own.
-	allowed := map[string]bool{"job": true, "kind": true, "result": true, "le": true, "quantile": true, "version": true}
+	// Labels are bounded: job, kind, result, the registry's backend, and
+	// the Go collector's own.
+	allowed := map[string]bool{"job": true, "kind": true, "result": true, "backend": true, "le": true, "quantile": true, "version": true}
 	for name, f := range fa {
 		for _, m := range f.GetMetric() {
 			for _, lp := range m.GetLabel() {

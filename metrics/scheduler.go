@@ -4,15 +4,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The scheduler's state, read from job.Scheduler.Stats at each scrape.
 
 var (
-	descZKRequests   = prometheus.NewDesc("shardjob_zookeeper_requests_total", "Requests this instance sent to ZooKeeper, by kind (read, write, multi, watch); each is one round trip.", []string{"kind"}, nil)
-	descZKErrors     = prometheus.NewDesc("shardjob_zookeeper_errors_total", "ZooKeeper requests that failed for want of an answer (connection loss, lost session, deadline).", nil, nil)
-	descZKConnected  = prometheus.NewDesc("shardjob_zookeeper_connected", "1 while this instance's ZooKeeper session is live and connected; it fires nothing while 0.", nil, nil)
-	descSessionsLost = prometheus.NewDesc("shardjob_zookeeper_sessions_lost_total", "ZooKeeper sessions that expired under this instance and were replaced.", nil, nil)
+	descRegRequests    = prometheus.NewDesc("shardjob_registry_requests_total", "Requests this instance sent to its registry, by backend (zookeeper, etcd) and kind (read, write, multi, watch); each is one round trip.", []string{"backend", "kind"}, nil)
+	descRegErrors      = prometheus.NewDesc("shardjob_registry_errors_total", "Registry requests that failed for want of an answer (connection loss, lost session, deadline), by backend.", []string{"backend"}, nil)
+	descRegConnected   = prometheus.NewDesc("shardjob_registry_connected", "1 while this instance's registry session is live and connected; it fires nothing while 0.", []string{"backend"}, nil)
+	descRegSessionLost = prometheus.NewDesc("shardjob_registry_sessions_lost_total", "Registry sessions that expired (or whose lease lapsed) under this instance and were replaced.", []string{"backend"}, nil)
+
+	// The names before the registry was more than ZooKeeper, kept for
+	// dashboards and alerts built on them (docs/operations.md): exported
+	// on ZooKeeper only, with the same values. Deprecated.
+	descZKRequests   = prometheus.NewDesc("shardjob_zookeeper_requests_total", "Deprecated: shardjob_registry_requests_total{backend=\"zookeeper\"}.", []string{"kind"}, nil)
+	descZKErrors     = prometheus.NewDesc("shardjob_zookeeper_errors_total", "Deprecated: shardjob_registry_errors_total{backend=\"zookeeper\"}.", nil, nil)
+	descZKConnected  = prometheus.NewDesc("shardjob_zookeeper_connected", "Deprecated: shardjob_registry_connected{backend=\"zookeeper\"}.", nil, nil)
+	descSessionsLost = prometheus.NewDesc("shardjob_zookeeper_sessions_lost_total", "Deprecated: shardjob_registry_sessions_lost_total{backend=\"zookeeper\"}.", nil, nil)
 	descReshards     = prometheus.NewDesc("shardjob_reshards_total", "Reshards this instance committed as the job's leader.", []string{"job"}, nil)
 	descReshardErrs  = prometheus.NewDesc("shardjob_reshard_errors_total", "Reshards this instance tried as the job's leader that failed (and were retried).", []string{"job"}, nil)
 	descFailovers    = prometheus.NewDesc("shardjob_failover_claims_total", "Items this instance claimed from the job's failover queue.", []string{"job"}, nil)
@@ -31,7 +40,8 @@ var (
 type schedulerCollector struct{ s *job.Scheduler }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descZKRequests, descZKErrors, descZKConnected, descSessionsLost,
+	for _, d := range []*prometheus.Desc{descRegRequests, descRegErrors, descRegConnected, descRegSessionLost,
+		descZKRequests, descZKErrors, descZKConnected, descSessionsLost,
 		descReshards, descReshardErrs, descFailovers, descMisfires, descUnplaced, descLeader,
 		descUnits, descRunning, descAlarm, descAlarms, descScore, descDraining, descDrained} {
 		ch <- d
@@ -46,14 +56,27 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	zk := st.ZooKeeper
-	counter(descZKRequests, zk.Reads, "read")
-	counter(descZKRequests, zk.Writes, "write")
-	counter(descZKRequests, zk.Multis, "multi")
-	counter(descZKRequests, zk.Watches, "watch")
-	counter(descZKErrors, zk.Errors)
-	gauge(descZKConnected, bit(st.Connected))
-	counter(descSessionsLost, st.SessionsLost)
+	reg := st.ZooKeeper // the registry's requests, whichever it is
+	backend := reg.Backend
+	if backend == "" {
+		backend = "unknown"
+	}
+	counter(descRegRequests, reg.Reads, backend, "read")
+	counter(descRegRequests, reg.Writes, backend, "write")
+	counter(descRegRequests, reg.Multis, backend, "multi")
+	counter(descRegRequests, reg.Watches, backend, "watch")
+	counter(descRegErrors, reg.Errors, backend)
+	gauge(descRegConnected, bit(st.Connected), backend)
+	counter(descRegSessionLost, st.SessionsLost, backend)
+	if backend == regcenter.BackendZooKeeper {
+		counter(descZKRequests, reg.Reads, "read")
+		counter(descZKRequests, reg.Writes, "write")
+		counter(descZKRequests, reg.Multis, "multi")
+		counter(descZKRequests, reg.Watches, "watch")
+		counter(descZKErrors, reg.Errors)
+		gauge(descZKConnected, bit(st.Connected))
+		counter(descSessionsLost, st.SessionsLost)
+	}
 	for _, j := range st.Jobs {
 		counter(descReshards, j.Reshards, j.Job)
 		counter(descReshardErrs, j.ReshardErrors, j.Job)

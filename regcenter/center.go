@@ -220,7 +220,16 @@ type SessionEvent struct {
 type Stats struct {
 	Reads, Writes, Multis, Watches int64
 	Errors                         int64
+	// Backend names the registry the requests went to: BackendZooKeeper
+	// or BackendEtcd ("" from a center that does not say).
+	Backend string
 }
+
+// Backend names, as [Stats.Backend] gives them.
+const (
+	BackendZooKeeper = "zookeeper"
+	BackendEtcd      = "etcd"
+)
 
 // Total is the number of requests of every kind.
 func (s Stats) Total() int64 { return s.Reads + s.Writes + s.Multis + s.Watches }
@@ -228,5 +237,5 @@ func (s Stats) Total() int64 { return s.Reads + s.Writes + s.Multis + s.Watches 
 // Sub returns s minus o, for measuring an interval.
 func (s Stats) Sub(o Stats) Stats {
 	return Stats{Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches,
-		Errors: s.Errors - o.Errors}
+		Errors: s.Errors - o.Errors, Backend: s.Backend}
 }

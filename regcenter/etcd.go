@@ -665,7 +665,7 @@ func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
 // Stats returns the requests sent so far.
 func (e *Etcd) Stats() Stats {
 	return Stats{Reads: e.reads.Load(), Writes: e.writes.Load(), Multis: e.multis.Load(), Watches: e.watchReqs.Load(),
-		Errors: e.errs.Load()}
+		Errors: e.errs.Load(), Backend: BackendEtcd}
 }
 
 // Close revokes the lease (its ephemeral nodes are removed at once), stops

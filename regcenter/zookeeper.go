@@ -734,7 +734,7 @@ func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
 // Stats returns the requests sent so far.
 func (z *ZooKeeper) Stats() Stats {
 	return Stats{Reads: z.reads.Load(), Writes: z.writes.Load(), Multis: z.multis.Load(), Watches: z.watchReqs.Load(),
-		Errors: z.errs.Load()}
+		Errors: z.errs.Load(), Backend: BackendZooKeeper}
 }
 
 // Close ends the session and stops the center's goroutines. It is
