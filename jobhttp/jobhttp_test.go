@@ -43,16 +43,24 @@ type httpCluster struct {
 	mu    sync.Mutex
 	kinds map[string][]job.Kind // server -> kinds executed
 	srv   *httptest.Server
-	rc    *regcenter.ZooKeeper
+	rc    regcenter.Center
 }
 
 func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 	t.Helper()
+	return newHTTPClusterOn(t, cfg, token, regcenter.Config{Servers: zc.Servers()})
+}
+
+// newHTTPClusterOn is newHTTPCluster on the registry rcCfg names (its
+// Servers or its Etcd endpoints).
+func newHTTPClusterOn(t *testing.T, cfg job.Config, token string, rcCfg regcenter.Config) *httpCluster {
+	t.Helper()
 	hc := &httpCluster{t: t, ns: fmt.Sprintf("http%d-%d", os.Getpid(), httpNS.Add(1)), kinds: map[string][]job.Kind{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: hc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rcCfg.Namespace, rcCfg.SessionTimeout = hc.ns, 4*time.Second
+	connect := func() regcenter.Center {
+		rc, err := regcenter.Open(ctx, rcCfg, regcenter.WithLogger(testLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
