@@ -14,11 +14,11 @@ import (
 
 // observer is a plain registry-center session a test uses to look at and
 // poke the cluster's nodes, as an operator would.
-func observer(t *testing.T, ns string) *regcenter.ZooKeeper {
+func observer(t *testing.T, ns string) regcenter.Center {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns})
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestSameServerIDTwiceIsAnError(t *testing.T) {
 	startInstance(t, ns, "same", cfg, rec)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 2 * time.Second})
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 2 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestYAMLJobsBindToHandlersByName(t *testing.T) {
 	ns := namespace(t)
 	f, err := job.Load(strings.NewReader(fmt.Sprintf(`
 regcenter:
-  servers: [%s]
+  %s
   namespace: %s
 jobs:
   - name: orders
@@ -318,11 +318,11 @@ jobs:
   - name: audit
     cron: "* * * * * *"
     shardingTotalCount: 1
-`, strings.Join(zk.Servers(), ","), ns)))
+`, registryYAML(), ns)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := regcenter.NewZooKeeper(tctx(t), f.Regcenter)
+	rc, err := regcenter.Open(tctx(t), f.Regcenter)
 	if err != nil {
 		t.Fatal(err)
 	}

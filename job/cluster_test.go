@@ -11,16 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/testing/leakcheck"
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
-
-var zk *zktest.Cluster
-
-func TestMain(m *testing.M) { os.Exit(zktest.RunTests(leakcheck.Checked(m), &zk)) }
 
 var nsCounter atomic.Int64
 
@@ -132,7 +126,7 @@ func (rc *recorder) waitFires(t *testing.T, since time.Time, n, items int, deadl
 // of a user's application would have.
 type instance struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    regcenter.Center
 	sched *job.Scheduler
 }
 
@@ -154,9 +148,9 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 
 // connect makes instance id's regcenter (4 s sessions) and scheduler,
 // with nothing added or started.
-func connect(t *testing.T, ctx context.Context, ns, id string, opts ...job.Option) (*regcenter.ZooKeeper, *job.Scheduler) {
+func connect(t *testing.T, ctx context.Context, ns, id string, opts ...job.Option) (regcenter.Center, *job.Scheduler) {
 	t.Helper()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatalf("regcenter: %v", err)
 	}

@@ -70,6 +70,7 @@ func TestQueuedDebtOfABusyItemIsPaid(t *testing.T) {
 // nowhere but in each item's completed node. The new owner makes up for
 // them at its first fire of the item, so no fire is lost.
 func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
+	needZooKeeper(t, "proxy that cuts one instance off")
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true, ShardingStrategy: "AVG_ALLOCATION"}
@@ -117,6 +118,7 @@ func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 // them. A fire that finds that run still going is owed a run of its own:
 // the catch-up began before it and does not cover it.
 func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
+	needZooKeeper(t, "proxy that cuts one instance off")
 	ns := namespace(t)
 	rec := newRecorder()
 	rec.hold = 1500 * time.Millisecond // longer than the period

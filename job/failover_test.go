@@ -143,6 +143,7 @@ func TestMisfiresCollapseIntoOneRun(t *testing.T) {
 }
 
 func TestFrozenInstanceRunsNothingUntilReRegistered(t *testing.T) {
+	needZooKeeper(t, "proxy that cuts one instance off")
 	ns := namespace(t)
 	rec := newRecorder()
 	rec.hold = 800 * time.Millisecond
@@ -274,7 +275,7 @@ func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Con
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,7 +215,7 @@ func TestPeerProbesMarkAFailingPeerOffline(t *testing.T) {
 func TestHealthOptionsRefuseBadInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: namespace(t)})
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: namespace(t)}))
 	if err != nil {
 		t.Fatal(err)
 	}

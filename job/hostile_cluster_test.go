@@ -172,11 +172,11 @@ func TestSchedulerAddRefusesOversizedConfig(t *testing.T) {
 	}
 }
 
-func connectRaw(t *testing.T, ns string) *regcenter.ZooKeeper {
+func connectRaw(t *testing.T, ns string) regcenter.Center {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // markOf reads the running mark of item 0 of job name, if any: the fire it
 // is for and when it was written.
-func markOf(t *testing.T, obs *regcenter.ZooKeeper, name string) (fire, begin time.Time, ok bool) {
+func markOf(t *testing.T, obs regcenter.Center, name string) (fire, begin time.Time, ok bool) {
 	t.Helper()
 	data, _, err := obs.Get(tctx(t), "/"+name+"/execution/0/running")
 	if errors.Is(err, regcenter.ErrNoNode) {

@@ -229,7 +229,7 @@ func (hooks) AfterFire(ctx context.Context, f listener.Fire) error {
 
 func ExampleDistributeOnce() {
 	ctx := context.Background()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: []string{"127.0.0.1:2181"}, Namespace: "shop"})
+	rc, err := regcenter.Open(ctx, regcenter.Config{Servers: []string{"127.0.0.1:2181"}, Namespace: "shop"})
 	if err != nil {
 		return
 	}

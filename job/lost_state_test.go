@@ -65,7 +65,7 @@ func TestWipedZooKeeperFiresAgain(t *testing.T) {
 	back := time.Now()
 	fires := rec.waitFires(t, back, 3, 4, 60*time.Second)
 	t.Logf("first complete fire %v after the wiped ensemble served again (session timeout %v)",
-		fires[0].Sub(back).Round(time.Millisecond), a.rc.SessionTimeout())
+		fires[0].Sub(back).Round(time.Millisecond), a.rc.(*regcenter.ZooKeeper).SessionTimeout())
 
 	// The job's tree is back: its config and both servers' status nodes.
 	obs, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "wiped"})

@@ -125,7 +125,7 @@ func TestStartRegistersNewAndExistingJobsTogether(t *testing.T) {
 }
 
 // quiet waits until rc has sent no request for 300 ms.
-func quiet(t *testing.T, rc *regcenter.ZooKeeper) {
+func quiet(t *testing.T, rc regcenter.Center) {
 	t.Helper()
 	waitUntil(t, 10*time.Second, func() bool {
 		before := rc.Stats()

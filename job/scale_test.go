@@ -21,7 +21,7 @@ func TestManyJobsCostNoGoroutinesPerJob(t *testing.T) {
 	ns := namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns}), regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestServerIDOfADeadProcessOfThisHostIsTakenOver(t *testing.T) {
 
 	// A session that stays alive, holding what a killed process left: its
 	// instance node naming a pid that does not exist, and a status node.
-	ghost, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 30 * time.Second})
+	ghost, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 30 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
