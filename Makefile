@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test test-etcd lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -17,6 +17,19 @@ ZK_PORT   ?= 2181
 test: zookeeper postgresql chromium bench-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m ./...
+	$(MAKE) test-etcd
+
+# The same tests on etcd where registry semantics matter (a matrix, not
+# copies): the job package's cluster tests (placement, caps, drain, health,
+# ranges, failover, flags, triggers) with SHARDJOB_TEST_REGISTRY=etcd, the
+# dispatcher's registry leases, the CLI and the console's API. The etcd
+# members run inside the test binaries: no install. The regcenter and
+# jobfile etcd tests already run in ./... above.
+test-etcd:
+	SHARDJOB_TEST_REGISTRY=etcd $(GO) test -race -count=1 -p 1 -timeout 15m \
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' ./job/
+	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
+	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
 
 lint:
 	@unformatted=$$(gofmt -l .); \
