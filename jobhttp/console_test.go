@@ -59,19 +59,38 @@ func TestConsoleOverviewShowsJobs(t *testing.T) {
 	tb := newTab(t)
 	tb.open(cc.console)
 	tb.waitText("#jobs-table tbody tr:nth-child(1)", "orders", "ok", "* * * * * *", "2/2", "a1 2 · a2 2", "4 ok")
-	// report has not fired yet: its items are placed at its first fire.
-	tb.waitText("#jobs-table tbody tr:nth-child(2)", "report", "0 0 0 1 1 *", "2/2", "2027-01-01", "no run yet")
+	// report has not fired yet: its items are placed just before its first
+	// fire, and the page says so rather than "resharding" with none assigned.
+	row := tb.waitText("#jobs-table tbody tr:nth-child(2)", "report", "0 0 0 1 1 *", "2/2", "2027-01-01", "no run yet",
+		"awaiting first fire", "not yet assigned: placed before its first fire at 2027-01-01 00:00:00")
+	for _, stale := range []string{"resharding", "none assigned"} {
+		if strings.Contains(row, stale) {
+			t.Errorf("the overview shows a job before its first fire as %q: %q", stale, row)
+		}
+	}
 	tb.waitText("#namespace", "/"+cc.ns)
 	tb.waitText("#jobs-count", "2 jobs")
 
+	// A server's items are shown as a count with their ids, under a label
+	// that says they are the items it holds.
 	tb.click(`a.job-link[href="#/job/orders"]`)
-	tb.waitText("#job-servers tbody tr:nth-child(1)", "a1", "online", "0,1")
-	tb.waitText("#job-servers tbody tr:nth-child(2)", "a2", "online", "2,3")
+	tb.waitText("#job-servers thead", "Items held", "Items running")
+	tb.waitText("#job-servers tbody tr:nth-child(1)", "a1", "online", "2 (items 0, 1)")
+	tb.waitText("#job-servers tbody tr:nth-child(2)", "a2", "online", "2 (items 2, 3)")
 	tb.waitText("#job-items", "ok fire of")
 	tb.waitText("#job-cron", "* * * * * *")
 	if n := cc.ran("orders", job.KindFire); n < 4 {
 		t.Errorf("the page showed results of %d executions", n)
 	}
+
+	tb.click(`a[href="#/jobs"]`)
+	tb.click(`a.job-link[href="#/job/report"]`)
+	head := tb.waitText("#job-head", "awaiting first fire")
+	tb.waitText("#job-assignment", "not yet assigned: placed before its first fire at 2027-01-01 00:00:00")
+	if strings.Contains(head, "resharding") {
+		t.Errorf("the job's page shows a job before its first fire as resharding: %q", head)
+	}
+	tb.waitText("#job-servers tbody tr:nth-child(1)", "none")
 }
 
 // TestConsoleTriggerRunsTheJob: a trigger from the overview runs every

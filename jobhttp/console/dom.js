@@ -67,9 +67,11 @@ export function duration(ms) {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} m`;
 }
 
-// items shows a list of items as 0,1,2 or "none".
+// items shows a list of item ids with their count, "3 (items 0, 1, 2)", so
+// that neither can be read for the other; "none" for an empty list.
 export function items(list) {
-  return list && list.length ? list.join(",") : "none";
+  if (!list || !list.length) return "none";
+  return `${list.length} (${list.length === 1 ? "item" : "items"} ${list.join(", ")})`;
 }
 
 // section is a titled block.

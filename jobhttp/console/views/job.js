@@ -4,7 +4,7 @@
 
 import { path } from "../api.js";
 import { badge, button, duration, el, items, section, table, time } from "../dom.js";
-import { statusBadge } from "./jobs.js";
+import { firstPlacementDue, statusBadge } from "./jobs.js";
 
 export function mount(ctx) {
   const name = ctx.arg;
@@ -104,13 +104,16 @@ export async function refresh(ctx) {
       "dl",
       { class: "facts" },
       el("dt", { text: "Status" }),
-      el("dd", null, statusBadge(st.status)),
+      el("dd", null, statusBadge(st.status, firstPlacementDue(st, st))),
       el("dt", { text: "Cron" }),
       el("dd", null, el("code", { id: "job-cron", text: st.cron + (st.timeZone ? " " + st.timeZone : "") })),
       el("dt", { text: "Items" }),
       el("dd", { id: "job-count", text: String(st.shardingTotalCount) }),
       el("dt", { text: "Next fire" }),
       el("dd", { text: time(st.nextFire) || "—" }),
+      firstPlacementDue(st, st) && st.nextFire
+        ? [el("dt", { text: "Assignment" }), el("dd", { id: "job-assignment", text: `not yet assigned: placed before its first fire at ${time(st.nextFire)}` })]
+        : null,
       el("dt", { text: "Leader" }),
       el("dd", { text: st.leader || "—" }),
       el("dt", { text: "Failover" }),
@@ -136,8 +139,8 @@ export async function refresh(ctx) {
             s.triggerPending ? badge("trigger pending", "muted") : null,
           ],
         },
-        { label: "Items", cell: (s) => items(s.items) },
-        { label: "Running", cell: (s) => items(s.running) },
+        { label: "Items held", cell: (s) => items(s.items) },
+        { label: "Items running", cell: (s) => items(s.running) },
         { label: "", cell: (s) => serverActions(ctx, name, s) },
       ],
       st.servers || [],

@@ -21,16 +21,30 @@ export function mount(ctx) {
   ctx.root.append(el("h1", { text: "Jobs" }), el("div", { class: "toolbar" }, filter, count), body);
 }
 
-export function statusBadge(status) {
+// statusBadge shows a job's status. A job that has never fired and whose
+// items no server holds reports a reshard due: that is its first placement,
+// made just before its first fire, and it reads as such.
+export function statusBadge(status, firstPlacement) {
+  if (status === "resharding" && firstPlacement) return badge("awaiting first fire", "muted");
   const kind = { ok: "ok", disabled: "warn", resharding: "warn", crashed: "bad" }[status] || "muted";
   return badge(status || "unknown", kind);
 }
 
+// firstPlacementDue: the job j (a summary, or a job's detail st) has never
+// fired and no server holds any of its items — they are placed just before
+// its first fire.
+export function firstPlacementDue(j, st) {
+  return !!st && !j.lastFire && !(st.servers || []).some((s) => s.items && s.items.length);
+}
+
 // perInstance shows how many items each server holds: "a1 2 · a2 2".
-function perInstance(st) {
+function perInstance(j, st) {
   if (!st) return "";
   const held = st.servers.filter((s) => s.items && s.items.length);
-  if (!held.length) return "none assigned";
+  if (!held.length) {
+    if (firstPlacementDue(j, st) && j.nextFire) return `not yet assigned: placed before its first fire at ${time(j.nextFire)}`;
+    return "none assigned";
+  }
   return held.map((s) => `${s.id} ${s.items.length}`).join(" · ");
 }
 
@@ -81,13 +95,13 @@ export async function refresh(ctx) {
     table(
       [
         { label: "Job", cell: (r) => el("a", { href: "#/job/" + encodeURIComponent(r.j.name), class: "job-link", text: r.j.name }) },
-        { label: "Status", cell: (r) => [statusBadge(r.j.status), r.j.configError ? el("div", { class: "error-text", text: r.j.configError }) : null] },
+        { label: "Status", cell: (r) => [statusBadge(r.j.status, firstPlacementDue(r.j, r.st)), r.j.configError ? el("div", { class: "error-text", text: r.j.configError }) : null] },
         { label: "Cron", cell: (r) => el("code", { text: r.j.cron + (r.j.timeZone ? " " + r.j.timeZone : "") }) },
         { label: "Next fire", cell: (r) => time(r.j.nextFire) },
         { label: "Last fire", cell: (r) => time(r.j.lastFire) },
         { label: "Items", cls: "num", cell: (r) => String(r.j.shardingTotalCount) },
         { label: "Online", cls: "num", cell: (r) => `${r.j.online}/${r.j.registered}` },
-        { label: "Items per instance", cell: (r) => perInstance(r.st) },
+        { label: "Items per instance", cell: (r) => perInstance(r.j, r.st) },
         { label: "Last results", cell: (r) => lastResults(r.st) },
         {
           label: "",
