@@ -282,10 +282,6 @@ func (z *ZooKeeper) explainAuth(err error) error {
 // Namespace returns the namespace root, e.g. "/shop".
 func (z *ZooKeeper) Namespace() string { return z.root }
 
-// Config returns the configuration in force (defaults applied, a
-// DigestFile read into Digest).
-func (z *ZooKeeper) Config() Config { return z.cfg }
-
 // SessionTimeout returns the session timeout negotiated with the server.
 func (z *ZooKeeper) SessionTimeout() time.Duration { return time.Duration(z.negotiated.Load()) }
 
@@ -707,13 +703,6 @@ func (z *ZooKeeper) Session() *Session {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	return z.session
-}
-
-// Suspended reports whether the connection is currently lost.
-func (z *ZooKeeper) Suspended() bool {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.suspended
 }
 
 // OnSession registers fn for session events. Events are delivered in order
