@@ -64,7 +64,7 @@ var DefaultDurationBuckets = []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5
 type Options struct {
 	// Registerer receives the collectors. Nil means a registry of the
 	// Metrics' own, with the Go runtime and process collectors, which
-	// Gatherer returns and Handler serves.
+	// Handler serves.
 	Registerer prometheus.Registerer
 	// Gatherer is what Handler serves when Registerer is set (nil: Handler
 	// serves prometheus.DefaultGatherer if Registerer is
@@ -243,10 +243,6 @@ func (m *Metrics) Register(what string, c prometheus.Collector) error {
 // nil), for collectors added with Register to report what a scrape could
 // not read.
 func (m *Metrics) Logger() *slog.Logger { return m.log }
-
-// Gatherer returns the registry m serves: its own when Options.Registerer
-// was nil, else Options.Gatherer (nil if neither applies).
-func (m *Metrics) Gatherer() prometheus.Gatherer { return m.gatherer }
 
 // Handler serves the metrics in Prometheus' text format. Without a
 // gatherer (see Options.Gatherer) it answers 500 naming the problem.
