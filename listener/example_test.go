@@ -68,8 +68,8 @@ func (oncePerFire) AfterFire(_ context.Context, f listener.Fire) error {
 
 // NewGuarantee checks its arguments before it touches the registry: a job
 // name must be one path segment, and a timeout not negative (0 means
-// DefaultDistributeTimeout). The scheduler builds the guarantee of a job
-// registered with job.DistributeOnce(hooks).
+// DefaultDistributeTimeout). job.DistributeOnce builds the guarantee of
+// the job it wraps.
 func ExampleNewGuarantee() {
 	// A guarantee needs the job's connected center; its argument checks
 	// come before any use of it, so a nil *ZooKeeper stands for one here.
