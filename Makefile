@@ -26,7 +26,7 @@ test: zookeeper postgresql chromium bench-check
 # members run inside the test binaries: no install. The regcenter and
 # jobfile etcd tests already run in ./... above.
 test-etcd:
-	SHARDJOB_TEST_REGISTRY=etcd $(GO) test -race -count=1 -p 1 -timeout 15m \
+	SHARDJOB_TEST_REGISTRY=etcd $(GO) test -race -count=1 -p 1 -timeout 30m \
 		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' ./job/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
