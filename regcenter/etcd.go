@@ -500,9 +500,12 @@ func (e *Etcd) notifyLoop() {
 
 // keepAliveLoop renews the lease every fifth of its TTL, one keepalive at a
 // time, and renews the fencing lease from each answered keepalive's send
-// time. A keepalive that fails for want of an answer suspends the session;
-// one the server answers "no such lease" ends it, and a new lease is then
-// granted: a new session.
+// time. A keepalive that fails for want of an answer suspends the session
+// and is sent again at once (keepAliveRetry): the client's next request
+// goes to another member, so that a member that stopped answering with its
+// connection open (frozen, or cut off from its peers) costs one keepalive's
+// timeout, not the fencing lease. One the server answers "no such lease"
+// ends the session, and a new lease is then granted: a new session.
 func (e *Etcd) keepAliveLoop() {
 	defer e.wg.Done()
 	timer := time.NewTimer(0)
@@ -513,24 +516,34 @@ func (e *Etcd) keepAliveLoop() {
 			return
 		case <-timer.C:
 		}
-		e.keepAliveOnce()
-		timer.Reset(max(time.Duration(e.ttl.Load())/5, 50*time.Millisecond))
+		next := max(time.Duration(e.ttl.Load())/5, 50*time.Millisecond)
+		if !e.keepAliveOnce() {
+			next = keepAliveRetry
+		}
+		timer.Reset(next)
 	}
 }
 
-func (e *Etcd) keepAliveOnce() {
+// keepAliveRetry is the pause before a failed keepalive is sent again.
+const keepAliveRetry = 50 * time.Millisecond
+
+// keepAliveOnce sends one keepalive (or asks for a new lease after the old
+// one expired) and reports whether it was answered. Each waits at most a
+// fifth of the TTL: with the send a fifth after the last answer, two
+// unanswered attempts and a third answered one still fit in the fencing
+// lease's two thirds.
+func (e *Etcd) keepAliveOnce() bool {
 	e.mu.Lock()
 	s, lease, gone := e.session, e.lease, e.leaseGone
 	e.mu.Unlock()
 	ttl := time.Duration(e.ttl.Load())
-	ctx, cancel := context.WithTimeout(e.life, max(ttl/3, 200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(e.life, max(ttl/5, 200*time.Millisecond))
 	defer cancel()
 	if gone {
-		e.grantNew(ctx)
-		return
+		return e.grantNew(ctx)
 	}
 	if e.keepAliveOff.Load() {
-		return
+		return true
 	}
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.KeepAliveOnce(ctx, lease)
@@ -541,7 +554,7 @@ func (e *Etcd) keepAliveOnce() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed || e.lease != lease {
-		return
+		return true
 	}
 	switch {
 	case err == nil:
@@ -573,29 +586,32 @@ func (e *Etcd) keepAliveOnce() {
 			e.log.Warn("etcd keepalive failed; firing suspended", "session", s.String(), "err", err, "lease_left", e.leaseLeft().Round(time.Millisecond))
 			e.emitLocked(SessionEvent{Type: SessionSuspended, Session: s})
 		}
+		return false
 	}
+	return true
 }
 
 // grantNew asks for a new lease after the old one expired, and starts a new
-// session on it.
-func (e *Etcd) grantNew(ctx context.Context) {
+// session on it. It reports whether etcd granted one.
+func (e *Etcd) grantNew(ctx context.Context) bool {
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.Grant(ctx, ttlSeconds(e.cfg.SessionTimeout))
 	e.writes.Add(1)
 	if err != nil {
 		e.errs.Add(1)
 		e.log.Debug("granting a new etcd lease", "err", err)
-		return
+		return false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return
+		return true
 	}
 	e.renewed(sent)
 	e.ttl.Store(int64(time.Duration(resp.TTL) * time.Second))
 	e.lease = resp.ID
 	e.newSessionLocked()
+	return true
 }
 
 // watchdog ends the session when its fencing lease lapses on the monotonic
