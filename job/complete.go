@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
@@ -133,6 +131,33 @@ type completion struct {
 	// recorded holds, by position in batch, what the transaction records
 	// for each item it writes a completed node of (see runner.recorded).
 	recorded []cover
+	// fence leads the transaction while fenced (see writeCompletion).
+	fence  regcenter.Op
+	fenced bool
+	// ops is the transaction last built; targets says, by position, what
+	// each of its operations stands for.
+	ops     []regcenter.Op
+	targets []target
+}
+
+// target is what one operation of a completion transaction stands for: one
+// of an item's nodes (layout.Running, layout.Failover, layout.Completed,
+// layout.Misfire, or queueEntry), or the session's fence (fenceNode).
+type target struct {
+	item int
+	node string
+}
+
+// Targets that are not an item's execution node.
+const (
+	queueEntry = "failover queue entry"
+	fenceNode  = "fence"
+)
+
+// add appends op, standing for item's node, to the transaction.
+func (c *completion) add(op regcenter.Op, item int, node string) {
+	c.ops = append(c.ops, op)
+	c.targets = append(c.targets, target{item: item, node: node})
 }
 
 // setIn adds k to the set *m, making it if need be.
@@ -171,17 +196,29 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	r.release(items)
 }
 
+// completionStep is where the writing of a completion stands.
+type completionStep int
+
+const (
+	stepUnfence completionStep = iota // read the versions the unfenced form writes over
+	stepReread                        // read again the records others wrote meanwhile
+	stepCommit                        // send the transaction
+	stepDone                          // written, or given up
+)
+
 // writeCompletion writes a monitored job's completion of batch (see
 // complete). It is complete's own function, not part of it, so that an
 // unmonitored job's completion does not take its stack frame.
+//
+// A completion is retried until it is written: across a lost connection, a
+// ZooKeeper ensemble without quorum and a new session (the replay-safe,
+// unfenced form then). Given up, the fires it covers would look unrun and
+// be run again. Bounded all the same (I4): by its attempts, and cut when
+// shutdown has waited its last for background work — not when its grace
+// period for running items ends: the items it cut short are handed over by
+// their completions. Failures to wait out (a registry that cannot answer)
+// are not counted as attempts; failures the completion corrects are.
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	// A completion is retried until it is written: across a lost
-	// connection, a ZooKeeper ensemble without quorum and a new session
-	// (the replay-safe, unfenced form then). Given up, the fires it covers
-	// would look unrun and be run again. Bounded all the same (I4), and cut
-	// when shutdown has waited its last for background work — not when its
-	// grace period for running items ends: the items it cut short are
-	// handed over by their completions.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
 	defer context.AfterFunc(r.recordCtx, cancel)()
@@ -192,122 +229,145 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// must not delete a mark another instance created meanwhile. Without
 	// the fence (the generation has ended) they are left for the session's
 	// end, or for dropStaleMark if the session survived.
-	fence, fenced := r.elect.SessionFence(sess)
-	// unfence switches to the unfenced form; it fails (and is called
-	// again) while ZooKeeper cannot answer.
-	unfence := func() error {
-		fenced = false
-		for _, b := range batch {
-			setIn(&c.skipRunning, b.item)
-			setIn(&c.skipClaim, b.item)
+	c.fence, c.fenced = r.elect.SessionFence(sess)
+	step := stepReread
+	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
+		step = stepUnfence
+	}
+	r.skipOlderFailovers(ctx, cfg, &c)
+	delay := 50 * time.Millisecond
+	for attempt := 0; attempt < 4*len(batch)+8; {
+		next, err := step, error(nil)
+		switch step {
+		case stepUnfence:
+			if err = r.unfence(ctx, cfg, &c); err == nil {
+				next = stepReread
+			}
+		case stepReread:
+			if err = r.reread(ctx, &c); err == nil {
+				next = stepCommit
+			}
+		case stepCommit:
+			next, err = r.commit(ctx, cfg, &c)
 		}
-		// Unfenced, the transaction may be replayed late, on a later
-		// session: its completed marks are written only over the version
-		// read now, and not at all over a newer fire.
-		c.completedVersion = map[int]int32{}
-		for _, b := range batch {
-			if b.halted != nil || b.kind == KindTrigger || c.skipCompleted[b.item] {
+		switch {
+		case next == stepDone:
+			return
+		case err != nil:
+			if !r.backOff(ctx, &delay, err, len(batch)) {
+				return
+			}
+		case step == stepCommit:
+			attempt++
+		}
+		step = next
+	}
+	r.log.Warn("giving up marking items completed", "items", len(batch))
+}
+
+// unfence switches c to the unfenced form: its running marks and claims
+// are left for the session's end, and since the transaction may be
+// replayed late, on a later session, its completed marks are written only
+// over the versions read now, and not at all over a newer fire. It fails
+// while ZooKeeper cannot answer (and is called again).
+func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
+	c.fenced = false
+	for _, b := range c.batch {
+		setIn(&c.skipRunning, b.item)
+		setIn(&c.skipClaim, b.item)
+	}
+	c.completedVersion = map[int]int32{}
+	for _, b := range c.batch {
+		if b.halted != nil || b.kind == KindTrigger || c.skipCompleted[b.item] {
+			continue
+		}
+		data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
+		switch {
+		case errors.Is(err, regcenter.ErrNoNode):
+			r.mu.Lock()
+			r.completedSeen[b.item] = false
+			r.mu.Unlock()
+		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
+			return err
+		case err != nil:
+			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
+		default:
+			var m completedMark
+			if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
+				setIn(&c.skipCompleted, b.item)
 				continue
 			}
-			data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
-			switch {
-			case errors.Is(err, regcenter.ErrNoNode):
-				r.mu.Lock()
-				r.completedSeen[b.item] = false
-				r.mu.Unlock()
-			case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
-				return err
-			case err != nil:
-				setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
-			default:
-				var m completedMark
-				if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
-					setIn(&c.skipCompleted, b.item)
-					continue
-				}
-				c.completedVersion[b.item] = st.Version
-				r.mu.Lock()
-				r.completedSeen[b.item] = true
-				r.mu.Unlock()
-			}
+			c.completedVersion[b.item] = st.Version
+			r.mu.Lock()
+			r.completedSeen[b.item] = true
+			r.mu.Unlock()
 		}
-		return nil
 	}
-	unfenced := false // the unfenced form's reads are done
-	if !fenced {
-		unfenced = unfence() == nil
-	}
-	// A failover run makes up for an older fire than the item's regular
-	// owner may have completed since: never move completed backwards. (A
-	// run that read the record adds to it instead: its prior.)
-	for _, b := range batch {
+	return nil
+}
+
+// skipOlderFailovers leaves alone the records of c's failover runs that
+// make up for an older fire than their item's regular owner has completed
+// since: completed never moves backwards. (A run that read the record adds
+// to it instead: its prior.)
+func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completion) {
+	for _, b := range c.batch {
 		if b.kind == KindFailover && b.halted == nil && b.prior.isZero() {
 			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(r.coveredUpTo(cfg, b)) {
 				setIn(&c.skipCompleted, b.item)
 			}
 		}
 	}
-	backoff := 50 * time.Millisecond
-	wait := func(err error) bool {
-		select {
-		case <-ctx.Done():
-			r.log.Warn("cannot mark items completed; their fires may run again", "items", len(batch), "err", err)
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-		return true
+}
+
+// backOff waits *delay before a completion's next try, doubling it up to a
+// second; it reports false, warning that the fires may run again, if ctx
+// ends first.
+func (r *runner) backOff(ctx context.Context, delay *time.Duration, err error, items int) bool {
+	select {
+	case <-ctx.Done():
+		r.log.Warn("cannot mark items completed; their fires may run again", "items", items, "err", err)
+		return false
+	case <-time.After(*delay):
 	}
-	for attempt := 0; attempt < 4*len(batch)+8; {
-		if !fenced && !unfenced {
-			if err := unfence(); err != nil {
-				if !wait(err) {
-					return
-				}
-				continue
-			}
-			unfenced = true
-		}
-		if err := r.reread(ctx, &c); err != nil {
-			if !wait(err) {
-				return
-			}
-			continue
-		}
-		ops := r.completionOps(cfg, &c)
-		if len(ops) == 0 {
-			return
-		}
-		if fenced {
-			ops = append([]regcenter.Op{fence}, ops...)
-		}
-		err := r.rc.Multi(ctx, ops...)
-		if err == nil {
-			r.paid(cfg, &c)
-			return
-		}
-		var me *regcenter.MultiError
-		switch {
-		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
-			// The transaction may or may not have been applied; the
-			// corrections below make a replay converge either way. A
-			// session that ended takes its marks with it: go on unfenced.
-			if errors.Is(err, regcenter.ErrSessionLost) {
-				fenced = false
-			}
-			if !wait(err) {
-				return
-			}
-			continue
-		case fenced && errors.As(err, &me) && me.Index == 0:
-			fenced = false // the generation ended meanwhile: unfence at the next attempt
-		case !r.correct(&c, err):
-			r.log.Warn("cannot mark items completed", "err", err)
-			return
-		}
-		attempt++
+	*delay = min(2*(*delay), time.Second)
+	return true
+}
+
+// commit builds and sends c's transaction. It returns the step to take
+// next — stepDone once written, when nothing is left to write, or after a
+// failure no retry can fix — and the error to wait out first, if any.
+func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completionStep, error) {
+	r.completionOps(cfg, c)
+	if len(c.ops) == 0 {
+		return stepDone, nil
 	}
-	r.log.Warn("giving up marking items completed", "items", len(batch))
+	if c.fenced {
+		c.ops = append([]regcenter.Op{c.fence}, c.ops...)
+		c.targets = append([]target{{item: -1, node: fenceNode}}, c.targets...)
+	}
+	err := r.rc.Multi(ctx, c.ops...)
+	var me *regcenter.MultiError
+	switch {
+	case err == nil:
+		r.paid(cfg, c)
+		return stepDone, nil
+	case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
+		// The transaction may or may not have been applied; the
+		// corrections make a replay converge either way. A session that
+		// ended takes its marks with it: go on unfenced.
+		if errors.Is(err, regcenter.ErrSessionLost) && c.fenced {
+			return stepUnfence, err
+		}
+		return stepReread, err
+	case !errors.As(err, &me) || me.Index < 0 || me.Index >= len(c.targets):
+	case c.targets[me.Index].node == fenceNode:
+		return stepUnfence, nil // the generation ended meanwhile
+	case r.correct(c, c.targets[me.Index], me.Err):
+		return stepReread, nil
+	}
+	r.log.Warn("cannot mark items completed", "err", err)
+	return stepDone, nil
 }
 
 // reread reads the completed nodes of c.reread again (see completion)
@@ -357,66 +417,64 @@ func (r *runner) paid(cfg *spec, c *completion) {
 	}
 }
 
-// correct updates c after a failed transaction; false means the failure is
-// not one a retry can fix.
-func (r *runner) correct(c *completion, err error) bool {
-	var me *regcenter.MultiError
-	if !errors.As(err, &me) {
-		return false
-	}
-	missing := errors.Is(me.Err, regcenter.ErrNoNode)
-	exists := errors.Is(me.Err, regcenter.ErrNodeExists)
-	moved := errors.Is(me.Err, regcenter.ErrBadVersion)
-	if item, ok := r.queueItemOf(me.Op); ok && (missing || exists || moved) {
-		setIn(&c.skipDequeue, item)
-		return true
-	}
-	item, node, ok := r.itemNodeOf(me.Op)
-	if !ok {
+// correct updates c after a transaction failed with err at an operation
+// standing for t; false means the failure is not one a retry can fix.
+func (r *runner) correct(c *completion, t target, err error) bool {
+	missing := errors.Is(err, regcenter.ErrNoNode)
+	exists := errors.Is(err, regcenter.ErrNodeExists)
+	moved := errors.Is(err, regcenter.ErrBadVersion)
+	if t.node == queueEntry {
+		if missing || exists || moved {
+			setIn(&c.skipDequeue, t.item)
+			return true
+		}
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case node == layout.Running && missing:
-		setIn(&c.skipRunning, item)
-	case node == layout.Failover && missing:
-		setIn(&c.skipClaim, item)
-	case node == layout.Completed && missing:
-		r.completedSeen[item] = false
-	case node == layout.Completed && (exists || moved) && c.completedVersion == nil:
+	case t.node == layout.Running && missing:
+		setIn(&c.skipRunning, t.item)
+	case t.node == layout.Failover && missing:
+		setIn(&c.skipClaim, t.item)
+	case t.node == layout.Completed && missing:
+		r.completedSeen[t.item] = false
+	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
-		setIn(&c.reread, item)
-	case node == layout.Completed && exists:
-		r.completedSeen[item] = true
-	case node == layout.Completed && moved:
-		setIn(&c.skipCompleted, item) // unfenced, written meanwhile: that record stands
-	case node == layout.Misfire && missing:
-		r.owed.setNode(item, false)
+		setIn(&c.reread, t.item)
+	case t.node == layout.Completed && exists:
+		r.completedSeen[t.item] = true
+	case t.node == layout.Completed && moved:
+		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
+	case t.node == layout.Misfire && missing:
+		r.owed.setNode(t.item, false)
 	default:
 		return false
 	}
 	return true
 }
 
-// completionOps builds the completion transaction.
-func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
+// completionOps builds the completion transaction in c.ops (without the
+// fence), each operation's target beside it.
+func (r *runner) completionOps(cfg *spec, c *completion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ops []regcenter.Op
+	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] {
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1})
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1}, b.item, layout.Running)
 		}
 		if b.kind == KindFailover && !c.skipClaim[b.item] {
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Failover), Version: -1})
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Failover), Version: -1}, b.item, layout.Failover)
 		}
 		if b.halted != nil {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
 			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
-				ops = append(ops, failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}})...)
+				for _, op := range failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}}) {
+					c.add(op, b.item, queueEntry)
+				}
 			}
 			continue
 		}
@@ -427,7 +485,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
 			if !ok {
 				v = -1
 			}
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v})
+			c.add(regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v}, b.item, queueEntry)
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
@@ -452,62 +510,18 @@ func (r *runner) completionOps(cfg *spec, c *completion) []regcenter.Op {
 						v = b.prior.version
 					}
 				}
-				ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: v})
+				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)
 				c.wrote[b.item] = -1
 				if v >= 0 {
 					c.wrote[b.item] = v + 1
 				}
 			} else {
-				ops = append(ops, regcenter.CreateOp{Path: p, Data: data})
+				c.add(regcenter.CreateOp{Path: p, Data: data}, b.item, layout.Completed)
 				c.wrote[b.item] = 0
 			}
 		}
 		if since, _ := r.owed.owed(b.item); r.owed.hasNode(b.item) && b.covers(since) {
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1})
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
 	}
-	return ops
-}
-
-// queueItemOf parses an op's path as a failover queue entry.
-func (r *runner) queueItemOf(op regcenter.Op) (int, bool) {
-	prefix := r.paths.FailoverItems() + "/"
-	p := opPath(op)
-	if !strings.HasPrefix(p, prefix) {
-		return 0, false
-	}
-	item, err := strconv.Atoi(p[len(prefix):])
-	return item, err == nil
-}
-
-// itemNodeOf parses an op's path as /{job}/execution/{item}/{node}.
-func (r *runner) itemNodeOf(op regcenter.Op) (int, string, bool) {
-	prefix := r.paths.Execution() + "/"
-	p := opPath(op)
-	if !strings.HasPrefix(p, prefix) {
-		return 0, "", false
-	}
-	itemStr, node, ok := strings.Cut(p[len(prefix):], "/")
-	if !ok {
-		return 0, "", false
-	}
-	item, err := strconv.Atoi(itemStr)
-	if err != nil {
-		return 0, "", false
-	}
-	return item, node, true
-}
-
-func opPath(op regcenter.Op) string {
-	switch o := op.(type) {
-	case regcenter.CreateOp:
-		return o.Path
-	case regcenter.SetOp:
-		return o.Path
-	case regcenter.DeleteOp:
-		return o.Path
-	case regcenter.CheckOp:
-		return o.Path
-	}
-	return ""
 }
