@@ -74,11 +74,9 @@ func (r *runner) fire(at time.Time) {
 
 // takeMissed returns and clears the earliest fire skipped here.
 func (r *runner) takeMissed() time.Time {
-	r.mu.Lock()
+	r.mu.Lock() // see noteSuspendedMiss
 	defer r.mu.Unlock()
-	at := r.missed
-	r.missed = time.Time{}
-	return at
+	return r.owed.takeMissed()
 }
 
 // reserved, when not nil, is called once this fire's items are reserved

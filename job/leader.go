@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -14,18 +15,13 @@ import (
 // leader may have died in the middle of one), watches the servers, and
 // reshards at once when an instance about to fire asks for it.
 func (r *runner) onElected(ctx context.Context) {
-	r.bumpLeaderGen()
+	r.lead.bumpGen()
 	r.s.emit(Event{Kind: EventLeader, Job: r.name})
-	r.mu.Lock()
-	r.lastSharded = nil
-	r.mu.Unlock()
+	r.lead.setSharded(nil)
 	r.goFunc(func() {
 		r.setNecessary(ctx)
 		r.watchServers(ctx)
-		r.mu.Lock()
-		_, armed := r.leaderWatches["/necessary"]
-		r.mu.Unlock()
-		if armed || ctx.Err() != nil {
+		if r.lead.has(requestWatch) || ctx.Err() != nil {
 			return
 		}
 		// An instance about to fire asks for a reshard by writing the
@@ -38,14 +34,10 @@ func (r *runner) onElected(ctx context.Context) {
 				r.epochKick.kick() // a flag set by hand moves no epoch
 			}
 		})
-		r.mu.Lock()
-		if _, dup := r.leaderWatches["/necessary"]; dup || !r.elect.IsLeader() {
-			r.mu.Unlock()
+		if !r.lead.keep(requestWatch, cancel, r.elect.IsLeader) {
 			cancel()
 			return
 		}
-		r.leaderWatches["/necessary"] = cancel
-		r.mu.Unlock()
 		// A request written before the watch was armed (an instance
 		// draining, or about to fire, while nobody led) is answered now:
 		// the flag's data names who asked; the leader's own flag has none.
@@ -74,21 +66,10 @@ func (r *runner) reshardOnRequest() {
 }
 
 func (r *runner) onRevoked() {
-	r.bumpLeaderGen()
-	r.mu.Lock()
-	cancels := r.leaderWatches
-	r.leaderWatches = map[string]func(){}
-	r.mu.Unlock()
-	for _, c := range cancels {
+	r.lead.bumpGen()
+	for _, c := range r.lead.dropAll() {
 		c()
 	}
-}
-
-func (r *runner) bumpLeaderGen() {
-	r.mu.Lock()
-	close(r.leaderGen)
-	r.leaderGen = make(chan struct{})
-	r.mu.Unlock()
 }
 
 // watchServers keeps the leader watching the server list and every
@@ -98,13 +79,11 @@ func (r *runner) watchServers(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	r.mu.Lock()
-	if _, ok := r.leaderWatches[""]; !ok {
-		r.leaderWatches[""] = r.rc.Watch(r.paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
+	r.lead.armOnce(serversWatch, func() func() {
+		return r.rc.Watch(r.paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
 			r.membership.kick()
 		})
-	}
-	r.mu.Unlock()
+	})
 	r.membership.kick()
 }
 
@@ -121,26 +100,14 @@ func (r *runner) checkMembership() {
 		r.log.Warn("reading servers", "err", err)
 		return
 	}
-	r.mu.Lock()
-	if !r.elect.IsLeader() {
-		r.mu.Unlock()
+	last, leading := r.lead.watchServers(r.elect.IsLeader, servers, func(sv string) func() {
+		return r.rc.Watch(r.paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
+			r.membership.kick()
+		})
+	})
+	if !leading {
 		return
 	}
-	for _, sv := range servers.names() {
-		if _, ok := r.leaderWatches[sv]; !ok {
-			r.leaderWatches[sv] = r.rc.Watch(r.paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
-				r.membership.kick()
-			})
-		}
-	}
-	for sv, c := range r.leaderWatches {
-		if _, ok := servers[sv]; !ok && sv != "" && !strings.HasPrefix(sv, "/") {
-			c()
-			delete(r.leaderWatches, sv)
-		}
-	}
-	last := r.lastSharded
-	r.mu.Unlock()
 	excluded, err := readExcluded(ctx, r.rc)
 	if err != nil {
 		r.log.Warn("reading the drain list", "err", err)
@@ -160,4 +127,113 @@ func (r *runner) checkMembership() {
 			r.log.Warn("repairing the load table's books", "err", err)
 		}
 	}
+}
+
+// Keys of leaderDuties.watches other than a server's name.
+const (
+	serversWatch = ""           // the server list
+	requestWatch = "/necessary" // reshard requests
+)
+
+// leaderDuties is what this instance keeps for its leader's duties: the
+// watches they arm (the server list, each server's flags, reshard
+// requests), the servers it last resharded onto, and a generation that
+// changes when leadership does. It owns its lock, taken only in this file;
+// sem, held while this instance reshards or repairs the books, is a
+// channel and needs none.
+type leaderDuties struct {
+	mu          sync.Mutex
+	watches     map[string]func() // cancels, by server name or a key above
+	gen         chan struct{}     // closed and replaced when leadership changes
+	lastSharded []string          // the eligible servers of the last reshard here
+	sem         chan struct{}
+}
+
+func newLeaderDuties() *leaderDuties {
+	return &leaderDuties{watches: map[string]func(){}, gen: make(chan struct{}), sem: make(chan struct{}, 1)}
+}
+
+// bumpGen marks a change of leadership: changed's channel is closed.
+func (d *leaderDuties) bumpGen() {
+	d.mu.Lock()
+	close(d.gen)
+	d.gen = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// changed returns a channel closed at the next change of leadership.
+func (d *leaderDuties) changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.gen
+}
+
+// setSharded records the servers a reshard here placed items on (nil:
+// none yet under this leadership).
+func (d *leaderDuties) setSharded(servers []string) {
+	d.mu.Lock()
+	d.lastSharded = servers
+	d.mu.Unlock()
+}
+
+// has reports whether the watch key is armed.
+func (d *leaderDuties) has(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.watches[key]
+	return ok
+}
+
+// keep records cancel as the watch key, unless one is armed already or
+// leading reports false: then it returns false and the caller cancels.
+func (d *leaderDuties) keep(key string, cancel func(), leading func() bool) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, dup := d.watches[key]; dup || !leading() {
+		return false
+	}
+	d.watches[key] = cancel
+	return true
+}
+
+// armOnce arms the watch key with arm unless it is armed.
+func (d *leaderDuties) armOnce(key string, arm func() (cancel func())) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.watches[key]; !ok {
+		d.watches[key] = arm()
+	}
+}
+
+// dropAll forgets every watch and returns their cancels.
+func (d *leaderDuties) dropAll() map[string]func() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cancels := d.watches
+	d.watches = map[string]func(){}
+	return cancels
+}
+
+// watchServers, while leading reports true, arms a watch (with arm) on
+// each of servers not yet watched and cancels those of servers gone. It
+// returns the servers of the last reshard here, and false if this
+// instance no longer leads.
+func (d *leaderDuties) watchServers(leading func() bool, servers serverSet, arm func(server string) (cancel func())) (lastSharded []string, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !leading() {
+		return nil, false
+	}
+	for _, sv := range servers.names() {
+		if _, ok := d.watches[sv]; !ok {
+			d.watches[sv] = arm(sv)
+		}
+	}
+	for sv, c := range d.watches {
+		if _, ok := servers[sv]; !ok && sv != serversWatch && !strings.HasPrefix(sv, "/") {
+			c()
+			delete(d.watches, sv)
+		}
+	}
+	return d.lastSharded, true
 }

@@ -83,7 +83,7 @@ func (r *runner) reconcile() {
 		r.goFunc(func() { r.reregister(sess) })
 		return
 	}
-	if !r.prepared.Load() {
+	if !r.prep.done.Load() {
 		// Not in the election yet and running nothing: its flags watch
 		// restores its status, and it costs no request between fires.
 		return

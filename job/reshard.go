@@ -97,12 +97,9 @@ func (r *runner) awaitSharding(ctx context.Context) error {
 			}
 			continue // re-check now that the watches are armed
 		}
-		r.mu.Lock()
-		leaderGen := r.leaderGen
-		r.mu.Unlock()
 		select {
 		case <-changed:
-		case <-leaderGen:
+		case <-r.lead.changed():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -114,21 +111,21 @@ func (r *runner) reshard(ctx context.Context) error {
 	// One reshard at a time (a fire's and a follower's request can meet);
 	// the second finds the flag gone and has nothing to do.
 	select {
-	case r.reshardSem <- struct{}{}:
+	case r.lead.sem <- struct{}{}:
 		// Uncontended: the caller has just seen the flag.
 	default:
 		select {
-		case r.reshardSem <- struct{}{}:
+		case r.lead.sem <- struct{}{}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 		// Waited for another reshard: it may have done the work.
 		if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
-			<-r.reshardSem
+			<-r.lead.sem
 			return err
 		}
 	}
-	defer func() { <-r.reshardSem }()
+	defer func() { <-r.lead.sem }()
 	fence, err := r.elect.Fence()
 	if err != nil {
 		return err
@@ -175,9 +172,7 @@ func (r *runner) reshard(ctx context.Context) error {
 		eligible = append(eligible, sv)
 	}
 	sortStrings(eligible)
-	r.mu.Lock()
-	r.lastSharded = eligible
-	r.mu.Unlock()
+	r.lead.setSharded(eligible)
 	if len(req.unplacedOut) > 0 {
 		owed := r.oweUnplaced(ctx, cfg, req.unplacedOut)
 		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears, and the fires they miss are made up once then",
@@ -364,11 +359,11 @@ func readAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 // is deleted by the reshard (its node is checked at the version read).
 func (r *runner) repairBooks(ctx context.Context) error {
 	select {
-	case r.reshardSem <- struct{}{}:
+	case r.lead.sem <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-r.reshardSem }()
+	defer func() { <-r.lead.sem }()
 	req, err := repairRequest(ctx, r.rc, r.name)
 	if err != nil {
 		return err

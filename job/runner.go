@@ -31,12 +31,11 @@ type runner struct {
 	stopping      bool // no new fires
 	regSess       *regcenter.Session
 	running       map[int]*execution
-	owed          ledger         // what items are owed here (owed.go)
-	completedSeen map[int]bool   // execution/{item}/completed exists
-	covered       map[int]record // items' records as last written or read here
-	remoteWaits   map[int]func() // watches on items running elsewhere
-	missed        time.Time      // earliest fire skipped while suspended
-	leaderWatches map[string]func()
+	owed          *ledger           // what items are owed here (ledger.go)
+	completedSeen map[int]bool      // execution/{item}/completed exists
+	covered       map[int]record    // items' records as last written or read here
+	remoteWaits   map[int]func()    // watches on items running elsewhere
+	lead          *leaderDuties     // the leader's duties (leader.go)
 	claimWatches  map[string]func() // claim or running nodes whose end re-scans the queue
 	claimBlocked  map[int]bool      // failover items running elsewhere: not claimed until they end
 	goneWaiters   map[string][]int  // blocked items, by the node whose end unblocks them
@@ -58,20 +57,9 @@ type runner struct {
 	disabledItems map[int]bool // items kept out of every fire
 	triggerQueued bool         // a trigger arrived while items ran
 	removed       bool         // the job was removed from the cluster
-	lastSharded   []string
-	counters      jobCounters   // behind JobStats (stats.go)
-	reshardSem    chan struct{} // held while this instance reshards
-	leaderGen     chan struct{} // closed and replaced when leadership changes
+	counters      jobCounters  // behind JobStats (stats.go)
 	configCancel  func()
-	// prepared: this instance watches the job's disabled items and takes
-	// part in its election (see prepare). campaigning, under prepMu, is set
-	// once prepare has begun, so that re-registration joins the election
-	// too; prepTimer, under timerMu, runs prepare ahead of the next fire.
-	prepared    atomic.Bool
-	prepMu      sync.Mutex
-	campaigning bool
-	timerMu     sync.Mutex
-	prepTimer   *time.Timer
+	prep          preparation // ready to run the job's items (prepare.go)
 
 	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
 	lifeCancel context.CancelFunc
@@ -136,13 +124,11 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		completedSeen: map[int]bool{},
 		covered:       map[int]record{},
 		remoteWaits:   map[int]func(){},
-		leaderWatches: map[string]func(){},
 		claimWatches:  map[string]func(){},
 		claimBlocked:  map[int]bool{},
 		goneWaiters:   map[string][]int{},
 		claims:        map[int]int32{},
-		leaderGen:     make(chan struct{}),
-		reshardSem:    make(chan struct{}, 1),
+		lead:          newLeaderDuties(),
 	}
 	r.setConfig(cfg)
 	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
@@ -191,7 +177,7 @@ func (r *runner) goFire(at time.Time) {
 func (r *runner) untilClaim(at time.Time) bool {
 	for at.After(r.s.opts.now()) {
 		r.mu.Lock()
-		steady := len(r.running) == 0 && len(r.owed.debts()) == 0 && r.missed.IsZero()
+		steady := len(r.running) == 0 && r.owed.settled()
 		if steady {
 			r.mu.Unlock()
 			return true
@@ -323,10 +309,9 @@ func (r *runner) setNecessary(ctx context.Context) {
 }
 
 func (r *runner) noteSuspendedMiss(at time.Time) {
+	// Under r.mu: a leave hands the ledger over and clears it in one step.
 	r.mu.Lock()
-	if r.missed.IsZero() || at.Before(r.missed) {
-		r.missed = at
-	}
+	r.owed.missWhileDown(at)
 	r.mu.Unlock()
 }
 

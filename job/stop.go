@@ -85,7 +85,6 @@ func (r *runner) stop(ctx context.Context) error {
 		r.mu.Lock()
 		owed := r.owedLocked(r.heldAtLeave, time.Time{})
 		r.owed.forgetAll()
-		r.missed = time.Time{}
 		r.mu.Unlock()
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
@@ -204,7 +203,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		for _, e := range owed {
 			r.owed.forget(e.Item)
 		}
-		r.missed = time.Time{}
+		r.owed.takeMissed() // handed over with the assignment
 		r.mu.Unlock()
 		r.log.Info("left the job", "handed_over", len(owed))
 		return nil
@@ -237,7 +236,7 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 		owe(it, at)
 	}
 	for _, it := range held {
-		owe(it, r.missed)
+		owe(it, r.owed.missedWhileDown())
 		// A paused server's fires are not owed: an operator held them.
 		if !upTo.IsZero() && !r.paused && r.owed.dispatchedAt(it).Before(upTo) {
 			owe(it, upTo)
