@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -101,7 +102,7 @@ func (a assigned) checks(paths layout.Job, server string) []regcenter.Op {
 func (r *runner) cachedAssignment(sess *regcenter.Session) (assigned, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	a := r.assumed
+	a := r.cache.assumed
 	if !a.set || a.sess != sess {
 		return assigned{}, false
 	}
@@ -124,9 +125,9 @@ func (r *runner) forgetAssignment() {
 // lead it needs (see quickFire): the caller then tells the trigger
 // (trigger.relead), without r.mu, which the trigger's dispatch takes.
 func (r *runner) setAssumedLocked(a assigned) (relead bool) {
-	r.assumed = a
+	r.cache.assumed = a
 	watched := a.set && a.watched
-	return r.watchedAssumption.Swap(watched) != watched
+	return r.cache.watchedAssumption.Swap(watched) != watched
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -138,7 +139,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 	// A watch's event from here on may answer a change these reads miss:
 	// what they read is then not stored (see assume).
 	r.mu.Lock()
-	gen := r.watchGen
+	gen := r.cache.watchGen
 	r.mu.Unlock()
 	// The epoch is read first: a reshard flagged after this read moves it,
 	// and the next fire's check fails.
@@ -236,19 +237,19 @@ func (r *runner) assume(a assigned, gen uint64) {
 		return
 	}
 	if !watch {
-		cancels = append(cancels, r.idleWatch, r.epochWatch)
-		r.idleWatch, r.idleArmed, r.epochWatch, r.epochArmed = nil, false, nil, false
+		cancels = append(cancels, r.cache.idleWatch, r.cache.epochWatch)
+		r.cache.idleWatch, r.cache.idleArmed, r.cache.epochWatch, r.cache.epochArmed = nil, false, nil, false
 		relead = r.setAssumedLocked(a)
 		return
 	}
-	armed := r.idleArmed && (!unmonitored || r.epochArmed)
-	if r.idleWatch == nil {
-		r.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
+	armed := r.cache.idleArmed && (!unmonitored || r.cache.epochArmed)
+	if r.cache.idleWatch == nil {
+		r.cache.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
 			r.mu.Lock()
-			r.idleArmed = true
+			r.cache.idleArmed = true
 			relead := r.setAssumedLocked(assigned{})
-			r.watchGen++
-			passed := !r.idlePassed.IsZero()
+			r.cache.watchGen++
+			passed := !r.cache.idlePassed.IsZero()
 			r.mu.Unlock()
 			if relead {
 				r.s.trig.relead(r.name)
@@ -258,19 +259,19 @@ func (r *runner) assume(a assigned, gen uint64) {
 			}
 		})
 	}
-	if unmonitored && r.epochWatch == nil {
-		r.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
+	if unmonitored && r.cache.epochWatch == nil {
+		r.cache.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
 			r.mu.Lock()
-			r.epochArmed = true
+			r.cache.epochArmed = true
 			relead := r.setAssumedLocked(assigned{})
-			r.watchGen++
+			r.cache.watchGen++
 			r.mu.Unlock()
 			if relead {
 				r.s.trig.relead(r.name)
 			}
 		})
 	}
-	if r.watchGen != gen {
+	if r.cache.watchGen != gen {
 		// An event came while the fire read: its change may postdate
 		// the read. The next fire reads again.
 		relead = r.setAssumedLocked(assigned{})
@@ -335,15 +336,15 @@ func (r *runner) noteEpochFlag() {
 func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) (gaps map[int]time.Time, fresh []int) {
 	cfg := r.config()
 	r.mu.Lock()
-	prev := r.lastHeld
+	prev := r.cache.lastHeld
 	changed := !slices.Equal(a.items, prev.items)
-	r.lastHeld = a
+	r.cache.lastHeld = a
 	if changed || !a.sameVersion(prev) { // the steady state holds what it held
 		held := a.heldSince(prev)
 		for _, it := range a.items {
 			if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
 				fresh = append(fresh, it)
-				delete(r.covered, it)
+				delete(r.records.covered, it)
 			}
 		}
 	}
@@ -380,7 +381,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			continue
 		}
 		r.mu.Lock()
-		r.covered[it] = recs[i]
+		r.records.covered[it] = recs[i]
 		if !debts[i].IsZero() {
 			r.owed.setNode(it, true) // its debt is ours now: paid, the node goes
 		}
@@ -424,4 +425,27 @@ func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	return time.UnixMilli(m.Since), nil
+}
+
+// assignmentCache is what the next fire may assume of this instance's
+// assignment, and the watches that prove it; under r.mu except where said.
+type assignmentCache struct {
+	assumed  assigned // what the next fire may assume
+	lastHeld assigned // the assignment of the latest scheduled fire here
+	// watchedAssumption: assumed is proved by watches (assigned.watched),
+	// so an unmonitored job's next fire sends no request (quickFire). Set
+	// with assumed, under r.mu; read by the trigger without it.
+	watchedAssumption atomic.Bool
+	// idleWatch watches this instance's sharding node while it holds no
+	// items or the job is unmonitored, epochWatch the reshard epoch while
+	// the job is unmonitored (see assume); each armed once its first
+	// answer came.
+	idleWatch, epochWatch func()
+	idleArmed, epochArmed bool
+	// watchGen counts their events: a read that saw one begin after it
+	// started may have missed the change it answers.
+	watchGen uint64
+	// idlePassed is the latest fire this instance let pass on the idle
+	// watch's word, until a later fire starts (see catchUpIdle).
+	idlePassed time.Time
 }

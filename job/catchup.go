@@ -26,14 +26,14 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
-	r.order.Lock()
+	r.runs.order.Lock()
 	r.mu.Lock()
-	at := r.idlePassed
-	r.idlePassed = time.Time{}
-	paused := r.paused
+	at := r.cache.idlePassed
+	r.cache.idlePassed = time.Time{}
+	paused := r.flags.paused
 	r.mu.Unlock()
 	if at.IsZero() || paused {
-		r.order.Unlock()
+		r.runs.order.Unlock()
 		return
 	}
 	cfg := r.config()
@@ -42,24 +42,24 @@ func (r *runner) catchUpIdle() {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.
-		r.order.Unlock()
+		r.runs.order.Unlock()
 		return
 	}
 	sess, ok := r.readyToFire()
 	if !ok {
-		r.order.Unlock()
+		r.runs.order.Unlock()
 		return
 	}
 	a, err := r.assignment(sess)
 	if err != nil {
-		r.order.Unlock()
+		r.runs.order.Unlock()
 		r.log.Warn("reading the assignment after a reshard; the next fire reads it again", "err", err)
 		return
 	}
 	gaps, fresh := r.inheritedGaps(sess, at, a)
 	r.mu.Lock()
 	for _, it := range fresh {
-		if r.disabledItems[it] {
+		if r.flags.disabledItems[it] {
 			continue
 		}
 		since := at
@@ -69,7 +69,7 @@ func (r *runner) catchUpIdle() {
 		r.noteMisfireLocked(it, since, cfg)
 	}
 	r.mu.Unlock()
-	r.order.Unlock()
+	r.runs.order.Unlock()
 	if len(fresh) > 0 {
 		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
 	}

@@ -190,7 +190,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	for _, it := range items {
 		// It ran here: whoever ran it before is no reason to hold
 		// back from its queued debt any more.
-		delete(r.claimBlocked, it)
+		delete(r.fo.blocked, it)
 	}
 	r.mu.Unlock()
 	r.release(items)
@@ -221,7 +221,7 @@ const (
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
-	defer context.AfterFunc(r.recordCtx, cancel)()
+	defer context.AfterFunc(r.ctx.record, cancel)()
 	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -285,7 +285,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		switch {
 		case errors.Is(err, regcenter.ErrNoNode):
 			r.mu.Lock()
-			r.completedSeen[b.item] = false
+			r.records.completedSeen[b.item] = false
 			r.mu.Unlock()
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			return err
@@ -299,7 +299,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 			}
 			c.completedVersion[b.item] = st.Version
 			r.mu.Lock()
-			r.completedSeen[b.item] = true
+			r.records.completedSeen[b.item] = true
 			r.mu.Unlock()
 		}
 	}
@@ -385,7 +385,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 			}
 		}
 		r.mu.Lock()
-		r.completedSeen[it] = rec.versioned
+		r.records.completedSeen[it] = rec.versioned
 		r.mu.Unlock()
 	}
 	return nil
@@ -400,9 +400,9 @@ func (r *runner) paid(cfg *spec, c *completion) {
 		if b.halted != nil {
 			continue
 		}
-		r.completedSeen[b.item] = true
+		r.records.completedSeen[b.item] = true
 		if v, ok := c.wrote[b.item]; ok {
-			r.covered[b.item] = record{cover: c.recorded[i], version: v, versioned: v >= 0}
+			r.records.covered[b.item] = record{cover: c.recorded[i], version: v, versioned: v >= 0}
 		}
 		if since, owed := r.owed.owed(b.item); owed {
 			r.settleLocked(cfg, b, since)
@@ -438,12 +438,12 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 	case t.node == layout.Failover && missing:
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Completed && missing:
-		r.completedSeen[t.item] = false
+		r.records.completedSeen[t.item] = false
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
 		setIn(&c.reread, t.item)
 	case t.node == layout.Completed && exists:
-		r.completedSeen[t.item] = true
+		r.records.completedSeen[t.item] = true
 	case t.node == layout.Completed && moved:
 		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
 	case t.node == layout.Misfire && missing:
@@ -481,7 +481,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		if b.kind == KindFailover && !c.skipDequeue[b.item] {
 			// With the version the claim read: an earlier debt merged into
 			// the entry meanwhile keeps it queued.
-			v, ok := r.claims[b.item]
+			v, ok := r.fo.claims[b.item]
 			if !ok {
 				v = -1
 			}
@@ -502,7 +502,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			}
 			data, _ := json.Marshal(mark)
 			p := r.paths.ItemNode(b.item, layout.Completed)
-			if r.completedSeen[b.item] {
+			if r.records.completedSeen[b.item] {
 				v, ok := c.completedVersion[b.item]
 				if !ok {
 					v = -1

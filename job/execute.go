@@ -181,7 +181,7 @@ func (r *runner) latestThrough(at time.Time, items []int) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
-		if e := r.running[it]; e != nil && e.through.After(at) {
+		if e := r.runs.running[it]; e != nil && e.through.After(at) {
 			at = e.through
 		}
 	}
@@ -209,13 +209,13 @@ type itemResult struct {
 }
 
 // runContext returns the parent of the runs under sess here: cancelled
-// when sess ends, or with r.execCtx's cause when shutdown's grace period
+// when sess ends, or with r.ctx.exec's cause when shutdown's grace period
 // ends. There is one per session, made by its first run: a run of its own
-// would link to r.execCtx and unlink again every time.
+// would link to r.ctx.exec and unlink again every time.
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.runsCtx.of(sess, r.execCtx)
+	return r.ctx.runs.of(sess, r.ctx.exec)
 }
 
 func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
@@ -223,7 +223,7 @@ func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]stri
 	defer ctx.end()
 	through := at
 	r.mu.Lock()
-	if e := r.running[item]; e != nil {
+	if e := r.runs.running[item]; e != nil {
 		e.kind, e.fire = kind, at
 		if e.through.After(at) {
 			through = e.through

@@ -173,12 +173,12 @@ func (r *runner) claimFailover() {
 	defer cancel()
 	q := failover.NewQueue(r.rc, r.name)
 	r.mu.Lock()
-	r.queueDirty = false
+	r.fo.queueDirty = false
 	r.mu.Unlock()
 	items, err := q.Items(ctx)
 	if err != nil {
 		r.mu.Lock()
-		r.queueDirty = true
+		r.fo.queueDirty = true
 		r.mu.Unlock()
 		r.log.Warn("reading failover queue", "err", err)
 		return
@@ -189,13 +189,13 @@ func (r *runner) claimFailover() {
 	byFire := map[int64][]int{}
 	for _, it := range items {
 		r.mu.Lock()
-		_, here := r.running[it]
+		_, here := r.runs.running[it]
 		r.mu.Unlock()
 		if it >= cfg.ShardingTotalCount {
 			continue
 		}
 		r.mu.Lock()
-		blocked := r.claimBlocked[it]
+		blocked := r.fo.blocked[it]
 		r.mu.Unlock()
 		if blocked {
 			continue // running elsewhere: watched, re-scanned when it ends
@@ -204,7 +204,7 @@ func (r *runner) claimFailover() {
 			// Running here already: claimed once it ends (release kicks
 			// the claimer again while the queue is marked dirty).
 			r.mu.Lock()
-			r.queueDirty = true
+			r.fo.queueDirty = true
 			r.mu.Unlock()
 			continue
 		}
@@ -220,7 +220,7 @@ func (r *runner) claimFailover() {
 		case err == nil:
 			r.counters.failoverClaims.Add(1)
 			r.mu.Lock()
-			r.claims[it] = e.Version
+			r.fo.claims[it] = e.Version
 			r.mu.Unlock()
 			byFire[e.Fire] = append(byFire[e.Fire], it)
 		case errors.Is(err, failover.ErrClaimed):
@@ -242,8 +242,8 @@ func (r *runner) claimFailover() {
 					r.log.Warn("giving a failover claim back", "item", it, "err", err)
 				}
 				r.mu.Lock()
-				delete(r.claims, it)
-				r.queueDirty = true
+				delete(r.fo.claims, it)
+				r.fo.queueDirty = true
 				r.mu.Unlock()
 			}
 		}
@@ -292,7 +292,7 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 			}
 		}
 		r.mu.Lock()
-		r.claimBlocked[it] = true
+		r.fo.blocked[it] = true
 		r.mu.Unlock()
 		p := r.paths.ItemNode(it, layout.Failover)
 		err = r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: -1})
@@ -313,37 +313,37 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 func (r *runner) watchGone(p string, item int) {
 	gone := func() {
 		r.mu.Lock()
-		if c, ok := r.claimWatches[p]; ok {
-			delete(r.claimWatches, p)
+		if c, ok := r.fo.watches[p]; ok {
+			delete(r.fo.watches, p)
 			c()
 		}
-		for _, it := range r.goneWaiters[p] {
-			delete(r.claimBlocked, it)
+		for _, it := range r.fo.goneWaiters[p] {
+			delete(r.fo.blocked, it)
 		}
-		delete(r.goneWaiters, p)
-		r.queueDirty = true
+		delete(r.fo.goneWaiters, p)
+		r.fo.queueDirty = true
 		r.mu.Unlock()
-		r.failoverKick.kick()
+		r.kick.failover.kick()
 	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	if item >= 0 && !slices.Contains(r.goneWaiters[p], item) {
-		r.goneWaiters[p] = append(r.goneWaiters[p], item)
+	if item >= 0 && !slices.Contains(r.fo.goneWaiters[p], item) {
+		r.fo.goneWaiters[p] = append(r.fo.goneWaiters[p], item)
 	}
-	if _, ok := r.claimWatches[p]; ok {
+	if _, ok := r.fo.watches[p]; ok {
 		r.mu.Unlock()
 		return
 	}
 	// Registered before the watch can fire: gone() finds and ends it.
-	r.claimWatches[p] = func() {}
+	r.fo.watches[p] = func() {}
 	r.mu.Unlock()
 	cancel := r.onGone(p, gone)
 	r.mu.Lock()
-	if _, live := r.claimWatches[p]; live && !r.closed {
-		r.claimWatches[p] = cancel
+	if _, live := r.fo.watches[p]; live && !r.closed {
+		r.fo.watches[p] = cancel
 		r.mu.Unlock()
 		return
 	}
@@ -370,4 +370,13 @@ func (r *runner) onGone(p string, fn func()) (cancel func()) {
 			})
 		}
 	})
+}
+
+// claimState is the failover queue as this instance sees it; under r.mu.
+type claimState struct {
+	watches     map[string]func() // claim or running nodes whose end re-scans the queue
+	blocked     map[int]bool      // failover items running elsewhere: not claimed until they end
+	goneWaiters map[string][]int  // blocked items, by the node whose end unblocks them
+	claims      map[int]int32     // failover items claimed here: the queue entry's version
+	queueDirty  bool              // the failover queue may hold items
 }

@@ -22,7 +22,7 @@ import (
 func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	sess := r.rc.Session()
 	r.mu.Lock()
-	reg, stopping := r.regSess, r.stopping
+	reg, stopping := r.reg.sess, r.reg.stopping
 	r.mu.Unlock()
 	if stopping {
 		return nil, false
@@ -36,7 +36,7 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 // fire is one fire of the schedule.
 func (r *runner) fire(at time.Time) {
 	r.mu.Lock()
-	paused := r.paused
+	paused := r.flags.paused
 	r.mu.Unlock()
 	if paused {
 		return // an operator paused this server: its items stay put
@@ -45,16 +45,16 @@ func (r *runner) fire(at time.Time) {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}
-	r.order.Lock()
-	reserved := sync.OnceFunc(r.order.Unlock)
+	r.runs.order.Lock()
+	reserved := sync.OnceFunc(r.runs.order.Unlock)
 	defer reserved()
 	r.mu.Lock()
-	r.idlePassed = time.Time{} // this fire reads for itself what an idle pass skipped
+	r.cache.idlePassed = time.Time{} // this fire reads for itself what an idle pass skipped
 	r.mu.Unlock()
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.mu.Lock()
-		stopping := r.stopping
+		stopping := r.reg.stopping
 		r.mu.Unlock()
 		if !stopping {
 			r.log.Warn("fire skipped: not connected to zookeeper; it will run once reconnected", "fire", at)
@@ -107,7 +107,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 				// committed after this pass gives the fire back
 				// (catchUpIdle).
 				r.mu.Lock()
-				r.idlePassed = at
+				r.cache.idlePassed = at
 				r.mu.Unlock()
 				reserved()
 				r.runMisfires(sess)

@@ -45,9 +45,9 @@ func (r *runner) checkFlags() {
 			return
 		}
 		r.mu.Lock()
-		busy := len(r.running) > 0
+		busy := len(r.runs.running) > 0
 		if busy {
-			r.triggerQueued = true
+			r.flags.triggerQueued = true
 		}
 		r.mu.Unlock()
 		if busy {
@@ -62,9 +62,9 @@ func (r *runner) checkFlags() {
 // stopping here.
 func (r *runner) setPaused(paused bool) (stopping bool) {
 	r.mu.Lock()
-	was := r.paused
-	r.paused = paused
-	stopping = r.stopping
+	was := r.flags.paused
+	r.flags.paused = paused
+	stopping = r.reg.stopping
 	r.mu.Unlock()
 	if paused != was {
 		r.log.Info("pause flag changed", "paused", paused)
@@ -82,8 +82,8 @@ func (r *runner) setPaused(paused bool) (stopping bool) {
 // the event is this instance's to give.
 func (r *runner) setDisabled(disabled bool) {
 	r.mu.Lock()
-	was := r.disabled
-	r.disabled = disabled
+	was := r.flags.disabled
+	r.flags.disabled = disabled
 	r.mu.Unlock()
 	if disabled == was {
 		return
@@ -103,7 +103,7 @@ func (r *runner) setDisabled(disabled bool) {
 // is nothing to restore: registration creates the node.
 func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
 	r.mu.Lock()
-	registered := r.regSess == sess && !r.stopping
+	registered := r.reg.sess == sess && !r.reg.stopping
 	r.mu.Unlock()
 	if !registered || sess.Err() != nil {
 		return
@@ -158,6 +158,14 @@ func (r *runner) readDisabledItems() {
 		}
 	}
 	r.mu.Lock()
-	r.disabledItems = set
+	r.flags.disabledItems = set
 	r.mu.Unlock()
+}
+
+// jobFlags are this server's flags for the job; under r.mu.
+type jobFlags struct {
+	paused        bool         // servers/{me}/paused exists
+	disabled      bool         // servers/{me}/disabled exists (events only)
+	disabledItems map[int]bool // items kept out of every fire
+	triggerQueued bool         // a trigger arrived while items ran
 }

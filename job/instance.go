@@ -237,7 +237,7 @@ func (s *Scheduler) spawn(f func()) bool {
 func (s *Scheduler) kickLeaders() {
 	for _, r := range s.runnersSnapshot() {
 		if r.elect.IsLeader() {
-			r.membership.kick()
+			r.kick.membership.kick()
 		}
 	}
 }

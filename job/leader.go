@@ -29,9 +29,9 @@ func (r *runner) onElected(ctx context.Context) {
 		_, cancel, err := r.rc.WatchNow(ctx, r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
 			switch ev.Type {
 			case regcenter.EventDataChanged, regcenter.EventResync:
-				r.reshardKick.kick()
+				r.kick.reshard.kick()
 			case regcenter.EventCreated:
-				r.epochKick.kick() // a flag set by hand moves no epoch
+				r.kick.epoch.kick() // a flag set by hand moves no epoch
 			}
 		})
 		if !r.lead.keep(requestWatch, cancel, r.elect.IsLeader) {
@@ -43,7 +43,7 @@ func (r *runner) onElected(ctx context.Context) {
 		// the flag's data names who asked; the leader's own flag has none.
 		if err == nil {
 			if data, _, err := r.rc.Get(ctx, r.paths.Necessary()); err == nil && len(data) > 0 {
-				r.reshardKick.kick()
+				r.kick.reshard.kick()
 			}
 		}
 	})
@@ -81,10 +81,10 @@ func (r *runner) watchServers(ctx context.Context) {
 	}
 	r.lead.armOnce(serversWatch, func() func() {
 		return r.rc.Watch(r.paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
-			r.membership.kick()
+			r.kick.membership.kick()
 		})
 	})
-	r.membership.kick()
+	r.kick.membership.kick()
 }
 
 // checkMembership runs on the leader after a server-related change.
@@ -102,7 +102,7 @@ func (r *runner) checkMembership() {
 	}
 	last, leading := r.lead.watchServers(r.elect.IsLeader, servers, func(sv string) func() {
 		return r.rc.Watch(r.paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
-			r.membership.kick()
+			r.kick.membership.kick()
 		})
 	})
 	if !leading {

@@ -53,12 +53,12 @@ func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration)
 func (r *runner) priorsFor(items []int) map[int]record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.covered) == 0 {
+	if len(r.records.covered) == 0 {
 		return nil
 	}
 	out := make(map[int]record, len(items))
 	for _, it := range items {
-		if c, ok := r.covered[it]; ok {
+		if c, ok := r.records.covered[it]; ok {
 			out[it] = c
 		}
 	}
@@ -109,12 +109,12 @@ func (r *runner) stillOwed(sess *regcenter.Session, cfg *spec, at time.Time, fir
 		priors[it] = c
 		r.mu.Lock()
 		upTo := since
-		if e := r.running[it]; e != nil && e.through.After(upTo) {
+		if e := r.runs.running[it]; e != nil && e.through.After(upTo) {
 			upTo = e.through
 		}
 		first, last, rest := c.owed(sched, since, upTo)
 		if !first.IsZero() {
-			if e := r.running[it]; e != nil {
+			if e := r.runs.running[it]; e != nil {
 				e.through = last
 			}
 			if !rest.IsZero() {
@@ -145,7 +145,7 @@ func (r *runner) knownRecords(items []int) map[int]record {
 	defer r.mu.Unlock()
 	out := map[int]record{}
 	for _, it := range items {
-		if rec, ok := r.covered[it]; ok && rec.versioned {
+		if rec, ok := r.records.covered[it]; ok && rec.versioned {
 			out[it] = rec
 		}
 	}
@@ -173,7 +173,7 @@ func (r *runner) absorbDebts(cfg *spec, items []int, at time.Time) map[int]time.
 		// reserved, while its marks were being written) is not its to
 		// pay.
 		through := at
-		if e := r.running[it]; e != nil && e.through.After(through) {
+		if e := r.runs.running[it]; e != nil && e.through.After(through) {
 			through = e.through
 		}
 		if since.After(through) {
@@ -268,7 +268,7 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 	tried := map[int]bool{}
 	for {
 		r.mu.Lock()
-		if r.stopping || sess != r.regSess || sess.Check() != nil {
+		if r.reg.stopping || sess != r.reg.sess || sess.Check() != nil {
 			r.mu.Unlock()
 			return
 		}
@@ -280,7 +280,7 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 		cfg := r.config()
 		debts := map[time.Time][]int{}
 		for it, at := range r.owed.debts() {
-			if _, busy := r.running[it]; busy || tried[it] {
+			if _, busy := r.runs.running[it]; busy || tried[it] {
 				continue
 			}
 			if _, waiting := r.remoteWaits[it]; waiting {
@@ -290,11 +290,11 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 			tried[it] = true
 			last := r.owed.lastOwed(it)
 			r.owed.forget(it)
-			if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+			if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
 				continue // no longer an item, or kept out
 			}
 			r.owed.dispatch(it, last)
-			r.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
+			r.runs.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
 			debts[at] = append(debts[at], it)
 		}
 		r.mu.Unlock()

@@ -121,7 +121,7 @@ func (r *runner) prepareBefore(next time.Time) {
 	// timer under prep.timerMu, so a timer set here is either cancelled or never
 	// set (a forgotten one would keep the runner alive until it fires).
 	r.mu.Lock()
-	stopping := r.stopping
+	stopping := r.reg.stopping
 	r.mu.Unlock()
 	if stopping {
 		r.prep.timerMu.Unlock()
@@ -154,19 +154,19 @@ func (r *runner) watchQueue(ctx context.Context) {
 	r.prep.mu.Lock()
 	defer r.prep.mu.Unlock()
 	r.mu.Lock()
-	armed := r.queueCancel != nil
+	armed := r.watch.queue != nil
 	r.mu.Unlock()
 	if armed {
 		return
 	}
 	dirty := func() {
 		r.mu.Lock()
-		r.queueDirty = true
+		r.fo.queueDirty = true
 		r.mu.Unlock()
-		r.failoverKick.kick()
+		r.kick.failover.kick()
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
-	r.keepWatch(&r.queueCancel, cancel)
+	r.keepWatch(&r.watch.queue, cancel)
 	if err != nil {
 		r.log.Debug("failover queue watch deferred; it reads the queue once armed", "err", err)
 		return

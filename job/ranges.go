@@ -84,7 +84,7 @@ func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]str
 	through := run.fire
 	r.mu.Lock()
 	for it := run.first; it <= run.last; it++ {
-		if e := r.running[it]; e != nil {
+		if e := r.runs.running[it]; e != nil {
 			e.kind, e.fire = kind, run.fire
 			if e.through.After(through) {
 				through = e.through

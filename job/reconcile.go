@@ -71,7 +71,7 @@ func (r *runner) reconcile() {
 		return
 	}
 	r.mu.Lock()
-	reg, stopping := r.regSess, r.stopping
+	reg, stopping := r.reg.sess, r.reg.stopping
 	r.mu.Unlock()
 	if stopping {
 		return

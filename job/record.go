@@ -163,3 +163,10 @@ type completedMark struct {
 	End   int64  `json:"end"`
 	Error string `json:"error,omitempty"`
 }
+
+// recordCache is what this instance knows of the items' completion
+// records; under r.mu.
+type recordCache struct {
+	completedSeen map[int]bool   // execution/{item}/completed exists
+	covered       map[int]record // items' records as last written or read here
+}

@@ -36,7 +36,7 @@ func (r *runner) start(ctx context.Context) error {
 func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
 	if created {
 		r.mu.Lock()
-		r.regSess = sess
+		r.reg.sess = sess
 		r.mu.Unlock()
 		r.log.Info("registered a new job", "session", sess.String())
 		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
@@ -244,7 +244,7 @@ func (r *runner) watchConfig(ctx context.Context) {
 		// reported then.
 		r.log.Debug("config watch deferred", "err", err)
 	}
-	r.keepWatch(&r.configCancel, cancel)
+	r.keepWatch(&r.watch.config, cancel)
 }
 
 // watchFlags watches this server's flags (paused, shutdown, trigger, and
@@ -253,16 +253,16 @@ func (r *runner) watchConfig(ctx context.Context) {
 // again (checkFlags).
 func (r *runner) watchFlags(ctx context.Context) {
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
-		r.flagsKick.kick()
+		r.kick.flags.kick()
 	})
-	r.keepWatch(&r.flagsCancel, cancel)
+	r.keepWatch(&r.watch.flags, cancel)
 	if err != nil {
 		r.log.Debug("flags watch deferred; it reads the flags once armed", "err", err)
 		return
 	}
 	kids := st.Children
 	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || !slices.Contains(kids, layout.Status) {
-		r.flagsKick.kick()
+		r.kick.flags.kick()
 		return
 	}
 	r.setPaused(slices.Contains(kids, layout.Paused))
@@ -272,15 +272,15 @@ func (r *runner) watchFlags(ctx context.Context) {
 // exists. prep.mu is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
 	r.mu.Lock()
-	armed := r.itemsCancel != nil
+	armed := r.watch.items != nil
 	r.mu.Unlock()
 	if armed {
 		return
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.itemsKick.kick()
+		r.kick.items.kick()
 	})
-	r.keepWatch(&r.itemsCancel, cancel)
+	r.keepWatch(&r.watch.items, cancel)
 	if err != nil {
 		r.log.Debug("disabled items watch deferred; it reads them once armed", "err", err)
 		return
@@ -403,7 +403,7 @@ func (r *runner) reloadConfig() {
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
 		r.mu.Lock()
-		stopping := r.stopping
+		stopping := r.reg.stopping
 		r.mu.Unlock()
 		if !stopping {
 			r.schedule()
@@ -447,7 +447,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 		return err
 	}
 	r.mu.Lock()
-	r.regSess = sess
+	r.reg.sess = sess
 	r.mu.Unlock()
 	r.log.Info("registered", "session", sess.String())
 	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
@@ -584,7 +584,7 @@ func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) erro
 // register again and resume (I3). Fires missed meanwhile run once.
 func (r *runner) reregister(sess *regcenter.Session) {
 	r.mu.Lock()
-	if r.stopping {
+	if r.reg.stopping {
 		r.mu.Unlock()
 		return
 	}
@@ -634,4 +634,17 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 	}
 	r.log.Warn("config node was missing at re-registration (zookeeper lost its data?); restored it from this instance's config")
 	return nil
+}
+
+// registration is this instance's registration of the job; under r.mu.
+type registration struct {
+	sess        *regcenter.Session // the session registered under
+	stopping    bool               // stop has begun: no new fires
+	removed     bool               // the job was removed from the cluster
+	heldAtLeave []int              // the assignment this instance gave up when it left
+}
+
+// watchCancels end the registration's watches; under r.mu.
+type watchCancels struct {
+	config, flags, items, queue func()
 }

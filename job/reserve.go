@@ -1,6 +1,7 @@
 package job
 
 import (
+	"sync"
 	"time"
 )
 
@@ -13,7 +14,7 @@ type fireReservation struct {
 	// by the earliest fire they owe.
 	plain []int
 	debts map[time.Time][]int
-	// taken are the executions this fire put in r.running.
+	// taken are the executions this fire put in r.runs.running.
 	taken []*execution
 	// ledger holds each touched item's entries before and after the
 	// reservation.
@@ -48,7 +49,7 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+		if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
 			continue // an assignment from before the item count shrank, or kept out
 		}
 		before := r.owed.entry(it)
@@ -61,7 +62,7 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg *spec) {
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
-	if e, busy := r.running[it]; busy {
+	if e, busy := r.runs.running[it]; busy {
 		if gapped && !e.standsFor(gap) {
 			r.noteMisfireLocked(it, gap, cfg)
 		}
@@ -75,7 +76,7 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 		since, owed = gap, true
 	}
 	e := &execution{item: it, fire: at, through: at}
-	r.running[it] = e
+	r.runs.running[it] = e
 	res.taken = append(res.taken, e)
 	if owed {
 		r.owed.forget(it)
@@ -104,8 +105,8 @@ func (r *runner) undo(res *fireReservation) {
 	defer r.mu.Unlock()
 	freed := false
 	for _, e := range res.taken {
-		if r.running[e.item] == e {
-			delete(r.running, e.item)
+		if r.runs.running[e.item] == e {
+			delete(r.runs.running, e.item)
 			freed = true
 		}
 	}
@@ -115,7 +116,7 @@ func (r *runner) undo(res *fireReservation) {
 			r.owed.restore(l.item, l.before)
 		}
 	}
-	if freed && len(r.running) == 0 {
+	if freed && len(r.runs.running) == 0 {
 		r.wakeIdleLocked()
 	}
 }
@@ -130,7 +131,7 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 		if it < 0 || it >= cfg.ShardingTotalCount {
 			continue // an assignment from before the item count shrank
 		}
-		if r.disabledItems[it] {
+		if r.flags.disabledItems[it] {
 			continue
 		}
 		// This scheduled fire (or, for a make-up run, the fire it stands
@@ -139,7 +140,7 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 			r.owed.dispatch(it, at)
 		}
 		r.owed.dispatch(it, through)
-		if e, busy := r.running[it]; busy {
+		if e, busy := r.runs.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
 				if !e.standsFor(at) {
 					r.noteMisfireLocked(it, at, cfg)
@@ -159,7 +160,7 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 			// fire that has come, not one this instance claims ahead.
 			e.through = r.pastThrough(cfg, at)
 		}
-		r.running[it] = e
+		r.runs.running[it] = e
 		todo = append(todo, it)
 	}
 	return todo
@@ -168,29 +169,29 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 func (r *runner) release(items []int) {
 	r.mu.Lock()
 	for _, it := range items {
-		delete(r.running, it)
-		if _, claimed := r.claims[it]; claimed {
+		delete(r.runs.running, it)
+		if _, claimed := r.fo.claims[it]; claimed {
 			// A failover run ended (or gave its claim back): the entry may
 			// still be queued, e.g. moved back to an earlier fire meanwhile.
-			delete(r.claims, it)
-			r.queueDirty = true
+			delete(r.fo.claims, it)
+			r.fo.queueDirty = true
 		}
 	}
-	idle := len(r.running) == 0
+	idle := len(r.runs.running) == 0
 	if idle {
 		r.wakeIdleLocked()
 		r.s.itemsIdle()
 	}
-	dirty := r.queueDirty
+	dirty := r.fo.queueDirty
 	owed := false
 	for _, it := range items {
 		if _, ok := r.owed.owed(it); ok {
 			owed = true
 		}
 	}
-	trig := idle && r.triggerQueued
+	trig := idle && r.flags.triggerQueued
 	if trig {
-		r.triggerQueued = false
+		r.flags.triggerQueued = false
 	}
 	r.mu.Unlock()
 	if trig {
@@ -209,7 +210,7 @@ func (r *runner) release(items []int) {
 		// A fire that found these items busy owes them a run now.
 		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
 	case dirty:
-		r.failoverKick.kick()
+		r.kick.failover.kick()
 	}
 }
 
@@ -217,17 +218,17 @@ func (r *runner) release(items []int) {
 // released. It is made for a waiter, so that a release nobody waits for
 // makes none. r.mu is held.
 func (r *runner) idleLocked() <-chan struct{} {
-	if r.idle == nil {
-		r.idle = make(chan struct{})
+	if r.runs.idle == nil {
+		r.runs.idle = make(chan struct{})
 	}
-	return r.idle
+	return r.runs.idle
 }
 
 // wakeIdleLocked wakes the waiters of idleLocked. r.mu is held.
 func (r *runner) wakeIdleLocked() {
-	if r.idle != nil {
-		close(r.idle)
-		r.idle = nil
+	if r.runs.idle != nil {
+		close(r.runs.idle)
+		r.runs.idle = nil
 	}
 }
 
@@ -235,5 +236,18 @@ func (r *runner) wakeIdleLocked() {
 func (r *runner) runningCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.running)
+	return len(r.runs.running)
+}
+
+// runAccount is what runs here: the items reserved or running, and the
+// scheduled fires in flight; running and idle are under r.mu.
+type runAccount struct {
+	running map[int]*execution
+	idle    chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
+	firing  sync.WaitGroup // scheduled fires in flight
+	// order makes scheduled fires reserve their items in fire order: a fire
+	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
+	// find its item taken by the next fire, owe a run, and its make-up run
+	// would run that next fire again.
+	order sync.Mutex
 }

@@ -13,11 +13,10 @@ import (
 // reservation and debt change it made, and keeps a debt noted since.
 func TestUndoPutsTheLedgerBack(t *testing.T) {
 	r := &runner{
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		running: map[int]*execution{},
-		owed:    newLedger(),
-		idle:    make(chan struct{}),
-		s:       &Scheduler{opts: options{now: time.Now}},
+		log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
+		owed: newLedger(),
+		s:    &Scheduler{opts: options{now: time.Now}},
 	}
 	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults())
 	at := time.Now().Truncate(time.Second)
@@ -26,7 +25,7 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 	// stand for at, items 2 and 3 are free.
 	r.owed.owe(0, earlier)
 	busy := &execution{item: 1, fire: earlier, through: earlier}
-	r.running[1] = busy
+	r.runs.running[1] = busy
 	r.owed.dispatch(3, earlier)
 	before := map[int]ledgerEntry{}
 	for it := range 4 {
@@ -44,8 +43,8 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 	r.noteMisfire(2, at.Add(time.Second), cfg)
 
 	r.undo(res)
-	if len(r.running) != 1 || r.running[1] != busy {
-		t.Errorf("running after undo: %v, want only the busy item", r.running)
+	if len(r.runs.running) != 1 || r.runs.running[1] != busy {
+		t.Errorf("running after undo: %v, want only the busy item", r.runs.running)
 	}
 	for _, it := range []int{0, 1, 3} {
 		if got := r.owed.entry(it); got != before[it] {

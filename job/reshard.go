@@ -47,7 +47,7 @@ func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.Can
 func (r *runner) coordParent(sess *regcenter.Session) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.coordCtxs.of(sess, r.lifeCtx)
+	return r.ctx.coord.of(sess, r.ctx.life)
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the
@@ -413,8 +413,8 @@ func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*place
 func (r *runner) repairBooksWhileLive(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(r.lifeCtx, cancel)()
-	if err := r.repairBooks(ctx); err != nil && r.lifeCtx.Err() == nil {
+	defer context.AfterFunc(r.ctx.life, cancel)()
+	if err := r.repairBooks(ctx); err != nil && r.ctx.life.Err() == nil {
 		return err
 	}
 	return nil

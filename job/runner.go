@@ -26,78 +26,55 @@ type runner struct {
 	cfg   atomic.Pointer[spec]
 	elect *election.Election
 
-	mu            sync.Mutex
-	closed        bool // no new goroutines
-	stopping      bool // no new fires
-	regSess       *regcenter.Session
-	running       map[int]*execution
-	owed          *ledger           // what items are owed here (ledger.go)
-	completedSeen map[int]bool      // execution/{item}/completed exists
-	covered       map[int]record    // items' records as last written or read here
-	remoteWaits   map[int]func()    // watches on items running elsewhere
-	lead          *leaderDuties     // the leader's duties (leader.go)
-	claimWatches  map[string]func() // claim or running nodes whose end re-scans the queue
-	claimBlocked  map[int]bool      // failover items running elsewhere: not claimed until they end
-	goneWaiters   map[string][]int  // blocked items, by the node whose end unblocks them
-	claims        map[int]int32     // failover items claimed here: the queue entry's version
-	heldAtLeave   []int             // the assignment this instance gave up when it left
-	lastHeld      assigned          // the assignment of the latest scheduled fire here
-	firing        sync.WaitGroup    // scheduled fires in flight
-	// order makes scheduled fires reserve their items in fire order: a fire
-	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
-	// find its item taken by the next fire, owe a run, and its make-up run
-	// would run that next fire again.
-	order         sync.Mutex
-	queueCancel   func()
-	queueDirty    bool // the failover queue may hold items
-	flagsCancel   func()
-	itemsCancel   func()
-	paused        bool         // servers/{me}/paused exists
-	disabled      bool         // servers/{me}/disabled exists (events only)
-	disabledItems map[int]bool // items kept out of every fire
-	triggerQueued bool         // a trigger arrived while items ran
-	removed       bool         // the job was removed from the cluster
-	counters      jobCounters  // behind JobStats (stats.go)
-	configCancel  func()
-	prep          preparation // ready to run the job's items (prepare.go)
+	// Parts guarded by mu: the state of the job's fires here, which a
+	// reservation changes in one step across parts.
+	mu          sync.Mutex
+	closed      bool            // no new goroutines
+	reg         registration    // this instance's registration (register.go)
+	runs        runAccount      // the items running here (reserve.go)
+	records     recordCache     // the items' completion records as known here (record.go)
+	remoteWaits map[int]func()  // watches on owed items running elsewhere (owed.go)
+	fo          claimState      // the failover queue as seen here (failover.go)
+	watch       watchCancels    // the registration's watches (register.go)
+	flags       jobFlags        // this server's flags for the job (flags.go)
+	cache       assignmentCache // the assignment the next fire may assume (assignment.go)
 
-	lifeCtx    context.Context // cancelled when stop begins: ends coordination waits
-	lifeCancel context.CancelFunc
-	execCtx    context.Context // cancelled when shutdown's grace period ends
-	execCancel context.CancelCauseFunc
-	// runsCtx and coordCtxs are the parents of the runs (runContext) and
-	// of the coordination (coordParent) under a session; guarded by mu.
-	runsCtx, coordCtxs sessionCtx
-	// recordCtx is cancelled when stop has waited its last for background
+	// Parts that own their locks.
+	owed     *ledger       // what items are owed here (ledger.go)
+	lead     *leaderDuties // the leader's duties (leader.go)
+	prep     preparation   // ready to run the job's items (prepare.go)
+	counters jobCounters   // behind JobStats (stats.go)
+
+	ctx  lifetimes      // the contexts stop cancels
+	wg   sync.WaitGroup // every goroutine of the runner (goFunc)
+	kick kickers        // the runner's coalescing background tasks
+}
+
+// lifetimes are a runner's contexts, made with it and cancelled by stop.
+// runs and coord, under r.mu, are the parents of the runs (runContext) and
+// of the coordination (coordParent) under a session.
+type lifetimes struct {
+	life       context.Context // cancelled when stop begins: ends coordination waits
+	cancelLife context.CancelFunc
+	exec       context.Context // cancelled when shutdown's grace period ends
+	cancelExec context.CancelCauseFunc
+	// record is cancelled when stop has waited its last for background
 	// work: completions (including the hand-over of items cut short) are
 	// written until then.
-	recordCtx    context.Context
-	recordCancel context.CancelFunc
-	wg           sync.WaitGroup
-	membership   *kicker
-	assumed      assigned // what the next fire may assume; under mu
-	// watchedAssumption: assumed is proved by watches (assigned.watched),
-	// so an unmonitored job's next fire sends no request (quickFire). Set
-	// with assumed, under mu; read by the trigger without it.
-	watchedAssumption atomic.Bool
-	// idleWatch watches this instance's sharding node while it holds no
-	// items or the job is unmonitored, epochWatch the reshard epoch while
-	// the job is unmonitored (see assume); each armed once its first
-	// answer came. Under mu.
-	idleWatch, epochWatch func()
-	idleArmed, epochArmed bool
-	// watchGen counts their events: a read that saw one begin after it
-	// started may have missed the change it answers.
-	watchGen uint64
-	// idlePassed is the latest fire this instance let pass on the idle
-	// watch's word, until a later fire starts (see catchUpIdle); under mu.
-	idlePassed   time.Time
-	failoverKick *kicker
-	flagsKick    *kicker
-	reshardKick  *kicker
-	epochKick    *kicker
-	itemsKick    *kicker
-	idle         chan struct{} // made by a waiter (idleLocked), closed and dropped when items are released
+	record       context.Context
+	cancelRecord context.CancelFunc
+	runs, coord  sessionCtx
+}
+
+// kickers are a runner's coalescing background tasks (see kicker), each
+// run on a goroutine of the runner when kicked.
+type kickers struct {
+	membership *kicker // the leader checks the servers (checkMembership)
+	failover   *kicker // claim queued failover items (claimFailover)
+	flags      *kicker // read this server's flags (checkFlags)
+	reshard    *kicker // the leader answers a reshard request (reshardOnRequest)
+	epoch      *kicker // note a moved reshard epoch (noteEpochFlag)
+	items      *kicker // read the disabled items (readDisabledItems)
 }
 
 type execution struct {
@@ -118,32 +95,28 @@ func (e *execution) standsFor(at time.Time) bool {
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r := &runner{
 		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
-		log:           s.log.With("job", cfg.Name),
-		running:       map[int]*execution{},
-		owed:          newLedger(),
-		completedSeen: map[int]bool{},
-		covered:       map[int]record{},
-		remoteWaits:   map[int]func(){},
-		claimWatches:  map[string]func(){},
-		claimBlocked:  map[int]bool{},
-		goneWaiters:   map[string][]int{},
-		claims:        map[int]int32{},
-		lead:          newLeaderDuties(),
+		log:         s.log.With("job", cfg.Name),
+		runs:        runAccount{running: map[int]*execution{}},
+		owed:        newLedger(),
+		records:     recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
+		remoteWaits: map[int]func(){},
+		fo:          claimState{watches: map[string]func(){}, blocked: map[int]bool{}, goneWaiters: map[string][]int{}, claims: map[int]int32{}},
+		lead:        newLeaderDuties(),
 	}
 	r.setConfig(cfg)
-	r.execCtx, r.execCancel = context.WithCancelCause(context.Background())
-	r.recordCtx, r.recordCancel = context.WithCancel(context.Background())
-	r.lifeCtx, r.lifeCancel = context.WithCancel(context.Background())
+	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
+	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
+	r.ctx.life, r.ctx.cancelLife = context.WithCancel(context.Background())
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
 	}, r.log)
-	r.membership = newKicker(r.goFunc, r.checkMembership)
-	r.failoverKick = newKicker(r.goFunc, r.claimFailover)
-	r.flagsKick = newKicker(r.goFunc, r.checkFlags)
-	r.reshardKick = newKicker(r.goFunc, r.reshardOnRequest)
-	r.epochKick = newKicker(r.goFunc, r.noteEpochFlag)
-	r.itemsKick = newKicker(r.goFunc, r.readDisabledItems)
+	r.kick.membership = newKicker(r.goFunc, r.checkMembership)
+	r.kick.failover = newKicker(r.goFunc, r.claimFailover)
+	r.kick.flags = newKicker(r.goFunc, r.checkFlags)
+	r.kick.reshard = newKicker(r.goFunc, r.reshardOnRequest)
+	r.kick.epoch = newKicker(r.goFunc, r.noteEpochFlag)
+	r.kick.items = newKicker(r.goFunc, r.readDisabledItems)
 	return r
 }
 
@@ -177,7 +150,7 @@ func (r *runner) goFire(at time.Time) {
 func (r *runner) untilClaim(at time.Time) bool {
 	for at.After(r.s.opts.now()) {
 		r.mu.Lock()
-		steady := len(r.running) == 0 && r.owed.settled()
+		steady := len(r.runs.running) == 0 && r.owed.settled()
 		if steady {
 			r.mu.Unlock()
 			return true
@@ -211,29 +184,29 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 		return true
 	case <-wake:
 		return true
-	case <-r.lifeCtx.Done():
+	case <-r.ctx.life.Done():
 		return false
 	}
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
-// flight (r.firing).
+// flight (r.runs.firing).
 func (r *runner) goFiring(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed || r.stopping {
+	if r.closed || r.reg.stopping {
 		// Stopping: the leave hands this fire's items over (see leave),
 		// and no fire may join the wait group stop waits on.
 		return
 	}
 	r.wg.Add(1)
-	r.firing.Add(1)
+	r.runs.firing.Add(1)
 	if !r.s.work.do(func() {
 		defer r.wg.Done()
-		defer r.firing.Done()
+		defer r.runs.firing.Done()
 		f()
 	}) {
-		r.firing.Done()
+		r.runs.firing.Done()
 		r.wg.Done()
 	}
 }
@@ -286,7 +259,7 @@ func (r *runner) schedule() {
 // request to ZooKeeper: an unmonitored job firing on an assumption its
 // watches prove (see assume). Such a fire needs no lead (see trigger).
 func (r *runner) quickFire() bool {
-	return r.watchedAssumption.Load() && r.config().Unmonitored
+	return r.cache.watchedAssumption.Load() && r.config().Unmonitored
 }
 
 func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }

@@ -499,7 +499,7 @@ func (s *Scheduler) detach(ctx context.Context, r *runner) error {
 // stop runs on a scheduler goroutine instead.
 func (s *Scheduler) removeRunner(r *runner, removedFromCluster bool) {
 	r.mu.Lock()
-	r.removed = removedFromCluster
+	r.reg.removed = removedFromCluster
 	r.mu.Unlock()
 	s.mu.Lock()
 	if s.state != stateStarted {

@@ -19,9 +19,9 @@ import (
 // at their next fire without waiting for a session timeout.
 func (r *runner) stop(ctx context.Context) error {
 	r.mu.Lock()
-	r.stopping = true
+	r.reg.stopping = true
 	r.mu.Unlock()
-	r.lifeCancel()
+	r.ctx.cancelLife()
 	r.s.trig.remove(r.name)
 	r.stopPrepare()
 
@@ -36,8 +36,8 @@ func (r *runner) stop(ctx context.Context) error {
 	// marks; a new owner finds them and runs the item once they are gone.
 	var errs []error
 	r.mu.Lock()
-	registered := r.regSess != nil && r.regSess.Err() == nil
-	removed := r.removed
+	registered := r.reg.sess != nil && r.reg.sess.Err() == nil
+	removed := r.reg.removed
 	r.mu.Unlock()
 	// Every fire of the schedule up to now was this instance's to run for
 	// the items it holds; later fires belong to whoever holds them next.
@@ -60,7 +60,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 
 	if !r.waitIdle(ctx) {
-		r.execCancel(ErrSchedulerClosed)
+		r.ctx.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
 		// Give cancelled items a moment to return and hand themselves over.
 		grace, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -76,14 +76,14 @@ func (r *runner) stop(ctx context.Context) error {
 	defer cancel()
 	// Fires in flight when the stop began end at once (no new marks: the
 	// coordination context is gone) and note what they owe.
-	if !waitCtx(cctx, &r.firing) {
+	if !waitCtx(cctx, &r.runs.firing) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
 		r.mu.Lock()
-		owed := r.owedLocked(r.heldAtLeave, time.Time{})
+		owed := r.owedLocked(r.reg.heldAtLeave, time.Time{})
 		r.owed.forgetAll()
 		r.mu.Unlock()
 		if len(owed) > 0 {
@@ -100,15 +100,15 @@ func (r *runner) stop(ctx context.Context) error {
 
 	r.mu.Lock()
 	r.closed = true
-	cancels := []func(){r.configCancel, r.queueCancel, r.flagsCancel, r.itemsCancel, r.idleWatch, r.epochWatch}
-	r.idleWatch, r.epochWatch = nil, nil
+	cancels := []func(){r.watch.config, r.watch.queue, r.watch.flags, r.watch.items, r.cache.idleWatch, r.cache.epochWatch}
+	r.cache.idleWatch, r.cache.epochWatch = nil, nil
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}
-	for _, c := range r.claimWatches {
+	for _, c := range r.fo.watches {
 		cancels = append(cancels, c)
 	}
-	r.remoteWaits, r.claimWatches = map[int]func(){}, map[string]func(){}
+	r.remoteWaits, r.fo.watches = map[int]func(){}, map[string]func(){}
 	r.mu.Unlock()
 	r.onRevoked()
 	for _, c := range cancels {
@@ -117,12 +117,12 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 	}
 	r.elect.Close()
-	r.execCancel(ErrSchedulerClosed)
+	r.ctx.cancelExec(ErrSchedulerClosed)
 
 	if !waitCtx(cctx, &r.wg) {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
-	r.recordCancel()
+	r.ctx.cancelRecord()
 	why := "shutdown"
 	if removed {
 		why = "removed from the cluster"
@@ -199,7 +199,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 			return fmt.Errorf("leave: %w", err)
 		}
 		r.mu.Lock()
-		r.heldAtLeave = held
+		r.reg.heldAtLeave = held
 		for _, e := range owed {
 			r.owed.forget(e.Item)
 		}
@@ -215,7 +215,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 func (r *runner) heldAtLeaveAny() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.heldAtLeave) > 0
+	return len(r.reg.heldAtLeave) > 0
 }
 
 // owedLocked returns the runs this instance owes: every misfire, and for
@@ -225,7 +225,7 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 	cfg := r.config()
 	since := map[int]time.Time{}
 	owe := func(it int, at time.Time) {
-		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.disabledItems[it] {
+		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
 			return
 		}
 		if prev, ok := since[it]; !ok || at.Before(prev) {
@@ -238,7 +238,7 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 	for _, it := range held {
 		owe(it, r.owed.missedWhileDown())
 		// A paused server's fires are not owed: an operator held them.
-		if !upTo.IsZero() && !r.paused && r.owed.dispatchedAt(it).Before(upTo) {
+		if !upTo.IsZero() && !r.flags.paused && r.owed.dispatchedAt(it).Before(upTo) {
 			owe(it, upTo)
 		}
 	}
@@ -268,7 +268,7 @@ func multiDropping(ctx context.Context, rc regcenter.Center, ops []regcenter.Op,
 func (r *runner) waitIdle(ctx context.Context) bool {
 	for {
 		r.mu.Lock()
-		n := len(r.running)
+		n := len(r.runs.running)
 		if n == 0 {
 			r.mu.Unlock()
 			return true
