@@ -14,7 +14,7 @@ import (
 // latest fire, the instance reads its assignment at once and owes the
 // newly held items the fire it passed (from their earliest uncovered fire,
 // as the next fire would have found). The pass may have been ahead of the
-// fire's time (a fire's lead): the run then waits for it (see launch). The
+// fire's time (a fire's lead): the run then waits for it (see startRuns). The
 // run is a make-up run: marked first and then narrowed by the items'
 // completed records (stillOwed), so a fire that another instance ran
 // before the reshard moved the item is not run again.
@@ -73,5 +73,5 @@ func (r *runner) catchUpIdle() {
 	if len(fresh) > 0 {
 		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
 	}
-	r.runMisfires(sess)
+	r.runOwed(sess)
 }

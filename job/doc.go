@@ -38,7 +38,9 @@
 // due: reshard.go), reserve.go (reserve the items in memory, split plain
 // runs from make-up runs), mark.go (running marks), execute.go (run the
 // items, not before the fire's time), complete.go (record what ran, in
-// group commits), owed.go (the misfire ledger and make-up runs). The
+// group commits), owed.go (make-up runs; the misfire ledger is ledger.go).
+// The runner's state is held in parts, each in the file of the code that
+// changes it (docs/design.md, "The runner's parts"). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,
 // operator flags in flags.go, shutdown and hand-over in stop.go. The design
 // is written down in docs/design.md.

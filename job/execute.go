@@ -13,33 +13,64 @@ import (
 // The execute stage: items reserved and marked run concurrently, each in
 // its own goroutine, and their results go to completeAll (complete.go).
 
-// execute runs items for the fire at, marking them running and completed.
-func (r *runner) execute(sess *regcenter.Session, at time.Time, items []int, kind Kind) {
-	cfg := r.config()
-	r.run(sess, cfg, at, r.reserve(items, at, time.Time{}, kind, cfg), kind)
+// fire is one fire's run on this instance as it passes from stage to
+// stage (reserve → mark → start → complete): the session it runs under,
+// the job's config, the fire's time and kind, and the items it runs, with
+// what the stages learn of them on the way.
+type fire struct {
+	sess  *regcenter.Session
+	cfg   *spec
+	at    time.Time
+	kind  Kind
+	items []int
+	// fires holds the items whose run starts at another fire than at: a
+	// make-up run since an earlier debt (see absorbDebts, stillOwed).
+	fires map[int]time.Time
+	// priors are what the items' records said before (see record): their
+	// completions add to them.
+	priors map[int]record
+	params map[int]string // the items' parameters
 }
 
-// run executes items reserved here: marks, runs and completes them.
-func (r *runner) run(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind) {
-	if len(todo) == 0 {
+// fireOf is the fire item's run starts at.
+func (f *fire) fireOf(item int) time.Time {
+	if at, ok := f.fires[item]; ok {
+		return at
+	}
+	return f.at
+}
+
+// reserveAndRun reserves f's items here (the ones free), then marks and
+// runs them: the path of a fire whose items nothing reserved before it (a
+// trigger).
+func (r *runner) reserveAndRun(f *fire) {
+	f.cfg = r.config()
+	f.items = r.reserve(f.items, f.at, time.Time{}, f.kind, f.cfg)
+	r.markAndRun(f)
+}
+
+// markAndRun marks f's items, reserved here, running (a monitored job),
+// then runs and completes them.
+func (r *runner) markAndRun(f *fire) {
+	if len(f.items) == 0 {
 		return
 	}
 	var records map[int]record
-	if !cfg.Unmonitored {
-		ctx, cancel := r.coordCtx(sess)
+	if !f.cfg.Unmonitored {
+		ctx, cancel := r.coordCtx(f.sess)
 		// A make-up run proves what this instance knows of its items'
 		// records while it marks them, instead of reading them after.
-		if kind == KindMisfire || kind == KindFailover {
-			records = r.knownRecords(todo)
+		if f.kind == KindMisfire || f.kind == KindFailover {
+			records = r.knownRecords(f.items)
 		}
-		marked, err := r.markRunning(ctx, sess, at, kind, todo, nil, records)
+		marked, err := r.markRunning(ctx, f, nil, records)
 		cancel()
 		// On an error, marked holds the items still reserved here.
-		if err != nil && kind == KindFailover {
+		if err != nil && f.kind == KindFailover {
 			// The queue entries stay; give the claims back for a retry.
 			r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
-			hctx, hcancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
-			r.handBack(hctx, sess, marked)
+			hctx, hcancel := context.WithTimeout(f.sess.Ctx(), r.s.opts.reshardTimeout)
+			r.handBack(hctx, f.sess, marked)
 			hcancel()
 			r.release(marked)
 			return
@@ -47,125 +78,119 @@ func (r *runner) run(sess *regcenter.Session, cfg *spec, at time.Time, todo []in
 		if err != nil {
 			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
 			for _, it := range marked {
-				r.noteMisfire(it, at, cfg)
+				r.noteMisfire(it, f.at, f.cfg)
 			}
 			r.release(marked)
 			return
 		}
-		todo = marked
+		f.items = marked
 	}
-	r.launch(sess, cfg, at, todo, kind, records)
+	r.startRuns(f, records)
 }
 
-// launch runs items reserved (and, monitored, marked running) here, and
-// completes them. proven are item records the marking proved current.
-func (r *runner) launch(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind, proven map[int]record) {
-	n := len(todo)
+// startRuns starts the runs of f's items, reserved (and, monitored, marked
+// running) here, and completes them. proven are item records the marking
+// proved current.
+func (r *runner) startRuns(f *fire, proven map[int]record) {
+	n := len(f.items)
 	if n == 0 {
 		return
 	}
 	var results chan itemResult // made where results are collected (not for a lone item, below)
-	var fires map[int]time.Time
-	var priors map[int]record
-	switch kind {
+	switch f.kind {
 	case KindMisfire, KindFailover:
 		results = make(chan itemResult, n)
-		todo, fires, priors = r.owedRuns(sess, cfg, at, todo, kind, proven, results)
+		r.narrowOwed(f, proven, results)
 	case KindFire:
-		priors = r.priorsFor(todo)
+		f.priors = r.priorsFor(f.items)
 	}
-	collect := func() chan itemResult {
-		if results == nil {
-			results = make(chan itemResult, n)
-		}
-		return results
-	}
-	fireOf := func(it int) time.Time {
-		if f, ok := fires[it]; ok {
-			return f
-		}
-		return at
-	}
-	if !r.untilFire(sess, r.latestThrough(at, todo)) {
+	if !r.untilFire(f.sess, r.latestThrough(f.at, f.items)) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
-		r.closeUnstarted(sess, cfg, todo, fireOf, kind, collect(), n)
+		r.closeUnstarted(f, resultsFor(results, n), n)
 		return
 	}
-	params, _ := cfg.ItemParameters()
-	defer r.fireStarted(at, kind, todo)()
+	f.params, _ = f.cfg.ItemParameters()
+	defer r.fireStarted(f.at, f.kind, f.items)()
 	if rj, ok := r.job.(RangeJob); ok {
-		r.launchRanges(sess, cfg, rj, params, todo, fireOf, priors, kind, collect(), n)
+		r.startRangeRuns(f, rj, resultsFor(results, n), n)
 		return
 	}
-	if n == 1 && len(todo) == 1 && !r.isClosed() {
+	if n == 1 && len(f.items) == 1 && !r.isClosed() {
 		// A lone item (one to run, none settled) runs on this goroutine,
 		// which would wait for it in any case, and is completed as it
 		// returns: no goroutine and no channel for one result.
-		it := todo[0]
-		res := r.runItem(sess, cfg, params, fireOf(it), it, kind)
-		res.prior = priors[it]
-		r.complete(sess, cfg, []itemResult{res})
+		it := f.items[0]
+		res := r.executeItem(f, it)
+		res.prior = f.priors[it]
+		r.complete(f.sess, f.cfg, []itemResult{res})
 		return
 	}
-	results = collect()
-	for _, it := range todo {
-		fire := fireOf(it)
-		prior := priors[it]
+	results = resultsFor(results, n)
+	for _, it := range f.items {
+		prior := f.priors[it]
 		if !r.goFunc(func() {
-			res := r.runItem(sess, cfg, params, fire, it, kind)
+			res := r.executeItem(f, it)
 			res.prior = prior
 			results <- res
 		}) {
-			results <- closedResult(it, fire, kind)
+			results <- closedResult(it, f.fireOf(it), f.kind)
 		}
 	}
-	r.completeAll(sess, cfg, results, n)
+	r.completeAll(f.sess, f.cfg, results, n)
 }
 
-// The rarer branches of launch, each a function of its own so that launch
-// reads as the steady fire's path.
-
-// owedRuns prepares a make-up run (kind KindMisfire or KindFailover) of
-// todo for launch: the items still owed, the earliest fire each one owes
-// and what their records said; results gets the items found settled.
-func (r *runner) owedRuns(sess *regcenter.Session, cfg *spec, at time.Time, todo []int, kind Kind, proven map[int]record, results chan<- itemResult) ([]int, map[int]time.Time, map[int]record) {
-	fires := r.absorbDebts(cfg, todo, at)
-	if cfg.Unmonitored {
-		return todo, fires, nil
+// resultsFor returns results, made with room for n results if it is nil.
+func resultsFor(results chan itemResult, n int) chan itemResult {
+	if results == nil {
+		return make(chan itemResult, n)
 	}
-	todo, priors, settled := r.stillOwed(sess, cfg, at, fires, todo, kind, proven)
+	return results
+}
+
+// The rarer branches of startRuns, each a function of its own so that
+// startRuns reads as the steady fire's path.
+
+// narrowOwed narrows a make-up run (kind KindMisfire or KindFailover) for
+// startRuns: f keeps the items still owed, the earliest fire each one owes
+// and what their records said; results gets the items found settled.
+func (r *runner) narrowOwed(f *fire, proven map[int]record, results chan<- itemResult) {
+	f.fires = r.absorbDebts(f.cfg, f.items, f.at)
+	if f.cfg.Unmonitored {
+		return
+	}
+	var settled []itemResult
+	f.items, f.priors, settled = r.stillOwed(f, proven)
 	for _, s := range settled {
 		results <- s
 	}
-	return todo, fires, priors
 }
 
-// closeUnstarted completes todo, which shutdown stopped before its fire's
-// time, as runs cut short by shutdown (handed over).
-func (r *runner) closeUnstarted(sess *regcenter.Session, cfg *spec, todo []int, fireOf func(int) time.Time, kind Kind, results chan itemResult, n int) {
-	for _, it := range todo {
-		results <- closedResult(it, fireOf(it), kind)
+// closeUnstarted completes f's items, which shutdown stopped before their
+// fire's time, as runs cut short by shutdown (handed over).
+func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
+	for _, it := range f.items {
+		results <- closedResult(it, f.fireOf(it), f.kind)
 	}
-	r.completeAll(sess, cfg, results, n)
+	r.completeAll(f.sess, f.cfg, results, n)
 }
 
-// launchRanges runs todo as runs of consecutive items for a RangeJob, each
-// on its own goroutine, and completes them.
-func (r *runner) launchRanges(sess *regcenter.Session, cfg *spec, rj RangeJob, params map[int]string, todo []int, fireOf func(int) time.Time, priors map[int]record, kind Kind, results chan itemResult, n int) {
-	for _, run := range runsOf(todo, fireOf) {
+// startRangeRuns runs f's items as runs of consecutive items for a
+// RangeJob, each on its own goroutine, and completes them.
+func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n int) {
+	for _, run := range runsOf(f.items, f.fireOf) {
 		if !r.goFunc(func() {
-			for _, res := range r.runRange(sess, cfg, params, rj, run, kind) {
-				res.prior = priors[res.item]
+			for _, res := range r.executeRange(f, rj, run) {
+				res.prior = f.priors[res.item]
 				results <- res
 			}
 		}) {
 			for it := run.first; it <= run.last; it++ {
-				results <- closedResult(it, run.fire, kind)
+				results <- closedResult(it, run.fire, f.kind)
 			}
 		}
 	}
-	r.completeAll(sess, cfg, results, n)
+	r.completeAll(f.sess, f.cfg, results, n)
 }
 
 // closedResult is the result of an execution that never started because
@@ -218,7 +243,9 @@ func (r *runner) runContext(sess *regcenter.Session) context.Context {
 	return r.ctx.runs.of(sess, r.ctx.exec)
 }
 
-func (r *runner) runItem(sess *regcenter.Session, cfg *spec, params map[int]string, at time.Time, item int, kind Kind) itemResult {
+// executeItem calls the job for one item of f and returns its result.
+func (r *runner) executeItem(f *fire, item int) itemResult {
+	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
 	through := at

@@ -230,8 +230,8 @@ func (r *runner) claimFailover() {
 			r.log.Warn("claiming failover item", "item", it, "err", err)
 		}
 	}
-	for fire, its := range byFire {
-		at := time.UnixMilli(fire)
+	for ms, its := range byFire {
+		at := time.UnixMilli(ms)
 		// Reserved before returning, so that a misfire run started right
 		// after this (see release) cannot take the item first.
 		todo := r.reserve(its, at, time.Time{}, KindFailover, cfg)
@@ -251,7 +251,7 @@ func (r *runner) claimFailover() {
 			continue
 		}
 		r.log.Info("taking over items", "items", todo, "fire", at)
-		if !r.goFunc(func() { r.run(sess, cfg, at, todo, KindFailover) }) {
+		if !r.goFunc(func() { r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo}) }) {
 			r.release(todo)
 		}
 	}

@@ -10,12 +10,19 @@ import (
 
 // A scheduled fire, top to bottom: the trigger dispatches it a lead ahead
 // of its time (trigger.go) and untilClaim (runner.go) lets it claim early
-// in the steady state; fire (is this instance able to fire:
-// connected, not paused, clock in bounds) → fireAs (assume the assignment
-// the previous fire read, or read it: assignment.go) → fireItems (find
-// inherited gaps, reserve the items: reserve.go; prove the assumption in
-// the marking transaction: mark.go) → launch (execute.go) → completeAll
-// (complete.go) → runMisfires (owed.go).
+// in the steady state; fireScheduled (is this instance able to fire:
+// connected, not paused, clock in bounds) → fireAssigned (assume the
+// assignment the previous fire read, or read it: assignment.go) →
+// fireItems (find inherited gaps, reserve the items: reserve.go; prove the
+// assumption in the marking transaction: mark.go) → startRuns (execute.go)
+// → completeAll (complete.go) → runOwed (owed.go). From fireItems on, the
+// fire is a value (fire, execute.go) passed from stage to stage.
+//
+// The other paths into the same stages, named for what starts them:
+// fireTriggered (flags.go: a trigger, reserveAndRun), fireMissedWhileDown
+// (runner.go: fires skipped while disconnected), runOwed and runMakeUps
+// (owed.go: debts of this instance, markAndRun), claimFailover
+// (failover.go: another instance's debts, markAndRun).
 
 // readyToFire returns the session to fire under, or false when this
 // instance must not fire now.
@@ -33,8 +40,8 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	return sess, true
 }
 
-// fire is one fire of the schedule.
-func (r *runner) fire(at time.Time) {
+// fireScheduled is one fire of the schedule.
+func (r *runner) fireScheduled(at time.Time) {
 	r.mu.Lock()
 	paused := r.flags.paused
 	r.mu.Unlock()
@@ -66,10 +73,10 @@ func (r *runner) fire(at time.Time) {
 		// Fires skipped earlier (an assignment that could not be read)
 		// are made up now, with this one.
 		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
-		r.fireAs(sess, missed, KindMisfire, reserved)
+		r.fireAssigned(sess, missed, KindMisfire, reserved)
 		return
 	}
-	r.fireAs(sess, at, KindFire, reserved)
+	r.fireAssigned(sess, at, KindFire, reserved)
 }
 
 // takeMissed returns and clears the earliest fire skipped here.
@@ -81,7 +88,7 @@ func (r *runner) takeMissed() time.Time {
 
 // reserved, when not nil, is called once this fire's items are reserved
 // (or it reserves none).
-func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserved func()) {
+func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, reserved func()) {
 	if reserved == nil {
 		reserved = func() {}
 	}
@@ -96,7 +103,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 				// The watches say nothing changed, and the job writes
 				// nothing per fire: it runs without a request (assume).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-				r.runMisfires(sess)
+				r.runOwed(sess)
 				return
 			}
 			if a.watched && len(a.items) == 0 && (unmonitored || !r.elect.IsLeader()) {
@@ -110,12 +117,12 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 				r.cache.idlePassed = at
 				r.mu.Unlock()
 				reserved()
-				r.runMisfires(sess)
+				r.runOwed(sess)
 				return
 			}
 			err := r.fireItems(sess, at, a, reserved, true)
 			if err == nil {
-				r.runMisfires(sess)
+				r.runOwed(sess)
 				return
 			}
 			if !errors.Is(err, errAssignmentMoved) {
@@ -134,7 +141,7 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 	items := a.items
 	if kind == KindFire {
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-		r.runMisfires(sess)
+		r.runOwed(sess)
 		return
 	}
 	if kind == KindMisfire {
@@ -142,11 +149,11 @@ func (r *runner) fireAs(sess *regcenter.Session, at time.Time, kind Kind, reserv
 		cfg := r.config()
 		todo := r.reserve(items, at, r.makeUpThrough(cfg, at), KindMisfire, cfg)
 		reserved()
-		r.run(sess, cfg, at, todo, KindMisfire)
+		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo})
 	} else {
-		r.execute(sess, at, items, kind)
+		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
 	}
-	r.runMisfires(sess)
+	r.runOwed(sess)
 }
 
 // fireItems runs a scheduled fire's items. An item that owes earlier fires
@@ -168,17 +175,18 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 	cfg := r.config()
 	gaps, _ := r.inheritedGaps(sess, at, a)
 	res := r.reserveFire(a.items, at, gaps, cfg)
-	var marked []int
+	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain}
 	if prove {
-		var err error
 		checks := a.proof
 		if checks == nil {
 			checks = a.checks(r.paths, r.serverID())
 		}
-		if marked, err = r.proveAndMark(sess, cfg, at, res.plain, checks); err != nil {
+		marked, err := r.proveAndMark(f, checks)
+		if err != nil {
 			r.undo(res)
 			return err
 		}
+		f.items = marked
 	}
 	reserved()
 	var done chan struct{}
@@ -186,13 +194,13 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 		done = make(chan struct{})
 		go func() { // owned here: waited for below
 			defer close(done)
-			r.runReserved(sess, cfg, res.debts, "making up for owed fires with this one")
+			r.runMakeUps(sess, cfg, res.debts, "making up for owed fires with this one")
 		}()
 	}
 	if prove {
-		r.launch(sess, cfg, at, marked, KindFire, nil)
+		r.startRuns(f, nil) // marked with the proof
 	} else {
-		r.run(sess, cfg, at, res.plain, KindFire)
+		r.markAndRun(f)
 	}
 	if done != nil {
 		<-done
@@ -201,23 +209,23 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 }
 
 // proveAndMark sends a fire's proof (checks) with the running marks of its
-// plain items, or alone when it marks nothing: no items, every item still
+// plain items (f's), or alone when it marks nothing: no items, every item still
 // busy, or an unmonitored job. A fire must prove its assumption even then,
 // or an instance whose items stay busy would never learn that a reshard
 // moved them. It returns the items marked; on an error nothing is marked
 // and the items are still reserved (but for those markRunning dropped:
 // running elsewhere, they are owed and released).
-func (r *runner) proveAndMark(sess *regcenter.Session, cfg *spec, at time.Time, plain []int, checks []regcenter.Op) ([]int, error) {
-	if len(plain) == 0 || cfg.Unmonitored {
-		ok, err := r.proveAssignment(sess, checks)
+func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
+	if len(f.items) == 0 || f.cfg.Unmonitored {
+		ok, err := r.proveAssignment(f.sess, checks)
 		if err == nil && !ok {
 			err = errAssignmentMoved
 		}
-		return plain, err
+		return f.items, err
 	}
-	ctx, cancel := r.coordCtx(sess)
+	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, sess, at, KindFire, plain, checks, nil)
+	marked, err := r.markRunning(ctx, f, checks, nil)
 	if errors.Is(err, errAssignmentMoved) {
 		r.forgetAssignment()
 	}

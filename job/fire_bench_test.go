@@ -26,11 +26,11 @@ func BenchmarkFire(b *testing.B) {
 				b.Fatal(err)
 			}
 			sess := rc.Session()
-			r.fireAs(sess, time.UnixMilli(1), KindFire, nil) // the first fire reshards
+			r.fireAssigned(sess, time.UnixMilli(1), KindFire, nil) // the first fire reshards
 			before := rc.Stats()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				r.fireAs(sess, time.UnixMilli(int64(i+2)), KindFire, nil)
+				r.fireAssigned(sess, time.UnixMilli(int64(i+2)), KindFire, nil)
 			}
 			b.StopTimer()
 			d := rc.Stats().Sub(before)

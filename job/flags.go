@@ -54,7 +54,7 @@ func (r *runner) checkFlags() {
 			r.log.Info("trigger queued until the running items finish")
 			return
 		}
-		r.runTrigger()
+		r.fireTriggered()
 	}
 }
 
@@ -119,8 +119,8 @@ func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
 	}
 }
 
-// runTrigger runs this server's items once now.
-func (r *runner) runTrigger() {
+// fireTriggered runs this server's items once now.
+func (r *runner) fireTriggered() {
 	if err := r.prepareSync(); err != nil {
 		r.log.Warn("preparing to run a trigger", "err", err)
 	}
@@ -130,7 +130,7 @@ func (r *runner) runTrigger() {
 		return
 	}
 	r.log.Info("triggered: running once now")
-	r.fireAs(sess, r.s.opts.now().Truncate(time.Millisecond), KindTrigger, nil)
+	r.fireAssigned(sess, r.s.opts.now().Truncate(time.Millisecond), KindTrigger, nil)
 }
 
 // readDisabledItems refreshes the set of items kept out of every fire.

@@ -177,7 +177,7 @@ func (l *ledger) setNode(item int, wrote bool) {
 }
 
 // missWhileDown records that the fire at was skipped while the connection
-// was down: the earliest such fire is run once it is back (runMissed).
+// was down: the earliest such fire is run once it is back (fireMissedWhileDown).
 func (l *ledger) missWhileDown(at time.Time) {
 	l.mu.Lock()
 	if l.missed.IsZero() || at.Before(l.missed) {

@@ -30,7 +30,7 @@ type runningMark struct {
 // would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
 const marksPerTxn = 1000
 
-// markRunning creates the running marks of items, in one transaction per
+// markRunning creates the running marks of f's items for its fire, in one transaction per
 // marksPerTxn items. Items running elsewhere are dropped (and owed a
 // misfire) and the rest retried. checks go first in the first transaction;
 // if one fails, markRunning returns errAssignmentMoved. On an error it
@@ -42,11 +42,12 @@ const marksPerTxn = 1000
 // completed records: each is checked (its version) in the transaction that
 // marks its item, and one found changed is removed from the map, so that
 // what stays is proved current as the item is marked (see stillOwed).
-func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
+func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record) ([]int, error) {
+	sess, at, kind, items := f.sess, f.at, f.kind, f.items
 	var marked []int
 	for start := 0; start < len(items); start += marksPerTxn {
 		end := min(start+marksPerTxn, len(items))
-		got, err := r.markChunk(ctx, sess, at, kind, items[start:end], checks, records)
+		got, err := r.markChunk(ctx, f, items[start:end], checks, records)
 		checks = nil
 		if err == nil {
 			marked = append(marked, got...)
@@ -73,7 +74,8 @@ func (r *runner) markRunning(ctx context.Context, sess *regcenter.Session, at ti
 
 // markChunk is one transaction of markRunning. On an error it returns the
 // items still reserved here.
-func (r *runner) markChunk(ctx context.Context, sess *regcenter.Session, at time.Time, kind Kind, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
+func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
+	sess, at, kind := f.sess, f.at, f.kind
 	items = slices.Clone(items)
 	now := time.Now()
 	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})

@@ -24,7 +24,7 @@ type misfireMark struct {
 
 // makeUpThrough is the latest fire a make-up run since since, reserved now,
 // stands for: the latest fire dispatched, which may be a fire claimed ahead
-// of its time (the run then starts at that time; see launch).
+// of its time (the run then starts at that time; see startRuns).
 func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
 	return r.throughWithLead(cfg, since, r.s.opts.fireLead)
 }
@@ -77,7 +77,8 @@ func (r *runner) priorsFor(items []int) map[int]record {
 // is updated in place. priors are the records read, which the runs'
 // completions add to; an item's record in proven (proved current when the
 // item was marked) is not read again.
-func (r *runner) stillOwed(sess *regcenter.Session, cfg *spec, at time.Time, fires map[int]time.Time, items []int, kind Kind, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
+func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
+	sess, cfg, at, fires, items, kind := f.sess, f.cfg, f.at, f.fires, f.items, f.kind
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return items, nil, nil
@@ -239,7 +240,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	}
 	running := r.paths.ItemNode(item, layout.Running)
 	// The item is tried again when the mark goes, not at every fire
-	// meanwhile (runMisfires skips items with a wait): the wait ends first.
+	// meanwhile (runOwed skips items with a wait): the wait ends first.
 	ended := func() {
 		r.mu.Lock()
 		if c := r.remoteWaits[item]; c != nil {
@@ -247,7 +248,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 			delete(r.remoteWaits, item)
 		}
 		r.mu.Unlock()
-		r.runMisfires(r.rc.Session())
+		r.runOwed(r.rc.Session())
 	}
 	cancel := r.onGone(running, ended)
 	r.mu.Lock()
@@ -260,9 +261,9 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	r.mu.Unlock()
 }
 
-// runMisfires runs, once each, the items owed a misfire that are not
+// runOwed runs, once each, the items owed a misfire that are not
 // running here now.
-func (r *runner) runMisfires(sess *regcenter.Session) {
+func (r *runner) runOwed(sess *regcenter.Session) {
 	// Each item is tried once per call: one still running elsewhere is
 	// owed again and retried when its mark goes (a watch), not in a loop.
 	tried := map[int]bool{}
@@ -301,13 +302,13 @@ func (r *runner) runMisfires(sess *regcenter.Session) {
 		if len(debts) == 0 {
 			return
 		}
-		r.runReserved(sess, cfg, debts, "running misfired items")
+		r.runMakeUps(sess, cfg, debts, "running misfired items")
 	}
 }
 
-// runReserved runs each group of items, reserved here, as a make-up run
+// runMakeUps runs each group of items, reserved here, as a make-up run
 // since its fire, the groups concurrently, and returns when all have ended.
-func (r *runner) runReserved(sess *regcenter.Session, cfg *spec, debts map[time.Time][]int, msg string) {
+func (r *runner) runMakeUps(sess *regcenter.Session, cfg *spec, debts map[time.Time][]int, msg string) {
 	var wg sync.WaitGroup
 	for since, items := range debts {
 		sortInts(items)
@@ -315,7 +316,7 @@ func (r *runner) runReserved(sess *regcenter.Session, cfg *spec, debts map[time.
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			r.run(sess, cfg, since, items, KindMisfire)
+			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items})
 		}()
 	}
 	wg.Wait()

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Range jobs: a job of many items takes them as contiguous
@@ -77,8 +75,10 @@ func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
 	return out
 }
 
-// runRange runs one range and returns a result per item.
-func (r *runner) runRange(sess *regcenter.Session, cfg *spec, params map[int]string, rj RangeJob, run itemRun, kind Kind) []itemResult {
+// executeRange calls the job for one range of f and returns a result per
+// item.
+func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
+	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
 	through := run.fire

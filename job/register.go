@@ -598,7 +598,7 @@ func (r *runner) reregister(sess *regcenter.Session) {
 		}
 		cancel()
 		if err == nil {
-			r.runMissed(sess)
+			r.fireMissedWhileDown(sess)
 			return
 		}
 		r.log.Warn("re-registration failed; retrying", "err", err, "in", backoff)

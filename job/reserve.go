@@ -195,7 +195,7 @@ func (r *runner) release(items []int) {
 	}
 	r.mu.Unlock()
 	if trig {
-		r.goFunc(r.runTrigger)
+		r.goFunc(r.fireTriggered)
 	}
 	switch {
 	case owed && dirty:
@@ -204,11 +204,11 @@ func (r *runner) release(items []int) {
 		// would otherwise re-mark the item and keep claimers off forever.
 		r.goFunc(func() {
 			r.claimFailover()
-			r.runMisfires(r.rc.Session())
+			r.runOwed(r.rc.Session())
 		})
 	case owed:
 		// A fire that found these items busy owes them a run now.
-		r.goFunc(func() { r.runMisfires(r.rc.Session()) })
+		r.goFunc(func() { r.runOwed(r.rc.Session()) })
 	case dirty:
 		r.kick.failover.kick()
 	}

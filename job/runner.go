@@ -136,7 +136,7 @@ func (r *runner) goFire(at time.Time) {
 		if !r.untilClaim(at) {
 			return
 		}
-		r.fire(at)
+		r.fireScheduled(at)
 	})
 }
 
@@ -288,13 +288,13 @@ func (r *runner) noteSuspendedMiss(at time.Time) {
 	r.mu.Unlock()
 }
 
-// runMissed runs once, for this instance's items, the fires skipped while the
+// fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
 // connection was down.
-func (r *runner) runMissed(sess *regcenter.Session) {
+func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
 	at := r.takeMissed()
 	if at.IsZero() {
 		return
 	}
 	r.log.Info("running fires missed while disconnected", "since", at)
-	r.fireAs(sess, at, KindMisfire, nil)
+	r.fireAssigned(sess, at, KindMisfire, nil)
 }

@@ -409,7 +409,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 	case regcenter.SessionReconnected:
 		s.suspended.Store(false)
 		for _, r := range s.runnersSnapshot() {
-			r.goFunc(func() { r.runMissed(ev.Session) })
+			r.goFunc(func() { r.fireMissedWhileDown(ev.Session) })
 		}
 	case regcenter.SessionNew:
 		s.suspended.Store(false)

@@ -13,7 +13,7 @@ import (
 // whatever the number of jobs: a min-heap ordered by the time each job's
 // next fire is dispatched. A fire is dispatched lead ahead of its time
 // (see leadOf), so that its coordination is done when the time comes and
-// its run starts then (the fire claims its items early; launch waits for
+// its run starts then (the fire claims its items early; startRuns waits for
 // the fire's time). A job whose fires send no request (quick) gets no
 // lead: dispatched at its time, a fire does not wait for it, and a process
 // with many such jobs wakes once per fire time instead of twice.

@@ -1,0 +1,155 @@
+package job
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// completionRunner is a runner with just what building and correcting a
+// completion transaction reads.
+func completionRunner() *runner {
+	return &runner{
+		s:       &Scheduler{opts: options{serverID: "me", now: time.Now}},
+		name:    "c",
+		paths:   layout.Job("c"),
+		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		owed:    newLedger(),
+		records: recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
+		fo:      claimState{claims: map[int]int32{}},
+	}
+}
+
+// targetPath is the node an operation standing for t writes.
+func targetPath(p layout.Job, t target) string {
+	if t.node == queueEntry {
+		return p.FailoverItem(t.item)
+	}
+	return p.ItemNode(t.item, t.node)
+}
+
+// TestCompletionOpsKnowTheirItems: every operation of a completion
+// transaction is built with the item and node it stands for, so a failed
+// one is corrected without reading its path back.
+func TestCompletionOpsKnowTheirItems(t *testing.T) {
+	r := completionRunner()
+	cfg := compile(Config{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 8, Failover: true}.WithDefaults())
+	at := time.Now().Truncate(time.Second)
+	r.records.completedSeen[1] = true // a completed node to set, not create
+	r.fo.claims[2] = 5                // a failover run's queue entry, at the version claimed
+	r.owed.owe(4, at)                 // a debt the run pays, with its misfire node
+	r.owed.setNode(4, true)
+	batch := []itemResult{
+		{item: 0, fire: at, kind: KindFire},
+		{item: 1, fire: at, kind: KindFire},
+		{item: 2, fire: at, kind: KindFailover},
+		{item: 3, fire: at, kind: KindFire, halted: ErrSchedulerClosed},
+		{item: 4, fire: at, kind: KindMisfire},
+	}
+	c := completion{batch: batch, wrote: map[int]int32{}, recorded: make([]cover, len(batch))}
+	r.completionOps(cfg, &c)
+	if len(c.ops) != len(c.targets) {
+		t.Fatalf("%d ops, %d targets", len(c.ops), len(c.targets))
+	}
+	seen := map[target]bool{}
+	for i, op := range c.ops {
+		tg := c.targets[i]
+		seen[tg] = true
+		var path string
+		switch o := op.(type) {
+		case regcenter.CreateOp:
+			path = o.Path
+		case regcenter.SetOp:
+			path = o.Path
+		case regcenter.DeleteOp:
+			path = o.Path
+			if tg.node == queueEntry && tg.item == 2 && o.Version != 5 {
+				t.Errorf("failover entry deleted at version %d, want the claimed 5", o.Version)
+			}
+		}
+		if want := targetPath(r.paths, tg); path != want {
+			t.Errorf("op %d (%T) writes %s but stands for %+v (%s)", i, op, path, tg, want)
+		}
+	}
+	for _, want := range []target{
+		{0, layout.Running}, {0, layout.Completed}, {1, layout.Completed},
+		{2, layout.Failover}, {2, queueEntry}, {3, queueEntry}, {4, layout.Misfire},
+	} {
+		if !seen[want] {
+			t.Errorf("no op stands for %+v; targets %v", want, c.targets)
+		}
+	}
+	for i, tg := range c.targets {
+		switch op := c.ops[i]; tg {
+		case target{0, layout.Completed}:
+			if _, ok := op.(regcenter.CreateOp); !ok {
+				t.Errorf("item 0's first completed node is written by a %T", op)
+			}
+		case target{1, layout.Completed}:
+			if _, ok := op.(regcenter.SetOp); !ok {
+				t.Errorf("item 1's existing completed node is written by a %T", op)
+			}
+		}
+	}
+}
+
+// TestCorrectByTarget: a failed operation is corrected by what it stands
+// for; a failure no retry fixes is refused.
+func TestCorrectByTarget(t *testing.T) {
+	noNode := regcenter.ErrNoNode
+	exists := regcenter.ErrNodeExists
+	moved := regcenter.ErrBadVersion
+	cases := []struct {
+		name      string
+		t         target
+		err       error
+		unfenced  bool
+		want      bool
+		corrected func(r *runner, c *completion) bool
+	}{
+		{"running mark gone", target{1, layout.Running}, noNode, false, true,
+			func(_ *runner, c *completion) bool { return c.skipRunning[1] }},
+		{"claim gone", target{1, layout.Failover}, noNode, false, true,
+			func(_ *runner, c *completion) bool { return c.skipClaim[1] }},
+		{"completed gone", target{1, layout.Completed}, noNode, false, true,
+			func(r *runner, _ *completion) bool { s, ok := r.records.completedSeen[1]; return ok && !s }},
+		{"completed written elsewhere", target{1, layout.Completed}, exists, false, true,
+			func(_ *runner, c *completion) bool { return c.reread[1] }},
+		{"completed moved elsewhere", target{1, layout.Completed}, moved, false, true,
+			func(_ *runner, c *completion) bool { return c.reread[1] }},
+		{"completed exists, unfenced", target{1, layout.Completed}, exists, true, true,
+			func(r *runner, _ *completion) bool { return r.records.completedSeen[1] }},
+		{"completed moved, unfenced", target{1, layout.Completed}, moved, true, true,
+			func(_ *runner, c *completion) bool { return c.skipCompleted[1] }},
+		{"misfire node gone", target{1, layout.Misfire}, noNode, false, true,
+			func(r *runner, _ *completion) bool { return !r.owed.hasNode(1) }},
+		{"queue entry gone", target{1, queueEntry}, noNode, false, true,
+			func(_ *runner, c *completion) bool { return c.skipDequeue[1] }},
+		{"queue entry already there", target{1, queueEntry}, exists, false, true,
+			func(_ *runner, c *completion) bool { return c.skipDequeue[1] }},
+		{"queue entry, other failure", target{1, queueEntry}, regcenter.ErrNotEmpty, false, false, nil},
+		{"running mark exists", target{1, layout.Running}, exists, false, false, nil},
+		{"other failure", target{1, layout.Completed}, errors.New("boom"), false, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := completionRunner()
+			r.owed.setNode(1, true)
+			c := completion{}
+			if tc.unfenced {
+				c.completedVersion = map[int]int32{1: 3}
+			}
+			if got := r.correct(&c, tc.t, tc.err); got != tc.want {
+				t.Fatalf("correct = %v, want %v", got, tc.want)
+			}
+			if tc.corrected != nil && !tc.corrected(r, &c) {
+				t.Errorf("not corrected: %+v", c)
+			}
+		})
+	}
+}
