@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -467,6 +468,23 @@ func TestConfigValidation(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
+	}
+	// Each registry has faults of its own; the default is every one of them.
+	c = DefaultConfig()
+	c.Faults = []string{faultEtcdWiped}
+	if err := c.validate(); err == nil || !strings.Contains(err.Error(), `unknown fault "etcd-wiped" on zookeeper`) {
+		t.Errorf("an etcd fault on zookeeper: %v", err)
+	}
+	c.Registry = registryEtcd
+	if err := c.validate(); err != nil {
+		t.Errorf("etcd-wiped on etcd: %v", err)
+	}
+	c.Registry, c.Faults = "consul", nil
+	if err := c.validate(); err == nil || !strings.Contains(err.Error(), `registry "consul"`) {
+		t.Errorf("registry consul: %v", err)
+	}
+	if fs := faultsFor(registryEtcd); !slices.Contains(fs, faultEtcdFrozen) || slices.Contains(fs, faultZKLeader) {
+		t.Errorf("etcd's faults: %v", fs)
 	}
 }
 

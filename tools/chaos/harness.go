@@ -93,7 +93,7 @@ func (c Config) validate() error {
 	}
 	for _, f := range c.Faults {
 		if !isFault(c.Registry, f) {
-			errs = append(errs, fmt.Errorf("fault %q: not a fault of runs on %s (have %s)", f, c.Registry, strings.Join(faultsFor(c.Registry), ",")))
+			errs = append(errs, fmt.Errorf("unknown fault %q on %s (have %s)", f, c.Registry, strings.Join(faultsFor(c.Registry), ",")))
 		}
 	}
 	return errors.Join(errs...)
