@@ -317,19 +317,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	s.startHealth()
-	s.wg.Add(3)
-	go func() {
-		defer s.wg.Done()
-		s.trig.run(s.ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.reconcileLoop()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.work.reapEvery(s.ctx, workerReap)
-	}()
+	// The scheduler's loops, like every goroutine it owns, go through
+	// spawn: Shutdown waits for them.
+	s.spawn(func() { s.trig.run(s.ctx) })
+	s.spawn(s.reconcileLoop)
+	s.spawn(func() { s.work.reapEvery(s.ctx, workerReap) })
 	// New jobs' trees are made several to a transaction (createJobs); then
 	// each job arms its watches, or, if it existed already, registers node
 	// by node. A bounded number of jobs are in flight at once.
@@ -501,21 +493,13 @@ func (s *Scheduler) removeRunner(r *runner, removedFromCluster bool) {
 	r.mu.Lock()
 	r.reg.removed = removedFromCluster
 	r.mu.Unlock()
-	s.mu.Lock()
-	if s.state != stateStarted {
-		s.mu.Unlock()
-		return
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
+	s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 		defer cancel()
 		if err := s.detach(ctx, r); err != nil {
 			r.log.Warn("stopping job", "err", err)
 		}
-	}()
+	})
 }
 
 func (s *Scheduler) removeRemoved(r *runner) {
