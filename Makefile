@@ -26,15 +26,9 @@ test: zookeeper postgresql chromium bench-check
 # members run inside the test binaries: no install. The regcenter and
 # jobfile etcd tests already run in ./... above. The books' property test
 # runs 40 of its random sequences here (200 on ZooKeeper above).
-# TestPlacementDrain is left out here: with etcd's timing its three
-# instances' start-up often reshards the six jobs in three batches, and
-# per-job placement (at most one of a two-item job's items per server) then
-# settles at 3/4/5 units where the test wants 4/4/4; nothing re-balances a
-# namespace whose jobs have all resharded.
 test-etcd:
 	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=40 $(GO) test -race -count=1 -p 1 -timeout 30m \
-		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' \
-		-skip 'TestPlacementDrain$$' ./job/
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' ./job/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
 

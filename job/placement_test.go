@@ -145,10 +145,21 @@ func TestPlacementDrain(t *testing.T) {
 		ins[id] = startJobs(t, ns, id, cfgs, rec, opts...)
 	}
 	servers := []string{"s1", "s2", "s3"}
-	first, _ := settleItems(t, rec, time.Now(), names, 2, servers, 30*time.Second)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	first, _, even := settleItemsWithin(rec, time.Now(), names, 2, servers, 15*time.Second)
+	if !even {
+		// Instances that start one after another can leave two-item jobs
+		// placed 3/4/5 (docs/design.md, "Placement across jobs": nothing
+		// evens a settled namespace out on its own yet); the operator's
+		// rebalance does, and this test is about the drain.
+		t.Log("start-up left the namespace uneven; rebalancing as an operator would")
+		if _, err := job.Rebalance(ctx, ins["s1"].rc); err != nil {
+			t.Fatal(err)
+		}
+		first, _ = settleItems(t, rec, time.Now(), names, 2, servers, 30*time.Second)
+	}
+
 	if err := job.Drain(ctx, ins["s1"].rc, "s2"); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +198,16 @@ func waitEvent(t *testing.T, events <-chan job.Event, kind job.EventKind, deadli
 // such fire and the items each server ran in it.
 func settleItems(t *testing.T, rec *recorder, since time.Time, jobs []string, items int, servers []string, deadline time.Duration) (time.Time, map[string]int) {
 	t.Helper()
+	tick, counts, ok := settleItemsWithin(rec, since, jobs, items, servers, deadline)
+	if !ok {
+		t.Fatalf("no fire after %v ran %d jobs' items spread over %v", since.Format("15:04:05"), len(jobs), servers)
+	}
+	return tick, counts
+}
+
+// settleItemsWithin is settleItems reporting whether such a fire came
+// instead of failing the test.
+func settleItemsWithin(rec *recorder, since time.Time, jobs []string, items int, servers []string, deadline time.Duration) (time.Time, map[string]int, bool) {
 	end := time.Now().Add(deadline)
 	for time.Now().Before(end) {
 		by := map[time.Time][]record{}
@@ -205,7 +226,7 @@ func settleItems(t *testing.T, rec *recorder, since time.Time, jobs []string, it
 				counts[r.server]++
 			}
 			if len(counts) == len(servers) && spreadOf(counts, servers) <= 1 {
-				return tick, counts
+				return tick, counts, true
 			}
 		}
 		select {
@@ -213,8 +234,7 @@ func settleItems(t *testing.T, rec *recorder, since time.Time, jobs []string, it
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	t.Fatalf("no fire after %v ran %d jobs' items spread over %v", since.Format("15:04:05"), len(jobs), servers)
-	return time.Time{}, nil
+	return time.Time{}, nil, false
 }
 
 // settle is settleItems for one-item jobs, returning which server ran
