@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // measureKill runs, for each session timeout, three instance processes with
@@ -164,12 +162,12 @@ func settled(es []execRec, items, procs int) map[int]int {
 	return z
 }
 
-// leaderOf reads a job's leader from ZooKeeper (layout: DESIGN.md §3), or
+// leaderOf reads a job's leader from the registry (layout: DESIGN.md §3), or
 // returns "?" when it cannot.
 func (b *bench) leaderOf(ctx context.Context, ns, jobName string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(b.log))
+	rc, err := b.reg.open(ctx, ns, b.log)
 	if err != nil {
 		b.log.Warn("read leader", "err", err)
 		return "?"

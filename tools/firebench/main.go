@@ -1,19 +1,39 @@
 // Command firebench measures shardjob's fire path as a user sees it: through
-// the public API only (job, regcenter, regcenter/zktest), against a real
-// standalone ZooKeeper that it starts itself, with multi-instance figures
-// taken from separate instance processes (tools/firebench/instance) so
-// that each process's CPU and latency are its own.
+// the public API only (job, regcenter, regcenter/zktest, regcenter/etcdtest),
+// against a real registry server that it starts itself, with multi-instance
+// figures taken from separate instance processes (tools/firebench/instance)
+// so that each process's CPU and latency are its own.
 //
 // Usage (from the module's checkout; ZooKeeper as for the tests):
 //
 //	go run ./tools/firebench -all          # every measurement, modest defaults (a few minutes)
-//	go run ./tools/firebench -requests     # ZooKeeper requests per fire, 1/1,000/10,000 items
+//	go run ./tools/firebench -requests     # registry requests per fire, 1/1,000/10,000 items
 //	go run ./tools/firebench -latency      # fire latency and CPU per 1,000 runs, 3 processes, then kill -9 one
 //	go run ./tools/firebench -kill         # kill -9 → the victim's items started elsewhere
 //	go run ./tools/firebench -throughput   # item executions per second, 3 processes
 //	go run ./tools/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
 //	go run ./tools/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
 //	go run ./tools/firebench -h            # every flag
+//
+// -registry picks the server every measurement runs on: zookeeper (the
+// default: one standalone ZooKeeper) or etcd (one etcd member from
+// regcenter/etcdtest, in a process of its own as ZooKeeper's JVM is, so
+// that its CPU is measured apart and its heap is not the bench's). Every
+// center, in the bench and in the instance processes, is opened with
+// regcenter.Open, and requests are counted the same way on both, by
+// regcenter.Stats: one count per round trip. On ZooKeeper that is one
+// request (a get, a multi, ...). On etcd it is one gRPC call: a range or a
+// read-only txn counts as a read; a write is a read-only txn of the keys it
+// touches (Reads) followed by one txn whose compares hold only if they are
+// unchanged (Writes, or Multis for a Multi), so every write costs two
+// round trips, and more when its reads exceed one batch; each lease
+// keepalive counts as a write (every fifth of the TTL, 0.5/s at the
+// default 10 s); a watch's arming read (WatchNow) counts as a watch, and
+// so does each opening of the namespace's one watch stream, which serves
+// every watch.
+// The server's own counts are ZooKeeper's zk_packets_received and wchs, or
+// etcd's grpc_server_msg_received_total and
+// etcd_debugging_mvcc_watcher_total from its /metrics.
 //
 // Each figure is printed as a line "bench NAME key=value ...", and a last
 // line "summary key=value ..." repeats the headline figures. Durations end
@@ -38,8 +58,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 // config holds the flags.
@@ -64,17 +82,18 @@ type config struct {
 	regProfile   string
 	regSettle    time.Duration
 
+	registry    string
 	instanceBin string
 	keep        bool
 	verbose     bool
 }
 
-// bench is one run of the program: its ZooKeeper, work directory and
-// results.
+// bench is one run of the program: its registry server, work directory
+// and results.
 type bench struct {
 	cfg         config
 	log         *slog.Logger
-	zk          *zktest.Cluster
+	reg         *registry
 	dir         string
 	instanceBin string
 	summary     benchkit.KV
@@ -107,7 +126,7 @@ func parseFlags(args []string) (config, error) {
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&c.all, "all", false, "run every measurement")
-	fs.BoolVar(&c.requests, "requests", false, "measure ZooKeeper requests per fire and fire duration (one in-process instance)")
+	fs.BoolVar(&c.requests, "requests", false, "measure registry requests per fire and fire duration (one in-process instance)")
 	fs.BoolVar(&c.latency, "latency", false, "measure fire latency and CPU per 1,000 runs (instance processes), then kill -9 one")
 	fs.BoolVar(&c.kill, "kill", false, "measure kill -9 → the victim's items started on another instance")
 	fs.BoolVar(&c.throughput, "throughput", false, "measure item executions per second (instance processes)")
@@ -132,8 +151,9 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
+	fs.StringVar(&c.registry, "registry", regZooKeeper, "the registry every measurement runs on: zookeeper (one standalone server) or etcd (one member, in a process of its own)")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
-	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, ZooKeeper's data and log)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -147,6 +167,9 @@ func parseFlags(args []string) (config, error) {
 	if !(c.requests || c.latency || c.kill || c.throughput || c.register || c.ranges) {
 		fs.Usage()
 		return c, errors.New("choose a measurement, or -all")
+	}
+	if c.registry != regZooKeeper && c.registry != regEtcd {
+		return c, fmt.Errorf("-registry: %q is neither %s nor %s", c.registry, regZooKeeper, regEtcd)
 	}
 	var err error
 	if c.reqItems, err = parseInts(reqItems); err != nil {
@@ -214,19 +237,17 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	// The JVM's full compiler, as a production server runs it: zktest
-	// stops at C1 for a fast start, which would inflate the server's CPU.
-	b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: b.dir + "/zk", Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
+	b.reg, err = startRegistry(zctx, cfg.registry, b.dir, b.log)
 	cancel()
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if err := b.zk.Close(); err != nil {
-			b.log.Warn("close ZooKeeper", "err", err)
+		if err := b.reg.Close(); err != nil {
+			b.log.Warn("close the registry", "registry", cfg.registry, "err", err)
 		}
 	}()
-	fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
+	fmt.Println(b.reg.line())
 
 	steps := []struct {
 		on   bool

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,15 +72,14 @@ type instSpec struct {
 // its stderr to dir/{id}.log.
 func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error) {
 	id := fmt.Sprintf("%s-i%d", spec.namespace, idx)
-	args := []string{
+	args := append(b.reg.instanceArgs(),
 		"-id", id,
-		"-servers", strings.Join(b.zk.Servers(), ","),
 		"-namespace", spec.namespace,
 		"-jobs", strconv.Itoa(spec.jobs),
 		"-items", strconv.Itoa(spec.items),
 		"-cron", spec.cron,
 		"-session-timeout", spec.sessionTimeout.String(),
-	}
+	)
 	if spec.failover {
 		args = append(args, "-failover")
 	}
@@ -192,23 +190,16 @@ func cpuEach(pids []int) ([]float64, error) {
 	return r, nil
 }
 
-// packetsReceived returns the server's zk_packets_received.
+// packetsReceived returns what the server counts as received so far
+// (registry.serverRequests).
 func (b *bench) packetsReceived(ctx context.Context) (int64, error) {
-	ans, err := benchkit.FourLetter(ctx, b.zk.Servers()[0], "mntr")
-	if err != nil {
-		return 0, err
-	}
-	return benchkit.MntrInt(benchkit.ParseMntr(ans), "zk_packets_received")
+	return b.reg.serverRequests(ctx)
 }
 
-// watchTotal returns the server's total watch count (wchs).
+// watchTotal returns the server's total watch count
+// (registry.serverWatches).
 func (b *bench) watchTotal(ctx context.Context) (int64, error) {
-	ans, err := benchkit.FourLetter(ctx, b.zk.Servers()[0], "wchs")
-	if err != nil {
-		return 0, err
-	}
-	_, _, total, err := benchkit.ParseWchs(ans)
-	return total, err
+	return b.reg.serverWatches(ctx)
 }
 
 // sleepUntil sleeps until t or until ctx ends.

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
-	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // measureRanges runs a SCOPE range job of 1,000 items of 1,000 records (a
 // million records) on three in-process instances, each on its own
-// session, and counts, per fire, the calls made and the ZooKeeper requests
+// session, and counts, per fire, the calls made and the registry requests
 // sent by the whole cluster, and the size of the assignment nodes.
 func (b *bench) measureRanges(ctx context.Context) error {
 	const (
@@ -37,7 +36,7 @@ func (b *bench) measureRanges(ctx context.Context) error {
 	var mu sync.Mutex
 	calls := map[int64]int{}     // by fire, unix ms
 	records := map[int64]int64{} // by fire
-	var rcs []*regcenter.ZooKeeper
+	var rcs []center
 	var scheds []*job.Scheduler
 	defer func() {
 		for i, s := range scheds {
@@ -51,7 +50,7 @@ func (b *bench) measureRanges(ctx context.Context) error {
 	}()
 	for i := range instances {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(logger))
+		rc, err := b.reg.open(cctx, ns, logger)
 		if err != nil {
 			cancel()
 			return err

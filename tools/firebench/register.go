@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // measureRegister registers regJobs one-item jobs that do not fire during
@@ -34,7 +33,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(logger))
+	rc, err := b.reg.open(cctx, ns, logger)
 	if err != nil {
 		return err
 	}
@@ -54,8 +53,8 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	rctx, rcancel := context.WithTimeout(ctx, b.cfg.regDeadline)
 	defer rcancel()
 	st0 := rc.Stats()
-	zkPID := b.zk.PID(0)
-	z0, zerr0 := benchkit.CPUTicks(zkPID)
+	srvPID := b.reg.pid()
+	z0, zerr0 := benchkit.CPUTicks(srvPID)
 	c0, cerr0 := selfCPU()
 	if b.cfg.regProfile != "" {
 		f, err := os.Create(b.cfg.regProfile)
@@ -88,7 +87,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	reg := rc.Stats().Sub(st0)
 	c1, cerr1 := selfCPU()
-	z1, zerr1 := benchkit.CPUTicks(zkPID)
+	z1, zerr1 := benchkit.CPUTicks(srvPID)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -106,9 +105,9 @@ func (b *bench) measureRegister(ctx context.Context) error {
 		k.Add("cpu_s", (c1 - c0).Seconds())
 	}
 	if zerr0 == nil && zerr1 == nil {
-		// ZooKeeper's CPU in the same interval: with the process's own, it
+		// The registry server's CPU in the same interval: with the process's own, it
 		// says which side the registration waits for.
-		k.Add("zk_cpu_s", float64(z1-z0)/benchkit.ClockTicks)
+		k.Add("server_cpu_s", float64(z1-z0)/benchkit.ClockTicks)
 	}
 	if regErr != nil {
 		k.Add("error", regErr.Error())

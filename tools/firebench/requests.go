@@ -20,7 +20,7 @@ import (
 // when the last one returned, and the requests sent before the first one
 // was entered.
 type fireTrack struct {
-	rc *regcenter.ZooKeeper
+	rc center
 
 	mu    sync.Mutex
 	fires map[int64]*fireRec        // by fire time, unix ms
@@ -86,7 +86,7 @@ func (t *fireTrack) snapshotLoop(ctx context.Context) {
 	}
 }
 
-// measureRequests measures, for each item count, the ZooKeeper requests
+// measureRequests measures, for each item count, the registry requests
 // one instance sends per steady-state fire, by kind, and the fire's
 // duration.
 func (b *bench) measureRequests(ctx context.Context) error {
@@ -112,7 +112,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(logger))
+	rc, err := b.reg.open(cctx, ns, logger)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 // Command instance is one instance process of the fire-path benchmark (see
 // package github.com/shardjob/shardjob/tools/firebench): a shardjob
-// scheduler on its own ZooKeeper session running -jobs no-op jobs named
+// scheduler on its own registry session (ZooKeeper with -servers, etcd
+// with -etcd; connected through regcenter.Open) running -jobs no-op jobs named
 // {-prefix}{0..jobs-1}, each with -items sharding items on -cron.
 //
 // It prints "READY" on stdout once its scheduler runs, then one line per
@@ -37,6 +38,7 @@ import (
 type options struct {
 	id              string
 	servers         []string
+	etcd            []string
 	namespace       string
 	prefix          string
 	jobs            int
@@ -51,25 +53,30 @@ type options struct {
 
 func main() {
 	var o options
-	var servers string
+	var servers, etcd string
 	flag.StringVar(&o.id, "id", "", "server id (required)")
-	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (required)")
+	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (this or -etcd is required)")
+	flag.StringVar(&etcd, "etcd", "", "etcd endpoints, host:port,... (this or -servers is required)")
 	flag.StringVar(&o.namespace, "namespace", "firebench", "regcenter namespace")
 	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
 	flag.IntVar(&o.jobs, "jobs", 1, "number of jobs")
 	flag.IntVar(&o.items, "items", 1, "sharding items per job")
 	flag.StringVar(&o.cron, "cron", "* * * * * *", "cron of every job (with seconds)")
 	flag.BoolVar(&o.failover, "failover", false, "turn failover on")
-	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "ZooKeeper session timeout (0: regcenter's default)")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "session timeout: ZooKeeper's session, etcd's lease TTL (0: regcenter's default)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
-	if o.id == "" || servers == "" || o.jobs < 1 || o.items < 1 {
-		fmt.Fprintln(os.Stderr, "instance: -id and -servers are required; -jobs and -items must be at least 1")
+	if o.id == "" || (servers == "") == (etcd == "") || o.jobs < 1 || o.items < 1 {
+		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers and -etcd are required; -jobs and -items must be at least 1")
 		os.Exit(2)
 	}
-	o.servers = strings.Split(servers, ",")
+	if servers != "" {
+		o.servers = strings.Split(servers, ",")
+	} else {
+		o.etcd = strings.Split(etcd, ",")
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "instance:", err)
 		os.Exit(1)
@@ -166,7 +173,7 @@ func run(o options) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: o.servers, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
 	if err != nil {
 		return err
 	}
