@@ -17,9 +17,11 @@
 //
 // With neither -zk nor -etcd the instances share one etcd member inside
 // this process, its data in a temporary directory removed at the end.
+// Without -db the history, too, is written in a fresh temporary directory
+// removed at the end; with -db FILE it is written there (emptied first)
+// and kept, and "shardjob history --history-dsn FILE" reads it afterwards.
 //
-// It takes about 10 seconds; afterwards "shardjob history --history-dsn
-// FILE" reads the same file.
+// It takes about 10 seconds.
 package main
 
 import (
@@ -45,7 +47,7 @@ const namespace = "shardjob-history-demo"
 
 func main() {
 	reg := demoreg.Register(nil)
-	dbFlag := flag.String("db", filepath.Join(os.TempDir(), "shardjob-history-demo.db"), "the SQLite `file` the history is written to")
+	dbFlag := flag.String("db", "", "the SQLite `file` the history is written to, emptied first and kept (default: one in a temporary directory, removed at the end)")
 	runFor := flag.Duration("for", 6*time.Second, "how long the jobs run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,6 +59,16 @@ func main() {
 }
 
 func run(ctx context.Context, flags *demoreg.Flags, db string, runFor time.Duration) (err error) {
+	keep := db != ""
+	if !keep {
+		dir, err := os.MkdirTemp("", "shardjob-history-demo-")
+		if err != nil {
+			return err
+		}
+		// Removed last, after the recorder closed its file.
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+		db = filepath.Join(dir, "history.db")
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	reg, err := flags.Start(startCtx, namespace)
 	cancel()
@@ -143,11 +155,11 @@ func run(ctx context.Context, flags *demoreg.Flags, db string, runFor time.Durat
 	if err := rec.Flush(fctx); err != nil {
 		return err
 	}
-	return show(fctx, rec, db)
+	return show(fctx, rec, db, keep)
 }
 
 // show prints the history through the Query API.
-func show(ctx context.Context, rec *history.Recorder, db string) error {
+func show(ctx context.Context, rec *history.Recorder, db string, kept bool) error {
 	page, err := rec.Query(ctx, history.Filter{Limit: 8})
 	if err != nil {
 		return err
@@ -178,7 +190,11 @@ func show(ctx context.Context, rec *history.Recorder, db string) error {
 	}
 	st := rec.Stats()
 	fmt.Printf("\nrecorded %d, written %d, dropped %d, write errors %d\n", st.Recorded, st.Written, st.Dropped, st.WriteErrors)
-	fmt.Printf("read it again with: go run ./cmd/shardjob history --history-dsn %s [--failed] [--events]\n", db)
+	if kept {
+		fmt.Printf("read it again with: go run ./cmd/shardjob history --history-dsn %s [--failed] [--events]\n", db)
+	} else {
+		fmt.Println("the history's temporary directory is removed now; run with -db FILE to keep it and read it again with: go run ./cmd/shardjob history --history-dsn FILE")
+	}
 	return nil
 }
 
