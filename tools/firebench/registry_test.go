@@ -50,6 +50,24 @@ etcd_debugging_mvcc_watcher_total 3
 	}
 }
 
+func TestQuiet(t *testing.T) {
+	for _, c := range []struct {
+		d    regcenter.Stats
+		want bool
+	}{
+		{regcenter.Stats{Backend: regcenter.BackendZooKeeper}, true},
+		{regcenter.Stats{Writes: 1, Backend: regcenter.BackendZooKeeper}, false},
+		{regcenter.Stats{Writes: 3, Backend: regcenter.BackendEtcd}, true}, // keepalives
+		{regcenter.Stats{Reads: 1, Writes: 1, Backend: regcenter.BackendEtcd}, false},
+		{regcenter.Stats{Multis: 1, Backend: regcenter.BackendEtcd}, false},
+		{regcenter.Stats{Watches: 1, Backend: regcenter.BackendZooKeeper}, false},
+	} {
+		if got := quiet(c.d); got != c.want {
+			t.Errorf("quiet(%+v) = %v, want %v", c.d, got, c.want)
+		}
+	}
+}
+
 // TestRegistryCounts starts each registry as the bench does and checks
 // that a center opened on it counts its requests and watches, and that
 // the server's counters see them.
