@@ -29,6 +29,9 @@ Flags:
                                                                    env SHARDJOB_DISPATCH_DSN
   --listen ADDR              where the REST API listens (default 127.0.0.1:8080)
   --node ID                  this node's id in leases (default host-pid)
+  --allow-insecure-webhooks  let a worker's webhook URL be plain http
+  --allow-private-webhooks   let notices go to loopback, private and link-local
+                             addresses (a receiver inside your own network)
 
 The token every call must send (Authorization: Bearer TOKEN) is read from the
 environment variable SHARDJOB_DISPATCH_TOKEN (at least 16 bytes), never from
@@ -52,26 +55,14 @@ func runDispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "shardjob dispatch: unknown command %q (run 'shardjob dispatch help')\n", args[0])
 		return exitUsage
 	}
-	fs := flag.NewFlagSet("shardjob dispatch serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	driver := fs.String("driver", envOr("SHARDJOB_DISPATCH_DRIVER", "sqlite"), "")
-	dsn := fs.String("dsn", os.Getenv("SHARDJOB_DISPATCH_DSN"), "")
-	listen := fs.String("listen", "127.0.0.1:8080", "")
-	node := fs.String("node", "", "")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, dispatchHelp)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "shardjob dispatch serve: %s (run 'shardjob dispatch help')\n", oneLine(err.Error()))
-		return exitUsage
+	cfg, listen, err := parseServe(args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, dispatchHelp)
+		return exitOK
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "shardjob dispatch serve: unexpected argument %q\n", fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob dispatch serve: %s\n", oneLine(err.Error()))
 		return exitUsage
-	}
-	if *dsn == "" && *driver == "sqlite" {
-		*dsn = "dispatch.db"
 	}
 	token := os.Getenv("SHARDJOB_DISPATCH_TOKEN")
 	if len(token) < 16 {
@@ -80,8 +71,8 @@ func runDispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	err := serveDispatch(ctx, dispatch.Config{Driver: *driver, DSN: *dsn, NodeID: *node, Logger: logger}, *listen, token, stdout)
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	err = serveDispatch(ctx, cfg, listen, token, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob dispatch serve: %s\n", oneLine(err.Error()))
 		if errors.Is(err, dispatch.ErrInvalid) {
@@ -90,6 +81,33 @@ func runDispatch(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// parseServe reads serve's flags into the node's configuration (no
+// logger) and the address to listen on.
+func parseServe(args []string) (dispatch.Config, string, error) {
+	fs := flag.NewFlagSet("shardjob dispatch serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	driver := fs.String("driver", envOr("SHARDJOB_DISPATCH_DRIVER", "sqlite"), "")
+	dsn := fs.String("dsn", os.Getenv("SHARDJOB_DISPATCH_DSN"), "")
+	listen := fs.String("listen", "127.0.0.1:8080", "")
+	node := fs.String("node", "", "")
+	insecure := fs.Bool("allow-insecure-webhooks", false, "")
+	private := fs.Bool("allow-private-webhooks", false, "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return dispatch.Config{}, "", err
+		}
+		return dispatch.Config{}, "", fmt.Errorf("%w (run 'shardjob dispatch help')", err)
+	}
+	if fs.NArg() > 0 {
+		return dispatch.Config{}, "", fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *dsn == "" && *driver == "sqlite" {
+		*dsn = "dispatch.db"
+	}
+	return dispatch.Config{Driver: *driver, DSN: *dsn, NodeID: *node,
+		AllowInsecureWebhooks: *insecure, AllowPrivateWebhooks: *private}, *listen, nil
 }
 
 func envOr(name, def string) string {

@@ -88,3 +88,70 @@ func TestDispatchServe(t *testing.T) {
 		t.Fatal("serve did not stop within a minute")
 	}
 }
+
+// TestDispatchServeWebhookFlags: --allow-insecure-webhooks and
+// --allow-private-webhooks reach the node, so a worker's webhook may be a
+// receiver on loopback over plain http; without them it is refused.
+func TestDispatchServeWebhookFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, http.StatusBadRequest},
+		{[]string{"--allow-insecure-webhooks"}, http.StatusBadRequest}, // loopback still refused
+		{[]string{"--allow-insecure-webhooks", "--allow-private-webhooks"}, http.StatusOK},
+	} {
+		args := append([]string{"--dsn", filepath.Join(t.TempDir(), "d.db"), "--listen", "127.0.0.1:0"}, c.args...)
+		cfg, listen, err := parseServe(args)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		cfg.Logger = testLogger(t)
+		if code := putLoopbackWebhook(t, cfg, listen); code != c.want {
+			t.Errorf("%v: a worker with webhook http://127.0.0.1: %d, want %d", c.args, code, c.want)
+		}
+	}
+}
+
+// putLoopbackWebhook serves a node with cfg, puts a worker whose webhook
+// is on loopback over plain http, stops the node and returns the answer's
+// status.
+func putLoopbackWebhook(t *testing.T, cfg dispatch.Config, listen string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	const token = "serve-test-token-0123"
+	go func() {
+		done <- serveDispatch(ctx, cfg, listen, token, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	addr := strings.TrimSpace(strings.TrimPrefix(line, "serving on "))
+	body := `{"max_running": 1, "webhook_url": "http://127.0.0.1:9/notices", "webhook_secret": "serve-test-secret-0123"}`
+	req, err := http.NewRequestWithContext(ctx, "PUT", "http://"+addr+"/v1/workers/w", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute")
+	}
+	return resp.StatusCode
+}
