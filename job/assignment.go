@@ -352,9 +352,13 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	if changed {
 		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.items), Detail: layout.FormatItems(a.items)})
 	}
-	if len(fresh) == 0 || cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+	if len(fresh) == 0 || cfg.Unmonitored {
 		return nil, fresh // steady state: nothing newly held
 	}
+	// A job that drops missed fires reads no debts and finds no gaps, but
+	// still reads the records: the fire itself may have run already on
+	// the item's previous owner (see ranBefore).
+	skip := cfg.Misfire == MisfireSkip
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return nil, fresh
@@ -368,7 +372,11 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	recs := make([]record, len(fresh))
 	debts := make([]time.Time, len(fresh))
 	errs := make([]error, 2*len(fresh))
-	parallel.Each(2*len(fresh), 32, func(i int) {
+	reads := 2 * len(fresh)
+	if skip {
+		reads = len(fresh)
+	}
+	parallel.Each(reads, 32, func(i int) {
 		if i < len(fresh) {
 			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
 		} else {
@@ -386,6 +394,9 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			r.owed.setNode(it, true) // its debt is ours now: paid, the node goes
 		}
 		r.mu.Unlock()
+		if skip {
+			continue
+		}
 		var since time.Time
 		if done := recs[i].through(); !done.IsZero() && done.Before(before) {
 			since = sched.Next(done) // nothing ran since done
@@ -405,6 +416,46 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		gaps[it] = since
 	}
 	return gaps, fresh
+}
+
+// ranBefore sorts the items newly held for the fire at (fresh, see
+// inheritedGaps) by what their records, just read, say of that fire: ran
+// holds those whose record already covers it — the item's previous owner
+// ran this very fire before a reshard moved the item here, and running it
+// again would run one fire twice — and known the records of the others,
+// which the fire's marking transaction checks: a previous owner that
+// completes the fire between the read and the mark changes the record,
+// and the item then runs as a make-up run, which reads it (see markChunk).
+func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bool, known map[int]record) {
+	if len(fresh) == 0 || cfg.Unmonitored {
+		return nil, nil
+	}
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range fresh {
+		rec, ok := r.records.covered[it]
+		if !ok {
+			continue // not read: the fire runs it, as before the check
+		}
+		if !rec.uncoveredFrom(sched, at).Equal(at) {
+			if ran == nil {
+				ran = map[int]bool{}
+			}
+			ran[it] = true
+			continue
+		}
+		if rec.versioned {
+			if known == nil {
+				known = map[int]record{}
+			}
+			known[it] = rec
+		}
+	}
+	return ran, known
 }
 
 // readDebt reads the item's misfire node: the earliest fire an instance

@@ -30,6 +30,9 @@ type fire struct {
 	// completions add to them.
 	priors map[int]record
 	params map[int]string // the items' parameters
+	// known holds records of a scheduled fire's items newly held here, read
+	// for this fire: the marking checks them (see ranBefore).
+	known map[int]record
 }
 
 // fireOf is the fire item's run starts at.
@@ -62,6 +65,8 @@ func (r *runner) markAndRun(f *fire) {
 		// records while it marks them, instead of reading them after.
 		if f.kind == KindMisfire || f.kind == KindFailover {
 			records = r.knownRecords(f.items)
+		} else if f.kind == KindFire {
+			records = f.known
 		}
 		marked, err := r.markRunning(ctx, f, nil, records)
 		cancel()

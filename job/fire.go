@@ -2,9 +2,12 @@ package job
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -173,9 +176,13 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 // fire again; reserved is then not called. Without prove it returns nil.
 func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
 	cfg := r.config()
-	gaps, _ := r.inheritedGaps(sess, at, a)
-	res := r.reserveFire(a.items, at, gaps, cfg)
-	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain}
+	gaps, fresh := r.inheritedGaps(sess, at, a)
+	ran, known := r.ranBefore(cfg, at, fresh)
+	if len(ran) > 0 {
+		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
+	}
+	res := r.reserveFire(a.items, at, gaps, ran, cfg)
+	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain, known: known}
 	if prove {
 		checks := a.proof
 		if checks == nil {
@@ -225,7 +232,7 @@ func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	}
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, f, checks, nil)
+	marked, err := r.markRunning(ctx, f, checks, f.known)
 	if errors.Is(err, errAssignmentMoved) {
 		r.forgetAssignment()
 	}

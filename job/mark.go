@@ -109,9 +109,19 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		idx := opItem[me.Index-len(checks)]
 		item := items[idx]
 		if _, isCheck := ops[me.Index].(regcenter.CheckOp); isCheck {
+			delete(records, item)
+			if kind == KindFire {
+				// Completed elsewhere since this fire read it: perhaps
+				// this very fire, by the owner before a reshard. The item
+				// runs as a make-up run, which reads the record and runs
+				// only what it does not cover.
+				items = append(items[:idx:idx], items[idx+1:]...)
+				r.noteMisfire(item, at, r.config())
+				r.release([]int{item})
+				continue
+			}
 			// Written elsewhere since this instance knew it: the run reads
 			// it once the item is marked.
-			delete(records, item)
 			continue
 		}
 		switch {

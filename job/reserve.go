@@ -39,7 +39,10 @@ type ledgerChange struct {
 // nothing earlier are returned as plain, the others grouped by the earliest
 // fire they owe (their debts are taken over by the make-up run). Items
 // running here owe this fire (and any gap) a run.
-func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, cfg *spec) *fireReservation {
+//
+// Items in ran (their previous owner ran this fire: see ranBefore) that owe
+// nothing earlier are not reserved: the fire has run.
+func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, ran map[int]bool, cfg *spec) *fireReservation {
 	res := &fireReservation{}
 	if len(items) == 1 {
 		res.plain, res.taken, res.ledger = res.one.plain[:0], res.one.taken[:0], res.one.ledger[:0]
@@ -53,13 +56,13 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 			continue // an assignment from before the item count shrank, or kept out
 		}
 		before := r.owed.entry(it)
-		r.reserveItemLocked(res, it, at, gaps, cfg)
+		r.reserveItemLocked(res, it, at, gaps, ran[it], cfg)
 		res.ledger = append(res.ledger, ledgerChange{it, before, r.owed.entry(it)})
 	}
 	return res
 }
 
-func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, cfg *spec) {
+func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
 	if e, busy := r.runs.running[it]; busy {
@@ -74,6 +77,9 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 	since, owed := r.owed.owed(it)
 	if gapped && (!owed || gap.Before(since)) {
 		since, owed = gap, true
+	}
+	if ran && !owed {
+		return
 	}
 	e := &execution{item: it, fire: at, through: at}
 	r.runs.running[it] = e

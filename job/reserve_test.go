@@ -32,7 +32,7 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 		before[it] = r.owed.entry(it)
 	}
 
-	res := r.reserveFire([]int{0, 1, 2, 3}, at, nil, cfg)
+	res := r.reserveFire([]int{0, 1, 2, 3}, at, nil, nil, cfg)
 	if len(res.plain) != 2 || len(res.debts[earlier]) != 1 {
 		t.Fatalf("plain %v, debts %v: want items 2 and 3 plain, item 0 owed since %s", res.plain, res.debts, earlier)
 	}
