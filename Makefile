@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test test-etcd lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test test-etcd test-books lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -27,10 +27,16 @@ test: zookeeper postgresql chromium bench-check
 # jobfile etcd tests already run in ./... above. The books' property test
 # runs 40 of its random sequences here (200 on ZooKeeper above).
 test-etcd:
-	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=40 $(GO) test -race -count=1 -p 1 -timeout 30m \
+	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=25 $(GO) test -race -count=1 -p 1 -timeout 30m \
 		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' ./job/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
+
+# The load table's property test at depth: 500 random sequences of joins,
+# leaves, crashes, restarts, drains and new jobs on ZooKeeper (make test
+# runs 100, and 25 on etcd); SHARDJOB_BOOKS_SEED reruns a printed seed.
+test-books: zookeeper
+	SHARDJOB_BOOKS_SEQUENCES=500 $(GO) test -race -count=1 -timeout 60m -run TestBooksPropertyRandomSequences -v ./job/
 
 lint:
 	@unformatted=$$(gofmt -l .); \
