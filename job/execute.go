@@ -280,6 +280,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		res.halted = context.Cause(ctx)
 	}
 	ev.End, ev.Err = res.end, res.err
+	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {
 		l.AfterExecution(ev)
 	}

@@ -117,6 +117,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 		halted = context.Cause(ctx)
 	}
 	ev.End, ev.Err = end, err
+	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {
 		l.AfterExecution(ev)
 	}

@@ -29,6 +29,9 @@ type runCtx struct {
 	// an allocation.
 	own ownership
 
+	// out holds the run's output (see RecordOutput).
+	out outputSlot
+
 	mu sync.Mutex
 	// err is the first of the parent's error and the run's end, noted
 	// while inner is not made; endedFirst says it was the run's end.
@@ -69,9 +72,13 @@ func (c *runCtx) Err() error {
 	return c.err
 }
 
-// Value is the parent's value for key (or the made context's, which adds
-// only what the context package uses to find its cancelCtx).
+// Value is the run's output slot for outputKey, else the parent's value
+// for key (or the made context's, which adds only what the context
+// package uses to find its cancelCtx).
 func (c *runCtx) Value(key any) any {
+	if key == (outputKey{}) {
+		return &c.out
+	}
 	if in := c.inner.Load(); in != nil {
 		return in.ctx.Value(key)
 	}

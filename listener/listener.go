@@ -15,6 +15,7 @@
 package listener
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -37,6 +38,12 @@ type Execution struct {
 	Begin, End time.Time
 	// Err is what the job returned (nil in BeforeExecution).
 	Err error
+	// Output is the run's output, the JSON value it recorded last with
+	// job.RecordOutput, at most job.MaxOutputSize bytes; nil when it
+	// recorded none, and always in BeforeExecution. It is set whatever the
+	// run returned. For a range run (job.RangeJob) it is the range's.
+	// Listeners share it: read it, do not change it.
+	Output json.RawMessage
 }
 
 // Listener is told about every execution on this instance. Calls happen on
