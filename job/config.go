@@ -155,6 +155,47 @@ type Config struct {
 	// and seen by error handlers), not a fire to run again; StillOwner
 	// fails from the deadline on. 0, the default, means no bound.
 	Timeout time.Duration
+	// Start, when set, is the earliest time the job fires: the cron's
+	// fires before it are not fires at all (nothing owes or makes them
+	// up). In YAML: an RFC 3339 time ("2026-12-01T08:00:00Z"), a date and
+	// time read in TimeZone ("2026-12-01T08:00:00"), or a date (midnight
+	// in TimeZone).
+	Start time.Time
+	// End, when set, is the latest time the job fires (written as Start).
+	End time.Time
+	// Limit, when positive, is how many fires the job has, counted from
+	// Start (which it needs), at most MaxLimit: the fires after the
+	// Limit-th are not fires. Every instance computes the same last fire
+	// from the config, without a counter in the registry.
+	Limit int
+	// Exclude lists days the job does not fire on, in TimeZone, separated
+	// by commas: weekdays ("sat", "Sunday") and dates ("2026-12-25"). An
+	// excluded day's fires are not fires: nothing owes or makes them up.
+	// In YAML a string or a list.
+	Exclude string
+	// Jitter, when positive, delays each fire by up to Jitter (whole
+	// milliseconds), so that jobs on the same cron do not all start at
+	// once. The delay is derived from the job's name and the fire's
+	// scheduled time, the same on every instance, and kept under half the
+	// time to the next fire so that fires keep their order. The delayed
+	// time is the fire's time everywhere (ShardingContext.FireTime, the
+	// history, the records).
+	Jitter time.Duration
+	// StartingDeadline, when positive, is how late a fire may still start:
+	// a make-up run (a fire missed while the item ran, while the instance
+	// was disconnected, or failed over) runs only the fires of the last
+	// StartingDeadline; older ones are dropped, counted (Stats.FiresExpired,
+	// EventFiresExpired) and logged — Kubernetes CronJob's
+	// startingDeadlineSeconds. 0, the default, makes up every fire; otherwise
+	// at least MinInterval.
+	StartingDeadline time.Duration
+	// PausedUntil, when set, holds the job's fires until that time on
+	// every instance: the fires before it are dropped, not made up.
+	// PauseNote says why, for operators (shardjob status and the console
+	// show it). Written as Start.
+	PausedUntil time.Time
+	// PauseNote is the reason for PausedUntil; it needs PausedUntil.
+	PauseNote string
 	// Description is free text for operators.
 	Description string
 	// Disabled registers the job without letting it fire (ElasticJob's
@@ -376,6 +417,8 @@ func (c Config) check(now time.Time) []*configError {
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
+	c.calendarProblems(add)
+
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
 		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),
 			"must be an identifier: a letter or '_', then letters, digits, '_', '.' or '-'")
@@ -431,6 +474,9 @@ func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 	}
 	if len(errs) > 0 {
 		return nil, nil, joinConfigErrors(errs)
+	}
+	if c.hasCalendar() {
+		return newCalendarSchedule(c, sched, loc), loc, nil
 	}
 	return sched, loc, nil
 }
@@ -614,6 +660,14 @@ var configFields = []configField{
 	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
 	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
 	{"timeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Timeout) }},
+	{"start", ErrInvalidConfig, nodeCalendarTime},
+	{"end", ErrInvalidConfig, nodeCalendarTime},
+	{"limit", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.Limit) }},
+	{"exclude", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeStringList(n, &c.Exclude) }},
+	{"jitter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Jitter) }},
+	{"startingDeadline", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.StartingDeadline) }},
+	{"pausedUntil", ErrInvalidConfig, nodeCalendarTime},
+	{"pauseNote", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.PauseNote) }},
 	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
 	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
 	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
@@ -636,10 +690,19 @@ type configDoc struct {
 	ShardingStrategy       string `yaml:"shardingStrategy"`
 	// Timeout is left out when 0, so that a config without one reads the
 	// same to instances that predate the key.
-	Timeout     string `yaml:"timeout,omitempty"`
-	Description string `yaml:"description"`
-	Disabled    bool   `yaml:"disabled"`
-	Overwrite   bool   `yaml:"overwrite"`
+	Timeout string `yaml:"timeout,omitempty"`
+	// The calendar's keys likewise, when unset.
+	Start            string `yaml:"start,omitempty"`
+	End              string `yaml:"end,omitempty"`
+	Limit            int    `yaml:"limit,omitempty"`
+	Exclude          string `yaml:"exclude,omitempty"`
+	Jitter           string `yaml:"jitter,omitempty"`
+	StartingDeadline string `yaml:"startingDeadline,omitempty"`
+	PausedUntil      string `yaml:"pausedUntil,omitempty"`
+	PauseNote        string `yaml:"pauseNote,omitempty"`
+	Description      string `yaml:"description"`
+	Disabled         bool   `yaml:"disabled"`
+	Overwrite        bool   `yaml:"overwrite"`
 }
 
 // Encode returns the YAML document stored in the job's ZooKeeper config
@@ -757,6 +820,14 @@ func (c Config) marshalDoc() ([]byte, error) {
 		ReconcileInterval:      c.ReconcileInterval.String(),
 		ShardingStrategy:       c.ShardingStrategy,
 		Timeout:                timeoutText(c.Timeout),
+		Start:                  configTimeText(c.Start),
+		End:                    configTimeText(c.End),
+		Limit:                  c.Limit,
+		Exclude:                c.Exclude,
+		Jitter:                 timeoutText(c.Jitter),
+		StartingDeadline:       timeoutText(c.StartingDeadline),
+		PausedUntil:            configTimeText(c.PausedUntil),
+		PauseNote:              c.PauseNote,
 		Description:            c.Description,
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
@@ -774,9 +845,11 @@ func timeoutText(d time.Duration) string {
 // operator tool) and validates the result. The document is one YAML
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
-// monitorExecution (default true), maxTimeDiff, reconcileInterval and
-// timeout (Go durations such as "5s"), shardingStrategy, description,
-// disabled and overwrite; missing keys take the Config zero value (monitorExecution:
+// monitorExecution (default true), maxTimeDiff, reconcileInterval,
+// timeout, jitter and startingDeadline (Go durations such as "5s"),
+// shardingStrategy, the calendar's start, end, pausedUntil (times: see
+// Config.Start), limit, exclude and pauseNote, description, disabled and
+// overwrite; missing keys take the Config zero value (monitorExecution:
 // true).
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated
@@ -875,6 +948,17 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 				line: p.keyNode.Line, detail: err.Error(), cause: err})
 		}
 	}
+	// The calendar's times without an offset are read in the job's time
+	// zone, which may come after them in the document.
+	if loc, err := c.location(); err == nil {
+		for _, p := range pairs {
+			if err := c.decodeCalendarTime(p.key, p.value, loc); err != nil && !bad[p.key] {
+				bad[p.key] = true
+				errs = append(errs, &configError{place: place, key: p.key, kind: ErrInvalidConfig, subject: p.key,
+					line: p.keyNode.Line, detail: err.Error(), cause: err})
+			}
+		}
+	}
 	for _, e := range c.check(time.Now()) {
 		if bad[e.key] {
 			continue // already reported as a bad value
@@ -921,6 +1005,64 @@ func nodeString(n *yaml.Node, out *string) error {
 		return errors.New(`has no value (write "" for an empty string)`)
 	}
 	return n.Decode(out)
+}
+
+// nodeCalendarTime checks that a calendar time's value is a string; it is
+// read once the job's time zone is known (decodeCalendarTime).
+func nodeCalendarTime(_ *Config, n *yaml.Node) error {
+	var s string
+	return nodeString(n, &s)
+}
+
+// decodeCalendarTime reads the calendar time of key, if key is one, in loc.
+func (c *Config) decodeCalendarTime(key string, n *yaml.Node, loc *time.Location) error {
+	var out *time.Time
+	switch key {
+	case "start":
+		out = &c.Start
+	case "end":
+		out = &c.End
+	case "pausedUntil":
+		out = &c.PausedUntil
+	default:
+		return nil
+	}
+	var s string
+	if err := nodeString(n, &s); err != nil {
+		return nil // reported by its field's decode
+	}
+	if strings.TrimSpace(s) == "" {
+		*out = time.Time{}
+		return nil
+	}
+	t, err := parseConfigTime(s, loc)
+	if err != nil {
+		return err
+	}
+	*out = t
+	return nil
+}
+
+// nodeStringList decodes a string, or a list of strings joined with
+// commas.
+func nodeStringList(n *yaml.Node, out *string) error {
+	n = resolveAlias(n)
+	if n.Kind != yaml.SequenceNode {
+		return nodeString(n, out)
+	}
+	parts := make([]string, 0, len(n.Content))
+	for i, e := range n.Content {
+		var s string
+		if err := nodeString(e, &s); err != nil {
+			return fmt.Errorf("entry %d %w", i+1, err)
+		}
+		if strings.Contains(s, ",") {
+			return fmt.Errorf("entry %d %s has a comma: one entry per list item", i+1, quoteShort(s))
+		}
+		parts = append(parts, s)
+	}
+	*out = strings.Join(parts, ",")
+	return nil
 }
 
 // nodeBool decodes a YAML boolean; a quoted "true" is an error.

@@ -161,6 +161,7 @@ func resultsFor(results chan itemResult, n int) chan itemResult {
 // and what their records said; results gets the items found settled.
 func (r *runner) narrowOwed(f *fire, proven map[int]record, results chan<- itemResult) {
 	f.fires = r.absorbDebts(f.cfg, f.items, f.at)
+	defer r.dropExpired(f, results)
 	if f.cfg.Unmonitored {
 		return
 	}

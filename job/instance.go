@@ -75,6 +75,9 @@ const (
 	EventResharded EventKind = "resharded"
 	// EventLeader: this instance became the job's leader.
 	EventLeader EventKind = "leader"
+	// EventFiresExpired: a make-up run here dropped fires older than the
+	// job's StartingDeadline; Units is how many, Detail the items.
+	EventFiresExpired EventKind = "fires-expired"
 )
 
 // Event is something about this instance's place in the namespace that a

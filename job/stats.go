@@ -45,6 +45,9 @@ type JobStats struct {
 	// MisfiresOwed counts items noted here as owing a make-up run (a fire
 	// missed while the item ran or the session was down).
 	MisfiresOwed int64
+	// FiresExpired counts fires dropped here, not made up, for being older
+	// than the job's StartingDeadline when their make-up run started.
+	FiresExpired int64
 	// Unplaced is how many items the last reshard committed here left
 	// unplaced (caps); 0 where this instance is not the leader.
 	Unplaced int
@@ -53,7 +56,7 @@ type JobStats struct {
 // jobCounters are a runner's counters behind JobStats.
 type jobCounters struct {
 	reshards, reshardErrors, failoverClaims, misfiresOwed atomic.Int64
-	unplaced                                              atomic.Int64
+	firesExpired, unplaced                                atomic.Int64
 }
 
 // Stats reports what the scheduler has done and where it stands.
@@ -74,6 +77,7 @@ func (s *Scheduler) Stats() Stats {
 			ReshardErrors:  r.counters.reshardErrors.Load(),
 			FailoverClaims: r.counters.failoverClaims.Load(),
 			MisfiresOwed:   r.counters.misfiresOwed.Load(),
+			FiresExpired:   r.counters.firesExpired.Load(),
 		}
 		if js.Leader {
 			js.Unplaced = int(r.counters.unplaced.Load())

@@ -1,0 +1,88 @@
+package job
+
+import (
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/internal/layout"
+)
+
+// The starting deadline (Config.StartingDeadline): a make-up run runs only
+// the fires of the last StartingDeadline. Older fires are dropped here, as
+// the run starts, once its debts are gathered (narrowOwed): from every path
+// into a make-up run alike — a fire missed while its item ran, fires
+// missed while disconnected, a debt inherited in a reshard, a failover.
+
+// maxExpiredCount bounds the walk that counts a run's expired fires.
+const maxExpiredCount = 100_000
+
+// dropExpired narrows f, a make-up run (kind KindMisfire or KindFailover),
+// to the fires within the job's starting deadline: an item whose run
+// starts before the deadline's cutoff starts at the first fire after it,
+// and one with no fire left is settled (cleaned up without running) on
+// results. The fires dropped are counted, logged once per run, and
+// reported as EventFiresExpired.
+func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
+	d := f.cfg.StartingDeadline
+	if d <= 0 || len(f.items) == 0 {
+		return
+	}
+	sched, _, err := f.cfg.Schedule()
+	if err != nil {
+		return
+	}
+	now := r.s.opts.now()
+	cutoff := now.Add(-d)
+	// The first fire within the deadline.
+	first := sched.Next(cutoff.Add(-time.Millisecond))
+	keep := f.items[:0:0]
+	var expiredItems []int
+	expired := 0
+	for _, it := range f.items {
+		since := f.fireOf(it)
+		if !since.Before(cutoff) {
+			keep = append(keep, it)
+			continue
+		}
+		through := since
+		r.mu.Lock()
+		if e := r.runs.running[it]; e != nil && e.through.After(through) {
+			through = e.through
+		}
+		r.mu.Unlock()
+		stop := first
+		if stop.IsZero() || stop.After(through) {
+			stop = sched.Next(through)
+		}
+		expired += countFires(sched, since, stop)
+		expiredItems = append(expiredItems, it)
+		if first.IsZero() || first.After(through) {
+			results <- itemResult{item: it, fire: since, through: through, kind: f.kind, begin: now, end: now, settled: true}
+			continue
+		}
+		if f.fires == nil {
+			f.fires = map[int]time.Time{}
+		}
+		f.fires[it] = first
+		keep = append(keep, it)
+	}
+	if expired == 0 {
+		return
+	}
+	f.items = keep
+	r.counters.firesExpired.Add(int64(expired))
+	r.log.Warn("fires older than the starting deadline dropped, not made up",
+		"items", layout.FormatItems(expiredItems), "fires", expired, "deadline", d, "kind", f.kind)
+	r.s.emit(Event{Kind: EventFiresExpired, Job: r.name, Units: expired, Detail: layout.FormatItems(expiredItems), At: now})
+}
+
+// countFires counts the fires of sched from since (a fire) up to, not
+// including, stop (zero: every fire after since), at most maxExpiredCount.
+func countFires(sched cron.Schedule, since, stop time.Time) int {
+	n := 0
+	for t := since; !t.IsZero() && n < maxExpiredCount && (stop.IsZero() || t.Before(stop)); t = sched.Next(t) {
+		n++
+	}
+	return n
+}
