@@ -2,12 +2,18 @@ package script
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"sync"
+
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobtype"
 )
 
 // output logs a command's standard output and error line by line, up to a
-// limit of bytes for both together, and keeps the tail of standard error.
+// limit of bytes for both together, and keeps the tail of standard error
+// and the tail of standard output (the run's output, see record).
 type output struct {
 	log   *slog.Logger
 	limit int
@@ -16,6 +22,8 @@ type output struct {
 	logged  int // bytes logged so far
 	dropped int // bytes past the limit
 	tail    []byte
+	stdout  []byte // the last job.MaxOutputSize bytes of standard output at least
+	written int64  // bytes written to standard output
 	partial map[string][]byte // an unfinished line per stream
 }
 
@@ -37,6 +45,9 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if w.name == "stdout" {
+		o.keepStdout(p)
+	}
 	if w.name == "stderr" {
 		o.tail = append(o.tail, p...)
 		if len(o.tail) > StderrTail {
@@ -90,4 +101,41 @@ func (o *output) stderrTail() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return string(o.tail)
+}
+
+// keepStdout keeps the end of standard output: at least its last
+// job.MaxOutputSize bytes, in a buffer of at most twice that.
+func (o *output) keepStdout(p []byte) {
+	o.written += int64(len(p))
+	if len(p) >= job.MaxOutputSize {
+		o.stdout = append(o.stdout[:0], p[len(p)-job.MaxOutputSize:]...)
+		return
+	}
+	if len(o.stdout)+len(p) > 2*job.MaxOutputSize {
+		keep := o.stdout[len(o.stdout)-(job.MaxOutputSize-len(p)):]
+		o.stdout = append(o.stdout[:copy(o.stdout, keep)], p...)
+		return
+	}
+	o.stdout = append(o.stdout, p...)
+}
+
+// record records the end of standard output as the run's output (see
+// jobtype.Output): the whole of it when it is one JSON value that fits,
+// else its last bytes as a JSON string. An empty standard output records
+// nothing. Outside a scheduler's run (a test calling Execute) there is
+// no run to record it for, and nothing is done.
+func (o *output) record(ctx context.Context) {
+	o.mu.Lock()
+	text := o.stdout
+	if len(text) > job.MaxOutputSize {
+		text = text[len(text)-job.MaxOutputSize:]
+	}
+	out := jobtype.Output(text, o.written > int64(len(text)), true)
+	o.mu.Unlock()
+	if out == nil {
+		return
+	}
+	if err := job.RecordOutput(ctx, out); err != nil && !errors.Is(err, job.ErrOutputOutsideRun) {
+		o.log.Warn("cannot record the command's output", "err", err)
+	}
 }
