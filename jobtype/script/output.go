@@ -22,8 +22,8 @@ type output struct {
 	logged  int // bytes logged so far
 	dropped int // bytes past the limit
 	tail    []byte
-	stdout  []byte // the last job.MaxOutputSize bytes of standard output at least
-	written int64  // bytes written to standard output
+	stdout  []byte            // the last job.MaxOutputSize bytes of standard output at least
+	written int64             // bytes written to standard output
 	partial map[string][]byte // an unfinished line per stream
 }
 
