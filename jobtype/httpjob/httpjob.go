@@ -9,11 +9,6 @@
 // BodyExcerpt bytes. Each request is bounded by Timeout and by the item's
 // context, so a shutdown or a job timeout cancels it.
 //
-// The response's body, whatever its status, is the run's output
-// (job.RecordOutput), kept by the history: the body itself when it is one
-// JSON value of at most job.MaxOutputSize bytes, else its first bytes as a
-// JSON string. An empty body records no output.
-//
 // Values from the sharding context are data: in a JSON body write
 // {{json .ShardingParameter}}, which quotes and escapes, and in a form or a
 // query {{urlquery .ShardingParameter}}.
@@ -27,6 +22,11 @@
 // default client follows without them. The default client uses the
 // proxy the instance's HTTP_PROXY, HTTPS_PROXY and NO_PROXY name, as
 // Go's default transport does; set Client to choose otherwise.
+//
+// When the item's context carries a span (job.WithTracerProvider), the
+// request carries its W3C trace context (the traceparent and tracestate
+// headers), so that the service called continues the trace. Those headers
+// are the scheduler's: Header and ContextHeader may not name them.
 package httpjob
 
 import (
@@ -41,12 +41,14 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Defaults of Config.
@@ -148,11 +150,16 @@ func New(cfg Config) (*Job, error) {
 		if k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n") {
 			return nil, fmt.Errorf("%w: header %q: %q is not a valid header", ErrInvalidConfig, k, v)
 		}
+		if traceHeader(k) {
+			return nil, fmt.Errorf("%w: header %q: the scheduler sets it from the item's span when tracing is on", ErrInvalidConfig, k)
+		}
 	}
 	if cfg.ContextHeader == "" {
 		cfg.ContextHeader = DefaultContextHeader
 	} else if strings.ContainsAny(cfg.ContextHeader, " \t\r\n:") {
 		return nil, fmt.Errorf("%w: contextHeader %q is not a header name", ErrInvalidConfig, cfg.ContextHeader)
+	} else if traceHeader(cfg.ContextHeader) {
+		return nil, fmt.Errorf("%w: contextHeader %q: the scheduler sets it from the item's span when tracing is on", ErrInvalidConfig, cfg.ContextHeader)
 	}
 	cfg.ContextHeader = textproto.CanonicalMIMEHeaderKey(cfg.ContextHeader)
 	if cfg.Timeout == 0 {
@@ -206,6 +213,12 @@ func keepHeadersHome(home *url.URL, header map[string]string) func(*http.Request
 		}
 		return nil
 	}
+}
+
+// traceHeader reports whether name is one of the W3C trace context's
+// headers, which carry the item's span.
+func traceHeader(name string) bool {
+	return slices.Contains(propagation.TraceContext{}.Fields(), strings.ToLower(name))
 }
 
 // canonicalHost is u's host in lower case with the scheme's default port
@@ -273,14 +286,13 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set(j.cfg.ContextHeader, cjson)
+	// The item's span, if any: nothing is added without one.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := j.cfg.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("httpjob: %s %s: %w", j.method, j.url, err)
 	}
-	// The body's start: the run's output, and a failure's excerpt.
-	head, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(max(j.cfg.BodyExcerpt, job.MaxOutputSize))+1))
-	recordBody(ctx, j.log, head, rerr != nil)
-	excerpt := head[:min(len(head), j.cfg.BodyExcerpt+1)]
+	excerpt, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(j.cfg.BodyExcerpt)+1))
 	// Drain a little more so the connection can be reused, then close.
 	_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	cerr := resp.Body.Close()

@@ -9,10 +9,7 @@
 // passed as the shell's positional parameter $1, never spliced into it.
 //
 // Each execution runs in a process group of its own. Its standard output
-// and error go to the log, line by line, up to OutputLimit bytes; the end
-// of its standard output is also the run's output (job.RecordOutput), kept
-// by the history: the whole of it when it is one JSON value of at most
-// job.MaxOutputSize bytes, else its last bytes as a JSON string. An exit
+// and error go to the log, line by line, up to OutputLimit bytes. An exit
 // code other than 0 is a failure ([ExitError]) carrying the code and the
 // tail of standard error. When the item's context ends — shutdown, lost
 // ownership, a timeout — the whole group gets SIGTERM and, GracePeriod
@@ -33,6 +30,9 @@
 // allow-listed one (see Config.PassEnv), so that the registry center's
 // credentials, the console's token and whatever else the instance was
 // started with stay out of reach of the command and of everything it runs.
+// When the item's context carries a span (job.WithTracerProvider), the
+// command gets its W3C trace context in TRACEPARENT (and TRACESTATE), so
+// that what it runs can continue the trace.
 //
 // The package works on Linux; [New] refuses on other systems.
 package script
@@ -50,6 +50,8 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Config.
@@ -72,6 +74,14 @@ const (
 	// name reaches the command from the instance's environment, and Env
 	// and PassEnv may not name one.
 	ReservedEnvPrefix = "SHARDJOB_"
+	// TraceParentEnv names the variable holding the W3C trace context's
+	// traceparent of the item's span, set when the item's context carries
+	// a span (see job.WithTracerProvider), so that the command's own spans
+	// continue the trace. Without a span it is not set.
+	TraceParentEnv = "TRACEPARENT"
+	// TraceStateEnv names the variable holding the span's W3C tracestate,
+	// set with TraceParentEnv when the trace state is not empty.
+	TraceStateEnv = "TRACESTATE"
 )
 
 // DefaultEnv returns the names of the variables every command gets from
@@ -126,7 +136,12 @@ type Config struct {
 	//
 	// The command's environment is therefore: the DefaultEnv variables
 	// (and LC_*) the instance has, the PassEnv variables it has, then Env,
-	// then ContextEnv.
+	// then ContextEnv, then TraceParentEnv and TraceStateEnv when the
+	// item's context carries a span.
+	//
+	// TraceParentEnv and TraceStateEnv are set by the scheduler alone:
+	// Env and PassEnv may not name them, and the instance's own are never
+	// passed.
 	PassEnv []string
 	// Dir is the working directory; "" is the instance's.
 	Dir string
@@ -167,6 +182,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: env sets %s: names starting with %s are the instance's own settings (credentials among them) and are not given to jobs",
 				ErrInvalidConfig, k, ReservedEnvPrefix)
 		}
+		if traceVar(k) {
+			return fmt.Errorf("%w: env sets %s: the scheduler sets it from the item's span when tracing is on", ErrInvalidConfig, k)
+		}
 	}
 	for _, name := range c.PassEnv {
 		if !validEnvName(name) {
@@ -176,8 +194,37 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: passEnv names %s: names starting with %s are the instance's own settings (credentials among them) and are never passed to jobs",
 				ErrInvalidConfig, name, ReservedEnvPrefix)
 		}
+		if traceVar(name) {
+			return fmt.Errorf("%w: passEnv names %s: the scheduler sets it from the item's span when tracing is on, never from the instance's environment",
+				ErrInvalidConfig, name)
+		}
 	}
 	return nil
+}
+
+// traceVar reports whether name is TraceParentEnv or TraceStateEnv, in
+// any case (see reserved).
+func traceVar(name string) bool {
+	u := strings.ToUpper(name)
+	return u == TraceParentEnv || u == TraceStateEnv
+}
+
+// traceEnv returns the TraceParentEnv and TraceStateEnv entries of the
+// span ctx carries, or nothing when it carries none.
+func traceEnv(ctx context.Context) []string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	var out []string
+	if v := carrier.Get("traceparent"); v != "" {
+		out = append(out, TraceParentEnv+"="+v)
+	}
+	if v := carrier.Get("tracestate"); v != "" {
+		out = append(out, TraceStateEnv+"="+v)
+	}
+	return out
 }
 
 // reserved reports whether name is one of the instance's own variables.
@@ -286,7 +333,7 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 		cmd = exec.Command(j.cfg.Command[0], args...)
 	}
 	cmd.Dir = j.cfg.Dir
-	cmd.Env = append(append(j.environ(os.Environ()), j.cfg.Env...), ContextEnv+"="+sctx)
+	cmd.Env = append(append(append(j.environ(os.Environ()), j.cfg.Env...), ContextEnv+"="+sctx), traceEnv(ctx)...)
 	cmd.SysProcAttr = sysProcAttr()
 	// Bounds the wait for the output pipes once the group is killed: a
 	// process that left the group could hold them open.
@@ -346,7 +393,6 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	}
 	werr := cmd.Wait()
 	out.flush()
-	out.record(ctx)
 	if rec != nil {
 		if err := j.state.remove(rec); err != nil {
 			log.Warn("removing the process group's record", "err", err)
