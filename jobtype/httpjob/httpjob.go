@@ -9,6 +9,11 @@
 // BodyExcerpt bytes. Each request is bounded by Timeout and by the item's
 // context, so a shutdown or a job timeout cancels it.
 //
+// The response's body, whatever its status, is the run's output
+// (job.RecordOutput), kept by the history: the body itself when it is one
+// JSON value of at most job.MaxOutputSize bytes, else its first bytes as a
+// JSON string. An empty body records no output.
+//
 // Values from the sharding context are data: in a JSON body write
 // {{json .ShardingParameter}}, which quotes and escapes, and in a form or a
 // query {{urlquery .ShardingParameter}}.
@@ -292,7 +297,10 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	if err != nil {
 		return fmt.Errorf("httpjob: %s %s: %w", j.method, j.url, err)
 	}
-	excerpt, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(j.cfg.BodyExcerpt)+1))
+	// The body's start: the run's output, and a failure's excerpt.
+	head, rerr := io.ReadAll(io.LimitReader(resp.Body, int64(max(j.cfg.BodyExcerpt, job.MaxOutputSize))+1))
+	recordBody(ctx, j.log, head, rerr != nil)
+	excerpt := head[:min(len(head), j.cfg.BodyExcerpt+1)]
 	// Drain a little more so the connection can be reused, then close.
 	_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	cerr := resp.Body.Close()

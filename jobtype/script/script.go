@@ -9,7 +9,10 @@
 // passed as the shell's positional parameter $1, never spliced into it.
 //
 // Each execution runs in a process group of its own. Its standard output
-// and error go to the log, line by line, up to OutputLimit bytes. An exit
+// and error go to the log, line by line, up to OutputLimit bytes; the end
+// of its standard output is also the run's output (job.RecordOutput), kept
+// by the history: the whole of it when it is one JSON value of at most
+// job.MaxOutputSize bytes, else its last bytes as a JSON string. An exit
 // code other than 0 is a failure ([ExitError]) carrying the code and the
 // tail of standard error. When the item's context ends — shutdown, lost
 // ownership, a timeout — the whole group gets SIGTERM and, GracePeriod
@@ -393,6 +396,7 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	}
 	werr := cmd.Wait()
 	out.flush()
+	out.record(ctx)
 	if rec != nil {
 		if err := j.state.remove(rec); err != nil {
 			log.Warn("removing the process group's record", "err", err)
