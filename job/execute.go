@@ -33,6 +33,7 @@ type fire struct {
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
+	trace *fireTrace // the fire's span (tracing.go); nil: tracing is off
 }
 
 // fireOf is the fire item's run starts at.
@@ -116,6 +117,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		return
 	}
 	f.params, _ = f.cfg.ItemParameters()
+	defer r.traceFire(f)()
 	defer r.fireStarted(f.at, f.kind, f.items)()
 	if rj, ok := r.job.(RangeJob); ok {
 		r.startRangeRuns(f, rj, resultsFor(results, n), n)
@@ -261,6 +263,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		if e.through.After(at) {
 			through = e.through
 		}
+		e.replace = ctx.replace
 	}
 	r.mu.Unlock()
 
@@ -275,11 +278,16 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
-	res.err = r.callTimed(ctx, sc, cfg.Timeout)
+	tctx, span := r.traceItem(ctx, f, item, item, at, through)
+	res.err = r.callTimed(tctx, sc, cfg.Timeout)
 	res.end = time.Now()
-	if ctx.Err() != nil {
+	if ctx.replaced() {
+		// Replaced by a later fire: this fire ran, and failed.
+		res.err = replacedError(res.err)
+	} else if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
 	}
+	f.endItem(span, res.err, res.halted)
 	ev.End, ev.Err = res.end, res.err
 	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {

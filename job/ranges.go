@@ -107,7 +107,8 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
-	err := timed(ctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
+	tctx, span := r.traceItem(ctx, f, run.first, run.last, run.fire, through)
+	err := timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
 		rc.owner = owner
 		return r.callRange(ctx, rj, rc)
 	})
@@ -116,6 +117,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	if ctx.Err() != nil {
 		halted = context.Cause(ctx)
 	}
+	f.endItem(span, err, halted)
 	ev.End, ev.Err = end, err
 	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {

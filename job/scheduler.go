@@ -42,6 +42,7 @@ type options struct {
 	healthURL      string // probe.go
 	probeEvery     time.Duration
 	probeClient    *http.Client
+	tracer         *tracer // tracing.go; nil: off
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
