@@ -65,6 +65,34 @@ const (
 	MisfireSkip MisfirePolicy = "skip"
 )
 
+// OverlapPolicy says what a fire does when its item's previous run is
+// still going (Config.Overlap).
+type OverlapPolicy string
+
+const (
+	// OverlapBufferOne, the default, runs the item once more when the
+	// running execution ends, standing for every fire it missed
+	// (MisfireOnce).
+	OverlapBufferOne OverlapPolicy = "buffer-one"
+	// OverlapSkip drops the fires that found the item still running
+	// (MisfireSkip).
+	OverlapSkip OverlapPolicy = "skip"
+	// OverlapReplace cancels the running execution through its context
+	// (its cause is ErrReplaced) and runs the fire once it has returned.
+	// The replaced run is recorded as a failure and its fire is not made
+	// up. Only a run on this instance can be replaced: a fire that finds
+	// its item running on another instance (briefly, after a reshard)
+	// buffers one run instead. A job that does not watch its context is
+	// not stopped; the fire waits for it as with OverlapBufferOne.
+	OverlapReplace OverlapPolicy = "replace"
+)
+
+// skipsMissed reports whether the job drops fires that found their item
+// busy (Misfire skip, or Overlap skip), instead of owing them a run.
+func (c Config) skipsMissed() bool {
+	return c.Misfire == MisfireSkip || c.Overlap == OverlapSkip
+}
+
 // Limits and defaults of Config.
 const (
 	// MaxNameLength is the longest job name accepted.
@@ -123,8 +151,13 @@ type Config struct {
 	// the next fire. Default false.
 	Failover bool
 	// Misfire is what happens to a fire that found its item still running.
-	// "" means MisfireOnce.
+	// "" means MisfireOnce. Overlap says the same with more choices; set
+	// one or the other (or both, agreeing).
 	Misfire MisfirePolicy
+	// Overlap is what a fire does when its item's previous run is still
+	// going: OverlapBufferOne (the default, as MisfireOnce), OverlapSkip
+	// (as MisfireSkip) or OverlapReplace. "" means Misfire decides.
+	Overlap OverlapPolicy
 	// Unmonitored turns off marking items running and completed in
 	// ZooKeeper. By default (false) the marks are kept, which is what lets
 	// an instance see that an item is still running elsewhere. Turning them
@@ -401,6 +434,16 @@ func (c Config) check(now time.Time) []*configError {
 		add("misfire", ErrInvalidConfig, "misfire "+quoteShort(string(c.Misfire)),
 			fmt.Sprintf("must be %q or %q", MisfireOnce, MisfireSkip))
 	}
+	switch c.Overlap {
+	case "", OverlapBufferOne, OverlapSkip, OverlapReplace:
+		if c.Overlap != "" && c.Misfire != "" && (c.Overlap == OverlapSkip) != (c.Misfire == MisfireSkip) {
+			add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
+				fmt.Sprintf("disagrees with misfire %q: set only overlap", c.Misfire))
+		}
+	default:
+		add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
+			fmt.Sprintf("must be %q, %q or %q", OverlapBufferOne, OverlapSkip, OverlapReplace))
+	}
 
 	checkInterval := func(key string, d time.Duration, zeroMeans string) {
 		switch {
@@ -650,6 +693,12 @@ var configFields = []configField{
 		c.Misfire = MisfirePolicy(s)
 		return err
 	}},
+	{"overlap", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+		var s string
+		err := nodeString(n, &s)
+		c.Overlap = OverlapPolicy(s)
+		return err
+	}},
 	{"monitorExecution", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
 		monitor := true
 		err := nodeBool(n, &monitor)
@@ -684,6 +733,7 @@ type configDoc struct {
 	JobParameter           string `yaml:"jobParameter"`
 	Failover               bool   `yaml:"failover"`
 	Misfire                string `yaml:"misfire"`
+	Overlap                string `yaml:"overlap,omitempty"`
 	MonitorExecution       bool   `yaml:"monitorExecution"`
 	MaxTimeDiff            string `yaml:"maxTimeDiff"`
 	ReconcileInterval      string `yaml:"reconcileInterval"`
@@ -815,6 +865,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		JobParameter:           c.JobParameter,
 		Failover:               c.Failover,
 		Misfire:                string(c.Misfire),
+		Overlap:                string(c.Overlap),
 		MonitorExecution:       !c.Unmonitored,
 		MaxTimeDiff:            c.MaxTimeDiff.String(),
 		ReconcileInterval:      c.ReconcileInterval.String(),
@@ -845,6 +896,7 @@ func timeoutText(d time.Duration) string {
 // operator tool) and validates the result. The document is one YAML
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
+// overlap (buffer-one|skip|replace),
 // monitorExecution (default true), maxTimeDiff, reconcileInterval,
 // timeout, jitter and startingDeadline (Go durations such as "5s"),
 // shardingStrategy, the calendar's start, end, pausedUntil (times: see

@@ -26,6 +26,10 @@ var (
 	// Config.Timeout: its context's cause, and wrapped by the error the
 	// execution is recorded with.
 	ErrExecutionTimeout = errors.New("job: execution timed out")
+	// ErrReplaced is the cause of a run's context cancelled because a
+	// later fire of its item replaced it (OverlapReplace); the run is
+	// recorded as a failure wrapping it, and its fire is not made up.
+	ErrReplaced = errors.New("job: run replaced by a later fire")
 	// ErrInvalidOption means a scheduler option was given a bad value.
 	ErrInvalidOption = errors.New("job: invalid option")
 )

@@ -263,6 +263,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		if e.through.After(at) {
 			through = e.through
 		}
+		e.replace = ctx.replace
 	}
 	r.mu.Unlock()
 
@@ -280,7 +281,10 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	tctx, span := r.traceItem(ctx, f, item, item, at, through)
 	res.err = r.callTimed(tctx, sc, cfg.Timeout)
 	res.end = time.Now()
-	if ctx.Err() != nil {
+	if ctx.replaced() {
+		// Replaced by a later fire: this fire ran, and failed.
+		res.err = replacedError(res.err)
+	} else if ctx.Err() != nil {
 		res.halted = context.Cause(ctx)
 	}
 	f.endItem(span, res.err, res.halted)

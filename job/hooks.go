@@ -33,7 +33,7 @@ func (s *Scheduler) OweMisfire(ctx context.Context, name string, item int, since
 	if item < 0 || item >= cfg.ShardingTotalCount {
 		return fmt.Errorf("%w: job %q has no item %d", ErrInvalidConfig, name, item)
 	}
-	if cfg.Misfire == MisfireSkip || cfg.Unmonitored {
+	if cfg.skipsMissed() || cfg.Unmonitored {
 		return nil // the job's policy drops such fires
 	}
 	path := r.paths.ItemNode(item, layout.Misfire)

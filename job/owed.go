@@ -201,7 +201,7 @@ func (r *runner) noteMisfire(item int, at time.Time, cfg *spec) {
 }
 
 func (r *runner) noteMisfireLocked(item int, at time.Time, cfg *spec) {
-	if cfg.Misfire == MisfireSkip {
+	if cfg.skipsMissed() {
 		return
 	}
 	if r.owed.owe(item, at) {
@@ -215,7 +215,7 @@ func (r *runner) noteMisfireLocked(item int, at time.Time, cfg *spec) {
 // when that execution ends.
 func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
 	cfg := r.config()
-	if cfg.Misfire == MisfireSkip {
+	if cfg.skipsMissed() {
 		return
 	}
 	r.mu.Lock()

@@ -71,6 +71,11 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 		}
 		if !e.standsFor(at) {
 			r.noteMisfireLocked(it, at, cfg)
+			if cfg.Overlap == OverlapReplace && e.replace != nil {
+				// The run owed above starts once the replaced one returns.
+				r.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
+				e.replace()
+			}
 		}
 		return
 	}

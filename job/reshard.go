@@ -261,7 +261,7 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 // a leader that died between its reshard and these writes loses none. It
 // returns the fire the debts start at (zero: none written).
 func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.Time {
-	if cfg.Unmonitored || cfg.Misfire == MisfireSkip {
+	if cfg.Unmonitored || cfg.skipsMissed() {
 		return time.Time{}
 	}
 	sched, _, err := cfg.Schedule()

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,7 @@ type runCtx struct {
 
 type innerCtx struct {
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
 
 func newRunCtx(parent context.Context) *runCtx { return &runCtx{parent: parent} }
@@ -107,10 +108,10 @@ func (c *runCtx) made() context.Context {
 	if c.endedFirst {
 		// Ended under a live parent: done with context.Canceled, whatever
 		// the parent does later.
-		in.ctx, in.cancel = context.WithCancel(context.WithoutCancel(c.parent))
-		in.cancel()
+		in.ctx, in.cancel = context.WithCancelCause(context.WithoutCancel(c.parent))
+		in.cancel(nil)
 	} else {
-		in.ctx, in.cancel = context.WithCancel(c.parent) // done already if the parent is
+		in.ctx, in.cancel = context.WithCancelCause(c.parent) // done already if the parent is
 	}
 	c.inner.Store(&in)
 	return in.ctx
@@ -127,7 +128,7 @@ func (c *runCtx) end() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if in := c.inner.Load(); in != nil {
-		in.cancel()
+		in.cancel(nil)
 		return
 	}
 	if c.err == nil {
@@ -135,6 +136,25 @@ func (c *runCtx) end() {
 			c.err, c.endedFirst = context.Canceled, true
 		}
 	}
+}
+
+// replace cancels the run for a later fire that replaces it
+// (OverlapReplace): its context is done from now on, with ErrReplaced as
+// its cause. A run that has ended is left as it is.
+func (c *runCtx) replace() {
+	c.made() // a context to cancel, in the state the run is in
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.endedFirst {
+		return
+	}
+	c.inner.Load().cancel(ErrReplaced)
+}
+
+// replaced reports whether the run was cancelled by replace.
+func (c *runCtx) replaced() bool {
+	in := c.inner.Load()
+	return in != nil && errors.Is(context.Cause(in.ctx), ErrReplaced)
 }
 
 // sessionCtx is a context made once per session: cancelled when the

@@ -84,6 +84,10 @@ type execution struct {
 	// item is reserved: a scheduled fire reserved later finds it covered.
 	through time.Time
 	kind    Kind
+	// replace, once the run has started, cancels it for a fire that
+	// replaces it (OverlapReplace); nil before the start, and for runs
+	// that cannot be replaced (a RangeJob's).
+	replace func()
 }
 
 // standsFor reports whether the execution holding an item already makes up
