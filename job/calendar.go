@@ -95,6 +95,13 @@ func (c Config) hasCalendar() bool {
 		strings.TrimSpace(c.Exclude) != "" || c.Jitter > 0
 }
 
+// sameCalendar reports whether a and b have the same calendar: a change
+// reschedules the job.
+func sameCalendar(a, b Config) bool {
+	return a.Start.Equal(b.Start) && a.End.Equal(b.End) && a.PausedUntil.Equal(b.PausedUntil) &&
+		a.Limit == b.Limit && a.Exclude == b.Exclude && a.Jitter == b.Jitter
+}
+
 // calendarSchedule is a job's cron schedule with its calendar applied. The
 // fires of base that fall before start or pausedUntil, after end, on an
 // excluded day, or after the limit-th fire from start, are left out; each

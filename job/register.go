@@ -401,7 +401,7 @@ func (r *runner) reloadConfig() {
 	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
 	r.s.emit(Event{Kind: EventConfigChanged, Job: r.name, Units: cfg.ShardingTotalCount,
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
-	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled {
+	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled || !sameCalendar(cfg, old) {
 		r.mu.Lock()
 		stopping := r.reg.stopping
 		r.mu.Unlock()
