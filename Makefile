@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test test-etcd test-books lint demo demo-placement demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test test-etcd test-books lint demo demo-placement demo-schedules demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Packages run one at a time (-p 1): several start ZooKeeper servers and
 # instance processes, and on a small machine running them side by side
@@ -76,6 +76,11 @@ demo:
 # Placement across jobs: 30 one-item jobs over 3-4 instances, a drain, an alarm.
 demo-placement:
 	$(GO) run ./example/placement $(DEMO_FLAGS)
+
+# Schedules beyond cron: overlap replace, a starting deadline, a window
+# with a limit, excluded days, jitter (one instance, about 20 seconds).
+demo-schedules:
+	$(GO) run ./example/schedules $(DEMO_FLAGS)
 
 # The web console over a small cluster with jobs and a dispatcher (SQLite
 # in a temporary directory): it prints the URL and the token to open it

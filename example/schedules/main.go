@@ -1,0 +1,175 @@
+// Command schedules shows what a job's config says about its schedule
+// beyond the cron expression: an overlap policy (replace), a starting
+// deadline, a window with a limit, excluded days and jitter. One instance,
+// about 20 seconds.
+//
+// From the repository root:
+//
+//	make demo-schedules
+//
+// or
+//
+//	go run ./example/schedules                       # an embedded etcd: nothing to install
+//	go run ./example/schedules -zk 127.0.0.1:2181    # a running ZooKeeper
+//	go run ./example/schedules -etcd 127.0.0.1:2379  # a running etcd cluster
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardjob/shardjob/example/internal/demoreg"
+	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+func main() {
+	reg := demoreg.Register(nil)
+	duration := flag.Duration("for", 20*time.Second, "how long to run")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, reg, *duration); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "schedules demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, flags *demoreg.Flags, duration time.Duration) (err error) {
+	reg, err := flags.Start(ctx, "shardjob-schedules-demo")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+	fmt.Println("registry:", reg)
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	rc, err := regcenter.Open(ctx, reg.Config(), regcenter.WithLogger(quiet))
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, rc.Close()) }()
+	sched, err := job.NewScheduler(rc, job.WithLogger(quiet), job.WithEventHandler(func(ev job.Event) {
+		if ev.Kind == job.EventFiresExpired {
+			say("%s: %d fire(s) older than the starting deadline dropped, not made up", ev.Job, ev.Units)
+		}
+	}))
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, j := range jobs(start) {
+		if err := sched.Add(ctx, j.cfg, j.run); err != nil {
+			return err
+		}
+		describe(j.cfg)
+	}
+	if err := sched.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(duration):
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return sched.Shutdown(sctx)
+}
+
+type demoJob struct {
+	cfg job.Config
+	run job.Job
+}
+
+func jobs(now time.Time) []demoJob {
+	var replaced, late atomic.Bool
+	return []demoJob{
+		{
+			// A run that outlasts its period: the next fire cancels it
+			// and runs instead of queueing behind it.
+			cfg: job.Config{Name: "export", Cron: "*/3 * * * * *", ShardingTotalCount: 1, Overlap: job.OverlapReplace, Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				if replaced.CompareAndSwap(false, true) {
+					say("export: fire %s starts a run of 10s", clock(sc.FireTime))
+					select {
+					case <-ctx.Done():
+						say("export: fire %s cancelled: %v", clock(sc.FireTime), context.Cause(ctx))
+						return ctx.Err()
+					case <-time.After(10 * time.Second):
+					}
+				}
+				say("export: fire %s (%s) ran", clock(sc.FireTime), sc.Kind)
+				return nil
+			}),
+		},
+		{
+			// Busy for 5 s: the fires it misses are made up by one run,
+			// but only those within the last 2 s.
+			cfg: job.Config{Name: "catch-up", Cron: "* * * * * *", ShardingTotalCount: 1, StartingDeadline: 2 * time.Second, Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				if late.CompareAndSwap(false, true) {
+					say("catch-up: fire %s runs for 5s", clock(sc.FireTime))
+					time.Sleep(5 * time.Second)
+					return nil
+				}
+				if sc.Kind != job.KindFire {
+					say("catch-up: a %s run for fires %s..%s", sc.Kind, clock(sc.FireTime), clock(sc.Through))
+				}
+				return nil
+			}),
+		},
+		{
+			// Three fires from 4 s after start, then none.
+			cfg: job.Config{Name: "three-times", Cron: "*/2 * * * * *", ShardingTotalCount: 1,
+				Start: now.Add(4 * time.Second).Truncate(time.Second), Limit: 3, Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				say("three-times: fire %s", clock(sc.FireTime))
+				return nil
+			}),
+		},
+		{
+			// Every 5 s, up to 2 s late, the same delay on every instance.
+			cfg: job.Config{Name: "jittered", Cron: "*/5 * * * * *", ShardingTotalCount: 1, Jitter: 2 * time.Second, Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				say("jittered: fire %s (%v after the five-second mark)", clock(sc.FireTime), sc.FireTime.Sub(sc.FireTime.Truncate(5*time.Second)))
+				return nil
+			}),
+		},
+		{
+			// Never on today's weekday: its next fire is tomorrow.
+			cfg: job.Config{Name: "not-today", Cron: "0 0 * * * *", ShardingTotalCount: 1,
+				Exclude: strings.ToLower(now.Weekday().String()), Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				say("not-today: fire %s", clock(sc.FireTime))
+				return nil
+			}),
+		},
+	}
+}
+
+func describe(c job.Config) {
+	sched, loc, err := c.Schedule()
+	if err != nil {
+		return
+	}
+	next := sched.Next(time.Now())
+	line := "no fire left"
+	if !next.IsZero() {
+		line = "next fire " + next.In(loc).Format("Mon 15:04:05.000")
+	}
+	say("%-11s cron %-16q %s", c.Name, c.Cron, line)
+}
+
+func clock(t time.Time) string { return t.Format("15:04:05.000") }
+
+func say(format string, args ...any) {
+	fmt.Printf(time.Now().Format("15:04:05.000")+"  "+format+"\n", args...)
+}
