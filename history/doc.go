@@ -1,6 +1,7 @@
 // Package history records what a shardjob instance did, in a database:
 // every execution of every sharding item (job, item, task id, fire time,
-// kind, server, start, end, result, error) and every job.Event (job status
+// kind, server, start, end, result, error, and the output the run recorded
+// with job.RecordOutput) and every job.Event (job status
 // changes such as paused, resharded or leader, and the instance's alarms,
 // drain and health). It is shardjob's counterpart of ElasticJob's event
 // trace.

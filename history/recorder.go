@@ -448,6 +448,7 @@ func (r *Recorder) execRow(e listener.Execution) Execution {
 	if e.Err != nil {
 		row.Error = oneLine(e.Err.Error(), r.cfg.MaxErrorLength)
 	}
+	row.Output = storedOutput(e.Output)
 	if row.Start.IsZero() {
 		row.Start = r.now()
 	}

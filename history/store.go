@@ -70,6 +70,9 @@ func schema(driver string) []string {
 type store struct {
 	db     *sql.DB
 	driver string
+	// outputCol is what the executions' output is selected as: the column,
+	// or '' when a Reader reads a database written before it was added.
+	outputCol string
 }
 
 // openStore connects; with create it makes the tables, else it checks
@@ -104,7 +107,7 @@ func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
 		db.SetMaxOpenConns(1)
 		db.SetConnMaxIdleTime(0)
 	}
-	s := &store{db: db, driver: cfg.Driver}
+	s := &store{db: db, driver: cfg.Driver, outputCol: "output"}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("history: connect to %s: %w", cfg.Driver, err), db.Close())
 	}
@@ -134,7 +137,7 @@ func (s *store) createSchema(ctx context.Context) error {
 				return fmt.Errorf("history: creating the schema: %w", err)
 			}
 		}
-		return nil
+		return s.migrate(ctx, tx)
 	})
 }
 
@@ -148,7 +151,7 @@ func (s *store) checkSchema(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.checkOutput(ctx)
 }
 
 func (s *store) close() error { return s.db.Close() }
@@ -184,15 +187,15 @@ func (s *store) insert(ctx context.Context, execs []Execution, events []Event) e
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if len(execs) > 0 {
 			var b strings.Builder
-			args := make([]any, 0, 10*len(execs))
-			b.WriteString(`INSERT INTO ` + execTable + ` (job, item, task_id, fire_us, kind, server, start_us, end_us, result, error) VALUES `)
+			args := make([]any, 0, 11*len(execs))
+			b.WriteString(`INSERT INTO ` + execTable + ` (job, item, task_id, fire_us, kind, server, start_us, end_us, result, error, output) VALUES `)
 			for i, e := range execs {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				b.WriteString(`(?,?,?,?,?,?,?,?,?,?)`)
+				b.WriteString(`(?,?,?,?,?,?,?,?,?,?,?)`)
 				args = append(args, e.Job, e.Item, e.TaskID, micros(e.FireTime), e.Kind, e.Server,
-					micros(e.Start), micros(e.End), string(e.Result), e.Error)
+					micros(e.Start), micros(e.End), string(e.Result), e.Error, string(e.Output))
 			}
 			if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 				return fmt.Errorf("history: writing %d executions: %w", len(execs), err)
@@ -263,22 +266,22 @@ func where(f Filter, timeCol string, failed string) (string, []any, int, error) 
 	return w, args, limit, nil
 }
 
-const execCols = `id, job, item, task_id, fire_us, kind, server, start_us, end_us, result, error`
+const execCols = `id, job, item, task_id, fire_us, kind, server, start_us, end_us, result, error, `
 
 func (s *store) queryExecutions(ctx context.Context, f Filter) (Page, error) {
 	w, args, limit, err := where(f, "start_us", "result <> 'success'")
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execCols+` FROM `+execTable+w+` ORDER BY id DESC LIMIT ?`), append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execCols+s.outputCol+` FROM `+execTable+w+` ORDER BY id DESC LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
 		return Page{}, fmt.Errorf("history: reading executions: %w", err)
 	}
 	defer rows.Close()
 	p := Page{Executions: []Execution{}}
 	for rows.Next() {
-		var v [11]any
-		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]); err != nil {
+		var v [12]any
+		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]); err != nil {
 			return Page{}, fmt.Errorf("history: reading executions: %w", err)
 		}
 		e, err := execFromRow(v)
@@ -402,7 +405,7 @@ func (r *rowReader) time(col string, v any) time.Time {
 	return time.UnixMicro(n).UTC()
 }
 
-func execFromRow(v [11]any) (Execution, error) {
+func execFromRow(v [12]any) (Execution, error) {
 	r := &rowReader{table: execTable}
 	r.id = r.int("id", v[0])
 	e := Execution{ID: r.id, Job: r.str("job", v[1]), Item: r.small("item", v[2]), TaskID: r.str("task_id", v[3]),
@@ -411,6 +414,7 @@ func execFromRow(v [11]any) (Execution, error) {
 	if r.err == nil && !e.Result.valid() {
 		r.fail("result", v[9], "is not success, failure or timeout")
 	}
+	e.Output, e.OutputTruncated = r.output("output", v[11])
 	return e, r.err
 }
 

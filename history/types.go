@@ -63,6 +63,13 @@ type Execution struct {
 	// folded to one line and bounded (Config.MaxErrorLength).
 	Result Result `json:"result"`
 	Error  string `json:"error"`
+	// Output is the run's output (job.RecordOutput): a JSON value of at
+	// most job.MaxOutputSize bytes, or nil when the run recorded none.
+	Output json.RawMessage `json:"output,omitempty"`
+	// OutputTruncated says the stored output was longer than
+	// job.MaxOutputSize (written by something else than a Recorder): Output
+	// is then a JSON string of its first bytes.
+	OutputTruncated bool `json:"outputTruncated,omitempty"`
 }
 
 // Duration is how long the execution ran.
