@@ -66,11 +66,12 @@ func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, g
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
 	if e, busy := r.runs.running[it]; busy {
-		if gapped && !e.standsFor(gap) {
-			r.noteMisfireLocked(it, gap, cfg)
+		from := at
+		if gapped && gap.Before(at) {
+			from = gap
 		}
+		r.oweBusyLocked(it, e, from, at, cfg)
 		if !e.standsFor(at) {
-			r.noteMisfireLocked(it, at, cfg)
 			if cfg.Overlap == OverlapReplace && e.replace != nil {
 				// The run owed above starts once the replaced one returns.
 				r.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
@@ -153,12 +154,11 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 		r.owed.dispatch(it, through)
 		if e, busy := r.runs.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
-				if !e.standsFor(at) {
-					r.noteMisfireLocked(it, at, cfg)
+				to := at
+				if through.After(at) {
+					to = through
 				}
-				if through.After(at) && !e.standsFor(through) {
-					r.noteMisfireLocked(it, through, cfg)
-				}
+				r.oweBusyLocked(it, e, at, to, cfg)
 			}
 			continue
 		}
@@ -175,6 +175,29 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 		todo = append(todo, it)
 	}
 	return todo
+}
+
+// oweBusyLocked notes the debt of a run for the fires from through to
+// that found item busy with e: the fires e does not stand for. When e
+// stands for from but ends before to, the debt starts at the first fire
+// after e's — not at to, which would leave the fires between owed by
+// nobody.
+func (r *runner) oweBusyLocked(item int, e *execution, from, to time.Time, cfg *spec) {
+	switch {
+	case !e.standsFor(from):
+		r.noteMisfireLocked(item, from, cfg)
+	case to.After(e.through):
+		first := to
+		if sched, _, err := cfg.Schedule(); err == nil {
+			if n := sched.Next(e.through); !n.IsZero() && n.Before(to) {
+				first = n
+			}
+		}
+		r.noteMisfireLocked(item, first, cfg)
+	}
+	if to.After(from) && !e.standsFor(to) {
+		r.noteMisfireLocked(item, to, cfg)
+	}
 }
 
 func (r *runner) release(items []int) {

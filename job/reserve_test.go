@@ -56,6 +56,49 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 	}
 }
 
+// TestBusyItemOwesEveryFireItsRunDoesNotStandFor: a make-up run since a
+// fire its item's running execution stands for, through a later fire it
+// does not, owes the item the fires after the execution's — from the
+// first one, not from the last (the fires between were owed by nobody:
+// a lost fire under a registry member that made a fire's proof time out).
+func TestBusyItemOwesEveryFireItsRunDoesNotStandFor(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	r := &runner{
+		log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
+		owed: newLedger(),
+		s:    &Scheduler{opts: options{now: func() time.Time { return now }}},
+	}
+	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 2}.WithDefaults())
+	t1 := now.Add(-4 * time.Second)
+	// Item 0 runs a make-up run for t1 and the fire after it.
+	r.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
+	// The fire skipped at t1 is made up now, through now.
+	if todo := r.reserve([]int{0, 1}, t1, now, KindMisfire, cfg); len(todo) != 1 || todo[0] != 1 {
+		t.Fatalf("reserved %v, want item 1 only", todo)
+	}
+	since, owed := r.owed.owed(0)
+	if want := t1.Add(2 * time.Second); !owed || !since.Equal(want) {
+		t.Fatalf("item 0 owed since %v (%v), want %v: the first fire its run does not stand for", since, owed, want)
+	}
+	if last := r.owed.lastOwed(0); !last.Equal(now) {
+		t.Fatalf("item 0 owed through %v, want %v", last, now)
+	}
+
+	// The same through a scheduled fire with an inherited gap.
+	r2 := &runner{
+		log:  r.log,
+		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
+		owed: newLedger(),
+		s:    r.s,
+	}
+	r2.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
+	r2.reserveFire([]int{0}, now, map[int]time.Time{0: t1}, nil, cfg)
+	if since, owed := r2.owed.owed(0); !owed || !since.Equal(t1.Add(2*time.Second)) {
+		t.Fatalf("gap: item 0 owed since %v (%v), want %v", since, owed, t1.Add(2*time.Second))
+	}
+}
+
 // TestHeldSince: which items an instance held without a break between two
 // reads of its assignment.
 func TestHeldSince(t *testing.T) {
