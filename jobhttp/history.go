@@ -33,6 +33,10 @@ type historyHandler struct {
 }
 
 // GET /history?job=&server=&kind=&failed=1&since=&until=&limit=&before=
+//
+// An execution whose run recorded an output (job.RecordOutput) carries it
+// as "output", the JSON value itself, and "outputTruncated": true when the
+// stored value was too long and is shown cut (see history.Execution).
 func (hh *historyHandler) executions(w http.ResponseWriter, r *http.Request) {
 	f, ok := hh.filter(w, r)
 	if !ok {

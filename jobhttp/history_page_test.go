@@ -37,10 +37,18 @@ func openRecorder(t *testing.T) *history.Recorder {
 
 // TestConsoleHistoryFromRecorder: with the instances recording their
 // history and the handler serving it, a trigger from the page shows up in
-// the history page, filtered by job.
+// the history page, filtered by job, with the outputs the runs recorded:
+// a short one inline, a long one collapsed until clicked, both as text.
 func TestConsoleHistoryFromRecorder(t *testing.T) {
 	rec := openRecorder(t)
-	setup := consoleSetup{instance: func(string) []job.Option { return rec.SchedulerOptions() }}
+	long := "<b>billing</b> " + strings.Repeat("invoice sent; ", 40) + "the end"
+	setup := consoleSetup{instance: func(string) []job.Option { return rec.SchedulerOptions() },
+		exec: func(ctx context.Context, sc job.ShardingContext) error {
+			if sc.JobName == "billing" {
+				return job.RecordOutput(ctx, long)
+			}
+			return job.RecordOutput(ctx, map[string]any{"item": sc.Item, "note": "<i>done</i>"})
+		}}
 	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, History: rec}, setup, quiet("report", 2), quiet("billing", 1))
 	tb := newTab(t)
 	tb.open(cc.console + "#/job/report")
@@ -52,7 +60,27 @@ func TestConsoleHistoryFromRecorder(t *testing.T) {
 		return cc.ran("report", job.KindTrigger) == 2 && cc.ran("billing", job.KindTrigger) == 1
 	})
 	tb.click(`#nav a[data-view="history"]`)
-	tb.waitText("#history-table", "report", "billing")
+	tb.waitText("#history-table", "report", "billing", `{"item":0,"note":"<i>done</i>"}`, `{"item":1,"note":"<i>done</i>"}`, "<b>billing</b> invoice sent;")
+	var state struct {
+		Markup  int    `json:"markup"`
+		Open    bool   `json:"open"`
+		Summary string `json:"summary"`
+	}
+	probe := `(() => { const d = document.querySelector("#history-table details.output");
+		return { markup: document.querySelectorAll("#history-table i, #history-table b").length, open: d.open, summary: d.querySelector("summary").textContent }; })()`
+	tb.run(evaluate(probe, &state))
+	if state.Markup != 0 {
+		t.Error("an output was rendered as HTML")
+	}
+	if state.Open || strings.Contains(state.Summary, "the end") {
+		t.Errorf("the long output is not collapsed: open %v, summary %q", state.Open, state.Summary)
+	}
+	tb.click("#history-table details.output summary")
+	tb.waitText("#history-table details.output pre", "the end")
+	tb.run(evaluate(probe, &state))
+	if !state.Open {
+		t.Error("the long output did not open on a click")
+	}
 	tb.fill("#h-job", "report")
 	tb.click(`#history-form button[type="submit"]`)
 	tb.waitText("#history-table tbody tr:nth-child(1)", "report", "trigger", "success")
@@ -76,9 +104,11 @@ func TestConsoleHistoryPage(t *testing.T) {
 		page := map[string]any{
 			"executions": []map[string]any{
 				{"id": 12, "job": "orders", "item": 3, "taskId": "orders@1", "fireTime": "2026-03-01T02:00:00Z", "kind": "fire", "server": "a2",
-					"start": "2026-03-01T02:00:00.010Z", "end": "2026-03-01T02:00:01.250Z", "durationMs": 1240, "result": "failure", "error": "<b>warehouse</b> said 503"},
+					"start": "2026-03-01T02:00:00.010Z", "end": "2026-03-01T02:00:01.250Z", "durationMs": 1240, "result": "failure", "error": "<b>warehouse</b> said 503",
+					"output": map[string]any{"shipped": 0}},
 				{"id": 11, "job": "orders", "item": 0, "taskId": "orders@1", "fireTime": "2026-03-01T02:00:00Z", "kind": "fire", "server": "a1",
-					"start": "2026-03-01T02:00:00.008Z", "end": "2026-03-01T02:00:00.308Z", "durationMs": 300, "result": "success", "error": ""},
+					"start": "2026-03-01T02:00:00.008Z", "end": "2026-03-01T02:00:00.308Z", "durationMs": 300, "result": "success", "error": "",
+					"output": strings.Repeat("z", 500), "outputTruncated": true},
 			},
 			"next": "cursor-11",
 		}
@@ -104,7 +134,7 @@ func TestConsoleHistoryPage(t *testing.T) {
 	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken}, setup, quiet("orders", 4))
 	tb := newTab(t)
 	tb.open(cc.console + "#/history")
-	tb.waitText("#history-table", "orders", "failure", "<b>warehouse</b> said 503", "success", "1.2 s", "300 ms")
+	tb.waitText("#history-table", "orders", "failure", "<b>warehouse</b> said 503", "success", "1.2 s", "300 ms", `{"shipped":0}`, "(cut at 64 KiB)")
 	tb.waitText("#history-events", "a2", "draining", "drain requested")
 	var bold int
 	tb.run(evaluate(`document.querySelectorAll("#history-table b").length`, &bold))

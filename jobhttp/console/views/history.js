@@ -1,6 +1,7 @@
 // views/history.js: the execution history (GET /history) with filters and
-// paging, and the job status changes (GET /history/status). A server
-// without history answers 404, and the page says so plainly.
+// paging, each run's output (collapsed when long), and the job status
+// changes (GET /history/status). A server without history answers 404,
+// and the page says so plainly.
 
 import { badge, duration, el, section, table, time } from "../dom.js";
 
@@ -73,6 +74,29 @@ function filters(ctx) {
   };
 }
 
+// SHORT is the longest output shown inline, in characters.
+const SHORT = 80;
+
+// output shows a run's output, any JSON value: a string as its text,
+// anything else as JSON. A short one is shown inline; a longer one is
+// collapsed to its start and opens on a click, in full (pretty-printed).
+// As everything on the page, it is text, never HTML.
+function output(x) {
+  if (!("output" in x)) return "";
+  const v = x.output;
+  const flat = typeof v === "string" ? v : JSON.stringify(v);
+  const cut = x.outputTruncated ? el("span", { class: "muted", text: " (cut at 64 KiB)" }) : null;
+  if (flat.length <= SHORT && !flat.includes("\n")) return [el("code", { class: "output", text: flat }), cut];
+  const full = typeof v === "string" ? v : JSON.stringify(v, null, 2);
+  return el(
+    "details",
+    { class: "output" },
+    el("summary", { text: flat.slice(0, SHORT).replace(/\s+/g, " ") + "…" }),
+    el("pre", { text: full }),
+    cut,
+  );
+}
+
 function result(r) {
   const kind = { success: "ok", failure: "bad", timeout: "bad" }[r] || "muted";
   return badge(r || "unknown", kind);
@@ -126,6 +150,7 @@ export async function refresh(ctx) {
         { label: "Fire", cell: (x) => time(x.fireTime) },
         { label: "Took", cls: "num", cell: (x) => duration(x.durationMs) },
         { label: "Result", cell: (x) => [result(x.result), x.error ? el("div", { class: "error-text", text: x.error }) : null] },
+        { label: "Output", cell: output },
       ],
       execs,
       "no execution matches",
