@@ -83,6 +83,26 @@ type Config struct {
 	// new name past it fails with ErrTooManyWorkers, so the per-worker
 	// answers and metric series stay bounded. Default 1000.
 	MaxWorkers int
+	// MaxAge is how long an ended task (finished, failed or cancelled) is
+	// kept after it ended; older ones are deleted by the retention. A
+	// waiting or running task is never deleted, however old. Once a task
+	// is deleted, Task and Finish answer ErrUnknownTask for it, and an
+	// Assign with its external id adds a new task. Default DefaultMaxAge
+	// (7 days), as the execution history keeps its rows.
+	MaxAge time.Duration
+	// MaxRows is how many ended tasks are kept at most: the most recently
+	// ended ones. Default DefaultMaxRows (1,000,000).
+	MaxRows int64
+	// RetentionInterval is how often a started node deletes the ended
+	// tasks past MaxAge or MaxRows; a pass that leaves more to delete is
+	// followed by the next one after SweepInterval. Default
+	// DefaultRetentionInterval (1 min).
+	RetentionInterval time.Duration
+	// RetentionBatch is how many tasks one DELETE removes at most (one
+	// short transaction that locks those rows only); a pass runs at most
+	// 20 of them per rule (age, count). Default DefaultRetentionBatch
+	// (1,000), at most MaxRetentionBatch.
+	RetentionBatch int
 	// AllowInsecureWebhooks lets a worker's WebhookURL be plain http.
 	// Default false: https only, so notices and their signatures are not
 	// readable on the way.
@@ -148,6 +168,9 @@ func (c *Config) validate() error {
 			c.MaxOpenConns = 1
 		}
 	}
+	if err := c.retentionDefaults(); err != nil {
+		return err
+	}
 	if err := c.Backoff.setDefaults(); err != nil {
 		return err
 	}
@@ -175,10 +198,11 @@ type Stats struct {
 	Reaped     int64 // tasks freed here from lapsed leases
 	Stale      int64 // results rejected because the attempt no longer held the task
 	LeaseLost  int64 // times this node found its own lease gone
+	Pruned     int64 // ended tasks deleted here by the retention (MaxAge, MaxRows)
 }
 
 type counters struct {
-	started, late, lateFailed, finished, timedOut, retried, failed, reaped, stale, leaseLost atomic.Int64
+	started, late, lateFailed, finished, timedOut, retried, failed, reaped, stale, leaseLost, pruned atomic.Int64
 }
 
 // attemptRun is a handler running on this node.
@@ -342,7 +366,7 @@ func (d *Dispatcher) Stats() Stats {
 	c := &d.stats
 	return Stats{Started: c.started.Load(), Late: c.late.Load(), LateFailed: c.lateFailed.Load(), Finished: c.finished.Load(),
 		TimedOut: c.timedOut.Load(), Retried: c.retried.Load(), Failed: c.failed.Load(), Reaped: c.reaped.Load(),
-		Stale: c.stale.Load(), LeaseLost: c.leaseLost.Load()}
+		Stale: c.stale.Load(), LeaseLost: c.leaseLost.Load(), Pruned: c.pruned.Load()}
 }
 
 // DB is the database handle, for callers that read the tables directly.

@@ -39,6 +39,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.stopLoops = stopLoops
 	d.goLoop(func() { d.fetchLoop(loops) })
 	d.goLoop(func() { d.sweepLoop(loops) })
+	d.goLoop(func() { d.retainLoop(loops) })
 	if d.listenConn != nil {
 		d.goLoop(func() { d.listenLoop(loops) })
 	}

@@ -37,7 +37,7 @@ var (
 	descMaxRunning  = prometheus.NewDesc("shardjob_dispatch_max_running", "The worker's cap on running tasks (0 pauses it).", []string{"worker"}, nil)
 	descLateTasks   = prometheus.NewDesc("shardjob_dispatch_tasks_late", "Tasks whose last start came after their acceptable start, whatever their state now.", []string{"worker"}, nil)
 	descQueueErrors = prometheus.NewDesc("shardjob_dispatch_queue_read_errors_total", "Scrapes that could not read the dispatcher's queues from its database.", nil, nil)
-	descNode        = prometheus.NewDesc("shardjob_dispatch_node_events_total", "What this dispatcher node did, by event (started, late, late_failed, finished, timed_out, retried, failed, reaped, stale, lease_lost).", []string{"event"}, nil)
+	descNode        = prometheus.NewDesc("shardjob_dispatch_node_events_total", "What this dispatcher node did, by event (started, late, late_failed, finished, timed_out, retried, failed, reaped, stale, lease_lost, pruned: ended tasks deleted by the retention).", []string{"event"}, nil)
 )
 
 type dispatchCollector struct {
@@ -76,7 +76,7 @@ func (c *dispatchCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{"started", st.Started}, {"late", st.Late}, {"late_failed", st.LateFailed}, {"finished", st.Finished},
 		{"timed_out", st.TimedOut}, {"retried", st.Retried}, {"failed", st.Failed}, {"reaped", st.Reaped},
-		{"stale", st.Stale}, {"lease_lost", st.LeaseLost},
+		{"stale", st.Stale}, {"lease_lost", st.LeaseLost}, {"pruned", st.Pruned},
 	} {
 		ch <- prometheus.MustNewConstMetric(descNode, prometheus.CounterValue, float64(e.v), e.name)
 	}
