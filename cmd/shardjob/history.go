@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/shardjob/shardjob/history"
 )
@@ -17,8 +20,10 @@ import (
 var historyHelpLine = strings.TrimSpace(`
 History (read from the history database, no ZooKeeper; see docs/operations.md):
   history [JOB] [--since 1h] [--until T] [--failed] [--server S] [--kind K] [--limit N] [--before C]
-                              executions, newest first: start, job, item, kind, server, duration,
-                              result, error; --events: the job status events instead
+          [--output-width N]  executions, newest first: start, job, item, kind, server, duration,
+                              result, error and the run's output, on one line, cut at N characters
+                              (default 60, 0: whole; --json: as it is); --events: the job status
+                              events instead
   --history-driver sqlite|postgres   env SHARDJOB_HISTORY_DRIVER (default sqlite)
   --history-dsn FILE|DSN             env SHARDJOB_HISTORY_DSN (default shardjob-history.db)
   --json                      JSON as GET /history answers (same as -o json)`)
@@ -31,6 +36,7 @@ type historyOptions struct {
 	failed       bool
 	events, json bool
 	limit        int
+	outputWidth  int
 }
 
 // addHistoryFlags defines the flags of "shardjob history"; --server is
@@ -47,6 +53,7 @@ func addHistoryFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&h.limit, "limit", history.DefaultLimit, fmt.Sprintf("show at most `n` rows (1 to %d)", history.MaxLimit))
 	fs.StringVar(&h.before, "before", "", "show the rows older than this `cursor` (the next cursor a previous page printed)")
 	fs.BoolVar(&h.events, "events", false, "show the job status events (paused, resharded, leader, ...) instead of the executions")
+	fs.IntVar(&h.outputWidth, "output-width", 60, "cut each run's output to `n` characters in the table (0: show it whole; --json shows it as it is)")
 	fs.BoolVar(&h.json, "json", false, "print JSON, as GET /history answers (same as --output json)")
 }
 
@@ -67,6 +74,9 @@ func historyFilter(jobName string, o *options, now time.Time) (history.Filter, e
 			return f, usagef("--%s %q: give a duration before now such as 1h, or an RFC 3339 time such as 2026-05-04T10:00:00Z", p.name, p.v)
 		}
 		*p.t = t
+	}
+	if h.outputWidth < 0 {
+		return f, usagef("--output-width %d: give a number of characters, or 0 for the whole output", h.outputWidth)
 	}
 	if h.limit < 1 || h.limit > history.MaxLimit {
 		return f, usagef("--limit %d: give a number from 1 to %d", h.limit, history.MaxLimit)
@@ -147,15 +157,59 @@ func cmdHistory(e *env, pos []string) error {
 		return nil
 	}
 	tw := e.table()
-	fmt.Fprintln(tw, "ID\tSTART\tJOB\tITEM\tKIND\tSERVER\tDURATION\tRESULT\tERROR")
+	fmt.Fprintln(tw, "ID\tSTART\tJOB\tITEM\tKIND\tSERVER\tDURATION\tRESULT\tERROR\tOUTPUT")
 	for _, x := range p.Executions {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", x.ID, when(&x.Start), x.Job, x.Item, x.Kind, x.Server,
-			x.Duration().Round(time.Millisecond), x.Result, dash(x.Error))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, when(&x.Start), x.Job, x.Item, x.Kind, x.Server,
+			x.Duration().Round(time.Millisecond), x.Result, dash(x.Error), outputCell(x.Output, x.OutputTruncated, o.hist.outputWidth))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return printNext(e, p.Next)
+}
+
+// outputCell is a run's output as one cell of the table: a JSON string as
+// its text, any other value as compact JSON; white space, control and
+// format characters (an escape sequence, a direction override: nothing
+// that could steer the terminal) folded to one space; at most width
+// characters (0: all), ending in "…" when cut, and "(cut)" when the
+// history itself holds only its start. "-" when there is none.
+func outputCell(out json.RawMessage, truncated bool, width int) string {
+	if len(out) == 0 {
+		return "-"
+	}
+	var text string
+	if err := json.Unmarshal(out, &text); err != nil {
+		var b bytes.Buffer
+		if err := json.Compact(&b, out); err != nil {
+			return "(not JSON)" // history.Reader refuses such rows: not reached
+		}
+		text = b.String()
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range text {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	cell := b.String()
+	if r := []rune(cell); width > 0 && len(r) > width {
+		cell = strings.TrimRight(string(r[:width]), " ") + "…"
+	}
+	if truncated {
+		cell += " (cut)"
+	}
+	if cell == "" {
+		return "-"
+	}
+	return cell
 }
 
 func printNext(e *env, next string) error {

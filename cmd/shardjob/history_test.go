@@ -16,9 +16,16 @@ import (
 	"github.com/shardjob/shardjob/listener"
 )
 
+// outputs are the outputs of writeHistory's executions, by item.
+var outputs = map[int]json.RawMessage{
+	11: json.RawMessage(`{"rows": 11, "note": "<ok>"}`),
+	10: json.RawMessage(`"` + strings.Repeat("0123456789", 10) + `"`),
+	0:  json.RawMessage(`"half\n\u001b[31mred\u202eevil"`),
+}
+
 // writeHistory records 12 executions (jobs a and b alternating, servers
 // s1 and s2 alternating, every fourth failed, the newest fire a minute
-// ago) and 3 events, and closes the recorder.
+// ago, three with an output) and 3 events, and closes the recorder.
 func writeHistory(t *testing.T, cfg history.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -36,7 +43,7 @@ func writeHistory(t *testing.T, cfg history.Config) {
 			err = fmt.Errorf("item %d: upstream said\nno", i)
 		}
 		rec.AfterExecution(listener.Execution{Job: []string{"a", "b"}[i%2], TaskID: fmt.Sprint("t", i), ServerID: []string{"s1", "s2"}[i%2],
-			Item: i, Kind: "fire", FireTime: fire, Begin: fire, End: fire.Add(42 * time.Millisecond), Err: err})
+			Item: i, Kind: "fire", FireTime: fire, Begin: fire, End: fire.Add(42 * time.Millisecond), Err: err, Output: outputs[i]})
 	}
 	for _, k := range []job.EventKind{job.EventRegistered, job.EventLeader, job.EventPaused} {
 		rec.HandleEvent(job.Event{Kind: k, Job: "a", Server: "s1", Detail: "d-" + string(k)})
@@ -58,14 +65,24 @@ func TestHistoryCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 13 || !regexp.MustCompile(`^ID\s+START\s+JOB\s+ITEM\s+KIND\s+SERVER\s+DURATION\s+RESULT\s+ERROR$`).MatchString(lines[0]) {
+	if len(lines) != 13 || !regexp.MustCompile(`^ID\s+START\s+JOB\s+ITEM\s+KIND\s+SERVER\s+DURATION\s+RESULT\s+ERROR\s+OUTPUT$`).MatchString(lines[0]) {
 		t.Fatalf("table:\n%s", out)
 	}
-	if !regexp.MustCompile(`^12\s+\S+ \S+\s+b\s+11\s+fire\s+s2\s+42ms\s+success\s+-$`).MatchString(lines[1]) {
+	if !regexp.MustCompile(`^12\s+\S+ \S+\s+b\s+11\s+fire\s+s2\s+42ms\s+success\s+-\s+\{"rows":11,"note":"<ok>"\}$`).MatchString(lines[1]) {
 		t.Errorf("newest row: %q", lines[1])
 	}
-	if !regexp.MustCompile(`^1\s+.*\ba\s+0\s+fire\s+s1\s+42ms\s+failure\s+item 0: upstream said no$`).MatchString(lines[12]) {
+	if want := strings.Repeat("0123456789", 6) + "…"; !strings.HasSuffix(lines[2], " "+want) {
+		t.Errorf("a long output is not cut at 60 characters: %q", lines[2])
+	}
+	if !regexp.MustCompile(`^1\s+.*\ba\s+0\s+fire\s+s1\s+42ms\s+failure\s+item 0: upstream said no\s+half \[31mred evil$`).MatchString(lines[12]) {
 		t.Errorf("oldest row: %q", lines[12])
+	}
+	if strings.ContainsAny(out, "\x1b\u202e") {
+		t.Error("an output's escape or direction override reached the terminal")
+	}
+	code, out, _ = runCLI("history", "a", "--history-dsn", path, "--output-width", "0", "--limit", "1", "--before", "12")
+	if code != exitOK || !strings.Contains(out, " "+strings.Repeat("0123456789", 10)+"\n") {
+		t.Errorf("--output-width 0: exit %d\n%s", code, out)
 	}
 
 	// A job, failed only, as JSON (two spellings).
@@ -134,6 +151,7 @@ func TestHistoryCommand(t *testing.T) {
 		{[]string{"history", "--since", "yesterday"}, exitUsage, "--since"},
 		{[]string{"history", "--until", "1h", "--since", "10m"}, exitUsage, "--since"},
 		{[]string{"history", "--limit", "0"}, exitUsage, "--limit"},
+		{[]string{"history", "--output-width", "-1"}, exitUsage, "--output-width"},
 		{[]string{"history", "--limit", "5000"}, exitUsage, "--limit"},
 		{[]string{"history", "--before", "x"}, exitUsage, "--before"},
 		{[]string{"history", "--history-driver", "mysql"}, exitUsage, "--history-driver"},
