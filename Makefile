@@ -103,13 +103,14 @@ FIREBENCH ?= -all
 bench: zookeeper
 	$(GO) run ./tools/firebench $(FIREBENCH)
 
-# shardjob beside gocron and dcron, failover and reshard timings (bench/, a
-# module of its own so that the SDK's go.mod does not pull the peers in; its
-# own ZooKeeper and Redis; about 20 minutes for -all). BENCH_PEERS picks what
-# to run: -peers, -failover, -reshard, -firecost, or -all; the plots go to
-# docs/perf.
+# shardjob beside gocron and dcron, failover and reshard timings, and the
+# dispatcher beside River (bench/, a module of its own so that the SDK's
+# go.mod does not pull the peers in; its own ZooKeeper, Redis and
+# PostgreSQL; about 25 minutes for -all). BENCH_PEERS picks what to run:
+# -peers, -failover, -reshard, -firecost, -dispatch, or -all; the plots go
+# to docs/perf.
 BENCH_PEERS ?= -all
-bench-peers: zookeeper redis
+bench-peers: zookeeper redis postgresql
 	cd bench && $(GO) run . $(BENCH_PEERS) -plots ../docs/perf
 
 # The bench module's runs take minutes and are not part of CI; CI only

@@ -5,15 +5,17 @@
 // Usage, from bench/ (ZooKeeper and Redis as scripts/zookeeper.sh and
 // scripts/redis.sh find or install them):
 //
-//	go run . -all                 # every benchmark (about 20 minutes)
+//	go run . -all                 # every benchmark (about 25 minutes)
 //	go run . -peers               # shardjob, gocron + Redis lock, dcron + Redis: J jobs every second on 3 node processes, kill -9 the busiest at half time
 //	go run . -failover            # kill -9 an instance mid-run, ≥ 20 trials: session expiry → items started elsewhere
 //	go run . -reshard             # 1 → 100 instances, 1,000 and 10,000 items: the fire that finds the reshard due → every instance running its new items
 //	go run . -firecost            # what each scheduler itself spends per run: J jobs every second in one process, nothing recorded
+//	go run . -dispatch            # the dispatcher beside River on one PostgreSQL: insert and run throughput, start latency, CPU per 1,000 tasks, with and without caps
 //	go run . -h                   # every flag
 //
 // It starts its own standalone ZooKeeper (regcenter/zktest) and its own
-// Redis (redis-server) on loopback, and stops everything it started. Each
+// Redis (redis-server) on loopback, and for -dispatch its own PostgreSQL
+// (internal/testing/pgtest), and stops everything it started. Each
 // figure is printed as a line "bench NAME key=value ...", and a last line
 // "summary key=value ..." repeats the headline figures. With -plots DIR it
 // also draws the peers' latency distributions, runs per node and recovery
@@ -26,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,7 +46,7 @@ import (
 
 // config holds the flags.
 type config struct {
-	peers, failover, reshard, fireCost bool
+	peers, failover, reshard, fireCost, dispatch bool
 
 	peerSystems  []string
 	peerJobs     []int
@@ -65,6 +68,8 @@ type config struct {
 	rsItems     []int
 	rsInstances int
 	rsFireLead  time.Duration
+
+	dp dpParams
 
 	plots       string
 	keep        bool
@@ -111,7 +116,7 @@ func parseFlags(args []string) (config, error) {
 	var systems, jobs, rsItems string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run . [-all | -peers -failover -reshard -firecost] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run . [-all | -peers -failover -reshard -firecost -dispatch] [flags]")
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&all, "all", false, "run every benchmark")
@@ -119,6 +124,15 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.failover, "failover", false, "kill -9 an instance mid-run: session expiry → its items started elsewhere")
 	fs.BoolVar(&c.reshard, "reshard", false, "1 → N instances: the fire that finds the reshard due → every instance running its new items")
 	fs.BoolVar(&c.fireCost, "firecost", false, "what each scheduler itself spends per run: J jobs every second in one node process, runs counted, not recorded")
+	fs.BoolVar(&c.dispatch, "dispatch", false, "the dispatcher beside River on one PostgreSQL: insert and run throughput, start latency, CPU per 1,000 tasks, with and without caps")
+
+	var dpSys, dpCapNames string
+	fs.StringVar(&dpSys, "dp-systems", "shardjob,river", "-dispatch: systems, in the order run (shardjob, river)")
+	fs.StringVar(&dpCapNames, "dp-caps", "open,capped", "-dispatch: cap settings (open: tenants 1,000 each, global 3,000; capped: 5, 10, 20, global 30)")
+	fs.IntVar(&c.dp.tasks, "dp-tasks", 100000, "-dispatch: tasks inserted, then run, per system and cap setting")
+	fs.IntVar(&c.dp.rate, "dp-rate", 1000, "-dispatch: tasks a second fed for the start latency")
+	fs.DurationVar(&c.dp.duration, "dp-duration", 30*time.Second, "-dispatch: how long the latency feed lasts")
+	fs.IntVar(&c.dp.nodes, "dp-nodes", 3, "-dispatch: dispatcher nodes and River clients, in this process")
 
 	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
@@ -154,13 +168,22 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if all {
-		c.peers, c.failover, c.reshard, c.fireCost = true, true, true, true
+		c.peers, c.failover, c.reshard, c.fireCost, c.dispatch = true, true, true, true, true
 	}
-	if !(c.peers || c.failover || c.reshard || c.fireCost) {
+	if !(c.peers || c.failover || c.reshard || c.fireCost || c.dispatch) {
 		fs.Usage()
 		return c, errors.New("choose a benchmark, or -all")
 	}
 	var err error
+	if c.dp.systems, err = parseList("-dp-systems", dpSys, dpSystems); err != nil {
+		return c, err
+	}
+	if c.dp.capSets, err = parseList("-dp-caps", dpCapNames, slices.Sorted(maps.Keys(dpCapSets))); err != nil {
+		return c, err
+	}
+	if err := c.dp.validate(); err != nil {
+		return c, err
+	}
 	if c.peerSystems, err = parseSystems("-peer-systems", systems, c); err != nil {
 		return c, err
 	}
@@ -227,20 +250,22 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
-	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	// The JVM's full compiler, as a production server runs it (zktest stops
-	// at C1 for a fast start), as tools/firebench does.
-	b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: filepath.Join(b.dir, "zk"), Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := b.zk.Close(); err != nil {
-			b.log.Warn("close ZooKeeper", "err", err)
+	if cfg.peers || cfg.failover || cfg.reshard || cfg.fireCost { // -dispatch needs no ZooKeeper
+		zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		// The JVM's full compiler, as a production server runs it (zktest stops
+		// at C1 for a fast start), as tools/firebench does.
+		b.zk, err = zktest.StartCluster(zctx, zktest.Options{Dir: filepath.Join(b.dir, "zk"), Logger: b.log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
+		cancel()
+		if err != nil {
+			return err
 		}
-	}()
-	fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
+		defer func() {
+			if err := b.zk.Close(); err != nil {
+				b.log.Warn("close ZooKeeper", "err", err)
+			}
+		}()
+		fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
+	}
 	if cfg.peers || cfg.fireCost {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		b.redis, err = startRedis(rctx, filepath.Join(b.dir, "redis"))
@@ -265,6 +290,7 @@ func run(ctx context.Context, cfg config) error {
 		{cfg.failover, "failover", b.measureFailover},
 		{cfg.reshard, "reshard", b.measureReshard},
 		{cfg.fireCost, "firecost", b.measureFireCost},
+		{cfg.dispatch, "dispatch", b.measureDispatchPeer},
 	}
 	var errs []error
 	for _, s := range steps {
