@@ -16,6 +16,7 @@ import (
 const (
 	stateCommitted  = "committed"  // end line: StillOwner passed, side effect done
 	stateAborted    = "aborted"    // abort line: no side effect
+	stateReplaced   = "replaced"   // replaced line: a later fire replaced it; its fires count as run
 	stateUnfinished = "unfinished" // begin only: the process died (or the log ends)
 )
 
@@ -108,6 +109,7 @@ type Report struct {
 	Executions []*execution
 	Committed  int
 	Aborted    int
+	Replaced   int
 	Unfinished int
 
 	// Overlaps are pairs of committed executions of one item in different
@@ -241,16 +243,19 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Through: e.Through, Kind: e.Kind, Begin: e.T, State: stateUnfinished}
 			byRun[e.Run] = x
 			r.Executions = append(r.Executions, x)
-		case eventlog.End, eventlog.Abort:
+		case eventlog.End, eventlog.Abort, eventlog.Replaced:
 			x := byRun[e.Run]
 			if x == nil || x.State != stateUnfinished {
 				r.BadLines++
 				continue
 			}
 			x.Stop = e.T
-			if e.Ev == eventlog.End {
+			switch e.Ev {
+			case eventlog.End:
 				x.State = stateCommitted
-			} else {
+			case eventlog.Replaced:
+				x.State, x.Err = stateReplaced, e.Err
+			default:
 				x.State, x.Err = stateAborted, e.Err
 			}
 		}
@@ -288,6 +293,8 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			r.Committed++
 		case stateAborted:
 			r.Aborted++
+		case stateReplaced:
+			r.Replaced++
 		default:
 			r.Unfinished++
 		}
@@ -363,7 +370,9 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		covered[item] = map[int64]bool{}
 	}
 	for _, x := range r.Executions {
-		if x.State != stateCommitted || covered[x.Item] == nil {
+		// A replaced execution ran its fires (the overlap policy's
+		// promise): a later run of them is a duplicate.
+		if (x.State != stateCommitted && x.State != stateReplaced) || covered[x.Item] == nil {
 			continue
 		}
 		hi := x.Fire
@@ -533,10 +542,10 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d registry=%s",
+		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d registry=%s",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed, r.Registry())
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed, r.Registry())
 }
 
 // maxDetail bounds the detail lines of one kind.

@@ -61,6 +61,10 @@ func (s *synth) exec(inst string, item int, fireSec int64, kind string, beginMS,
 		e = base
 		e.Ev, e.Err = eventlog.Abort, "still owner: session lost"
 		s.add(stopMS, e)
+	case stateReplaced:
+		e = base
+		e.Ev, e.Err = eventlog.Replaced, "context: job: run replaced by a later fire"
+		s.add(stopMS, e)
 	}
 }
 
@@ -240,6 +244,34 @@ func TestLostFire(t *testing.T) {
 	r.Details(&buf)
 	if !strings.Contains(buf.String(), "LOST: item 1 fires") {
 		t.Errorf("details do not show the lost fire:\n%s", buf.String())
+	}
+}
+
+// A replaced execution (overlap replace) ran its fire: the fire is not
+// lost, and a later run of it is a duplicate.
+func TestReplacedCoversItsFire(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1010, 2005, stateReplaced)
+	s.exec("i1", 0, 2, "misfire", 2010, 2500, stateCommitted)
+	s.exec("i1", 0, 3, "fire", 3010, 3500, stateCommitted)
+	s.stop(3900)
+	r := s.analyse(t)
+	if len(r.Lost) != 0 || r.Replaced != 1 || !r.OK() {
+		t.Fatalf("lost %v, replaced %d, ok %v", r.Lost, r.Replaced, r.OK())
+	}
+	if !strings.Contains(r.Summary(), " replaced=1 ") {
+		t.Fatalf("summary: %s", r.Summary())
+	}
+	// The replaced fire run again: a duplicate no crash explains.
+	s = newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.exec("i1", 0, 1, "fire", 1010, 2005, stateReplaced)
+	s.exec("i1", 0, 1, "misfire", 2010, 2500, stateCommitted)
+	s.fires("i1", 0, 2, 3)
+	s.stop(3900)
+	if r := s.analyse(t); len(r.UnexplainedDuplicates) == 0 || r.OK() {
+		t.Fatalf("a replaced fire run again: unexplained duplicates %v", r.UnexplainedDuplicates)
 	}
 }
 

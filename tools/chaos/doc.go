@@ -35,7 +35,7 @@
 // unexplained duplicate with the executions and faults around it), then one
 // summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… unfinished=… stale_overlaps=… frozen_commits=… seed=… registry=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… replaced=… unfinished=… stale_overlaps=… frozen_commits=… seed=… registry=…
 //
 // A duplicate is a fire of an item that two committed executions covered. It
 // is explained when the earlier execution's instance was down (kill -9),

@@ -48,7 +48,13 @@ type Config struct {
 	Keep            bool          // keep the run directory even when the run passes
 	InstanceBin     string        // a prebuilt instance binary; "" builds one
 	Verbose         bool
-	Out             io.Writer // progress lines; nil discards them
+	// Overlap is the test job's overlap policy: "" (buffer one run) or
+	// "replace", where every LongEvery-th execution of an instance works
+	// Long, past the next fire, which replaces it.
+	Overlap   string
+	LongEvery int
+	Long      time.Duration
+	Out       io.Writer // progress lines; nil discards them
 }
 
 // DefaultConfig returns the defaults of the command's flags.
@@ -81,6 +87,14 @@ func (c Config) validate() error {
 	}
 	if c.Items < 1 {
 		errs = append(errs, fmt.Errorf("items %d: need at least 1", c.Items))
+	}
+	switch c.Overlap {
+	case "", "replace":
+	default:
+		errs = append(errs, fmt.Errorf("overlap %q: need \"\" or replace", c.Overlap))
+	}
+	if c.LongEvery < 0 || (c.LongEvery > 0 && c.Long <= c.Work) {
+		errs = append(errs, fmt.Errorf("long-every %d, long %v: need a count >= 0 and a long run longer than -work", c.LongEvery, c.Long))
 	}
 	if c.Work <= 0 || c.Jitter < 0 || c.Jitter >= c.Work {
 		errs = append(errs, fmt.Errorf("work %v ± %v: need 0 <= jitter < work", c.Work, c.Jitter))
@@ -252,6 +266,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		WorkMS: cfg.Work.Milliseconds(), SessionTimeoutMS: cfg.SessionTimeout.Milliseconds(),
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
 		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
+		Overlap: cfg.Overlap,
 	}})
 
 	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
@@ -44,6 +45,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the temporary run directory even when the run passes")
 	fs.StringVar(&cfg.InstanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&cfg.Verbose, "v", false, "debug logging in the instances' logs")
+	fs.StringVar(&cfg.Overlap, "overlap", "", `the test job's overlap policy: "" (buffer one run) or replace (use with -work shorter than the 1 s period and -long-every)`)
+	fs.IntVar(&cfg.LongEvery, "long-every", 0, "every this many executions of an instance works -long instead of -work (0: none)")
+	fs.DurationVar(&cfg.Long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
 	analyse := fs.String("analyse", "", "only analyse this event log of an earlier run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

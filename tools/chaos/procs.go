@@ -82,6 +82,12 @@ func (h *harness) start(p *instance) error {
 	if h.cfg.Verbose {
 		args = append(args, "-v")
 	}
+	if h.cfg.Overlap != "" {
+		args = append(args, "-overlap", h.cfg.Overlap)
+	}
+	if h.cfg.LongEvery > 0 {
+		args = append(args, "-long-every", fmt.Sprint(h.cfg.LongEvery), "-long", h.cfg.Long.String())
+	}
 	name := h.instanceBin
 	if p.inNetns {
 		name, args = h.netns.command(name, args...)

@@ -36,6 +36,10 @@ const (
 	// Abort: the execution stopped without a side effect: its context
 	// ended or StillOwner failed (err says which).
 	Abort = "abort"
+	// Replaced: the execution stopped without a side effect because a later
+	// fire of its item replaced it (the job's overlap policy is replace):
+	// its fires count as run, and must not run again.
+	Replaced = "replaced"
 	// ProcExit: the scheduler shut down gracefully (err: Shutdown's error).
 	ProcExit = "proc_exit"
 )
@@ -87,6 +91,8 @@ type RunConfig struct {
 	// Registry is "zookeeper" or "etcd"; logs written before runs on etcd
 	// existed have none, and were on ZooKeeper.
 	Registry string `json:"registry,omitempty"`
+	// Overlap is the test job's overlap policy ("" or "replace").
+	Overlap string `json:"overlap,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

@@ -48,6 +48,9 @@ type options struct {
 	shutdownTimeout time.Duration
 	logPath         string
 	verbose         bool
+	overlap         string
+	longEvery       int
+	long            time.Duration
 }
 
 func main() {
@@ -66,6 +69,9 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.logPath, "log", "", "event log to append to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
+	flag.StringVar(&o.overlap, "overlap", "", "the job's overlap policy (buffer-one, skip, replace; default: the job's default)")
+	flag.IntVar(&o.longEvery, "long-every", 0, "every this many executions of this process works -long instead of -work (0: none)")
+	flag.DurationVar(&o.long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
 	flag.Parse()
 	if o.id == "" || servers == "" || o.logPath == "" {
 		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
@@ -179,7 +185,7 @@ func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
 // server id still held by this instance's previous life, or ZooKeeper
 // unavailable).
 func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Scheduler, error) {
-	cfg := job.Config{Name: in.o.jobName, Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true}
+	cfg := job.Config{Name: in.o.jobName, Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap)}
 	for {
 		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log))
 		if err != nil {
@@ -207,7 +213,8 @@ func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Schedu
 // execute is the test job: begin, work, check ownership, then end (the side
 // effect) or abort.
 func (in *instance) execute(ctx context.Context, sc job.ShardingContext) error {
-	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, in.seq.Add(1))
+	seq := in.seq.Add(1)
+	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, seq)
 	base := eventlog.Event{Run: run, Item: eventlog.Item(sc.Item), Fire: sc.FireTime.UnixMilli(), Through: sc.Through.UnixMilli(), Kind: string(sc.Kind)}
 	e := base
 	e.Ev = eventlog.Begin
@@ -217,12 +224,18 @@ func (in *instance) execute(ctx context.Context, sc job.ShardingContext) error {
 	if in.o.jitter > 0 {
 		d += time.Duration(rand.Int64N(int64(2*in.o.jitter)+1)) - in.o.jitter
 	}
+	if in.o.longEvery > 0 && seq%int64(in.o.longEvery) == 0 {
+		d = in.o.long
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		e := base
 		e.Ev, e.Err = eventlog.Abort, "context: "+context.Cause(ctx).Error()
+		if errors.Is(context.Cause(ctx), job.ErrReplaced) {
+			e.Ev = eventlog.Replaced
+		}
 		in.write(e)
 		return ctx.Err()
 	case <-t.C:
