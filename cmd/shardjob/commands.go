@@ -113,6 +113,13 @@ func cmdStatus(e *env, args []string) error {
 	fmt.Fprintf(tw, "leader:\t%s\n", dash(st.Leader))
 	fmt.Fprintf(tw, "last fire:\t%s\n", when(st.LastFire))
 	fmt.Fprintf(tw, "next fire:\t%s\n", when(st.NextFire))
+	if st.PausedUntil != nil {
+		note := ""
+		if st.PauseNote != "" {
+			note = " (" + foldForTerminal(st.PauseNote) + ")"
+		}
+		fmt.Fprintf(tw, "paused until:\t%s%s\n", when(st.PausedUntil), note)
+	}
 	if st.ConfigError != "" {
 		fmt.Fprintf(tw, "config:\trejected, instances keep their last good config: %s\n", st.ConfigError)
 	}

@@ -186,6 +186,23 @@ func outputCell(out json.RawMessage, truncated bool, width int) string {
 		}
 		text = b.String()
 	}
+	cell := foldForTerminal(text)
+	if r := []rune(cell); width > 0 && len(r) > width {
+		cell = strings.TrimRight(string(r[:width]), " ") + "…"
+	}
+	if truncated {
+		cell += " (cut)"
+	}
+	if cell == "" {
+		return "-"
+	}
+	return cell
+}
+
+// foldForTerminal folds white space, control and format characters (an
+// escape sequence, a direction override: nothing that could steer the
+// terminal) in text to one space, and trims it.
+func foldForTerminal(text string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range text {
@@ -199,17 +216,7 @@ func outputCell(out json.RawMessage, truncated bool, width int) string {
 		}
 		b.WriteRune(r)
 	}
-	cell := b.String()
-	if r := []rune(cell); width > 0 && len(r) > width {
-		cell = strings.TrimRight(string(r[:width]), " ") + "…"
-	}
-	if truncated {
-		cell += " (cut)"
-	}
-	if cell == "" {
-		return "-"
-	}
-	return cell
+	return b.String()
 }
 
 func printNext(e *env, next string) error {

@@ -59,6 +59,9 @@ type Config struct {
 	Failover           bool   `json:"failover"`
 	Disabled           bool   `json:"disabled"`
 	Description        string `json:"description,omitempty"`
+	// PausedUntil and PauseNote are the config's pause (job.Config's).
+	PausedUntil time.Time `json:"-"`
+	PauseNote   string    `json:"-"`
 	// Next returns the first fire strictly after t, or the zero time if the
 	// schedule never fires again. Nil means unknown.
 	Next func(t time.Time) time.Time `json:"-"`

@@ -223,6 +223,20 @@ func TestAdminStatus(t *testing.T) {
 		t.Errorf("config disabled: %q, next fire %v", st.Status, st.NextFire)
 	}
 
+	// A pause in the config: shown with its note, and the next fire is
+	// after it.
+	until := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
+	if _, _, err := f.adm.ConfigSet(f.ctx, "report", []byte(reportDoc+"pausedUntil: "+until.Format(time.RFC3339)+"\npauseNote: warehouse move\n")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = f.adm.Status(f.ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PausedUntil == nil || !st.PausedUntil.Equal(until) || st.PauseNote != "warehouse move" || st.NextFire == nil || st.NextFire.Before(until) {
+		t.Errorf("paused: until %v (%q), next fire %v", st.PausedUntil, st.PauseNote, st.NextFire)
+	}
+
 	// Garbage in the config node is reported, not fatal.
 	if _, err := f.rc.Set(f.ctx, p.Config(), []byte("cron: ["), -1); err != nil {
 		t.Fatal(err)

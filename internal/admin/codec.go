@@ -39,6 +39,7 @@ func JobCodec(lookupStrategy bool) Codec {
 		out := Config{
 			Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
 			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
+			PausedUntil: cfg.PausedUntil, PauseNote: cfg.PauseNote,
 		}
 		if sched, _, err := cfg.Schedule(); err == nil {
 			out.Next = sched.Next

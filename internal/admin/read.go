@@ -78,6 +78,10 @@ type JobSummary struct {
 	// ConfigError says why the config node could not be decoded (the
 	// instances keep running with their last good config meanwhile).
 	ConfigError string `json:"configError,omitempty"`
+	// PausedUntil is the config's pause, while it lasts: the job fires on
+	// no instance before it. PauseNote says why.
+	PausedUntil *time.Time `json:"pausedUntil,omitempty"`
+	PauseNote   string     `json:"pauseNote,omitempty"`
 }
 
 // JobStatus is the detailed state of one job, from [Admin.Status].
@@ -515,6 +519,9 @@ func (s *snapshot) summary(now time.Time) JobSummary {
 			if n := s.cfg.Next(now); !n.IsZero() {
 				sum.NextFire = &n
 			}
+		}
+		if p := s.cfg.PausedUntil; p.After(now) {
+			sum.PausedUntil, sum.PauseNote = &p, s.cfg.PauseNote
 		}
 	}
 	if s.cfgErr != nil {

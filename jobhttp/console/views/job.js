@@ -111,6 +111,9 @@ export async function refresh(ctx) {
       el("dd", { id: "job-count", text: String(st.shardingTotalCount) }),
       el("dt", { text: "Next fire" }),
       el("dd", { text: time(st.nextFire) || "—" }),
+      st.pausedUntil
+        ? [el("dt", { text: "Paused until" }), el("dd", { id: "job-paused", text: time(st.pausedUntil) + (st.pauseNote ? " — " + st.pauseNote : "") })]
+        : null,
       firstPlacementDue(st, st) && st.nextFire
         ? [el("dt", { text: "Assignment" }), el("dd", { id: "job-assignment", text: `not yet assigned: placed before its first fire at ${time(st.nextFire)}` })]
         : null,
