@@ -2,45 +2,50 @@ package regcenter
 
 // The tree on etcd. etcd is a flat, ordered key space with revisions,
 // leases and transactions; the Center contract is ZooKeeper's tree. Under
-// the namespace root R = "/<namespace>/" each node is stored as:
+// the namespace root R = "/<namespace>/" each node is stored as two keys:
 //
-//	R n/<depth>/<path>   the node: a 29-byte header (version, ctime, mtime,
-//	                     creation revision when it differs from the key's)
-//	                     and then its data; the key's lease is the
-//	                     ephemeral owner (0: persistent). depth is the
-//	                     number of path segments in three digits, so the
-//	                     root is "R n/000/", /a is "R n/001/a" and /a/b is
-//	                     "R n/002/a/b".
-//	R c<path>            the node's children marker: its cversion in
-//	                     decimal, written in the same transaction as every
-//	                     create and delete of a child (absent: 0).
+//	R n/<depth>/<path>   the node: a header (the writer's mtime; see
+//	                     header in etcd_txn.go) and then its data; the
+//	                     key's lease is the ephemeral owner (0:
+//	                     persistent). depth is the number of path segments
+//	                     in three digits, so the root is "R n/000/", /a is
+//	                     "R n/001/a" and /a/b is "R n/002/a/b".
+//	R c<path>            the node's meta key: its ctime and the base of
+//	                     its cversion, written with the node and on the
+//	                     same lease; each create and delete of a child puts
+//	                     it again with its value kept.
 //
 // Children of /a are exactly the keys with the prefix "R n/002/a/": a range
 // read over direct children only, never a prefix match (/a/1's children are
 // "R n/002/a/1/...", which /a/10 is not under), and keys-only, so 10,000
 // children are one cheap read. NumChildren is the same range counted.
 //
-// Stat: Version, Ctime and Mtime come from the header (the times are the
-// writer's clock, not the server's); CVersion from the marker; Czxid and
-// Mzxid are the key's CreateRevision and ModRevision (ordered across the
-// whole cluster, like zxids; a node deleted and created again in one
-// transaction has that transaction's revision); EphemeralOwner is the
-// lease id. A sequential node's suffix is its parent's cversion, as on
-// ZooKeeper: the marker is part of the transaction, so two creators
-// anywhere in the cluster never get the same number. Children removed by
-// their lease's expiry do not change the parent's CVersion (etcd deletes
-// them without a transaction of ours); they do change what Children
-// returns and what a children watch sees.
+// Stat comes from etcd's own counts where it can, so that the server can
+// compare them inside a transaction: Version is the node key's etcd
+// version less one (etcd counts the puts since the key's creation: the
+// create and each Set); CVersion is the meta key's etcd version less one,
+// plus the base in its value; Czxid and Mzxid are the node key's
+// CreateRevision and ModRevision (ordered across the whole cluster, like
+// zxids); EphemeralOwner is the lease id; Ctime (from the meta key) and
+// Mtime (from the header) are the writer's clock, not the server's. A node
+// deleted and created again in one transaction keeps its key (etcd allows
+// one write of a key per transaction): its header then carries the version
+// base and the creation revision. A sequential node's suffix is its
+// parent's cversion, as on ZooKeeper: the meta key is part of the
+// transaction, so two creators anywhere in the cluster never get the same
+// number. Children removed by their lease's expiry do not change the
+// parent's CVersion (etcd deletes them without a transaction of ours);
+// they do change what Children returns and what a children watch sees.
 //
-// Every write (Create, Set, Delete, Multi) reads the keys it needs in one
-// read transaction, replays its operations on them in order, as ZooKeeper
-// applies a multi, and either names the operation that fails (ErrNoNode,
-// ErrNodeExists, ErrBadVersion, ErrNotEmpty, in a *MultiError for Multi)
-// or sends one transaction that compares every key it read with the
-// revision it read (and the ranges of deleted nodes' children with "no
-// other child") and writes the result. If the compares fail, something
-// changed meanwhile and the write starts over. A write is therefore two
-// round trips: one read, one transaction.
+// A write (Create, Set, Delete, Multi) is one transaction whose compares
+// are its operations' preconditions (see etcd_txn.go): a version is a
+// compare of the key's version, existence one of its create revision,
+// "no children" one over its children's range. When the compares fail the
+// same round trip reads what names the failing operation (ErrNoNode,
+// ErrNodeExists, ErrBadVersion, ErrNotEmpty, in a *MultiError for Multi).
+// The writes the server cannot check alone (a sequential create, two
+// operations on one node or on the children of one parent) read their
+// keys first and send a transaction that compares what they read.
 //
 // One etcd watch covers the namespace; its events are mapped to node and
 // children events as ZooKeeper gives them, and it resumes from the revision
@@ -112,6 +117,9 @@ type Etcd struct {
 
 	reads, writes, multis, watchReqs atomic.Int64
 	errs                             atomic.Int64
+	// keepAlives counts the lease's keepalives apart from the requests
+	// (see Stats): they are the session's upkeep, as ZooKeeper's pings.
+	keepAlives atomic.Int64
 
 	// life is cancelled by Close; every request's context ends with it.
 	life    context.Context
@@ -335,7 +343,7 @@ func (e *Etcd) createRoot(ctx context.Context) error {
 	defer cancel()
 	now := time.Now().UnixMilli()
 	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, header{ctime: now, mtime: now}.encode(nil))).Commit()
+		Then(clientv3.OpPut(k, header{mtime: now}.encode(nil)), clientv3.OpPut(e.metaKey("/"), encodeMeta(now, 0, 1))).Commit()
 	e.writes.Add(1)
 	return e.counted(translateEtcd(err))
 }
@@ -396,7 +404,8 @@ func (e *Etcd) childPrefix(p string) string {
 	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)+1) + p + "/"
 }
 
-func (e *Etcd) markerKey(p string) string { return e.pfx + "c" + p }
+// metaKey is the key of p's creation time and children version.
+func (e *Etcd) metaKey(p string) string { return e.pfx + "c" + p }
 
 // pathOfNodeKey returns the node path of a node key, and false for any
 // other key.
@@ -547,7 +556,7 @@ func (e *Etcd) keepAliveOnce() bool {
 	}
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.KeepAliveOnce(ctx, lease)
-	e.writes.Add(1)
+	e.keepAlives.Add(1)
 	if err == nil && resp.TTL <= 0 {
 		err = rpctypes.ErrLeaseNotFound
 	}
@@ -667,11 +676,18 @@ func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
 	}
 }
 
-// Stats returns the requests sent so far.
+// Stats returns the requests sent so far. The lease's keepalives are the
+// session's upkeep, as ZooKeeper's pings are, and are not requests:
+// [Etcd.KeepAlives] counts them (a keepalive that failed for want of an
+// answer still counts in Errors). Granting a lease is a write.
 func (e *Etcd) Stats() Stats {
 	return Stats{Reads: e.reads.Load(), Writes: e.writes.Load(), Multis: e.multis.Load(), Watches: e.watchReqs.Load(),
 		Errors: e.errs.Load(), Backend: BackendEtcd}
 }
+
+// KeepAlives returns the number of lease keepalives sent so far, one every
+// fifth of the lease's TTL while the session is well.
+func (e *Etcd) KeepAlives() int64 { return e.keepAlives.Load() }
 
 // Close revokes the lease (its ephemeral nodes are removed at once), stops
 // the center's goroutines and closes the client. It is idempotent.
@@ -824,13 +840,13 @@ func translateEtcd(err error) error {
 
 // ---- reads ----
 
-// statOps reads what a node's Stat needs: the node, its children marker,
-// its number of children.
+// statOps reads what a node's Stat needs: the node, its meta key, its
+// number of children.
 func (e *Etcd) statOps(p string) []clientv3.Op {
 	cp := e.childPrefix(p)
 	return []clientv3.Op{
 		clientv3.OpGet(e.nodeKey(p)),
-		clientv3.OpGet(e.markerKey(p)),
+		clientv3.OpGet(e.metaKey(p)),
 		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()),
 	}
 }
@@ -841,11 +857,11 @@ func statOf(rs []*etcdRange) (data []byte, st Stat, ok bool) {
 	if len(rs[0].kvs) == 0 {
 		return nil, Stat{}, false
 	}
-	var marker *mvccpb.KeyValue
+	var meta *mvccpb.KeyValue
 	if len(rs[1].kvs) > 0 {
-		marker = rs[1].kvs[0]
+		meta = rs[1].kvs[0]
 	}
-	data, st = statFromKV(rs[0].kvs[0], marker, rs[2].count)
+	data, st = statFromKV(rs[0].kvs[0], meta, rs[2].count)
 	return data, st, true
 }
 

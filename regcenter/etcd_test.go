@@ -154,10 +154,22 @@ func TestEtcdWatchAcrossMemberRestarts(t *testing.T) {
 		paths, logs[p] = append(paths, p), l
 	}
 	next := 0
+	// A write in flight when the leader dies waits for an answer that
+	// never comes (the member that forwarded it drops it), and so fails
+	// with ErrConnectionLoss, applied or not: as a caller must, create
+	// again, and take "exists" after a lost attempt as done.
 	create := func() {
 		for range perRound {
-			if _, err := c.Create(ctx, paths[next], nil, regcenter.Persistent); err != nil {
-				t.Fatal(err)
+			lost := false
+			for attempt := 0; ; attempt++ {
+				_, err := c.Create(ctx, paths[next], nil, regcenter.Persistent)
+				if err == nil || (lost && errors.Is(err, regcenter.ErrNodeExists)) {
+					break
+				}
+				if !errors.Is(err, regcenter.ErrConnectionLoss) || attempt == 5 {
+					t.Fatal(err)
+				}
+				lost = true
 			}
 			next++
 		}

@@ -16,59 +16,128 @@ import (
 )
 
 // How a list of operations becomes one etcd transaction (see etcd.go for
-// the key layout). Every write reads first, in one read transaction, the
-// keys of the nodes it touches (and their parents' children markers, and
-// the children of nodes it deletes); then it replays the operations in
-// order on that state, as ZooKeeper applies a multi, and either names the
-// first operation that fails (a *MultiError with its sentinel) or sends
-// the result as one transaction whose compares hold only if nothing it
-// read has changed since. If something has, it starts over.
+// the key layout).
+//
+// The direct path: the operations' own preconditions are compares the
+// server checks, so most writes are one round trip. A node's ZooKeeper
+// version is its key's etcd version less one (etcd's version counts the
+// puts since the key was created, and a Set is one put); "exists" is
+// create_revision != 0 and "does not exist" create_revision == 0; "has no
+// children" is create_revision == 0 over the range of its children's keys;
+// a parent that may have children is a node key without a lease. The
+// parent's cversion is its meta key's etcd version (plus a base kept in the
+// meta value), so a child's create or delete bumps it with a put that keeps
+// the value (ignore_value): nothing needs reading first. The compares are
+// sufficient conditions: a node created over its own key in one transaction
+// (its version then has a base, see header) or anything not in this
+// layout fails them, and so does every operation that would fail.
+//
+// When the direct transaction's compares fail, its else branch has read, in
+// the same round trip, the keys the replay needs: the replay below names the
+// operation that fails, or, when every operation would succeed (a node in
+// the rarer forms), sends the exact transaction. Operation lists the direct
+// path cannot express go to the replay at once: sequential creates (their
+// name is the parent's cversion), and lists touching one path twice (a
+// node and its parent, two children of one parent: etcd allows one put per
+// key and transaction, and ZooKeeper counts every child).
+//
+// The replay: read the keys of the nodes the operations touch (and their
+// meta keys, and the children of nodes they delete), replay the operations
+// in order on that state, as ZooKeeper applies a multi, and either name the
+// first operation that fails (a *MultiError with its sentinel) or send the
+// result as one transaction whose compares hold only if nothing read has
+// changed since. If something has, it starts over.
 
 // errEphemeralParent refuses a child of an ephemeral node, as ZooKeeper
 // does.
 var errEphemeralParent = errors.New("regcenter: ephemeral nodes may not have children")
 
-// header is the metadata stored in front of a node's data.
+// header is the metadata stored in front of a node's data. Its plain form
+// is the magic byte and the mtime; the special form adds vbase and czxid,
+// for a node created over its own key in one transaction (a Multi that
+// deletes and creates it again), whose key keeps counting versions and
+// keeps its create revision.
 type header struct {
-	version      int32
-	ctime, mtime int64 // ms since the epoch, the writer's clock
+	mtime int64 // ms since the epoch, the writer's clock
+	// vbase is how many puts the key had before this node was created
+	// over it: the ZooKeeper version is the key's etcd version - 1 - vbase.
+	vbase int64
 	// czxid is the node's creation revision when it differs from the
 	// key's: czxidMod when the write that set it (re)created the node over
 	// a key that existed, else 0 (the key's CreateRevision).
 	czxid int64
+	// ctime is the creation time an earlier layout kept in the value
+	// (legacy form only; the meta key holds it now).
+	ctime int64
 }
 
 const (
-	headerMagic = 0xE7
-	headerLen   = 1 + 4 + 8 + 8 + 8
-	czxidMod    = -1
+	headerPlain   = 0xE8
+	headerSpecial = 0xE9
+	headerLegacy  = 0xE7 // version, ctime, mtime, czxid: the earlier layout
+	plainLen      = 1 + 8
+	specialLen    = 1 + 8 + 8 + 8
+	legacyLen     = 1 + 4 + 8 + 8 + 8
+	czxidMod      = -1
+
+	// The meta value: the magic byte, ctime and cbase (cversion is
+	// cbase + the meta key's etcd version - 1).
+	metaMagic = 0xEC
+	metaLen   = 1 + 8 + 8
+)
+
+// Bounds of the plain header in a value compare: a value v is in the plain
+// form exactly when plainLow < v < plainHigh (its first byte is the magic
+// and more follows). A meta value is in this layout's form when v > metaLow.
+const (
+	plainLow  = "\xE8"
+	plainHigh = "\xE9"
+	metaLow   = "\xEB"
 )
 
 func (h header) encode(data []byte) string {
-	b := make([]byte, headerLen+len(data))
-	b[0] = headerMagic
-	binary.BigEndian.PutUint32(b[1:], uint32(h.version))
-	binary.BigEndian.PutUint64(b[5:], uint64(h.ctime))
-	binary.BigEndian.PutUint64(b[13:], uint64(h.mtime))
-	binary.BigEndian.PutUint64(b[21:], uint64(h.czxid))
-	copy(b[headerLen:], data)
+	if h.vbase == 0 && h.czxid == 0 {
+		b := make([]byte, plainLen+len(data))
+		b[0] = headerPlain
+		binary.BigEndian.PutUint64(b[1:], uint64(h.mtime))
+		copy(b[plainLen:], data)
+		return string(b)
+	}
+	b := make([]byte, specialLen+len(data))
+	b[0] = headerSpecial
+	binary.BigEndian.PutUint64(b[1:], uint64(h.mtime))
+	binary.BigEndian.PutUint64(b[9:], uint64(h.vbase))
+	binary.BigEndian.PutUint64(b[17:], uint64(h.czxid))
+	copy(b[specialLen:], data)
 	return string(b)
 }
 
-// decodeNode splits a node key's value into header and data. A value
-// without a header (written by something else) reads as data at the key's
-// own version.
-func decodeNode(kv *mvccpb.KeyValue) (header, []byte) {
+// decodeNode splits a node key's value into header, ZooKeeper version and
+// data. A value without a header (written by something else) reads as
+// data at the key's own version.
+func decodeNode(kv *mvccpb.KeyValue) (header, int32, []byte) {
 	v := kv.Value
-	if len(v) < headerLen || v[0] != headerMagic {
-		return header{version: int32(kv.Version - 1)}, v
+	switch {
+	case len(v) >= plainLen && v[0] == headerPlain:
+		return header{mtime: int64(binary.BigEndian.Uint64(v[1:]))}, int32(kv.Version - 1), v[plainLen:]
+	case len(v) >= specialLen && v[0] == headerSpecial:
+		h := header{
+			mtime: int64(binary.BigEndian.Uint64(v[1:])),
+			vbase: int64(binary.BigEndian.Uint64(v[9:])),
+			czxid: int64(binary.BigEndian.Uint64(v[17:])),
+		}
+		return h, int32(kv.Version - 1 - h.vbase), v[specialLen:]
+	case len(v) >= legacyLen && v[0] == headerLegacy:
+		version := int32(binary.BigEndian.Uint32(v[1:]))
+		h := header{
+			ctime: int64(binary.BigEndian.Uint64(v[5:])),
+			mtime: int64(binary.BigEndian.Uint64(v[13:])),
+			czxid: int64(binary.BigEndian.Uint64(v[21:])),
+			vbase: kv.Version - 1 - int64(version),
+		}
+		return h, version, v[legacyLen:]
 	}
-	return header{
-		version: int32(binary.BigEndian.Uint32(v[1:])),
-		ctime:   int64(binary.BigEndian.Uint64(v[5:])),
-		mtime:   int64(binary.BigEndian.Uint64(v[13:])),
-		czxid:   int64(binary.BigEndian.Uint64(v[21:])),
-	}, v[headerLen:]
+	return header{}, int32(kv.Version - 1), v
 }
 
 // czxidOf is the node's creation revision.
@@ -82,53 +151,79 @@ func czxidOf(kv *mvccpb.KeyValue, h header) int64 {
 	return h.czxid
 }
 
-func statFromKV(kv *mvccpb.KeyValue, marker *mvccpb.KeyValue, kids int64) ([]byte, Stat) {
-	h, data := decodeNode(kv)
+// encodeMeta is a meta value: ctime, and the base that makes the key's
+// etcd version once put (version) count as cversion.
+func encodeMeta(ctime int64, cversion int32, version int64) string {
+	b := make([]byte, metaLen)
+	b[0] = metaMagic
+	binary.BigEndian.PutUint64(b[1:], uint64(ctime))
+	binary.BigEndian.PutUint64(b[9:], uint64(int64(cversion)-(version-1)))
+	return string(b)
+}
+
+// decodeMeta reads a meta key (nil: absent, cversion 0). An earlier
+// layout's marker holds the cversion in decimal and no ctime.
+func decodeMeta(kv *mvccpb.KeyValue) (ctime int64, cversion int32) {
+	if kv == nil {
+		return 0, 0
+	}
+	v := kv.Value
+	if len(v) == metaLen && v[0] == metaMagic {
+		cbase := int64(binary.BigEndian.Uint64(v[9:]))
+		return int64(binary.BigEndian.Uint64(v[1:])), int32(cbase + kv.Version - 1)
+	}
+	n, _ := strconv.ParseInt(string(v), 10, 32) // written only as a decimal
+	return 0, int32(n)
+}
+
+func statFromKV(kv *mvccpb.KeyValue, meta *mvccpb.KeyValue, kids int64) ([]byte, Stat) {
+	h, version, data := decodeNode(kv)
+	ctime, cversion := decodeMeta(meta)
+	if ctime == 0 {
+		ctime = h.ctime
+	}
 	st := Stat{
-		Version:        h.version,
+		Version:        version,
+		CVersion:       cversion,
 		EphemeralOwner: kv.Lease,
 		Czxid:          czxidOf(kv, h),
 		Mzxid:          kv.ModRevision,
 		NumChildren:    int32(kids),
 		DataLength:     int32(len(data)),
 	}
-	if h.ctime != 0 {
-		st.Ctime, st.Mtime = time.UnixMilli(h.ctime), time.UnixMilli(h.mtime)
+	if ctime != 0 {
+		st.Ctime = time.UnixMilli(ctime)
 	}
-	if marker != nil {
-		st.CVersion = cversionOf(marker)
+	if h.mtime != 0 {
+		st.Mtime = time.UnixMilli(h.mtime)
 	}
 	return data, st
 }
 
-func cversionOf(marker *mvccpb.KeyValue) int32 {
-	if marker == nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(string(marker.Value), 10, 32) // written only as a decimal
-	return int32(n)
-}
-
 // simNode is a node's state in the overlay.
 type simNode struct {
-	pre    *mvccpb.KeyValue // as read before the transaction; nil: absent
-	exists bool
-	h      header
-	data   []byte
-	lease  int64
-	dirty  bool // the node key must be written
-	fresh  bool // (re)created by this transaction
-	cver   int32
-	cdirty bool // the marker must be written
-	kids   map[string]bool
+	pre     *mvccpb.KeyValue // the node key as read before the transaction; nil: absent
+	meta    *mvccpb.KeyValue // its meta key as read; nil: absent
+	exists  bool
+	version int32
+	czxid   int64 // the creation revision; czxidMod: created here over its key
+	mtime   int64
+	ctime   int64
+	data    []byte
+	lease   int64
+	dirty   bool // the node key must be written
+	fresh   bool // (re)created by this transaction
+	cver    int32
+	mdirty  bool // the meta key must be written
+	kids    map[string]bool
 }
 
 // state is what was read before the transaction.
 type state struct {
-	nodes   map[string]*mvccpb.KeyValue // path -> node key (nil: absent)
-	markers map[string]*mvccpb.KeyValue // path -> marker (nil: absent)
-	kids    map[string][]string         // path -> children's paths
-	rev     int64
+	nodes map[string]*mvccpb.KeyValue // path -> node key (nil: absent)
+	metas map[string]*mvccpb.KeyValue // path -> meta key (nil: absent)
+	kids  map[string][]string         // path -> children's paths
+	rev   int64
 }
 
 type planner struct {
@@ -143,11 +238,15 @@ type planner struct {
 	created  []string
 }
 
-func (e *Etcd) newPlanner(st *state) *planner {
+// currentLease is the lease ephemeral nodes are created on.
+func (e *Etcd) currentLease() int64 {
 	e.mu.Lock()
-	lease := int64(e.lease)
-	e.mu.Unlock()
-	return &planner{e: e, st: st, nodes: map[string]*simNode{}, now: time.Now().UnixMilli(), lease: lease}
+	defer e.mu.Unlock()
+	return int64(e.lease)
+}
+
+func (e *Etcd) newPlanner(st *state, lease, now int64) *planner {
+	return &planner{e: e, st: st, nodes: map[string]*simNode{}, now: now, lease: lease}
 }
 
 // node returns p's overlay entry, made from the state read.
@@ -155,14 +254,20 @@ func (pl *planner) node(p string) *simNode {
 	if n := pl.nodes[p]; n != nil {
 		return n
 	}
-	n := &simNode{pre: pl.st.nodes[p], kids: map[string]bool{}}
+	n := &simNode{pre: pl.st.nodes[p], meta: pl.st.metas[p], kids: map[string]bool{}}
+	var legacyCtime int64
 	if n.pre != nil {
+		var h header
 		n.exists = true
-		n.h, n.data = decodeNode(n.pre)
-		n.h.czxid = czxidOf(n.pre, n.h)
+		h, n.version, n.data = decodeNode(n.pre)
+		n.czxid = czxidOf(n.pre, h)
+		n.mtime, legacyCtime = h.mtime, h.ctime
 		n.lease = n.pre.Lease
 	}
-	n.cver = cversionOf(pl.st.markers[p])
+	n.ctime, n.cver = decodeMeta(n.meta)
+	if n.ctime == 0 {
+		n.ctime = legacyCtime
+	}
 	for _, k := range pl.st.kids[p] {
 		n.kids[k] = true
 	}
@@ -180,11 +285,11 @@ func (pl *planner) step(op Op) error {
 		if !n.exists {
 			return ErrNoNode
 		}
-		if o.Version >= 0 && n.h.version != o.Version {
+		if o.Version >= 0 && n.version != o.Version {
 			return ErrBadVersion
 		}
-		n.h.version++
-		n.h.mtime = pl.now
+		n.version++
+		n.mtime = pl.now
 		n.data, n.dirty = o.Data, true
 		return nil
 	case CheckOp:
@@ -192,7 +297,7 @@ func (pl *planner) step(op Op) error {
 		if !n.exists {
 			return ErrNoNode
 		}
-		if o.Version >= 0 && n.h.version != o.Version {
+		if o.Version >= 0 && n.version != o.Version {
 			return ErrBadVersion
 		}
 		return nil
@@ -201,7 +306,7 @@ func (pl *planner) step(op Op) error {
 		if !n.exists {
 			return ErrNoNode
 		}
-		if o.Version >= 0 && n.h.version != o.Version {
+		if o.Version >= 0 && n.version != o.Version {
 			return ErrBadVersion
 		}
 		for k := range n.kids {
@@ -211,11 +316,11 @@ func (pl *planner) step(op Op) error {
 				return ErrNotEmpty
 			}
 		}
-		n.exists, n.dirty, n.fresh = false, false, false
+		n.exists, n.dirty, n.fresh, n.mdirty = false, false, false, false
 		if o.Path != "/" {
 			q := pl.node(parentOf(o.Path))
 			q.cver++
-			q.cdirty = true
+			q.mdirty = true
 			delete(q.kids, o.Path)
 		}
 		return nil
@@ -250,18 +355,19 @@ func (pl *planner) create(o CreateOp) error {
 	if o.Mode == Ephemeral || o.Mode == EphemeralSequential {
 		lease = pl.lease
 	}
-	n.exists, n.dirty, n.fresh = true, true, true
-	n.h = header{ctime: pl.now, mtime: pl.now}
+	n.exists, n.dirty, n.fresh, n.mdirty = true, true, true, true
+	n.version, n.ctime, n.mtime = 0, pl.now, pl.now
+	n.czxid = 0
 	if n.pre != nil {
 		// Created again over the key it had: the key's revisions are the
 		// old node's, so the creation revision is this write's.
-		n.h.czxid = czxidMod
+		n.czxid = czxidMod
 	}
 	n.data, n.lease = o.Data, lease
-	n.cver, n.cdirty = 0, pl.st.markers[p] != nil
+	n.cver = 0
 	n.kids = map[string]bool{}
 	q.cver++
-	q.cdirty = true
+	q.mdirty = true
 	q.kids[p] = true
 	pl.created = append(pl.created, p)
 	return nil
@@ -274,60 +380,90 @@ type plan struct {
 	size    int
 }
 
+func (p *plan) cmp(c clientv3.Cmp) {
+	p.cmps = append(p.cmps, c)
+	g := c.GetCompare()
+	p.size += len(g.Key) + len(g.RangeEnd) + len(g.GetValue()) + 16
+}
+
+func (p *plan) add(op clientv3.Op, key string, value int) {
+	p.then = append(p.then, op)
+	p.size += len(key) + value + 16
+}
+
+// leaseOpts puts a key on lease (none: 0, which detaches a lease the key
+// had).
+func leaseOpts(lease int64) []clientv3.OpOption {
+	if lease == 0 {
+		return nil
+	}
+	return []clientv3.OpOption{clientv3.WithLease(clientv3.LeaseID(lease))}
+}
+
 // finish turns the overlay into the transaction: compares that what was
 // read is unchanged, and the writes.
 func (pl *planner) finish() *plan {
 	e := pl.e
 	out := &plan{created: pl.created}
-	cmp := func(c clientv3.Cmp) {
-		out.cmps = append(out.cmps, c)
-		g := c.GetCompare()
-		out.size += len(g.Key) + len(g.RangeEnd) + 16
-	}
-	add := func(op clientv3.Op, key string, value int) {
-		out.then = append(out.then, op)
-		out.size += len(key) + value + 16
-	}
 	unchanged := func(k string, kv *mvccpb.KeyValue) {
 		var rev int64
 		if kv != nil {
 			rev = kv.ModRevision
 		}
-		cmp(clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+		out.cmp(clientv3.Compare(clientv3.ModRevision(k), "=", rev))
 	}
 	for _, p := range pl.order {
 		n := pl.nodes[p]
-		nk, mk := e.nodeKey(p), e.markerKey(p)
+		nk, mk := e.nodeKey(p), e.metaKey(p)
 		if _, read := pl.st.nodes[p]; read {
 			unchanged(nk, n.pre)
 		} else {
-			cmp(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
 		}
-		if _, read := pl.st.markers[p]; read {
-			unchanged(mk, pl.st.markers[p])
+		if _, read := pl.st.metas[p]; read {
+			unchanged(mk, n.meta)
+		} else {
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(mk), "=", 0))
 		}
 		if kids, read := pl.st.kids[p]; read {
-			pl.noOtherChildren(p, kids, cmp)
+			pl.noOtherChildren(p, kids, out.cmp)
+		}
+		if n.exists && n.dirty && n.meta == nil {
+			n.mdirty = true // a node of an earlier layout gets its meta key
 		}
 		switch {
 		case n.exists && n.dirty:
-			v := n.h.encode(n.data)
+			// The key's etcd version once put, and the header that makes
+			// it read as the node's ZooKeeper version and creation.
+			version := int64(1)
+			if n.pre != nil {
+				version = n.pre.Version + 1
+			}
+			h := header{mtime: n.mtime, vbase: version - 1 - int64(n.version)}
 			switch {
-			case n.fresh && n.lease != 0:
-				add(clientv3.OpPut(nk, v, clientv3.WithLease(clientv3.LeaseID(n.lease))), nk, len(v))
-			case n.fresh:
-				add(clientv3.OpPut(nk, v), nk, len(v))
-			default:
-				add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
+			case n.czxid == czxidMod:
+				h.czxid = czxidMod
+			case n.pre != nil && n.czxid != n.pre.CreateRevision:
+				h.czxid = n.czxid
+			}
+			v := h.encode(n.data)
+			if n.fresh {
+				out.add(clientv3.OpPut(nk, v, leaseOpts(n.lease)...), nk, len(v))
+			} else {
+				out.add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
 			}
 		case !n.exists && n.pre != nil:
-			add(clientv3.OpDelete(nk), nk, 0)
+			out.add(clientv3.OpDelete(nk), nk, 0)
 		}
 		switch {
-		case !n.exists && pl.st.markers[p] != nil:
-			add(clientv3.OpDelete(mk), mk, 0)
-		case n.exists && n.cdirty:
-			add(clientv3.OpPut(mk, strconv.Itoa(int(n.cver))), mk, 10)
+		case !n.exists && n.meta != nil:
+			out.add(clientv3.OpDelete(mk), mk, 0)
+		case n.exists && n.mdirty:
+			version := int64(1)
+			if n.meta != nil {
+				version = n.meta.Version + 1
+			}
+			out.add(clientv3.OpPut(mk, encodeMeta(n.ctime, n.cver, version), leaseOpts(n.lease)...), mk, metaLen)
 		}
 	}
 	return out
@@ -352,34 +488,172 @@ func (pl *planner) noOtherChildren(p string, kids []string, cmp func(clientv3.Cm
 	}
 }
 
+// directPlan builds ops as one transaction whose compares are the ops' own
+// preconditions (see the top of this file), or reports false when the
+// list needs the replay: a sequential create, an op on the root, or a path
+// that two ops touch (as a node, or as the parent of a node created or
+// deleted).
+func (e *Etcd) directPlan(ops []Op, lease, now int64) (*plan, bool) {
+	used := make(map[string]bool, 2*len(ops))
+	use := func(ps ...string) bool {
+		for _, p := range ps {
+			if used[p] {
+				return false
+			}
+			used[p] = true
+		}
+		return true
+	}
+	out := &plan{}
+	// version compares the node's ZooKeeper version (v >= 0), or only its
+	// existence (v < 0, any version; plain: and its plain form).
+	version := func(nk string, v int32, plain bool) {
+		if v >= 0 {
+			out.cmp(clientv3.Compare(clientv3.Version(nk), "=", int64(v)+1))
+			plain = true
+		}
+		if plain {
+			// The ZooKeeper version is the etcd version less one, and a
+			// Set's new value keeps no base: only in the plain form.
+			out.cmp(clientv3.Compare(clientv3.Value(nk), ">", plainLow))
+			out.cmp(clientv3.Compare(clientv3.Value(nk), "<", plainHigh))
+			return
+		}
+		out.cmp(clientv3.Compare(clientv3.CreateRevision(nk), ">", 0))
+	}
+	// bump counts a child's create or delete in the parent's cversion: a
+	// put of its meta key that keeps value and lease, on a meta key of
+	// this layout (absent: the replay writes the first).
+	bump := func(q string) {
+		qm := e.metaKey(q)
+		out.cmp(clientv3.Compare(clientv3.Value(qm), ">", metaLow))
+		out.add(clientv3.OpPut(qm, "", clientv3.WithIgnoreValue(), clientv3.WithIgnoreLease()), qm, 0)
+	}
+	for _, op := range ops {
+		p := op.path()
+		if p == "/" {
+			return nil, false
+		}
+		nk := e.nodeKey(p)
+		switch o := op.(type) {
+		case CreateOp:
+			q := parentOf(p)
+			if o.Mode == EphemeralSequential || o.Mode == PersistentSequential || !use(p, q) {
+				return nil, false
+			}
+			mk, qk := e.metaKey(p), e.nodeKey(q)
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(nk), "=", 0))
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(mk), "=", 0))
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(qk), ">", 0))
+			out.cmp(clientv3.Compare(clientv3.LeaseValue(qk), "=", 0))
+			var l int64
+			if o.Mode == Ephemeral {
+				l = lease
+			}
+			v := header{mtime: now}.encode(o.Data)
+			out.add(clientv3.OpPut(nk, v, leaseOpts(l)...), nk, len(v))
+			out.add(clientv3.OpPut(mk, encodeMeta(now, 0, 1), leaseOpts(l)...), mk, metaLen)
+			bump(q)
+			out.created = append(out.created, p)
+		case SetOp:
+			if !use(p) {
+				return nil, false
+			}
+			version(nk, o.Version, true)
+			v := header{mtime: now}.encode(o.Data)
+			out.add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
+		case CheckOp:
+			if !use(p) {
+				return nil, false
+			}
+			version(nk, o.Version, false)
+		case DeleteOp:
+			q := parentOf(p)
+			if !use(p, q) {
+				return nil, false
+			}
+			version(nk, o.Version, false)
+			cp := e.childPrefix(p)
+			out.cmp(clientv3.Compare(clientv3.CreateRevision(cp), "=", 0).WithPrefix())
+			mk := e.metaKey(p)
+			out.add(clientv3.OpDelete(nk), nk, 0)
+			out.add(clientv3.OpDelete(mk), mk, 0)
+			bump(q)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
 // txnResult is what a successful transaction gives back.
 type txnResult struct {
 	created []string     // the paths created, in op order
 	reads   []*etcdRange // the answers to the extra reads
 }
 
+// checkPlanSize refuses a transaction larger than etcd's request limit.
+func checkPlanSize(p *plan, ops int) error {
+	if p.size > etcdMaxRequestBytes-etcdRequestSlack {
+		return fmt.Errorf("%w: transaction of %d ops is %d bytes on etcd, over its request limit of %d",
+			ErrTooLarge, ops, p.size, etcdMaxRequestBytes-etcdRequestSlack)
+	}
+	return nil
+}
+
 // txn applies ops (clean paths) as one etcd transaction, then runs reads
 // inside it. A failure is a *MultiError naming the first op that fails.
 func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads []clientv3.Op) (txnResult, error) {
-	var extra []string // sequential names to read on the next attempt
-	for attempt := 0; ; attempt++ {
-		st, err := e.readState(ctx, ops, extra)
+	lease, now := e.currentLease(), time.Now().UnixMilli()
+	var st *state // what the direct transaction's else branch read
+	if dp, ok := e.directPlan(ops, lease, now); ok {
+		if err := checkPlanSize(dp, len(ops)); err != nil {
+			return txnResult{}, err
+		}
+		sr := e.stateReads(ops, nil)
+		var orElse []clientv3.Op
+		if sr.fitsElse(dp) {
+			orElse = sr.ops(0, len(sr.reads))
+		}
+		var resp *clientv3.TxnResponse
+		err := e.do(ctx, counter, func(ctx context.Context) error {
+			var err error
+			resp, err = e.cli.Txn(ctx).If(dp.cmps...).Then(append(dp.then, reads...)...).Else(orElse...).Commit()
+			return err
+		})
 		if err != nil {
 			return txnResult{}, err
 		}
-		pl := e.newPlanner(st)
+		if resp.Succeeded {
+			return txnResult{created: dp.created, reads: ranges(resp)}, nil
+		}
+		if orElse != nil {
+			sr.fill(0, ranges(resp))
+			sr.st.rev = resp.Header.Revision
+			st = sr.st
+		}
+	}
+	var extra []string // sequential names to read on the next attempt
+	for attempt := 0; ; attempt++ {
+		if st == nil {
+			var err error
+			if st, err = e.readState(ctx, ops, extra); err != nil {
+				return txnResult{}, err
+			}
+		}
+		pl := e.newPlanner(st, lease, now)
+		st = nil
 		for i, op := range ops {
 			if err := pl.step(op); err != nil {
 				return txnResult{}, &MultiError{Index: i, Op: op, Err: err}
 			}
 		}
 		p := pl.finish()
-		if p.size > etcdMaxRequestBytes-etcdRequestSlack {
-			return txnResult{}, fmt.Errorf("%w: transaction of %d ops is %d bytes on etcd, over its request limit of %d",
-				ErrTooLarge, len(ops), p.size, etcdMaxRequestBytes-etcdRequestSlack)
+		if err := checkPlanSize(p, len(ops)); err != nil {
+			return txnResult{}, err
 		}
 		var resp *clientv3.TxnResponse
-		err = e.do(ctx, counter, func(ctx context.Context) error {
+		err := e.do(ctx, counter, func(ctx context.Context) error {
 			var err error
 			resp, err = e.cli.Txn(ctx).If(p.cmps...).Then(append(p.then, reads...)...).Commit()
 			return err
@@ -398,6 +672,7 @@ func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads [
 		if err := e.backoff(ctx, attempt); err != nil {
 			return txnResult{}, err
 		}
+		lease, now = e.currentLease(), time.Now().UnixMilli()
 	}
 }
 
@@ -418,31 +693,71 @@ func (e *Etcd) backoff(ctx context.Context, attempt int) error {
 	}
 }
 
-// readState reads what the ops need: every node they name with its
-// children marker, the parents of creates with theirs, and the children
-// of deleted nodes. Reads are batched below etcd's default limit of
-// operations per transaction; the compares catch a change between batches.
-func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state, error) {
-	st := &state{nodes: map[string]*mvccpb.KeyValue{}, markers: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}}
-	type read struct {
-		op   clientv3.Op
-		into func(*etcdRange)
+// stateRead is one read of the replay's state and where its answer goes.
+type stateRead struct {
+	op   clientv3.Op
+	into func(*etcdRange)
+}
+
+// stateReader is the list of reads the replay needs and the state they
+// fill.
+type stateReader struct {
+	st    *state
+	reads []stateRead
+}
+
+func (sr *stateReader) ops(from, to int) []clientv3.Op {
+	out := make([]clientv3.Op, 0, to-from)
+	for _, r := range sr.reads[from:to] {
+		out = append(out, r.op)
 	}
-	var rs []read
+	return out
+}
+
+// fitsElse reports whether the reads go in the else branch of dp's
+// transaction: as many as one read transaction holds (etcd's default
+// --max-txn-ops is 128 for each branch), and bytes that fit beside dp's.
+// A larger write reads only when its compares fail: every read rides in
+// the transaction's raft entry, which costs the cluster more than the
+// rare failure's reads.
+func (sr *stateReader) fitsElse(dp *plan) bool {
+	if len(sr.reads) > etcdReadBatch {
+		return false
+	}
+	size := dp.size
+	for _, r := range sr.reads {
+		size += len(r.op.KeyBytes()) + len(r.op.RangeBytes()) + 16
+	}
+	return size <= etcdMaxRequestBytes-etcdRequestSlack
+}
+
+// fill hands the answers to the reads from index from on.
+func (sr *stateReader) fill(from int, got []*etcdRange) {
+	for i, r := range got {
+		sr.reads[from+i].into(r)
+	}
+}
+
+// stateReads lists what the ops need read: every node they name with its
+// meta key, the parents of creates and deletes with theirs, and the
+// children of deleted nodes.
+func (e *Etcd) stateReads(ops []Op, extra []string) *stateReader {
+	st := &state{nodes: map[string]*mvccpb.KeyValue{}, metas: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}}
+	sr := &stateReader{st: st}
 	addNode := func(p string) {
 		if _, ok := st.nodes[p]; ok {
 			return
 		}
-		st.nodes[p], st.markers[p] = nil, nil
-		rs = append(rs,
-			read{clientv3.OpGet(e.nodeKey(p)), func(r *etcdRange) {
+		st.nodes[p], st.metas[p] = nil, nil
+		sr.reads = append(sr.reads,
+			stateRead{clientv3.OpGet(e.nodeKey(p)), func(r *etcdRange) {
 				if len(r.kvs) > 0 {
 					st.nodes[p] = r.kvs[0]
 				}
 			}},
-			read{clientv3.OpGet(e.markerKey(p)), func(r *etcdRange) {
+			stateRead{clientv3.OpGet(e.metaKey(p)), func(r *etcdRange) {
 				if len(r.kvs) > 0 {
-					st.markers[p] = r.kvs[0]
+					st.metas[p] = r.kvs[0]
 				}
 			}})
 	}
@@ -466,7 +781,7 @@ func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state,
 			}
 			st.kids[p] = []string{}
 			cp := e.childPrefix(p)
-			rs = append(rs, read{clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithKeysOnly()), func(r *etcdRange) {
+			sr.reads = append(sr.reads, stateRead{clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithKeysOnly()), func(r *etcdRange) {
 				for _, kv := range r.kvs {
 					name := string(kv.Key[len(cp):])
 					if p == "/" {
@@ -483,20 +798,22 @@ func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state,
 	for _, p := range extra {
 		addNode(p)
 	}
-	for start := 0; start < len(rs); start += etcdReadBatch {
-		batch := rs[start:min(start+etcdReadBatch, len(rs))]
-		ops := make([]clientv3.Op, len(batch))
-		for i, r := range batch {
-			ops[i] = r.op
-		}
-		got, rev, err := e.readTxn(ctx, ops...)
+	return sr
+}
+
+// readState reads what the ops need (stateReads), in read transactions
+// batched below etcd's default limit of operations per transaction; the
+// compares catch a change between batches.
+func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state, error) {
+	sr := e.stateReads(ops, extra)
+	for start := 0; start < len(sr.reads); start += etcdReadBatch {
+		end := min(start+etcdReadBatch, len(sr.reads))
+		got, rev, err := e.readTxn(ctx, sr.ops(start, end)...)
 		if err != nil {
 			return nil, err
 		}
-		st.rev = rev
-		for i, r := range batch {
-			r.into(got[i])
-		}
+		sr.st.rev = rev
+		sr.fill(start, got)
 	}
-	return st, nil
+	return sr.st, nil
 }

@@ -223,7 +223,7 @@ func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
 	case ev.IsCreate():
 		typ = EventCreated
 	default:
-		if h, _ := decodeNode(ev.Kv); h.czxid == czxidMod {
+		if h, _, _ := decodeNode(ev.Kv); h.czxid == czxidMod {
 			// Deleted and created again in one transaction: both, as
 			// ZooKeeper's watches see a multi that does so.
 			e.dispatchPair(p)

@@ -37,7 +37,8 @@
 //     Children listing direct children only (never a prefix match: /a/1 is
 //     not a parent of /a/10), with 10,000 of them in one call; Stat's
 //     Version, CVersion, NumChildren, DataLength, EphemeralOwner, Czxid,
-//     Mzxid, Ctime and Mtime; ErrTooLarge past the write limit with nothing written;
+//     Mzxid, Ctime and Mtime (CVersion counting every child created or
+//     deleted, several in one Multi included); ErrTooLarge past the write limit with nothing written;
 //     ErrClosed after Close; namespaces isolated from each other.
 //   - Ephemeral nodes: gone as soon as Close returns, and gone when the
 //     session is lost, as a second client sees; SessionLost then SessionNew,
@@ -46,8 +47,10 @@
 //   - Sequential nodes: a 10-digit suffix, unique and increasing across two
 //     clients creating at the same time.
 //   - Multi: ops applied in order (a node deleted and created again in one
-//     transaction is a new node); all or nothing, with a *MultiError naming
-//     the op that failed and wrapping its sentinel; check-and-set transactions from concurrent
+//     transaction is a new node, its versions counted from 0); all or
+//     nothing, with a *MultiError naming the op that failed and wrapping its
+//     sentinel, whether its ops are siblings or each under a parent of its
+//     own; check-and-set transactions from concurrent
 //     writers on two clients never lose an update.
 //   - Watches: node events in order; children events for direct children
 //     only, not for a child's data or a grandchild; cancel stops calls;
@@ -165,6 +168,7 @@ var cases = []testCase{
 	{"TenThousandChildren", testManyChildren},
 	{"NamespacesAreIsolated", testNamespaces},
 	{"StatVersions", testStatVersions},
+	{"CVersionCountsEveryChild", testCVersionCountsEveryChild},
 	{"StatOwnerAndZxids", testStatOwnerAndZxids},
 	{"StatTimes", testStatTimes},
 	{"TooLarge", testTooLarge},
@@ -174,6 +178,7 @@ var cases = []testCase{
 	{"SequentialNodes", testSequential},
 	{"MultiAppliesAll", testMultiApplies},
 	{"MultiRecreatesANode", testMultiRecreate},
+	{"MultiRecreatedNodeVersions", testMultiRecreateVersions},
 	{"MultiIsAllOrNothing", testMultiAtomic},
 	{"MultiConcurrentCheckAndSet", testMultiConcurrent},
 	{"WatchStartsWithResync", testWatchResyncFirst},

@@ -76,17 +76,21 @@ func testMultiRecreate(t testing.TB, s *suite) {
 }
 
 // testMultiAtomic: a Multi whose third op fails writes nothing and returns
-// a *MultiError with Index 2 and that op, wrapping the op's sentinel.
+// a *MultiError with Index 2 and that op, wrapping the op's sentinel. The
+// ops around the failing one are siblings in one layout and each under a
+// parent of its own in the other (a backend may send the two differently:
+// etcd checks ops that touch distinct nodes inside the transaction itself).
 func testMultiAtomic(t testing.TB, s *suite) {
 	c := s.center(t)
 	ctx := ctxFor(t)
-	for i, tc := range []struct {
+	cases := []struct {
 		name string
 		op   func(base string) regcenter.Op
-		want error
+		want error // nil: any error (ZooKeeper's own, for a child of an ephemeral node)
 	}{
 		{"create of an existing node", func(b string) regcenter.Op { return regcenter.CreateOp{Path: b + "/exists"} }, regcenter.ErrNodeExists},
 		{"create under a missing parent", func(b string) regcenter.Op { return regcenter.CreateOp{Path: b + "/missing/child"} }, regcenter.ErrNoNode},
+		{"create under an ephemeral node", func(b string) regcenter.Op { return regcenter.CreateOp{Path: b + "/eph/child"} }, nil},
 		{"set at a stale version", func(b string) regcenter.Op { return regcenter.SetOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
 		{"set of a missing node", func(b string) regcenter.Op { return regcenter.SetOp{Path: b + "/missing", Version: -1} }, regcenter.ErrNoNode},
 		{"delete at a stale version", func(b string) regcenter.Op { return regcenter.DeleteOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
@@ -94,40 +98,95 @@ func testMultiAtomic(t testing.TB, s *suite) {
 		{"delete of a node with children", func(b string) regcenter.Op { return regcenter.DeleteOp{Path: b + "/parent", Version: -1} }, regcenter.ErrNotEmpty},
 		{"check at a stale version", func(b string) regcenter.Op { return regcenter.CheckOp{Path: b + "/exists", Version: 9} }, regcenter.ErrBadVersion},
 		{"check of a missing node", func(b string) regcenter.Op { return regcenter.CheckOp{Path: b + "/missing", Version: 0} }, regcenter.ErrNoNode},
-	} {
-		base := fmt.Sprintf("/case%d", i)
-		mustCreate(t, c, base+"/x", []byte("orig"), regcenter.Persistent)
-		mustCreate(t, c, base+"/exists", []byte("e"), regcenter.Persistent)
-		mustCreate(t, c, base+"/parent/child", nil, regcenter.Persistent)
-		ops := []regcenter.Op{
-			regcenter.CreateOp{Path: base + "/new1", Data: []byte("1")},
-			regcenter.SetOp{Path: base + "/x", Data: []byte("changed"), Version: -1},
-			tc.op(base),
-			regcenter.CreateOp{Path: base + "/new2", Data: []byte("2")},
-		}
-		err := c.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		switch {
-		case err == nil:
-			t.Errorf("%s: Multi succeeded, want it to fail at op 2", tc.name)
-		case !errors.As(err, &me):
-			t.Errorf("%s: Multi error %v is not a *MultiError", tc.name, err)
-		case me.Index != 2 || me.Op == nil || me.Op.String() != ops[2].String():
-			t.Errorf("%s: MultiError names op %d (%v), want op 2 (%v)", tc.name, me.Index, me.Op, ops[2])
-		case !errors.Is(err, tc.want):
-			t.Errorf("%s: Multi error %v does not wrap %v", tc.name, err, tc.want)
-		}
-		for _, p := range []string{base + "/new1", base + "/new2"} {
-			if exists(t, c, p) {
-				t.Errorf("%s: the failed Multi created %s", tc.name, p)
+	}
+	for _, layout := range []string{"siblings", "spread"} {
+		for i, tc := range cases {
+			base := fmt.Sprintf("/%s%d", layout, i)
+			mustCreate(t, c, base+"/x", []byte("orig"), regcenter.Persistent)
+			mustCreate(t, c, base+"/exists", []byte("e"), regcenter.Persistent)
+			mustCreate(t, c, base+"/parent/child", nil, regcenter.Persistent)
+			mustCreate(t, c, base+"/eph", nil, regcenter.Ephemeral)
+			new1, new2 := base+"/new1", base+"/new2"
+			if layout == "spread" {
+				new1, new2 = base+"/p1/new1", base+"/p2/new2"
+				mustCreate(t, c, base+"/p1", nil, regcenter.Persistent)
+				mustCreate(t, c, base+"/p2", nil, regcenter.Persistent)
+			}
+			ops := []regcenter.Op{
+				regcenter.CreateOp{Path: new1, Data: []byte("1")},
+				regcenter.SetOp{Path: base + "/x", Data: []byte("changed"), Version: -1},
+				tc.op(base),
+				regcenter.CreateOp{Path: new2, Data: []byte("2")},
+			}
+			name := layout + ": " + tc.name
+			err := c.Multi(ctx, ops...)
+			var me *regcenter.MultiError
+			switch {
+			case err == nil:
+				t.Errorf("%s: Multi succeeded, want it to fail at op 2", name)
+			case !errors.As(err, &me):
+				t.Errorf("%s: Multi error %v is not a *MultiError", name, err)
+			case me.Index != 2 || me.Op == nil || me.Op.String() != ops[2].String():
+				t.Errorf("%s: MultiError names op %d (%v), want op 2 (%v)", name, me.Index, me.Op, ops[2])
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("%s: Multi error %v does not wrap %v", name, err, tc.want)
+			}
+			for _, p := range []string{new1, new2, base + "/eph/child"} {
+				if exists(t, c, p) {
+					t.Errorf("%s: the failed Multi created %s", name, p)
+				}
+			}
+			if data, st := mustGet(t, c, base+"/x"); string(data) != "orig" || st.Version != 0 {
+				t.Errorf("%s: the failed Multi set %s/x to %s (version %d)", name, base, quote(data), st.Version)
+			}
+			if !exists(t, c, base+"/exists") || !exists(t, c, base+"/parent/child") {
+				t.Errorf("%s: the failed Multi deleted something", name)
 			}
 		}
-		if data, st := mustGet(t, c, base+"/x"); string(data) != "orig" || st.Version != 0 {
-			t.Errorf("%s: the failed Multi set %s/x to %s (version %d)", tc.name, base, quote(data), st.Version)
+	}
+}
+
+// testMultiRecreateVersions: a node a Multi deleted and created again
+// counts its versions from 0, not from the old node's: a check, set or
+// delete at a version only the old node's count would reach fails with
+// ErrBadVersion, and at the new node's own versions succeeds.
+func testMultiRecreateVersions(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	mustCreate(t, c, "/rv", []byte("a"), regcenter.Persistent)
+	for range 2 {
+		if _, err := c.Set(ctx, "/rv", []byte("b"), -1); err != nil {
+			t.Fatal(err)
 		}
-		if !exists(t, c, base+"/exists") || !exists(t, c, base+"/parent/child") {
-			t.Errorf("%s: the failed Multi deleted something", tc.name)
+	}
+	if err := c.Multi(ctx, regcenter.DeleteOp{Path: "/rv", Version: 2}, regcenter.CreateOp{Path: "/rv", Data: []byte("new")}); err != nil {
+		t.Fatalf("Multi deleting /rv and creating it again: %v", err)
+	}
+	// The old node was at version 2 after 3 writes: a count of writes to
+	// the path, not to the node, would say 3 now.
+	for _, v := range []int32{2, 3} {
+		if err := c.Multi(ctx, regcenter.CheckOp{Path: "/rv", Version: v}); !errors.Is(err, regcenter.ErrBadVersion) {
+			t.Errorf("check of the re-created /rv at version %d: %v, want ErrBadVersion", v, err)
 		}
+		if _, err := c.Set(ctx, "/rv", []byte("stale"), v); !errors.Is(err, regcenter.ErrBadVersion) {
+			t.Errorf("set of the re-created /rv at version %d: %v, want ErrBadVersion", v, err)
+		}
+	}
+	if err := c.Multi(ctx, regcenter.CheckOp{Path: "/rv", Version: 0}); err != nil {
+		t.Errorf("check of the re-created /rv at version 0: %v", err)
+	}
+	st, err := c.Set(ctx, "/rv", []byte("next"), 0)
+	if err != nil || st.Version != 1 {
+		t.Fatalf("set of the re-created /rv at version 0: version %d, %v; want version 1", st.Version, err)
+	}
+	if _, st = mustGet(t, c, "/rv"); st.Version != 1 {
+		t.Errorf("re-created /rv after one set: version %d, want 1", st.Version)
+	}
+	if err := c.Delete(ctx, "/rv", 4); !errors.Is(err, regcenter.ErrBadVersion) {
+		t.Errorf("delete of /rv at version 4: %v, want ErrBadVersion", err)
+	}
+	if err := c.Delete(ctx, "/rv", 1); err != nil {
+		t.Errorf("delete of /rv at its version 1: %v", err)
 	}
 }
 

@@ -403,6 +403,57 @@ func testStatVersions(t testing.TB, s *suite) {
 	}
 }
 
+// testCVersionCountsEveryChild: CVersion grows by one for every child
+// created or deleted, several in one Multi included, and not for data; the
+// parent's Ctime stays. A node deleted and created again starts over at a
+// new node's CVersion.
+func testCVersionCountsEveryChild(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	mustCreate(t, c, "/cv", nil, regcenter.Persistent)
+	mustCreate(t, c, "/other", nil, regcenter.Persistent)
+	_, st := mustGet(t, c, "/cv")
+	cv0, ctime := st.CVersion, st.Ctime
+	steps := []struct {
+		what  string
+		do    func() error
+		delta int32
+	}{
+		{"a child's create", func() error { _, err := c.Create(ctx, "/cv/a", nil, regcenter.Persistent); return err }, 1},
+		{"a Multi creating two children", func() error {
+			return c.Multi(ctx, regcenter.CreateOp{Path: "/cv/b"}, regcenter.CreateOp{Path: "/cv/c", Mode: regcenter.Ephemeral})
+		}, 3},
+		{"a Multi creating a child here and one elsewhere", func() error {
+			return c.Multi(ctx, regcenter.CreateOp{Path: "/cv/d"}, regcenter.CreateOp{Path: "/other/d"})
+		}, 4},
+		{"a child's data set", func() error { _, err := c.Set(ctx, "/cv/a", []byte("x"), -1); return err }, 4},
+		{"the node's own data set", func() error { _, err := c.Set(ctx, "/cv", []byte("x"), 0); return err }, 4},
+		{"a child's delete", func() error { return c.Delete(ctx, "/cv/a", -1) }, 5},
+		{"a Multi deleting a child and creating another", func() error {
+			return c.Multi(ctx, regcenter.DeleteOp{Path: "/cv/b", Version: -1}, regcenter.CreateOp{Path: "/cv/e"})
+		}, 7},
+		{"a Multi deleting two children", func() error {
+			return c.Multi(ctx, regcenter.DeleteOp{Path: "/cv/c", Version: -1}, regcenter.DeleteOp{Path: "/cv/d", Version: 0})
+		}, 9},
+	}
+	for _, step := range steps {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.what, err)
+		}
+		_, st := mustGet(t, c, "/cv")
+		if st.CVersion != cv0+step.delta || !st.Ctime.Equal(ctime) {
+			t.Errorf("after %s: CVersion %d Ctime %v, want %d and %v", step.what, st.CVersion, st.Ctime, cv0+step.delta, ctime)
+		}
+	}
+	if err := c.DeleteTree(ctx, "/cv"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, c, "/cv", nil, regcenter.Persistent)
+	if _, st := mustGet(t, c, "/cv"); st.CVersion != cv0 || st.Version != 0 || st.NumChildren != 0 {
+		t.Errorf("/cv created again: CVersion %d version %d children %d, want a new node's %d, 0, 0", st.CVersion, st.Version, st.NumChildren, cv0)
+	}
+}
+
 // testStatOwnerAndZxids: EphemeralOwner is the session id for ephemeral
 // nodes and 0 for persistent ones; Czxid < Mzxid after a Set; a later
 // create has a larger Czxid.
