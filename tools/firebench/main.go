@@ -23,14 +23,16 @@
 // regcenter.Open, and requests are counted the same way on both, by
 // regcenter.Stats: one count per round trip. On ZooKeeper that is one
 // request (a get, a multi, ...). On etcd it is one gRPC call: a range or a
-// read-only txn counts as a read; a write is a read-only txn of the keys it
-// touches (Reads) followed by one txn whose compares hold only if they are
-// unchanged (Writes, or Multis for a Multi), so every write costs two
-// round trips, and more when its reads exceed one batch; each lease
-// keepalive counts as a write (every fifth of the TTL, 0.5/s at the
-// default 10 s); a watch's arming read (WatchNow) counts as a watch, and
-// so does each opening of the namespace's one watch stream, which serves
-// every watch.
+// read-only txn counts as a read; a write is one txn whose compares are
+// its ops' own preconditions (Writes, or Multis for a Multi), read-only
+// txns (Reads) coming first only when such a txn's compares fail and the
+// keys that name the failing op did not fit in its else branch, or for
+// the writes that the server cannot check alone (sequential creates, two
+// ops on one node or on children of one parent); a watch's arming read
+// (WatchNow) counts as a watch, and so does each opening of the
+// namespace's one watch stream, which serves every watch. The lease's
+// keepalives (every fifth of the TTL) are the session's upkeep, as
+// ZooKeeper's pings are, and not requests.
 // The server's own counts are ZooKeeper's zk_packets_received and wchs, or
 // etcd's grpc_server_msg_received_total and
 // etcd_debugging_mvcc_watcher_total from its /metrics.

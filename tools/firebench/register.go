@@ -183,16 +183,10 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	return nil
 }
 
-// quiet reports whether d holds no request but the session's own upkeep.
-// ZooKeeper's pings are not requests; etcd's lease keepalives count as
-// writes, and there every write of a node reads first, so writes without
-// reads, multis or watches are keepalives.
-func quiet(d regcenter.Stats) bool {
-	if d.Reads != 0 || d.Multis != 0 || d.Watches != 0 {
-		return false
-	}
-	return d.Writes == 0 || d.Backend == regcenter.BackendEtcd
-}
+// quiet reports whether d holds no request. The session's own upkeep,
+// ZooKeeper's pings and etcd's lease keepalives, is not a request on
+// either registry.
+func quiet(d regcenter.Stats) bool { return d.Total() == 0 }
 
 // selfCPU returns this process's user and system CPU so far.
 func selfCPU() (time.Duration, error) {
