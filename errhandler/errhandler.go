@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
 )
 
@@ -152,9 +153,29 @@ type Ignore struct{}
 // Handle does nothing.
 func (Ignore) Handle(context.Context, Failure) error { return nil }
 
-// Pauser pauses a job on this instance. *job.Scheduler implements it.
+// Pauser pauses a job on this instance. SchedulerPauser returns a
+// scheduler's.
 type Pauser interface {
 	Pause(ctx context.Context, job string) error
+}
+
+// SchedulerPauser returns the Pauser that pauses jobs added to s: it sets
+// the job's paused flag on s's server (servers/{server}/paused), as
+// `shardjob pause SERVER --job NAME` does; the instance stops firing the
+// job, its items stay assigned and wait, and the flag survives restarts
+// until an operator resumes the server. Pausing a job not added to s is
+// an error wrapping job.ErrUnknownJob.
+func SchedulerPauser(s *job.Scheduler) Pauser {
+	return schedulerPauser{s}
+}
+
+type schedulerPauser struct{ s *job.Scheduler }
+
+func (p schedulerPauser) Pause(ctx context.Context, name string) error {
+	if p.s == nil {
+		return fmt.Errorf("%w: no scheduler to pause job %q with", ErrInvalidConfig, name)
+	}
+	return jobhook.Pause(p.s, ctx, name)
 }
 
 // Stop pauses the job on this instance after After consecutive failures:

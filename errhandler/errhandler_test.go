@@ -424,3 +424,11 @@ func ExampleWrap() {
 	// job backup item 0 failed (1 in a row): disk full
 	// job backup item 0 failed (2 in a row): disk full
 }
+
+// A scheduler pauser without a scheduler says so instead of panicking.
+func TestSchedulerPauserWithoutAScheduler(t *testing.T) {
+	err := errhandler.SchedulerPauser(nil).Pause(context.Background(), "orders")
+	if !errors.Is(err, errhandler.ErrInvalidConfig) || !strings.Contains(err.Error(), "no scheduler") {
+		t.Fatalf("Pause through a nil scheduler: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -38,7 +39,7 @@ func (b books) equal(o books) bool { return b.unplaced == o.unplaced && maps.Equ
 // readBooks reads the load table (through ReadNamespace, as the CLI and
 // the console do) and the truth: every job's assignment nodes.
 func readBooks(ctx context.Context, rc regcenter.Center, jobs []string) (table, truth books, err error) {
-	ns, err := job.ReadNamespace(ctx, rc, slog.New(slog.DiscardHandler))
+	ns, err := jobhook.ReadNamespace(ctx, rc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return books{}, books{}, err
 	}
@@ -50,7 +51,7 @@ func readBooks(ctx context.Context, rc regcenter.Center, jobs []string) (table, 
 	}
 	truth = books{units: map[string]int{}}
 	for _, j := range jobs {
-		u, err := job.JobUnits(ctx, rc, j)
+		u, err := jobhook.JobUnits(ctx, rc, j)
 		if err != nil {
 			return books{}, books{}, err
 		}
@@ -114,7 +115,7 @@ func waitBooks(t *testing.T, rc regcenter.Center, jobs []string, deadline time.D
 				detail += "\ntable: " + string(data)
 			}
 			for _, j := range jobs {
-				u, jerr := job.JobUnits(rctx, rc, j)
+				u, jerr := jobhook.JobUnits(rctx, rc, j)
 				detail += fmt.Sprintf("\n%s: %v %d unplaced (err %v)", j, u.PerServer, u.Unplaced, jerr)
 			}
 			rcancel()

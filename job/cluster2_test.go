@@ -290,7 +290,7 @@ func TestClockSkewBeyondMaxTimeDiffRefusesToFire(t *testing.T) {
 	strict := everySecond("strict", 1)
 	strict.MaxTimeDiff = time.Second
 	lax := everySecond("lax", 1)
-	in := startInstance(t, ns, "s1", strict, rec, job.WithClock(skewed))
+	in := startInstance(t, ns, "s1", strict, rec, job.WithClockForTest(skewed))
 	if err := in.sched.Add(tctx(t), lax, rec.job("s1")); err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,21 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// The operator's placement verbs, for Go programs; the CLI and the HTTP
-// handler call these.
+// The operator's placement verbs: Drain, Undrain and Draining for Go
+// programs; rebalance, releaseUnits, readJobUnits and readNamespace for the
+// CLI and the HTTP API, through internal/jobhook.
+
+func init() {
+	jobhook.ReadNamespace = readNamespace
+	jobhook.Rebalance = rebalance
+	jobhook.ReleaseUnits = releaseUnits
+	jobhook.JobUnits = readJobUnits
+}
 
 // ErrUnknownServer is returned for a server id that is not valid.
 var ErrUnknownServer = errors.New("job: unknown server")
@@ -73,12 +82,12 @@ func Draining(ctx context.Context, rc regcenter.Center) ([]string, error) {
 // rebalanceOpsPerTxn is how many jobs' flags one transaction sets.
 const rebalanceOpsPerTxn = 128
 
-// Rebalance flags a reshard of every job in the namespace: each places its
+// rebalance flags a reshard of every job in the namespace: each places its
 // items again before its next fire, which moves units from the most to the
 // least loaded instances until they are within one unit of each other
 // (BALANCED jobs; jobs of a named strategy get that strategy's
 // assignment). It returns how many jobs were flagged.
-func Rebalance(ctx context.Context, rc regcenter.Center) (int, error) {
+func rebalance(ctx context.Context, rc regcenter.Center) (int, error) {
 	names, err := namespaceJobs(ctx, rc)
 	if err != nil {
 		return 0, fmt.Errorf("rebalance: %w", err)
@@ -120,26 +129,18 @@ func flagReshard(ctx context.Context, rc regcenter.Center, j layout.Job) error {
 	return fmt.Errorf("flagging a reshard of %s: %w", string(j), err)
 }
 
-// Units is what a job holds in the namespace's load table.
-type Units struct {
-	// PerServer is how many of the job's items each server holds.
-	PerServer map[string]int
-	// Unplaced is how many of its items no server may take.
-	Unplaced int
-}
-
-// JobUnits reads what job holds, from its assignment nodes.
-func JobUnits(ctx context.Context, rc regcenter.Center, job string) (Units, error) {
+// readJobUnits reads what job holds, from its assignment nodes.
+func readJobUnits(ctx context.Context, rc regcenter.Center, job string) (jobhook.Units, error) {
 	paths := layout.Job(job)
-	u := Units{PerServer: map[string]int{}}
+	u := jobhook.Units{PerServer: map[string]int{}}
 	servers, err := rc.Children(ctx, paths.Servers())
 	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return Units{}, err
+		return jobhook.Units{}, err
 	}
 	for _, sv := range servers {
 		items, err := readItems(ctx, rc, paths.Flag(sv, layout.Sharding))
 		if err != nil {
-			return Units{}, err
+			return jobhook.Units{}, err
 		}
 		if len(items) > 0 {
 			u.PerServer[sv] = len(items)
@@ -147,16 +148,16 @@ func JobUnits(ctx context.Context, rc regcenter.Center, job string) (Units, erro
 	}
 	unplaced, err := readItems(ctx, rc, paths.Unplaced())
 	if err != nil {
-		return Units{}, err
+		return jobhook.Units{}, err
 	}
 	u.Unplaced = len(unplaced)
 	return u, nil
 }
 
-// ReleaseUnits takes a removed job's entry out of the namespace's load
+// releaseUnits takes a removed job's entry out of the namespace's load
 // table, and rebalances when that leaves the instances more than one unit
 // apart. It reports whether it rebalanced.
-func ReleaseUnits(ctx context.Context, rc regcenter.Center, job string) (bool, error) {
+func releaseUnits(ctx context.Context, rc regcenter.Center, job string) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		data, st, err := rc.Get(ctx, layout.Placement)
 		if errors.Is(err, regcenter.ErrNoNode) {
@@ -196,69 +197,38 @@ func ReleaseUnits(ctx context.Context, rc regcenter.Center, job string) (bool, e
 		if lo < 0 || hi-lo <= 1 {
 			return false, nil
 		}
-		_, err = Rebalance(ctx, rc)
+		_, err = rebalance(ctx, rc)
 		return err == nil, err
 	}
 }
 
-// Instance is one instance's entry in the namespace's placement, as its
-// node and the table say.
-type Instance struct {
-	// Server is the instance's id.
-	Server string
-	// Live reports its node present (its session alive).
-	Live bool
-	// Units is what it holds across the namespace (the load table).
-	Units int
-	// FaultTolerance and AlarmThreshold are its settings (1 and 0 when it
-	// is not live).
-	FaultTolerance, AlarmThreshold int
-	// Score is its load score, nil when it publishes none; Slots and
-	// FreeSlots its executor slots.
-	Score            *float64
-	Slots, FreeSlots int
-	// Draining: on the drain list. Drained: it reported holding nothing
-	// and running nothing while on it. Offline: marked offline by failed
-	// health checks.
-	Draining, Drained, Offline bool
-	// HealthURL is the health endpoint its peers probe.
-	HealthURL string
-}
-
-// Namespace is the namespace's placement: K, the units unplaced, and
-// every instance live or holding units, sorted by id.
-type Namespace struct {
-	Units, Unplaced int
-	Instances       []Instance
-}
-
-// ReadNamespace reads the namespace's placement: the load table, every
+// readNamespace reads the namespace's placement: the load table, every
 // instance's node, the drain list and the offline marks. A garbage table
 // is an error naming the node.
-func ReadNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (Namespace, error) {
+func readNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (jobhook.Namespace, error) {
 	var t loadTable
 	data, _, err := rc.Get(ctx, layout.Placement)
 	switch {
 	case errors.Is(err, regcenter.ErrNoNode):
 	case err != nil:
-		return Namespace{}, err
+		return jobhook.Namespace{}, err
 	case len(data) > 0:
 		if t, err = decodeTable(data); err != nil {
-			return Namespace{}, fmt.Errorf("%s: %w", layout.Placement, err)
+			return jobhook.Namespace{}, fmt.Errorf("%s: %w", layout.Placement, err)
 		}
 	}
 	view, err := readView(ctx, rc, log)
 	if err != nil {
-		return Namespace{}, err
+		return jobhook.Namespace{}, err
 	}
-	byID := map[string]*Instance{}
-	get := func(id string) *Instance {
+	byID := map[string]*jobhook.Instance{}
+	get := func(id string) *jobhook.Instance {
 		if byID[id] == nil {
-			byID[id] = &Instance{Server: id, FaultTolerance: DefaultFaultTolerance}
+			byID[id] = &jobhook.Instance{Server: id, FaultTolerance: DefaultFaultTolerance}
 		}
 		return byID[id]
 	}
-	ns := Namespace{Unplaced: t.unplaced(), Units: t.total()}
+	ns := jobhook.Namespace{Unplaced: t.unplaced(), Units: t.total()}
 	for id, n := range t.units() {
 		get(id).Units = n
 	}

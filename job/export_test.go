@@ -2,7 +2,9 @@ package job
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -13,6 +15,19 @@ import (
 func WithProcessForTest(host string, pid int) Option {
 	return func(o *options) error {
 		o.process = &holder{Host: host, PID: pid, Process: newToken(), Token: newToken()}
+		return nil
+	}
+}
+
+// WithClockForTest replaces the wall clock the scheduler fires by and
+// compares with ZooKeeper's (default time.Now), so that a test can
+// simulate a skewed host clock.
+func WithClockForTest(now func() time.Time) Option {
+	return func(o *options) error {
+		if now == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		}
+		o.now = now
 		return nil
 	}
 }

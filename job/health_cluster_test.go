@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -48,10 +49,10 @@ func TestPlacementIdlestFollowsFreeSlots(t *testing.T) {
 	if _, err := obs.Create(tctx(t), "/idlest/servers/a/trigger", nil, regcenter.Persistent); err != nil {
 		t.Fatal(err)
 	}
-	var units job.Units
+	var units jobhook.Units
 	waitUntil(t, 30*time.Second, func() bool {
 		var err error
-		units, err = job.JobUnits(tctx(t), obs, "idlest")
+		units, err = jobhook.JobUnits(tctx(t), obs, "idlest")
 		return err == nil && units.PerServer["a"]+units.PerServer["b"]+units.PerServer["c"] == 7
 	})
 	for id, n := range slots {

@@ -166,8 +166,8 @@ func (t *loadTable) renumber() {
 }
 
 // ErrTableGarbage reports a namespace load table (/.placement) that is not
-// valid. Reshards rebuild it from the jobs' assignments; ReadNamespace
-// returns it.
+// valid. Reshards rebuild it from the jobs' assignments; reading the
+// namespace's placement (`shardjob placement`, the HTTP API) returns it.
 var ErrTableGarbage = errors.New("job: the namespace's load table is not valid")
 
 // tableWire is the table as stored: the servers once, in order, and each

@@ -492,7 +492,7 @@ func scanTable(ctx context.Context, rc regcenter.Center) (loadTable, error) {
 		return loadTable{}, err
 	}
 	for _, j := range jobs {
-		u, err := JobUnits(ctx, rc, j)
+		u, err := readJobUnits(ctx, rc, j)
 		if err != nil {
 			return loadTable{}, err
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
 )
 
@@ -154,7 +155,7 @@ func TestPlacementDrain(t *testing.T) {
 		// evens a settled namespace out on its own yet); the operator's
 		// rebalance does, and this test is about the drain.
 		t.Log("start-up left the namespace uneven; rebalancing as an operator would")
-		if _, err := job.Rebalance(ctx, ins["s1"].rc); err != nil {
+		if _, err := jobhook.Rebalance(ctx, ins["s1"].rc); err != nil {
 			t.Fatal(err)
 		}
 		first, _ = settleItems(t, rec, time.Now(), names, 2, servers, 30*time.Second)
@@ -373,15 +374,15 @@ func TestPlacementRebuildsAGarbageLoadTable(t *testing.T) {
 	if _, err := obs.Set(tctx(t), "/.placement", []byte(`{"units":{"s1":-4},"bogus":1}`), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := job.ReadNamespace(tctx(t), obs, testLogger(t)); !errors.Is(err, job.ErrTableGarbage) {
+	if _, err := jobhook.ReadNamespace(tctx(t), obs, testLogger(t)); !errors.Is(err, job.ErrTableGarbage) {
 		t.Fatalf("reading a garbage table: %v, want ErrTableGarbage", err)
 	}
 	startJobs(t, ns, "s2", cfgs, rec)
 	settleItems(t, rec, time.Now(), names, 2, []string{"s1", "s2"}, 30*time.Second)
-	var got job.Namespace
+	var got jobhook.Namespace
 	waitUntil(t, 30*time.Second, func() bool {
 		var err error
-		got, err = job.ReadNamespace(tctx(t), obs, testLogger(t))
+		got, err = jobhook.ReadNamespace(tctx(t), obs, testLogger(t))
 		return err == nil && got.Units == 6 && len(got.Instances) == 2 && got.Instances[0].Units == 3 && got.Instances[1].Units == 3
 	})
 }

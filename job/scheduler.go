@@ -116,19 +116,6 @@ func WithFireLead(d time.Duration) Option {
 	}
 }
 
-// WithClock replaces the wall clock the scheduler fires by and compares
-// with ZooKeeper's (default time.Now). Tests use it to simulate a skewed
-// host clock.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) error {
-		if now == nil {
-			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
-		}
-		o.now = now
-		return nil
-	}
-}
-
 // WithListener adds a listener told before and after every execution.
 func WithListener(l listener.Listener) Option {
 	return func(o *options) error {

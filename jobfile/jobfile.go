@@ -254,7 +254,7 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		}
 		var p errhandler.Pauser = noScheduler{}
 		if sched != nil {
-			p = sched
+			p = errhandler.SchedulerPauser(sched)
 		}
 		st, err := errhandler.NewStop(after, p, log)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
-	jobpkg "github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -433,7 +433,7 @@ func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration) (Rem
 			return res, err
 		}
 		if !ok {
-			if _, err := jobpkg.ReleaseUnits(ctx, a.rc, job); err != nil {
+			if _, err := jobhook.ReleaseUnits(ctx, a.rc, job); err != nil {
 				return res, fmt.Errorf("job %q: %w", job, err)
 			}
 			return res, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
@@ -56,10 +57,10 @@ type Placement struct {
 	Instances []Instance `json:"instances"`
 }
 
-// Placement reads the namespace's placement (job.ReadNamespace), the
+// Placement reads the namespace's placement (jobhook.ReadNamespace), the
 // items running on each instance, and each instance's cap.
 func (a *Admin) Placement(ctx context.Context) (Placement, error) {
-	ns, err := job.ReadNamespace(ctx, a.rc, slog.Default())
+	ns, err := jobhook.ReadNamespace(ctx, a.rc, slog.Default())
 	if err != nil {
 		if errors.Is(err, job.ErrTableGarbage) {
 			return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -81,7 +82,7 @@ func (a *Admin) Placement(ctx context.Context) (Placement, error) {
 	}
 	for id := range running {
 		if !seen[id] {
-			ns.Instances = append(ns.Instances, job.Instance{Server: id, FaultTolerance: job.DefaultFaultTolerance})
+			ns.Instances = append(ns.Instances, jobhook.Instance{Server: id, FaultTolerance: job.DefaultFaultTolerance})
 		}
 	}
 	caps := sharding.Caps(out.Units, tolerance)
@@ -212,10 +213,10 @@ func translateServer(err error) error {
 	return err
 }
 
-// Rebalance flags a reshard of every job (see job.Rebalance) and returns
+// Rebalance flags a reshard of every job (see jobhook.Rebalance) and returns
 // how many.
 func (a *Admin) Rebalance(ctx context.Context) (int, error) {
-	return job.Rebalance(ctx, a.rc)
+	return jobhook.Rebalance(ctx, a.rc)
 }
 
 // ErrNotDrained means a drained instance still held units or ran items

@@ -246,7 +246,7 @@ func TestReapSparesAReusedPid(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d debts
-	got, err := script.Reap(context.Background(), dir, &d, testlog.Logger(t))
+	got, err := script.ReapTo(context.Background(), dir, &d, testlog.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestReapKillsALeftoverGroup(t *testing.T) {
 	var d debts
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := script.Reap(ctx, dir, &d, testlog.Logger(t))
+	got, err := script.ReapTo(ctx, dir, &d, testlog.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,10 +330,18 @@ func TestReapForgetsRecordsOfRemovedJobs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gone.0.1.json"), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := script.Reap(context.Background(), dir, noJobs{}, testlog.Logger(t)); err != nil {
+	if _, err := script.ReapTo(context.Background(), dir, noJobs{}, testlog.Logger(t)); err != nil {
 		t.Fatal(err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("records left: %v", ents)
+	}
+}
+
+// Reap without a scheduler to owe the items to is refused before it kills
+// anything.
+func TestReapNeedsAScheduler(t *testing.T) {
+	if _, err := script.Reap(context.Background(), t.TempDir(), nil, testlog.Logger(t)); !errors.Is(err, script.ErrInvalidConfig) {
+		t.Fatalf("Reap with a nil scheduler: %v, want ErrInvalidConfig", err)
 	}
 }

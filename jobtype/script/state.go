@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
 )
 
@@ -68,9 +69,18 @@ func (d *stateDir) remove(rec *groupRecord) error {
 	return nil
 }
 
-// Debts records that an item must run again. *job.Scheduler implements it.
-type Debts interface {
+// debts records that an item must run again: the scheduler's misfire
+// nodes (schedulerDebts), or a test's record.
+type debts interface {
 	OweMisfire(ctx context.Context, job string, item int, since time.Time) error
+}
+
+// schedulerDebts owes items misfires in the registry, through the
+// scheduler the jobs are added to.
+type schedulerDebts struct{ s *job.Scheduler }
+
+func (d schedulerDebts) OweMisfire(ctx context.Context, name string, item int, since time.Time) error {
+	return jobhook.OweMisfire(d.s, ctx, name, item, since)
 }
 
 // Orphan is one process group a previous incarnation left recorded.
@@ -89,14 +99,24 @@ type Orphan struct {
 
 // Reap kills the process groups recorded in dir by an earlier process of
 // this server that did not end them (it was killed), waits until they are
-// gone, records each of their items as owed a misfire through debts, and
-// removes the records. Call it once at start, after adding the jobs and
+// gone, records each of their items as owed a misfire in sched (the
+// item's misfire node, paid with one make-up run at the item's next fire
+// on whichever instance holds it), and removes the records. Call it once
+// at start, after adding the jobs and
 // before starting the scheduler, with the StateDir of the script jobs; dir
 // must belong to this server id alone. A record whose process id now
 // names another process (compared by start time) is not signalled. A
 // missing dir is not an error. Reap returns what it found; an error leaves
 // the records it could not settle in place for the next try.
-func Reap(ctx context.Context, dir string, debts Debts, log *slog.Logger) ([]Orphan, error) {
+func Reap(ctx context.Context, dir string, sched *job.Scheduler, log *slog.Logger) ([]Orphan, error) {
+	if sched == nil {
+		return nil, fmt.Errorf("%w: reap: no scheduler to owe the killed groups' items to", ErrInvalidConfig)
+	}
+	return reap(ctx, dir, schedulerDebts{sched}, log)
+}
+
+// reap is Reap with the debts recorded through debts.
+func reap(ctx context.Context, dir string, debts debts, log *slog.Logger) ([]Orphan, error) {
 	if !supported {
 		return nil, ErrUnsupported
 	}
