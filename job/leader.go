@@ -2,9 +2,12 @@ package job
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -115,7 +118,19 @@ func (r *runner) checkMembership() {
 	}
 	online := excluded.eligible(servers.online())
 	if last == nil || !equalStrings(last, online) {
-		r.setNecessary(ctx)
+		stands, err := r.assignmentStands(ctx, last, online)
+		switch {
+		case err != nil:
+			r.log.Warn("reading the departed servers' assignments; resharding", "err", err)
+			r.setNecessary(ctx)
+		case stands:
+			// Only servers that held nothing of this job left: its
+			// assignment stands for the servers that remain, and its
+			// instances keep firing on it without a reshard.
+			r.lead.setSharded(online)
+		default:
+			r.setNecessary(ctx)
+		}
 	}
 	if r.config().Failover {
 		if err := r.queueDeparted(ctx, servers); err != nil {
@@ -127,6 +142,48 @@ func (r *runner) checkMembership() {
 			r.log.Warn("repairing the load table's books", "err", err)
 		}
 	}
+}
+
+// assignmentStands reports whether the job's assignment, made for the
+// servers last (the last reshard here), still holds for online: no server
+// was added, every server that left holds no item of the job, and no item
+// waits unplaced. A death or a drain then disturbs only the jobs whose
+// items the server held: the others' instances are not sent to read their
+// assignment again at their next fire (a flagged reshard moves the epoch
+// that every fire's proof checks), which at hundreds of jobs delayed the
+// survivors' own fires behind a reshard of every job.
+func (r *runner) assignmentStands(ctx context.Context, last, online []string) (bool, error) {
+	if last == nil {
+		return false, nil // a new leader: nothing known of the last reshard
+	}
+	var left []string
+	for _, sv := range online {
+		if !slices.Contains(last, sv) {
+			return false, nil // joined, or back: it may take items
+		}
+	}
+	for _, sv := range last {
+		if !slices.Contains(online, sv) {
+			left = append(left, sv)
+		}
+	}
+	unplaced, _, err := r.rc.Exists(ctx, r.paths.Unplaced())
+	if err != nil || unplaced {
+		return false, err // room under the caps may have changed
+	}
+	for _, sv := range left {
+		data, _, err := r.rc.Get(ctx, r.paths.Flag(sv, layout.Sharding))
+		if errors.Is(err, regcenter.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if items, err := layout.ParseItems(string(data)); err != nil || len(items) > 0 {
+			return false, nil // it held items (or garbage): they move
+		}
+	}
+	return true, nil
 }
 
 // Keys of leaderDuties.watches other than a server's name.

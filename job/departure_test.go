@@ -1,0 +1,66 @@
+package job_test
+
+import (
+	"testing"
+	"time"
+)
+
+// A death disturbs only the dead instance's jobs: the jobs whose items it
+// held (and those it led: their new leader cannot know the last reshard)
+// reshard; every other job keeps its assignment, with no reshard flagged,
+// and keeps running every fire.
+func TestDepartureReshardsOnlyTheJobsItTouched(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfgs, names := everySecondJobs(12, 1)
+	ins := map[string]*instance{}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		ins[id] = startJobs(t, ns, id, cfgs, rec)
+	}
+	three := []string{"s1", "s2", "s3"}
+	_, before := settle(t, rec, time.Now(), names, three, 30*time.Second)
+
+	// What each job's leader has resharded so far, and who leads it.
+	reshards := map[string]int64{}
+	ledBy := map[string]string{}
+	for id, in := range ins {
+		for _, js := range in.sched.Stats().Jobs {
+			reshards[js.Job] += js.Reshards
+			if js.Leader {
+				ledBy[js.Job] = id
+			}
+		}
+	}
+	ins["s3"].crash(t)
+	delete(ins, "s3")
+	tick, after := settle(t, rec, time.Now(), names, []string{"s1", "s2"}, 30*time.Second)
+	// A few fires more, so that a reshard flagged late would show.
+	rec.waitFires(t, tick.Add(2*time.Second), 1, 12, 20*time.Second)
+
+	untouched := 0
+	for _, name := range names {
+		if before[name] == "s3" || ledBy[name] == "s3" {
+			continue
+		}
+		untouched++
+		var now int64
+		for _, in := range ins {
+			for _, js := range in.sched.Stats().Jobs {
+				if js.Job == name {
+					now += js.Reshards
+				}
+			}
+		}
+		if now != reshards[name] {
+			t.Errorf("job %s (on %s, led by %s) resharded %d times after s3 died", name, before[name], ledBy[name], now-reshards[name])
+		}
+		if after[name] != before[name] {
+			t.Errorf("job %s moved from %s to %s", name, before[name], after[name])
+		}
+	}
+	if untouched == 0 {
+		t.Fatalf("every job touched s3 (holders %v, leaders %v): nothing to check", before, ledBy)
+	}
+	t.Logf("%d of %d jobs neither held by s3 nor led by it", untouched, len(names))
+	checkItemTicks(t, rec, names, 1, tick, tick.Add(2*time.Second), "s3")
+}
