@@ -396,3 +396,35 @@ func TestConsoleCrossSitePostRefused(t *testing.T) {
 		t.Errorf("the cross-site form paused a1: %+v", s)
 	}
 }
+
+// TestConsoleShowsPause: a job paused until a time in its config shows
+// the pause and its note (as text, not markup) on its page.
+func TestConsoleShowsPause(t *testing.T) {
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken}, consoleSetup{}, quiet("report", 2))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	data, st, err := cc.rc.Get(ctx, layout.Job("report").Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := job.DecodeConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PausedUntil = time.Date(2099, 1, 2, 3, 4, 5, 0, time.UTC)
+	cfg.PauseNote = "<b>warehouse</b> move"
+	doc, err := cfg.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cc.rc.Set(ctx, layout.Job("report").Config(), doc, st.Version); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTab(t)
+	tb.open(cc.console + "#/job/report")
+	tb.setToken(consoleToken)
+	tb.waitText("#job-paused", "<b>warehouse</b> move")
+	if got := cc.jobStatus("report"); got.PauseNote != cfg.PauseNote || got.PausedUntil == nil || !got.PausedUntil.Equal(cfg.PausedUntil) {
+		t.Fatalf("status: paused until %v, note %q", got.PausedUntil, got.PauseNote)
+	}
+}
