@@ -19,13 +19,6 @@ func TestUnmonitoredFiresSendNothingAndStillReshard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures over several seconds")
 	}
-	if testRegistry == "etcd" {
-		// Measured: 2.6 requests per fire for the two instances on an
-		// etcd member, against none on ZooKeeper. The watches that prove
-		// an unmonitored fire's assumption on ZooKeeper do not yet stand
-		// for the proof on etcd, so its fires still send it.
-		t.Skip("on etcd an unmonitored fire still sends its proof (2.6 requests per fire measured); the watched proof is ZooKeeper's only for now")
-	}
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := everySecond("quiet", 4)
