@@ -103,6 +103,14 @@ func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + st
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }
 
+// Definition holds a job created at run time (over the HTTP API) as its
+// YAML job document: one entry of a job file's jobs: list, a script or
+// http job with its section. Instances that follow the namespace's
+// definitions (jobfile.Follow) build and run it; a job defined in a
+// program or a job file has none. Removing the job deletes it with the
+// rest of the job's tree.
+func (j Job) Definition() string { return j.Root() + "/definition" }
+
 // FormatItems renders ascending items as ElasticJob does, "0,1,5", with
 // every run of three or more consecutive items as a range: "0-332,340".
 // A job of thousands of items held in a few blocks has an assignment of a

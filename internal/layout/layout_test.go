@@ -66,3 +66,15 @@ func TestParseItemsRefusesGarbage(t *testing.T) {
 		t.Fatalf("MaxListItems items: %v", err)
 	}
 }
+
+func TestDefinitionIsAJobNodeOfItsOwn(t *testing.T) {
+	j := Job("orders-sync")
+	if got := j.Definition(); got != "/orders-sync/definition" {
+		t.Fatalf("Definition() = %q", got)
+	}
+	for _, other := range []string{j.Config(), j.Servers(), j.Execution(), j.Leader(), j.DisabledItems(), j.Unplaced()} {
+		if other == j.Definition() {
+			t.Fatalf("Definition() is the same node as %q", other)
+		}
+	}
+}
