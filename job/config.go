@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 )
@@ -296,17 +295,37 @@ func (e *configError) Unwrap() []error {
 	return errs
 }
 
-// joinConfigErrors returns nil for no errors, otherwise a *multierror.Error
-// holding them all. errors.Is on the result matches any sentinel any of
-// them wraps.
+// joinConfigErrors returns nil for no errors, otherwise a configErrors
+// holding them all (nil entries dropped, a configErrors entry's own
+// entries taken in its place). errors.Is on the result matches any
+// sentinel any of them wraps.
 func joinConfigErrors(errs []error) error {
-	if len(errs) == 0 {
+	var all configErrors
+	for _, err := range errs {
+		switch e := err.(type) {
+		case nil:
+		case configErrors:
+			all = append(all, e...)
+		default:
+			all = append(all, err)
+		}
+	}
+	if len(all) == 0 {
 		return nil
 	}
-	m := multierror.Append(nil, errs...)
-	m.ErrorFormat = formatConfigErrors
-	return m
+	return all
 }
+
+// configErrors is every problem found with a configuration, in the shape
+// of errors.Join's result: Unwrap returns the entries, so errors.Is and
+// errors.As look through each. It prints one problem as itself, and
+// several as a count followed by one bulleted line each.
+type configErrors []error
+
+func (e configErrors) Error() string { return formatConfigErrors(e) }
+
+// Unwrap returns the problems.
+func (e configErrors) Unwrap() []error { return e }
 
 func formatConfigErrors(errs []error) string {
 	if len(errs) == 1 {
@@ -327,9 +346,9 @@ func jobPlace(name string) string {
 	return "job " + quoteShort(name)
 }
 
-// Validate reports every problem with c at once, or nil. The error is a
-// *multierror.Error (github.com/hashicorp/go-multierror) whose entries each
-// name the job and the field, e.g.
+// Validate reports every problem with c at once, or nil. The error joins
+// them as errors.Join does (its Unwrap() []error returns them); each
+// entry names the job and the field, e.g.
 //
 //	job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
 //

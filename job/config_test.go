@@ -9,7 +9,6 @@ import (
 	"time"
 	_ "time/tzdata" // the tests name IANA zones; do not depend on the host's database
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/robfig/cron/v3"
 	"github.com/shardjob/shardjob/internal/suggest"
 )
@@ -158,11 +157,11 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 		[]error{ErrInvalidName, ErrInvalidCron, ErrInvalidTimeZone, ErrInvalidShardingCount, ErrInvalidItemParameters},
 		[]string{`job "bad name": name`, `job "bad name": cron`, `job "bad name": timeZone`, `job "bad name": shardingTotalCount`,
 			"item 0 is given more than once", `entry "x" has no '='`, `misfire "sometimes"`, "maxTimeDiff"})
-	var merr *multierror.Error
+	var merr interface{ Unwrap() []error }
 	if !errors.As(err, &merr) {
-		t.Fatalf("error is %T, want *multierror.Error", err)
+		t.Fatalf("error is %T, want one with Unwrap() []error", err)
 	}
-	if got := len(merr.Errors); got != 8 {
+	if got := len(merr.Unwrap()); got != 8 {
 		t.Errorf("got %d problems, want 8:\n%v", got, err)
 	}
 	if errors.Is(err, ErrUnknownKey) || errors.Is(err, ErrDuplicateJob) {
@@ -290,8 +289,8 @@ func TestConfigItemParameters(t *testing.T) {
 	c := validConfigForTest()
 	c.ShardingItemParameters = "0=a,0=b,5=x,a=b,0a"
 	_, err := c.ItemParameters()
-	var merr *multierror.Error
-	if !errors.As(err, &merr) || len(merr.Errors) != 4 {
+	var merr interface{ Unwrap() []error }
+	if !errors.As(err, &merr) || len(merr.Unwrap()) != 4 {
 		t.Errorf("ItemParameters() = %v, want 4 problems", err)
 	}
 }

@@ -130,9 +130,10 @@ func LoadFile(path string) (*File, error) {
 // Bad values, invalid jobs (see Config.Validate), an invalid regcenter
 // section (see regcenter.Config.Validate) and jobs sharing a name
 // (ErrDuplicateJob) are errors too. Every problem is reported, in one
-// *multierror.Error (github.com/hashicorp/go-multierror) whose entries
-// each wrap ErrInvalidConfig and, where one applies, a specific sentinel;
-// errors.Is matches any of them. On error the File is nil.
+// error that joins them as errors.Join does (its Unwrap() []error returns
+// them), whose entries each wrap ErrInvalidConfig and, where one applies,
+// a specific sentinel; errors.Is matches any of them. On error the File is
+// nil.
 //
 // A file larger than MaxFileBytes, nesting deeper than MaxYAMLDepth, with
 // an alias or merge key that refers to itself, or whose aliases and merge

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-multierror"
-
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -286,8 +284,8 @@ func TestLoadFileTypos(t *testing.T) {
 		t.Errorf("error does not start with the file's path: %v", err)
 	}
 	// Exactly the four typos: the misspelt count is not also "missing".
-	var merr *multierror.Error
-	if !errors.As(err, &merr) || len(merr.Errors) != len(want) {
+	var merr interface{ Unwrap() []error }
+	if !errors.As(err, &merr) || len(merr.Unwrap()) != len(want) {
 		t.Errorf("want %d problems, got:\n%v", len(want), err)
 	}
 	if strings.Contains(err.Error(), "did you mean \"retries") || strings.Contains(err.Error(), `"retries" at line 12 (`) {
@@ -311,8 +309,8 @@ func TestLoadFileReportsEveryProblem(t *testing.T) {
 			`jobs[2] "orders-sync": maxTimeDiff at line 15: "soon" is not a duration`,
 			`jobs[2] "orders-sync": name "orders-sync" at line 12: already used by jobs[0] at line 4`,
 		})
-	var merr *multierror.Error
-	if !errors.As(err, &merr) || len(merr.Errors) != 9 {
+	var merr interface{ Unwrap() []error }
+	if !errors.As(err, &merr) || len(merr.Unwrap()) != 9 {
 		t.Errorf("want 9 problems, got:\n%v", err)
 	}
 }
