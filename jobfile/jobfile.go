@@ -384,6 +384,14 @@ type RunOptions struct {
 	ShutdownTimeout time.Duration
 	// Started, if set, is called once the scheduler has started.
 	Started func(*job.Scheduler)
+	// Follow makes the instance run the jobs defined at run time in its
+	// namespace too, besides the file's (see Follow): http definitions,
+	// and script ones with FollowScripts.
+	Follow bool
+	// FollowScripts lets a following instance run script definitions
+	// (FollowOptions.AllowScript): commands chosen by whoever can write a
+	// definition, run on this host.
+	FollowScripts bool
 }
 
 // Run runs the jobs of f as one instance until ctx ends, then shuts down
@@ -432,7 +440,21 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	if err := sched.Start(ctx); err != nil {
 		return err
 	}
-	log.Info("running", "jobs", len(f.Jobs), "server", sched.ServerID(), "namespace", f.Regcenter.Namespace)
+	log.Info("running", "jobs", len(f.Jobs), "server", sched.ServerID(), "namespace", f.Regcenter.Namespace,
+		"follow", o.Follow, "followScripts", o.Follow && o.FollowScripts)
+	if o.Follow {
+		fctx, stop := context.WithCancel(ctx)
+		followed := make(chan error, 1)
+		go func() { // ends with fctx, before the scheduler shuts down
+			followed <- Follow(fctx, sched, rc, FollowOptions{Options: o.Options, AllowScript: o.FollowScripts, Namespace: f.Regcenter.Namespace})
+		}()
+		defer func() {
+			stop()
+			if ferr := <-followed; ferr != nil && err == nil {
+				err = ferr
+			}
+		}()
+	}
 	if o.Started != nil {
 		o.Started(sched)
 	}

@@ -20,7 +20,8 @@ import (
 const runHelp = `shardjob run runs the script and HTTP jobs of a YAML file as one instance.
 
 Usage:
-  shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L] FILE
+  shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L]
+               [--follow [--follow-scripts]] FILE
 
 The file has the regcenter and jobs sections described in docs/user-guide.md;
 SHARDJOB_REGCENTER_SERVERS or SHARDJOB_REGCENTER_ETCD (and the other
@@ -38,6 +39,11 @@ Flags:
   --shutdown-timeout D    how long running items may finish at SIGINT or
                           SIGTERM before they are stopped (default 30s)
   --log-level L           debug, info, warn or error (default info)
+  --follow                also run the jobs defined at run time in the
+                          namespace (POST /jobs of the HTTP API): http jobs
+  --follow-scripts        with --follow, run script definitions too: they run
+                          commands on this host chosen by whoever holds the
+                          HTTP API's token
 `
 
 var runHelpLine = strings.TrimSpace(`
@@ -60,6 +66,8 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	stateDir := fs.String("state-dir", "", "")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "")
 	level := fs.String("log-level", "info", "")
+	follow := fs.Bool("follow", false, "")
+	followScripts := fs.Bool("follow-scripts", false, "")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runHelp)
@@ -76,6 +84,10 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintf(stderr, "shardjob run: --log-level %q: use debug, info, warn or error\n", *level)
+		return exitUsage
+	}
+	if *followScripts && !*follow {
+		fmt.Fprintln(stderr, "shardjob run: --follow-scripts needs --follow")
 		return exitUsage
 	}
 	if *shutdown <= 0 {
@@ -99,7 +111,7 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
-		ServerID: *serverID, ShutdownTimeout: *shutdown})
+		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts})
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob run: %s\n", describe(err))
 		if errors.Is(err, job.ErrInvalidConfig) || errors.Is(err, jobfile.ErrInvalidJob) {

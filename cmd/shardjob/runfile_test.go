@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardjob/shardjob/jobfile"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test at once.
@@ -52,6 +58,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"go-bound job", []string{writeJobsFile(t, rc)}, `job "a" is a simple job, bound to Go code`},
 		{"bad section", []string{writeJobsFile(t, rc+"    type: http\n    http: {url: \"gopher://x\"}\n")}, "scheme must be http or https"},
 		{"bad flag", []string{"--shutdown-timeout", "0s", "x.yaml"}, "must be positive"},
+		{"follow-scripts alone", []string{"--follow-scripts", "x.yaml"}, "--follow-scripts needs --follow"},
 	} {
 		var out, errb syncBuffer
 		code := runFileCtx(context.Background(), c.args, &out, &errb)
@@ -105,5 +112,59 @@ jobs:
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("shardjob run did not stop")
+	}
+}
+
+// shardjob run --follow runs an HTTP job defined while it runs.
+func TestRunFollowRunsADefinedJob(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	ns := newNamespace()
+	path := writeJobsFile(t, fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\njobs: []\n", strings.Join(zc.Servers(), ","), ns))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { // owned here: ends when ctx is cancelled below
+		done <- runFileCtx(ctx, []string{"--server-id", "cli-follow", "--follow", path}, &stdout, &stderr)
+	}()
+
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer dcancel()
+	rc, err := regcenter.NewZooKeeper(dctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := rc.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	def := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: %q}\n", srv.URL)
+	if _, err := jobfile.Define(dctx, rc, []byte(def)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+	for hits.Load() < 2 {
+		select {
+		case code := <-done:
+			t.Fatalf("shardjob run ended with %d: %s", code, stderr.String())
+		case <-deadline:
+			t.Fatalf("the defined job did not run within a minute: %s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("exit %d after stop: %s", code, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("shardjob run did not stop")
+	}
+	if !strings.Contains(stderr.String(), "job definition followed: job added") {
+		t.Fatalf("no line about the followed job in the log:\n%s", stderr.String())
 	}
 }
