@@ -8,6 +8,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/sharding"
 )
 
 // ErrJobExists means a job of that name is in the namespace already: its
@@ -25,7 +26,8 @@ var ErrNotDefinable = errors.New("jobfile: only script and http jobs can be defi
 // [job.DecodeSpec]). It is decoded by the job file's decoder, and its
 // script: or http: section and its error handler are built as [Build]
 // builds them (without side effects), so a bad definition gets the error a
-// job file would get. Only types script and http are accepted
+// job file would get; its sharding strategy must be registered in this
+// process, as a scheduler's Add requires. Only types script and http are accepted
 // ([ErrNotDefinable]). Errors wrap [job.ErrInvalidConfig], [ErrInvalidJob]
 // or [ErrNotDefinable].
 //
@@ -37,6 +39,9 @@ func DecodeDefinition(ctx context.Context, data []byte) (job.Spec, error) {
 	}
 	if t := sp.TypeOrDefault(); t != job.TypeScript && t != job.TypeHTTP {
 		return job.Spec{}, fmt.Errorf("%w: job %q has type %s, which runs a Go handler compiled into the program: give type: script or type: http with its section", ErrNotDefinable, sp.Name, t)
+	}
+	if _, err := sharding.Lookup(sp.Config.WithDefaults().ShardingStrategy); err != nil {
+		return job.Spec{}, fmt.Errorf("%w: job %q: %w", job.ErrInvalidConfig, sp.Name, err)
 	}
 	if err := Check([]job.Spec{sp}); err != nil {
 		return job.Spec{}, err

@@ -83,6 +83,8 @@ const maxConfigBody = job.MaxDocumentBytes
 //
 // POST endpoints, which need the token:
 //
+//	POST /jobs                                   create a script or http job from its YAML job document
+//	                                             (the body; see "Creating jobs at run time" below)
 //	POST /jobs/{job}/trigger[?server=S]          run once now, on every online server or on S
 //	POST /jobs/{job}/config                      replace the config with the YAML request body
 //	POST /jobs/{job}/disable-items?items=3,5     keep items out of every fire
@@ -126,11 +128,22 @@ const maxConfigBody = job.MaxDocumentBytes
 // when the operation needs an online instance there is not,
 // 503 when ZooKeeper cannot be reached, 504 on a timeout.
 //
+// Creating jobs at run time: POST /jobs takes one job's YAML document,
+// with the keys of one entry of a job file's jobs: list (JSON with the same
+// keys is accepted as YAML), of type script or http. It is decoded and
+// validated by the job file's decoder (jobfile.DecodeDefinition) and
+// stored in the job's definition node with its config, or refused with
+// 400 and the decoder's message, storing nothing; 409 when a job of that
+// name exists. It answers 201 Created. Instances run it only if their
+// program follows the namespace's definitions (jobfile.Follow, shardjob
+// run --follow), and script jobs only where that was allowed. POST
+// /jobs/{job}/remove deletes the definition with the rest of the job.
+//
 // The config written through POST /jobs/{job}/config is validated as the
 // instances will validate it — including the sharding strategy, which must
 // be registered in this process — and never written when invalid.
 func NewHandler(rc regcenter.Center, opts Options) http.Handler {
-	h := &handler{adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
+	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
 		protectReads: opts.ProtectReads, dispatcher: opts.Dispatcher}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -139,6 +152,7 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
 	mux.HandleFunc("GET /jobs", h.jobs)
+	mux.HandleFunc("POST /jobs", h.write(h.create))
 	mux.HandleFunc("GET /jobs/{job}", h.status)
 	mux.HandleFunc("GET /jobs/{job}/dump", h.dump)
 	mux.HandleFunc("GET /jobs/{job}/config", h.configGet)
@@ -168,6 +182,7 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 }
 
 type handler struct {
+	rc           regcenter.Center
 	adm          *admin.Admin
 	token        string
 	log          *slog.Logger
@@ -240,7 +255,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, http.StatusOK, map[string]any{
 		"namespace": h.adm.Namespace(),
 		"endpoints": []string{
-			"GET /jobs", "GET /jobs/{job}", "GET /jobs/{job}/dump", "GET /jobs/{job}/config",
+			"GET /jobs", "POST /jobs", "GET /jobs/{job}", "GET /jobs/{job}/dump", "GET /jobs/{job}/config",
 			"POST /jobs/{job}/trigger[?server=S]", "POST /jobs/{job}/config", "POST /jobs/{job}/remove[?wait=30s]",
 			"POST /jobs/{job}/disable-items?items=3,5", "POST /jobs/{job}/enable-items?items=3,5",
 			"POST /servers/{server}/disable[?job=J]", "POST /servers/{server}/enable[?job=J]",
