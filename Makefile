@@ -28,7 +28,7 @@ test: zookeeper postgresql chromium bench-check
 # runs 40 of its random sequences here (200 on ZooKeeper above).
 test-etcd:
 	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=25 $(GO) test -race -count=1 -p 1 -timeout 30m \
-		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck' ./job/
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline' ./job/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
 
