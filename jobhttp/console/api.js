@@ -40,12 +40,16 @@ export function url(path, params) {
 // call sends one request and resolves to {ok, status, data, error}; it
 // never throws. error is the server's {"error": ...} message, or the body
 // or status text when there is none.
-export async function call(method, path, { params, body } = {}) {
+// A yaml option is sent as it is, as a YAML document, instead of a JSON body.
+export async function call(method, path, { params, body, yaml } = {}) {
   const headers = { Accept: "application/json" };
   const t = token();
   if (t) headers.Authorization = "Bearer " + t;
   const init = { method, headers, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer" };
-  if (body !== undefined) {
+  if (yaml !== undefined) {
+    headers["Content-Type"] = "application/yaml";
+    init.body = yaml;
+  } else if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }

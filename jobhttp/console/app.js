@@ -44,6 +44,10 @@ function summary(data) {
       .map((c) => `${c.job}${c.server ? " on " + c.server : ""}: ${c.changed ? "changed" : "already so"}`)
       .join("; ");
   }
+  if (data.created) return `job ${data.job} created (type ${data.type}); instances that follow definitions run it`;
+  if (Array.isArray(data.stopped) && data.job) {
+    return `job ${data.job} removed` + (data.stopped.length ? `; stopped on ${data.stopped.join(", ")}` : "");
+  }
   if (data.config) {
     const c = data.config;
     return `${data.changed ? "changed" : "unchanged"}: cron "${c.cron}", ${c.shardingTotalCount} items`;
@@ -81,8 +85,8 @@ function context(name, arg, root) {
       }
       return res;
     },
-    async act(label, path, { params, body } = {}) {
-      const res = await call("POST", path, { params, body });
+    async act(label, path, { params, body, yaml } = {}) {
+      const res = await call("POST", path, { params, body, yaml });
       notice(label, res);
       kick();
       return res;

@@ -1,11 +1,63 @@
 // views/jobs.js: the overview of the namespace's jobs (GET /jobs), with
-// each shown job's items per instance and last results (GET /jobs/{job}).
+// each shown job's items per instance and last results (GET /jobs/{job});
+// a form that creates a script or http job from its YAML document (POST
+// /jobs), and each job's remove action (POST /jobs/{job}/remove).
 
 import { path } from "../api.js";
 import { badge, button, el, table, time } from "../dom.js";
 
 // DETAILS bounds the jobs whose detail is read on every refresh.
 const DETAILS = 25;
+
+// EXAMPLE is the new-job form's starting text: an http job, as one entry
+// of a job file's jobs: list.
+const EXAMPLE = `name: ping-orders
+cron: "0 */5 * * * *"
+shardingTotalCount: 1
+type: http
+http:
+  method: GET
+  url: https://orders.internal/health
+  timeout: 10s
+`;
+
+// newJobForm is the "New job" form: the document, Create, and the
+// server's refusal shown as text under it.
+function newJobForm(ctx) {
+  const doc = el("textarea", { id: "new-job-doc", rows: "10", cols: "72", spellcheck: "false", "aria-label": "the new job's YAML document" });
+  doc.value = EXAMPLE;
+  const error = el("pre", { id: "new-job-error", class: "error-text", hidden: true });
+  const form = el(
+    "form",
+    { id: "new-job-form", novalidate: true },
+    el("p", { class: "muted", text: "One job as in a job file's jobs: list, of type script or http. It runs on the instances that follow definitions (script jobs only where allowed)." }),
+    doc,
+    el("div", { class: "toolbar" }, el("button", { type: "submit", id: "new-job-create" }, "Create")),
+    error,
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const res = await ctx.act("Create job", "jobs", { yaml: doc.value });
+    error.textContent = res.ok ? "" : res.error;
+    error.hidden = res.ok;
+  });
+  return el("details", { id: "new-job" }, el("summary", { text: "New job" }), form);
+}
+
+// removeButton asks for a second click before removing a job. Which job
+// is asked about is kept in ctx, so a refresh of the table keeps it.
+function removeButton(ctx, name) {
+  const b = button(ctx.armed === name ? "Click again to remove" : "Remove", () => {
+    if (ctx.armed !== name) {
+      ctx.armed = name;
+      b.textContent = "Click again to remove";
+      return;
+    }
+    ctx.armed = "";
+    ctx.act(`Remove ${name}`, path("jobs", name, "remove"));
+  }, { class: "act", "data-action": "remove", "data-job": name });
+  return b;
+}
 
 export function mount(ctx) {
   const filter = el("input", { id: "jobs-filter", type: "search", placeholder: "filter by name", "aria-label": "filter jobs by name" });
@@ -18,7 +70,7 @@ export function mount(ctx) {
   ctx.filter = filter;
   ctx.body = body;
   ctx.count = count;
-  ctx.root.append(el("h1", { text: "Jobs" }), el("div", { class: "toolbar" }, filter, count), body);
+  ctx.root.append(el("h1", { text: "Jobs" }), el("div", { class: "toolbar" }, filter, count), newJobForm(ctx), body);
 }
 
 // statusBadge shows a job's status. A job that has never fired and whose
@@ -105,12 +157,15 @@ export async function refresh(ctx) {
         { label: "Last results", cell: (r) => lastResults(r.st) },
         {
           label: "",
-          cell: (r) =>
+          cell: (r) => [
             button("Trigger", () => ctx.act(`Trigger ${r.j.name}`, path("jobs", r.j.name, "trigger")), {
               class: "act",
               "data-action": "trigger",
               "data-job": r.j.name,
             }),
+            " ",
+            removeButton(ctx, r.j.name),
+          ],
         },
       ],
       rows,
