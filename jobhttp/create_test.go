@@ -39,7 +39,9 @@ func follower(t *testing.T, ns, id string) *job.Scheduler {
 	}
 	fctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- jobfile.Follow(fctx, s, rc, jobfile.FollowOptions{Options: jobfile.Options{Logger: testLogger(t).With("instance", id)}}) }()
+	go func() {
+		done <- jobfile.Follow(fctx, s, rc, jobfile.FollowOptions{Options: jobfile.Options{Logger: testLogger(t).With("instance", id)}})
+	}()
 	t.Cleanup(func() {
 		stop()
 		select {
