@@ -228,6 +228,20 @@ type Config struct {
 	PausedUntil time.Time
 	// PauseNote is the reason for PausedUntil; it needs PausedUntil.
 	PauseNote string
+	// After names the jobs this one runs after, separated by commas (in
+	// YAML a string or a list): each run waits until every one of them
+	// has completed the same fires on every item, across the cluster. The
+	// parents are defined with it (on the same scheduler, or in the same
+	// file), monitored, and on the same schedule (cron, zone, calendar);
+	// cycles are refused, named. At most MaxParents.
+	After string
+	// OnParentFailure is what a run does when a parent's fire failed or
+	// did not complete within AfterTimeout: ParentSkip (the default),
+	// ParentRun or ParentAlert. It needs After.
+	OnParentFailure ParentPolicy
+	// AfterTimeout bounds a run's wait for its parents; 0 means until the
+	// job's next fire. It needs After.
+	AfterTimeout time.Duration
 	// Description is free text for operators.
 	Description string
 	// Disabled registers the job without letting it fire (ElasticJob's
@@ -480,6 +494,7 @@ func (c Config) check(now time.Time) []*configError {
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
 	c.calendarProblems(add)
+	c.afterProblems(add)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
 		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),
@@ -736,6 +751,14 @@ var configFields = []configField{
 	{"startingDeadline", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.StartingDeadline) }},
 	{"pausedUntil", ErrInvalidConfig, nodeCalendarTime},
 	{"pauseNote", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.PauseNote) }},
+	{"after", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeStringList(n, &c.After) }},
+	{"onParentFailure", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+		var s string
+		err := nodeString(n, &s)
+		c.OnParentFailure = ParentPolicy(s)
+		return err
+	}},
+	{"afterTimeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.AfterTimeout) }},
 	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
 	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
 	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
@@ -769,6 +792,9 @@ type configDoc struct {
 	StartingDeadline string `yaml:"startingDeadline,omitempty"`
 	PausedUntil      string `yaml:"pausedUntil,omitempty"`
 	PauseNote        string `yaml:"pauseNote,omitempty"`
+	After            string `yaml:"after,omitempty"`
+	OnParentFailure  string `yaml:"onParentFailure,omitempty"`
+	AfterTimeout     string `yaml:"afterTimeout,omitempty"`
 	Description      string `yaml:"description"`
 	Disabled         bool   `yaml:"disabled"`
 	Overwrite        bool   `yaml:"overwrite"`
@@ -898,6 +924,9 @@ func (c Config) marshalDoc() ([]byte, error) {
 		StartingDeadline:       timeoutText(c.StartingDeadline),
 		PausedUntil:            configTimeText(c.PausedUntil),
 		PauseNote:              c.PauseNote,
+		After:                  c.After,
+		OnParentFailure:        string(c.OnParentFailure),
+		AfterTimeout:           timeoutText(c.AfterTimeout),
 		Description:            c.Description,
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
@@ -919,8 +948,8 @@ func timeoutText(d time.Duration) string {
 // monitorExecution (default true), maxTimeDiff, reconcileInterval,
 // timeout, jitter and startingDeadline (Go durations such as "5s"),
 // shardingStrategy, the calendar's start, end, pausedUntil (times: see
-// Config.Start), limit, exclude and pauseNote, description, disabled and
-// overwrite; missing keys take the Config zero value (monitorExecution:
+// Config.Start), limit, exclude and pauseNote, after, onParentFailure and
+// afterTimeout, description, disabled and overwrite; missing keys take the Config zero value (monitorExecution:
 // true).
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated

@@ -33,7 +33,10 @@ type fire struct {
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
-	trace *fireTrace // the fire's span (tracing.go); nil: tracing is off
+	// parentErr is why the parents' fires did not all succeed, for a job
+	// that runs after them anyway (see awaitParents).
+	parentErr error
+	trace     *fireTrace // the fire's span (tracing.go); nil: tracing is off
 }
 
 // fireOf is the fire item's run starts at.
@@ -115,6 +118,19 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		// are handed over as any run cut short by shutdown is.
 		r.closeUnstarted(f, resultsFor(results, n), n)
 		return
+	}
+	if f.cfg.After != "" && f.kind != KindTrigger {
+		if err := r.awaitParents(f); err != nil {
+			if r.isClosed() || f.sess.Check() != nil {
+				r.closeUnstarted(f, resultsFor(results, n), n)
+				return
+			}
+			if f.cfg.OnParentFailure != ParentRun {
+				r.skipForParents(f, resultsFor(results, n), n, err)
+				return
+			}
+			f.parentErr = err
+		}
 	}
 	f.params, _ = f.cfg.ItemParameters()
 	defer r.traceFire(f)()
@@ -271,7 +287,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-		owner: ctx.owner(sess),
+		ParentErr: f.parentErr, owner: ctx.owner(sess),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
 	ev := r.listenerEvent(sc, res.begin)

@@ -78,6 +78,11 @@ const (
 	// EventFiresExpired: a make-up run here dropped fires older than the
 	// job's StartingDeadline; Units is how many, Detail the items.
 	EventFiresExpired EventKind = "fires-expired"
+	// EventParentFailed: a run of a dependent job here did not run its job
+	// because a parent's fire failed or did not complete in time (Config.
+	// After, OnParentFailure skip or alert); Units is how many items,
+	// Detail and Err say which parent and fire.
+	EventParentFailed EventKind = "parent-failed"
 )
 
 // Event is something about this instance's place in the namespace that a

@@ -78,6 +78,11 @@ type ShardingContext struct {
 	Kind Kind
 	// ServerID is the id of the server executing the item.
 	ServerID string
+	// ParentErr, for a job that runs after others (Config.After) with
+	// OnParentFailure ParentRun, says why its parents' fires did not all
+	// succeed (it wraps ErrParentFailed); nil when they did. The parents'
+	// fires are this run's: FireTime through Through.
+	ParentErr error
 
 	owner *ownership
 }

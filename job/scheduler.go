@@ -231,6 +231,13 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q is already added", ErrDuplicateJob, cfg.Name)
 	}
+	if s.state == stateStarted && cfg.After != "" {
+		// Started: the parents are added already, or never will be here.
+		if err := checkDependencies(s.sortedRunnersLocked(), &cfg); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	r := newRunner(s, cfg, j)
 	s.runners[cfg.Name] = r
 	started := s.state == stateStarted
@@ -291,8 +298,12 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.mu.Unlock()
 		return ErrSchedulerClosed
 	}
-	s.state = stateStarted
 	runners := s.sortedRunnersLocked()
+	if err := checkDependencies(runners, nil); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.state = stateStarted
 	s.mu.Unlock()
 
 	s.unsub = s.rc.OnSession(s.onSession)

@@ -258,6 +258,16 @@ func loadYAML(data []byte) (*File, error) {
 				}
 				jobs = append(jobs, spec)
 			}
+			if len(errs) == 0 {
+				cfgs := make([]Config, len(jobs))
+				index := map[string]int{}
+				for i, sp := range jobs {
+					cfgs[i], index[sp.Name] = sp.Config, i
+				}
+				errs = append(errs, dependencyProblems(cfgs, func(name string) string {
+					return fmt.Sprintf("jobs[%d] %q", index[name], name)
+				})...)
+			}
 		}
 	}
 

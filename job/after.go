@@ -1,0 +1,296 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Dependencies between jobs (Config.After): a dependent job fires on its
+// parents' schedule, and each of its runs waits until every parent has
+// completed the same fires on every item, across the cluster. The wait
+// reads the parents' completion records — what "completed" means
+// everywhere else — so a chain inherits the fire path's promises: each
+// fire of each job runs once, and a fire that could not wait is owed like
+// any other.
+
+// ParentPolicy says what a dependent job's run does when a parent's fire
+// failed, or did not complete within Config.AfterTimeout.
+type ParentPolicy string
+
+const (
+	// ParentSkip, the default, completes the run without calling the job:
+	// it is recorded as failed with ErrParentFailed, so that a job after
+	// it skips in turn. It is logged and reported as EventParentFailed.
+	ParentSkip ParentPolicy = "skip"
+	// ParentRun runs the job anyway; ShardingContext.ParentErr says why
+	// the parents did not all succeed.
+	ParentRun ParentPolicy = "run"
+	// ParentAlert is ParentSkip logged at error level: for chains where a
+	// parent's failure needs a person.
+	ParentAlert ParentPolicy = "alert"
+)
+
+// MaxParents bounds the jobs one job may run after.
+const MaxParents = 16
+
+// parentPoll is how often a waiting run reads its parents' records.
+const parentPoll = 100 * time.Millisecond
+
+// ErrParentFailed is what a dependent job's run is recorded with when it
+// did not run because a parent's fire failed or did not complete in time
+// (ParentSkip, ParentAlert), and ShardingContext.ParentErr's sentinel.
+var ErrParentFailed = errors.New("job: a parent job's fire did not succeed")
+
+// parents returns the names in c.After.
+func (c Config) parents() []string {
+	if strings.TrimSpace(c.After) == "" {
+		return nil
+	}
+	var out []string
+	for p := range strings.SplitSeq(c.After, ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// afterProblems checks c's own dependency fields (the graph is checked
+// with the other jobs: dependencyProblems).
+func (c Config) afterProblems(add func(key string, kind error, subject, detail string) *configError) {
+	parents := c.parents()
+	if len(parents) > MaxParents {
+		add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("names %d jobs; at most %d", len(parents), MaxParents))
+	}
+	seen := map[string]bool{}
+	for _, p := range parents {
+		switch {
+		case p == "" || len(p) > MaxNameLength || !configNameRE.MatchString(p):
+			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("%s is not a job name", quoteShort(p)))
+		case p == c.Name:
+			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), "names the job itself")
+		case seen[p]:
+			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("names %q twice", p))
+		}
+		seen[p] = true
+	}
+	if len(parents) > 0 && c.Unmonitored {
+		add("after", ErrInvalidConfig, "after "+quoteShort(c.After), "an unmonitored job keeps no records to wait on or be waited on")
+	}
+	switch c.OnParentFailure {
+	case "", ParentSkip, ParentRun, ParentAlert:
+		if c.OnParentFailure != "" && len(parents) == 0 {
+			add("onParentFailure", ErrInvalidConfig, "onParentFailure "+quoteShort(string(c.OnParentFailure)), "needs after")
+		}
+	default:
+		add("onParentFailure", ErrInvalidConfig, "onParentFailure "+quoteShort(string(c.OnParentFailure)),
+			fmt.Sprintf("must be %q, %q or %q", ParentSkip, ParentRun, ParentAlert))
+	}
+	if c.AfterTimeout < 0 {
+		add("afterTimeout", ErrInvalidConfig, fmt.Sprintf("afterTimeout %v", c.AfterTimeout), "must not be negative (0: until the job's next fire)")
+	} else if c.AfterTimeout > 0 && len(parents) == 0 {
+		add("afterTimeout", ErrInvalidConfig, fmt.Sprintf("afterTimeout %v", c.AfterTimeout), "needs after")
+	}
+}
+
+// dependencyProblems checks the dependencies among cfgs, the jobs of one
+// scheduler or one file: every parent is one of them, monitored, and
+// fires on the same schedule as its dependent; no job depends on itself
+// through others (the cycle is named).
+func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error {
+	byName := make(map[string]Config, len(cfgs))
+	for _, c := range cfgs {
+		byName[c.Name] = c
+	}
+	var errs []error
+	bad := func(c Config, detail string) {
+		errs = append(errs, &configError{place: placeOf(c.Name), key: "after", kind: ErrInvalidConfig,
+			subject: "after " + quoteShort(c.After), detail: detail})
+	}
+	for _, c := range cfgs {
+		for _, p := range c.parents() {
+			pc, ok := byName[p]
+			switch {
+			case !ok:
+				bad(c, fmt.Sprintf("no job %q here: a parent must be defined with its dependents", p))
+			case pc.Unmonitored:
+				bad(c, fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", p))
+			case !sameSchedule(c, pc):
+				bad(c, fmt.Sprintf("job %q fires on cron %q (zone %q) and its calendar; this job on %q (zone %q): a dependent fires with its parents, so give it the same schedule",
+					p, pc.Cron, pc.TimeZone, c.Cron, c.TimeZone))
+			}
+		}
+	}
+	// Cycles, each reported once, from its first job in name order.
+	state := map[string]int{} // 0 unseen, 1 on the path, 2 done
+	var path []string
+	var visit func(name string)
+	visit = func(name string) {
+		state[name] = 1
+		path = append(path, name)
+		for _, p := range byName[name].parents() {
+			if _, ok := byName[p]; !ok {
+				continue
+			}
+			switch state[p] {
+			case 0:
+				visit(p)
+			case 1:
+				i := slices.Index(path, p)
+				cycle := append(slices.Clone(path[i:]), p)
+				slices.Reverse(cycle) // parent before dependent
+				bad(byName[p], "a cycle: "+strings.Join(cycle, " → "))
+			}
+		}
+		path = path[:len(path)-1]
+		state[name] = 2
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if state[n] == 0 {
+			visit(n)
+		}
+	}
+	return errs
+}
+
+// checkDependencies checks the dependencies among the jobs of runners and,
+// when not nil, one more about to be added.
+func checkDependencies(runners []*runner, more *Config) error {
+	cfgs := make([]Config, 0, len(runners)+1)
+	for _, r := range runners {
+		cfgs = append(cfgs, r.config().Config)
+	}
+	if more != nil {
+		cfgs = append(cfgs, *more)
+	}
+	return joinConfigErrors(dependencyProblems(cfgs, jobPlace))
+}
+
+// sameSchedule reports whether a and b have the same fires.
+func sameSchedule(a, b Config) bool {
+	return a.Cron == b.Cron && a.TimeZone == b.TimeZone && sameCalendar(a, b)
+}
+
+// awaitParents waits until every parent of f's job has completed, on every
+// item, every fire f's runs stand for (from the earliest of its items'
+// fires through the latest), or until the job's AfterTimeout (by default
+// its next fire) or the session ends. It returns nil when they all
+// succeeded, else an error wrapping ErrParentFailed that says which
+// parent, item and fire, or that the wait timed out.
+func (r *runner) awaitParents(f *fire) error {
+	parents := f.cfg.parents()
+	if len(parents) == 0 || len(f.items) == 0 {
+		return nil
+	}
+	first := f.at
+	for _, it := range f.items {
+		if at := f.fireOf(it); at.Before(first) {
+			first = at
+		}
+	}
+	last := r.latestThrough(f.at, f.items)
+	sched, _, err := f.cfg.Schedule()
+	if err != nil {
+		return err
+	}
+	wait := f.cfg.AfterTimeout
+	if wait <= 0 {
+		wait = max(time.Second, time.Until(sched.Next(last)))
+	}
+	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
+	defer cancel()
+	for {
+		done, err := r.parentsDone(ctx, f.sess, parents, sched, first, last)
+		if done {
+			return err
+		}
+		if err != nil && ctx.Err() == nil {
+			r.log.Debug("reading the parents' records", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			if context.Cause(ctx) == context.DeadlineExceeded || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w: %s had not completed fire %s on every item within %v",
+					ErrParentFailed, strings.Join(parents, ", "), first.Format(time.RFC3339), wait)
+			}
+			return fmt.Errorf("%w: stopped waiting for %s: %w", ErrParentFailed, strings.Join(parents, ", "), context.Cause(ctx))
+		case <-time.After(parentPoll):
+		}
+	}
+}
+
+// parentsDone reads every parent's completion records once: done when
+// every item of every parent covers first through last; err then says
+// which parent's run failed, if one did.
+func (r *runner) parentsDone(ctx context.Context, sess *regcenter.Session, parents []string, sched cron.Schedule, first, last time.Time) (bool, error) {
+	var failed error
+	for _, p := range parents {
+		pr := r.s.runner(p)
+		if pr == nil {
+			return true, fmt.Errorf("%w: parent %q is not added on this scheduler", ErrParentFailed, p)
+		}
+		n := pr.config().ShardingTotalCount
+		marks := make([]completedMark, n)
+		found := make([]bool, n)
+		errs := make([]error, n)
+		parallel.Each(n, 32, func(i int) {
+			data, _, err := r.rc.Get(ctx, pr.paths.ItemNode(i, layout.Completed))
+			if errors.Is(err, regcenter.ErrNoNode) {
+				return
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			found[i] = json.Unmarshal(data, &marks[i]) == nil && marks[i].Fire > 0
+		})
+		if err := errors.Join(errs...); err != nil {
+			return false, err
+		}
+		for i := range n {
+			if !found[i] {
+				return false, nil
+			}
+			c := coverOf(marks[i])
+			if !c.uncoveredFrom(sched, first).After(last) {
+				return false, nil // a fire of the range not run yet on item i
+			}
+			if m := marks[i]; m.Error != "" && failed == nil && !time.UnixMilli(m.Fire).Before(first) {
+				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, time.UnixMilli(m.Fire).Format(time.RFC3339), m.Error)
+			}
+		}
+	}
+	return true, failed
+}
+
+// skipForParents completes f's items without running them, each as a
+// run failed with err (ParentSkip, ParentAlert).
+func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err error) {
+	level := "skipping the run: a parent's fire did not succeed"
+	if f.cfg.OnParentFailure == ParentAlert {
+		r.log.Error(level, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+	} else {
+		r.log.Warn(level, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+	}
+	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.items), Detail: err.Error(), Err: err, At: time.Now()})
+	now := time.Now()
+	for _, it := range f.items {
+		through := r.latestThrough(f.fireOf(it), []int{it})
+		results <- itemResult{item: it, fire: f.fireOf(it), through: through, kind: f.kind, begin: now, end: now, err: err}
+	}
+	r.completeAll(f.sess, f.cfg, results, n)
+}

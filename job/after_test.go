@@ -1,0 +1,245 @@
+package job_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/job"
+)
+
+func TestAfterConfigAndGraphErrors(t *testing.T) {
+	base := job.Config{Name: "b", Cron: "* * * * * *", ShardingTotalCount: 1}
+	for _, tc := range []struct {
+		name string
+		mod  func(*job.Config)
+		want string
+	}{
+		{"itself", func(c *job.Config) { c.After = "b" }, "names the job itself"},
+		{"twice", func(c *job.Config) { c.After = "a, a" }, `names "a" twice`},
+		{"bad name", func(c *job.Config) { c.After = "a,x/y" }, `"x/y" is not a job name`},
+		{"unmonitored", func(c *job.Config) { c.After, c.Unmonitored = "a", true }, "unmonitored job keeps no records"},
+		{"policy", func(c *job.Config) { c.After, c.OnParentFailure = "a", "retry" }, `onParentFailure "retry"`},
+		{"policy without after", func(c *job.Config) { c.OnParentFailure = job.ParentRun }, "needs after"},
+		{"negative timeout", func(c *job.Config) { c.After, c.AfterTimeout = "a", -time.Second }, "must not be negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.mod(&c)
+			if err := c.Validate(); !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want %q", err, tc.want)
+			}
+		})
+	}
+
+	// The graph, at load time: a cycle is named; a parent must be in the
+	// file and on the same schedule.
+	doc := func(jobs ...string) []byte {
+		return []byte("regcenter:\n  servers: [127.0.0.1:2181]\n  namespace: t\njobs:\n" + strings.Join(jobs, ""))
+	}
+	j := func(name, cron, after string) string {
+		s := fmt.Sprintf("  - name: %s\n    cron: %q\n    shardingTotalCount: 1\n", name, cron)
+		if after != "" {
+			s += "    after: [" + after + "]\n"
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"cycle", doc(j("a", "* * * * * *", "c"), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "b")), "a cycle: a → b → c → a"},
+		{"unknown parent", doc(j("b", "* * * * * *", "a")), `no job "a" here`},
+		{"other schedule", doc(j("a", "*/2 * * * * *", ""), j("b", "* * * * * *", "a")), `job "a" fires on cron "*/2 * * * * *"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := job.Load(bytes.NewReader(tc.data))
+			if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if f, err := job.Load(bytes.NewReader(doc(j("a", "* * * * * *", ""), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "a, b")))); err != nil || f.Jobs[2].After != "a,b" {
+		t.Fatalf("a valid chain: %v", err)
+	}
+}
+
+// chainRun is one run of a job of a chain.
+type chainRun struct {
+	job        string
+	item       int
+	fire       time.Time
+	begin, end time.Time
+	parentErr  error
+}
+
+type chainLog struct {
+	mu   sync.Mutex
+	runs []chainRun
+}
+
+func (l *chainLog) job(name string, hold time.Duration, fail func(fire time.Time) bool) job.Job {
+	return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		begin := time.Now()
+		time.Sleep(hold)
+		l.mu.Lock()
+		l.runs = append(l.runs, chainRun{name, sc.Item, sc.FireTime, begin, time.Now(), sc.ParentErr})
+		l.mu.Unlock()
+		if fail != nil && fail(sc.FireTime) {
+			return errors.New("failed on purpose")
+		}
+		return nil
+	})
+}
+
+func (l *chainLog) snapshot() []chainRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]chainRun(nil), l.runs...)
+}
+
+// A chain of three jobs over two instances: every fire of b starts after
+// a has completed it on every item, c after b; each runs once per item.
+// A fire of a that fails skips that fire of b, and so of c; with the run
+// policy, the dependent runs and is told why.
+func TestAfterRunsAChainInOrder(t *testing.T) {
+	ns := namespace(t)
+	log := &chainLog{}
+	var failMu sync.Mutex
+	var failAt time.Time
+	failing := func(fire time.Time) bool {
+		failMu.Lock()
+		defer failMu.Unlock()
+		return fire.Equal(failAt)
+	}
+	cfgs := []job.Config{
+		{Name: "a", Cron: "* * * * * *", ShardingTotalCount: 2},
+		{Name: "b", Cron: "* * * * * *", ShardingTotalCount: 2, After: "a"},
+		{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 2, After: "b"},
+		{Name: "d", Cron: "* * * * * *", ShardingTotalCount: 1, After: "a", OnParentFailure: job.ParentRun},
+	}
+	events := make(chan job.Event, 64)
+	for _, id := range []string{"s1", "s2"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		rc, s := connect(t, ctx, ns, id, eventsTo(events))
+		for _, cfg := range cfgs {
+			hold := 150 * time.Millisecond
+			var fail func(time.Time) bool
+			if cfg.Name == "a" {
+				fail = failing
+			}
+			if cfg.Name != "a" {
+				hold = 20 * time.Millisecond
+			}
+			if err := s.Add(ctx, cfg, log.job(cfg.Name, hold, fail)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		in := &instance{id: id, rc: rc, sched: s}
+		t.Cleanup(func() { in.stop(t) })
+	}
+
+	// Let the chain settle, then make a fail at a fire two seconds ahead.
+	time.Sleep(3 * time.Second)
+	failMu.Lock()
+	failAt = time.Now().Truncate(time.Second).Add(2 * time.Second)
+	failMu.Unlock()
+	ev := waitEvent(t, events, job.EventParentFailed, 20*time.Second)
+	if !errors.Is(ev.Err, job.ErrParentFailed) {
+		t.Fatalf("event %+v", ev)
+	}
+	time.Sleep(3 * time.Second)
+
+	runs := log.snapshot()
+	type key struct {
+		job  string
+		fire time.Time
+	}
+	by := map[key][]chainRun{}
+	for _, r := range runs {
+		by[key{r.job, r.fire}] = append(by[key{r.job, r.fire}], r)
+	}
+	checked := 0
+	for k, as := range by {
+		if k.job != "a" || len(as) != 2 || k.fire.Equal(failAt) {
+			continue
+		}
+		bs, cs := by[key{"b", k.fire}], by[key{"c", k.fire}]
+		if len(bs) != 2 || len(cs) != 2 {
+			continue // the last fires may not have reached c yet
+		}
+		checked++
+		latest := func(rs []chainRun) time.Time {
+			var t time.Time
+			for _, r := range rs {
+				if r.end.After(t) {
+					t = r.end
+				}
+			}
+			return t
+		}
+		for _, b := range bs {
+			if b.begin.Before(latest(as)) {
+				t.Errorf("fire %s: b item %d began at %s, before a ended at %s", k.fire.Format("15:04:05"), b.item, b.begin.Format("15:04:05.000"), latest(as).Format("15:04:05.000"))
+			}
+		}
+		for _, c := range cs {
+			if c.begin.Before(latest(bs)) {
+				t.Errorf("fire %s: c item %d began before b ended", k.fire.Format("15:04:05"), c.item)
+			}
+		}
+		for _, rs := range [][]chainRun{as, bs, cs} {
+			if rs[0].item == rs[1].item {
+				t.Errorf("fire %s: %s ran item %d twice", k.fire.Format("15:04:05"), rs[0].job, rs[0].item)
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("only %d fires went through the whole chain (runs: %d)", checked, len(runs))
+	}
+	// The failed fire: a ran it (and failed), b and c did not run it, d
+	// ran it knowing why.
+	if n := len(by[key{"a", failAt}]); n != 2 {
+		t.Fatalf("a ran the failing fire on %d items", n)
+	}
+	if n := len(by[key{"b", failAt}]) + len(by[key{"c", failAt}]); n != 0 {
+		t.Fatalf("b and c ran the fire their parent failed: %d runs", n)
+	}
+	ds := by[key{"d", failAt}]
+	if len(ds) != 1 || !errors.Is(ds[0].parentErr, job.ErrParentFailed) {
+		t.Fatalf("d at the failed fire: %+v", ds)
+	}
+	// The fires after it went through again.
+	if len(by[key{"c", failAt.Add(2 * time.Second)}]) != 2 {
+		t.Fatalf("the chain did not resume after the failed fire")
+	}
+}
+
+// Start refuses jobs whose parents are not added with them, naming the
+// parent, and changes nothing.
+func TestAfterStartRefusesAMissingParent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, namespace(t), "s1")
+	defer rc.Close()
+	if err := s.Add(ctx, job.Config{Name: "b", Cron: "* * * * * *", ShardingTotalCount: 1, After: "a"}, job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Start(ctx)
+	if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), `no job "a" here`) {
+		t.Fatalf("Start: %v", err)
+	}
+	if jobs, err := rc.Children(ctx, "/"); err != nil || len(jobs) != 0 {
+		t.Fatalf("the namespace after a refused start: %v %v", jobs, err)
+	}
+}
