@@ -42,7 +42,7 @@ func (b *bench) measureFireCost(ctx context.Context) error {
 }
 
 func (b *bench) fireCostRun(ctx context.Context, system string, jobs int) (*fireCostResult, error) {
-	dir, args, serverPID, err := b.systemRun(ctx, "firecost", system, jobs)
+	dir, args, serverPIDs, err := b.systemRun(ctx, "firecost", system, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -68,18 +68,18 @@ func (b *bench) fireCostRun(ctx context.Context, system string, jobs int) (*fire
 	if err := sleepUntil(ctx, from); err != nil {
 		return nil, err
 	}
-	cpu0, err := cpuOf(serverPID)
+	cpu0, err := cpuOf(serverPIDs...)
 	if err != nil {
 		return nil, err
 	}
 	if err := sleepUntil(ctx, from.Add(b.cfg.fcDuration)); err != nil {
 		return nil, err
 	}
-	cpu1, err := cpuOf(serverPID)
+	cpu1, err := cpuOf(serverPIDs...)
 	if err != nil {
 		return nil, err
 	}
-	res.serverCPUS = cpu1[0] - cpu0[0]
+	_, res.serverCPUS = phaseCPU(cpu0, cpu1, 0)
 	if err := waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		r, err := readRecords(n)
 		if r.cost != nil {

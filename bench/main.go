@@ -3,19 +3,32 @@
 // own module, so that the SDK's go.mod does not pull the peers in.
 //
 // Usage, from bench/ (ZooKeeper and Redis as scripts/zookeeper.sh and
-// scripts/redis.sh find or install them):
+// scripts/redis.sh find or install them; etcd needs nothing installed):
 //
 //	go run . -all                 # every benchmark (about 25 minutes)
 //	go run . -peers               # shardjob, gocron + Redis lock, dcron + Redis: J jobs every second on 3 node processes, kill -9 the busiest at half time
+//	go run . -peers -peer-systems shardjob-etcd,dcron-etcd   # the same on etcd: shardjob on etcd beside dcron with its etcd driver
 //	go run . -failover            # kill -9 an instance mid-run, ≥ 20 trials: session expiry → items started elsewhere
 //	go run . -reshard             # 1 → 100 instances, 1,000 and 10,000 items: the fire that finds the reshard due → every instance running its new items
 //	go run . -firecost            # what each scheduler itself spends per run: J jobs every second in one process, nothing recorded
 //	go run . -dispatch            # the dispatcher beside River on one PostgreSQL: insert and run throughput, start latency, CPU per 1,000 tasks, with and without caps
 //	go run . -h                   # every flag
 //
-// It starts its own standalone ZooKeeper (regcenter/zktest) and its own
-// Redis (redis-server) on loopback, and for -dispatch its own PostgreSQL
-// (internal/testing/pgtest), and stops everything it started. Each
+// It starts, on loopback, the servers the chosen systems need: its own
+// standalone ZooKeeper (regcenter/zktest; always for -failover and
+// -reshard), its own Redis (redis-server) for gocron and dcron, its own
+// etcd for shardjob-etcd and dcron-etcd, and for -dispatch its own
+// PostgreSQL (internal/testing/pgtest); it stops everything it started.
+//
+// The etcd cluster is regcenter/etcdtest's: -etcd-members members (default
+// 1, a single member as ZooKeeper and Redis run standalone; 3 for a
+// cluster), each the etcd server of go.etcd.io/etcd/server/v3 in a process
+// of its own (this program, started again as a member), so that the
+// server CPU of the etcd systems is read from /proc of the member
+// processes (the sum over all members) as it is of the ZooKeeper and Redis
+// processes. The "bench etcd" line and the etcd systems' settings state
+// the number of members. etcd gets no warm-up run: -peer-warmup is for
+// ZooKeeper's JVM, and etcd compiles nothing at run time. Each
 // figure is printed as a line "bench NAME key=value ...", and a last line
 // "summary key=value ..." repeats the headline figures. With -plots DIR it
 // also draws the peers' latency distributions, runs per node and recovery
@@ -39,6 +52,9 @@ import (
 	"syscall"
 	"time"
 
+	etcdversion "go.etcd.io/etcd/api/v3/version"
+
+	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/benchkit"
 	"github.com/shardjob/shardjob/tools/proc"
@@ -65,6 +81,8 @@ type config struct {
 	fcWarmup   time.Duration
 	fcDuration time.Duration
 
+	etcdMembers int
+
 	rsItems     []int
 	rsInstances int
 	rsFireLead  time.Duration
@@ -85,6 +103,7 @@ type bench struct {
 	log     *slog.Logger
 	dir     string
 	zk      *zktest.Cluster
+	etcd    *etcdtest.Cluster
 	redis   *redisServer
 	nodeBin string
 	summary benchkit.KV
@@ -134,7 +153,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.dp.duration, "dp-duration", 30*time.Second, "-dispatch: how long the latency feed lasts")
 	fs.IntVar(&c.dp.nodes, "dp-nodes", 3, "-dispatch: dispatcher nodes and River clients, in this process")
 
-	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored)")
+	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored; shardjob-etcd: the defaults on etcd; dcron-etcd: dcron with its etcd driver)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
 	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers, -firecost: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")
@@ -143,7 +162,8 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.tunedTimeout, "tuned-session-timeout", 2*time.Second, "-peers: shardjob-tuned's ZooKeeper session timeout")
 
 	var fcSystems, fcJobs string
-	fs.StringVar(&fcSystems, "fc-systems", "shardjob,shardjob-unmonitored,gocron,dcron", "-firecost: systems, in the order run (the names of -peer-systems)")
+	fs.StringVar(&fcSystems, "fc-systems", "shardjob,shardjob-unmonitored,gocron,dcron", "-firecost: systems, in the order run (the names of -peer-systems, shardjob-etcd and dcron-etcd among them)")
+	fs.IntVar(&c.etcdMembers, "etcd-members", 1, "-peers, -firecost: members of the etcd cluster of shardjob-etcd and dcron-etcd, each a process of its own (1: a single member, as ZooKeeper and Redis run standalone; the server CPU is the sum over the members)")
 	fs.StringVar(&fcJobs, "fc-jobs", "30,300", "-firecost: job counts J, one run each per system")
 	fs.DurationVar(&c.fcWarmup, "fc-warmup", 15*time.Second, "-firecost: unmeasured time after the scheduler started")
 	fs.DurationVar(&c.fcDuration, "fc-duration", 30*time.Second, "-firecost: measured time per run")
@@ -205,10 +225,22 @@ func parseFlags(args []string) (config, error) {
 	if c.peerDuration < 10*time.Second {
 		return c, errors.New("-peer-duration must be at least 10s")
 	}
+	if c.etcdMembers < 1 {
+		return c, fmt.Errorf("-etcd-members must be at least 1, not %d", c.etcdMembers)
+	}
 	if c.foTrials < 1 || c.foItems < 1 || c.rsInstances < 2 {
 		return c, errors.New("-fo-trials and -fo-items must be at least 1, -rs-instances at least 2")
 	}
 	return c, nil
+}
+
+// joinInts writes ns as "1,2,3".
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
 }
 
 func parseInts(s string) ([]int, error) {
@@ -250,7 +282,8 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
-	if cfg.peers || cfg.failover || cfg.reshard || cfg.fireCost { // -dispatch needs no ZooKeeper
+	need := registries(cfg) // -dispatch needs none of them
+	if need[regZooKeeper] {
 		zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		// The JVM's full compiler, as a production server runs it (zktest stops
 		// at C1 for a fast start), as tools/firebench does.
@@ -266,7 +299,26 @@ func run(ctx context.Context, cfg config) error {
 		}()
 		fmt.Println("bench zookeeper" + new(benchkit.KV).Add("servers", b.zk.ConnectString()).Add("pid", b.zk.PID(0)).String())
 	}
-	if cfg.peers || cfg.fireCost {
+	if need[regEtcd] {
+		ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		b.etcd, err = etcdtest.StartCluster(ectx, etcdtest.Options{Size: cfg.etcdMembers, Processes: true, Dir: filepath.Join(b.dir, "etcd"), Logger: b.log})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := b.etcd.Close(); err != nil {
+				b.log.Warn("close etcd", "err", err)
+			}
+		}()
+		pids, err := b.etcdPIDs()
+		if err != nil {
+			return err
+		}
+		fmt.Println("bench etcd" + new(benchkit.KV).Add("members", b.etcd.Size()).Add("endpoints", b.etcd.ConnectString()).
+			Add("pids", joinInts(pids)).Add("version", etcdversion.Version).String())
+	}
+	if need[regRedis] {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		b.redis, err = startRedis(rctx, filepath.Join(b.dir, "redis"))
 		cancel()

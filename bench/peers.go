@@ -28,12 +28,53 @@ func systemArgs(system string, c config) ([]string, bool) {
 		return []string{"-system", "shardjob", "-fire-lead", "0s"}, true
 	case "shardjob-unmonitored":
 		return []string{"-system", "shardjob", "-unmonitored"}, true
+	case "shardjob-etcd":
+		return []string{"-system", "shardjob"}, true // on etcd: systemRun adds -etcd
 	case "gocron":
 		return []string{"-system", "gocron"}, true
 	case "dcron":
 		return []string{"-system", "dcron"}, true
+	case "dcron-etcd":
+		return []string{"-system", "dcron-etcd"}, true
 	}
 	return nil, false
+}
+
+// The registries the systems coordinate through.
+const (
+	regZooKeeper = "zookeeper"
+	regEtcd      = "etcd"
+	regRedis     = "redis"
+)
+
+// registryOf names the server system coordinates through.
+func registryOf(system string) string {
+	switch {
+	case strings.HasSuffix(system, "-etcd"):
+		return regEtcd
+	case strings.HasPrefix(system, "shardjob"):
+		return regZooKeeper
+	}
+	return regRedis
+}
+
+// registries returns which servers the chosen benchmarks need: ZooKeeper
+// for -failover and -reshard and for the ZooKeeper systems of -peers and
+// -firecost, etcd and Redis only for systems of theirs (-dispatch brings
+// its own PostgreSQL).
+func registries(c config) map[string]bool {
+	need := map[string]bool{regZooKeeper: c.failover || c.reshard}
+	var systems []string
+	if c.peers {
+		systems = append(systems, c.peerSystems...)
+	}
+	if c.fireCost {
+		systems = append(systems, c.fcSystems...)
+	}
+	for _, s := range systems {
+		need[registryOf(s)] = true
+	}
+	return need
 }
 
 // describeSystem states a system's settings as the benchmark runs it.
@@ -49,8 +90,12 @@ func describeSystem(system string, c config) string {
 		return "defaults but Unmonitored (monitorExecution: false: no running or completed marks, so no make-up runs): session_timeout=10s fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "gocron":
 		return "gocron/v2 v2.21.2 + gocron-redis-lock/v2 v2.0.1: WithTries(1), lock expiry 8s (redsync default), lock key = job name"
+	case "shardjob-etcd":
+		return "defaults on etcd (" + etcdMembers(c) + "): lease_ttl=10s (the session timeout) fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "dcron":
 		return "dcron v0.5.0 + its Redis driver: node TTL 5s, heartbeat 2.5s, node list refresh 3s (defaults), consistent hash"
+	case "dcron-etcd":
+		return "dcron v0.5.0 + its etcd driver (" + etcdMembers(c) + "): node key on a lease of 5s (the driver's minimum) kept alive by the etcd client, watch on the service's prefix, node list refresh 3s (defaults), consistent hash, jobs wrapped in cron.Recover (a fire before the first node list refresh otherwise panics the process)"
 	}
 	return ""
 }
@@ -61,7 +106,32 @@ func leadOf1s() string {
 	return min(job.DefaultFireLead, time.Second/2).String() + " (default " + job.DefaultFireLead.String() + ", capped at period/2)"
 }
 
-func usesZK(system string) bool { return strings.HasPrefix(system, "shardjob") }
+func usesZK(system string) bool { return registryOf(system) == regZooKeeper }
+
+// etcdMembers states the etcd cluster's size as the output shows it.
+func etcdMembers(c config) string {
+	if c.etcdMembers == 1 {
+		return "1 member"
+	}
+	return strconv.Itoa(c.etcdMembers) + " members"
+}
+
+// sumCPU adds up CPU seconds.
+func sumCPU(cpu []float64) float64 {
+	var s float64
+	for _, c := range cpu {
+		s += c
+	}
+	return s
+}
+
+// phaseCPU splits the CPU the processes spent between two readings,
+// from and to, each the nodes' CPU followed by the server's processes':
+// the nodes' together, and the server's (a ZooKeeper or Redis process, or
+// every member of the etcd cluster) together.
+func phaseCPU(from, to []float64, nodes int) (node, server float64) {
+	return sumCPU(to[:nodes]) - sumCPU(from[:nodes]), sumCPU(to[nodes:]) - sumCPU(from[nodes:])
+}
 
 // phaseResult is one phase's figures: before or after the kill.
 type phaseResult struct {
@@ -182,26 +252,47 @@ func (b *bench) warmUp(ctx context.Context, systems []string) error {
 // systemRun prepares a run of system with J jobs for the benchmark
 // named bench: its work directory, the node flags that select the system,
 // its namespace and its server (a Redis flushed of earlier runs), and the
-// server's pid.
-func (b *bench) systemRun(ctx context.Context, bench, system string, jobs int) (dir string, args []string, serverPID int, err error) {
+// server's pids: one, or each etcd member's.
+func (b *bench) systemRun(ctx context.Context, bench, system string, jobs int) (dir string, args []string, serverPIDs []int, err error) {
 	name := fmt.Sprintf("%s-%s-%d", bench, system, jobs)
 	dir = filepath.Join(b.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, 0, err
+		return "", nil, nil, err
 	}
 	sysArgs, _ := systemArgs(system, b.cfg)
 	args = append([]string{"-jobs", strconv.Itoa(jobs), "-namespace", name}, sysArgs...)
-	if usesZK(system) {
-		return dir, append(args, "-zk", b.zk.ConnectString()), b.zk.PID(0), nil
+	switch registryOf(system) {
+	case regZooKeeper:
+		return dir, append(args, "-zk", b.zk.ConnectString()), []int{b.zk.PID(0)}, nil
+	case regEtcd:
+		// Each run has a namespace (shardjob) or service name (dcron) of
+		// its own, so nothing of an earlier run is in its way.
+		pids, err := b.etcdPIDs()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		return dir, append(args, "-etcd", b.etcd.ConnectString()), pids, nil
 	}
 	if err := b.redis.flush(ctx); err != nil {
-		return "", nil, 0, err
+		return "", nil, nil, err
 	}
-	return dir, append(args, "-redis", b.redis.addr), b.redis.proc.PID(), nil
+	return dir, append(args, "-redis", b.redis.addr), []int{b.redis.proc.PID()}, nil
+}
+
+// etcdPIDs returns the pid of every etcd member, or an error if one is
+// not running.
+func (b *bench) etcdPIDs() ([]int, error) {
+	pids := make([]int, b.etcd.Size())
+	for i := range pids {
+		if pids[i] = b.etcd.PID(i); pids[i] == 0 {
+			return nil, fmt.Errorf("etcd member %d is not running", i+1)
+		}
+	}
+	return pids, nil
 }
 
 func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResult, error) {
-	dir, args, serverPID, err := b.systemRun(ctx, "peers", system, jobs)
+	dir, args, serverPIDs, err := b.systemRun(ctx, "peers", system, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +376,11 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 	tw := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	tk := tw.Add(half)
 	tend := tk.Add(half)
-	pids := make([]int, 0, nNodes+1)
+	pids := make([]int, 0, nNodes+len(serverPIDs))
 	for _, n := range nodes {
 		pids = append(pids, n.proc.PID())
 	}
-	pids = append(pids, serverPID)
+	pids = append(pids, serverPIDs...)
 
 	if err := sleepUntil(ctx, tw); err != nil {
 		return nil, err
@@ -363,19 +454,10 @@ func (b *bench) peerRun(ctx context.Context, system string, jobs int) (*peerResu
 		runs = append(runs, r.runs...)
 	}
 
-	sum := func(cpu []float64) float64 {
-		var s float64
-		for _, c := range cpu[:nNodes] {
-			s += c
-		}
-		return s
-	}
 	before := analysePhase("before", runs, jobs, nNodes, tw.UnixMilli(), tk.UnixMilli()-1000, victim, tKill, b.cfg.peerWork)
-	before.nodeCPU = sum(cpu1) - sum(cpu0)
-	before.serverCPU = cpu1[nNodes] - cpu0[nNodes]
+	before.nodeCPU, before.serverCPU = phaseCPU(cpu0, cpu1, nNodes)
 	after := analysePhase("after", runs, jobs, nNodes, tk.UnixMilli(), tend.UnixMilli(), victim, tKill, b.cfg.peerWork)
-	after.nodeCPU = sum(cpu2) - sum(cpu1)
-	after.serverCPU = cpu2[nNodes] - cpu1[nNodes]
+	after.nodeCPU, after.serverCPU = phaseCPU(cpu1, cpu2, nNodes)
 	for _, p := range []*phaseResult{&before, &after} {
 		p.nodeCPUPer1000 = p.nodeCPU / float64(p.runs) * 1000
 		p.serverCPUPer1000 = p.serverCPU / float64(p.runs) * 1000

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,5 +100,77 @@ func TestReadRecords(t *testing.T) {
 	missing := &node{out: filepath.Join(dir, "none.rec")}
 	if r, err := readRecords(missing); err != nil || len(r.runs) != 0 {
 		t.Errorf("a node that wrote nothing yet: %+v, %v", r, err)
+	}
+}
+
+func TestPhaseCPU(t *testing.T) {
+	// Three nodes, then the server's processes: one (ZooKeeper, Redis) or
+	// three etcd members, every one of them counted.
+	from := []float64{1, 2, 3, 10}
+	to := []float64{2, 4, 6, 15}
+	if n, s := phaseCPU(from, to, 3); n != 6 || s != 5 {
+		t.Errorf("one server process: nodes %v server %v, want 6 5", n, s)
+	}
+	from = []float64{1, 2, 3, 10, 20, 30}
+	to = []float64{2, 4, 6, 15, 21, 32}
+	if n, s := phaseCPU(from, to, 3); n != 6 || s != 8 {
+		t.Errorf("three etcd members: nodes %v server %v, want 6 8", n, s)
+	}
+	// -firecost reads the server alone.
+	if _, s := phaseCPU([]float64{10, 20}, []float64{15, 21}, 0); s != 6 {
+		t.Errorf("server alone: %v, want 6", s)
+	}
+}
+
+func TestRegistryOf(t *testing.T) {
+	want := map[string]string{
+		"shardjob": regZooKeeper, "shardjob-tuned": regZooKeeper, "shardjob-nolead": regZooKeeper, "shardjob-unmonitored": regZooKeeper,
+		"shardjob-etcd": regEtcd, "dcron-etcd": regEtcd,
+		"gocron": regRedis, "dcron": regRedis,
+	}
+	for sys, reg := range want {
+		if _, ok := systemArgs(sys, config{}); !ok {
+			t.Errorf("%s is not a known system", sys)
+		}
+		if got := registryOf(sys); got != reg {
+			t.Errorf("registryOf(%s) = %s, want %s", sys, got, reg)
+		}
+	}
+	// Only ZooKeeper's systems get the JVM's warm-up.
+	if usesZK("shardjob-etcd") || !usesZK("shardjob-tuned") {
+		t.Error("usesZK: shardjob-etcd must not use ZooKeeper, shardjob-tuned must")
+	}
+}
+
+func TestParseFlagsEtcd(t *testing.T) {
+	c, err := parseFlags([]string{"-peers", "-peer-systems", "shardjob-etcd,dcron-etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.peerSystems) != 2 || c.peerSystems[0] != "shardjob-etcd" || c.peerSystems[1] != "dcron-etcd" || c.etcdMembers != 1 {
+		t.Errorf("systems %v members %d, want [shardjob-etcd dcron-etcd] 1", c.peerSystems, c.etcdMembers)
+	}
+	// Only etcd is started: the -fc-systems default lists ZooKeeper and
+	// Redis systems, but -firecost is not chosen.
+	if need := registries(c); !need[regEtcd] || need[regZooKeeper] || need[regRedis] {
+		t.Errorf("servers needed for the etcd systems: %v, want etcd alone", need)
+	}
+	c, err = parseFlags([]string{"-firecost", "-fc-systems", "shardjob,dcron-etcd", "-failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need := registries(c); !need[regEtcd] || !need[regZooKeeper] || need[regRedis] {
+		t.Errorf("servers needed for shardjob, dcron-etcd and -failover: %v, want ZooKeeper and etcd", need)
+	}
+	if c, err = parseFlags([]string{"-dispatch"}); err != nil {
+		t.Fatal(err)
+	} else if need := registries(c); need[regEtcd] || need[regZooKeeper] || need[regRedis] {
+		t.Errorf("servers needed for -dispatch: %v, want none", need)
+	}
+	if _, err := parseFlags([]string{"-peers", "-etcd-members", "0"}); err == nil || !strings.Contains(err.Error(), "-etcd-members") {
+		t.Errorf("-etcd-members 0: %v, want an error naming the flag", err)
+	}
+	if _, err := parseFlags([]string{"-peers", "-peer-systems", "dcron-zk"}); err == nil || !strings.Contains(err.Error(), `"dcron-zk"`) {
+		t.Errorf("an unknown system: %v, want an error naming it", err)
 	}
 }

@@ -6,9 +6,10 @@
 //
 // Systems:
 //
-//	shardjob  a job.Scheduler on its own ZooKeeper session (-zk), one item per job unless -items says otherwise
-//	gocron    a gocron v2 scheduler with gocron-redis-lock's locker (WithTries(1), as its README shows) on -redis
-//	dcron     a dcron scheduler with its Redis driver on -redis
+//	shardjob    a job.Scheduler on its own session of ZooKeeper (-zk) or etcd (-etcd), one item per job unless -items says otherwise
+//	gocron      a gocron v2 scheduler with gocron-redis-lock's locker (WithTries(1), as its README shows) on -redis
+//	dcron       a dcron scheduler with its Redis driver on -redis
+//	dcron-etcd  a dcron scheduler with its etcd driver on -etcd, its jobs wrapped in cron.Recover (see runDcronEtcd)
 //
 // Every line the process records is appended to -out with one write(2),
 // unbuffered, so that what it recorded survives a SIGKILL:
@@ -53,6 +54,8 @@ import (
 	"github.com/libi/dcron"
 	dcrondriver "github.com/libi/dcron/driver"
 	"github.com/redis/go-redis/v9"
+	"github.com/robfig/cron/v3"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
@@ -62,6 +65,7 @@ type options struct {
 	system          string
 	id              string
 	zk              []string
+	etcd            []string
 	redis           string
 	namespace       string
 	prefix          string
@@ -83,10 +87,11 @@ type options struct {
 
 func main() {
 	var o options
-	var zk string
-	flag.StringVar(&o.system, "system", "shardjob", "shardjob, gocron or dcron")
+	var zk, etcd string
+	flag.StringVar(&o.system, "system", "shardjob", "shardjob, gocron, dcron or dcron-etcd")
 	flag.StringVar(&o.id, "id", "", "node id (required; shardjob's server id)")
 	flag.StringVar(&zk, "zk", "", "shardjob: ZooKeeper servers, host:port,...")
+	flag.StringVar(&etcd, "etcd", "", "shardjob (instead of -zk), dcron-etcd: etcd client endpoints, host:port,...")
 	flag.StringVar(&o.redis, "redis", "", "gocron, dcron: Redis address host:port")
 	flag.StringVar(&o.namespace, "namespace", "bench", "shardjob's namespace; dcron's service name")
 	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
@@ -95,7 +100,7 @@ func main() {
 	flag.StringVar(&o.cron, "cron", "* * * * * *", "cron of every job, with seconds")
 	flag.DurationVar(&o.work, "work", 100*time.Millisecond, "how long each run sleeps")
 	flag.BoolVar(&o.failover, "failover", false, "shardjob: turn failover on")
-	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: ZooKeeper session timeout (0: regcenter's default, 10s)")
+	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: session timeout, on etcd the lease's TTL (0: regcenter's default, 10s)")
 	flag.BoolVar(&o.unmonitored, "unmonitored", false, "shardjob: jobs with Config.Unmonitored (no running or completed marks)")
 	flag.DurationVar(&o.fireLead, "fire-lead", -1, "shardjob: how long before its time a fire claims its items (negative: the SDK's default)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
@@ -116,6 +121,9 @@ func main() {
 	}
 	if zk != "" {
 		o.zk = strings.Split(zk, ",")
+	}
+	if etcd != "" {
+		o.etcd = strings.Split(etcd, ",")
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "node:", err)
@@ -253,6 +261,8 @@ func run(o options) error {
 		return runGocron(ctx, o, rec, logger)
 	case "dcron":
 		return runDcron(ctx, o, rec)
+	case "dcron-etcd":
+		return runDcronEtcd(ctx, o, rec)
 	default:
 		return fmt.Errorf("unknown system %q", o.system)
 	}
@@ -274,18 +284,20 @@ func (r *recorder) started(ctx context.Context, o options) (stop func()) {
 }
 
 func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Logger) error {
-	if len(o.zk) == 0 {
-		return errors.New("shardjob needs -zk")
+	if (len(o.zk) == 0) == (len(o.etcd) == 0) {
+		return errors.New("shardjob needs -zk or -etcd, not both")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: o.zk, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	// regcenter.Open picks the backend by which field is set, as a user's
+	// program does.
+	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.zk, Etcd: o.etcd, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err := rc.Close(); err != nil {
-			logger.Warn("close the ZooKeeper session", "err", err)
+			logger.Warn("close the registry session", "err", err)
 		}
 	}()
 	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
@@ -382,7 +394,38 @@ func runDcron(ctx context.Context, o options, rec *recorder) error {
 			log.Printf("close the Redis client: %v", err)
 		}
 	}()
-	d := dcron.NewDcronWithOption(o.namespace, dcrondriver.NewRedisDriver(rdb), dcron.CronOptionSeconds())
+	return runDcronWith(ctx, o, rec, dcrondriver.NewRedisDriver(rdb))
+}
+
+func runDcronEtcd(ctx context.Context, o options, rec *recorder) error {
+	if len(o.etcd) == 0 {
+		return errors.New("dcron-etcd needs -etcd")
+	}
+	// The client as dcron's README and examples make it: endpoints and a
+	// dial timeout, nothing else.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: o.etcd, DialTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := cli.Close(); err != nil {
+			log.Printf("close the etcd client: %v", err)
+		}
+	}()
+	// The etcd driver registers the node from a goroutine of its own, so
+	// the node list dcron reads at Start may not hold the node yet; an
+	// empty list leaves dcron's hash ring nil until the next refresh (3 s),
+	// and a job that fires before it dereferences the nil ring and panics
+	// in cron's goroutine, ending the process. cron.Recover, robfig/cron's
+	// own wrapper, turns those first fires into logged, skipped runs.
+	recov := dcron.CronOptionChain(cron.Recover(cron.PrintfLogger(log.Default())))
+	return runDcronWith(ctx, o, rec, dcrondriver.NewEtcdDriver(cli), recov)
+}
+
+// runDcronWith runs the jobs on a dcron scheduler with driver drv and
+// the options extra until ctx ends.
+func runDcronWith(ctx context.Context, o options, rec *recorder, drv dcrondriver.DriverV2, extra ...dcron.Option) error {
+	d := dcron.NewDcronWithOption(o.namespace, drv, append([]dcron.Option{dcron.CronOptionSeconds()}, extra...)...)
 	for i := range o.jobs {
 		name := o.prefix + strconv.Itoa(i)
 		// dcron gives a job no context; a run's sleep ends with the
