@@ -108,7 +108,7 @@ bench: zookeeper
 # go.mod does not pull the peers in; its own ZooKeeper, Redis and
 # PostgreSQL; about 25 minutes for -all). BENCH_PEERS picks what to run:
 # -peers, -failover, -reshard, -firecost, -dispatch, or -all; the plots go
-# to docs/perf.
+# to docs/perf. On etcd: BENCH_PEERS='-peers -peer-systems shardjob-etcd,dcron-etcd'.
 BENCH_PEERS ?= -all
 bench-peers: zookeeper redis postgresql
 	cd bench && $(GO) run . $(BENCH_PEERS) -plots ../docs/perf
