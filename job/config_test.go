@@ -373,7 +373,15 @@ func TestConfigEncodeDocument(t *testing.T) {
 			t.Errorf("document lacks %q:\n%s", want, doc)
 		}
 	}
-	// Every key is written, in configFields' order.
+	// Every key is written, in configFields' order (a dependency needs a
+	// monitored job).
+	dep := fullConfigForTest()
+	dep.Unmonitored, dep.After, dep.OnParentFailure, dep.AfterTimeout = false, "extract,load", ParentAlert, 30*time.Second
+	data, err = dep.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = string(data)
 	last := -1
 	for _, f := range configFields {
 		i := strings.Index(doc, "\n"+f.key+":")
