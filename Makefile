@@ -78,7 +78,8 @@ demo-placement:
 	$(GO) run ./example/placement $(DEMO_FLAGS)
 
 # Schedules beyond cron: overlap replace, a starting deadline, a window
-# with a limit, excluded days, jitter (one instance, about 20 seconds).
+# with a limit, excluded days, jitter, a chain of three jobs and its first
+# fire's trace from the stdout exporter (one instance, about 20 seconds).
 demo-schedules:
 	$(GO) run ./example/schedules $(DEMO_FLAGS)
 

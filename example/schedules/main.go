@@ -1,7 +1,9 @@
 // Command schedules shows what a job's config says about its schedule
 // beyond the cron expression: an overlap policy (replace), a starting
-// deadline, a window with a limit, excluded days and jitter. One instance,
-// about 20 seconds.
+// deadline, a window with a limit, excluded days, jitter, and a chain of
+// three jobs each running after the one before (whose first fire's spans
+// are printed by OpenTelemetry's stdout exporter). One instance, about 20
+// seconds.
 //
 // From the repository root:
 //
@@ -23,9 +25,13 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
@@ -57,7 +63,15 @@ func run(ctx context.Context, flags *demoreg.Flags, duration time.Duration) (err
 		return err
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	sched, err := job.NewScheduler(rc, job.WithLogger(quiet), job.WithEventHandler(func(ev job.Event) {
+	// The chain's first fire is traced: its spans go to the stdout
+	// exporter, the other jobs' are dropped (chainSpans).
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
+	if err != nil {
+		return err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(&chainSpans{next: exp}))
+	defer func() { err = errors.Join(err, tp.Shutdown(context.Background())) }()
+	sched, err := job.NewScheduler(rc, job.WithLogger(quiet), job.WithTracerProvider(tp), job.WithEventHandler(func(ev job.Event) {
 		if ev.Kind == job.EventFiresExpired {
 			say("%s: %d fire(s) older than the starting deadline dropped, not made up", ev.Job, ev.Units)
 		}
@@ -143,6 +157,11 @@ func jobs(now time.Time) []demoJob {
 				return nil
 			}),
 		},
+		// A chain: transform runs after extract has completed the same
+		// fire on every item, load after transform.
+		chainJob("extract", "", 3),
+		chainJob("transform", "extract", 2),
+		chainJob("load", "transform", 1),
 		{
 			// Never on today's weekday: its next fire is tomorrow.
 			cfg: job.Config{Name: "not-today", Cron: "0 0 * * * *", ShardingTotalCount: 1,
@@ -154,6 +173,62 @@ func jobs(now time.Time) []demoJob {
 		},
 	}
 }
+
+// chainJob is a job of the chain, firing every 5 s: it works a little,
+// so that the order shows.
+func chainJob(name, after string, items int) demoJob {
+	return demoJob{
+		cfg: job.Config{Name: name, Cron: "*/5 * * * * *", ShardingTotalCount: items, After: after, Overwrite: true},
+		run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+			time.Sleep(300 * time.Millisecond)
+			say("chain: %-9s item %d of fire %s done", name, sc.Item, clock(sc.FireTime))
+			return nil
+		}),
+	}
+}
+
+// chainSpans passes to next the spans of the chain's first fire, and drops
+// every other span.
+type chainSpans struct {
+	next  sdktrace.SpanExporter
+	mu    sync.Mutex
+	first time.Time
+}
+
+// ExportSpans exports the spans of the chain's first fire.
+func (c *chainSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	var keep []sdktrace.ReadOnlySpan
+	c.mu.Lock()
+	for _, sp := range spans {
+		var name string
+		var fire time.Time
+		for _, kv := range sp.Attributes() {
+			switch kv.Key {
+			case job.AttrJob:
+				name = kv.Value.AsString()
+			case job.AttrFireTime:
+				fire, _ = time.Parse(time.RFC3339Nano, kv.Value.AsString())
+			}
+		}
+		if name != "extract" && name != "transform" && name != "load" {
+			continue
+		}
+		if c.first.IsZero() {
+			c.first = fire
+		}
+		if fire.Equal(c.first) {
+			keep = append(keep, sp)
+		}
+	}
+	c.mu.Unlock()
+	if len(keep) == 0 {
+		return nil
+	}
+	return c.next.ExportSpans(ctx, keep)
+}
+
+// Shutdown shuts the next exporter down.
+func (c *chainSpans) Shutdown(ctx context.Context) error { return c.next.Shutdown(ctx) }
 
 func describe(c job.Config) {
 	sched, loc, err := c.Schedule()
