@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -241,5 +242,17 @@ func TestAfterStartRefusesAMissingParent(t *testing.T) {
 	}
 	if jobs, err := rc.Children(ctx, "/"); err != nil || len(jobs) != 0 {
 		t.Fatalf("the namespace after a refused start: %v %v", jobs, err)
+	}
+}
+
+// The YAML example of schedules loads: every key of it is known and valid,
+// the chain included.
+func TestAfterYAMLExampleLoads(t *testing.T) {
+	f, err := job.LoadFile(filepath.Join("..", "example", "yaml", "schedules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Jobs) != 5 || f.Jobs[4].After != "extract,transform" || f.Jobs[0].Overlap != job.OverlapReplace {
+		t.Fatalf("loaded %+v", f.Jobs)
 	}
 }
