@@ -428,3 +428,20 @@ func TestConsoleShowsPause(t *testing.T) {
 		t.Fatalf("status: paused until %v, note %q", got.PausedUntil, got.PauseNote)
 	}
 }
+
+// TestConsoleShowsAChain: a job that runs after another names its parent
+// on the jobs page and, with where the parent stands, on its own page.
+func TestConsoleShowsAChain(t *testing.T) {
+	digest := quiet("digest", 1)
+	digest.After = "report"
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken}, consoleSetup{}, quiet("report", 2), digest)
+	tb := newTab(t)
+	tb.open(cc.console + "#/jobs")
+	tb.setToken(consoleToken)
+	tb.waitText(".job-after", "report")
+	tb.open(cc.console + "#/job/digest")
+	tb.waitText("#job-after", "report (", "last fire")
+	if st := cc.jobStatus("digest"); len(st.Parents) != 1 || st.Parents[0].Name != "report" {
+		t.Fatalf("parents %+v", st.Parents)
+	}
+}

@@ -113,6 +113,9 @@ func cmdStatus(e *env, args []string) error {
 	fmt.Fprintf(tw, "leader:\t%s\n", dash(st.Leader))
 	fmt.Fprintf(tw, "last fire:\t%s\n", when(st.LastFire))
 	fmt.Fprintf(tw, "next fire:\t%s\n", when(st.NextFire))
+	for _, p := range st.Parents {
+		fmt.Fprintf(tw, "runs after:\t%s (%s, last fire %s)\n", p.Name, p.Status, when(p.LastFire))
+	}
 	if st.PausedUntil != nil {
 		note := ""
 		if st.PauseNote != "" {

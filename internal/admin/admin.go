@@ -62,6 +62,8 @@ type Config struct {
 	// PausedUntil and PauseNote are the config's pause (job.Config's).
 	PausedUntil time.Time `json:"-"`
 	PauseNote   string    `json:"-"`
+	// After lists the jobs this one runs after (job.Config's).
+	After []string `json:"-"`
 	// Next returns the first fire strictly after t, or the zero time if the
 	// schedule never fires again. Nil means unknown.
 	Next func(t time.Time) time.Time `json:"-"`

@@ -522,3 +522,23 @@ func TestAdminStatusReportsProblems(t *testing.T) {
 		}
 	}
 }
+
+// A job that runs after others shows where its parents stand: each one's
+// status and last fire; a parent not in the namespace reads "gone".
+func TestAdminStatusShowsParents(t *testing.T) {
+	f := newFixture(t)
+	f.job()
+	p := layout.Job("digest")
+	f.create(p.Config(), "name: digest\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nafter: [report, archive]\n", regcenter.Persistent)
+	st, err := f.adm.Status(f.ctx, "digest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Parents) != 2 || st.Parents[0].Name != "report" || st.Parents[0].LastFire == nil ||
+		!st.Parents[0].LastFire.Equal(time.UnixMilli(1_700_000_060_000)) || st.Parents[1].Name != "archive" || st.Parents[1].Status != "gone" {
+		t.Fatalf("parents %+v", st.Parents)
+	}
+	if !slices.Equal(st.After, []string{"report", "archive"}) {
+		t.Fatalf("after %v", st.After)
+	}
+}

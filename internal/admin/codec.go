@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/sharding"
@@ -39,13 +40,24 @@ func JobCodec(lookupStrategy bool) Codec {
 		out := Config{
 			Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
 			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
-			PausedUntil: cfg.PausedUntil, PauseNote: cfg.PauseNote,
+			PausedUntil: cfg.PausedUntil, PauseNote: cfg.PauseNote, After: splitList(cfg.After),
 		}
 		if sched, _, err := cfg.Schedule(); err == nil {
 			out.Next = sched.Next
 		}
 		return out, nil
 	}
+}
+
+// splitList splits a comma-separated list, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // WriteJSON writes v to w as the shardjob command's "-o json" output and

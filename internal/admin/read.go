@@ -82,6 +82,16 @@ type JobSummary struct {
 	// no instance before it. PauseNote says why.
 	PausedUntil *time.Time `json:"pausedUntil,omitempty"`
 	PauseNote   string     `json:"pauseNote,omitempty"`
+	// After lists the jobs this one runs after (its parents).
+	After []string `json:"after,omitempty"`
+}
+
+// ParentStatus is where a parent of a job stands: its last completed fire,
+// against which the job's own shows how far the chain has come.
+type ParentStatus struct {
+	Name     string     `json:"name"`
+	Status   string     `json:"status"`
+	LastFire *time.Time `json:"lastFire,omitempty"`
 }
 
 // JobStatus is the detailed state of one job, from [Admin.Status].
@@ -97,6 +107,9 @@ type JobStatus struct {
 	DisabledItems []int          `json:"disabledItems"`
 	Servers       []ServerStatus `json:"servers"`
 	Items         []ItemStatus   `json:"items"`
+	// Parents are the jobs in After, each with its last fire ("gone" when
+	// the job is not in the namespace).
+	Parents []ParentStatus `json:"parents,omitempty"`
 	// Problems are nodes no instance wrote or owns that block or confuse
 	// the job — garbage assignments, persistent running or status nodes,
 	// unreadable failover entries, marks of offline servers — each with
@@ -523,6 +536,7 @@ func (s *snapshot) summary(now time.Time) JobSummary {
 		if p := s.cfg.PausedUntil; p.After(now) {
 			sum.PausedUntil, sum.PauseNote = &p, s.cfg.PauseNote
 		}
+		sum.After = s.cfg.After
 	}
 	if s.cfgErr != nil {
 		sum.ConfigError = oneLine(s.cfgErr.Error())
@@ -585,6 +599,16 @@ func (a *Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	}
 	if s.cfg != nil {
 		st.Disabled, st.Failover, st.Description = s.cfg.Disabled, s.cfg.Failover, s.cfg.Description
+		for _, p := range s.cfg.After {
+			ps := ParentStatus{Name: p, Status: "gone"}
+			if snap, err := a.read(ctx, p, false); err == nil {
+				sum := snap.summary(a.now())
+				ps.Status, ps.LastFire = sum.Status, sum.LastFire
+			} else if !errors.Is(err, ErrUnknownJob) {
+				return JobStatus{}, err
+			}
+			st.Parents = append(st.Parents, ps)
+		}
 	}
 	online := map[string]bool{}
 	for _, sv := range s.servers {

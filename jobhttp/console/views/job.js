@@ -111,6 +111,20 @@ export async function refresh(ctx) {
       el("dd", { id: "job-count", text: String(st.shardingTotalCount) }),
       el("dt", { text: "Next fire" }),
       el("dd", { text: time(st.nextFire) || "—" }),
+      st.parents && st.parents.length
+        ? [
+            el("dt", { text: "Runs after" }),
+            el(
+              "dd",
+              { id: "job-after" },
+              st.parents.map((p, i) => [
+                i ? "; " : null,
+                el("a", { href: "#/job/" + encodeURIComponent(p.name), text: p.name }),
+                ` (${p.status}, last fire ${time(p.lastFire) || "none yet"})`,
+              ]),
+            ),
+          ]
+        : null,
       st.pausedUntil
         ? [el("dt", { text: "Paused until" }), el("dd", { id: "job-paused", text: time(st.pausedUntil) + (st.pauseNote ? " — " + st.pauseNote : "") })]
         : null,

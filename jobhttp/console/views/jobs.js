@@ -149,6 +149,13 @@ export async function refresh(ctx) {
         { label: "Job", cell: (r) => el("a", { href: "#/job/" + encodeURIComponent(r.j.name), class: "job-link", text: r.j.name }) },
         { label: "Status", cell: (r) => [statusBadge(r.j.status, firstPlacementDue(r.j, r.st)), r.j.configError ? el("div", { class: "error-text", text: r.j.configError }) : null] },
         { label: "Cron", cell: (r) => el("code", { text: r.j.cron + (r.j.timeZone ? " " + r.j.timeZone : "") }) },
+        {
+          label: "Runs after",
+          cell: (r) =>
+            r.j.after && r.j.after.length
+              ? el("span", { class: "job-after" }, r.j.after.map((p, i) => [i ? ", " : null, el("a", { href: "#/job/" + encodeURIComponent(p), text: p })]))
+              : "",
+        },
         { label: "Next fire", cell: (r) => time(r.j.nextFire) },
         { label: "Last fire", cell: (r) => time(r.j.lastFire) },
         { label: "Items", cls: "num", cell: (r) => String(r.j.shardingTotalCount) },
