@@ -142,6 +142,11 @@ type Report struct {
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
 
+	// OrderViolations are runs of a chain's dependent job that began
+	// before their parent job had completed, on every item, a fire they
+	// stand for (RunConfig.Chain).
+	OrderViolations []orderViolation
+
 	Failovers      int
 	FailoverDelays []time.Duration // previous owner's status node gone → failover begin
 	FailoverRuns   []failover
@@ -375,16 +380,8 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		if (x.State != stateCommitted && x.State != stateReplaced) || covered[x.Item] == nil {
 			continue
 		}
-		hi := x.Fire
-		switch x.Kind {
-		case "fire":
-		case "misfire", "failover":
-			if x.Through > 0 {
-				hi = max(x.Fire, x.Through)
-			} else {
-				hi = max(x.Fire, x.Begin/int64(time.Millisecond))
-			}
-		default:
+		hi, ok := x.coversThrough()
+		if !ok {
 			continue // a trigger is no fire of the schedule
 		}
 		for f := x.Fire; f <= hi; f += period {
@@ -458,6 +455,37 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		}
 	}
 
+	// Chains: a committed run of job k > 0 began after its parent, job
+	// k-1, had completed on every item every checked fire it stands for.
+	if j := r.Config.JobItems; r.Config.Chain > 1 && j > 0 {
+		for _, x := range r.Executions {
+			if x.State != stateCommitted || x.Item < j {
+				continue
+			}
+			hi, ok := x.coversThrough()
+			if !ok {
+				continue
+			}
+			k := x.Item / j
+		fires:
+			for f := max(x.Fire, r.CheckFrom); f <= min(hi, r.CheckTo); f += period {
+				for p := (k - 1) * j; p < k*j; p++ {
+					done := false
+					for _, y := range coverers[fireItem{Fire: f, Item: p}] {
+						if y.Stop <= x.Begin {
+							done = true
+							break
+						}
+					}
+					if !done {
+						r.OrderViolations = append(r.OrderViolations, orderViolation{X: x, Parent: p, Fire: f})
+						break fires
+					}
+				}
+			}
+		}
+	}
+
 	// Failover delay: from the departure of the item's previous owner (its
 	// status node disappearing after it began its last execution of the
 	// item) to the failover execution's begin.
@@ -514,7 +542,32 @@ func inWindows(ws []window, t int64) bool {
 // OK reports whether the run upheld the invariants checked: no overlap of
 // committed executions and no lost fire.
 func (r *Report) OK() bool {
-	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0 && len(r.UnexplainedDuplicates) == 0
+	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0 && len(r.UnexplainedDuplicates) == 0 &&
+		len(r.OrderViolations) == 0
+}
+
+// orderViolation is a dependent's run that began before its parent's item
+// completed Fire.
+type orderViolation struct {
+	X      *execution
+	Parent int // the parent's item, as logged
+	Fire   int64
+}
+
+// coversThrough is the latest fire x covers, from x.Fire: a fire covers its
+// own, a make-up run through its Through (or, in logs that predate it, its
+// begin); a trigger covers none (false).
+func (x *execution) coversThrough() (int64, bool) {
+	switch x.Kind {
+	case "fire":
+		return x.Fire, true
+	case "misfire", "failover":
+		if x.Through > 0 {
+			return max(x.Fire, x.Through), true
+		}
+		return max(x.Fire, x.Begin/int64(time.Millisecond)), true
+	}
+	return 0, false
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -542,10 +595,10 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d seed=%d registry=%s",
+		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d order_violations=%d seed=%d registry=%s",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), r.Config.Seed, r.Registry())
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations), r.Config.Seed, r.Registry())
 }
 
 // maxDetail bounds the detail lines of one kind.
@@ -562,6 +615,13 @@ func (r *Report) Details(w io.Writer) {
 		clock(r.CheckFrom*int64(time.Millisecond)), clock(r.CheckTo*int64(time.Millisecond)), r.Config.Items)
 	for _, nq := range r.NoQuorum {
 		fmt.Fprintf(w, "chaos: no quorum %s – %s (%v)\n", clock(nq.From), clock(nq.To), time.Duration(nq.To-nq.From).Round(time.Millisecond))
+	}
+	for i, o := range r.OrderViolations {
+		if i == maxDetail {
+			fmt.Fprintf(w, "chaos: ... %d more order violations\n", len(r.OrderViolations)-maxDetail)
+			break
+		}
+		fmt.Fprintf(w, "chaos: ORDER: %s began before item %d of the job before it completed fire %s\n", o.X, o.Parent, clock(o.Fire*int64(time.Millisecond)))
 	}
 	if r.NoQuorumFires > 0 {
 		fmt.Fprintf(w, "chaos: no-quorum fires excluded: %d (item-fires), of which %d not covered by any execution\n", r.NoQuorumFires, r.NoQuorumLost)

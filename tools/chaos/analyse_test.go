@@ -584,3 +584,30 @@ func TestDuplicateOfARunCommittedDuringAPartitionIsExplained(t *testing.T) {
 		t.Fatalf("duplicates %+v, unexplained %d; want one explained by partition i1", r.Duplicates, len(r.UnexplainedDuplicates))
 	}
 }
+
+// A chain's dependent run that begins before its parent completed the
+// fire is an order violation; one that begins after is not.
+func TestChainOrder(t *testing.T) {
+	s := newSynth(2, 0, 0)
+	s.events[0].Cfg.Chain, s.events[0].Cfg.JobItems = 2, 1
+	// Fire 0: the parent (item 0) ends at 510, the dependent (item 1)
+	// begins at 600. Fire 1: the dependent begins at 1200, before the
+	// parent's end at 1510.
+	s.exec("i1", 0, 0, "fire", 10, 510, stateCommitted)
+	s.exec("i2", 1, 0, "fire", 600, 700, stateCommitted)
+	s.exec("i1", 0, 1, "fire", 1010, 1510, stateCommitted)
+	s.exec("i2", 1, 1, "fire", 1200, 1300, stateCommitted)
+	s.stop(1900)
+	r := s.analyse(t)
+	if len(r.OrderViolations) != 1 || r.OrderViolations[0].Fire != s.ns(1000)/int64(time.Millisecond) || r.OK() {
+		t.Fatalf("order violations %+v, ok %v", r.OrderViolations, r.OK())
+	}
+	if !strings.Contains(r.Summary(), " order_violations=1 ") {
+		t.Fatalf("summary: %s", r.Summary())
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "ORDER: ") {
+		t.Fatalf("details:\n%s", buf.String())
+	}
+}

@@ -12,6 +12,8 @@
 //	go run ./tools/chaos -duration 10m        # the long run
 //	go run ./tools/chaos -seed 1234           # replay a fault schedule
 //	go run ./tools/chaos -faults zk-restart   # one kind of fault only
+//	go run ./tools/chaos -chain 3 -work 400ms # three jobs, each after the one before
+//	go run ./tools/chaos -overlap replace -work 600ms -long-every 5 -long 2500ms
 //	go run ./tools/chaos -analyse /tmp/shardjob-chaos-…/events.jsonl
 //	go test ./tools/chaos -run TestChaosShort -v        # both registries
 //	go test ./tools/chaos -run TestChaosShort/etcd -v   # one
@@ -35,7 +37,7 @@
 // unexplained duplicate with the executions and faults around it), then one
 // summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… replaced=… unfinished=… stale_overlaps=… frozen_commits=… seed=… registry=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… replaced=… unfinished=… stale_overlaps=… frozen_commits=… order_violations=… seed=… registry=…
 //
 // A duplicate is a fire of an item that two committed executions covered. It
 // is explained when the earlier execution's instance was down (kill -9),
@@ -63,6 +65,17 @@
 // abort line otherwise. SIGTERM makes an instance shut its scheduler down
 // gracefully within -shutdown-timeout (default 5 s). Each instance runs in
 // its own process group and is killed by the kernel if the harness dies.
+//
+// With -chain N the instances run N such jobs, "chaos", "chaos-2", …, each
+// after the one before (job.Config.After, a one-minute AfterTimeout); job
+// k's item i is logged as item k*items+i, so that every invariant below
+// holds per job, and the analysis checks one more: a committed run of a
+// dependent began only after its parent had completed, on every item,
+// every checked fire it stands for (order_violations). With -overlap
+// replace the job's overlap policy is replace, and every -long-every-th
+// execution of an instance works -long, past the next fire, which replaces
+// it: its replaced line counts its fires as run, so a fire run again after
+// it is a duplicate.
 //
 // # The fault model
 //

@@ -54,7 +54,11 @@ type Config struct {
 	Overlap   string
 	LongEvery int
 	Long      time.Duration
-	Out       io.Writer // progress lines; nil discards them
+	// Chain is how many jobs the instances run, each after the one before
+	// (1: one job); the analysis checks each job's invariants and that
+	// every run of a dependent began after its parent completed its fires.
+	Chain int
+	Out   io.Writer // progress lines; nil discards them
 }
 
 // DefaultConfig returns the defaults of the command's flags.
@@ -87,6 +91,9 @@ func (c Config) validate() error {
 	}
 	if c.Items < 1 {
 		errs = append(errs, fmt.Errorf("items %d: need at least 1", c.Items))
+	}
+	if c.Chain < 0 || c.Chain > 5 {
+		errs = append(errs, fmt.Errorf("chain %d: need 0..5 jobs", c.Chain))
 	}
 	switch c.Overlap {
 	case "", "replace":
@@ -171,6 +178,13 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	}
 	if cfg.Faults == nil {
 		cfg.Faults = faultsFor(cfg.Registry)
+	}
+	if cfg.Chain > 1 {
+		// Each job of a chain runs after the one before: the last lags
+		// the first by about a run per job, and its last fires are
+		// checked only once it has had the time to run them.
+		lag := time.Duration(cfg.Chain) * (cfg.Work + cfg.Jitter + time.Second)
+		cfg.Cooldown, cfg.Settle = max(cfg.Cooldown, lag), max(cfg.Settle, lag)
 	}
 	reg := shortName(cfg.Registry)
 	h := &harness{cfg: cfg, out: out, memberDown: map[int]bool{}, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)>>1|1))}
@@ -262,11 +276,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		h.procs = append(h.procs, &instance{id: ids[i], inNetns: h.netns != nil && i == cfg.Instances-1})
 	}
 	h.event(eventlog.Event{Ev: eventlog.Config, Cfg: &eventlog.RunConfig{
-		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items, PeriodMS: 1000,
+		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items * max(cfg.Chain, 1), PeriodMS: 1000,
 		WorkMS: cfg.Work.Milliseconds(), SessionTimeoutMS: cfg.SessionTimeout.Milliseconds(),
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
 		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
-		Overlap: cfg.Overlap,
+		Overlap: cfg.Overlap, Chain: cfg.Chain, JobItems: cfg.Items,
 	}})
 
 	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -85,6 +85,9 @@ func (h *harness) start(p *instance) error {
 	if h.cfg.Overlap != "" {
 		args = append(args, "-overlap", h.cfg.Overlap)
 	}
+	if h.cfg.Chain > 1 {
+		args = append(args, "-chain", fmt.Sprint(h.cfg.Chain))
+	}
 	if h.cfg.LongEvery > 0 {
 		args = append(args, "-long-every", fmt.Sprint(h.cfg.LongEvery), "-long", h.cfg.Long.String())
 	}

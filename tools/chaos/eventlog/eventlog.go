@@ -93,6 +93,11 @@ type RunConfig struct {
 	Registry string `json:"registry,omitempty"`
 	// Overlap is the test job's overlap policy ("" or "replace").
 	Overlap string `json:"overlap,omitempty"`
+	// Chain is how many jobs the instances run, each after the one before
+	// (0 or 1: one job). Items then counts the items of every job:
+	// JobItems per job, job k's item i logged as k*JobItems+i.
+	Chain    int `json:"chain,omitempty"`
+	JobItems int `json:"job_items,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

@@ -51,6 +51,8 @@ type options struct {
 	overlap         string
 	longEvery       int
 	long            time.Duration
+	chain           int
+	afterTimeout    time.Duration
 }
 
 func main() {
@@ -72,6 +74,8 @@ func main() {
 	flag.StringVar(&o.overlap, "overlap", "", "the job's overlap policy (buffer-one, skip, replace; default: the job's default)")
 	flag.IntVar(&o.longEvery, "long-every", 0, "every this many executions of this process works -long instead of -work (0: none)")
 	flag.DurationVar(&o.long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
+	flag.IntVar(&o.chain, "chain", 1, "jobs run, each after the one before: JOB, JOB-2, ... (items of job k logged as k*items+item)")
+	flag.DurationVar(&o.afterTimeout, "after-timeout", time.Minute, "a dependent job's wait for its parent (see -chain)")
 	flag.Parse()
 	if o.id == "" || servers == "" || o.logPath == "" {
 		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
@@ -185,14 +189,21 @@ func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
 // server id still held by this instance's previous life, or ZooKeeper
 // unavailable).
 func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Scheduler, error) {
-	cfg := job.Config{Name: in.o.jobName, Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap)}
 	for {
 		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log))
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Add(ctx, cfg, job.SimpleFunc(in.execute)); err != nil {
-			return nil, err
+		for k := range max(in.o.chain, 1) {
+			cfg := job.Config{Name: in.chainJob(k), Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap)}
+			if k > 0 {
+				cfg.After, cfg.AfterTimeout = in.chainJob(k-1), in.o.afterTimeout
+			}
+			if err := s.Add(ctx, cfg, job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				return in.execute(ctx, sc, k)
+			})); err != nil {
+				return nil, err
+			}
 		}
 		err = s.Start(ctx)
 		if err == nil {
@@ -210,12 +221,20 @@ func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Schedu
 	}
 }
 
-// execute is the test job: begin, work, check ownership, then end (the side
-// effect) or abort.
-func (in *instance) execute(ctx context.Context, sc job.ShardingContext) error {
+// chainJob is the name of the chain's job k (see -chain).
+func (in *instance) chainJob(k int) string {
+	if k == 0 {
+		return in.o.jobName
+	}
+	return fmt.Sprintf("%s-%d", in.o.jobName, k+1)
+}
+
+// execute is the test job (job k of the chain): begin, work, check
+// ownership, then end (the side effect) or abort.
+func (in *instance) execute(ctx context.Context, sc job.ShardingContext, k int) error {
 	seq := in.seq.Add(1)
 	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, seq)
-	base := eventlog.Event{Run: run, Item: eventlog.Item(sc.Item), Fire: sc.FireTime.UnixMilli(), Through: sc.Through.UnixMilli(), Kind: string(sc.Kind)}
+	base := eventlog.Event{Run: run, Item: eventlog.Item(k*in.o.items + sc.Item), Fire: sc.FireTime.UnixMilli(), Through: sc.Through.UnixMilli(), Kind: string(sc.Kind)}
 	e := base
 	e.Ev = eventlog.Begin
 	in.write(e)
