@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,15 +53,6 @@ func chaosShort(t *testing.T, registry string) {
 		cfg.Dir = filepath.Join(keep, registry)
 	}
 	cfg.Out = testlog.Writer{T: t}
-	if registry == registryEtcd {
-		// A member frozen past the lease still loses a fire now and then
-		// (docs/guarantees.md, "The harness on etcd": a make-up run after
-		// a proof that hung on the frozen member starts one fire late).
-		// The ten-minute run measures it; CI's short run keeps to the
-		// faults the fire path survives today, so that a red run means a
-		// new defect.
-		cfg.Faults = slices.DeleteFunc(faultsFor(registry), func(f string) bool { return f == faultEtcdFrozen })
-	}
 
 	rep, err := Run(t.Context(), cfg)
 	if errors.Is(err, zktest.ErrNotInstalled) {
