@@ -88,6 +88,7 @@ type config struct {
 	instanceBin string
 	keep        bool
 	verbose     bool
+	trace       bool
 }
 
 // bench is one run of the program: its registry server, work directory
@@ -157,6 +158,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
+	fs.BoolVar(&c.trace, "trace", false, "the instance processes trace every fire and item run (OpenTelemetry SDK, spans discarded): what tracing costs")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

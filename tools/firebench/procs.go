@@ -83,6 +83,9 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 	if spec.failover {
 		args = append(args, "-failover")
 	}
+	if b.cfg.trace {
+		args = append(args, "-trace")
+	}
 	cmd := exec.Command(b.instanceBin, args...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

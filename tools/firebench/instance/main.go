@@ -31,9 +31,17 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
+
+// discardSpans is a span exporter that drops what it is given.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
 type options struct {
 	id              string
@@ -49,6 +57,7 @@ type options struct {
 	shutdownTimeout time.Duration
 	verbose         bool
 	cpuProfile      string
+	trace           bool
 }
 
 func main() {
@@ -67,6 +76,7 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&o.trace, "trace", false, "trace every fire and item run with the OpenTelemetry SDK, the spans discarded")
 	flag.Parse()
 	if o.id == "" || (servers == "") == (etcd == "") || o.jobs < 1 || o.items < 1 {
 		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers and -etcd are required; -jobs and -items must be at least 1")
@@ -179,7 +189,19 @@ func run(o options) error {
 	}
 	defer rc.Close()
 
-	s, err := job.NewScheduler(rc, job.WithServerID(o.id), job.WithLogger(logger))
+	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
+	if o.trace {
+		// Every span sampled, ended and exported, to an exporter that
+		// drops it: the SDK's whole cost, none of a collector's.
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discardSpans{}))
+		defer func() {
+			if err := tp.Shutdown(context.Background()); err != nil {
+				logger.Warn("tracer provider shutdown", "err", err)
+			}
+		}()
+		opts = append(opts, job.WithTracerProvider(tp))
+	}
+	s, err := job.NewScheduler(rc, opts...)
 	if err != nil {
 		return err
 	}
