@@ -506,9 +506,7 @@ func (s *store) candidates(ctx context.Context, tx *sql.Tx, nowUS int64, limit i
 		return nil, err
 	}
 	for _, w := range ws {
-		rows, err := tx.QueryContext(ctx, `SELECT uuid, acceptable_start, expected_start, worker, ? FROM dispatch_tasks
-WHERE worker = ? AND status = 'waiting' AND run_at <= ?
-ORDER BY acceptable_start, expected_start, uuid LIMIT ?`, w.policy, w.name, nowUS, min(w.n, limit))
+		rows, err := tx.QueryContext(ctx, sqliteHeads, w.policy, w.name, nowUS, min(w.n, limit))
 		if err != nil {
 			return nil, err
 		}
@@ -531,6 +529,15 @@ ORDER BY acceptable_start, expected_start, uuid LIMIT ?`, w.policy, w.name, nowU
 	}
 	return out, nil
 }
+
+// sqliteHeads is one worker's first startable tasks in EDF order (its
+// late policy, name, the time now and how many are the arguments), read
+// in the order of the index dispatch_tasks_waiting, unsorted. SQLite's
+// planner cannot use dispatch_tasks_live here (it does not take status =
+// 'waiting' to imply that index's IN), so SQLite keeps the waiting index.
+const sqliteHeads = `SELECT uuid, acceptable_start, expected_start, worker, ? FROM dispatch_tasks
+WHERE worker = ? AND status = 'waiting' AND run_at <= ?
+ORDER BY acceptable_start, expected_start, uuid LIMIT ?`
 
 // addWorkers adds sign·n[w] to the running count of each worker w in one
 // statement, guarded: taking slots may not pass a worker's cap, giving

@@ -59,12 +59,21 @@ LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
 // or expired at $2.
 //
 // The candidates: for each worker with free slots, its first free-slots
-// startable tasks through the index (worker, acceptable_start,
-// expected_start, uuid) WHERE status = 'waiting' (a LATERAL subquery with
-// a per-worker LIMIT reads no more than a worker could take; a window
-// function ranking every startable task per worker would read them all),
-// merged in EDF order and limited to the free global slots: exactly what a
-// greedy pass over every startable task in EDF order would take.
+// startable tasks through the index dispatch_tasks_live (worker, status,
+// acceptable_start, expected_start, uuid), in its order (a LATERAL
+// subquery with a per-worker LIMIT reads no more than a worker could take;
+// a window function ranking every startable task per worker would read
+// them all), merged in EDF order and limited to the free global slots:
+// exactly what a greedy pass over every startable task in EDF order would
+// take. No index of the tasks has run_at in its key (migration 004), so
+// the planner cannot read a worker's due tasks by run_at and sort them all
+// for the first few, as it did on a backlog it had no statistics for.
+//
+// The UPDATE finds the candidates by their key: t.uuid = ANY (the
+// candidates' uuids) is an index condition the planner estimates at a
+// handful of rows, whatever it guesses for cand. Joined on t.uuid =
+// c.uuid alone, it took cand for a tenth of every worker's waiting tasks
+// (its LIMIT is not a constant) and hashed the whole table to join them.
 //
 // The counters change by the rows the UPDATE changed less the freed
 // slots, so they always agree with the tasks marked running. The guards
@@ -103,7 +112,7 @@ const pgClaim = `WITH fr AS (
         ended_at = CASE WHEN c.fail THEN $2 ELSE 0 END,
         last_error = CASE WHEN c.fail THEN 'late: not started by its acceptable start, and the worker''s late policy is fail' ELSE t.last_error END
     FROM cand c
-    WHERE t.uuid = c.uuid AND t.status = 'waiting'
+    WHERE t.uuid = ANY (ARRAY(SELECT uuid FROM cand)) AND t.uuid = c.uuid AND t.status = 'waiting'
     RETURNING c.fail, ` + taskColsT + `
 ), per AS (
     SELECT worker, count(*)::int AS n FROM upd WHERE NOT fail GROUP BY worker
@@ -127,7 +136,7 @@ const pgClaim = `WITH fr AS (
 SELECT * FROM upd`
 
 // pgNoBitmap and pgResetBitmap bracket a claim: its candidates must come
-// from an ordered scan of the waiting index, which stops after a worker's
+// from an ordered scan of the live index, which stops after a worker's
 // free slots. Without statistics on dispatch_tasks — a new or freshly
 // loaded table, until autovacuum first analyzes it — the planner takes a
 // worker's waiting tasks for a handful and reads them all through a bitmap

@@ -1,0 +1,203 @@
+package dispatch
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// claimBacklog opens a store with three capped workers (5, 10 and 20 slots,
+// 30 in all) and a backlog of n waiting tasks, all due, as a bulk load
+// leaves it; autovacuum is off for the tasks, so the statistics are what
+// the test makes them.
+func claimBacklog(t *testing.T, cfg Config, n int) (*Dispatcher, time.Time) {
+	t.Helper()
+	ctx := testCtx(t)
+	clk := newFakeClock()
+	cfg.Clock = clk
+	d := open(t, cfg)
+	if cfg.Driver == "postgres" {
+		if _, err := d.DB().ExecContext(ctx, `ALTER TABLE dispatch_tasks SET (autovacuum_enabled = off)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.SetGlobalMax(ctx, 30); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []int{5, 10, 20} {
+		mustWorker(t, d, fmt.Sprintf("w%d", i), c)
+	}
+	for j, off := 0, 0; off < n; j, off = j+1, off+1000 {
+		ts := make([]NewTask, min(1000, n-off))
+		for i := range ts {
+			ts[i] = NewTask{ExternalID: fmt.Sprintf("x-%d", off+i), Info: []byte("stamp")}
+		}
+		now := clk.Now()
+		a := Assignment{Worker: fmt.Sprintf("w%d", j%3), Start: now, End: now.Add(time.Minute), Tasks: ts, Timeout: time.Hour}
+		if _, err := d.Assign(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Millisecond)
+	}
+	clk.Advance(time.Second)
+	return d, clk.Now()
+}
+
+// pgClaimPlan is the plan PostgreSQL makes for pgClaim as a claim runs it
+// (bitmap scans off), custom (the parameters' values known) or generic
+// (the plan a prepared statement may settle on after a few runs).
+func pgClaimPlan(t *testing.T, d *Dispatcher, now time.Time, generic bool) string {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := d.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := conn.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tx.Rollback(); err != nil {
+			t.Error(err)
+		}
+	}()
+	mode := "force_custom_plan"
+	if generic {
+		mode = "force_generic_plan"
+	}
+	for _, s := range []string{`SET LOCAL enable_bitmapscan = off`, `SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_plan AS ` + pgClaim} {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := planLines(t, ctx, tx, fmt.Sprintf(`EXPLAIN EXECUTE claim_plan('n1', %d, 1000)`, now.UnixMicro()))
+	if _, err := tx.ExecContext(ctx, `DEALLOCATE claim_plan`); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// planLines runs an EXPLAIN and returns its lines (the last column of each
+// row: SQLite's EXPLAIN QUERY PLAN puts the text there).
+func planLines(t *testing.T, ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args ...any) string {
+	t.Helper()
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
+
+// checkPGClaimPlan fails unless every read of dispatch_tasks in the plan is
+// an index scan with an index condition (no Seq Scan, no bitmap scan, no
+// whole-index walk) and the only sort in EDF order is the merge of the
+// workers' heads: a sort of a worker's waiting tasks reads all of them.
+func checkPGClaimPlan(t *testing.T, what, plan string) {
+	t.Helper()
+	lines := strings.Split(plan, "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, " on dispatch_tasks ") || strings.Contains(l, "Update on ") {
+			continue
+		}
+		if !strings.Contains(l, "Index Scan using ") && !strings.Contains(l, "Index Only Scan using ") {
+			t.Errorf("%s: the claim reads the tasks without an index: %q\n%s", what, strings.TrimSpace(l), plan)
+			continue
+		}
+		if i+1 >= len(lines) || !strings.Contains(lines[i+1], "Index Cond:") {
+			t.Errorf("%s: the claim walks a whole index of the tasks: %q\n%s", what, strings.TrimSpace(l), plan)
+		}
+	}
+	if n := strings.Count(plan, "Sort Key: t.acceptable_start"); n != 1 {
+		t.Errorf("%s: %d sorts in EDF order, want 1 (the merge of the workers' heads): a worker's waiting tasks are sorted rather than read in order from an index\n%s", what, n, plan)
+	}
+}
+
+// A claim reads no more of a backlog than it starts: each worker's first
+// waiting tasks in EDF order from an index, and the chosen tasks by their
+// key, never every waiting task of a worker (sorted to find its first
+// few) nor the whole table (hashed to join the chosen ones), whether the
+// planner has statistics on the tasks or not, custom or generic. Checked
+// on the plan, so that the test does not depend on timing: with 20,000
+// waiting tasks either mistake costs milliseconds per claim, under the
+// lock every claim takes, and grows with the backlog.
+func TestClaimPlanReadsHeadsNotBacklog(t *testing.T) {
+	eachStore(t, func(t *testing.T, cfg Config) {
+		ctx := testCtx(t)
+		d, now := claimBacklog(t, cfg, 50000)
+		if cfg.Driver == "sqlite" {
+			for _, stats := range []string{"without statistics", "analyzed"} {
+				if stats == "analyzed" {
+					if _, err := d.DB().ExecContext(ctx, `ANALYZE`); err != nil {
+						t.Fatal(err)
+					}
+				}
+				plan := planLines(t, ctx, d.DB(), `EXPLAIN QUERY PLAN `+sqliteHeads, "run", "w0", now.UnixMicro(), 20)
+				if !strings.Contains(plan, "USING INDEX") && !strings.Contains(plan, "USING COVERING INDEX") {
+					t.Errorf("%s: a worker's head is not read through an index:\n%s", stats, plan)
+				}
+				if strings.Contains(plan, "TEMP B-TREE") {
+					t.Errorf("%s: a worker's waiting tasks are sorted to find its head:\n%s", stats, plan)
+				}
+			}
+			return
+		}
+		if _, err := d.DB().ExecContext(ctx, `INSERT INTO dispatch_nodes (id, expires) VALUES ('n1', $1)`, now.Add(time.Hour).UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		for _, stats := range []string{"without statistics", "analyzed"} {
+			if stats == "analyzed" {
+				if _, err := d.DB().ExecContext(ctx, `ANALYZE dispatch_tasks`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkPGClaimPlan(t, stats+", custom plan", pgClaimPlan(t, d, now, false))
+			checkPGClaimPlan(t, stats+", generic plan", pgClaimPlan(t, d, now, true))
+		}
+		// The claim itself still fills the caps.
+		if _, err := d.DB().ExecContext(ctx, `UPDATE dispatch_nodes SET expires = $1 WHERE id = 'n1'`, now.Add(time.Hour).UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+		c, err := d.st.claim(ctx, "n1", now, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[string]int{}
+		for _, tk := range c.started {
+			per[tk.Worker]++
+		}
+		if len(c.started) != 30 || per["w0"] > 5 || per["w1"] > 10 || per["w2"] > 20 {
+			t.Errorf("started %d tasks (%v), want 30 (the global cap) within the workers' caps of 5, 10 and 20", len(c.started), per)
+		}
+	})
+}
