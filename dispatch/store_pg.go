@@ -69,11 +69,14 @@ LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
 // the planner cannot read a worker's due tasks by run_at and sort them all
 // for the first few, as it did on a backlog it had no statistics for.
 //
-// The UPDATE finds the candidates by their key: t.uuid = ANY (the
-// candidates' uuids) is an index condition the planner estimates at a
-// handful of rows, whatever it guesses for cand. Joined on t.uuid =
-// c.uuid alone, it took cand for a tenth of every worker's waiting tasks
-// (its LIMIT is not a constant) and hashed the whole table to join them.
+// The UPDATE joins the candidates on t.uuid = c.uuid. Once the tasks are
+// analyzed the planner takes cand for a tenth of every worker's waiting
+// tasks (its LIMIT is not a constant) and may hash the live tasks to join
+// them, a cost that grows with the backlog; keying the UPDATE by the
+// candidates' uuids (t.uuid = ANY (ARRAY(SELECT uuid FROM cand))) avoids
+// it for a capped claim of a few tasks, but is probed once per candidate
+// and cost a claim of a thousand two thirds of its throughput, so it is
+// not used (docs/performance.md, "Beside River").
 //
 // The counters change by the rows the UPDATE changed less the freed
 // slots, so they always agree with the tasks marked running. The guards
@@ -112,7 +115,7 @@ const pgClaim = `WITH fr AS (
         ended_at = CASE WHEN c.fail THEN $2 ELSE 0 END,
         last_error = CASE WHEN c.fail THEN 'late: not started by its acceptable start, and the worker''s late policy is fail' ELSE t.last_error END
     FROM cand c
-    WHERE t.uuid = ANY (ARRAY(SELECT uuid FROM cand)) AND t.uuid = c.uuid AND t.status = 'waiting'
+    WHERE t.uuid = c.uuid AND t.status = 'waiting'
     RETURNING c.fail, ` + taskColsT + `
 ), per AS (
     SELECT worker, count(*)::int AS n FROM upd WHERE NOT fail GROUP BY worker
