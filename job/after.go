@@ -214,7 +214,7 @@ func (r *runner) awaitParents(f *fire) error {
 	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
 	defer cancel()
 	for {
-		done, err := r.parentsDone(ctx, f.sess, parents, sched, first, last)
+		done, err := r.parentsDone(ctx, parents, sched, first, last)
 		if done {
 			return err
 		}
@@ -236,7 +236,7 @@ func (r *runner) awaitParents(f *fire) error {
 // parentsDone reads every parent's completion records once: done when
 // every item of every parent covers first through last; err then says
 // which parent's run failed, if one did.
-func (r *runner) parentsDone(ctx context.Context, sess *regcenter.Session, parents []string, sched cron.Schedule, first, last time.Time) (bool, error) {
+func (r *runner) parentsDone(ctx context.Context, parents []string, sched cron.Schedule, first, last time.Time) (bool, error) {
 	var failed error
 	for _, p := range parents {
 		pr := r.s.runner(p)
@@ -280,11 +280,11 @@ func (r *runner) parentsDone(ctx context.Context, sess *regcenter.Session, paren
 // skipForParents completes f's items without running them, each as a
 // run failed with err (ParentSkip, ParentAlert).
 func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err error) {
-	level := "skipping the run: a parent's fire did not succeed"
+	msg := "skipping the run: a parent's fire did not succeed"
 	if f.cfg.OnParentFailure == ParentAlert {
-		r.log.Error(level, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+		r.log.Error(msg, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
 	} else {
-		r.log.Warn(level, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+		r.log.Warn(msg, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
 	}
 	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.items), Detail: err.Error(), Err: err, At: time.Now()})
 	now := time.Now()
