@@ -64,6 +64,7 @@ func (h *handler) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console/{file...}", h.consoleFile)
 	mux.HandleFunc("POST /jobs/{job}/schedule", h.write(h.schedule))
 	mux.HandleFunc("GET /dispatch/workers", h.dispatchWorkers)
+	mux.HandleFunc("GET /chains", h.chains)
 }
 
 // consoleRedirect sends /console to /console/ with a relative Location,
