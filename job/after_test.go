@@ -252,7 +252,7 @@ func TestAfterYAMLExampleLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Jobs) != 5 || f.Jobs[4].After != "extract,transform" || f.Jobs[0].Overlap != job.OverlapReplace {
+	if len(f.Jobs) != 6 || f.Jobs[5].After != "extract,transform" || f.Jobs[0].Overlap != job.OverlapReplace || f.Jobs[1].Overlap != job.OverlapAllow {
 		t.Fatalf("loaded %+v", f.Jobs)
 	}
 }

@@ -84,6 +84,15 @@ const (
 	// buffers one run instead. A job that does not watch its context is
 	// not stopped; the fire waits for it as with OverlapBufferOne.
 	OverlapReplace OverlapPolicy = "replace"
+	// OverlapAllow runs a fire's item alongside the item's run still going
+	// on this instance: the item-level exclusion is off, for jobs whose
+	// runs are safe side by side. It needs Unmonitored: an item's running
+	// and completed marks, which promise one run of it at a time across
+	// the cluster and the make-up of what a crash cut short, cannot stand
+	// for two runs at once, and an unmonitored job already gives up that
+	// promise across instances (see Unmonitored). Nothing is owed or made
+	// up for a fire that found its item busy, since the fire ran.
+	OverlapAllow OverlapPolicy = "allow"
 )
 
 // skipsMissed reports whether the job drops fires that found their item
@@ -155,7 +164,8 @@ type Config struct {
 	Misfire MisfirePolicy
 	// Overlap is what a fire does when its item's previous run is still
 	// going: OverlapBufferOne (the default, as MisfireOnce), OverlapSkip
-	// (as MisfireSkip) or OverlapReplace. "" means Misfire decides.
+	// (as MisfireSkip), OverlapReplace, or OverlapAllow (with Unmonitored
+	// only). "" means Misfire decides.
 	Overlap OverlapPolicy
 	// Unmonitored turns off marking items running and completed in
 	// ZooKeeper. By default (false) the marks are kept, which is what lets
@@ -468,14 +478,18 @@ func (c Config) check(now time.Time) []*configError {
 			fmt.Sprintf("must be %q or %q", MisfireOnce, MisfireSkip))
 	}
 	switch c.Overlap {
-	case "", OverlapBufferOne, OverlapSkip, OverlapReplace:
+	case "", OverlapBufferOne, OverlapSkip, OverlapReplace, OverlapAllow:
 		if c.Overlap != "" && c.Misfire != "" && (c.Overlap == OverlapSkip) != (c.Misfire == MisfireSkip) {
 			add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
 				fmt.Sprintf("disagrees with misfire %q: set only overlap", c.Misfire))
 		}
+		if c.Overlap == OverlapAllow && !c.Unmonitored {
+			add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
+				"needs monitorExecution: false (Unmonitored): an item's running and completed marks cannot stand for two runs of it at once")
+		}
 	default:
 		add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
-			fmt.Sprintf("must be %q, %q or %q", OverlapBufferOne, OverlapSkip, OverlapReplace))
+			fmt.Sprintf("must be %q, %q, %q or %q", OverlapBufferOne, OverlapSkip, OverlapReplace, OverlapAllow))
 	}
 
 	checkInterval := func(key string, d time.Duration, zeroMeans string) {

@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,106 @@ func TestOverlapConfig(t *testing.T) {
 	enc, _ := got.Encode()
 	if back, err := job.DecodeConfig(enc); err != nil || back.Overlap != job.OverlapReplace {
 		t.Fatalf("round trip: %v %v\n%s", back.Overlap, err, enc)
+	}
+}
+
+// With overlap allow, a fire that finds its item's previous run still
+// going runs beside it: the runs of one item overlap, each fire runs once
+// as itself (nothing is owed or made up for it), and Stop waits for every
+// run of the item, not only the first to have started.
+func TestOverlapAllowRunsBesideTheRunningExecution(t *testing.T) {
+	ns := namespace(t)
+	var mu sync.Mutex
+	var fires []time.Time
+	var kinds []job.Kind
+	active, most := 0, 0
+	release := make(chan struct{})
+	overlapped := make(chan struct{})
+	j := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		mu.Lock()
+		fires, kinds = append(fires, sc.FireTime), append(kinds, sc.Kind)
+		active++
+		if active > most {
+			most = active
+			if most == 3 {
+				close(overlapped)
+			}
+		}
+		mu.Unlock()
+		select { // every run blocks until three are running at once
+		case <-release:
+		case <-time.After(20 * time.Second):
+		}
+		mu.Lock()
+		active--
+		mu.Unlock()
+		return nil
+	})
+	cfg := everySecond("allow", 1)
+	cfg.Overlap = job.OverlapAllow
+	cfg.Unmonitored = true
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, ns, "s1")
+	if err := s.Add(ctx, cfg, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	select {
+	case <-overlapped:
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("the item's runs never overlapped: at most %d at once, fires %v", most, fires)
+	}
+	stopped := make(chan struct{})
+	go func() { // ends when Stop returns, which the test waits for below
+		defer close(stopped)
+		in.stop(t)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while the item's runs were still going")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		t.Fatal("Stop did not return once the runs ended")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if active != 0 {
+		t.Fatalf("%d runs still going after Stop", active)
+	}
+	seen := map[time.Time]bool{}
+	for i, f := range fires {
+		if seen[f] {
+			t.Fatalf("the fire %v ran twice: %v", f, fires)
+		}
+		seen[f] = true
+		if kinds[i] != job.KindFire {
+			t.Fatalf("run %d for %v is a %s run, want the fire itself: %v", i, f, kinds[i], kinds)
+		}
+	}
+}
+
+func TestOverlapAllowNeedsAnUnmonitoredJob(t *testing.T) {
+	c := job.Config{Name: "o", Cron: "* * * * * *", ShardingTotalCount: 1, Overlap: job.OverlapAllow}
+	err := c.Validate()
+	if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), "monitorExecution: false") {
+		t.Fatalf("overlap allow on a monitored job: %v", err)
+	}
+	c.Unmonitored = true
+	if err := c.Validate(); err != nil {
+		t.Fatalf("overlap allow on an unmonitored job: %v", err)
+	}
+	got, err := job.DecodeConfig([]byte("name: o\ncron: '* * * * * *'\nshardingTotalCount: 1\nmonitorExecution: false\noverlap: allow\n"))
+	if err != nil || got.Overlap != job.OverlapAllow {
+		t.Fatalf("decode: %+v %v", got, err)
 	}
 }

@@ -65,6 +65,12 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
+	if _, busy := r.runs.running[it]; busy && cfg.Overlap == OverlapAllow {
+		// Alongside the run still going: this fire runs as it is.
+		res.taken = append(res.taken, r.runAlongsideLocked(it, at))
+		res.plain = append(res.plain, it)
+		return
+	}
 	if e, busy := r.runs.running[it]; busy {
 		from := at
 		if gapped && gap.Before(at) {
@@ -117,7 +123,10 @@ func (r *runner) undo(res *fireReservation) {
 	defer r.mu.Unlock()
 	freed := false
 	for _, e := range res.taken {
-		if r.runs.running[e.item] == e {
+		switch {
+		case e.alongside:
+			r.endAlongsideLocked(e.item)
+		case r.runs.running[e.item] == e:
 			delete(r.runs.running, e.item)
 			freed = true
 		}
@@ -152,6 +161,11 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 			r.owed.dispatch(it, at)
 		}
 		r.owed.dispatch(it, through)
+		if _, busy := r.runs.running[it]; busy && cfg.Overlap == OverlapAllow && kind != KindFailover {
+			r.runAlongsideLocked(it, at)
+			todo = append(todo, it)
+			continue
+		}
 		if e, busy := r.runs.running[it]; busy {
 			if kind != KindFailover { // a failover debt stays queued
 				to := at
@@ -203,6 +217,9 @@ func (r *runner) oweBusyLocked(item int, e *execution, from, to time.Time, cfg *
 func (r *runner) release(items []int) {
 	r.mu.Lock()
 	for _, it := range items {
+		if r.endAlongsideLocked(it) {
+			continue // the item's other run goes on
+		}
 		delete(r.runs.running, it)
 		if _, claimed := r.fo.claims[it]; claimed {
 			// A failover run ended (or gave its claim back): the entry may
@@ -248,6 +265,34 @@ func (r *runner) release(items []int) {
 	}
 }
 
+// runAlongsideLocked counts a run of item beside the one running here
+// (OverlapAllow) and returns its execution. The item stays in
+// r.runs.running, standing for every run of it, until the last of them is
+// released. r.mu is held.
+func (r *runner) runAlongsideLocked(item int, at time.Time) *execution {
+	if r.runs.alongside == nil {
+		r.runs.alongside = map[int]int{}
+	}
+	r.runs.alongside[item]++
+	return &execution{item: item, fire: at, through: at, alongside: true}
+}
+
+// endAlongsideLocked releases one of the runs of item counted by
+// runAlongsideLocked, if any, and reports whether it did: the item stays
+// reserved for its other runs. r.mu is held.
+func (r *runner) endAlongsideLocked(item int) bool {
+	n := r.runs.alongside[item]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(r.runs.alongside, item)
+	default:
+		r.runs.alongside[item] = n - 1
+	}
+	return true
+}
+
 // idleLocked returns a channel closed once the items running here are
 // released. It is made for a waiter, so that a release nobody waits for
 // makes none. r.mu is held.
@@ -277,8 +322,11 @@ func (r *runner) runningCount() int {
 // scheduled fires in flight; running and idle are under r.mu.
 type runAccount struct {
 	running map[int]*execution
-	idle    chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
-	firing  sync.WaitGroup // scheduled fires in flight
+	// alongside counts, per item, the runs beside the one in running
+	// (OverlapAllow); the item leaves running with the last of them.
+	alongside map[int]int
+	idle      chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
+	firing    sync.WaitGroup // scheduled fires in flight
 	// order makes scheduled fires reserve their items in fire order: a fire
 	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
 	// find its item taken by the next fire, owe a run, and its make-up run

@@ -88,6 +88,9 @@ type execution struct {
 	// replaces it (OverlapReplace); nil before the start, and for runs
 	// that cannot be replaced (a RangeJob's).
 	replace func()
+	// alongside: a run beside the item's execution in r.runs.running
+	// (OverlapAllow), counted in r.runs.alongside rather than kept there.
+	alongside bool
 }
 
 // standsFor reports whether the execution holding an item already makes up

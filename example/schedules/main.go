@@ -1,5 +1,5 @@
 // Command schedules shows what a job's config says about its schedule
-// beyond the cron expression: an overlap policy (replace), a starting
+// beyond the cron expression: overlap policies (replace, allow), a starting
 // deadline, a window with a limit, excluded days, jitter, and a chain of
 // three jobs each running after the one before (whose first fire's spans
 // are printed by OpenTelemetry's stdout exporter). One instance, about 20
@@ -104,7 +104,8 @@ type demoJob struct {
 }
 
 func jobs(now time.Time) []demoJob {
-	var replaced, late atomic.Bool
+	var replaced, late, slow atomic.Bool
+	var running atomic.Int32
 	return []demoJob{
 		{
 			// A run that outlasts its period: the next fire cancels it
@@ -121,6 +122,27 @@ func jobs(now time.Time) []demoJob {
 					}
 				}
 				say("export: fire %s (%s) ran", clock(sc.FireTime), sc.Kind)
+				return nil
+			}),
+		},
+		{
+			// Runs that are safe side by side (an unmonitored job): the
+			// first lasts 4 s and the fires meanwhile run beside it.
+			cfg: job.Config{Name: "warm-cache", Cron: "* * * * * *", ShardingTotalCount: 1, Overlap: job.OverlapAllow, Unmonitored: true, Overwrite: true},
+			run: job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+				n := running.Add(1)
+				defer running.Add(-1)
+				if slow.CompareAndSwap(false, true) {
+					say("warm-cache: fire %s starts a run of 4s", clock(sc.FireTime))
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(4 * time.Second):
+					}
+					say("warm-cache: fire %s's slow run ended", clock(sc.FireTime))
+				} else if n > 1 {
+					say("warm-cache: fire %s runs beside the slow one (%d runs at once)", clock(sc.FireTime), n)
+				}
 				return nil
 			}),
 		},
