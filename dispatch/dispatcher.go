@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/shardjob/shardjob/internal/sqldb"
 
 	// Drivers for database/sql: pgx's stdlib ("pgx") and pure-Go SQLite ("sqlite").
@@ -118,6 +120,19 @@ type Config struct {
 	// Logger receives events (late starts, timeouts, lease changes).
 	// Default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider, if set, turns tracing on: every dispatch (one
+	// attempt handed to its start listener on this node) is a span named
+	// DispatchSpanName, from the claim that started the attempt to the
+	// return of OnStart, with the attributes AttrTask, AttrWorker,
+	// AttrAttempt, AttrNode and AttrLate. A start listener's error (or
+	// panic) is recorded on the span and its status set to Error; the
+	// others' to Ok. The span has no parent: each dispatch starts a trace.
+	// The context OnStart gets carries the span, so that spans it starts
+	// are its children, and Webhooks sends it on as the traceparent and
+	// tracestate headers. Default nil: off, and then the start path makes
+	// no span and allocates nothing for tracing; the global provider
+	// (otel.GetTracerProvider) is never used.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) validate() error {
@@ -221,6 +236,9 @@ type Dispatcher struct {
 	clock Clock
 	wake  chan struct{}
 	stats counters
+
+	// tracer makes the dispatch spans; nil when tracing is off.
+	tracer trace.Tracer
 
 	// life ends in Close, after every goroutine is done; operations that
 	// must complete even while stopping (recording a handler's result)
@@ -339,9 +357,12 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	if err := st.migrate(ctx); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	// The dispatcher's own contexts keep Open's values but not its span:
+	// a span the caller had open while opening is not the parent of the
+	// attempts' work, nor sent with their notices.
+	life, end := context.WithCancel(trace.ContextWithSpanContext(context.WithoutCancel(ctx), trace.SpanContext{}))
 	d := &Dispatcher{
-		cfg: cfg, st: st, log: cfg.Logger.With("node", cfg.NodeID), clock: cfg.Clock,
+		cfg: cfg, st: st, log: cfg.Logger.With("node", cfg.NodeID), clock: cfg.Clock, tracer: newTracer(cfg.TracerProvider),
 		wake: make(chan struct{}, 1), life: life, endLife: end,
 		running: map[string]*attemptRun{}, finishing: map[string]int{},
 	}

@@ -188,6 +188,10 @@ func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
 	if !fresh {
 		return 0, nil // claim nothing on a lease we cannot vouch for
 	}
+	var claimed time.Time // when the claim began, for the dispatch spans
+	if d.tracer != nil {
+		claimed = time.Now()
+	}
 	c, err := d.st.claim(ctx, node, now, d.cfg.BatchSize)
 	if err != nil {
 		return 0, err
@@ -204,16 +208,17 @@ func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
 			d.stats.late.Add(1)
 			d.log.Info("dispatch: late start", "task", t.UUID, "worker", t.Worker, "by", t.StartedAt.Sub(t.AcceptableStart))
 		}
-		d.runHandler(t)
+		d.runHandler(t, claimed)
 	}
 	return c.considered, nil
 }
 
-// runHandler starts the start listener for one claimed attempt. Its
-// context lives on after the listener returns, for work that goes on
-// (finished later through Finish): it ends when the attempt ends — finish,
-// timeout, cancel, lost lease — or the dispatcher closes.
-func (d *Dispatcher) runHandler(t Task) {
+// runHandler starts the start listener for one claimed attempt (claimed:
+// when its claim began, for its span). Its context lives on after the
+// listener returns, for work that goes on (finished later through
+// Finish): it ends when the attempt ends — finish, timeout, cancel, lost
+// lease — or the dispatcher closes.
+func (d *Dispatcher) runHandler(t Task, claimed time.Time) {
 	d.mu.Lock()
 	hctx, cancel := context.WithTimeout(d.workCtx, t.Timeout)
 	run := &attemptRun{attempt: t.Attempt, cancel: cancel}
@@ -227,7 +232,7 @@ func (d *Dispatcher) runHandler(t Task) {
 		d.mu.Unlock()
 	})
 	d.goHandler(func() {
-		err := d.callStart(hctx, t)
+		err := d.dispatchStart(hctx, t, claimed)
 		octx, ocancel := d.opCtx()
 		defer ocancel()
 		switch {

@@ -49,6 +49,12 @@ const SignatureHeader = "X-Shardjob-Signature"
 // AllowPrivateWebhooks). The default client checks every address it
 // dials, follows no redirect and uses no proxy; a Client you supply
 // replaces those checks with its own.
+//
+// When the notice's context carries a span — a start notice from a
+// dispatcher with Config.TracerProvider set carries its dispatch's span —
+// every try carries that span's W3C trace context in the traceparent (and
+// tracestate) header, so that the receiver continues the trace. These
+// headers are not covered by the signature.
 type Webhooks struct {
 	// Workers looks up a task's worker (its URL and secret): the Dispatcher.
 	Workers interface {
@@ -294,6 +300,7 @@ func post(ctx context.Context, client *http.Client, w Worker, body []byte) error
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(SignatureHeader, Sign(w.WebhookSecret, time.Now().Unix(), body))
+	injectTrace(ctx, req.Header)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
