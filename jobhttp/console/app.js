@@ -1,5 +1,6 @@
 // app.js: the console's shell. It routes between the views on the URL's
-// hash (#/jobs, #/job/NAME, #/instances, #/history, #/dispatcher), polls
+// hash (#/jobs, #/job/NAME, #/chains, #/instances, #/history,
+// #/dispatcher), polls
 // the current view every second so that a change in ZooKeeper shows within
 // a couple of seconds, keeps the operator's token, and reports what every
 // action did (the server's answer) or why it was refused.
@@ -8,11 +9,12 @@ import { call, setToken, token } from "./api.js";
 import { el } from "./dom.js";
 import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
+import * as chains from "./views/chains.js";
 import * as instances from "./views/instances.js";
 import * as history from "./views/history.js";
 import * as dispatcher from "./views/dispatcher.js";
 
-const views = { jobs, job, instances, history, dispatcher };
+const views = { jobs, job, chains, instances, history, dispatcher };
 const POLL_MS = 1000;
 
 const $ = (id) => document.getElementById(id);

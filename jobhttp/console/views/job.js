@@ -1,9 +1,12 @@
 // views/job.js: one job (GET /jobs/{job}): its servers with their flags
-// and actions, its items with their last results, and the schedule edit
-// (POST /jobs/{job}/schedule).
+// and actions, its items with their last results, the schedule edit
+// (POST /jobs/{job}/schedule), and its place in its chain (GET
+// /chains?job=NAME): the jobs it runs after and before, each with where it
+// stands, and the chain's graph.
 
 import { path } from "../api.js";
 import { badge, button, duration, el, items, section, table, time } from "../dom.js";
+import { draw, stateKind, stateText } from "../chaingraph.js";
 import { firstPlacementDue, statusBadge } from "./jobs.js";
 
 export function mount(ctx) {
@@ -12,6 +15,7 @@ export function mount(ctx) {
   ctx.servers = el("div", { id: "job-servers" });
   ctx.items = el("div", { id: "job-items" });
   ctx.problems = el("div", { id: "job-problems" });
+  ctx.chain = el("div", { id: "job-chain" });
 
   const cron = el("input", { id: "edit-cron", name: "cron", required: true, spellcheck: "false", size: 28, "aria-label": "cron" });
   const count = el("input", { id: "edit-count", name: "shardingTotalCount", type: "number", min: 1, required: true, "aria-label": "item count" });
@@ -45,6 +49,7 @@ export function mount(ctx) {
       { class: "toolbar" },
       button("Trigger on every server", () => ctx.act(`Trigger ${name}`, path("jobs", name, "trigger")), { id: "job-trigger", class: "act" }),
     ),
+    ctx.chain,
     section("Schedule", form),
     section("Servers", ctx.servers),
     section("Items", ctx.items),
@@ -82,10 +87,63 @@ function lastCell(it) {
   );
 }
 
+// neighbour shows a job of the chain: a link to it, its state and its
+// last fire.
+function neighbour(n) {
+  return el(
+    "div",
+    { class: "chain-neighbour", "data-job": n.name },
+    el("a", { href: "#/job/" + encodeURIComponent(n.name), text: n.name }),
+    " ",
+    badge(stateText(n), stateKind(n.state)),
+    el("span", { class: "muted", text: n.lastFire ? ` last fire ${time(n.lastFire)}` : " no fire completed" }),
+    n.detail && n.state !== "completed" ? el("div", { class: n.state === "failed" || n.state === "skipped" ? "error-text" : "muted", text: n.detail }) : null,
+  );
+}
+
+// renderChain shows the job's place in its chain, or nothing when it runs
+// after no job and no job runs after it.
+function renderChain(ctx, name, res) {
+  const sig = JSON.stringify([res.status, res.data]);
+  if (sig === ctx.lastChain) return;
+  ctx.lastChain = sig;
+  if (!res.ok) {
+    ctx.chain.replaceChildren(section("Chain", el("p", { class: "error-text", text: `Cannot read the job's chain (HTTP ${res.status}): ${res.error}` })));
+    return;
+  }
+  const g = res.data || {};
+  const nodes = g.nodes || [];
+  const me = nodes.find((n) => n.name === name);
+  if (!me) {
+    ctx.chain.replaceChildren();
+    return;
+  }
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const list = (names, id) => el("dd", { id }, names.length ? names.map((p) => neighbour(byName.get(p) || { name: p, state: "unknown" })) : "none");
+  ctx.chain.replaceChildren(
+    section(
+      "Chain",
+      el(
+        "dl",
+        { class: "facts" },
+        el("dt", { text: "This job" }),
+        el("dd", { id: "job-chain-state" }, neighbour(me)),
+        el("dt", { text: "Runs after" }),
+        list(me.parents || [], "job-chain-parents"),
+        el("dt", { text: "Runs before" }),
+        list(me.dependents || [], "job-chain-dependents"),
+      ),
+      el("div", { class: "chain-scroll" }, draw(nodes, g.edges || [], name)),
+      el("p", null, el("a", { href: "#/chains", text: "all chains" })),
+    ),
+  );
+}
+
 export async function refresh(ctx) {
   const name = ctx.arg;
-  const res = await ctx.get(path("jobs", name));
+  const [res, chainRes] = await Promise.all([ctx.get(path("jobs", name)), ctx.get("chains", { job: name })]);
   if (!ctx.alive()) return;
+  if (res.ok) renderChain(ctx, name, chainRes);
   if (!res.ok) {
     ctx.head.replaceChildren(el("p", { class: "error-text", text: `Cannot read job ${name} (HTTP ${res.status}): ${res.error}` }));
     ctx.last = "";
