@@ -64,6 +64,10 @@ func TestConsoleScreenshots(t *testing.T) {
 	orders := job.Config{Name: "orders-sync", Cron: "*/2 * * * * *", ShardingTotalCount: 4, Failover: true,
 		ShardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen", Description: "copies new orders to the warehouse"}
 	cache := job.Config{Name: "cache-warm", Cron: "*/3 * * * * *", ShardingTotalCount: 3}
+	// A chain whose middle fails: the job after it skips.
+	extract := job.Config{Name: "extract", Cron: "*/3 * * * * *", ShardingTotalCount: 4}
+	transform := job.Config{Name: "transform", Cron: extract.Cron, ShardingTotalCount: 2, After: "extract"}
+	load := job.Config{Name: "load", Cron: extract.Cron, ShardingTotalCount: 1, After: "extract,transform"}
 	rec := openRecorder(t)
 	setup := consoleSetup{
 		instance: func(string) []job.Option {
@@ -73,11 +77,15 @@ func TestConsoleScreenshots(t *testing.T) {
 			if sc.JobName == orders.Name && sc.Item == 3 {
 				return errors.New("warehouse API answered 503 Service Unavailable")
 			}
+			if sc.JobName == transform.Name && sc.Item == 1 {
+				return errors.New("schema check: column amount is text, want numeric")
+			}
 			return nil
 		},
 	}
 	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: d, History: rec}, setup, orders, cache,
-		job.Config{Name: "daily-report", Cron: "0 0 2 * * *", ShardingTotalCount: 2, Description: "the nightly sales report"})
+		job.Config{Name: "daily-report", Cron: "0 0 2 * * *", ShardingTotalCount: 2, Description: "the nightly sales report"},
+		extract, transform, load)
 	tb := newTab(t)
 	shot := func(name string) {
 		t.Helper()
@@ -89,7 +97,7 @@ func TestConsoleScreenshots(t *testing.T) {
 	}
 	tb.open(cc.console)
 	tb.setToken(consoleToken)
-	tb.waitText("#jobs-table tbody tr:nth-child(3)", "orders-sync", "3 ok", "1 failed")
+	tb.waitText("#jobs-table tbody tr:nth-child(5)", "orders-sync", "3 ok", "1 failed")
 	tb.waitText("#jobs-table tbody tr:nth-child(1)", "cache-warm", "3 ok")
 	shot("overview")
 
@@ -98,6 +106,10 @@ func TestConsoleScreenshots(t *testing.T) {
 	tb.click(`#job-servers button[data-action="trigger"][data-server="a2"]`)
 	tb.waitText("#notice", "done")
 	shot("job")
+
+	tb.click(`#nav a[data-view="chains"]`)
+	tb.waitTrue("the chain's states", `JSON.stringify([...document.querySelectorAll("#chains-graph .chain-node")].map((g) => g.dataset.state)) === '["completed","failed","skipped"]'`)
+	shot("chains")
 
 	tb.click(`#nav a[data-view="instances"]`)
 	tb.waitText("#instances-table", "a1", "a2", "online")
