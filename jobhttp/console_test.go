@@ -17,6 +17,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 )
 
 const consoleToken = "console-test-token"
@@ -269,7 +270,7 @@ func TestConsoleInstancesAndDispatcher(t *testing.T) {
 		}
 	}
 
-	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: d}, consoleSetup{}, quiet("report", 4), quiet("billing", 2))
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: dispatchhttp.New(d)}, consoleSetup{}, quiet("report", 4), quiet("billing", 2))
 	// A fire places a job's items (units) on the instances.
 	cc.api().want(http.StatusOK, "POST", "/jobs/report/trigger", consoleToken, "")
 	cc.api().want(http.StatusOK, "POST", "/jobs/billing/trigger", consoleToken, "")

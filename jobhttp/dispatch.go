@@ -1,12 +1,28 @@
 package jobhttp
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
-	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/admin"
 )
+
+// Dispatcher is what GET /dispatch/workers and the console's dispatcher
+// page read: the dispatcher's caps and queues. jobhttp/dispatchhttp adapts
+// a *dispatch.Dispatcher to it:
+//
+//	jobhttp.Options{Dispatcher: dispatchhttp.New(d)}
+//
+// It is an interface so that a handler which serves no dispatcher links no
+// database driver.
+type Dispatcher interface {
+	// State reads the dispatcher's global cap, every worker's queue and,
+	// on a node that runs tasks, its counters. An error that is a
+	// *StatusError is answered with its code (503 when the dispatcher is
+	// closed).
+	State(ctx context.Context) (DispatchState, error)
+}
 
 // DispatchState is the answer of GET /dispatch/workers: the dispatcher's
 // global cap and every worker's queue.
@@ -39,7 +55,7 @@ type WorkerQueue struct {
 	Late int `json:"late"`
 	// Tasks counts the tasks by status: waiting, running, finished, failed,
 	// cancelled.
-	Tasks map[dispatch.Status]int `json:"tasks"`
+	Tasks map[string]int `json:"tasks"`
 }
 
 // DispatchStats are dispatch.Stats.
@@ -64,38 +80,24 @@ func (h *handler) dispatchWorkers(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := h.ctx(r)
 	defer cancel()
-	g, err := d.Global(ctx)
+	out, err := d.State(ctx)
 	if err != nil {
 		h.dispatchFail(w, r, err)
 		return
 	}
-	qs, err := d.Queues(ctx)
-	if err != nil {
-		h.dispatchFail(w, r, err)
-		return
-	}
-	out := DispatchState{
-		Node:   d.Node(),
-		Global: DispatchCap{MaxRunning: g.MaxRunning, Running: g.Running},
-		Queues: make([]WorkerQueue, 0, len(qs)),
-	}
-	if out.Node != "" {
-		st := d.Stats()
-		out.Stats = &DispatchStats{Started: st.Started, Late: st.Late, LateFailed: st.LateFailed, Finished: st.Finished,
-			TimedOut: st.TimedOut, Retried: st.Retried, Failed: st.Failed, Reaped: st.Reaped, Stale: st.Stale, LeaseLost: st.LeaseLost}
-	}
-	for _, q := range qs {
-		out.Queues = append(out.Queues, WorkerQueue{Worker: q.Worker, MaxRunning: q.MaxRunning, Running: q.Running,
-			Due: q.Due, Late: q.Late, Tasks: q.Tasks})
+	if out.Queues == nil {
+		out.Queues = []WorkerQueue{}
 	}
 	h.reply(w, http.StatusOK, out)
 }
 
-// dispatchFail answers a dispatcher error: 503 when it is closed, else as
-// any other failure.
+// dispatchFail answers a dispatcher error: with its code when it is a
+// StatusError (503 when the dispatcher is closed, a state the dispatcher's
+// own log tells), else as any other failure.
 func (h *handler) dispatchFail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, dispatch.ErrClosed) {
-		h.reply(w, http.StatusServiceUnavailable, httpError{Error: admin.OneLine(err)})
+	var se *StatusError
+	if errors.As(err, &se) {
+		h.reply(w, se.Code, httpError{Error: admin.OneLine(err)})
 		return
 	}
 	h.fail(w, r, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 )
 
 // openRecorder opens a history recorder on SQLite for the test.
@@ -49,7 +50,7 @@ func TestConsoleHistoryFromRecorder(t *testing.T) {
 			}
 			return job.RecordOutput(ctx, map[string]any{"item": sc.Item, "note": "<i>done</i>"})
 		}}
-	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, History: rec}, setup, quiet("report", 2), quiet("billing", 1))
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, History: historyhttp.New(rec)}, setup, quiet("report", 2), quiet("billing", 1))
 	tb := newTab(t)
 	tb.open(cc.console + "#/job/report")
 	tb.setToken(consoleToken)

@@ -16,6 +16,7 @@ import (
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -60,7 +61,7 @@ func historyServer(t *testing.T, withHistory bool) (*httptest.Server, time.Time)
 		if err := rec.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		opts.History = rec
+		opts.History = historyhttp.New(rec)
 	}
 	srv := httptest.NewServer(jobhttp.NewHandler(rc, opts))
 	t.Cleanup(srv.Close)

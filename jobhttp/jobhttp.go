@@ -8,6 +8,14 @@
 // and validated exactly as the instances decode it), the same JSON. Package
 // job does not import it; an application that wants no HTTP endpoint does
 // not link it.
+//
+// The execution history's and the dispatcher's pages are optional, and
+// their adapters live in packages of their own, jobhttp/historyhttp and
+// jobhttp/dispatchhttp, so that a handler which serves only the scheduler
+// links no database driver:
+//
+//	h := jobhttp.NewHandler(rc, jobhttp.Options{Token: token,
+//		History: historyhttp.New(rec), Dispatcher: dispatchhttp.New(d)})
 package jobhttp
 
 import (
@@ -19,7 +27,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
@@ -45,16 +52,18 @@ type Options struct {
 	Metrics http.Handler
 	// History, when set, is served at GET /history (executions) and GET
 	// /history/status (job status events): typically the instance's
-	// *history.Recorder. Without it those answer 404.
-	History HistoryReader
+	// *history.Recorder, as historyhttp.New(rec). Without it those answer
+	// 404.
+	History History
 	// ProtectReads makes every GET need the token too, as the POSTs do
 	// (the console's own files excepted: they hold no data, and the page
 	// asks the operator for the token). With ProtectReads and no Token,
 	// every read is refused with 403 Forbidden.
 	ProtectReads bool
 	// Dispatcher, if set, is served read-only at GET /dispatch/workers
-	// and on the console's dispatcher page. Nil: those answer 404.
-	Dispatcher *dispatch.Dispatcher
+	// and on the console's dispatcher page: typically a
+	// *dispatch.Dispatcher, as dispatchhttp.New(d). Nil: those answer 404.
+	Dispatcher Dispatcher
 }
 
 // httpRequestTimeout bounds the ZooKeeper work of one request (a remove
@@ -187,7 +196,7 @@ type handler struct {
 	token        string
 	log          *slog.Logger
 	protectReads bool
-	dispatcher   *dispatch.Dispatcher
+	dispatcher   Dispatcher
 	refusals     *refusalLog // refused requests, rate-limited (guard.go)
 }
 

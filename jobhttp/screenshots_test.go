@@ -14,6 +14,8 @@ import (
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
+	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 )
 
 // TestConsoleScreenshots writes a PNG of each console page, over a live
@@ -83,7 +85,7 @@ func TestConsoleScreenshots(t *testing.T) {
 			return nil
 		},
 	}
-	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: d, History: rec}, setup, orders, cache,
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken, Dispatcher: dispatchhttp.New(d), History: historyhttp.New(rec)}, setup, orders, cache,
 		job.Config{Name: "daily-report", Cron: "0 0 2 * * *", ShardingTotalCount: 2, Description: "the nightly sales report"},
 		extract, transform, load)
 	tb := newTab(t)

@@ -18,6 +18,8 @@ import (
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
+	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -151,7 +153,7 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 			return fmt.Errorf("--history-driver %s: %w", cf.historyDriver, err)
 		}
 		defer func() { err = errors.Join(err, rd.Close()) }()
-		opts.History = rd
+		opts.History = historyhttp.New(rd)
 	}
 	if cf.dispatchDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -165,7 +167,7 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 			defer cancel()
 			err = errors.Join(err, d.Close(sctx))
 		}()
-		opts.Dispatcher = d
+		opts.Dispatcher = dispatchhttp.New(d)
 	}
 
 	ln, err := net.Listen("tcp", cf.listen)

@@ -48,6 +48,8 @@ import (
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
+	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
+	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -190,7 +192,7 @@ func run(ctx context.Context, flags *demoreg.Flags, listen string) (err error) {
 		return err
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: d, History: rec, Metrics: m.Handler(), Logger: slog.Default()})}
+		Handler: jobhttp.NewHandler(rc, jobhttp.Options{Token: token, Dispatcher: dispatchhttp.New(d), History: historyhttp.New(rec), Metrics: m.Handler(), Logger: slog.Default()})}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Printf("\nconsole: http://%s/console/\ntoken:   %s   (paste it in the page's Token box to act)\nmetrics: http://%s/metrics   (node-1's, in Prometheus' text format)\n\nCtrl-C stops the demo.\n", ln.Addr(), token, ln.Addr())
