@@ -161,7 +161,7 @@ func checkPGClaimPlan(t *testing.T, what, plan string, joinMayHash bool) {
 func TestClaimPlanReadsHeadsNotBacklog(t *testing.T) {
 	eachStore(t, func(t *testing.T, cfg Config) {
 		ctx := testCtx(t)
-		d, now := claimBacklog(t, cfg, 50000)
+		d, now := claimBacklog(t, cfg, 20000)
 		if cfg.Driver == "sqlite" {
 			for _, stats := range []string{"without statistics", "analyzed"} {
 				if stats == "analyzed" {
