@@ -47,6 +47,11 @@ const MaxParents = 16
 // parentPoll is how often a waiting run reads its parents' records.
 const parentPoll = 100 * time.Millisecond
 
+// lastFireParentWait bounds the wait for the parents of a job's last fire
+// (a calendar's limit or end), which has no next fire to wait until, when
+// AfterTimeout is 0.
+const lastFireParentWait = time.Hour
+
 // ErrParentFailed is what a dependent job's run is recorded with when it
 // did not run because a parent's fire failed or did not complete in time
 // (ParentSkip, ParentAlert), and ShardingContext.ParentErr's sentinel.
@@ -209,7 +214,10 @@ func (r *runner) awaitParents(f *fire) error {
 	}
 	wait := f.cfg.AfterTimeout
 	if wait <= 0 {
-		wait = max(time.Second, time.Until(sched.Next(last)))
+		wait = lastFireParentWait // the job's last fire: no next one bounds the wait
+		if next := sched.Next(last); !next.IsZero() {
+			wait = max(time.Second, time.Until(next))
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
 	defer cancel()
@@ -266,7 +274,8 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, sched cron.S
 				return false, nil
 			}
 			c := coverOf(marks[i])
-			if !c.uncoveredFrom(sched, first).After(last) {
+			// Zero: covered through the schedule's last fire.
+			if u := c.uncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
 				return false, nil // a fire of the range not run yet on item i
 			}
 			if m := marks[i]; m.Error != "" && failed == nil && !time.UnixMilli(m.Fire).Before(first) {

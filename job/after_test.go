@@ -226,6 +226,62 @@ func TestAfterRunsAChainInOrder(t *testing.T) {
 	}
 }
 
+// The last fire of a schedule (a calendar's limit) runs after its parent
+// like any other: the default wait has no next fire to end at, and the
+// parent's record covering the schedule through its end is complete, not
+// short of a fire that will never come. The parent takes 1.5 s of the
+// two between fires: more than the second the wait was cut to when no
+// next fire bounded it.
+func TestAfterRunsTheScheduleLastFire(t *testing.T) {
+	ns := namespace(t)
+	log := &chainLog{}
+	start := time.Now().Truncate(2 * time.Second).Add(4 * time.Second)
+	cfgs := []job.Config{
+		{Name: "a", Cron: "*/2 * * * * *", ShardingTotalCount: 1, Start: start, Limit: 2},
+		{Name: "b", Cron: "*/2 * * * * *", ShardingTotalCount: 1, Start: start, Limit: 2, After: "a"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, ns, "s1")
+	for _, cfg := range cfgs {
+		hold := 20 * time.Millisecond
+		if cfg.Name == "a" {
+			hold = 1500 * time.Millisecond
+		}
+		if err := s.Add(ctx, cfg, log.job(cfg.Name, hold, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+
+	last := start.Add(2 * time.Second)
+	for {
+		var bs []chainRun
+		for _, r := range log.snapshot() {
+			if r.job == "b" {
+				bs = append(bs, r)
+			}
+		}
+		if len(bs) == 2 {
+			for i, r := range bs {
+				if want := start.Add(time.Duration(2*i) * time.Second); !r.fire.Equal(want) || r.parentErr != nil {
+					t.Fatalf("b's run %d: fire %v parent error %v, want fire %v and no error", i, r.fire, r.parentErr, want)
+				}
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("b ran %d of the schedule's two fires (the last %v): %+v", len(bs), last, log.snapshot())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // Start refuses jobs whose parents are not added with them, naming the
 // parent, and changes nothing.
 func TestAfterStartRefusesAMissingParent(t *testing.T) {

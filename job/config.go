@@ -250,7 +250,8 @@ type Config struct {
 	// ParentRun or ParentAlert. It needs After.
 	OnParentFailure ParentPolicy
 	// AfterTimeout bounds a run's wait for its parents; 0 means until the
-	// job's next fire. It needs After.
+	// job's next fire (an hour for its last fire, when a calendar's limit
+	// or end leaves no next one). It needs After.
 	AfterTimeout time.Duration
 	// Description is free text for operators.
 	Description string
