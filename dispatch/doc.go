@@ -36,6 +36,9 @@
 //
 // NewHandler serves the same operations as JSON over HTTP, and Webhooks
 // delivers start and fail notices to a worker's URL for clients not written
-// in Go; a receiver checks them with Verify and a ReplayGuard.
+// in Go; a receiver checks them with Verify and a ReplayGuard. With
+// Config.TracerProvider every dispatch is an OpenTelemetry span
+// (DispatchSpanName), carried by OnStart's context and a start notice's
+// traceparent header.
 // docs/dispatch.md has the model, the guarantees and the figures.
 package dispatch

@@ -116,6 +116,11 @@ const maxConfigBody = job.MaxDocumentBytes
 // GET /dispatch/workers: the dispatcher's caps and its workers' tasks by
 // state (Options.Dispatcher).
 //
+// GET /chains[?job=J]: the jobs that run after others (Config.After) as
+// a graph in layers, each with where it stands at its last fire
+// (completed, running, waiting for a parent, failed, skipped, ...); with
+// job, only that job's chain.
+//
 // GET /history and GET /history/status serve Options.History: pages of
 // executions and of job status events, newest first, as JSON
 // ({"executions": [...], "next": "..."} and {"events": [...], "next":
@@ -272,7 +277,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /servers/{server}/shutdown[?job=J]",
 			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
 			"POST /rebalance", "GET /history", "GET /history/status",
-			"POST /jobs/{job}/schedule", "GET /dispatch/workers", "GET /console/",
+			"POST /jobs/{job}/schedule", "GET /chains[?job=J]", "GET /dispatch/workers", "GET /console/",
 		},
 		"readOnly": h.token == "",
 	})
