@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -392,13 +393,22 @@ type RunOptions struct {
 	// (FollowOptions.AllowScript): commands chosen by whoever can write a
 	// definition, run on this host.
 	FollowScripts bool
+	// Tracing, when set, turns tracing on (a run file's tracing section,
+	// File.Tracing): the scheduler gets a tracer provider of its own (see
+	// Tracing.NewTracerProvider), shut down when Run returns, after the
+	// scheduler, waiting FlushTimeout at most for the last spans. nil:
+	// no span is made, whatever the environment says.
+	Tracing *Tracing
+	// Stdout is where the stdout exporter writes spans; nil means
+	// os.Stdout.
+	Stdout io.Writer
 }
 
 // Run runs the jobs of f as one instance until ctx ends, then shuts down
 // cleanly (running items finish, or are stopped at ShutdownTimeout) and
 // closes its registry session. It connects to the registry f's regcenter
 // section names: ZooKeeper (servers) or etcd (etcd), through
-// [regcenter.Open].
+// [regcenter.Open]. With o.Tracing it traces the fires and item runs.
 func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	log := o.Logger
 	if log == nil {
@@ -407,6 +417,31 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	}
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 30 * time.Second
+	}
+	opts := []job.Option{job.WithLogger(log)}
+	if o.Tracing != nil {
+		out := o.Stdout
+		if out == nil {
+			out = os.Stdout
+		}
+		tp, err := o.Tracing.NewTracerProvider(ctx, out)
+		if err != nil {
+			return err
+		}
+		// Registered first, so it runs last: after the scheduler's
+		// Shutdown, which ends the last spans.
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
+			defer cancel()
+			if terr := tp.Shutdown(fctx); terr != nil {
+				// The jobs ran; spans the collector did not take are
+				// lost, which is worth a warning, not a failed run.
+				log.Warn("tracing: the last spans were not exported", "exporter", o.Tracing.Exporter, "err", terr)
+			}
+		}()
+		opts = append(opts, job.WithTracerProvider(tp))
+		log.Info("tracing on", "exporter", o.Tracing.Exporter, "endpoint", o.Tracing.Endpoint,
+			"sampleRatio", o.Tracing.SampleRatio, "serviceName", o.Tracing.ServiceName)
 	}
 	cctx, cancel := context.WithTimeout(ctx, f.Regcenter.ConnectTimeout+time.Second)
 	rc, err := regcenter.Open(cctx, f.Regcenter, regcenter.WithLogger(log))
@@ -419,7 +454,6 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 			err = cerr
 		}
 	}()
-	opts := []job.Option{job.WithLogger(log)}
 	if o.ServerID != "" {
 		opts = append(opts, job.WithServerID(o.ServerID))
 	}
