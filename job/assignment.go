@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -100,9 +101,10 @@ func (a assigned) checks(paths layout.Job, server string) []regcenter.Op {
 // cachedAssignment returns the assumption a fire under sess may make, if
 // any.
 func (r *runner) cachedAssignment(sess *regcenter.Session) (assigned, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	a := r.cache.assumed
+	c := &r.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.assumed
 	if !a.set || a.sess != sess {
 		return assigned{}, false
 	}
@@ -112,9 +114,9 @@ func (r *runner) cachedAssignment(sess *regcenter.Session) (assigned, bool) {
 
 // forgetAssignment drops the assumption: the next fire reads ZooKeeper.
 func (r *runner) forgetAssignment() {
-	r.mu.Lock()
-	relead := r.setAssumedLocked(assigned{})
-	r.mu.Unlock()
+	r.cache.mu.Lock()
+	relead := r.cache.setAssumedLocked(assigned{})
+	r.cache.mu.Unlock()
 	if relead {
 		r.s.trig.relead(r.name)
 	}
@@ -123,11 +125,11 @@ func (r *runner) forgetAssignment() {
 // setAssumedLocked makes a the assumption of the next fire. It reports
 // whether the fire's proof by watches came or went, which changes the
 // lead it needs (see quickFire): the caller then tells the trigger
-// (trigger.relead), without r.mu, which the trigger's dispatch takes.
-func (r *runner) setAssumedLocked(a assigned) (relead bool) {
-	r.cache.assumed = a
+// (trigger.relead), without c.mu. c.mu is held.
+func (c *assignmentCache) setAssumedLocked(a assigned) (relead bool) {
+	c.assumed = a
 	watched := a.set && a.watched
-	return r.cache.watchedAssumption.Swap(watched) != watched
+	return c.watchedAssumption.Swap(watched) != watched
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -138,9 +140,9 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 	defer cancel()
 	// A watch's event from here on may answer a change these reads miss:
 	// what they read is then not stored (see assume).
-	r.mu.Lock()
+	r.cache.mu.Lock()
 	gen := r.cache.watchGen
-	r.mu.Unlock()
+	r.cache.mu.Unlock()
 	// The epoch is read first: a reshard flagged after this read moves it,
 	// and the next fire's check fails.
 	_, epoch, err := r.rc.Exists(ctx, r.paths.ShardingEpoch())
@@ -221,36 +223,37 @@ func (r *runner) assume(a assigned, gen uint64) {
 	watch := len(a.items) == 0 || unmonitored
 	var cancels []func()
 	relead := false
-	r.mu.Lock()
+	c := &r.cache
+	c.mu.Lock()
 	defer func() {
-		r.mu.Unlock()
-		for _, c := range cancels {
-			if c != nil {
-				c()
+		c.mu.Unlock()
+		for _, cancel := range cancels {
+			if cancel != nil {
+				cancel()
 			}
 		}
 		if relead {
 			r.s.trig.relead(r.name)
 		}
 	}()
-	if r.closed {
+	if c.closed {
 		return
 	}
 	if !watch {
-		cancels = append(cancels, r.cache.idleWatch, r.cache.epochWatch)
-		r.cache.idleWatch, r.cache.idleArmed, r.cache.epochWatch, r.cache.epochArmed = nil, false, nil, false
-		relead = r.setAssumedLocked(a)
+		cancels = append(cancels, c.idleWatch, c.epochWatch)
+		c.idleWatch, c.idleArmed, c.epochWatch, c.epochArmed = nil, false, nil, false
+		relead = c.setAssumedLocked(a)
 		return
 	}
-	armed := r.cache.idleArmed && (!unmonitored || r.cache.epochArmed)
-	if r.cache.idleWatch == nil {
-		r.cache.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
-			r.mu.Lock()
-			r.cache.idleArmed = true
-			relead := r.setAssumedLocked(assigned{})
-			r.cache.watchGen++
-			passed := !r.cache.idlePassed.IsZero()
-			r.mu.Unlock()
+	armed := c.idleArmed && (!unmonitored || c.epochArmed)
+	if c.idleWatch == nil {
+		c.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
+			c.mu.Lock()
+			c.idleArmed = true
+			relead := c.setAssumedLocked(assigned{})
+			c.watchGen++
+			passed := !c.idlePassed.IsZero()
+			c.mu.Unlock()
 			if relead {
 				r.s.trig.relead(r.name)
 			}
@@ -259,26 +262,26 @@ func (r *runner) assume(a assigned, gen uint64) {
 			}
 		})
 	}
-	if unmonitored && r.cache.epochWatch == nil {
-		r.cache.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
-			r.mu.Lock()
-			r.cache.epochArmed = true
-			relead := r.setAssumedLocked(assigned{})
-			r.cache.watchGen++
-			r.mu.Unlock()
+	if unmonitored && c.epochWatch == nil {
+		c.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
+			c.mu.Lock()
+			c.epochArmed = true
+			relead := c.setAssumedLocked(assigned{})
+			c.watchGen++
+			c.mu.Unlock()
 			if relead {
 				r.s.trig.relead(r.name)
 			}
 		})
 	}
-	if r.cache.watchGen != gen {
+	if c.watchGen != gen {
 		// An event came while the fire read: its change may postdate
 		// the read. The next fire reads again.
-		relead = r.setAssumedLocked(assigned{})
+		relead = c.setAssumedLocked(assigned{})
 		return
 	}
 	a.watched = armed
-	relead = r.setAssumedLocked(a)
+	relead = c.setAssumedLocked(a)
 }
 
 // proveAssignment sends an assumption's checks alone, for a fire that marks
@@ -335,10 +338,12 @@ func (r *runner) noteEpochFlag() {
 // fresh lists the items newly held, gaps or not.
 func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned) (gaps map[int]time.Time, fresh []int) {
 	cfg := r.config()
-	r.mu.Lock()
+	r.cache.mu.Lock()
 	prev := r.cache.lastHeld
-	changed := !slices.Equal(a.items, prev.items)
 	r.cache.lastHeld = a
+	r.cache.mu.Unlock()
+	changed := !slices.Equal(a.items, prev.items)
+	r.mu.Lock()
 	if changed || !a.sameVersion(prev) { // the steady state holds what it held
 		held := a.heldSince(prev)
 		for _, it := range a.items {
@@ -479,13 +484,16 @@ func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
 }
 
 // assignmentCache is what the next fire may assume of this instance's
-// assignment, and the watches that prove it; under r.mu except where said.
+// assignment, and the watches that prove it. It owns its lock, taken only
+// in this file; fires that change lastHeld are ordered by r.runs.order.
 type assignmentCache struct {
+	mu       sync.Mutex
+	closed   bool     // the runner stops: no new watch (see close)
 	assumed  assigned // what the next fire may assume
 	lastHeld assigned // the assignment of the latest scheduled fire here
 	// watchedAssumption: assumed is proved by watches (assigned.watched),
 	// so an unmonitored job's next fire sends no request (quickFire). Set
-	// with assumed, under r.mu; read by the trigger without it.
+	// with assumed, under mu; read by the trigger without it.
 	watchedAssumption atomic.Bool
 	// idleWatch watches this instance's sharding node while it holds no
 	// items or the job is unmonitored, epochWatch the reshard epoch while
@@ -499,4 +507,33 @@ type assignmentCache struct {
 	// idlePassed is the latest fire this instance let pass on the idle
 	// watch's word, until a later fire starts (see catchUpIdle).
 	idlePassed time.Time
+}
+
+// passIdle notes the fire at, let pass on the idle watch's word (see
+// catchUpIdle); a zero at clears the note, as a fire that reads for
+// itself does.
+func (c *assignmentCache) passIdle(at time.Time) {
+	c.mu.Lock()
+	c.idlePassed = at
+	c.mu.Unlock()
+}
+
+// takeIdlePass returns and clears the fire let pass idle, if any.
+func (c *assignmentCache) takeIdlePass() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := c.idlePassed
+	c.idlePassed = time.Time{}
+	return at
+}
+
+// close keeps assume from watching again and returns the cancels of the
+// watches it made, for the runner's stop.
+func (c *assignmentCache) close() []func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	cancels := []func(){c.idleWatch, c.epochWatch}
+	c.idleWatch, c.epochWatch = nil, nil
+	return cancels
 }

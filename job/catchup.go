@@ -1,9 +1,5 @@
 package job
 
-import (
-	"time"
-)
-
 // The idle catch-up. An instance that holds no items lets a fire pass
 // without a request, on its sharding node's watch (see assume). A reshard
 // due at that fire commits a moment later — the leader reshards at its
@@ -27,9 +23,8 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
 	r.runs.order.Lock()
+	at := r.cache.takeIdlePass()
 	r.mu.Lock()
-	at := r.cache.idlePassed
-	r.cache.idlePassed = time.Time{}
 	paused := r.flags.paused
 	r.mu.Unlock()
 	if at.IsZero() || paused {

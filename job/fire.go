@@ -58,9 +58,7 @@ func (r *runner) fireScheduled(at time.Time) {
 	r.runs.order.Lock()
 	reserved := sync.OnceFunc(r.runs.order.Unlock)
 	defer reserved()
-	r.mu.Lock()
-	r.cache.idlePassed = time.Time{} // this fire reads for itself what an idle pass skipped
-	r.mu.Unlock()
+	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
 	if !ok {
 		r.mu.Lock()
@@ -116,9 +114,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// unmonitored job's watches the epoch for that.) A reshard
 				// committed after this pass gives the fire back
 				// (catchUpIdle).
-				r.mu.Lock()
-				r.cache.idlePassed = at
-				r.mu.Unlock()
+				r.cache.passIdle(at)
 				reserved()
 				r.runOwed(sess)
 				return

@@ -98,10 +98,10 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 
+	cancels := r.cache.close()
 	r.mu.Lock()
 	r.closed = true
-	cancels := []func(){r.watch.config, r.watch.queue, r.watch.flags, r.watch.items, r.cache.idleWatch, r.cache.epochWatch}
-	r.cache.idleWatch, r.cache.epochWatch = nil, nil
+	cancels = append(cancels, r.watch.config, r.watch.queue, r.watch.flags, r.watch.items)
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}
