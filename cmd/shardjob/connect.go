@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -22,8 +23,10 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 		return cfg, err
 	}
 	if o.config != "" {
-		// LoadFile applies the SHARDJOB_REGCENTER_* variables itself.
-		f, err := job.LoadFile(o.config)
+		// LoadFile applies the SHARDJOB_REGCENTER_* variables itself; a
+		// run file's tracing section is read (and checked) too, though
+		// only shardjob run uses it.
+		f, err := jobfile.LoadFile(o.config)
 		if err != nil {
 			return cfg, usagef("--config: %s", oneLine(err.Error()))
 		}

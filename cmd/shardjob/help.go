@@ -57,7 +57,7 @@ Connecting (flags override the environment, which overrides the --config file):
   --tls-cert, --tls-key FILE  TLS client certificate, key    env SHARDJOB_REGCENTER_TLSCERTFILE, _TLSKEYFILE
   --tls-server-name NAME      name in the servers' certs     env SHARDJOB_REGCENTER_TLSSERVERNAME
   --tls                       TLS with the system's CAs      env SHARDJOB_REGCENTER_TLS
-  --config FILE               a job file (job.LoadFile): its regcenter: section
+  --config FILE               a job file (jobfile.LoadFile): its regcenter: section
   --timeout 5s                how long to try to reach the registry
   SHARDJOB_REGCENTER_SESSIONTIMEOUT, _CONNECTTIMEOUT, _MAXRETRIES, _BASESLEEP, _MAXSLEEP and
   _TLSINSECURESKIPVERIFY are read too.

@@ -23,7 +23,10 @@ Usage:
   shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L]
                [--follow [--follow-scripts]] FILE
 
-The file has the regcenter and jobs sections described in docs/user-guide.md;
+The file has the regcenter and jobs sections described in docs/user-guide.md,
+and may have a tracing section (exporter: otlp or stdout, endpoint, headers,
+sampleRatio, serviceName) that sends spans of the fires and item runs to an
+OpenTelemetry collector over OTLP/HTTP, or prints them to standard output;
 SHARDJOB_REGCENTER_SERVERS or SHARDJOB_REGCENTER_ETCD (and the other
 SHARDJOB_REGCENTER_ variables) override its regcenter section, which names
 ZooKeeper servers (servers:) or etcd endpoints (etcd:). Jobs of type script and http need no Go code;
@@ -94,7 +97,7 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "shardjob run: --shutdown-timeout %v must be positive\n", *shutdown)
 		return exitUsage
 	}
-	f, err := job.LoadFile(pos[0])
+	f, err := jobfile.LoadFile(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob run: %v\n", err)
 		return exitUsage
@@ -110,8 +113,9 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
-		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts})
+	err = jobfile.Run(ctx, &f.File, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
+		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts,
+		Tracing: f.Tracing, Stdout: stdout})
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob run: %s\n", describe(err))
 		if errors.Is(err, job.ErrInvalidConfig) || errors.Is(err, jobfile.ErrInvalidJob) {

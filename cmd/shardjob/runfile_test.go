@@ -57,6 +57,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"unknown key", []string{writeJobsFile(t, rc+"    type: script\n    script: {command: [x]}\n    retry: 3\n")}, `unknown key "retry"`},
 		{"go-bound job", []string{writeJobsFile(t, rc)}, `job "a" is a simple job, bound to Go code`},
 		{"bad section", []string{writeJobsFile(t, rc+"    type: http\n    http: {url: \"gopher://x\"}\n")}, "scheme must be http or https"},
+		{"bad tracing", []string{writeJobsFile(t, "tracing: {exporter: otlp, sampleRatio: 2}\n"+rc+"    type: script\n    script: {command: [x]}\n")}, "tracing.sampleRatio at line 1: 2 is out of range"},
 		{"bad flag", []string{"--shutdown-timeout", "0s", "x.yaml"}, "must be positive"},
 		{"follow-scripts alone", []string{"--follow-scripts", "x.yaml"}, "--follow-scripts needs --follow"},
 	} {
