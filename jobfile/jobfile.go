@@ -3,9 +3,10 @@
 // jobs bound by name to Go implementations, each with its error handler.
 // [Run] runs a whole file as a standalone instance; it is what `shardjob
 // run jobs.yaml` does, so an operator can run script and HTTP jobs without
-// writing Go.
+// writing Go. [Load] and [LoadFile] read such a run file: a job file that
+// may have a tracing section besides (see [Tracing]).
 //
-// The sections, each decoded strictly (an unknown key is an error naming
+// The sections of a job, each decoded strictly (an unknown key is an error naming
 // it, its line and the key probably meant):
 //
 //	script:        # type: script (package jobtype/script)
