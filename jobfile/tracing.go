@@ -383,6 +383,9 @@ func checkEndpoint(e string) string {
 // connection is made here. The caller shuts the provider down, which
 // exports the last spans.
 func (t *Tracing) NewTracerProvider(ctx context.Context, stdout io.Writer) (*sdktrace.TracerProvider, error) {
+	if t.SampleRatio < 0 || t.SampleRatio > 1 || math.IsNaN(t.SampleRatio) {
+		return nil, fmt.Errorf("%w: %w: sampleRatio %v is out of range 0..1", job.ErrInvalidConfig, ErrInvalidTracing, t.SampleRatio)
+	}
 	var exp sdktrace.SpanExporter
 	var err error
 	switch t.Exporter {
@@ -391,6 +394,9 @@ func (t *Tracing) NewTracerProvider(ctx context.Context, stdout io.Writer) (*sdk
 	case ExporterOTLP:
 		var opts []otlptracehttp.Option
 		if t.Endpoint != "" {
+			if msg := checkEndpoint(t.Endpoint); msg != "" {
+				return nil, fmt.Errorf("%w: %w: endpoint %q %s", job.ErrInvalidConfig, ErrInvalidTracing, t.Endpoint, msg)
+			}
 			u, perr := url.Parse(t.Endpoint)
 			if perr != nil {
 				return nil, fmt.Errorf("%w: %w: endpoint %q: %w", job.ErrInvalidConfig, ErrInvalidTracing, t.Endpoint, perr)
@@ -409,9 +415,6 @@ func (t *Tracing) NewTracerProvider(ctx context.Context, stdout io.Writer) (*sdk
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jobfile: tracing: %s exporter: %w", t.Exporter, err)
-	}
-	if t.SampleRatio < 0 || t.SampleRatio > 1 || math.IsNaN(t.SampleRatio) {
-		return nil, fmt.Errorf("%w: %w: sampleRatio %v is out of range 0..1", job.ErrInvalidConfig, ErrInvalidTracing, t.SampleRatio)
 	}
 	name := t.ServiceName
 	if name == "" {

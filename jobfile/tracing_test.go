@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -209,6 +210,19 @@ func TestTracerProviderStdout(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Fatalf("ratio 0 printed %s", out.String())
+	}
+}
+
+// A Tracing built in Go, not loaded, is checked when its provider is made.
+func TestTracerProviderRefusesBadSettings(t *testing.T) {
+	for _, tr := range []jobfile.Tracing{
+		{Exporter: "zipkin", SampleRatio: 1},
+		{Exporter: jobfile.ExporterOTLP, Endpoint: "otel:4318", SampleRatio: 1},
+		{Exporter: jobfile.ExporterStdout, SampleRatio: 2},
+	} {
+		if _, err := tr.NewTracerProvider(context.Background(), io.Discard); !errors.Is(err, jobfile.ErrInvalidTracing) {
+			t.Errorf("%+v: err %v, want ErrInvalidTracing", tr, err)
+		}
 	}
 }
 
