@@ -24,10 +24,7 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 func (r *runner) catchUpIdle() {
 	r.runs.order.Lock()
 	at := r.cache.takeIdlePass()
-	r.mu.Lock()
-	paused := r.flags.paused
-	r.mu.Unlock()
-	if at.IsZero() || paused {
+	if at.IsZero() || r.flags.paused.Load() {
 		r.runs.order.Unlock()
 		return
 	}
@@ -52,9 +49,10 @@ func (r *runner) catchUpIdle() {
 		return
 	}
 	gaps, fresh := r.inheritedGaps(sess, at, a)
+	disabled := r.flags.disabledItems()
 	r.mu.Lock()
 	for _, it := range fresh {
-		if r.flags.disabledItems[it] {
+		if disabled[it] {
 			continue
 		}
 		since := at

@@ -31,13 +31,7 @@ import (
 // instance must not fire now.
 func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	sess := r.rc.Session()
-	r.mu.Lock()
-	reg, stopping := r.reg.sess, r.reg.stopping
-	r.mu.Unlock()
-	if stopping {
-		return nil, false
-	}
-	if reg != sess || sess.Check() != nil || r.s.suspended.Load() {
+	if !r.registeredUnder(sess) || sess.Check() != nil || r.s.suspended.Load() {
 		return nil, false
 	}
 	return sess, true
@@ -45,10 +39,7 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 
 // fireScheduled is one fire of the schedule.
 func (r *runner) fireScheduled(at time.Time) {
-	r.mu.Lock()
-	paused := r.flags.paused
-	r.mu.Unlock()
-	if paused {
+	if r.flags.paused.Load() {
 		return // an operator paused this server: its items stay put
 	}
 	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
@@ -61,10 +52,7 @@ func (r *runner) fireScheduled(at time.Time) {
 	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
 	if !ok {
-		r.mu.Lock()
-		stopping := r.reg.stopping
-		r.mu.Unlock()
-		if !stopping {
+		if !r.isStopping() {
 			r.log.Warn("fire skipped: not connected to zookeeper; it will run once reconnected", "fire", at)
 			r.noteSuspendedMiss(at)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -44,13 +45,7 @@ func (r *runner) checkFlags() {
 			r.log.Warn("removing trigger flag", "err", err)
 			return
 		}
-		r.mu.Lock()
-		busy := len(r.runs.running) > 0
-		if busy {
-			r.flags.triggerQueued = true
-		}
-		r.mu.Unlock()
-		if busy {
+		if r.queueTriggerIfBusy() {
 			r.log.Info("trigger queued until the running items finish")
 			return
 		}
@@ -61,11 +56,8 @@ func (r *runner) checkFlags() {
 // setPaused records the paused flag; it reports whether the job is
 // stopping here.
 func (r *runner) setPaused(paused bool) (stopping bool) {
-	r.mu.Lock()
-	was := r.flags.paused
-	r.flags.paused = paused
-	stopping = r.reg.stopping
-	r.mu.Unlock()
+	was := r.flags.paused.Swap(paused)
+	stopping = r.isStopping()
 	if paused != was {
 		r.log.Info("pause flag changed", "paused", paused)
 		kind := EventResumed
@@ -81,11 +73,7 @@ func (r *runner) setPaused(paused bool) (stopping bool) {
 // the flags watch (the leader reads it for itself at each reshard): only
 // the event is this instance's to give.
 func (r *runner) setDisabled(disabled bool) {
-	r.mu.Lock()
-	was := r.flags.disabled
-	r.flags.disabled = disabled
-	r.mu.Unlock()
-	if disabled == was {
+	if was := r.flags.disabled.Swap(disabled); disabled == was {
 		return
 	}
 	kind := EventEnabled
@@ -102,10 +90,7 @@ func (r *runner) setDisabled(disabled bool) {
 // idle. Before the instance registered, or after its session ended, there
 // is nothing to restore: registration creates the node.
 func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
-	r.mu.Lock()
-	registered := r.reg.sess == sess && !r.reg.stopping
-	r.mu.Unlock()
-	if !registered || sess.Err() != nil {
+	if !r.registeredUnder(sess) || sess.Err() != nil {
 		return
 	}
 	p := r.paths.Flag(r.serverID(), layout.Status)
@@ -157,15 +142,22 @@ func (r *runner) readDisabledItems() {
 			set[it] = true
 		}
 	}
-	r.mu.Lock()
-	r.flags.disabledItems = set
-	r.mu.Unlock()
+	r.flags.items.Store(&set)
 }
 
-// jobFlags are this server's flags for the job; under r.mu.
+// jobFlags are this server's flags for the job, each read and replaced
+// whole, with no lock: a fire reads them once, as they are at that moment.
 type jobFlags struct {
-	paused        bool         // servers/{me}/paused exists
-	disabled      bool         // servers/{me}/disabled exists (events only)
-	disabledItems map[int]bool // items kept out of every fire
-	triggerQueued bool         // a trigger arrived while items ran
+	paused   atomic.Bool                  // servers/{me}/paused exists
+	disabled atomic.Bool                  // servers/{me}/disabled exists (events only)
+	items    atomic.Pointer[map[int]bool] // items kept out of every fire; never changed in place
+}
+
+// disabledItems returns the items kept out of every fire, nil for none.
+// The map is never changed: readDisabledItems replaces it.
+func (f *jobFlags) disabledItems() map[int]bool {
+	if m := f.items.Load(); m != nil {
+		return *m
+	}
+	return nil
 }

@@ -291,7 +291,7 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 			tried[it] = true
 			last := r.owed.lastOwed(it)
 			r.owed.forget(it)
-			if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
+			if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems()[it] {
 				continue // no longer an item, or kept out
 			}
 			r.owed.dispatch(it, last)

@@ -120,10 +120,7 @@ func (r *runner) prepareBefore(next time.Time) {
 	// Checked under prep.timerMu: stop sets stopping before it cancels the
 	// timer under prep.timerMu, so a timer set here is either cancelled or never
 	// set (a forgotten one would keep the runner alive until it fires).
-	r.mu.Lock()
-	stopping := r.reg.stopping
-	r.mu.Unlock()
-	if stopping {
+	if r.isStopping() {
 		r.prep.timerMu.Unlock()
 		return
 	}

@@ -70,9 +70,7 @@ func (r *runner) reconcile() {
 	if sess.Err() != nil {
 		return
 	}
-	r.mu.Lock()
-	reg, stopping := r.reg.sess, r.reg.stopping
-	r.mu.Unlock()
+	reg, stopping := r.registeredSession()
 	if stopping {
 		return
 	}

@@ -637,6 +637,29 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 }
 
 // registration is this instance's registration of the job; under r.mu.
+// isStopping reports whether stop has begun here.
+func (r *runner) isStopping() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reg.stopping
+}
+
+// registeredSession returns the session the job is registered under here (nil
+// before it first registers) and whether stop has begun.
+func (r *runner) registeredSession() (*regcenter.Session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reg.sess, r.reg.stopping
+}
+
+// registeredUnder reports whether the job is registered here under sess,
+// and not stopping.
+func (r *runner) registeredUnder(sess *regcenter.Session) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reg.sess == sess && !r.reg.stopping
+}
+
 type registration struct {
 	sess        *regcenter.Session // the session registered under
 	stopping    bool               // stop has begun: no new fires

@@ -49,10 +49,11 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 	} else {
 		res.taken, res.ledger = make([]*execution, 0, len(items)), make([]ledgerChange, 0, len(items))
 	}
+	disabled := r.flags.disabledItems()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
+		if it < 0 || it >= cfg.ShardingTotalCount || disabled[it] {
 			continue // an assignment from before the item count shrank, or kept out
 		}
 		before := r.owed.entry(it)
@@ -145,6 +146,7 @@ func (r *runner) undo(res *fireReservation) {
 // reserve claims items locally; items already running here owe a misfire
 // since at (through a later fire, when given).
 func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spec) []int {
+	disabled := r.flags.disabledItems()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var todo []int
@@ -152,7 +154,7 @@ func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spe
 		if it < 0 || it >= cfg.ShardingTotalCount {
 			continue // an assignment from before the item count shrank
 		}
-		if r.flags.disabledItems[it] {
+		if disabled[it] {
 			continue
 		}
 		// This scheduled fire (or, for a make-up run, the fire it stands
@@ -240,9 +242,9 @@ func (r *runner) release(items []int) {
 			owed = true
 		}
 	}
-	trig := idle && r.flags.triggerQueued
+	trig := idle && r.runs.triggerQueued
 	if trig {
-		r.flags.triggerQueued = false
+		r.runs.triggerQueued = false
 	}
 	r.mu.Unlock()
 	if trig {
@@ -293,6 +295,18 @@ func (r *runner) endAlongsideLocked(item int) bool {
 	return true
 }
 
+// queueTriggerIfBusy queues a trigger for when the items running here
+// are released, if any run, and reports whether it did; release runs it.
+func (r *runner) queueTriggerIfBusy() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	busy := len(r.runs.running) > 0
+	if busy {
+		r.runs.triggerQueued = true
+	}
+	return busy
+}
+
 // idleLocked returns a channel closed once the items running here are
 // released. It is made for a waiter, so that a release nobody waits for
 // makes none. r.mu is held.
@@ -325,8 +339,11 @@ type runAccount struct {
 	// alongside counts, per item, the runs beside the one in running
 	// (OverlapAllow); the item leaves running with the last of them.
 	alongside map[int]int
-	idle      chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
-	firing    sync.WaitGroup // scheduled fires in flight
+	// triggerQueued: a trigger arrived while items ran (see
+	// queueTriggerIfBusy); the release that leaves none running runs it.
+	triggerQueued bool
+	idle          chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
+	firing        sync.WaitGroup // scheduled fires in flight
 	// order makes scheduled fires reserve their items in fire order: a fire
 	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
 	// find its item taken by the next fire, owe a run, and its make-up run

@@ -225,7 +225,7 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 	cfg := r.config()
 	since := map[int]time.Time{}
 	owe := func(it int, at time.Time) {
-		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems[it] {
+		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems()[it] {
 			return
 		}
 		if prev, ok := since[it]; !ok || at.Before(prev) {
@@ -238,7 +238,7 @@ func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
 	for _, it := range held {
 		owe(it, r.owed.missedWhileDown())
 		// A paused server's fires are not owed: an operator held them.
-		if !upTo.IsZero() && !r.flags.paused && r.owed.dispatchedAt(it).Before(upTo) {
+		if !upTo.IsZero() && !r.flags.paused.Load() && r.owed.dispatchedAt(it).Before(upTo) {
 			owe(it, upTo)
 		}
 	}
