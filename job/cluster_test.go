@@ -224,7 +224,7 @@ func TestClusterEveryItemOncePerFire(t *testing.T) {
 	}
 	start := time.Now()
 	// Skip the first fires, which may straddle the three joins.
-	fires := rec.waitFires(t, start.Add(2*time.Second), 20, 10, 60*time.Second)
+	fires := rec.waitFires(t, start.Add(2*time.Second), 8, 10, 60*time.Second)
 	byFire := rec.fires()
 	for _, f := range fires {
 		by := checkFire(t, f, byFire[f], 10)
