@@ -44,6 +44,10 @@ type File struct {
 	// Configs are as written: defaults are not filled in. Empty when the
 	// file has no jobs key.
 	Jobs []Spec
+	// Tracing is the top-level tracing section as written, not decoded:
+	// package jobfile decodes and checks it, and shardjob run acts on it.
+	// Load only keeps it; nil when the file has none.
+	Tracing *yaml.Node
 }
 
 // Spec is one job of a File: its Config and what runs it: a Go
@@ -167,7 +171,7 @@ func loadYAML(data []byte) (*File, error) {
 	}
 
 	var errs []error
-	var rcNode, jobsNode *yaml.Node
+	var rcNode, jobsNode, tracingNode *yaml.Node
 	rcBroken := false
 	if root != nil {
 		if root.Kind != yaml.MappingNode {
@@ -185,8 +189,14 @@ func loadYAML(data []byte) (*File, error) {
 				rcNode = resolveAlias(p.value)
 			case "jobs":
 				jobsNode = resolveAlias(p.value)
+			case "tracing":
+				tracingNode = resolveAlias(p.value)
+				if tracingNode.Kind == yaml.ScalarNode && tracingNode.ShortTag() == "!!null" {
+					// "tracing:" with nothing under it: at the key's line.
+					tracingNode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: p.keyNode.Line, Column: p.keyNode.Column}
+				}
 			default:
-				errs = append(errs, unknownKeyError("top level", p, []string{"regcenter", "jobs"}))
+				errs = append(errs, unknownKeyError("top level", p, []string{"regcenter", "jobs", "tracing"}))
 			}
 		}
 	}
@@ -274,7 +284,7 @@ func loadYAML(data []byte) (*File, error) {
 	if len(errs) > 0 {
 		return nil, joinConfigErrors(errs)
 	}
-	return &File{Regcenter: rc, Jobs: jobs}, nil
+	return &File{Regcenter: rc, Jobs: jobs, Tracing: tracingNode}, nil
 }
 
 // nameLine returns the line of a job mapping's name key, or of the mapping.

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
@@ -35,9 +34,9 @@ import (
 //	  sampleRatio: 0.25                  # 0..1, default 1
 //	  serviceName: orders-jobs           # default "shardjob"
 //
-// Load and LoadFile read it; job.Load would refuse the tracing key. The
-// job package reads the rest of the document with the tracing section's
-// lines blanked, so that the line numbers in its errors are the file's.
+// Load and LoadFile read it; job.Load only keeps it, undecoded
+// (job.File.Tracing), and a Go program that loads a run file with
+// job.Load gets no tracing from it.
 
 // ErrInvalidTracing means a run file's tracing section cannot be used;
 // the error names the key and its line. It comes with job.ErrInvalidConfig.
@@ -166,25 +165,21 @@ func Load(r io.Reader) (*File, error) {
 }
 
 func load(data []byte) (*File, error) {
-	var tr *Tracing
-	var errs []error
-	if len(data) <= job.MaxFileBytes { // else job.Load refuses it
-		var n *yaml.Node
-		data, n, errs = splitTracing(data)
-		if n != nil {
-			var terr []error
-			tr, terr = decodeTracing(n)
-			errs = append(errs, terr...)
-		}
-	}
 	jf, err := job.Load(bytes.NewReader(data))
+	var errs []error
 	if err != nil {
 		var many interface{ Unwrap() []error }
-		if errors.As(err, &many) {
-			errs = append(many.Unwrap(), errs...)
-		} else {
-			errs = append([]error{err}, errs...)
+		if !errors.As(err, &many) {
+			return nil, err
 		}
+		errs = many.Unwrap()
+	}
+	section := tracingSection(jf, data)
+	var tr *Tracing
+	if section != nil {
+		var terr []error
+		tr, terr = decodeTracing(deref(section))
+		errs = append(errs, terr...)
 	}
 	if len(errs) > 0 {
 		return nil, problems(errs)
@@ -192,106 +187,31 @@ func load(data []byte) (*File, error) {
 	return &File{File: *jf, Tracing: tr}, nil
 }
 
-// splitTracing returns data with the top-level tracing entry, and keys
-// that are near misses of it, replaced by blanks (lines kept), the
-// tracing value, and the problems found doing so. A document that does
-// not parse, or whose top level is not a mapping, is returned whole, for
-// job.Load to report.
-func splitTracing(data []byte) ([]byte, *yaml.Node, []error) {
+// tracingSection returns the file's tracing section: as job.Load kept it,
+// or, when job.Load found problems elsewhere in the file, read here, so
+// that one error lists every problem of the file. Nil when there is none.
+func tracingSection(jf *job.File, data []byte) *yaml.Node {
+	if jf != nil {
+		return jf.Tracing
+	}
 	var doc yaml.Node
-	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return data, nil, nil
+	if len(data) > job.MaxFileBytes || yaml.Unmarshal(data, &doc) != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil // job.Load named the problem
 	}
 	root := deref(doc.Content[0])
 	if root.Kind != yaml.MappingNode {
-		return data, nil, nil
+		return nil
 	}
-	top := []string{"regcenter", "jobs", "tracing"}
-	var value *yaml.Node
-	var errs []error
-	var cut [][2]int // byte ranges to blank; an end of -1 is the document's
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		k := root.Content[i]
-		switch {
-		case k.Value == "tracing" && value != nil:
-			errs = append(errs, &tracingError{kind: ErrInvalidTracing,
-				msg: fmt.Sprintf("top level: key \"tracing\" at line %d: repeats the key at line %d", k.Line, value.Line)})
-		case k.Value == "tracing":
-			value = deref(root.Content[i+1])
-			if value.Kind == yaml.ScalarNode && value.ShortTag() == "!!null" {
-				// tracing: with nothing under it is a mistake, not "off".
-				value = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: k.Line}
+		if k := root.Content[i]; k.Value == "tracing" {
+			v := deref(root.Content[i+1])
+			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
+				return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: k.Line, Column: k.Column}
 			}
-		case k.Value != "regcenter" && k.Value != "jobs" && suggest.Nearest(k.Value, top) == "tracing":
-			errs = append(errs, &tracingError{kind: job.ErrUnknownKey,
-				msg: fmt.Sprintf("top level: unknown key %q at line %d (did you mean \"tracing\"?)", k.Value, k.Line)})
-		default:
-			continue
-		}
-		if root.Style&yaml.FlowStyle != 0 {
-			errs = append(errs, &tracingError{kind: ErrInvalidTracing,
-				msg: fmt.Sprintf("tracing at line %d: the file's top level must be written one key per line (block style) to have a tracing section", k.Line)})
-			return data, nil, errs
-		}
-		end := -1 // up to the next top-level key, or the end of the document
-		if i+2 < len(root.Content) {
-			next := root.Content[i+2]
-			end = offset(data, next.Line, next.Column)
-		}
-		cut = append(cut, [2]int{offset(data, k.Line, k.Column), end})
-	}
-	if len(cut) == 0 {
-		return data, nil, errs
-	}
-	out := bytes.Clone(data)
-	for _, c := range cut {
-		end := c[1]
-		if end < 0 {
-			end = documentEnd(out, c[0])
-		}
-		for j := c[0]; j < end; j++ {
-			if out[j] != '\n' && out[j] != '\r' {
-				out[j] = ' '
-			}
+			return v
 		}
 	}
-	return out, value, errs
-}
-
-// offset returns the byte offset of line and column (1-based, the column
-// in characters, as yaml.Node counts them) in data.
-func offset(data []byte, line, column int) int {
-	i := 0
-	for l := 1; l < line && i < len(data); l++ {
-		nl := bytes.IndexByte(data[i:], '\n')
-		if nl < 0 {
-			return len(data)
-		}
-		i += nl + 1
-	}
-	for c := 1; c < column && i < len(data); c++ {
-		_, size := utf8.DecodeRune(data[i:])
-		i += size
-	}
-	return i
-}
-
-// documentEnd returns where the document that has from in it ends: at a
-// line starting a document marker ("---" or "..."), or at the end.
-func documentEnd(data []byte, from int) int {
-	i := from
-	for {
-		nl := bytes.IndexByte(data[i:], '\n')
-		if nl < 0 {
-			return len(data)
-		}
-		i += nl + 1
-		rest := data[i:]
-		if (bytes.HasPrefix(rest, []byte("---")) || bytes.HasPrefix(rest, []byte("..."))) &&
-			(len(rest) == 3 || rest[3] == ' ' || rest[3] == '\t' || rest[3] == '\n' || rest[3] == '\r') {
-			return i
-		}
-	}
+	return nil
 }
 
 // decodeTracing decodes the tracing section n, applying the defaults.
