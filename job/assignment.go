@@ -343,17 +343,15 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	r.cache.lastHeld = a
 	r.cache.mu.Unlock()
 	changed := !slices.Equal(a.items, prev.items)
-	r.mu.Lock()
 	if changed || !a.sameVersion(prev) { // the steady state holds what it held
 		held := a.heldSince(prev)
 		for _, it := range a.items {
 			if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
 				fresh = append(fresh, it)
-				delete(r.records.covered, it)
 			}
 		}
+		r.records.forget(fresh)
 	}
-	r.mu.Unlock()
 	if changed {
 		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.items), Detail: layout.FormatItems(a.items)})
 	}
@@ -393,12 +391,10 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
 			continue
 		}
-		r.mu.Lock()
-		r.records.covered[it] = recs[i]
+		r.records.read(it, recs[i])
 		if !debts[i].IsZero() {
 			r.owed.setNode(it, true) // its debt is ours now: paid, the node goes
 		}
-		r.mu.Unlock()
 		if skip {
 			continue
 		}
@@ -439,10 +435,8 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 	if err != nil {
 		return nil, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, it := range fresh {
-		rec, ok := r.records.covered[it]
+		rec, ok := r.records.lookup(it)
 		if !ok {
 			continue // not read: the fire runs it, as before the check
 		}

@@ -186,13 +186,9 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 			r.noteMisfire(b.item, b.fire, cfg)
 		}
 	}
-	r.mu.Lock()
-	for _, it := range items {
-		// It ran here: whoever ran it before is no reason to hold
-		// back from its queued debt any more.
-		delete(r.fo.blocked, it)
-	}
-	r.mu.Unlock()
+	// It ran here: whoever ran it before is no reason to hold back from
+	// its queued debt any more.
+	r.fo.unblock(items)
 	r.release(items)
 }
 
@@ -284,9 +280,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
 		switch {
 		case errors.Is(err, regcenter.ErrNoNode):
-			r.mu.Lock()
-			r.records.completedSeen[b.item] = false
-			r.mu.Unlock()
+			r.records.seen(b.item, false)
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			return err
 		case err != nil:
@@ -298,9 +292,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 				continue
 			}
 			c.completedVersion[b.item] = st.Version
-			r.mu.Lock()
-			r.records.completedSeen[b.item] = true
-			r.mu.Unlock()
+			r.records.seen(b.item, true)
 		}
 	}
 	return nil
@@ -384,9 +376,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 				c.batch[i].prior = rec
 			}
 		}
-		r.mu.Lock()
-		r.records.completedSeen[it] = rec.versioned
-		r.mu.Unlock()
+		r.records.seen(it, rec.versioned)
 	}
 	return nil
 }
@@ -400,9 +390,10 @@ func (r *runner) paid(cfg *spec, c *completion) {
 		if b.halted != nil {
 			continue
 		}
-		r.records.completedSeen[b.item] = true
 		if v, ok := c.wrote[b.item]; ok {
-			r.records.covered[b.item] = record{cover: c.recorded[i], version: v, versioned: v >= 0}
+			r.records.wrote(b.item, record{cover: c.recorded[i], version: v, versioned: v >= 0})
+		} else {
+			r.records.seen(b.item, true)
 		}
 		if since, owed := r.owed.owed(b.item); owed {
 			r.settleLocked(cfg, b, since)
@@ -430,20 +421,18 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 		}
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case t.node == layout.Running && missing:
 		setIn(&c.skipRunning, t.item)
 	case t.node == layout.Failover && missing:
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Completed && missing:
-		r.records.completedSeen[t.item] = false
+		r.records.seen(t.item, false)
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
 		setIn(&c.reread, t.item)
 	case t.node == layout.Completed && exists:
-		r.records.completedSeen[t.item] = true
+		r.records.seen(t.item, true)
 	case t.node == layout.Completed && moved:
 		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
 	case t.node == layout.Misfire && missing:
@@ -481,10 +470,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		if b.kind == KindFailover && !c.skipDequeue[b.item] {
 			// With the version the claim read: an earlier debt merged into
 			// the entry meanwhile keeps it queued.
-			v, ok := r.fo.claims[b.item]
-			if !ok {
-				v = -1
-			}
+			v := r.fo.claimVersion(b.item)
 			c.add(regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v}, b.item, queueEntry)
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
@@ -502,7 +488,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			}
 			data, _ := json.Marshal(mark)
 			p := r.paths.ItemNode(b.item, layout.Completed)
-			if r.records.completedSeen[b.item] {
+			if r.records.exists(b.item) {
 				v, ok := c.completedVersion[b.item]
 				if !ok {
 					v = -1

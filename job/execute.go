@@ -262,8 +262,6 @@ type itemResult struct {
 // ends. There is one per session, made by its first run: a run of its own
 // would link to r.ctx.exec and unlink again every time.
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.ctx.runs.of(sess, r.ctx.exec)
 }
 

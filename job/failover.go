@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -172,14 +173,10 @@ func (r *runner) claimFailover() {
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
 	q := failover.NewQueue(r.rc, r.name)
-	r.mu.Lock()
-	r.fo.queueDirty = false
-	r.mu.Unlock()
+	r.fo.setDirty(false)
 	items, err := q.Items(ctx)
 	if err != nil {
-		r.mu.Lock()
-		r.fo.queueDirty = true
-		r.mu.Unlock()
+		r.fo.setDirty(true)
 		r.log.Warn("reading failover queue", "err", err)
 		return
 	}
@@ -188,24 +185,17 @@ func (r *runner) claimFailover() {
 	}
 	byFire := map[int64][]int{}
 	for _, it := range items {
-		r.mu.Lock()
-		_, here := r.runs.running[it]
-		r.mu.Unlock()
+		here := r.isRunning(it)
 		if it >= cfg.ShardingTotalCount {
 			continue
 		}
-		r.mu.Lock()
-		blocked := r.fo.blocked[it]
-		r.mu.Unlock()
-		if blocked {
+		if r.fo.isBlocked(it) {
 			continue // running elsewhere: watched, re-scanned when it ends
 		}
 		if here {
 			// Running here already: claimed once it ends (release kicks
 			// the claimer again while the queue is marked dirty).
-			r.mu.Lock()
-			r.fo.queueDirty = true
-			r.mu.Unlock()
+			r.fo.setDirty(true)
 			continue
 		}
 		e, err := q.Claim(ctx, it, r.serverID())
@@ -219,9 +209,7 @@ func (r *runner) claimFailover() {
 		switch {
 		case err == nil:
 			r.counters.failoverClaims.Add(1)
-			r.mu.Lock()
-			r.fo.claims[it] = e.Version
-			r.mu.Unlock()
+			r.fo.claimed(it, e.Version)
 			byFire[e.Fire] = append(byFire[e.Fire], it)
 		case errors.Is(err, failover.ErrClaimed):
 			r.watchClaim(it)
@@ -241,10 +229,7 @@ func (r *runner) claimFailover() {
 				if err := q.Release(ctx, it); err != nil {
 					r.log.Warn("giving a failover claim back", "item", it, "err", err)
 				}
-				r.mu.Lock()
-				delete(r.fo.claims, it)
-				r.fo.queueDirty = true
-				r.mu.Unlock()
+				r.fo.unclaim([]int{it})
 			}
 		}
 		if len(todo) == 0 {
@@ -291,9 +276,7 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 				runner = ""
 			}
 		}
-		r.mu.Lock()
-		r.fo.blocked[it] = true
-		r.mu.Unlock()
+		r.fo.block(it)
 		p := r.paths.ItemNode(it, layout.Failover)
 		err = r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: -1})
 		var me *regcenter.MultiError
@@ -311,43 +294,44 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 // watchGone re-scans the failover queue once the node at p is gone, and
 // unblocks for claiming the items (item >= 0) that waited for it.
 func (r *runner) watchGone(p string, item int) {
+	fo := &r.fo
 	gone := func() {
-		r.mu.Lock()
-		if c, ok := r.fo.watches[p]; ok {
-			delete(r.fo.watches, p)
+		fo.mu.Lock()
+		if c, ok := fo.watches[p]; ok {
+			delete(fo.watches, p)
 			c()
 		}
-		for _, it := range r.fo.goneWaiters[p] {
-			delete(r.fo.blocked, it)
+		for _, it := range fo.goneWaiters[p] {
+			delete(fo.blocked, it)
 		}
-		delete(r.fo.goneWaiters, p)
-		r.fo.queueDirty = true
-		r.mu.Unlock()
+		delete(fo.goneWaiters, p)
+		fo.queueDirty = true
+		fo.mu.Unlock()
 		r.kick.failover.kick()
 	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	fo.mu.Lock()
+	if fo.closed {
+		fo.mu.Unlock()
 		return
 	}
-	if item >= 0 && !slices.Contains(r.fo.goneWaiters[p], item) {
-		r.fo.goneWaiters[p] = append(r.fo.goneWaiters[p], item)
+	if item >= 0 && !slices.Contains(fo.goneWaiters[p], item) {
+		fo.goneWaiters[p] = append(fo.goneWaiters[p], item)
 	}
-	if _, ok := r.fo.watches[p]; ok {
-		r.mu.Unlock()
+	if _, ok := fo.watches[p]; ok {
+		fo.mu.Unlock()
 		return
 	}
 	// Registered before the watch can fire: gone() finds and ends it.
-	r.fo.watches[p] = func() {}
-	r.mu.Unlock()
+	fo.watches[p] = func() {}
+	fo.mu.Unlock()
 	cancel := r.onGone(p, gone)
-	r.mu.Lock()
-	if _, live := r.fo.watches[p]; live && !r.closed {
-		r.fo.watches[p] = cancel
-		r.mu.Unlock()
+	fo.mu.Lock()
+	if _, live := fo.watches[p]; live && !fo.closed {
+		fo.watches[p] = cancel
+		fo.mu.Unlock()
 		return
 	}
-	r.mu.Unlock()
+	fo.mu.Unlock()
 	cancel() // already gone (or stopping) before the watch was recorded
 }
 
@@ -372,11 +356,106 @@ func (r *runner) onGone(p string, fn func()) (cancel func()) {
 	})
 }
 
-// claimState is the failover queue as this instance sees it; under r.mu.
+// claimState is the failover queue as this instance sees it. It owns its
+// lock, taken only in this file.
 type claimState struct {
+	mu          sync.Mutex
+	closed      bool              // the runner stops: no new watch (see close)
 	watches     map[string]func() // claim or running nodes whose end re-scans the queue
 	blocked     map[int]bool      // failover items running elsewhere: not claimed until they end
 	goneWaiters map[string][]int  // blocked items, by the node whose end unblocks them
 	claims      map[int]int32     // failover items claimed here: the queue entry's version
 	queueDirty  bool              // the failover queue may hold items
+}
+
+func newClaimState() claimState {
+	return claimState{watches: map[string]func(){}, blocked: map[int]bool{}, goneWaiters: map[string][]int{}, claims: map[int]int32{}}
+}
+
+// setDirty marks the queue as possibly holding items for this instance
+// (or, false, as just read).
+func (c *claimState) setDirty(dirty bool) {
+	c.mu.Lock()
+	c.queueDirty = dirty
+	c.mu.Unlock()
+}
+
+// dirty reports whether the queue may hold items for this instance.
+func (c *claimState) dirty() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queueDirty
+}
+
+// isBlocked reports whether item runs elsewhere: not claimed until it
+// ends (see handBack).
+func (c *claimState) isBlocked(item int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.blocked[item]
+}
+
+// block keeps item from being claimed until the node it waits for is gone
+// (see watchGone).
+func (c *claimState) block(item int) {
+	c.mu.Lock()
+	c.blocked[item] = true
+	c.mu.Unlock()
+}
+
+// unblock lets items be claimed again: they ran here.
+func (c *claimState) unblock(items []int) {
+	c.mu.Lock()
+	for _, it := range items {
+		delete(c.blocked, it)
+	}
+	c.mu.Unlock()
+}
+
+// claimed notes this instance's claim on item's queue entry, read at
+// version.
+func (c *claimState) claimed(item int, version int32) {
+	c.mu.Lock()
+	c.claims[item] = version
+	c.mu.Unlock()
+}
+
+// claimVersion is the version of item's queue entry that this instance's
+// claim read, or -1 (any) without a claim.
+func (c *claimState) claimVersion(item int) int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.claims[item]; ok {
+		return v
+	}
+	return -1
+}
+
+// unclaim drops this instance's claims on items (their runs ended, or the
+// claims went back): the entries may still be queued, e.g. moved back to
+// an earlier fire meanwhile, so the queue is marked dirty if any was
+// claimed.
+func (c *claimState) unclaim(items []int) {
+	c.mu.Lock()
+	for _, it := range items {
+		if _, ok := c.claims[it]; ok {
+			delete(c.claims, it)
+			c.queueDirty = true
+		}
+	}
+	c.mu.Unlock()
+}
+
+// close keeps watchGone from watching again and returns the cancels of
+// the watches it made, for the runner's stop.
+func (c *claimState) close() []func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	cancels := make([]func(), 0, len(c.watches))
+	for _, w := range c.watches {
+		cancels = append(cancels, w)
+	}
+	c.watches = map[string]func(){}
+	return cancels
 }

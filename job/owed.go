@@ -50,20 +50,7 @@ func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration)
 // priorsFor returns what the records of items said when this instance last
 // wrote or read them: facts (see cover), which a completion adds its own
 // run to.
-func (r *runner) priorsFor(items []int) map[int]record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.records.covered) == 0 {
-		return nil
-	}
-	out := make(map[int]record, len(items))
-	for _, it := range items {
-		if c, ok := r.records.covered[it]; ok {
-			out[it] = c
-		}
-	}
-	return out
-}
+func (r *runner) priorsFor(items []int) map[int]record { return r.records.of(items, false) }
 
 // stillOwed narrows a make-up run (misfire or failover) to the fires its
 // items still owe, now that this instance holds their running marks: the
@@ -141,17 +128,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 
 // knownRecords returns what this instance knows of items' completed
 // records, with their versions: for a make-up run to prove while marking.
-func (r *runner) knownRecords(items []int) map[int]record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[int]record{}
-	for _, it := range items {
-		if rec, ok := r.records.covered[it]; ok && rec.versioned {
-			out[it] = rec
-		}
-	}
-	return out
-}
+func (r *runner) knownRecords(items []int) map[int]record { return r.records.of(items, true) }
 
 // absorbDebts folds into a make-up run starting at at the misfire debts
 // this instance holds for its items since earlier fires: the run covers

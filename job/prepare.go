@@ -150,16 +150,11 @@ func (r *runner) stopPrepare() {
 func (r *runner) watchQueue(ctx context.Context) {
 	r.prep.mu.Lock()
 	defer r.prep.mu.Unlock()
-	r.mu.Lock()
-	armed := r.watch.queue != nil
-	r.mu.Unlock()
-	if armed {
+	if r.watch.armed(&r.watch.queue) {
 		return
 	}
 	dirty := func() {
-		r.mu.Lock()
-		r.fo.queueDirty = true
-		r.mu.Unlock()
+		r.fo.setDirty(true)
 		r.kick.failover.kick()
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })

@@ -2,6 +2,7 @@ package job
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -165,8 +166,78 @@ type completedMark struct {
 }
 
 // recordCache is what this instance knows of the items' completion
-// records; under r.mu.
+// records. It owns its lock, taken only in this file, and takes no other
+// under it.
 type recordCache struct {
+	mu            sync.Mutex
 	completedSeen map[int]bool   // execution/{item}/completed exists
 	covered       map[int]record // items' records as last written or read here
+}
+
+func newRecordCache() recordCache {
+	return recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}}
+}
+
+// forget drops what is known of items' records: they were gained in a
+// reshard, and another instance may have written them meanwhile.
+func (c *recordCache) forget(items []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		delete(c.covered, it)
+	}
+}
+
+// read keeps item's record as just read.
+func (c *recordCache) read(item int, rec record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.covered[item] = rec
+}
+
+// wrote keeps item's record as a completion just wrote it.
+func (c *recordCache) wrote(item int, rec record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completedSeen[item] = true
+	c.covered[item] = rec
+}
+
+// lookup returns item's record as known here.
+func (c *recordCache) lookup(item int) (record, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.covered[item]
+	return rec, ok
+}
+
+// of returns the known records of items (nil when none is known); with
+// versioned, only those read or written with their version.
+func (c *recordCache) of(items []int, versioned bool) map[int]record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.covered) == 0 {
+		return nil
+	}
+	out := make(map[int]record, len(items))
+	for _, it := range items {
+		if rec, ok := c.covered[it]; ok && (rec.versioned || !versioned) {
+			out[it] = rec
+		}
+	}
+	return out
+}
+
+// seen notes whether item's completed node exists.
+func (c *recordCache) seen(item int, exists bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completedSeen[item] = exists
+}
+
+// exists reports whether item's completed node is known to exist.
+func (c *recordCache) exists(item int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.completedSeen[item]
 }

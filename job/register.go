@@ -271,10 +271,7 @@ func (r *runner) watchFlags(ctx context.Context) {
 // watchDisabledItems watches the disabled-items node and reads it when it
 // exists. prep.mu is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
-	r.mu.Lock()
-	armed := r.watch.items != nil
-	r.mu.Unlock()
-	if armed {
+	if r.watch.armed(&r.watch.items) {
 		return
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
@@ -290,19 +287,9 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 	}
 }
 
-// keepWatch stores a watch's cancel function for stop, or cancels it at
-// once if stop has collected them already.
-func (r *runner) keepWatch(slot *func(), cancel func()) {
-	r.mu.Lock()
-	closed := r.closed
-	if !closed {
-		*slot = cancel
-	}
-	r.mu.Unlock()
-	if closed {
-		cancel()
-	}
-}
+// keepWatch stores a watch's cancel function in slot (one of r.watch's)
+// for stop, or cancels it at once if stop has collected them already.
+func (r *runner) keepWatch(slot *func(), cancel func()) { r.watch.keep(slot, cancel) }
 
 // prepareAhead is how long before a job's next fire its instance joins the
 // election and starts watching the job's disabled items (see prepare).
@@ -667,7 +654,42 @@ type registration struct {
 	heldAtLeave []int              // the assignment this instance gave up when it left
 }
 
-// watchCancels end the registration's watches; under r.mu.
+// watchCancels end the registration's watches. It owns its lock, taken
+// only in this file.
 type watchCancels struct {
+	mu                          sync.Mutex
+	closed                      bool // stop collected them (see close)
 	config, flags, items, queue func()
+}
+
+// armed reports whether a watch is kept in slot, one of w's.
+func (w *watchCancels) armed(slot *func()) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return *slot != nil
+}
+
+// keep stores a watch's cancel function in slot, one of w's, or cancels
+// it at once if close has collected them already.
+func (w *watchCancels) keep(slot *func(), cancel func()) {
+	w.mu.Lock()
+	closed := w.closed
+	if !closed {
+		*slot = cancel
+	}
+	w.mu.Unlock()
+	if closed {
+		cancel()
+	}
+}
+
+// close returns the watches' cancel functions, for stop; a watch kept
+// after it is cancelled at once.
+func (w *watchCancels) close() []func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	cancels := []func(){w.config, w.queue, w.flags, w.items}
+	w.config, w.queue, w.flags, w.items = nil, nil, nil, nil
+	return cancels
 }

@@ -217,25 +217,22 @@ func (r *runner) oweBusyLocked(item int, e *execution, from, to time.Time, cfg *
 }
 
 func (r *runner) release(items []int) {
+	// A failover run ended (or gave its claim back): its claim goes
+	// before the item is free, so that a claim made once it is free is
+	// not the one dropped.
+	r.fo.unclaim(items)
 	r.mu.Lock()
 	for _, it := range items {
 		if r.endAlongsideLocked(it) {
 			continue // the item's other run goes on
 		}
 		delete(r.runs.running, it)
-		if _, claimed := r.fo.claims[it]; claimed {
-			// A failover run ended (or gave its claim back): the entry may
-			// still be queued, e.g. moved back to an earlier fire meanwhile.
-			delete(r.fo.claims, it)
-			r.fo.queueDirty = true
-		}
 	}
 	idle := len(r.runs.running) == 0
 	if idle {
 		r.wakeIdleLocked()
 		r.s.itemsIdle()
 	}
-	dirty := r.fo.queueDirty
 	owed := false
 	for _, it := range items {
 		if _, ok := r.owed.owed(it); ok {
@@ -247,6 +244,7 @@ func (r *runner) release(items []int) {
 		r.runs.triggerQueued = false
 	}
 	r.mu.Unlock()
+	dirty := r.fo.dirty()
 	if trig {
 		r.goFunc(r.fireTriggered)
 	}
@@ -323,6 +321,14 @@ func (r *runner) wakeIdleLocked() {
 		close(r.runs.idle)
 		r.runs.idle = nil
 	}
+}
+
+// isRunning reports whether item is reserved or running here.
+func (r *runner) isRunning(item int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.runs.running[item]
+	return ok
 }
 
 // runningCount is how many items run here now.

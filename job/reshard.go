@@ -45,8 +45,6 @@ func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.Can
 // first use, as runContext's: linking each call to both and unlinking it
 // again cost a fire more than the call's own timeout.
 func (r *runner) coordParent(sess *regcenter.Session) context.Context {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return r.ctx.coord.of(sess, r.ctx.life)
 }
 

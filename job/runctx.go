@@ -158,9 +158,10 @@ func (c *runCtx) replaced() bool {
 }
 
 // sessionCtx is a context made once per session: cancelled when the
-// session ends, or with its link's cause when the link ends first. Its
-// owner guards it.
+// session ends, or with its link's cause when the link ends first. It owns
+// its lock, taken only in this file.
 type sessionCtx struct {
+	mu   sync.Mutex
 	sess *regcenter.Session
 	ctx  context.Context
 }
@@ -168,6 +169,8 @@ type sessionCtx struct {
 // of returns the context for sess, making it (and dropping the previous
 // session's, which its session's end unlinks) on first use.
 func (c *sessionCtx) of(sess *regcenter.Session, link context.Context) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.sess == sess && c.ctx != nil {
 		return c.ctx
 	}

@@ -51,7 +51,7 @@ type runner struct {
 }
 
 // lifetimes are a runner's contexts, made with it and cancelled by stop.
-// runs and coord, under r.mu, are the parents of the runs (runContext) and
+// runs and coord, each with its own lock, are the parents of the runs (runContext) and
 // of the coordination (coordParent) under a session.
 type lifetimes struct {
 	life       context.Context // cancelled when stop begins: ends coordination waits
@@ -105,9 +105,9 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		log:         s.log.With("job", cfg.Name),
 		runs:        runAccount{running: map[int]*execution{}},
 		owed:        newLedger(),
-		records:     recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
+		records:     newRecordCache(),
 		remoteWaits: map[int]func(){},
-		fo:          claimState{watches: map[string]func(){}, blocked: map[int]bool{}, goneWaiters: map[string][]int{}, claims: map[int]int32{}},
+		fo:          newClaimState(),
 		lead:        newLeaderDuties(),
 	}
 	r.setConfig(cfg)

@@ -98,17 +98,14 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 
-	cancels := r.cache.close()
+	cancels := append(r.cache.close(), r.fo.close()...)
+	cancels = append(cancels, r.watch.close()...)
 	r.mu.Lock()
 	r.closed = true
-	cancels = append(cancels, r.watch.config, r.watch.queue, r.watch.flags, r.watch.items)
 	for _, c := range r.remoteWaits {
 		cancels = append(cancels, c)
 	}
-	for _, c := range r.fo.watches {
-		cancels = append(cancels, c)
-	}
-	r.remoteWaits, r.fo.watches = map[int]func(){}, map[string]func(){}
+	r.remoteWaits = map[int]func(){}
 	r.mu.Unlock()
 	r.onRevoked()
 	for _, c := range cancels {
