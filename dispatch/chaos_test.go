@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	chaosTasks = flag.Int("dispatch.chaos.tasks", 100000, "tasks the chaos test runs")
+	chaosTasks = flag.Int("dispatch.chaos.tasks", 40000, "tasks the chaos test runs")
 	chaosKills = flag.Int("dispatch.chaos.kills", 6, "kill -9 and restart rounds in the chaos test")
 )
 
