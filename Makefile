@@ -25,7 +25,7 @@ test: zookeeper postgresql chromium bench-check
 # dispatcher's registry leases, the CLI and the console's API. The etcd
 # members run inside the test binaries: no install. The regcenter and
 # jobfile etcd tests already run in ./... above. The books' property test
-# runs 15 of its random sequences here (40 on ZooKeeper above; each run
+# runs 15 of its random sequences here (30 on ZooKeeper above; each run
 # draws a new seed, and make test-books runs 500).
 test-etcd:
 	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=15 $(GO) test -race -count=1 -p 1 -timeout 30m \
@@ -35,7 +35,7 @@ test-etcd:
 
 # The load table's property test at depth: 500 random sequences of joins,
 # leaves, crashes, restarts, drains and new jobs on ZooKeeper (make test
-# runs 40, and 15 on etcd); SHARDJOB_BOOKS_SEED reruns a printed seed.
+# runs 30, and 15 on etcd); SHARDJOB_BOOKS_SEED reruns a printed seed.
 test-books: zookeeper
 	SHARDJOB_BOOKS_SEQUENCES=500 $(GO) test -race -count=1 -timeout 60m -run TestBooksPropertyRandomSequences -v ./job/
 

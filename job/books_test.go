@@ -295,11 +295,11 @@ func TestUnplacedItemsMakeUpTheirFiresOnce(t *testing.T) {
 // come back under the same id, drain and undrain, add jobs — the load
 // table says what the jobs' assignment nodes say once the namespace
 // settles. Each sequence runs in a namespace of its own, against the real
-// ZooKeeper; SHARDJOB_BOOKS_SEQUENCES sets how many (default 40, from a
+// ZooKeeper; SHARDJOB_BOOKS_SEQUENCES sets how many (default 30, from a
 // new seed each run; `make test-books` runs 500), and SHARDJOB_BOOKS_SEED
 // the generators' seed (printed) to run them again.
 func TestBooksPropertyRandomSequences(t *testing.T) {
-	sequences := 40
+	sequences := 30
 	if v := os.Getenv("SHARDJOB_BOOKS_SEQUENCES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -148,7 +148,7 @@ func TestPlacementDrain(t *testing.T) {
 	servers := []string{"s1", "s2", "s3"}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	first, _, even := settleItemsWithin(rec, time.Now(), names, 2, servers, 15*time.Second)
+	first, _, even := settleItemsWithin(rec, time.Now(), names, 2, servers, 6*time.Second)
 	if !even {
 		// Instances that start one after another can leave two-item jobs
 		// placed 3/4/5 (docs/design.md, "Placement across jobs": nothing
