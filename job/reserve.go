@@ -66,13 +66,13 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
 	r.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
-	if _, busy := r.runs.running[it]; busy && cfg.Overlap == OverlapAllow {
-		// Alongside the run still going: this fire runs as it is.
-		res.taken = append(res.taken, r.runAlongsideLocked(it, at))
-		res.plain = append(res.plain, it)
-		return
-	}
 	if e, busy := r.runs.running[it]; busy {
+		if cfg.Overlap == OverlapAllow {
+			// Alongside the run still going: this fire runs as it is.
+			res.taken = append(res.taken, r.runAlongsideLocked(it, at))
+			res.plain = append(res.plain, it)
+			return
+		}
 		from := at
 		if gapped && gap.Before(at) {
 			from = gap
