@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -55,9 +56,7 @@ type Election struct {
 	id    string
 	cb    Callbacks
 	log   *slog.Logger
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	close sync.Once
+	group *startstop.Group // owns the evaluation goroutine; Close stops it
 
 	// An evaluation runs on a goroutine only while there is work: pokes
 	// that arrive meanwhile coalesce into one more pass. An idle election
@@ -65,7 +64,6 @@ type Election struct {
 	kickMu  sync.Mutex
 	running bool
 	again   bool
-	closed  bool
 
 	campaign sync.Mutex // serializes Campaign and Resign
 
@@ -85,7 +83,7 @@ func New(rc regcenter.Center, dir, host, id string, cb Callbacks, log *slog.Logg
 		log = slog.Default()
 	}
 	return &Election{rc: rc, dir: dir, host: host, id: id, cb: cb, log: log,
-		stop: make(chan struct{})}
+		group: startstop.New(context.Background())}
 }
 
 // Campaign enters the election under the center's current session (or
@@ -132,16 +130,14 @@ func (e *Election) Campaign(ctx context.Context) error {
 func (e *Election) poke() {
 	e.kickMu.Lock()
 	defer e.kickMu.Unlock()
-	if e.closed {
-		return
-	}
 	if e.running {
 		e.again = true
 		return
 	}
+	if e.group.Go(e.loop) != nil {
+		return // closed
+	}
 	e.running = true
-	e.wg.Add(1)
-	go e.loop()
 }
 
 // IsLeader reports whether this candidate currently believes it leads.
@@ -214,22 +210,20 @@ func (e *Election) Resign(ctx context.Context) error {
 // Close stops the election's goroutine, revoking leadership locally. It
 // does not delete nodes; call Resign first for that.
 func (e *Election) Close() {
-	e.close.Do(func() {
-		e.kickMu.Lock()
-		e.closed = true
-		e.kickMu.Unlock()
-		close(e.stop)
-	})
-	e.wg.Wait()
+	// No deadline, as callbacks must return promptly and every ZooKeeper
+	// request of an evaluation is bounded by evaluateTimeout; a Wait on a
+	// context that never ends returns nil.
+	if err := e.group.Stop(context.Background()); err != nil {
+		e.log.Warn("leader election: stop", "dir", e.dir, "err", err)
+	}
 	e.cancelWatch()
 	e.revoke()
 }
 
-func (e *Election) loop() {
-	defer e.wg.Done()
+func (e *Election) loop(ctx context.Context) {
 	for {
 		select {
-		case <-e.stop:
+		case <-ctx.Done():
 			e.kickMu.Lock()
 			e.running = false
 			e.kickMu.Unlock()
