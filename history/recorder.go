@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
 )
@@ -29,11 +30,10 @@ type Recorder struct {
 	ch       chan entry
 	dropSig  chan struct{} // a drop happened: the writer reports it
 	flushReq chan waiter
-	stop     chan struct{} // closed by Close
-	done     chan struct{} // closed when the writer has ended
+	group    *startstop.Group // the writer and the retention; Close cancels it
+	done     chan struct{}    // closed when the writer has ended
 	life     context.Context
 	endLife  context.CancelFunc
-	wg       sync.WaitGroup // the retention goroutine
 
 	mu     sync.RWMutex // guards closed against sends in flight
 	closed bool
@@ -75,11 +75,14 @@ func Open(ctx context.Context, cfg Config) (*Recorder, error) {
 	r := &Recorder{
 		cfg: cfg, st: st, log: cfg.Logger, now: time.Now,
 		ch: make(chan entry, cfg.BufferSize), dropSig: make(chan struct{}, 1), flushReq: make(chan waiter),
-		stop: make(chan struct{}), done: make(chan struct{}), life: life, endLife: end,
+		group: startstop.New(ctx), done: make(chan struct{}), life: life, endLife: end,
 	}
-	go r.run()
-	r.wg.Add(1)
-	go r.retain()
+	// A new group refuses nothing; were it to, what started is cancelled.
+	if err := errors.Join(r.group.Go(r.run), r.group.Go(r.retain)); err != nil {
+		r.group.Cancel(err)
+		end()
+		return nil, errors.Join(err, st.close())
+	}
 	return r, nil
 }
 
@@ -173,14 +176,14 @@ func (r *Recorder) Prune(ctx context.Context) (Pruned, error) {
 	return p, err
 }
 
-// retain runs a retention pass every RetentionInterval until Close.
-func (r *Recorder) retain() {
-	defer r.wg.Done()
+// retain runs a retention pass every RetentionInterval until Close
+// cancels ctx.
+func (r *Recorder) retain(ctx context.Context) {
 	t := time.NewTicker(r.cfg.RetentionInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -206,17 +209,21 @@ func (r *Recorder) Close(ctx context.Context) error {
 		r.mu.Lock()
 		r.closed = true
 		r.mu.Unlock()
-		close(r.stop)
+		r.group.Close()
+		r.group.Cancel(nil)
 		select {
 		case <-r.done:
 		case <-ctx.Done():
 			// Cut the writer's database calls and retry waits short.
 			r.endLife()
-			<-r.done
 		}
 		r.endLife()
-		r.wg.Wait()
 		var errs []error
+		// Once life is cut, the writer and the retention end without a
+		// deadline of ours: a Wait on a context that never ends returns nil.
+		if err := r.group.Wait(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
 		if r.lost > 0 {
 			errs = append(errs, fmt.Errorf("history: %d records not written at close: %w", r.lost, context.Cause(ctx)))
 		}
@@ -242,8 +249,9 @@ type writer struct {
 }
 
 // run is the writer goroutine: it takes records from the buffer, writes
-// them in batches, retries failed batches with backoff and reports drops.
-func (r *Recorder) run() {
+// them in batches, retries failed batches with backoff and reports drops,
+// until Close cancels ctx.
+func (r *Recorder) run(ctx context.Context) {
 	defer close(r.done)
 	w := &writer{batch: make([]entry, 0, r.cfg.BatchSize)}
 	tick := time.NewTicker(r.cfg.FlushInterval)
@@ -272,7 +280,7 @@ func (r *Recorder) run() {
 		case <-w.reportC:
 			w.reportC = nil
 			r.reportDrops(w, false)
-		case <-r.stop:
+		case <-ctx.Done():
 			r.finish(w)
 			return
 		}
