@@ -163,8 +163,7 @@ func (z *ZooKeeper) WatchCount() int {
 // OnSession reconnect hooks: re-arm whatever failed while disconnected.
 func (z *ZooKeeper) rearmLater() { z.enqueue(task{kind: taskRearm}) }
 
-func (z *ZooKeeper) dispatchLoop() {
-	defer z.wg.Done()
+func (z *ZooKeeper) dispatchLoop(ctx context.Context) {
 	cancel := z.OnSession(func(ev SessionEvent) {
 		if ev.Type == SessionReconnected {
 			z.rearmLater()
@@ -173,7 +172,7 @@ func (z *ZooKeeper) dispatchLoop() {
 	defer cancel()
 	for {
 		select {
-		case <-z.done:
+		case <-ctx.Done():
 			return
 		case <-z.signal:
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shardjob/shardjob/internal/startstop"
 	"go.uber.org/atomic"
 )
 
@@ -109,8 +110,10 @@ type ZooKeeper struct {
 	reads, writes, multis, watchReqs atomic.Int64
 	errs                             atomic.Int64 // failed requests (Stats.Errors)
 
-	done chan struct{}
-	wg   sync.WaitGroup
+	// group owns the center's goroutines; done is its context's Done,
+	// closed when Close begins.
+	group *startstop.Group
+	done  <-chan struct{}
 }
 
 var _ Center = (*ZooKeeper)(nil)
@@ -156,8 +159,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		watches:    map[watchKey]*watchEntry{},
 		signal:     make(chan struct{}, 1),
 		wakeDog:    make(chan struct{}, 1),
-		done:       make(chan struct{}),
+		group:      startstop.New(ctx),
 	}
+	z.done = z.group.Context().Done()
 	z.negotiated.Store(int64(cfg.SessionTimeout))
 	z.tls = tlsCfg
 	if cfg.Digest != "" {
@@ -191,10 +195,11 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, strings.Join(servers, ","), ctx.Err())
 	}
 
-	z.wg.Add(3)
-	go z.dispatchLoop()
-	go z.watchdog()
-	go z.notifyLoop()
+	// A new group refuses nothing; were it to, Close stops what started.
+	if err := errors.Join(z.group.Go(z.dispatchLoop), z.group.Go(z.watchdog), z.group.Go(z.notifyLoop)); err != nil {
+		z.Close()
+		return nil, err
+	}
 
 	if cfg.Digest != "" {
 		user, _, _ := strings.Cut(cfg.Digest, ":")
@@ -420,15 +425,16 @@ func (z *ZooKeeper) replaceClient() {
 		// The new client has no credentials yet. Requests sent before they
 		// are fail with ErrUnauthorized and are retried by their owners
 		// (re-registration backs off and tries again).
-		z.wg.Add(1)
-		go z.authenticate(z.client())
+		conn := z.client()
+		if err := z.group.Go(func(ctx context.Context) { z.authenticate(ctx, conn) }); err != nil {
+			z.log.Debug("no digest auth on the new zookeeper client: the center is closing", "err", err)
+		}
 	}
 }
 
 // authenticate adds the digest to a replacement client, retrying until the
-// server has it or the client is closed or replaced.
-func (z *ZooKeeper) authenticate(conn *zk.Conn) {
-	defer z.wg.Done()
+// server has it or the client is closed or replaced, or ctx ends.
+func (z *ZooKeeper) authenticate(ctx context.Context, conn *zk.Conn) {
 	for {
 		err := translate(conn.AddAuth("digest", []byte(z.cfg.Digest)))
 		z.writes.Inc()
@@ -442,7 +448,7 @@ func (z *ZooKeeper) authenticate(conn *zk.Conn) {
 			return
 		}
 		select {
-		case <-z.done:
+		case <-ctx.Done():
 			return
 		case <-time.After(z.cfg.BaseSleep):
 		}
@@ -612,12 +618,12 @@ func (z *ZooKeeper) emitLocked(ev SessionEvent) {
 	}
 }
 
-// notifyLoop delivers session events to listeners, in order.
-func (z *ZooKeeper) notifyLoop() {
-	defer z.wg.Done()
+// notifyLoop delivers session events to listeners, in order, until ctx
+// ends.
+func (z *ZooKeeper) notifyLoop(ctx context.Context) {
 	for {
 		select {
-		case <-z.done:
+		case <-ctx.Done():
 			return
 		case <-z.sessSignal:
 		}
@@ -648,9 +654,8 @@ func (z *ZooKeeper) notifyLoop() {
 
 // watchdog ends the session's lease on the monotonic clock when the server
 // has been silent too long, and starts a fresh generation when a lapsed
-// session turns out to be alive after all.
-func (z *ZooKeeper) watchdog() {
-	defer z.wg.Done()
+// session turns out to be alive after all. It ends with ctx.
+func (z *ZooKeeper) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -687,7 +692,7 @@ func (z *ZooKeeper) watchdog() {
 		}
 		timer.Reset(wait)
 		select {
-		case <-z.done:
+		case <-ctx.Done():
 			return
 		case <-z.wakeDog:
 			if !timer.Stop() {
@@ -739,10 +744,12 @@ func (z *ZooKeeper) Close() error {
 		z.session.cancel(ErrClosed)
 	}
 	z.mu.Unlock()
-	close(z.done)
+	z.group.Close()
+	z.group.Cancel(ErrClosed) // closes z.done
 	z.client().Close()
-	z.wg.Wait()
-	return nil
+	// No deadline: the client's close answers every request the loops
+	// wait on, and a Wait on a context that never ends returns nil.
+	return z.group.Wait(context.Background())
 }
 
 // ---- requests ----
