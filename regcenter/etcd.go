@@ -63,6 +63,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/startstop"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -124,8 +125,10 @@ type Etcd struct {
 	// life is cancelled by Close; every request's context ends with it.
 	life    context.Context
 	endLife context.CancelFunc
-	done    chan struct{}
-	wg      sync.WaitGroup
+	// group owns the center's goroutines; done is its context's Done,
+	// closed when Close begins.
+	group *startstop.Group
+	done  <-chan struct{}
 }
 
 var _ Center = (*Etcd)(nil)
@@ -244,8 +247,9 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		watches:    map[watchKey]*watchEntry{},
 		signal:     make(chan struct{}, 1),
 		watchKick:  make(chan struct{}, 1),
-		done:       make(chan struct{}),
+		group:      startstop.New(ctx),
 	}
+	e.done = e.group.Context().Done()
 	e.life, e.endLife = context.WithCancel(context.Background())
 	e.ttl.Store(int64(cfg.SessionTimeout))
 	fail := func(err error) (*Etcd, error) {
@@ -283,11 +287,10 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		return fail(err)
 	}
 	e.startRev = rev + 1
-	e.wg.Add(4)
-	go e.keepAliveLoop()
-	go e.watchdog()
-	go e.notifyLoop()
-	go e.watchLoop()
+	// A new group refuses nothing; were it to, Close stops what started.
+	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.notifyLoop), e.group.Go(e.watchLoop)); err != nil {
+		return nil, errors.Join(err, e.Close())
+	}
 	return e, nil
 }
 
@@ -473,12 +476,12 @@ func (e *Etcd) emitLocked(ev SessionEvent) {
 	}
 }
 
-// notifyLoop delivers session events to listeners, in order.
-func (e *Etcd) notifyLoop() {
-	defer e.wg.Done()
+// notifyLoop delivers session events to listeners, in order, until ctx
+// ends.
+func (e *Etcd) notifyLoop(ctx context.Context) {
 	for {
 		select {
-		case <-e.done:
+		case <-ctx.Done():
 			return
 		case <-e.sessSignal:
 		}
@@ -514,14 +517,14 @@ func (e *Etcd) notifyLoop() {
 // goes to another member, so that a member that stopped answering with its
 // connection open (frozen, or cut off from its peers) costs one keepalive's
 // timeout, not the fencing lease. One the server answers "no such lease"
-// ends the session, and a new lease is then granted: a new session.
-func (e *Etcd) keepAliveLoop() {
-	defer e.wg.Done()
+// ends the session, and a new lease is then granted: a new session. It
+// ends with ctx.
+func (e *Etcd) keepAliveLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
-		case <-e.done:
+		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
@@ -624,9 +627,9 @@ func (e *Etcd) grantNew(ctx context.Context) bool {
 }
 
 // watchdog ends the session when its fencing lease lapses on the monotonic
-// clock, whether or not a keepalive is still outstanding.
-func (e *Etcd) watchdog() {
-	defer e.wg.Done()
+// clock, whether or not a keepalive is still outstanding. It ends with
+// ctx.
+func (e *Etcd) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -643,7 +646,7 @@ func (e *Etcd) watchdog() {
 		e.mu.Unlock()
 		timer.Reset(wait)
 		select {
-		case <-e.done:
+		case <-ctx.Done():
 			return
 		case <-e.wakeDog:
 			if !timer.Stop() {
@@ -703,9 +706,12 @@ func (e *Etcd) Close() error {
 	}
 	lease := e.lease
 	e.mu.Unlock()
-	close(e.done)
+	e.group.Close()
+	e.group.Cancel(ErrClosed) // closes e.done
 	e.endLife()
-	e.wg.Wait()
+	// No deadline: the loops' requests end with life, and a Wait on a
+	// context that never ends returns nil.
+	werr := e.group.Wait(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ConnectTimeout)
 	defer cancel()
 	_, rerr := e.cli.Revoke(ctx, lease)
@@ -717,7 +723,7 @@ func (e *Etcd) Close() error {
 	if cerr != nil && !errors.Is(cerr, context.Canceled) {
 		return fmt.Errorf("regcenter: closing the etcd client: %w", cerr)
 	}
-	return nil
+	return werr
 }
 
 // ---- requests ----

@@ -112,14 +112,14 @@ func (e *Etcd) WatchCount() int {
 	return len(e.watches)
 }
 
-// watchLoop owns the namespace watch and the delivery of every event.
-func (e *Etcd) watchLoop() {
-	defer e.wg.Done()
+// watchLoop owns the namespace watch and the delivery of every event,
+// until ctx ends.
+func (e *Etcd) watchLoop(ctx context.Context) {
 	rev := e.startRev
 	for {
 		if hold := e.watchHold.Load(); hold != nil {
 			select {
-			case <-e.done:
+			case <-ctx.Done():
 				return
 			case <-*hold:
 			}
@@ -138,7 +138,7 @@ func (e *Etcd) watchLoop() {
 		}
 		t := time.NewTimer(e.cfg.BaseSleep)
 		select {
-		case <-e.done:
+		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
