@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/shardjob/shardjob/internal/sqldb"
+	"github.com/shardjob/shardjob/internal/startstop"
 
 	// Drivers for database/sql: pgx's stdlib ("pgx") and pure-Go SQLite ("sqlite").
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -252,19 +253,17 @@ type Dispatcher struct {
 	closed      bool
 	node        string    // current lease id
 	renewedAt   time.Time // last successful lease renewal (clock time)
-	stopLoops   context.CancelFunc
-	stopWork    context.CancelFunc // cancels every handler's context
-	workCtx     context.Context
 	running     map[string]*attemptRun
 	finishing   map[string]int // Finish calls in flight here, by task
-	loops       sync.WaitGroup
-	handlers    sync.WaitGroup
 	listenAlive atomic.Bool
 
-	finishQ    chan finishCall
-	stopFinish chan struct{}
-	finishers  sync.WaitGroup
-	finishOnce sync.Once
+	// Made by Start: loops owns the fetcher, the sweeper and the other
+	// loops; handlers owns the handler-side goroutines (start listeners,
+	// notices), and its context is every handler's.
+	loops, handlers *startstop.Group
+
+	finishQ   chan finishCall
+	finishers *startstop.Group
 }
 
 // finishCall is one Finish waiting for its batch.
@@ -279,13 +278,12 @@ const finishBatchMax = 500
 // finisher records finishes in batches: it takes what is queued (up to
 // finishBatchMax) and records it in one transaction, so many handlers
 // finishing at once cost one round of statements, not one each.
-func (d *Dispatcher) finisher() {
-	defer d.finishers.Done()
+func (d *Dispatcher) finisher(ctx context.Context) {
 	for {
 		var first finishCall
 		select {
 		case first = <-d.finishQ:
-		case <-d.stopFinish:
+		case <-ctx.Done():
 			return
 		}
 		batch := []finishCall{first}
@@ -315,12 +313,11 @@ func (d *Dispatcher) finisher() {
 	}
 }
 
-// stopFinishers ends the finishers once; finishes queued after it get ErrClosed.
-func (d *Dispatcher) stopFinishers() {
-	d.finishOnce.Do(func() {
-		close(d.stopFinish)
-		d.finishers.Wait()
-	})
+// stopFinishers ends the finishers; finishes queued after it get ErrClosed.
+// It waits without a deadline (a finisher's batch is bounded by
+// opTimeout), and a Wait on a context that never ends returns nil.
+func (d *Dispatcher) stopFinishers() error {
+	return d.finishers.Stop(context.Background())
 }
 
 // opTimeout bounds one store operation done on the dispatcher's own behalf.
@@ -370,14 +367,17 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 		d.listenConn = d.listen
 	}
 	d.finishQ = make(chan finishCall, 4*finishBatchMax)
-	d.stopFinish = make(chan struct{})
+	d.finishers = startstop.New(life)
 	finishers := 1
 	if cfg.Driver == "postgres" {
 		finishers = 2
 	}
 	for range finishers {
-		d.finishers.Add(1)
-		go d.finisher()
+		if err := d.finishers.Go(d.finisher); err != nil { // a new group refuses nothing
+			err = errors.Join(err, d.stopFinishers(), db.Close())
+			end()
+			return nil, err
+		}
 	}
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -34,38 +35,30 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		return err
 	}
 	d.node, d.renewedAt, d.started = node, now, true
-	loops, stopLoops := context.WithCancel(d.life)
-	d.workCtx, d.stopWork = context.WithCancel(d.life)
-	d.stopLoops = stopLoops
-	d.goLoop(func() { d.fetchLoop(loops) })
-	d.goLoop(func() { d.sweepLoop(loops) })
-	d.goLoop(func() { d.retainLoop(loops) })
+	d.loops, d.handlers = startstop.New(d.life), startstop.New(d.life)
+	loops := []func(context.Context){d.fetchLoop, d.sweepLoop, d.retainLoop}
 	if d.listenConn != nil {
-		d.goLoop(func() { d.listenLoop(loops) })
+		loops = append(loops, d.listenLoop)
 	}
 	if d.cfg.Regcenter != nil {
-		d.goLoop(func() { d.zkLoop(loops) })
+		loops = append(loops, d.zkLoop)
+	}
+	for _, loop := range loops {
+		if err := d.loops.Go(loop); err != nil { // a new group refuses nothing; Close stops what started
+			return err
+		}
 	}
 	d.log.Info("dispatch: node started", "lease", node)
 	return nil
 }
 
-func (d *Dispatcher) goLoop(f func()) {
-	d.loops.Add(1)
-	go func() {
-		defer d.loops.Done()
-		f()
-	}()
-}
-
 // goHandler runs f as a tracked handler-side goroutine (a start listener,
-// a notice), which Close waits for.
+// a notice), which Close waits for. The group stays open while Close
+// waits: a handler may start a notice.
 func (d *Dispatcher) goHandler(f func()) {
-	d.handlers.Add(1)
-	go func() {
-		defer d.handlers.Done()
-		f()
-	}()
+	if err := d.handlers.Go(func(context.Context) { f() }); err != nil {
+		d.log.Warn("dispatch: handler not run: the dispatcher has closed", "err", err)
+	}
 }
 
 // Close stops claiming, waits for the running handlers until ctx ends (then
@@ -81,22 +74,21 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	}
 	started := d.started
 	if started {
-		d.stopLoops()
+		d.loops.Close()
+		d.loops.Cancel(nil)
 	}
 	d.mu.Unlock()
 	var errs []error
 	if started {
-		d.loops.Wait() // each loop returns promptly once its context ends
-		done := make(chan struct{})
-		go func() { d.handlers.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			d.stopWork()
-			<-done // handlers get their context cancelled; they must return
+		// Waits on a context that never ends return nil.
+		errs = append(errs, d.loops.Wait(context.Background())) // each loop returns promptly once its context ends
+		if d.handlers.Wait(ctx) != nil {
+			d.handlers.Cancel(context.Canceled)
+			errs = append(errs, d.handlers.Wait(context.Background())) // handlers get their context cancelled; they must return
 		}
-		d.stopWork()
-		d.stopFinishers()
+		d.handlers.Close()
+		d.handlers.Cancel(context.Canceled)
+		errs = append(errs, d.stopFinishers())
 		ctx, cancel := d.opCtx()
 		defer cancel()
 		if rc := d.cfg.Regcenter; rc != nil {
@@ -116,7 +108,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 			}
 		}
 	}
-	d.stopFinishers()
+	errs = append(errs, d.stopFinishers())
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
@@ -220,7 +212,7 @@ func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
 // lease — or the dispatcher closes.
 func (d *Dispatcher) runHandler(t Task, claimed time.Time) {
 	d.mu.Lock()
-	hctx, cancel := context.WithTimeout(d.workCtx, t.Timeout)
+	hctx, cancel := context.WithTimeout(d.handlers.Context(), t.Timeout)
 	run := &attemptRun{attempt: t.Attempt, cancel: cancel}
 	d.running[t.UUID] = run
 	d.mu.Unlock()
