@@ -48,6 +48,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/shardjob/shardjob/errhandler"
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/jobtype/script"
@@ -478,14 +479,20 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	log.Info("running", "jobs", len(f.Jobs), "server", sched.ServerID(), "namespace", f.Regcenter.Namespace,
 		"follow", o.Follow, "followScripts", o.Follow && o.FollowScripts)
 	if o.Follow {
-		fctx, stop := context.WithCancel(ctx)
-		followed := make(chan error, 1)
-		go func() { // ends with fctx, before the scheduler shuts down
-			followed <- Follow(fctx, sched, rc, FollowOptions{Options: o.Options, AllowScript: o.FollowScripts, Namespace: f.Regcenter.Namespace})
-		}()
-		defer func() {
-			stop()
-			if ferr := <-followed; ferr != nil && err == nil {
+		var ferr error // Follow's, read once the group has stopped
+		follow := startstop.New(ctx)
+		if err := follow.Go(func(fctx context.Context) {
+			ferr = Follow(fctx, sched, rc, FollowOptions{Options: o.Options, AllowScript: o.FollowScripts, Namespace: f.Regcenter.Namespace})
+		}); err != nil {
+			return err // a new group refuses nothing
+		}
+		defer func() { // before the scheduler shuts down
+			// Follow returns once its context ends: no deadline, and a
+			// Wait on a context that never ends returns nil.
+			if serr := follow.Stop(context.Background()); serr != nil && err == nil {
+				err = serr
+			}
+			if ferr != nil && err == nil {
 				err = ferr
 			}
 		}()
