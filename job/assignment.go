@@ -479,7 +479,7 @@ func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
 
 // assignmentCache is what the next fire may assume of this instance's
 // assignment, and the watches that prove it. It owns its lock, taken only
-// in this file; fires that change lastHeld are ordered by r.runs.order.
+// in this file; fires that change lastHeld are ordered by the fire order (fireOrder).
 type assignmentCache struct {
 	mu       sync.Mutex
 	closed   bool     // the runner stops: no new watch (see close)

@@ -22,10 +22,10 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
-	r.runs.order.Lock()
+	release := r.order.hold()
 	at := r.cache.takeIdlePass()
 	if at.IsZero() || r.flags.paused.Load() {
-		r.runs.order.Unlock()
+		release()
 		return
 	}
 	cfg := r.config()
@@ -34,23 +34,22 @@ func (r *runner) catchUpIdle() {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.
-		r.runs.order.Unlock()
+		release()
 		return
 	}
 	sess, ok := r.readyToFire()
 	if !ok {
-		r.runs.order.Unlock()
+		release()
 		return
 	}
 	a, err := r.assignment(sess)
 	if err != nil {
-		r.runs.order.Unlock()
+		release()
 		r.log.Warn("reading the assignment after a reshard; the next fire reads it again", "err", err)
 		return
 	}
 	gaps, fresh := r.inheritedGaps(sess, at, a)
 	disabled := r.flags.disabledItems()
-	r.mu.Lock()
 	for _, it := range fresh {
 		if disabled[it] {
 			continue
@@ -59,10 +58,9 @@ func (r *runner) catchUpIdle() {
 		if g, ok := gaps[it]; ok && g.Before(since) {
 			since = g
 		}
-		r.noteMisfireLocked(it, since, cfg)
+		r.book.noteMisfire(it, since, cfg)
 	}
-	r.mu.Unlock()
-	r.runs.order.Unlock()
+	release()
 	if len(fresh) > 0 {
 		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
 	}

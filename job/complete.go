@@ -68,41 +68,15 @@ func (b itemResult) covers(since time.Time) bool {
 func (r *runner) recorded(cfg *spec, b itemResult) cover {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return cover{spans: []span{{b.fire, r.coveredUpTo(cfg, b)}}}
+		return cover{spans: []span{{b.fire, b.coveredUpTo()}}}
 	}
-	return b.prior.with(sched, b.fire, r.coveredUpTo(cfg, b))
-}
-
-// settleLocked pays, from item b.item's misfire debt (owed since), the
-// fires execution b made up for (a debt noted at registration, say, that
-// the first run covered): a debt within them is gone; one that reaches
-// past them now starts after them. A debt older than b's own fire stays
-// whole. r.mu is held.
-func (r *runner) settleLocked(cfg *spec, b itemResult, since time.Time) {
-	upTo := r.coveredUpTo(cfg, b)
-	if b.halted != nil || since.Before(b.fire) || since.After(upTo) {
-		return
-	}
-	last := r.owed.lastOwed(b.item)
-	if !last.After(upTo) {
-		r.owed.forget(b.item)
-		r.log.Debug("owed run settled", "item", b.item, "since", since, "by", b.kind, "fire", b.fire)
-		return
-	}
-	next := last
-	if sched, _, err := cfg.Schedule(); err == nil {
-		if n := sched.Next(upTo); !n.IsZero() && n.Before(last) {
-			next = n
-		}
-	}
-	r.owed.owedFrom(b.item, next)
-	r.log.Debug("owed run partly settled", "item", b.item, "since", next, "by", b.kind, "fire", b.fire)
+	return b.prior.with(sched, b.fire, b.coveredUpTo())
 }
 
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
 // own fire, or for a misfire or failover run every fire due when its item
 // was reserved (ShardingContext.Through).
-func (r *runner) coveredUpTo(_ *spec, b itemResult) time.Time {
+func (b itemResult) coveredUpTo() time.Time {
 	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
 		return b.through
 	}
@@ -305,7 +279,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completion) {
 	for _, b := range c.batch {
 		if b.kind == KindFailover && b.halted == nil && b.prior.isZero() {
-			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(r.coveredUpTo(cfg, b)) {
+			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.coveredUpTo()) {
 				setIn(&c.skipCompleted, b.item)
 			}
 		}
@@ -383,30 +357,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled.
-func (r *runner) paid(cfg *spec, c *completion) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, b := range c.batch {
-		if b.halted != nil {
-			continue
-		}
-		if v, ok := c.wrote[b.item]; ok {
-			r.records.wrote(b.item, record{cover: c.recorded[i], version: v, versioned: v >= 0})
-		} else {
-			r.records.seen(b.item, true)
-		}
-		if since, owed := r.owed.owed(b.item); owed {
-			r.settleLocked(cfg, b, since)
-		}
-		if since, _ := r.owed.owed(b.item); b.covers(since) {
-			r.owed.setNode(b.item, false)
-			if c := r.remoteWaits[b.item]; c != nil {
-				c()
-				delete(r.remoteWaits, b.item)
-			}
-		}
-	}
-}
+func (r *runner) paid(cfg *spec, c *completion) { r.book.paid(cfg, c, &r.records) }
 
 // correct updates c after a transaction failed with err at an operation
 // standing for t; false means the failure is not one a retry can fix.
@@ -446,8 +397,6 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 // completionOps builds the completion transaction in c.ops (without the
 // fence), each operation's target beside it.
 func (r *runner) completionOps(cfg *spec, c *completion) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
@@ -476,7 +425,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
 		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
-			upTo := r.coveredUpTo(cfg, b)
+			upTo := b.coveredUpTo()
 			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
 			mark := completedMark{Server: r.serverID(), Fire: rec.through().UnixMilli(), Ran: rec.ran(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
@@ -506,7 +455,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				c.wrote[b.item] = 0
 			}
 		}
-		if since, _ := r.owed.owed(b.item); r.owed.hasNode(b.item) && b.covers(since) {
+		if r.book.misfireNodeCovered(b) {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // completionRunner is a runner with just what building and correcting a
 // completion transaction reads.
 func completionRunner() *runner {
-	return &runner{
+	r := &runner{
 		s:       &Scheduler{opts: options{serverID: "me", now: time.Now}},
 		name:    "c",
 		paths:   layout.Job("c"),
@@ -23,6 +23,8 @@ func completionRunner() *runner {
 		records: recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
 		fo:      claimState{claims: map[int]int32{}},
 	}
+	r.book = newBook(r.owed, r.log, &r.counters.misfiresOwed, r.s.opts.now, 0, func() {})
+	return r
 }
 
 // targetPath is the node an operation standing for t writes.

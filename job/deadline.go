@@ -45,12 +45,7 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 			keep = append(keep, it)
 			continue
 		}
-		through := since
-		r.mu.Lock()
-		if e := r.runs.running[it]; e != nil && e.through.After(through) {
-			through = e.through
-		}
-		r.mu.Unlock()
+		through := r.book.latestThrough(since, it)
 		stop := first
 		if stop.IsZero() || stop.After(through) {
 			stop = sched.Next(through)

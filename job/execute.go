@@ -227,14 +227,7 @@ func closedResult(item int, fire time.Time, kind Kind) itemResult {
 // latestThrough returns the latest fire the executions of items reserved
 // here stand for, at the earliest at.
 func (r *runner) latestThrough(at time.Time, items []int) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, it := range items {
-		if e := r.runs.running[it]; e != nil && e.through.After(at) {
-			at = e.through
-		}
-	}
-	return at
+	return r.book.latestThrough(at, items...)
 }
 
 type itemResult struct {
@@ -270,16 +263,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
-	through := at
-	r.mu.Lock()
-	if e := r.runs.running[item]; e != nil {
-		e.kind, e.fire = kind, at
-		if e.through.After(at) {
-			through = e.through
-		}
-		e.replace = ctx.replace
-	}
-	r.mu.Unlock()
+	through := r.book.started(item, item, kind, at, ctx.replace)
 
 	sc := ShardingContext{
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,

@@ -37,6 +37,19 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	return sess, true
 }
 
+// fireOrder makes scheduled fires reserve their items in fire order: a
+// fire held up in coordination (a slow registry, a reshard) would otherwise
+// find its item taken by the next fire, owe a run, and its make-up run
+// would run that next fire again.
+type fireOrder struct{ mu sync.Mutex }
+
+// hold waits for the fires before to have reserved their items, and
+// returns what lets the next fire go.
+func (o *fireOrder) hold() (release func()) {
+	o.mu.Lock()
+	return o.mu.Unlock
+}
+
 // fireScheduled is one fire of the schedule.
 func (r *runner) fireScheduled(at time.Time) {
 	if r.flags.paused.Load() {
@@ -46,8 +59,7 @@ func (r *runner) fireScheduled(at time.Time) {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}
-	r.runs.order.Lock()
-	reserved := sync.OnceFunc(r.runs.order.Unlock)
+	reserved := sync.OnceFunc(r.order.hold())
 	defer reserved()
 	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
@@ -69,11 +81,7 @@ func (r *runner) fireScheduled(at time.Time) {
 }
 
 // takeMissed returns and clears the earliest fire skipped here.
-func (r *runner) takeMissed() time.Time {
-	r.mu.Lock() // see noteSuspendedMiss
-	defer r.mu.Unlock()
-	return r.owed.takeMissed()
-}
+func (r *runner) takeMissed() time.Time { return r.book.takeMissed() }
 
 // reserved, when not nil, is called once this fire's items are reserved
 // (or it reserves none).

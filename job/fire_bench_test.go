@@ -50,7 +50,7 @@ func BenchmarkFireUnmonitored(b *testing.B) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	fire := func(i int) {
 		r.goFire(base.Add(time.Duration(i) * time.Millisecond))
-		r.runs.firing.Wait()
+		r.book.runs.firing.Wait()
 	}
 	for i := range 3 { // the first fires reshard and arm the watches
 		fire(i)

@@ -128,9 +128,7 @@ func (s *Scheduler) scoreLoop() {
 			running := s.runningItems()
 			score := LoadScore(sample, s.opts.slots-running, s.opts.slots)
 			if last == nil || math.Abs(*last-score) >= 1 {
-				s.inst.mu.Lock()
-				s.inst.score, s.inst.slots, s.inst.free = &score, s.opts.slots, max(s.opts.slots-running, 0)
-				s.inst.mu.Unlock()
+				s.inst.setScore(score, s.opts.slots, max(s.opts.slots-running, 0))
 				ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 				if err := s.publishInstance(ctx); err != nil && s.ctx.Err() == nil {
 					s.log.Warn("publishing the load score", "err", err)
@@ -151,12 +149,7 @@ func (s *Scheduler) scoreLoop() {
 // Score returns the load score this instance last published, and false
 // before the first sample or when scores are off.
 func (s *Scheduler) Score() (float64, bool) {
-	s.inst.mu.Lock()
-	defer s.inst.mu.Unlock()
-	if s.inst.score == nil {
-		return 0, false
-	}
-	return *s.inst.score, true
+	return s.inst.lastScore()
 }
 
 // preemptDelay is how long a candidate with score waits before taking

@@ -225,19 +225,22 @@ func (s *Scheduler) stopInstance() {
 	}
 }
 
-// spawn runs f on a goroutine owned by the scheduler while it runs.
-func (s *Scheduler) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateStarted {
-		return false
+// setScore records the load score this instance publishes, with its
+// slots and those free.
+func (in *instance) setScore(score float64, slots, free int) {
+	in.mu.Lock()
+	in.score, in.slots, in.free = &score, slots, free
+	in.mu.Unlock()
+}
+
+// lastScore returns the score set last, and false before the first.
+func (in *instance) lastScore() (float64, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.score == nil {
+		return 0, false
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f()
-	}()
-	return true
+	return *in.score, true
 }
 
 // kickLeaders flags a reshard of every job this instance leads: the set

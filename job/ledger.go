@@ -14,8 +14,8 @@ import (
 // owes, pays or forgets a run goes through its methods.
 //
 // It owns its lock, taken only in this file. Its methods may be called
-// with the runner's lock held (never the reverse): a reservation that
-// takes an item's debt and reserves the item in one step holds r.mu
+// with the book's lock held (never the reverse): a reservation that
+// takes an item's debt and reserves the item in one step holds the book's lock
 // around both.
 type ledger struct {
 	mu          sync.Mutex

@@ -39,8 +39,14 @@ func (r *runner) pastThrough(cfg *spec, since time.Time) time.Time {
 // throughWithLead is the latest fire dispatched by now with lead, or since
 // if that is not later.
 func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration) time.Time {
+	return throughWithLead(cfg, since, r.s.opts.now(), lead)
+}
+
+// throughWithLead is the latest fire of cfg's schedule dispatched by now
+// with lead, or since if that is not later.
+func throughWithLead(cfg *spec, since, now time.Time, lead time.Duration) time.Time {
 	if sched, _, err := cfg.Schedule(); err == nil {
-		if p := dueFire(sched, r.s.opts.now(), lead); p.After(since) {
+		if p := dueFire(sched, now, lead); p.After(since) {
 			return p
 		}
 	}
@@ -66,8 +72,7 @@ func (r *runner) priorsFor(items []int) map[int]record { return r.records.of(ite
 // item was marked) is not read again.
 func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
 	sess, cfg, at, fires, items, kind := f.sess, f.cfg, f.at, f.fires, f.items, f.kind
-	sched, _, err := cfg.Schedule()
-	if err != nil {
+	if _, _, err := cfg.Schedule(); err != nil {
 		return items, nil, nil
 	}
 	ctx, cancel := r.coordCtx(sess)
@@ -95,21 +100,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 			continue
 		}
 		priors[it] = c
-		r.mu.Lock()
-		upTo := since
-		if e := r.runs.running[it]; e != nil && e.through.After(upTo) {
-			upTo = e.through
-		}
-		first, last, rest := c.owed(sched, since, upTo)
-		if !first.IsZero() {
-			if e := r.runs.running[it]; e != nil {
-				e.through = last
-			}
-			if !rest.IsZero() {
-				r.noteMisfireLocked(it, rest, cfg)
-			}
-		}
-		r.mu.Unlock()
+		first, last, rest, upTo := r.book.narrow(it, since, c, cfg)
 		switch {
 		case first.IsZero():
 			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through())
@@ -137,55 +128,10 @@ func (r *runner) knownRecords(items []int) map[int]record { return r.records.of(
 // the debt's run would then start after it: the fires between would be
 // lost. It returns the items whose run starts earlier than at.
 func (r *runner) absorbDebts(cfg *spec, items []int, at time.Time) map[int]time.Time {
-	fires := map[int]time.Time{}
-	sched, _, schedErr := cfg.Schedule()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, it := range items {
-		since, owed := r.owed.owed(it)
-		if !owed {
-			continue
-		}
-		// The run stands for the fires through the latest due when it
-		// was reserved; a debt noted since (a fire that found it
-		// reserved, while its marks were being written) is not its to
-		// pay.
-		through := at
-		if e := r.runs.running[it]; e != nil && e.through.After(through) {
-			through = e.through
-		}
-		if since.After(through) {
-			continue
-		}
-		if since.Before(at) {
-			fires[it] = since
-		}
-		if last := r.owed.lastOwed(it); last.After(through) && schedErr == nil {
-			if next := sched.Next(through); !next.IsZero() && !next.After(last) {
-				r.owed.owedFrom(it, next) // the fires after the run stay owed
-				continue
-			}
-		}
-		r.owed.forget(it)
-	}
-	return fires
+	return r.book.absorbDebts(cfg, items, at)
 }
 
-func (r *runner) noteMisfire(item int, at time.Time, cfg *spec) {
-	r.mu.Lock()
-	r.noteMisfireLocked(item, at, cfg)
-	r.mu.Unlock()
-}
-
-func (r *runner) noteMisfireLocked(item int, at time.Time, cfg *spec) {
-	if cfg.skipsMissed() {
-		return
-	}
-	if r.owed.owe(item, at) {
-		r.counters.misfiresOwed.Add(1)
-		r.log.Debug("run owed", "item", item, "since", at)
-	}
-}
+func (r *runner) noteMisfire(item int, at time.Time, cfg *spec) { r.book.noteMisfire(item, at, cfg) }
 
 // owesMisfireRemote records that item missed the fire at because another
 // instance (or an earlier fire) still runs it, and arranges to run it once
@@ -195,19 +141,12 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	if cfg.skipsMissed() {
 		return
 	}
-	r.mu.Lock()
-	r.noteMisfireLocked(item, at, cfg)
-	since, _ := r.owed.owed(item)
-	haveNode := r.owed.hasNode(item)
-	_, waiting := r.remoteWaits[item]
-	r.mu.Unlock()
+	since, haveNode, waiting := r.book.oweRemote(item, at, cfg)
 	if !haveNode {
 		data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()})
 		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
-			r.mu.Lock()
-			r.owed.setNode(item, true)
-			r.mu.Unlock()
+			r.book.wroteMisfireNode(item)
 		} else {
 			r.log.Warn("recording misfire", "item", item, "err", err)
 		}
@@ -219,23 +158,12 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	// The item is tried again when the mark goes, not at every fire
 	// meanwhile (runOwed skips items with a wait): the wait ends first.
 	ended := func() {
-		r.mu.Lock()
-		if c := r.remoteWaits[item]; c != nil {
-			c()
-			delete(r.remoteWaits, item)
-		}
-		r.mu.Unlock()
+		r.book.endRemoteWait(item)
 		r.runOwed(r.rc.Session())
 	}
-	cancel := r.onGone(running, ended)
-	r.mu.Lock()
-	if _, dup := r.remoteWaits[item]; dup {
-		r.mu.Unlock()
+	if cancel := r.onGone(running, ended); !r.book.waitRemote(item, cancel) {
 		cancel()
-		return
 	}
-	r.remoteWaits[item] = cancel
-	r.mu.Unlock()
 }
 
 // runOwed runs, once each, the items owed a misfire that are not
@@ -245,37 +173,11 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 	// owed again and retried when its mark goes (a watch), not in a loop.
 	tried := map[int]bool{}
 	for {
-		r.mu.Lock()
-		if r.reg.stopping || sess != r.reg.sess || sess.Check() != nil {
-			r.mu.Unlock()
+		cfg := r.config()
+		debts, ok := r.book.takeDebts(sess, cfg, tried, r.flags.disabledItems)
+		if !ok {
 			return
 		}
-		// Grouped by debt: a run is labelled with its own items' earliest
-		// missed fire, not with the oldest of all. Each item is reserved
-		// in the same lock that takes its debt: a fire reserving it in
-		// between would find neither, run as a plain fire, and the debt's
-		// run would run that fire again.
-		cfg := r.config()
-		debts := map[time.Time][]int{}
-		for it, at := range r.owed.debts() {
-			if _, busy := r.runs.running[it]; busy || tried[it] {
-				continue
-			}
-			if _, waiting := r.remoteWaits[it]; waiting {
-				r.log.Debug("owed run waits for the item's mark", "item", it)
-				continue // running elsewhere: tried when its mark goes
-			}
-			tried[it] = true
-			last := r.owed.lastOwed(it)
-			r.owed.forget(it)
-			if it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems()[it] {
-				continue // no longer an item, or kept out
-			}
-			r.owed.dispatch(it, last)
-			r.runs.running[it] = &execution{item: it, fire: at, through: r.makeUpThrough(cfg, at)}
-			debts[at] = append(debts[at], it)
-		}
-		r.mu.Unlock()
 		if len(debts) == 0 {
 			return
 		}

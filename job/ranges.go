@@ -81,17 +81,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
-	through := run.fire
-	r.mu.Lock()
-	for it := run.first; it <= run.last; it++ {
-		if e := r.runs.running[it]; e != nil {
-			e.kind, e.fire = kind, run.fire
-			if e.through.After(through) {
-				through = e.through
-			}
-		}
-	}
-	r.mu.Unlock()
+	through := r.book.started(run.first, run.last, kind, run.fire, nil)
 	per := int64(max(cfg.ItemsPerShard, 1))
 	rc := RangeContext{
 		ShardingContext: ShardingContext{

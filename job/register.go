@@ -35,9 +35,7 @@ func (r *runner) start(ctx context.Context) error {
 // unless that is soon or the job has failover on.
 func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
 	if created {
-		r.mu.Lock()
-		r.reg.sess = sess
-		r.mu.Unlock()
+		r.book.registered(sess)
 		r.log.Info("registered a new job", "session", sess.String())
 		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	} else {
@@ -389,10 +387,7 @@ func (r *runner) reloadConfig() {
 	r.s.emit(Event{Kind: EventConfigChanged, Job: r.name, Units: cfg.ShardingTotalCount,
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled || !sameCalendar(cfg, old) {
-		r.mu.Lock()
-		stopping := r.reg.stopping
-		r.mu.Unlock()
-		if !stopping {
+		if !r.book.isStopping() {
 			r.schedule()
 		}
 	}
@@ -433,9 +428,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	if err := r.campaignIfPrepared(ctx); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.reg.sess = sess
-	r.mu.Unlock()
+	r.book.registered(sess)
 	r.log.Info("registered", "session", sess.String())
 	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	return nil
@@ -570,12 +563,9 @@ func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) erro
 // reregister runs after a new session: everything ephemeral is gone, so
 // register again and resume (I3). Fires missed meanwhile run once.
 func (r *runner) reregister(sess *regcenter.Session) {
-	r.mu.Lock()
-	if r.reg.stopping {
-		r.mu.Unlock()
+	if r.book.isStopping() {
 		return
 	}
-	r.mu.Unlock()
 	backoff := 100 * time.Millisecond
 	for sess.Err() == nil {
 		ctx, cancel := context.WithTimeout(sess.Ctx(), r.sessionTimeout()+2*time.Second)
@@ -623,30 +613,20 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 	return nil
 }
 
-// registration is this instance's registration of the job; under r.mu.
 // isStopping reports whether stop has begun here.
-func (r *runner) isStopping() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reg.stopping
-}
+func (r *runner) isStopping() bool { return r.book.isStopping() }
 
 // registeredSession returns the session the job is registered under here (nil
 // before it first registers) and whether stop has begun.
-func (r *runner) registeredSession() (*regcenter.Session, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reg.sess, r.reg.stopping
-}
+func (r *runner) registeredSession() (*regcenter.Session, bool) { return r.book.registeredSession() }
 
 // registeredUnder reports whether the job is registered here under sess,
 // and not stopping.
-func (r *runner) registeredUnder(sess *regcenter.Session) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reg.sess == sess && !r.reg.stopping
-}
+func (r *runner) registeredUnder(sess *regcenter.Session) bool { return r.book.registeredUnder(sess) }
 
+// registration is this instance's registration of the job, kept in the
+// book (book.go): a reservation and stop's leave read and change it in
+// the same steps as the runs.
 type registration struct {
 	sess        *regcenter.Session // the session registered under
 	stopping    bool               // stop has begun: no new fires

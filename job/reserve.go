@@ -1,7 +1,6 @@
 package job
 
 import (
-	"sync"
 	"time"
 )
 
@@ -14,7 +13,7 @@ type fireReservation struct {
 	// by the earliest fire they owe.
 	plain []int
 	debts map[time.Time][]int
-	// taken are the executions this fire put in r.runs.running.
+	// taken are the executions this fire put in the book's runs.
 	taken []*execution
 	// ledger holds each touched item's entries before and after the
 	// reservation.
@@ -49,201 +48,33 @@ func (r *runner) reserveFire(items []int, at time.Time, gaps map[int]time.Time, 
 	} else {
 		res.taken, res.ledger = make([]*execution, 0, len(items)), make([]ledgerChange, 0, len(items))
 	}
-	disabled := r.flags.disabledItems()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount || disabled[it] {
-			continue // an assignment from before the item count shrank, or kept out
-		}
-		before := r.owed.entry(it)
-		r.reserveItemLocked(res, it, at, gaps, ran[it], cfg)
-		res.ledger = append(res.ledger, ledgerChange{it, before, r.owed.entry(it)})
-	}
+	r.book.reserveFire(res, items, at, gaps, ran, cfg, r.flags.disabledItems())
 	return res
-}
-
-func (r *runner) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
-	r.owed.dispatch(it, at)
-	gap, gapped := gaps[it]
-	if e, busy := r.runs.running[it]; busy {
-		if cfg.Overlap == OverlapAllow {
-			// Alongside the run still going: this fire runs as it is.
-			res.taken = append(res.taken, r.runAlongsideLocked(it, at))
-			res.plain = append(res.plain, it)
-			return
-		}
-		from := at
-		if gapped && gap.Before(at) {
-			from = gap
-		}
-		r.oweBusyLocked(it, e, from, at, cfg)
-		if !e.standsFor(at) {
-			if cfg.Overlap == OverlapReplace && e.replace != nil {
-				// The run owed above starts once the replaced one returns.
-				r.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
-				e.replace()
-			}
-		}
-		return
-	}
-	since, owed := r.owed.owed(it)
-	if gapped && (!owed || gap.Before(since)) {
-		since, owed = gap, true
-	}
-	if ran && !owed {
-		return
-	}
-	e := &execution{item: it, fire: at, through: at}
-	r.runs.running[it] = e
-	res.taken = append(res.taken, e)
-	if owed {
-		r.owed.forget(it)
-	}
-	if owed && since.Before(at) {
-		// A make-up run through this fire, which may be claimed ahead of
-		// its time.
-		e.fire, e.through = since, r.makeUpThrough(cfg, since)
-		if e.through.Before(at) {
-			e.through = at
-		}
-		if res.debts == nil {
-			res.debts = map[time.Time][]int{}
-		}
-		res.debts[since] = append(res.debts[since], it)
-		return
-	}
-	res.plain = append(res.plain, it)
 }
 
 // undo puts back what reserveFire took, for a fire that did not go ahead:
 // the executions it reserved that are still reserved, and each item's
 // ledger where nobody changed it since (a debt noted meanwhile stays).
-func (r *runner) undo(res *fireReservation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	freed := false
-	for _, e := range res.taken {
-		switch {
-		case e.alongside:
-			r.endAlongsideLocked(e.item)
-		case r.runs.running[e.item] == e:
-			delete(r.runs.running, e.item)
-			freed = true
-		}
-	}
-	for i := len(res.ledger) - 1; i >= 0; i-- { // last change first
-		l := res.ledger[i]
-		if r.owed.entry(l.item) == l.after {
-			r.owed.restore(l.item, l.before)
-		}
-	}
-	if freed && len(r.runs.running) == 0 {
-		r.wakeIdleLocked()
-	}
-}
+func (r *runner) undo(res *fireReservation) { r.book.undo(res) }
 
 // reserve claims items locally; items already running here owe a misfire
 // since at (through a later fire, when given).
 func (r *runner) reserve(items []int, at, through time.Time, kind Kind, cfg *spec) []int {
-	disabled := r.flags.disabledItems()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var todo []int
-	for _, it := range items {
-		if it < 0 || it >= cfg.ShardingTotalCount {
-			continue // an assignment from before the item count shrank
-		}
-		if disabled[it] {
-			continue
-		}
-		// This scheduled fire (or, for a make-up run, the fire it stands
-		// in for) is run or owed here.
-		if kind == KindFire {
-			r.owed.dispatch(it, at)
-		}
-		r.owed.dispatch(it, through)
-		if _, busy := r.runs.running[it]; busy && cfg.Overlap == OverlapAllow && kind != KindFailover {
-			r.runAlongsideLocked(it, at)
-			todo = append(todo, it)
-			continue
-		}
-		if e, busy := r.runs.running[it]; busy {
-			if kind != KindFailover { // a failover debt stays queued
-				to := at
-				if through.After(at) {
-					to = through
-				}
-				r.oweBusyLocked(it, e, at, to, cfg)
-			}
-			continue
-		}
-		e := &execution{item: it, fire: at, through: at}
-		switch kind {
-		case KindMisfire:
-			e.through = r.makeUpThrough(cfg, at)
-		case KindFailover:
-			// Another instance's debt, run at once: through the latest
-			// fire that has come, not one this instance claims ahead.
-			e.through = r.pastThrough(cfg, at)
-		}
-		r.runs.running[it] = e
-		todo = append(todo, it)
+	var past time.Time
+	if kind == KindFailover {
+		past = r.pastThrough(cfg, at)
 	}
-	return todo
+	return r.book.reserve(items, at, through, kind, cfg, r.flags.disabledItems(), past)
 }
 
-// oweBusyLocked notes the debt of a run for the fires from through to
-// that found item busy with e: the fires e does not stand for. When e
-// stands for from but ends before to, the debt starts at the first fire
-// after e's — not at to, which would leave the fires between owed by
-// nobody.
-func (r *runner) oweBusyLocked(item int, e *execution, from, to time.Time, cfg *spec) {
-	switch {
-	case !e.standsFor(from):
-		r.noteMisfireLocked(item, from, cfg)
-	case to.After(e.through):
-		first := to
-		if sched, _, err := cfg.Schedule(); err == nil {
-			if n := sched.Next(e.through); !n.IsZero() && n.Before(to) {
-				first = n
-			}
-		}
-		r.noteMisfireLocked(item, first, cfg)
-	}
-	if to.After(from) && !e.standsFor(to) {
-		r.noteMisfireLocked(item, to, cfg)
-	}
-}
-
+// release frees items run here, and starts what waited for them: a
+// queued trigger, the runs they are owed, the failover queue.
 func (r *runner) release(items []int) {
 	// A failover run ended (or gave its claim back): its claim goes
 	// before the item is free, so that a claim made once it is free is
 	// not the one dropped.
 	r.fo.unclaim(items)
-	r.mu.Lock()
-	for _, it := range items {
-		if r.endAlongsideLocked(it) {
-			continue // the item's other run goes on
-		}
-		delete(r.runs.running, it)
-	}
-	idle := len(r.runs.running) == 0
-	if idle {
-		r.wakeIdleLocked()
-		r.s.itemsIdle()
-	}
-	owed := false
-	for _, it := range items {
-		if _, ok := r.owed.owed(it); ok {
-			owed = true
-		}
-	}
-	trig := idle && r.runs.triggerQueued
-	if trig {
-		r.runs.triggerQueued = false
-	}
-	r.mu.Unlock()
+	_, owed, trig := r.book.release(items)
 	dirty := r.fo.dirty()
 	if trig {
 		r.goFunc(r.fireTriggered)
@@ -265,94 +96,12 @@ func (r *runner) release(items []int) {
 	}
 }
 
-// runAlongsideLocked counts a run of item beside the one running here
-// (OverlapAllow) and returns its execution. The item stays in
-// r.runs.running, standing for every run of it, until the last of them is
-// released. r.mu is held.
-func (r *runner) runAlongsideLocked(item int, at time.Time) *execution {
-	if r.runs.alongside == nil {
-		r.runs.alongside = map[int]int{}
-	}
-	r.runs.alongside[item]++
-	return &execution{item: item, fire: at, through: at, alongside: true}
-}
-
-// endAlongsideLocked releases one of the runs of item counted by
-// runAlongsideLocked, if any, and reports whether it did: the item stays
-// reserved for its other runs. r.mu is held.
-func (r *runner) endAlongsideLocked(item int) bool {
-	n := r.runs.alongside[item]
-	switch {
-	case n == 0:
-		return false
-	case n == 1:
-		delete(r.runs.alongside, item)
-	default:
-		r.runs.alongside[item] = n - 1
-	}
-	return true
-}
-
 // queueTriggerIfBusy queues a trigger for when the items running here
 // are released, if any run, and reports whether it did; release runs it.
-func (r *runner) queueTriggerIfBusy() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	busy := len(r.runs.running) > 0
-	if busy {
-		r.runs.triggerQueued = true
-	}
-	return busy
-}
-
-// idleLocked returns a channel closed once the items running here are
-// released. It is made for a waiter, so that a release nobody waits for
-// makes none. r.mu is held.
-func (r *runner) idleLocked() <-chan struct{} {
-	if r.runs.idle == nil {
-		r.runs.idle = make(chan struct{})
-	}
-	return r.runs.idle
-}
-
-// wakeIdleLocked wakes the waiters of idleLocked. r.mu is held.
-func (r *runner) wakeIdleLocked() {
-	if r.runs.idle != nil {
-		close(r.runs.idle)
-		r.runs.idle = nil
-	}
-}
+func (r *runner) queueTriggerIfBusy() bool { return r.book.queueTriggerIfBusy() }
 
 // isRunning reports whether item is reserved or running here.
-func (r *runner) isRunning(item int) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.runs.running[item]
-	return ok
-}
+func (r *runner) isRunning(item int) bool { return r.book.isRunning(item) }
 
 // runningCount is how many items run here now.
-func (r *runner) runningCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.runs.running)
-}
-
-// runAccount is what runs here: the items reserved or running, and the
-// scheduled fires in flight; running and idle are under r.mu.
-type runAccount struct {
-	running map[int]*execution
-	// alongside counts, per item, the runs beside the one in running
-	// (OverlapAllow); the item leaves running with the last of them.
-	alongside map[int]int
-	// triggerQueued: a trigger arrived while items ran (see
-	// queueTriggerIfBusy); the release that leaves none running runs it.
-	triggerQueued bool
-	idle          chan struct{}  // made by a waiter (idleLocked), closed and dropped when items are released
-	firing        sync.WaitGroup // scheduled fires in flight
-	// order makes scheduled fires reserve their items in fire order: a fire
-	// held up in coordination (a slow ZooKeeper, a reshard) would otherwise
-	// find its item taken by the next fire, owe a run, and its make-up run
-	// would run that next fire again.
-	order sync.Mutex
-}
+func (r *runner) runningCount() int { return r.book.runningCount() }

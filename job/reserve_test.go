@@ -9,15 +9,18 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
+// bookRunner is a runner with only what reservations use: its book and
+// ledger, on s's clock.
+func bookRunner(s *Scheduler) *runner {
+	r := &runner{log: slog.New(slog.NewTextHandler(io.Discard, nil)), owed: newLedger(), s: s}
+	r.book = newBook(r.owed, r.log, &r.counters.misfiresOwed, s.opts.now, s.opts.fireLead, func() {})
+	return r
+}
+
 // TestUndoPutsTheLedgerBack: a fire whose proof fails puts back every
 // reservation and debt change it made, and keeps a debt noted since.
 func TestUndoPutsTheLedgerBack(t *testing.T) {
-	r := &runner{
-		log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
-		owed: newLedger(),
-		s:    &Scheduler{opts: options{now: time.Now}},
-	}
+	r := bookRunner(&Scheduler{opts: options{now: time.Now}})
 	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 4}.WithDefaults())
 	at := time.Now().Truncate(time.Second)
 	earlier := at.Add(-3 * time.Second)
@@ -25,7 +28,7 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 	// stand for at, items 2 and 3 are free.
 	r.owed.owe(0, earlier)
 	busy := &execution{item: 1, fire: earlier, through: earlier}
-	r.runs.running[1] = busy
+	r.book.runs.running[1] = busy
 	r.owed.dispatch(3, earlier)
 	before := map[int]ledgerEntry{}
 	for it := range 4 {
@@ -43,8 +46,8 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 	r.noteMisfire(2, at.Add(time.Second), cfg)
 
 	r.undo(res)
-	if len(r.runs.running) != 1 || r.runs.running[1] != busy {
-		t.Errorf("running after undo: %v, want only the busy item", r.runs.running)
+	if len(r.book.runs.running) != 1 || r.book.runs.running[1] != busy {
+		t.Errorf("running after undo: %v, want only the busy item", r.book.runs.running)
 	}
 	for _, it := range []int{0, 1, 3} {
 		if got := r.owed.entry(it); got != before[it] {
@@ -63,16 +66,11 @@ func TestUndoPutsTheLedgerBack(t *testing.T) {
 // a lost fire under a registry member that made a fire's proof time out).
 func TestBusyItemOwesEveryFireItsRunDoesNotStandFor(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	r := &runner{
-		log:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
-		owed: newLedger(),
-		s:    &Scheduler{opts: options{now: func() time.Time { return now }}},
-	}
+	r := bookRunner(&Scheduler{opts: options{now: func() time.Time { return now }}})
 	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 2}.WithDefaults())
 	t1 := now.Add(-4 * time.Second)
 	// Item 0 runs a make-up run for t1 and the fire after it.
-	r.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
+	r.book.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
 	// The fire skipped at t1 is made up now, through now.
 	if todo := r.reserve([]int{0, 1}, t1, now, KindMisfire, cfg); len(todo) != 1 || todo[0] != 1 {
 		t.Fatalf("reserved %v, want item 1 only", todo)
@@ -86,13 +84,8 @@ func TestBusyItemOwesEveryFireItsRunDoesNotStandFor(t *testing.T) {
 	}
 
 	// The same through a scheduled fire with an inherited gap.
-	r2 := &runner{
-		log:  r.log,
-		runs: runAccount{running: map[int]*execution{}, idle: make(chan struct{})},
-		owed: newLedger(),
-		s:    r.s,
-	}
-	r2.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
+	r2 := bookRunner(r.s)
+	r2.book.runs.running[0] = &execution{item: 0, fire: t1, through: t1.Add(time.Second), kind: KindMisfire}
 	r2.reserveFire([]int{0}, now, map[int]time.Time{0: t1}, nil, cfg)
 	if since, owed := r2.owed.owed(0); !owed || !since.Equal(t1.Add(2*time.Second)) {
 		t.Fatalf("gap: item 0 owed since %v (%v), want %v", since, owed, t1.Add(2*time.Second))

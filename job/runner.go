@@ -3,12 +3,12 @@ package job
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -26,28 +26,23 @@ type runner struct {
 	cfg   atomic.Pointer[spec]
 	elect *election.Election
 
-	// Parts guarded by mu: the state of the job's fires here, which a
-	// reservation changes in one step across parts.
-	mu          sync.Mutex
-	closed      bool            // no new goroutines
-	reg         registration    // this instance's registration (register.go)
-	runs        runAccount      // the items running here (reserve.go)
-	records     recordCache     // the items' completion records as known here (record.go)
-	remoteWaits map[int]func()  // watches on owed items running elsewhere (owed.go)
-	fo          claimState      // the failover queue as seen here (failover.go)
-	watch       watchCancels    // the registration's watches (register.go)
-	flags       jobFlags        // this server's flags for the job (flags.go)
-	cache       assignmentCache // the assignment the next fire may assume (assignment.go)
+	// Parts, each owning its state and lock.
+	book     *book           // what runs, and what is owed, here (book.go)
+	owed     *ledger         // what items are owed here (ledger.go), kept in the book's steps
+	records  recordCache     // the items' completion records as known here (record.go)
+	fo       claimState      // the failover queue as seen here (failover.go)
+	watch    watchCancels    // the registration's watches (register.go)
+	flags    jobFlags        // this server's flags for the job (flags.go)
+	cache    assignmentCache // the assignment the next fire may assume (assignment.go)
+	lead     *leaderDuties   // the leader's duties (leader.go)
+	prep     preparation     // ready to run the job's items (prepare.go)
+	counters jobCounters     // behind JobStats (stats.go)
 
-	// Parts that own their locks.
-	owed     *ledger       // what items are owed here (ledger.go)
-	lead     *leaderDuties // the leader's duties (leader.go)
-	prep     preparation   // ready to run the job's items (prepare.go)
-	counters jobCounters   // behind JobStats (stats.go)
+	order fireOrder // scheduled fires reserve in fire order (fire.go)
 
-	ctx  lifetimes      // the contexts stop cancels
-	wg   sync.WaitGroup // every goroutine of the runner (goFunc)
-	kick kickers        // the runner's coalescing background tasks
+	ctx  lifetimes        // the contexts stop cancels
+	bg   *startstop.Group // every goroutine of the runner (goFunc), on the scheduler's workers
+	kick kickers          // the runner's coalescing background tasks
 }
 
 // lifetimes are a runner's contexts, made with it and cancelled by stop.
@@ -88,8 +83,8 @@ type execution struct {
 	// replaces it (OverlapReplace); nil before the start, and for runs
 	// that cannot be replaced (a RangeJob's).
 	replace func()
-	// alongside: a run beside the item's execution in r.runs.running
-	// (OverlapAllow), counted in r.runs.alongside rather than kept there.
+	// alongside: a run beside the item's execution in the book's runs
+	// (OverlapAllow), counted in its alongside rather than kept there.
 	alongside bool
 }
 
@@ -102,14 +97,14 @@ func (e *execution) standsFor(at time.Time) bool {
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r := &runner{
 		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
-		log:         s.log.With("job", cfg.Name),
-		runs:        runAccount{running: map[int]*execution{}},
-		owed:        newLedger(),
-		records:     newRecordCache(),
-		remoteWaits: map[int]func(){},
-		fo:          newClaimState(),
-		lead:        newLeaderDuties(),
+		log:     s.log.With("job", cfg.Name),
+		owed:    newLedger(),
+		records: newRecordCache(),
+		fo:      newClaimState(),
+		lead:    newLeaderDuties(),
+		bg:      startstop.NewOn(context.Background(), s.work.do),
 	}
+	r.book = newBook(r.owed, r.log, &r.counters.misfiresOwed, s.opts.now, s.opts.fireLead, s.itemsIdle)
 	r.setConfig(cfg)
 	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
@@ -156,14 +151,10 @@ func (r *runner) goFire(at time.Time) {
 // returns false if the runner stops meanwhile.
 func (r *runner) untilClaim(at time.Time) bool {
 	for at.After(r.s.opts.now()) {
-		r.mu.Lock()
-		steady := len(r.runs.running) == 0 && r.owed.settled()
+		steady, idle := r.book.steadyOrIdle() // idle: closed when the items running here are released
 		if steady {
-			r.mu.Unlock()
 			return true
 		}
-		idle := r.idleLocked() // closed when the items running here are released
-		r.mu.Unlock()
 		if !r.sleepUntil(at, idle) {
 			return false
 		}
@@ -197,52 +188,28 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
-// flight (r.runs.firing).
+// flight (book.beginFiring); once stop has begun, f is dropped: the leave
+// hands the fire's items over.
 func (r *runner) goFiring(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.reg.stopping {
-		// Stopping: the leave hands this fire's items over (see leave),
-		// and no fire may join the wait group stop waits on.
+	if !r.book.beginFiring() {
 		return
 	}
-	r.wg.Add(1)
-	r.runs.firing.Add(1)
-	if !r.s.work.do(func() {
-		defer r.wg.Done()
-		defer r.runs.firing.Done()
+	if r.bg.Go(func(context.Context) {
+		defer r.book.endFiring()
 		f()
-	}) {
-		r.runs.firing.Done()
-		r.wg.Done()
+	}) != nil {
+		r.book.endFiring()
 	}
 }
 
 // isClosed reports whether stop has closed the runner (see goFunc).
-func (r *runner) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
+func (r *runner) isClosed() bool { return r.bg.Closed() }
 
 // goFunc runs f on a goroutine owned by the runner (a scheduler's worker:
 // workers.go); after stop begins closing, f is dropped and goFunc returns
 // false.
 func (r *runner) goFunc(f func()) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.wg.Add(1)
-	if !r.s.work.do(func() {
-		defer r.wg.Done()
-		f()
-	}) {
-		r.wg.Done()
-		return false
-	}
-	return true
+	return r.bg.Go(func(context.Context) { f() }) == nil
 }
 
 func (r *runner) serverID() string { return r.s.opts.serverID }
@@ -288,12 +255,7 @@ func (r *runner) setNecessary(ctx context.Context) {
 	}
 }
 
-func (r *runner) noteSuspendedMiss(at time.Time) {
-	// Under r.mu: a leave hands the ledger over and clears it in one step.
-	r.mu.Lock()
-	r.owed.missWhileDown(at)
-	r.mu.Unlock()
-}
+func (r *runner) noteSuspendedMiss(at time.Time) { r.book.noteSuspendedMiss(at) }
 
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
 // connection was down.

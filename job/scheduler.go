@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -139,10 +140,9 @@ type Scheduler struct {
 	runners map[string]*runner
 	state   int // 0 new, 1 started, 2 shut down
 
-	ctx    context.Context // the scheduler's life; cancelled at the end of Shutdown
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	unsub  func()
+	ctx   context.Context  // the scheduler's life (bg's): cancelled at the end of Shutdown
+	bg    *startstop.Group // the scheduler's own goroutines (spawn)
+	unsub func()
 
 	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
 
@@ -198,7 +198,8 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		s.me = *o.process
 	}
 	s.log = o.logger.With("server", o.serverID)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.bg = startstop.New(context.Background())
+	s.ctx = s.bg.Context()
 	s.trig = newTrigger(o.now, o.fireLead)
 	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
@@ -458,9 +459,25 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 	s.stopInstance()
 	s.unpublishInstance()
-	s.cancel()
-	s.wg.Wait()
+	// Every goroutine spawn started ends with the scheduler's context: the
+	// wait is bounded by their own waits, each with a deadline.
+	s.bg.Close()
+	s.bg.Cancel(ErrSchedulerClosed)
+	if err := s.bg.Wait(context.Background()); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// spawn runs f on a goroutine owned by the scheduler while it runs, and
+// reports whether it did (not before Start, nor once Shutdown has begun).
+func (s *Scheduler) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateStarted {
+		return false
+	}
+	return s.bg.Go(func(context.Context) { f() }) == nil
 }
 
 // Remove stops the job on this instance, as Shutdown does for every job,
@@ -489,9 +506,7 @@ func (s *Scheduler) detach(ctx context.Context, r *runner) error {
 // It runs on one of r's own goroutines, so it must not wait for them: the
 // stop runs on a scheduler goroutine instead.
 func (s *Scheduler) removeRunner(r *runner, removedFromCluster bool) {
-	r.mu.Lock()
-	r.reg.removed = removedFromCluster
-	r.mu.Unlock()
+	r.book.markRemoved(removedFromCluster)
 	s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 		defer cancel()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
@@ -18,9 +17,7 @@ import (
 // nodes are removed and a reshard is flagged, so the others take its items
 // at their next fire without waiting for a session timeout.
 func (r *runner) stop(ctx context.Context) error {
-	r.mu.Lock()
-	r.reg.stopping = true
-	r.mu.Unlock()
+	r.book.beginStop()
 	r.ctx.cancelLife()
 	r.s.trig.remove(r.name)
 	r.stopPrepare()
@@ -35,10 +32,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// owner while its busy ones finish. The busy ones keep their running
 	// marks; a new owner finds them and runs the item once they are gone.
 	var errs []error
-	r.mu.Lock()
-	registered := r.reg.sess != nil && r.reg.sess.Err() == nil
-	removed := r.reg.removed
-	r.mu.Unlock()
+	registered, removed := r.book.leaving()
 	// Every fire of the schedule up to now was this instance's to run for
 	// the items it holds; later fires belong to whoever holds them next.
 	var upTo time.Time
@@ -49,7 +43,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if registered {
 		if err := r.leave(cctx, !removed, handOver, upTo); err != nil {
 			errs = append(errs, err)
-		} else if r.heldAtLeaveAny() && !removed {
+		} else if r.book.heldAtLeaveAny() && !removed {
 			// The leave cleared this instance's assignment: the load
 			// table says so now, not at the job's next fire (and not
 			// never, when no other instance runs the job).
@@ -59,12 +53,12 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 	}
 
-	if !r.waitIdle(ctx) {
+	if !r.book.waitIdle(ctx) {
 		r.ctx.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
 		// Give cancelled items a moment to return and hand themselves over.
 		grace, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if !r.waitIdle(grace) {
+		if !r.book.waitIdle(grace) {
 			errs = append(errs, errors.New("some items ignore their context and are still running"))
 		}
 		gcancel()
@@ -76,16 +70,13 @@ func (r *runner) stop(ctx context.Context) error {
 	defer cancel()
 	// Fires in flight when the stop began end at once (no new marks: the
 	// coordination context is gone) and note what they owe.
-	if !waitCtx(cctx, &r.runs.firing) {
+	if !r.book.waitFiring(cctx) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
-		r.mu.Lock()
-		owed := r.owedLocked(r.reg.heldAtLeave, time.Time{})
-		r.owed.forgetAll()
-		r.mu.Unlock()
+		owed := r.book.handOverRest(r.config(), r.flags.disabledItems(), r.flags.paused.Load(), r.serverID())
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
 				errs = append(errs, fmt.Errorf("handing owed runs over: %w", err))
@@ -100,13 +91,8 @@ func (r *runner) stop(ctx context.Context) error {
 
 	cancels := append(r.cache.close(), r.fo.close()...)
 	cancels = append(cancels, r.watch.close()...)
-	r.mu.Lock()
-	r.closed = true
-	for _, c := range r.remoteWaits {
-		cancels = append(cancels, c)
-	}
-	r.remoteWaits = map[int]func(){}
-	r.mu.Unlock()
+	r.bg.Close()
+	cancels = append(cancels, r.book.closeWaits()...)
 	r.onRevoked()
 	for _, c := range cancels {
 		if c != nil {
@@ -116,7 +102,7 @@ func (r *runner) stop(ctx context.Context) error {
 	r.elect.Close()
 	r.ctx.cancelExec(ErrSchedulerClosed)
 
-	if !waitCtx(cctx, &r.wg) {
+	if r.bg.Wait(cctx) != nil {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
 	r.ctx.cancelRecord()
@@ -160,9 +146,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		}
 		var owed []failover.Entry
 		if handOver {
-			r.mu.Lock()
-			owed = r.owedLocked(held, upTo)
-			r.mu.Unlock()
+			owed = r.book.owedRuns(held, upTo, r.config(), r.flags.disabledItems(), r.flags.paused.Load(), r.serverID())
 			// The queue is made on demand: its parent must exist for the
 			// transaction's creates.
 			if len(owed) > 0 {
@@ -195,56 +179,11 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		if err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
-		r.mu.Lock()
-		r.reg.heldAtLeave = held
-		for _, e := range owed {
-			r.owed.forget(e.Item)
-		}
-		r.owed.takeMissed() // handed over with the assignment
-		r.mu.Unlock()
+		r.book.left(held, owed)
 		r.log.Info("left the job", "handed_over", len(owed))
 		return nil
 	}
 	return fmt.Errorf("leave: %w", err)
-}
-
-// heldAtLeaveAny reports whether the leave gave up any item.
-func (r *runner) heldAtLeaveAny() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.reg.heldAtLeave) > 0
-}
-
-// owedLocked returns the runs this instance owes: every misfire, and for
-// each held item the earlier of the fire missed while disconnected and
-// upTo, when no fire here has taken upTo yet. r.mu is held.
-func (r *runner) owedLocked(held []int, upTo time.Time) []failover.Entry {
-	cfg := r.config()
-	since := map[int]time.Time{}
-	owe := func(it int, at time.Time) {
-		if at.IsZero() || it < 0 || it >= cfg.ShardingTotalCount || r.flags.disabledItems()[it] {
-			return
-		}
-		if prev, ok := since[it]; !ok || at.Before(prev) {
-			since[it] = at
-		}
-	}
-	for it, at := range r.owed.debts() {
-		owe(it, at)
-	}
-	for _, it := range held {
-		owe(it, r.owed.missedWhileDown())
-		// A paused server's fires are not owed: an operator held them.
-		if !upTo.IsZero() && !r.flags.paused.Load() && r.owed.dispatchedAt(it).Before(upTo) {
-			owe(it, upTo)
-		}
-	}
-	owed := make([]failover.Entry, 0, len(since))
-	for it, at := range since {
-		owed = append(owed, failover.Entry{Item: it, Fire: at.UnixMilli(), From: r.serverID()})
-	}
-	sort.Slice(owed, func(i, j int) bool { return owed[i].Item < owed[j].Item })
-	return owed
 }
 
 // multiDropping applies ops in one transaction; when an op fails in a way
@@ -259,23 +198,4 @@ func multiDropping(ctx context.Context, rc regcenter.Center, ops []regcenter.Op,
 		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
 	}
 	return nil
-}
-
-// waitIdle waits until no item runs here, or ctx ends (false).
-func (r *runner) waitIdle(ctx context.Context) bool {
-	for {
-		r.mu.Lock()
-		n := len(r.runs.running)
-		if n == 0 {
-			r.mu.Unlock()
-			return true
-		}
-		idle := r.idleLocked()
-		r.mu.Unlock()
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
