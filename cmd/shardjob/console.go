@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
+	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
@@ -175,8 +176,11 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 		return err
 	}
 	srv := &http.Server{Handler: jobhttp.NewHandler(rc, opts), ReadHeaderTimeout: 10 * time.Second}
+	serving := startstop.New(ctx) // Serve's goroutine: it ends with Shutdown below
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	if err := serving.Go(func(context.Context) { served <- srv.Serve(ln) }); err != nil {
+		return errors.Join(err, ln.Close()) // a new group refuses nothing
+	}
 	fmt.Fprintf(stdout, "console: http://%s/console/\n", ln.Addr())
 	if token == "" {
 		fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN to allow actions")
@@ -195,5 +199,6 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, err)
 	}
+	errs = append(errs, serving.Stop(context.Background())) // Serve has returned: nil at once
 	return errors.Join(errs...)
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	"github.com/shardjob/shardjob/internal/startstop"
 )
 
 const dispatchHelp = `shardjob dispatch serve runs a dispatcher node with its REST API.
@@ -146,8 +147,11 @@ func serveDispatch(ctx context.Context, cfg dispatch.Config, listen, token strin
 		return errors.Join(err, ln.Close(), closeDispatcher())
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	serving := startstop.New(ctx) // Serve's goroutine: it ends with Shutdown below
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	if err := serving.Go(func(context.Context) { served <- srv.Serve(ln) }); err != nil {
+		return errors.Join(err, ln.Close(), closeDispatcher()) // a new group refuses nothing
+	}
 	fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
 	var errs []error
 	select {
@@ -163,6 +167,7 @@ func serveDispatch(ctx context.Context, cfg dispatch.Config, listen, token strin
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		errs = append(errs, err)
 	}
+	errs = append(errs, serving.Stop(context.Background())) // Serve has returned: nil at once
 	errs = append(errs, closeDispatcher())
 	return errors.Join(errs...)
 }
