@@ -158,14 +158,17 @@ func serveDispatch(ctx context.Context, cfg dispatch.Config, listen, token strin
 	case <-ctx.Done():
 	case err := <-served:
 		errs = append(errs, err)
+		served = nil // Serve has returned: nothing more comes
 	}
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer scancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, err)
+	if served != nil {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, serving.Stop(context.Background())) // Serve has returned: nil at once
 	errs = append(errs, closeDispatcher())
