@@ -57,9 +57,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,35 +90,22 @@ type Etcd struct {
 	lastRenew atomic.Int64 // ns since epoch: send time of the latest answered keepalive (or grant)
 	ttl       atomic.Int64 // the lease's granted TTL, ns
 
-	mu         sync.Mutex
-	session    *Session
-	lease      clientv3.LeaseID
-	leaseGone  bool // the server no longer has the current lease
-	gen        uint64
-	suspended  bool
-	closed     bool
-	listeners  map[int]func(SessionEvent)
-	nextID     int
-	sessEvents []SessionEvent
-	sessSignal chan struct{}
-	wakeDog    chan struct{}
+	// sessions holds the session (its id is the current lease's), its
+	// listeners and the watchdog's wake-ups.
+	sessions *sessionHub
+	// leaseGone: the server no longer has the current lease. Only the
+	// keepalive loop (and the constructor before it) sets it.
+	leaseGone atomic.Bool
 
-	watchMu  sync.Mutex
-	watches  map[watchKey]*watchEntry
-	queue    []etcdTask
-	signal   chan struct{}
-	startRev int64 // where the namespace watch starts
+	watches  *watchTable[etcdTask] // the watches and the dispatcher's queue (etcd_watch.go)
+	startRev int64                 // where the namespace watch starts
 
 	// Test hooks (etcd_export_test.go).
 	keepAliveOff atomic.Bool
 	watchHold    atomic.Pointer[chan struct{}]
 	watchKick    chan struct{}
 
-	reads, writes, multis, watchReqs atomic.Int64
-	errs                             atomic.Int64
-	// keepAlives counts the lease's keepalives apart from the requests
-	// (see Stats): they are the session's upkeep, as ZooKeeper's pings.
-	keepAlives atomic.Int64
+	counters requestCounters // the requests and keepalives sent, for Stats and KeepAlives
 
 	// life is cancelled by Close; every request's context ends with it.
 	life    context.Context
@@ -182,26 +167,11 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	if len(cfg.Etcd) == 0 {
 		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
 	}
-	cfg = cfg.WithDefaults()
-	o := options{logger: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	digest, err := cfg.ResolveDigest()
+	cfg, o, err := cfg.settle(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Digest, cfg.DigestFile = digest, ""
-	tlsCfg, err := cfg.LoadTLS()
-	if err != nil {
-		return nil, err
-	}
-	if o.tls != nil {
-		if tlsCfg != nil {
-			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
-		}
-		tlsCfg = o.tls
-	}
+	tlsCfg := o.tls
 	endpoints := make([]string, len(cfg.Etcd))
 	for i, s := range cfg.Etcd {
 		endpoints[i] = strings.TrimSpace(s)
@@ -235,20 +205,17 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		return nil, connectError(where, user, cfg.ConnectTimeout, err)
 	}
 	e := &Etcd{
-		cfg:        cfg,
-		root:       "/" + cfg.Namespace,
-		pfx:        "/" + cfg.Namespace + "/",
-		cli:        cli,
-		log:        o.logger.With("component", "regcenter", "backend", "etcd"),
-		epoch:      time.Now(),
-		listeners:  map[int]func(SessionEvent){},
-		sessSignal: make(chan struct{}, 1),
-		wakeDog:    make(chan struct{}, 1),
-		watches:    map[watchKey]*watchEntry{},
-		signal:     make(chan struct{}, 1),
-		watchKick:  make(chan struct{}, 1),
-		group:      startstop.New(ctx),
+		cfg:       cfg,
+		root:      "/" + cfg.Namespace,
+		pfx:       "/" + cfg.Namespace + "/",
+		cli:       cli,
+		log:       o.logger.With("component", "regcenter", "backend", "etcd"),
+		epoch:     time.Now(),
+		watches:   newWatchTable[etcdTask](),
+		watchKick: make(chan struct{}, 1),
+		group:     startstop.New(ctx),
 	}
+	e.sessions = newSessionHub(e.log, BackendEtcd, e)
 	e.done = e.group.Context().Done()
 	e.life, e.endLife = context.WithCancel(context.Background())
 	e.ttl.Store(int64(cfg.SessionTimeout))
@@ -260,16 +227,13 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	// The first lease: the session.
 	sent := time.Since(e.epoch)
 	grant, err := cli.Grant(cctx, ttlSeconds(cfg.SessionTimeout))
-	e.writes.Add(1)
+	e.counters.writes.Add(1)
 	if err != nil {
 		return fail(err)
 	}
 	e.renewed(sent)
 	e.ttl.Store(int64(time.Duration(grant.TTL) * time.Second))
-	e.mu.Lock()
-	e.lease = grant.ID
-	e.newSessionLocked()
-	e.mu.Unlock()
+	e.started(e.sessions.established(int64(grant.ID)))
 
 	rev, err := e.ensureRoot(cctx)
 	if err != nil {
@@ -288,7 +252,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	}
 	e.startRev = rev + 1
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.notifyLoop), e.group.Go(e.watchLoop)); err != nil {
+	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.notifyLoop), e.group.Go(e.watchLoop)); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
 	return e, nil
@@ -332,9 +296,9 @@ func (e *Etcd) ensureRoot(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	resp, err := e.cli.Get(ctx, e.nodeKey("/"), clientv3.WithCountOnly())
-	e.reads.Add(1)
+	e.counters.reads.Add(1)
 	if err != nil {
-		return 0, e.counted(translateEtcd(err))
+		return 0, e.counters.counted(translateEtcd(err))
 	}
 	return resp.Header.Revision, nil
 }
@@ -347,8 +311,8 @@ func (e *Etcd) createRoot(ctx context.Context) error {
 	now := time.Now().UnixMilli()
 	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, header{mtime: now}.encode(nil)), clientv3.OpPut(e.metaKey("/"), encodeMeta(now, 0, 1))).Commit()
-	e.writes.Add(1)
-	return e.counted(translateEtcd(err))
+	e.counters.writes.Add(1)
+	return e.counters.counted(translateEtcd(err))
 }
 
 // Namespace returns the namespace root, e.g. "/shop".
@@ -444,69 +408,16 @@ func (e *Etcd) leaseLeft() time.Duration { return e.leaseDuration() - e.sinceRea
 
 func (e *Etcd) backend() string { return "etcd" }
 
-func (e *Etcd) newSessionLocked() {
-	e.gen++
-	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{id: int64(e.lease), gen: e.gen, ctx: ctx, cancel: cancel, z: e}
-	e.session = s
-	e.suspended = false
-	e.leaseGone = false
-	if e.gen > 1 {
-		e.log.Info("new etcd session", "session", s.String())
-		e.emitLocked(SessionEvent{Type: SessionNew, Session: s})
+// started follows a session change of the hub's: a session that started
+// has the lease the server holds, and one after the first makes every
+// watch resync, as changes may have been missed while there was none.
+func (e *Etcd) started(c sessionChange) {
+	if c == sessionKept {
+		return
+	}
+	e.leaseGone.Store(false)
+	if c == sessionNext {
 		e.enqueue(etcdTask{resyncAll: true})
-	}
-	select {
-	case e.wakeDog <- struct{}{}:
-	default:
-	}
-}
-
-func (e *Etcd) loseLocked(s *Session, cause error) {
-	s.cancel(cause)
-	e.log.Warn("etcd session lost", "session", s.String(), "cause", cause)
-	e.emitLocked(SessionEvent{Type: SessionLost, Session: s})
-}
-
-func (e *Etcd) emitLocked(ev SessionEvent) {
-	e.sessEvents = append(e.sessEvents, ev)
-	select {
-	case e.sessSignal <- struct{}{}:
-	default:
-	}
-}
-
-// notifyLoop delivers session events to listeners, in order, until ctx
-// ends.
-func (e *Etcd) notifyLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.sessSignal:
-		}
-		for {
-			e.mu.Lock()
-			if len(e.sessEvents) == 0 {
-				e.mu.Unlock()
-				break
-			}
-			ev := e.sessEvents[0]
-			e.sessEvents = e.sessEvents[1:]
-			ids := make([]int, 0, len(e.listeners))
-			for id := range e.listeners {
-				ids = append(ids, id)
-			}
-			sort.Ints(ids)
-			fns := make([]func(SessionEvent), len(ids))
-			for i, id := range ids {
-				fns[i] = e.listeners[id]
-			}
-			e.mu.Unlock()
-			for _, fn := range fns {
-				fn(ev)
-			}
-		}
 	}
 }
 
@@ -545,9 +456,8 @@ const keepAliveRetry = 50 * time.Millisecond
 // unanswered attempts and a third answered one still fit in the fencing
 // lease's two thirds.
 func (e *Etcd) keepAliveOnce() bool {
-	e.mu.Lock()
-	s, lease, gone := e.session, e.lease, e.leaseGone
-	e.mu.Unlock()
+	s := e.sessions.current()
+	lease, gone := clientv3.LeaseID(s.ID()), e.leaseGone.Load()
 	ttl := time.Duration(e.ttl.Load())
 	ctx, cancel := context.WithTimeout(e.life, max(ttl/5, 200*time.Millisecond))
 	defer cancel()
@@ -559,45 +469,28 @@ func (e *Etcd) keepAliveOnce() bool {
 	}
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.KeepAliveOnce(ctx, lease)
-	e.keepAlives.Add(1)
+	e.counters.keepAlives.Add(1)
 	if err == nil && resp.TTL <= 0 {
 		err = rpctypes.ErrLeaseNotFound
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed || e.lease != lease {
+	if e.sessions.closing() {
 		return true
 	}
 	switch {
 	case err == nil:
 		e.renewed(sent)
-		switch {
-		case s.ctx.Err() != nil:
-			// The fencing lease lapsed locally but the server kept the
-			// lease: its keys are still ours. Go on under it as a new
-			// session, as ZooKeeper's client does after a lapse.
-			e.newSessionLocked()
-		case e.suspended:
-			e.suspended = false
-			e.log.Info("reconnected", "session", s.String())
-			e.emitLocked(SessionEvent{Type: SessionReconnected, Session: s})
-		}
+		// A live session goes on (reconnected if it was suspended). One
+		// whose fencing lease lapsed locally while the server kept the
+		// lease (its keys are still ours) is followed by a new session
+		// under the same lease, as ZooKeeper's client does after a lapse.
+		e.started(e.sessions.established(int64(lease)))
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
-		e.leaseGone = true
-		if s.ctx.Err() == nil {
-			e.loseLocked(s, fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
-		}
-		select {
-		case e.wakeDog <- struct{}{}:
-		default:
-		}
+		e.leaseGone.Store(true)
+		e.sessions.lose(fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
+		e.sessions.wake()
 	default:
-		e.errs.Add(1)
-		if !e.suspended && s.ctx.Err() == nil {
-			e.suspended = true
-			e.log.Warn("etcd keepalive failed; firing suspended", "session", s.String(), "err", err, "lease_left", e.leaseLeft().Round(time.Millisecond))
-			e.emitLocked(SessionEvent{Type: SessionSuspended, Session: s})
-		}
+		e.counters.errs.Add(1)
+		e.sessions.suspend("etcd keepalive failed; firing suspended", "err", err)
 		return false
 	}
 	return true
@@ -608,21 +501,18 @@ func (e *Etcd) keepAliveOnce() bool {
 func (e *Etcd) grantNew(ctx context.Context) bool {
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.Grant(ctx, ttlSeconds(e.cfg.SessionTimeout))
-	e.writes.Add(1)
+	e.counters.writes.Add(1)
 	if err != nil {
-		e.errs.Add(1)
+		e.counters.errs.Add(1)
 		e.log.Debug("granting a new etcd lease", "err", err)
 		return false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if e.sessions.closing() {
 		return true
 	}
 	e.renewed(sent)
 	e.ttl.Store(int64(time.Duration(resp.TTL) * time.Second))
-	e.lease = resp.ID
-	e.newSessionLocked()
+	e.started(e.sessions.established(int64(resp.ID)))
 	return true
 }
 
@@ -633,22 +523,20 @@ func (e *Etcd) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		e.mu.Lock()
-		s := e.session
+		s := e.sessions.current()
 		wait := time.Second
 		if s.ctx.Err() == nil {
 			if left := e.leaseLeft(); left <= 0 {
-				e.loseLocked(s, fmt.Errorf("%w: no keepalive answered by etcd for %v (lease %v)", ErrSessionLost, e.sinceRead().Round(time.Millisecond), e.leaseDuration()))
+				e.sessions.lapse(s, "no keepalive answered by etcd")
 			} else {
 				wait = left
 			}
 		}
-		e.mu.Unlock()
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.wakeDog:
+		case <-e.sessions.wakeups():
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -658,54 +546,32 @@ func (e *Etcd) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (e *Etcd) Session() *Session {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.session
-}
+func (e *Etcd) Session() *Session { return e.sessions.current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
 func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	id := e.nextID
-	e.nextID++
-	e.listeners[id] = fn
-	return func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		delete(e.listeners, id)
-	}
+	return e.sessions.subscribe(fn)
 }
 
 // Stats returns the requests sent so far. The lease's keepalives are the
 // session's upkeep, as ZooKeeper's pings are, and are not requests:
 // [Etcd.KeepAlives] counts them (a keepalive that failed for want of an
 // answer still counts in Errors). Granting a lease is a write.
-func (e *Etcd) Stats() Stats {
-	return Stats{Reads: e.reads.Load(), Writes: e.writes.Load(), Multis: e.multis.Load(), Watches: e.watchReqs.Load(),
-		Errors: e.errs.Load(), Backend: BackendEtcd}
-}
+func (e *Etcd) Stats() Stats { return e.counters.stats(BackendEtcd) }
 
 // KeepAlives returns the number of lease keepalives sent so far, one every
 // fifth of the lease's TTL while the session is well.
-func (e *Etcd) KeepAlives() int64 { return e.keepAlives.Load() }
+func (e *Etcd) KeepAlives() int64 { return e.counters.keepAlives.Load() }
 
 // Close revokes the lease (its ephemeral nodes are removed at once), stops
 // the center's goroutines and closes the client. It is idempotent.
 func (e *Etcd) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	s, ok := e.sessions.close()
+	if !ok {
 		return nil
 	}
-	e.closed = true
-	if e.session != nil {
-		e.session.cancel(ErrClosed)
-	}
-	lease := e.lease
-	e.mu.Unlock()
+	lease := clientv3.LeaseID(s.ID())
 	e.group.Close()
 	e.group.Cancel(ErrClosed) // closes e.done
 	e.endLife()
@@ -715,7 +581,7 @@ func (e *Etcd) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ConnectTimeout)
 	defer cancel()
 	_, rerr := e.cli.Revoke(ctx, lease)
-	e.writes.Add(1)
+	e.counters.writes.Add(1)
 	cerr := e.cli.Close()
 	if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("regcenter: closing: revoking lease %x: %w", int64(lease), translateEtcd(rerr))
@@ -759,32 +625,23 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 	}
 	select {
 	case <-e.done:
-		return e.counted(ErrClosed)
+		return e.counters.counted(ErrClosed)
 	default:
 	}
 	if ctx.Err() != nil {
-		return e.counted(ctx.Err())
+		return e.counters.counted(ctx.Err())
 	}
 	if errors.Is(context.Cause(rctx), errRequestTimeout) {
-		return e.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, errRequestTimeout))
+		return e.counters.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, errRequestTimeout))
 	}
-	return e.counted(translateEtcd(err))
-}
-
-func (e *Etcd) counted(err error) error {
-	if err == nil || errors.Is(err, ErrNoNode) || errors.Is(err, ErrNodeExists) ||
-		errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNotEmpty) {
-		return err
-	}
-	e.errs.Add(1)
-	return err
+	return e.counters.counted(translateEtcd(err))
 }
 
 // retryingRead runs an idempotent read with backoff on connection errors.
 func (e *Etcd) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
 	sleep := e.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
-		err := e.do(ctx, &e.reads, f)
+		err := e.do(ctx, &e.counters.reads, f)
 		if err == nil || !errors.Is(err, ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
 			return err
 		}
@@ -982,12 +839,12 @@ func (e *Etcd) Create(ctx context.Context, p string, data []byte, mode Mode) (st
 		return "", wrapPath("create", p, ErrNodeExists)
 	}
 	op := CreateOp{Path: cp, Data: data, Mode: mode}
-	res, err := e.txn(ctx, &e.writes, []Op{op}, nil)
+	res, err := e.txn(ctx, &e.counters.writes, []Op{op}, nil)
 	if errors.Is(err, ErrNoNode) {
 		if perr := e.createParents(ctx, parentOf(cp)); perr != nil {
 			return "", wrapPath("create", p, perr)
 		}
-		res, err = e.txn(ctx, &e.writes, []Op{op}, nil)
+		res, err = e.txn(ctx, &e.counters.writes, []Op{op}, nil)
 	}
 	if err != nil {
 		return "", wrapPath("create", p, unwrapMulti(err))
@@ -1025,12 +882,12 @@ func (e *Etcd) createParents(ctx context.Context, dir string) error {
 	for i, part := range parts {
 		cur += "/" + part
 		op := CreateOp{Path: cur}
-		_, err := e.txn(ctx, &e.writes, []Op{op}, nil)
+		_, err := e.txn(ctx, &e.counters.writes, []Op{op}, nil)
 		if i == 0 && errors.Is(err, ErrNoNode) {
 			if err := e.createRoot(ctx); err != nil {
 				return err
 			}
-			_, err = e.txn(ctx, &e.writes, []Op{op}, nil)
+			_, err = e.txn(ctx, &e.counters.writes, []Op{op}, nil)
 		}
 		if err != nil && !errors.Is(err, ErrNodeExists) {
 			return unwrapMulti(err)
@@ -1048,7 +905,7 @@ func (e *Etcd) Set(ctx context.Context, p string, data []byte, version int32) (S
 	if err != nil {
 		return Stat{}, err
 	}
-	res, err := e.txn(ctx, &e.writes, []Op{SetOp{Path: cp, Data: data, Version: version}}, e.statOps(cp))
+	res, err := e.txn(ctx, &e.counters.writes, []Op{SetOp{Path: cp, Data: data, Version: version}}, e.statOps(cp))
 	if err != nil {
 		return Stat{}, wrapPath("set", p, unwrapMulti(err))
 	}
@@ -1062,33 +919,12 @@ func (e *Etcd) Delete(ctx context.Context, p string, version int32) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.txn(ctx, &e.writes, []Op{DeleteOp{Path: cp, Version: version}}, nil)
+	_, err = e.txn(ctx, &e.counters.writes, []Op{DeleteOp{Path: cp, Version: version}}, nil)
 	return wrapPath("delete", p, unwrapMulti(err))
 }
 
 // DeleteTree removes a node and its descendants, deepest first.
-func (e *Etcd) DeleteTree(ctx context.Context, p string) error {
-	kids, err := e.Children(ctx, p)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := e.DeleteTree(ctx, path.Join(p, k)); err != nil {
-			return err
-		}
-	}
-	err = e.Delete(ctx, p, -1)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile
-		return e.DeleteTree(ctx, p)
-	}
-	return err
-}
+func (e *Etcd) DeleteTree(ctx context.Context, p string) error { return deleteTree(ctx, e, p) }
 
 // Multi applies ops atomically, as one etcd transaction.
 func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
@@ -1121,7 +957,7 @@ func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
 	}
-	_, err := e.txn(ctx, &e.multis, clean, nil)
+	_, err := e.txn(ctx, &e.counters.multis, clean, nil)
 	if err != nil {
 		var me *MultiError
 		if errors.As(err, &me) {

@@ -20,15 +20,7 @@ import (
 // compacted away, it resumes at the compaction revision and every
 // subscriber gets EventResync, since changes in between are gone.
 
-func (e *Etcd) enqueue(t etcdTask) {
-	e.watchMu.Lock()
-	e.queue = append(e.queue, t)
-	e.watchMu.Unlock()
-	select {
-	case e.signal <- struct{}{}:
-	default:
-	}
-}
+func (e *Etcd) enqueue(t etcdTask) { e.watches.enqueue(t) }
 
 // Watch registers a persistent watch. fn is first called with EventResync,
 // after which every change reaches it.
@@ -36,32 +28,10 @@ func (e *Etcd) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
 	if cp, err := cleanPath(p); err == nil {
 		p = cp
 	}
-	_, sub, cancel := e.subscribe(p, kind, fn)
-	e.enqueue(etcdTask{key: watchKey{path: p, kind: kind}, sub: sub})
-	return cancel
-}
-
-func (e *Etcd) subscribe(p string, kind WatchKind, fn func(Event)) (*watchEntry, *watchSub, func()) {
 	key := watchKey{path: p, kind: kind}
-	sub := &watchSub{fn: fn}
-	e.watchMu.Lock()
-	w := e.watches[key]
-	if w == nil {
-		w = &watchEntry{key: key, subs: map[*watchSub]struct{}{}, armed: true}
-		e.watches[key] = w
-	}
-	w.subs[sub] = struct{}{}
-	e.watchMu.Unlock()
-	return w, sub, func() {
-		e.watchMu.Lock()
-		defer e.watchMu.Unlock()
-		if w := e.watches[key]; w != nil {
-			delete(w.subs, sub)
-			if len(w.subs) == 0 {
-				delete(e.watches, key)
-			}
-		}
-	}
+	_, sub, cancel := e.watches.subscribe(key, fn)
+	e.enqueue(etcdTask{key: key, sub: sub})
+	return cancel
 }
 
 // WatchNow registers a persistent watch and reads the state it watches in
@@ -73,9 +43,9 @@ func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(E
 	if err != nil {
 		return WatchState{}, func() {}, err
 	}
-	_, sub, cancel := e.subscribe(cp, kind, fn)
+	_, sub, cancel := e.watches.subscribe(watchKey{path: cp, kind: kind}, fn)
 	var st WatchState
-	err = e.do(ctx, &e.watchReqs, func(ctx context.Context) error {
+	err = e.do(ctx, &e.counters.watchReqs, func(ctx context.Context) error {
 		ops := e.statOps(cp)
 		if kind == WatchChildren {
 			ops = e.childrenOps(cp)
@@ -106,11 +76,7 @@ func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(E
 // WatchCount returns the number of watches registered (one per node and
 // kind, however many subscribers share it). On etcd they are all served by
 // one etcd watch.
-func (e *Etcd) WatchCount() int {
-	e.watchMu.Lock()
-	defer e.watchMu.Unlock()
-	return len(e.watches)
-}
+func (e *Etcd) WatchCount() int { return e.watches.count() }
 
 // watchLoop owns the namespace watch and the delivery of every event,
 // until ctx ends.
@@ -126,7 +92,7 @@ func (e *Etcd) watchLoop(ctx context.Context) {
 		}
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(e.life))
 		wch := e.cli.Watch(wctx, e.pfx+"n/", clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithProgressNotify())
-		e.watchReqs.Add(1)
+		e.counters.watchReqs.Add(1)
 		more, resync := e.consume(wch, &rev)
 		cancel()
 		if !more {
@@ -157,7 +123,7 @@ func (e *Etcd) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
 			return false, false
 		case <-e.watchKick:
 			return true, false
-		case <-e.signal:
+		case <-e.watches.queued():
 			e.runTasks()
 		case resp, ok := <-wch:
 			if !ok {
@@ -183,30 +149,20 @@ func (e *Etcd) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
 }
 
 func (e *Etcd) runTasks() {
-	e.watchMu.Lock()
-	batch := e.queue
-	e.queue = nil
-	e.watchMu.Unlock()
-	for _, t := range batch {
+	for _, t := range e.watches.take() {
 		if t.resyncAll {
 			e.resyncAll()
 			continue
 		}
-		if w := e.entry(t.key); w != nil {
-			e.deliverTo(t.sub, w, Event{Type: EventResync, Path: t.key.path})
+		if w := e.watches.entry(t.key); w != nil {
+			e.watches.deliverTo(t.sub, w, Event{Type: EventResync, Path: t.key.path})
 		}
 	}
 }
 
 func (e *Etcd) resyncAll() {
-	e.watchMu.Lock()
-	ws := make([]*watchEntry, 0, len(e.watches))
-	for _, w := range e.watches {
-		ws = append(ws, w)
-	}
-	e.watchMu.Unlock()
-	for _, w := range ws {
-		e.deliver(w, Event{Type: EventResync, Path: w.key.path})
+	for _, w := range e.watches.entries() {
+		e.watches.deliver(w, Event{Type: EventResync, Path: w.key.path})
 	}
 }
 
@@ -250,34 +206,7 @@ func (e *Etcd) dispatchPair(p string) {
 }
 
 func (e *Etcd) deliverKey(k watchKey, typ EventType) {
-	if w := e.entry(k); w != nil {
-		e.deliver(w, Event{Type: typ, Path: k.path})
-	}
-}
-
-func (e *Etcd) entry(k watchKey) *watchEntry {
-	e.watchMu.Lock()
-	defer e.watchMu.Unlock()
-	return e.watches[k]
-}
-
-func (e *Etcd) deliver(w *watchEntry, ev Event) {
-	e.watchMu.Lock()
-	subs := make([]*watchSub, 0, len(w.subs))
-	for s := range w.subs {
-		subs = append(subs, s)
-	}
-	e.watchMu.Unlock()
-	for _, s := range subs {
-		s.fn(ev)
-	}
-}
-
-func (e *Etcd) deliverTo(s *watchSub, w *watchEntry, ev Event) {
-	e.watchMu.Lock()
-	_, live := w.subs[s]
-	e.watchMu.Unlock()
-	if live {
-		s.fn(ev)
+	if w := e.watches.entry(k); w != nil {
+		e.watches.deliver(w, Event{Type: typ, Path: k.path})
 	}
 }

@@ -29,7 +29,5 @@ func SetWatchHooks(z *ZooKeeper, beforeBatch, arming func()) {
 // QueuedWatchTasks reports how many notifications and subscriptions wait in
 // z's watch queue.
 func QueuedWatchTasks(z *ZooKeeper) int {
-	z.watchMu.Lock()
-	defer z.watchMu.Unlock()
-	return len(z.queue)
+	return z.watches.queueLen()
 }

@@ -127,6 +127,36 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// settle returns what a constructor connects with: c with its defaults,
+// its digest read (Digest holds the credentials, wherever they came from;
+// DigestFile is cleared), and the options applied, their TLS being the
+// WithTLSConfig one or else the one c's TLS fields describe (nil: none).
+// c must be valid. TLS given both ways is an [ErrInvalidConfig].
+func (c Config) settle(opts []Option) (Config, options, error) {
+	c = c.WithDefaults()
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	digest, err := c.ResolveDigest()
+	if err != nil {
+		return Config{}, options{}, err
+	}
+	c.Digest, c.DigestFile = digest, ""
+	tlsCfg, err := c.LoadTLS()
+	if err != nil {
+		return Config{}, options{}, err
+	}
+	if o.tls != nil {
+		if tlsCfg != nil {
+			return Config{}, options{}, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
+		}
+		tlsCfg = o.tls
+	}
+	o.tls = tlsCfg
+	return c, o, nil
+}
+
 // String renders c for people, with the digest's password redacted.
 func (c Config) String() string {
 	type plain Config // no methods: no recursion

@@ -20,21 +20,6 @@ import (
 // event callback (never its lossy session channel) into an unbounded queue
 // drained by one goroutine per process.
 
-type watchKey struct {
-	path string
-	kind WatchKind
-}
-
-type watchSub struct {
-	fn func(Event)
-}
-
-type watchEntry struct {
-	key   watchKey
-	subs  map[*watchSub]struct{}
-	armed bool // a server-side watch is believed to be set
-}
-
 type taskKind int
 
 const (
@@ -53,49 +38,15 @@ type task struct {
 	sub    *watchSub
 }
 
-func (z *ZooKeeper) enqueue(t task) {
-	z.watchMu.Lock()
-	z.queue = append(z.queue, t)
-	z.watchMu.Unlock()
-	select {
-	case z.signal <- struct{}{}:
-	default:
-	}
-}
+func (z *ZooKeeper) enqueue(t task) { z.watches.enqueue(t) }
 
 // Watch registers a persistent watch. fn is first called with EventResync
 // once the watch is armed, so a caller that registers and then waits for
 // events re-reads state after the watch is in place.
 func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
-	e, sub, cancel := z.subscribe(p, kind, fn)
+	e, sub, cancel := z.watches.subscribe(watchKey{path: p, kind: kind}, fn)
 	z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
 	return cancel
-}
-
-// subscribe registers fn for the watch on p without arming it, and
-// returns the watch, the subscription and what removes it (and the watch
-// with its last subscriber).
-func (z *ZooKeeper) subscribe(p string, kind WatchKind, fn func(Event)) (*watchEntry, *watchSub, func()) {
-	key := watchKey{path: p, kind: kind}
-	sub := &watchSub{fn: fn}
-	z.watchMu.Lock()
-	e := z.watches[key]
-	if e == nil {
-		e = &watchEntry{key: key, subs: map[*watchSub]struct{}{}}
-		z.watches[key] = e
-	}
-	e.subs[sub] = struct{}{}
-	z.watchMu.Unlock()
-	return e, sub, func() {
-		z.watchMu.Lock()
-		defer z.watchMu.Unlock()
-		if e := z.watches[key]; e != nil {
-			delete(e.subs, sub)
-			if len(e.subs) == 0 {
-				delete(z.watches, key)
-			}
-		}
-	}
 }
 
 // WatchNow registers a persistent watch and arms it in the caller's
@@ -110,10 +61,10 @@ func (z *ZooKeeper) subscribe(p string, kind WatchKind, fn func(Event)) (*watchE
 // changed while the request was in flight, the watch is handed to the
 // dispatcher like any new one.
 func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
-	e, sub, cancel := z.subscribe(p, kind, fn)
+	e, sub, cancel := z.watches.subscribe(watchKey{path: p, kind: kind}, fn)
 	sess, conn := z.Session(), z.client()
 	full := z.full(p)
-	st, err := call(ctx, z, &z.watchReqs, func() (WatchState, error) {
+	st, err := call(ctx, z, &z.counters.watchReqs, func() (WatchState, error) {
 		if kind != WatchChildren {
 			ok, s, _, err := conn.ExistsW(full)
 			if !ok {
@@ -128,7 +79,7 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 			}
 			// Watch for the node's creation instead, as arm does; if it
 			// was created in between, list its children after all.
-			z.watchReqs.Inc()
+			z.counters.watchReqs.Add(1)
 			ok, _, _, err := conn.ExistsW(full)
 			if err != nil || !ok {
 				return WatchState{}, err
@@ -136,7 +87,7 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 			if attempt > 0 {
 				return WatchState{}, fmt.Errorf("%w: %s created and deleted while arming", ErrConnectionLoss, p)
 			}
-			z.watchReqs.Inc()
+			z.counters.watchReqs.Add(1)
 		}
 	})
 	if err == nil && (z.Session() != sess || sess.Err() != nil || z.client() != conn) {
@@ -146,7 +97,7 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 		z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
 		return WatchState{}, cancel, wrapPath("watch", p, err)
 	}
-	z.setArmed(e, true)
+	z.watches.setArmed(e, true)
 	return st, cancel, nil
 }
 
@@ -154,11 +105,7 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 // kind, however many subscribers share it): what this client asks the
 // servers to hold, data and children watches alike. ZooKeeper's own
 // four-letter word wchs counts only the data watches.
-func (z *ZooKeeper) WatchCount() int {
-	z.watchMu.Lock()
-	defer z.watchMu.Unlock()
-	return len(z.watches)
-}
+func (z *ZooKeeper) WatchCount() int { return z.watches.count() }
 
 // OnSession reconnect hooks: re-arm whatever failed while disconnected.
 func (z *ZooKeeper) rearmLater() { z.enqueue(task{kind: taskRearm}) }
@@ -174,16 +121,13 @@ func (z *ZooKeeper) dispatchLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-z.signal:
+		case <-z.watches.queued():
 		}
 		for {
 			if h := z.beforeBatch.Load(); h != nil {
 				(*h)()
 			}
-			z.watchMu.Lock()
-			batch := z.queue
-			z.queue = nil
-			z.watchMu.Unlock()
+			batch := z.watches.take()
 			if len(batch) == 0 {
 				break
 			}
@@ -246,16 +190,16 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 	for i, t := range ts {
 		switch t.kind {
 		case taskArm:
-			e := z.entry(t.key)
+			e := z.watches.entry(t.key)
 			if e == nil {
 				continue
 			}
-			plans[i] = []rearm{{e: e, alreadyArmed: z.isArmed(e)}}
+			plans[i] = []rearm{{e: e, alreadyArmed: z.watches.isArmed(e)}}
 		case taskNode:
 			_, kinds := nodeEvent(t.zkType)
 			for _, k := range kinds {
-				if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
-					z.setArmed(e, false)
+				if e := z.watches.entry(watchKey{path: t.path, kind: k}); e != nil {
+					z.watches.setArmed(e, false)
 					plans[i] = append(plans[i], rearm{e: e})
 				}
 			}
@@ -273,7 +217,7 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 		switch t.kind {
 		case taskArm:
 			if len(plans[i]) > 0 {
-				z.deliverTo(t.sub, plans[i][0].e, Event{Type: EventResync, Path: t.key.path})
+				z.watches.deliverTo(t.sub, plans[i][0].e, Event{Type: EventResync, Path: t.key.path})
 			}
 		case taskNode:
 			typ, _ := nodeEvent(t.zkType)
@@ -288,23 +232,23 @@ func (z *ZooKeeper) runTask(t task) {
 	switch t.kind { // taskArm and taskNode go through runConcurrently
 	case taskUnarmed:
 		for _, k := range []WatchKind{WatchNode, WatchChildren} {
-			if e := z.entry(watchKey{path: t.path, kind: k}); e != nil {
-				z.setArmed(e, false)
+			if e := z.watches.entry(watchKey{path: t.path, kind: k}); e != nil {
+				z.watches.setArmed(e, false)
 			}
 		}
 	case taskResyncAll, taskRearm:
 		var es []*watchEntry
-		for _, e := range z.entries() {
-			if t.kind == taskRearm && z.isArmed(e) {
+		for _, e := range z.watches.entries() {
+			if t.kind == taskRearm && z.watches.isArmed(e) {
 				continue
 			}
-			z.setArmed(e, false)
+			z.watches.setArmed(e, false)
 			es = append(es, e)
 		}
 		// A new session re-arms every watch of the process: side by side.
 		parallel.Each(len(es), rearmers, func(i int) { z.arm(es[i]) })
 		for _, e := range es {
-			z.deliver(e, Event{Type: EventResync, Path: e.key.path})
+			z.watches.deliver(e, Event{Type: EventResync, Path: e.key.path})
 		}
 	}
 }
@@ -328,16 +272,16 @@ func nodeEvent(t zk.EventType) (EventType, []WatchKind) {
 // deliverNodeEvent tells e's subscribers of a node event, after e was
 // re-armed (exists and armed are the re-arm's answer).
 func (z *ZooKeeper) deliverNodeEvent(e *watchEntry, typ EventType, p string, exists, armed bool) {
-	z.deliver(e, Event{Type: typ, Path: p})
+	z.watches.deliver(e, Event{Type: typ, Path: p})
 	// A node deleted and created again (or the reverse) before the re-arm
 	// sends no second notification: the re-arm's answer shows it, and the
 	// subscribers hear of the change that followed.
 	if armed && e.key.kind == WatchNode {
 		switch {
 		case typ == EventDeleted && exists:
-			z.deliver(e, Event{Type: EventCreated, Path: p})
+			z.watches.deliver(e, Event{Type: EventCreated, Path: p})
 		case typ == EventCreated && !exists:
-			z.deliver(e, Event{Type: EventDeleted, Path: p})
+			z.watches.deliver(e, Event{Type: EventDeleted, Path: p})
 		}
 	}
 }
@@ -354,7 +298,7 @@ func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
 	}
 	full := z.full(e.key.path)
 	var err error
-	z.watchReqs.Inc()
+	z.counters.watchReqs.Add(1)
 	switch e.key.kind {
 	case WatchNode:
 		exists, _, _, err = z.client().ExistsW(full)
@@ -363,7 +307,7 @@ func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
 		if errors.Is(err, zk.ErrNoNode) {
 			// Watch for the node's creation instead; the creation event
 			// re-arms the children watch.
-			z.watchReqs.Inc()
+			z.counters.watchReqs.Add(1)
 			_, _, _, err = z.client().ExistsW(full)
 		}
 	}
@@ -371,55 +315,6 @@ func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
 		z.log.Debug("watch not armed; will retry after reconnect", "path", e.key.path, "err", err)
 		return false, false
 	}
-	z.setArmed(e, true)
+	z.watches.setArmed(e, true)
 	return exists, true
-}
-
-func (z *ZooKeeper) entry(k watchKey) *watchEntry {
-	z.watchMu.Lock()
-	defer z.watchMu.Unlock()
-	return z.watches[k]
-}
-
-func (z *ZooKeeper) entries() []*watchEntry {
-	z.watchMu.Lock()
-	defer z.watchMu.Unlock()
-	out := make([]*watchEntry, 0, len(z.watches))
-	for _, e := range z.watches {
-		out = append(out, e)
-	}
-	return out
-}
-
-func (z *ZooKeeper) isArmed(e *watchEntry) bool {
-	z.watchMu.Lock()
-	defer z.watchMu.Unlock()
-	return e.armed
-}
-
-func (z *ZooKeeper) setArmed(e *watchEntry, v bool) {
-	z.watchMu.Lock()
-	e.armed = v
-	z.watchMu.Unlock()
-}
-
-func (z *ZooKeeper) deliver(e *watchEntry, ev Event) {
-	z.watchMu.Lock()
-	subs := make([]*watchSub, 0, len(e.subs))
-	for s := range e.subs {
-		subs = append(subs, s)
-	}
-	z.watchMu.Unlock()
-	for _, s := range subs {
-		s.fn(ev)
-	}
-}
-
-func (z *ZooKeeper) deliverTo(s *watchSub, e *watchEntry, ev Event) {
-	z.watchMu.Lock()
-	_, live := e.subs[s]
-	z.watchMu.Unlock()
-	if live {
-		s.fn(ev)
-	}
 }

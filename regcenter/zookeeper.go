@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"path"
-	"sort"
 	"strings"
 	"sync"
 	stdatomic "sync/atomic"
@@ -86,29 +85,13 @@ type ZooKeeper struct {
 	dialMu  sync.Mutex
 	dialErr error // the latest failed attempt's cause
 
-	mu         sync.Mutex
-	session    *Session
-	gen        uint64
-	suspended  bool
-	closed     bool
-	listeners  map[int]func(SessionEvent)
-	nextID     int
-	firstSess  chan struct{} // closed at the first session
-	sessEvents []SessionEvent
-	sessSignal chan struct{}
-
-	watchMu sync.Mutex
-	watches map[watchKey]*watchEntry
-	queue   []task
-	signal  chan struct{}
-	wakeDog chan struct{}
+	sessions *sessionHub       // the session, its listeners, the watchdog's wake-ups
+	watches  *watchTable[task] // the watches and the dispatcher's queue (watch.go)
+	counters requestCounters   // the requests sent, for Stats
 
 	// Test hooks (export_test.go): called before the dispatcher takes a
 	// batch from the queue, and before each watch is armed.
 	beforeBatch, arming stdatomic.Pointer[func()]
-
-	reads, writes, multis, watchReqs atomic.Int64
-	errs                             atomic.Int64 // failed requests (Stats.Errors)
 
 	// group owns the center's goroutines; done is its context's Done,
 	// closed when Close begins.
@@ -127,43 +110,22 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
-	o := options{logger: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	// From here on Digest holds the credentials, wherever they came from.
-	digest, err := cfg.ResolveDigest()
+	cfg, o, err := cfg.settle(opts)
 	if err != nil {
 		return nil, err
-	}
-	cfg.Digest, cfg.DigestFile = digest, ""
-	tlsCfg, err := cfg.LoadTLS()
-	if err != nil {
-		return nil, err
-	}
-	if o.tls != nil {
-		if tlsCfg != nil {
-			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", ErrInvalidConfig)
-		}
-		tlsCfg = o.tls
 	}
 	z := &ZooKeeper{
-		cfg:        cfg,
-		root:       "/" + cfg.Namespace,
-		log:        o.logger.With("component", "regcenter"),
-		epoch:      time.Now(),
-		listeners:  map[int]func(SessionEvent){},
-		firstSess:  make(chan struct{}),
-		sessSignal: make(chan struct{}, 1),
-		watches:    map[watchKey]*watchEntry{},
-		signal:     make(chan struct{}, 1),
-		wakeDog:    make(chan struct{}, 1),
-		group:      startstop.New(ctx),
+		cfg:     cfg,
+		root:    "/" + cfg.Namespace,
+		log:     o.logger.With("component", "regcenter"),
+		epoch:   time.Now(),
+		watches: newWatchTable[task](),
+		group:   startstop.New(ctx),
 	}
+	z.sessions = newSessionHub(z.log, BackendZooKeeper, z)
 	z.done = z.group.Context().Done()
 	z.negotiated.Store(int64(cfg.SessionTimeout))
-	z.tls = tlsCfg
+	z.tls = o.tls
 	if cfg.Digest != "" {
 		user, pass, _ := strings.Cut(cfg.Digest, ":")
 		z.acl = zk.DigestACL(zk.PermAll, user, pass)
@@ -183,7 +145,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	timer := time.NewTimer(cfg.ConnectTimeout)
 	defer timer.Stop()
 	select {
-	case <-z.firstSess:
+	case <-z.sessions.first():
 	case <-timer.C:
 		conn.Close()
 		if cause := z.lastDialErr(); cause != nil {
@@ -196,7 +158,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	}
 
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(z.group.Go(z.dispatchLoop), z.group.Go(z.watchdog), z.group.Go(z.notifyLoop)); err != nil {
+	if err := errors.Join(z.group.Go(z.dispatchLoop), z.group.Go(z.watchdog), z.group.Go(z.sessions.notifyLoop)); err != nil {
 		z.Close()
 		return nil, err
 	}
@@ -266,7 +228,7 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 // createRoot creates the namespace root where it is missing: at the first
 // connect, and again when ZooKeeper lost its data under a running process.
 func (z *ZooKeeper) createRoot(ctx context.Context) error {
-	_, err := call(ctx, z, &z.writes, func() (string, error) { return z.client().Create(z.root, nil, 0, z.acl) })
+	_, err := call(ctx, z, &z.counters.writes, func() (string, error) { return z.client().Create(z.root, nil, 0, z.acl) })
 	if err != nil && !errors.Is(err, ErrNodeExists) {
 		return err
 	}
@@ -387,10 +349,7 @@ func (z *ZooKeeper) noteRefusal() {
 	if z.refusals.Inc() == 1 {
 		z.refusedAt.Store(int64(time.Since(z.epoch)))
 	}
-	select {
-	case z.wakeDog <- struct{}{}:
-	default:
-	}
+	z.sessions.wake()
 }
 
 // refusedTooLong reports whether the servers have refused every handshake
@@ -406,10 +365,7 @@ func (z *ZooKeeper) refusedTooLong() bool {
 // a server that forgot it. The new session is announced as usual
 // (SessionNew), so every job re-registers (I3).
 func (z *ZooKeeper) replaceClient() {
-	z.mu.Lock()
-	closed := z.closed
-	z.mu.Unlock()
-	if closed {
+	if z.sessions.closing() {
 		return
 	}
 	old := z.client()
@@ -437,7 +393,7 @@ func (z *ZooKeeper) replaceClient() {
 func (z *ZooKeeper) authenticate(ctx context.Context, conn *zk.Conn) {
 	for {
 		err := translate(conn.AddAuth("digest", []byte(z.cfg.Digest)))
-		z.writes.Inc()
+		z.counters.writes.Add(1)
 		switch {
 		case err == nil:
 			return
@@ -543,112 +499,21 @@ func (z *ZooKeeper) onEvent(ev zk.Event) {
 }
 
 func (z *ZooKeeper) onState(state zk.State) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	if z.closed {
+	if z.sessions.closing() {
 		return
 	}
 	switch state {
 	case zk.StateHasSession:
 		z.refusals.Store(0)
-		id := z.connected.Load()
-		cur := z.session
-		switch {
-		case cur == nil:
-			z.newSessionLocked(id)
-			close(z.firstSess)
-		case cur.id == id && cur.ctx.Err() == nil:
-			if z.suspended {
-				z.suspended = false
-				z.log.Info("reconnected", "session", cur.String())
-				z.emitLocked(SessionEvent{Type: SessionReconnected, Session: cur})
-			}
-		default:
-			if cur.ctx.Err() == nil {
-				z.loseLocked(cur, fmt.Errorf("%w: replaced by session 0x%x", ErrSessionLost, id))
-			}
-			z.newSessionLocked(id)
+		if z.sessions.established(z.connected.Load()) == sessionNext {
 			z.enqueue(task{kind: taskResyncAll})
 		}
 	case zk.StateDisconnected:
-		if z.session != nil && !z.suspended && z.session.ctx.Err() == nil {
-			z.suspended = true
-			z.log.Warn("connection to zookeeper lost; firing suspended", "session", z.session.String(), "lease_left", z.leaseLeft().Round(time.Millisecond))
-			z.emitLocked(SessionEvent{Type: SessionSuspended, Session: z.session})
-		}
+		z.sessions.suspend("connection to zookeeper lost; firing suspended")
 	case zk.StateExpired:
-		if z.session != nil && z.session.ctx.Err() == nil {
-			z.loseLocked(z.session, fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
-		}
+		z.sessions.lose(fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
 	case zk.StateAuthFailed:
 		z.log.Error("zookeeper refused authentication")
-	}
-}
-
-func (z *ZooKeeper) newSessionLocked(id int64) {
-	z.gen++
-	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{id: id, gen: z.gen, ctx: ctx, cancel: cancel, z: z}
-	z.session = s
-	z.suspended = false
-	if z.gen > 1 {
-		z.log.Info("new zookeeper session", "session", s.String())
-		z.emitLocked(SessionEvent{Type: SessionNew, Session: s})
-	}
-	select {
-	case z.wakeDog <- struct{}{}:
-	default:
-	}
-}
-
-func (z *ZooKeeper) loseLocked(s *Session, cause error) {
-	s.cancel(cause)
-	z.log.Warn("zookeeper session lost", "session", s.String(), "cause", cause)
-	z.emitLocked(SessionEvent{Type: SessionLost, Session: s})
-}
-
-// emitLocked queues ev for the listeners. Session contexts are cancelled
-// synchronously by the caller; listeners hear about it on their own
-// goroutine, in order, so they may call back into the center.
-func (z *ZooKeeper) emitLocked(ev SessionEvent) {
-	z.sessEvents = append(z.sessEvents, ev)
-	select {
-	case z.sessSignal <- struct{}{}:
-	default:
-	}
-}
-
-// notifyLoop delivers session events to listeners, in order, until ctx
-// ends.
-func (z *ZooKeeper) notifyLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-z.sessSignal:
-		}
-		for {
-			z.mu.Lock()
-			if len(z.sessEvents) == 0 {
-				z.mu.Unlock()
-				break
-			}
-			ev := z.sessEvents[0]
-			z.sessEvents = z.sessEvents[1:]
-			ids := make([]int, 0, len(z.listeners))
-			for id := range z.listeners {
-				ids = append(ids, id)
-			}
-			sort.Ints(ids)
-			fns := make([]func(SessionEvent), len(ids))
-			for i, id := range ids {
-				fns[i] = z.listeners[id]
-			}
-			z.mu.Unlock()
-			for _, fn := range fns {
-				fn(ev)
-			}
-		}
 	}
 }
 
@@ -659,18 +524,12 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		z.mu.Lock()
-		s := z.session
-		z.mu.Unlock()
+		s := z.sessions.current()
 		wait := time.Second
 		if s.ctx.Err() == nil {
 			left := z.leaseLeft()
 			if left <= 0 {
-				z.mu.Lock()
-				if z.session == s && s.ctx.Err() == nil && z.leaseLeft() <= 0 {
-					z.loseLocked(s, fmt.Errorf("%w: no word from zookeeper for %v (lease %v)", ErrSessionLost, z.sinceRead().Round(time.Millisecond), z.leaseDuration()))
-				}
-				z.mu.Unlock()
+				z.sessions.lapse(s, "no word from zookeeper")
 				continue
 			}
 			wait = left
@@ -681,20 +540,17 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 			// The lease lapsed but the server is talking again on the same
 			// session. Prove it with a round trip before trusting it.
 			_, _, err := z.client().Exists(z.root)
-			z.reads.Inc()
-			z.mu.Lock()
-			if err == nil && z.session == s && z.client().SessionID() == s.id && !z.closed {
-				z.newSessionLocked(s.id)
+			z.counters.reads.Add(1)
+			if err == nil && z.client().SessionID() == s.id && z.sessions.revive(s) {
 				z.enqueue(task{kind: taskResyncAll})
 			}
-			z.mu.Unlock()
 			continue
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-z.wakeDog:
+		case <-z.sessions.wakeups():
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -704,46 +560,23 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (z *ZooKeeper) Session() *Session {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	return z.session
-}
+func (z *ZooKeeper) Session() *Session { return z.sessions.current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
 func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	id := z.nextID
-	z.nextID++
-	z.listeners[id] = fn
-	return func() {
-		z.mu.Lock()
-		defer z.mu.Unlock()
-		delete(z.listeners, id)
-	}
+	return z.sessions.subscribe(fn)
 }
 
 // Stats returns the requests sent so far.
-func (z *ZooKeeper) Stats() Stats {
-	return Stats{Reads: z.reads.Load(), Writes: z.writes.Load(), Multis: z.multis.Load(), Watches: z.watchReqs.Load(),
-		Errors: z.errs.Load(), Backend: BackendZooKeeper}
-}
+func (z *ZooKeeper) Stats() Stats { return z.counters.stats(BackendZooKeeper) }
 
 // Close ends the session and stops the center's goroutines. It is
 // idempotent.
 func (z *ZooKeeper) Close() error {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
+	if _, ok := z.sessions.close(); !ok {
 		return nil
 	}
-	z.closed = true
-	if z.session != nil {
-		z.session.cancel(ErrClosed)
-	}
-	z.mu.Unlock()
 	z.group.Close()
 	z.group.Cancel(ErrClosed) // closes z.done
 	z.client().Close()
@@ -758,7 +591,7 @@ func (z *ZooKeeper) Close() error {
 // no contexts, so the request runs on a goroutine that ends when the client
 // answers it (every request is answered: flushed with an error on
 // disconnect or close).
-func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f func() (T, error)) (T, error) {
+func call[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -768,10 +601,10 @@ func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f fun
 		return zero, ErrClosed
 	default:
 	}
-	counter.Inc()
+	counter.Add(1)
 	if ctx.Done() == nil {
 		v, err := f()
-		return v, z.counted(translate(err))
+		return v, z.counters.counted(translate(err))
 	}
 	type result struct {
 		v   T
@@ -784,27 +617,16 @@ func call[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f fun
 	}()
 	select {
 	case r := <-ch:
-		return r.v, z.counted(translate(r.err))
+		return r.v, z.counters.counted(translate(r.err))
 	case <-ctx.Done():
-		return zero, z.counted(ctx.Err())
+		return zero, z.counters.counted(ctx.Err())
 	case <-z.done:
-		return zero, z.counted(ErrClosed)
+		return zero, z.counters.counted(ErrClosed)
 	}
-}
-
-// counted counts err in Stats.Errors when it is a failure rather than an
-// answer, and returns it.
-func (z *ZooKeeper) counted(err error) error {
-	if err == nil || errors.Is(err, ErrNoNode) || errors.Is(err, ErrNodeExists) ||
-		errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNotEmpty) {
-		return err
-	}
-	z.errs.Inc()
-	return err
 }
 
 // retrying runs an idempotent request with backoff on connection errors.
-func retrying[T any](ctx context.Context, z *ZooKeeper, counter *atomic.Int64, f func() (T, error)) (T, error) {
+func retrying[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
 	sleep := z.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
 		v, err := call(ctx, z, counter, f)
@@ -880,7 +702,7 @@ func (z *ZooKeeper) Get(ctx context.Context, p string) ([]byte, Stat, error) {
 		b []byte
 		s *zk.Stat
 	}
-	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
+	v, err := retrying(ctx, z, &z.counters.reads, func() (r, error) {
 		b, s, err := z.client().Get(z.full(p))
 		return r{b, s}, err
 	})
@@ -893,7 +715,7 @@ func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
 		ok bool
 		s  *zk.Stat
 	}
-	v, err := retrying(ctx, z, &z.reads, func() (r, error) {
+	v, err := retrying(ctx, z, &z.counters.reads, func() (r, error) {
 		ok, s, err := z.client().Exists(z.full(p))
 		return r{ok, s}, err
 	})
@@ -902,7 +724,7 @@ func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
 
 // Children lists a node's children.
 func (z *ZooKeeper) Children(ctx context.Context, p string) ([]string, error) {
-	v, err := retrying(ctx, z, &z.reads, func() ([]string, error) {
+	v, err := retrying(ctx, z, &z.counters.reads, func() ([]string, error) {
 		c, _, err := z.client().Children(z.full(p))
 		return c, err
 	})
@@ -927,12 +749,12 @@ func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode
 		return "", err
 	}
 	create := func() (string, error) { return z.client().Create(z.full(p), data, flags(mode), z.acl) }
-	got, err := call(ctx, z, &z.writes, create)
+	got, err := call(ctx, z, &z.counters.writes, create)
 	if errors.Is(err, ErrNoNode) {
 		if perr := z.createParents(ctx, path.Dir(p)); perr != nil {
 			return "", wrapPath("create", p, perr)
 		}
-		got, err = call(ctx, z, &z.writes, create)
+		got, err = call(ctx, z, &z.counters.writes, create)
 	}
 	if err != nil {
 		return "", wrapPath("create", p, err)
@@ -962,12 +784,12 @@ func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 	for i, part := range parts {
 		cur += "/" + part
 		create := func() (string, error) { return z.client().Create(z.full(cur), nil, 0, z.acl) }
-		_, err := call(ctx, z, &z.writes, create)
+		_, err := call(ctx, z, &z.counters.writes, create)
 		if i == 0 && errors.Is(err, ErrNoNode) {
 			if err := z.createRoot(ctx); err != nil {
 				return err
 			}
-			_, err = call(ctx, z, &z.writes, create)
+			_, err = call(ctx, z, &z.counters.writes, create)
 		}
 		if err != nil && !errors.Is(err, ErrNodeExists) {
 			return err
@@ -981,39 +803,18 @@ func (z *ZooKeeper) Set(ctx context.Context, p string, data []byte, version int3
 	if err := checkNodeSize(z.cfg.maxNodeBytes(), "set", p, data); err != nil {
 		return Stat{}, err
 	}
-	s, err := call(ctx, z, &z.writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
+	s, err := call(ctx, z, &z.counters.writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
 	return toStat(s), wrapPath("set", p, err)
 }
 
 // Delete removes a node.
 func (z *ZooKeeper) Delete(ctx context.Context, p string, version int32) error {
-	_, err := call(ctx, z, &z.writes, func() (struct{}, error) { return struct{}{}, z.client().Delete(z.full(p), version) })
+	_, err := call(ctx, z, &z.counters.writes, func() (struct{}, error) { return struct{}{}, z.client().Delete(z.full(p), version) })
 	return wrapPath("delete", p, err)
 }
 
 // DeleteTree removes a node and its descendants, deepest first.
-func (z *ZooKeeper) DeleteTree(ctx context.Context, p string) error {
-	kids, err := z.Children(ctx, p)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := z.DeleteTree(ctx, path.Join(p, k)); err != nil {
-			return err
-		}
-	}
-	err = z.Delete(ctx, p, -1)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile
-		return z.DeleteTree(ctx, p)
-	}
-	return err
-}
+func (z *ZooKeeper) DeleteTree(ctx context.Context, p string) error { return deleteTree(ctx, z, p) }
 
 // Multi applies ops atomically.
 func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
@@ -1038,7 +839,7 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
 	}
-	res, err := call(ctx, z, &z.multis, func() ([]zk.MultiResponse, error) { return z.client().Multi(reqs...) })
+	res, err := call(ctx, z, &z.counters.multis, func() ([]zk.MultiResponse, error) { return z.client().Multi(reqs...) })
 	// Find the op that failed: the others report success or a generic
 	// "runtime inconsistency" for being rolled back.
 	for i, r := range res {
