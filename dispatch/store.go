@@ -137,7 +137,7 @@ func stripComments(s string) string {
 	return strings.Join(out, "\n")
 }
 
-const taskCols = `uuid, worker, external_id, info, expected_start, acceptable_start, run_at, status, attempts, max_retries, timeout_us, lease_owner, deadline, late, created_at, started_at, ended_at, last_error`
+const taskCols = `uuid, worker, external_id, info, expected_start, acceptable_start, run_at, status, attempts, max_retries, timeout_us, lease_owner, deadline, late, created_at, started_at, ended_at, last_error, trace_context`
 
 type scanner interface{ Scan(...any) error }
 
@@ -146,10 +146,12 @@ func scanTask(r scanner) (Task, error) {
 	var exp, acc, runAt, timeout, deadline, created, started, ended int64
 	var late int
 	var status string
-	err := r.Scan(&t.UUID, &t.Worker, &t.ExternalID, &t.Info, &exp, &acc, &runAt, &status, &t.Attempt, &t.MaxRetries, &timeout, &t.Node, &deadline, &late, &created, &started, &ended, &t.LastError)
+	var traceCtx sql.NullString
+	err := r.Scan(&t.UUID, &t.Worker, &t.ExternalID, &t.Info, &exp, &acc, &runAt, &status, &t.Attempt, &t.MaxRetries, &timeout, &t.Node, &deadline, &late, &created, &started, &ended, &t.LastError, &traceCtx)
 	if err != nil {
 		return Task{}, err
 	}
+	t.traceCtx = traceCtx.String
 	t.Status = Status(status)
 	t.ExpectedStart = fromMicros(exp)
 	t.AcceptableStart = fromMicros(acc)
@@ -300,12 +302,13 @@ func (s *store) assign(ctx context.Context, tasks []Task, notify bool) ([]Task, 
 		const chunk = 400
 		for off := 0; off < len(tasks); off += chunk {
 			part := tasks[off:min(off+chunk, len(tasks))]
-			args := make([]any, 0, len(part)*11)
+			args := make([]any, 0, len(part)*12)
+			var tc traceArg
 			for _, t := range part {
 				args = append(args, t.UUID, t.Worker, t.ExternalID, t.Info, micros(t.ExpectedStart), micros(t.AcceptableStart),
-					micros(t.ExpectedStart), string(StatusWaiting), t.MaxRetries, t.Timeout.Microseconds(), micros(t.CreatedAt))
+					micros(t.ExpectedStart), string(StatusWaiting), t.MaxRetries, t.Timeout.Microseconds(), micros(t.CreatedAt), tc.of(t.traceCtx))
 			}
-			vals := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', 0, 0, ?, 0, 0, ''), `, len(part)), ", ")
+			vals := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, '', 0, 0, ?, 0, 0, '', ?), `, len(part)), ", ")
 			rows, err := tx.QueryContext(ctx, s.q(`INSERT INTO dispatch_tasks (`+taskCols+`) VALUES `+vals+` ON CONFLICT (worker, external_id) DO NOTHING RETURNING uuid`), args...)
 			if err != nil {
 				return err
@@ -355,6 +358,24 @@ func (s *store) assign(ctx context.Context, tasks []Task, notify bool) ([]Task, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// traceArg is the trace_context argument of the tasks an assign inserts:
+// NULL for a task without one, and the tasks of one Assign, which share
+// theirs, share one boxed value.
+type traceArg struct {
+	last string
+	arg  any
+}
+
+func (a *traceArg) of(traceCtx string) any {
+	if traceCtx == "" {
+		return nil
+	}
+	if a.arg == nil || traceCtx != a.last {
+		a.last, a.arg = traceCtx, traceCtx
+	}
+	return a.arg
 }
 
 // notifyChannel is the PostgreSQL LISTEN/NOTIFY channel that wakes fetchers.
@@ -771,7 +792,8 @@ const (
 // released is what became of one task freed by release.
 type released struct {
 	Task
-	Failed bool // retries spent: the task failed for good
+	Failed bool   // retries spent: the task failed for good
+	HeldBy string // the lease that held the attempt (Task.Node is "" now)
 }
 
 // release frees running tasks: slots back, then retry, fail or give back.
@@ -782,7 +804,7 @@ func (s *store) release(ctx context.Context, tx *sql.Tx, tasks []Task, mode rele
 	out := make([]released, 0, len(tasks))
 	upd := s.q(`UPDATE dispatch_tasks SET status = ?, attempts = ?, run_at = ?, lease_owner = '', deadline = 0, ended_at = ?, last_error = ? WHERE uuid = ? AND status = 'running'`)
 	for _, t := range tasks {
-		r := released{Task: t}
+		r := released{Task: t, HeldBy: t.Node}
 		r.LastError, r.Node = reason, ""
 		var ended int64
 		switch {

@@ -64,6 +64,10 @@ type Task struct {
 	LastError  string        // why the last attempt ended without a Finish
 
 	CreatedAt, StartedAt, EndedAt time.Time
+
+	// traceCtx is the W3C trace context of the Assign call that created
+	// the task, as stored (see assignTrace); "" when there is none.
+	traceCtx string
 }
 
 // Worker is a tenant: its own cap on running tasks, its late policy and,
