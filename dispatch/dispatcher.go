@@ -130,9 +130,27 @@ type Config struct {
 	// others' to Ok. The span has no parent: each dispatch starts a trace.
 	// The context OnStart gets carries the span, so that spans it starts
 	// are its children, and Webhooks sends it on as the traceparent and
-	// tracestate headers. Default nil: off, and then the start path makes
-	// no span and allocates nothing for tracing; the global provider
-	// (otel.GetTracerProvider) is never used.
+	// tracestate headers.
+	//
+	// Assign stores the span its context carries (its W3C trace context)
+	// on every task it adds, and each dispatch's span has a link to it,
+	// with AttrLink set to LinkAssign: a link, not a parent, so a task
+	// assigned in a request's trace is found from it without the request
+	// and its dispatches becoming one trace. A task assigned without a
+	// span, or by a dispatcher without a provider, has none stored and its
+	// spans no link; so has one whose stored value is not a trace context.
+	//
+	// The timeout and fail notices are spans too: TimeoutSpanName around
+	// each call of OnTimeout, FailSpanName around each call of OnFail, with
+	// the dispatch span's attributes (AttrNode: the lease that held the
+	// attempt, left out for a task failed late without a start) and link.
+	// Their listener's context carries them, so Webhooks sends them as the
+	// notices' traceparent and tracestate headers.
+	//
+	// Default nil: off, and then the start path and the notices make no
+	// span and allocate nothing for tracing, and Assign stores nothing and
+	// formats nothing; the global provider (otel.GetTracerProvider) is
+	// never used.
 	TracerProvider trace.TracerProvider
 }
 
@@ -476,7 +494,9 @@ func (d *Dispatcher) Workers(ctx context.Context) ([]Worker, error) {
 // Assign adds a batch of tasks to a worker, spread over [a.Start, a.End]
 // (see Assignment). It returns one task per NewTask, in order; a task whose
 // external id the worker already has is returned as it is, not added again.
-// The batch is one transaction: on error nothing was added.
+// The batch is one transaction: on error nothing was added. With
+// Config.TracerProvider set, the span ctx carries is stored on the tasks
+// added, and their dispatches' spans link to it.
 func (d *Dispatcher) Assign(ctx context.Context, a Assignment) ([]Task, error) {
 	if err := a.validate(); err != nil {
 		return nil, err
@@ -485,6 +505,7 @@ func (d *Dispatcher) Assign(ctx context.Context, a Assignment) ([]Task, error) {
 		return nil, err
 	}
 	now := d.clock.Now()
+	traceCtx := d.assignTrace(ctx)
 	acc := Spread(a.Start.Truncate(time.Microsecond), a.End.Truncate(time.Microsecond), len(a.Tasks))
 	ts := make([]Task, len(a.Tasks))
 	for i, nt := range a.Tasks {
@@ -492,6 +513,7 @@ func (d *Dispatcher) Assign(ctx context.Context, a Assignment) ([]Task, error) {
 			UUID: newUUID(), Worker: a.Worker, ExternalID: nt.ExternalID, Info: nt.Info,
 			ExpectedStart: a.Start.Truncate(time.Microsecond).UTC(), AcceptableStart: acc[i].UTC(),
 			MaxRetries: a.MaxRetries, Timeout: a.Timeout.Truncate(time.Microsecond), CreatedAt: now.Truncate(time.Microsecond).UTC(),
+			traceCtx: traceCtx,
 		}
 	}
 	out, err := d.st.assign(ctx, ts, d.st.d == postgresDialect)

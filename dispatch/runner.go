@@ -124,13 +124,6 @@ func (d *Dispatcher) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(d.life, opTimeout)
 }
 
-// withOp runs f under an operation context.
-func (d *Dispatcher) withOp(f func(ctx context.Context)) {
-	ctx, cancel := d.opCtx()
-	defer cancel()
-	f(ctx)
-}
-
 // leaseFresh tells whether this node renewed its lease recently enough to
 // be sure it still holds it: within LeaseTTL − SweepInterval.
 func (d *Dispatcher) leaseFresh(now time.Time) (string, bool) {
@@ -192,7 +185,7 @@ func (d *Dispatcher) claimRound(ctx context.Context) (int, error) {
 		d.stats.lateFailed.Add(1)
 		d.stats.failed.Add(1)
 		d.log.Warn("dispatch: task failed: late under the worker's fail policy", "task", t.UUID, "worker", t.Worker, "acceptable_start", t.AcceptableStart)
-		d.notifyFail(t)
+		d.notifyFail(t, "")
 	}
 	for _, t := range c.started {
 		d.stats.started.Add(1)
@@ -277,7 +270,7 @@ func (d *Dispatcher) afterRelease(rs []released) {
 		if r.Failed {
 			d.stats.failed.Add(1)
 			d.log.Warn("dispatch: task failed for good", "task", r.UUID, "worker", r.Worker, "attempts", r.Attempt, "reason", r.LastError)
-			d.notifyFail(r.Task)
+			d.notifyFail(r.Task, r.HeldBy)
 		} else {
 			d.stats.retried.Add(1)
 		}
@@ -287,9 +280,11 @@ func (d *Dispatcher) afterRelease(rs []released) {
 	}
 }
 
-func (d *Dispatcher) notifyFail(t Task) {
+// notifyFail runs the fail listener for t, which failed for good; node is
+// the lease that held its last attempt ("" if none did).
+func (d *Dispatcher) notifyFail(t Task, node string) {
 	if d.cfg.OnFail != nil {
-		d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnFail(ctx, t) }) })
+		d.goHandler(func() { d.notice(FailSpanName, d.cfg.OnFail, t, node) })
 	}
 }
 
@@ -371,8 +366,8 @@ func (d *Dispatcher) free(ctx context.Context, now time.Time) {
 			d.stats.timedOut.Add(1)
 			d.log.Info("dispatch: attempt timed out", "task", r.UUID, "worker", r.Worker, "attempt", r.Attempt)
 			if d.cfg.OnTimeout != nil {
-				task := r.Task
-				d.goHandler(func() { d.withOp(func(ctx context.Context) { d.cfg.OnTimeout(ctx, task) }) })
+				task, node := r.Task, r.HeldBy
+				d.goHandler(func() { d.notice(TimeoutSpanName, d.cfg.OnTimeout, task, node) })
 			}
 		}
 		d.afterRelease(rs)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -13,9 +14,11 @@ import (
 
 // Tracing: with Config.TracerProvider, every dispatch — one attempt of a
 // task handed to its start listener — is a span, whose context the start
-// listener gets. Without it the start path does nothing more than before:
-// no span, no attribute, no allocation (the checks below are a nil
-// interface's).
+// listener gets, and so is every timeout and fail notice. Assign stores the
+// caller's span context on the tasks it adds, and those spans link to it.
+// Without a provider the start path, the notices and Assign do nothing more
+// than before: no span, no attribute, no allocation, nothing formatted or
+// parsed (the checks below are a nil interface's).
 
 // DispatchSpanName names the span of one dispatch: one attempt of a task
 // handed to its worker on this node, from the claim that started it to
@@ -23,7 +26,17 @@ import (
 // by webhook, the delivery of its start notice).
 const DispatchSpanName = "shardjob.dispatch"
 
-// The attributes of a dispatch's span.
+// TimeoutSpanName names the span of one timeout notice: the call of
+// Config.OnTimeout for an attempt that timed out (for a worker reached by
+// webhook, the delivery of its timeout notice).
+const TimeoutSpanName = "shardjob.dispatch.timeout"
+
+// FailSpanName names the span of one fail notice: the call of
+// Config.OnFail for a task that failed for good (for a worker reached by
+// webhook, the delivery of its fail notice).
+const FailSpanName = "shardjob.dispatch.fail"
+
+// The attributes of a dispatch's span, and of a notice's.
 const (
 	// AttrTask is the task's uuid (Task.UUID).
 	AttrTask = attribute.Key("shardjob.task")
@@ -38,7 +51,76 @@ const (
 	// AttrLate is true when the attempt started after the task's
 	// acceptable start (Task.Late).
 	AttrLate = attribute.Key("shardjob.late")
+
+	// AttrLink, on a link of a dispatch's or a notice's span, says what
+	// the linked span is: LinkAssign.
+	AttrLink = attribute.Key("shardjob.link")
 )
+
+// LinkAssign is AttrLink's value on the link to the span of the Assign
+// call that created the task. The link is not a parent: each dispatch and
+// each notice starts a trace of its own, which points back to the one
+// that assigned the task, as messaging systems link a message's
+// processing to its sending.
+const LinkAssign = "assign"
+
+// assignTrace is the W3C trace context of the span ctx carries, as Assign
+// stores it on the tasks it adds (the column trace_context): the
+// traceparent, and when the span has a trace state, a newline and the
+// tracestate. It is "" — stored as NULL — when tracing is off, without
+// formatting anything, or when ctx carries no valid span.
+func (d *Dispatcher) assignTrace(ctx context.Context) string {
+	if d.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	tp, ts := c[traceparentKey], c[tracestateKey]
+	if ts == "" {
+		return tp
+	}
+	return tp + "\n" + ts
+}
+
+// The W3C trace context's keys, as propagation.TraceContext names them.
+const (
+	traceparentKey = "traceparent"
+	tracestateKey  = "tracestate"
+)
+
+// storedTrace is a task's stored trace context as a propagation carrier.
+type storedTrace struct{ parent, state string }
+
+func (c storedTrace) Get(key string) string {
+	switch key {
+	case traceparentKey:
+		return c.parent
+	case tracestateKey:
+		return c.state
+	}
+	return ""
+}
+
+func (storedTrace) Set(string, string) {}
+
+func (storedTrace) Keys() []string { return []string{traceparentKey, tracestateKey} }
+
+// assignLink is the link to the span stored on a task by Assign. A value
+// that is not a W3C trace context (a row edited by hand) gives no link
+// (ok false), and no error: the dispatch goes on without it. A tracestate
+// that cannot be read is dropped, the traceparent kept, as the W3C
+// specification asks.
+func assignLink(stored string) (link trace.Link, ok bool) {
+	if stored == "" {
+		return trace.Link{}, false
+	}
+	parent, state, _ := strings.Cut(stored, "\n")
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), storedTrace{parent, state}))
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	return trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrLink.String(LinkAssign)}}, true
+}
 
 // tracerName is the instrumentation scope of the dispatcher's spans.
 const tracerName = "github.com/shardjob/shardjob/dispatch"
@@ -65,18 +147,47 @@ func (d *Dispatcher) dispatchStart(ctx context.Context, t Task, claimed time.Tim
 
 // traceDispatch starts t's dispatch span when tracing is on and returns
 // ctx carrying it. Tracing off, it returns ctx and a nil span. The span is
-// a root: each dispatch starts a trace.
+// a root: each dispatch starts a trace, linked to the Assign call's.
 func (d *Dispatcher) traceDispatch(ctx context.Context, t Task, claimed time.Time) (context.Context, trace.Span) {
 	if d.tracer == nil {
 		return ctx, nil
 	}
-	return d.tracer.Start(ctx, DispatchSpanName, trace.WithNewRoot(), trace.WithTimestamp(claimed), trace.WithAttributes(
-		AttrTask.String(t.UUID),
-		AttrWorker.String(t.Worker),
-		AttrAttempt.Int(t.Attempt),
-		AttrNode.String(t.Node),
-		AttrLate.Bool(t.Late),
-	))
+	return d.startTaskSpan(ctx, DispatchSpanName, t, t.Node, trace.WithTimestamp(claimed))
+}
+
+// startTaskSpan starts a root span named name for task t, with the
+// attributes of a dispatch's span (node: the lease that holds or held the
+// attempt, left out when "") and a link to the Assign call's span when t
+// has one stored. Tracing must be on.
+func (d *Dispatcher) startTaskSpan(ctx context.Context, name string, t Task, node string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, AttrTask.String(t.UUID), AttrWorker.String(t.Worker), AttrAttempt.Int(t.Attempt))
+	if node != "" {
+		attrs = append(attrs, AttrNode.String(node))
+	}
+	attrs = append(attrs, AttrLate.Bool(t.Late))
+	opts = append(opts, trace.WithNewRoot(), trace.WithAttributes(attrs...))
+	if link, ok := assignLink(t.traceCtx); ok {
+		opts = append(opts, trace.WithLinks(link))
+	}
+	return d.tracer.Start(ctx, name, opts...)
+}
+
+// notice runs a timeout or fail listener f for t under an operation
+// context, in a span named name (TimeoutSpanName, FailSpanName) when
+// tracing is on; node is the lease that held the attempt ("" when none
+// did: a task failed late without a start). The listener's context carries
+// the span, so a Webhooks notice sends it as its traceparent. The span has
+// no status: a listener returns no outcome.
+func (d *Dispatcher) notice(name string, f TaskFunc, t Task, node string) {
+	ctx, cancel := d.opCtx()
+	defer cancel()
+	if d.tracer != nil {
+		var span trace.Span
+		ctx, span = d.startTaskSpan(ctx, name, t, node)
+		defer span.End()
+	}
+	f(ctx, t)
 }
 
 // endDispatch ends a dispatch's span (nil: tracing is off) with the start

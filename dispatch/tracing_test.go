@@ -345,9 +345,10 @@ func TestTracingOffRecordsNothing(t *testing.T) {
 	})
 }
 
-// With tracing off the start call allocates nothing for tracing, and a
-// notice's request gets no header; the same measure sees tracing's cost
-// when it is on.
+// With tracing off the start call allocates nothing for tracing, a
+// notice's request gets no header, and Assign formats no trace context
+// from its caller's span; the same measure sees tracing's cost when it is
+// on.
 func TestTracingOffAllocatesNothing(t *testing.T) {
 	d := &Dispatcher{cfg: Config{OnStart: func(context.Context, Task) error { return nil }}}
 	ctx := context.Background()
@@ -367,10 +368,21 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 	if len(h) != 0 {
 		t.Errorf("tracing off: headers %v set", h)
 	}
-
+	// Assign's caller has a span: with tracing off it is not formatted.
 	tp, _ := recorder(t)
+	spanCtx, span := tp.Tracer("app").Start(ctx, "app.assign")
+	defer span.End()
+	var stored string
+	assign := func() { stored = d.assignTrace(spanCtx) }
+	if n := testing.AllocsPerRun(100, assign); n != 0 || stored != "" {
+		t.Errorf("tracing off: reading Assign's span allocates %v times and gives %q, want 0 and \"\"", n, stored)
+	}
+
 	d.tracer = newTracer(tp)
 	if n := testing.AllocsPerRun(100, start); n == 0 {
 		t.Errorf("tracing on: the start call allocates nothing, so the measure above sees nothing")
+	}
+	if n := testing.AllocsPerRun(100, assign); n == 0 || stored == "" {
+		t.Errorf("tracing on: reading Assign's span allocates %v times and gives %q, so the measure above sees nothing", n, stored)
 	}
 }

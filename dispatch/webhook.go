@@ -50,9 +50,9 @@ const SignatureHeader = "X-Shardjob-Signature"
 // dials, follows no redirect and uses no proxy; a Client you supply
 // replaces those checks with its own.
 //
-// When the notice's context carries a span — a start notice from a
-// dispatcher with Config.TracerProvider set carries its dispatch's span —
-// every try carries that span's W3C trace context in the traceparent (and
+// When the notice's context carries a span — with Config.TracerProvider
+// set, a start notice carries its dispatch's span, a timeout or fail
+// notice its own (TimeoutSpanName, FailSpanName) — every try carries that span's W3C trace context in the traceparent (and
 // tracestate) header, so that the receiver continues the trace. These
 // headers are not covered by the signature.
 type Webhooks struct {
