@@ -39,6 +39,8 @@
 // in Go; a receiver checks them with Verify and a ReplayGuard. With
 // Config.TracerProvider every dispatch is an OpenTelemetry span
 // (DispatchSpanName), carried by OnStart's context and a start notice's
-// traceparent header.
+// traceparent header; so is every timeout and fail notice
+// (TimeoutSpanName, FailSpanName); and each of these spans links to the
+// span of the Assign call that created its task.
 // docs/dispatch.md has the model, the guarantees and the figures.
 package dispatch
