@@ -137,7 +137,14 @@ export async function refresh(ctx) {
   const shown = all.filter((j) => !q || j.name.toLowerCase().includes(q)).slice(0, DETAILS);
   const details = await Promise.all(shown.map((j) => ctx.get(path("jobs", j.name))));
   if (!ctx.alive()) return;
-  const rows = shown.map((j, i) => ({ j, st: details[i].ok ? details[i].data : null }));
+  // A job's detail (read after the list) carries its summary too: the row
+  // shows that one, so that its last fire and its last results come from
+  // the same read — a completion between the two reads showed a result
+  // beside no last fire.
+  const rows = shown.map((j, i) => {
+    const st = details[i].ok ? details[i].data : null;
+    return { j: st ? { ...j, ...st } : j, st };
+  });
   // Render only what changed, so that a refresh never swallows a click.
   const sig = JSON.stringify(rows);
   ctx.count.textContent = `${all.length} job${all.length === 1 ? "" : "s"}` + (shown.length < all.length ? `, ${shown.length} shown` : "");
