@@ -314,7 +314,7 @@ func (h *api) assign(w http.ResponseWriter, r *http.Request) {
 	for _, t := range in.Tasks {
 		a.Tasks = append(a.Tasks, NewTask{ExternalID: t.ExternalID, Info: []byte(t.Info)})
 	}
-	ts, err := h.d.Assign(r.Context(), a)
+	ts, err := h.d.Assign(h.d.remoteTrace(r), a)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -82,6 +82,19 @@ func (d *Dispatcher) assignTrace(ctx context.Context) string {
 	return tp + "\n" + ts
 }
 
+// remoteTrace is the context an assignment made over REST is recorded
+// under: the request's, which carries the span of an instrumented server;
+// or, when it has none, the caller's span from the request's traceparent
+// and tracestate headers, so that a client in any language links the
+// dispatches to its own trace. Tracing off, it reads nothing.
+func (d *Dispatcher) remoteTrace(r *http.Request) context.Context {
+	ctx := r.Context()
+	if d.tracer == nil || trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+}
+
 // The W3C trace context's keys, as propagation.TraceContext names them.
 const (
 	traceparentKey = "traceparent"

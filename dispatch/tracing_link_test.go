@@ -474,3 +474,88 @@ func TestTraceContextMigrationOnAnOlderStore(t *testing.T) {
 		}
 	})
 }
+
+// An assignment posted over REST by a client that sends a traceparent
+// header (any language, no instrumented server) links its dispatches to
+// the client's trace; a garbage header links nothing and assigns all the
+// same.
+func TestRESTAssignLinksToTheTraceparentHeader(t *testing.T) {
+	eachStore(t, func(t *testing.T, cfg Config) {
+		tp, rec := recorder(t)
+		cfg.TracerProvider = tp
+		cfg.FinishOnReturn = true
+		cfg.OnStart = func(context.Context, Task) error { return nil }
+		d := open(t, cfg)
+		mustWorker(t, d, "w", 5)
+		h, err := NewHandler(d, HandlerConfig{Token: testToken, Logger: testlog.Logger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		post := func(ext, traceparent string) string {
+			t.Helper()
+			now := time.Now().UTC()
+			body := `{"worker":"w","start":"` + now.Add(-time.Second).Format(time.RFC3339Nano) + `","end":"` +
+				now.Add(time.Hour).Format(time.RFC3339Nano) + `","tasks":[{"external_id":"` + ext + `"}]}`
+			req, err := http.NewRequestWithContext(testCtx(t), "POST", srv.URL+"/v1/assign", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("traceparent", traceparent)
+			req.Header.Set("tracestate", "vendor=opaque-1")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("assign %s: status %d: %s", ext, resp.StatusCode, raw)
+			}
+			var out struct {
+				Tasks []struct {
+					UUID string `json:"uuid"`
+				} `json:"tasks"`
+			}
+			if err := json.Unmarshal(raw, &out); err != nil || len(out.Tasks) != 1 {
+				t.Fatalf("assign %s: %q (%v)", ext, raw, err)
+			}
+			return out.Tasks[0].UUID
+		}
+		linked := post("linked", parent)
+		garbage := post("garbage", "00-not-a-trace-01")
+		if v, ok := traceColumn(t, d, linked); !ok || !strings.HasPrefix(v, parent) {
+			t.Errorf("linked: trace_context %q (null %v), want the header's %s", v, !ok, parent)
+		}
+		if v, ok := traceColumn(t, d, garbage); ok {
+			t.Errorf("garbage header: trace_context %q, want NULL", v)
+		}
+		if err := d.Start(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, d, linked, StatusFinished)
+		waitStatus(t, d, garbage, StatusFinished)
+		want := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+			SpanID:  trace.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}, TraceFlags: trace.FlagsSampled,
+		})
+		ts, err := trace.ParseTraceState("vendor=opaque-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = want.WithTraceState(ts)
+		for _, s := range endedSpans(t, rec, DispatchSpanName, 2) {
+			switch a := attrs(s); a[AttrTask].AsString() {
+			case linked:
+				checkAssignLink(t, "REST assign", s, want)
+			case garbage:
+				if len(s.Links()) != 0 {
+					t.Errorf("garbage header: links %v, want none", s.Links())
+				}
+			}
+		}
+	})
+}
