@@ -71,8 +71,8 @@ import (
 )
 
 // Etcd is the [Center] backed by an etcd cluster (the v3 API). Create it
-// with [NewEtcd] (or [Open], or [NewEmbedded] for a member inside the
-// process); it is safe for concurrent use.
+// with [NewEtcd] or [Open] (package regcenter/embedded runs a member inside
+// the process and gives one on it); it is safe for concurrent use.
 //
 // Its session is an etcd lease whose TTL is the session timeout, kept alive
 // by the center. Ephemeral nodes are keys attached to that lease. The

@@ -1,7 +1,7 @@
 // Package demoreg gives the example programs their registry: ZooKeeper
 // with -zk host:port,..., an etcd cluster with -etcd host:port,..., or,
 // when neither is given, a single-member etcd inside the process
-// ([regcenter.StartEmbeddedServer]) whose data lives in a fresh temporary
+// ([embedded.Start]) whose data lives in a fresh temporary
 // directory that Close removes. The default needs nothing but Go.
 //
 // A demo that runs several instances in one process opens one center per
@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/embedded"
 )
 
 // Environment variables that stand in for the flags.
@@ -51,7 +52,7 @@ func (f *Flags) Given() bool { return strings.TrimSpace(f.zk) != "" || strings.T
 // Registry is the registry a demo runs on. Close it at the end.
 type Registry struct {
 	cfg    regcenter.Config
-	server *regcenter.EmbeddedServer
+	server *embedded.Server
 	dir    string
 	desc   string
 }
@@ -90,7 +91,7 @@ func (f *Flags) Start(ctx context.Context, ns string) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a directory for the embedded etcd: %w", err)
 	}
-	srv, err := regcenter.StartEmbeddedServer(ctx, regcenter.EmbeddedConfig{Dir: dir})
+	srv, err := embedded.Start(ctx, embedded.Config{Dir: dir})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting the embedded etcd: %w", err), os.RemoveAll(dir))
 	}

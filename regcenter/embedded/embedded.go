@@ -1,4 +1,10 @@
-package regcenter
+// Package embedded runs a single-member etcd inside the process, the
+// registry with nothing to install: for a demo, a test, or a program whose
+// instances all run on one host. It is a package of its own so that only
+// the programs that start one link etcd's server (its storage, raft, and
+// their own dependencies); a program that reaches ZooKeeper or an etcd
+// cluster through [regcenter] does not.
+package embedded
 
 import (
 	"context"
@@ -13,57 +19,60 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/shardjob/shardjob/regcenter"
 )
 
-// EmbeddedConfig configures [NewEmbedded]: a single-member etcd inside the
+// Config configures [New] and [Start]: a single-member etcd inside the
 // process, for one host.
-type EmbeddedConfig struct {
+type Config struct {
 	// Dir holds the member's data: created if missing, kept by Close, so a
 	// program started again finds its jobs where it left them. Required.
 	// One process at a time may use a Dir.
 	Dir string
 	// Namespace is the root node under which every job lives, as
-	// [Config.Namespace]. Default "shardjob".
+	// [regcenter.Config.Namespace]. Default "shardjob".
 	Namespace string
-	// SessionTimeout is the session lease's TTL, as [Config.SessionTimeout].
+	// SessionTimeout is the session lease's TTL, as [regcenter.Config.SessionTimeout].
 	// Default 10s.
 	SessionTimeout time.Duration
 	// ClientPort is the loopback port on which the member serves etcd
 	// clients, so that other programs on this host (the CLI, etcdctl) can
 	// reach it at 127.0.0.1:ClientPort. Default 0: a free port, chosen at
-	// start ([Embedded.Endpoint] says which).
+	// start ([Center.Endpoint] says which).
 	ClientPort int
 	// StartTimeout bounds how long the member may take to serve. Default
 	// 30s.
 	StartTimeout time.Duration
-	// MaxNodeBytes is [Config.MaxNodeBytes]. Default 0: its default.
+	// MaxNodeBytes is [regcenter.Config.MaxNodeBytes]. Default 0: its default.
 	MaxNodeBytes int
 }
 
-// Embedded is a [Center] on a single-member etcd that runs inside this
-// process: nothing to install or start, data on disk in
-// [EmbeddedConfig.Dir], clients served on the loopback interface only.
+// Center is a [regcenter.Center] on a single-member etcd that runs inside
+// this process: nothing to install or start, data on disk in [Config.Dir],
+// clients served on the loopback interface only.
 //
 // It is for one host: a demo, a test, a program whose instances all run on
 // one machine. It is not for several hosts: the member listens on
 // 127.0.0.1 only, and with one member the registry lives and dies with this
 // process; instances on other hosts, and any failover between hosts, need
-// an etcd cluster ([Config.Etcd]) or ZooKeeper ([Config.Servers]).
+// an etcd cluster ([regcenter.Config.Etcd]) or ZooKeeper
+// ([regcenter.Config.Servers]).
 //
 // Several centers on one embedded member, say one per scheduler of a demo
-// that runs a cluster in one process, come from [StartEmbeddedServer].
-type Embedded struct {
-	*Etcd
-	server *EmbeddedServer
+// that runs a cluster in one process, come from [Start].
+type Center struct {
+	*regcenter.Etcd
+	server *Server
 }
 
-// EmbeddedServer is the single-member etcd of [NewEmbedded] without a
-// center: start it once, then open as many centers on it as the program
-// needs with [NewEtcd] (or [Open]) and [EmbeddedServer.Config], each with a
-// session of its own, as separate processes would have. Close every
-// center before the server. The same limits as [Embedded]'s apply: one
+// Server is the single-member etcd of [New] without a center: start it
+// once, then open as many centers on it as the program needs with
+// [regcenter.NewEtcd] (or [regcenter.Open]) and [Server.Config], each with
+// a session of its own, as separate processes would have. Close every
+// center before the server. The same limits as [Center]'s apply: one
 // host, loopback only.
-type EmbeddedServer struct {
+type Server struct {
 	srv      *embed.Etcd
 	endpoint string
 
@@ -71,62 +80,62 @@ type EmbeddedServer struct {
 	closeErr  error
 }
 
-// embeddedMaxTxnOps is the embedded member's --max-txn-ops: room for the
+// maxTxnOps is the embedded member's --max-txn-ops: room for the
 // largest transaction a scheduler makes (etcd's default is 128).
-const embeddedMaxTxnOps = 1 << 14
+const maxTxnOps = 1 << 14
 
-// NewEmbedded starts a single-member etcd with its data in ec.Dir, serving
+// New starts a single-member etcd with its data in ec.Dir, serving
 // 127.0.0.1 only, and returns a center on it. Close stops both. It fails
-// with [ErrInvalidConfig] when Dir is missing or cannot be used.
-func NewEmbedded(ctx context.Context, ec EmbeddedConfig, opts ...Option) (*Embedded, error) {
-	cfg := Config{Etcd: []string{"127.0.0.1:1"}, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
+// with [regcenter.ErrInvalidConfig] when Dir is missing or cannot be used.
+func New(ctx context.Context, ec Config, opts ...regcenter.Option) (*Center, error) {
+	cfg := regcenter.Config{Etcd: []string{"127.0.0.1:1"}, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	server, err := StartEmbeddedServer(ctx, ec)
+	server, err := Start(ctx, ec)
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewEtcd(ctx, server.Config(cfg), opts...)
+	e, err := regcenter.NewEtcd(ctx, server.Config(cfg), opts...)
 	if err != nil {
 		return nil, errors.Join(err, server.Close())
 	}
-	return &Embedded{Etcd: e, server: server}, nil
+	return &Center{Etcd: e, server: server}, nil
 }
 
-// StartEmbeddedServer starts the single-member etcd of [NewEmbedded], with
-// its data in ec.Dir and serving 127.0.0.1 only, and returns it without a
-// center. Only ec.Dir, ec.ClientPort and ec.StartTimeout are read. It
-// fails with [ErrInvalidConfig] when Dir is missing or cannot be used.
-func StartEmbeddedServer(ctx context.Context, ec EmbeddedConfig) (*EmbeddedServer, error) {
+// Start starts the single-member etcd of [New], with its data in ec.Dir
+// and serving 127.0.0.1 only, and returns it without a center. Only
+// ec.Dir, ec.ClientPort and ec.StartTimeout are read. It fails with
+// [regcenter.ErrInvalidConfig] when Dir is missing or cannot be used.
+func Start(ctx context.Context, ec Config) (*Server, error) {
 	if ec.Dir == "" {
-		return nil, fmt.Errorf("%w: embedded: dir is required (where the member keeps its data)", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: embedded etcd: dir is required (where the member keeps its data)", regcenter.ErrInvalidConfig)
 	}
 	if ec.ClientPort < 0 || ec.ClientPort > 65535 {
-		return nil, fmt.Errorf("%w: embedded: clientPort %d is not a port", ErrInvalidConfig, ec.ClientPort)
+		return nil, fmt.Errorf("%w: embedded etcd: clientPort %d is not a port", regcenter.ErrInvalidConfig, ec.ClientPort)
 	}
 	if ec.StartTimeout == 0 {
 		ec.StartTimeout = 30 * time.Second
 	}
 	if ec.StartTimeout < 0 {
-		return nil, fmt.Errorf("%w: embedded: startTimeout must not be negative", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: embedded etcd: startTimeout must not be negative", regcenter.ErrInvalidConfig)
 	}
 	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: embedded: dir: %v", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: embedded etcd: dir: %v", regcenter.ErrInvalidConfig, err)
 	}
 	srv, endpoint, err := startMember(ctx, ec)
 	if err != nil {
 		return nil, err
 	}
-	return &EmbeddedServer{srv: srv, endpoint: endpoint}, nil
+	return &Server{srv: srv, endpoint: endpoint}, nil
 }
 
 // Endpoint returns the member's client address, "127.0.0.1:port".
-func (s *EmbeddedServer) Endpoint() string { return s.endpoint }
+func (s *Server) Endpoint() string { return s.endpoint }
 
 // Config returns base pointed at this member: Etcd is the member's
 // endpoint and Servers is cleared; every other field is base's.
-func (s *EmbeddedServer) Config(base Config) Config {
+func (s *Server) Config(base regcenter.Config) regcenter.Config {
 	base.Servers, base.Etcd = nil, []string{s.endpoint}
 	return base
 }
@@ -134,7 +143,7 @@ func (s *EmbeddedServer) Config(base Config) Config {
 // Close stops the member; it returns once the member has stopped. The
 // data stays in Dir. Centers still open on it lose their connection. It
 // is idempotent.
-func (s *EmbeddedServer) Close() error {
+func (s *Server) Close() error {
 	// embed.Etcd.Close panics when called twice.
 	s.closeOnce.Do(func() {
 		s.srv.Close() // returns once the member has stopped
@@ -144,7 +153,7 @@ func (s *EmbeddedServer) Close() error {
 }
 
 // startMember starts the member and waits until it serves.
-func startMember(ctx context.Context, ec EmbeddedConfig) (*embed.Etcd, string, error) {
+func startMember(ctx context.Context, ec Config) (*embed.Etcd, string, error) {
 	ports, err := loopbackPorts(ec.ClientPort)
 	if err != nil {
 		return nil, "", err
@@ -163,7 +172,7 @@ func startMember(ctx context.Context, ec EmbeddedConfig) (*embed.Etcd, string, e
 	c.ListenPeerUrls = []url.URL{peerURL}
 	c.AdvertisePeerUrls = []url.URL{peerURL}
 	c.InitialCluster = c.Name + "=" + peerURL.String()
-	c.MaxTxnOps = embeddedMaxTxnOps
+	c.MaxTxnOps = maxTxnOps
 	c.AutoCompactionMode = embed.CompactorModePeriodic
 	c.AutoCompactionRetention = "1h"
 	c.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
@@ -171,7 +180,7 @@ func startMember(ctx context.Context, ec EmbeddedConfig) (*embed.Etcd, string, e
 
 	srv, err := embed.StartEtcd(c)
 	if err != nil {
-		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, err)
+		return nil, "", fmt.Errorf("embedded etcd in %s: %w", ec.Dir, err)
 	}
 	timer := time.NewTimer(ec.StartTimeout)
 	defer timer.Stop()
@@ -180,13 +189,13 @@ func startMember(ctx context.Context, ec EmbeddedConfig) (*embed.Etcd, string, e
 		return srv, endpoint, nil
 	case err := <-srv.Err():
 		srv.Close()
-		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, err)
+		return nil, "", fmt.Errorf("embedded etcd in %s: %w", ec.Dir, err)
 	case <-timer.C:
 		srv.Close()
-		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: not serving within %v", ec.Dir, ec.StartTimeout)
+		return nil, "", fmt.Errorf("embedded etcd in %s: not serving within %v", ec.Dir, ec.StartTimeout)
 	case <-ctx.Done():
 		srv.Close()
-		return nil, "", fmt.Errorf("regcenter: embedded etcd in %s: %w", ec.Dir, ctx.Err())
+		return nil, "", fmt.Errorf("embedded etcd in %s: %w", ec.Dir, ctx.Err())
 	}
 }
 
@@ -207,7 +216,7 @@ func loopbackPorts(client int) ([2]int, error) {
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return out, fmt.Errorf("regcenter: embedded etcd: picking a port: %w", err)
+			return out, fmt.Errorf("embedded etcd: picking a port: %w", err)
 		}
 		ls = append(ls, l)
 		out[i] = l.Addr().(*net.TCPAddr).Port
@@ -216,11 +225,11 @@ func loopbackPorts(client int) ([2]int, error) {
 }
 
 // Endpoint returns the member's client address, "127.0.0.1:port".
-func (m *Embedded) Endpoint() string { return m.server.Endpoint() }
+func (m *Center) Endpoint() string { return m.server.Endpoint() }
 
 // Close ends the session (its ephemeral nodes are removed), stops the
 // center and then the member. The data stays in Dir. It is idempotent.
-func (m *Embedded) Close() error {
+func (m *Center) Close() error {
 	return errors.Join(m.Etcd.Close(), m.server.Close())
 }
 
@@ -229,7 +238,7 @@ func drainErr(srv *embed.Etcd) error {
 	select {
 	case err, ok := <-srv.Err():
 		if ok && err != nil {
-			return fmt.Errorf("regcenter: embedded etcd: %w", err)
+			return fmt.Errorf("embedded etcd: %w", err)
 		}
 	default:
 	}
