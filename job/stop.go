@@ -101,6 +101,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.elect.Close()
 	r.ctx.cancelExec(ErrSchedulerClosed)
+	r.bg.Cancel(ErrSchedulerClosed) // its goroutines end with the contexts above; the group's own is cancelled too
 
 	if r.bg.Wait(cctx) != nil {
 		errs = append(errs, errors.New("background work did not end in time"))
