@@ -17,17 +17,17 @@ type Job string
 func (j Job) Root() string { return "/" + string(j) }
 
 // Config holds the job's configuration as one YAML document.
-func (j Job) Config() string { return j.Root() + "/config" }
+func (j Job) Config() string { return "/" + string(j) + "/config" }
 
 // Servers is the parent of every server's node.
-func (j Job) Servers() string { return j.Root() + "/servers" }
+func (j Job) Servers() string { return "/" + string(j) + "/servers" }
 
 // Server is one server's node.
-func (j Job) Server(id string) string { return j.Servers() + "/" + id }
+func (j Job) Server(id string) string { return "/" + string(j) + "/servers/" + id }
 
 // Flag is a child of a server's node: status, disabled, paused, shutdown,
 // trigger or sharding.
-func (j Job) Flag(id, flag string) string { return j.Server(id) + "/" + flag }
+func (j Job) Flag(id, flag string) string { return "/" + string(j) + "/servers/" + id + "/" + flag }
 
 // Server flag names.
 const (
@@ -46,14 +46,19 @@ const (
 )
 
 // Execution is the parent of every item's execution node.
-func (j Job) Execution() string { return j.Root() + "/execution" }
+func (j Job) Execution() string { return "/" + string(j) + "/execution" }
 
 // Item is one item's execution node.
-func (j Job) Item(item int) string { return j.Execution() + "/" + strconv.Itoa(item) }
+func (j Job) Item(item int) string { return "/" + string(j) + "/execution/" + strconv.Itoa(item) }
 
 // ItemNode is a child of an item's execution node: running, completed,
 // failover, misfire or disabled.
-func (j Job) ItemNode(item int, node string) string { return j.Item(item) + "/" + node }
+//
+// Like every path here it is built in one concatenation (one allocation):
+// the fire path names several item nodes per run.
+func (j Job) ItemNode(item int, node string) string {
+	return "/" + string(j) + "/execution/" + strconv.Itoa(item) + "/" + node
+}
 
 // Item node names.
 const (
@@ -98,7 +103,9 @@ func (j Job) Processing() string { return j.Leader() + "/sharding/processing" }
 func (j Job) FailoverItems() string { return j.Leader() + "/failover/items" }
 
 // FailoverItem is one queued item.
-func (j Job) FailoverItem(item int) string { return j.FailoverItems() + "/" + strconv.Itoa(item) }
+func (j Job) FailoverItem(item int) string {
+	return "/" + string(j) + "/leader/failover/items/" + strconv.Itoa(item)
+}
 
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }

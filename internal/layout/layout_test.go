@@ -78,3 +78,29 @@ func TestDefinitionIsAJobNodeOfItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestPathsNest checks that each path, built in one concatenation, is its
+// parent's path and its own name.
+func TestPathsNest(t *testing.T) {
+	j := Job("orders")
+	for _, tt := range []struct{ got, want string }{
+		{j.Root(), "/orders"},
+		{j.Config(), j.Root() + "/config"},
+		{j.Servers(), j.Root() + "/servers"},
+		{j.Server("10.0.0.5"), j.Servers() + "/10.0.0.5"},
+		{j.Flag("10.0.0.5", Paused), j.Server("10.0.0.5") + "/paused"},
+		{j.Execution(), j.Root() + "/execution"},
+		{j.Item(12), j.Execution() + "/12"},
+		{j.ItemNode(12, Running), j.Item(12) + "/running"},
+		{j.ItemNode(0, Completed), "/orders/execution/0/completed"},
+		{j.FailoverItems(), j.Leader() + "/failover/items"},
+		{j.FailoverItem(7), j.FailoverItems() + "/7"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("path %q, want %q", tt.got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = j.ItemNode(12, Running) }); n > 1 {
+		t.Errorf("ItemNode allocates %v times, want at most 1", n)
+	}
+}
