@@ -189,9 +189,10 @@ const (
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(sess.Ctx()), max(time.Minute, 10*r.sessionTimeout()))
+	// Not under the session, which may end before its completion is
+	// written: under shutdown's last wait for background work.
+	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
-	defer context.AfterFunc(r.ctx.record, cancel)()
 	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -308,16 +309,20 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 	if len(c.ops) == 0 {
 		return stepDone, nil
 	}
-	if c.fenced {
-		c.ops = append([]regcenter.Op{c.fence}, c.ops...)
-		c.targets = append([]target{{item: -1, node: fenceNode}}, c.targets...)
-	}
 	err := r.rc.Multi(ctx, c.ops...)
-	var me *regcenter.MultiError
-	switch {
-	case err == nil:
+	if err == nil {
 		r.paid(cfg, c)
 		return stepDone, nil
+	}
+	return r.commitFailed(c, err)
+}
+
+// commitFailed is commit's answer to a transaction that failed with err.
+// (Its own function: the error it looks into escapes, and a transaction
+// that succeeds makes no room for it.)
+func (r *runner) commitFailed(c *completion, err error) (completionStep, error) {
+	var me *regcenter.MultiError
+	switch {
 	case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 		// The transaction may or may not have been applied; the
 		// corrections make a replay converge either way. A session that
@@ -394,10 +399,21 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 	return true
 }
 
-// completionOps builds the completion transaction in c.ops (without the
-// fence), each operation's target beside it.
+// completionOps builds the completion transaction in c.ops, led by the
+// fence while fenced, each operation's target beside it; none when there
+// is nothing to write.
 func (r *runner) completionOps(cfg *spec, c *completion) {
+	if c.ops == nil {
+		// Room for the usual transaction: the fence, and an item's mark
+		// to delete and record to write (more grow it).
+		c.ops = make([]regcenter.Op, 0, 1+2*len(c.batch))
+		c.targets = make([]target, 0, 1+2*len(c.batch))
+	}
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
+	if c.fenced {
+		c.add(c.fence, -1, fenceNode)
+	}
+	lead := len(c.ops)
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] {
@@ -435,7 +451,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			if b.err != nil {
 				mark.Error = b.err.Error()
 			}
-			data, _ := json.Marshal(mark)
+			data := mark.marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)
 			if r.records.exists(b.item) {
 				v, ok := c.completedVersion[b.item]
@@ -458,5 +474,8 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		if r.book.misfireNodeCovered(b) {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
+	}
+	if len(c.ops) == lead { // nothing to write: no transaction, not even the fence
+		c.ops, c.targets = c.ops[:0], c.targets[:0]
 	}
 }

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -24,6 +23,23 @@ type runningMark struct {
 	Kind    Kind   `json:"kind"`
 	Begin   int64  `json:"begin"`
 	Session string `json:"session"`
+}
+
+// marshal encodes m as json.Marshal does, byte for byte, without its
+// reflection.
+func (m *runningMark) marshal() []byte {
+	b := make([]byte, 0, 80+len(m.Server)+len(m.Kind)+len(m.Session))
+	b = append(b, `{"server":`...)
+	b = appendJSONString(b, m.Server)
+	b = append(b, `,"fire":`...)
+	b = strconv.AppendInt(b, m.Fire, 10)
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, string(m.Kind))
+	b = append(b, `,"begin":`...)
+	b = strconv.AppendInt(b, m.Begin, 10)
+	b = append(b, `,"session":`...)
+	b = appendJSONString(b, m.Session)
+	return append(b, '}')
 }
 
 // marksPerTxn bounds the marks of one transaction: ten thousand in one
@@ -50,7 +66,11 @@ func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op
 		got, err := r.markChunk(ctx, f, items[start:end], checks, records)
 		checks = nil
 		if err == nil {
-			marked = append(marked, got...)
+			if marked == nil {
+				marked = got // markChunk's own copy: one chunk, no second
+			} else {
+				marked = append(marked, got...)
+			}
 			continue
 		}
 		rest := append(got, items[end:]...)
@@ -78,22 +98,20 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 	sess, at, kind := f.sess, f.at, f.kind
 	items = slices.Clone(items)
 	now := time.Now()
-	data, _ := json.Marshal(runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()})
+	mark := runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()}
+	data := mark.marshal()
 	parentsMade := false
 	for attempt := 0; len(items) > 0; attempt++ {
 		if err := sess.Check(); err != nil {
 			return items, err
 		}
-		ops := make([]regcenter.Op, 0, len(checks)+2*len(items))
+		ops := make([]regcenter.Op, 0, len(checks)+len(records)+len(items))
 		ops = append(ops, checks...)
-		opItem := make([]int, 0, 2*len(items)) // the index in items of each op after checks
-		for i, it := range items {
+		for _, it := range items {
 			if rec, ok := records[it]; ok {
 				ops = append(ops, regcenter.CheckOp{Path: r.paths.ItemNode(it, layout.Completed), Version: rec.version})
-				opItem = append(opItem, i)
 			}
 			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
-			opItem = append(opItem, i)
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
@@ -106,7 +124,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		if !errors.As(err, &me) || attempt > 3*len(items)+2 {
 			return items, err
 		}
-		idx := opItem[me.Index-len(checks)]
+		idx := opItem(items, records, me.Index-len(checks))
 		item := items[idx]
 		if _, isCheck := ops[me.Index].(regcenter.CheckOp); isCheck {
 			delete(records, item)
@@ -160,6 +178,25 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		}
 	}
 	return items, nil
+}
+
+// opItem returns the index in items of the item that markChunk's
+// operation k (counted after the checks) stands for: a check of its record
+// when records holds it, then the creation of its mark.
+func opItem(items []int, records map[int]record, k int) int {
+	for i, it := range items {
+		if _, ok := records[it]; ok {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+		if k == 0 {
+			return i
+		}
+		k--
+	}
+	return len(items) - 1 // not reached: every op stands for an item
 }
 
 // makeItemNodes creates the execution nodes of items that do not exist

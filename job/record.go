@@ -1,7 +1,9 @@
 package job
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -52,7 +54,9 @@ func (c cover) with(sched cron.Schedule, first, last time.Time) cover {
 	if first.IsZero() || last.Before(first) {
 		return c
 	}
-	all := append(slices.Clone(c.spans), span{first, last})
+	all := make([]span, 0, len(c.spans)+1) // c's spans are shared: a copy
+	all = append(all, c.spans...)
+	all = append(all, span{first, last})
 	slices.SortFunc(all, func(a, b span) int { return a.first.Compare(b.first) })
 	out := all[:1]
 	for _, s := range all[1:] {
@@ -240,4 +244,62 @@ func (c *recordCache) exists(item int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.completedSeen[item]
+}
+
+// marshal encodes m as json.Marshal does, byte for byte, without its
+// reflection: a completion writes one per item.
+func (m *completedMark) marshal() []byte {
+	b := make([]byte, 0, 96+len(m.Server)+len(m.Kind)+len(m.Error)+40*len(m.Ran))
+	b = append(b, `{"server":`...)
+	b = appendJSONString(b, m.Server)
+	b = append(b, `,"fire":`...)
+	b = strconv.AppendInt(b, m.Fire, 10)
+	if m.Since != 0 {
+		b = append(b, `,"since":`...)
+		b = strconv.AppendInt(b, m.Since, 10)
+	}
+	if len(m.Ran) > 0 {
+		b = append(b, `,"ran":[`...)
+		for i, s := range m.Ran {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, s[0], 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, s[1], 10)
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+	}
+	if m.Floor != 0 {
+		b = append(b, `,"floor":`...)
+		b = strconv.AppendInt(b, m.Floor, 10)
+	}
+	b = append(b, `,"kind":`...)
+	b = appendJSONString(b, string(m.Kind))
+	b = append(b, `,"begin":`...)
+	b = strconv.AppendInt(b, m.Begin, 10)
+	b = append(b, `,"end":`...)
+	b = strconv.AppendInt(b, m.End, 10)
+	if m.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, m.Error)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal encodes a string. Plain
+// printable ASCII (server ids, kinds, most errors) is copied as it is;
+// anything json escapes goes through json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string: cannot fail
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

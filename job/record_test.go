@@ -1,6 +1,8 @@
 package job
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -64,4 +66,51 @@ func TestCoverArithmetic(t *testing.T) {
 	if len(old.spans) != 1 || !old.spans[0].first.Equal(at(20)) || !old.spans[0].last.Equal(at(30)) {
 		t.Errorf("legacy record: %v", old.spans)
 	}
+}
+
+// TestMarksMarshalAsJSON checks that the marks' own encoders write what
+// json.Marshal writes, byte for byte: what goes into the registry is the
+// same as before they existed.
+func TestMarksMarshalAsJSON(t *testing.T) {
+	strs := []string{"", "10.0.0.5@-@4242", "fire", "0x1f/3", `say "hi"`, `back\slash`, "a<b>&c", "tab\there",
+		"nul\x00", "é ü 中", "bad \xff utf8", "line\u2028sep", "\x7f"}
+	rans := [][][2]int64{nil, {}, {{1, 2}}, {{1764280800000, 1764280810000}, {-5, 0}, {9, 9}}}
+	for i, s := range strs {
+		other := strs[(i+3)%len(strs)]
+		for j, ran := range rans {
+			for _, n := range []int64{0, 1, -1, 1764280800123, 1<<63 - 1, -1 << 63} {
+				cm := completedMark{Server: s, Fire: n, Since: n * int64(j%2), Ran: ran, Floor: n * int64(i%2), Kind: Kind(other), Begin: -n, End: n, Error: strs[(i+j)%len(strs)]}
+				want, err := json.Marshal(cm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := cm.marshal(); !bytes.Equal(got, want) {
+					t.Errorf("completed mark %+v:\n got %s\nwant %s", cm, got, want)
+				}
+				rm := runningMark{Server: s, Fire: n, Kind: Kind(other), Begin: -n, Session: strs[(i+j)%len(strs)]}
+				want, err = json.Marshal(rm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := rm.marshal(); !bytes.Equal(got, want) {
+					t.Errorf("running mark %+v:\n got %s\nwant %s", rm, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzMarksMarshalAsJSON is TestMarksMarshalAsJSON over any strings.
+func FuzzMarksMarshalAsJSON(f *testing.F) {
+	f.Add("10.0.0.5@-@4242", "fire", "boom <&>", int64(1764280800000))
+	f.Fuzz(func(t *testing.T, server, kind, text string, n int64) {
+		cm := completedMark{Server: server, Fire: n, Since: n / 2, Ran: [][2]int64{{n, n}}, Kind: Kind(kind), Begin: n, End: -n, Error: text}
+		if want, _ := json.Marshal(cm); !bytes.Equal(cm.marshal(), want) {
+			t.Errorf("completed mark %+v: got %s, want %s", cm, cm.marshal(), want)
+		}
+		rm := runningMark{Server: server, Fire: n, Kind: Kind(kind), Begin: n, Session: text}
+		if want, _ := json.Marshal(rm); !bytes.Equal(rm.marshal(), want) {
+			t.Errorf("running mark %+v: got %s, want %s", rm, rm.marshal(), want)
+		}
+	})
 }
