@@ -29,7 +29,12 @@ type fire struct {
 	// priors are what the items' records said before (see record): their
 	// completions add to them.
 	priors map[int]record
-	params map[int]string // the items' parameters
+	// onePrior is the prior of a scheduled fire's one item, when it has
+	// one (hasOne): a map of one entry per fire costs more than the rest
+	// of the lookup.
+	onePrior record
+	hasOne   bool
+	params   map[int]string // the items' parameters
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
@@ -45,6 +50,14 @@ func (f *fire) fireOf(item int) time.Time {
 		return at
 	}
 	return f.at
+}
+
+// prior is what item's record said before this run (see priors).
+func (f *fire) prior(item int) record {
+	if f.hasOne && len(f.items) == 1 && f.items[0] == item {
+		return f.onePrior
+	}
+	return f.priors[item]
 }
 
 // reserveAndRun reserves f's items here (the ones free), then marks and
@@ -111,7 +124,12 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		results = make(chan itemResult, n)
 		r.narrowOwed(f, proven, results)
 	case KindFire:
-		f.priors = r.priorsFor(f.items)
+		if n == 1 {
+			f.onePrior, _ = r.records.lookup(f.items[0])
+			f.hasOne = true
+		} else {
+			f.priors = r.priorsFor(f.items)
+		}
 	}
 	if !r.untilFire(f.sess, r.latestThrough(f.at, f.items)) {
 		// Stopped before the fire's time: nothing started, and the items
@@ -145,13 +163,13 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		// returns: no goroutine and no channel for one result.
 		it := f.items[0]
 		res := r.executeItem(f, it)
-		res.prior = f.priors[it]
+		res.prior = f.prior(it)
 		r.complete(f.sess, f.cfg, []itemResult{res})
 		return
 	}
 	results = resultsFor(results, n)
 	for _, it := range f.items {
-		prior := f.priors[it]
+		prior := f.prior(it)
 		if !r.goFunc(func() {
 			res := r.executeItem(f, it)
 			res.prior = prior
@@ -205,7 +223,7 @@ func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n
 	for _, run := range runsOf(f.items, f.fireOf) {
 		if !r.goFunc(func() {
 			for _, res := range r.executeRange(f, rj, run) {
-				res.prior = f.priors[res.item]
+				res.prior = f.prior(res.item)
 				results <- res
 			}
 		}) {

@@ -59,7 +59,17 @@ func (r *runner) fireScheduled(at time.Time) {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}
-	reserved := sync.OnceFunc(r.order.hold())
+	// Released once: when the fire has reserved its items, or as it
+	// returns. Every call is on this goroutine, so a flag is all the once
+	// it needs (a closure that does not escape: no allocation per fire).
+	r.order.mu.Lock()
+	held := true
+	reserved := func() {
+		if held {
+			held = false
+			r.order.mu.Unlock()
+		}
+	}
 	defer reserved()
 	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
