@@ -824,20 +824,9 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 	if err := checkMultiSize(z.cfg.maxNodeBytes(), ops); err != nil {
 		return err
 	}
-	reqs := make([]any, len(ops))
-	for i, op := range ops {
-		switch o := op.(type) {
-		case CreateOp:
-			reqs[i] = &zk.CreateRequest{Path: z.full(o.Path), Data: o.Data, Acl: z.acl, Flags: flags(o.Mode)}
-		case SetOp:
-			reqs[i] = &zk.SetDataRequest{Path: z.full(o.Path), Data: o.Data, Version: o.Version}
-		case DeleteOp:
-			reqs[i] = &zk.DeleteRequest{Path: z.full(o.Path), Version: o.Version}
-		case CheckOp:
-			reqs[i] = &zk.CheckVersionRequest{Path: z.full(o.Path), Version: o.Version}
-		default:
-			return fmt.Errorf("regcenter: unknown op %T", op)
-		}
+	reqs, err := z.multiRequests(ops)
+	if err != nil {
+		return err
 	}
 	res, err := call(ctx, z, &z.counters.multis, func() ([]zk.MultiResponse, error) { return z.client().Multi(reqs...) })
 	// Find the op that failed: the others report success or a generic
@@ -851,6 +840,84 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 		return fmt.Errorf("regcenter: transaction of %d ops: %w", len(ops), err)
 	}
 	return nil
+}
+
+// multiRequests turns ops into go-zookeeper's requests. A group-committed
+// transaction holds hundreds of ops, so the requests of each kind share one
+// allocation, and the full paths one string.
+func (z *ZooKeeper) multiRequests(ops []Op) ([]any, error) {
+	var creates, sets, deletes, checks, size int
+	for _, op := range ops {
+		switch op.(type) {
+		case CreateOp:
+			creates++
+		case SetOp:
+			sets++
+		case DeleteOp:
+			deletes++
+		case CheckOp:
+			checks++
+		default:
+			return nil, fmt.Errorf("regcenter: unknown op %T", op)
+		}
+		size += z.fullLen(op.path())
+	}
+	var paths strings.Builder
+	paths.Grow(size)
+	for _, op := range ops {
+		z.writeFull(&paths, op.path())
+	}
+	all := paths.String()
+	var (
+		cr  = make([]zk.CreateRequest, 0, creates)
+		set = make([]zk.SetDataRequest, 0, sets)
+		del = make([]zk.DeleteRequest, 0, deletes)
+		chk = make([]zk.CheckVersionRequest, 0, checks)
+	)
+	reqs := make([]any, len(ops))
+	for i, op := range ops {
+		n := z.fullLen(op.path())
+		full := all[:n]
+		all = all[n:]
+		switch o := op.(type) {
+		case CreateOp:
+			cr = append(cr, zk.CreateRequest{Path: full, Data: o.Data, Acl: z.acl, Flags: flags(o.Mode)})
+			reqs[i] = &cr[len(cr)-1]
+		case SetOp:
+			set = append(set, zk.SetDataRequest{Path: full, Data: o.Data, Version: o.Version})
+			reqs[i] = &set[len(set)-1]
+		case DeleteOp:
+			del = append(del, zk.DeleteRequest{Path: full, Version: o.Version})
+			reqs[i] = &del[len(del)-1]
+		case CheckOp:
+			chk = append(chk, zk.CheckVersionRequest{Path: full, Version: o.Version})
+			reqs[i] = &chk[len(chk)-1]
+		}
+	}
+	return reqs, nil
+}
+
+// fullLen is len(full(p)).
+func (z *ZooKeeper) fullLen(p string) int {
+	switch {
+	case p == "" || p == "/":
+		return len(z.root)
+	case !strings.HasPrefix(p, "/"):
+		return len(z.root) + 1 + len(p)
+	}
+	return len(z.root) + len(p)
+}
+
+// writeFull writes full(p) to b.
+func (z *ZooKeeper) writeFull(b *strings.Builder, p string) {
+	b.WriteString(z.root)
+	if p == "" || p == "/" {
+		return
+	}
+	if !strings.HasPrefix(p, "/") {
+		b.WriteByte('/')
+	}
+	b.WriteString(p)
 }
 
 type zkLogger struct{ l *slog.Logger }
