@@ -50,14 +50,22 @@ type groupCommit struct {
 	mu    sync.Mutex
 	queue []*pendingMulti
 	busy  bool // a group is being committed; the next leader is queue[0]
+	// spare is the array the group being committed is taken into, kept
+	// for the next: one group at a time, so one array serves them all.
+	spare []*pendingMulti
 }
 
 type pendingMulti struct {
 	ops   []Op
 	bytes int
-	done  chan error    // buffered: the result
-	lead  chan struct{} // buffered: commit the next group
+	// note says, in turn, "commit the next group" (errLead), while the
+	// call is queued, and the result, once its group has left the queue:
+	// never both at once, so one buffered slot holds either.
+	note chan error
 }
+
+// errLead is the note that makes a queued call the next group's leader.
+var errLead = errors.New("regcenter: commit the next group")
 
 func (g *groupCommit) Multi(ctx context.Context, ops ...Op) error {
 	if len(ops) == 0 {
@@ -66,19 +74,20 @@ func (g *groupCommit) Multi(ctx context.Context, ops ...Op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &pendingMulti{ops: ops, bytes: opsBytes(ops), done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	p := &pendingMulti{ops: ops, bytes: opsBytes(ops), note: make(chan error, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if !g.busy {
 		g.busy = true
-		p.lead <- struct{}{}
+		p.note <- errLead
 	}
 	g.mu.Unlock()
 	for {
 		select {
-		case err := <-p.done:
-			return err
-		case <-p.lead:
+		case err := <-p.note:
+			if err != errLead { // the sentinel itself, never wrapped
+				return err
+			}
 			g.commitGroup()
 		case <-ctx.Done():
 			g.abandon(p)
@@ -98,7 +107,7 @@ func (g *groupCommit) abandon(p *pendingMulti) {
 		}
 		g.queue = append(g.queue[:i:i], g.queue[i+1:]...)
 		select {
-		case <-p.lead:
+		case <-p.note: // queued: only the lead can be there
 			g.passLeadLocked()
 		default:
 		}
@@ -113,7 +122,7 @@ func (g *groupCommit) passLeadLocked() {
 		g.busy = false
 		return
 	}
-	g.queue[0].lead <- struct{}{}
+	g.queue[0].note <- errLead
 }
 
 // commitGroup takes the calls at the head of the queue (the leader is the
@@ -127,13 +136,20 @@ func (g *groupCommit) commitGroup() {
 		}
 		n, ops, size = n+1, ops+len(p.ops), size+p.bytes
 	}
-	group := append([]*pendingMulti(nil), g.queue[:n]...)
-	g.queue = append(g.queue[:0:0], g.queue[n:]...)
+	// The queue keeps its array (calls queue without growing it), and the
+	// group goes into the spare one.
+	group := append(g.spare[:0], g.queue[:n]...)
+	g.spare = nil
+	rest := copy(g.queue, g.queue[n:])
+	clear(g.queue[rest:])
+	g.queue = g.queue[:rest]
 	g.mu.Unlock()
 
 	g.commit(group)
+	clear(group)
 
 	g.mu.Lock()
+	g.spare = group
 	g.passLeadLocked()
 	g.mu.Unlock()
 }
@@ -142,20 +158,23 @@ func (g *groupCommit) commit(group []*pendingMulti) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	if len(group) == 1 {
-		group[0].done <- g.Center.Multi(ctx, group[0].ops...)
+		group[0].note <- g.Center.Multi(ctx, group[0].ops...)
 		return
 	}
-	var all []Op
+	n := 0
+	for _, p := range group {
+		n += len(p.ops)
+	}
+	all := make([]Op, 0, n)
 	for _, p := range group {
 		all = append(all, p.ops...)
 	}
 	err := g.Center.Multi(ctx, all...)
-	var me *MultiError
-	if err == nil || !errors.As(err, &me) {
+	if err == nil || !errors.As(err, new(*MultiError)) {
 		// Applied for all, or unknown for all (no answer): what each
 		// caller alone would have learnt.
 		for _, p := range group {
-			p.done <- err
+			p.note <- err
 		}
 		return
 	}
@@ -166,7 +185,7 @@ func (g *groupCommit) commit(group []*pendingMulti) {
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			p.done <- g.Center.Multi(ctx, p.ops...)
+			p.note <- g.Center.Multi(ctx, p.ops...)
 		}()
 	}
 	wg.Wait()
