@@ -306,4 +306,3 @@ func TestEtcdAuthAndTLS(t *testing.T) {
 		t.Errorf("no client certificate: %v, want ErrTLS or ErrUnreachable", err)
 	}
 }
-
