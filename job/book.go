@@ -225,7 +225,11 @@ func (b *book) undo(res *fireReservation) {
 		}
 	}
 	if freed && len(b.runs.running) == 0 {
+		// As a release: a fire whose proof failed (a reshard moved its
+		// items, as a drain does) may have held the last items reserved
+		// here, and a drain waits for none to be.
 		b.wakeIdleLocked()
+		b.onIdle()
 	}
 }
 

@@ -128,3 +128,25 @@ func TestHeldSince(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoOfTheLastReservationTellsTheInstanceItIsIdle: a fire whose proof
+// failed frees its reservations as a release does, and the instance hears
+// that nothing runs here any more — a drain waits for exactly that, and a
+// drain's reshard is what makes the fire's proof fail.
+func TestUndoOfTheLastReservationTellsTheInstanceItIsIdle(t *testing.T) {
+	r := bookRunner(&Scheduler{opts: options{now: time.Now}})
+	idle := 0
+	r.book.onIdle = func() { idle++ }
+	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 2}.WithDefaults())
+	res := r.reserveFire([]int{0, 1}, time.Now().Truncate(time.Second), nil, nil, cfg)
+	if len(res.plain) != 2 {
+		t.Fatalf("reserved %v, want both items", res.plain)
+	}
+	r.undo(res)
+	if r.runningCount() != 0 {
+		t.Fatalf("%d items still reserved after undo", r.runningCount())
+	}
+	if idle != 1 {
+		t.Fatalf("the instance heard %d times that it is idle, want once", idle)
+	}
+}
