@@ -163,6 +163,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 		data, st, err := r.rc.Get(ctx, p)
 		if errors.Is(err, regcenter.ErrNoNode) {
 			a := assigned{sess: sess, epoch: epoch.Version, set: true}
+			r.releaseUnassigned(ctx, sess, nil)
 			r.assume(a, gen)
 			return a, nil
 		}
@@ -172,6 +173,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assigned, error) {
 		items, err := layout.ParseItems(string(data))
 		if err == nil {
 			a := assigned{sess: sess, items: items, shard: st.Version, shardZxid: st.Czxid, shardSeen: true, epoch: epoch.Version, set: true}
+			r.releaseUnassigned(ctx, sess, items)
 			r.assume(a, gen)
 			return a, nil
 		}
@@ -530,4 +532,35 @@ func (c *assignmentCache) close() []func() {
 	cancels := []func(){c.idleWatch, c.epochWatch}
 	c.idleWatch, c.epochWatch = nil, nil
 	return cancels
+}
+
+// assignedOf returns which of items the next fire under sess may assume
+// are this instance's (none when it may assume nothing: the assumption was
+// dropped, or made under another session).
+func (c *assignmentCache) assignedOf(sess *regcenter.Session, items []int) map[int]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.assumed
+	if !a.set || a.sess != sess || len(a.items) == 0 || len(items) == 0 {
+		return nil
+	}
+	out := make(map[int]bool, len(items))
+	if len(items) <= 8 {
+		for _, it := range items {
+			if slices.Contains(a.items, it) {
+				out[it] = true
+			}
+		}
+		return out
+	}
+	want := make(map[int]bool, len(items))
+	for _, it := range items {
+		want[it] = true
+	}
+	for _, it := range a.items {
+		if want[it] {
+			out[it] = true
+		}
+	}
+	return out
 }

@@ -90,6 +90,7 @@ func (b itemResult) coveredUpTo() time.Time {
 type completion struct {
 	batch         []itemResult
 	skipRunning   map[int]bool // our running mark is already gone
+	keep          map[int]bool // our running mark stays, held for the next fires (hold.go)
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
 	skipCompleted map[int]bool // a newer completion is recorded
@@ -194,6 +195,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
 	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
+	c.keep = r.keepsHolds(sess, batch)
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
 	// transaction the client replays on a later session after a lost lease
@@ -416,7 +418,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 	lead := len(c.ops)
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
-		if !c.skipRunning[b.item] {
+		if !c.skipRunning[b.item] && !c.keep[b.item] {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1}, b.item, layout.Running)
 		}
 		if b.kind == KindFailover && !c.skipClaim[b.item] {

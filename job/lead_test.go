@@ -1,8 +1,10 @@
 package job_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,25 +12,78 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// markOf reads the running mark of item 0 of job name, if any: the fire it
-// is for and when it was written.
-func markOf(t *testing.T, obs regcenter.Center, name string) (fire, begin time.Time, ok bool) {
-	t.Helper()
-	data, _, err := obs.Get(tctx(t), "/"+name+"/execution/0/running")
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return time.Time{}, time.Time{}, false
+// claimClock wraps an instance's registry and notes when each fire's
+// claim was sent: a transaction that checks the job's reshard epoch (the
+// proof, with the running marks of the items not held yet). A held item
+// (job/hold.go) keeps its mark across fires, so the claim of a steady fire
+// is its proof alone and shows nowhere in the registry's nodes.
+type claimClock struct {
+	regcenter.Center
+	epoch string
+	mu    sync.Mutex
+	sent  []time.Time
+}
+
+func (c *claimClock) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	for _, op := range ops {
+		if ch, ok := op.(regcenter.CheckOp); ok && ch.Path == c.epoch {
+			c.mu.Lock()
+			c.sent = append(c.sent, time.Now())
+			c.mu.Unlock()
+			break
+		}
 	}
+	return c.Center.Multi(ctx, ops...)
+}
+
+// SessionTimeout forwards the wrapped registry's, which the scheduler reads.
+func (c *claimClock) SessionTimeout() time.Duration {
+	if z, ok := c.Center.(interface{ SessionTimeout() time.Duration }); ok {
+		return z.SessionTimeout()
+	}
+	return 0
+}
+
+// claimedAhead returns the fires (of a schedule every period, on the
+// period's multiples) whose claim was sent less than lead before them.
+func (c *claimClock) claimedAhead(period, lead time.Duration) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var fires []time.Time
+	for _, at := range c.sent {
+		fire := at.Truncate(period).Add(period)
+		if fire.Sub(at) < lead && (len(fires) == 0 || !fires[len(fires)-1].Equal(fire)) {
+			fires = append(fires, fire)
+		}
+	}
+	return fires
+}
+
+// startClocked starts instance id of job cfg, as startInstance does, on a
+// registry whose claims are timed.
+func startClocked(t *testing.T, ns, id string, cfg job.Config, rec *recorder, opts ...job.Option) (*instance, *claimClock) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatalf("regcenter: %v", err)
+	}
+	clock := &claimClock{Center: rc, epoch: "/" + cfg.Name + "/leader/sharding"}
+	opts = append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)
+	s, err := job.NewScheduler(clock, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m struct {
-		Fire  int64 `json:"fire"`
-		Begin int64 `json:"begin"`
+	if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("running mark %q: %v", data, err)
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("start %s: %v", id, err)
 	}
-	return time.UnixMilli(m.Fire), time.UnixMilli(m.Begin), true
+	in := &instance{id: id, rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+	return in, clock
 }
 
 // TestFireClaimsAheadAndStartsOnTime: with a lead, a steady-state fire
@@ -39,13 +94,10 @@ func TestFireClaimsAheadAndStartsOnTime(t *testing.T) {
 	rec := newRecorder()
 	rec.hold = 200 * time.Millisecond
 	cfg := job.Config{Name: "lead", Cron: "*/2 * * * * *", ShardingTotalCount: 3}
-	startInstance(t, ns, "s1", cfg, rec, job.WithFireLead(500*time.Millisecond))
-	obs := observer(t, ns)
+	_, clock := startClocked(t, ns, "s1", cfg, rec, job.WithFireLead(500*time.Millisecond))
 	var early []time.Time
 	waitUntil(t, 20*time.Second, func() bool {
-		if fire, begin, ok := markOf(t, obs, "lead"); ok && begin.Before(fire) && (len(early) == 0 || !early[len(early)-1].Equal(fire)) {
-			early = append(early, fire)
-		}
+		early = clock.claimedAhead(2*time.Second, 500*time.Millisecond)
 		return len(early) >= 2
 	})
 	fires := rec.waitFires(t, time.Time{}, 2, 3, 20*time.Second)
@@ -68,13 +120,13 @@ func TestStopBetweenClaimAndFireStartsNothing(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "leadstop", Cron: "*/4 * * * * *", ShardingTotalCount: 2}
-	in := startInstance(t, ns, "s1", cfg, rec, job.WithFireLead(time.Second))
+	in, clock := startClocked(t, ns, "s1", cfg, rec, job.WithFireLead(time.Second))
 	obs := observer(t, ns)
 	var claimed time.Time
 	waitUntil(t, 20*time.Second, func() bool {
-		fire, _, ok := markOf(t, obs, "leadstop")
-		if ok && time.Until(fire) > 300*time.Millisecond {
-			claimed = fire
+		early := clock.claimedAhead(4*time.Second, time.Second)
+		if len(early) > 0 && time.Until(early[len(early)-1]) > 300*time.Millisecond {
+			claimed = early[len(early)-1]
 			return true
 		}
 		return false
@@ -85,8 +137,10 @@ func TestStopBetweenClaimAndFireStartsNothing(t *testing.T) {
 			t.Errorf("item %d ran for the fire at %s claimed before the stop", r.item, claimed.Format("15:04:05.000"))
 		}
 	}
-	if _, _, ok := markOf(t, obs, "leadstop"); ok {
-		t.Error("the claimed fire's running mark outlived the stop")
+	for _, it := range []string{"0", "1"} {
+		if ok, _, err := obs.Exists(tctx(t), "/leadstop/execution/"+it+"/running"); err != nil || ok {
+			t.Errorf("item %s: the running mark outlived the stop (%v)", it, err)
+		}
 	}
 	data, _, err := obs.Get(tctx(t), "/leadstop/execution/0/completed")
 	if err == nil {
@@ -120,13 +174,10 @@ func TestBusyItemsAreClaimedOnceReleased(t *testing.T) {
 	rec := newRecorder()
 	rec.hold = 1300 * time.Millisecond // busy 0.3 s into the next fire's 1 s lead
 	cfg := job.Config{Name: "leadbusy", Cron: "*/2 * * * * *", ShardingTotalCount: 2}
-	startInstance(t, ns, "s1", cfg, rec, job.WithFireLead(time.Second))
-	obs := observer(t, ns)
+	_, clock := startClocked(t, ns, "s1", cfg, rec, job.WithFireLead(time.Second))
 	var early []time.Time
 	waitUntil(t, 30*time.Second, func() bool {
-		if fire, begin, ok := markOf(t, obs, "leadbusy"); ok && begin.Before(fire) && (len(early) == 0 || !early[len(early)-1].Equal(fire)) {
-			early = append(early, fire)
-		}
+		early = clock.claimedAhead(2*time.Second, time.Second)
 		return len(early) >= 3
 	})
 	fires := rec.waitFires(t, early[1].Add(-time.Millisecond), 2, 2, 20*time.Second)

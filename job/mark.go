@@ -97,24 +97,26 @@ func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op
 func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
 	sess, at, kind := f.sess, f.at, f.kind
 	items = slices.Clone(items)
-	now := time.Now()
-	mark := runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: now.UnixMilli(), Session: sess.String()}
-	data := mark.marshal()
 	parentsMade := false
+	// Items whose marks this instance kept from an earlier run mark
+	// nothing: the mark is there, and excludes every other run (hold.go).
+	held := r.holds.heldOf(sess, items)
+	var data []byte
+	if len(held) < len(items) {
+		mark := runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: time.Now().UnixMilli(), Session: sess.String()}
+		data = mark.marshal()
+	}
 	for attempt := 0; len(items) > 0; attempt++ {
 		if err := sess.Check(); err != nil {
 			return items, err
 		}
-		ops := make([]regcenter.Op, 0, len(checks)+len(records)+len(items))
-		ops = append(ops, checks...)
-		for _, it := range items {
-			if rec, ok := records[it]; ok {
-				ops = append(ops, regcenter.CheckOp{Path: r.paths.ItemNode(it, layout.Completed), Version: rec.version})
-			}
-			ops = append(ops, regcenter.CreateOp{Path: r.paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
+		ops, opIdx := markOps(r.paths, items, held, records, data, checks)
+		if len(ops) == 0 {
+			return items, nil // all held, nothing to prove in this chunk
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
+			r.holds.add(sess, items)
 			return items, nil
 		}
 		var me *regcenter.MultiError
@@ -124,7 +126,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		if !errors.As(err, &me) || attempt > 3*len(items)+2 {
 			return items, err
 		}
-		idx := opItem(items, records, me.Index-len(checks))
+		idx := opIdx[me.Index-len(checks)]
 		item := items[idx]
 		if _, isCheck := ops[me.Index].(regcenter.CheckOp); isCheck {
 			delete(records, item)
@@ -180,23 +182,26 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 	return items, nil
 }
 
-// opItem returns the index in items of the item that markChunk's
-// operation k (counted after the checks) stands for: a check of its record
-// when records holds it, then the creation of its mark.
-func opItem(items []int, records map[int]record, k int) int {
+// markOps builds a marking transaction: checks first, then for each item
+// a check of its record when records holds it, and the creation of its
+// mark unless held says this instance holds it already. idx says, for each
+// operation after the checks, the index in items of the item it stands
+// for.
+func markOps(paths layout.Job, items []int, held map[int]bool, records map[int]record, data []byte, checks []regcenter.Op) (ops []regcenter.Op, idx []int) {
+	ops = make([]regcenter.Op, 0, len(checks)+len(records)+len(items))
+	idx = make([]int, 0, len(records)+len(items))
+	ops = append(ops, checks...)
 	for i, it := range items {
-		if _, ok := records[it]; ok {
-			if k == 0 {
-				return i
-			}
-			k--
+		if rec, ok := records[it]; ok {
+			ops = append(ops, regcenter.CheckOp{Path: paths.ItemNode(it, layout.Completed), Version: rec.version})
+			idx = append(idx, i)
 		}
-		if k == 0 {
-			return i
+		if !held[it] {
+			ops = append(ops, regcenter.CreateOp{Path: paths.ItemNode(it, layout.Running), Data: data, Mode: regcenter.Ephemeral})
+			idx = append(idx, i)
 		}
-		k--
 	}
-	return len(items) - 1 // not reached: every op stands for an item
+	return ops, idx
 }
 
 // makeItemNodes creates the execution nodes of items that do not exist

@@ -99,6 +99,7 @@ func (r *runner) reconcile() {
 			r.log.Warn("reconcile: rejoining election", "err", err)
 		}
 	}
+	r.verifyHolds(ctx, sess)
 	if !r.elect.IsLeader() {
 		return
 	}

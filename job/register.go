@@ -399,6 +399,11 @@ func (r *runner) reloadConfig() {
 		// the watches an unmonitored job proves by, or drops them (assume).
 		r.forgetAssignment()
 	}
+	if (cfg.Unmonitored && !old.Unmonitored) || (cfg.Disabled && !old.Disabled) {
+		// No fire here marks the items any more: the marks kept for the
+		// next fires go (hold.go).
+		r.releaseHolds(ctx, r.rc.Session(), nil)
+	}
 	if cfg.Failover && !old.Failover {
 		// Failover turned on: claim queued items, and lead between fires.
 		r.watchQueue(ctx)

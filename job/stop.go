@@ -53,6 +53,11 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 	}
 
+	// The marks kept for idle items go now: the others reshard at their
+	// next fire and must find them gone. Busy items' marks go with their
+	// completions.
+	r.releaseHolds(cctx, r.rc.Session(), nil)
+
 	if !r.book.waitIdle(ctx) {
 		r.ctx.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
@@ -73,6 +78,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if !r.book.waitFiring(cctx) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
+	r.releaseHolds(cctx, r.rc.Session(), nil) // any a fire in flight made
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {

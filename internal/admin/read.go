@@ -150,6 +150,11 @@ type ItemStatus struct {
 	Disabled bool `json:"disabled"`
 	// Running is the execution in progress, if any.
 	Running *Execution `json:"running,omitempty"`
+	// HeldBy is the server that keeps the item's running mark between its
+	// runs (a held mark: its run has completed, and the server holds the
+	// item for the next fires), "" when none does. A run on it in progress
+	// shows in that instance's own figures, not here.
+	HeldBy string `json:"heldBy,omitempty"`
 	// Last is the last completed execution, if any.
 	Last *Completion `json:"last,omitempty"`
 	// MisfireSince is set when a misfire is pending: the item owes one run
@@ -627,7 +632,7 @@ func (a *Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	assigned := map[int]string{}
 	running := map[string][]int{}
 	for item, is := range s.items {
-		if is.running != nil {
+		if is.running != nil && !heldIdle(is.running, is.completed) {
 			running[is.running.Server] = append(running[is.running.Server], item)
 		}
 	}
@@ -682,7 +687,9 @@ func (a *Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 	for _, it := range items {
 		is := ItemStatus{Item: it, Server: assigned[it], Disabled: disabled[it]}
 		if x := s.items[it]; x != nil {
-			if m := x.running; m != nil {
+			if m := x.running; m != nil && heldIdle(m, x.completed) {
+				is.HeldBy = m.Server
+			} else if m != nil {
 				is.Running = &Execution{Server: m.Server, Kind: m.Kind, Fire: msTime(m.Fire), Begin: msTime(m.Begin)}
 			}
 			if m := x.completed; m != nil {
@@ -795,3 +802,13 @@ func oneLine(s string) string {
 // OneLine folds a multi-line error message (a list of config problems, say)
 // into one line, for logs and command-line output.
 func OneLine(err error) string { return oneLine(err.Error()) }
+
+// heldIdle reports whether a running mark is held between runs: the run
+// it was made for has completed on the same server (its record covers the
+// mark's fire and ended after the mark's begin). An instance keeps the
+// mark of an item it is assigned across fires, so that a fire writes no
+// mark (job's held marks); the mark says which server holds the item, not
+// that a run is going.
+func heldIdle(m *runningMark, c *completedMark) bool {
+	return c != nil && c.Server == m.Server && c.Fire >= m.Fire && c.End >= m.Begin
+}

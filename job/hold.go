@@ -1,0 +1,230 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Held marks: a running mark (execution/{item}/running) that this instance
+// made for a run of an item it is assigned stays after the run, for the
+// fires after it, as long as the assignment stands. A fire of a held item
+// marks nothing; its proof (the checks on the reshard epoch and the
+// sharding node) goes alone, and its completion writes the record without
+// deleting the mark. The mark still excludes every other run of the item:
+// another instance's create fails while this one holds it, as it did while
+// a run was going, and a dead instance's marks go with its session. It is
+// deleted when the item stops being this instance's to run — a fire reads
+// an assignment without it (releaseHolds), a completion finds the
+// assumption gone, the job stops here — and never while a run here has the
+// item reserved.
+
+// holds are the items whose running marks this instance keeps under one
+// session (a generation of it: a mark of an earlier one is stale, see
+// dropStaleMark). Its lock is held across a release's transaction, so that
+// a fire that finds an item no longer held creates its mark only after the
+// release deleted the old one; it is taken only in this file.
+type holds struct {
+	mu    sync.Mutex
+	sess  *regcenter.Session
+	items map[int]bool
+}
+
+// heldOf returns which of items this instance holds the marks of under
+// sess (nil when none), waiting for a release in progress. The items are
+// reserved here by the caller, so no release takes them meanwhile.
+func (h *holds) heldOf(sess *regcenter.Session, items []int) map[int]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess || len(h.items) == 0 {
+		return nil
+	}
+	var held map[int]bool
+	for _, it := range items {
+		if h.items[it] {
+			if held == nil {
+				held = make(map[int]bool, len(items))
+			}
+			held[it] = true
+		}
+	}
+	return held
+}
+
+// has reports whether this instance holds item's mark under sess.
+func (h *holds) has(sess *regcenter.Session, item int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sess == sess && h.items[item]
+}
+
+// add notes the marks of items, just created under sess. A new session
+// starts the set over: the marks of the one before are its own (gone with
+// it, or stale).
+func (h *holds) add(sess *regcenter.Session, items []int) {
+	if len(items) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess {
+		h.sess, h.items = sess, make(map[int]bool, len(items))
+	}
+	for _, it := range items {
+		h.items[it] = true
+	}
+}
+
+// drop forgets the marks of items, which the caller deletes (or leaves to
+// the session's end).
+func (h *holds) drop(items []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		delete(h.items, it)
+	}
+}
+
+// count is how many marks this instance holds under sess.
+func (h *holds) count(sess *regcenter.Session) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess {
+		return 0
+	}
+	return len(h.items)
+}
+
+// releaseHolds deletes the held marks of the items keep does not keep (all
+// of them when keep is nil) that no run here has reserved, in transactions
+// fenced on sess's generation: a delete the client replays on a later
+// session must not remove a mark another instance made meanwhile. A mark
+// that cannot be deleted is forgotten all the same: it goes with the
+// session, and a fire here that meets it again removes it as stale
+// (dropStaleMark).
+func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep func(int) bool) {
+	h := &r.holds
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess {
+		h.sess, h.items = nil, nil // an ended generation's marks: not ours to delete now
+		return
+	}
+	var gone []int
+	for it := range h.items {
+		if (keep == nil || !keep(it)) && !r.book.isRunning(it) {
+			gone = append(gone, it)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, it := range gone {
+		delete(h.items, it)
+	}
+	fence, ok := r.elect.SessionFence(sess)
+	if !ok {
+		return
+	}
+	slices.Sort(gone)
+	for start := 0; start < len(gone); start += marksPerTxn {
+		chunk := gone[start:min(start+marksPerTxn, len(gone))]
+		ops := make([]regcenter.Op, 0, 1+len(chunk))
+		ops = append(ops, fence)
+		for _, it := range chunk {
+			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(it, layout.Running), Version: -1})
+		}
+		err := multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
+			_, del := op.(regcenter.DeleteOp)
+			return del && errors.Is(err, regcenter.ErrNoNode)
+		})
+		if err != nil {
+			r.log.Warn("releasing held running marks; they go with the session", "items", layout.FormatItems(chunk), "err", err)
+			return
+		}
+	}
+	r.log.Debug("released held running marks", "items", layout.FormatItems(gone))
+}
+
+// keepsHolds returns which of batch's items keep their marks after their
+// runs under sess: held here, still this instance's by the assumption the
+// next fire makes, and the job not stopping. The others' marks are
+// deleted by the completion, and forgotten here.
+func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int]bool {
+	if r.book.isStopping() {
+		return nil
+	}
+	items := make([]int, 0, len(batch))
+	for _, b := range batch {
+		if b.halted == nil {
+			items = append(items, b.item)
+		}
+	}
+	held := r.holds.heldOf(sess, items)
+	assigned := r.cache.assignedOf(sess, items)
+	var drop []int
+	for _, b := range batch {
+		if held[b.item] && !assigned[b.item] {
+			delete(held, b.item)
+		}
+		if !held[b.item] {
+			drop = append(drop, b.item)
+		}
+	}
+	r.holds.drop(drop)
+	return held
+}
+
+// releaseUnassigned releases the held marks of items not in items, the
+// assignment a fire under sess has just read.
+func (r *runner) releaseUnassigned(ctx context.Context, sess *regcenter.Session, items []int) {
+	if r.holds.count(sess) == 0 {
+		return
+	}
+	assigned := make(map[int]bool, len(items))
+	for _, it := range items {
+		assigned[it] = true
+	}
+	r.releaseHolds(ctx, sess, func(it int) bool { return assigned[it] })
+}
+
+// verifyHolds checks, on the reconcile loop's round, that the marks this
+// instance holds under sess are still there and its own. One removed by
+// hand, or replaced by a node of another owner, is forgotten: the item's
+// next fire marks it again, and meets any node left in its place
+// (dropStaleMark removes one nobody's session holds). Until the round, a
+// held item whose mark an operator removed runs on a mark that is gone —
+// as a run did before when its mark was removed under it — so the round
+// bounds that window by the reconcile interval.
+func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
+	h := &r.holds
+	h.mu.Lock()
+	if h.sess != sess || len(h.items) == 0 {
+		h.mu.Unlock()
+		return
+	}
+	items := make([]int, 0, len(h.items))
+	for it := range h.items {
+		items = append(items, it)
+	}
+	h.mu.Unlock()
+	var lost []int
+	for _, it := range items {
+		ok, st, err := r.rc.Exists(ctx, r.paths.ItemNode(it, layout.Running))
+		if err != nil {
+			return // the next round
+		}
+		if !ok || st.EphemeralOwner != sess.ID() {
+			lost = append(lost, it)
+		}
+	}
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
+		r.holds.drop(lost)
+	}
+}
