@@ -129,7 +129,33 @@ func (r *runner) forgetAssignment() {
 func (c *assignmentCache) setAssumedLocked(a assigned) (relead bool) {
 	c.assumed = a
 	watched := a.set && a.watched
-	return c.watchedAssumption.Swap(watched) != watched
+	held := c.heldAll.Swap(false) // said of the assumption replaced
+	return c.watchedAssumption.Swap(watched) != watched || held
+}
+
+// noteHeld notes, after a fire on a, that this instance holds every item
+// of a, the assumption its watches prove: the next fire marks nothing and
+// sends nothing before its runs, so it needs no lead (quickFire).
+func (r *runner) noteHeld(sess *regcenter.Session, a assigned) {
+	if !a.watched || len(a.items) == 0 || r.cache.heldAll.Load() || !r.holds.holdsAll(sess, a.items) {
+		return
+	}
+	r.cache.mu.Lock()
+	same := r.cache.assumed.set && r.cache.assumed.sess == a.sess && r.cache.assumed.shard == a.shard &&
+		r.cache.assumed.epoch == a.epoch && r.cache.assumed.watched
+	flipped := same && !r.cache.heldAll.Swap(true)
+	r.cache.mu.Unlock()
+	if flipped {
+		r.s.trig.relead(r.name)
+	}
+}
+
+// holdsShrank notes that marks this instance held were given up or lost:
+// the next fire may mark again, so it gets its lead back.
+func (r *runner) holdsShrank() {
+	if r.cache.heldAll.Swap(false) {
+		r.s.trig.relead(r.name)
+	}
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -222,7 +248,10 @@ func (r *runner) assume(a assigned, gen uint64) {
 	}
 	a.proof = slices.Clip(a.checks(r.paths, r.serverID()))
 	unmonitored := r.config().Unmonitored
-	watch := len(a.items) == 0 || unmonitored
+	// Every assumption is watched on the sharding node; one with items is
+	// watched on the reshard epoch too, so that a fire of held items (or
+	// of an unmonitored job) needs no proof: see heldFire.
+	watchEpoch := len(a.items) > 0 || unmonitored
 	var cancels []func()
 	relead := false
 	c := &r.cache
@@ -241,13 +270,11 @@ func (r *runner) assume(a assigned, gen uint64) {
 	if c.closed {
 		return
 	}
-	if !watch {
-		cancels = append(cancels, c.idleWatch, c.epochWatch)
-		c.idleWatch, c.idleArmed, c.epochWatch, c.epochArmed = nil, false, nil, false
-		relead = c.setAssumedLocked(a)
-		return
+	if !watchEpoch && c.epochWatch != nil {
+		cancels = append(cancels, c.epochWatch)
+		c.epochWatch, c.epochArmed = nil, false
 	}
-	armed := c.idleArmed && (!unmonitored || c.epochArmed)
+	armed := c.idleArmed && (!watchEpoch || c.epochArmed)
 	if c.idleWatch == nil {
 		c.idleWatch = r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
 			c.mu.Lock()
@@ -262,9 +289,12 @@ func (r *runner) assume(a assigned, gen uint64) {
 			if passed && (ev.Type == regcenter.EventCreated || ev.Type == regcenter.EventDataChanged) {
 				r.goCatchUp()
 			}
+			// A reshard may have moved items whose marks this instance
+			// keeps: the new owner waits for them (hold.go).
+			r.kick.holds.kick()
 		})
 	}
-	if unmonitored && c.epochWatch == nil {
+	if watchEpoch && c.epochWatch == nil {
 		c.epochWatch = r.rc.Watch(r.paths.ShardingEpoch(), regcenter.WatchNode, func(regcenter.Event) {
 			c.mu.Lock()
 			c.epochArmed = true
@@ -491,6 +521,10 @@ type assignmentCache struct {
 	// so an unmonitored job's next fire sends no request (quickFire). Set
 	// with assumed, under mu; read by the trigger without it.
 	watchedAssumption atomic.Bool
+	// heldAll: this instance holds the marks of every item of assumed
+	// (noteHeld), so a monitored job's next fire sends no request before
+	// its runs either. Cleared with a new assumption and when holds go.
+	heldAll atomic.Bool
 	// idleWatch watches this instance's sharding node while it holds no
 	// items or the job is unmonitored, epochWatch the reshard epoch while
 	// the job is unmonitored (see assume); each armed once its first

@@ -241,11 +241,12 @@ func TestRoundTripsPerFireDoNotGrowWithItems(t *testing.T) {
 	if r100 > r1+10 {
 		t.Errorf("100 items cost %.1f requests per fire vs %.1f for 1: marks are not batched", r100, r1)
 	}
-	// Steady state is one transaction that proves the assignment and marks
-	// the item, and one that completes it; the reconcile loop may add a
-	// read now and then.
-	if r1 > 3 {
-		t.Errorf("a fire of 1 item costs %.1f requests, want 2 (the assignment is read again every fire?)", r1)
+	// Steady state is one transaction that completes the item: the
+	// instance holds its mark (job/hold.go), so the fire marks nothing and
+	// its watches prove the assignment. The reconcile loop may add a read
+	// now and then.
+	if r1 > 1.5 {
+		t.Errorf("a fire of 1 item costs %.1f requests, want 1 (the mark made again, or the assignment proved or read again, every fire?)", r1)
 	}
 }
 

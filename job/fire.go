@@ -106,10 +106,13 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// fire still holds the fire order for the fresh read.
 		if a, ok := r.cachedAssignment(sess); ok {
 			unmonitored := r.config().Unmonitored
-			if a.watched && unmonitored && len(a.items) > 0 {
-				// The watches say nothing changed, and the job writes
-				// nothing per fire: it runs without a request (assume).
+			if a.watched && len(a.items) > 0 && (unmonitored || r.holds.holdsAll(sess, a.items)) {
+				// The watches say nothing changed, and the fire marks
+				// nothing: the job writes nothing per fire, or this
+				// instance holds every item's mark (hold.go). It runs
+				// without a request before its items (assume).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
+				r.noteHeld(sess, a)
 				r.runOwed(sess)
 				return
 			}
@@ -127,6 +130,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 			err := r.fireItems(sess, at, a, reserved, true)
 			if err == nil {
+				r.noteHeld(sess, a)
 				r.runOwed(sess)
 				return
 			}
@@ -146,6 +150,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	items := a.items
 	if kind == KindFire {
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
+		r.noteHeld(sess, a)
 		r.runOwed(sess)
 		return
 	}

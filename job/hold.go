@@ -80,13 +80,15 @@ func (h *holds) add(sess *regcenter.Session, items []int) {
 }
 
 // drop forgets the marks of items, which the caller deletes (or leaves to
-// the session's end).
-func (h *holds) drop(items []int) {
+// the session's end), and reports whether it held any of them.
+func (h *holds) drop(items []int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	n := len(h.items)
 	for _, it := range items {
 		delete(h.items, it)
 	}
+	return len(h.items) < n
 }
 
 // count is how many marks this instance holds under sess.
@@ -126,6 +128,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	for _, it := range gone {
 		delete(h.items, it)
 	}
+	r.holdsShrank()
 	fence, ok := r.elect.SessionFence(sess)
 	if !ok {
 		return
@@ -153,14 +156,14 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 // keepsHolds returns which of batch's items keep their marks after their
 // runs under sess: held here, still this instance's by the assumption the
 // next fire makes, and the job not stopping. The others' marks are
-// deleted by the completion, and forgotten here.
+// deleted by the completion, and forgotten here. So is the mark of a
+// trigger's run: a trigger writes no record, and a mark no record covers
+// reads as a run still going (the console, `shardjob status`).
 func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int]bool {
-	if r.book.isStopping() {
-		return nil
-	}
+	stopping := r.book.isStopping()
 	items := make([]int, 0, len(batch))
 	for _, b := range batch {
-		if b.halted == nil {
+		if b.halted == nil && b.kind != KindTrigger && !stopping {
 			items = append(items, b.item)
 		}
 	}
@@ -175,7 +178,9 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 			drop = append(drop, b.item)
 		}
 	}
-	r.holds.drop(drop)
+	if len(drop) > 0 && r.holds.drop(drop) {
+		r.holdsShrank()
+	}
 	return held
 }
 
@@ -225,6 +230,51 @@ func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
 	if len(lost) > 0 {
 		slices.Sort(lost)
 		r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
-		r.holds.drop(lost)
+		if r.holds.drop(lost) {
+			r.holdsShrank()
+		}
 	}
+}
+
+// releaseMoved answers an event of this instance's sharding-node watch
+// while it keeps marks: it reads the assignment and releases the marks of
+// the items no longer in it, at once rather than at this instance's next
+// fire, which may be far off (a reshard done at another instance's fire
+// moves items whose new owner waits for their marks). Garbage in the node,
+// or a failed read, releases nothing: the next fire reads for itself.
+func (r *runner) releaseMoved() {
+	sess := r.rc.Session()
+	if r.holds.count(sess) == 0 {
+		return
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	data, _, err := r.rc.Get(ctx, r.paths.Flag(r.serverID(), layout.Sharding))
+	var items []int
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+	case err != nil:
+		return
+	default:
+		if items, err = layout.ParseItems(string(data)); err != nil {
+			return
+		}
+	}
+	r.releaseUnassigned(ctx, sess, items)
+}
+
+// holdsAll reports whether this instance holds the marks of every one of
+// items under sess.
+func (h *holds) holdsAll(sess *regcenter.Session, items []int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess || len(h.items) < len(items) {
+		return false
+	}
+	for _, it := range items {
+		if !h.items[it] {
+			return false
+		}
+	}
+	return true
 }

@@ -71,6 +71,7 @@ type kickers struct {
 	reshard    *kicker // the leader answers a reshard request (reshardOnRequest)
 	epoch      *kicker // note a moved reshard epoch (noteEpochFlag)
 	items      *kicker // read the disabled items (readDisabledItems)
+	holds      *kicker // release the marks of items a reshard moved (releaseMoved)
 }
 
 type execution struct {
@@ -120,6 +121,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.kick.reshard = newKicker(r.goFunc, r.reshardOnRequest)
 	r.kick.epoch = newKicker(r.goFunc, r.noteEpochFlag)
 	r.kick.items = newKicker(r.goFunc, r.readDisabledItems)
+	r.kick.holds = newKicker(r.goFunc, r.releaseMoved)
 	return r
 }
 
@@ -231,10 +233,12 @@ func (r *runner) schedule() {
 }
 
 // quickFire reports whether the job's next scheduled fire would send no
-// request to ZooKeeper: an unmonitored job firing on an assumption its
-// watches prove (see assume). Such a fire needs no lead (see trigger).
+// request to ZooKeeper before its runs: it fires on an assumption its
+// watches prove (see assume), and the job is unmonitored or this instance
+// holds every item's mark (hold.go). Such a fire needs no lead (see
+// trigger).
 func (r *runner) quickFire() bool {
-	return r.cache.watchedAssumption.Load() && r.config().Unmonitored
+	return r.cache.watchedAssumption.Load() && (r.config().Unmonitored || r.cache.heldAll.Load())
 }
 
 func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }

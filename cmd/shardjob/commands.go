@@ -185,6 +185,10 @@ func cmdStatus(e *env, args []string) error {
 		if r := it.Running; r != nil {
 			notes = append(notes, fmt.Sprintf("running on %s (%s) since %s", r.Server, r.Kind, r.Begin.Local().Format("15:04:05")))
 		}
+		if it.HeldBy != "" && it.HeldBy != it.Server {
+			// Its former owner still holds the mark: the new one waits.
+			notes = append(notes, "running mark still held by "+it.HeldBy)
+		}
 		if it.MisfireSince != nil {
 			notes = append(notes, "misfire pending since "+it.MisfireSince.Local().Format("15:04:05"))
 		}

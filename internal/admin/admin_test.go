@@ -115,6 +115,9 @@ func (f *fixture) job() layout.Job {
 	f.create(p.DisabledItems(), "3", regcenter.Persistent)
 	f.create(p.ItemNode(0, layout.Running), mustJSON(map[string]any{"server": "s1", "fire": 1_700_000_060_000, "kind": "fire", "begin": 1_700_000_060_010, "session": "x"}), regcenter.Ephemeral)
 	f.create(p.ItemNode(1, layout.Completed), mustJSON(map[string]any{"server": "s1", "fire": 1_700_000_000_000, "kind": "fire", "begin": 1_700_000_000_005, "end": 1_700_000_000_250, "error": "boom"}), regcenter.Persistent)
+	// Held between runs: s1 made the mark at an earlier fire, and the
+	// record says its run (and a later one) completed.
+	f.create(p.ItemNode(1, layout.Running), mustJSON(map[string]any{"server": "s1", "fire": 1_699_999_940_000, "kind": "fire", "begin": 1_699_999_940_001, "session": "x"}), regcenter.Ephemeral)
 	f.create(p.ItemNode(2, layout.Completed), mustJSON(map[string]any{"server": "s2", "fire": 1_700_000_060_000, "since": 1_700_000_000_000, "kind": "misfire", "begin": 1_700_000_060_001, "end": 1_700_000_060_002}), regcenter.Persistent)
 	f.create(p.ItemNode(2, layout.Misfire), mustJSON(map[string]any{"since": 1_700_000_120_000}), regcenter.Persistent)
 	entry, _ := json.Marshal(failover.Entry{Fire: 1_700_000_120_000, From: "s2"})
@@ -164,7 +167,7 @@ func TestAdminStatus(t *testing.T) {
 	if i0.Server != "s1" || i0.Running == nil || i0.Running.Server != "s1" || i0.Running.Kind != "fire" || i0.Last != nil {
 		t.Errorf("item 0: %+v", i0)
 	}
-	if i1.Last == nil || i1.Last.Error != "boom" || i1.Last.DurationMS != 245 || i1.Last.Server != "s1" || i1.Running != nil {
+	if i1.Last == nil || i1.Last.Error != "boom" || i1.Last.DurationMS != 245 || i1.Last.Server != "s1" || i1.Running != nil || i1.HeldBy != "s1" || i0.HeldBy != "" {
 		t.Errorf("item 1: %+v %+v", i1, i1.Last)
 	}
 	if i2.Server != "s2" || i2.MisfireSince == nil || i2.MisfireSince.UnixMilli() != 1_700_000_120_000 ||
@@ -495,6 +498,9 @@ func TestAdminStatusReportsProblems(t *testing.T) {
 
 	f.create(p.Flag("ghost", layout.Status), layout.StatusReady, regcenter.Persistent)
 	f.create(p.Flag("s4", layout.Sharding), "x,y", regcenter.Persistent)
+	if err := f.rc.Delete(f.ctx, p.ItemNode(1, layout.Running), -1); err != nil { // s1's held mark, replaced by hand
+		t.Fatal(err)
+	}
 	f.create(p.ItemNode(1, layout.Running), "stuck", regcenter.Persistent)
 	f.create(p.FailoverItems()+"/banana", "", regcenter.Persistent)
 	if _, err := f.rc.Set(f.ctx, p.FailoverItem(3), []byte("\x00"), -1); err != nil {
