@@ -106,5 +106,7 @@ func (r *fireCostResult) print() {
 		Add("node_cpu_us_per_run", r.nodeUSPerRun()).
 		Add("server_cpu_us_per_run", r.serverCPUS*1e6/runs).
 		Add("allocs_per_run", float64(r.cost.mallocs)/runs).
-		Add("bytes_per_run", float64(r.cost.allocs)/runs).String())
+		Add("bytes_per_run", float64(r.cost.allocs)/runs).
+		Add("requests_per_run", float64(r.cost.requests)/runs).
+		Add("write_ops_per_run", float64(r.cost.writeOps)/runs).String())
 }

@@ -110,8 +110,9 @@ type records struct {
 
 // nodeCost is a -count-only node's own cost over its measured window.
 type nodeCost struct {
-	runs, cpuNS     int64
-	mallocs, allocs uint64
+	runs, cpuNS        int64
+	mallocs, allocs    uint64
+	requests, writeOps int64 // shardjob's registry client's; 0 for the others
 }
 
 // readRecords reads node n's file.
@@ -145,14 +146,16 @@ func readRecords(n *node) (records, error) {
 				continue
 			}
 			r.runs = append(r.runs, rec)
-		case len(fs) == 5 && fs[0] == "C":
+		case len(fs) == 7 && fs[0] == "C":
 			var c nodeCost
-			var e1, e2, e3, e4 error
+			var e1, e2, e3, e4, e5, e6 error
 			c.runs, e1 = strconv.ParseInt(fs[1], 10, 64)
 			c.cpuNS, e2 = strconv.ParseInt(fs[2], 10, 64)
 			c.mallocs, e3 = strconv.ParseUint(fs[3], 10, 64)
 			c.allocs, e4 = strconv.ParseUint(fs[4], 10, 64)
-			if errors.Join(e1, e2, e3, e4) != nil {
+			c.requests, e5 = strconv.ParseInt(fs[5], 10, 64)
+			c.writeOps, e6 = strconv.ParseInt(fs[6], 10, 64)
+			if errors.Join(e1, e2, e3, e4, e5, e6) != nil {
 				r.bad++
 				continue
 			}

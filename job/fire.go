@@ -149,6 +149,29 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	}
 	items := a.items
 	if kind == KindFire {
+		// What was just read is proved too, when it can be, by the first
+		// marking transaction: a reshard between the read and the marks
+		// would otherwise have this fire mark items now another
+		// instance's, which holds their marks (hold.go), and owe each of
+		// them, one failed transaction at a time.
+		for attempt := 0; a.epoch >= -1 && len(a.items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
+			err := r.fireItems(sess, at, a, reserved, true)
+			if err == nil {
+				r.noteHeld(sess, a)
+				r.runOwed(sess)
+				return
+			}
+			if !errors.Is(err, errAssignmentMoved) {
+				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
+				r.noteSuspendedMiss(at)
+				return
+			}
+			if a, err = r.assignment(sess); err != nil {
+				r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
+				r.noteSuspendedMiss(at)
+				return
+			}
+		}
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
 		r.noteHeld(sess, a)
 		r.runOwed(sess)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -45,6 +47,17 @@ func (m *runningMark) marshal() []byte {
 // marksPerTxn bounds the marks of one transaction: ten thousand in one
 // would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
 const marksPerTxn = 1000
+
+// markGoneWait bounds how long a marking transaction that met another
+// instance's mark waits, once, for it to go before it owes the item: the
+// time for a former owner to release the marks a reshard took from it.
+// probeAbove is the chunk size above which the items still marked
+// elsewhere after that wait are found by reads in parallel, not by one
+// failed transaction each.
+const (
+	markGoneWait = 250 * time.Millisecond
+	probeAbove   = 8
+)
 
 // markRunning creates the running marks of f's items for its fire, in one transaction per
 // marksPerTxn items. Items running elsewhere are dropped (and owed a
@@ -97,7 +110,7 @@ func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op
 func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []regcenter.Op, records map[int]record) ([]int, error) {
 	sess, at, kind := f.sess, f.at, f.kind
 	items = slices.Clone(items)
-	parentsMade := false
+	parentsMade, waited, probed := false, false, false
 	// Items whose marks this instance kept from an earlier run mark
 	// nothing: the mark is there, and excludes every other run (hold.go).
 	held := r.holds.heldOf(sess, items)
@@ -148,6 +161,28 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
 			if r.dropStaleMark(ctx, sess, item) {
 				continue
+			}
+			if !waited {
+				// Most often the mark of an instance a reshard has just
+				// taken the item from, which releases it at its watch's
+				// event (hold.go), with the others it gave up: wait for
+				// it once, then mark everything again.
+				waited = true
+				if r.waitMarkGone(ctx, item, markGoneWait) {
+					continue
+				}
+			}
+			if !probed && len(items) > probeAbove {
+				// Still there: an item running elsewhere, or an
+				// assignment read before a reshard. Find every item of
+				// the chunk in the same case at once, rather than one
+				// transaction each.
+				probed = true
+				busy := r.markedElsewhere(ctx, sess, items, held)
+				if len(busy) > 1 {
+					items = r.dropBusy(ctx, f, items, busy)
+					continue
+				}
 			}
 			// Running elsewhere (or still running from an earlier fire).
 			items = append(items[:idx:idx], items[idx+1:]...)
@@ -270,4 +305,81 @@ func (r *runner) dropStaleMark(ctx context.Context, sess *regcenter.Session, ite
 	}
 	r.log.Info("removed a stale running mark of this instance", "item", item)
 	return true
+}
+
+// waitMarkGone waits up to d for item's running mark to go, and reports
+// whether it went.
+func (r *runner) waitMarkGone(ctx context.Context, item int, d time.Duration) bool {
+	gone := make(chan struct{})
+	var once sync.Once
+	st, cancel, err := r.rc.WatchNow(ctx, r.paths.ItemNode(item, layout.Running), regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventDeleted {
+			once.Do(func() { close(gone) })
+		}
+	})
+	defer cancel()
+	if err != nil {
+		return false
+	}
+	if !st.Exists {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-gone:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// markedElsewhere reads, in parallel, the running marks of the items this
+// instance does not hold, and returns those that another session's mark
+// holds (a mark of this session is stale: the retry removes it).
+func (r *runner) markedElsewhere(ctx context.Context, sess *regcenter.Session, items []int, held map[int]bool) map[int]bool {
+	other := make([]bool, len(items))
+	parallel.Each(len(items), 32, func(i int) {
+		if held[items[i]] {
+			return
+		}
+		ok, st, err := r.rc.Exists(ctx, r.paths.ItemNode(items[i], layout.Running))
+		other[i] = err == nil && ok && st.EphemeralOwner != sess.ID() && st.EphemeralOwner != 0
+	})
+	busy := map[int]bool{}
+	for i, it := range items {
+		if other[i] {
+			busy[it] = true
+		}
+	}
+	return busy
+}
+
+// dropBusy takes the items busy says run elsewhere out of a marking
+// fire's items, as markChunk does one at a time: a failover run hands its
+// claims back; any other run owes the fire, and waits for the marks to go.
+// It returns the items left.
+func (r *runner) dropBusy(ctx context.Context, f *fire, items []int, busy map[int]bool) []int {
+	var left, gone []int
+	for _, it := range items {
+		if busy[it] {
+			gone = append(gone, it)
+		} else {
+			left = append(left, it)
+		}
+	}
+	r.log.Info("items still marked by another instance; owed until their marks go", "items", layout.FormatItems(gone), "fire", f.at, "kind", f.kind)
+	if f.kind == KindFailover {
+		r.handBack(ctx, f.sess, gone)
+		r.release(gone)
+		return left
+	}
+	cfg := r.config()
+	for _, it := range gone {
+		r.noteMisfire(it, f.at, cfg)
+	}
+	r.release(gone)
+	parallel.Each(len(gone), 32, func(i int) { r.owesMisfireRemote(ctx, gone[i], f.at) })
+	return left
 }

@@ -221,7 +221,12 @@ type SessionEvent struct {
 // (no node, node exists, bad version, not empty), which callers expect.
 type Stats struct {
 	Reads, Writes, Multis, Watches int64
-	Errors                         int64
+	// WriteOps counts the write operations the requests carried: one per
+	// write request, and one per create, set or delete inside a
+	// transaction (a check writes nothing). It is not a request count:
+	// Total leaves it out.
+	WriteOps int64
+	Errors   int64
 	// Backend names the registry the requests went to: BackendZooKeeper
 	// or BackendEtcd ("" from a center that does not say).
 	Backend string
@@ -239,7 +244,7 @@ func (s Stats) Total() int64 { return s.Reads + s.Writes + s.Multis + s.Watches 
 // Sub returns s minus o, for measuring an interval.
 func (s Stats) Sub(o Stats) Stats {
 	return Stats{Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches,
-		Errors: s.Errors - o.Errors, Backend: s.Backend}
+		WriteOps: s.WriteOps - o.WriteOps, Errors: s.Errors - o.Errors, Backend: s.Backend}
 }
 
 // deleteTree removes p and its descendants from c, deepest first, with

@@ -957,6 +957,7 @@ func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
 	}
+	e.counters.countWriteOps(ops)
 	_, err := e.txn(ctx, &e.counters.multis, clean, nil)
 	if err != nil {
 		var me *MultiError

@@ -828,7 +828,10 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 	if err != nil {
 		return err
 	}
-	res, err := call(ctx, z, &z.counters.multis, func() ([]zk.MultiResponse, error) { return z.client().Multi(reqs...) })
+	res, err := call(ctx, z, &z.counters.multis, func() ([]zk.MultiResponse, error) {
+		z.counters.countWriteOps(ops)
+		return z.client().Multi(reqs...)
+	})
 	// Find the op that failed: the others report success or a generic
 	// "runtime inconsistency" for being rolled back.
 	for i, r := range res {

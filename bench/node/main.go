@@ -16,7 +16,8 @@
 //
 //	S <unix ns>                                               the scheduler started
 //	R <job> <item> <fire unix ms> <start unix ns> <kind> <through unix ms>   a run started
-//	C <runs> <cpu ns> <mallocs> <bytes allocated>             with -measure-for: the process's own cost over its window
+//	C <runs> <cpu ns> <mallocs> <bytes allocated> <requests> <write ops>   with -measure-for: the process's own cost over its window
+//	                                                          (requests and write ops: shardjob's registry client's, 0 for the others)
 //
 // With -count-only a run records no line: it is counted, and the process
 // measures its own CPU time (getrusage) and allocations over a window of
@@ -138,6 +139,9 @@ type recorder struct {
 	f         *os.File
 	countOnly bool
 	runs      atomic.Int64
+	// registry is shardjob's registry client, once open: its requests
+	// and write operations join the measure.
+	registry atomic.Pointer[regcenter.Center]
 }
 
 func (r *recorder) line(s string) {
@@ -181,8 +185,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // cost is the process's CPU time, allocations and runs so far.
 type cost struct {
-	runs, cpuNS     int64
-	mallocs, allocs uint64
+	runs, cpuNS        int64
+	mallocs, allocs    uint64
+	requests, writeOps int64
 }
 
 func (r *recorder) cost() (cost, error) {
@@ -192,7 +197,12 @@ func (r *recorder) cost() (cost, error) {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return cost{runs: r.runs.Load(), cpuNS: ru.Utime.Nano() + ru.Stime.Nano(), mallocs: ms.Mallocs, allocs: ms.TotalAlloc}, nil
+	c := cost{runs: r.runs.Load(), cpuNS: ru.Utime.Nano() + ru.Stime.Nano(), mallocs: ms.Mallocs, allocs: ms.TotalAlloc}
+	if rc := r.registry.Load(); rc != nil {
+		st := (*rc).Stats()
+		c.requests, c.writeOps = st.Total(), st.WriteOps
+	}
+	return c, nil
 }
 
 // measure records, as a C line, what the process spent over the window
@@ -217,7 +227,8 @@ func (r *recorder) measure(ctx context.Context, after, length time.Duration) {
 		log.Printf("measure: %v", err)
 		return
 	}
-	r.line(fmt.Sprintf("C %d %d %d %d\n", c1.runs-c0.runs, c1.cpuNS-c0.cpuNS, c1.mallocs-c0.mallocs, c1.allocs-c0.allocs))
+	r.line(fmt.Sprintf("C %d %d %d %d %d %d\n", c1.runs-c0.runs, c1.cpuNS-c0.cpuNS, c1.mallocs-c0.mallocs, c1.allocs-c0.allocs,
+		c1.requests-c0.requests, c1.writeOps-c0.writeOps))
 }
 
 func run(o options) error {
@@ -300,6 +311,7 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 			logger.Warn("close the registry session", "err", err)
 		}
 	}()
+	rec.registry.Store(&rc)
 	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
 	if o.fireLead >= 0 {
 		opts = append(opts, job.WithFireLead(o.fireLead))

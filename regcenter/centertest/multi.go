@@ -15,7 +15,8 @@ import (
 )
 
 // testMultiApplies: a Multi applies every op, in order (a node created and
-// then set in one transaction); an empty Multi does nothing.
+// then set in one transaction), and counts as one request carrying its
+// writes (a check is none); an empty Multi does nothing.
 func testMultiApplies(t testing.TB, s *suite) {
 	c := s.center(t)
 	ctx := ctxFor(t)
@@ -25,6 +26,7 @@ func testMultiApplies(t testing.TB, s *suite) {
 	if err := c.Multi(ctx); err != nil {
 		t.Errorf("empty Multi: %v", err)
 	}
+	before := c.Stats()
 	err := c.Multi(ctx,
 		regcenter.CheckOp{Path: "/ma/kept", Version: 0},
 		regcenter.CreateOp{Path: "/ma/new", Data: []byte("n")},
@@ -35,6 +37,9 @@ func testMultiApplies(t testing.TB, s *suite) {
 	)
 	if err != nil {
 		t.Fatalf("Multi: %v", err)
+	}
+	if d := c.Stats().Sub(before); d.WriteOps != 5 || d.Multis != 1 {
+		t.Errorf("a Multi of a check and five writes counted %d write ops in %d multis, want 5 in 1", d.WriteOps, d.Multis)
 	}
 	want := map[string]string{"/ma/new": "n2", "/ma/x": "s", "/ma/kept": "old", "/ma/eph": ""}
 	for p, w := range want {

@@ -222,7 +222,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		Add("made_up", madeUp).Add("lost", fires-completed-madeUp).
 		Add("req_per_fire", float64(d.Total())/n).
 		Add("reads", float64(d.Reads)/n).Add("writes", float64(d.Writes)/n).
-		Add("multis", float64(d.Multis)/n).Add("watches", float64(d.Watches)/n).
+		Add("multis", float64(d.Multis)/n).Add("watches", float64(d.Watches)/n).Add("write_ops", float64(d.WriteOps)/n).
 		Add("before_execute_p50", benchkit.Percentile(before, 50)).Add("before_execute_max", benchkit.Max(before))
 	if len(before) > 0 {
 		nb := float64(len(before))
@@ -310,5 +310,6 @@ func errorsOr(errs ...error) error {
 }
 
 func addStats(a, b regcenter.Stats) regcenter.Stats {
-	return regcenter.Stats{Reads: a.Reads + b.Reads, Writes: a.Writes + b.Writes, Multis: a.Multis + b.Multis, Watches: a.Watches + b.Watches}
+	return regcenter.Stats{Reads: a.Reads + b.Reads, Writes: a.Writes + b.Writes, Multis: a.Multis + b.Multis, Watches: a.Watches + b.Watches,
+		WriteOps: a.WriteOps + b.WriteOps}
 }
