@@ -11,7 +11,7 @@ type requestCounters struct {
 	// multiWrites counts the creates, sets and deletes inside
 	// transactions (Stats.WriteOps, with writes).
 	multiWrites atomic.Int64
-	errs                             atomic.Int64 // failed requests (Stats.Errors)
+	errs        atomic.Int64 // failed requests (Stats.Errors)
 	// keepAlives counts etcd's lease keepalives apart from the requests:
 	// they are the session's upkeep, as ZooKeeper's pings are.
 	keepAlives atomic.Int64
