@@ -129,33 +129,7 @@ func (r *runner) forgetAssignment() {
 func (c *assignmentCache) setAssumedLocked(a assigned) (relead bool) {
 	c.assumed = a
 	watched := a.set && a.watched
-	held := c.heldAll.Swap(false) // said of the assumption replaced
-	return c.watchedAssumption.Swap(watched) != watched || held
-}
-
-// noteHeld notes, after a fire on a, that this instance holds every item
-// of a, the assumption its watches prove: the next fire marks nothing and
-// sends nothing before its runs, so it needs no lead (quickFire).
-func (r *runner) noteHeld(sess *regcenter.Session, a assigned) {
-	if !a.watched || len(a.items) == 0 || r.cache.heldAll.Load() || !r.holds.holdsAll(sess, a.items) {
-		return
-	}
-	r.cache.mu.Lock()
-	same := r.cache.assumed.set && r.cache.assumed.sess == a.sess && r.cache.assumed.shard == a.shard &&
-		r.cache.assumed.epoch == a.epoch && r.cache.assumed.watched
-	flipped := same && !r.cache.heldAll.Swap(true)
-	r.cache.mu.Unlock()
-	if flipped {
-		r.s.trig.relead(r.name)
-	}
-}
-
-// holdsShrank notes that marks this instance held were given up or lost:
-// the next fire may mark again, so it gets its lead back.
-func (r *runner) holdsShrank() {
-	if r.cache.heldAll.Swap(false) {
-		r.s.trig.relead(r.name)
-	}
+	return c.watchedAssumption.Swap(watched) != watched
 }
 
 // assignment returns this instance's items for a fire, resharding first
@@ -521,10 +495,6 @@ type assignmentCache struct {
 	// so an unmonitored job's next fire sends no request (quickFire). Set
 	// with assumed, under mu; read by the trigger without it.
 	watchedAssumption atomic.Bool
-	// heldAll: this instance holds the marks of every item of assumed
-	// (noteHeld), so a monitored job's next fire sends no request before
-	// its runs either. Cleared with a new assumption and when holds go.
-	heldAll atomic.Bool
 	// idleWatch watches this instance's sharding node while it holds no
 	// items or the job is unmonitored, epochWatch the reshard epoch while
 	// the job is unmonitored (see assume); each armed once its first

@@ -112,7 +112,6 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// instance holds every item's mark (hold.go). It runs
 				// without a request before its items (assume).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-				r.noteHeld(sess, a)
 				r.runOwed(sess)
 				return
 			}
@@ -130,7 +129,6 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 			err := r.fireItems(sess, at, a, reserved, true)
 			if err == nil {
-				r.noteHeld(sess, a)
 				r.runOwed(sess)
 				return
 			}
@@ -157,7 +155,6 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		for attempt := 0; a.epoch >= -1 && len(a.items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
 			err := r.fireItems(sess, at, a, reserved, true)
 			if err == nil {
-				r.noteHeld(sess, a)
 				r.runOwed(sess)
 				return
 			}
@@ -173,7 +170,6 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 		}
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-		r.noteHeld(sess, a)
 		r.runOwed(sess)
 		return
 	}

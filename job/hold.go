@@ -80,15 +80,13 @@ func (h *holds) add(sess *regcenter.Session, items []int) {
 }
 
 // drop forgets the marks of items, which the caller deletes (or leaves to
-// the session's end), and reports whether it held any of them.
-func (h *holds) drop(items []int) bool {
+// the session's end).
+func (h *holds) drop(items []int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := len(h.items)
 	for _, it := range items {
 		delete(h.items, it)
 	}
-	return len(h.items) < n
 }
 
 // count is how many marks this instance holds under sess.
@@ -128,7 +126,6 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	for _, it := range gone {
 		delete(h.items, it)
 	}
-	r.holdsShrank()
 	fence, ok := r.elect.SessionFence(sess)
 	if !ok {
 		return
@@ -178,8 +175,8 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 			drop = append(drop, b.item)
 		}
 	}
-	if len(drop) > 0 && r.holds.drop(drop) {
-		r.holdsShrank()
+	if len(drop) > 0 {
+		r.holds.drop(drop)
 	}
 	return held
 }
@@ -230,9 +227,7 @@ func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
 	if len(lost) > 0 {
 		slices.Sort(lost)
 		r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
-		if r.holds.drop(lost) {
-			r.holdsShrank()
-		}
+		r.holds.drop(lost)
 	}
 }
 

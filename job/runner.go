@@ -233,12 +233,14 @@ func (r *runner) schedule() {
 }
 
 // quickFire reports whether the job's next scheduled fire would send no
-// request to ZooKeeper before its runs: it fires on an assumption its
-// watches prove (see assume), and the job is unmonitored or this instance
-// holds every item's mark (hold.go). Such a fire needs no lead (see
-// trigger).
+// request to ZooKeeper: an unmonitored job firing on an assumption its
+// watches prove (see assume). Such a fire needs no lead (see trigger).
+// A monitored fire of held items sends none before its runs either, but
+// keeps its lead: reserved ahead and started on the shared timer, its runs
+// start 0.3 ms sooner at the median (firebench -latency), for a parked
+// goroutine per fire.
 func (r *runner) quickFire() bool {
-	return r.cache.watchedAssumption.Load() && (r.config().Unmonitored || r.cache.heldAll.Load())
+	return r.cache.watchedAssumption.Load() && r.config().Unmonitored
 }
 
 func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }
