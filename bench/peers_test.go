@@ -91,11 +91,11 @@ func TestReadRecords(t *testing.T) {
 		t.Errorf("a node that ran without -count-only has a cost: %+v", *r.cost)
 	}
 	counted := &node{out: filepath.Join(dir, "n2.rec")}
-	if err := os.WriteFile(counted.out, []byte("S 1700000000000000000\nC 9000 450000000 1170000 81000000\nC 12 x 1 1\n"), 0o644); err != nil {
+	if err := os.WriteFile(counted.out, []byte("S 1700000000000000000\nC 9000 450000000 1170000 81000000 60 9000\nC 12 x 1 1 0 0\nC 12 1 1 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := readRecords(counted); err != nil || r.cost == nil || *r.cost != (nodeCost{runs: 9000, cpuNS: 450000000, mallocs: 1170000, allocs: 81000000}) || r.bad != 1 {
-		t.Errorf("a -count-only node's measure: %+v (cost %+v), %v; want 9000 runs, 0.45 s, one bad line", r, r.cost, err)
+	if r, err := readRecords(counted); err != nil || r.cost == nil || *r.cost != (nodeCost{runs: 9000, cpuNS: 450000000, mallocs: 1170000, allocs: 81000000, requests: 60, writeOps: 9000}) || r.bad != 2 {
+		t.Errorf("a -count-only node's measure: %+v (cost %+v), %v; want 9000 runs, 0.45 s, 60 requests, 9,000 write ops, two bad lines (garbage, and a line without the registry's counts)", r, r.cost, err)
 	}
 	missing := &node{out: filepath.Join(dir, "none.rec")}
 	if r, err := readRecords(missing); err != nil || len(r.runs) != 0 {
