@@ -400,12 +400,7 @@ func runBooksSequence(t *testing.T, rng *rand.Rand, n int) []string {
 				}
 			}
 		}
-		if err := s.Start(ctx); err != nil {
-			t.Fatalf("start %s: %v", id, err)
-		}
-		in := &instance{id: id, rc: rc, sched: s}
-		t.Cleanup(func() { in.stop(t) })
-		live[id] = in
+		live[id] = running(t, ctx, id, rc, s)
 	}
 	pick := func() (string, *instance) {
 		ks := slices.Sorted(maps.Keys(live))

@@ -138,6 +138,12 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 	if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
 		t.Fatal(err)
 	}
+	return running(t, ctx, id, rc, s)
+}
+
+// running starts s, instance id on rc, and stops it when the test ends.
+func running(t *testing.T, ctx context.Context, id string, rc regcenter.Center, s *job.Scheduler) *instance {
+	t.Helper()
 	if err := s.Start(ctx); err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -150,12 +156,23 @@ func startInstance(t *testing.T, ns, id string, cfg job.Config, rec *recorder, o
 // with nothing added or started.
 func connect(t *testing.T, ctx context.Context, ns, id string, opts ...job.Option) (regcenter.Center, *job.Scheduler) {
 	t.Helper()
+	return connectVia(t, ctx, ns, id, nil, opts...)
+}
+
+// connectVia is connect with the scheduler on via(rc), a wrapper of the
+// registry (rc itself when via is nil).
+func connectVia(t *testing.T, ctx context.Context, ns, id string, via func(regcenter.Center) regcenter.Center, opts ...job.Option) (regcenter.Center, *job.Scheduler) {
+	t.Helper()
 	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatalf("regcenter: %v", err)
 	}
+	on := rc
+	if via != nil {
+		on = via(rc)
+	}
 	opts = append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)
-	s, err := job.NewScheduler(rc, opts...)
+	s, err := job.NewScheduler(on, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

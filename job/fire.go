@@ -127,14 +127,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.runOwed(sess)
 				return
 			}
-			err := r.fireItems(sess, at, a, reserved, true)
-			if err == nil {
-				r.runOwed(sess)
-				return
-			}
-			if !errors.Is(err, errAssignmentMoved) {
-				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
-				r.noteSuspendedMiss(at)
+			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}
 		}
@@ -153,14 +146,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// instance's, which holds their marks (hold.go), and owe each of
 		// them, one failed transaction at a time.
 		for attempt := 0; a.epoch >= -1 && len(a.items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
-			err := r.fireItems(sess, at, a, reserved, true)
-			if err == nil {
-				r.runOwed(sess)
-				return
-			}
-			if !errors.Is(err, errAssignmentMoved) {
-				r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
-				r.noteSuspendedMiss(at)
+			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}
 			if a, err = r.assignment(sess); err != nil {
@@ -183,6 +169,24 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
 	}
 	r.runOwed(sess)
+}
+
+// fireOnProof fires a's items, proved by the fire's first transaction,
+// and reports true when that ends the fire: it ran, or could not be proved
+// for another reason than a moved assignment (it is then owed). On false
+// the assignment moved: nothing ran, and the caller reads it again.
+func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assigned, reserved func()) bool {
+	err := r.fireItems(sess, at, a, reserved, true)
+	switch {
+	case err == nil:
+		r.runOwed(sess)
+	case errors.Is(err, errAssignmentMoved):
+		return false
+	default:
+		r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
+		r.noteSuspendedMiss(at)
+	}
+	return true
 }
 
 // fireItems runs a scheduled fire's items. An item that owes earlier fires

@@ -76,25 +76,15 @@ func startClocked(t *testing.T, ns, id string, cfg job.Config, rec *recorder, op
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), regcenter.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatalf("regcenter: %v", err)
-	}
-	clock := &claimClock{Center: rc, epoch: "/" + cfg.Name + "/leader/sharding", marks: "/" + cfg.Name + "/execution/"}
-	opts = append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)
-	s, err := job.NewScheduler(clock, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var clock *claimClock
+	rc, s := connectVia(t, ctx, ns, id, func(rc regcenter.Center) regcenter.Center {
+		clock = &claimClock{Center: rc, epoch: "/" + cfg.Name + "/leader/sharding", marks: "/" + cfg.Name + "/execution/"}
+		return clock
+	}, opts...)
 	if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start %s: %v", id, err)
-	}
-	in := &instance{id: id, rc: rc, sched: s}
-	t.Cleanup(func() { in.stop(t) })
-	return in, clock
+	return running(t, ctx, id, rc, s), clock
 }
 
 // TestFireClaimsAheadAndStartsOnTime: with a lead, a fire that marks its

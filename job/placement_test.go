@@ -25,12 +25,7 @@ func startJobs(t *testing.T, ns, id string, cfgs []job.Config, rec *recorder, op
 			t.Fatal(err)
 		}
 	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatalf("start %s: %v", id, err)
-	}
-	in := &instance{id: id, rc: rc, sched: s}
-	t.Cleanup(func() { in.stop(t) })
-	return in
+	return running(t, ctx, id, rc, s)
 }
 
 // holdersAt returns, for the scheduled fire at tick, which server ran
