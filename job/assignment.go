@@ -224,7 +224,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 	unmonitored := r.config().Unmonitored
 	// Every assumption is watched on the sharding node; one with items is
 	// watched on the reshard epoch too, so that a fire of held items (or
-	// of an unmonitored job) needs no proof: see heldFire.
+	// of an unmonitored job) needs no proof (fireAssigned).
 	watchEpoch := len(a.items) > 0 || unmonitored
 	var cancels []func()
 	relead := false

@@ -12,16 +12,16 @@ import (
 
 // Held marks: a running mark (execution/{item}/running) that this instance
 // made for a run of an item it is assigned stays after the run, for the
-// fires after it, as long as the assignment stands. A fire of a held item
-// marks nothing; its proof (the checks on the reshard epoch and the
-// sharding node) goes alone, and its completion writes the record without
-// deleting the mark. The mark still excludes every other run of the item:
+// fires after it, as long as the assignment stands. A fire of held items
+// marks nothing and, on an assumption its watches prove, sends nothing
+// before its runs; its completion writes the record without deleting the
+// mark. The mark still excludes every other run of the item:
 // another instance's create fails while this one holds it, as it did while
 // a run was going, and a dead instance's marks go with its session. It is
-// deleted when the item stops being this instance's to run — a fire reads
-// an assignment without it (releaseHolds), a completion finds the
-// assumption gone, the job stops here — and never while a run here has the
-// item reserved.
+// deleted when the item stops being this instance's to run — the sharding
+// node's watch reports a change (releaseMoved), a fire reads an assignment
+// without it (releaseUnassigned), a completion finds the assumption gone,
+// the job stops here — and never while a run here has the item reserved.
 
 // holds are the items whose running marks this instance keeps under one
 // session (a generation of it: a mark of an earlier one is stale, see
@@ -53,13 +53,6 @@ func (h *holds) heldOf(sess *regcenter.Session, items []int) map[int]bool {
 		}
 	}
 	return held
-}
-
-// has reports whether this instance holds item's mark under sess.
-func (h *holds) has(sess *regcenter.Session, item int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sess == sess && h.items[item]
 }
 
 // add notes the marks of items, just created under sess. A new session
