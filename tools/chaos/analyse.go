@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
@@ -81,6 +82,25 @@ type failover struct {
 	Gone    int64
 }
 
+// sessionLoss is a registry session an instance process logged as lost,
+// and the fault that explains it ("" when none does).
+type sessionLoss struct {
+	Inst    string
+	PID     int
+	T       int64 // Unix ns, when the process logged the loss
+	Session string
+	Err     string
+	Fault   string
+}
+
+func (l sessionLoss) String() string {
+	s := fmt.Sprintf("%s pid %d session %s at %s", l.Inst, l.PID, l.Session, clock(l.T))
+	if l.Err != "" {
+		s += " (" + l.Err + ")"
+	}
+	return s
+}
+
 // window is a closed interval of Unix ns.
 type window struct {
 	From, To int64
@@ -141,6 +161,15 @@ type Report struct {
 	// duplicates fail the run.
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
+
+	// SessionLosses are the registry sessions the instance processes
+	// logged as lost (a SessionLost event), in time order. A loss is
+	// explained by a fault whose window, stretched by the session timeout,
+	// holds it: a fault of the registry's members for any instance, a fault
+	// of an instance for that instance only. UnexplainedSessionLosses are
+	// the others: a session lost for no fault injected.
+	SessionLosses            []sessionLoss
+	UnexplainedSessionLosses []sessionLoss
 
 	// OrderViolations are runs of a chain's dependent job that began
 	// before their parent job had completed, on every item, a fire they
@@ -240,6 +269,12 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			exits[pidKey{e.Inst, e.PID}] = e.T
 		case eventlog.StatusGone:
 			gones = append(gones, e)
+		case eventlog.Session:
+			// The detail is the event's type, then the session.
+			typ, sess, _ := strings.Cut(e.Detail, " ")
+			if typ == regcenter.SessionLost.String() {
+				r.SessionLosses = append(r.SessionLosses, sessionLoss{Inst: e.Inst, PID: e.PID, T: e.T, Session: sess, Err: e.Err})
+			}
 		case eventlog.Begin:
 			if e.Item == nil || e.Run == "" {
 				r.BadLines++
@@ -348,11 +383,11 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 
 	// A freeze longer than the session timeout inside a committed
 	// execution: its session expired, StillOwner should have said so.
+	st := r.Config.SessionTimeoutMS * int64(time.Millisecond)
 	for _, x := range r.Executions {
 		if x.State != stateCommitted {
 			continue
 		}
-		st := r.Config.SessionTimeoutMS * int64(time.Millisecond)
 		for _, w := range frozen[pidKey{x.Inst, x.PID}] {
 			// The SIGCONT is logged after it is sent, so the end line may
 			// precede it: what matters is that the freeze began inside the
@@ -409,15 +444,60 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			}
 		}
 	}
+	// A session loss is explained by a fault whose window, stretched by
+	// the session timeout (a lease outlives its last word by up to that
+	// much), holds it: a fault of the registry's members whatever the
+	// instance, a fault of an instance for that instance only.
+	type instWindow struct {
+		window
+		inst string // "" for a fault of the registry's members
+	}
+	var faultWins []instWindow
+	openWin := map[string]int{}
+	for _, e := range events {
+		key := e.Fault + "|" + e.Detail + "|" + e.Inst
+		switch e.Ev {
+		case eventlog.FaultBegin:
+			openWin[key] = len(faultWins)
+			faultWins = append(faultWins, instWindow{window{From: e.T, To: last, What: e.Fault + " " + e.Detail}, e.Inst})
+		case eventlog.FaultEnd:
+			if i, ok := openWin[key]; ok {
+				faultWins[i].To = e.T
+				delete(openWin, key)
+			}
+		}
+	}
+	for i := range r.SessionLosses {
+		l := &r.SessionLosses[i]
+		for _, w := range faultWins {
+			if (w.inst == "" || w.inst == l.Inst) && w.From <= l.T && l.T <= w.To+st {
+				l.Fault = fmt.Sprintf("%s [%s – %s]", w.What, clock(w.From), clock(w.To))
+				break
+			}
+		}
+		if l.Fault == "" {
+			r.UnexplainedSessionLosses = append(r.UnexplainedSessionLosses, *l)
+		}
+	}
 	// A duplicate is explained when the earlier run's instance was down,
 	// frozen or cut off at some moment between that run's begin and the
 	// later run's begin: the earlier run's completion may not have reached
-	// ZooKeeper (a run can commit during a partition while its lease
-	// lasts).
+	// the registry (a run can commit during a partition while its lease
+	// lasts). So it is when the earlier run's process lost its session in
+	// that time, whatever the cause (a fault of the registry's members
+	// costs every instance its session): a completion not written before
+	// the loss is never written, and its fires run again — the
+	// at-least-once window of docs/guarantees.md. Unexplained losses are
+	// counted apart.
 	explain := func(a, b *execution) string {
 		for _, w := range crashes[a.Inst] {
 			if w.From <= b.Begin && w.To >= a.Begin {
 				return w.What
+			}
+		}
+		for _, l := range r.SessionLosses {
+			if l.Inst == a.Inst && l.PID == a.PID && a.Begin <= l.T && l.T <= b.Begin {
+				return "session lost " + a.Inst
 			}
 		}
 		return ""
@@ -595,10 +675,11 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d order_violations=%d seed=%d registry=%s",
+		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d order_violations=%d session_losses=%d unexplained_session_losses=%d seed=%d registry=%s",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations), r.Config.Seed, r.Registry())
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations),
+		len(r.SessionLosses), len(r.UnexplainedSessionLosses), r.Config.Seed, r.Registry())
 }
 
 // maxDetail bounds the detail lines of one kind.
@@ -667,11 +748,37 @@ func (r *Report) Details(w io.Writer) {
 	printOverlaps("OVERLAP (same process)", r.SelfOverlaps)
 	printOverlaps("stale execution (uncommitted, outlived its ownership)", r.StaleOverlaps)
 
-	// Duplicates: the unexplained ones in full, then a count by cause.
+	// Session losses: the unexplained ones, then the rest.
+	st := r.Config.SessionTimeoutMS * int64(time.Millisecond)
+	for i, l := range r.UnexplainedSessionLosses {
+		if i == maxDetail {
+			fmt.Fprintf(w, "chaos: SESSION LOST with no fault: ... %d more\n", len(r.UnexplainedSessionLosses)-maxDetail)
+			break
+		}
+		fmt.Fprintf(w, "chaos: SESSION LOST with no fault: %s\n", l)
+		if fs := r.faultsDuring(l.T-st-5*int64(time.Second), l.T); fs != "" {
+			fmt.Fprintf(w, "    near: %s\n", fs)
+		}
+	}
+	printed := 0
+	for _, l := range r.SessionLosses {
+		if l.Fault == "" {
+			continue
+		}
+		if printed == maxDetail {
+			fmt.Fprintf(w, "chaos: session lost: ... more\n")
+			break
+		}
+		printed++
+		fmt.Fprintf(w, "chaos: session lost: %s in %s\n", l, l.Fault)
+	}
+
+	// Duplicates: the unexplained ones in full, then a count by cause
+	// (the fault kind, or session_lost).
 	causes := map[string]int{}
 	for _, d := range r.Duplicates {
-		if d.Cause != "" {
-			causes[strings.Fields(d.Cause)[0]]++
+		if f := strings.Fields(d.Cause); len(f) > 0 {
+			causes[strings.Join(f[:len(f)-1], "_")]++
 		}
 	}
 	if len(causes) > 0 {
@@ -679,7 +786,7 @@ func (r *Report) Details(w io.Writer) {
 		for _, k := range slices.Sorted(maps.Keys(causes)) {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, causes[k]))
 		}
-		fmt.Fprintf(w, "chaos: duplicates explained by a crash of the earlier run's instance: %s\n", strings.Join(parts, " "))
+		fmt.Fprintf(w, "chaos: duplicates explained by a fault or a session loss of the earlier run's instance: %s\n", strings.Join(parts, " "))
 	}
 	for i, d := range r.UnexplainedDuplicates {
 		if i == maxDetail {
@@ -700,7 +807,7 @@ func (r *Report) Details(w io.Writer) {
 		}
 		return lost[i].Fire < lost[j].Fire
 	})
-	printed := 0
+	printed = 0
 	for i := 0; i < len(lost); {
 		j := i
 		for j+1 < len(lost) && lost[j+1].Item == lost[i].Item && lost[j+1].Fire == lost[j].Fire+r.Config.PeriodMS {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
@@ -609,5 +610,104 @@ func TestChainOrder(t *testing.T) {
 	r.Details(&buf)
 	if !strings.Contains(buf.String(), "ORDER: ") {
 		t.Fatalf("details:\n%s", buf.String())
+	}
+}
+
+// lose adds the session-lost line an instance process writes when its
+// registry session ends.
+func (s *synth) lose(ms int64, inst string) {
+	s.add(ms, eventlog.Event{Ev: eventlog.Session, Inst: inst, PID: pidOf(inst), Detail: regcenter.SessionLost.String() + " 0x1/1"})
+}
+
+// A registry fault (here a frozen etcd leader) costs i1 its session after
+// its run of fire 3 committed and before the completion was recorded: i2
+// runs fire 3 again. At least once, explained by the session loss, which
+// the fault's window explains in turn.
+func TestDuplicateAfterASessionLossIsExplained(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.events[0].Cfg.SessionTimeoutMS = 4000
+	s.fires("i1", 0, 0, 2)
+	s.exec("i1", 0, 3, "fire", 3010, 3400, stateCommitted)
+	s.add(3450, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultEtcdFrozen, Detail: "member 1"})
+	s.add(6000, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultEtcdFrozen, Detail: "member 1"})
+	s.lose(6100, "i1")
+	s.lose(6110, "i2")
+	s.exec("i2", 0, 3, "misfire", 7000, 7200, stateCommitted)
+	s.fires("i2", 0, 8, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 0 || r.Duplicates[0].Cause != "session lost i1" {
+		t.Fatalf("duplicates %+v, unexplained %d; want one explained by session lost i1", r.Duplicates, len(r.UnexplainedDuplicates))
+	}
+	if !r.OK() {
+		t.Error("not OK with an explained duplicate")
+	}
+	if !strings.Contains(r.Summary(), " session_losses=2 unexplained_session_losses=0 ") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "session_lost=1") {
+		t.Errorf("details do not count the duplicate by its cause:\n%s", buf.String())
+	}
+}
+
+// A session loss explains a duplicate only when it falls between the
+// earlier run's begin and the later run's, and only the earlier run's own
+// process's loss does.
+func TestSessionLossOutsideTheRunsExplainsNothing(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.events[0].Cfg.SessionTimeoutMS = 4000
+	s.lose(500, "i1") // before the earlier run
+	s.fires("i1", 0, 0, 2)
+	s.exec("i1", 0, 3, "fire", 3010, 3400, stateCommitted)
+	s.lose(3500, "i2") // the later run's instance, not the earlier's
+	s.exec("i2", 0, 3, "misfire", 7000, 7200, stateCommitted)
+	s.lose(7300, "i1") // after the later run began
+	s.fires("i2", 0, 8, 9)
+	s.stop(9999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 1 {
+		t.Fatalf("duplicates %d unexplained %d, want 1 1", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+	if r.OK() {
+		t.Error("OK() with an unexplained duplicate")
+	}
+}
+
+// A session lost with no fault to account for it stays visible: a loss
+// after a fault's window plus the session timeout, or during a fault of
+// another instance, is unexplained; one inside its own instance's fault,
+// or inside a registry fault's window plus the session timeout, is not.
+func TestSessionLossWithoutAFaultIsUnexplained(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.events[0].Cfg.SessionTimeoutMS = 2000
+	s.fires("i1", 0, 0, 29)
+	s.lose(1500, "i2") // no fault at all
+	s.add(3000, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultPartition, Detail: "i1", Inst: "i1"})
+	s.lose(5000, "i1") // its own partition: explained
+	s.lose(5100, "i2") // i1's partition does not cut i2 off
+	s.add(8000, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultPartition, Detail: "i1", Inst: "i1"})
+	s.add(10000, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultEtcdLeader, Detail: "member 0"})
+	s.add(12000, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultEtcdLeader, Detail: "member 0"})
+	s.lose(13900, "i2") // within the session timeout after the fault: explained
+	s.lose(14100, "i1") // past it: unexplained
+	s.stop(29999)
+	r := s.analyse(t)
+	if len(r.SessionLosses) != 5 || len(r.UnexplainedSessionLosses) != 3 {
+		t.Fatalf("session losses %d unexplained %d, want 5 3", len(r.SessionLosses), len(r.UnexplainedSessionLosses))
+	}
+	for i, want := range []int64{1500, 5100, 14100} {
+		if got := r.UnexplainedSessionLosses[i].T; got != s.ns(want) {
+			t.Errorf("unexplained loss %d at %s, want %s", i, clock(got), clock(s.ns(want)))
+		}
+	}
+	if !strings.Contains(r.Summary(), " session_losses=5 unexplained_session_losses=3 ") {
+		t.Errorf("summary: %s", r.Summary())
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if n := strings.Count(buf.String(), "SESSION LOST with no fault"); n != 3 {
+		t.Errorf("details show %d unexplained session losses, want 3:\n%s", n, buf.String())
 	}
 }

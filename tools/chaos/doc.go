@@ -37,13 +37,24 @@
 // unexplained duplicate with the executions and faults around it), then one
 // summary line, always the last:
 //
-//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… replaced=… unfinished=… stale_overlaps=… frozen_commits=… order_violations=… seed=… registry=…
+//	chaos: duration=… instances=… faults=… fires=… executions=… overlaps=… lost=… duplicates=… unexplained_duplicates=… failovers=… failover_p50_ms=… failover_max_ms=… noquorum_fires=… committed=… aborted=… replaced=… unfinished=… stale_overlaps=… frozen_commits=… order_violations=… session_losses=… unexplained_session_losses=… seed=… registry=…
 //
 // A duplicate is a fire of an item that two committed executions covered. It
 // is explained when the earlier execution's instance was down (kill -9),
 // frozen past its session or partitioned at some moment between that
-// execution's begin and the later one's (its completion may never have been
-// recorded: at least once).
+// execution's begin and the later one's, or when that execution's process
+// lost its registry session in that time (a fault of the registry's members
+// can cost every instance its session): its completion may never have been
+// recorded, and at least once is the promise then (docs/guarantees.md).
+//
+// session_losses counts the sessions the instance processes logged as lost
+// (a session event of type lost). A loss is explained by a fault whose
+// window, stretched by the session timeout, holds it: a fault of the
+// registry's members for every instance, a fault of an instance (kill9,
+// sigstop, sigterm, partition) for that instance only.
+// unexplained_session_losses counts the others, each listed in the detail
+// lines ("SESSION LOST with no fault"): a session lost for no fault
+// injected, which would otherwise hide behind the duplicates it explains.
 //
 // The exit status is 0 when overlaps, lost and unexplained_duplicates are
 // all 0, 1 when they are not, and 2 when the run itself failed (the registry
@@ -132,7 +143,8 @@
 // process; each event is one JSON line written by one write(2), so lines
 // never interleave and a killed process leaves whole lines only. Every line
 // has "ev" and "t" (wall clock, Unix ns, read just before the write). The
-// instances write proc_start, ready, session (each registry session event),
+// instances write proc_start, ready, session (each registry session event;
+// "detail" is its type and the session, "err" why a lost one ended),
 // begin, end, abort (with "inst", "pid", and for executions "run" — unique
 // per execution —, "item", "fire" — ShardingContext.FireTime in Unix ms — and
 // "kind") and proc_exit. The harness writes config (the run's parameters),

@@ -26,7 +26,11 @@ const (
 	ProcStart = "proc_start"
 	// Ready: the scheduler started; the instance takes part.
 	Ready = "ready"
-	// Session: a ZooKeeper session event (detail: type and session).
+	// Session: a registry session event, as the center's OnSession
+	// delivers it (detail: the type as regcenter.SessionEventType names it
+	// — suspended, reconnected, lost, new-session — a space, and the
+	// session; err: for a lost session, why it ended). The analysis counts
+	// the lost ones and explains duplicates with them.
 	Session = "session"
 	// Begin: an execution began (run, item, fire, kind).
 	Begin = "begin"

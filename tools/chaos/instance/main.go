@@ -130,7 +130,13 @@ func run(o options) error {
 	}
 	defer rc.Close()
 	cancelSess := rc.OnSession(func(se regcenter.SessionEvent) {
-		in.write(eventlog.Event{Ev: eventlog.Session, Detail: se.Type.String() + " " + se.Session.String()})
+		e := eventlog.Event{Ev: eventlog.Session, Detail: se.Type.String() + " " + se.Session.String()}
+		if se.Type == regcenter.SessionLost {
+			if err := se.Session.Err(); err != nil {
+				e.Err = err.Error()
+			}
+		}
+		in.write(e)
 	})
 	defer cancelSess()
 
