@@ -58,6 +58,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -88,7 +89,10 @@ type Etcd struct {
 
 	epoch     time.Time
 	lastRenew atomic.Int64 // ns since epoch: send time of the latest answered keepalive (or grant)
-	ttl       atomic.Int64 // the lease's granted TTL, ns
+	// unanswered is when the latest keepalive failed for want of an
+	// answer, ns since epoch (0: none has).
+	unanswered atomic.Int64
+	ttl        atomic.Int64 // the lease's granted TTL, ns
 
 	// sessions holds the session (its id is the current lease's), its
 	// listeners and the watchdog's wake-ups.
@@ -490,6 +494,7 @@ func (e *Etcd) keepAliveOnce() bool {
 		e.sessions.wake()
 	default:
 		e.counters.errs.Add(1)
+		e.unanswered.Store(int64(time.Since(e.epoch)))
 		e.sessions.suspend("etcd keepalive failed; firing suspended", "err", err)
 		return false
 	}
@@ -603,7 +608,55 @@ func (e *Etcd) reqCtx(ctx context.Context) (context.Context, context.CancelFunc)
 	return ctx, func() { stop(); cancel() }
 }
 
-var errRequestTimeout = errors.New("no answer within the session timeout")
+var (
+	errRequestTimeout = errors.New("no answer within the session timeout")
+	errRequestStalled = errors.New("no answer while the session's keepalives went unanswered too; abandoned to be sent again through another member")
+)
+
+// stallAfter is how long a request may go without an answer before a
+// keepalive that went unanswered meanwhile has it abandoned: the time a
+// keepalive waits.
+func (e *Etcd) stallAfter() time.Duration {
+	return max(time.Duration(e.ttl.Load())/5, 200*time.Millisecond)
+}
+
+// abandonWhenStalled calls abandon(errRequestStalled) once a request sent
+// at sent (since epoch) has had no answer for stallAfter and a keepalive
+// has failed for want of an answer since it was sent. A member that stops
+// answering with its connection open (frozen, or a leader that lost its
+// quorum) holds every request that reaches it, and a follower forwards
+// writes to its leader, frozen or not, until the request's deadline, the
+// session timeout: the others may have elected a new leader long before,
+// and the session may not outlive a second attempt after that deadline.
+// The keepalives tell: the first that goes unanswered suspends the
+// session. An abandoned request's outcome is unknown, as for any without
+// an answer (ErrConnectionLoss); its caller's next attempt goes to another
+// member. The returned stop ends the watch.
+func (e *Etcd) abandonWhenStalled(sent time.Duration, abandon context.CancelCauseFunc) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	mu.Lock()
+	defer mu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(e.stallAfter(), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		if time.Duration(e.unanswered.Load()) >= sent {
+			abandon(errRequestStalled)
+			return
+		}
+		t.Reset(keepAliveRetry)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
 
 // do runs one request f under a bounded context, counts it and translates
 // its error.
@@ -617,9 +670,14 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 	default:
 	}
 	counter.Add(1)
-	rctx, cancel := e.reqCtx(ctx)
+	sent := time.Since(e.epoch)
+	tctx, cancel := e.reqCtx(ctx)
 	defer cancel()
+	rctx, abandon := context.WithCancelCause(tctx)
+	defer abandon(nil)
+	stop := e.abandonWhenStalled(sent, abandon)
 	err := f(rctx)
+	stop()
 	if err == nil {
 		return nil
 	}
@@ -631,8 +689,8 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 	if ctx.Err() != nil {
 		return e.counters.counted(ctx.Err())
 	}
-	if errors.Is(context.Cause(rctx), errRequestTimeout) {
-		return e.counters.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, errRequestTimeout))
+	if cause := context.Cause(rctx); errors.Is(cause, errRequestTimeout) || errors.Is(cause, errRequestStalled) {
+		return e.counters.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, cause))
 	}
 	return e.counters.counted(translateEtcd(err))
 }
