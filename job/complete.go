@@ -11,9 +11,17 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// completionsPerTxn bounds the items of one completion transaction (two to
-// four operations each), within ZooKeeper's request limit.
-const completionsPerTxn = 1000
+// A completion transaction carries as many items as fit in
+// completionBytes, by the size per item of this job's last completion
+// (recordCache.itemsPerTxn), and never more than completionsPerTxn. A
+// steady fire of held items writes a record alone per item, about 200
+// bytes: one transaction for some 4,000 items. One the registry still
+// refuses as too large (a smaller Config.MaxNodeBytes, or a size per item
+// that grew) is split in two, and each half written (stepSplit).
+const (
+	completionBytes   = regcenter.DefaultMaxNodeBytes * 7 / 8
+	completionsPerTxn = MaxShardingTotalCount
+)
 
 // completionLinger is how long a completion waits for one more result of
 // its run before it commits what it has: items that end together share a
@@ -25,7 +33,8 @@ const completionLinger = 2 * time.Millisecond
 // group commits: a transaction carries every result that arrived while
 // the previous one was in flight, or within completionLinger of the one
 // before, so a fire of many fast items costs a transaction per
-// completionsPerTxn items, not one per item.
+// transaction's worth of items (recordCache.itemsPerTxn), not one per
+// item.
 func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
 	var linger *time.Timer // made once there is a second result to wait for
 	defer func() {
@@ -33,11 +42,15 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan 
 			linger.Stop()
 		}
 	}()
+	perTxn := 1
+	if n > 1 {
+		perTxn = r.records.itemsPerTxn()
+	}
 	for received := 0; received < n; {
 		batch := []itemResult{<-results}
 		received++
 	collect:
-		for received < n && len(batch) < completionsPerTxn {
+		for received < n && len(batch) < perTxn {
 			if linger == nil {
 				linger = time.NewTimer(completionLinger)
 			} else {
@@ -174,6 +187,7 @@ const (
 	stepUnfence completionStep = iota // read the versions the unfenced form writes over
 	stepReread                        // read again the records others wrote meanwhile
 	stepCommit                        // send the transaction
+	stepSplit                         // too large: write each half of the batch on its own
 	stepDone                          // written, or given up
 )
 
@@ -225,6 +239,11 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		}
 		switch {
 		case next == stepDone:
+			return
+		case next == stepSplit:
+			half := len(batch) / 2
+			r.writeCompletion(sess, cfg, batch[:half])
+			r.writeCompletion(sess, cfg, batch[half:])
 			return
 		case err != nil:
 			if !r.backOff(ctx, &delay, err, len(batch)) {
@@ -311,6 +330,9 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 	if len(c.ops) == 0 {
 		return stepDone, nil
 	}
+	if len(c.batch) > 1 {
+		r.records.sized(regcenter.MultiBytes(c.ops...), len(c.batch))
+	}
 	err := r.rc.Multi(ctx, c.ops...)
 	if err == nil {
 		r.paid(cfg, c)
@@ -325,6 +347,8 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 func (r *runner) commitFailed(c *completion, err error) (completionStep, error) {
 	var me *regcenter.MultiError
 	switch {
+	case errors.Is(err, regcenter.ErrTooLarge) && len(c.batch) > 1:
+		return stepSplit, nil // refused whole, nothing applied
 	case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 		// The transaction may or may not have been applied; the
 		// corrections make a replay converge either way. A session that
@@ -451,7 +475,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				mark.Since = b.fire.UnixMilli()
 			}
 			if b.err != nil {
-				mark.Error = b.err.Error()
+				mark.Error = recordedError(b.err)
 			}
 			data := mark.marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)

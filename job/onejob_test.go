@@ -15,6 +15,13 @@ import (
 // runner and its ZooKeeper session.
 func startOneJob(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
 	tb.Helper()
+	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+	return startOneJobWith(tb, zc, ns, cfg, noop, opts...)
+}
+
+// startOneJobWith is startOneJob with j as the job.
+func startOneJobWith(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, j Job, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
@@ -31,8 +38,7 @@ func startOneJob(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, opts 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
-	if err := s.Add(ctx, cfg, noop); err != nil {
+	if err := s.Add(ctx, cfg, j); err != nil {
 		tb.Fatal(err)
 	}
 	if err := s.Start(ctx); err != nil {

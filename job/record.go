@@ -2,10 +2,13 @@ package job
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 )
@@ -148,6 +151,27 @@ func (c cover) ran() [][2]int64 {
 	return out
 }
 
+// maxRecordedError bounds the error an item's completed record keeps: the
+// record is written with the item's other records in one transaction, and
+// an error of any size a job returns must not make it too large to write
+// (the fires it covers would then look unrun).
+const maxRecordedError = 4 << 10
+
+// recordedError is err's message as a completed record keeps it: cut at
+// maxRecordedError bytes, on a character boundary, saying how much was
+// left out.
+func recordedError(err error) string {
+	msg := err.Error()
+	if len(msg) <= maxRecordedError {
+		return msg
+	}
+	cut := maxRecordedError
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf("… (%d bytes more)", len(msg)-cut)
+}
+
 // completedMark records the latest fire an item's executions cover. A
 // misfire or failover run that began at B makes up for every fire from Since
 // to the last fire at or before B; Fire is that last fire.
@@ -176,6 +200,29 @@ type recordCache struct {
 	mu            sync.Mutex
 	completedSeen map[int]bool   // execution/{item}/completed exists
 	covered       map[int]record // items' records as last written or read here
+	// perItem is the size per item, in bytes, of the last completion
+	// transaction of several items (0: none yet).
+	perItem atomic.Int64
+}
+
+// defaultItemBytes is the size per item a first completion assumes: a
+// completed record, a running mark's delete and their paths.
+const defaultItemBytes = 320
+
+// sized notes the size of a completion transaction of items items.
+func (c *recordCache) sized(bytes, items int) {
+	c.perItem.Store(int64(max(bytes/items, 1)))
+}
+
+// itemsPerTxn is how many items a completion transaction carries: as many
+// as fit in completionBytes at the size per item of the last one, with a
+// tenth to spare, and at most completionsPerTxn.
+func (c *recordCache) itemsPerTxn() int {
+	per := c.perItem.Load()
+	if per == 0 {
+		per = defaultItemBytes
+	}
+	return int(min(max(completionBytes/(per+per/10), 1), completionsPerTxn))
 }
 
 func newRecordCache() recordCache {

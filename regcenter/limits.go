@@ -42,6 +42,30 @@ func checkNodeSize(limit int, op, p string, data []byte) error {
 		ErrTooLarge, op, p, len(data), len(data)-limit, limit)
 }
 
+// MultiBytes returns the size a transaction of ops counts against
+// Config.MaxNodeBytes: its operations' data, paths and per-operation
+// headers. A caller that splits its writes into transactions sizes them
+// with it.
+func MultiBytes(ops ...Op) int {
+	total := 0
+	for _, op := range ops {
+		total += opBytes(op)
+	}
+	return total
+}
+
+// opBytes is what one operation of a transaction counts.
+func opBytes(op Op) int {
+	n := len(op.path()) + multiOpOverhead
+	switch o := op.(type) {
+	case CreateOp:
+		n += len(o.Data)
+	case SetOp:
+		n += len(o.Data)
+	}
+	return n
+}
+
 // checkMultiSize refuses a transaction whose operations carry, together,
 // more than limit bytes of data, paths and per-operation headers: ZooKeeper
 // receives them as one request.
@@ -49,17 +73,11 @@ func checkMultiSize(limit int, ops []Op) error {
 	total := 0
 	biggest, biggestAt := 0, -1
 	for i, op := range ops {
-		var n int
-		switch o := op.(type) {
-		case CreateOp:
-			n = len(o.Data)
-		case SetOp:
-			n = len(o.Data)
-		}
-		if n > biggest {
+		n := opBytes(op)
+		total += n
+		if n -= len(op.path()) + multiOpOverhead; n > biggest {
 			biggest, biggestAt = n, i
 		}
-		total += n + len(op.path()) + multiOpOverhead
 	}
 	if total <= limit {
 		return nil
