@@ -98,3 +98,44 @@ func TestCompletionRecordsAHugeErrorCut(t *testing.T) {
 		t.Errorf("record error of %d bytes ending %q, want it cut at %d bytes and ending %q", len(m.Error), m.Error[max(0, len(m.Error)-40):], maxRecordedError, want)
 	}
 }
+
+// TestSmallTransactionLimit: on a registry that takes transactions of at
+// most 16 KB (ZooKeeper with a lower jute.maxbuffer, an etcd cluster with
+// a lower --max-txn-ops refuse theirs the same way), a fire of 1,000 items
+// marks and completes them in as many smaller transactions as it takes:
+// every item runs once and is recorded, none is left to run as a misfire.
+func TestSmallTransactionLimit(t *testing.T) {
+	const items = 1000
+	var mu sync.Mutex
+	ran := map[int]int{}
+	count := SimpleFunc(func(_ context.Context, sc ShardingContext) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ran[sc.Item]++
+		return nil
+	})
+	zc := zktest.Start(t)
+	cfg := Config{Name: "small", Cron: "0 0 0 1 1 *", ShardingTotalCount: items}
+	_, r, rc := startOneJobOn(t, regcenter.Config{Servers: zc.Servers(), Namespace: "smalltxn", MaxNodeBytes: 16 << 10}, cfg, count)
+	if err := r.prepareSync(); err != nil {
+		t.Fatal(err)
+	}
+	fire := time.Now().Truncate(time.Second)
+	r.fireAssigned(rc.Session(), fire, KindFire, nil)
+	for i := range items {
+		m, err := readMark(t, r, rc, i)
+		if err != nil {
+			t.Fatalf("item %d: no record after the fire: %v", i, err)
+		}
+		if m.Fire != fire.UnixMilli() || m.Kind != KindFire {
+			t.Fatalf("item %d: record of fire %d (%s), want the fire %d", i, m.Fire, m.Kind, fire.UnixMilli())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range items {
+		if ran[i] != 1 {
+			t.Fatalf("item %d ran %d times, want once", i, ran[i])
+		}
+	}
+}

@@ -60,7 +60,7 @@ const (
 )
 
 // markRunning creates the running marks of f's items for its fire, in one transaction per
-// marksPerTxn items. Items running elsewhere are dropped (and owed a
+// marksPerTxn items (fewer where the registry refuses one as too large). Items running elsewhere are dropped (and owed a
 // misfire) and the rest retried. checks go first in the first transaction;
 // if one fails, markRunning returns errAssignmentMoved. On an error it
 // returns the items still reserved here, for the caller to release; items
@@ -72,11 +72,20 @@ const (
 // marks its item, and one found changed is removed from the map, so that
 // what stays is proved current as the item is marked (see stillOwed).
 func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record) ([]int, error) {
-	sess, at, kind, items := f.sess, f.at, f.kind, f.items
+	sess, at, kind, pending := f.sess, f.at, f.kind, f.items
 	var marked []int
-	for start := 0; start < len(items); start += marksPerTxn {
-		end := min(start+marksPerTxn, len(items))
-		got, err := r.markChunk(ctx, f, items[start:end], checks, records)
+	first, per := true, marksPerTxn
+	for len(pending) > 0 {
+		end := min(per, len(pending))
+		got, err := r.markChunk(ctx, f, pending[:end], checks, records)
+		if errors.Is(err, regcenter.ErrTooLarge) && len(got) > 1 {
+			// Refused whole, nothing applied (a registry with a lower
+			// limit, an etcd cluster's --max-txn-ops): the items still
+			// reserved go in transactions half the size.
+			per = len(got) / 2
+			pending = append(got, pending[end:]...)
+			continue
+		}
 		checks = nil
 		if err == nil {
 			if marked == nil {
@@ -84,10 +93,11 @@ func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op
 			} else {
 				marked = append(marked, got...)
 			}
+			first, pending = false, pending[end:]
 			continue
 		}
-		rest := append(got, items[end:]...)
-		if start == 0 {
+		rest := append(got, pending[end:]...)
+		if first {
 			return rest, err
 		}
 		r.log.Warn("cannot mark the rest of the items running", "items", len(rest), "err", err)

@@ -22,9 +22,15 @@ func startOneJob(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, opts 
 // startOneJobWith is startOneJob with j as the job.
 func startOneJobWith(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, j Job, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
 	tb.Helper()
+	return startOneJobOn(tb, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, cfg, j, opts...)
+}
+
+// startOneJobOn is startOneJobWith on a ZooKeeper session of rcfg.
+func startOneJobOn(tb testing.TB, rcfg regcenter.Config, cfg Config, j Job, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	rc, err := regcenter.NewZooKeeper(ctx, rcfg, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		tb.Fatal(err)
 	}
