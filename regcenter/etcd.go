@@ -111,6 +111,10 @@ type Etcd struct {
 
 	counters requestCounters // the requests and keepalives sent, for Stats and KeepAlives
 
+	// leaseDoubt wakes the keepalive loop at once: a request was answered
+	// that the lease is gone (leaseGoneAnswer).
+	leaseDoubt chan struct{}
+
 	// life is cancelled by Close; every request's context ends with it.
 	life    context.Context
 	endLife context.CancelFunc
@@ -209,15 +213,16 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		return nil, connectError(where, user, cfg.ConnectTimeout, err)
 	}
 	e := &Etcd{
-		cfg:       cfg,
-		root:      "/" + cfg.Namespace,
-		pfx:       "/" + cfg.Namespace + "/",
-		cli:       cli,
-		log:       o.logger.With("component", "regcenter", "backend", "etcd"),
-		epoch:     time.Now(),
-		watches:   newWatchTable[etcdTask](),
-		watchKick: make(chan struct{}, 1),
-		group:     startstop.New(ctx),
+		cfg:        cfg,
+		root:       "/" + cfg.Namespace,
+		pfx:        "/" + cfg.Namespace + "/",
+		cli:        cli,
+		log:        o.logger.With("component", "regcenter", "backend", "etcd"),
+		epoch:      time.Now(),
+		watches:    newWatchTable[etcdTask](),
+		watchKick:  make(chan struct{}, 1),
+		leaseDoubt: make(chan struct{}, 1),
+		group:      startstop.New(ctx),
 	}
 	e.sessions = newSessionHub(e.log, BackendEtcd, e)
 	e.done = e.group.Context().Done()
@@ -442,6 +447,8 @@ func (e *Etcd) keepAliveLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-e.leaseDoubt:
+			timer.Stop() // reset below; no stale tick survives Stop since Go 1.23
 		}
 		next := max(time.Duration(e.ttl.Load())/5, 50*time.Millisecond)
 		if !e.keepAliveOnce() {
@@ -692,7 +699,26 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 	if cause := context.Cause(rctx); errors.Is(cause, errRequestTimeout) || errors.Is(cause, errRequestStalled) {
 		return e.counters.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, cause))
 	}
-	return e.counters.counted(translateEtcd(err))
+	err = translateEtcd(err)
+	if errors.Is(err, ErrSessionLost) {
+		e.leaseGoneAnswer()
+	}
+	return e.counters.counted(err)
+}
+
+// leaseGoneAnswer follows a request answered that its lease is gone (etcd
+// revoked it: expired, or revoked by a leader as it resumed from a
+// freeze): the keepalive loop sends its next keepalive at once, and ends
+// the session if etcd says the same of it, rather than a fifth of the TTL
+// later. Meanwhile every request under the lease fails the same way, and
+// callers that retry (a make-up run owed again) would retry in a loop. The
+// keepalive decides, not the request: the request may have carried an
+// earlier session's lease.
+func (e *Etcd) leaseGoneAnswer() {
+	select {
+	case e.leaseDoubt <- struct{}{}:
+	default:
+	}
 }
 
 // retryingRead runs an idempotent read with backoff on connection errors.

@@ -129,6 +129,46 @@ func TestEtcdLeaseLapse(t *testing.T) {
 	}
 }
 
+// TestEtcdRevokedLeaseEndsTheSessionAtTheNextRequest: a lease etcd revoked
+// (a leader resuming from a freeze revokes every lease it heard nothing
+// of) ends the session as soon as a request is answered that the lease is
+// gone — the keepalive sent at once confirms it — not at the next
+// keepalive, a fifth of the TTL later, while every request meanwhile fails
+// the same way. The TTL here is a minute: the next keepalive is 12 s away.
+func TestEtcdRevokedLeaseEndsTheSessionAtTheNextRequest(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newEtcdCenter(t, cluster, regcenter.Config{Namespace: "revoked", SessionTimeout: time.Minute})
+	ctx := testCtx(t)
+	s := c.Session()
+	cli, err := cluster.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	// Right after a keepalive: the next one is a fifth of the TTL away.
+	for k := c.KeepAlives(); c.KeepAlives() == k; {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no keepalive")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := cli.Revoke(ctx, clientv3.LeaseID(s.ID())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, "/eph", nil, regcenter.Ephemeral); !errors.Is(err, regcenter.ErrSessionLost) {
+		t.Fatalf("create under a revoked lease: %v, want ErrSessionLost", err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second): // a generous bound, well inside the 12 s to the next keepalive
+		t.Fatalf("etcd revoked lease %x and answered so; the session is still live", s.ID())
+	}
+	if err := s.Err(); !errors.Is(err, regcenter.ErrSessionLost) {
+		t.Fatalf("session ended with %v, want ErrSessionLost", err)
+	}
+}
+
 // TestEtcdWatchAcrossMemberRestarts: a children watch on a three-member
 // cluster whose members are killed and restarted one after another sees
 // every child created, in order.
