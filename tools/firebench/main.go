@@ -87,6 +87,7 @@ type config struct {
 	registry    string
 	instanceBin string
 	keep        bool
+	instProfile bool
 	verbose     bool
 	trace       bool
 }
@@ -157,6 +158,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.registry, "registry", regZooKeeper, "the registry every measurement runs on: zookeeper (one standalone server) or etcd (one member, in a process of its own)")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
+	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
 	fs.BoolVar(&c.trace, "trace", false, "the instance processes trace every fire and item run (OpenTelemetry SDK, spans discarded): what tracing costs")
 	if err := fs.Parse(args); err != nil {

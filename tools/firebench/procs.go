@@ -86,6 +86,9 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 	if b.cfg.trace {
 		args = append(args, "-trace")
 	}
+	if b.cfg.instProfile {
+		args = append(args, "-cpuprofile", filepath.Join(b.dir, id+".cpu.pprof"))
+	}
 	cmd := exec.Command(b.instanceBin, args...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

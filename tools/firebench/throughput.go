@@ -40,6 +40,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p0, perr0 := b.packetsReceived(ctx)
 	w1 := w0.Add(b.cfg.tputDur)
 	if err := sleepUntil(ctx, w1); err != nil {
 		return err
@@ -48,6 +49,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	p1, perr1 := b.packetsReceived(ctx)
 	// Give the last fires in the window up to five seconds to finish.
 	var fires []string
 	for s := w0.Truncate(time.Second).Add(time.Second); s.Before(w1); s = s.Add(time.Second) {
@@ -88,12 +90,56 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	if runs > 0 {
 		k.Add("instance_cpu_s_per_1000", (c1-c0)/float64(runs)*1000)
 	}
+	if perr0 == nil && perr1 == nil && len(fires) > 0 {
+		// Every packet the server received: the three instances'
+		// requests, their sessions' pings and the four-letter words.
+		k.Add("server_packets_per_fire", float64(p1-p0)/float64(len(fires)))
+	}
+	durs := fireDurations(es, fires, items)
+	k.Add("fire_dur_p50", durMS(benchkit.Percentile(durs, 50))).Add("fire_dur_p99", durMS(benchkit.Percentile(durs, 99))).
+		Add("fire_dur_max", durMS(benchkit.Max(durs)))
 	if warm != nil {
 		k.Add("warmup", "no complete fire in 40s")
 	}
 	fmt.Println("bench throughput" + k.String())
 	b.summary.Add("execs_per_s", float64(runs)/secs).Add("fires_lost", fmt.Sprintf("%d/%d", lost, len(fires)))
 	return nil
+}
+
+// fireDurations returns, for each of fires whose items all ran at that
+// fire (no make-up run standing for any of them), the time from the fire
+// to the last of its items' Execute entered, in ms.
+func fireDurations(es []execRec, fires []string, items int) []float64 {
+	want := make(map[string]bool, len(fires))
+	for _, f := range fires {
+		want[f] = true
+	}
+	type agg struct {
+		n    int
+		last int64
+		fire int64
+	}
+	by := map[string]*agg{}
+	for _, e := range es {
+		key := fireKey(e.job, e.fire)
+		if !want[key] || e.through > e.fire {
+			continue
+		}
+		a := by[key]
+		if a == nil {
+			a = &agg{fire: e.fire}
+			by[key] = a
+		}
+		a.n++
+		a.last = max(a.last, e.entered)
+	}
+	var durs []float64
+	for _, a := range by {
+		if a.n >= items {
+			durs = append(durs, float64(a.last-a.fire*int64(time.Millisecond))/float64(time.Millisecond))
+		}
+	}
+	return durs
 }
 
 // fireKey names one fire of one job.
