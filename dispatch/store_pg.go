@@ -69,14 +69,13 @@ LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
 // the planner cannot read a worker's due tasks by run_at and sort them all
 // for the first few, as it did on a backlog it had no statistics for.
 //
-// The UPDATE joins the candidates on t.uuid = c.uuid. Once the tasks are
-// analyzed the planner takes cand for a tenth of every worker's waiting
-// tasks (its LIMIT is not a constant) and may hash the live tasks to join
-// them, a cost that grows with the backlog; keying the UPDATE by the
-// candidates' uuids (t.uuid = ANY (ARRAY(SELECT uuid FROM cand))) avoids
-// it for a capped claim of a few tasks, but is probed once per candidate
-// and cost a claim of a thousand two thirds of its throughput, so it is
-// not used (docs/performance.md, "Beside River").
+// The UPDATE joins the candidates on t.uuid = c.uuid, by a probe of the
+// primary key per candidate: the claim turns hash and merge joins off
+// (pgClaimPlanning), since once the tasks are analyzed the planner would
+// hash every task of the table for it. Keying the UPDATE by the
+// candidates' uuids instead (t.uuid = ANY (ARRAY(SELECT uuid FROM cand)))
+// was probed once per candidate too, and cost a claim of a thousand two
+// thirds of its throughput.
 //
 // The counters change by the rows the UPDATE changed less the freed
 // slots, so they always agree with the tasks marked running. The guards
@@ -138,18 +137,46 @@ const pgClaim = `WITH fr AS (
 )
 SELECT * FROM upd`
 
-// pgNoBitmap and pgResetBitmap bracket a claim: its candidates must come
-// from an ordered scan of the live index, which stops after a worker's
-// free slots. Without statistics on dispatch_tasks — a new or freshly
-// loaded table, until autovacuum first analyzes it — the planner takes a
-// worker's waiting tasks for a handful and reads them all through a bitmap
-// scan and sorts them instead: milliseconds per worker per claim once
-// there are tens of thousands, all under the global row's lock. SET is
-// transactional, so a claim that fails leaves the setting as it found it.
+// pgClaimPlanning and pgResetPlanning bracket a claim (set_config with
+// is_local false is SET).
+//
+// Bitmap scans off: its candidates must come from an ordered scan of the
+// live index, which stops after a worker's free slots. Without statistics
+// on dispatch_tasks — a new or freshly loaded table, until autovacuum
+// first analyzes it — the planner takes a worker's waiting tasks for a
+// handful and reads them all through a bitmap scan and sorts them instead:
+// milliseconds per worker per claim once there are tens of thousands, all
+// under the global row's lock.
+//
+// Hash and merge joins off: the UPDATE must reach the chosen tasks by
+// their key, one probe per candidate. Once autovacuum has analyzed the
+// tasks, the planner takes the candidates for a tenth of the waiting tasks
+// and hashes every task of the table to join them (a sequential scan of
+// the whole table, live and ended, on every claim, under the global row's
+// lock): a claim of 1,000 from a backlog of 100,000 took 124 ms so against
+// 24 ms by key, and the run that met that analyze ran at a quarter of its
+// throughput (docs/performance.md, "Beside River"). The claim's other
+// joins are of a few rows (workers, freed slots) and are as cheap as a
+// nested loop; the full join that merges taken and freed slots per
+// worker still hashes, which the planner does when nothing else can.
+//
+// JIT off: a join turned off is not forbidden but priced out (its cost
+// raised by a constant so large that any plan's total passes
+// jit_above_cost), and a claim would then compile its expressions with
+// LLVM, inlined and optimized, on every run: about 450 ms of a claim that
+// runs in 25 ms. A claim is short enough that JIT never pays; before this
+// setting, an analyzed backlog's hashed plan passed jit_above_cost too.
+//
+// SET is transactional, so a claim that fails leaves the settings as it
+// found them.
 const (
-	pgNoBitmap    = `SET enable_bitmapscan = off`
-	pgResetBitmap = `RESET enable_bitmapscan`
+	pgClaimPlanning = `SELECT set_config('enable_bitmapscan', 'off', false), set_config('enable_hashjoin', 'off', false),
+    set_config('enable_mergejoin', 'off', false), set_config('jit', 'off', false)`
 )
+
+// pgResetPlanning undoes pgClaimPlanning, a statement each (a read of
+// pg_settings to do it in one cost a millisecond per claim).
+var pgResetPlanning = []string{`RESET enable_bitmapscan`, `RESET enable_hashjoin`, `RESET enable_mergejoin`, `RESET jit`}
 
 // taskColsT is taskCols qualified with the alias t.
 const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.acceptable_start, t.run_at, t.status, t.attempts, t.max_retries, t.timeout_us, t.lease_owner, t.deadline, t.late, t.created_at, t.started_at, t.ended_at, t.last_error, t.trace_context`
@@ -217,10 +244,12 @@ func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit i
 	var expires int64
 	err := s.pipeline(ctx, func(conn *pgx.Conn) error {
 		b := &pgx.Batch{}
-		b.Queue(pgNoBitmap)
+		b.Queue(pgClaimPlanning)
 		b.Queue(pgClaimLock, node)
 		b.Queue(pgClaim, node, nowUS, limit)
-		b.Queue(pgResetBitmap)
+		for _, r := range pgResetPlanning {
+			b.Queue(r)
+		}
 		br := conn.SendBatch(ctx, b)
 		err := func() error {
 			if _, err := br.Exec(); err != nil {
@@ -250,8 +279,12 @@ func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit i
 				return err
 			}
 			rows.Close()
-			_, err = br.Exec()
-			return err
+			for range pgResetPlanning {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			return nil
 		}()
 		return errors.Join(err, br.Close())
 	})
