@@ -324,7 +324,7 @@ func (b *bench) dispatchPeerRun(ctx context.Context, srv *pgtest.Server, pgPID i
 	if err := sys.start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	if err := waitDrained(ctx, sys, 5*time.Minute); err != nil {
+	if err := waitDrained(ctx, sys, starts, int64(p.tasks), 5*time.Minute); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	runTook := time.Since(t1)
@@ -356,7 +356,7 @@ func (b *bench) dispatchPeerRun(ctx context.Context, srv *pgtest.Server, pgPID i
 		}
 		sent += per
 	}
-	if err := waitDrained(ctx, sys, time.Minute); err != nil {
+	if err := waitDrained(ctx, sys, starts, int64(p.tasks+sent), time.Minute); err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}
 	starts.recording.Store(false)
@@ -365,16 +365,33 @@ func (b *bench) dispatchPeerRun(ctx context.Context, srv *pgtest.Server, pgPID i
 	starts.mu.Unlock()
 	kv.Add("feed_per_sec", p.rate).Add("feed_tasks", sent).Add("feed_started", len(lat)).
 		Add("start_p50_ms", benchkit.MS(benchkit.Percentile(lat, 50))).Add("start_p99_ms", benchkit.MS(benchkit.Percentile(lat, 99)))
+	u, err := tupleUpdates(ctx, dsn, dpTaskTable[system])
+	if err != nil {
+		return err
+	}
+	kv.Add("tup_upd", u.upd).Add("tup_hot_upd", u.hot)
 	fmt.Println("bench dispatch" + kv.String())
 	pre := "dispatch_" + system + "_" + caps.name + "_"
 	b.summary.Add(pre+"run_per_sec", float64(p.tasks)/runTook.Seconds()).Add(pre+"start_p99_ms", benchkit.MS(benchkit.Percentile(lat, 99)))
 	return nil
 }
 
-// waitDrained waits until the system holds no live task, at most limit.
-func waitDrained(ctx context.Context, sys dpSystem, limit time.Duration) error {
+// waitDrained waits, at most limit, until the handlers have started
+// target tasks in all, then until the system holds no live task. The
+// first wait is in this process: counting a backlog's live tasks in the
+// database every few milliseconds while it runs costs PostgreSQL a
+// backend's worth of CPU (a count over the dispatcher's 100,000 waiting
+// tasks takes tens of milliseconds), which the run's CPU per task would
+// charge to the system measured. The count runs only for the last
+// completions, after every task started, for either system alike.
+func waitDrained(ctx context.Context, sys dpSystem, starts *dpStarts, target int64, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	for starts.n.Load() < target {
+		if err := benchkit.SleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return fmt.Errorf("%d of %d tasks started after %v", starts.n.Load(), target, limit)
+		}
+	}
 	for {
 		n, err := sys.live(ctx)
 		if err != nil {
@@ -387,6 +404,35 @@ func waitDrained(ctx context.Context, sys dpSystem, limit time.Duration) error {
 			return fmt.Errorf("%d tasks still live after %v", n, limit)
 		}
 	}
+}
+
+// dpTaskTable names each system's table of tasks.
+var dpTaskTable = map[string]string{"shardjob": "dispatch_tasks", "river": "river_job"}
+
+// tupleCounts are a table's row updates so far, all and HOT, as the
+// server's statistics count them.
+type tupleCounts struct{ upd, hot int64 }
+
+// tupleUpdates reads a table's update counts (every update of the insert,
+// run and latency phases) from pg_stat_user_tables, a second after the
+// last task ended: a busy backend reports its counts at most once a
+// second, so the last few may be missing; the share of HOT updates is
+// what the figures are for.
+func tupleUpdates(ctx context.Context, dsn, table string) (tupleCounts, error) {
+	if err := benchkit.SleepCtx(ctx, 1100*time.Millisecond); err != nil {
+		return tupleCounts{}, err
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return tupleCounts{}, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var c tupleCounts
+	err = conn.QueryRow(ctx, `SELECT COALESCE(sum(n_tup_upd), 0), COALESCE(sum(n_tup_hot_upd), 0) FROM pg_stat_user_tables WHERE relname = $1`, table).Scan(&c.upd, &c.hot)
+	if err != nil {
+		return tupleCounts{}, fmt.Errorf("update counts of %s: %w", table, err)
+	}
+	return c, nil
 }
 
 func quietLogger() *slog.Logger {

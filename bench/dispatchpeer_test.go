@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -60,5 +61,40 @@ func TestDispatchFlags(t *testing.T) {
 		if _, err := parseFlags(bad.args); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: err = %v, want %q", bad.args, err, bad.want)
 		}
+	}
+}
+
+// liveCounter is a dpSystem whose database is always empty, counting the
+// live queries it is asked.
+type liveCounter struct{ calls int }
+
+func (l *liveCounter) insert(context.Context, int, int, string) error { return nil }
+func (l *liveCounter) start(context.Context) error                    { return nil }
+func (l *liveCounter) close(context.Context) error                    { return nil }
+func (l *liveCounter) live(context.Context) (int, error) {
+	l.calls++
+	return 0, nil
+}
+
+// The database is not counted before every task has started: waiting for
+// the starts is the process's own business, and a count over a backlog
+// every few milliseconds would load the server being measured.
+func TestWaitDrainedCountsOnlyAfterEveryStart(t *testing.T) {
+	sys := &liveCounter{}
+	starts := &dpStarts{}
+	starts.n.Store(4)
+	err := waitDrained(context.Background(), sys, starts, 5, 30*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "4 of 5 tasks started") {
+		t.Errorf("with 4 of 5 started: err = %v, want the starts missing", err)
+	}
+	if sys.calls != 0 {
+		t.Errorf("the database was counted %d times before every task started", sys.calls)
+	}
+	starts.n.Store(5)
+	if err := waitDrained(context.Background(), sys, starts, 5, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if sys.calls != 1 {
+		t.Errorf("the database was counted %d times once every task started and none was live, want 1", sys.calls)
 	}
 }
