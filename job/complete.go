@@ -113,6 +113,13 @@ type completion struct {
 	// reread holds the items whose completed node another instance wrote
 	// since this one last read or wrote it: read again, and add to it.
 	reread map[int]bool
+	// tried holds, for the items of reread, the version the failed write
+	// expected (mustExist for a create that met the node): a read that
+	// still says so was served by a server behind the one that refused the
+	// write (a ZooKeeper follower catching up after a restart), and is
+	// waited out, at most maxStaleReads times a completion.
+	tried      map[int]int32
+	staleReads int
 	// wrote is the version each item's completed node has once the
 	// transaction is applied, where known (-1 otherwise).
 	wrote map[int]int32
@@ -126,6 +133,9 @@ type completion struct {
 	// each of its operations stands for.
 	ops     []regcenter.Op
 	targets []target
+	// lastErr is the latest transaction's failure, for the warning of a
+	// completion given up.
+	lastErr error
 }
 
 // target is what one operation of a completion transaction stands for: one
@@ -254,7 +264,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		}
 		step = next
 	}
-	r.log.Warn("giving up marking items completed", "items", len(batch))
+	r.log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
 }
 
 // unfence switches c to the unfenced form: its running marks and claims
@@ -345,6 +355,7 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 // (Its own function: the error it looks into escapes, and a transaction
 // that succeeds makes no room for it.)
 func (r *runner) commitFailed(c *completion, err error) (completionStep, error) {
+	c.lastErr = err
 	var me *regcenter.MultiError
 	switch {
 	case errors.Is(err, regcenter.ErrTooLarge) && len(c.batch) > 1:
@@ -361,20 +372,54 @@ func (r *runner) commitFailed(c *completion, err error) (completionStep, error) 
 	case c.targets[me.Index].node == fenceNode:
 		return stepUnfence, nil // the generation ended meanwhile
 	case r.correct(c, c.targets[me.Index], me.Err):
+		if t := c.targets[me.Index]; t.node == layout.Completed && c.reread[t.item] {
+			c.noteTried(t.item, c.ops[me.Index])
+		}
 		return stepReread, nil
 	}
 	r.log.Warn("cannot mark items completed", "err", err)
 	return stepDone, nil
 }
 
+// mustExist is completion.tried's mark of a create that met the node.
+const mustExist = -2
+
+// maxStaleReads bounds the reads of a completion found behind the write it
+// follows (completion.tried): after that many, what is read is taken.
+const maxStaleReads = 10
+
+// errStaleRead is a record read behind the write that failed before it.
+var errStaleRead = errors.New("the record read is older than the write the registry refused: a server behind the others; waiting for it")
+
+// noteTried keeps the version op, a completed node's write that failed for
+// the node's state, expected.
+func (c *completion) noteTried(item int, op regcenter.Op) {
+	if c.tried == nil {
+		c.tried = map[int]int32{}
+	}
+	switch o := op.(type) {
+	case regcenter.CreateOp:
+		c.tried[item] = mustExist
+	case regcenter.SetOp:
+		c.tried[item] = o.Version
+	}
+}
+
 // reread reads the completed nodes of c.reread again (see completion)
-// and makes them the priors the batch's records add to.
+// and makes them the priors the batch's records add to. A read that says
+// what the refused write expected is errStaleRead, to be waited out.
 func (r *runner) reread(ctx context.Context, c *completion) error {
 	for it := range c.reread {
 		rec, err := r.readRecord(ctx, it)
 		if err != nil {
 			return err
 		}
+		if v, ok := c.tried[it]; ok && c.staleReads < maxStaleReads &&
+			(!rec.versioned || (v != mustExist && rec.version == v)) {
+			c.staleReads++
+			return errStaleRead
+		}
+		delete(c.tried, it)
 		delete(c.reread, it)
 		for i := range c.batch {
 			if c.batch[i].item == it {

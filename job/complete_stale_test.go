@@ -1,0 +1,91 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// behindRecords is a real registry whose next reads of completed records
+// are answered as by a server that has not caught up with the others: the
+// node is not there yet. A ZooKeeper follower serves its reads so, from
+// what it has applied, while a write is decided by the leader — for a
+// moment after an ensemble's restart, for instance.
+type behindRecords struct {
+	regcenter.Center
+	behind atomic.Int32 // reads of a completed node still to answer as missing
+}
+
+func (b *behindRecords) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
+	if strings.HasSuffix(p, "/"+layout.Completed) && b.behind.Add(-1) >= 0 {
+		return nil, regcenter.Stat{}, fmt.Errorf("%w (get %s, from a server behind)", regcenter.ErrNoNode, p)
+	}
+	return b.Center.Get(ctx, p)
+}
+
+// TestCompletionWaitsOutAReadBehindItsWrite: a completion whose create met
+// the item's record (the registry has it) and whose reads then say the
+// record is not there (a server behind) waits for the reads to catch up
+// instead of taking them at their word: it writes the record. Taken at
+// their word, every create met the node again, and the completion gave up
+// after its attempts, its fire looking unrun (chaos, a ZooKeeper ensemble
+// restarted whole: four fires run twice).
+func TestCompletionWaitsOutAReadBehindItsWrite(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	zk, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "behind"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zk.Close()
+	rc := &behindRecords{Center: zk}
+	s, err := NewScheduler(rc, WithServerID("one"), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Name: "behind", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}
+	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
+	if err := s.Add(ctx, cfg, noop); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	}()
+	r := s.runner(cfg.Name)
+	if err := r.prepareSync(); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now().Truncate(time.Second)
+	r.fireAssigned(zk.Session(), first, KindFire, nil)
+	if m, err := readMark(t, r, zk, 0); err != nil || m.Fire != first.UnixMilli() {
+		t.Fatalf("first fire's record: %+v, %v", m, err)
+	}
+	// This instance takes the record for missing (it creates it), and the
+	// next 12 reads of it — one more than the completion's attempts — come
+	// from a server behind.
+	r.records.seen(0, false)
+	rc.behind.Store(int32(4*1 + 8))
+	second := first.Add(time.Second)
+	r.fireAssigned(zk.Session(), second, KindFire, nil)
+	m, err := readMark(t, r, zk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Fire != second.UnixMilli() {
+		t.Fatalf("record of fire %d after the second fire, want %d: the completion was given up", m.Fire, second.UnixMilli())
+	}
+}
