@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,32 +39,10 @@ func (b *behindRecords) Get(ctx context.Context, p string) ([]byte, regcenter.St
 // restarted whole: four fires run twice).
 func TestCompletionWaitsOutAReadBehindItsWrite(t *testing.T) {
 	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	zk, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "behind"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zk.Close()
+	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "behind"})
 	rc := &behindRecords{Center: zk}
-	s, err := NewScheduler(rc, WithServerID("one"), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Name: "behind", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}
 	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
-	if err := s.Add(ctx, cfg, noop); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	}()
-	r := s.runner(cfg.Name)
+	_, r := runOneJob(t, rc, Config{Name: "behind", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, noop)
 	if err := r.prepareSync(); err != nil {
 		t.Fatal(err)
 	}

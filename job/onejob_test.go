@@ -28,6 +28,14 @@ func startOneJobWith(tb testing.TB, zc *zktest.Cluster, ns string, cfg Config, j
 // startOneJobOn is startOneJobWith on a ZooKeeper session of rcfg.
 func startOneJobOn(tb testing.TB, rcfg regcenter.Config, cfg Config, j Job, opts ...Option) (*Scheduler, *runner, *regcenter.ZooKeeper) {
 	tb.Helper()
+	rc := connectOne(tb, rcfg)
+	s, r := runOneJob(tb, rc, cfg, j, opts...)
+	return s, r, rc
+}
+
+// connectOne opens a ZooKeeper session of rcfg, closed when tb ends.
+func connectOne(tb testing.TB, rcfg regcenter.Config) *regcenter.ZooKeeper {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rc, err := regcenter.NewZooKeeper(ctx, rcfg, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
@@ -39,6 +47,15 @@ func startOneJobOn(tb testing.TB, rcfg regcenter.Config, cfg Config, j Job, opts
 			tb.Errorf("closing the session: %v", err)
 		}
 	})
+	return rc
+}
+
+// runOneJob starts a scheduler on rc with the single job cfg, run by j,
+// stopped when tb ends, and returns it with the job's runner.
+func runOneJob(tb testing.TB, rc regcenter.Center, cfg Config, j Job, opts ...Option) (*Scheduler, *runner) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	opts = append([]Option{WithServerID("one"), WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	s, err := NewScheduler(rc, opts...)
 	if err != nil {
@@ -55,5 +72,5 @@ func startOneJobOn(tb testing.TB, rcfg regcenter.Config, cfg Config, j Job, opts
 			tb.Errorf("shutdown: %v", err)
 		}
 	})
-	return s, s.runner(cfg.Name), rc
+	return s, s.runner(cfg.Name)
 }
