@@ -661,12 +661,18 @@ func (b *book) takeDebts(sess *regcenter.Session, cfg *spec, tried map[int]bool,
 func (b *book) paid(cfg *spec, c *completion, records *recordCache) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var at time.Time
 	for i, res := range c.batch {
 		if res.halted != nil {
 			continue
 		}
-		if v, ok := c.wrote[res.item]; ok {
-			records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0})
+		if m, ok := c.deferred[i]; ok {
+			records.deferred(res.item, record{cover: c.recorded[i], version: res.prior.version, versioned: true}, m)
+		} else if v, ok := c.wrote[res.item]; ok {
+			if at.IsZero() {
+				at = b.now()
+			}
+			records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0}, at)
 		} else {
 			records.seen(res.item, true)
 		}

@@ -136,6 +136,13 @@ type completion struct {
 	// lastErr is the latest transaction's failure, for the warning of a
 	// completion given up.
 	lastErr error
+	// every is the scheduler's record interval for this completion (0:
+	// every record is written now), and now the time it is measured from;
+	// deferred holds, by position in batch, the marks of the records the
+	// transaction defers (see recordflush.go).
+	every    time.Duration
+	now      time.Time
+	deferred map[int]completedMark
 }
 
 // target is what one operation of a completion transaction stands for: one
@@ -220,6 +227,9 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	defer cancel()
 	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
 	c.keep = r.keepsHolds(sess, batch)
+	if c.every = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
+		c.now = r.s.opts.now()
+	}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
 	// transaction the client replays on a later session after a lost lease
@@ -338,10 +348,13 @@ func (r *runner) backOff(ctx context.Context, delay *time.Duration, err error, i
 func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completionStep, error) {
 	r.completionOps(cfg, c)
 	if len(c.ops) == 0 {
+		if len(c.deferred) > 0 {
+			r.paid(cfg, c) // every record deferred: nothing to send
+		}
 		return stepDone, nil
 	}
-	if len(c.batch) > 1 {
-		r.records.sized(regcenter.MultiBytes(c.ops...), len(c.batch))
+	if n := len(c.batch) - len(c.deferred); n > 1 {
+		r.records.sized(regcenter.MultiBytes(c.ops...), n)
 	}
 	err := r.rc.Multi(ctx, c.ops...)
 	if err == nil {
@@ -485,6 +498,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		c.add(c.fence, -1, fenceNode)
 	}
 	lead := len(c.ops)
+	clear(c.deferred)
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] && !c.keep[b.item] {
@@ -511,17 +525,26 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
+		misfireNode := r.book.misfireNodeCovered(b)
 		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
 			upTo := b.coveredUpTo()
 			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
-			mark := completedMark{Server: r.serverID(), Fire: rec.through().UnixMilli(), Ran: rec.ran(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			mark := completedMark{Server: r.serverID(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
 			}
 			if b.err != nil {
 				mark.Error = recordedError(b.err)
 			}
+			if !misfireNode && r.defers(c, b) {
+				if c.deferred == nil {
+					c.deferred = map[int]completedMark{}
+				}
+				c.deferred[i] = mark // its cover is c.recorded[i]
+				continue
+			}
+			mark.Fire, mark.Ran = rec.through().UnixMilli(), rec.ran()
 			data := mark.marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)
 			if r.records.exists(b.item) {
@@ -542,7 +565,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				c.wrote[b.item] = 0
 			}
 		}
-		if r.book.misfireNodeCovered(b) {
+		if misfireNode {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
 	}

@@ -3,6 +3,7 @@ package job_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -227,13 +228,21 @@ func TestDebtRunsOnlyTheFiresTheRecordDoesNotList(t *testing.T) {
 // TestCompletionKeepsWhatAnotherInstanceRecorded writes, between two fires
 // of the instance that holds the item, a run of fires into the item's
 // record, as a failover run elsewhere would: the holder's next completion
-// must add to that record, not overwrite it from what it remembers.
+// must add to that record, not overwrite it from what it remembers. With
+// records written behind, the holder's next runs keep theirs until its
+// stop writes them, over the record written elsewhere.
 func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
+	for _, every := range []time.Duration{0, job.DefaultRecordInterval} {
+		t.Run(fmt.Sprintf("records every %v", every), func(t *testing.T) { completionKeepsWhatAnotherRecorded(t, every) })
+	}
+}
+
+func completionKeepsWhatAnotherRecorded(t *testing.T, every time.Duration) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "keep", Cron: "* * * * * *", ShardingTotalCount: 1}
 	obs := observer(t, ns)
-	startInstance(t, ns, "a", cfg, rec)
+	a := startInstance(t, ns, "a", cfg, rec, job.WithRecordInterval(every))
 	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
 
 	type mark struct {
@@ -270,6 +279,9 @@ func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
 		break
 	}
 	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
+	if every > 0 {
+		a.stop(t)
+	}
 	got, data, _ := read()
 	if got.Server != "a" {
 		t.Fatalf("record %s: not written by a since", data)

@@ -137,8 +137,23 @@ func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
 }
 
 // readRecord reads the item's completed node: what it says ran (nothing if
-// there is no node, or garbage in it) and its version, when it exists.
+// there is no node, or garbage in it) and its version, when it exists —
+// with what a record deferred here adds to it (recordflush.go).
 func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
+	rec, err := r.readRecordNode(ctx, item)
+	if err != nil {
+		return rec, err
+	}
+	if p, ok := r.records.pendingCover(item); ok {
+		if sched, _, serr := r.config().Schedule(); serr == nil {
+			rec.cover = rec.cover.union(sched, p)
+		}
+	}
+	return rec, nil
+}
+
+// readRecordNode is readRecord without the records deferred here.
+func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 	data, st, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return record{}, nil

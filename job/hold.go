@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
@@ -105,12 +106,17 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	defer h.mu.Unlock()
 	if h.sess != sess {
 		h.sess, h.items = nil, nil // an ended generation's marks: not ours to delete now
+		if keep == nil {
+			r.flushAll(ctx)
+		}
 		return
 	}
 	var gone []int
+	goneSet := map[int]bool{}
 	for it := range h.items {
 		if (keep == nil || !keep(it)) && !r.book.isRunning(it) {
 			gone = append(gone, it)
+			goneSet[it] = true
 		}
 	}
 	if len(gone) == 0 {
@@ -118,6 +124,11 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	}
 	for _, it := range gone {
 		delete(h.items, it)
+	}
+	// The records deferred while the marks were held are written before
+	// the marks go: whoever takes an item next reads them.
+	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return goneSet[it] }); err != nil {
+		r.log.Warn("writing deferred completion records before releasing their marks; the runs they cover may run again", "err", err)
 	}
 	fence, ok := r.elect.SessionFence(sess)
 	if !ok {

@@ -140,6 +140,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
 			r.holds.add(sess, items)
+			r.records.marked(items, held)
 			return items, nil
 		}
 		var me *regcenter.MultiError

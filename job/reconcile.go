@@ -74,6 +74,11 @@ func (r *runner) reconcile() {
 	if stopping {
 		return
 	}
+	{
+		ctx, cancel := context.WithTimeout(r.ctx.life, r.s.opts.reshardTimeout)
+		r.flushStale(ctx)
+		cancel()
+	}
 	if reg == nil {
 		return // still starting
 	}

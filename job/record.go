@@ -142,6 +142,14 @@ func coverOf(m completedMark) cover {
 	return cover{spans: []span{{time.UnixMilli(first), time.UnixMilli(m.Fire)}}}
 }
 
+// union returns c plus every fire o covers.
+func (c cover) union(sched cron.Schedule, o cover) cover {
+	for _, s := range o.spans {
+		c = c.with(sched, s.first, s.last)
+	}
+	return c
+}
+
 // ran is c as a completed mark stores it.
 func (c cover) ran() [][2]int64 {
 	out := make([][2]int64, len(c.spans))
@@ -200,9 +208,22 @@ type recordCache struct {
 	mu            sync.Mutex
 	completedSeen map[int]bool   // execution/{item}/completed exists
 	covered       map[int]record // items' records as last written or read here
+	// written is when each item's record was last written here: a held
+	// item's next records wait (pending) until it is older than the
+	// scheduler's record interval (see recordflush.go).
+	written map[int]time.Time
+	// pending holds the records of held items whose latest runs completed
+	// here and are not written yet; seq numbers them, so that a flush does
+	// not drop one deferred again while it was written.
+	pending map[int]pendingRecord
+	seq     uint64
 	// perItem is the size per item, in bytes, of the last completion
 	// transaction of several items (0: none yet).
 	perItem atomic.Int64
+	// awaited is set when a job on this scheduler runs after this one
+	// (Config.After): its runs wait on these records, which are then
+	// written at every run, never deferred.
+	awaited atomic.Bool
 }
 
 // defaultItemBytes is the size per item a first completion assumes: a
@@ -226,7 +247,18 @@ func (c *recordCache) itemsPerTxn() int {
 }
 
 func newRecordCache() recordCache {
-	return recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}}
+	return recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}, written: map[int]time.Time{}, pending: map[int]pendingRecord{}}
+}
+
+// pendingRecord is a held item's record deferred here: what the latest
+// run's completion would have written (its mark, the record's cover) over
+// the version the node had then.
+type pendingRecord struct {
+	mark    completedMark
+	cover   cover
+	version int32
+	seq     uint64
+	item    int
 }
 
 // forget drops what is known of items' records: they were gained in a
@@ -246,12 +278,104 @@ func (c *recordCache) read(item int, rec record) {
 	c.covered[item] = rec
 }
 
-// wrote keeps item's record as a completion just wrote it.
-func (c *recordCache) wrote(item int, rec record) {
+// wrote keeps item's record as a completion just wrote it, at: what was
+// pending for it is in it (the run's prior included it).
+func (c *recordCache) wrote(item int, rec record, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.completedSeen[item] = true
 	c.covered[item] = rec
+	c.written[item] = at
+	delete(c.pending, item)
+}
+
+// marked notes the marks of items made anew (those not in held): the first
+// record under a new mark is written at its run, whenever the last was.
+func (c *recordCache) marked(items []int, held map[int]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		if !held[it] {
+			delete(c.written, it)
+		}
+	}
+}
+
+// recent reports whether item's record was written here less than every
+// before now: a completion of it while it is held may defer its record.
+func (c *recordCache) recent(item int, now time.Time, every time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.written[item]
+	return ok && now.Sub(t) < every
+}
+
+// deferred keeps item's record as a completion would have written it,
+// without writing it: rec has the new cover and the version the node
+// still has; m is the run's mark.
+func (c *recordCache) deferred(item int, rec record, m completedMark) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completedSeen[item] = true
+	c.covered[item] = rec
+	c.seq++
+	c.pending[item] = pendingRecord{mark: m, cover: rec.cover, version: rec.version, seq: c.seq, item: item}
+}
+
+// pendingCover returns what item's deferred record covers, if one is
+// pending.
+func (c *recordCache) pendingCover(item int) (cover, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.pending[item]
+	return p.cover, ok
+}
+
+// hasPending reports whether any record is deferred.
+func (c *recordCache) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
+}
+
+// pendingOf returns the deferred records that pick selects (all of them
+// when pick is nil), by item; pick is given each item and when its record
+// was last written here.
+func (c *recordCache) pendingOf(pick func(item int, written time.Time) bool) []pendingRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]pendingRecord, 0, len(c.pending))
+	for it, p := range c.pending {
+		if pick == nil || pick(it, c.written[it]) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b pendingRecord) int { return a.item - b.item })
+	return out
+}
+
+// flushed notes that p, deferred, was written at: the node has version to
+// now and covers cov. A record deferred again meanwhile stays pending, and
+// a version another write here moved past is left alone.
+func (c *recordCache) flushed(p pendingRecord, cov cover, from, to int32, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completedSeen[p.item] = true
+	c.written[p.item] = at
+	cur, ok := c.covered[p.item]
+	if q, still := c.pending[p.item]; still && q.seq == p.seq {
+		delete(c.pending, p.item)
+		c.covered[p.item] = record{cover: cov, version: to, versioned: true}
+		return
+	}
+	if ok && cur.versioned && cur.version == from {
+		cur.version = to
+		c.covered[p.item] = cur
+	}
+	if q, still := c.pending[p.item]; still && q.version == from {
+		q.version = to
+		c.pending[p.item] = q
+	}
 }
 
 // lookup returns item's record as known here.

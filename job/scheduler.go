@@ -28,6 +28,7 @@ type options struct {
 	process        *holder // the process claiming serverID; nil: this one (tests stand for others)
 	logger         *slog.Logger
 	reshardTimeout time.Duration
+	recordInterval time.Duration
 	fireLead       time.Duration
 	now            func() time.Time
 	listeners      []listener.Listener
@@ -180,7 +181,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
-	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, fireLead: DefaultFireLead, now: time.Now, faultTolerance: DefaultFaultTolerance}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -241,6 +242,7 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	}
 	r := newRunner(s, cfg, j)
 	s.runners[cfg.Name] = r
+	s.noteAwaitedLocked()
 	started := s.state == stateStarted
 	s.mu.Unlock()
 	if !started {
@@ -381,6 +383,18 @@ func (s *Scheduler) sortedRunnersLocked() []*runner {
 	return out
 }
 
+// noteAwaitedLocked marks the jobs that a job added here runs after
+// (Config.After): their records are written at every run.
+func (s *Scheduler) noteAwaitedLocked() {
+	for _, r := range s.runners {
+		for _, p := range r.config().parents() {
+			if pr := s.runners[p]; pr != nil {
+				pr.records.awaited.Store(true)
+			}
+		}
+	}
+}
+
 func (s *Scheduler) runnersSnapshot() []*runner {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -416,7 +430,15 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
 		for _, r := range s.runnersSnapshot() {
-			r.goFunc(func() { r.reregister(ev.Session) })
+			r.goFunc(func() {
+				// Records deferred under the session that ended go first:
+				// its marks are gone, and another instance may take the
+				// items.
+				ctx, cancel := context.WithTimeout(r.ctx.life, s.opts.reshardTimeout)
+				r.flushAll(ctx)
+				cancel()
+				r.reregister(ev.Session)
+			})
 		}
 	}
 }

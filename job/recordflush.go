@@ -1,0 +1,205 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Records written behind. While an item's mark is held here (hold.go) no
+// other instance runs it, and nothing another instance decides rests on
+// its record being current: a new owner takes the item only after this
+// instance releases the mark, and a failover claimer that meets the mark
+// hands its claim back. So the completion of a held item whose record was
+// written here less than the record interval ago (WithRecordInterval)
+// writes nothing: it keeps the record it would have written (pending) and
+// this instance's own readers add it to what they read (readRecord). The
+// record is written
+//
+//   - by the first completion of the item after the interval (so a steady
+//     one-second job writes its record once every interval, not every run),
+//   - before the item's mark is released (releaseHolds), in every release:
+//     a reshard that moves it, a fire that finds it unassigned, a stop,
+//   - when a new session begins, before the jobs register again,
+//   - by the reconcile round for items whose record has waited an interval
+//     (a job paused, or whose fires stopped),
+//   - at stop, whatever is left.
+//
+// What it costs: a crash, or a session lost for good, leaves the runs of
+// the last interval unrecorded, and the item's next owner makes them up —
+// one run of the item covering them (docs/guarantees.md). Records read by
+// others (shardjob status, the console, another scheduler's jobs) are up to
+// an interval behind. A job that another job on this scheduler runs after
+// (Config.After) writes its records at every run: its dependents wait on
+// them. An unmonitored job writes none.
+
+// DefaultRecordInterval is how long a held item's record may wait after
+// the last one written (see WithRecordInterval).
+const DefaultRecordInterval = 20 * time.Second
+
+// maxRecordInterval bounds WithRecordInterval: the runs a crash leaves
+// unrecorded are those of the last interval.
+const maxRecordInterval = 10 * time.Minute
+
+// WithRecordInterval sets how often, at most, the completed record of an
+// item whose running mark this instance holds is written: the runs in
+// between keep theirs here and write nothing to the registry, and a crash
+// leaves at most that much of an item's runs unrecorded (their next owner
+// makes them up in one run). 0 writes every run's record at its
+// completion. Default DefaultRecordInterval; at most 10 minutes.
+func WithRecordInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 || d > maxRecordInterval {
+			return fmt.Errorf("%w: record interval %v must be between 0 and %v", ErrInvalidOption, d, maxRecordInterval)
+		}
+		o.recordInterval = d
+		return nil
+	}
+}
+
+// recordInterval is how long a completion of cfg's job may defer a held
+// item's record after the last one written (0: never).
+func (r *runner) recordInterval(cfg *spec) time.Duration {
+	if cfg.Unmonitored || r.records.awaited.Load() {
+		return 0
+	}
+	return r.s.opts.recordInterval
+}
+
+// defers reports whether c's completion of b keeps its record pending
+// instead of writing it: a regular fire's run, ended, of an item whose
+// mark stays held, on the fenced path, over a record whose version is
+// known and that was written here less than an interval ago.
+func (r *runner) defers(c *completion, b itemResult) bool {
+	return c.every > 0 && c.fenced && c.keep[b.item] && b.kind == KindFire && b.halted == nil &&
+		b.prior.versioned && c.completedVersion == nil && !c.reread[b.item] &&
+		r.records.recent(b.item, c.now, c.every)
+}
+
+// flushAll writes every deferred record.
+func (r *runner) flushAll(ctx context.Context) {
+	if !r.records.hasPending() {
+		return
+	}
+	if err := r.flushRecords(ctx, nil); err != nil {
+		r.log.Warn("writing deferred completion records; the runs they cover may run again", "err", err)
+	}
+}
+
+// flushStale writes the deferred records that have waited an interval:
+// their items' fires have not come back to write them.
+func (r *runner) flushStale(ctx context.Context) {
+	if !r.records.hasPending() {
+		return
+	}
+	every, now := r.s.opts.recordInterval, r.s.opts.now()
+	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every })
+	if err != nil {
+		r.log.Warn("writing deferred completion records", "err", err)
+	}
+}
+
+// flushRecords writes the deferred records pick selects (all when nil), in
+// transactions of as many as fit, each over the version last known; a
+// record another instance wrote meanwhile is read and added to.
+func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool) error {
+	ps := r.records.pendingOf(pick)
+	if len(ps) == 0 {
+		return nil
+	}
+	sched, _, err := r.config().Schedule()
+	if err != nil {
+		return err
+	}
+	per := r.records.itemsPerTxn()
+	var errs []error
+	for start := 0; start < len(ps); start += per {
+		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushChunk writes ps's records in one transaction, correcting a version
+// or existence that moved and trying again; one too large is split.
+func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord) error {
+	covers := make([]cover, len(ps))
+	versions := make([]int32, len(ps))
+	create := make([]bool, len(ps))
+	for i, p := range ps {
+		covers[i], versions[i] = p.cover, p.version
+	}
+	delay := 50 * time.Millisecond
+	for attempt := 0; attempt < 8+len(ps); {
+		ops := make([]regcenter.Op, len(ps))
+		for i, p := range ps {
+			m := p.mark
+			m.Fire, m.Ran = covers[i].through().UnixMilli(), covers[i].ran()
+			path := r.paths.ItemNode(p.item, layout.Completed)
+			if create[i] {
+				ops[i] = regcenter.CreateOp{Path: path, Data: m.marshal()}
+			} else {
+				ops[i] = regcenter.SetOp{Path: path, Data: m.marshal(), Version: versions[i]}
+			}
+		}
+		err := r.rc.Multi(ctx, ops...)
+		if err == nil {
+			at := r.s.opts.now()
+			for i, p := range ps {
+				to := versions[i] + 1
+				if create[i] {
+					to = 0
+				}
+				r.records.flushed(p, covers[i], versions[i], to, at)
+			}
+			return nil
+		}
+		var me *regcenter.MultiError
+		switch {
+		case errors.Is(err, regcenter.ErrTooLarge) && len(ps) > 1:
+			half := len(ps) / 2
+			return errors.Join(r.flushChunk(ctx, sched, ps[:half]), r.flushChunk(ctx, sched, ps[half:]))
+		case errors.As(err, &me) && me.Index >= 0 && me.Index < len(ps) &&
+			(errors.Is(me.Err, regcenter.ErrBadVersion) || errors.Is(me.Err, regcenter.ErrNoNode) || errors.Is(me.Err, regcenter.ErrNodeExists)):
+			// Written meanwhile (or removed): add to what is there.
+			attempt++
+			i := me.Index
+			rec, rerr := r.readRecordNode(ctx, ps[i].item)
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			covers[i] = covers[i].union(sched, rec.cover)
+			versions[i], create[i] = rec.version, !rec.versioned
+			continue
+		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
+			// Wait it out: a replayed write that landed is met as a moved
+			// version, and read.
+		default:
+			return fmt.Errorf("writing the records of items %s: %w", itemsOf(ps), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("writing the records of items %s: %w", itemsOf(ps), errors.Join(err, ctx.Err()))
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+	return fmt.Errorf("writing the records of items %s: gave up after %d attempts", itemsOf(ps), 8+len(ps))
+}
+
+// itemsOf is ps's items as layout formats them.
+func itemsOf(ps []pendingRecord) string {
+	items := make([]int, len(ps))
+	for i, p := range ps {
+		items[i] = p.item
+	}
+	return layout.FormatItems(items)
+}
