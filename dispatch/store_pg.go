@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -185,31 +186,51 @@ const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.
 // a uuid and its attempt, 0 for any) name their running attempt, and
 // records the slots they free in dispatch_freed, one row per worker. It
 // locks the requested tasks with SKIP LOCKED and changes only those it
-// locked, so it never waits. It returns the state of each task it locked,
-// as it was before the statement, and whether it finished it; a requested
-// task it does not return was held by another transaction or does not
-// exist (finishOnce tells which).
+// locked, so it never waits. Its rows are, for each request whose task it
+// locked, the task's state as it was before the statement (recorded
+// false), then one row per task it finished (recorded true; status and
+// attempt NULL); a requested task it does not return was held by another
+// transaction or does not exist (finishOnce tells which).
 //
-// The requests are joined to the tasks by uuid through the primary key,
-// and to the locked tasks by a hashed semi-join: a join of the requests
-// with the locked tasks under a join filter (how an earlier form of this
-// statement was planned) compares every request with every locked task,
-// a quarter of a million comparisons for a batch of 500.
+// Every read of the tasks is by key, whatever the planner guesses of the
+// batch's size: each request reaches its task by the primary key in a
+// LATERAL subquery that locks it (a subquery with a row lock is never
+// flattened into a join, so no plan can hash the table for it, as a
+// custom plan of a join with the requests did), carrying its attempt into
+// the locked row (held); each locked row that its request may finish
+// reaches its task by the primary key again. An earlier form matched the
+// locked tasks against the requests in a semi-join that the generic plan
+// ran as a nested loop under a join filter, building a whole-row copy of
+// every locked task for every request: 125,000 of them for a batch of
+// 500, most of the statement's time. The statement's two parts are
+// concatenated, not joined, for the same reason. TestFinishPlanJoinsByKey
+// checks the plan.
+//
+// The UPDATE's conditions on t repeat held's: the row it reaches is the
+// one held locked (a version its snapshot sees, followed to the newest,
+// which no other transaction can change while the lock is held).
+//
+// A task requested twice (a retry queued beside its first try) is locked
+// once and held twice, once per request; the UPDATE changes it once.
 const pgFinish = `WITH held AS MATERIALIZED (
-    SELECT t.uuid, t.status, t.attempts FROM dispatch_tasks t
-    WHERE t.uuid = ANY ($1::text[])
-    FOR UPDATE SKIP LOCKED
+    SELECT t.uuid, t.status, t.attempts, r.attempt
+    FROM unnest($1::text[], $2::int[]) AS r(uuid, attempt)
+    CROSS JOIN LATERAL (
+        SELECT t.uuid, t.status, t.attempts FROM dispatch_tasks t
+        WHERE t.uuid = r.uuid
+        FOR UPDATE SKIP LOCKED) t
 ), done AS (
     UPDATE dispatch_tasks t SET status = 'finished', ended_at = $3, lease_owner = '', deadline = 0
-    FROM unnest($1::text[], $2::int[]) AS r(uuid, attempt)
-    WHERE t.uuid = r.uuid AND t.status = 'running' AND (r.attempt = 0 OR t.attempts = r.attempt)
-        AND t.uuid IN (SELECT held.uuid FROM held)
+    FROM held h
+    WHERE t.uuid = h.uuid AND h.status = 'running' AND (h.attempt = 0 OR h.attempts = h.attempt)
+        AND t.status = 'running' AND t.attempts = h.attempts
     RETURNING t.uuid, t.worker
 ), freed AS (
     INSERT INTO dispatch_freed (worker, n) SELECT worker, count(*) FROM done GROUP BY worker
 )
-SELECT h.uuid, h.status, h.attempts, d.uuid IS NOT NULL
-FROM held h LEFT JOIN done d ON d.uuid = h.uuid`
+SELECT uuid, status, attempts, false FROM held
+UNION ALL
+SELECT uuid, NULL, NULL, true FROM done`
 
 // pgFinishUnheld reads, without a lock, the state of requested tasks that
 // pgFinish did not lock: those that exist are held by another transaction
@@ -350,24 +371,37 @@ func (s *store) finishOnce(ctx context.Context, reqs []finishReq, now time.Time)
 		ids[i], attempts[i] = r.uuid, int32(r.attempt)
 	}
 	state := map[string]*finishState{}
+	recorded := map[string]bool{}
 	rows, err := s.db.QueryContext(ctx, pgFinish, ids, attempts, now.UnixMicro())
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, st string
-		r := &finishState{}
-		if err := rows.Scan(&id, &st, &r.attempt, &r.recorded); err != nil {
+		var id string
+		var st sql.NullString
+		var attempt sql.NullInt64
+		var rec bool
+		if err := rows.Scan(&id, &st, &attempt, &rec); err != nil {
 			return nil, err
 		}
-		r.status = Status(st)
-		state[id] = r
+		if rec {
+			recorded[id] = true
+			continue
+		}
+		state[id] = &finishState{status: Status(st.String), attempt: int(attempt.Int64)}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	rows.Close()
+	for id := range recorded {
+		st := state[id]
+		if st == nil {
+			return nil, fmt.Errorf("dispatch: finish: the store finished %s, which the batch did not lock", id)
+		}
+		st.recorded = true
+	}
 	// A task not locked is either held by another transaction (tried
 	// again) or unknown; one read tells them apart, and only when some
 	// task was not locked.
