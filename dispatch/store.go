@@ -847,18 +847,36 @@ func (s *store) failAttempt(ctx context.Context, uuid string, attempt int, reaso
 	return r[0], nil
 }
 
+// The conditions of runningWhere: the overdue attempts (expire), those
+// whose lease is gone (reap), those of one lease (dropNode).
+const (
+	overdueCond  = `deadline <= ?`
+	orphanedCond = `lease_owner NOT IN (SELECT id FROM dispatch_nodes)`
+	leaseCond    = `lease_owner = ?`
+)
+
+// runningQuery selects (and on PostgreSQL locks) the running tasks that
+// match cond, at most the last argument of them.
+func (s *store) runningQuery(cond string) string {
+	return s.q(`SELECT ` + taskCols + ` FROM dispatch_tasks WHERE status = 'running' AND ` + cond + ` LIMIT ?` + s.forUpdate())
+}
+
 // runningWhere locks the running tasks that match cond.
 func (s *store) runningWhere(ctx context.Context, tx *sql.Tx, cond string, limit int, args ...any) ([]Task, error) {
 	args = append(args, limit)
-	return queryTasks(ctx, tx, s.q(`SELECT `+taskCols+` FROM dispatch_tasks WHERE status = 'running' AND `+cond+` LIMIT ?`+s.forUpdate()), args...)
+	return queryTasks(ctx, tx, s.runningQuery(cond), args...)
 }
+
+// overdueQuery tells whether some running task is past its deadline (the
+// argument).
+const overdueQuery = `SELECT EXISTS (SELECT 1 FROM dispatch_tasks WHERE status = 'running' AND deadline <= ?)`
 
 // expire times out running tasks whose deadline has passed.
 // A look without the global lock comes first: most sweeps find nothing
 // overdue, and they then take no lock from the claims and finishes.
 func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]released, error) {
 	var due bool
-	if err := s.db.QueryRowContext(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM dispatch_tasks WHERE status = 'running' AND deadline <= ?)`), now.UnixMicro()).Scan(&due); err != nil || !due {
+	if err := s.db.QueryRowContext(ctx, s.q(overdueQuery), now.UnixMicro()).Scan(&due); err != nil || !due {
 		return nil, err
 	}
 	var out []released
@@ -867,7 +885,7 @@ func (s *store) expire(ctx context.Context, now time.Time, limit int, backoff fu
 		if err := lockGlobal(ctx, tx, s); err != nil {
 			return err
 		}
-		ts, err := s.runningWhere(ctx, tx, `deadline <= ?`, limit, now.UnixMicro())
+		ts, err := s.runningWhere(ctx, tx, overdueCond, limit, now.UnixMicro())
 		if err != nil || len(ts) == 0 {
 			return err
 		}
@@ -890,6 +908,12 @@ func lockGlobal(ctx context.Context, tx *sql.Tx, s *store) error {
 	return tx.QueryRowContext(ctx, `SELECT id FROM dispatch_global WHERE id = 1 FOR UPDATE`).Scan(&id)
 }
 
+// holdingQuery reads which of n tasks (the arguments after the lease) run
+// under a lease (the first argument), and their attempts.
+func holdingQuery(n int) string {
+	return `SELECT uuid, attempts FROM dispatch_tasks WHERE status = 'running' AND lease_owner = ? AND uuid IN (` + placeholders(n) + `)`
+}
+
 // holding returns, of the given tasks, those running under lease node,
 // with their attempt.
 func (s *store) holding(ctx context.Context, uuids []string, node string) (map[string]int, error) {
@@ -898,7 +922,7 @@ func (s *store) holding(ctx context.Context, uuids []string, node string) (map[s
 	for _, u := range uuids {
 		args = append(args, u)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT uuid, attempts FROM dispatch_tasks WHERE status = 'running' AND lease_owner = ? AND uuid IN (`+placeholders(len(uuids))+`)`), args...)
+	rows, err := s.db.QueryContext(ctx, s.q(holdingQuery(len(uuids))), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -943,6 +967,12 @@ func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bo
 	return n == 1, nil
 }
 
+// reapDueQuery tells whether a lease lapsed before the argument or a
+// running task's lease is gone.
+const reapDueQuery = `SELECT EXISTS (SELECT 1 FROM dispatch_nodes WHERE expires < ?)
+    OR EXISTS (SELECT 1 FROM dispatch_tasks t WHERE t.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM dispatch_nodes n WHERE n.id = t.lease_owner))`
+
 // reap deletes the leases that lapsed before now and frees their tasks
 // under the retry policy. A lapsed lease means its node stopped renewing
 // for a whole TTL; a live node that could not renew cancels its handlers
@@ -953,9 +983,7 @@ func (s *store) renewNode(ctx context.Context, id string, expires time.Time) (bo
 // lock from the claims and finishes.
 func (s *store) reap(ctx context.Context, now time.Time, limit int, backoff func(int) time.Duration) ([]string, []released, error) {
 	var due bool
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT EXISTS (SELECT 1 FROM dispatch_nodes WHERE expires < ?)
-    OR EXISTS (SELECT 1 FROM dispatch_tasks t WHERE t.status = 'running'
-        AND NOT EXISTS (SELECT 1 FROM dispatch_nodes n WHERE n.id = t.lease_owner))`), now.UnixMicro()).Scan(&due)
+	err := s.db.QueryRowContext(ctx, s.q(reapDueQuery), now.UnixMicro()).Scan(&due)
 	if err != nil || !due {
 		return nil, nil, err
 	}
@@ -998,7 +1026,7 @@ func (s *store) reapWhere(ctx context.Context, cond string, args []any, now time
 		}
 		// Every running task whose holder has no lease row: the ones just
 		// deleted, and any left from a round that hit its limit.
-		ts, err := s.runningWhere(ctx, tx, `lease_owner NOT IN (SELECT id FROM dispatch_nodes)`, limit)
+		ts, err := s.runningWhere(ctx, tx, orphanedCond, limit)
 		if err != nil || len(ts) == 0 {
 			return err
 		}
@@ -1020,7 +1048,7 @@ func (s *store) dropNode(ctx context.Context, id string, now time.Time) ([]relea
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM dispatch_nodes WHERE id = ?`), id); err != nil {
 			return err
 		}
-		ts, err := s.runningWhere(ctx, tx, `lease_owner = ?`, 1<<30, id)
+		ts, err := s.runningWhere(ctx, tx, leaseCond, 1<<30, id)
 		if err != nil || len(ts) == 0 {
 			return err
 		}
