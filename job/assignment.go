@@ -538,33 +538,36 @@ func (c *assignmentCache) close() []func() {
 	return cancels
 }
 
-// assignedOf returns which of items the next fire under sess may assume
-// are this instance's (none when it may assume nothing: the assumption was
-// dropped, or made under another session).
-func (c *assignmentCache) assignedOf(sess *regcenter.Session, items []int) map[int]bool {
+// keepAssigned removes from held the items the next fire under sess may
+// not assume are this instance's (all of them when it may assume nothing:
+// the assumption was dropped, or made under another session). It filters
+// in place: a one-item completion builds no set of its own.
+func (c *assignmentCache) keepAssigned(sess *regcenter.Session, held map[int]bool) {
+	if len(held) == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.assumed
-	if !a.set || a.sess != sess || len(a.items) == 0 || len(items) == 0 {
-		return nil
+	if !a.set || a.sess != sess || len(a.items) == 0 {
+		clear(held)
+		return
 	}
-	out := make(map[int]bool, len(items))
-	if len(items) <= 8 {
-		for _, it := range items {
-			if slices.Contains(a.items, it) {
-				out[it] = true
+	if len(held) <= 8 {
+		for it := range held {
+			if !slices.Contains(a.items, it) {
+				delete(held, it)
 			}
 		}
-		return out
+		return
 	}
-	want := make(map[int]bool, len(items))
-	for _, it := range items {
-		want[it] = true
-	}
+	mine := make(map[int]bool, len(a.items))
 	for _, it := range a.items {
-		if want[it] {
-			out[it] = true
+		mine[it] = true
+	}
+	for it := range held {
+		if !mine[it] {
+			delete(held, it)
 		}
 	}
-	return out
 }

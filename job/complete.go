@@ -221,10 +221,6 @@ const (
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	// Not under the session, which may end before its completion is
-	// written: under shutdown's last wait for background work.
-	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
-	defer cancel()
 	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
 	c.keep = r.keepsHolds(sess, batch)
 	if c.every = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
@@ -237,6 +233,20 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// the fence (the generation has ended) they are left for the session's
 	// end, or for dropStaleMark if the session survived.
 	c.fence, c.fenced = r.elect.SessionFence(sess)
+	if c.fenced && len(c.keep) > 0 {
+		// A steady fire of held items defers every record (recordflush.go):
+		// nothing to send, and no context or timer to make for it.
+		if r.completionOps(cfg, &c); len(c.ops) == 0 {
+			if len(c.deferred) > 0 {
+				r.paid(cfg, &c)
+			}
+			return
+		}
+	}
+	// Not under the session, which may end before its completion is
+	// written: under shutdown's last wait for background work.
+	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
+	defer cancel()
 	step := stepReread
 	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
 		step = stepUnfence

@@ -169,12 +169,9 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 		}
 	}
 	held := r.holds.heldOf(sess, items)
-	assigned := r.cache.assignedOf(sess, items)
+	r.cache.keepAssigned(sess, held)
 	var drop []int
 	for _, b := range batch {
-		if held[b.item] && !assigned[b.item] {
-			delete(held, b.item)
-		}
 		if !held[b.item] {
 			drop = append(drop, b.item)
 		}
