@@ -121,7 +121,8 @@ func planLines(t *testing.T, ctx context.Context, q interface {
 
 // checkPGClaimPlan fails unless every read of dispatch_tasks in the plan is
 // an index scan with an index condition (no Seq Scan, no bitmap scan, no
-// whole-index walk), the only sort in EDF order is the merge of the
+// whole-index walk) or the UPDATE's visit of each candidate's row by its
+// tuple id (a Tid Scan with its condition), the only sort in EDF order is the merge of the
 // workers' heads (a sort of a worker's waiting tasks reads all of them),
 // and the plan is not compiled with JIT (hundreds of milliseconds a claim).
 // Once the tasks are analyzed, a planner free to hash would read the whole
@@ -131,6 +132,12 @@ func checkPGClaimPlan(t *testing.T, what, plan string) {
 	lines := strings.Split(plan, "\n")
 	for i, l := range lines {
 		if !strings.Contains(l, " on dispatch_tasks ") || strings.Contains(l, "Update on ") {
+			continue
+		}
+		if strings.Contains(l, "Tid Scan on ") {
+			if i+1 >= len(lines) || !strings.Contains(lines[i+1], "TID Cond: (ctid = c.tid)") {
+				t.Errorf("%s: the claim reads the tasks by tuple id without the candidates' ids: %q\n%s", what, strings.TrimSpace(l), plan)
+			}
 			continue
 		}
 		if !strings.Contains(l, "Index Scan using ") && !strings.Contains(l, "Index Only Scan using ") {

@@ -70,13 +70,24 @@ LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
 // the planner cannot read a worker's due tasks by run_at and sort them all
 // for the first few, as it did on a backlog it had no statistics for.
 //
-// The UPDATE joins the candidates on t.uuid = c.uuid, by a probe of the
-// primary key per candidate: the claim turns hash and merge joins off
-// (pgClaimPlanning), since once the tasks are analyzed the planner would
-// hash every task of the table for it. Keying the UPDATE by the
-// candidates' uuids instead (t.uuid = ANY (ARRAY(SELECT uuid FROM cand)))
-// was probed once per candidate too, and cost a claim of a thousand two
-// thirds of its throughput.
+// The UPDATE reaches each candidate's row by its tuple id (t.ctid =
+// c.tid, a Tid Scan per candidate), which the candidates' scan read with
+// it: no second walk of an index per task. The row is the version the
+// statement's snapshot saw, and no other transaction makes a new version
+// of a waiting task while the claim holds the global row's lock: every
+// writer of a waiting task (a claim, Cancel, a timeout, a reap, a
+// give-back, a failed attempt) holds that lock, and a finish's lock pass,
+// which may lock a waiting task a finish names, writes no new version. If
+// one ever did, the UPDATE would skip that candidate (the newer version
+// has another tuple id) and the counters, raised by the rows it changed,
+// would still agree with the tasks. The claim turns hash and merge joins
+// off (pgClaimPlanning), since once the tasks are analyzed the planner
+// would hash every task of the table to join the candidates. Reaching
+// them by the primary key instead (t.uuid = c.uuid) walked the key's
+// index per candidate, a tenth of the claim's buffer reads; keying the
+// UPDATE by the candidates' uuids (t.uuid = ANY (ARRAY(SELECT uuid FROM
+// cand))) was probed once per candidate too, and cost a claim of a
+// thousand two thirds of its throughput.
 //
 // The counters change by the rows the UPDATE changed less the freed
 // slots, so they always agree with the tasks marked running. The guards
@@ -95,9 +106,9 @@ const pgClaim = `WITH fr AS (
     FROM dispatch_global g
     WHERE g.id = 1 AND EXISTS (SELECT 1 FROM dispatch_nodes n WHERE n.id = $1 AND n.expires > $2)
 ), cand AS MATERIALIZED (
-    SELECT x.uuid, w.name AS worker, (w.late_policy = 'fail' AND x.acceptable_start < $2) AS fail
+    SELECT x.tid, x.uuid, w.name AS worker, (w.late_policy = 'fail' AND x.acceptable_start < $2) AS fail
     FROM ws w CROSS JOIN LATERAL (
-        SELECT t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
+        SELECT t.ctid AS tid, t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
         WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $2
         ORDER BY t.acceptable_start, t.expected_start, t.uuid
         LIMIT LEAST(w.max_running - w.running, $3)) x
@@ -115,7 +126,7 @@ const pgClaim = `WITH fr AS (
         ended_at = CASE WHEN c.fail THEN $2 ELSE 0 END,
         last_error = CASE WHEN c.fail THEN 'late: not started by its acceptable start, and the worker''s late policy is fail' ELSE t.last_error END
     FROM cand c
-    WHERE t.uuid = c.uuid AND t.status = 'waiting'
+    WHERE t.ctid = c.tid AND t.status = 'waiting'
     RETURNING c.fail, ` + taskColsT + `
 ), per AS (
     SELECT worker, count(*)::int AS n FROM upd WHERE NOT fail GROUP BY worker
