@@ -76,7 +76,7 @@ func (r *runner) markAndRun(f *fire) {
 		return
 	}
 	var records map[int]record
-	if !f.cfg.Unmonitored {
+	if !f.cfg.Unmonitored && !r.allHeld(f) {
 		ctx, cancel := r.coordCtx(f.sess)
 		// A make-up run proves what this instance knows of its items'
 		// records while it marks them, instead of reading them after.
@@ -108,6 +108,13 @@ func (r *runner) markAndRun(f *fire) {
 		f.items = marked
 	}
 	r.startRuns(f, records)
+}
+
+// allHeld reports whether f, a scheduled fire with no record to prove,
+// finds every item's mark held here under a live session: marking would
+// send nothing (hold.go), so it is not called, nor its context made.
+func (r *runner) allHeld(f *fire) bool {
+	return f.kind == KindFire && len(f.known) == 0 && f.sess.Check() == nil && r.holds.holdsAll(f.sess, f.items)
 }
 
 // startRuns starts the runs of f's items, reserved (and, monitored, marked
