@@ -20,7 +20,7 @@ test: zookeeper postgresql chromium bench-check
 	$(MAKE) test-etcd
 
 # The same tests on etcd where registry semantics matter (a matrix, not
-# copies): the job package's cluster tests (placement, caps, drain, health,
+# copies): the job package's cluster tests (placement, caps, drain, health, records written behind,
 # ranges, failover, flags, triggers) with SHARDJOB_TEST_REGISTRY=etcd, the
 # dispatcher's registry leases, the CLI and the console's API. The etcd
 # members run inside the test binaries: no install. The regcenter and
@@ -29,7 +29,7 @@ test: zookeeper postgresql chromium bench-check
 # draws a new seed, and make test-books runs 500).
 test-etcd:
 	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=15 $(GO) test -race -count=1 -p 1 -timeout 30m \
-		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline' ./job/
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline|WrittenBehind' ./job/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestEtcd' ./cmd/shardjob/ ./jobhttp/
 
