@@ -70,6 +70,7 @@ type Election struct {
 	mu          sync.Mutex
 	latch       string // our latch node, "" when none
 	latchSess   *regcenter.Session
+	latchCheck  regcenter.Op // the check of latch, made once per latch: every fenced transaction carries it
 	leading     bool
 	leaderStop  context.CancelFunc
 	watchCancel func()
@@ -121,7 +122,7 @@ func (e *Election) Campaign(ctx context.Context) error {
 		return fmt.Errorf("election: join %s: %w", e.dir, err)
 	}
 	e.mu.Lock()
-	e.latch, e.latchSess = p, sess
+	e.latch, e.latchSess, e.latchCheck = p, sess, regcenter.CheckOp{Path: p, Version: 0}
 	e.mu.Unlock()
 	e.poke()
 	return nil
@@ -155,7 +156,7 @@ func (e *Election) Fence() (regcenter.Op, error) {
 	if !e.leading || e.latch == "" || e.latchSess == nil || e.latchSess.Err() != nil {
 		return nil, ErrNotLeader
 	}
-	return regcenter.CheckOp{Path: e.latch, Version: 0}, nil
+	return e.latchCheck, nil
 }
 
 // SessionFence returns an op that fails a transaction unless this
@@ -168,7 +169,7 @@ func (e *Election) SessionFence(sess *regcenter.Session) (regcenter.Op, bool) {
 	if e.latch == "" || e.latchSess != sess || sess.Err() != nil {
 		return nil, false
 	}
-	return regcenter.CheckOp{Path: e.latch, Version: 0}, true
+	return e.latchCheck, true
 }
 
 // Leader returns the current leader's id as written in the host node, or ""
@@ -190,7 +191,7 @@ func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	latch := e.latch
 	wasLeading := e.leading
-	e.latch, e.latchSess = "", nil
+	e.latch, e.latchSess, e.latchCheck = "", nil, nil
 	e.mu.Unlock()
 	e.revoke()
 	var errs []error

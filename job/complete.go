@@ -159,10 +159,34 @@ const (
 	fenceNode  = "fence"
 )
 
-// add appends op, standing for item's node, to the transaction.
+// add appends op, standing for item's node, to the transaction, led by
+// the fence while fenced.
 func (c *completion) add(op regcenter.Op, item int, node string) {
+	if len(c.ops) == 0 {
+		if c.ops == nil {
+			// Room for the usual transaction: the fence, and an item's
+			// mark to delete and record to write (more grow it). Made at
+			// the first operation: a completion that defers every record
+			// makes none.
+			c.ops = make([]regcenter.Op, 0, 1+2*len(c.batch))
+			c.targets = make([]target, 0, 1+2*len(c.batch))
+		}
+		if c.fenced {
+			c.ops = append(c.ops, c.fence)
+			c.targets = append(c.targets, target{item: -1, node: fenceNode})
+		}
+	}
 	c.ops = append(c.ops, op)
 	c.targets = append(c.targets, target{item: item, node: node})
+}
+
+// setWrote notes the version item's completed node has once the
+// transaction is applied (see completion.wrote), making the map if need be.
+func (c *completion) setWrote(item int, version int32) {
+	if c.wrote == nil {
+		c.wrote = make(map[int]int32, len(c.batch))
+	}
+	c.wrote[item] = version
 }
 
 // setIn adds k to the set *m, making it if need be.
@@ -221,7 +245,7 @@ const (
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	c := completion{batch: batch, wrote: make(map[int]int32, len(batch)), recorded: make([]cover, len(batch))}
+	c := completion{batch: batch, recorded: make([]cover, len(batch))}
 	c.keep = r.keepsHolds(sess, batch)
 	if c.every = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
 		c.now = r.s.opts.now()
@@ -494,20 +518,10 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 }
 
 // completionOps builds the completion transaction in c.ops, led by the
-// fence while fenced, each operation's target beside it; none when there
-// is nothing to write.
+// fence while fenced (see add), each operation's target beside it; none,
+// not even the fence, when there is nothing to write.
 func (r *runner) completionOps(cfg *spec, c *completion) {
-	if c.ops == nil {
-		// Room for the usual transaction: the fence, and an item's mark
-		// to delete and record to write (more grow it).
-		c.ops = make([]regcenter.Op, 0, 1+2*len(c.batch))
-		c.targets = make([]target, 0, 1+2*len(c.batch))
-	}
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
-	if c.fenced {
-		c.add(c.fence, -1, fenceNode)
-	}
-	lead := len(c.ops)
 	clear(c.deferred)
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
@@ -566,20 +580,17 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 					}
 				}
 				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)
-				c.wrote[b.item] = -1
+				c.setWrote(b.item, -1)
 				if v >= 0 {
-					c.wrote[b.item] = v + 1
+					c.setWrote(b.item, v+1)
 				}
 			} else {
 				c.add(regcenter.CreateOp{Path: p, Data: data}, b.item, layout.Completed)
-				c.wrote[b.item] = 0
+				c.setWrote(b.item, 0)
 			}
 		}
 		if misfireNode {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
-	}
-	if len(c.ops) == lead { // nothing to write: no transaction, not even the fence
-		c.ops, c.targets = c.ops[:0], c.targets[:0]
 	}
 }
