@@ -51,39 +51,11 @@ func claimBacklog(t *testing.T, cfg Config, n int) (*Dispatcher, time.Time) {
 // (the plan a prepared statement may settle on after a few runs).
 func pgClaimPlan(t *testing.T, d *Dispatcher, now time.Time, generic bool) string {
 	t.Helper()
-	ctx := testCtx(t)
-	conn, err := d.DB().Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := conn.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := tx.Rollback(); err != nil {
-			t.Error(err)
-		}
-	}()
 	mode := "force_custom_plan"
 	if generic {
 		mode = "force_generic_plan"
 	}
-	for _, s := range []string{pgClaimPlanning, `SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_plan AS ` + pgClaim} {
-		if _, err := tx.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plan := planLines(t, ctx, tx, fmt.Sprintf(`EXPLAIN EXECUTE claim_plan('n1', %d, 1000)`, now.UnixMicro()))
-	if _, err := tx.ExecContext(ctx, `DEALLOCATE claim_plan`); err != nil {
-		t.Fatal(err)
-	}
-	return plan
+	return pgStatementPlan(t, d, mode, pgClaim, fmt.Sprintf(`EXPLAIN EXECUTE p('n1', %d, 1000)`, now.UnixMicro()), pgClaimPlanning)
 }
 
 // planLines runs an EXPLAIN and returns its lines (the last column of each

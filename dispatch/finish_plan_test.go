@@ -70,9 +70,9 @@ func TestFinishPlanJoinsByKey(t *testing.T) {
 }
 
 // pgStatementPlan prepares stmt as p under plan_cache_mode mode, in a
-// transaction rolled back after, and returns the plan explain prints (an
-// EXPLAIN EXECUTE p(...)).
-func pgStatementPlan(t *testing.T, d *Dispatcher, mode, stmt, explain string) string {
+// transaction rolled back after (setup run first in it), and returns the
+// plan explain prints (an EXPLAIN EXECUTE p(...)).
+func pgStatementPlan(t *testing.T, d *Dispatcher, mode, stmt, explain string, setup ...string) string {
 	t.Helper()
 	ctx := testCtx(t)
 	conn, err := d.DB().Conn(ctx)
@@ -93,7 +93,7 @@ func pgStatementPlan(t *testing.T, d *Dispatcher, mode, stmt, explain string) st
 			t.Error(err)
 		}
 	}()
-	for _, s := range []string{`SET LOCAL plan_cache_mode = ` + mode, `PREPARE p AS ` + stmt} {
+	for _, s := range append(setup, `SET LOCAL plan_cache_mode = `+mode, `PREPARE p AS `+stmt) {
 		if _, err := tx.ExecContext(ctx, s); err != nil {
 			t.Fatal(err)
 		}
