@@ -94,7 +94,8 @@ func TestConsoleHistoryFromRecorder(t *testing.T) {
 // TestConsoleHistoryPage drives the history page against the contract of
 // GET /history and GET /history/status (served here by the application's
 // mux beside the handler): the rows show, the filters are sent as query
-// parameters, and the cursor pages back and forth.
+// parameters, and the cursor pages back and forth, also when the operator
+// moves on before the page's last read has answered.
 func TestConsoleHistoryPage(t *testing.T) {
 	var mu sync.Mutex
 	var queries []url.Values
@@ -102,6 +103,12 @@ func TestConsoleHistoryPage(t *testing.T) {
 		mu.Lock()
 		queries = append(queries, r.URL.Query())
 		mu.Unlock()
+		if q := r.URL.Query(); q.Get("job") == "orders" && q.Get("before") == "" {
+			// The filtered first page answers late, so that the click on
+			// "Older" below lands while it is in flight: its answer must
+			// not stand for the older page the operator moved to.
+			time.Sleep(700 * time.Millisecond)
+		}
 		page := map[string]any{
 			"executions": []map[string]any{
 				{"id": 12, "job": "orders", "item": 3, "taskId": "orders@1", "fireTime": "2026-03-01T02:00:00Z", "kind": "fire", "server": "a2",

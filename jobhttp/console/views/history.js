@@ -23,6 +23,10 @@ export function mount(ctx) {
   ctx.f.since.value = "1h";
   // pages is the stack of cursors: [""] is the newest page.
   ctx.pages = [""];
+  // gen counts the operator's moves (apply, newer, older): a read begun
+  // before the latest move is dropped when it answers, so that it can
+  // neither show the page left behind nor mark the new one as read.
+  ctx.gen = 0;
   const form = el(
     "form",
     { id: "history-form", class: "inline-form" },
@@ -37,6 +41,7 @@ export function mount(ctx) {
     e.preventDefault();
     ctx.pages = [""];
     ctx.last = "";
+    ctx.gen++;
     ctx.refresh();
   });
   ctx.newer = el("button", { type: "button", id: "h-newer", text: "← Newer", disabled: true });
@@ -44,12 +49,14 @@ export function mount(ctx) {
   ctx.newer.addEventListener("click", () => {
     if (ctx.pages.length > 1) ctx.pages.pop();
     ctx.last = "";
+    ctx.gen++;
     ctx.refresh();
   });
   ctx.older.addEventListener("click", () => {
     if (!ctx.next) return;
     ctx.pages.push(ctx.next);
     ctx.last = "";
+    ctx.gen++;
     ctx.refresh();
   });
   ctx.pageInfo = el("span", { class: "muted" });
@@ -107,11 +114,12 @@ export async function refresh(ctx) {
   // Older pages stay as they were read; the newest follows new executions.
   if (page && ctx.last) return;
   const f = filters(ctx);
+  const gen = ctx.gen;
   const [res, ev] = await Promise.all([
     ctx.get("history", { ...f, limit: LIMIT, before: page }),
     ctx.get("history/status", { job: f.job, server: f.server, since: f.since, limit: 20 }),
   ]);
-  if (!ctx.alive()) return;
+  if (!ctx.alive() || gen !== ctx.gen) return;
   if (res.status === 404) {
     const sig = "404:" + res.error;
     if (sig === ctx.last) return;
