@@ -34,7 +34,7 @@ func TestAnalysePhase(t *testing.T) {
 		{node: 1, job: "j2", fire: -1, start: at(3, 2), kind: "fire", through: -1},
 	}
 	kill := time.UnixMilli(sec(0) + 50)
-	p := analysePhase("after", runs, 3, 3, sec(0), sec(3), 2, kill, 100*time.Millisecond)
+	p := analysePhase("after", runs, 3, 3, sec(0), sec(3), crash{victim: 2, kill: kill, work: 100 * time.Millisecond})
 	if p.ticks != 4 {
 		t.Errorf("ticks = %d, want 4", p.ticks)
 	}
@@ -52,6 +52,35 @@ func TestAnalysePhase(t *testing.T) {
 	// The make-up run has no fire latency.
 	if len(p.lat) != len(runs)-1 {
 		t.Errorf("latencies = %d, want %d", len(p.lat), len(runs)-1)
+	}
+}
+
+// TestAnalysePhaseUnrecorded: a victim's runs whose records were still
+// waiting to be written at the kill, made up again after it, are counted
+// apart from other pairs run twice — and only within the system's record
+// interval before the kill.
+func TestAnalysePhaseUnrecorded(t *testing.T) {
+	runs := []runRec{
+		// j0 on the victim (node 2) at 0..3 s; killed at 3.5 s; node 0
+		// makes up 1..4 at 5 s. Ticks 2 and 3 ran within the 2 s interval
+		// before the kill; tick 1 before it.
+		{node: 2, job: "j0", fire: sec(0), start: at(0, 5), kind: "fire", through: sec(0)},
+		{node: 2, job: "j0", fire: sec(1), start: at(1, 5), kind: "fire", through: sec(1)},
+		{node: 2, job: "j0", fire: sec(2), start: at(2, 5), kind: "fire", through: sec(2)},
+		{node: 2, job: "j0", fire: sec(3), start: at(3, 5), kind: "fire", through: sec(3)},
+		{node: 0, job: "j0", fire: sec(1), start: at(5, 1), kind: "misfire", through: sec(4)},
+		// j1 on node 1 runs tick 2 twice, with no kill involved.
+		{node: 1, job: "j1", fire: sec(2), start: at(2, 5), kind: "fire", through: sec(2)},
+		{node: 1, job: "j1", fire: sec(2), start: at(2, 600), kind: "fire", through: sec(2)},
+	}
+	c := crash{victim: 2, kill: time.UnixMilli(sec(3) + 500), work: 100 * time.Millisecond, unrecorded: 2 * time.Second}
+	p := analysePhase("before", runs, 2, 3, sec(0), sec(3), c)
+	if p.twicePlus != 4 || p.twiceUnrecorded != 2 || p.twiceKilled != 0 {
+		t.Errorf("twice+ %d unrecorded %d killed %d; want 4 2 0", p.twicePlus, p.twiceUnrecorded, p.twiceKilled)
+	}
+	c.unrecorded = 0
+	if p := analysePhase("before", runs, 2, 3, sec(0), sec(3), c); p.twiceUnrecorded != 0 {
+		t.Errorf("with every record written: unrecorded %d, want 0", p.twiceUnrecorded)
 	}
 }
 
@@ -124,7 +153,7 @@ func TestPhaseCPU(t *testing.T) {
 
 func TestRegistryOf(t *testing.T) {
 	want := map[string]string{
-		"shardjob": regZooKeeper, "shardjob-tuned": regZooKeeper, "shardjob-nolead": regZooKeeper, "shardjob-unmonitored": regZooKeeper,
+		"shardjob": regZooKeeper, "shardjob-tuned": regZooKeeper, "shardjob-nolead": regZooKeeper, "shardjob-unmonitored": regZooKeeper, "shardjob-everyrun": regZooKeeper,
 		"shardjob-etcd": regEtcd, "dcron-etcd": regEtcd,
 		"gocron": regRedis, "dcron": regRedis,
 	}

@@ -105,18 +105,19 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sess != sess {
-		h.sess, h.items = nil, nil // an ended generation's marks: not ours to delete now
-		if keep == nil {
-			r.flushAll(ctx)
+		// An ended generation's marks: not ours to delete now. The
+		// records deferred under them are written all the same, for the
+		// items keep gives up: whoever takes one next reads its record.
+		h.sess, h.items = nil, nil
+		if r.records.hasPending() {
+			r.flushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
 		}
 		return
 	}
 	var gone []int
-	goneSet := map[int]bool{}
 	for it := range h.items {
 		if (keep == nil || !keep(it)) && !r.book.isRunning(it) {
 			gone = append(gone, it)
-			goneSet[it] = true
 		}
 	}
 	if len(gone) == 0 {
@@ -127,8 +128,12 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	}
 	// The records deferred while the marks were held are written before
 	// the marks go: whoever takes an item next reads them.
-	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return goneSet[it] }); err != nil {
-		r.log.Warn("writing deferred completion records before releasing their marks; the runs they cover may run again", "err", err)
+	if r.records.hasPending() {
+		goneSet := make(map[int]bool, len(gone))
+		for _, it := range gone {
+			goneSet[it] = true
+		}
+		r.flushReleased(ctx, func(it int) bool { return goneSet[it] })
 	}
 	fence, ok := r.elect.SessionFence(sess)
 	if !ok {
@@ -152,6 +157,14 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 		}
 	}
 	r.log.Debug("released held running marks", "items", layout.FormatItems(gone))
+}
+
+// flushReleased writes the deferred records of the items released says
+// this instance gives up.
+func (r *runner) flushReleased(ctx context.Context, released func(int) bool) {
+	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return released(it) }); err != nil {
+		r.log.Warn("writing deferred completion records before releasing their marks; the runs they cover may run again", "err", err)
+	}
 }
 
 // keepsHolds returns which of batch's items keep their marks after their

@@ -40,12 +40,8 @@ import (
 // them. An unmonitored job writes none.
 
 // DefaultRecordInterval is how long a held item's record may wait after
-// the last one written (see WithRecordInterval): 0, every run's record is
-// written at its completion. Writing behind is opt-in while a defect is
-// open: with 300 one-second jobs on 3 processes and a 20 s interval, the
-// reshards of the processes' start ran a tenth of the ticks twice (cd bench
-// && go run . -peers -peer-jobs 300), which the interval 0 does not.
-const DefaultRecordInterval = 0
+// the last one written (see WithRecordInterval).
+const DefaultRecordInterval = 20 * time.Second
 
 // maxRecordInterval bounds WithRecordInterval: the runs a crash leaves
 // unrecorded are those of the last interval.
@@ -56,8 +52,7 @@ const maxRecordInterval = 10 * time.Minute
 // between keep theirs here and write nothing to the registry, and a crash
 // leaves at most that much of an item's runs unrecorded (their next owner
 // makes them up in one run). 0 writes every run's record at its
-// completion. Default DefaultRecordInterval (0, see there); at most 10
-// minutes.
+// completion. Default DefaultRecordInterval; at most 10 minutes.
 func WithRecordInterval(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 || d > maxRecordInterval {

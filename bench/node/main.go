@@ -76,6 +76,7 @@ type options struct {
 	failover        bool
 	sessionTimeout  time.Duration
 	fireLead        time.Duration
+	recordInterval  time.Duration
 	unmonitored     bool
 	shutdownTimeout time.Duration
 	out             string
@@ -104,6 +105,7 @@ func main() {
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 0, "shardjob: session timeout, on etcd the lease's TTL (0: regcenter's default, 10s)")
 	flag.BoolVar(&o.unmonitored, "unmonitored", false, "shardjob: jobs with Config.Unmonitored (no running or completed marks)")
 	flag.DurationVar(&o.fireLead, "fire-lead", -1, "shardjob: how long before its time a fire claims its items (negative: the SDK's default)")
+	flag.DurationVar(&o.recordInterval, "record-interval", -1, "shardjob: how often at most a held item's completed record is written (job.WithRecordInterval; negative: the SDK's default)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
@@ -315,6 +317,9 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
 	if o.fireLead >= 0 {
 		opts = append(opts, job.WithFireLead(o.fireLead))
+	}
+	if o.recordInterval >= 0 {
+		opts = append(opts, job.WithRecordInterval(o.recordInterval))
 	}
 	s, err := job.NewScheduler(rc, opts...)
 	if err != nil {
