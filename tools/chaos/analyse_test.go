@@ -492,12 +492,12 @@ func TestConfigValidation(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	c.Instances, c.SessionTimeout, c.Faults = 1, 10*time.Second, []string{"kill9", "meteor"}
+	c.Instances, c.SessionTimeout, c.Faults, c.RecordInterval = 1, 10*time.Second, []string{"kill9", "meteor"}, -time.Second
 	err := c.validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, want := range []string{"instances 1", "session timeout 10s", `unknown fault "meteor"`} {
+	for _, want := range []string{"instances 1", "session timeout 10s", `unknown fault "meteor"`, "record interval -1s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -566,6 +566,51 @@ func TestDuplicateAfterAKillIsExplained(t *testing.T) {
 	}
 	if !r.OK() {
 		t.Error("not OK with an explained duplicate")
+	}
+}
+
+// TestACrashExplainsOnlyTheRunsOfItsRecordInterval: with records written
+// behind, a kill -9 leaves the runs of the last record interval unrecorded,
+// and the next owner's make-up runs them again — explained. A run that
+// ended longer before the kill than the interval (plus a run and two
+// periods) had its record written: a make-up covering it is a duplicate no
+// crash explains.
+func TestACrashExplainsOnlyTheRunsOfItsRecordInterval(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	interval := int64(5000)
+	s.events[0].Cfg.RecordIntervalMS = &interval
+	s.events[0].Cfg.WorkMS = 500
+	s.fires("i1", 0, 0, 19)
+	s.add(19700, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	s.add(19710, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1"), Detail: "signal: killed"})
+	s.add(20000, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	// i2 makes up fires 5..24. The bound is 5 s + a run (0.5 s) + two
+	// periods: 7.5 s. Fires 12..19 ended within it of the kill (fire 12 at
+	// 12.51 s, 7.19 s before it); 5..11 did not.
+	s.exec("i2", 0, 5, "misfire", 24100, 24300, stateCommitted)
+	s.fires("i2", 0, 25, 29)
+	s.stop(29999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 15 {
+		t.Fatalf("duplicates %d, want 15 (fires 5..19)", len(r.Duplicates))
+	}
+	if len(r.UnexplainedDuplicates) != 7 {
+		t.Errorf("unexplained %d, want 7 (fires 5..11)", len(r.UnexplainedDuplicates))
+	}
+	for _, d := range r.UnexplainedDuplicates {
+		if d.Beyond <= 7500*time.Millisecond {
+			t.Errorf("fire %d: beyond %v, want more than the bound of 7.5 s", d.Fire, d.Beyond)
+		}
+	}
+	var buf bytes.Buffer
+	r.Details(&buf)
+	if !strings.Contains(buf.String(), "longer ago than the record interval leaves a run unrecorded") {
+		t.Errorf("details do not say why the duplicate is unexplained:\n%s", buf.String())
+	}
+	// A log that does not state the interval bounds nothing.
+	s.events[0].Cfg.RecordIntervalMS = nil
+	if r := s.analyse(t); len(r.UnexplainedDuplicates) != 0 {
+		t.Errorf("without the interval in the log: unexplained %d, want 0", len(r.UnexplainedDuplicates))
 	}
 }
 

@@ -45,7 +45,13 @@
 // execution's begin and the later one's, or when that execution's process
 // lost its registry session in that time (a fault of the registry's members
 // can cost every instance its session): its completion may never have been
-// recorded, and at least once is the promise then (docs/guarantees.md).
+// recorded, and at least once is the promise then (docs/guarantees.md). With
+// records written behind (-record-interval, the instances'
+// job.WithRecordInterval, 20 s by default) that holds for a run that ended
+// within the interval, plus a run's length and two periods, before the
+// crash or the loss: a record waits no longer unwritten, and a duplicate
+// of an earlier run is unexplained, its detail lines saying how long before
+// the crash the run ended.
 //
 // session_losses counts the sessions the instance processes logged as lost
 // (a session event of type lost). A loss is explained by a fault whose

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 	"github.com/shardjob/shardjob/tools/proc"
@@ -29,12 +30,15 @@ const (
 
 // Config is a chaos run.
 type Config struct {
-	Registry        string        // "zookeeper" or "etcd": the cluster the instances coordinate through
-	Duration        time.Duration // how long faults are injected (the first round of every kind always completes)
-	Instances       int
-	Items           int
-	Work            time.Duration // an execution's length
-	Jitter          time.Duration // ± on Work
+	Registry  string        // "zookeeper" or "etcd": the cluster the instances coordinate through
+	Duration  time.Duration // how long faults are injected (the first round of every kind always completes)
+	Instances int
+	Items     int
+	Work      time.Duration // an execution's length
+	Jitter    time.Duration // ± on Work
+	// RecordInterval is the instances' job.WithRecordInterval: the runs a
+	// crash can make run again are those of this long before it.
+	RecordInterval  time.Duration
 	SessionTimeout  time.Duration
 	ShutdownTimeout time.Duration // an instance's graceful shutdown deadline
 	Seed            int64
@@ -70,6 +74,7 @@ func DefaultConfig() Config {
 		Items:           6,
 		Work:            1500 * time.Millisecond,
 		Jitter:          200 * time.Millisecond,
+		RecordInterval:  job.DefaultRecordInterval,
 		SessionTimeout:  4 * time.Second,
 		ShutdownTimeout: 5 * time.Second,
 		Seed:            time.Now().UnixNano(),
@@ -85,6 +90,9 @@ func (c Config) validate() error {
 	var errs []error
 	if !slices.Contains(registries, c.Registry) {
 		errs = append(errs, fmt.Errorf("registry %q: need one of %s", c.Registry, strings.Join(registries, ",")))
+	}
+	if c.RecordInterval < 0 || c.RecordInterval > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("record interval %v: need 0 to 10m (job.WithRecordInterval)", c.RecordInterval))
 	}
 	if c.Instances < 2 {
 		errs = append(errs, fmt.Errorf("instances %d: need at least 2 (failover needs a survivor)", c.Instances))
@@ -275,12 +283,13 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		// The last instance lives in the namespace, if there is one.
 		h.procs = append(h.procs, &instance{id: ids[i], inNetns: h.netns != nil && i == cfg.Instances-1})
 	}
+	recordMS := cfg.RecordInterval.Milliseconds()
 	h.event(eventlog.Event{Ev: eventlog.Config, Cfg: &eventlog.RunConfig{
 		Seed: cfg.Seed, Instances: cfg.Instances, InstanceIDs: ids, Items: cfg.Items * max(cfg.Chain, 1), PeriodMS: 1000,
 		WorkMS: cfg.Work.Milliseconds(), SessionTimeoutMS: cfg.SessionTimeout.Milliseconds(),
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
 		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
-		Overlap: cfg.Overlap, Chain: cfg.Chain, JobItems: cfg.Items,
+		Overlap: cfg.Overlap, Chain: cfg.Chain, JobItems: cfg.Items, RecordIntervalMS: &recordMS,
 	}})
 
 	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

@@ -31,6 +31,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Items, "items", cfg.Items, "sharding items of the test job")
 	fs.DurationVar(&cfg.Work, "work", cfg.Work, "how long an execution works")
 	fs.DurationVar(&cfg.Jitter, "jitter", cfg.Jitter, "random ± on -work")
+	fs.DurationVar(&cfg.RecordInterval, "record-interval", cfg.RecordInterval, "the instances' job.WithRecordInterval: a duplicate a crash explains must have run within this long (plus a run and two periods) before it")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", cfg.SessionTimeout, "the instances' session timeout: ZooKeeper's, or etcd's lease TTL (1s..4s)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "an instance's graceful shutdown deadline")
 	seed := fs.Int64("seed", 0, "fault schedule seed (0: from the clock)")

@@ -76,6 +76,7 @@ func (h *harness) start(p *instance) error {
 		"-items", fmt.Sprint(h.cfg.Items),
 		"-work", h.cfg.Work.String(),
 		"-jitter", h.cfg.Jitter.String(),
+		"-record-interval", h.cfg.RecordInterval.String(),
 		"-session-timeout", h.cfg.SessionTimeout.String(),
 		"-shutdown-timeout", h.cfg.ShutdownTimeout.String(),
 	}

@@ -102,6 +102,12 @@ type RunConfig struct {
 	// JobItems per job, job k's item i logged as k*JobItems+i.
 	Chain    int `json:"chain,omitempty"`
 	JobItems int `json:"job_items,omitempty"`
+	// RecordIntervalMS is the instances' record interval
+	// (job.WithRecordInterval): how long an item's completed record may
+	// wait unwritten, and so how far before a crash a run may be that the
+	// crash makes run again. Logs written before it was recorded have
+	// none (nil), and no bound is checked on them.
+	RecordIntervalMS *int64 `json:"record_interval_ms,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

@@ -44,6 +44,7 @@ type options struct {
 	items           int
 	work            time.Duration
 	jitter          time.Duration
+	recordInterval  time.Duration
 	sessionTimeout  time.Duration
 	shutdownTimeout time.Duration
 	logPath         string
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.items, "items", 6, "sharding items")
 	flag.DurationVar(&o.work, "work", 1500*time.Millisecond, "how long an execution works")
 	flag.DurationVar(&o.jitter, "jitter", 200*time.Millisecond, "random ± added to -work")
+	flag.DurationVar(&o.recordInterval, "record-interval", job.DefaultRecordInterval, "how often at most a held item's completed record is written (job.WithRecordInterval)")
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "session timeout (ZooKeeper's, or etcd's lease TTL)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.logPath, "log", "", "event log to append to (required)")
@@ -196,7 +198,7 @@ func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
 // unavailable).
 func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Scheduler, error) {
 	for {
-		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log))
+		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log), job.WithRecordInterval(in.o.recordInterval))
 		if err != nil {
 			return nil, err
 		}
