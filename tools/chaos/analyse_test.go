@@ -69,6 +69,14 @@ func (s *synth) exec(inst string, item int, fireSec int64, kind string, beginMS,
 	}
 }
 
+// kill9 adds a kill -9 of inst: the fault's begin, the process's exit
+// and the fault's end (the instance started again).
+func (s *synth) kill9(inst string, beginMS, exitMS, endMS int64) {
+	s.add(beginMS, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: inst, Inst: inst})
+	s.add(exitMS, eventlog.Event{Ev: eventlog.Exit, Inst: inst, PID: pidOf(inst), Detail: "signal: killed"})
+	s.add(endMS, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: inst, Inst: inst})
+}
+
 func (s *synth) stop(ms int64) { s.add(ms, eventlog.Event{Ev: eventlog.MeasureStop}) }
 
 func (s *synth) analyse(t *testing.T) *Report {
@@ -551,9 +559,7 @@ func TestDuplicateAfterAKillIsExplained(t *testing.T) {
 	// i1 ran fire 3 and was killed before its completion was recorded:
 	// the failover runs fire 3 again. At least once, and said so.
 	s.exec("i1", 0, 3, "fire", 3010, 3400, stateCommitted)
-	s.add(3450, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: "i1", Inst: "i1"})
-	s.add(3460, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1"), Detail: "signal: killed"})
-	s.add(3500, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	s.kill9("i1", 3450, 3460, 3500)
 	s.exec("i2", 0, 3, "failover", 3700, 3900, stateCommitted)
 	s.fires("i2", 0, 4, 9)
 	s.stop(9999)
@@ -581,9 +587,7 @@ func TestACrashExplainsOnlyTheRunsOfItsRecordInterval(t *testing.T) {
 	s.events[0].Cfg.RecordIntervalMS = &interval
 	s.events[0].Cfg.WorkMS = 500
 	s.fires("i1", 0, 0, 19)
-	s.add(19700, eventlog.Event{Ev: eventlog.FaultBegin, Fault: faultKill9, Detail: "i1", Inst: "i1"})
-	s.add(19710, eventlog.Event{Ev: eventlog.Exit, Inst: "i1", PID: pidOf("i1"), Detail: "signal: killed"})
-	s.add(20000, eventlog.Event{Ev: eventlog.FaultEnd, Fault: faultKill9, Detail: "i1", Inst: "i1"})
+	s.kill9("i1", 19700, 19710, 20000)
 	// i2 makes up fires 5..24. The bound is 5 s + a run (0.5 s) + two
 	// periods: 7.5 s. Fires 12..19 ended within it of the kill (fire 12 at
 	// 12.51 s, 7.19 s before it); 5..11 did not.
