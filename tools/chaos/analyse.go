@@ -66,10 +66,12 @@ type duplicate struct {
 	fireItem
 	A, B  *execution
 	Cause string
-	// Beyond, for an unexplained duplicate, is how long before the crash
-	// or session loss that would otherwise explain it the earlier run
-	// ended: longer than the record interval allows (0: no such fault).
-	Beyond time.Duration
+	// Lag is how long before the crash or session loss that explains the
+	// duplicate the earlier run ended (negative: after it began). For an
+	// unexplained one it is that of a crash or loss that would explain it
+	// but for the record interval, longer than the interval allows (0: no
+	// such fault).
+	Lag time.Duration
 }
 
 // fireItem is one item of one scheduled fire.
@@ -509,24 +511,22 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		bound = (*ri + r.Config.WorkMS + 2*period) * int64(time.Millisecond)
 	}
 	within := func(a *execution, at int64) bool { return bound < 0 || at-a.Stop <= bound }
-	explain := func(a, b *execution) (cause string, beyond time.Duration) {
+	explain := func(a, b *execution) (cause string, lag time.Duration) {
 		for _, w := range crashes[a.Inst] {
 			if w.From <= b.Begin && w.To >= a.Begin {
-				if within(a, w.From) {
-					return w.What, 0
+				if lag = time.Duration(w.From - a.Stop); within(a, w.From) {
+					return w.What, lag
 				}
-				beyond = time.Duration(w.From - a.Stop)
 			}
 		}
 		for _, l := range r.SessionLosses {
 			if l.Inst == a.Inst && l.PID == a.PID && a.Begin <= l.T && l.T <= b.Begin {
-				if within(a, l.T) {
-					return "session lost " + a.Inst, 0
+				if lag = time.Duration(l.T - a.Stop); within(a, l.T) {
+					return "session lost " + a.Inst, lag
 				}
-				beyond = time.Duration(l.T - a.Stop)
 			}
 		}
-		return "", beyond
+		return "", lag
 	}
 	from := r.MeasureStart/int64(time.Millisecond) + r.Config.WarmupMS
 	r.CheckFrom = (from + period - 1) / period * period
@@ -553,7 +553,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
 			for i := 1; i < len(xs); i++ {
 				d := duplicate{fireItem: fireItem{Fire: f, Item: item}, A: xs[i-1], B: xs[i]}
-				d.Cause, d.Beyond = explain(xs[i-1], xs[i])
+				d.Cause, d.Lag = explain(xs[i-1], xs[i])
 				r.Duplicates = append(r.Duplicates, d)
 				if d.Cause == "" {
 					r.UnexplainedDuplicates = append(r.UnexplainedDuplicates, d)
@@ -814,6 +814,17 @@ func (r *Report) Details(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, causes[k]))
 		}
 		fmt.Fprintf(w, "chaos: duplicates explained by a fault or a session loss of the earlier run's instance: %s\n", strings.Join(parts, " "))
+		var longest time.Duration
+		for _, d := range r.Duplicates {
+			if d.Cause != "" {
+				longest = max(longest, d.Lag)
+			}
+		}
+		fmt.Fprintf(w, "chaos: the earliest of those runs ended %s before the fault or loss that explains it", longest.Round(time.Millisecond))
+		if ri := r.Config.RecordIntervalMS; ri != nil {
+			fmt.Fprintf(w, " (record interval %s)", time.Duration(*ri)*time.Millisecond)
+		}
+		fmt.Fprintln(w)
 	}
 	for i, d := range r.UnexplainedDuplicates {
 		if i == maxDetail {
@@ -821,8 +832,8 @@ func (r *Report) Details(w io.Writer) {
 			break
 		}
 		fmt.Fprintf(w, "chaos: DUPLICATE: item %d fire %s ran twice:\n    %s\n    %s\n", d.Item, clock(d.Fire*int64(time.Millisecond)), d.A, d.B)
-		if d.Beyond > 0 {
-			fmt.Fprintf(w, "    the earlier run ended %s before its instance's crash or session loss: longer ago than the record interval leaves a run unrecorded\n", d.Beyond.Round(time.Millisecond))
+		if d.Lag > 0 {
+			fmt.Fprintf(w, "    the earlier run ended %s before its instance's crash or session loss: longer ago than the record interval leaves a run unrecorded\n", d.Lag.Round(time.Millisecond))
 		}
 		if fs := r.faultsDuring(d.A.Begin-5*int64(time.Second), d.B.Begin); fs != "" {
 			fmt.Fprintf(w, "    near: %s\n", fs)

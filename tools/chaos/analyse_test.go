@@ -602,14 +602,20 @@ func TestACrashExplainsOnlyTheRunsOfItsRecordInterval(t *testing.T) {
 		t.Errorf("unexplained %d, want 7 (fires 5..11)", len(r.UnexplainedDuplicates))
 	}
 	for _, d := range r.UnexplainedDuplicates {
-		if d.Beyond <= 7500*time.Millisecond {
-			t.Errorf("fire %d: beyond %v, want more than the bound of 7.5 s", d.Fire, d.Beyond)
+		if d.Lag <= 7500*time.Millisecond {
+			t.Errorf("fire %d: ended %v before the kill, want more than the bound of 7.5 s", d.Fire, d.Lag)
 		}
 	}
 	var buf bytes.Buffer
 	r.Details(&buf)
-	if !strings.Contains(buf.String(), "longer ago than the record interval leaves a run unrecorded") {
-		t.Errorf("details do not say why the duplicate is unexplained:\n%s", buf.String())
+	for _, want := range []string{
+		"longer ago than the record interval leaves a run unrecorded",
+		// Fire 12 ended at 12.51 s, the kill came at 19.7 s.
+		"the earliest of those runs ended 7.19s before the fault or loss that explains it (record interval 5s)",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("details do not say %q:\n%s", want, buf.String())
+		}
 	}
 	// A log that does not state the interval bounds nothing.
 	s.events[0].Cfg.RecordIntervalMS = nil
