@@ -113,8 +113,7 @@ func leadOf1s() string {
 // recordIntervalOf is how long system's records may wait unwritten: the
 // runs of that long before a kill -9 are made up again after it.
 func recordIntervalOf(system string) time.Duration {
-	switch {
-	case system == "shardjob-everyrun" || system == "shardjob-unmonitored" || !strings.HasPrefix(system, "shardjob"):
+	if system == "shardjob-everyrun" || system == "shardjob-unmonitored" || !strings.HasPrefix(system, "shardjob") {
 		return 0
 	}
 	return job.DefaultRecordInterval
@@ -551,9 +550,10 @@ func analysePhase(name string, runs []runRec, jobs, nodes int, from, to int64, c
 	victimLate := map[key]bool{}  // ran on the victim within unrecorded before the kill
 	madeUpAfter := map[key]bool{} // covered by another node's make-up run after the kill
 	for _, r := range runs {
+		makeUp := r.last() != r.tick() || r.kind != "fire"
 		inFlight := r.node == victim && r.start <= kill.UnixNano() && r.start+int64(work) > kill.UnixNano()
 		late := r.node == victim && r.start <= kill.UnixNano() && c.unrecorded > 0 && r.start > kill.Add(-c.unrecorded).UnixNano()
-		after := r.node != victim && r.start > kill.UnixNano() && (r.last() != r.tick() || r.kind != "fire")
+		after := r.node != victim && r.start > kill.UnixNano() && makeUp
 		for t := max(r.tick(), from); t <= min(r.last(), to); t += 1000 {
 			k := key{r.job, t}
 			standing[k]++
@@ -566,7 +566,7 @@ func analysePhase(name string, runs []runRec, jobs, nodes int, from, to int64, c
 			if after {
 				madeUpAfter[k] = true
 			}
-			if r.last() != r.tick() || r.kind != "fire" {
+			if makeUp {
 				madeUp[k] = true
 			}
 		}

@@ -580,10 +580,11 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 					}
 				}
 				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)
-				c.setWrote(b.item, -1)
+				to := int32(-1) // unknown: written over any version
 				if v >= 0 {
-					c.setWrote(b.item, v+1)
+					to = v + 1
 				}
+				c.setWrote(b.item, to)
 			} else {
 				c.add(regcenter.CreateOp{Path: p, Data: data}, b.item, layout.Completed)
 				c.setWrote(b.item, 0)
