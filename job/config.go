@@ -523,7 +523,12 @@ func (c Config) check(now time.Time) []*configError {
 // local zone) when unset.
 func (c Config) WithDefaults() Config {
 	if c.Misfire == "" {
+		// Overlap, when set, says the same with more choices: the default
+		// agrees with it, or the stored document would fail its own check.
 		c.Misfire = MisfireOnce
+		if c.Overlap == OverlapSkip {
+			c.Misfire = MisfireSkip
+		}
 	}
 	if c.ReconcileInterval == 0 {
 		c.ReconcileInterval = DefaultReconcileInterval
