@@ -130,8 +130,8 @@ func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error
 			case pc.Unmonitored:
 				bad(c, fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", p))
 			case !sameSchedule(c, pc):
-				bad(c, fmt.Sprintf("job %q fires on cron %q (zone %q) and its calendar; this job on %q (zone %q): a dependent fires with its parents, so give it the same schedule",
-					p, pc.Cron, pc.TimeZone, c.Cron, c.TimeZone))
+				bad(c, fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
+					p, scheduleDifference(pc, c)))
 			}
 		}
 	}
@@ -185,10 +185,69 @@ func checkDependencies(runners []*runner, more *Config) error {
 	return joinConfigErrors(dependencyProblems(cfgs, jobPlace))
 }
 
-// sameSchedule reports whether a and b have the same fires.
+// sameSchedule reports whether a and b have the same fires before
+// jitter: a dependent's fire is matched to its parents' fires by the
+// schedule's time before each job's jitter (nominalFire), so the jitters
+// may differ.
 func sameSchedule(a, b Config) bool {
+	a.Jitter, b.Jitter = 0, 0
 	return a.Cron == b.Cron && a.TimeZone == b.TimeZone && sameCalendar(a, b)
 }
+
+// scheduleDifference names the first field on which parent's schedule
+// differs from the dependent's, with both values.
+func scheduleDifference(parent, dependent Config) string {
+	t := func(v time.Time) string {
+		if v.IsZero() {
+			return "unset"
+		}
+		return v.Format(time.RFC3339)
+	}
+	for _, f := range []struct{ key, p, d string }{
+		{"cron", parent.Cron, dependent.Cron},
+		{"timeZone", parent.TimeZone, dependent.TimeZone},
+		{"start", t(parent.Start), t(dependent.Start)},
+		{"end", t(parent.End), t(dependent.End)},
+		{"pausedUntil", t(parent.PausedUntil), t(dependent.PausedUntil)},
+		{"limit", fmt.Sprint(parent.Limit), fmt.Sprint(dependent.Limit)},
+		{"exclude", parent.Exclude, dependent.Exclude},
+	} {
+		if f.p != f.d {
+			return fmt.Sprintf("%s %q there, %q here", f.key, f.p, f.d)
+		}
+	}
+	return "the same fields, other fires"
+}
+
+// nominalFire is the time before jitter of at, a fire of sched: the
+// schedule's own time, the one a dependent and its parents share.
+func nominalFire(sched cron.Schedule, at time.Time) time.Time {
+	cs, ok := sched.(*calendarSchedule)
+	if !ok || cs.jitter <= 0 {
+		return at
+	}
+	// A fire's delay is less than jitter: its nominal time is within
+	// jitter before it.
+	for n := cs.nextNominal(at.Add(-cs.jitter - time.Nanosecond)); !n.IsZero() && !n.After(at); n = cs.nextNominal(n) {
+		if n.Add(cs.delay(n)).Equal(at) {
+			return n
+		}
+	}
+	return at
+}
+
+// jitteredFire is the fire of sched whose time before jitter is n.
+func jitteredFire(sched cron.Schedule, n time.Time) time.Time {
+	cs, ok := sched.(*calendarSchedule)
+	if !ok || cs.jitter <= 0 {
+		return n
+	}
+	return n.Add(cs.delay(n))
+}
+
+// fireText prints a fire's time to the millisecond, jitter applied: fire
+// times are kept in milliseconds, and whole seconds hide a jitter.
+func fireText(at time.Time) string { return at.Format("2006-01-02T15:04:05.000Z07:00") }
 
 // awaitParents waits until every parent of f's job has completed, on every
 // item, every fire f's runs stand for (from the earliest of its items'
@@ -221,8 +280,11 @@ func (r *runner) awaitParents(f *fire) error {
 	}
 	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
 	defer cancel()
+	// Each parent's fires are its own jittered times of the same nominal
+	// fires.
+	nFirst, nLast := nominalFire(sched, first), nominalFire(sched, last)
 	for {
-		done, err := r.parentsDone(ctx, parents, sched, first, last)
+		done, err := r.parentsDone(ctx, parents, nFirst, nLast)
 		if done {
 			return err
 		}
@@ -232,8 +294,8 @@ func (r *runner) awaitParents(f *fire) error {
 		select {
 		case <-ctx.Done():
 			if context.Cause(ctx) == context.DeadlineExceeded || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%w: %s had not completed fire %s on every item within %v",
-					ErrParentFailed, strings.Join(parents, ", "), first.Format(time.RFC3339), wait)
+				return fmt.Errorf("%w: %s had not completed the fire of %s (this job's fire %s) on every item within %v",
+					ErrParentFailed, strings.Join(parents, ", "), fireText(nFirst), fireText(first), wait)
 			}
 			return fmt.Errorf("%w: stopped waiting for %s: %w", ErrParentFailed, strings.Join(parents, ", "), context.Cause(ctx))
 		case <-time.After(parentPoll):
@@ -242,16 +304,22 @@ func (r *runner) awaitParents(f *fire) error {
 }
 
 // parentsDone reads every parent's completion records once: done when
-// every item of every parent covers first through last; err then says
-// which parent's run failed, if one did.
-func (r *runner) parentsDone(ctx context.Context, parents []string, sched cron.Schedule, first, last time.Time) (bool, error) {
+// every item of every parent covers its fires of the nominal times first
+// through last; err then says which parent's run failed, if one did.
+func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLast time.Time) (bool, error) {
 	var failed error
 	for _, p := range parents {
 		pr := r.s.runner(p)
 		if pr == nil {
 			return true, fmt.Errorf("%w: parent %q is not added on this scheduler", ErrParentFailed, p)
 		}
-		n := pr.config().ShardingTotalCount
+		pcfg := pr.config()
+		sched, _, err := pcfg.Schedule()
+		if err != nil {
+			return true, fmt.Errorf("%w: parent %q: %w", ErrParentFailed, p, err)
+		}
+		first, last := jitteredFire(sched, nFirst), jitteredFire(sched, nLast)
+		n := pcfg.ShardingTotalCount
 		marks := make([]completedMark, n)
 		found := make([]bool, n)
 		errs := make([]error, n)
@@ -279,7 +347,7 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, sched cron.S
 				return false, nil // a fire of the range not run yet on item i
 			}
 			if m := marks[i]; m.Error != "" && failed == nil && !time.UnixMilli(m.Fire).Before(first) {
-				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, time.UnixMilli(m.Fire).Format(time.RFC3339), m.Error)
+				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(time.UnixMilli(m.Fire)), m.Error)
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func TestAfterConfigAndGraphErrors(t *testing.T) {
 	}{
 		{"cycle", doc(j("a", "* * * * * *", "c"), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "b")), "a cycle: a → b → c → a"},
 		{"unknown parent", doc(j("b", "* * * * * *", "a")), `no job "a" here`},
-		{"other schedule", doc(j("a", "*/2 * * * * *", ""), j("b", "* * * * * *", "a")), `job "a" fires on cron "*/2 * * * * *"`},
+		{"other schedule", doc(j("a", "*/2 * * * * *", ""), j("b", "* * * * * *", "a")), `job "a" fires on other times than this job (cron "*/2 * * * * *" there, "* * * * * *" here)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := job.Load(bytes.NewReader(tc.data))
@@ -315,5 +315,76 @@ func TestAfterYAMLExampleLoads(t *testing.T) {
 	}
 	if len(f.Jobs) != 6 || f.Jobs[5].After != "extract,transform" || f.Jobs[0].Overlap != job.OverlapReplace || f.Jobs[1].Overlap != job.OverlapAllow {
 		t.Fatalf("loaded %+v", f.Jobs)
+	}
+}
+
+// Jitter and dependencies compose: a dependent's fire is matched to its
+// parents' fires by the schedule's time before jitter, so a parent and a
+// dependent with jitter each (their delays differ: they come from the
+// jobs' names), or a dependent without jitter after a parent with it, run
+// every fire after the parent and skip none.
+func TestAfterWithJitterRunsEveryFire(t *testing.T) {
+	ns := namespace(t)
+	log := &chainLog{}
+	cfgs := []job.Config{
+		{Name: "a", Cron: "* * * * * *", ShardingTotalCount: 1, Jitter: 300 * time.Millisecond},
+		{Name: "b", Cron: "* * * * * *", ShardingTotalCount: 1, Jitter: 300 * time.Millisecond, After: "a"},
+		{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 1, After: "a"},
+	}
+	events := make(chan job.Event, 256)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, ns, "s1", eventsTo(events))
+	for _, cfg := range cfgs {
+		if err := s.Add(ctx, cfg, log.job(cfg.Name, 10*time.Millisecond, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "s1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t) })
+
+	// Four fires of both dependents after the first that each ran.
+	count := func(name string) int {
+		n := 0
+		for _, r := range log.snapshot() {
+			if r.job == name && r.parentErr == nil {
+				n++
+			}
+		}
+		return n
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for count("b") < 5 || count("c") < 5 {
+		select {
+		case <-tick.C:
+		case ev := <-events:
+			if ev.Kind == job.EventParentFailed {
+				t.Fatalf("a dependent skipped a fire: %s", ev.Detail)
+			}
+		case <-ctx.Done():
+			t.Fatalf("b ran %d fires and c %d in 30 s", count("b"), count("c"))
+		}
+	}
+	// Each dependent's run began after a's run of the same fire before
+	// jitter (the second the fires share) had ended.
+	aEnd := map[time.Time]time.Time{}
+	for _, r := range log.snapshot() {
+		if r.job == "a" {
+			aEnd[r.fire.Truncate(time.Second)] = r.end
+		}
+	}
+	for _, r := range log.snapshot() {
+		if r.job == "a" {
+			continue
+		}
+		end, ok := aEnd[r.fire.Truncate(time.Second)]
+		if !ok || r.begin.Before(end) {
+			t.Errorf("%s's fire %s began at %s, before its parent's run of that fire ended (%v, %s)",
+				r.job, r.fire.Format("15:04:05.000"), r.begin.Format("15:04:05.000"), ok, end.Format("15:04:05.000"))
+		}
 	}
 }
