@@ -358,6 +358,8 @@ func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
 			err = fmt.Errorf("job %q item %d panicked: %v", sc.JobName, sc.Item, p)
 		}
 	}()
+	r.counters.executing.Add(1)
+	defer r.counters.executing.Add(-1)
 	return r.job.Execute(ctx, sc)
 }
 

@@ -440,8 +440,8 @@ func (s *Scheduler) Placement() PlacementStatus {
 
 // unpublishInstance removes the instance node at shutdown, so that the
 // caps of the others count one instance fewer at once.
-func (s *Scheduler) unpublishInstance() {
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
+func (s *Scheduler) unpublishInstance(stop context.Context) {
+	ctx, cancel := cleanupContext(stop, s.opts.reshardTimeout)
 	defer cancel()
 	if err := s.rc.Delete(ctx, layout.Instance(s.opts.serverID), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && s.rc.Session().Err() == nil {
 		s.log.Warn("removing the instance node", "err", err)

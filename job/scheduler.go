@@ -447,7 +447,12 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 // cancels them, hands unfinished items over, leaves leadership and removes
 // this instance's nodes so the others reshard at their next fire. It
 // returns ctx's error if items had to be cancelled or cleanup did not
-// finish in time. It is safe to call more than once.
+// finish in time; the error names what waited (a run that ignores its
+// context, a completion or a resign waiting on the registry). It returns
+// within ctx's deadline and half a second, whatever the registry does:
+// with the registry gone, what could not be written is left to the
+// session's expiry. With no deadline on ctx, the cleanup's registry calls
+// are bounded by the session timeout. It is safe to call more than once.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == stateClosed {
@@ -480,13 +485,15 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.unsub()
 	}
 	s.stopInstance()
-	s.unpublishInstance()
+	s.unpublishInstance(ctx)
 	// Every goroutine spawn started ends with the scheduler's context: the
 	// wait is bounded by their own waits, each with a deadline.
 	s.bg.Close()
 	s.bg.Cancel(ErrSchedulerClosed)
-	if err := s.bg.Wait(context.Background()); err != nil {
-		errs = append(errs, err)
+	wctx, wcancel := cleanupContext(ctx, s.opts.reshardTimeout)
+	defer wcancel()
+	if err := s.bg.Wait(wctx); err != nil {
+		errs = append(errs, fmt.Errorf("the scheduler's background work: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -57,6 +57,10 @@ type JobStats struct {
 type jobCounters struct {
 	reshards, reshardErrors, failoverClaims, misfiresOwed atomic.Int64
 	firesExpired, unplaced                                atomic.Int64
+	// executing counts the job's calls into Execute in progress here: a
+	// stop that waits for its items tells a job that ignores its context
+	// from a completion that waits on the registry.
+	executing atomic.Int64
 }
 
 // Stats reports what the scheduler has done and where it stands.

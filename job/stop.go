@@ -22,9 +22,13 @@ func (r *runner) stop(ctx context.Context) error {
 	r.s.trig.remove(r.name)
 	r.stopPrepare()
 
-	// Cleanup gets its own bounded time even if ctx is spent: leaving
-	// ZooKeeper clean is what lets the others take over immediately.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.sessionTimeout())
+	// Cleanup gets its own bounded time even if ctx is spent: leaving the
+	// registry clean is what lets the others take over immediately. But
+	// never past ctx's deadline and stopGrace: the caller's deadline holds
+	// whatever the registry does (with it gone, every call below waits
+	// for its context).
+	cleanupBy := func() (context.Context, context.CancelFunc) { return cleanupContext(ctx, r.sessionTimeout()) }
+	cctx, cancel := cleanupBy()
 	defer cancel()
 
 	// Leave first, while items may still be running: the others reshard at
@@ -61,17 +65,23 @@ func (r *runner) stop(ctx context.Context) error {
 	if !r.book.waitIdle(ctx) {
 		r.ctx.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
-		// Give cancelled items a moment to return and hand themselves over.
-		grace, gcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Give cancelled items a moment to return and hand themselves over
+		// (their completions write to the registry), within the cleanup's
+		// bound.
+		grace, gcancel := context.WithTimeout(cctx, 2*time.Second)
 		if !r.book.waitIdle(grace) {
-			errs = append(errs, errors.New("some items ignore their context and are still running"))
+			if n := r.counters.executing.Load(); n > 0 {
+				errs = append(errs, fmt.Errorf("%d runs ignore their context and are still running", n))
+			} else {
+				errs = append(errs, errors.New("the completions of cancelled runs were still waiting on the registry"))
+			}
 		}
 		gcancel()
 	}
-	// The rest of the cleanup gets its own bounded time too: the wait for
-	// running items may have used up the first.
+	// The rest of the cleanup gets its own bounded time too (the wait for
+	// running items may have used up the first), within ctx's deadline.
 	cancel()
-	cctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), r.sessionTimeout())
+	cctx, cancel = cleanupBy()
 	defer cancel()
 	// Fires in flight when the stop began end at once (no new marks: the
 	// coordination context is gone) and note what they owe.
@@ -93,7 +103,7 @@ func (r *runner) stop(ctx context.Context) error {
 		}
 	}
 	if err := r.elect.Resign(cctx); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("resigning leadership: %w", err))
 	}
 
 	cancels := append(r.cache.close(), r.fo.close()...)
@@ -120,6 +130,23 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 	r.s.emit(Event{Kind: EventStopped, Job: r.name, Detail: why})
 	return errors.Join(errs...)
+}
+
+// stopGrace is how far past its context's deadline a stop may go to leave
+// the registry clean: Shutdown(ctx) returns within ctx's deadline and
+// this, whatever the registry does.
+const stopGrace = 500 * time.Millisecond
+
+// cleanupContext is the context of a stop's registry work: not cancelled
+// with ctx, so that a spent ctx still leaves the registry clean, but
+// ending after most or at ctx's deadline and stopGrace,
+// whichever comes first.
+func cleanupContext(ctx context.Context, most time.Duration) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(most)
+	if d, ok := ctx.Deadline(); ok && d.Add(stopGrace).Before(end) {
+		end = d.Add(stopGrace)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 // leave removes this instance from the job in one transaction: its status
