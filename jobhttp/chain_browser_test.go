@@ -109,9 +109,21 @@ func TestConsoleDrawsAChain(t *testing.T) {
 			t.Errorf("edge %d runs from x=%.0f to x=%.0f; the boxes end at %.0f and start at %.0f", i, e[0], e[1], want[0][1], want[1][0])
 		}
 	}
-	// Before the fire: nothing ran.
-	if got := tb.list(chainStates); !slices.Equal(got, []string{"a:none", "b:none", "c:none"}) {
-		t.Errorf("before the fire: %v", got)
+	// Before the fire: nothing ran. On a busy machine the fire may come
+	// before the page is read: then the states are those of the fire
+	// (checked below), and this one is not asserted.
+	readBefore := time.Now()
+	got := tb.list(chainStates)
+	switch {
+	case time.Now().Before(start):
+		if !slices.Equal(got, []string{"a:none", "b:none", "c:none"}) {
+			t.Errorf("before the fire: %v", got)
+		}
+	case readBefore.Before(start) && slices.Equal(got, []string{"a:none", "b:none", "c:none"}):
+	case slices.Equal(got, []string{"a:running", "b:waiting", "c:waiting"}) || slices.Equal(got, []string{"a:none", "b:none", "c:none"}):
+		t.Logf("the fire came before the page was read (%v after it): the states before it were not seen", readBefore.Sub(start))
+	default:
+		t.Errorf("at the fire: %v", got)
 	}
 
 	// The fire: a's items are held; b and c wait for their parents.
