@@ -129,6 +129,8 @@ func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error
 				bad(c, fmt.Sprintf("no job %q here: a parent must be defined with its dependents", p))
 			case pc.Unmonitored:
 				bad(c, fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", p))
+			case pc.RecordInterval > 0:
+				bad(c, fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", p, pc.RecordInterval))
 			case !sameSchedule(c, pc):
 				bad(c, fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
 					p, scheduleDifference(pc, c)))
@@ -183,6 +185,27 @@ func checkDependencies(runners []*runner, more *Config) error {
 		cfgs = append(cfgs, *more)
 	}
 	return joinConfigErrors(dependencyProblems(cfgs, jobPlace))
+}
+
+// dependenciesWith checks the dependencies among the jobs of s with cfg
+// in place of the config its job has now: a reload runs the checks Add
+// runs.
+func (s *Scheduler) dependenciesWith(cfg Config) error {
+	var cfgs []Config
+	for _, r := range s.runnersSnapshot() {
+		if r.name != cfg.Name {
+			cfgs = append(cfgs, r.config().Config)
+		}
+	}
+	return joinConfigErrors(dependencyProblems(append(cfgs, cfg), jobPlace))
+}
+
+// noteAwaited marks the jobs that a job added here runs after, under s's
+// lock: a reload that adds a parent makes it awaited at once.
+func (s *Scheduler) noteAwaited() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noteAwaitedLocked()
 }
 
 // sameSchedule reports whether a and b have the same fires before

@@ -158,7 +158,7 @@ func TestAfterRunsAChainInOrder(t *testing.T) {
 	// The event of the failed fire: the start may have reported others
 	// (a first fire that waited for a parent longer than its period).
 	var ev job.Event
-	for !strings.Contains(ev.Detail, failAt.Format(time.RFC3339)) {
+	for !strings.Contains(ev.Detail, failAt.Format("2006-01-02T15:04:05.000Z07:00")) {
 		ev = waitEvent(t, events, job.EventParentFailed, 20*time.Second)
 	}
 	if !errors.Is(ev.Err, job.ErrParentFailed) {

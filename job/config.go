@@ -179,6 +179,20 @@ type Config struct {
 	//
 	// In YAML this is the inverted key monitorExecution (default true).
 	Unmonitored bool
+	// RecordInterval, when positive, is this job's opt-in to records
+	// written behind, for a job whose runs are idempotent: while this
+	// instance holds an item, its completed record is written at most once
+	// per RecordInterval rather than at every run's completion. It saves a
+	// registry write per run; what it costs is ElasticJob's promise that a
+	// completed fire is never run again: a crash, or a session lost for
+	// good, leaves up to RecordInterval of the item's completed runs
+	// unrecorded, and the item's next owner runs them again, in one make-up
+	// run (docs/guarantees.md). 0, the default, records every completion
+	// (group-committed with the instance's other completions): a crash runs
+	// again only the runs in flight. At most MaxRecordInterval; a job with
+	// dependents (Config.After names it) may not set it, since they wait
+	// on its records; an unmonitored job keeps no records.
+	RecordInterval time.Duration
 	// MaxTimeDiff is the largest clock difference tolerated between this
 	// instance and ZooKeeper; an instance beyond it refuses to run the job.
 	// 0 disables the check; otherwise at least MinInterval.
@@ -505,6 +519,14 @@ func (c Config) check(now time.Time) []*configError {
 	if c.Timeout < 0 {
 		add("timeout", ErrInvalidConfig, fmt.Sprintf("timeout %v", c.Timeout), "must not be negative (0 means no timeout)")
 	}
+	switch {
+	case c.RecordInterval < 0 || c.RecordInterval > MaxRecordInterval:
+		add("recordInterval", ErrInvalidConfig, fmt.Sprintf("recordInterval %v", c.RecordInterval),
+			fmt.Sprintf("must be between 0 (record every completion) and %v", MaxRecordInterval))
+	case c.RecordInterval > 0 && c.Unmonitored:
+		add("recordInterval", ErrInvalidConfig, fmt.Sprintf("recordInterval %v", c.RecordInterval),
+			"an unmonitored job keeps no records")
+	}
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
@@ -759,6 +781,7 @@ var configFields = []configField{
 		c.Unmonitored = !monitor
 		return err
 	}},
+	{"recordInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.RecordInterval) }},
 	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
 	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
 	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
@@ -797,6 +820,7 @@ type configDoc struct {
 	Misfire                string `yaml:"misfire"`
 	Overlap                string `yaml:"overlap,omitempty"`
 	MonitorExecution       bool   `yaml:"monitorExecution"`
+	RecordInterval         string `yaml:"recordInterval,omitempty"`
 	MaxTimeDiff            string `yaml:"maxTimeDiff"`
 	ReconcileInterval      string `yaml:"reconcileInterval"`
 	ShardingStrategy       string `yaml:"shardingStrategy"`
@@ -932,6 +956,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		Misfire:                string(c.Misfire),
 		Overlap:                string(c.Overlap),
 		MonitorExecution:       !c.Unmonitored,
+		RecordInterval:         timeoutText(c.RecordInterval),
 		MaxTimeDiff:            c.MaxTimeDiff.String(),
 		ReconcileInterval:      c.ReconcileInterval.String(),
 		ShardingStrategy:       c.ShardingStrategy,
@@ -965,7 +990,7 @@ func timeoutText(d time.Duration) string {
 // mapping with the keys name, cron, timeZone, shardingTotalCount,
 // shardingItemParameters, jobParameter, failover, misfire (once|skip),
 // overlap (buffer-one|skip|replace),
-// monitorExecution (default true), maxTimeDiff, reconcileInterval,
+// monitorExecution (default true), recordInterval, maxTimeDiff, reconcileInterval,
 // timeout, jitter and startingDeadline (Go durations such as "5s"),
 // shardingStrategy, the calendar's start, end, pausedUntil (times: see
 // Config.Start), limit, exclude and pauseNote, after, onParentFailure and

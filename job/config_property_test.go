@@ -47,6 +47,7 @@ func (g configGen) config() Config {
 		Misfire:            MisfirePolicy(g.pick("", string(MisfireOnce), string(MisfireSkip))),
 		Overlap:            OverlapPolicy(g.pick("", string(OverlapBufferOne), string(OverlapSkip), string(OverlapReplace), string(OverlapAllow))),
 		Unmonitored:        g.r.IntN(4) == 0,
+		RecordInterval:     g.dur(0, 0, 0, time.Second, 20*time.Second, MaxRecordInterval),
 		MaxTimeDiff:        g.dur(0, 0, MinInterval, 5*time.Second),
 		ReconcileInterval:  g.dur(0, 0, MinInterval, time.Minute),
 		ShardingStrategy:   g.pick("", "", DefaultShardingStrategy, "ROUND_ROBIN"),
@@ -97,6 +98,7 @@ func parentsOf(c Config) []Config {
 		p := c
 		p.Name = name
 		p.After, p.OnParentFailure, p.AfterTimeout = "", "", 0
+		p.RecordInterval = 0 // a parent's records are waited on
 		out = append(out, p)
 	}
 	return out

@@ -39,24 +39,30 @@ import (
 // (Config.After) writes its records at every run: its dependents wait on
 // them. An unmonitored job writes none.
 
-// DefaultRecordInterval is how long a held item's record may wait after
-// the last one written (see WithRecordInterval).
-const DefaultRecordInterval = 20 * time.Second
+// DefaultRecordInterval is the record interval of a job that sets none
+// (Config.RecordInterval) on a scheduler without WithRecordInterval: 0,
+// every completion's record is written (group-committed), so that a crash
+// runs again only the runs in flight.
+const DefaultRecordInterval = 0
 
-// maxRecordInterval bounds WithRecordInterval: the runs a crash leaves
-// unrecorded are those of the last interval.
-const maxRecordInterval = 10 * time.Minute
+// MaxRecordInterval bounds Config.RecordInterval and WithRecordInterval:
+// the runs a crash leaves unrecorded are those of the last interval.
+const MaxRecordInterval = 10 * time.Minute
 
-// WithRecordInterval sets how often, at most, the completed record of an
-// item whose running mark this instance holds is written: the runs in
-// between keep theirs here and write nothing to the registry, and a crash
-// leaves at most that much of an item's runs unrecorded (their next owner
-// makes them up in one run). 0 writes every run's record at its
-// completion. Default DefaultRecordInterval; at most 10 minutes.
+// WithRecordInterval opts every job of this scheduler that sets no
+// Config.RecordInterval of its own into records written behind: the
+// completed record of an item whose running mark this instance holds is
+// written at most once per d; the runs in between keep theirs here and
+// write nothing to the registry. It gives up ElasticJob's promise for all
+// of them: a crash leaves up to d of an item's completed runs unrecorded,
+// and their next owner runs them again in one make-up run. Prefer the
+// per-job Config.RecordInterval, on the jobs whose runs are idempotent.
+// Default DefaultRecordInterval (0: every completion recorded); at most
+// MaxRecordInterval.
 func WithRecordInterval(d time.Duration) Option {
 	return func(o *options) error {
-		if d < 0 || d > maxRecordInterval {
-			return fmt.Errorf("%w: record interval %v must be between 0 and %v", ErrInvalidOption, d, maxRecordInterval)
+		if d < 0 || d > MaxRecordInterval {
+			return fmt.Errorf("%w: record interval %v must be between 0 and %v", ErrInvalidOption, d, MaxRecordInterval)
 		}
 		o.recordInterval = d
 		return nil
@@ -64,10 +70,14 @@ func WithRecordInterval(d time.Duration) Option {
 }
 
 // recordInterval is how long a completion of cfg's job may defer a held
-// item's record after the last one written (0: never).
+// item's record after the last one written (0: never): the job's own
+// opt-in, else the scheduler's.
 func (r *runner) recordInterval(cfg *spec) time.Duration {
 	if cfg.Unmonitored || r.records.awaited.Load() {
 		return 0
+	}
+	if cfg.RecordInterval > 0 {
+		return cfg.RecordInterval
 	}
 	return r.s.opts.recordInterval
 }
@@ -98,7 +108,7 @@ func (r *runner) flushStale(ctx context.Context) {
 	if !r.records.hasPending() {
 		return
 	}
-	every, now := r.s.opts.recordInterval, r.s.opts.now()
+	every, now := r.recordInterval(r.config()), r.s.opts.now()
 	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every })
 	if err != nil {
 		r.log.Warn("writing deferred completion records", "err", err)

@@ -373,6 +373,14 @@ func (r *runner) reloadConfig() {
 	if cfg == old {
 		return
 	}
+	if cfg.After != old.After || !sameSchedule(cfg, old) || cfg.Unmonitored != old.Unmonitored || cfg.RecordInterval != old.RecordInterval {
+		// The checks Add makes: a parent missing here, a cycle, a parent
+		// on another schedule or whose records are not waited on.
+		if err := r.s.dependenciesWith(cfg); err != nil {
+			r.log.Error("config node rejected: its dependencies do not hold on this scheduler; last good config stays in force", "err", err)
+			return
+		}
+	}
 	if cfg.Failover && !old.Failover {
 		// The queue is made on demand; it must exist before this config
 		// is in force, since a run cut short by shutdown then queues its
@@ -383,6 +391,11 @@ func (r *runner) reloadConfig() {
 		}
 	}
 	r.setConfig(cfg)
+	if cfg.After != old.After {
+		// A parent added by the reload writes its records at every run
+		// from now on: this job waits on them.
+		r.s.noteAwaited()
+	}
 	r.log.Info("config changed", "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
 	r.s.emit(Event{Kind: EventConfigChanged, Job: r.name, Units: cfg.ShardingTotalCount,
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})

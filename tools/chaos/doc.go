@@ -47,7 +47,7 @@
 // can cost every instance its session): its completion may never have been
 // recorded, and at least once is the promise then (docs/guarantees.md). With
 // records written behind (-record-interval, the instances'
-// job.WithRecordInterval, 20 s by default) that holds for a run that ended
+// job.WithRecordInterval, 0 by default: every completion recorded) that holds for a run that ended
 // within the interval, plus a run's length and two periods, before the
 // crash or the loss: a record waits no longer unwritten, and a duplicate
 // of an earlier run is unexplained, its detail lines saying how long before
