@@ -34,7 +34,7 @@ func TestConsoleCreatesAndRemovesAJob(t *testing.T) {
 		t.Fatalf("the new-job form's example: %q", example)
 	}
 
-	doc := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 1\ntype: http\nhttp:\n  url: %s\n", ep.srv.URL)
+	doc := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 1\ntype: http\nhttp:\n  url: %s\n  allowPrivateAddresses: true\n", ep.srv.URL)
 	tb.fill("#new-job-doc", doc+"  methd: GET\n")
 	tb.click("#new-job-create")
 	tb.waitText("#new-job-error", "http.methd at line 7: unknown key", `did you mean "method"?`)
