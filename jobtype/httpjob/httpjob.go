@@ -9,43 +9,6 @@
 // BodyExcerpt bytes. Each request is bounded by Timeout and by the item's
 // context, so a shutdown or a job timeout cancels it.
 //
-// # What a job may cost
-//
-// A job's definition may come from anyone allowed to define jobs (POST
-// /jobs, a run file), and every instance following the namespace builds
-// and runs it, so what it costs is bounded, with documented maxima:
-//
-//   - The body template: at most MaxBodyTemplate (64 KiB) of text. [New]
-//     refuses, naming the field body, a range over an integer literal above
-//     MaxRangeIterations (10,000), ranges nested deeper than MaxRangeDepth
-//     (2), define, block and template, and a template that goes over a
-//     render's budget when rendered once with an empty context. Every
-//     render — that one and each run's — stops with [ErrTemplateBudget] at
-//     MaxRangeIterations range iterations in all, MaxRenderedBody (1 MiB)
-//     of output, a function call that could make more than MaxRenderedBody
-//     bytes or more than MaxRenderWork (8 MiB) in all, a printf width or
-//     precision above MaxFormatWidth (1,024) or given by *, or after
-//     MaxRenderTime (250 ms). The template's data has no methods but
-//     .FireTime's String, Format (a layout of at most 64 bytes), Unix and
-//     UnixMilli.
-//   - The response: at most max(BodyExcerpt, job.MaxOutputSize) bytes are
-//     kept, and at most maxDrain (64 KiB) more read so the connection can
-//     be reused; an endless response costs no more. BodyExcerpt is at most
-//     MaxBodyExcerpt (64 KiB), so a StatusError, and a log line quoting it,
-//     holds at most that much of the body. The run's output is at most
-//     job.MaxOutputSize (64 KiB) of JSON.
-//
-// # Where a request may go
-//
-// Unless AllowPrivateAddresses is set, a job may not call the instance's
-// own network: a URL whose host is localhost or a loopback, private (RFC
-// 1918, fc00::/7), link-local (169.254.0.0/16, the cloud metadata
-// service's among them; fe80::/10), carrier-grade NAT, multicast,
-// unspecified or other reserved address is refused by [New] ([ErrAddress]),
-// and the default client refuses to dial such an address after resolving
-// a name — the URL's or a redirect's — so a name that resolves to one,
-// now or later, reaches nothing. The policy is the dispatcher's webhooks'.
-//
 // The response's body, whatever its status, is the run's output
 // (job.RecordOutput), kept by the history: the body itself when it is one
 // JSON value of at most job.MaxOutputSize bytes, else its first bytes as a
@@ -72,6 +35,43 @@
 // request carries its W3C trace context (the traceparent and tracestate
 // headers), so that the service called continues the trace. Those headers
 // are the scheduler's: Header and ContextHeader may not name them.
+//
+// # What a job may cost
+//
+// A job's definition may come from anyone allowed to define jobs (POST
+// /jobs, a run file), and every instance following the namespace builds
+// and runs it, so what it costs is bounded, with documented maxima:
+//
+//   - The body template: at most MaxBodyTemplate (64 KiB) of text. [New]
+//     refuses, naming the field body, a range over an integer literal above
+//     MaxRangeIterations (10,000), ranges nested deeper than MaxRangeDepth
+//     (2), define, block and template, and a template that goes over a
+//     render's budget when rendered once with an empty context. Every
+//     render — that one and each run's — stops with [ErrTemplateBudget] at
+//     MaxRangeIterations range iterations in all, MaxRenderedBody (1 MiB)
+//     of output, a function call that could make more than MaxRenderedBody
+//     bytes or more than MaxRenderWork (8 MiB) in all, a printf width or
+//     precision above MaxFormatWidth (1,024) or given by *, or after
+//     MaxRenderTime (250 ms); a run whose body stops so fails, sending
+//     nothing. The template's data has no methods but .FireTime's String,
+//     Format (a layout of at most 64 bytes), Unix and UnixMilli.
+//   - The response: at most max(BodyExcerpt, job.MaxOutputSize) bytes are
+//     kept, and at most 64 KiB more read so that the connection can
+//     be reused; an endless response costs no more. BodyExcerpt is at most
+//     MaxBodyExcerpt (64 KiB), so a StatusError, and a log line quoting it,
+//     holds at most that much of the body. The run's output is at most
+//     job.MaxOutputSize (64 KiB) of JSON.
+//
+// # Where a request may go
+//
+// Unless AllowPrivateAddresses is set, a job may not call the instance's
+// own network: a URL whose host is localhost or a loopback, private (RFC
+// 1918, fc00::/7), link-local (169.254.0.0/16, the cloud metadata
+// service's among them; fe80::/10), carrier-grade NAT, multicast,
+// unspecified or other reserved address is refused by [New] ([ErrAddress]),
+// and the default client refuses to dial such an address after resolving
+// a name — the URL's or a redirect's — so a name that resolves to one,
+// now or later, reaches nothing. The policy is the dispatcher's webhooks'.
 package httpjob
 
 import (
