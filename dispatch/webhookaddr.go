@@ -53,12 +53,12 @@ func redact(u *url.URL) string {
 // control is the dialer's hook: it sees the address after name
 // resolution, so a name that resolves to a forbidden address is refused
 // before any byte is sent.
-func (p webhookPolicy) control(network, address string, c syscall.RawConn) error {
+func (p webhookPolicy) control(network, address string, _ syscall.RawConn) error {
 	if p.private {
 		return nil
 	}
-	if err := netpolicy.Control(network, address, c); err != nil {
-		return fmt.Errorf("%w: %w; set Config.AllowPrivateWebhooks to allow it", ErrWebhookAddress, err)
+	if err := netpolicy.Dialed(address); err != nil {
+		return fmt.Errorf("%w: the webhook host %v; set Config.AllowPrivateWebhooks to allow it", ErrWebhookAddress, err)
 	}
 	return nil
 }

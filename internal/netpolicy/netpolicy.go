@@ -8,23 +8,17 @@
 //
 // A URL is checked twice: its host when it is accepted ([HostWhy]: a
 // literal address or localhost), and the address actually dialled, after
-// name resolution ([Control], a net.Dialer's Control hook), so a name that
+// name resolution ([Dialed], from a net.Dialer's Control hook), so a name that
 // resolves to a forbidden address — at once, or later (DNS rebinding) — is
 // refused before a byte is sent.
 package netpolicy
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
-	"syscall"
 )
-
-// ErrForbidden is an address (or a host naming one) the policy refuses.
-// The errors of [Control] wrap it.
-var ErrForbidden = errors.New("address not allowed")
 
 // forbiddenPrefixes are the ranges refused besides those netip's
 // predicates name (loopback, RFC 1918 and fc00::/7, link-local, multicast,
@@ -72,7 +66,7 @@ func Why(a netip.Addr) string {
 // HostWhy checks a URL's host (url.URL.Hostname: a name or a literal
 // address) before any resolution. It says why the host is refused — it
 // names localhost, or it is a forbidden literal address — or "" if it may
-// be used, a name then being checked again when dialled ([Control]).
+// be used, a name then being checked again when dialled ([Dialed]).
 func HostWhy(host string) string {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
@@ -92,16 +86,17 @@ func HostWhy(host string) string {
 	return ""
 }
 
-// Control is a net.Dialer's Control hook that refuses a forbidden
-// address: it sees the address after name resolution, so nothing is sent
-// to it. Its errors wrap [ErrForbidden] and name the address.
-func Control(network, address string, _ syscall.RawConn) error {
+// Dialed checks the address a net.Dialer's Control hook is given ("ip:port",
+// after name resolution): it returns an error naming the address and why
+// it is refused ("resolved to 169.254.169.254, a link-local address"), or
+// nil. The caller wraps it with its own sentinel error and advice.
+func Dialed(address string) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot read the dialled address %q: %v", ErrForbidden, address, err)
+		return fmt.Errorf("cannot read the dialled address %q: %v", address, err)
 	}
 	if why := Why(ap.Addr()); why != "" {
-		return fmt.Errorf("%w: the host resolved to %s, %s", ErrForbidden, ap.Addr(), why)
+		return fmt.Errorf("resolved to %s, %s", ap.Addr(), why)
 	}
 	return nil
 }

@@ -399,10 +399,11 @@ var policedTransport = sync.OnceValue(func() *http.Transport {
 	return t
 })
 
-// control is the policed dialer's hook (see netpolicy.Control).
-func control(network, address string, c syscall.RawConn) error {
-	if err := netpolicy.Control(network, address, c); err != nil {
-		return fmt.Errorf("%w: %w; set allowPrivateAddresses to allow it", ErrAddress, err)
+// control is the policed dialer's hook: it sees the address after name
+// resolution (see netpolicy.Dialed).
+func control(_, address string, _ syscall.RawConn) error {
+	if err := netpolicy.Dialed(address); err != nil {
+		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses to allow it", ErrAddress, err)
 	}
 	return nil
 }
