@@ -331,6 +331,10 @@ func render(t *template.Template, data templateData, now func() time.Time) ([]by
 	if err := c.Funcs(b.funcs()).Execute(w, data); err != nil {
 		return nil, err
 	}
+	// And once around the whole render, whatever its last check saw.
+	if err := b.tick(); err != nil {
+		return nil, err
+	}
 	return w.buf.Bytes(), nil
 }
 
