@@ -257,7 +257,7 @@ func TestTracingReachesScriptAndHTTPJobs(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	hj, err := httpjob.New(httpjob.Config{URL: srv.URL, Logger: testLogger(t)})
+	hj, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,6 +258,7 @@ func TestHTTPJobShardedAcrossInstances(t *testing.T) {
     http:
       method: PUT
       url: %s/sync
+      allowPrivateAddresses: true
       body: "{{.JSON}}"
       timeout: 5s
 `, srv.URL))

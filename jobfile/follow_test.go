@@ -108,7 +108,7 @@ func (h *hits) count() (total int, by map[string]int) {
 }
 
 func httpDefinition(name, url string) string {
-	return fmt.Sprintf("name: %s\ncron: \"* * * * * *\"\nshardingTotalCount: 2\ntype: http\nhttp:\n  url: %s\n  timeout: 5s\n", name, url)
+	return fmt.Sprintf("name: %s\ncron: \"* * * * * *\"\nshardingTotalCount: 2\ntype: http\nhttp:\n  url: %s\n  allowPrivateAddresses: true\n  timeout: 5s\n", name, url)
 }
 
 func hasJob(s *job.Scheduler, name string) bool { return slices.Contains(s.Jobs(), name) }
@@ -333,7 +333,7 @@ func TestDefineRefusesBadDefinitionsChangingNothing(t *testing.T) {
 		t.Fatalf("a refused definition left the job's node: exists=%v, %v", ok, err)
 	}
 	// JSON with the same keys is a definition too.
-	if _, err := jobfile.Define(ctx, in.rc, []byte(`{"name": "json", "cron": "0 0 0 1 1 *", "shardingTotalCount": 1, "type": "http", "http": {"url": "http://127.0.0.1:1/"}}`)); err != nil {
+	if _, err := jobfile.Define(ctx, in.rc, []byte(`{"name": "json", "cron": "0 0 0 1 1 *", "shardingTotalCount": 1, "type": "http", "http": {"url": "http://127.0.0.1:1/", "allowPrivateAddresses": true}}`)); err != nil {
 		t.Fatal(err)
 	}
 }

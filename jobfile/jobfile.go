@@ -24,7 +24,8 @@
 //	  body: '{"city": {{json .ShardingParameter}}}'
 //	  timeout: 30s
 //	  contextHeader: Shardjob-Sharding-Context
-//	  bodyExcerpt: 1024
+//	  bodyExcerpt: 1024           # at most 65536
+//	  allowPrivateAddresses: false   # true lets it call loopback, private and link-local addresses
 //	dataflow:      # type: dataflow (package jobtype/dataflow)
 //	  streaming: true
 //	errorHandler: log            # or ignore, or a name registered with errhandler.Register
@@ -187,7 +188,7 @@ func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error
 
 func buildHTTP(sp job.Spec, log *slog.Logger) (job.Job, error) {
 	s := &section{name: "http"}
-	p := s.pairs(sp.Section, "method", "url", "headers", "body", "timeout", "contextHeader", "bodyExcerpt")
+	p := s.pairs(sp.Section, "method", "url", "headers", "body", "timeout", "contextHeader", "bodyExcerpt", "allowPrivateAddresses")
 	var c httpjob.Config
 	s.str(p, "method", &c.Method)
 	if !s.str(p, "url", &c.URL) {
@@ -200,6 +201,7 @@ func buildHTTP(sp job.Spec, log *slog.Logger) (job.Job, error) {
 	s.duration(p, "timeout", &c.Timeout)
 	s.str(p, "contextHeader", &c.ContextHeader)
 	s.integer(p, "bodyExcerpt", &c.BodyExcerpt)
+	s.boolean(p, "allowPrivateAddresses", &c.AllowPrivateAddresses)
 	if err := invalid(sp, s); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ func TestBuildRejectsBadSections(t *testing.T) {
 		{"http no url", "    type: http\n    http: {method: GET}\n", "http.url at line 10: is required"},
 		{"http bad timeout", "    type: http\n    http: {url: \"http://x\", timeout: -1s}\n", "http.timeout at line 10: -1s must not be negative"},
 		{"http bad template", "    type: http\n    http: {url: \"http://x\", body: \"{{.Nope}}\"}\n", "body template"},
+		{"http template loop", "    type: http\n    http: {url: \"http://x\", body: \"{{range 250000000}}{{end}}\"}\n", "body template: range over 250000000: at most 10000 iterations"},
+		{"http bodyExcerpt over its maximum", "    type: http\n    http: {url: \"http://x\", bodyExcerpt: 209715200}\n", "bodyExcerpt 209715200 is over the maximum of 65536"},
+		{"http metadata address", "    type: http\n    http: {url: \"http://169.254.169.254/latest/meta-data/\"}\n", "a link-local address; set allowPrivateAddresses"},
+		{"http allowPrivateAddresses not a bool", "    type: http\n    http: {url: \"http://x\", allowPrivateAddresses: maybe}\n", "http.allowPrivateAddresses at line 10: must be true or false"},
 		{"unknown handler", "    type: http\n    errorHandler: pager\n    http: {url: \"http://x\"}\n", `errorHandler at line 10: errhandler: unknown handler: "pager"`},
 		{"webhook without settings", "    type: http\n    errorHandler: webhook\n    http: {url: \"http://x\"}\n", "needs settings"},
 		{"webhook without secret", "    type: http\n    errorHandler: {type: webhook, url: \"http://x\"}\n    http: {url: \"http://x\"}\n", "secret is required"},
@@ -39,6 +43,14 @@ func TestBuildRejectsBadSections(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// allowPrivateAddresses lets an HTTP job call its own network.
+func TestBuildHTTPAllowPrivateAddresses(t *testing.T) {
+	f, _ := file(t, "unused", "  - name: a\n    type: http\n    cron: '@hourly'\n    shardingTotalCount: 1\n    http: {url: \"http://127.0.0.1:8765/\", allowPrivateAddresses: true}\n")
+	if _, err := jobfile.Build(f.Jobs[0], nil, jobfile.Options{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -104,7 +104,7 @@ func TestCreateJobOverHTTPThenRemoveIt(t *testing.T) {
 	ep := newEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	doc := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 2\ntype: http\nhttp:\n  url: %s\n  timeout: 5s\n", ep.srv.URL)
+	doc := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 2\ntype: http\nhttp:\n  url: %s\n  timeout: 5s\n  allowPrivateAddresses: true\n", ep.srv.URL)
 
 	hc.want(http.StatusUnauthorized, "POST", "/jobs", "", doc)
 	hc.want(http.StatusUnauthorized, "POST", "/jobs", "wrong", doc)

@@ -91,7 +91,7 @@ esac`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hj, err := httpjob.New(httpjob.Config{URL: srv.URL, Logger: testlog.Logger(t)})
+	hj, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL, Logger: testlog.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func TestRunFollowRunsADefinedJob(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	def := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: %q}\n", srv.URL)
+	def := fmt.Sprintf("name: ping\ncron: \"* * * * * *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: %q, allowPrivateAddresses: true}\n", srv.URL)
 	if _, err := jobfile.Define(dctx, rc, []byte(def)); err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ func run(ctx context.Context, flags *demoreg.Flags, fires int) (err error) {
 		slog.Info("receiver", "traceparent", r.Header.Get("traceparent"))
 	}))
 	defer receiver.Close()
-	notify, err := httpjob.New(httpjob.Config{URL: receiver.URL + "/notify"})
+	notify, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: receiver.URL + "/notify"})
 	if err != nil {
 		return err
 	}

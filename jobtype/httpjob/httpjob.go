@@ -24,14 +24,54 @@
 // center's digest and the console's token never travel with a request.
 // Headers are the job's own and meant for its URL's origin: when a
 // response redirects elsewhere (another scheme, host or port), the
-// default client follows without them. The default client uses the
-// proxy the instance's HTTP_PROXY, HTTPS_PROXY and NO_PROXY name, as
-// Go's default transport does; set Client to choose otherwise.
+// default client follows without them. Under the address policy the
+// default client connects directly, using no proxy: the address it checks
+// must be the one it calls. With AllowPrivateAddresses it uses the proxy
+// the instance's HTTP_PROXY, HTTPS_PROXY and NO_PROXY name, as Go's
+// default transport does. Set Client to choose otherwise (a Client of
+// your own replaces the dial-time check).
 //
 // When the item's context carries a span (job.WithTracerProvider), the
 // request carries its W3C trace context (the traceparent and tracestate
 // headers), so that the service called continues the trace. Those headers
 // are the scheduler's: Header and ContextHeader may not name them.
+//
+// # What a job may cost
+//
+// A job's definition may come from anyone allowed to define jobs (POST
+// /jobs, a run file), and every instance following the namespace builds
+// and runs it, so what it costs is bounded, with documented maxima:
+//
+//   - The body template: at most MaxBodyTemplate (64 KiB) of text. [New]
+//     refuses, naming the field body, a range over an integer literal above
+//     MaxRangeIterations (10,000), ranges nested deeper than MaxRangeDepth
+//     (2), define, block and template, and a template that goes over a
+//     render's budget when rendered once with an empty context. Every
+//     render — that one and each run's — stops with [ErrTemplateBudget] at
+//     MaxRangeIterations range iterations in all, MaxRenderedBody (1 MiB)
+//     of output, a function call that could make more than MaxRenderedBody
+//     bytes or more than MaxRenderWork (8 MiB) in all, a printf width or
+//     precision above MaxFormatWidth (1,024) or given by *, or after
+//     MaxRenderTime (250 ms); a run whose body stops so fails, sending
+//     nothing. The template's data has no methods but .FireTime's String,
+//     Format (a layout of at most 64 bytes), Unix and UnixMilli.
+//   - The response: at most max(BodyExcerpt, job.MaxOutputSize) bytes are
+//     kept, and at most 64 KiB more read so that the connection can
+//     be reused; an endless response costs no more. BodyExcerpt is at most
+//     MaxBodyExcerpt (64 KiB), so a StatusError, and a log line quoting it,
+//     holds at most that much of the body. The run's output is at most
+//     job.MaxOutputSize (64 KiB) of JSON.
+//
+// # Where a request may go
+//
+// Unless AllowPrivateAddresses is set, a job may not call the instance's
+// own network: a URL whose host is localhost or a loopback, private (RFC
+// 1918, fc00::/7), link-local (169.254.0.0/16, the cloud metadata
+// service's among them; fe80::/10), carrier-grade NAT, multicast,
+// unspecified or other reserved address is refused by [New] ([ErrAddress]),
+// and the default client refuses to dial such an address after resolving
+// a name — the URL's or a redirect's — so a name that resolves to one,
+// now or later, reaches nothing. The policy is the dispatcher's webhooks'.
 package httpjob
 
 import (
@@ -48,9 +88,12 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"text/template"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/netpolicy"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype"
 	"go.opentelemetry.io/otel/propagation"
@@ -66,7 +109,14 @@ const (
 	// DefaultBodyExcerpt is how much of a failed response's body a
 	// StatusError keeps when BodyExcerpt is 0.
 	DefaultBodyExcerpt = 1 << 10
+	// MaxBodyExcerpt is the largest BodyExcerpt.
+	MaxBodyExcerpt = 64 << 10
 )
+
+// maxDrain is how much of a response's body is read, past what is kept,
+// so that its connection can be reused; a longer body's connection is
+// closed.
+const maxDrain = 64 << 10
 
 // Sentinel errors.
 var (
@@ -75,6 +125,10 @@ var (
 	// ErrStatus is wrapped by every StatusError: the server answered
 	// outside 2xx.
 	ErrStatus = errors.New("httpjob: response status not 2xx")
+	// ErrAddress means a URL's host, or the address it resolved to, is one
+	// the address policy forbids (see AllowPrivateAddresses). From New it
+	// comes wrapped with ErrInvalidConfig.
+	ErrAddress = errors.New("httpjob: address not allowed")
 )
 
 // Config describes the request of an HTTP job.
@@ -86,7 +140,9 @@ type Config struct {
 	// Header holds extra request headers.
 	Header map[string]string
 	// Body is a text/template of the request body, rendered per item with
-	// a [jobtype.Context] and .JSON. "" sends no body.
+	// a [jobtype.Context] and .JSON. "" sends no body. It is bounded as
+	// the package documentation says (MaxBodyTemplate, MaxRenderedBody,
+	// ...).
 	Body string
 	// Timeout bounds each request, from connecting to reading the
 	// response. 0 means DefaultTimeout.
@@ -95,11 +151,18 @@ type Config struct {
 	// JSON. "" means DefaultContextHeader.
 	ContextHeader string
 	// BodyExcerpt is how many bytes of a failed response's body a
-	// StatusError keeps. 0 means DefaultBodyExcerpt.
+	// StatusError keeps. 0 means DefaultBodyExcerpt; at most
+	// MaxBodyExcerpt.
 	BodyExcerpt int
-	// Client sends the requests. nil means a client of its own with
-	// http.DefaultTransport that follows up to 10 redirects, dropping
-	// Header's entries on any that leaves URL's origin.
+	// AllowPrivateAddresses lets the job call loopback, private,
+	// link-local (the cloud metadata service), carrier-grade NAT and other
+	// reserved addresses, and localhost. Default false: New refuses a URL
+	// naming one, and the default client refuses to dial one (ErrAddress).
+	AllowPrivateAddresses bool
+	// Client sends the requests. nil means a client of its own that
+	// follows up to 10 redirects, dropping Header's entries on any that
+	// leaves URL's origin, and whose dialer enforces the address policy
+	// (with AllowPrivateAddresses, http.DefaultTransport).
 	Client *http.Client
 	// Logger is told of each request's outcome. nil means slog.Default().
 	Logger *slog.Logger
@@ -116,7 +179,9 @@ type Job struct {
 
 // Funcs are the functions body templates may call besides text/template's
 // own (urlquery among them): json writes its argument as JSON (a string
-// quoted and escaped).
+// quoted and escaped). When a body renders, json and text/template's
+// functions that make strings are replaced by bounded versions of
+// themselves (see the package documentation).
 var Funcs = template.FuncMap{
 	"json": func(v any) (string, error) {
 		data, err := json.Marshal(v)
@@ -140,6 +205,8 @@ func New(cfg Config) (*Job, error) {
 		return nil, fmt.Errorf("%w: timeout %v must not be negative", ErrInvalidConfig, cfg.Timeout)
 	case cfg.BodyExcerpt < 0:
 		return nil, fmt.Errorf("%w: bodyExcerpt %d must not be negative", ErrInvalidConfig, cfg.BodyExcerpt)
+	case cfg.BodyExcerpt > MaxBodyExcerpt:
+		return nil, fmt.Errorf("%w: bodyExcerpt %d is over the maximum of %d (MaxBodyExcerpt)", ErrInvalidConfig, cfg.BodyExcerpt, MaxBodyExcerpt)
 	}
 	method := strings.ToUpper(cfg.Method)
 	if method == "" {
@@ -167,6 +234,11 @@ func New(cfg Config) (*Job, error) {
 		return nil, fmt.Errorf("%w: contextHeader %q: the scheduler sets it from the item's span when tracing is on", ErrInvalidConfig, cfg.ContextHeader)
 	}
 	cfg.ContextHeader = textproto.CanonicalMIMEHeaderKey(cfg.ContextHeader)
+	if !cfg.AllowPrivateAddresses {
+		if why := netpolicy.HostWhy(u.Hostname()); why != "" {
+			return nil, fmt.Errorf("%w: url %q: %w: %s; set allowPrivateAddresses to allow it", ErrInvalidConfig, cfg.URL, ErrAddress, why)
+		}
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -175,19 +247,23 @@ func New(cfg Config) (*Job, error) {
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{CheckRedirect: keepHeadersHome(u, cfg.Header)}
+		if !cfg.AllowPrivateAddresses {
+			cfg.Client.Transport = policedTransport()
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	j := &Job{cfg: cfg, method: method, url: cfg.URL, log: cfg.Logger}
 	if cfg.Body != "" {
-		t, err := template.New("body").Funcs(Funcs).Option("missingkey=error").Parse(cfg.Body)
+		t, err := parseBody(cfg.Body)
 		if err != nil {
-			return nil, fmt.Errorf("%w: body template: %w", ErrInvalidConfig, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
-		// Render once with an empty context: a field that does not exist
-		// is an error now rather than at every fire.
-		if err := t.Execute(io.Discard, templateData{}); err != nil {
+		// Render once with an empty context, within the render's budget: a
+		// field that does not exist, or a template over its budget, is an
+		// error now rather than at every fire.
+		if _, err := render(t, templateData{}, time.Now); err != nil {
 			return nil, fmt.Errorf("%w: body template: %w", ErrInvalidConfig, err)
 		}
 		j.body = t
@@ -236,13 +312,6 @@ func canonicalHost(u *url.URL) string {
 	return net.JoinHostPort(host, port)
 }
 
-// templateData is what a body template sees.
-type templateData struct {
-	jobtype.Context
-	// JSON is the whole context as JSON.
-	JSON string
-}
-
 // StatusError is a response outside 2xx.
 type StatusError struct {
 	// Code is the status code; Status the status line's text.
@@ -275,11 +344,11 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	cjson := c.JSON()
 	var body io.Reader
 	if j.body != nil {
-		var buf bytes.Buffer
-		if err := j.body.Execute(&buf, templateData{Context: c, JSON: cjson}); err != nil {
+		b, err := render(j.body, newTemplateData(c, cjson), time.Now)
+		if err != nil {
 			return fmt.Errorf("httpjob: rendering the body: %w", err)
 		}
-		body = &buf
+		body = bytes.NewReader(b)
 	}
 	rctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)
 	defer cancel()
@@ -302,7 +371,7 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 	recordBody(ctx, j.log, head, rerr != nil)
 	excerpt := head[:min(len(head), j.cfg.BodyExcerpt+1)]
 	// Drain a little more so the connection can be reused, then close.
-	_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, derr := io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	cerr := resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(excerpt)}
@@ -315,5 +384,26 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 		return fmt.Errorf("httpjob: reading the response of %s %s: %w", j.method, j.url, err)
 	}
 	j.log.Debug("request done", "job", sc.JobName, "item", sc.Item, "status", resp.StatusCode)
+	return nil
+}
+
+// policedTransport is the default client's transport under the address
+// policy: its dialer refuses a forbidden address after resolution, and it
+// uses no proxy, since the address checked must be the one called. It is
+// shared by the jobs that use it, as http.DefaultTransport is.
+var policedTransport = sync.OnceValue(func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	t.DialContext = dialer.DialContext
+	return t
+})
+
+// control is the policed dialer's hook: it sees the address after name
+// resolution (see netpolicy.Dialed).
+func control(_, address string, _ syscall.RawConn) error {
+	if err := netpolicy.Dialed(address); err != nil {
+		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses to allow it", ErrAddress, err)
+	}
 	return nil
 }

@@ -42,7 +42,7 @@ func server(t *testing.T, status int, reply string) (*httptest.Server, chan seen
 func TestRequestCarriesTheContext(t *testing.T) {
 	srv, got := server(t, http.StatusAccepted, "ok")
 	evil := `Bei"jing", "admin": true, "x": "`
-	j, err := httpjob.New(httpjob.Config{URL: srv.URL + "/sync", Header: map[string]string{"Content-Type": "application/json"},
+	j, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL + "/sync", Header: map[string]string{"Content-Type": "application/json"},
 		Body: `{"city": {{json .ShardingParameter}}, "item": {{.ShardingItem}}, "ctx": {{.JSON}}}`, Logger: testlog.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestRequestCarriesTheContext(t *testing.T) {
 
 func TestNon2xxIsAFailureWithABoundedExcerpt(t *testing.T) {
 	srv, _ := server(t, http.StatusServiceUnavailable, strings.Repeat("busy ", 1000))
-	j, err := httpjob.New(httpjob.Config{URL: srv.URL, BodyExcerpt: 20})
+	j, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL, BodyExcerpt: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRequestTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	j, err := httpjob.New(httpjob.Config{URL: srv.URL, Timeout: 50 * time.Millisecond})
+	j, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL, Timeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +135,8 @@ func ExampleNew() {
 		URL:    srv.URL + "/orders/sync",
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   `{"city": {{json .ShardingParameter}}, "item": {{.ShardingItem}}}`,
+		// The test's server is on the loopback address.
+		AllowPrivateAddresses: true,
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -39,7 +39,7 @@ func TestRequestCarriesNoSecretOfTheInstance(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	srv, got := dump(t, func(w http.ResponseWriter, r *http.Request) {})
-	j, err := httpjob.New(httpjob.Config{URL: srv.URL + "/sync?t=$SHARDJOB_TOKEN",
+	j, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: srv.URL + "/sync?t=$SHARDJOB_TOKEN",
 		Header: map[string]string{"X-Token": "${SHARDJOB_TOKEN}", "Authorization": "Bearer $SECRET_X"},
 		Body:   `{"ctx": {{.JSON}}, "p": {{json .ShardingParameter}}, "t": "$SHARDJOB_REGCENTER_DIGEST"}`, Logger: testlog.Logger(t)})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestRedirectElsewhereDropsTheConfiguredHeaders(t *testing.T) {
 			http.Redirect(w, r, other.URL+"/away", http.StatusTemporaryRedirect)
 		}
 	})
-	j, err := httpjob.New(httpjob.Config{URL: home.URL + "/start", Logger: testlog.Logger(t),
+	j, err := httpjob.New(httpjob.Config{AllowPrivateAddresses: true, URL: home.URL + "/start", Logger: testlog.Logger(t),
 		Header: map[string]string{"X-Api-Key": "job-key-42", "Authorization": "Bearer job-token-42"}})
 	if err != nil {
 		t.Fatal(err)
