@@ -174,6 +174,11 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 	tried := map[int]bool{}
 	for {
 		cfg := r.config()
+		if cfg.PausedUntil.After(r.s.opts.now()) {
+			// A pause holds every run of the job, owed ones too: they stay
+			// owed, and the first fire after the pause pays them.
+			return
+		}
 		debts, ok := r.book.takeDebts(sess, cfg, tried, r.flags.disabledItems)
 		if !ok {
 			return
