@@ -25,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
@@ -227,7 +228,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, admin.ErrInvalid):
 		code = http.StatusBadRequest
 	case errors.Is(err, admin.ErrNotOnline), errors.Is(err, admin.ErrStillOnline), errors.Is(err, admin.ErrConflict),
-		errors.Is(err, admin.ErrNotDrained):
+		errors.Is(err, admin.ErrNotDrained), errors.Is(err, admin.ErrHasDependents):
 		code = http.StatusConflict
 	case errors.Is(err, context.DeadlineExceeded):
 		code = http.StatusGatewayTimeout
@@ -394,7 +395,16 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), httpRequestTimeout+wait)
 	defer cancel()
 	jobName := r.PathValue("job")
-	res, err := h.adm.Remove(ctx, jobName, wait)
+	force := false
+	if v := r.URL.Query().Get("force"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			h.fail(w, r, fmt.Errorf("%w: force %q is not true or false", admin.ErrInvalid, v))
+			return
+		}
+		force = b
+	}
+	res, err := h.adm.Remove(ctx, jobName, wait, force)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -442,7 +442,7 @@ func itemsCmd(disable bool) func(e *env, args []string) error {
 }
 
 func cmdRemove(e *env, args []string) error {
-	res, err := e.adm.Remove(e.ctx, args[0], e.o.wait)
+	res, err := e.adm.Remove(e.ctx, args[0], e.o.wait, e.o.force)
 	if err != nil {
 		return err
 	}

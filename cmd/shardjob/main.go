@@ -60,6 +60,7 @@ type options struct {
 
 	job, server string
 	wait        time.Duration
+	force       bool // shardjob remove --force
 
 	hist historyOptions // shardjob history
 }
@@ -93,7 +94,7 @@ func init() {
 		{name: "trigger", args: "JOB", min: 1, max: 1, flags: []string{"server"}, summary: "run JOB once now, outside its schedule, on every online server (or on --server S only)", run: cmdTrigger},
 		{name: "disable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "keep items out of every fire of JOB (items as 3 5 or 3,5)", run: itemsCmd(true)},
 		{name: "enable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "undo disable-item", run: itemsCmd(false)},
-		{name: "remove", args: "JOB", min: 1, max: 1, flags: []string{"wait"}, summary: "stop JOB on every instance (waits up to --wait) and delete its nodes", run: cmdRemove},
+		{name: "remove", args: "JOB", min: 1, max: 1, flags: []string{"wait", "force"}, summary: "stop JOB on every instance (waits up to --wait) and delete its nodes; refused while other jobs run after it, unless --force", run: cmdRemove},
 		{name: "instances", summary: "every instance: units held, cap, alarm, load score, drain state, items running", run: cmdInstances},
 		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain},
 		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain},
@@ -177,6 +178,8 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 				fs.StringVar(&o.server, "server", "", "act on this `server` only")
 			case "wait":
 				fs.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for the instances to leave")
+			case "force":
+				fs.BoolVar(&o.force, "force", false, "remove the job even though other jobs run after it (their fires are then skipped)")
 			}
 		}
 	}

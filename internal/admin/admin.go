@@ -47,6 +47,10 @@ var (
 	// ErrConflict means the node changed under the operation too often to
 	// apply it; trying again normally succeeds.
 	ErrConflict = errors.New("concurrent change")
+	// ErrHasDependents means the job is a parent of others (their after:
+	// names it): removing it would skip their every fire. Remove refuses
+	// it unless forced.
+	ErrHasDependents = errors.New("other jobs run after it")
 )
 
 // Config is what this package needs to know of a job's configuration,

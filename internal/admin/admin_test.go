@@ -459,7 +459,7 @@ func TestAdminRemove(t *testing.T) {
 	f := newFixture(t)
 	p := f.job()
 	// s1 and s3 stay "online": the removal gives up, config already gone.
-	res, err := f.adm.Remove(f.ctx, "report", 300*time.Millisecond)
+	res, err := f.adm.Remove(f.ctx, "report", 300*time.Millisecond, false)
 	if !errors.Is(err, admin.ErrStillOnline) || !strings.Contains(err.Error(), "s1, s3 still online") {
 		t.Errorf("Remove with instances online: %v", err)
 	}
@@ -474,13 +474,13 @@ func TestAdminRemove(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		f.inst.Close()
 	}()
-	if _, err := f.adm.Remove(f.ctx, "report", 20*time.Second); err != nil {
+	if _, err := f.adm.Remove(f.ctx, "report", 20*time.Second, false); err != nil {
 		t.Fatal(err)
 	}
 	if f.exists(p.Root()) {
 		t.Errorf("job node left after Remove")
 	}
-	if _, err := f.adm.Remove(f.ctx, "report", time.Second); !errors.Is(err, admin.ErrUnknownJob) {
+	if _, err := f.adm.Remove(f.ctx, "report", time.Second, false); !errors.Is(err, admin.ErrUnknownJob) {
 		t.Errorf("second Remove: %v", err)
 	}
 }
@@ -546,5 +546,35 @@ func TestAdminStatusShowsParents(t *testing.T) {
 	}
 	if !slices.Equal(st.After, []string{"report", "archive"}) {
 		t.Fatalf("after %v", st.After)
+	}
+}
+
+// A job that others run after is not removed unless forced: the refusal
+// names them and changes nothing. The dependent's status says when its
+// parent is gone.
+func TestAdminRemoveRefusesAParentWithDependents(t *testing.T) {
+	f := newFixture(t)
+	p := f.job() // "report"
+	c := layout.Job("summary")
+	f.create(c.Root(), "", regcenter.Persistent)
+	f.create(c.Config(), "name: summary\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nafter: [report]\n", regcenter.Persistent)
+	f.inst.Close() // no instance online: only the dependents stand in the way
+
+	_, err := f.adm.Remove(f.ctx, "report", time.Second, false)
+	if !errors.Is(err, admin.ErrHasDependents) || !strings.Contains(err.Error(), "summary") {
+		t.Fatalf("Remove of a parent: %v, want ErrHasDependents naming summary", err)
+	}
+	if !f.exists(p.Config()) {
+		t.Fatal("a refused removal deleted the parent's config")
+	}
+	if _, err := f.adm.Remove(f.ctx, "report", 20*time.Second, true); err != nil {
+		t.Fatalf("forced Remove: %v", err)
+	}
+	st, err := f.adm.Status(f.ctx, "summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Parents) != 1 || st.Parents[0].Status != "gone" || !slices.ContainsFunc(st.Problems, func(s string) bool { return strings.Contains(s, `parent "report" is gone`) }) {
+		t.Errorf("the dependent's status after its parent went: parents %+v, problems %q", st.Parents, st.Problems)
 	}
 }

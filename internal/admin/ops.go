@@ -370,10 +370,21 @@ type Removal struct {
 // server's status node remains (and no election candidate); then deletes
 // the job's whole tree. If instances are still online after wait it fails
 // with ErrStillOnline, leaving the nodes (without the config) in place:
-// call it again to finish.
-func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration) (Removal, error) {
+// call it again to finish. A job that others run after (Dependents) is
+// refused with ErrHasDependents, changing nothing, unless force.
+func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration, force bool) (Removal, error) {
 	if err := a.requireJob(ctx, job); err != nil {
 		return Removal{}, err
+	}
+	if !force {
+		deps, err := a.Dependents(ctx, job)
+		if err != nil {
+			return Removal{}, err
+		}
+		if len(deps) > 0 {
+			return Removal{}, fmt.Errorf("job %q: %w: %s; without it every fire of theirs is skipped (remove them first, change their after:, or force the removal)",
+				job, ErrHasDependents, strings.Join(deps, ", "))
+		}
 	}
 	paths := layout.Job(job)
 	online, err := a.onlineServers(ctx, job)
@@ -440,6 +451,37 @@ func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration) (Rem
 		}
 	}
 	return res, fmt.Errorf("%w: job %q: nodes keep reappearing under %s", ErrConflict, job, paths.Root())
+}
+
+// Dependents returns the jobs of the namespace whose stored config runs
+// after job (names it in after:), sorted. A config that does not decode
+// is skipped: it names no parent any instance acts on.
+func (a *Admin) Dependents(ctx context.Context, job string) ([]string, error) {
+	names, err := a.jobNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if n == job {
+			continue
+		}
+		data, ok, err := a.get(ctx, layout.Job(n).Config())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		cfg, err := a.decode(ctx, data)
+		if err != nil {
+			continue
+		}
+		if slices.Contains(cfg.After, job) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 func (a *Admin) onlineServers(ctx context.Context, job string) ([]string, error) {

@@ -609,7 +609,9 @@ func (a *Admin) Status(ctx context.Context, job string) (JobStatus, error) {
 			if snap, err := a.read(ctx, p, false); err == nil {
 				sum := snap.summary(a.now())
 				ps.Status, ps.LastFire = sum.Status, sum.LastFire
-			} else if !errors.Is(err, ErrUnknownJob) {
+			} else if errors.Is(err, ErrUnknownJob) {
+				s.problem("parent %q is gone: every fire of this job waits for it and is skipped (remove %q from after:, or define the parent again)", p, p)
+			} else {
 				return JobStatus{}, err
 			}
 			st.Parents = append(st.Parents, ps)
