@@ -155,7 +155,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.Etcd) > 0 {
+	if len(cfg.Etcd) > 0 || cfg.EmbeddedDir != "" {
 		return NewEtcd(ctx, cfg, opts...)
 	}
 	return NewZooKeeper(ctx, cfg, opts...)
@@ -173,7 +173,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.Etcd) == 0 {
+	if len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
 		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
 	}
 	cfg, o, err := cfg.settle(opts)
@@ -297,6 +297,8 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 func connectError(where, user string, timeout time.Duration, err error) error {
 	err = translateEtcd(err)
 	switch {
+	case errors.Is(err, ErrUnauthorized) && user == "":
+		return fmt.Errorf("%w: etcd at %s requires authentication and no user is configured (digest or digestFile; for an embedded member, embeddedDir names its directory, which holds its credentials): %w", ErrUnauthorized, where, err)
 	case errors.Is(err, ErrUnauthorized):
 		return fmt.Errorf("%w: etcd at %s refused user %q: %w", ErrUnauthorized, where, user, err)
 	case isTLSError(err):

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -131,6 +132,62 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// The files an embedded etcd member (package regcenter/embedded) keeps in
+// its Dir for the other processes of its host, read by
+// [Config.EmbeddedDir].
+const (
+	// EmbeddedCredentialsFile holds the member's "user:password", one
+	// line, as a DigestFile does; owner-only (0600) in an owner-only Dir.
+	EmbeddedCredentialsFile = "credentials"
+	// EmbeddedEndpointFile holds the member's client address,
+	// "127.0.0.1:port", while it runs.
+	EmbeddedEndpointFile = "endpoint"
+)
+
+// resolveEmbedded returns c pointed at the member in c.EmbeddedDir: Etcd
+// is the address in its endpoint file and Digest the credentials in its
+// credentials file. Either file missing or unreadable is an
+// [ErrInvalidConfig] that names it and never quotes the credentials.
+func (c Config) resolveEmbedded() (Config, error) {
+	dir := c.EmbeddedDir
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: embeddedDir %s: %s", ErrInvalidConfig, dir, fmt.Sprintf(format, a...))
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return c, bad("%v", err)
+	} else if !fi.IsDir() {
+		return c, bad("not a directory")
+	}
+	epFile := filepath.Join(dir, EmbeddedEndpointFile)
+	f, err := os.Open(epFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return c, bad("%s is missing: is the member running? (it writes the file when it starts serving)", EmbeddedEndpointFile)
+		}
+		return c, bad("%v", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	f.Close()
+	if err != nil {
+		return c, bad("%v", err)
+	}
+	ep := strings.TrimSpace(string(b))
+	if host, port, err := net.SplitHostPort(ep); err != nil || host == "" || port == "" {
+		return c, bad("%s does not hold host:port", epFile)
+	}
+	credFile := filepath.Join(dir, EmbeddedCredentialsFile)
+	if _, err := os.Stat(credFile); errors.Is(err, os.ErrNotExist) {
+		return c, bad("%s is missing: the member writes it when it first starts", EmbeddedCredentialsFile)
+	}
+	digest, err := Config{DigestFile: credFile}.ResolveDigest()
+	if err != nil {
+		// It names the file, never what it holds.
+		return c, fmt.Errorf("%w (embeddedDir %s: only the member's owner may read its credentials)", err, dir)
+	}
+	c.Etcd, c.Digest, c.DigestFile, c.EmbeddedDir = []string{ep}, digest, "", ""
+	return c, nil
+}
+
 // settle returns what a constructor connects with: c with its defaults,
 // its digest read (Digest holds the credentials, wherever they came from;
 // DigestFile is cleared), and the options applied, their TLS being the
@@ -141,6 +198,12 @@ func (c Config) settle(opts []Option) (Config, options, error) {
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if c.EmbeddedDir != "" {
+		var err error
+		if c, err = c.resolveEmbedded(); err != nil {
+			return Config{}, options{}, err
+		}
 	}
 	digest, err := c.ResolveDigest()
 	if err != nil {
@@ -182,6 +245,9 @@ func (c Config) LogValue() slog.Value {
 	}
 	if len(c.Etcd) > 0 {
 		attrs = append(attrs, slog.Any("etcd", c.Etcd))
+	}
+	if c.EmbeddedDir != "" {
+		attrs = append(attrs, slog.String("embeddedDir", c.EmbeddedDir))
 	}
 	if c.Digest != "" {
 		attrs = append(attrs, slog.String("digest", redactDigest(c.Digest)))
