@@ -152,6 +152,24 @@ func TestEmbeddedCredentialsFile(t *testing.T) {
 	if again, err := os.ReadFile(cred); err != nil || string(again) != string(first) {
 		t.Fatalf("credentials after a restart changed (%v)", err)
 	}
+	defer func() {
+		// A credentials file the member's data does not know is refused
+		// at start, naming the file.
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cred, []byte("root:another\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := embedded.Start(ctx, embedded.Config{Dir: dir})
+		if err == nil {
+			s.Close()
+			t.Fatal("started with credentials the member does not know")
+		}
+		if !errors.Is(err, regcenter.ErrUnauthorized) || !strings.Contains(err.Error(), regcenter.EmbeddedCredentialsFile) {
+			t.Errorf("start with other credentials: %v, want ErrUnauthorized naming %s", err, regcenter.EmbeddedCredentialsFile)
+		}
+	}()
 	c, err := regcenter.Open(ctx, regcenter.Config{EmbeddedDir: dir, Namespace: "demo"})
 	if err != nil {
 		t.Fatalf("a center naming the Dir after a restart: %v", err)

@@ -294,17 +294,23 @@ func (s *Server) enableAuth(ctx context.Context, limit time.Duration) error {
 		return fmt.Errorf("embedded etcd in %s: %s: %w", s.dir, step, err)
 	}
 	// A client with the credentials works with authentication off too.
+	refused := func(err error) bool {
+		return errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed)
+	}
+	const why = "%w: embedded etcd in %s: the member refuses the credentials in %s (its authentication is on, with another password)"
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: limit, Logger: zap.NewNop(),
 		Username: name, Password: pass, Context: context.WithoutCancel(ctx)})
 	if err != nil {
+		if refused(err) {
+			return fmt.Errorf(why, regcenter.ErrUnauthorized, s.dir, regcenter.EmbeddedCredentialsFile)
+		}
 		return fail("connecting", err)
 	}
 	defer cli.Close()
 	st, err := cli.AuthStatus(ctx)
 	if err != nil {
-		if errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed) {
-			return fmt.Errorf("%w: embedded etcd in %s: the member refuses the credentials in %s (it has authentication on, with another password)",
-				regcenter.ErrUnauthorized, s.dir, regcenter.EmbeddedCredentialsFile)
+		if refused(err) {
+			return fmt.Errorf(why, regcenter.ErrUnauthorized, s.dir, regcenter.EmbeddedCredentialsFile)
 		}
 		return fail("authentication status", err)
 	}
