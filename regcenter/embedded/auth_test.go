@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -233,5 +234,70 @@ func TestEmbeddedTurnsAuthOnInAnOldDir(t *testing.T) {
 	}
 	if err := plant(ctx, srv.Endpoint(), "", "", "kept"); err == nil {
 		t.Fatal("a client without credentials wrote a key")
+	}
+}
+
+// TestEmbeddedCenterOutlivesAMemberRestart: a center keeps working across a
+// restart of the member on the same Dir and port, though the member
+// forgets the tokens it gave: its requests and its watch log in again;
+// and the member still refuses clients without credentials.
+func TestEmbeddedCenterOutlivesAMemberRestart(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv, err := embedded.Start(ctx, embedded.Config{Dir: dir, ClientPort: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Close() }()
+	c, err := regcenter.Open(ctx, srv.Config(regcenter.Config{Namespace: "restart"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	created := make(chan struct{}, 1)
+	stop := c.Watch("/after", regcenter.WatchNode, func(ev regcenter.Event) {
+		if ev.Type == regcenter.EventCreated {
+			select {
+			case created <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	if _, err := c.Create(ctx, "/before", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err = embedded.Start(ctx, embedded.Config{Dir: dir, ClientPort: port}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Create(rctx, "/after", nil, regcenter.Persistent)
+		cancel()
+		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request answered within a minute of the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-created:
+	case <-time.After(time.Minute):
+		t.Fatal("the watch saw no creation within a minute of the restart")
+	}
+	if err := plant(ctx, srv.Endpoint(), "", "", "/restart/n/001/after"); err == nil {
+		t.Fatal("after the restart, a client without credentials wrote a key")
 	}
 }
