@@ -122,8 +122,12 @@ func New(ctx context.Context, ec Config, opts ...regcenter.Option) (*Center, err
 
 // Start starts the single-member etcd of [New], with its data in ec.Dir
 // and serving 127.0.0.1 only, and returns it without a center. Only
-// ec.Dir, ec.ClientPort and ec.StartTimeout are read. It fails with
-// [regcenter.ErrInvalidConfig] when Dir is missing or cannot be used.
+// ec.Dir, ec.ClientPort and ec.StartTimeout are read. On a Dir without
+// credentials it makes them and turns the member's authentication on
+// (see [Config.Dir]). It fails with [regcenter.ErrInvalidConfig] when Dir
+// is missing or cannot be used, and with [regcenter.ErrUnauthorized] when
+// the member refuses the credentials file in Dir (one replaced, or copied
+// from another Dir).
 func Start(ctx context.Context, ec Config) (*Server, error) {
 	if ec.Dir == "" {
 		return nil, fmt.Errorf("%w: embedded etcd: dir is required (where the member keeps its data)", regcenter.ErrInvalidConfig)
