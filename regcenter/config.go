@@ -20,6 +20,14 @@ type Config struct {
 	// fields apply to the client endpoints; SessionTimeout is the lease's
 	// TTL, rounded up to whole seconds.
 	Etcd []string `yaml:"etcd" json:"etcd"`
+	// EmbeddedDir names the Dir of an embedded etcd member (package
+	// regcenter/embedded) running on this host, for a center on it from
+	// another process: the member's endpoint and its credentials are read
+	// from files in that directory when connecting, so only a user who
+	// may read them (the member's owner, and root) can connect. Set one of
+	// Servers, Etcd and EmbeddedDir; Digest and DigestFile stay empty
+	// (the credentials come from the directory). Default empty.
+	EmbeddedDir string `yaml:"embeddedDir" json:"embeddedDir"`
 	// Namespace is the root node under which every job lives, without
 	// slashes, e.g. "shop". Default "shardjob".
 	Namespace string `yaml:"namespace" json:"namespace"`
@@ -49,7 +57,9 @@ type Config struct {
 	MaxNodeBytes int `yaml:"maxNodeBytes" json:"maxNodeBytes"`
 	// Digest is "user:password" for ZooKeeper digest authentication. When
 	// set, every node shardjob creates carries an ACL that grants all
-	// rights to this identity only. Default empty: open ACLs. Prefer
+	// rights to this identity only. Default empty: open ACLs. On etcd it
+	// is the etcd user and password the client authenticates as (etcd's
+	// own authentication; the user's role decides what it may touch). Prefer
 	// DigestFile, or the environment, to writing the password where
 	// others can read it (a command line shows in ps).
 	Digest string `yaml:"digest" json:"digest"`
@@ -126,8 +136,19 @@ func (c Config) Validate() error {
 	if len(c.Servers) > 0 && len(c.Etcd) > 0 {
 		return bad("servers (ZooKeeper) and etcd are both set; use one")
 	}
+	if c.EmbeddedDir != "" {
+		switch {
+		case len(c.Servers) > 0:
+			return bad("servers (ZooKeeper) and embeddedDir (an embedded etcd member) are both set; use one")
+		case len(c.Etcd) > 0:
+			return bad("etcd and embeddedDir are both set; use one (embeddedDir reads the member's endpoint from the directory)")
+		case c.Digest != "" || c.DigestFile != "":
+			return bad("embeddedDir reads the member's credentials from the directory; leave digest and digestFile empty")
+		}
+		c.Etcd = []string{"127.0.0.1:1"} // read when connecting; checked then
+	}
 	if len(c.Servers) == 0 && len(c.Etcd) == 0 {
-		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints)")
+		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, or embeddedDir: an embedded member's directory)")
 	}
 	field, list := "servers", c.Servers
 	if len(c.Etcd) > 0 {

@@ -67,6 +67,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -154,7 +155,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.Etcd) > 0 {
+	if len(cfg.Etcd) > 0 || cfg.EmbeddedDir != "" {
 		return NewEtcd(ctx, cfg, opts...)
 	}
 	return NewZooKeeper(ctx, cfg, opts...)
@@ -172,7 +173,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if len(cfg.Etcd) == 0 {
+	if len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
 		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
 	}
 	cfg, o, err := cfg.settle(opts)
@@ -197,6 +198,9 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	}
 	if tlsCfg != nil {
 		ccfg.TLS = tlsCfg.Clone()
+		// The client's own credentials would verify each endpoint's host
+		// even when a server name is configured; these verify that name.
+		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithTransportCredentials(etcdCredentials(ccfg.TLS)))
 	}
 	var user string
 	if cfg.Digest != "" {
@@ -233,11 +237,33 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		cli.Close()
 		return nil, connectError(where, user, cfg.ConnectTimeout, err)
 	}
-	// The first lease: the session.
+	// The first lease: the session. A probe of the endpoints runs
+	// alongside, because the client retries a failed TLS handshake until
+	// the deadline and then reports only the deadline: a failure the
+	// probe is sure of ends the wait at once, with its reason.
+	gctx, endGrant := context.WithCancelCause(cctx)
+	defer endGrant(nil)
+	pctx, endProbe := context.WithCancel(cctx)
+	defer endProbe()
+	probed := make(chan error, 1)
+	go func() {
+		perr, sure := probeEtcd(pctx, endpoints, tlsCfg)
+		if sure {
+			endGrant(perr)
+		}
+		probed <- perr
+	}()
 	sent := time.Since(e.epoch)
-	grant, err := cli.Grant(cctx, ttlSeconds(cfg.SessionTimeout))
+	grant, err := cli.Grant(gctx, ttlSeconds(cfg.SessionTimeout))
 	e.counters.writes.Add(1)
+	endProbe()
+	perr := <-probed
 	if err != nil {
+		if perr != nil && !errors.Is(translateEtcd(err), ErrUnauthorized) {
+			e.endLife()
+			cli.Close()
+			return nil, fmt.Errorf("%w: etcd at %s: %w", ErrUnreachable, where, perr)
+		}
 		return fail(err)
 	}
 	e.renewed(sent)
@@ -271,6 +297,8 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 func connectError(where, user string, timeout time.Duration, err error) error {
 	err = translateEtcd(err)
 	switch {
+	case errors.Is(err, ErrUnauthorized) && user == "":
+		return fmt.Errorf("%w: etcd at %s requires authentication and no user is configured (digest or digestFile; for an embedded member, embeddedDir names its directory, which holds its credentials): %w", ErrUnauthorized, where, err)
 	case errors.Is(err, ErrUnauthorized):
 		return fmt.Errorf("%w: etcd at %s refused user %q: %w", ErrUnauthorized, where, user, err)
 	case isTLSError(err):

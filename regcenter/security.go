@@ -1,6 +1,7 @@
 package regcenter
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -9,9 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // maxDigestFile bounds what is read of a DigestFile: a digest is one short
@@ -127,6 +132,62 @@ func (c Config) LoadTLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// The files an embedded etcd member (package regcenter/embedded) keeps in
+// its Dir for the other processes of its host, read by
+// [Config.EmbeddedDir].
+const (
+	// EmbeddedCredentialsFile holds the member's "user:password", one
+	// line, as a DigestFile does; owner-only (0600) in an owner-only Dir.
+	EmbeddedCredentialsFile = "credentials"
+	// EmbeddedEndpointFile holds the member's client address,
+	// "127.0.0.1:port", while it runs.
+	EmbeddedEndpointFile = "endpoint"
+)
+
+// resolveEmbedded returns c pointed at the member in c.EmbeddedDir: Etcd
+// is the address in its endpoint file and Digest the credentials in its
+// credentials file. Either file missing or unreadable is an
+// [ErrInvalidConfig] that names it and never quotes the credentials.
+func (c Config) resolveEmbedded() (Config, error) {
+	dir := c.EmbeddedDir
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: embeddedDir %s: %s", ErrInvalidConfig, dir, fmt.Sprintf(format, a...))
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return c, bad("%v", err)
+	} else if !fi.IsDir() {
+		return c, bad("not a directory")
+	}
+	epFile := filepath.Join(dir, EmbeddedEndpointFile)
+	f, err := os.Open(epFile)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return c, bad("%s is missing: is the member running? (it writes the file when it starts serving)", EmbeddedEndpointFile)
+		}
+		return c, bad("%v", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	f.Close()
+	if err != nil {
+		return c, bad("%v", err)
+	}
+	ep := strings.TrimSpace(string(b))
+	if host, port, err := net.SplitHostPort(ep); err != nil || host == "" || port == "" {
+		return c, bad("%s does not hold host:port", epFile)
+	}
+	credFile := filepath.Join(dir, EmbeddedCredentialsFile)
+	if _, err := os.Stat(credFile); errors.Is(err, os.ErrNotExist) {
+		return c, bad("%s is missing: the member writes it when it first starts", EmbeddedCredentialsFile)
+	}
+	digest, err := Config{DigestFile: credFile}.ResolveDigest()
+	if err != nil {
+		// It names the file, never what it holds.
+		return c, fmt.Errorf("%w (embeddedDir %s: only the member's owner may read its credentials)", err, dir)
+	}
+	c.Etcd, c.Digest, c.DigestFile, c.EmbeddedDir = []string{ep}, digest, "", ""
+	return c, nil
+}
+
 // settle returns what a constructor connects with: c with its defaults,
 // its digest read (Digest holds the credentials, wherever they came from;
 // DigestFile is cleared), and the options applied, their TLS being the
@@ -137,6 +198,12 @@ func (c Config) settle(opts []Option) (Config, options, error) {
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if c.EmbeddedDir != "" {
+		var err error
+		if c, err = c.resolveEmbedded(); err != nil {
+			return Config{}, options{}, err
+		}
 	}
 	digest, err := c.ResolveDigest()
 	if err != nil {
@@ -178,6 +245,9 @@ func (c Config) LogValue() slog.Value {
 	}
 	if len(c.Etcd) > 0 {
 		attrs = append(attrs, slog.Any("etcd", c.Etcd))
+	}
+	if c.EmbeddedDir != "" {
+		attrs = append(attrs, slog.String("embeddedDir", c.EmbeddedDir))
 	}
 	if c.Digest != "" {
 		attrs = append(attrs, slog.String("digest", redactDigest(c.Digest)))
@@ -301,4 +371,191 @@ func (z *ZooKeeper) lastDialErr() error {
 	z.dialMu.Lock()
 	defer z.dialMu.Unlock()
 	return z.dialErr
+}
+
+// serverNameCreds hands the handshake the configured server name instead
+// of the endpoint's authority. grpc's TLS credentials verify the name of
+// the address they dial, whatever the tls.Config's ServerName says, so a
+// TLSServerName would otherwise be ignored (and any name accepted).
+type serverNameCreds struct {
+	credentials.TransportCredentials
+	name string
+}
+
+func (c serverNameCreds) ClientHandshake(ctx context.Context, _ string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return c.TransportCredentials.ClientHandshake(ctx, c.name, raw)
+}
+
+func (c serverNameCreds) Clone() credentials.TransportCredentials {
+	return serverNameCreds{TransportCredentials: c.TransportCredentials.Clone(), name: c.name}
+}
+
+// etcdCredentials returns grpc transport credentials for cfg that verify
+// cfg.ServerName when it is set, and each endpoint's host when it is not.
+func etcdCredentials(cfg *tls.Config) credentials.TransportCredentials {
+	creds := credentials.NewTLS(cfg)
+	if cfg.ServerName == "" {
+		return creds
+	}
+	return serverNameCreds{TransportCredentials: creds, name: cfg.ServerName}
+}
+
+// http2Preface is a client's HTTP/2 connection preface followed by an
+// empty SETTINGS frame: what a gRPC client sends first. An etcd member
+// answers it with a frame of its own.
+const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+// probeEtcd connects to the endpoints in order, as the etcd client would
+// (TLS with cfg, or plain when cfg is nil), until one answers, to learn
+// why the client cannot get an answer: grpc retries a failed handshake
+// until the request's deadline and reports only the deadline. It returns
+// an error wrapping [ErrTLS] that names the handshake's failure, or nil
+// when an endpoint answered as expected or nothing could be learned before
+// ctx ended. sure reports a failure no retry can mend (a certificate not
+// trusted, a name that does not match, a client certificate refused, a
+// server that speaks the other protocol), as opposed to a connection
+// closed without a reason.
+func probeEtcd(ctx context.Context, endpoints []string, cfg *tls.Config) (err error, sure bool) {
+	var hint error
+	for _, ep := range endpoints {
+		if ctx.Err() != nil {
+			break
+		}
+		err, sure, answered := probeEndpoint(ctx, ep, cfg)
+		if sure || answered {
+			return err, sure
+		}
+		if err != nil && hint == nil {
+			hint = err
+		}
+	}
+	return hint, false
+}
+
+// probeEndpoint is probeEtcd for one endpoint; answered reports that the
+// endpoint answered, so the others need no probe.
+func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config) (err error, sure, answered bool) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", ep)
+	if err != nil {
+		return nil, false, false // not a TLS matter: the client's own error says it
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() }) // ends a blocked handshake or read
+	defer stop()
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w with %s: %s", ErrTLS, ep, fmt.Sprintf(format, a...))
+	}
+	if cfg == nil {
+		if _, err := io.WriteString(conn, http2Preface); err != nil {
+			return nil, false, false
+		}
+		var b [2]byte
+		n, rerr := io.ReadFull(conn, b[:])
+		switch {
+		case ctx.Err() != nil:
+			return nil, false, false
+		case n == 2 && (b[0] == 0x15 || b[0] == 0x16) && b[1] == 0x03:
+			// A TLS record: an alert or a handshake.
+			return bad("the server answered in TLS: it serves TLS on that port, and the client is configured without TLS (set tlsCAFile, or tls)"), true, true
+		case n > 0:
+			return nil, false, true
+		}
+		if servesTLS(ctx, ep) {
+			return bad("the server closed the connection and accepts a TLS handshake: it serves TLS on that port, and the client is configured without TLS (set tlsCAFile, or tls): %v", rerr), true, true
+		}
+		return nil, false, false
+	}
+	c := cfg.Clone()
+	if c.ServerName == "" {
+		host, _, err := net.SplitHostPort(ep)
+		if err != nil {
+			host = ep
+		}
+		c.ServerName = host
+	}
+	c.NextProtos = []string{"h2"}
+	tc := tls.Client(conn, c)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, false
+		}
+		var rh tls.RecordHeaderError
+		if errors.As(err, &rh) {
+			return bad("the server does not answer in TLS (is it a plain port?): %v", err), true, true
+		}
+		if ioFailure(err) {
+			if servesPlain(ctx, ep) {
+				return bad("the server closed the connection during the handshake and answers without TLS: it serves plain gRPC on that port, and the client is configured with TLS: %v", err), true, true
+			}
+			return bad("the server closed the connection during the handshake (is it a plain port?): %v", err), false, false
+		}
+		return bad("%v", err), true, true
+	}
+	// With TLS 1.3 a server refuses a client certificate (or its absence)
+	// only after the client's handshake is done: read its first answer.
+	if _, err := io.WriteString(tc, http2Preface); err != nil {
+		if ctx.Err() != nil || ioFailure(err) {
+			return nil, false, false
+		}
+		return bad("the server refused the client: %v", err), true, true
+	}
+	var b [1]byte
+	if _, err := tc.Read(b[:]); err != nil {
+		if ctx.Err() != nil {
+			return nil, false, false
+		}
+		if ioFailure(err) {
+			return bad("the server closed the connection after the handshake (does it require a client certificate?): %v", err), false, false
+		}
+		return bad("the server refused the client: %v", err), true, true
+	}
+	return nil, false, true
+}
+
+// servesTLS reports whether ep completes a TLS handshake, trusting any
+// certificate: only to tell a plain client why a TLS port closed on it.
+func servesTLS(ctx context.Context, ep string) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", ep)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	host, _, _ := net.SplitHostPort(ep)
+	// Nothing is sent over this connection: the handshake is all it is for.
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: host, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}) //nolint:gosec // a probe that sends no data
+	return tc.HandshakeContext(ctx) == nil
+}
+
+// servesPlain reports whether ep answers a plain HTTP/2 preface with a
+// SETTINGS frame: only to tell a TLS client why the port closed on it.
+func servesPlain(ctx context.Context, ep string) bool {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", ep)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if _, err := io.WriteString(conn, http2Preface); err != nil {
+		return false
+	}
+	var h [9]byte // a frame header: length (3), type, flags, stream (4)
+	if _, err := io.ReadFull(conn, h[:]); err != nil {
+		return false
+	}
+	const settings = 0x4
+	return h[3] == settings
+}
+
+// ioFailure reports whether err is a connection that ended (closed, reset,
+// timed out) rather than a TLS protocol failure.
+func ioFailure(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout())
 }

@@ -35,10 +35,16 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 		return cfg, err
 	}
 	if set["zk"] {
-		cfg.Servers, cfg.Etcd = splitList(o.zk), nil
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = splitList(o.zk), nil, ""
 	}
 	if set["etcd"] {
-		cfg.Servers, cfg.Etcd = nil, splitList(o.etcd)
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = nil, splitList(o.etcd), ""
+	}
+	if set["embedded"] {
+		// The member's Dir holds its endpoint and its credentials: a
+		// digest from a weaker source is not for it.
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = nil, nil, o.embedded
+		cfg.Digest, cfg.DigestFile = "", ""
 	}
 	if set["namespace"] {
 		cfg.Namespace = o.namespace
@@ -69,8 +75,8 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 	if set["timeout"] || cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = o.timeout
 	}
-	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 {
-		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper) or --etcd host:port[,host:port...] (etcd), set %s_REGCENTER_SERVERS or %s_REGCENTER_ETCD, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix)
+	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
+		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper), --etcd host:port[,host:port...] (etcd) or --embedded DIR (an embedded member on this host), set %s_REGCENTER_SERVERS, %s_REGCENTER_ETCD or %s_REGCENTER_EMBEDDEDDIR, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix, job.EnvPrefix)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -84,6 +90,14 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 func conflictingFlags(o *options, set map[string]bool) error {
 	if set["zk"] && set["etcd"] {
 		return usagef("--zk (ZooKeeper) and --etcd (etcd) both name the registry: use one, not both")
+	}
+	for _, f := range []string{"zk", "etcd"} {
+		if set["embedded"] && set[f] {
+			return usagef("--%s and --embedded both name the registry: use one, not both", f)
+		}
+	}
+	if set["embedded"] && (set["digest"] || set["digest-file"]) {
+		return usagef("--embedded reads the member's credentials from its directory: drop --digest and --digest-file")
 	}
 	if set["digest"] && set["digest-file"] {
 		return usagef("--digest and --digest-file both give the digest: use one, not both (prefer --digest-file)")
@@ -105,6 +119,13 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	if strings.TrimSpace(getenv(prefix+"SERVERS")) != "" && strings.TrimSpace(getenv(prefix+"ETCD")) != "" {
 		return usagef("%sSERVERS (ZooKeeper) and %sETCD (etcd) are both set: set one, not both", prefix, prefix)
 	}
+	if strings.TrimSpace(getenv(prefix+"EMBEDDEDDIR")) != "" {
+		for _, other := range []string{"SERVERS", "ETCD"} {
+			if strings.TrimSpace(getenv(prefix+other)) != "" {
+				return usagef("%s%s and %sEMBEDDEDDIR are both set: set one, not both", prefix, other, prefix)
+			}
+		}
+	}
 	if getenv(prefix+"DIGEST") != "" && getenv(prefix+"DIGESTFILE") != "" {
 		return usagef("%sDIGEST and %sDIGESTFILE are both set: set one, not both", prefix, prefix)
 	}
@@ -125,6 +146,9 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	}
 	if v := getenv(prefix + "ETCD"); strings.TrimSpace(v) != "" {
 		cfg.Etcd = splitList(v)
+	}
+	if v := strings.TrimSpace(getenv(prefix + "EMBEDDEDDIR")); v != "" {
+		cfg.EmbeddedDir = v
 	}
 	if v := getenv(prefix + "NAMESPACE"); v != "" {
 		cfg.Namespace = v

@@ -50,6 +50,7 @@ Placement (every job's items over every instance of the namespace):
 Connecting (flags override the environment, which overrides the --config file):
   --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS
   --etcd host:port,...        etcd endpoints, not with --zk  env SHARDJOB_REGCENTER_ETCD
+  --embedded DIR              an embedded member's Dir       env SHARDJOB_REGCENTER_EMBEDDEDDIR
   --namespace NAME            namespace (default shardjob)   env SHARDJOB_REGCENTER_NAMESPACE
   --digest-file FILE          digest user:password in FILE   env SHARDJOB_REGCENTER_DIGESTFILE
   --digest user:password      digest; shows in ps, avoid it  env SHARDJOB_REGCENTER_DIGEST

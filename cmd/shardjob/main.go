@@ -50,6 +50,7 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // options holds every flag's value.
 type options struct {
 	zk, etcd, namespace, digest string
+	embedded                    string // an embedded etcd member's Dir
 	config                      string
 	digestFile                  string
 	tls                         bool
@@ -116,7 +117,7 @@ func lookup(name string) *command {
 // valueFlags are the flags that take a value, for finding the command
 // among flags written before it.
 var valueFlags = map[string]bool{
-	"zk": true, "etcd": true, "namespace": true, "digest": true, "config": true, "timeout": true,
+	"zk": true, "etcd": true, "embedded": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
 	"history-driver": true, "history-dsn": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
@@ -157,6 +158,7 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	}
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
 	fs.StringVar(&o.etcd, "etcd", "", "etcd `endpoints`, comma-separated host:port, instead of --zk (env SHARDJOB_REGCENTER_ETCD)")
+	fs.StringVar(&o.embedded, "embedded", "", "the `dir` of an embedded etcd member on this host, instead of --zk or --etcd: its endpoint and credentials are read from it (env SHARDJOB_REGCENTER_EMBEDDEDDIR)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
 	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
 	fs.StringVar(&o.digestFile, "digest-file", "", "read the digest user:password from this `file` (env SHARDJOB_REGCENTER_DIGESTFILE)")

@@ -8,15 +8,21 @@ package embedded
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -28,7 +34,14 @@ import (
 type Config struct {
 	// Dir holds the member's data: created if missing, kept by Close, so a
 	// program started again finds its jobs where it left them. Required.
-	// One process at a time may use a Dir.
+	// One process at a time may run a member on a Dir; other processes of
+	// the host reach it by naming the Dir in
+	// [regcenter.Config.EmbeddedDir]. Start makes it owner-only (0700)
+	// and keeps in it the member's credentials
+	// ([regcenter.EmbeddedCredentialsFile], 0600: a user and a random
+	// password made at the first start; etcd's authentication is on, and
+	// a client without them is refused) and, while it runs, its endpoint
+	// ([regcenter.EmbeddedEndpointFile]).
 	Dir string
 	// Namespace is the root node under which every job lives, as
 	// [regcenter.Config.Namespace]. Default "shardjob".
@@ -50,7 +63,9 @@ type Config struct {
 
 // Center is a [regcenter.Center] on a single-member etcd that runs inside
 // this process: nothing to install or start, data on disk in [Config.Dir],
-// clients served on the loopback interface only.
+// clients served on the loopback interface only, and only those with the
+// credentials kept in Dir: any user of the host can reach the port, only
+// the Dir's owner (and root) can read the credentials.
 //
 // It is for one host: a demo, a test, a program whose instances all run on
 // one machine. It is not for several hosts: the member listens on
@@ -75,6 +90,8 @@ type Center struct {
 type Server struct {
 	srv      *embed.Etcd
 	endpoint string
+	dir      string
+	digest   string // the member's user:password
 
 	closeOnce sync.Once
 	closeErr  error
@@ -105,8 +122,12 @@ func New(ctx context.Context, ec Config, opts ...regcenter.Option) (*Center, err
 
 // Start starts the single-member etcd of [New], with its data in ec.Dir
 // and serving 127.0.0.1 only, and returns it without a center. Only
-// ec.Dir, ec.ClientPort and ec.StartTimeout are read. It fails with
-// [regcenter.ErrInvalidConfig] when Dir is missing or cannot be used.
+// ec.Dir, ec.ClientPort and ec.StartTimeout are read. On a Dir without
+// credentials it makes them and turns the member's authentication on
+// (see [Config.Dir]). It fails with [regcenter.ErrInvalidConfig] when Dir
+// is missing or cannot be used, and with [regcenter.ErrUnauthorized] when
+// the member refuses the credentials file in Dir (one replaced, or copied
+// from another Dir).
 func Start(ctx context.Context, ec Config) (*Server, error) {
 	if ec.Dir == "" {
 		return nil, fmt.Errorf("%w: embedded etcd: dir is required (where the member keeps its data)", regcenter.ErrInvalidConfig)
@@ -120,36 +141,200 @@ func Start(ctx context.Context, ec Config) (*Server, error) {
 	if ec.StartTimeout < 0 {
 		return nil, fmt.Errorf("%w: embedded etcd: startTimeout must not be negative", regcenter.ErrInvalidConfig)
 	}
-	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
+	if err := ownerOnlyDir(ec.Dir); err != nil {
 		return nil, fmt.Errorf("%w: embedded etcd: dir: %v", regcenter.ErrInvalidConfig, err)
+	}
+	digest, err := credentials(ec.Dir)
+	if err != nil {
+		return nil, err
 	}
 	srv, endpoint, err := startMember(ctx, ec)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{srv: srv, endpoint: endpoint}, nil
+	s := &Server{srv: srv, endpoint: endpoint, dir: ec.Dir, digest: digest}
+	if err := s.enableAuth(ctx, ec.StartTimeout); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	if err := writeFile(filepath.Join(ec.Dir, regcenter.EmbeddedEndpointFile), endpoint+"\n"); err != nil {
+		return nil, errors.Join(fmt.Errorf("embedded etcd in %s: %w", ec.Dir, err), s.Close())
+	}
+	return s, nil
 }
 
 // Endpoint returns the member's client address, "127.0.0.1:port".
 func (s *Server) Endpoint() string { return s.endpoint }
 
 // Config returns base pointed at this member: Etcd is the member's
-// endpoint and Servers is cleared; every other field is base's.
+// endpoint and Digest its credentials; Servers, EmbeddedDir and
+// DigestFile are cleared; every other field is base's. The result holds
+// the password: it formats and logs redacted, but do not write it out.
 func (s *Server) Config(base regcenter.Config) regcenter.Config {
-	base.Servers, base.Etcd = nil, []string{s.endpoint}
+	base.Servers, base.Etcd, base.EmbeddedDir = nil, []string{s.endpoint}, ""
+	base.Digest, base.DigestFile = s.digest, ""
 	return base
 }
 
-// Close stops the member; it returns once the member has stopped. The
-// data stays in Dir. Centers still open on it lose their connection. It
-// is idempotent.
+// Close stops the member and removes its endpoint file; it returns once
+// the member has stopped. The data and the credentials stay in Dir.
+// Centers still open on it lose their connection. It is idempotent.
 func (s *Server) Close() error {
 	// embed.Etcd.Close panics when called twice.
 	s.closeOnce.Do(func() {
+		err := os.Remove(filepath.Join(s.dir, regcenter.EmbeddedEndpointFile))
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
 		s.srv.Close() // returns once the member has stopped
-		s.closeErr = drainErr(s.srv)
+		s.closeErr = errors.Join(err, drainErr(s.srv))
 	})
 	return s.closeErr
+}
+
+// user is the member's one user: etcd's root, with every right. The
+// credentials guard the member from the host's other users; whoever holds
+// them may do anything, as the member's owner may with its data anyway.
+const user = "root"
+
+// bcryptCost is the member's --bcrypt-cost: the lowest. bcrypt slows the
+// guessing of weak passwords from a stolen hash; the password here is
+// 256 random bits, and a higher cost would only slow every client's
+// authentication (by tens of milliseconds, seconds under the race
+// detector).
+const bcryptCost = 4
+
+// ownerOnlyDir creates dir (0700) or takes away the access others have to
+// an existing one: it holds the member's data and credentials.
+func ownerOnlyDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// credentials returns the member's "user:password" from its credentials
+// file, making one with a new random password when there is none.
+func credentials(dir string) (string, error) {
+	name := filepath.Join(dir, regcenter.EmbeddedCredentialsFile)
+	fi, err := os.Stat(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("embedded etcd: a password: %w", err)
+		}
+		digest := user + ":" + base64.RawURLEncoding.EncodeToString(b[:])
+		if err := writeFile(name, digest+"\n"); err != nil {
+			return "", fmt.Errorf("embedded etcd in %s: %w", dir, err)
+		}
+		return digest, nil
+	case err != nil:
+		return "", fmt.Errorf("%w: embedded etcd: %v", regcenter.ErrInvalidConfig, err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(name, 0o600); err != nil {
+			return "", fmt.Errorf("%w: embedded etcd: %v", regcenter.ErrInvalidConfig, err)
+		}
+	}
+	return regcenter.Config{DigestFile: name}.ResolveDigest()
+}
+
+// writeFile replaces name with body, owner-only (0600), atomically: a
+// reader sees the old file or the whole new one.
+func writeFile(name, body string) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// CreateTemp makes the file 0600; say so, whatever it does later.
+	if err := f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := f.WriteString(body); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// enableAuth turns on etcd's authentication with the member's user, once:
+// on a member where it is on, it checks that the credentials are taken.
+// Each step is one the member keeps, so a start cut short by a crash is
+// completed by the next.
+func (s *Server) enableAuth(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	name, pass, _ := strings.Cut(s.digest, ":")
+	fail := func(step string, err error) error {
+		return fmt.Errorf("embedded etcd in %s: %s: %w", s.dir, step, err)
+	}
+	// A client with the credentials works with authentication off too.
+	refused := func(err error) bool {
+		return errors.Is(rpctypes.Error(err), rpctypes.ErrAuthFailed)
+	}
+	const why = "%w: embedded etcd in %s: the member refuses the credentials in %s (its authentication is on, with another password)"
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{s.endpoint}, DialTimeout: limit, Logger: zap.NewNop(),
+		Username: name, Password: pass, Context: context.WithoutCancel(ctx)})
+	if err != nil {
+		if refused(err) {
+			return fmt.Errorf(why, regcenter.ErrUnauthorized, s.dir, regcenter.EmbeddedCredentialsFile)
+		}
+		return fail("connecting", err)
+	}
+	defer cli.Close()
+	st, err := cli.AuthStatus(ctx)
+	if err != nil {
+		if refused(err) {
+			return fmt.Errorf(why, regcenter.ErrUnauthorized, s.dir, regcenter.EmbeddedCredentialsFile)
+		}
+		return fail("authentication status", err)
+	}
+	if st.Enabled {
+		return nil
+	}
+	if _, err := cli.UserAdd(ctx, name, pass); errors.Is(rpctypes.Error(err), rpctypes.ErrUserAlreadyExist) {
+		if _, err := cli.UserChangePassword(ctx, name, pass); err != nil {
+			return fail("setting the password", err)
+		}
+	} else if err != nil {
+		return fail("adding the user", err)
+	}
+	if _, err := cli.UserGrantRole(ctx, name, "root"); err != nil {
+		return fail("granting the root role", err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return fail("enabling authentication", err)
+	}
+	return nil
 }
 
 // startMember starts the member and waits until it serves.
@@ -173,6 +358,7 @@ func startMember(ctx context.Context, ec Config) (*embed.Etcd, string, error) {
 	c.AdvertisePeerUrls = []url.URL{peerURL}
 	c.InitialCluster = c.Name + "=" + peerURL.String()
 	c.MaxTxnOps = maxTxnOps
+	c.BcryptCost = bcryptCost
 	c.AutoCompactionMode = embed.CompactorModePeriodic
 	c.AutoCompactionRetention = "1h"
 	c.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
