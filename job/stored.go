@@ -1,0 +1,99 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// A value read from the registry that does not decode (garbage written by
+// hand, by another program, by a raw etcd client) is never read as a
+// removal: the config keeps the last good one in force, a record or mark
+// reads as absent and is written again by the next completion, an
+// assignment asks for a reshard, the load table is rebuilt. Each bad
+// version of a node is reported once (badValues); only the config node's
+// absence, read back, removes a job (configGone).
+
+// maxBadValues bounds the nodes badValues remembers; past it, it starts
+// over (a node then may be reported once more).
+const maxBadValues = 1024
+
+// badValues remembers the version of each node last reported as not
+// decoding, so that each bad version is reported once however often it is
+// read. It owns its lock.
+type badValues struct {
+	mu   sync.Mutex
+	seen map[string]int64 // path -> Mzxid of the version reported
+}
+
+// first reports whether the version of p written at mzxid is reported for
+// the first time, and remembers it.
+func (b *badValues) first(p string, mzxid int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if z, ok := b.seen[p]; ok && z == mzxid {
+		return false
+	}
+	if b.seen == nil || len(b.seen) >= maxBadValues {
+		b.seen = map[string]int64{}
+	}
+	b.seen[p] = mzxid
+	return true
+}
+
+// good forgets p: it decoded, so its next bad version is news.
+func (b *badValues) good(p string) {
+	b.mu.Lock()
+	delete(b.seen, p)
+	b.mu.Unlock()
+}
+
+// reportBad logs that the value of p at stat st does not decode, at warn
+// level the first time for that version and at debug level after that. It
+// reports whether this was the first time.
+func (r *runner) reportBad(p string, st regcenter.Stat, msg string, args ...any) bool {
+	if r.bad.first(p, st.Mzxid) {
+		r.log.Warn(msg, append(args, "node", p, "version", st.Version)...)
+		return true
+	}
+	r.log.Debug(msg, append(args, "node", p, "version", st.Version)...)
+	return false
+}
+
+// configGone runs when a watch reports the config node deleted. The job
+// stops here only when the node is absent when read back: a watch also
+// reports a deletion for a node written over itself in one transaction (a
+// deletion and a creation, as ZooKeeper's watches see such a multi), and
+// a value nobody can decode is a bad config, not a removal. A read that
+// fails is tried again until it answers or the runner stops.
+func (r *runner) configGone(ctx context.Context) {
+	wait := 100 * time.Millisecond
+	for {
+		cctx, cancel := r.coordCtx(r.rc.Session())
+		ok, _, err := r.rc.Exists(cctx, r.paths.Config())
+		cancel()
+		switch {
+		case err == nil && !ok:
+			r.s.removeRemoved(r)
+			return
+		case err == nil:
+			r.log.Info("config node reported deleted is there: reading it as a change")
+			r.reloadConfig()
+			return
+		case errors.Is(err, regcenter.ErrClosed):
+			return
+		}
+		r.log.Warn("config node reported deleted; reading it back", "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, r.sessionTimeout())
+	}
+}
