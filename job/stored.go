@@ -2,7 +2,9 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -96,4 +98,75 @@ func (r *runner) configGone(ctx context.Context) {
 		}
 		wait = min(2*wait, r.sessionTimeout())
 	}
+}
+
+// errBadValue reports a stored value that does not decode: it is read as
+// absent, never as a removal.
+var errBadValue = errors.New("job: stored value does not decode")
+
+// maxStoredValue bounds what the decoders below read: more than any
+// registry stores in one node (ZooKeeper's 1 MiB, etcd's 1.5 MiB
+// requests), so a larger value is garbage without being parsed.
+const maxStoredValue = 2 << 20
+
+// maxStoredMillis is the latest time a record or mark may name: the end of
+// the year 9999, in ms since the epoch.
+const maxStoredMillis = 253402300799999
+
+func storedTime(ms int64) bool { return ms > 0 && ms <= maxStoredMillis }
+
+// decodeJSON decodes a stored JSON value of at most maxStoredValue bytes.
+func decodeJSON(data []byte, v any, what string) error {
+	if len(data) > maxStoredValue {
+		return fmt.Errorf("%w: %s of %d bytes", errBadValue, what, len(data))
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", errBadValue, what, err)
+	}
+	return nil
+}
+
+// decodeCompleted decodes a completed record (execution/{item}/completed):
+// a fire from 1970 to 9999, and runs of fires that end by 9999. What it
+// covers is read by coverOf, which leaves out any run that is not a run.
+func decodeCompleted(data []byte) (completedMark, error) {
+	var m completedMark
+	if err := decodeJSON(data, &m, "completed record"); err != nil {
+		return completedMark{}, err
+	}
+	if !storedTime(m.Fire) {
+		return completedMark{}, fmt.Errorf("%w: completed record with fire %d", errBadValue, m.Fire)
+	}
+	for _, s := range m.Ran {
+		if s[0] > maxStoredMillis || s[1] > maxStoredMillis {
+			return completedMark{}, fmt.Errorf("%w: completed record with a run of fires %d-%d", errBadValue, s[0], s[1])
+		}
+	}
+	return m, nil
+}
+
+// decodeRunning decodes a running mark (execution/{item}/running): it
+// names a server.
+func decodeRunning(data []byte) (runningMark, error) {
+	var m runningMark
+	if err := decodeJSON(data, &m, "running mark"); err != nil {
+		return runningMark{}, err
+	}
+	if m.Server == "" {
+		return runningMark{}, fmt.Errorf("%w: running mark without a server", errBadValue)
+	}
+	return m, nil
+}
+
+// decodeMisfire decodes a misfire mark (execution/{item}/misfire): the
+// first fire owed, from 1970 to 9999.
+func decodeMisfire(data []byte) (misfireMark, error) {
+	var m misfireMark
+	if err := decodeJSON(data, &m, "misfire mark"); err != nil {
+		return misfireMark{}, err
+	}
+	if !storedTime(m.Since) {
+		return misfireMark{}, fmt.Errorf("%w: misfire mark since %d", errBadValue, m.Since)
+	}
+	return m, nil
 }
