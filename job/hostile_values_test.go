@@ -135,6 +135,19 @@ func TestClusterLosesNoFireToGarbageValues(t *testing.T) {
 	end := time.Now()
 	rec.waitFires(t, end.Add(time.Second), 2, 4, 30*time.Second)
 	checkEveryFire(t, rec.snapshot(), from, end, 4)
+	// And the job keeps firing on every instance.
+	waitUntil(t, 30*time.Second, func() bool {
+		for f, recs := range rec.fires() {
+			by := map[string]bool{}
+			for _, r := range recs {
+				by[r.server] = true
+			}
+			if f.After(end) && len(recs) == 4 && by["g1"] && by["g2"] {
+				return true
+			}
+		}
+		return false
+	})
 	for _, in := range ins {
 		if got := in.sched.Jobs(); len(got) != 1 || got[0] != cfg.Name {
 			t.Errorf("instance %s runs %v after the garbage, want [%s]", in.id, got, cfg.Name)
