@@ -41,7 +41,7 @@ func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
 }
 
 // StoredKinds are the node kinds DecodeStoredForTest reads.
-var StoredKinds = []string{"completed", "running", "misfire", "table"}
+var StoredKinds = []string{"completed", "running", "misfire", "table", "instance"}
 
 // DecodeStoredForTest decodes data as the scheduler reads a stored value
 // of kind (one of StoredKinds) and checks what it got: it reports whether
@@ -74,6 +74,11 @@ func DecodeStoredForTest(kind string, data []byte) (decoded bool, problem error)
 		var m misfireMark
 		if m, err = decodeMisfire(data); err == nil && !storedTime(m.Since) {
 			return true, fmt.Errorf("misfire mark since %d", m.Since)
+		}
+	case "instance":
+		var info instanceInfo
+		if info, err = decodeInstance(data); err == nil && info.FaultTolerance < 1 {
+			return true, fmt.Errorf("instance entry %+v", info)
 		}
 	case "table":
 		var t loadTable

@@ -116,6 +116,8 @@ var storedSeeds = []string{
 	`{"servers":["a"],"joined":[1],"seq":1,"jobs":{"j":[1]},"unplaced":{"j":9223372036854775807,"k":9223372036854775807}}`,
 	`{"servers":["a","a"],"joined":[1,1],"seq":1,"jobs":{}}`,
 	`{"units":{"a":1}}`,
+	`{"faultTolerance":1,"alarmThreshold":0,"slots":4,"freeSlots":2,"score":50}`,
+	`{"faultTolerance":0,"score":101}`,
 	"\xe9\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
 	"\xe8\x00\x00\x01\x9a\x00\x00\x00\x00{}",
 	"null",
