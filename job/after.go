@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -355,7 +354,8 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 				errs[i] = err
 				return
 			}
-			found[i] = json.Unmarshal(data, &marks[i]) == nil && marks[i].Fire > 0
+			m, err := decodeCompleted(data)
+			found[i], marks[i] = err == nil, m
 		})
 		if err := errors.Join(errs...); err != nil {
 			return false, err

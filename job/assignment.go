@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -468,16 +467,17 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 // The node outlives that instance, whose debt was otherwise in its memory
 // only.
 func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
-	data, _, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Misfire))
+	p := r.paths.ItemNode(item, layout.Misfire)
+	data, st, err := r.rc.Get(ctx, p)
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return time.Time{}, nil
 	}
 	if err != nil {
 		return time.Time{}, err
 	}
-	var m misfireMark
-	if err := json.Unmarshal(data, &m); err != nil || m.Since <= 0 {
-		r.log.Warn("garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
+	m, err := decodeMisfire(data)
+	if err != nil {
+		r.reportBad(p, st, "garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
 		return time.Time{}, nil
 	}
 	return time.UnixMilli(m.Since), nil

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -336,8 +335,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		case err != nil:
 			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
 		default:
-			var m completedMark
-			if json.Unmarshal(data, &m) == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
+			if m, err := decodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
 				setIn(&c.skipCompleted, b.item)
 				continue
 			}

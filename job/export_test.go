@@ -2,8 +2,10 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
@@ -36,4 +38,80 @@ func WithClockForTest(now func() time.Time) Option {
 // (reviewBooks) once, on rc.
 func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
 	return reviewBooks(ctx, rc, newPlacer(ctx, rc, slog.Default()))
+}
+
+// StoredKinds are the node kinds DecodeStoredForTest reads.
+var StoredKinds = []string{"completed", "running", "misfire", "table", "instance"}
+
+// DecodeStoredForTest decodes data as the scheduler reads a stored value
+// of kind (one of StoredKinds) and checks what it got: it reports whether
+// the value decoded, and a problem when the decoder's answer makes no
+// sense (an error that is not the kind's sentinel, a record covering
+// times outside 1970-9999, a table with negative units or that does not
+// survive its own encoding).
+func DecodeStoredForTest(kind string, data []byte) (decoded bool, problem error) {
+	var err error
+	switch kind {
+	case "completed":
+		var m completedMark
+		if m, err = decodeCompleted(data); err == nil {
+			c := coverOf(m)
+			for _, s := range c.spans {
+				if s.first.UnixMilli() <= 0 || s.last.UnixMilli() > maxStoredMillis || s.last.Before(s.first) {
+					return true, fmt.Errorf("record %+v covers %v-%v", m, s.first, s.last)
+				}
+			}
+			if through := c.through(); through.UnixMilli() > maxStoredMillis {
+				return true, fmt.Errorf("record %+v covers through %v", m, through)
+			}
+		}
+	case "running":
+		var m runningMark
+		if m, err = decodeRunning(data); err == nil && m.Server == "" {
+			return true, fmt.Errorf("running mark %+v names no server", m)
+		}
+	case "misfire":
+		var m misfireMark
+		if m, err = decodeMisfire(data); err == nil && !storedTime(m.Since) {
+			return true, fmt.Errorf("misfire mark since %d", m.Since)
+		}
+	case "instance":
+		var info instanceInfo
+		if info, err = decodeInstance(data); err == nil && info.FaultTolerance < 1 {
+			return true, fmt.Errorf("instance entry %+v", info)
+		}
+	case "table":
+		var t loadTable
+		if t, err = decodeTable(data); err != nil {
+			if !errors.Is(err, ErrTableGarbage) {
+				return false, fmt.Errorf("error %v is not ErrTableGarbage", err)
+			}
+			return false, nil
+		}
+		if t.total() < 0 || t.unplaced() < 0 {
+			return true, fmt.Errorf("table of %d units, %d unplaced", t.total(), t.unplaced())
+		}
+		for s, n := range t.units() {
+			if n <= 0 {
+				return true, fmt.Errorf("server %q holds %d units", s, n)
+			}
+		}
+		again, err := decodeTable(t.encode())
+		if err != nil {
+			return true, fmt.Errorf("the decoded table does not decode once encoded: %v", err)
+		}
+		if !maps.Equal(again.units(), t.units()) || again.total() != t.total() {
+			return true, fmt.Errorf("the table changed through its encoding: %v, %v", t.units(), again.units())
+		}
+		return true, nil
+	default:
+		return false, fmt.Errorf("unknown kind %q", kind)
+	}
+	if err != nil {
+		if !errors.Is(err, errBadValue) {
+			return false, fmt.Errorf("error %v is not errBadValue", err)
+		}
+		return false, nil
+	}
+	return true, nil
 }

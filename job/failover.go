@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -162,9 +161,10 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 		return record{}, err
 	}
 	rec := record{version: st.Version, versioned: true}
-	var m completedMark
-	if err := json.Unmarshal(data, &m); err != nil || m.Fire <= 0 {
-		r.log.Warn("garbage in completed node; treating the item as not completed", "item", item, "data", quoteShort(string(data)), "err", err)
+	m, err := decodeCompleted(data)
+	if err != nil {
+		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, "garbage in completed node; treating the item as not completed",
+			"item", item, "data", quoteShort(string(data)), "err", err)
 		return rec, nil
 	}
 	rec.cover = coverOf(m)
@@ -282,8 +282,7 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 		// and over, to the instance that re-marks its own item.
 		var runner string
 		data, _, err := r.rc.Get(ctx, r.paths.ItemNode(it, layout.Running))
-		var m runningMark
-		if err == nil && json.Unmarshal(data, &m) == nil && m.Server != "" && m.Server != r.serverID() {
+		if m, derr := decodeRunning(data); err == nil && derr == nil && m.Server != r.serverID() {
 			runner = m.Server
 			// One that has left already (shutting down, or gone and not
 			// yet expired) pays nothing more: wait for its mark instead.

@@ -98,3 +98,46 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// storedSeeds are values of every stored kind, good and bad: what the
+// scheduler writes, values cut short, of the wrong type, out of range,
+// and the header shapes of the etcd center (see regcenter's fuzz targets).
+var storedSeeds = []string{
+	`{"server":"s1","fire":1764547200000,"kind":"scheduled","begin":1764547200001,"end":1764547200002}`,
+	`{"server":"s1","fire":1764547200000,"ran":[[1764547100000,1764547200000],[5,1]],"kind":"misfire","begin":1,"end":2,"error":"x"}`,
+	`{"server":"s1","fire":9223372036854775807,"since":-1,"floor":-9223372036854775808}`,
+	`{"server":"s1","fire":1764547200000,"ran":[[9223372036854775807,9223372036854775807]]}`,
+	`{"server":"","fire":1,"kind":"scheduled","begin":1,"session":"0x1"}`,
+	`{"since":1764547200000}`,
+	`{"since":0}`,
+	`{"since":"soon"}`,
+	`{"servers":["a","b"],"joined":[1,2],"seq":2,"jobs":{"j":[1,2]},"unplaced":{"j":1}}`,
+	`{"servers":["a"],"joined":[1],"seq":1,"jobs":{"j":[9223372036854775807],"k":[9223372036854775807]}}`,
+	`{"servers":["a"],"joined":[1],"seq":1,"jobs":{"j":[1]},"unplaced":{"j":9223372036854775807,"k":9223372036854775807}}`,
+	`{"servers":["a","a"],"joined":[1,1],"seq":1,"jobs":{}}`,
+	`{"units":{"a":1}}`,
+	`{"faultTolerance":1,"alarmThreshold":0,"slots":4,"freeSlots":2,"score":50}`,
+	`{"faultTolerance":0,"score":101}`,
+	"\xe9\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+	"\xe8\x00\x00\x01\x9a\x00\x00\x00\x00{}",
+	"null",
+	"[]",
+	"",
+}
+
+// FuzzStoredValues: a completed record, a running or misfire mark and the
+// load table, whatever their bytes, decode or are refused with their
+// sentinel, without a panic; what decodes makes sense (DecodeStoredForTest).
+func FuzzStoredValues(f *testing.F) {
+	for _, s := range storedSeeds {
+		for k := range job.StoredKinds {
+			f.Add(uint8(k), []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		k := job.StoredKinds[int(kind)%len(job.StoredKinds)]
+		if _, problem := job.DecodeStoredForTest(k, data); problem != nil {
+			t.Fatalf("%s %q: %v", k, data, problem)
+		}
+	})
+}

@@ -82,8 +82,7 @@ func (s *Scheduler) oweMisfire(ctx context.Context, name string, item int, since
 		if err != nil {
 			return err
 		}
-		var m misfireMark
-		if json.Unmarshal(old, &m) == nil && m.Since > 0 && m.Since <= since.UnixMilli() {
+		if m, err := decodeMisfire(old); err == nil && m.Since <= since.UnixMilli() {
 			return nil // an earlier debt stands
 		}
 		_, err = r.rc.Set(ctx, path, data, st.Version)

@@ -69,6 +69,10 @@ const (
 	// EventConfigChanged: a changed config node was applied; Detail has
 	// the cron and the item count now in force.
 	EventConfigChanged EventKind = "config-changed"
+	// EventConfigRejected: the config node changed to a value that does
+	// not decode or validate; the last good config stays in force. Err
+	// and Detail say why. Raised once per version of the node.
+	EventConfigRejected EventKind = "config-rejected"
 	// EventResharded: the items this instance holds changed, seen at the
 	// fire where the new assignment took effect; Units is how many it
 	// holds now and Detail lists them ("0-2,7").
@@ -99,7 +103,8 @@ type Event struct {
 	// Threshold is the alarm threshold, for alarm events.
 	Threshold int
 	// Err is the last health check's error, for EventOffline and
-	// EventPeerOffline.
+	// EventPeerOffline, and why the config was refused, for
+	// EventConfigRejected.
 	Err error
 	// Peer is the other instance concerned, for the peer events.
 	Peer string

@@ -252,7 +252,7 @@ func decodeTable(data []byte) (loadTable, error) {
 		}
 		u := jobUnits{servers: map[string]int{}}
 		for i, n := range counts {
-			if n < 0 {
+			if n < 0 || n > MaxShardingTotalCount {
 				return loadTable{}, fmt.Errorf("%w: job %q holds %d units on %q", ErrTableGarbage, j, n, w.Servers[i])
 			}
 			if n > 0 {
@@ -262,7 +262,7 @@ func decodeTable(data []byte) (loadTable, error) {
 		t.jobs[j] = u
 	}
 	for j, n := range w.Unplaced {
-		if n < 0 {
+		if n < 0 || n > MaxShardingTotalCount {
 			return loadTable{}, fmt.Errorf("%w: job %q has %d units unplaced", ErrTableGarbage, j, n)
 		}
 		u := t.jobs[j]

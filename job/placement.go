@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,16 +138,21 @@ func readView(ctx context.Context, rc regcenter.Center, log *slog.Logger) (nsVie
 	return v, nil
 }
 
+// decodeInstance decodes an instance entry (/.placement/instances/{id}).
+// Its error wraps errBadValue and quotes at most the value's start.
 func decodeInstance(data []byte) (instanceInfo, error) {
+	if len(data) > maxStoredValue {
+		return instanceInfo{}, fmt.Errorf("%w: instance entry of %d bytes", errBadValue, len(data))
+	}
 	var info instanceInfo
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&info); err != nil {
-		return instanceInfo{}, err
+		return instanceInfo{}, fmt.Errorf("%w: instance entry: %v", errBadValue, err)
 	}
 	if info.FaultTolerance < 1 || info.AlarmThreshold < 0 || info.Slots < 0 || info.FreeSlots < 0 ||
 		(info.Score != nil && (*info.Score < 0 || *info.Score > 100)) {
-		return instanceInfo{}, fmt.Errorf("out of range: %s", data)
+		return instanceInfo{}, fmt.Errorf("%w: instance entry out of range: %s", errBadValue, quoteShort(string(data)))
 	}
 	return info, nil
 }

@@ -226,15 +226,15 @@ func flushOne(ctx context.Context, rc regcenter.Center, r *runner, ops []regcent
 }
 
 // watchConfig watches the config node: a change is applied, a deletion
-// (the job removed from the cluster) stops the job here.
+// (the job removed from the cluster) stops the job here once the node is
+// read back absent (configGone).
 func (r *runner) watchConfig(ctx context.Context) {
 	_, cancel, err := r.rc.WatchNow(ctx, r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
 		switch ev.Type {
 		case regcenter.EventDataChanged, regcenter.EventCreated:
 			r.goFunc(r.reloadConfig)
 		case regcenter.EventDeleted:
-			// The job was removed from the cluster: stop here.
-			r.goFunc(func() { r.s.removeRemoved(r) })
+			r.bg.Go(r.configGone)
 		}
 	})
 	if err != nil {
@@ -357,7 +357,7 @@ func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) 
 func (r *runner) reloadConfig() {
 	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
-	data, _, err := r.rc.Get(ctx, r.paths.Config())
+	data, st, err := r.rc.Get(ctx, r.paths.Config())
 	if err != nil {
 		if !errors.Is(err, regcenter.ErrNoNode) {
 			r.log.Warn("reading changed config", "err", err)
@@ -366,9 +366,16 @@ func (r *runner) reloadConfig() {
 	}
 	cfg, err := r.decodeStored(ctx, data)
 	if err != nil {
-		r.log.Error("config node rejected; last good config stays in force", "err", err)
+		// Reported once per version of the node; the next valid document
+		// is applied. The node is left as it is: what an operator wrote
+		// by hand is theirs to correct, and `shardjob jobs` shows it.
+		if r.bad.first(r.paths.Config(), st.Mzxid) {
+			r.log.Error("config node rejected; last good config stays in force", "err", err, "version", st.Version)
+			r.s.emit(Event{Kind: EventConfigRejected, Job: r.name, Err: err, Detail: err.Error()})
+		}
 		return
 	}
+	r.bad.good(r.paths.Config())
 	old := r.config().Config
 	if cfg == old {
 		return

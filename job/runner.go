@@ -38,6 +38,7 @@ type runner struct {
 	lead     *leaderDuties   // the leader's duties (leader.go)
 	prep     preparation     // ready to run the job's items (prepare.go)
 	counters jobCounters     // behind JobStats (stats.go)
+	bad      badValues       // node versions reported as not decoding (stored.go)
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
 

@@ -18,3 +18,10 @@ func HoldEtcdWatch(e *Etcd) (release func()) {
 		close(ch)
 	}
 }
+
+// EtcdNodeKey is the etcd key that holds node p's header and data, for
+// tests that write it with a raw client, past the center.
+func EtcdNodeKey(e *Etcd, p string) string { return e.nodeKey(p) }
+
+// EtcdMetaKey is the etcd key of node p's ctime and cversion.
+func EtcdMetaKey(e *Etcd, p string) string { return e.metaKey(p) }

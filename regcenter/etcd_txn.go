@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -112,32 +112,105 @@ func (h header) encode(data []byte) string {
 	return string(b)
 }
 
+// maxStoredMillis is the latest time a header may carry: the end of the
+// year 9999, in ms since the epoch. A time outside [0, maxStoredMillis]
+// was not written by this layout.
+const maxStoredMillis = 253402300799999
+
+func plausibleMillis(ms int64) bool { return ms >= 0 && ms <= maxStoredMillis }
+
 // decodeNode splits a node key's value into header, ZooKeeper version and
-// data. A value without a header (written by something else) reads as
-// data at the key's own version.
+// data. It is total: any value decodes, in bounded work and without
+// allocating. A header is trusted only when its fields agree with the key
+// (its versions, its revisions, a plausible time): a value without one,
+// or with one that does not fit the key (something else wrote it, a raw
+// client's put), reads as headerless data at the key's own version, so
+// the node exists and changed, as for any write.
 func decodeNode(kv *mvccpb.KeyValue) (header, int32, []byte) {
+	if h, version, data, ok := decodeHeader(kv); ok {
+		return h, version, data
+	}
+	return header{}, clampVersion(kv.Version - 1), kv.Value
+}
+
+// decodeHeader reads the header of kv's value when it has one of this
+// layout's forms and is consistent with the key; ok is false otherwise.
+//
+// What the writers (finish, directPlan, createRoot) store, and so what is
+// checked: a time from 1970 to 9999, and a ZooKeeper version from 0 to
+// MaxInt32. A plain header's ZooKeeper version is the key's etcd version
+// less one. A special header is written only when vbase or czxid is not 0:
+// vbase is the key's puts before the node's creation less the Sets that
+// shared a transaction with another write of the node (so it may be
+// negative), and it is at most the key's version less one; czxid is
+// czxidMod on a write that creates the node over its key, and later that
+// write's revision, from the key's creation to its latest write. The
+// earlier layout's header holds the version itself and the same czxid
+// forms.
+func decodeHeader(kv *mvccpb.KeyValue) (h header, version int32, data []byte, ok bool) {
 	v := kv.Value
-	switch {
-	case len(v) >= plainLen && v[0] == headerPlain:
-		return header{mtime: int64(binary.BigEndian.Uint64(v[1:]))}, int32(kv.Version - 1), v[plainLen:]
-	case len(v) >= specialLen && v[0] == headerSpecial:
-		h := header{
+	if len(v) == 0 || kv.Version < 1 {
+		return header{}, 0, nil, false
+	}
+	switch v[0] {
+	case headerPlain:
+		if len(v) < plainLen {
+			return header{}, 0, nil, false
+		}
+		h.mtime = int64(binary.BigEndian.Uint64(v[1:]))
+		if !plausibleMillis(h.mtime) {
+			return header{}, 0, nil, false
+		}
+		return h, clampVersion(kv.Version - 1), v[plainLen:], true
+	case headerSpecial:
+		if len(v) < specialLen {
+			return header{}, 0, nil, false
+		}
+		h = header{
 			mtime: int64(binary.BigEndian.Uint64(v[1:])),
 			vbase: int64(binary.BigEndian.Uint64(v[9:])),
 			czxid: int64(binary.BigEndian.Uint64(v[17:])),
 		}
-		return h, int32(kv.Version - 1 - h.vbase), v[specialLen:]
-	case len(v) >= legacyLen && v[0] == headerLegacy:
-		version := int32(binary.BigEndian.Uint32(v[1:]))
-		h := header{
+		// The version, kv.Version-1-vbase, from 0 to MaxInt32 (compared
+		// on vbase, which cannot overflow).
+		if !plausibleMillis(h.mtime) || (h.vbase == 0 && h.czxid == 0) ||
+			h.vbase > kv.Version-1 || h.vbase < kv.Version-1-math.MaxInt32 || !czxidFits(kv, h.czxid) {
+			return header{}, 0, nil, false
+		}
+		return h, int32(kv.Version - 1 - h.vbase), v[specialLen:], true
+	case headerLegacy:
+		if len(v) < legacyLen {
+			return header{}, 0, nil, false
+		}
+		version := int64(int32(binary.BigEndian.Uint32(v[1:])))
+		h = header{
 			ctime: int64(binary.BigEndian.Uint64(v[5:])),
 			mtime: int64(binary.BigEndian.Uint64(v[13:])),
 			czxid: int64(binary.BigEndian.Uint64(v[21:])),
-			vbase: kv.Version - 1 - int64(version),
+			vbase: kv.Version - 1 - version,
 		}
-		return h, version, v[legacyLen:]
+		if !plausibleMillis(h.ctime) || !plausibleMillis(h.mtime) || version < 0 || !czxidFits(kv, h.czxid) {
+			return header{}, 0, nil, false
+		}
+		return h, int32(version), v[legacyLen:], true
 	}
-	return header{}, int32(kv.Version - 1), v
+	return header{}, 0, nil, false
+}
+
+// czxidFits reports whether a header's czxid agrees with the key: 0 (the
+// key's creation), czxidMod (this write's), or a revision from the key's
+// creation to its latest write.
+func czxidFits(kv *mvccpb.KeyValue, czxid int64) bool {
+	if czxid == 0 || czxid == czxidMod {
+		return true
+	}
+	return czxid > 0 && czxid >= kv.CreateRevision && czxid <= kv.ModRevision
+}
+
+// clampVersion is an etcd count as a ZooKeeper version: within [0,
+// MaxInt32], as ZooKeeper's own are.
+func clampVersion(v int64) int32 {
+	return int32(min(max(v, 0), math.MaxInt32))
 }
 
 // czxidOf is the node's creation revision.
@@ -162,18 +235,49 @@ func encodeMeta(ctime int64, cversion int32, version int64) string {
 }
 
 // decodeMeta reads a meta key (nil: absent, cversion 0). An earlier
-// layout's marker holds the cversion in decimal and no ctime.
+// layout's marker holds the cversion in decimal and no ctime. It is total
+// and bounded like decodeNode: a value in neither form, or whose ctime or
+// cversion is out of range, reads as no ctime and a cversion of the
+// key's own count of puts (each child's create and delete puts it once).
 func decodeMeta(kv *mvccpb.KeyValue) (ctime int64, cversion int32) {
 	if kv == nil {
 		return 0, 0
 	}
 	v := kv.Value
 	if len(v) == metaLen && v[0] == metaMagic {
+		ctime := int64(binary.BigEndian.Uint64(v[1:]))
 		cbase := int64(binary.BigEndian.Uint64(v[9:]))
-		return int64(binary.BigEndian.Uint64(v[1:])), int32(cbase + kv.Version - 1)
+		// cbase + version - 1, without overflow: both parts are bounded
+		// before they are added.
+		if plausibleMillis(ctime) && cbase >= -kv.Version && cbase <= math.MaxInt32 && kv.Version >= 1 {
+			if c := cbase + kv.Version - 1; c >= 0 && c <= math.MaxInt32 {
+				return ctime, int32(c)
+			}
+		}
+	} else if n, ok := decimal(v); ok {
+		// The earlier layout wrote it only as a decimal.
+		return 0, n
 	}
-	n, _ := strconv.ParseInt(string(v), 10, 32) // written only as a decimal
-	return 0, int32(n)
+	return 0, clampVersion(kv.Version - 1)
+}
+
+// decimal reads v as a non-negative decimal of at most ten digits that
+// fits an int32.
+func decimal(v []byte) (int32, bool) {
+	if len(v) == 0 || len(v) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if n > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 func statFromKV(kv *mvccpb.KeyValue, meta *mvccpb.KeyValue, kids int64) ([]byte, Stat) {
