@@ -417,6 +417,7 @@ func (c Config) check(now time.Time) []*configError {
 		loc = time.UTC
 	}
 
+	var base cron.Schedule // the parsed cron, for the calendar's checks
 	if c.Cron == "" {
 		add("cron", ErrInvalidCron, "cron is required", "")
 	} else if sched, err := parseCron(c.Cron, loc); err != nil {
@@ -424,6 +425,8 @@ func (c Config) check(now time.Time) []*configError {
 		errs = append(errs, err)
 	} else if sched.Next(now.In(loc)).IsZero() {
 		add("cron", ErrInvalidCron, "cron "+quoteShort(c.Cron), "never fires")
+	} else {
+		base = sched
 	}
 
 	countOK := c.ShardingTotalCount >= 1 && c.ShardingTotalCount <= MaxShardingTotalCount
@@ -508,7 +511,7 @@ func (c Config) check(now time.Time) []*configError {
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
-	c.calendarProblems(add)
+	c.calendarProblems(add, base, loc)
 	c.afterProblems(add)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
