@@ -160,6 +160,10 @@ type calendarSchedule struct {
 // newCalendarSchedule applies c's calendar to base.
 func newCalendarSchedule(c Config, base cron.Schedule, loc *time.Location) *calendarSchedule {
 	x, _ := parseExclude(c.Exclude)
+	if e, ok := base.(everySchedule); ok && !c.Start.IsZero() {
+		e.phase = c.Start // a period counted from the job's start
+		base = e
+	}
 	return &calendarSchedule{base: base, loc: loc, start: c.Start, end: c.End, pausedUntil: c.PausedUntil,
 		exclude: x, never: keptWeekdays(base, x) == nil, limit: c.Limit, jitter: c.Jitter, job: c.Name}
 }
@@ -224,6 +228,7 @@ func (s *calendarSchedule) delay(n time.Time) time.Duration {
 	if after := s.nextNominal(n); !after.IsZero() {
 		bound = min(bound, after.Sub(n)/2)
 	}
+
 	if bound < time.Millisecond {
 		return 0
 	}
@@ -363,6 +368,30 @@ func (c Config) NextFireAfter(t time.Time) (time.Time, error) {
 		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
 	}
 	return cs.next(t)
+}
+
+// everySchedule is "@every <period>": fires a whole number of periods
+// after its phase — the job's start when it has one, else the Unix epoch —
+// so that every instance fires at the same times whenever it started (a
+// cron.ConstantDelaySchedule counts from the time it is first asked, the
+// instance's start).
+type everySchedule struct {
+	period time.Duration
+	phase  time.Time // zero: the Unix epoch
+}
+
+// Next returns the first fire after t.
+func (e everySchedule) Next(t time.Time) time.Time {
+	phase := e.phase
+	if phase.IsZero() {
+		phase = time.Unix(0, 0)
+	}
+	d := t.Sub(phase)
+	k := d / e.period
+	if d < 0 && d%e.period != 0 {
+		k-- // floor, not truncation, before the phase
+	}
+	return phase.Add((k + 1) * e.period).In(t.Location())
 }
 
 // specOf returns the cron spec behind a schedule parseCron made, or nil

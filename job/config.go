@@ -548,7 +548,7 @@ func (c Config) location() (*time.Location, error) {
 // Schedule parses Cron and TimeZone. The schedule computes Next in the
 // returned location whatever the location of the time passed to it: a
 // *cron.SpecSchedule has its Location set, and a descriptor such as
-// "@every 1m" is a cron.ConstantDelaySchedule, which does not depend on a
+// "@every 1m" is an everySchedule, which does not depend on a
 // zone. The error wraps ErrInvalidConfig and ErrInvalidCron or
 // ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
@@ -606,6 +606,7 @@ func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *conf
 		if d < MinInterval || d%time.Second != 0 {
 			return nil, bad(fmt.Sprintf("the period must be a whole number of seconds, at least %v", MinInterval), "", nil)
 		}
+		return everySchedule{period: d}, nil
 	}
 	if spec, ok := parsed.(*cron.SpecSchedule); ok {
 		spec.Location = loc
