@@ -217,9 +217,10 @@ func (s *calendarSchedule) next(t time.Time) (time.Time, error) {
 }
 
 // delay is the jitter of the nominal fire n: derived from the job's name
-// and n, so that every instance computes the same, less than jitter, and
-// less than half the time to the next nominal fire, so that fires keep
-// their order.
+// and n, so that every instance computes the same, less than jitter, less
+// than half the time to the next nominal fire, so that fires keep their
+// order, and less than the time to end, so that no fire moves past it (a
+// fire at end is not delayed).
 func (s *calendarSchedule) delay(n time.Time) time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(s.job))
@@ -228,7 +229,9 @@ func (s *calendarSchedule) delay(n time.Time) time.Duration {
 	if after := s.nextNominal(n); !after.IsZero() {
 		bound = min(bound, after.Sub(n)/2)
 	}
-
+	if !s.end.IsZero() {
+		bound = min(bound, s.end.Sub(n))
+	}
 	if bound < time.Millisecond {
 		return 0
 	}

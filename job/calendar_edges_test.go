@@ -7,6 +7,23 @@ import (
 	"github.com/shardjob/shardjob/job"
 )
 
+// TestJitterNeverMovesAFirePastEnd: end 10:00:00 with a 50 s jitter — the
+// last fire is at 10:00:00 at the latest, never at 10:00:05 (issue 40).
+func TestJitterNeverMovesAFirePastEnd(t *testing.T) {
+	for day := 1; day <= 20; day++ {
+		end := time.Date(2027, 3, day, 10, 0, 0, 0, time.UTC)
+		s := mustSchedule(t, job.Config{Name: "jittered", Cron: "0 */10 * * * *", TimeZone: "UTC",
+			End: end, Jitter: 50 * time.Second})
+		fires := firesBetween(s, end.Add(-time.Hour+time.Minute), end.Add(time.Hour))
+		if len(fires) != 6 {
+			t.Fatalf("end %v: %d fires in the hour before it, want 6: %v", end, len(fires), fires)
+		}
+		if last := fires[len(fires)-1]; last.After(end) {
+			t.Fatalf("end %v: a fire at %v, after the end", end, last)
+		}
+	}
+}
+
 // TestEveryFiresOnOnePhaseEverywhere: "@every 10s" fires on the same times
 // on instances started at different moments — multiples of the period
 // since the epoch, or since the job's start when it has one — so that a
