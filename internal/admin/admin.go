@@ -93,8 +93,9 @@ type Admin struct {
 	// configs keeps each job's decoded config node by its document, and
 	// its next fire, so that a read of an unchanged job costs a lookup
 	// (see decodeCached).
-	configsMu sync.Mutex
-	configs   map[string]*cachedConfig
+	configsMu    sync.Mutex
+	configs      map[string]*cachedConfig
+	configsBytes int // the sizes of their documents
 }
 
 // New returns an Admin working through rc, decoding config nodes with

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"sync"
 	"time"
@@ -9,9 +10,13 @@ import (
 	"github.com/shardjob/shardjob/job"
 )
 
-// maxCachedConfigs bounds the decoded configs an Admin keeps; past it the
-// cache starts afresh.
-const maxCachedConfigs = 10_000
+// maxCachedConfigs and maxCachedBytes bound the decoded configs an Admin
+// keeps, by number and by the size of their documents (a decoded config
+// is no larger than its document); past either the cache starts afresh.
+const (
+	maxCachedConfigs = 10_000
+	maxCachedBytes   = 32 << 20
+)
 
 // noFireRecheck is how long a search that found no fire within its horizon
 // stands before it is made again.
@@ -22,9 +27,10 @@ const noFireRecheck = time.Hour
 // which the console polls every second) costs a map lookup, not a decode
 // and a schedule search per job per request.
 type cachedConfig struct {
-	doc string
-	cfg Config
-	err error
+	sum  [sha256.Size]byte // of the document decoded
+	size int               // the document's length
+	cfg  Config            // without Document, which reads do not need
+	err  error
 
 	mu      sync.Mutex
 	from    time.Time // the time the next fire was computed after
@@ -38,17 +44,19 @@ type cachedConfig struct {
 // Next and NextFire answer from the last search while it stands: the next
 // fire after from is the next fire after any time before it.
 func (a *Admin) decodeCached(ctx context.Context, jobName string, data []byte) (Config, error) {
+	sum := sha256.Sum256(data)
 	a.configsMu.Lock()
 	e := a.configs[jobName]
 	a.configsMu.Unlock()
-	if e != nil && e.doc == string(data) {
+	if e != nil && e.sum == sum {
 		return e.cfg, e.err
 	}
 	cfg, err := a.decode(ctx, data)
 	if err != nil && ctx.Err() != nil {
 		return cfg, err // abandoned, not an answer to keep
 	}
-	e = &cachedConfig{doc: string(data), err: err}
+	cfg.Document = nil
+	e = &cachedConfig{sum: sum, size: len(data), err: err}
 	if err == nil {
 		if next := cfg.NextFire; next != nil {
 			cfg.NextFire = func(t time.Time) (time.Time, error) { return e.nextFire(next, t) }
@@ -60,10 +68,14 @@ func (a *Admin) decodeCached(ctx context.Context, jobName string, data []byte) (
 	}
 	e.cfg = cfg
 	a.configsMu.Lock()
-	if a.configs == nil || len(a.configs) >= maxCachedConfigs {
-		a.configs = map[string]*cachedConfig{}
+	if old := a.configs[jobName]; old != nil {
+		a.configsBytes -= old.size
+	}
+	if a.configs == nil || len(a.configs) >= maxCachedConfigs || a.configsBytes+e.size > maxCachedBytes {
+		a.configs, a.configsBytes = map[string]*cachedConfig{}, 0
 	}
 	a.configs[jobName] = e
+	a.configsBytes += e.size
 	a.configsMu.Unlock()
 	return cfg, err
 }
