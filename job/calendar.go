@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -19,8 +20,8 @@ import (
 // calendar removes does not exist, so nothing owes it, makes it up or
 // records it, and every instance computes the same fires from the config.
 
-// MaxLimit is the largest Limit accepted: the last fire it allows is
-// computed once, by walking that many fires.
+// MaxLimit is the largest Limit accepted: the fires from start are
+// counted towards it once, as far as the times asked need.
 const MaxLimit = 100_000
 
 // maxExcludeEntries bounds the entries of Exclude.
@@ -102,6 +103,35 @@ func sameCalendar(a, b Config) bool {
 		a.Limit == b.Limit && a.Exclude == b.Exclude && a.Jitter == b.Jitter
 }
 
+// ScheduleHorizonYears bounds how far ahead a calendar's next fire is
+// searched: a calendar whose next fire is further away than that reports
+// ErrNoFireWithinHorizon instead of searching on.
+const ScheduleHorizonYears = 100
+
+// maxCalendarSteps bounds the fires of the cron one search for a
+// calendar's next fire looks at (each an excluded day, skipped with the
+// excluded days after it): the work of Next is bounded whatever the
+// calendar, and a rare calendar's next fire is found in a few steps.
+const maxCalendarSteps = 10_000
+
+var (
+	// ErrScheduleEnded means a job's schedule has no further fire: its End
+	// has passed, its Limit is used up, or its calendar leaves no fire
+	// after the time asked. Validate accepts such configs (they were valid
+	// before and stay valid for ever); Scheduler.Add refuses them, and
+	// Config.NextFireAfter reports them.
+	ErrScheduleEnded = errors.New("job: schedule ended: no further fires")
+	// ErrNoFireWithinHorizon means no fire of a job's schedule was found
+	// within ScheduleHorizonYears (or within the bounded work one search
+	// may do): the calendar excludes nearly every day its cron fires on.
+	ErrNoFireWithinHorizon = errors.New("job: no fire within 100 years")
+	// ErrNeverFires means a config's calendar leaves its cron no fire at
+	// all: every weekday the cron fires on is excluded, or no fire falls
+	// between start and end. Validate reports it (with ErrInvalidConfig),
+	// naming the field.
+	ErrNeverFires = errors.New("job: schedule never fires")
+)
+
 // calendarSchedule is a job's cron schedule with its calendar applied. The
 // fires of base that fall before start or pausedUntil, after end, on an
 // excluded day, or after the limit-th fire from start, are left out; each
@@ -118,37 +148,79 @@ type calendarSchedule struct {
 	jitter      time.Duration
 	job         string
 
-	lastOnce sync.Once
-	last     time.Time // the limit-th fire from start (zero: no limit)
+	// never: every weekday base fires on is excluded (see cronWeekdays).
+	never bool
+
+	mu      sync.Mutex
+	counted int       // fires counted from start towards the limit
+	last    time.Time // the counted-th fire from start (zero: none yet)
+	done    bool      // the walk has ended: last is the limit's last fire, or the window's
 }
 
 // newCalendarSchedule applies c's calendar to base.
 func newCalendarSchedule(c Config, base cron.Schedule, loc *time.Location) *calendarSchedule {
 	x, _ := parseExclude(c.Exclude)
+	if e, ok := base.(everySchedule); ok && !c.Start.IsZero() {
+		e.phase = c.Start // a period counted from the job's start
+		base = e
+	}
 	return &calendarSchedule{base: base, loc: loc, start: c.Start, end: c.End, pausedUntil: c.PausedUntil,
-		exclude: x, limit: c.Limit, jitter: c.Jitter, job: c.Name}
+		exclude: x, never: keptWeekdays(base, x) == nil, limit: c.Limit, jitter: c.Jitter, job: c.Name}
 }
 
-// Next returns the first fire after t, or zero if there is none.
+// keptWeekdays names the weekdays base fires on that x does not exclude.
+func keptWeekdays(base cron.Schedule, x excludedDays) []string {
+	fires := cronWeekdays(base)
+	var kept []string
+	for d := range 7 {
+		if fires[d] && !x.weekdays[d] {
+			kept = append(kept, shortWeekday(time.Weekday(d)))
+		}
+	}
+	return kept
+}
+
+// Next returns the first fire after t, or zero if there is none (or none
+// within ScheduleHorizonYears: see next).
 func (s *calendarSchedule) Next(t time.Time) time.Time {
+	n, _ := s.next(t)
+	return n
+}
+
+// next returns the first fire after t, or zero and ErrScheduleEnded when
+// the calendar has no fire after t, or ErrNoFireWithinHorizon when none
+// was found within the bounded search.
+func (s *calendarSchedule) next(t time.Time) (time.Time, error) {
 	if s.jitter <= 0 {
-		return s.nextNominal(t)
+		return s.search(t)
 	}
 	// A fire's delay is less than jitter, so the first fire after t comes
 	// from a nominal fire after t-jitter; delays never reorder fires (see
-	// delay).
-	for n := s.nextNominal(t.Add(-s.jitter)); !n.IsZero(); n = s.nextNominal(n) {
-		if at := n.Add(s.delay(n)); at.After(t) {
-			return at
+	// delay), and a fire whose next nominal fire is at or before t is
+	// delayed to before it, so the search may begin at any time back from
+	// which a nominal fire follows by t: found by doubling from a
+	// millisecond, not by walking every fire of the jitter's span.
+	from := t.Add(-s.jitter)
+	for back := time.Millisecond; back < s.jitter; back *= 2 {
+		if n, _ := s.search(t.Add(-back)); !n.IsZero() && !n.After(t) {
+			from = t.Add(-back)
+			break
 		}
 	}
-	return time.Time{}
+	n, err := s.search(from)
+	for ; !n.IsZero(); n, err = s.search(n) {
+		if at := n.Add(s.delay(n)); at.After(t) {
+			return at, nil
+		}
+	}
+	return time.Time{}, err
 }
 
 // delay is the jitter of the nominal fire n: derived from the job's name
-// and n, so that every instance computes the same, less than jitter, and
-// less than half the time to the next nominal fire, so that fires keep
-// their order.
+// and n, so that every instance computes the same, less than jitter, less
+// than half the time to the next nominal fire, so that fires keep their
+// order, and less than the time to end, so that no fire moves past it (a
+// fire at end is not delayed).
 func (s *calendarSchedule) delay(n time.Time) time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(s.job))
@@ -156,6 +228,9 @@ func (s *calendarSchedule) delay(n time.Time) time.Duration {
 	bound := s.jitter
 	if after := s.nextNominal(n); !after.IsZero() {
 		bound = min(bound, after.Sub(n)/2)
+	}
+	if !s.end.IsZero() {
+		bound = min(bound, s.end.Sub(n))
 	}
 	if bound < time.Millisecond {
 		return 0
@@ -165,56 +240,252 @@ func (s *calendarSchedule) delay(n time.Time) time.Duration {
 }
 
 // nextNominal is the first fire of base after t that the calendar keeps,
-// before jitter.
+// before jitter; zero if there is none (see search).
 func (s *calendarSchedule) nextNominal(t time.Time) time.Time {
-	for _, from := range [2]time.Time{s.start, s.pausedUntil} {
-		if !from.IsZero() && t.Before(from) {
-			t = from.Add(-time.Nanosecond)
-		}
+	n, _ := s.search(t)
+	return n
+}
+
+// search is the first fire of base after t that the calendar keeps,
+// before jitter, found in bounded work: at most maxCalendarSteps fires of
+// base, none further than ScheduleHorizonYears after t. Each fire on an
+// excluded day skips that day and every excluded day after it at once,
+// and the cron itself skips the months and years it does not fire in, so
+// a calendar that fires rarely costs a step per excluded fire day, never
+// a step per day. It returns ErrScheduleEnded when the calendar has no
+// fire after t (the window or the limit ends first, or every weekday is
+// excluded), and ErrNoFireWithinHorizon when the bound is reached first.
+func (s *calendarSchedule) search(t time.Time) (time.Time, error) {
+	n, err := s.searchFree(t, true)
+	if err != nil || s.limit <= 0 || s.start.IsZero() {
+		return n, err
 	}
-	last := s.limitLast()
-	for range 100_000 {
+	if !s.withinLimit(n) {
+		return time.Time{}, ErrScheduleEnded
+	}
+	return n, nil
+}
+
+// searchFree is search without the limit, and without the pause unless
+// paused (the limit counts the fires from start, paused or not).
+func (s *calendarSchedule) searchFree(t time.Time, paused bool) (time.Time, error) {
+	if !s.start.IsZero() && t.Before(s.start) {
+		t = s.start.Add(-time.Nanosecond)
+	}
+	if paused && !s.pausedUntil.IsZero() && t.Before(s.pausedUntil) {
+		t = s.pausedUntil.Add(-time.Nanosecond)
+	}
+	if s.never {
+		return time.Time{}, ErrScheduleEnded
+	}
+	horizon := t.AddDate(ScheduleHorizonYears, 0, 0)
+	ended := func(n time.Time) bool { return !s.end.IsZero() && n.After(s.end) }
+	for range maxCalendarSteps {
 		n := s.base.Next(t)
-		if n.IsZero() || (!s.end.IsZero() && n.After(s.end)) || (!last.IsZero() && n.After(last)) {
-			return time.Time{}
+		if n.IsZero() {
+			if specOf(s.base) == nil {
+				return time.Time{}, ErrScheduleEnded
+			}
+			// A cron gives up after five years without a fire (a 29
+			// February across 2100): it has looked through them, so look
+			// on from the last of them.
+			t = time.Date(t.In(s.loc).Year()+5, time.January, 1, 0, 0, 0, 0, s.loc).Add(-time.Nanosecond)
+			switch {
+			case ended(t):
+				return time.Time{}, ErrScheduleEnded
+			case t.After(horizon):
+				return time.Time{}, ErrNoFireWithinHorizon
+			}
+			continue
+		}
+		switch {
+		case ended(n):
+			return time.Time{}, ErrScheduleEnded
+		case n.After(horizon):
+			return time.Time{}, ErrNoFireWithinHorizon
 		}
 		if s.exclude.isZero() {
-			return n
+			return n, nil
 		}
 		local := n.In(s.loc)
 		if !s.exclude.excludes(local) {
-			return n
+			return n, nil
 		}
-		// Skip the rest of the excluded day at once.
+		// Skip the rest of the excluded day, and the excluded days after
+		// it, at once (at most six weekdays and the dates listed).
 		y, m, d := local.Date()
-		t = time.Date(y, m, d+1, 0, 0, 0, 0, s.loc).Add(-time.Nanosecond)
-	}
-	return time.Time{} // every day for 270 years excluded
-}
-
-// limitLast is the last fire the limit allows: the limit-th fire kept from
-// start, computed once.
-func (s *calendarSchedule) limitLast() time.Time {
-	if s.limit <= 0 || s.start.IsZero() {
-		return time.Time{}
-	}
-	s.lastOnce.Do(func() {
-		free := &calendarSchedule{base: s.base, loc: s.loc, start: s.start, end: s.end, exclude: s.exclude}
-		t := s.start.Add(-time.Nanosecond)
-		for range s.limit {
-			n := free.nextNominal(t)
-			if n.IsZero() {
-				break // the window ends first
+		d++
+		for range maxExcludeEntries + 7 {
+			if !s.exclude.excludes(time.Date(y, m, d, 12, 0, 0, 0, s.loc)) {
+				break
 			}
-			t = n
+			d++
 		}
-		s.last = t
-	})
-	return s.last
+		t = time.Date(y, m, d, 0, 0, 0, 0, s.loc).Add(-time.Nanosecond)
+	}
+	return time.Time{}, ErrNoFireWithinHorizon
 }
 
-// calendarProblems checks c's calendar fields; loc is the job's zone.
-func (c Config) calendarProblems(add func(key string, kind error, subject, detail string) *configError) {
+// withinLimit reports whether the fire n (one the calendar keeps, limit
+// aside) is among the first limit fires from start. The fires from start
+// are counted as far as the times asked need, once: the walk goes on
+// where the last question left it.
+func (s *calendarSchedule) withinLimit(n time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done && s.counted < s.limit && (s.last.IsZero() || s.last.Before(n)) {
+		from := s.start.Add(-time.Nanosecond)
+		if !s.last.IsZero() {
+			from = s.last
+		}
+		f, err := s.searchFree(from, false)
+		if err != nil {
+			// The window ends first, or the fires are beyond the search's
+			// reach: nothing the limit needs to stop.
+			s.done = errors.Is(err, ErrScheduleEnded)
+			return !s.done || s.last.IsZero() || !n.After(s.last)
+		}
+		s.counted++
+		s.last = f
+	}
+	return s.counted < s.limit || !n.After(s.last)
+}
+
+// NextFireAfter returns the first fire of c's schedule after t, its
+// calendar and jitter applied, as every instance computes it; Disabled is
+// not considered. When no fire follows t — End has passed, Limit is used
+// up — the error is ErrScheduleEnded; when none was found within
+// ScheduleHorizonYears, ErrNoFireWithinHorizon. The work is bounded
+// whatever the config. An invalid cron or time zone gives Schedule's
+// error. Whoever accepts a job to run from now on (Scheduler.Add, an HTTP
+// endpoint creating jobs) refuses one whose error is ErrScheduleEnded.
+func (c Config) NextFireAfter(t time.Time) (time.Time, error) {
+	sched, loc, err := c.Schedule()
+	if err != nil {
+		return time.Time{}, err
+	}
+	cs, ok := sched.(*calendarSchedule)
+	if !ok {
+		// A cron alone, searched as a calendar (which looks past the
+		// cron's own five years without a fire).
+		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
+	}
+	return cs.next(t)
+}
+
+// everySchedule is "@every <period>": fires a whole number of periods
+// after its phase — the job's start when it has one, else the Unix epoch —
+// so that every instance fires at the same times whenever it started (a
+// cron.ConstantDelaySchedule counts from the time it is first asked, the
+// instance's start).
+type everySchedule struct {
+	period time.Duration
+	phase  time.Time // zero: the Unix epoch
+}
+
+// Next returns the first fire after t.
+func (e everySchedule) Next(t time.Time) time.Time {
+	phase := e.phase
+	if phase.IsZero() {
+		phase = time.Unix(0, 0)
+	}
+	d := t.Sub(phase)
+	k := d / e.period
+	if d < 0 && d%e.period != 0 {
+		k-- // floor, not truncation, before the phase
+	}
+	return phase.Add((k + 1) * e.period).In(t.Location())
+}
+
+// specOf returns the cron spec behind a schedule parseCron made, or nil
+// for a constant delay ("@every").
+func specOf(s cron.Schedule) *cron.SpecSchedule {
+	switch v := s.(type) {
+	case *cron.SpecSchedule:
+		return v
+	case onceAtRepeatedTimes:
+		return v.SpecSchedule
+	case interface{ Unwrap() cron.Schedule }: // a wrapper, as tests count calls with
+		return specOf(v.Unwrap())
+	}
+	return nil
+}
+
+// cronStarBit is robfig/cron's mark of a day field written "*" or "?".
+const cronStarBit = 1 << 63
+
+// cronWeekdays returns the weekdays on which base fires over the years, in
+// its zone: the calendar repeats every 400 years, and every date of a
+// month (29 February too) falls on every weekday within them. A cron with
+// both day fields restricted fires on either (robfig/cron's rule), so on
+// every weekday when its days of the month name a real date; with one
+// field "*" it fires where both match, so on the days of the week it
+// names. A constant delay ("@every") may fire on any.
+func cronWeekdays(base cron.Schedule) (wd [7]bool) {
+	all := [7]bool{true, true, true, true, true, true, true}
+	spec := specOf(base)
+	if spec == nil || spec.Dow&cronStarBit != 0 {
+		return all
+	}
+	for d := range 7 {
+		wd[d] = spec.Dow&(1<<uint(d)) != 0
+	}
+	if spec.Dom&cronStarBit != 0 {
+		return wd
+	}
+	longest := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	for m := 1; m <= 12; m++ {
+		if spec.Month&(1<<uint(m)) == 0 {
+			continue
+		}
+		for day := 1; day <= longest[m]; day++ {
+			if spec.Dom&(1<<uint(day)) != 0 {
+				return all
+			}
+		}
+	}
+	return wd
+}
+
+// neverFires reports why the calendar of c leaves base no fire at all, or
+// "" when it may fire, and the key to blame: every weekday base fires on
+// excluded, or no fire between start and end. It depends on the config
+// alone, never on the time: a config it passes stays valid for ever.
+func (c Config) neverFires(base cron.Schedule, loc *time.Location) (key, why string) {
+	x, problems := parseExclude(c.Exclude)
+	if len(problems) > 0 {
+		return "", ""
+	}
+	fires := cronWeekdays(base)
+	var names []string
+	for d := range 7 {
+		if fires[d] {
+			names = append(names, shortWeekday(time.Weekday(d)))
+		}
+	}
+	kept := keptWeekdays(base, x)
+	if len(kept) == 0 {
+		if len(names) == 7 {
+			return "exclude", "excludes all seven weekdays: the job would never fire"
+		}
+		return "exclude", fmt.Sprintf("excludes every weekday the cron fires on (%s): the job would never fire", strings.Join(names, ", "))
+	}
+	if c.Start.IsZero() || c.End.IsZero() || c.End.Before(c.Start) {
+		return "", ""
+	}
+	window := &calendarSchedule{base: base, loc: loc, start: c.Start, end: c.End, exclude: x}
+	if _, err := window.search(c.Start.Add(-time.Nanosecond)); errors.Is(err, ErrScheduleEnded) {
+		return "end", "leaves no fire of the cron between start and end on a day not excluded: the job would never fire"
+	}
+	return "", ""
+}
+
+// shortWeekday is the three-letter name Exclude accepts for d.
+func shortWeekday(d time.Weekday) string { return strings.ToLower(d.String()[:3]) }
+
+// calendarProblems checks c's calendar fields; base is the job's cron
+// (nil when it does not parse) and loc its zone.
+func (c Config) calendarProblems(add func(key string, kind error, subject, detail string) *configError, base cron.Schedule, loc *time.Location) {
 	if !c.Start.IsZero() && !c.End.IsZero() && c.End.Before(c.Start) {
 		add("end", ErrInvalidConfig, "end "+c.End.Format(time.RFC3339), "is before start "+c.Start.Format(time.RFC3339))
 	}
@@ -225,6 +496,15 @@ func (c Config) calendarProblems(add func(key string, kind error, subject, detai
 		add("limit", ErrInvalidConfig, fmt.Sprintf("limit %d", c.Limit), fmt.Sprintf("must be at most %d", MaxLimit))
 	case c.Limit > 0 && c.Start.IsZero():
 		add("limit", ErrInvalidConfig, fmt.Sprintf("limit %d", c.Limit), "counts fires from start: set start too")
+	}
+	if base != nil {
+		if key, why := c.neverFires(base, loc); key != "" {
+			subject := "exclude " + quoteShort(c.Exclude)
+			if key == "end" {
+				subject = "end " + c.End.Format(time.RFC3339)
+			}
+			add(key, ErrNeverFires, subject, why)
+		}
 	}
 	if c.Jitter < 0 {
 		add("jitter", ErrInvalidConfig, fmt.Sprintf("jitter %v", c.Jitter), "must not be negative (0 means none)")

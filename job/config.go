@@ -431,6 +431,7 @@ func (c Config) check(now time.Time) []*configError {
 		loc = time.UTC
 	}
 
+	var base cron.Schedule // the parsed cron, for the calendar's checks
 	if c.Cron == "" {
 		add("cron", ErrInvalidCron, "cron is required", "")
 	} else if sched, err := parseCron(c.Cron, loc); err != nil {
@@ -438,6 +439,8 @@ func (c Config) check(now time.Time) []*configError {
 		errs = append(errs, err)
 	} else if sched.Next(now.In(loc)).IsZero() {
 		add("cron", ErrInvalidCron, "cron "+quoteShort(c.Cron), "never fires")
+	} else {
+		base = sched
 	}
 
 	countOK := c.ShardingTotalCount >= 1 && c.ShardingTotalCount <= MaxShardingTotalCount
@@ -530,7 +533,7 @@ func (c Config) check(now time.Time) []*configError {
 	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
 	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
 
-	c.calendarProblems(add)
+	c.calendarProblems(add, base, loc)
 	c.afterProblems(add)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
@@ -572,7 +575,7 @@ func (c Config) location() (*time.Location, error) {
 // Schedule parses Cron and TimeZone. The schedule computes Next in the
 // returned location whatever the location of the time passed to it: a
 // *cron.SpecSchedule has its Location set, and a descriptor such as
-// "@every 1m" is a cron.ConstantDelaySchedule, which does not depend on a
+// "@every 1m" is an everySchedule, which does not depend on a
 // zone. The error wraps ErrInvalidConfig and ErrInvalidCron or
 // ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
@@ -630,6 +633,7 @@ func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *conf
 		if d < MinInterval || d%time.Second != 0 {
 			return nil, bad(fmt.Sprintf("the period must be a whole number of seconds, at least %v", MinInterval), "", nil)
 		}
+		return everySchedule{period: d}, nil
 	}
 	if spec, ok := parsed.(*cron.SpecSchedule); ok {
 		spec.Location = loc

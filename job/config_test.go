@@ -9,7 +9,6 @@ import (
 	"time"
 	_ "time/tzdata" // the tests name IANA zones; do not depend on the host's database
 
-	"github.com/robfig/cron/v3"
 	"github.com/shardjob/shardjob/internal/suggest"
 )
 
@@ -234,11 +233,12 @@ func TestConfigSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := sched.(cron.ConstantDelaySchedule); !ok {
-		t.Errorf("schedule is %T, want cron.ConstantDelaySchedule", sched)
+	if _, ok := sched.(everySchedule); !ok {
+		t.Errorf("schedule is %T, want everySchedule", sched)
 	}
-	if next := sched.Next(from); !next.Equal(from.Add(5 * time.Second)) {
-		t.Errorf("Next = %v, want %v", next, from.Add(5*time.Second))
+	// Whole periods since the epoch: the next multiple of 5 s.
+	if want := from.Truncate(5 * time.Second).Add(5 * time.Second); !sched.Next(from).Equal(want) {
+		t.Errorf("Next = %v, want %v", sched.Next(from), want)
 	}
 
 	c.Cron = "*/5 * * * *"

@@ -25,6 +25,9 @@ type runner struct {
 
 	cfg   atomic.Pointer[spec]
 	elect *election.Election
+	// endedNoted is the config whose schedule was last said to have ended
+	// (noteEnded): said once per config.
+	endedNoted atomic.Pointer[spec]
 
 	// Parts, each owning its state and lock.
 	book     *book           // what runs, and what is owed, here (book.go)
@@ -229,8 +232,12 @@ func (r *runner) schedule() {
 		r.log.Error("cannot schedule", "err", err)
 		return
 	}
-	r.s.trig.set(r.name, sched, r.goFire, r.quickFire)
-	r.prepareBefore(sched.Next(r.s.opts.now()))
+	r.s.trig.set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
+	next := sched.Next(r.s.opts.now())
+	if next.IsZero() {
+		r.noteEnded(cfg)
+	}
+	r.prepareBefore(next)
 }
 
 // quickFire reports whether the job's next scheduled fire would send no

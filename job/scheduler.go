@@ -212,12 +212,17 @@ func (s *Scheduler) ServerID() string { return s.opts.serverID }
 // Add adds a job. Before Start it only validates and records the job; after
 // Start it also registers the job in ZooKeeper within ctx. The config is
 // validated (every problem reported at once); a second job with the same
-// name is ErrDuplicateJob.
+// name is ErrDuplicateJob, and one whose schedule has no fire left (an end
+// that has passed, a limit used up) is an error wrapping ErrScheduleEnded
+// (see Config.CheckEnded).
 func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	if j == nil {
 		return fmt.Errorf("%w: job %q: nil Job", ErrInvalidConfig, cfg.Name)
 	}
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.CheckEnded(s.opts.now()); err != nil {
 		return err
 	}
 	cfg = cfg.WithDefaults()

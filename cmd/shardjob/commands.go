@@ -72,7 +72,7 @@ func cmdJobs(e *env, _ []string) error {
 	var problems []string
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\t%s\n", j.Name, j.Status, cronText(j.Cron, j.TimeZone),
-			j.ShardingTotalCount, j.Online, j.Registered, dash(j.Leader), when(j.LastFire), when(j.NextFire))
+			j.ShardingTotalCount, j.Online, j.Registered, dash(j.Leader), when(j.LastFire), nextFireText(j.NextFire, j.NextFireNote))
 		if j.ConfigError != "" {
 			problems = append(problems, fmt.Sprintf("%s: config node rejected, instances keep their last good config: %s", j.Name, j.ConfigError))
 		}
@@ -84,6 +84,15 @@ func cmdJobs(e *env, _ []string) error {
 		e.printf("%s\n", p)
 	}
 	return nil
+}
+
+// nextFireText is a job's next fire, or why it has none ("no further
+// fires" once its schedule has ended).
+func nextFireText(next *time.Time, note string) string {
+	if next == nil && note != "" {
+		return note
+	}
+	return when(next)
 }
 
 func cmdStatus(e *env, args []string) error {
@@ -112,7 +121,7 @@ func cmdStatus(e *env, args []string) error {
 	fmt.Fprintf(tw, "instances:\t%d online of %d\n", online, len(st.Servers))
 	fmt.Fprintf(tw, "leader:\t%s\n", dash(st.Leader))
 	fmt.Fprintf(tw, "last fire:\t%s\n", when(st.LastFire))
-	fmt.Fprintf(tw, "next fire:\t%s\n", when(st.NextFire))
+	fmt.Fprintf(tw, "next fire:\t%s\n", nextFireText(st.NextFire, st.NextFireNote))
 	for _, p := range st.Parents {
 		fmt.Fprintf(tw, "runs after:\t%s (%s, last fire %s)\n", p.Name, p.Status, when(p.LastFire))
 	}

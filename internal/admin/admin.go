@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/parallel"
@@ -71,6 +72,10 @@ type Config struct {
 	// Next returns the first fire strictly after t, or the zero time if the
 	// schedule never fires again. Nil means unknown.
 	Next func(t time.Time) time.Time `json:"-"`
+	// NextFire is Next with the reason when there is no next fire
+	// (job.Config.NextFireAfter: job.ErrScheduleEnded,
+	// job.ErrNoFireWithinHorizon). Nil means unknown.
+	NextFire func(t time.Time) (time.Time, error) `json:"-"`
 	// Document is the canonical YAML document to store in the config node.
 	Document []byte `json:"-"`
 }
@@ -88,6 +93,13 @@ type Admin struct {
 	rc    regcenter.Center
 	codec Codec
 	now   func() time.Time
+
+	// configs keeps each job's decoded config node by its document, and
+	// its next fire, so that a read of an unchanged job costs a lookup
+	// (see decodeCached).
+	configsMu    sync.Mutex
+	configs      map[string]*cachedConfig
+	configsBytes int // the sizes of their documents
 }
 
 // New returns an Admin working through rc, decoding config nodes with

@@ -34,7 +34,7 @@ var codec = admin.JobCodec(false)
 // fixture is a namespace with two sessions: one for the administrator, one
 // standing in for the instances (whose ephemeral nodes it owns).
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	adm  *admin.Admin
 	rc   *regcenter.ZooKeeper // the administrator's
@@ -42,7 +42,7 @@ type fixture struct {
 	ns   string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/sharding"
@@ -42,8 +43,12 @@ func JobCodec(lookupStrategy bool) Codec {
 			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
 			PausedUntil: cfg.PausedUntil, PauseNote: cfg.PauseNote, After: splitList(cfg.After),
 		}
-		if sched, _, err := cfg.Schedule(); err == nil {
-			out.Next = sched.Next
+		if _, _, err := cfg.Schedule(); err == nil {
+			out.NextFire = cfg.NextFireAfter
+			out.Next = func(t time.Time) time.Time {
+				n, _ := cfg.NextFireAfter(t)
+				return n
+			}
 		}
 		return out, nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -31,6 +32,10 @@ const (
 	// StatusResharding: a reshard is due (leader/sharding/necessary) and
 	// happens at the next fire.
 	StatusResharding = "resharding"
+	// StatusEnded: the schedule has no further fire (its end has passed,
+	// its limit is used up): nothing fires again until the config
+	// changes. NextFireNote says so.
+	StatusEnded = "ended"
 )
 
 // Payloads of the execution nodes, as the instances write them (JSON).
@@ -73,8 +78,13 @@ type JobSummary struct {
 	// LastFire is the latest fire any item completed.
 	LastFire *time.Time `json:"lastFire,omitempty"`
 	// NextFire is the schedule's next fire; absent when the job is disabled
-	// or its config unreadable.
+	// or its config unreadable, or when there is none (NextFireNote says
+	// why).
 	NextFire *time.Time `json:"nextFire,omitempty"`
+	// NextFireNote says why an enabled job has no NextFire: "no further
+	// fires" (the schedule has ended: status "ended") or "no fire within
+	// 100 years".
+	NextFireNote string `json:"nextFireNote,omitempty"`
 	// ConfigError says why the config node could not be decoded (the
 	// instances keep running with their last good config meanwhile).
 	ConfigError string `json:"configError,omitempty"`
@@ -357,7 +367,7 @@ func (a *Admin) read(ctx context.Context, job string, detail bool) (*snapshot, e
 	case !cfgFound:
 		s.cfgErr = errors.New("no config node (the job is being removed, or was never started)")
 	default:
-		cfg, err := a.decode(ctx, cfgData)
+		cfg, err := a.decodeCached(ctx, job, cfgData)
 		if err != nil {
 			s.cfgErr = err
 		} else {
@@ -533,7 +543,21 @@ func (s *snapshot) summary(now time.Time) JobSummary {
 	}
 	if s.cfg != nil {
 		sum.Cron, sum.TimeZone, sum.ShardingTotalCount = s.cfg.Cron, s.cfg.TimeZone, s.cfg.ShardingTotalCount
-		if !s.cfg.Disabled && s.cfg.Next != nil {
+		if !s.cfg.Disabled && s.cfg.NextFire != nil {
+			n, err := s.cfg.NextFire(now)
+			switch {
+			case err == nil && !n.IsZero():
+				sum.NextFire = &n
+			case errors.Is(err, job.ErrScheduleEnded):
+				sum.NextFireNote = "no further fires"
+				if sum.Status == StatusOK || sum.Status == StatusResharding {
+					// A reshard waits for a fire that never comes.
+					sum.Status = StatusEnded
+				}
+			case errors.Is(err, job.ErrNoFireWithinHorizon):
+				sum.NextFireNote = fmt.Sprintf("no fire within %d years", job.ScheduleHorizonYears)
+			}
+		} else if !s.cfg.Disabled && s.cfg.Next != nil {
 			if n := s.cfg.Next(now); !n.IsZero() {
 				sum.NextFire = &n
 			}

@@ -168,7 +168,7 @@ export async function refresh(ctx) {
       el("dt", { text: "Items" }),
       el("dd", { id: "job-count", text: String(st.shardingTotalCount) }),
       el("dt", { text: "Next fire" }),
-      el("dd", { text: time(st.nextFire) || "—" }),
+      el("dd", { text: time(st.nextFire) || st.nextFireNote || "—" }),
       st.parents && st.parents.length
         ? [
             el("dt", { text: "Runs after" }),

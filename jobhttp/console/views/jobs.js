@@ -78,7 +78,7 @@ export function mount(ctx) {
 // made just before its first fire, and it reads as such.
 export function statusBadge(status, firstPlacement) {
   if (status === "resharding" && firstPlacement) return badge("awaiting first fire", "muted");
-  const kind = { ok: "ok", disabled: "warn", resharding: "warn", crashed: "bad" }[status] || "muted";
+  const kind = { ok: "ok", disabled: "warn", resharding: "warn", ended: "warn", crashed: "bad" }[status] || "muted";
   return badge(status || "unknown", kind);
 }
 
@@ -163,7 +163,7 @@ export async function refresh(ctx) {
               ? el("span", { class: "job-after" }, r.j.after.map((p, i) => [i ? ", " : null, el("a", { href: "#/job/" + encodeURIComponent(p), text: p })]))
               : "",
         },
-        { label: "Next fire", cell: (r) => time(r.j.nextFire) },
+        { label: "Next fire", cell: (r) => (r.j.nextFire ? time(r.j.nextFire) : r.j.nextFireNote || time(r.j.nextFire)) },
         { label: "Last fire", cell: (r) => time(r.j.lastFire) },
         { label: "Items", cls: "num", cell: (r) => String(r.j.shardingTotalCount) },
         { label: "Online", cls: "num", cell: (r) => `${r.j.online}/${r.j.registered}` },
