@@ -60,6 +60,14 @@ type Options struct {
 	// asks the operator for the token). With ProtectReads and no Token,
 	// every read is refused with 403 Forbidden.
 	ProtectReads bool
+	// OpenOutput serves the runs' output and error text in GET /history
+	// to every reader. By default they are served only to requests that
+	// carry the token (every read does with ProtectReads): a run's output
+	// or error may quote what its target answered — an HTTP job's
+	// response, a script's output — which is not for everyone who can
+	// read the job list. Without the token each execution comes without
+	// them, flagged "outputHidden" or "errorHidden".
+	OpenOutput bool
 	// Dispatcher, if set, is served read-only at GET /dispatch/workers
 	// and on the console's dispatcher page: typically a
 	// *dispatch.Dispatcher, as dispatchhttp.New(d). Nil: those answer 404.
@@ -127,7 +135,10 @@ const maxConfigBody = job.MaxDocumentBytes
 // "..."}). Parameters: job, server, kind, failed=1, since and until (a
 // duration before now such as 1h, or an RFC 3339 time), limit (default 50,
 // at most 1000) and before (the "next" of the previous page). A bad
-// parameter is answered 400 naming it.
+// parameter is answered 400 naming it. A run's output and error text are
+// in GET /history only for requests with the token (or for every reader
+// with Options.OpenOutput); the others get each execution without them,
+// flagged "outputHidden" or "errorHidden".
 //
 // GET /console/ is the web console: an embedded page over these same
 // endpoints, which works under any prefix the handler is mounted at.
@@ -158,7 +169,7 @@ const maxConfigBody = job.MaxDocumentBytes
 // be registered in this process — and never written when invalid.
 func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
-		protectReads: opts.ProtectReads, dispatcher: opts.Dispatcher}
+		protectReads: opts.ProtectReads, openOutput: opts.OpenOutput, dispatcher: opts.Dispatcher}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -201,6 +212,7 @@ type handler struct {
 	token        string
 	log          *slog.Logger
 	protectReads bool
+	openOutput   bool // GET /history serves output and error text without the token
 	dispatcher   Dispatcher
 	refusals     *refusalLog // refused requests, rate-limited (guard.go)
 }
