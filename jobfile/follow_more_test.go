@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/internal/testing/testlog"
+	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -216,5 +218,50 @@ func TestFollowAddsAThousandDefinitions(t *testing.T) {
 		n, defined.Round(time.Millisecond), float64(ds.Total())/n, followed.Round(time.Millisecond), float64(fs.Total())/n, fs.Reads, fs.Writes, fs.Multis, fs.Watches)
 	if got := in.sched.Jobs(); len(got) != n || got[0] != "d0000" || got[n-1] != fmt.Sprintf("d%04d", n-1) {
 		t.Fatalf("jobs on the follower: %d, %v … %v", len(got), got[:1], got[len(got)-1:])
+	}
+}
+
+// TestFollowAnnouncesWhatItFollows: a following instance says, while it
+// follows, which types of definition it runs (http; script too with
+// AllowScript), and takes it back when Follow returns.
+func TestFollowAnnouncesWhatItFollows(t *testing.T) {
+	ns := namespace()
+	f, _ := file(t, ns, "")
+	httpOnly, scripts := start(t, f, "a-http", ""), start(t, f, "a-script", "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	followers := func(typ string) []string {
+		t.Helper()
+		ids, err := jobfile.Followers(ctx, httpOnly.rc, job.Type(typ))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if ids := followers("http"); len(ids) != 0 {
+		t.Fatalf("http followers before any follows: %v", ids)
+	}
+	follow(t, httpOnly, jobfile.FollowOptions{Options: jobfile.Options{Logger: testlog.Logger(t)}})
+	fctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- jobfile.Follow(fctx, scripts.sched, scripts.rc, jobfile.FollowOptions{AllowScript: true, Options: jobfile.Options{Logger: testlog.Logger(t)}})
+	}()
+	defer stop()
+	waitFor(t, "both announcements", 30*time.Second, func() bool {
+		return slices.Equal(followers("http"), []string{"a-http", "a-script"}) && slices.Equal(followers("script"), []string{"a-script"})
+	})
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Follow did not return")
+	}
+	// Withdrawn before Follow returned.
+	if h, s := followers("http"), followers("script"); !slices.Equal(h, []string{"a-http"}) || len(s) != 0 {
+		t.Fatalf("after one instance stopped following: http %v, script %v", h, s)
 	}
 }
