@@ -20,15 +20,23 @@ import (
 	"github.com/shardjob/shardjob/jobtype"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
 // follower is an instance of namespace ns with no jobs of its own that
 // follows the namespace's job definitions until the test ends.
 func follower(t *testing.T, ns, id string) *job.Scheduler {
 	t.Helper()
+	return followerOn(t, ns, id, regcenter.Config{Servers: zc.Servers()})
+}
+
+// followerOn is follower on the registry rcCfg names.
+func followerOn(t *testing.T, ns, id string, rcCfg regcenter.Config) *job.Scheduler {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rcCfg.Namespace, rcCfg.SessionTimeout = ns, 4*time.Second
+	rc, err := regcenter.Open(ctx, rcCfg, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +196,18 @@ func post(t *testing.T, srv *httptest.Server, query, token, doc string) (int, st
 // every follower refuse it), and a type no live instance follows (422,
 // saying so, unless ?unfollowed=true) — and stores nothing for it.
 func TestCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T) {
+	testCreateAnswersOnlyForWhatAFollowerRuns(t, regcenter.Config{Servers: zc.Servers()})
+}
+
+// TestEtcdCreateAnswersOnlyForWhatAFollowerRuns is
+// TestCreateAnswersOnlyForWhatAFollowerRuns on etcd.
+func TestEtcdCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T) {
+	testCreateAnswersOnlyForWhatAFollowerRuns(t, regcenter.Config{Etcd: etcdtest.Start(t).Endpoints()})
+}
+
+func testCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T, rcCfg regcenter.Config) {
 	const token = "create-token"
-	hc := newHTTPCluster(t, job.Config{Name: "base", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, token)
+	hc := newHTTPClusterOn(t, job.Config{Name: "base", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, token, rcCfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpDoc := func(name, extra string) string {
@@ -216,7 +234,7 @@ func TestCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T) {
 		t.Errorf("created with unfollowed=true: %s; want the warning", body)
 	}
 
-	follower(t, hc.ns, "f1") // http definitions only
+	followerOn(t, hc.ns, "f1", rcCfg) // http definitions only
 	if body := hc.want(http.StatusUnprocessableEntity, "POST", "/jobs", token, scriptDoc); !strings.Contains(body, "no instance follows script jobs") {
 		t.Errorf("script job with no instance allowing scripts: %s", body)
 	}
@@ -248,8 +266,18 @@ func TestCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T) {
 // Options.MaxDefinitions with 409, each naming its limit; a removed
 // definition makes room for another.
 func TestCreateKeepsTheLimitsOnDefinitions(t *testing.T) {
+	testCreateKeepsTheLimitsOnDefinitions(t, regcenter.Config{Servers: zc.Servers()})
+}
+
+// TestEtcdCreateKeepsTheLimitsOnDefinitions is
+// TestCreateKeepsTheLimitsOnDefinitions on etcd.
+func TestEtcdCreateKeepsTheLimitsOnDefinitions(t *testing.T) {
+	testCreateKeepsTheLimitsOnDefinitions(t, regcenter.Config{Etcd: etcdtest.Start(t).Endpoints()})
+}
+
+func testCreateKeepsTheLimitsOnDefinitions(t *testing.T, rcCfg regcenter.Config) {
 	const token = "create-token"
-	hc := newHTTPCluster(t, job.Config{Name: "base", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, token)
+	hc := newHTTPClusterOn(t, job.Config{Name: "base", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, token, rcCfg)
 	srv := httptest.NewServer(jobhttp.NewHandler(hc.rc, jobhttp.Options{Token: token, Logger: testLogger(t), MaxDefinitions: 2, MaxDefinitionBytes: 300}))
 	t.Cleanup(srv.Close)
 	doc := func(name, extra string) string {
