@@ -125,7 +125,9 @@ func Follow(ctx context.Context, sched *job.Scheduler, rc regcenter.Center, o Fo
 		if ok {
 			backoff = followRetryMin
 		} else if ctx.Err() == nil {
-			next = min(next, backoff)
+			if next == 0 || backoff < next {
+				next = backoff
+			}
 			backoff = min(2*backoff, followRetryMax)
 		}
 		retry.Stop()
@@ -543,21 +545,26 @@ func (f *follower) awaitParents(name string, sp job.Spec) (readResult, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	res := readDone
-	for _, p := range parents {
-		pj := f.jobs[p]
-		switch {
-		case pj != nil && pj.state == followAdded:
-			continue
-		case pj != nil && pj.state == followRefused:
-			return readDone, fmt.Errorf("%w: job %q runs after job %q, which this instance refused", job.ErrInvalidConfig, name, p)
-		}
-		// Not settled here yet (or not listed yet): read again once it is.
+	wait := func(p string) { // read name again once p is settled (again)
 		if f.waiting[p] == nil {
 			f.waiting[p] = map[string]bool{}
 		}
 		f.waiting[p][name] = true
-		res = readWait
+	}
+	for _, p := range parents {
+		if pj := f.jobs[p]; pj != nil && pj.state == followRefused {
+			// Read again if that one changes and is added after all.
+			wait(p)
+			return readDone, fmt.Errorf("%w: job %q runs after job %q, which this instance refused", job.ErrInvalidConfig, name, p)
+		}
+	}
+	res := readDone
+	for _, p := range parents {
+		if pj := f.jobs[p]; pj == nil || pj.state != followAdded {
+			// Not settled here yet (or not listed yet).
+			wait(p)
+			res = readWait
+		}
 	}
 	return res, nil
 }
