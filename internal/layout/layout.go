@@ -243,9 +243,9 @@ const (
 	// Definitions indexes the jobs defined at run time: one empty child
 	// per job whose definition was stored through jobfile.Define, written
 	// in the definition's own transaction, so that their number is one
-	// read (the limit on definitions per namespace). Define bumps the
-	// node's version in that transaction too, so that two definitions
-	// stored at once are counted one after the other.
+	// read (the limit on definitions per namespace). Near the limit,
+	// Define bumps the node's version in that transaction too, so that
+	// two definitions stored at once are counted one after the other.
 	Definitions = "/.definitions"
 	// Followers holds, per job type, an ephemeral child for each live
 	// instance that follows that type's definitions (jobfile.Follow):
