@@ -133,14 +133,13 @@ func TestFollowGoesOnPastAHeldAndABadDefinition(t *testing.T) {
 func TestFollowAddsAChainInOrder(t *testing.T) {
 	ns := namespace()
 	f, _ := file(t, ns, "")
-	h := newHits(t)
 	var logs logBuffer
 	in := start(t, f, "c1", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 8
 	def := func(i int) string {
-		d := fmt.Sprintf("name: c%d\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: %s}\n", i, h.srv.URL)
+		d := fmt.Sprintf("name: c%d\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\"}\n", i)
 		if i > 0 {
 			d += fmt.Sprintf("after: c%d\n", i-1)
 		}
@@ -156,7 +155,7 @@ func TestFollowAddsAChainInOrder(t *testing.T) {
 	if _, err := jobfile.Define(ctx, in.rc, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
-	after := "name: s1\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: " + h.srv.URL + "}\nafter: s0\n"
+	after := "name: s1\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\"}\nafter: s0\n"
 	if _, err := jobfile.Define(ctx, in.rc, []byte(after)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +194,7 @@ func TestFollowAddsAThousandDefinitions(t *testing.T) {
 	defer cancel()
 	const n = jobfile.DefaultMaxDefinitions
 	def := func(i int) []byte {
-		return fmt.Appendf(nil, "name: d%04d\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://127.0.0.1:1/\"}\n", i)
+		return fmt.Appendf(nil, "name: d%04d\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\"}\n", i)
 	}
 	followerBefore, definerBefore := in.rc.Stats(), definer.rc.Stats()
 	began := time.Now()

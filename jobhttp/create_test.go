@@ -211,7 +211,7 @@ func testCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T, rcCfg regcenter.Con
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	httpDoc := func(name, extra string) string {
-		return fmt.Sprintf("name: %s\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://127.0.0.1:1/\"}\n%s", name, extra)
+		return fmt.Sprintf("name: %s\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\"}\n%s", name, extra)
 	}
 	scriptDoc := "name: sh\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: script\nscript: {command: [/bin/true]}\n"
 	stored := func(name string) bool {
@@ -281,7 +281,7 @@ func testCreateKeepsTheLimitsOnDefinitions(t *testing.T, rcCfg regcenter.Config)
 	srv := httptest.NewServer(jobhttp.NewHandler(hc.rc, jobhttp.Options{Token: token, Logger: testLogger(t), MaxDefinitions: 2, MaxDefinitionBytes: 300}))
 	t.Cleanup(srv.Close)
 	doc := func(name, extra string) string {
-		return fmt.Sprintf("name: %s\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://127.0.0.1:1/\"}\n%s", name, extra)
+		return fmt.Sprintf("name: %s\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\"}\n%s", name, extra)
 	}
 	// No instance follows them (unfollowed=true): the limits hold all
 	// the same, and a remove has no instance to wait for.
