@@ -96,18 +96,27 @@ func (h *handler) readAllowed(w http.ResponseWriter, r *http.Request) bool {
 // request in the log ("operation" or "read": a fixed word, as it names a
 // kind of refusal); the token itself is never logged.
 func (h *handler) tokenOK(w http.ResponseWriter, r *http.Request, what string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	// Hash both sides so the comparison takes the same time whatever the
-	// lengths.
-	want := sha256.Sum256([]byte(h.token))
-	have := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	if subtle.ConstantTimeCompare(want[:], have[:]) != 1 || !ok {
+	if !h.hasToken(r) {
 		h.refusals.refused(what+" refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
 		h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
 		return false
 	}
 	return true
+}
+
+// hasToken reports whether r carries "Authorization: Bearer <token>"
+// with the handler's token; never when the handler has none.
+func (h *handler) hasToken(r *http.Request) bool {
+	if h.token == "" {
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// Hash both sides so the comparison takes the same time whatever the
+	// lengths.
+	want := sha256.Sum256([]byte(h.token))
+	have := sha256.Sum256([]byte(strings.TrimSpace(got)))
+	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
 }
 
 // The kinds of refusal: each is logged at most once per refusalInterval.

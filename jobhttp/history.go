@@ -2,7 +2,9 @@ package jobhttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -46,8 +48,8 @@ func (e *StatusError) Unwrap() error { return e.Err }
 // routeHistory serves the execution history and the job status events.
 func routeHistory(mux *http.ServeMux, h *handler, src History) {
 	hh := &historyHandler{h: h, src: src}
-	mux.HandleFunc("GET /history", hh.serve(History.Executions))
-	mux.HandleFunc("GET /history/status", hh.serve(History.Events))
+	mux.HandleFunc("GET /history", hh.serve(History.Executions, true))
+	mux.HandleFunc("GET /history/status", hh.serve(History.Events, false))
 }
 
 type historyHandler struct {
@@ -61,7 +63,14 @@ type historyHandler struct {
 // An execution whose run recorded an output (job.RecordOutput) carries it
 // as "output", the JSON value itself, and "outputTruncated": true when the
 // stored value was too long and is shown cut (see history.Execution).
-func (hh *historyHandler) serve(read func(History, context.Context, url.Values) (any, error)) http.HandlerFunc {
+//
+// With private set (GET /history), a run's output and its error text are
+// served only to a request that carries the token, or to every reader
+// with Options.OpenOutput: they may quote what a job's target answered
+// (an HTTP job's response), which is not for every reader. To the others
+// each execution comes without "output" and with "error" empty, and with
+// "outputHidden": true or "errorHidden": true where there was one.
+func (hh *historyHandler) serve(read func(History, context.Context, url.Values) (any, error), private bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if hh.src == nil {
 			hh.h.reply(w, http.StatusNotFound, httpError{Error: "history is not configured: the handler was made without Options.History"})
@@ -70,6 +79,9 @@ func (hh *historyHandler) serve(read func(History, context.Context, url.Values) 
 		ctx, cancel := hh.h.ctx(r)
 		defer cancel()
 		p, err := read(hh.src, ctx, r.URL.Query())
+		if err == nil && private && !hh.h.openOutput && !hh.h.hasToken(r) {
+			p, err = hideOutput(p)
+		}
 		if err != nil {
 			hh.fail(w, r, err)
 			return
@@ -95,4 +107,44 @@ func (hh *historyHandler) fail(w http.ResponseWriter, r *http.Request, err error
 		hh.h.log.Warn("shardjob history request failed", "path", r.URL.Path, "status", code, "err", msg)
 	}
 	hh.h.reply(w, code, httpError{Error: msg})
+}
+
+// hideOutput returns page p (GET /history's JSON: {"executions": [...],
+// ...}) with every execution's output and error text taken out, and a
+// flag saying where there was one. It works on the JSON, so that it holds
+// for any History, whatever Go type its pages are.
+func hideOutput(p any) (any, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, &StatusError{Code: http.StatusInternalServerError, Err: fmt.Errorf("encoding the history page: %w", err)}
+	}
+	var page map[string]json.RawMessage
+	if err := json.Unmarshal(data, &page); err != nil {
+		return nil, &StatusError{Code: http.StatusInternalServerError, Err: errors.New("the history page is not a JSON object")}
+	}
+	var execs []map[string]json.RawMessage
+	if raw, ok := page["executions"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &execs); err != nil {
+			return nil, &StatusError{Code: http.StatusInternalServerError, Err: errors.New("the history page's executions are not a list of objects")}
+		}
+	}
+	for _, e := range execs {
+		if _, ok := e["output"]; ok {
+			delete(e, "output")
+			delete(e, "outputTruncated")
+			e["outputHidden"] = json.RawMessage("true")
+		}
+		if msg, ok := e["error"]; ok && string(msg) != `""` && string(msg) != "null" {
+			e["error"] = json.RawMessage(`""`)
+			e["errorHidden"] = json.RawMessage("true")
+		}
+	}
+	if execs != nil {
+		raw, err := json.Marshal(execs)
+		if err != nil {
+			return nil, err
+		}
+		page["executions"] = raw
+	}
+	return page, nil
 }

@@ -1,6 +1,7 @@
 package jobhttp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,8 +24,16 @@ import (
 
 // historyServer serves a handler with (or without) a recorder holding 30
 // executions of jobs a and b on s1 and s2, every third one failed, and 30
-// events; base is the first execution's fire time.
+// events; base is the first execution's fire time. Its reads see the runs'
+// output and errors without a token (Options.OpenOutput).
 func historyServer(t *testing.T, withHistory bool) (*httptest.Server, time.Time) {
+	t.Helper()
+	return historyServerWith(t, withHistory, jobhttp.Options{OpenOutput: true})
+}
+
+// historyServerWith is historyServer with opts (its Logger and History
+// set here). The failed executions recorded an output, {"row": i}.
+func historyServerWith(t *testing.T, withHistory bool, opts jobhttp.Options) (*httptest.Server, time.Time) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -34,7 +43,7 @@ func historyServer(t *testing.T, withHistory bool) (*httptest.Server, time.Time)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rc.Close() })
-	opts := jobhttp.Options{Logger: testLogger(t)}
+	opts.Logger = testLogger(t)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	if withHistory {
 		rec, err := history.Open(ctx, history.Config{DSN: filepath.Join(t.TempDir(), "h.db"), Logger: testLogger(t)})
@@ -51,11 +60,13 @@ func historyServer(t *testing.T, withHistory bool) (*httptest.Server, time.Time)
 		for i := range 30 {
 			fire := base.Add(time.Duration(i) * time.Minute)
 			var err error
+			var out json.RawMessage
 			if i%3 == 0 {
 				err = fmt.Errorf("row %d: %w", i, errors.ErrUnsupported)
+				out = json.RawMessage(fmt.Sprintf(`{"row": %d}`, i))
 			}
 			rec.AfterExecution(listener.Execution{Job: []string{"a", "b"}[i%2], TaskID: fmt.Sprint("t", i), ServerID: []string{"s1", "s2"}[i%2],
-				Item: i, Kind: "fire", FireTime: fire, Begin: fire, End: fire.Add(1500 * time.Microsecond), Err: err})
+				Item: i, Kind: "fire", FireTime: fire, Begin: fire, End: fire.Add(1500 * time.Microsecond), Err: err, Output: out})
 			rec.HandleEvent(job.Event{Kind: job.EventResharded, Job: []string{"a", "b"}[i%2], Server: "s1", Units: i, Detail: "0-2", At: fire})
 		}
 		if err := rec.Flush(ctx); err != nil {
@@ -222,6 +233,76 @@ func TestHistoryEndpoints(t *testing.T) {
 				t.Errorf("%s?%s: %d %q, want 400 naming %s", path, c.q, code, e.Error, c.param)
 			}
 		}
+	}
+}
+
+// TestHistoryOutputNeedsTheToken: GET /history serves a run's output and
+// error text (which may quote what an HTTP job's target answered) only to
+// a request with the token, unless Options.OpenOutput; the rest of each
+// execution, and GET /history/status, stay open to every reader.
+func TestHistoryOutputNeedsTheToken(t *testing.T) {
+	type row struct {
+		Result       string          `json:"result"`
+		Error        string          `json:"error"`
+		Output       json.RawMessage `json:"output"`
+		OutputHidden bool            `json:"outputHidden"`
+		ErrorHidden  bool            `json:"errorHidden"`
+	}
+	read := func(srv *httptest.Server, token string) (int, []row) {
+		t.Helper()
+		req, err := http.NewRequest("GET", srv.URL+"/history?failed=1&limit=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p struct {
+			Executions []row `json:"executions"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, p.Executions
+	}
+	shown := func(rs []row) bool {
+		var out bytes.Buffer
+		if len(rs) != 1 || json.Compact(&out, rs[0].Output) != nil {
+			return false
+		}
+		return rs[0].Error == "row 27: unsupported operation" && out.String() == `{"row":27}` &&
+			!rs[0].OutputHidden && !rs[0].ErrorHidden
+	}
+	srv, _ := historyServerWith(t, true, jobhttp.Options{Token: "s3cret"})
+	for _, token := range []string{"", "wrong"} {
+		code, rs := read(srv, token)
+		if code != http.StatusOK || len(rs) != 1 || rs[0].Result != "failure" || rs[0].Error != "" || rs[0].Output != nil ||
+			!rs[0].OutputHidden || !rs[0].ErrorHidden {
+			t.Errorf("token %q: %d %+v; want the failed run without its output and error, flagged hidden", token, code, rs)
+		}
+	}
+	if code, rs := read(srv, "s3cret"); code != http.StatusOK || !shown(rs) {
+		t.Errorf("with the token: %d %+v", code, rs)
+	}
+	var ev struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if code := getJSON(t, srv, "/history/status?limit=3", &ev); code != http.StatusOK || len(ev.Events) != 3 {
+		t.Errorf("GET /history/status without the token: %d, %d events", code, len(ev.Events))
+	}
+	// A handler without a token hides them from everyone, unless told not to.
+	readOnly, _ := historyServerWith(t, true, jobhttp.Options{})
+	if code, rs := read(readOnly, ""); code != http.StatusOK || len(rs) != 1 || rs[0].Output != nil || !rs[0].OutputHidden {
+		t.Errorf("read-only handler: %d %+v", code, rs)
+	}
+	open, _ := historyServerWith(t, true, jobhttp.Options{Token: "s3cret", OpenOutput: true})
+	if code, rs := read(open, ""); code != http.StatusOK || !shown(rs) {
+		t.Errorf("OpenOutput, no token: %d %+v", code, rs)
 	}
 }
 

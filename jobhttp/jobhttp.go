@@ -61,6 +61,24 @@ type Options struct {
 	// asks the operator for the token). With ProtectReads and no Token,
 	// every read is refused with 403 Forbidden.
 	ProtectReads bool
+	// OpenOutput serves the runs' output and error text in GET /history
+	// to every reader. By default they are served only to requests that
+	// carry the token (every read does with ProtectReads): a run's output
+	// or error may quote what its target answered — an HTTP job's
+	// response, a script's output — which is not for everyone who can
+	// read the job list. Without the token each execution comes without
+	// them, flagged "outputHidden" or "errorHidden".
+	OpenOutput bool
+	// MaxDefinitions bounds the jobs defined at run time (POST /jobs) in
+	// the namespace: one more is refused with 409 Conflict, naming the
+	// limit. 0 means jobfile.DefaultMaxDefinitions (1,000); negative, no
+	// bound.
+	MaxDefinitions int
+	// MaxDefinitionBytes bounds one definition's document: a larger one
+	// is refused with 413, naming the limit. 0 means
+	// jobfile.DefaultMaxDefinitionBytes (64 KiB); at most
+	// job.MaxConfigBytes.
+	MaxDefinitionBytes int
 	// Dispatcher, if set, is served read-only at GET /dispatch/workers
 	// and on the console's dispatcher page: typically a
 	// *dispatch.Dispatcher, as dispatchhttp.New(d). Nil: those answer 404.
@@ -93,7 +111,7 @@ const maxConfigBody = job.MaxDocumentBytes
 //
 // POST endpoints, which need the token:
 //
-//	POST /jobs                                   create a script or http job from its YAML job document
+//	POST /jobs[?unfollowed=true]                 create a script or http job from its YAML job document
 //	                                             (the body; see "Creating jobs at run time" below)
 //	POST /jobs/{job}/trigger[?server=S]          run once now, on every online server or on S
 //	POST /jobs/{job}/config                      replace the config with the YAML request body
@@ -128,7 +146,10 @@ const maxConfigBody = job.MaxDocumentBytes
 // "..."}). Parameters: job, server, kind, failed=1, since and until (a
 // duration before now such as 1h, or an RFC 3339 time), limit (default 50,
 // at most 1000) and before (the "next" of the previous page). A bad
-// parameter is answered 400 naming it.
+// parameter is answered 400 naming it. A run's output and error text are
+// in GET /history only for requests with the token (or for every reader
+// with Options.OpenOutput); the others get each execution without them,
+// flagged "outputHidden" or "errorHidden".
 //
 // GET /console/ is the web console: an embedded page over these same
 // endpoints, which works under any prefix the handler is mounted at.
@@ -145,21 +166,33 @@ const maxConfigBody = job.MaxDocumentBytes
 //
 // Creating jobs at run time: POST /jobs takes one job's YAML document,
 // with the keys of one entry of a job file's jobs: list (JSON with the same
-// keys is accepted as YAML), of type script or http. It is decoded and
-// validated by the job file's decoder (jobfile.DecodeDefinition) and
-// stored in the job's definition node with its config, or refused with
-// 400 and the decoder's message, storing nothing; 409 when a job of that
-// name exists. It answers 201 Created. Instances run it only if their
-// program follows the namespace's definitions (jobfile.Follow, shardjob
-// run --follow), and script jobs only where that was allowed. POST
-// /jobs/{job}/remove deletes the definition with the rest of the job.
+// keys is accepted as YAML), of type script or http. It gets exactly the
+// checks a following instance makes before it runs a definition
+// (jobfile.DefineWith): decoded and validated by the job file's decoder,
+// its section and error handler built, and the jobs it runs after
+// (after:) must be definitions too, of the same schedule, with no cycle.
+// It is stored in the job's definition node with its config, or refused
+// with 400 and the decoder's message, storing nothing; 409 when a job of
+// that name exists, or when the namespace holds Options.MaxDefinitions
+// definitions already; 413 when the document is larger than
+// Options.MaxDefinitionBytes. Instances run it only if their program
+// follows the namespace's definitions (jobfile.Follow, shardjob run
+// --follow), and script jobs only where that was allowed: when no live
+// instance follows the definition's type, it is refused with 422 and the
+// reason ("no instance follows script jobs"), unless the request says
+// POST /jobs?unfollowed=true, which stores it for instances still to
+// come. It answers 201 Created with the job, the servers that follow its
+// type ("followers") and, when there are none, a "warning" saying so.
+// POST /jobs/{job}/remove deletes the definition with the rest of the
+// job.
 //
 // The config written through POST /jobs/{job}/config is validated as the
 // instances will validate it — including the sharding strategy, which must
 // be registered in this process — and never written when invalid.
 func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
-		protectReads: opts.ProtectReads, dispatcher: opts.Dispatcher}
+		protectReads: opts.ProtectReads, openOutput: opts.OpenOutput, dispatcher: opts.Dispatcher,
+		maxDefinitions: opts.MaxDefinitions, maxDefinitionBytes: opts.MaxDefinitionBytes}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -202,8 +235,11 @@ type handler struct {
 	token        string
 	log          *slog.Logger
 	protectReads bool
-	dispatcher   Dispatcher
-	refusals     *refusalLog // refused requests, rate-limited (guard.go)
+	openOutput   bool // GET /history serves output and error text without the token
+	// POST /jobs's limits (jobfile.DefineOptions).
+	maxDefinitions, maxDefinitionBytes int
+	dispatcher                         Dispatcher
+	refusals                           *refusalLog // refused requests, rate-limited (guard.go)
 }
 
 type httpError struct {

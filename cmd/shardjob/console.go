@@ -27,7 +27,8 @@ import (
 const consoleHelp = `shardjob console serves the web console and the JSON API of a namespace.
 
 Usage:
-  shardjob console [--listen ADDR] [--protect-reads]
+  shardjob console [--listen ADDR] [--protect-reads] [--open-output]
+                   [--max-definitions N] [--max-definition-bytes N]
                    [--history-driver sqlite|postgres --history-dsn DSN]
                    [--dispatch-driver sqlite|postgres --dispatch-dsn DSN] [connection flags]
 
@@ -37,6 +38,11 @@ it prints (http://ADDR/console/) in a browser.
 Flags:
   --listen ADDR              where to listen (default 127.0.0.1:8088)
   --protect-reads            reads need the token too, not only actions
+  --open-output              serve the runs' output and error text in the
+                             history to readers without the token too
+  --max-definitions N        jobs defined at run time (POST /jobs) the
+                             namespace may hold (default 1000; -1: no limit)
+  --max-definition-bytes N   largest definition document (default 65536)
   --history-driver DRIVER    also show the execution history, read from the
                              database the instances record it in (package
                              history): sqlite or postgres
@@ -68,6 +74,9 @@ The web console:
 type consoleFlags struct {
 	listen         string
 	protectReads   bool
+	openOutput     bool
+	maxDefs        int
+	maxDefBytes    int
 	historyDriver  string
 	historyDSN     string
 	dispatchDriver string
@@ -89,6 +98,9 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs := newFlagSet(nil, &o)
 	fs.StringVar(&cf.listen, "listen", "127.0.0.1:8088", "")
 	fs.BoolVar(&cf.protectReads, "protect-reads", false, "")
+	fs.BoolVar(&cf.openOutput, "open-output", false, "")
+	fs.IntVar(&cf.maxDefs, "max-definitions", 0, "")
+	fs.IntVar(&cf.maxDefBytes, "max-definition-bytes", 0, "")
 	fs.StringVar(&cf.historyDriver, "history-driver", "", "")
 	fs.StringVar(&cf.historyDSN, "history-dsn", "", "")
 	fs.StringVar(&cf.dispatchDriver, "dispatch-driver", "", "")
@@ -144,7 +156,8 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
 
-	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads}
+	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads, OpenOutput: cf.openOutput,
+		MaxDefinitions: cf.maxDefs, MaxDefinitionBytes: cf.maxDefBytes}
 	// The stores the console reads besides the registry, each optional.
 	if cf.historyDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -444,6 +444,11 @@ func (a *Admin) Remove(ctx context.Context, job string, wait time.Duration, forc
 			return res, err
 		}
 		if !ok {
+			// Its entry in the index of definitions, if it was defined
+			// at run time (jobfile.Define counts definitions there).
+			if err := a.rc.Delete(ctx, layout.DefinitionEntry(job), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+				return res, fmt.Errorf("job %q: delete its entry among the definitions: %w", job, err)
+			}
 			if _, err := jobhook.ReleaseUnits(ctx, a.rc, job); err != nil {
 				return res, fmt.Errorf("job %q: %w", job, err)
 			}

@@ -237,3 +237,29 @@ func OfflineEntry(id string) string { return Offline + "/" + id }
 // Unplaced holds the job's items that no server may take (caps), as
 // "3,5"; absent when there are none.
 func (j Job) Unplaced() string { return j.Root() + "/unplaced" }
+
+// Namespace-level nodes of the jobs defined at run time (package jobfile).
+const (
+	// Definitions indexes the jobs defined at run time: one empty child
+	// per job whose definition was stored through jobfile.Define, written
+	// in the definition's own transaction, so that their number is one
+	// read (the limit on definitions per namespace). Near the limit,
+	// Define bumps the node's version in that transaction too, so that
+	// two definitions stored at once are counted one after the other.
+	Definitions = "/.definitions"
+	// Followers holds, per job type, an ephemeral child for each live
+	// instance that follows that type's definitions (jobfile.Follow):
+	// /.followers/http/{server}, /.followers/script/{server}.
+	Followers = "/.followers"
+)
+
+// DefinitionEntry is job's entry in the index of definitions.
+func DefinitionEntry(job string) string { return Definitions + "/" + job }
+
+// FollowersOf is the parent of the announcements of the instances that
+// follow definitions of type typ.
+func FollowersOf(typ string) string { return Followers + "/" + typ }
+
+// Follower is server's announcement that it follows definitions of type
+// typ (ephemeral).
+func Follower(typ, server string) string { return FollowersOf(typ) + "/" + server }
