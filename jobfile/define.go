@@ -255,6 +255,11 @@ func DefineWith(ctx context.Context, rc regcenter.Center, data []byte, o DefineO
 		}
 		return job.Spec{}, err
 	}
+	// A schedule with no fire left (an end in the past, a limit used up)
+	// is one every follower's Add refuses: say so now.
+	if err := sp.Config.CheckEnded(time.Now()); err != nil {
+		return job.Spec{}, err
+	}
 	if o.RequireFollower {
 		if err := requireFollower(ctx, rc, sp); err != nil {
 			return job.Spec{}, err

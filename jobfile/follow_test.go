@@ -323,6 +323,8 @@ func TestDefineRefusesBadDefinitionsChangingNothing(t *testing.T) {
 		{"name: bad\ncron: \"* * * * * *\"\nshardingTotalCount: 2\nhandler: orders\n", jobfile.ErrNotDefinable, "type simple"},
 		{"name: bad\ncron: \"* * * * * *\"\nshardingTotalCount: 2\ntype: script\nscript: {command: ls}\n", jobfile.ErrInvalidJob, "shell: true"},
 		{`{"name": "bad", "cron": "nope", "shardingTotalCount": 2, "type": "http", "http": {"url": "http://x/"}}`, job.ErrInvalidCron, "cron"},
+		// A schedule with no fire left: every follower's Add would refuse it.
+		{"name: bad\ncron: \"* * * * * *\"\nshardingTotalCount: 2\nend: \"2020-01-01\"\ntype: http\nhttp: {url: http://x/}\n", job.ErrScheduleEnded, "end"},
 	} {
 		_, err := jobfile.Define(ctx, in.rc, []byte(tt.doc))
 		if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.want) {
