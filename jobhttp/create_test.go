@@ -259,6 +259,25 @@ func testCreateAnswersOnlyForWhatAFollowerRuns(t *testing.T, rcCfg regcenter.Con
 		}
 	}
 	hc.want(http.StatusCreated, "POST", "/jobs", token, httpDoc("child", "after: parent\n"))
+
+	// A body template that loops without end is refused from its parse
+	// tree, without rendering it, naming the field; the follower, which
+	// never sees it, keeps adding the definitions after it.
+	begin := time.Now()
+	body = hc.want(http.StatusBadRequest, "POST", "/jobs", token,
+		"name: loop\ncron: \"0 0 0 1 1 *\"\nshardingTotalCount: 1\ntype: http\nhttp: {url: \"http://jobs.example.com/\", body: \"{{range 250000000}}{{end}}\"}\n")
+	t.Logf("the template loop was refused in %v: %s", time.Since(begin), body)
+	if !strings.Contains(body, "body") || !strings.Contains(body, "250000000") {
+		t.Errorf("refusal of a template loop: %s; want it to name the body and the range", body)
+	}
+	if stored("loop") {
+		t.Fatal("the template loop was stored")
+	}
+	hc.want(http.StatusCreated, "POST", "/jobs", token, httpDoc("after-loop", ""))
+	httpWaitFor(t, "f1 to add the definition after the refused one", func() bool {
+		ok, _, err := hc.rc.Exists(ctx, layout.Job("after-loop").Flag("f1", layout.Status))
+		return err == nil && ok
+	})
 }
 
 // TestCreateKeepsTheLimitsOnDefinitions: a definition larger than
