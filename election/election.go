@@ -29,7 +29,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// evaluateTimeout bounds one evaluation's ZooKeeper requests; a failed
+// evaluateTimeout bounds one evaluation's registry requests; a failed
 // evaluation is retried after the next reconnection or change.
 const evaluateTimeout = 10 * time.Second
 
