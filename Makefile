@@ -80,7 +80,7 @@ demo-placement:
 
 # Schedules beyond cron: overlap replace, a starting deadline, a window
 # with a limit, excluded days, jitter, a chain of three jobs and its first
-# fire's trace from the stdout exporter (one instance, about 20 seconds).
+# fire's spans, a "trace:" line each (one instance, about 20 seconds).
 demo-schedules:
 	$(GO) run ./example/schedules $(DEMO_FLAGS)
 

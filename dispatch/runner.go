@@ -93,7 +93,7 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 		defer cancel()
 		if rc := d.cfg.Regcenter; rc != nil {
 			if err := rc.Delete(ctx, zkNodes+"/"+url.PathEscape(d.Node()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrClosed) {
-				errs = append(errs, fmt.Errorf("dispatch: remove the lease's ZooKeeper node: %w", err))
+				errs = append(errs, fmt.Errorf("dispatch: remove the lease's registry node: %w", err))
 			}
 		}
 		out, err := d.st.dropNode(ctx, d.Node(), d.clock.Now())

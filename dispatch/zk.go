@@ -22,10 +22,10 @@ func (d *Dispatcher) registerLease(ctx context.Context, now time.Time) (string, 
 	lease := d.cfg.NodeID + "/" + newUUID()[:8]
 	if rc := d.cfg.Regcenter; rc != nil {
 		if err := rc.EnsurePath(ctx, zkNodes); err != nil {
-			return "", fmt.Errorf("dispatch: %s in ZooKeeper: %w", zkNodes, err)
+			return "", fmt.Errorf("dispatch: %s in the registry: %w", zkNodes, err)
 		}
 		if _, err := rc.Create(ctx, zkNodes+"/"+url.PathEscape(lease), nil, regcenter.Ephemeral); err != nil {
-			return "", fmt.Errorf("dispatch: lease %s in ZooKeeper: %w", lease, err)
+			return "", fmt.Errorf("dispatch: lease %s in the registry: %w", lease, err)
 		}
 	}
 	if err := d.st.registerNode(ctx, lease, now.Add(d.cfg.LeaseTTL)); err != nil {
@@ -68,7 +68,7 @@ func (d *Dispatcher) zkLoop(ctx context.Context) {
 			d.zkSessionLost(ctx, sess)
 		case <-changed:
 			if err := d.reapVanished(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("dispatch: reap leases whose ZooKeeper session ended", "err", err)
+				d.log.Warn("dispatch: reap leases whose registry session ended", "err", err)
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func (d *Dispatcher) zkLoop(ctx context.Context) {
 // up, registers a new lease under it.
 func (d *Dispatcher) zkSessionLost(ctx context.Context, old *regcenter.Session) {
 	d.stats.leaseLost.Add(1)
-	d.log.Error("dispatch: ZooKeeper session ended: cancelling handlers; their tasks go to other nodes", "lease", d.Node(), "err", old.Err())
+	d.log.Error("dispatch: registry session ended: cancelling handlers; their tasks go to other nodes", "lease", d.Node(), "err", old.Err())
 	d.mu.Lock()
 	d.renewedAt = time.Time{} // claim nothing on the old lease
 	d.mu.Unlock()
@@ -92,7 +92,7 @@ func (d *Dispatcher) zkSessionLost(ctx context.Context, old *regcenter.Session) 
 				d.mu.Lock()
 				d.node, d.renewedAt = lease, now
 				d.mu.Unlock()
-				d.log.Info("dispatch: new lease under the new ZooKeeper session", "lease", lease)
+				d.log.Info("dispatch: new lease under the new registry session", "lease", lease)
 				d.kick()
 				return
 			}
@@ -146,7 +146,7 @@ func (d *Dispatcher) reapVanished(ctx context.Context) error {
 		return err
 	}
 	if len(dead) > 0 {
-		d.log.Info("dispatch: reaped leases whose ZooKeeper session ended", "nodes", dead, "tasks", len(rs))
+		d.log.Info("dispatch: reaped leases whose registry session ended", "nodes", dead, "tasks", len(rs))
 	}
 	d.stats.reaped.Add(int64(len(rs)))
 	d.afterRelease(rs)

@@ -1,5 +1,5 @@
-// Package election elects one leader among the instances of a job, on
-// ZooKeeper.
+// Package election elects one leader among the instances of a job, on the
+// job's registry (any [regcenter.Center]: ZooKeeper or etcd).
 //
 // Each candidate creates an ephemeral sequential node under a latch
 // directory; the lowest sequence leads. A candidate watches only its
@@ -29,7 +29,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// evaluateTimeout bounds one evaluation's ZooKeeper requests; a failed
+// evaluateTimeout bounds one evaluation's registry requests; a failed
 // evaluation is retried after the next reconnection or change.
 const evaluateTimeout = 10 * time.Second
 

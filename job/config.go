@@ -23,7 +23,7 @@ var (
 	// ErrInvalidConfig is the umbrella for every configuration problem.
 	ErrInvalidConfig = errors.New("job: invalid config")
 	// ErrInvalidName means a job name is missing or is not a usable
-	// ZooKeeper node name.
+	// registry node name.
 	ErrInvalidName = errors.New("job: invalid name")
 	// ErrInvalidCron means the cron expression is missing, malformed or
 	// never fires.
@@ -123,11 +123,11 @@ const (
 // is usable and means what its comment says; WithDefaults spells those
 // defaults out.
 //
-// A job's Config is stored in ZooKeeper (see Encode and DecodeConfig) and
+// A job's Config is stored in the registry (see Encode and DecodeConfig) and
 // that copy is authoritative for the cluster: an instance starting with a
-// different Config uses ZooKeeper's unless Overwrite is set.
+// different Config uses the registry's unless Overwrite is set.
 type Config struct {
-	// Name identifies the job and is its ZooKeeper node name: 1 to
+	// Name identifies the job and is its registry node name: 1 to
 	// MaxNameLength characters from [A-Za-z0-9._-], not "." or "..".
 	// Required.
 	Name string
@@ -167,10 +167,10 @@ type Config struct {
 	// (as MisfireSkip), OverlapReplace, or OverlapAllow (with Unmonitored
 	// only). "" means Misfire decides.
 	Overlap OverlapPolicy
-	// Unmonitored turns off marking items running and completed in
-	// ZooKeeper. By default (false) the marks are kept, which is what lets
+	// Unmonitored turns off marking items running and completed in the
+	// registry. By default (false) the marks are kept, which is what lets
 	// an instance see that an item is still running elsewhere. Turning them
-	// off saves ZooKeeper writes for very frequent jobs — an unmonitored
+	// off saves registry writes for very frequent jobs — an unmonitored
 	// fire sends no request at all: watches on the instance's assignment and
 	// the reshard epoch stand for its proof — but gives up the guarantee
 	// that an item never runs on two instances at once (after a resharding,
@@ -194,11 +194,11 @@ type Config struct {
 	// on its records; an unmonitored job keeps no records.
 	RecordInterval time.Duration
 	// MaxTimeDiff is the largest clock difference tolerated between this
-	// instance and ZooKeeper; an instance beyond it refuses to run the job.
+	// instance and the registry; an instance beyond it refuses to run the job.
 	// 0 disables the check; otherwise at least MinInterval.
 	MaxTimeDiff time.Duration
 	// ReconcileInterval is how often an instance re-reads its state from
-	// ZooKeeper to repair anything a lost watch missed. 0 means
+	// the registry to repair anything a lost watch missed. 0 means
 	// DefaultReconcileInterval; otherwise at least MinInterval.
 	ReconcileInterval time.Duration
 	// ShardingStrategy names the strategy that assigns items to instances.
@@ -272,7 +272,7 @@ type Config struct {
 	// Disabled registers the job without letting it fire (ElasticJob's
 	// "disabled on startup"); an operator enables it later.
 	Disabled bool
-	// Overwrite makes this instance's Config replace the one in ZooKeeper
+	// Overwrite makes this instance's Config replace the one in the registry
 	// when the job starts. Without it the stored Config wins and this one
 	// is used only when none is stored yet.
 	Overwrite bool
@@ -848,7 +848,7 @@ type configDoc struct {
 	Overwrite        bool   `yaml:"overwrite"`
 }
 
-// Encode returns the YAML document stored in the job's ZooKeeper config
+// Encode returns the YAML document stored in the job's config
 // node. Every key is written, zero values included (but for a timeout of
 // 0, left out so that instances that predate the key read the document),
 // so the document is complete for other readers; defaults are not filled

@@ -1,12 +1,13 @@
 // Package job runs sharded cron jobs across many instances, coordinated
-// through ZooKeeper in the manner of Apache ElasticJob-Lite.
+// through a registry (ZooKeeper, etcd, or an etcd member inside the
+// process) in the manner of Apache ElasticJob-Lite.
 //
 // An application implements [Job] (or wraps a function with [SimpleFunc]),
 // describes each job with a [Config] — a cron schedule, a number of
 // sharding items, a sharding strategy, failover and misfire policies — and
 // adds it to a [Scheduler] built on a [regcenter.Center]:
 //
-//	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: []string{"zk1:2181"}, Namespace: "billing"})
+//	rc, err := regcenter.Open(ctx, regcenter.Config{Servers: []string{"zk1:2181"}, Namespace: "billing"}) // or Etcd: ...
 //	s, err := job.NewScheduler(rc, job.WithServerID("billing-7"))
 //	err = s.Add(ctx, job.Config{Name: "invoices", Cron: "0 */5 * * * *", ShardingTotalCount: 8}, myJob)
 //	err = s.Start(ctx)
@@ -22,7 +23,7 @@
 // it to. An item never runs on two instances at once (an ephemeral running
 // mark per item, created in one transaction with the proof that the
 // instance's assignment is current), and a fire is never lost: fires an
-// item could not run — it was still busy, its instance died, ZooKeeper was
+// item could not run — it was still busy, its instance died, the registry was
 // unreachable — are made up by one later run that stands for all of them
 // ([ShardingContext.Through]), on this instance or, with failover, on
 // another. docs/guarantees.md states the invariants and how the chaos

@@ -19,9 +19,9 @@ var (
 	ErrUnknownHandler = errors.New("job: unknown handler")
 	// ErrNotOwner means this instance no longer owns the item it executes.
 	ErrNotOwner = errors.New("job: item no longer owned")
-	// ErrClockSkew means the local clock differs from ZooKeeper's by more
+	// ErrClockSkew means the local clock differs from the registry's by more
 	// than the job's MaxTimeDiff.
-	ErrClockSkew = errors.New("job: clock differs from zookeeper")
+	ErrClockSkew = errors.New("job: clock differs from the registry's")
 	// ErrExecutionTimeout means an execution ran past its job's
 	// Config.Timeout: its context's cause, and wrapped by the error the
 	// execution is recorded with.

@@ -75,7 +75,7 @@ func (r *runner) fireScheduled(at time.Time) {
 	sess, ok := r.readyToFire()
 	if !ok {
 		if !r.isStopping() {
-			r.log.Warn("fire skipped: not connected to zookeeper; it will run once reconnected", "fire", at)
+			r.log.Warn("fire skipped: not connected to the registry; it will run once reconnected", "fire", at)
 			r.noteSuspendedMiss(at)
 		}
 		return

@@ -111,7 +111,7 @@ func (r *runner) fireTriggered() {
 	}
 	sess, ok := r.readyToFire()
 	if !ok {
-		r.log.Warn("trigger dropped: not connected to zookeeper")
+		r.log.Warn("trigger dropped: not connected to the registry")
 		return
 	}
 	r.log.Info("triggered: running once now")

@@ -44,7 +44,7 @@ func hookScheduler(s any) (*Scheduler, error) {
 	return sched, nil
 }
 
-// oweMisfire records in ZooKeeper that item of job name owes a run since
+// oweMisfire records in the registry that item of job name owes a run since
 // the fire at since: the item's execution/{item}/misfire node, which the
 // instance that holds the item at its next fire reads (every item is read
 // at an instance's first fire) and pays with one make-up run, as it pays a

@@ -53,7 +53,7 @@ const (
 // job; Detail says more where there is more to say.
 const (
 	// EventRegistered: the job registered here (at Start, and again under
-	// each new ZooKeeper session); Detail is the session.
+	// each new registry session); Detail is the session.
 	EventRegistered EventKind = "registered"
 	// EventStopped: the job stopped here; Detail says why (shutdown,
 	// removed from the cluster, the shutdown flag).

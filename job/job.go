@@ -13,7 +13,7 @@ import (
 // sharding item per fire, concurrently for the items this instance holds.
 //
 // ctx is cancelled when the scheduler shuts down (after its grace period)
-// or when this instance loses ZooKeeper long enough that it may no longer
+// or when this instance loses the registry long enough that it may no longer
 // own the item (its lease lapsed). A reshard does not cancel a running
 // item: it finishes, and the item's new owner runs it once afterwards for
 // the fires it found it busy. A job that honours ctx — and
@@ -88,7 +88,7 @@ type ShardingContext struct {
 }
 
 // StillOwner returns nil if this instance still owns the item: its
-// ZooKeeper session is live, its lease current on the monotonic clock, and
+// registry session is live, its lease current on the monotonic clock, and
 // the execution not cancelled. Call it right before a side effect; a process
 // that was frozen past its session timeout learns here that it must stop,
 // even before its context is cancelled. The error wraps

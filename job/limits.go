@@ -14,12 +14,12 @@ import (
 // Limits on configuration documents. A document beyond them is refused
 // before any of it is used, with an error wrapping ErrInvalidConfig and
 // ErrConfigTooLarge or ErrConfigTooComplex; an instance that reads such a
-// document from ZooKeeper logs the rejection and keeps its last good
+// document from the registry logs the rejection and keeps its last good
 // config.
 const (
 	// MaxConfigBytes is the largest encoded config document (see
 	// Config.Encode), and so the largest value of any one field: it is the
-	// default limit of a ZooKeeper node (regcenter.DefaultMaxNodeBytes).
+	// default limit of a registry node (regcenter.DefaultMaxNodeBytes).
 	MaxConfigBytes = regcenter.DefaultMaxNodeBytes
 	// MaxDocumentBytes is the largest YAML document DecodeConfig parses.
 	// It is larger than MaxConfigBytes so that a config too large to store

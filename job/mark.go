@@ -282,7 +282,7 @@ func (r *runner) makeItemNodes(ctx context.Context, items []int) error {
 }
 
 // dropStaleMark deletes item's running mark if it belongs to this very
-// ZooKeeper session: a mark left by an execution of an earlier generation of
+// registry session: a mark left by an execution of an earlier generation of
 // the session (its lease lapsed, the session survived), whose completion
 // could not delete it. The item is reserved here, so no execution of ours
 // holds it. The delete is fenced on the live generation.

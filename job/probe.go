@@ -14,7 +14,7 @@ import (
 )
 
 // Mutual health checks: instances probe each other's
-// HTTP health endpoint. Failures are counted in ZooKeeper, one counter per
+// HTTP health endpoint. Failures are counted in the registry, one counter per
 // probed instance (layout.Probe) that every prober adds to, so the
 // namespace agrees on the count; at HealthFailures in a row the instance is
 // marked offline (layout.OfflineEntry), as its own failing check would,

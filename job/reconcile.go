@@ -243,7 +243,7 @@ func (s *Scheduler) measureClock() {
 		}
 	}
 	if err != nil {
-		s.log.Warn("measuring clock difference with zookeeper", "err", err)
+		s.log.Warn("measuring clock difference with the registry", "err", err)
 		return
 	}
 	t1 := s.opts.now()
@@ -262,9 +262,9 @@ func (s *Scheduler) clockError(max time.Duration) error {
 	if off < 0 {
 		off = -off
 	}
-	// ZooKeeper's mtime has millisecond resolution.
+	// The registry's mtime has millisecond resolution.
 	if off > max+time.Millisecond {
-		return fmt.Errorf("%w: local clock is %v off zookeeper's (maxTimeDiff %v)", ErrClockSkew, time.Duration(s.clockOffset.Load()).Round(time.Millisecond), max)
+		return fmt.Errorf("%w: local clock is %v off (maxTimeDiff %v)", ErrClockSkew, time.Duration(s.clockOffset.Load()).Round(time.Millisecond), max)
 	}
 	return nil
 }

@@ -634,7 +634,7 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
 	}
-	r.log.Warn("config node was missing at re-registration (zookeeper lost its data?); restored it from this instance's config")
+	r.log.Warn("config node was missing at re-registration (the registry lost its data?); restored it from this instance's config")
 	return nil
 }
 

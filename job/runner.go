@@ -241,7 +241,7 @@ func (r *runner) schedule() {
 }
 
 // quickFire reports whether the job's next scheduled fire would send no
-// request to ZooKeeper: an unmonitored job firing on an assumption its
+// request to the registry: an unmonitored job firing on an assumption its
 // watches prove (see assume). Such a fire needs no lead (see trigger).
 // A monitored fire of held items sends none before its runs either, but
 // keeps its lead: reserved ahead and started on the shared timer, its runs

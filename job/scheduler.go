@@ -78,7 +78,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithReshardTimeout bounds how long a fire waits for the leader to
-// reshard before it runs with the assignment ZooKeeper holds. Default 10s.
+// reshard before it runs with the assignment the registry holds. Default 10s.
 func WithReshardTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
@@ -99,7 +99,7 @@ const maxFireLead = 10 * time.Second
 
 // WithFireLead sets how long before its time a scheduled fire claims its
 // items: it proves the assignment and marks the items running (one
-// ZooKeeper transaction, or a reshard when one is due) that much early,
+// registry transaction, or a reshard when one is due) that much early,
 // and the items start at the fire's time itself instead of a round trip
 // after it. No execution starts before the fire it stands for. A fire
 // claims early only in the steady state — no item of the job running or
@@ -129,7 +129,7 @@ func WithListener(l listener.Listener) Option {
 	}
 }
 
-// Scheduler runs jobs on one ZooKeeper session. Create one per process with
+// Scheduler runs jobs on one registry session. Create one per process with
 // [NewScheduler], add jobs, then Start. It is safe for concurrent use.
 type Scheduler struct {
 	rc   regcenter.Center
@@ -145,12 +145,12 @@ type Scheduler struct {
 	bg    *startstop.Group // the scheduler's own goroutines (spawn)
 	unsub func()
 
-	suspended atomic.Bool // connection to ZooKeeper lost: fire nothing
+	suspended atomic.Bool // connection to the registry lost: fire nothing
 
 	sessionsLost atomic.Int64 // sessions replaced by a new one (Stats)
 	alarms       atomic.Int64 // EventAlarm raised (Stats)
 
-	clockOffset   atomic.Int64 // local minus ZooKeeper clock, ns
+	clockOffset   atomic.Int64 // local minus registry clock, ns
 	clockMeasured atomic.Bool
 
 	me         holder       // this process (holder.go)
@@ -165,7 +165,7 @@ type Scheduler struct {
 // startConcurrency is how many jobs Start registers at once (a batch of
 // new jobs' trees counting as one). A new job costs its share of one
 // transaction and two watches; with 256 in flight, 10,000 jobs register as
-// fast as ZooKeeper answers (16 left it idle between answers, 1,024 gained
+// fast as the registry answers (16 left it idle between answers, 1,024 gained
 // nothing more).
 const startConcurrency = 256
 
@@ -210,7 +210,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 func (s *Scheduler) ServerID() string { return s.opts.serverID }
 
 // Add adds a job. Before Start it only validates and records the job; after
-// Start it also registers the job in ZooKeeper within ctx. The config is
+// Start it also registers the job in the registry within ctx. The config is
 // validated (every problem reported at once); a second job with the same
 // name is ErrDuplicateJob, and one whose schedule has no fire left (an end
 // that has passed, a limit used up) is an error wrapping ErrScheduleEnded
@@ -294,7 +294,7 @@ func (s *Scheduler) AddSpecs(ctx context.Context, specs []Spec, handlers map[str
 	return errors.Join(errs...)
 }
 
-// Start registers every added job in ZooKeeper and starts firing. If a job
+// Start registers every added job in the registry and starts firing. If a job
 // cannot register, Start undoes what it did and returns the error.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()

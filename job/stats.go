@@ -12,12 +12,14 @@ import (
 type Stats struct {
 	// Jobs has one entry per job added here, in name order.
 	Jobs []JobStats
-	// ZooKeeper counts the requests this instance's registry center sent.
+	// ZooKeeper counts the requests this instance's registry center sent,
+	// on either registry (Backend says which; the field's name is older
+	// than etcd support).
 	ZooKeeper regcenter.Stats
-	// SessionsLost counts ZooKeeper sessions that expired under this
+	// SessionsLost counts registry sessions that expired under this
 	// instance and were replaced by a new one.
 	SessionsLost int64
-	// Connected reports the connection to ZooKeeper up: while it is down
+	// Connected reports the connection to the registry up: while it is down
 	// (suspended) the instance fires nothing.
 	Connected bool
 	// Placement is the instance's place in the namespace (units, running

@@ -382,8 +382,9 @@ func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace 
 // RunOptions configure Run.
 type RunOptions struct {
 	Options
-	// ServerID is this instance's server id; "" means job's default (the
-	// host's address). Instances on one host need distinct ids.
+	// ServerID is this instance's server id; "" means job's default, one
+	// per process (the host's address and pid, see [job.WithServerID]).
+	// An id set here must not be live in another process.
 	ServerID string
 	// ShutdownTimeout bounds Shutdown once ctx ends; 0 means 30 s.
 	ShutdownTimeout time.Duration

@@ -106,7 +106,7 @@ const maxConfigBody = job.MaxDocumentBytes
 //
 //	GET  /jobs                    every job: status, cron, items, instances online, leader, last and next fire
 //	GET  /jobs/{job}              one job: per server and per item
-//	GET  /jobs/{job}/dump         the job's raw ZooKeeper nodes, for bug reports
+//	GET  /jobs/{job}/dump         the job's raw registry nodes, for bug reports
 //	GET  /jobs/{job}/config       the job's config document (YAML)
 //
 // POST endpoints, which need the token:

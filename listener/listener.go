@@ -11,7 +11,7 @@
 //
 // Listeners are plain interfaces with no dependency on the scheduler, so
 // they can be shared by monitoring code; the package also holds the
-// ZooKeeper plumbing of distribute-once hooks ([Guarantee]).
+// registry plumbing of distribute-once hooks ([Guarantee]).
 package listener
 
 import (

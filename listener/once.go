@@ -28,7 +28,7 @@ var (
 const DefaultDistributeTimeout = time.Minute
 
 // Guarantee runs a DistributeOnce's hooks once per fire across the
-// cluster, coordinated in ZooKeeper under /{job}/guarantee/{fire in unix
+// cluster, coordinated in the registry under /{job}/guarantee/{fire in unix
 // ms}:
 //
 //   - Before an item runs, its instance creates started/{item}. The

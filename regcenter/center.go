@@ -87,7 +87,8 @@ const (
 	PersistentSequential
 )
 
-// Stat is the metadata ZooKeeper keeps for a node.
+// Stat is the metadata the registry keeps for a node, in ZooKeeper's
+// terms.
 type Stat struct {
 	// Version counts changes to the node's data.
 	Version int32
@@ -214,7 +215,7 @@ type SessionEvent struct {
 	Session *Session
 }
 
-// Stats counts requests sent to ZooKeeper, by kind. Every request is one
+// Stats counts requests sent to the registry, by kind. Every request is one
 // round trip (a Multi is one, whatever its size). Errors counts the
 // requests that failed for want of an answer (connection loss, a closed
 // client, a lost session, a deadline): not the answers that are results

@@ -3,8 +3,12 @@
 // transactions, change notifications and a session whose loss is
 // signalled ([Center]).
 //
-// [NewZooKeeper] implements it on Apache ZooKeeper (go-zookeeper/zk). On
-// top of the client it adds what the scheduler relies on:
+// [NewZooKeeper] implements it on Apache ZooKeeper (go-zookeeper/zk) and
+// [NewEtcd] on etcd (leases as sessions, transactions with compares,
+// revision-resumed watches); [Open] picks the one a [Config] names, and
+// package regcenter/embedded runs an etcd member inside the process, the
+// registry with nothing to install. On top of either client it adds what
+// the scheduler relies on:
 //
 //   - A session lease. [Session] says whether this process may still act as
 //     the owner of its ephemeral nodes: the lease lapses after two thirds of
@@ -18,9 +22,9 @@
 //   - Sentinel errors (ErrNoNode, ErrNodeExists, ErrBadVersion,
 //     ErrSessionLost, ...) to test with errors.Is, and [MultiError] naming
 //     the operation of a transaction that failed.
-//   - Request counters ([ZooKeeper.Stats]) for benchmarks and tests that
+//   - Request counters ([ZooKeeper.Stats], [Etcd.Stats]) for benchmarks and tests that
 //     count round trips.
 //
-// Package regcenter/zktest starts real ZooKeeper servers and ensembles for
-// tests.
+// Packages regcenter/etcdtest and regcenter/zktest start real etcd members
+// (nothing to install) and real ZooKeeper servers and ensembles for tests.
 package regcenter

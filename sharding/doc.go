@@ -4,7 +4,7 @@
 // of servers running the job changes, the leader computes a new assignment
 // of items to servers with a [Strategy] and publishes it; each server then
 // runs only its own items. Everything in this package is a pure function of
-// its arguments: it does not talk to ZooKeeper, and it keeps no state apart
+// its arguments: it does not talk to the registry, and it keeps no state apart
 // from the strategy registry.
 //
 // # Placement across jobs

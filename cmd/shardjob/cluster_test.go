@@ -158,6 +158,9 @@ func TestAdminTrigger(t *testing.T) {
 
 	c.wantFail(exitUnknown, []string{`unknown server "s9"`, "report"}, "trigger", "report", "--server", "s9")
 	c.wantFail(exitUnknown, []string{`unknown job "nope"`}, "trigger", "nope")
+	// A mistyped name says which job was meant.
+	c.wantFail(exitUnknown, []string{`unknown job "reprot"`, `(did you mean "report"?)`}, "status", "reprot")
+	c.wantFail(exitUnknown, []string{`unknown job "Report"`, `(did you mean "report"?)`}, "trigger", "Report")
 }
 
 func TestAdminShutdown(t *testing.T) {

@@ -15,7 +15,7 @@ Looking:
   jobs                        every job: status, cron, items, instances online, leader, last and next fire
   status JOB                  one job: every server (online, flags, items, running) and every item
                               (last fire, how long it took, its error, misfire and failover state)
-  dump JOB                    the job's raw ZooKeeper nodes with their data, for bug reports
+  dump JOB                    the job's raw registry nodes with their data, for bug reports
   config get JOB              print the job's config document (YAML)
 
 Steering (instances react at once; nothing restarts):
@@ -45,7 +45,7 @@ Placement (every job's items over every instance of the namespace):
 
   Without --job, disable/enable/pause/resume act on every job where SERVER is registered, and
   shutdown on every job where it is online. SERVER is the instance's server id (job.WithServerID;
-  by default its IP address).
+  by default one per process, the host's address and pid: 10.0.0.5@-@4242; status JOB lists them).
 
 Connecting (flags override the environment, which overrides the --config file):
   --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS

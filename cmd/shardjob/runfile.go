@@ -33,8 +33,10 @@ ZooKeeper servers (servers:) or etcd endpoints (etcd:). Jobs of type script and 
 simple and dataflow jobs need a program of one's own (package jobfile).
 
 Flags:
-  --server-id ID          this instance's id (default: the host's address);
-                          instances on one host need distinct ids
+  --server-id ID          this instance's id (default: one per process, the
+                          host's address and pid, as 10.0.0.5@-@4242); set one
+                          to keep the server's flags and its script jobs'
+                          state directory across restarts
   --state-dir DIR         where script jobs record their process groups, for
                           killing what a killed instance left behind at its
                           next start (default: under the temporary directory,

@@ -169,3 +169,18 @@ func TestRunFollowRunsADefinedJob(t *testing.T) {
 		t.Fatalf("no line about the followed job in the log:\n%s", stderr.String())
 	}
 }
+
+// The default server id is one per process (address and pid), not the
+// host's address: the help an operator reads says so.
+func TestHelpSaysTheDefaultServerIDIsOnePerProcess(t *testing.T) {
+	_, mainHelp, _ := runCLI("help")
+	_, runHelpOut, runHelpErr := runCLI("run", "--help")
+	for name, text := range map[string]string{"shardjob help": mainHelp, "shardjob run --help": runHelpOut + runHelpErr} {
+		if !strings.Contains(text, "one per process") || !strings.Contains(text, "@-@") {
+			t.Errorf("%s does not say the default server id is one per process (address@-@pid):\n%s", name, text)
+		}
+		if strings.Contains(text, "by default its IP address") || strings.Contains(text, "default: the host's address") {
+			t.Errorf("%s still says the default server id is the host's address", name)
+		}
+	}
+}

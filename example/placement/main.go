@@ -56,10 +56,35 @@ func main() {
 	}
 }
 
-// tally counts, per fire second, which instance ran each job.
+// tally counts, per fire second, which instance ran each job, and holds
+// the placement's events until the row they show in.
 type tally struct {
-	mu     sync.Mutex
-	byFire map[int64]map[string]string // fire → job → instance
+	mu      sync.Mutex
+	byFire  map[int64]map[string]string // fire → job → instance
+	pending []string                    // events not yet on a row
+	prev    string                      // the last row's runs per instance
+}
+
+// event notes ev for the next row whose runs differ from the row before:
+// the row that shows what the event did (a drained instance gone from it,
+// say) carries it.
+func (t *tally) event(ev job.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending = append(t.pending, fmt.Sprintf("%s %s (units %d, threshold %d)", ev.Server, ev.Kind, ev.Units, ev.Threshold))
+}
+
+// flush returns the events no row has shown yet, a line each, and forgets
+// them: the placement changed nothing a row shows before the next step.
+func (t *tally) flush() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var lines []string
+	for _, ev := range t.pending {
+		lines = append(lines, "          event: "+ev)
+	}
+	t.pending = nil
+	return lines
 }
 
 func (t *tally) job(id string) job.Job {
@@ -79,9 +104,14 @@ func (t *tally) job(id string) job.Job {
 
 // line renders the last complete second: runs per instance.
 func (t *tally) line() string {
+	return t.lineAt(time.Now().Add(-1500 * time.Millisecond).Unix())
+}
+
+// lineAt renders the fire second last: runs per instance, and the events
+// noted since the last change when this row differs from the one before.
+func (t *tally) lineAt(last int64) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last := time.Now().Add(-1500 * time.Millisecond).Unix()
 	counts := map[string]int{}
 	for _, who := range t.byFire[last] {
 		counts[who]++
@@ -96,7 +126,17 @@ func (t *tally) line() string {
 	}) {
 		parts = append(parts, fmt.Sprintf("%s: %2d", id, counts[id]))
 	}
-	return time.Unix(last, 0).Format("15:04:05") + "  " + strings.Join(parts, "   ")
+	runs := strings.Join(parts, "   ")
+	if runs == "" {
+		runs = "(no run)"
+	}
+	line := time.Unix(last, 0).Format("15:04:05") + "  " + runs
+	if runs != t.prev && len(t.pending) > 0 {
+		line += "   <- " + strings.Join(t.pending, ", ")
+		t.pending = nil
+	}
+	t.prev = runs
+	return line
 }
 
 func run(ctx context.Context, flags *demoreg.Flags) (err error) {
@@ -166,19 +206,24 @@ func run(ctx context.Context, flags *demoreg.Flags) (err error) {
 		}
 		return nil
 	}
-	// Only the placement's own events are printed: each of the 30 jobs also
+	// Only the placement's own events are printed, each at the end of the
+	// first row that shows a change after it: each of the 30 jobs also
 	// reports being registered, led and resharded on every instance, which
 	// would bury the story.
 	events := job.WithEventHandler(func(ev job.Event) {
 		switch ev.Kind {
 		case job.EventAlarm, job.EventAlarmCleared, job.EventUnplaced, job.EventDraining, job.EventDrained, job.EventUndrained:
-		default:
-			return
+			t.event(ev)
 		}
-		fmt.Printf("          event on %s: %s (units %d, threshold %d)\n", ev.Server, ev.Kind, ev.Units, ev.Threshold)
 	})
+	step := func(say string) {
+		for _, line := range t.flush() {
+			fmt.Println(line)
+		}
+		fmt.Println(">>> " + say)
+	}
 
-	fmt.Printf(">>> %d one-item jobs, every second; instance-1 (alarm above 12 units), instance-2, instance-3 start.\n", jobs)
+	step(fmt.Sprintf("%d one-item jobs, every second; instance-1 (alarm above 12 units), instance-2, instance-3 start.", jobs))
 	if err := start("instance-1", job.WithAlarmThreshold(12), events); err != nil {
 		return err
 	}
@@ -193,27 +238,27 @@ func run(ctx context.Context, flags *demoreg.Flags) (err error) {
 	if err := show(6); err != nil {
 		return nil
 	}
-	fmt.Println(">>> instance-4 joins: it takes units from the others; none moves between the first three.")
+	step("instance-4 joins: it takes units from the others; none moves between the first three.")
 	if err := start("instance-4", events); err != nil {
 		return err
 	}
 	if err := show(6); err != nil {
 		return nil
 	}
-	fmt.Println(">>> instance-2 is drained (shardjob drain instance-2): its units move to the others.")
+	step("instance-2 is drained (shardjob drain instance-2): its units move to the others.")
 	if err := job.Drain(ctx, started["instance-1"].rc, "instance-2"); err != nil {
 		return err
 	}
 	if err := show(5); err != nil {
 		return nil
 	}
-	fmt.Println(">>> instance-2 is undrained: it takes units again.")
+	step("instance-2 is undrained: it takes units again.")
 	if err := job.Undrain(ctx, started["instance-1"].rc, "instance-2"); err != nil {
 		return err
 	}
 	if err := show(5); err != nil {
 		return nil
 	}
-	fmt.Println(">>> Shutting every instance down.")
+	step("Shutting every instance down.")
 	return nil
 }

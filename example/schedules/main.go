@@ -1,9 +1,9 @@
 // Command schedules shows what a job's config says about its schedule
 // beyond the cron expression: overlap policies (replace, allow), a starting
 // deadline, a window with a limit, excluded days, jitter, and a chain of
-// three jobs each running after the one before (whose first fire's spans
-// are printed by OpenTelemetry's stdout exporter). One instance, about 20
-// seconds.
+// three jobs each running after the one before (whose first fire's
+// OpenTelemetry spans are printed as lines starting "trace:", one per
+// span: the fire's and each item's). One instance, about 20 seconds.
 //
 // From the repository root:
 //
@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/shardjob/shardjob/example/internal/demoreg"
@@ -63,13 +63,9 @@ func run(ctx context.Context, flags *demoreg.Flags, duration time.Duration) (err
 		return err
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
-	// The chain's first fire is traced: its spans go to the stdout
-	// exporter, the other jobs' are dropped (chainSpans).
-	exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stdout))
-	if err != nil {
-		return err
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(&chainSpans{next: exp}))
+	// The chain's first fire is traced: its spans are printed as lines
+	// of their own, the other jobs' are dropped (chainSpans).
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(&chainSpans{}))
 	defer func() { err = errors.Join(err, tp.Shutdown(context.Background())) }()
 	sched, err := job.NewScheduler(rc, job.WithLogger(quiet), job.WithTracerProvider(tp), job.WithEventHandler(func(ev job.Event) {
 		if ev.Kind == job.EventFiresExpired {
@@ -209,15 +205,14 @@ func chainJob(name, after string, items int) demoJob {
 	}
 }
 
-// chainSpans passes to next the spans of the chain's first fire, and drops
-// every other span.
+// chainSpans prints the spans of the chain's first fire, a line each
+// (spanLine), and drops every other span.
 type chainSpans struct {
-	next  sdktrace.SpanExporter
 	mu    sync.Mutex
 	first time.Time
 }
 
-// ExportSpans exports the spans of the chain's first fire.
+// ExportSpans prints the spans of the chain's first fire.
 func (c *chainSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	var keep []sdktrace.ReadOnlySpan
 	c.mu.Lock()
@@ -243,14 +238,39 @@ func (c *chainSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlyS
 		}
 	}
 	c.mu.Unlock()
-	if len(keep) == 0 {
-		return nil
+	for _, sp := range keep {
+		say("%s", spanLine(sp))
 	}
-	return c.next.ExportSpans(ctx, keep)
+	return nil
 }
 
-// Shutdown shuts the next exporter down.
-func (c *chainSpans) Shutdown(ctx context.Context) error { return c.next.Shutdown(ctx) }
+// Shutdown does nothing: the spans are printed as they end.
+func (c *chainSpans) Shutdown(context.Context) error { return nil }
+
+// spanLine is one span as a line of the demo: "trace:", the job, the
+// span's name and item, its length, and its trace, span and parent ids
+// (their first 8 hex digits) to show which spans belong together.
+func spanLine(sp sdktrace.ReadOnlySpan) string {
+	name, item := "", ""
+	for _, kv := range sp.Attributes() {
+		switch kv.Key {
+		case job.AttrJob:
+			name = kv.Value.AsString()
+		case job.AttrItem:
+			item = fmt.Sprintf(" item %d", kv.Value.AsInt64())
+		}
+	}
+	short := func(id string) string { return id[:8] }
+	line := fmt.Sprintf("trace: %-9s %s%s, %v, trace %s span %s", name, sp.Name(), item,
+		sp.EndTime().Sub(sp.StartTime()).Round(time.Millisecond), short(sp.SpanContext().TraceID().String()), short(sp.SpanContext().SpanID().String()))
+	if sp.Parent().IsValid() {
+		line += " in " + short(sp.Parent().SpanID().String())
+	}
+	if sp.Status().Code == codes.Error {
+		line += " failed: " + sp.Status().Description
+	}
+	return line
+}
 
 func describe(c job.Config) {
 	sched, loc, err := c.Schedule()

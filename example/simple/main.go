@@ -37,7 +37,7 @@ import (
 
 func main() {
 	reg := demoreg.Register(nil)
-	id := flag.String("id", "", "server `id` of this instance (default: the host's IP address)")
+	id := flag.String("id", "", "server `id` of this instance (default: one per process, the host's address and pid)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

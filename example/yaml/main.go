@@ -44,7 +44,7 @@ func main() {
 	file := flag.String("f", "", "job `file` (default: example/yaml/jobs.yaml, or jobs.yaml in the current directory)")
 	fileRegistry := flag.Bool("file-registry", false, "use the registry the file's regcenter section names")
 	reg := demoreg.Register(nil)
-	id := flag.String("id", "", "server `id` of this instance (default: the host's IP address)")
+	id := flag.String("id", "", "server `id` of this instance (default: one per process, the host's address and pid)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/internal/suggest"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -124,12 +125,19 @@ func (a *Admin) decode(ctx context.Context, data []byte) (Config, error) {
 	return a.codec(ctx, data)
 }
 
-// unknownJob builds the ErrUnknownJob error for job.
-func (a *Admin) unknownJob(job string) error {
-	if ns := a.Namespace(); ns != "" {
-		return fmt.Errorf("%w %q in namespace %s", ErrUnknownJob, job, ns)
+// unknownJob builds the ErrUnknownJob error for job, with the namespace's
+// job nearest to it when one is close: a mistyped name says what was meant.
+func (a *Admin) unknownJob(ctx context.Context, job string) error {
+	hint := ""
+	if names, err := a.jobNames(ctx); err == nil {
+		if s := suggest.Nearest(job, names); s != "" && s != job {
+			hint = fmt.Sprintf(" (did you mean %q?)", s)
+		}
 	}
-	return fmt.Errorf("%w %q", ErrUnknownJob, job)
+	if ns := a.Namespace(); ns != "" {
+		return fmt.Errorf("%w %q in namespace %s%s", ErrUnknownJob, job, ns, hint)
+	}
+	return fmt.Errorf("%w %q%s", ErrUnknownJob, job, hint)
 }
 
 // checkName refuses names that cannot be a job or server node.

@@ -287,7 +287,7 @@ func (a *Admin) requireJob(ctx context.Context, job string) error {
 		return err
 	}
 	if !ok {
-		return a.unknownJob(job)
+		return a.unknownJob(ctx, job)
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
 // Package suggest finds the key a user probably meant ("did you mean"),
-// for the YAML readers' unknown-key errors.
+// for the YAML readers' unknown-key errors and the operator's unknown
+// commands and job names.
 package suggest
 
 import "strings"

@@ -11,31 +11,33 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-// Two copies of this program on one machine, with no flag and no id set,
-// both run and share the job's items: each fire's four items run once,
-// some on each process.
-func TestTwoCopiesOnOneHostShareTheItems(t *testing.T) {
-	zk := zktest.Start(t)
-	bin := filepath.Join(t.TempDir(), "minimal")
+// The README's program runs as written with nothing installed: the first
+// copy, with no registry named, hosts an etcd member inside itself and says
+// where; a second copy pointed there joins it, and the two share the job's
+// items: each fire's four items run once, some on each process. When they
+// stop, the member's data directory is gone.
+func TestTwoCopiesShareTheItemsOnTheEmbeddedRegistry(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "quickstart")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	tmp := t.TempDir() // the copies' TMPDIR, where the member's data goes
 	line := regexp.MustCompile(`^(\S+): item (\d) \(\w+\) of fire (\d\d:\d\d:\d\d)$`)
+	joinLine := regexp.MustCompile(`SHARDJOB_REGCENTER_ETCD=(\S+)$`)
 	type run struct{ server, fire, item string }
 	var (
 		mu   sync.Mutex
 		runs []run
-		wg   sync.WaitGroup
 	)
+	endpoint := make(chan string, 1)
 	var procs []*exec.Cmd
-	for range 2 {
+	var eofs []chan struct{} // closed when a copy's output ends
+	start := func(etcd string) {
 		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "SHARDJOB_REGCENTER_SERVERS="+zk.ConnectString())
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "SHARDJOB_REGCENTER_SERVERS=", "SHARDJOB_REGCENTER_ETCD="+etcd)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -45,11 +47,15 @@ func TestTwoCopiesOnOneHostShareTheItems(t *testing.T) {
 			t.Fatal(err)
 		}
 		procs = append(procs, cmd)
-		wg.Add(1)
+		eof := make(chan struct{})
+		eofs = append(eofs, eof)
 		go func() {
-			defer wg.Done()
+			defer close(eof)
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
+				if m := joinLine.FindStringSubmatch(sc.Text()); m != nil {
+					endpoint <- m[1]
+				}
 				if m := line.FindStringSubmatch(sc.Text()); m != nil {
 					mu.Lock()
 					runs = append(runs, run{server: m[1], item: m[2], fire: m[3]})
@@ -58,28 +64,35 @@ func TestTwoCopiesOnOneHostShareTheItems(t *testing.T) {
 			}
 		}()
 	}
+	// The joiners stop first, the host of the registry last.
 	stop := func() {
-		for _, p := range procs {
-			_ = p.Process.Signal(syscall.SIGTERM)
-		}
-		done := make(chan struct{})
-		go func() {
-			wg.Wait()
-			for _, p := range procs {
-				_ = p.Wait()
+		for i := len(procs) - 1; i >= 0; i-- {
+			_ = procs[i].Process.Signal(syscall.SIGTERM)
+			select {
+			case <-eofs[i]:
+			case <-time.After(40 * time.Second):
+				_ = procs[i].Process.Kill()
+				t.Errorf("copy %d did not stop within 40 s of SIGTERM", i+1)
+				<-eofs[i]
 			}
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(40 * time.Second):
-			for _, p := range procs {
-				_ = p.Process.Kill()
+			if err := procs[i].Wait(); err != nil {
+				t.Errorf("copy %d: %v", i+1, err)
 			}
-			t.Error("the programs did not stop within 40 s of SIGTERM")
 		}
 	}
-	defer stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	start("")
+	select {
+	case ep := <-endpoint:
+		start(ep)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first copy did not say where its registry is within 60 s")
+	}
 
 	// A fire whose four items ran once each, on both processes.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -108,6 +121,11 @@ func TestTwoCopiesOnOneHostShareTheItems(t *testing.T) {
 			}
 			if len(items) == 4 && len(servers) == 2 {
 				t.Logf("fire %s: %v", fire, items)
+				stopped = true
+				stop()
+				if left, _ := os.ReadDir(tmp); len(left) > 0 {
+					t.Errorf("after both copies stopped, %s holds %v: want the member's data removed", tmp, left)
+				}
 				return
 			}
 		}

@@ -24,7 +24,7 @@ func TestREADMEShowsThisProgram(t *testing.T) {
 		if strings.HasPrefix(block, "package main") {
 			found = true
 			if block != program {
-				t.Errorf("the README's program differs from example/minimal/main.go; copy main.go (from \"package main\" on) into README.md")
+				t.Errorf("the README's program differs from example/quickstart/main.go; copy main.go (from \"package main\" on) into README.md")
 			}
 		}
 	}
