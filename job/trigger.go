@@ -119,7 +119,9 @@ func (t *trigger) set(job string, s cron.Schedule, fire func(at time.Time), quic
 	if e := t.byJob[job]; e != nil && e.index >= 0 {
 		heap.Remove(&t.h, e.index)
 	}
-	e := &triggerEntry{job: job, sched: s, fire: fire, quick: quick}
+	// Out of the heap until pushed: a schedule with no fire left is never
+	// pushed, and must not claim another entry's index.
+	e := &triggerEntry{job: job, sched: s, fire: fire, quick: quick, index: -1}
 	e.askQuick()
 	e.setNext(s.Next(t.now()), e.lead(t.lead))
 	t.byJob[job] = e
