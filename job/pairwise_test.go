@@ -275,7 +275,7 @@ func (c pairCheck) problems() []string {
 				bad("fire %s item %d ran %d times: %v", n.Format("15:04:05"), item, len(covering), covering)
 			case len(covering) == 0:
 				if why := c.dropped(item, n); why == "" {
-					bad("fire %s item %d lost", n.Format("15:04:05"), item)
+					bad("fire %s item %d lost (the item's runs around it: %v)", n.Format("15:04:05"), item, c.around(item, n))
 				}
 			}
 		}
@@ -543,6 +543,23 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 		}
 	}
 	t.Logf("fires dropped by a documented rule: %v", dropsBy)
+}
+
+// around returns item's last run that began before the fire of nominal
+// time n and its first that began after it, for a lost fire's message.
+func (c pairCheck) around(item int, n time.Time) []pairRun {
+	var before, after []pairRun
+	for _, r := range c.runs {
+		if r.item != item {
+			continue
+		}
+		if r.begin.Before(n) {
+			before = []pairRun{r}
+		} else if after == nil {
+			after = []pairRun{r}
+		}
+	}
+	return append(before, after...)
 }
 
 // overlapping returns the pairs of the job's runs of one item that
