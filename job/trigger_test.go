@@ -125,3 +125,31 @@ func TestUnmonitoredSteadyFiresGetNoLead(t *testing.T) {
 		t.Fatalf("the next fire of a job that must read is dispatched %v ahead, want %v", got, lead)
 	}
 }
+
+// noFire is a schedule with no fire left (a calendar's limit or end
+// passed).
+type noFire struct{}
+
+func (noFire) Next(time.Time) time.Time { return time.Time{} }
+
+// A job set with no fire left is not in the heap, and unscheduling or
+// rescheduling it leaves the other jobs' fires alone: it once kept index
+// 0, so removing it took the first job's entry out of the heap (or
+// panicked on an empty one) and that job silently stopped firing.
+func TestTriggerJobWithNoFireLeftLeavesOthersScheduled(t *testing.T) {
+	tr := newTrigger(time.Now, 0)
+	every, err := cron.ParseStandard("@every 1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.set("a", every, func(time.Time) {}, nil)
+	tr.set("ended", noFire{}, func(time.Time) {}, nil)
+	tr.relead("ended")
+	tr.set("ended", noFire{}, func(time.Time) {}, nil)
+	tr.remove("ended")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.h) != 1 || tr.h[0].job != "a" || tr.byJob["a"].index != 0 {
+		t.Fatalf("heap %d entries, want job a alone at index 0", len(tr.h))
+	}
+}

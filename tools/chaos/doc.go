@@ -88,7 +88,11 @@
 // k's item i is logged as item k*items+i, so that every invariant below
 // holds per job, and the analysis checks one more: a committed run of a
 // dependent began only after its parent had completed, on every item,
-// every checked fire it stands for (order_violations). With -overlap
+// every checked fire it stands for (order_violations). A chain's jobs fire
+// with a schedule jitter (-fire-jitter, 300 ms by default for a chain): each
+// job's fires are delayed by a delay of its own, and a dependent's fire is
+// matched to its parent's by the schedule's time before jitter, which is
+// the time the log gives every fire. With -overlap
 // replace the job's overlap policy is replace, and every -long-every-th
 // execution of an instance works -long, past the next fire, which replaces
 // it: its replaced line counts its fires as run, so a fire run again after

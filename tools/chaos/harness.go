@@ -62,7 +62,28 @@ type Config struct {
 	// (1: one job); the analysis checks each job's invariants and that
 	// every run of a dependent began after its parent completed its fires.
 	Chain int
-	Out   io.Writer // progress lines; nil discards them
+	// FireJitter is the schedule's jitter of every job the instances run
+	// (job.Config.Jitter): each fire delayed by up to this much, a delay of
+	// its own per job, so that a chain's dependent and its parent fire at
+	// different times and their fires are matched by the schedule's time
+	// before jitter. Below half the one-second period. Negative: the
+	// default, DefaultChainJitter for a chain (Chain > 1), none for one job.
+	FireJitter time.Duration
+	Out        io.Writer // progress lines; nil discards them
+}
+
+// DefaultChainJitter is a chain's FireJitter by default.
+const DefaultChainJitter = 300 * time.Millisecond
+
+// fireJitter is the jobs' schedule jitter: FireJitter, or its default.
+func (c Config) fireJitter() time.Duration {
+	switch {
+	case c.FireJitter >= 0:
+		return c.FireJitter
+	case c.Chain > 1:
+		return DefaultChainJitter
+	}
+	return 0
 }
 
 // DefaultConfig returns the defaults of the command's flags.
@@ -83,6 +104,7 @@ func DefaultConfig() Config {
 		Warmup:          3 * time.Second,
 		Settle:          8 * time.Second,
 		Cooldown:        4 * time.Second,
+		FireJitter:      -1,
 	}
 }
 
@@ -102,6 +124,9 @@ func (c Config) validate() error {
 	}
 	if c.Chain < 0 || c.Chain > 5 {
 		errs = append(errs, fmt.Errorf("chain %d: need 0..5 jobs", c.Chain))
+	}
+	if j := c.fireJitter(); j >= 500*time.Millisecond {
+		errs = append(errs, fmt.Errorf("fire jitter %v: need less than half the one-second period", j))
 	}
 	switch c.Overlap {
 	case "", "replace":
@@ -191,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		// Each job of a chain runs after the one before: the last lags
 		// the first by about a run per job, and its last fires are
 		// checked only once it has had the time to run them.
-		lag := time.Duration(cfg.Chain) * (cfg.Work + cfg.Jitter + time.Second)
+		lag := time.Duration(cfg.Chain) * (cfg.Work + cfg.Jitter + cfg.fireJitter() + time.Second)
 		cfg.Cooldown, cfg.Settle = max(cfg.Cooldown, lag), max(cfg.Settle, lag)
 	}
 	reg := shortName(cfg.Registry)
@@ -290,6 +315,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
 		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
 		Overlap: cfg.Overlap, Chain: cfg.Chain, JobItems: cfg.Items, RecordIntervalMS: &recordMS,
+		FireJitterMS: cfg.fireJitter().Milliseconds(),
 	}})
 
 	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

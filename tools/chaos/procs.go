@@ -89,6 +89,9 @@ func (h *harness) start(p *instance) error {
 	if h.cfg.Chain > 1 {
 		args = append(args, "-chain", fmt.Sprint(h.cfg.Chain))
 	}
+	if j := h.cfg.fireJitter(); j > 0 {
+		args = append(args, "-fire-jitter", j.String())
+	}
 	if h.cfg.LongEvery > 0 {
 		args = append(args, "-long-every", fmt.Sprint(h.cfg.LongEvery), "-long", h.cfg.Long.String())
 	}

@@ -108,6 +108,10 @@ type RunConfig struct {
 	// crash makes run again. Logs written before it was recorded have
 	// none (nil), and no bound is checked on them.
 	RecordIntervalMS *int64 `json:"record_interval_ms,omitempty"`
+	// FireJitterMS is the jobs' schedule jitter (job.Config.Jitter). The
+	// log's fire times are the schedule's times before it, the fires the
+	// analysis counts on the period's grid.
+	FireJitterMS int64 `json:"fire_jitter_ms,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

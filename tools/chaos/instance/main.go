@@ -54,6 +54,7 @@ type options struct {
 	long            time.Duration
 	chain           int
 	afterTimeout    time.Duration
+	fireJitter      time.Duration
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	flag.DurationVar(&o.long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
 	flag.IntVar(&o.chain, "chain", 1, "jobs run, each after the one before: JOB, JOB-2, ... (items of job k logged as k*items+item)")
 	flag.DurationVar(&o.afterTimeout, "after-timeout", time.Minute, "a dependent job's wait for its parent (see -chain)")
+	flag.DurationVar(&o.fireJitter, "fire-jitter", 0, "every job's schedule jitter (job.Config.Jitter), under a second; the log's fire times are the schedule's times before it")
 	flag.Parse()
 	if o.id == "" || servers == "" || o.logPath == "" {
 		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
@@ -203,7 +205,8 @@ func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Schedu
 			return nil, err
 		}
 		for k := range max(in.o.chain, 1) {
-			cfg := job.Config{Name: in.chainJob(k), Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap)}
+			cfg := job.Config{Name: in.chainJob(k), Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap),
+				Jitter: in.o.fireJitter}
 			if k > 0 {
 				cfg.After, cfg.AfterTimeout = in.chainJob(k-1), in.o.afterTimeout
 			}
@@ -237,12 +240,23 @@ func (in *instance) chainJob(k int) string {
 	return fmt.Sprintf("%s-%d", in.o.jobName, k+1)
 }
 
+// scheduled is a fire's time in the log (Unix ms): the schedule's time
+// before the jitter, which is under a second and under half the period
+// of a cron on whole seconds, so that every job of a chain logs one fire
+// at one time, on the grid the analysis counts fires on.
+func (in *instance) scheduled(at time.Time) int64 {
+	if in.o.fireJitter > 0 {
+		at = at.Truncate(time.Second)
+	}
+	return at.UnixMilli()
+}
+
 // execute is the test job (job k of the chain): begin, work, check
 // ownership, then end (the side effect) or abort.
 func (in *instance) execute(ctx context.Context, sc job.ShardingContext, k int) error {
 	seq := in.seq.Add(1)
 	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, seq)
-	base := eventlog.Event{Run: run, Item: eventlog.Item(k*in.o.items + sc.Item), Fire: sc.FireTime.UnixMilli(), Through: sc.Through.UnixMilli(), Kind: string(sc.Kind)}
+	base := eventlog.Event{Run: run, Item: eventlog.Item(k*in.o.items + sc.Item), Fire: in.scheduled(sc.FireTime), Through: in.scheduled(sc.Through), Kind: string(sc.Kind)}
 	e := base
 	e.Ev = eventlog.Begin
 	in.write(e)
