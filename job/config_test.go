@@ -377,6 +377,7 @@ func TestConfigEncodeDocument(t *testing.T) {
 	// monitored job).
 	dep := fullConfigForTest()
 	dep.Unmonitored, dep.After, dep.OnParentFailure, dep.AfterTimeout = false, "extract,load", ParentAlert, 30*time.Second
+	dep.RecordInterval = 20 * time.Second // an opt-in of a monitored job
 	data, err = dep.Encode()
 	if err != nil {
 		t.Fatal(err)
