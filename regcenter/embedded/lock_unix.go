@@ -1,0 +1,26 @@
+//go:build unix
+
+package embedded
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// tryLock takes an exclusive flock of f without waiting; held reports
+// false, with no error, when another open file (in this process or
+// another) holds it. The kernel releases it when f is closed or the
+// process dies, kill -9 included.
+func tryLock(f *os.File) (held bool, err error) {
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+}
