@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -61,6 +62,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// MaxNodeBytes is [regcenter.Config.MaxNodeBytes]. Default 0: its default.
 	MaxNodeBytes int
+	// Logger receives [Join]'s events (a take-over). Default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Center is a [regcenter.Center] on a single-member etcd that runs inside
