@@ -185,7 +185,12 @@ func (s *Shared) closeServer() error {
 // (another process sharing the Dir takes it over). The data stays in Dir.
 // It is idempotent.
 func (s *Shared) Close() error {
+	// The session ends first, with the take-over loop still on: should
+	// the host stop its member meanwhile (processes stopped together),
+	// this one takes the member over and the lease is revoked all the
+	// same.
+	err := s.Etcd.Close()
 	s.stop()
 	<-s.done // the loop's start is bounded by StartTimeout
-	return errors.Join(s.Etcd.Close(), s.closeServer())
+	return errors.Join(err, s.closeServer())
 }
