@@ -169,3 +169,72 @@ func TestRunFollowRunsADefinedJob(t *testing.T) {
 		t.Fatalf("no line about the followed job in the log:\n%s", stderr.String())
 	}
 }
+
+// shardjob run --embedded DIR shares the member of DIR among the
+// instances that name it: the first hosts it, the second connects, and
+// the job's items are shared between the two, with no server to start.
+func TestRunSharesAnEmbeddedDir(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ran")
+	member := filepath.Join(dir, "member")
+	path := writeJobsFile(t, fmt.Sprintf(`regcenter:
+  servers: [127.0.0.1:1]
+  namespace: %s
+  sessionTimeout: 3s
+jobs:
+  - name: hello
+    type: script
+    cron: "* * * * * *"
+    shardingTotalCount: 2
+    script:
+      command: [/bin/sh, -c, 'echo "$SHARDJOB_SHARDING_CONTEXT" >> %s']
+`, newNamespace(), out))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ids := []string{"emb-one", "emb-two"}
+	done := make(chan int, len(ids))
+	var stderr [2]syncBuffer
+	for i, id := range ids {
+		go func() { // owned here: ends when ctx is cancelled below
+			var stdout syncBuffer
+			done <- runFileCtx(ctx, []string{"--embedded", member, "--server-id", id, "--state-dir", filepath.Join(dir, id), path}, &stdout, &stderr[i])
+		}()
+		if i == 0 { // the first hosts; the second finds it serving
+			deadline := time.After(60 * time.Second)
+			for !strings.Contains(stderr[0].String(), "msg=running") {
+				select {
+				case code := <-done:
+					t.Fatalf("shardjob run --embedded ended with %d: %s", code, stderr[0].String())
+				case <-deadline:
+					t.Fatalf("the first instance is not running within a minute: %s", stderr[0].String())
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+	}
+	deadline := time.After(90 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if strings.Contains(string(data), ids[0]) && strings.Contains(string(data), ids[1]) {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("an instance ended with %d: %s\n%s", code, stderr[0].String(), stderr[1].String())
+		case <-deadline:
+			t.Fatalf("the items are not shared between both instances within 90s (ran: %q):\n%s\n%s", data, stderr[0].String(), stderr[1].String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cancel()
+	for range ids {
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Errorf("exit %d after stop:\n%s\n%s", code, stderr[0].String(), stderr[1].String())
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("shardjob run did not stop")
+		}
+	}
+}
