@@ -20,10 +20,15 @@ import (
 type Shared struct {
 	*regcenter.Etcd
 	ec  Config
+	ns  string // the namespace, "shop"
 	log *slog.Logger
 
 	mu     sync.Mutex
 	server *Server // while this process hosts the member
+
+	// split holds the other Dirs already reported to run this
+	// namespace (only the take-over loop uses it, after Join).
+	split map[string]bool
 
 	stop context.CancelFunc
 	done chan struct{} // closed when the take-over loop has ended
@@ -57,7 +62,13 @@ func Join(ctx context.Context, ec Config, opts ...regcenter.Option) (*Shared, er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Shared{ec: ec, log: ec.Logger, done: make(chan struct{})}
+	abs, err := filepath.Abs(ec.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: embedded etcd: dir: %v", regcenter.ErrInvalidConfig, err)
+	}
+	ec.Dir = abs
+	cfg.EmbeddedDir = abs
+	s := &Shared{ec: ec, log: ec.Logger, done: make(chan struct{}), split: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -91,6 +102,9 @@ func Join(ctx context.Context, ec Config, opts ...regcenter.Option) (*Shared, er
 		return nil, errors.Join(err, s.closeServer())
 	}
 	s.Etcd = e
+	s.ns = cfg.WithDefaults().Namespace
+	recordNamespace(s.ns, ec.Dir)
+	s.checkSplit()
 	loop, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.takeOverLoop(loop)
@@ -142,17 +156,41 @@ func (s *Shared) tryHost(ctx context.Context) error {
 	return nil
 }
 
+// splitEvery is how often a Shared center looks for its namespace on
+// another member of the host (a directory listing).
+const splitEvery = 25 // take-over checks: 5s
+
+// checkSplit logs an error, once per Dir, for each other Dir of the host
+// whose running member holds this namespace too: its processes and this
+// Dir's form two clusters, and each item runs in both.
+func (s *Shared) checkSplit() {
+	ns := s.ns
+	for _, other := range otherMembers(ns, s.ec.Dir) {
+		if s.split[other] {
+			continue
+		}
+		s.split[other] = true
+		pid, endpoint := readHost(other)
+		s.log.Error("namespace "+ns+" runs on two embedded members of this host: each runs every item of its jobs, so every item runs twice; name one Dir in every process",
+			"namespace", ns, "other_dir", other, "other_host_pid", pid, "other_endpoint", endpoint)
+	}
+}
+
 // takeOverLoop checks, while this process is a client, whether the host
-// is gone, and then takes the member over. It ends with ctx.
+// is gone, and then takes the member over; now and then it looks for its
+// namespace on another member of the host. It ends with ctx.
 func (s *Shared) takeOverLoop(ctx context.Context) {
 	defer close(s.done)
 	timer := time.NewTimer(takeOverEvery)
 	defer timer.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		}
+		if n%splitEvery == 0 {
+			s.checkSplit()
 		}
 		if !s.Hosting() {
 			sctx, cancel := context.WithTimeout(ctx, s.ec.StartTimeout)

@@ -2,9 +2,11 @@ package embedded_test
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,4 +63,65 @@ func TestSecondStartOnADirFailsAtOnce(t *testing.T) {
 	if err := again.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestJoinSaysWhenANamespaceRunsOnTwoMembers: two processes that mean to
+// share a namespace but name different Dirs run two registries, and every
+// item would run in both: each says so in an error naming the other Dir.
+func TestJoinSaysWhenANamespaceRunsOnTwoMembers(t *testing.T) {
+	ctx := testCtx(t)
+	ns := "split" + strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano(), 36)
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var logs [2]syncLog
+	for i, dir := range dirs {
+		s, err := embedded.Join(ctx, embedded.Config{Dir: dir, Namespace: ns, Logger: slog.New(slog.NewTextHandler(&logs[i], nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if !s.Hosting() {
+			t.Fatalf("Join on a fresh Dir %s does not host its member", dir)
+		}
+	}
+	for i, other := range []string{dirs[1], dirs[0]} {
+		deadline := time.After(time.Minute) // the first finds out at its next look, in seconds
+		for !strings.Contains(logs[i].String(), "two embedded members") || !strings.Contains(logs[i].String(), other) {
+			select {
+			case <-deadline:
+				t.Fatalf("the Join on %s does not name %s within a minute: %q", dirs[i], other, logs[i].String())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	// One Dir per namespace says nothing.
+	var quiet syncLog
+	s, err := embedded.Join(ctx, embedded.Config{Dir: dirs[0], Namespace: ns + "x", Logger: slog.New(slog.NewTextHandler(&quiet, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Hosting() {
+		t.Fatal("a second Join on a hosted Dir hosts a member too")
+	}
+	if strings.Contains(quiet.String(), "two embedded members") {
+		t.Fatalf("a namespace on one member is reported split: %q", quiet.String())
+	}
+}
+
+// syncLog is a log sink safe for a logger and the test at once.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,0 +1,75 @@
+package embedded
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A namespace shared through [Join] by the processes of a host is meant to
+// live on one member. A process that names another Dir runs a registry of
+// its own under the same namespace, and every item then runs once per
+// registry. Nothing in either registry can show this, so each Join
+// records its namespace and Dir in a host-wide directory of this user's
+// (under the temporary directory), and looks there for the same namespace
+// on another Dir whose member runs.
+
+// splitsDir is the host-wide directory of the namespaces' Dirs.
+func splitsDir() string {
+	return filepath.Join(os.TempDir(), "shardjob-embedded-"+strconv.Itoa(os.Getuid()))
+}
+
+// recordNamespace notes that namespace ns lives on the member of dir, an
+// absolute path. It is best effort: the check it serves is advice.
+func recordNamespace(ns, dir string) {
+	d := filepath.Join(splitsDir(), hex.EncodeToString([]byte(ns)))
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return
+	}
+	sum := sha256.Sum256([]byte(dir))
+	name := filepath.Join(d, hex.EncodeToString(sum[:8]))
+	if b, err := os.ReadFile(name); err == nil && string(b) == dir {
+		return
+	}
+	_ = writeFile(name, dir) // best effort, as above
+}
+
+// otherMembers returns the Dirs other than dir on which namespace ns was
+// recorded and whose member runs now (a process holds the Dir's lock).
+func otherMembers(ns, dir string) []string {
+	d := filepath.Join(splitsDir(), hex.EncodeToString([]byte(ns)))
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, e.Name()))
+		if err != nil {
+			continue
+		}
+		other := string(b)
+		if other == dir || !hosted(other) {
+			continue
+		}
+		out = append(out, other)
+	}
+	return out
+}
+
+// hosted reports whether a process holds the lock of dir's HostFile.
+func hosted(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, HostFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close() // drops a lock taken just below
+	held, err := tryLock(f)
+	return err == nil && !held
+}
