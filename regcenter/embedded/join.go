@@ -134,11 +134,11 @@ func (s *Shared) Endpoint() string {
 }
 
 // tryHost starts the member in this process if no other holds the Dir's
-// lock. A Dir hosted by another is no error.
+// lock. A Dir hosted by another is no error. Join and then the take-over
+// loop call it, never both at once; s.mu is not held while the member
+// starts, so Hosting and Endpoint answer meanwhile.
 func (s *Shared) tryHost(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.server != nil {
+	if s.Hosting() {
 		return nil
 	}
 	lock, err := lockDir(s.ec.Dir)
@@ -152,7 +152,9 @@ func (s *Shared) tryHost(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.server = srv
+	s.mu.Unlock()
 	return nil
 }
 
@@ -221,7 +223,10 @@ func (s *Shared) closeServer() error {
 
 // Close ends the session, then, if this process hosts the member, stops it
 // (another process sharing the Dir takes it over). The data stays in Dir.
-// It is idempotent.
+// It is idempotent. Requests other processes have in flight when the host
+// stops its member wait for the take-over, or fail if it takes longer
+// than they may wait: when every process stops at once, stop the host
+// last where you can.
 func (s *Shared) Close() error {
 	// The session ends first, with the take-over loop still on: should
 	// the host stop its member meanwhile (processes stopped together),
