@@ -189,21 +189,23 @@ jobs:
     script:
       command: [/bin/sh, -c, 'echo "$SHARDJOB_SHARDING_CONTEXT" >> %s']
 `, newNamespace(), out))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ids := []string{"emb-one", "emb-two"}
-	done := make(chan int, len(ids))
+	var cancels [2]context.CancelFunc
+	var dones [2]chan int
 	var stderr [2]syncBuffer
 	for i, id := range ids {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cancels[i], dones[i] = cancel, make(chan int, 1)
 		go func() { // owned here: ends when ctx is cancelled below
 			var stdout syncBuffer
-			done <- runFileCtx(ctx, []string{"--embedded", member, "--server-id", id, "--state-dir", filepath.Join(dir, id), path}, &stdout, &stderr[i])
+			dones[i] <- runFileCtx(ctx, []string{"--embedded", member, "--server-id", id, "--state-dir", filepath.Join(dir, id), path}, &stdout, &stderr[i])
 		}()
 		if i == 0 { // the first hosts; the second finds it serving
 			deadline := time.After(60 * time.Second)
 			for !strings.Contains(stderr[0].String(), "msg=running") {
 				select {
-				case code := <-done:
+				case code := <-dones[0]:
 					t.Fatalf("shardjob run --embedded ended with %d: %s", code, stderr[0].String())
 				case <-deadline:
 					t.Fatalf("the first instance is not running within a minute: %s", stderr[0].String())
@@ -219,22 +221,26 @@ jobs:
 			break
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("an instance ended with %d: %s\n%s", code, stderr[0].String(), stderr[1].String())
+		case code := <-dones[0]:
+			t.Fatalf("the first instance ended with %d: %s", code, stderr[0].String())
+		case code := <-dones[1]:
+			t.Fatalf("the second instance ended with %d: %s", code, stderr[1].String())
 		case <-deadline:
 			t.Fatalf("the items are not shared between both instances within 90s (ran: %q):\n%s\n%s", data, stderr[0].String(), stderr[1].String())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	cancel()
-	for range ids {
+	// The instance that joined stops first, then the host (see
+	// embedded.Shared.Close).
+	for _, i := range []int{1, 0} {
+		cancels[i]()
 		select {
-		case code := <-done:
+		case code := <-dones[i]:
 			if code != exitOK {
-				t.Errorf("exit %d after stop:\n%s\n%s", code, stderr[0].String(), stderr[1].String())
+				t.Errorf("%s: exit %d after stop:\n%s", ids[i], code, stderr[i].String())
 			}
 		case <-time.After(60 * time.Second):
-			t.Fatal("shardjob run did not stop")
+			t.Fatalf("%s did not stop", ids[i])
 		}
 	}
 }
