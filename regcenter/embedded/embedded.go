@@ -81,7 +81,9 @@ type Config struct {
 // ([regcenter.Config.Servers]).
 //
 // Several centers on one embedded member, say one per scheduler of a demo
-// that runs a cluster in one process, come from [Start].
+// that runs a cluster in one process, come from [Start]. Several processes
+// of one host share a member with [Join], which also takes the member over
+// in another of them when its host ends.
 type Center struct {
 	*regcenter.Etcd
 	server *Server
