@@ -127,7 +127,7 @@ func (s *Shared) Endpoint() string {
 		return s.server.Endpoint()
 	}
 	_, endpoint := readHost(s.ec.Dir)
-	if endpoint == "(not yet serving)" {
+	if endpoint == notServing {
 		return ""
 	}
 	return endpoint

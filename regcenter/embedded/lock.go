@@ -74,19 +74,27 @@ func (l *dirLock) record(endpoint string) error {
 	return nil
 }
 
-// release drops the lock. The file stays: removing it would let a
-// process that opened it before the removal lock a file nobody else sees.
+// release empties the HostFile (no process hosts the member now) and drops
+// the lock. The file stays: removing it would let a process that opened it
+// before the removal lock a file nobody else sees.
 func (l *dirLock) release() error {
+	terr := l.f.Truncate(0) // a stale pid would only mislead readHost's readers
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("embedded etcd in %s: %s: %w", l.dir, HostFile, err)
+	}
+	if terr != nil {
+		return fmt.Errorf("embedded etcd in %s: %s: %w", l.dir, HostFile, terr)
 	}
 	return nil
 }
 
+// notServing is readHost's endpoint for a HostFile that names none.
+const notServing = "(not yet serving)"
+
 // readHost returns the pid and endpoint dir's HostFile names, "?" and
-// "(not yet serving)" for what it does not say.
+// notServing for what it does not say.
 func readHost(dir string) (pid, endpoint string) {
-	pid, endpoint = "?", "(not yet serving)"
+	pid, endpoint = "?", notServing
 	f, err := os.Open(filepath.Join(dir, HostFile))
 	if err != nil {
 		return pid, endpoint

@@ -24,3 +24,10 @@ func tryLock(f *os.File) (held bool, err error) {
 		return err == nil, err
 	}
 }
+
+// alive reports whether a process with this id runs (it may be another
+// user's: signal 0 is then refused, not unanswered).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -63,13 +63,11 @@ func otherMembers(ns, dir string) []string {
 	return out
 }
 
-// hosted reports whether a process holds the lock of dir's HostFile.
+// hosted reports whether dir's HostFile names a serving member whose
+// process runs. It takes no lock: a lock taken to look, however briefly,
+// could make that Dir's own start fail.
 func hosted(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, HostFile))
-	if err != nil {
-		return false
-	}
-	defer f.Close() // drops a lock taken just below
-	held, err := tryLock(f)
-	return err == nil && !held
+	pid, endpoint := readHost(dir)
+	n, err := strconv.Atoi(pid)
+	return err == nil && endpoint != notServing && alive(n)
 }
