@@ -3,6 +3,7 @@ package embedded
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,6 +56,12 @@ func otherMembers(ns, dir string) []string {
 			continue
 		}
 		other := string(b)
+		if _, err := os.Stat(other); errors.Is(err, os.ErrNotExist) {
+			// A Dir removed (a test's, a demo's): its note goes too, so
+			// that the notes do not grow without bound.
+			_ = os.Remove(filepath.Join(d, e.Name())) // best effort
+			continue
+		}
 		if other == dir || !hosted(other) {
 			continue
 		}
