@@ -70,8 +70,11 @@ func TestSecondStartOnADirFailsAtOnce(t *testing.T) {
 // item would run in both: each says so in an error naming the other Dir.
 func TestJoinSaysWhenANamespaceRunsOnTwoMembers(t *testing.T) {
 	ctx := testCtx(t)
-	ns := "split" + strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano(), 36)
+	ns := "split"
 	dirs := []string{t.TempDir(), t.TempDir()}
+	// The notes of the host's namespaces go under the temporary
+	// directory: this test's own, apart from other runs.
+	t.Setenv("TMPDIR", t.TempDir())
 	var logs [2]syncLog
 	for i, dir := range dirs {
 		s, err := embedded.Join(ctx, embedded.Config{Dir: dir, Namespace: ns, Logger: slog.New(slog.NewTextHandler(&logs[i], nil))})
