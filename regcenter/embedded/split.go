@@ -24,8 +24,11 @@ func splitsDir() string {
 }
 
 // recordNamespace notes that namespace ns lives on the member of dir, an
-// absolute path. It is best effort: the check it serves is advice.
+// absolute path, after forgetting the notes of removed Dirs (a test's, a
+// demo's) so that they do not pile up. It is best effort: the check it
+// serves is advice.
 func recordNamespace(ns, dir string) {
+	sweepNotes()
 	d := filepath.Join(splitsDir(), hex.EncodeToString([]byte(ns)))
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return
@@ -35,7 +38,12 @@ func recordNamespace(ns, dir string) {
 	if b, err := os.ReadFile(name); err == nil && string(b) == dir {
 		return
 	}
-	_ = writeFile(name, dir) // best effort, as above
+	if err := writeFile(name, dir); errors.Is(err, os.ErrNotExist) {
+		// Another process's sweep removed d, empty, just now.
+		if os.MkdirAll(d, 0o700) == nil {
+			_ = writeFile(name, dir) // best effort, as above
+		}
+	}
 }
 
 // otherMembers returns the Dirs other than dir on which namespace ns was
@@ -77,4 +85,31 @@ func hosted(dir string) bool {
 	pid, endpoint := readHost(dir)
 	n, err := strconv.Atoi(pid)
 	return err == nil && endpoint != notServing && alive(n)
+}
+
+// sweepNotes removes the notes of Dirs that no longer exist, and the
+// namespaces left with none.
+func sweepNotes() {
+	nss, err := os.ReadDir(splitsDir())
+	if err != nil {
+		return
+	}
+	for _, n := range nss {
+		d := filepath.Join(splitsDir(), n.Name())
+		notes, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range notes {
+			name := filepath.Join(d, e.Name())
+			b, err := os.ReadFile(name)
+			if err != nil {
+				continue
+			}
+			if _, err := os.Stat(string(b)); errors.Is(err, os.ErrNotExist) {
+				_ = os.Remove(name) // best effort
+			}
+		}
+		_ = os.Remove(d) // only if empty; best effort
+	}
 }
