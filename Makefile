@@ -50,23 +50,23 @@ lint:
 	cd bench && $(GO) vet ./...
 
 # Script and HTTP jobs from a YAML file with no Go code (example/yaml/nogo.yaml),
-# run by `shardjob run`, next to the small service the HTTP job calls. It
-# stops what it started when it ends, Ctrl-C included: the receiver, and the
-# ZooKeeper on $(ZK_PORT) unless that one was already running (make zk-start).
-yaml-demo: zookeeper
+# run by `shardjob run`, next to the small service the HTTP job calls. The
+# registry is an embedded etcd member with its data in .shardjob-nogo: nothing
+# to install, no Java. `go run ./cmd/shardjob run --server-id two
+# example/yaml/nogo.yaml` in another terminal joins it. It stops what it
+# started when it ends, Ctrl-C included.
+yaml-demo:
+	@mkdir -p $(ZK_DIR)
 	$(GO) build -o $(ZK_DIR)/receiver ./example/yaml/receiver
 	$(GO) build -o $(ZK_DIR)/shardjob ./cmd/shardjob
-	@pid=; ours=; \
-	trap 'status=$$?; trap - EXIT; [ -z "$$pid" ] || kill $$pid 2>/dev/null; [ -z "$$ours" ] || bash scripts/zookeeper.sh stop $(ZK_DIR); exit $$status' EXIT; \
+	@pid=; \
+	trap 'status=$$?; trap - EXIT; [ -z "$$pid" ] || kill $$pid 2>/dev/null; exit $$status' EXIT; \
 	trap 'exit 130' INT; trap 'exit 143' TERM; \
-	bash scripts/zookeeper.sh start $(ZK_DIR) $(ZK_PORT) 2>$(ZK_DIR)/start.log >/dev/null; status=$$?; cat $(ZK_DIR)/start.log >&2; \
-	[ $$status -eq 0 ] || exit $$status; \
-	grep -q 'already running' $(ZK_DIR)/start.log || ours=1; \
 	$(ZK_DIR)/receiver & pid=$$!; \
 	$(ZK_DIR)/shardjob run example/yaml/nogo.yaml
 
 # The demos need nothing but Go: with no registry given they run on an etcd
-# member inside the process (regcenter.StartEmbeddedServer), its data in a
+# member inside the process (package regcenter/embedded), its data in a
 # temporary directory removed at the end. DEMO_FLAGS points them elsewhere:
 # make demo DEMO_FLAGS='-zk 127.0.0.1:2181' (ZooKeeper) or
 # DEMO_FLAGS='-etcd 127.0.0.1:2379' (an etcd cluster).

@@ -407,6 +407,12 @@ type RunOptions struct {
 	// Stdout is where the stdout exporter writes spans; nil means
 	// os.Stdout.
 	Stdout io.Writer
+	// Open, when set, connects to the registry in place of
+	// [regcenter.Open], and bounds its own wait (Run gives it ctx as it
+	// is): shardjob run shares an embedded member's Dir this way (package
+	// embedded's Join), which this package does not link. nil:
+	// regcenter.Open, within the config's ConnectTimeout.
+	Open func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error)
 }
 
 // Run runs the jobs of f as one instance until ctx ends, then shuts down
@@ -448,9 +454,14 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 		log.Info("tracing on", "exporter", o.Tracing.Exporter, "endpoint", o.Tracing.Endpoint,
 			"sampleRatio", o.Tracing.SampleRatio, "serviceName", o.Tracing.ServiceName)
 	}
-	cctx, cancel := context.WithTimeout(ctx, f.Regcenter.ConnectTimeout+time.Second)
-	rc, err := regcenter.Open(cctx, f.Regcenter, regcenter.WithLogger(log))
-	cancel()
+	var rc regcenter.Center
+	if o.Open != nil {
+		rc, err = o.Open(ctx, f.Regcenter, regcenter.WithLogger(log))
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, f.Regcenter.ConnectTimeout+time.Second)
+		rc, err = regcenter.Open(cctx, f.Regcenter, regcenter.WithLogger(log))
+		cancel()
+	}
 	if err != nil {
 		return err
 	}

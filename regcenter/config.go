@@ -24,7 +24,10 @@ type Config struct {
 	// regcenter/embedded) running on this host, for a center on it from
 	// another process: the member's endpoint and its credentials are read
 	// from files in that directory when connecting, so only a user who
-	// may read them (the member's owner, and root) can connect. Set one of
+	// may read them (the member's owner, and root) can connect. The
+	// endpoint file is read again at every reconnection, so the center
+	// follows the member when another process of the host takes it over
+	// (package embedded's Join). Set one of
 	// Servers, Etcd and EmbeddedDir; Digest and DigestFile stay empty
 	// (the credentials come from the directory). Default empty.
 	EmbeddedDir string `yaml:"embeddedDir" json:"embeddedDir"`

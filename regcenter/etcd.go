@@ -176,6 +176,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	if len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
 		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
 	}
+	embeddedDir := cfg.EmbeddedDir // settle resolves it into Etcd and Digest
 	cfg, o, err := cfg.settle(opts)
 	if err != nil {
 		return nil, err
@@ -201,6 +202,9 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		// The client's own credentials would verify each endpoint's host
 		// even when a server name is configured; these verify that name.
 		ccfg.DialOptions = append(ccfg.DialOptions, grpc.WithTransportCredentials(etcdCredentials(ccfg.TLS)))
+	}
+	if embeddedDir != "" {
+		ccfg.DialOptions = append(ccfg.DialOptions, followEmbedded(embeddedDir)...)
 	}
 	var user string
 	if cfg.Digest != "" {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 )
 
@@ -158,22 +160,12 @@ func (c Config) resolveEmbedded() (Config, error) {
 	} else if !fi.IsDir() {
 		return c, bad("not a directory")
 	}
-	epFile := filepath.Join(dir, EmbeddedEndpointFile)
-	f, err := os.Open(epFile)
+	ep, err := readEmbeddedEndpoint(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return c, bad("%s is missing: is the member running? (it writes the file when it starts serving)", EmbeddedEndpointFile)
 		}
 		return c, bad("%v", err)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 256))
-	f.Close()
-	if err != nil {
-		return c, bad("%v", err)
-	}
-	ep := strings.TrimSpace(string(b))
-	if host, port, err := net.SplitHostPort(ep); err != nil || host == "" || port == "" {
-		return c, bad("%s does not hold host:port", epFile)
 	}
 	credFile := filepath.Join(dir, EmbeddedCredentialsFile)
 	if _, err := os.Stat(credFile); errors.Is(err, os.ErrNotExist) {
@@ -186,6 +178,50 @@ func (c Config) resolveEmbedded() (Config, error) {
 	}
 	c.Etcd, c.Digest, c.DigestFile, c.EmbeddedDir = []string{ep}, digest, "", ""
 	return c, nil
+}
+
+// readEmbeddedEndpoint returns the address in dir's endpoint file.
+func readEmbeddedEndpoint(dir string) (string, error) {
+	epFile := filepath.Join(dir, EmbeddedEndpointFile)
+	f, err := os.Open(epFile)
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	f.Close()
+	if err != nil {
+		return "", err
+	}
+	ep := strings.TrimSpace(string(b))
+	if host, port, err := net.SplitHostPort(ep); err != nil || host == "" || port == "" {
+		return "", fmt.Errorf("%s does not hold host:port", epFile)
+	}
+	return ep, nil
+}
+
+// followEmbedded returns the dial options of a client of the embedded
+// member in dir: every connection goes to the address its endpoint file
+// holds at the time, so that when another process of the host takes the
+// member over (on the same data, at another port) the client reconnects
+// to it; and reconnections are tried often, as a take-over takes a few
+// seconds, not minutes.
+func followEmbedded(dir string) []grpc.DialOption {
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		if ep, err := readEmbeddedEndpoint(dir); err == nil {
+			addr = ep
+		} else if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("embedded member in %s: %s is missing: no process serves it now", dir, EmbeddedEndpointFile)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	return []grpc.DialOption{
+		grpc.WithContextDialer(dial),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
+			MinConnectTimeout: time.Second,
+		}),
+	}
 }
 
 // settle returns what a constructor connects with: c with its defaults,

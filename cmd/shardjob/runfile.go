@@ -15,13 +15,15 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/embedded"
 )
 
 const runHelp = `shardjob run runs the script and HTTP jobs of a YAML file as one instance.
 
 Usage:
-  shardjob run [--server-id ID] [--state-dir DIR] [--shutdown-timeout D] [--log-level L]
-               [--follow [--follow-scripts]] FILE
+  shardjob run [--embedded DIR] [--server-id ID] [--state-dir DIR] [--shutdown-timeout D]
+               [--log-level L] [--follow [--follow-scripts]] FILE
 
 The file has the regcenter and jobs sections described in docs/user-guide.md,
 and may have a tracing section (exporter: otlp or stdout, endpoint, headers,
@@ -29,10 +31,19 @@ sampleRatio, serviceName) that sends spans of the fires and item runs to an
 OpenTelemetry collector over OTLP/HTTP, or prints them to standard output;
 SHARDJOB_REGCENTER_SERVERS or SHARDJOB_REGCENTER_ETCD (and the other
 SHARDJOB_REGCENTER_ variables) override its regcenter section, which names
-ZooKeeper servers (servers:) or etcd endpoints (etcd:). Jobs of type script and http need no Go code;
+ZooKeeper servers (servers:), etcd endpoints (etcd:) or an embedded etcd
+member's directory (embeddedDir:). Jobs of type script and http need no Go code;
 simple and dataflow jobs need a program of one's own (package jobfile).
 
+An embedded member needs no server: the instances on one host that name the
+same directory share it. The first hosts the member (its data in the
+directory); the others connect; when the host ends, another takes the member
+over. For instances on several hosts use ZooKeeper or etcd.
+
 Flags:
+  --embedded DIR          run on the embedded member of DIR (hosting it, or
+                          joining the instance that does), whatever the file's
+                          regcenter section names
   --server-id ID          this instance's id (default: one per process, the
                           host's address and pid, as 10.0.0.5@-@4242); set one
                           to keep the server's flags and its script jobs'
@@ -73,6 +84,7 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	level := fs.String("log-level", "info", "")
 	follow := fs.Bool("follow", false, "")
 	followScripts := fs.Bool("follow-scripts", false, "")
+	embeddedDir := fs.String("embedded", "", "")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runHelp)
@@ -104,6 +116,16 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "shardjob run: %v\n", err)
 		return exitUsage
 	}
+	if *embeddedDir != "" {
+		// As --embedded of the other commands: the Dir holds the
+		// member's endpoint and credentials.
+		f.Regcenter.Servers, f.Regcenter.Etcd, f.Regcenter.EmbeddedDir = nil, nil, *embeddedDir
+		f.Regcenter.Digest, f.Regcenter.DigestFile = "", ""
+		if err := f.Regcenter.Validate(); err != nil {
+			fmt.Fprintf(stderr, "shardjob run: --embedded: %s\n", strings.TrimPrefix(err.Error(), "regcenter: "))
+			return exitUsage
+		}
+	}
 	for _, sp := range f.Jobs {
 		if sp.Bound() {
 			fmt.Fprintf(stderr, "shardjob run: job %q is a %s job, bound to Go code; shardjob run runs only script and http jobs\n", sp.Name, sp.TypeOrDefault())
@@ -117,7 +139,10 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
 	err = jobfile.Run(ctx, &f.File, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
 		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts,
-		Tracing: f.Tracing, Stdout: stdout})
+		Tracing: f.Tracing, Stdout: stdout,
+		Open: func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
+			return openShared(ctx, cfg, log, opts...)
+		}})
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob run: %s\n", describe(err))
 		if errors.Is(err, job.ErrInvalidConfig) || errors.Is(err, jobfile.ErrInvalidJob) {
@@ -126,4 +151,23 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailed
 	}
 	return exitOK
+}
+
+// openShared connects shardjob run to its registry: an embedded member's
+// Dir (embeddedDir:, --embedded) is shared with the other processes that
+// name it (embedded.Join): the first hosts the member, the others connect,
+// and one takes it over when its host ends. Any other registry is
+// regcenter.Open's.
+func openShared(ctx context.Context, cfg regcenter.Config, log *slog.Logger, opts ...regcenter.Option) (regcenter.Center, error) {
+	if cfg.EmbeddedDir == "" {
+		cctx, cancel := context.WithTimeout(ctx, cfg.WithDefaults().ConnectTimeout+time.Second)
+		defer cancel()
+		return regcenter.Open(cctx, cfg, opts...)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	return embedded.Join(ctx, embedded.Config{Dir: cfg.EmbeddedDir, Namespace: cfg.Namespace,
+		SessionTimeout: cfg.SessionTimeout, MaxNodeBytes: cfg.MaxNodeBytes, Logger: log}, opts...)
 }

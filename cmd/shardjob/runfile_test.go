@@ -184,3 +184,78 @@ func TestHelpSaysTheDefaultServerIDIsOnePerProcess(t *testing.T) {
 		}
 	}
 }
+
+// shardjob run --embedded DIR shares the member of DIR among the
+// instances that name it: the first hosts it, the second connects, and
+// the job's items are shared between the two, with no server to start.
+func TestRunSharesAnEmbeddedDir(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ran")
+	member := filepath.Join(dir, "member")
+	path := writeJobsFile(t, fmt.Sprintf(`regcenter:
+  servers: [127.0.0.1:1]
+  namespace: %s
+  sessionTimeout: 3s
+jobs:
+  - name: hello
+    type: script
+    cron: "* * * * * *"
+    shardingTotalCount: 2
+    script:
+      command: [/bin/sh, -c, 'echo "$SHARDJOB_SHARDING_CONTEXT" >> %s']
+`, newNamespace(), out))
+	ids := []string{"emb-one", "emb-two"}
+	var cancels [2]context.CancelFunc
+	var dones [2]chan int
+	var stderr [2]syncBuffer
+	for i, id := range ids {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cancels[i], dones[i] = cancel, make(chan int, 1)
+		go func() { // owned here: ends when ctx is cancelled below
+			var stdout syncBuffer
+			dones[i] <- runFileCtx(ctx, []string{"--embedded", member, "--server-id", id, "--state-dir", filepath.Join(dir, id), path}, &stdout, &stderr[i])
+		}()
+		if i == 0 { // the first hosts; the second finds it serving
+			deadline := time.After(60 * time.Second)
+			for !strings.Contains(stderr[0].String(), "msg=running") {
+				select {
+				case code := <-dones[0]:
+					t.Fatalf("shardjob run --embedded ended with %d: %s", code, stderr[0].String())
+				case <-deadline:
+					t.Fatalf("the first instance is not running within a minute: %s", stderr[0].String())
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+	}
+	deadline := time.After(90 * time.Second)
+	for {
+		data, _ := os.ReadFile(out)
+		if strings.Contains(string(data), ids[0]) && strings.Contains(string(data), ids[1]) {
+			break
+		}
+		select {
+		case code := <-dones[0]:
+			t.Fatalf("the first instance ended with %d: %s", code, stderr[0].String())
+		case code := <-dones[1]:
+			t.Fatalf("the second instance ended with %d: %s", code, stderr[1].String())
+		case <-deadline:
+			t.Fatalf("the items are not shared between both instances within 90s (ran: %q):\n%s\n%s", data, stderr[0].String(), stderr[1].String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// The instance that joined stops first, then the host (see
+	// embedded.Shared.Close).
+	for _, i := range []int{1, 0} {
+		cancels[i]()
+		select {
+		case code := <-dones[i]:
+			if code != exitOK {
+				t.Errorf("%s: exit %d after stop:\n%s", ids[i], code, stderr[i].String())
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not stop", ids[i])
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -34,9 +35,11 @@ import (
 type Config struct {
 	// Dir holds the member's data: created if missing, kept by Close, so a
 	// program started again finds its jobs where it left them. Required.
-	// One process at a time may run a member on a Dir; other processes of
-	// the host reach it by naming the Dir in
-	// [regcenter.Config.EmbeddedDir]. Start makes it owner-only (0700)
+	// One process at a time may run a member on a Dir: it holds a lock on
+	// the Dir's [HostFile], and a second start on the Dir fails at once
+	// with [ErrDirInUse]. Other processes of the host reach the member by
+	// naming the Dir in [regcenter.Config.EmbeddedDir], or share it with
+	// [Join], which hosts it or connects to it as the lock says. Start makes it owner-only (0700)
 	// and keeps in it the member's credentials
 	// ([regcenter.EmbeddedCredentialsFile], 0600: a user and a random
 	// password made at the first start; etcd's authentication is on, and
@@ -59,6 +62,9 @@ type Config struct {
 	StartTimeout time.Duration
 	// MaxNodeBytes is [regcenter.Config.MaxNodeBytes]. Default 0: its default.
 	MaxNodeBytes int
+	// Logger receives [Join]'s events (a take-over). Default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Center is a [regcenter.Center] on a single-member etcd that runs inside
@@ -75,7 +81,9 @@ type Config struct {
 // ([regcenter.Config.Servers]).
 //
 // Several centers on one embedded member, say one per scheduler of a demo
-// that runs a cluster in one process, come from [Start].
+// that runs a cluster in one process, come from [Start]. Several processes
+// of one host share a member with [Join], which also takes the member over
+// in another of them when its host ends.
 type Center struct {
 	*regcenter.Etcd
 	server *Server
@@ -91,7 +99,8 @@ type Server struct {
 	srv      *embed.Etcd
 	endpoint string
 	dir      string
-	digest   string // the member's user:password
+	digest   string   // the member's user:password
+	lock     *dirLock // held until the member has stopped
 
 	closeOnce sync.Once
 	closeErr  error
@@ -127,33 +136,58 @@ func New(ctx context.Context, ec Config, opts ...regcenter.Option) (*Center, err
 // (see [Config.Dir]). It fails with [regcenter.ErrInvalidConfig] when Dir
 // is missing or cannot be used, and with [regcenter.ErrUnauthorized] when
 // the member refuses the credentials file in Dir (one replaced, or copied
-// from another Dir).
+// from another Dir). While another process (or another Server of this
+// one) hosts the member of Dir, it fails at once with [ErrDirInUse], naming
+// that process and its endpoint; it never waits for it.
 func Start(ctx context.Context, ec Config) (*Server, error) {
+	if err := checkStart(&ec); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(ec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return startLocked(ctx, ec, lock)
+}
+
+// checkStart checks ec for Start and fills in its defaults; it makes Dir
+// owner-only, creating it if missing.
+func checkStart(ec *Config) error {
 	if ec.Dir == "" {
-		return nil, fmt.Errorf("%w: embedded etcd: dir is required (where the member keeps its data)", regcenter.ErrInvalidConfig)
+		return fmt.Errorf("%w: embedded etcd: dir is required (where the member keeps its data)", regcenter.ErrInvalidConfig)
 	}
 	if ec.ClientPort < 0 || ec.ClientPort > 65535 {
-		return nil, fmt.Errorf("%w: embedded etcd: clientPort %d is not a port", regcenter.ErrInvalidConfig, ec.ClientPort)
+		return fmt.Errorf("%w: embedded etcd: clientPort %d is not a port", regcenter.ErrInvalidConfig, ec.ClientPort)
 	}
 	if ec.StartTimeout == 0 {
 		ec.StartTimeout = 30 * time.Second
 	}
 	if ec.StartTimeout < 0 {
-		return nil, fmt.Errorf("%w: embedded etcd: startTimeout must not be negative", regcenter.ErrInvalidConfig)
+		return fmt.Errorf("%w: embedded etcd: startTimeout must not be negative", regcenter.ErrInvalidConfig)
 	}
 	if err := ownerOnlyDir(ec.Dir); err != nil {
-		return nil, fmt.Errorf("%w: embedded etcd: dir: %v", regcenter.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: embedded etcd: dir: %v", regcenter.ErrInvalidConfig, err)
 	}
+	return nil
+}
+
+// startLocked starts the member of ec.Dir, whose lock this process holds;
+// the Server keeps the lock until it has stopped, and a failed start
+// releases it.
+func startLocked(ctx context.Context, ec Config, lock *dirLock) (*Server, error) {
 	digest, err := credentials(ec.Dir)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lock.release())
 	}
 	srv, endpoint, err := startMember(ctx, ec)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lock.release())
 	}
-	s := &Server{srv: srv, endpoint: endpoint, dir: ec.Dir, digest: digest}
+	s := &Server{srv: srv, endpoint: endpoint, dir: ec.Dir, digest: digest, lock: lock}
 	if err := s.enableAuth(ctx, ec.StartTimeout); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	if err := lock.record(endpoint); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	if err := writeFile(filepath.Join(ec.Dir, regcenter.EmbeddedEndpointFile), endpoint+"\n"); err != nil {
@@ -186,7 +220,7 @@ func (s *Server) Close() error {
 			err = nil
 		}
 		s.srv.Close() // returns once the member has stopped
-		s.closeErr = errors.Join(err, drainErr(s.srv))
+		s.closeErr = errors.Join(err, drainErr(s.srv), s.lock.release())
 	})
 	return s.closeErr
 }
