@@ -270,6 +270,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// written: under shutdown's last wait for background work.
 	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
+	r.flushUnrecorded(ctx, &c)
 	step := stepReread
 	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
 		step = stepUnfence
@@ -308,6 +309,33 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		step = next
 	}
 	r.log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+}
+
+// flushUnrecorded writes, before c's transaction deletes their running
+// marks, the deferred records of c's items whose runs record nothing of
+// their own — a trigger's run, one cut short, one settled — and whose marks
+// this completion releases (not kept). Every release writes first: the
+// next owner of a released item reads its record, and a record left
+// deferred behind the mark would make it run again the fires this
+// instance ran. A run that records writes its prior, pending part
+// included, in the transaction itself.
+func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
+	if !r.records.hasPending() {
+		return
+	}
+	var released map[int]bool
+	for _, b := range c.batch {
+		if c.keep[b.item] || (b.kind != KindTrigger && b.halted == nil && !b.settled) {
+			continue
+		}
+		if released == nil {
+			released = map[int]bool{}
+		}
+		released[b.item] = true
+	}
+	if released != nil {
+		r.flushReleased(ctx, func(it int) bool { return released[it] })
+	}
 }
 
 // unfence switches c to the unfenced form: its running marks and claims

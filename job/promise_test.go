@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The promise ElasticJob keeps, with the defaults: a crash makes run
@@ -72,6 +73,80 @@ func TestClusterACrashWithDefaultsRunsNoCompletedFireAgain(t *testing.T) {
 	for _, r := range recs {
 		if r.server == "b" && r.kind != job.KindFire {
 			t.Logf("b made up fires %s–%s (%s)", r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.kind)
+		}
+	}
+}
+
+// A trigger's completion releases the item's held mark (a trigger writes
+// no record, and a mark no record covers reads as a run still going): it
+// writes first what the held fires deferred. With records written behind
+// (an opted-in interval), a deferred record left behind the released mark
+// made the item's next owner run again, after a reshard right after the
+// trigger, the fires this instance had run. a runs the job, is paused,
+// triggered, then disabled: by the time the trigger's mark is gone the
+// record covers every fire a ran, and b, which takes the item, runs none
+// of them again.
+func TestClusterATriggerReleasingAHeldMarkWritesItsDeferredRecord(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := everySecond("trig", 1)
+	cfg.RecordInterval = time.Minute
+	obs := observer(t, ns)
+	events := make(chan job.Event, 256)
+	start := time.Now()
+	startInstance(t, ns, "a", cfg, rec, eventsTo(events))
+	rec.waitFires(t, start, 4, 1, 30*time.Second)
+	if _, err := obs.Create(tctx(t), "/trig/servers/a/paused", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, job.EventPaused, 30*time.Second)
+	if _, err := obs.Create(tctx(t), "/trig/servers/a/trigger", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool {
+		for _, r := range rec.snapshot() {
+			if r.kind == job.KindTrigger {
+				return true
+			}
+		}
+		return false
+	})
+	// The trigger's completion deletes the mark after writing the record.
+	waitUntil(t, 30*time.Second, func() bool {
+		ok, _, err := obs.Exists(tctx(t), "/trig/execution/0/running")
+		return err == nil && !ok
+	})
+	var fires []record
+	for _, r := range rec.snapshot() {
+		if r.kind == job.KindFire {
+			fires = append(fires, r)
+		}
+	}
+	last := latestFire(fires, 0)
+	if _, through := recordOf(t, obs, "trig", 0); !through.Equal(last) {
+		t.Errorf("after the trigger released the mark, the record covers through %s; a ran fires through %s",
+			through.Format("15:04:05"), last.Format("15:04:05"))
+	}
+
+	// The reshard: a disabled, the item moves to b.
+	startInstance(t, ns, "b", cfg, rec)
+	if _, err := obs.Create(tctx(t), "/trig/servers/a/disabled", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, func() bool {
+		for _, r := range rec.snapshot() {
+			if r.server == "b" && r.kind == job.KindFire {
+				return true
+			}
+		}
+		return false
+	})
+	for _, f := range fires {
+		for _, r := range rec.snapshot() {
+			if r.server == "b" && standsFor(r, f.fire) {
+				t.Errorf("b ran fire %s again (as %s, fires %s–%s): a had run it before the trigger",
+					f.fire.Format("15:04:05"), r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"))
+			}
 		}
 	}
 }
