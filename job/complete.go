@@ -125,6 +125,9 @@ type completion struct {
 	// recorded holds, by position in batch, what the transaction records
 	// for each item it writes a completed node of (see runner.recorded).
 	recorded []cover
+	// failed holds, by position in batch, the failed runs the record of
+	// each item lists (see failedAfter); nil while none lists any.
+	failed [][]failedRun
 	// fence leads the transaction while fenced (see writeCompletion).
 	fence  regcenter.Op
 	fenced bool
@@ -586,6 +589,15 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			}
 			if b.err != nil {
 				mark.Error = recordedError(b.err)
+			}
+			if fs := failedAfter(b.prior.failed, rec, b.fire, upTo, b.err); fs != nil {
+				mark.Failed = fs
+				if c.failed == nil {
+					c.failed = make([][]failedRun, len(c.batch))
+				}
+				c.failed[i] = fs
+			} else if c.failed != nil {
+				c.failed[i] = nil
 			}
 			if !misfireNode && r.defers(c, b) {
 				if c.deferred == nil {

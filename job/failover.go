@@ -167,7 +167,7 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 			"item", item, "data", quoteShort(string(data)), "err", err)
 		return rec, nil
 	}
-	rec.cover = coverOf(m)
+	rec.cover, rec.failed = coverOf(m), m.Failed
 	return rec, nil
 }
 

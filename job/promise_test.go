@@ -1,6 +1,10 @@
 package job_test
 
 import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +152,90 @@ func TestClusterATriggerReleasingAHeldMarkWritesItsDeferredRecord(t *testing.T) 
 					f.fire.Format("15:04:05"), r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"))
 			}
 		}
+	}
+}
+
+// A parent's record keeps each recent fire's result, not only the latest
+// run's error: a dependent that checks its parent's fire late, after later
+// fires of the parent ran, reads that fire's result. Parent p fails its
+// third fire F and succeeds the ones after; dependent d's run before F is
+// held until p's run of F+1 has returned, so d's next run makes up F (and
+// what followed) late, when p's latest run succeeded: it must still be
+// told F failed.
+func TestClusterADependentCheckingLateReadsTheFailureOfItsFire(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, s := connect(t, ctx, ns, "s1")
+
+	var mu sync.Mutex
+	var pFires []time.Time
+	var failed time.Time
+	afterNext := make(chan struct{}) // closed once p's run of F+1 returned
+	var closeOnce sync.Once
+	parent := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		if sc.Kind != job.KindFire {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pFires = append(pFires, sc.FireTime)
+		switch {
+		case len(pFires) == 3:
+			failed = sc.FireTime
+			return errors.New("parent fire failed")
+		case !failed.IsZero() && sc.FireTime.After(failed):
+			closeOnce.Do(func() { close(afterNext) })
+		}
+		return nil
+	})
+	type dRun struct {
+		kind          job.Kind
+		fire, through time.Time
+		parentErr     error
+	}
+	runs := make(chan dRun, 64)
+	var dFires atomic.Int32
+	dependent := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		if sc.Kind == job.KindFire && dFires.Add(1) == 2 {
+			// The run before F: held until p has run F+1.
+			select {
+			case <-afterNext:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		runs <- dRun{sc.Kind, sc.FireTime, sc.Through, sc.ParentErr}
+		return nil
+	})
+	if err := s.Add(ctx, job.Config{Name: "p", Cron: "* * * * * *", ShardingTotalCount: 1}, parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, job.Config{Name: "d", Cron: "* * * * * *", ShardingTotalCount: 1, After: "p", OnParentFailure: job.ParentRun}, dependent); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "s1", rc, s)
+
+	timeout := time.After(60 * time.Second)
+	for {
+		var r dRun
+		select {
+		case r = <-runs:
+		case <-timeout:
+			t.Fatal("no run of d stood for p's failed fire")
+		}
+		mu.Lock()
+		f := failed
+		mu.Unlock()
+		if f.IsZero() || r.through.Before(f) || r.fire.After(f) {
+			continue
+		}
+		// This run stands for F.
+		if !errors.Is(r.parentErr, job.ErrParentFailed) {
+			t.Fatalf("d's %s run of fires %s–%s: ParentErr %v; p's fire %s failed",
+				r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.parentErr, f.Format("15:04:05"))
+		}
+		t.Logf("d's %s run of fires %s–%s: %v", r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.parentErr)
+		return
 	}
 }
