@@ -239,3 +239,115 @@ func TestClusterADependentCheckingLateReadsTheFailureOfItsFire(t *testing.T) {
 		return
 	}
 }
+
+// scRun is what a run was told: its kind, its fires and which of them may
+// have run already.
+type scRun struct {
+	server, kind   string
+	fire, through  time.Time
+	mayHaveRunThru time.Time
+	mayHaveRun     func(time.Time) bool
+}
+
+// A failover run after a crash during a run is told that the fire the
+// crashed instance was running may have run: a job whose side effects must
+// not repeat checks that fire, and only the fires up to the crash. a runs
+// the job until one of its runs blocks; a crashes during that run; b's
+// failover run stands for that fire and says it may have run.
+func TestClusterAFailoverRunAfterACrashSaysWhatMayHaveRun(t *testing.T) {
+	ns := namespace(t)
+	cfg := everySecond("mayrun", 1)
+	cfg.Failover = true
+	runs := make(chan scRun, 256)
+	blocked := make(chan time.Time, 1)
+	var aRuns atomic.Int32
+	jobOf := func(server string) job.Job {
+		return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+			if server == "a" && aRuns.Add(1) == 4 {
+				blocked <- sc.FireTime // the crash comes during this run
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			runs <- scRun{server, string(sc.Kind), sc.FireTime, sc.Through, sc.MayHaveRunThrough, sc.MayHaveRun}
+			return nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcA, sA := connect(t, ctx, ns, "a")
+	if err := sA.Add(ctx, cfg, jobOf("a")); err != nil {
+		t.Fatal(err)
+	}
+	a := running(t, ctx, "a", rcA, sA)
+	rcB, sB := connect(t, ctx, ns, "b")
+	if err := sB.Add(ctx, cfg, jobOf("b")); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "b", rcB, sB)
+	var inFlight time.Time
+	select {
+	case inFlight = <-blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a's run never blocked")
+	}
+	a.crash(t)
+	timeout := time.After(60 * time.Second)
+	for {
+		var r scRun
+		select {
+		case r = <-runs:
+		case <-timeout:
+			t.Fatalf("no run on b stood for fire %s after a's crash", inFlight.Format("15:04:05"))
+		}
+		if r.server != "b" || r.fire.After(inFlight) || r.through.Before(inFlight) {
+			if r.server == "b" && !r.mayHaveRunThru.IsZero() {
+				t.Errorf("b's %s run of fires %s–%s says fires through %s may have run; none of them did", r.kind,
+					r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.mayHaveRunThru.Format("15:04:05"))
+			}
+			continue
+		}
+		if !r.mayHaveRun(inFlight) {
+			t.Fatalf("b's %s run of fires %s–%s (may have run through %v) does not say fire %s, in flight at a's crash, may have run",
+				r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.mayHaveRunThru, inFlight.Format("15:04:05"))
+		}
+		t.Logf("b's %s run of fires %s–%s: may have run through %s", r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.mayHaveRunThru.Format("15:04:05"))
+		return
+	}
+}
+
+// A make-up of fires that never ran says nothing may have run: a run held
+// past the next fires makes the item miss them, and the misfire run that
+// makes them up is told none of its fires ran.
+func TestMakeUpOfFiresThatNeverRanSaysNothingMayHaveRun(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	var long atomic.Bool
+	var mu sync.Mutex
+	var runs []scRun
+	rec.holdFor = func(sc job.ShardingContext) time.Duration {
+		mu.Lock()
+		runs = append(runs, scRun{"s1", string(sc.Kind), sc.FireTime, sc.Through, sc.MayHaveRunThrough, sc.MayHaveRun})
+		mu.Unlock()
+		if sc.Kind == job.KindFire && long.CompareAndSwap(false, true) {
+			return 2500 * time.Millisecond
+		}
+		return 0
+	}
+	startInstance(t, ns, "s1", everySecond("makeup", 1), rec)
+	waitUntil(t, 60*time.Second, func() bool {
+		for _, r := range rec.snapshot() {
+			if r.kind == job.KindMisfire {
+				return true
+			}
+		}
+		return false
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range runs {
+		if !r.mayHaveRunThru.IsZero() {
+			t.Errorf("%s run of fires %s–%s says fires through %s may have run; none did", r.kind,
+				r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.mayHaveRunThru.Format("15:04:05"))
+		}
+	}
+}
