@@ -351,3 +351,79 @@ func TestMakeUpOfFiresThatNeverRanSaysNothingMayHaveRun(t *testing.T) {
 		}
 	}
 }
+
+// A starting deadline never reports as expired a fire that may have run: a
+// fire a crashed instance was running when it went, older than the
+// deadline by the time its failover run starts, is dropped but not
+// counted as expired (it ran, at least in part). a blocks in a run, is
+// crashed once that fire is older than the deadline, and b's failover run
+// starts within the deadline reporting no expired fire.
+func TestClusterADeadlineDoesNotReportAFireThatRanAsExpired(t *testing.T) {
+	ns := namespace(t)
+	cfg := everySecond("deadran", 1)
+	cfg.Failover = true
+	cfg.StartingDeadline = time.Second
+	runs := make(chan scRun, 256)
+	blocked := make(chan time.Time, 1)
+	var aRuns atomic.Int32
+	jobOf := func(server string) job.Job {
+		return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+			if server == "a" && aRuns.Add(1) == 4 {
+				blocked <- sc.FireTime
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			runs <- scRun{server, string(sc.Kind), sc.FireTime, sc.Through, sc.MayHaveRunThrough, sc.MayHaveRun}
+			return nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rcA, sA := connect(t, ctx, ns, "a")
+	if err := sA.Add(ctx, cfg, jobOf("a")); err != nil {
+		t.Fatal(err)
+	}
+	a := running(t, ctx, "a", rcA, sA)
+	events := make(chan job.Event, 256)
+	rcB, sB := connect(t, ctx, ns, "b", eventsTo(events))
+	if err := sB.Add(ctx, cfg, jobOf("b")); err != nil {
+		t.Fatal(err)
+	}
+	b := running(t, ctx, "b", rcB, sB)
+	var inFlight time.Time
+	select {
+	case inFlight = <-blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a's run never blocked")
+	}
+	// The fire a runs becomes older than the deadline before the crash.
+	time.Sleep(time.Until(inFlight.Add(cfg.StartingDeadline + 1500*time.Millisecond)))
+	a.crash(t)
+	timeout := time.After(60 * time.Second)
+	for {
+		var r scRun
+		select {
+		case r = <-runs:
+		case <-timeout:
+			t.Fatal("no failover run on b after a's crash")
+		}
+		if r.server == "b" && r.kind == string(job.KindFailover) {
+			t.Logf("b's failover run of fires %s–%s (a was running %s)", r.fire.Format("15:04:05"), r.through.Format("15:04:05"), inFlight.Format("15:04:05"))
+			break
+		}
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == job.EventFiresExpired {
+				t.Errorf("b reported %d fires expired (%s): a was running fire %s, which may have run", ev.Units, ev.Detail, inFlight.Format("15:04:05"))
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if st := b.sched.Stats(); len(st.Jobs) != 1 || st.Jobs[0].FiresExpired != 0 {
+		t.Errorf("b's stats %+v: want no fire expired", st.Jobs)
+	}
+}
