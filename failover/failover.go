@@ -34,6 +34,14 @@ type Entry struct {
 	Fire int64 `json:"fire"`
 	// From is the server that held the item.
 	From string `json:"from"`
+	// MayHaveRun is the latest fire (Unix ms) the item's previous owner may
+	// have started, wholly or in part, before the item was queued: the
+	// fire due when the leader queued a departed instance's items, or the
+	// last fire of a run cut short by shutdown. The fires from Fire through
+	// it may have run (job.ShardingContext.MayHaveRunThrough); 0 when none
+	// did (debts handed over at a leave, entries queued by an older
+	// version).
+	MayHaveRun int64 `json:"mayHaveRun,omitempty"`
 	// Version is the entry node's version as Claim read it. A claimer
 	// dequeues with it, so that an earlier debt merged into the entry
 	// while the item ran (see Enqueue) stays queued.
@@ -70,7 +78,7 @@ func (q *Queue) EnqueueOps(entries []Entry) []regcenter.Op {
 
 // Enqueue queues entries (with extra ops in the same transaction). An item
 // already queued keeps its entry, moved back to the earlier of the two
-// fires: a queued debt only ever grows. It makes sure the queue's parent
+// fires, with the later of their MayHaveRun: a queued debt only ever grows. It makes sure the queue's parent
 // exists.
 func (q *Queue) Enqueue(ctx context.Context, entries []Entry, extra ...regcenter.Op) error {
 	if err := q.rc.EnsurePath(ctx, q.paths.FailoverItems()); err != nil {
@@ -115,10 +123,18 @@ func (q *Queue) MergeOps(ctx context.Context, entries []Entry) ([]regcenter.Op, 
 			return nil, err
 		}
 		var old Entry
-		if json.Unmarshal(data, &old) == nil && old.Fire <= e.Fire {
-			continue
+		if json.Unmarshal(data, &old) == nil && old.Fire > 0 {
+			if old.Fire <= e.Fire && old.MayHaveRun >= e.MayHaveRun {
+				continue
+			}
+			// Merged: the earlier fire, and the later fire that may have
+			// run, with the earlier entry's server.
+			if old.Fire <= e.Fire {
+				e.Fire, e.From = old.Fire, old.From
+			}
+			e.MayHaveRun = max(e.MayHaveRun, old.MayHaveRun)
 		}
-		// Earlier than the queued fire, or garbage: ours replaces it.
+		// Garbage, or merged with ours: ours replaces it.
 		data, _ = json.Marshal(e)
 		ops = append(ops, regcenter.SetOp{Path: p, Data: data, Version: st.Version})
 	}

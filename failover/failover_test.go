@@ -95,3 +95,30 @@ func TestClaimIsExclusiveAndHandedOnWhenTheClaimerDies(t *testing.T) {
 		t.Fatalf("claim of a finished item: %v, want ErrNotQueued", err)
 	}
 }
+
+// A merge of two entries of one item keeps the earlier fire, with its
+// server, and the later fire that may have run: a debt only grows, and so
+// does what its run must be told may have run.
+func TestEnqueueMergesMayHaveRun(t *testing.T) {
+	ns := fmt.Sprintf("fomerge%d", os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc := session(t, ns)
+	q := failover.NewQueue(rc, "job")
+	for _, e := range []failover.Entry{
+		{Item: 1, Fire: 2000, From: "b", MayHaveRun: 3000},
+		{Item: 1, Fire: 1000, From: "a", MayHaveRun: 1000},
+		{Item: 1, Fire: 1500, From: "c", MayHaveRun: 5000},
+	} {
+		if err := q.Enqueue(ctx, []failover.Entry{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := q.Claim(ctx, 1, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Fire != 1000 || e.From != "a" || e.MayHaveRun != 5000 {
+		t.Errorf("merged entry %+v, want fire 1000 from a, mayHaveRun 5000", e)
+	}
+}

@@ -369,8 +369,10 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 			if u := c.uncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
 				return false, nil // a fire of the range not run yet on item i
 			}
-			if m := marks[i]; m.Error != "" && failed == nil && !time.UnixMilli(m.Fire).Before(first) {
-				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(time.UnixMilli(m.Fire)), m.Error)
+			// The result of the fires waited for, not of the latest run:
+			// later fires may have run since.
+			if at, msg := failureOf(marks[i], first, last); msg != "" && failed == nil {
+				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(at), msg)
 			}
 		}
 	}

@@ -420,6 +420,9 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			gaps = map[int]time.Time{}
 		}
 		gaps[it] = since
+		// The previous owner may have run the gap's fires through the one
+		// before this fire, unrecorded (it crashed with failover off).
+		r.inherit.note(it, before)
 	}
 	return gaps, fresh
 }

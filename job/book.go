@@ -666,13 +666,17 @@ func (b *book) paid(cfg *spec, c *completion, records *recordCache) {
 		if res.halted != nil {
 			continue
 		}
+		var failed []failedRun
+		if c.failed != nil {
+			failed = c.failed[i]
+		}
 		if m, ok := c.deferred[i]; ok {
-			records.deferred(res.item, record{cover: c.recorded[i], version: res.prior.version, versioned: true}, m)
+			records.deferred(res.item, record{cover: c.recorded[i], version: res.prior.version, versioned: true, failed: failed}, m)
 		} else if v, ok := c.wrote[res.item]; ok {
 			if at.IsZero() {
 				at = b.now()
 			}
-			records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0}, at)
+			records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0, failed: failed}, at)
 		} else {
 			records.seen(res.item, true)
 		}

@@ -125,6 +125,9 @@ type completion struct {
 	// recorded holds, by position in batch, what the transaction records
 	// for each item it writes a completed node of (see runner.recorded).
 	recorded []cover
+	// failed holds, by position in batch, the failed runs the record of
+	// each item lists (see failedAfter); nil while none lists any.
+	failed [][]failedRun
 	// fence leads the transaction while fenced (see writeCompletion).
 	fence  regcenter.Op
 	fenced bool
@@ -270,6 +273,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// written: under shutdown's last wait for background work.
 	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
+	r.flushUnrecorded(ctx, &c)
 	step := stepReread
 	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
 		step = stepUnfence
@@ -308,6 +312,33 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		step = next
 	}
 	r.log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+}
+
+// flushUnrecorded writes, before c's transaction deletes their running
+// marks, the deferred records of c's items whose runs record nothing of
+// their own — a trigger's run, one cut short, one settled — and whose marks
+// this completion releases (not kept). Every release writes first: the
+// next owner of a released item reads its record, and a record left
+// deferred behind the mark would make it run again the fires this
+// instance ran. A run that records writes its prior, pending part
+// included, in the transaction itself.
+func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
+	if !r.records.hasPending() {
+		return
+	}
+	var released map[int]bool
+	for _, b := range c.batch {
+		if c.keep[b.item] || (b.kind != KindTrigger && b.halted == nil && !b.settled) {
+			continue
+		}
+		if released == nil {
+			released = map[int]bool{}
+		}
+		released[b.item] = true
+	}
+	if released != nil {
+		r.flushReleased(ctx, func(it int) bool { return released[it] })
+	}
 }
 
 // unfence switches c to the unfenced form: its running marks and claims
@@ -533,7 +564,12 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
 			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
-				for _, op := range failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}}) {
+				e := failover.Entry{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}
+				if !b.through.IsZero() {
+					// Cut short once started: it may have done part of its work.
+					e.MayHaveRun = b.coveredUpTo().UnixMilli()
+				}
+				for _, op := range failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{e}) {
 					c.add(op, b.item, queueEntry)
 				}
 			}
@@ -558,6 +594,15 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			}
 			if b.err != nil {
 				mark.Error = recordedError(b.err)
+			}
+			if fs := failedAfter(b.prior.failed, rec, b.fire, upTo, b.err); fs != nil {
+				mark.Failed = fs
+				if c.failed == nil {
+					c.failed = make([][]failedRun, len(c.batch))
+				}
+				c.failed[i] = fs
+			} else if c.failed != nil {
+				c.failed[i] = nil
 			}
 			if !misfireNode && r.defers(c, b) {
 				if c.deferred == nil {

@@ -242,7 +242,9 @@ type Config struct {
 	// was disconnected, or failed over) runs only the fires of the last
 	// StartingDeadline; older ones are dropped, counted (Stats.FiresExpired,
 	// EventFiresExpired) and logged — Kubernetes CronJob's
-	// startingDeadlineSeconds. 0, the default, makes up every fire; otherwise
+	// startingDeadlineSeconds. Fires that may have run already (a failover
+	// run's, see ShardingContext.MayHaveRunThrough) are dropped and logged
+	// but never counted or reported as expired. 0, the default, makes up every fire; otherwise
 	// at least MinInterval.
 	StartingDeadline time.Duration
 	// PausedUntil, when set, holds the job's fires until that time on

@@ -22,7 +22,12 @@ const maxExpiredCount = 100_000
 // starts before the deadline's cutoff starts at the first fire after it,
 // and one with no fire left is settled (cleaned up without running) on
 // results. The fires dropped are counted, logged once per run, and
-// reported as EventFiresExpired.
+// reported as EventFiresExpired — but for those that may have run already
+// (ShardingContext.MayHaveRunThrough: a previous owner that went away may
+// have run them, unrecorded): a fire that ran did not expire, so those are
+// dropped and logged apart, never reported as expired. The fires the
+// item's record lists as run are not among the dropped at all: the run
+// was narrowed to the first stretch its record does not list (stillOwed).
 func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 	d := f.cfg.StartingDeadline
 	if d <= 0 || len(f.items) == 0 {
@@ -38,7 +43,7 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 	first := sched.Next(cutoff.Add(-time.Millisecond))
 	keep := f.items[:0:0]
 	var expiredItems []int
-	expired := 0
+	expired, maybe := 0, 0
 	for _, it := range f.items {
 		since := f.fireOf(it)
 		if !since.Before(cutoff) {
@@ -50,8 +55,19 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 		if stop.IsZero() || stop.After(through) {
 			stop = sched.Next(through)
 		}
-		expired += countFires(sched, since, stop)
-		expiredItems = append(expiredItems, it)
+		from := since
+		if mh := f.mayHaveRunThrough(it, since, through); !mh.IsZero() {
+			// since through mh may have run: dropped, not expired.
+			from = sched.Next(mh)
+			if from.IsZero() || (!stop.IsZero() && from.After(stop)) {
+				from = stop
+			}
+			maybe += countFires(sched, since, from)
+		}
+		if !from.IsZero() && (stop.IsZero() || from.Before(stop)) {
+			expired += countFires(sched, from, stop)
+			expiredItems = append(expiredItems, it)
+		}
 		if first.IsZero() || first.After(through) {
 			results <- itemResult{item: it, fire: since, through: through, kind: f.kind, begin: now, end: now, settled: true}
 			continue
@@ -62,10 +78,14 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 		f.fires[it] = first
 		keep = append(keep, it)
 	}
+	f.items = keep
+	if maybe > 0 {
+		r.log.Warn("fires older than the starting deadline dropped, not made up; a previous owner may have run them",
+			"fires", maybe, "deadline", d, "kind", f.kind)
+	}
 	if expired == 0 {
 		return
 	}
-	f.items = keep
 	r.counters.firesExpired.Add(int64(expired))
 	r.log.Warn("fires older than the starting deadline dropped, not made up",
 		"items", layout.FormatItems(expiredItems), "fires", expired, "deadline", d, "kind", f.kind)

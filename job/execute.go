@@ -38,6 +38,10 @@ type fire struct {
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
+	// mayHaveRun holds, for a failover run's items, the latest fire their
+	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
+	// shared by the run's fires, read only.
+	mayHaveRun map[int]time.Time
 	// parentErr is why the parents' fires did not all succeed, for a job
 	// that runs after them anyway (see awaitParents).
 	parentErr error
@@ -50,6 +54,22 @@ func (f *fire) fireOf(item int) time.Time {
 		return at
 	}
 	return f.at
+}
+
+// mayHaveRunThrough is the latest of the fires from at through through
+// that item's run stands for and that may have run already (zero: none).
+func (f *fire) mayHaveRunThrough(item int, at, through time.Time) time.Time {
+	t, ok := f.mayHaveRun[item]
+	if !ok {
+		return time.Time{}
+	}
+	if t.After(through) {
+		t = through
+	}
+	if t.Before(at) {
+		return time.Time{}
+	}
+	return t
 }
 
 // prior is what item's record said before this run (see priors).
@@ -294,7 +314,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-		ParentErr: f.parentErr, owner: ctx.owner(sess),
+		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
 	ev := r.listenerEvent(sc, res.begin)

@@ -87,7 +87,10 @@ func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 					since = n
 				}
 			}
-			entries = append(entries, failover.Entry{Item: it, Fire: since.UnixMilli(), From: sv})
+			// The departed instance may have started any fire due before
+			// it left, up to the latest: its runs in flight, and those whose
+			// completion was (see ShardingContext.MayHaveRunThrough).
+			entries = append(entries, failover.Entry{Item: it, Fire: since.UnixMilli(), From: sv, MayHaveRun: latest.UnixMilli()})
 		}
 		fence, err := r.elect.Fence()
 		if err != nil {
@@ -167,7 +170,7 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 			"item", item, "data", quoteShort(string(data)), "err", err)
 		return rec, nil
 	}
-	rec.cover = coverOf(m)
+	rec.cover, rec.failed = coverOf(m), m.Failed
 	return rec, nil
 }
 
@@ -199,6 +202,7 @@ func (r *runner) claimFailover() {
 		return
 	}
 	byFire := map[int64][]int{}
+	var mayHaveRun map[int]time.Time // by item: the latest fire its previous owner may have run
 	for _, it := range items {
 		here := r.isRunning(it)
 		if it >= cfg.ShardingTotalCount {
@@ -219,13 +223,19 @@ func (r *runner) claimFailover() {
 			// the latest fire, so it is dequeued instead of stuck forever.
 			latest := r.latestFire()
 			r.log.Error("garbage failover entry; running the item once for the latest fire", "item", it, "fire", latest, "err", e.Garbage)
-			e.Fire = latest.UnixMilli()
+			e.Fire, e.MayHaveRun = latest.UnixMilli(), latest.UnixMilli()
 		}
 		switch {
 		case err == nil:
 			r.counters.failoverClaims.Add(1)
 			r.fo.claimed(it, e.Version)
 			byFire[e.Fire] = append(byFire[e.Fire], it)
+			if e.MayHaveRun > 0 {
+				if mayHaveRun == nil {
+					mayHaveRun = map[int]time.Time{}
+				}
+				mayHaveRun[it] = time.UnixMilli(e.MayHaveRun)
+			}
 		case errors.Is(err, failover.ErrClaimed):
 			r.watchClaim(it)
 		case errors.Is(err, failover.ErrNotQueued):
@@ -251,7 +261,8 @@ func (r *runner) claimFailover() {
 			continue
 		}
 		r.log.Info("taking over items", "items", todo, "fire", at)
-		if !r.goFunc(func() { r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo}) }) {
+		f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo, mayHaveRun: mayHaveRun}
+		if !r.goFunc(func() { r.markAndRun(f) }) {
 			r.release(todo)
 		}
 	}

@@ -64,7 +64,8 @@ type ShardingContext struct {
 	// FireTime for a fire or a trigger; for a misfire or failover run, the
 	// last fire due when the item was reserved for it. The run makes up for
 	// every fire from FireTime through Through, and no other execution does
-	// for those (unless an instance crashed first: see docs/guarantees.md).
+	// for those (unless an instance crashed first: see docs/guarantees.md,
+	// and MayHaveRunThrough for which).
 	Through time.Time
 	// ShardingTotalCount is the job's item count.
 	ShardingTotalCount int
@@ -83,8 +84,29 @@ type ShardingContext struct {
 	// succeed (it wraps ErrParentFailed); nil when they did. The parents'
 	// fires are this run's: FireTime through Through.
 	ParentErr error
+	// MayHaveRunThrough, when not zero, says that the fires from FireTime
+	// through it may already have run, wholly or in part: this is a
+	// failover run taking the item over from an owner that crashed, lost
+	// its session or was cut short by a shutdown's deadline while it may
+	// have been running them — a run in flight, or one whose completion
+	// was itself in flight (for a job that opted into records written
+	// behind, Config.RecordInterval, any run of that interval). A job whose
+	// side effects must not repeat (an invoice, an e-mail) checks its own
+	// records for those fires only; the fires after it, through Through,
+	// did not run. Zero for every other run: a scheduled fire, a trigger, a
+	// make-up of fires missed here or handed over at a leave (their
+	// previous runs are in the item's record, which the run was narrowed
+	// by). See MayHaveRun.
+	MayHaveRunThrough time.Time
 
 	owner *ownership
+}
+
+// MayHaveRun reports whether fire, one of the fires this execution stands
+// for (FireTime through Through), may already have run (see
+// MayHaveRunThrough).
+func (sc ShardingContext) MayHaveRun(fire time.Time) bool {
+	return !sc.MayHaveRunThrough.IsZero() && !fire.Before(sc.FireTime) && !fire.After(sc.MayHaveRunThrough)
 }
 
 // StillOwner returns nil if this instance still owns the item: its

@@ -75,6 +75,19 @@ func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
 	return out
 }
 
+// rangeMayHaveRunThrough is the latest fire any item of run may have run
+// already (see fire.mayHaveRunThrough): a range is told as much as its
+// most doubtful item.
+func (f *fire) rangeMayHaveRunThrough(run itemRun, through time.Time) time.Time {
+	var t time.Time
+	for it := run.first; it <= run.last && len(f.mayHaveRun) > 0; it++ {
+		if m := f.mayHaveRunThrough(it, run.fire, through); m.After(t) {
+			t = m
+		}
+	}
+	return t
+}
+
 // executeRange calls the job for one range of f and returns a result per
 // item.
 func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
@@ -88,7 +101,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 			JobName: r.name, TaskID: taskID(r.name, run.fire), FireTime: run.fire, Through: through,
 			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.first, ItemParameter: params[run.first],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			owner: ctx.owner(sess),
+			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess),
 		},
 		First: run.first, Last: run.last, Start: int64(run.first) * per, End: int64(run.last+1) * per,
 	}

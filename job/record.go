@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -38,6 +39,91 @@ type record struct {
 	cover
 	version   int32
 	versioned bool
+	// failed are the recent failed runs the record lists (see
+	// completedMark.Failed).
+	failed []failedRun
+}
+
+// maxFailed bounds the failed runs an item's record keeps: the newest,
+// which are what a dependent checking late asks about.
+const maxFailed = 8
+
+// maxFailedError bounds the error each listed failed run keeps; the
+// latest run's error is kept whole (up to maxRecordedError) in Error.
+const maxFailedError = 256
+
+// failedRun is one recent run of an item that failed: the fires it stood
+// for, First through Last (Unix ms), and its error, cut short.
+type failedRun struct {
+	First int64  `json:"first"`
+	Last  int64  `json:"last"`
+	Error string `json:"error"`
+}
+
+// failedAfter is the failed runs a record lists once a run for the fires
+// first through last has ended with err, over prior's list: the run added
+// if it failed; the earlier entries it stood for again dropped if it
+// succeeded (a fire run again after a crash: its latest result counts);
+// those older than cov's oldest span dropped (the record no longer speaks
+// of those fires); the newest maxFailed kept. Nil when none.
+func failedAfter(prior []failedRun, cov cover, first, last time.Time, err error) []failedRun {
+	if len(prior) == 0 && err == nil {
+		return nil
+	}
+	f, l := first.UnixMilli(), last.UnixMilli()
+	var oldest int64
+	if len(cov.spans) > 0 {
+		oldest = cov.spans[0].first.UnixMilli()
+	}
+	out := make([]failedRun, 0, len(prior)+1)
+	for _, p := range prior {
+		if p.Last < oldest || (err == nil && p.First >= f && p.Last <= l) || (err != nil && p.First == f && p.Last == l) {
+			continue
+		}
+		out = append(out, p)
+	}
+	if err != nil {
+		out = append(out, failedRun{First: f, Last: l, Error: cutError(recordedError(err), maxFailedError)})
+	}
+	slices.SortFunc(out, func(a, b failedRun) int { return cmp.Compare(a.First, b.First) })
+	if len(out) > maxFailed {
+		out = out[len(out)-maxFailed:]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// failureOf returns the error of the first run in failed, or of m's own
+// run, that stood for a fire from first through last ("" if none failed).
+// m's Error is its latest run's, kept whole.
+func failureOf(m completedMark, first, last time.Time) (fire time.Time, msg string) {
+	f, l := first.UnixMilli(), last.UnixMilli()
+	for _, r := range m.Failed {
+		if r.Last >= f && r.First <= l {
+			if r.Last == m.Fire && m.Error != "" {
+				return time.UnixMilli(max(r.First, f)), m.Error
+			}
+			return time.UnixMilli(max(r.First, f)), r.Error
+		}
+	}
+	if len(m.Failed) == 0 && m.Error != "" && m.Fire >= f {
+		// A record written before Failed existed: its latest run's error.
+		return time.UnixMilli(m.Fire), m.Error
+	}
+	return time.Time{}, ""
+}
+
+// cutError cuts msg at n bytes, on a character boundary.
+func cutError(msg string, n int) string {
+	if len(msg) <= n {
+		return msg
+	}
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + "…"
 }
 
 // through is the latest covered fire (zero if none).
@@ -199,6 +285,11 @@ type completedMark struct {
 	Begin int64  `json:"begin"`
 	End   int64  `json:"end"`
 	Error string `json:"error,omitempty"`
+	// Failed lists the item's recent runs that failed, oldest first (at
+	// most maxFailed, within the fires Ran speaks of): a dependent checking
+	// a fire after later ones ran reads that fire's result here, not the
+	// latest run's in Error.
+	Failed []failedRun `json:"failed,omitempty"`
 }
 
 // recordCache is what this instance knows of the items' completion
@@ -420,7 +511,7 @@ func (c *recordCache) exists(item int) bool {
 // marshal encodes m as json.Marshal does, byte for byte, without its
 // reflection: a completion writes one per item.
 func (m *completedMark) marshal() []byte {
-	b := make([]byte, 0, 96+len(m.Server)+len(m.Kind)+len(m.Error)+40*len(m.Ran))
+	b := make([]byte, 0, 96+len(m.Server)+len(m.Kind)+len(m.Error)+40*len(m.Ran)+(60+maxFailedError)*len(m.Failed))
 	b = append(b, `{"server":`...)
 	b = appendJSONString(b, m.Server)
 	b = append(b, `,"fire":`...)
@@ -456,6 +547,22 @@ func (m *completedMark) marshal() []byte {
 	if m.Error != "" {
 		b = append(b, `,"error":`...)
 		b = appendJSONString(b, m.Error)
+	}
+	if len(m.Failed) > 0 {
+		b = append(b, `,"failed":[`...)
+		for i, f := range m.Failed {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"first":`...)
+			b = strconv.AppendInt(b, f.First, 10)
+			b = append(b, `,"last":`...)
+			b = strconv.AppendInt(b, f.Last, 10)
+			b = append(b, `,"error":`...)
+			b = appendJSONString(b, f.Error)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

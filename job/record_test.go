@@ -3,6 +3,7 @@ package job
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -80,6 +81,9 @@ func TestMarksMarshalAsJSON(t *testing.T) {
 		for j, ran := range rans {
 			for _, n := range []int64{0, 1, -1, 1764280800123, 1<<63 - 1, -1 << 63} {
 				cm := completedMark{Server: s, Fire: n, Since: n * int64(j%2), Ran: ran, Floor: n * int64(i%2), Kind: Kind(other), Begin: -n, End: n, Error: strs[(i+j)%len(strs)]}
+				if j%2 == 1 {
+					cm.Failed = []failedRun{{First: n, Last: -n, Error: other}, {First: 1, Last: 2, Error: s}}
+				}
 				want, err := json.Marshal(cm)
 				if err != nil {
 					t.Fatal(err)
@@ -104,7 +108,8 @@ func TestMarksMarshalAsJSON(t *testing.T) {
 func FuzzMarksMarshalAsJSON(f *testing.F) {
 	f.Add("10.0.0.5@-@4242", "fire", "boom <&>", int64(1764280800000))
 	f.Fuzz(func(t *testing.T, server, kind, text string, n int64) {
-		cm := completedMark{Server: server, Fire: n, Since: n / 2, Ran: [][2]int64{{n, n}}, Kind: Kind(kind), Begin: n, End: -n, Error: text}
+		cm := completedMark{Server: server, Fire: n, Since: n / 2, Ran: [][2]int64{{n, n}}, Kind: Kind(kind), Begin: n, End: -n, Error: text,
+			Failed: []failedRun{{First: n, Last: n, Error: text}}}
 		if want, _ := json.Marshal(cm); !bytes.Equal(cm.marshal(), want) {
 			t.Errorf("completed mark %+v: got %s, want %s", cm, cm.marshal(), want)
 		}
@@ -113,4 +118,58 @@ func FuzzMarksMarshalAsJSON(f *testing.F) {
 			t.Errorf("running mark %+v: got %s, want %s", rm, rm.marshal(), want)
 		}
 	})
+}
+
+// A record lists each recent failed run with the fires it stood for: a
+// later success leaves an earlier fire's failure listed, a run of the same
+// fires again (after a crash) replaces it, and the list keeps the newest
+// maxFailed within the fires the cover speaks of. A reader asks for the
+// result of the fires it waits for.
+func TestFailedRunsAreListedPerFire(t *testing.T) {
+	sched, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("* * * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	boom := errors.New("boom")
+	var cov cover
+	var failed []failedRun
+	run := func(first, last int, err error) completedMark {
+		cov = cov.with(sched, at(first), at(last))
+		failed = failedAfter(failed, cov, at(first), at(last), err)
+		m := completedMark{Fire: cov.through().UnixMilli(), Ran: cov.ran(), Failed: failed}
+		if err != nil {
+			m.Error = err.Error()
+		}
+		return m
+	}
+	run(1, 1, nil)
+	run(2, 2, boom)
+	m := run(3, 3, nil)
+	if at, msg := failureOf(m, at(2), at(2)); msg != "boom" || !at.Equal(base.Add(2*time.Second)) {
+		t.Errorf("fire 2 after fire 3 succeeded: %v %q, want its failure", at, msg)
+	}
+	if _, msg := failureOf(m, at(3), at(3)); msg != "" {
+		t.Errorf("fire 3: %q, want success", msg)
+	}
+	// Fire 2 run again (a make-up after a crash), and succeeding: its
+	// latest result counts.
+	m = run(2, 3, nil)
+	if _, msg := failureOf(m, at(1), at(3)); msg != "" {
+		t.Errorf("fires 1-3 after fire 2 ran again: %q, want success", msg)
+	}
+	// The newest maxFailed failures are kept.
+	for s := 10; s < 10+2*maxFailed; s++ {
+		m = run(s, s, boom)
+	}
+	if len(m.Failed) != maxFailed || m.Failed[0].First != at(10+maxFailed).UnixMilli() {
+		t.Errorf("failed %v, want the newest %d", m.Failed, maxFailed)
+	}
+	// A record written before Failed existed: its latest run's error, for
+	// fires up to that run.
+	old := completedMark{Fire: at(5).UnixMilli(), Error: "old"}
+	if _, msg := failureOf(old, at(4), at(5)); msg != "old" {
+		t.Errorf("old record: %q", msg)
+	}
 }

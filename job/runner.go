@@ -33,6 +33,7 @@ type runner struct {
 	book     *book           // what runs, and what is owed, here (book.go)
 	owed     *ledger         // what items are owed here (ledger.go), kept in the book's steps
 	records  recordCache     // the items' completion records as known here (record.go)
+	inherit  inherited       // gaps gained in a reshard that may have run (mayhaverun.go)
 	holds    holds           // the running marks kept across fires (hold.go)
 	fo       claimState      // the failover queue as seen here (failover.go)
 	watch    watchCancels    // the registration's watches (register.go)

@@ -60,6 +60,13 @@ func (o overlap) duration() time.Duration {
 	return time.Duration(min(o.A.Stop, o.B.Stop) - max(o.A.Begin, o.B.Begin))
 }
 
+// completionInFlight bounds how long after a run's end its completion can
+// still be unwritten with records written at once (record interval 0, the
+// default): the group commit's linger (job's completionLinger, 2 ms) and
+// one registry request, generous for a loaded test machine. A crash later
+// than that after the run's end found its record written.
+const completionInFlight = 2*time.Millisecond + time.Second
+
 // duplicate is a (fire, item) pair covered by two committed executions,
 // and the fault that explains it, if any.
 type duplicate struct {
@@ -164,9 +171,11 @@ type Report struct {
 	// frozen past its session or partitioned at some moment between that
 	// execution's begin and the later one's: its completion may never have
 	// been recorded, and at-least-once is the promise then — for a run
-	// that ended within the record interval (plus a run and two periods)
-	// before the crash: a record waits no longer unwritten. Unexplained
-	// duplicates fail the run.
+	// whose completion was in flight at the crash (record interval 0, the
+	// default: it ended within completionInFlight before it), or, with an
+	// opted-in interval, one that ended within the interval (plus a run and
+	// two periods) before it: a record waits no longer unwritten.
+	// Unexplained duplicates fail the run.
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
 
@@ -498,30 +507,42 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 	// at-least-once window of docs/guarantees.md. Unexplained losses are
 	// counted apart.
 	//
-	// With records written behind, a completion's record may wait up to the
-	// record interval before it is written, so the runs a crash leaves
-	// unrecorded are those that ended within about that interval before it
-	// (docs/guarantees.md): a crash or a loss explains a duplicate only
-	// when the earlier run ended no more than the interval, plus a run's
-	// length and two periods, before it. A duplicate only a crash further
-	// off would explain stays unexplained, and says so (beyond). Logs that
-	// do not state the interval are checked with no such bound.
-	bound := int64(-1)
+	// What a crash leaves unrecorded depends on the record interval
+	// (docs/guarantees.md). With the default, 0, every completion is
+	// group-committed at once: the runs a crash leaves unrecorded are
+	// those whose completion was itself in flight — that ended no more
+	// than completionInFlight before a crash (the group's linger and one
+	// request), or, for a session loss, before the loss less the session
+	// timeout (a request the registry stopped answering is in flight until
+	// the session ends). With records written behind (an opted-in
+	// interval), a record may wait up to the interval before it is
+	// written: a crash or a loss explains a duplicate when the earlier run
+	// ended no more than the interval, plus a run's length and two
+	// periods, before it. A duplicate only a crash further off would
+	// explain stays unexplained, and says so (beyond). Logs that do not
+	// state the interval are checked with no such bound.
+	bound, lossBound := int64(-1), int64(-1)
 	if ri := r.Config.RecordIntervalMS; ri != nil {
-		bound = (*ri + r.Config.WorkMS + 2*period) * int64(time.Millisecond)
+		if *ri == 0 {
+			bound = completionInFlight.Nanoseconds()
+			lossBound = bound + r.Config.SessionTimeoutMS*int64(time.Millisecond)
+		} else {
+			bound = (*ri + r.Config.WorkMS + 2*period) * int64(time.Millisecond)
+			lossBound = bound
+		}
 	}
-	within := func(a *execution, at int64) bool { return bound < 0 || at-a.Stop <= bound }
+	within := func(a *execution, at, bound int64) bool { return bound < 0 || at-a.Stop <= bound }
 	explain := func(a, b *execution) (cause string, lag time.Duration) {
 		for _, w := range crashes[a.Inst] {
 			if w.From <= b.Begin && w.To >= a.Begin {
-				if lag = time.Duration(w.From - a.Stop); within(a, w.From) {
+				if lag = time.Duration(w.From - a.Stop); within(a, w.From, bound) {
 					return w.What, lag
 				}
 			}
 		}
 		for _, l := range r.SessionLosses {
 			if l.Inst == a.Inst && l.PID == a.PID && a.Begin <= l.T && l.T <= b.Begin {
-				if lag = time.Duration(l.T - a.Stop); within(a, l.T) {
+				if lag = time.Duration(l.T - a.Stop); within(a, l.T, lossBound) {
 					return "session lost " + a.Inst, lag
 				}
 			}
@@ -833,7 +854,7 @@ func (r *Report) Details(w io.Writer) {
 		}
 		fmt.Fprintf(w, "chaos: DUPLICATE: item %d fire %s ran twice:\n    %s\n    %s\n", d.Item, clock(d.Fire*int64(time.Millisecond)), d.A, d.B)
 		if d.Lag > 0 {
-			fmt.Fprintf(w, "    the earlier run ended %s before its instance's crash or session loss: longer ago than the record interval leaves a run unrecorded\n", d.Lag.Round(time.Millisecond))
+			fmt.Fprintf(w, "    the earlier run ended %s before its instance's crash or session loss: longer ago than a completion in flight (or, opted in, the record interval) leaves a run unrecorded\n", d.Lag.Round(time.Millisecond))
 		}
 		if fs := r.faultsDuring(d.A.Begin-5*int64(time.Second), d.B.Begin); fs != "" {
 			fmt.Fprintf(w, "    near: %s\n", fs)

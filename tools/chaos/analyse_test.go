@@ -609,7 +609,7 @@ func TestACrashExplainsOnlyTheRunsOfItsRecordInterval(t *testing.T) {
 	var buf bytes.Buffer
 	r.Details(&buf)
 	for _, want := range []string{
-		"longer ago than the record interval leaves a run unrecorded",
+		"longer ago than a completion in flight (or, opted in, the record interval) leaves a run unrecorded",
 		// Fire 12 ended at 12.51 s, the kill came at 19.7 s.
 		"the earliest of those runs ended 7.19s before the fault or loss that explains it (record interval 5s)",
 	} {
@@ -621,6 +621,60 @@ func TestACrashExplainsOnlyTheRunsOfItsRecordInterval(t *testing.T) {
 	s.events[0].Cfg.RecordIntervalMS = nil
 	if r := s.analyse(t); len(r.UnexplainedDuplicates) != 0 {
 		t.Errorf("without the interval in the log: unexplained %d, want 0", len(r.UnexplainedDuplicates))
+	}
+}
+
+// TestACrashWithRecordsWrittenAtOnceExplainsOnlyCompletionsInFlight: with
+// the default record interval, 0, every completion is written within its
+// group commit: a kill -9 leaves unrecorded only the run whose completion
+// was in flight. A make-up run covering fires whose runs ended seconds
+// before the kill runs completed fires again, which no crash explains;
+// the run that ended just before it is explained. A session loss allows a
+// session timeout more: a request the registry stopped answering stays in
+// flight until the session ends.
+func TestACrashWithRecordsWrittenAtOnceExplainsOnlyCompletionsInFlight(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	zero := int64(0)
+	s.events[0].Cfg.RecordIntervalMS = &zero
+	s.events[0].Cfg.WorkMS = 500
+	s.events[0].Cfg.SessionTimeoutMS = 4000
+	s.fires("i1", 0, 0, 18)
+	// Fire 19's run ends at 19.51 s; the kill comes 5 ms later, while its
+	// completion may still be in flight.
+	s.exec("i1", 0, 19, "fire", 19010, 19510, stateCommitted)
+	s.kill9("i1", 19515, 19520, 20000)
+	// i2 makes up fires 17..24: 17 and 18 ended 2.5 s and 1.5 s before the
+	// kill, their records were written.
+	s.exec("i2", 0, 17, "misfire", 24100, 24300, stateCommitted)
+	s.fires("i2", 0, 25, 29)
+	s.stop(29999)
+	r := s.analyse(t)
+	if len(r.Duplicates) != 3 {
+		t.Fatalf("duplicates %d, want 3 (fires 17..19)", len(r.Duplicates))
+	}
+	if len(r.UnexplainedDuplicates) != 2 {
+		t.Fatalf("unexplained %d, want 2 (fires 17 and 18)", len(r.UnexplainedDuplicates))
+	}
+	for _, d := range r.Duplicates {
+		explained := d.Cause != ""
+		if want := d.Fire == s.ns(19000)/int64(time.Millisecond); explained != want {
+			t.Errorf("fire %d: cause %q, lag %v; want explained %v", d.Fire, d.Cause, d.Lag, want)
+		}
+	}
+
+	// The same runs with the session lost 3 s after fire 18's run ended
+	// (no kill): within the session timeout, explained.
+	s = newSynth(1, 0, 0)
+	s.events[0].Cfg.RecordIntervalMS = &zero
+	s.events[0].Cfg.WorkMS = 500
+	s.events[0].Cfg.SessionTimeoutMS = 4000
+	s.fires("i1", 0, 0, 18)
+	s.lose(21510, "i1")
+	s.exec("i2", 0, 18, "misfire", 22100, 22300, stateCommitted)
+	s.stop(29999)
+	r = s.analyse(t)
+	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 0 {
+		t.Fatalf("duplicates %d, unexplained %d; want 1 explained by the session loss", len(r.Duplicates), len(r.UnexplainedDuplicates))
 	}
 }
 

@@ -45,12 +45,15 @@
 // execution's begin and the later one's, or when that execution's process
 // lost its registry session in that time (a fault of the registry's members
 // can cost every instance its session): its completion may never have been
-// recorded, and at least once is the promise then (docs/guarantees.md). With
-// records written behind (-record-interval, the instances'
-// job.WithRecordInterval, 0 by default: every completion recorded) that holds for a run that ended
-// within the interval, plus a run's length and two periods, before the
-// crash or the loss: a record waits no longer unwritten, and a duplicate
-// of an earlier run is unexplained, its detail lines saying how long before
+// recorded, and at least once is the promise then (docs/guarantees.md) — for
+// a run whose completion was in flight. With every completion recorded
+// (-record-interval 0, the instances' job.WithRecordInterval default) that
+// is a run that ended within the group commit's linger and one request
+// (completionInFlight) before the crash, or, for a session loss, within
+// that and the session timeout before the loss. With records written
+// behind (-record-interval above 0) it is a run that ended within the
+// interval, plus a run's length and two periods, before it. A duplicate of
+// an earlier run is unexplained, its detail lines saying how long before
 // the crash the run ended.
 //
 // session_losses counts the sessions the instance processes logged as lost
