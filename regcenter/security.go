@@ -549,17 +549,26 @@ func probeEndpoint(ctx context.Context, ep string, cfg *tls.Config) (err error, 
 	return nil, false, true
 }
 
+// dialProbe connects to ep for a probe: the connection is closed when ctx
+// ends (which ends any read or handshake on it) and by done.
+func dialProbe(ctx context.Context, ep string) (conn net.Conn, done func(), err error) {
+	var d net.Dialer
+	conn, err = d.DialContext(ctx, "tcp", ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	return conn, func() { stop(); conn.Close() }, nil
+}
+
 // servesTLS reports whether ep completes a TLS handshake, trusting any
 // certificate: only to tell a plain client why a TLS port closed on it.
 func servesTLS(ctx context.Context, ep string) bool {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", ep)
+	conn, done, err := dialProbe(ctx, ep)
 	if err != nil {
 		return false
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
+	defer done()
 	host, _, _ := net.SplitHostPort(ep)
 	// Nothing is sent over this connection: the handshake is all it is for.
 	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, ServerName: host, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}) //nolint:gosec // a probe that sends no data
@@ -569,14 +578,11 @@ func servesTLS(ctx context.Context, ep string) bool {
 // servesPlain reports whether ep answers a plain HTTP/2 preface with a
 // SETTINGS frame: only to tell a TLS client why the port closed on it.
 func servesPlain(ctx context.Context, ep string) bool {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", ep)
+	conn, done, err := dialProbe(ctx, ep)
 	if err != nil {
 		return false
 	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
+	defer done()
 	if _, err := io.WriteString(conn, http2Preface); err != nil {
 		return false
 	}
