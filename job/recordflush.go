@@ -43,7 +43,7 @@ import (
 // (Config.RecordInterval) on a scheduler without WithRecordInterval: 0,
 // every completion's record is written (group-committed), so that a crash
 // runs again only the runs in flight.
-const DefaultRecordInterval = 0
+const DefaultRecordInterval time.Duration = 0
 
 // MaxRecordInterval bounds Config.RecordInterval and WithRecordInterval:
 // the runs a crash leaves unrecorded are those of the last interval.
