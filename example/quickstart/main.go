@@ -8,10 +8,11 @@
 //
 // With no registry named it starts an etcd member inside the process
 // (package regcenter/embedded), its data in a temporary directory removed
-// at the end, and prints the member's address. A second copy started with
-// SHARDJOB_REGCENTER_ETCD set to that address joins the first, and the two
-// share the job's four items; the first copy hosts the registry, so the
-// others lose it when it stops. SHARDJOB_REGCENTER_ETCD (an etcd cluster)
+// at the end, and prints that directory. A second copy started with
+// SHARDJOB_REGCENTER_EMBEDDEDDIR set to it joins the first (the directory
+// holds the member's address and credentials), and the two share the job's
+// four items; the first copy hosts the registry, so the others lose it when
+// it stops. SHARDJOB_REGCENTER_ETCD (an etcd cluster)
 // or SHARDJOB_REGCENTER_SERVERS (ZooKeeper), comma-separated host:port
 // lists, name a registry of yours instead.
 package main
@@ -51,9 +52,10 @@ func run(ctx context.Context) error {
 	if zk := os.Getenv("SHARDJOB_REGCENTER_SERVERS"); zk != "" {
 		cfg.Servers = strings.Split(zk, ",")
 	}
+	cfg.EmbeddedDir = os.Getenv("SHARDJOB_REGCENTER_EMBEDDEDDIR") // another copy's member
 	var rc regcenter.Center
 	var err error
-	if len(cfg.Etcd) == 0 && len(cfg.Servers) == 0 {
+	if len(cfg.Etcd) == 0 && len(cfg.Servers) == 0 && cfg.EmbeddedDir == "" {
 		dir, err := os.MkdirTemp("", "shardjob-quickstart-")
 		if err != nil {
 			return err
@@ -63,7 +65,7 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("registry: etcd inside this process; another copy joins it with SHARDJOB_REGCENTER_ETCD=%s\n", member.Endpoint())
+		fmt.Printf("registry: etcd inside this process; another copy joins it with SHARDJOB_REGCENTER_EMBEDDEDDIR=%s\n", dir)
 		rc = member
 	} else if rc, err = regcenter.Open(ctx, cfg); err != nil {
 		return err

@@ -26,7 +26,7 @@ func TestTwoCopiesShareTheItemsOnTheEmbeddedRegistry(t *testing.T) {
 	}
 	tmp := t.TempDir() // the copies' TMPDIR, where the member's data goes
 	line := regexp.MustCompile(`^(\S+): item (\d) \(\w+\) of fire (\d\d:\d\d:\d\d)$`)
-	joinLine := regexp.MustCompile(`SHARDJOB_REGCENTER_ETCD=(\S+)$`)
+	joinLine := regexp.MustCompile(`SHARDJOB_REGCENTER_EMBEDDEDDIR=(\S+)$`)
 	type run struct{ server, fire, item string }
 	var (
 		mu   sync.Mutex
@@ -35,9 +35,9 @@ func TestTwoCopiesShareTheItemsOnTheEmbeddedRegistry(t *testing.T) {
 	endpoint := make(chan string, 1)
 	var procs []*exec.Cmd
 	var eofs []chan struct{} // closed when a copy's output ends
-	start := func(etcd string) {
+	start := func(dir string) {
 		cmd := exec.Command(bin)
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "SHARDJOB_REGCENTER_SERVERS=", "SHARDJOB_REGCENTER_ETCD="+etcd)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "SHARDJOB_REGCENTER_SERVERS=", "SHARDJOB_REGCENTER_ETCD=", "SHARDJOB_REGCENTER_EMBEDDEDDIR="+dir)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
