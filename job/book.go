@@ -146,6 +146,7 @@ func (b *book) reserveFire(res *fireReservation, items []int, at time.Time, gaps
 }
 
 func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
+	prev := b.owed.dispatchedAt(it)
 	b.owed.dispatch(it, at)
 	gap, gapped := gaps[it]
 	if e, busy := b.runs.running[it]; busy {
@@ -176,6 +177,14 @@ func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gap
 	if ran && !owed {
 		return
 	}
+	if !owed && !prev.IsZero() && !prev.Before(at) {
+		// A run here already stood for this fire: a make-up or failover
+		// run through it, reserved ahead of it, which has ended before
+		// this fire's trigger came (a stalled machine, a slow proof).
+		// Run again as a plain fire it would run a completed fire twice.
+		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
+		return
+	}
 	e := &execution{item: it, fire: at, through: at}
 	b.runs.running[it] = e
 	res.taken = append(res.taken, e)
@@ -189,6 +198,7 @@ func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gap
 		if e.through.Before(at) {
 			e.through = at
 		}
+		b.owed.dispatch(it, e.through)
 		if res.debts == nil {
 			res.debts = map[time.Time][]int{}
 		}
@@ -270,10 +280,12 @@ func (b *book) reserve(items []int, at, through time.Time, kind Kind, cfg *spec,
 		switch kind {
 		case KindMisfire:
 			e.through = b.makeUpThrough(cfg, at)
+			b.owed.dispatch(it, e.through)
 		case KindFailover:
 			// Another instance's debt, run at once: through the latest
 			// fire that has come, not one this instance claims ahead.
 			e.through = pastThrough
+			b.owed.dispatch(it, e.through)
 		}
 		b.runs.running[it] = e
 		todo = append(todo, it)
@@ -646,8 +658,10 @@ func (b *book) takeDebts(sess *regcenter.Session, cfg *spec, tried map[int]bool,
 		if it < 0 || it >= cfg.ShardingTotalCount || disabled()[it] {
 			continue // no longer an item, or kept out
 		}
+		e := &execution{item: it, fire: at, through: b.makeUpThrough(cfg, at)}
 		b.owed.dispatch(it, last)
-		b.runs.running[it] = &execution{item: it, fire: at, through: b.makeUpThrough(cfg, at)}
+		b.owed.dispatch(it, e.through)
+		b.runs.running[it] = e
 		debts[at] = append(debts[at], it)
 	}
 	return debts, true

@@ -150,3 +150,32 @@ func TestUndoOfTheLastReservationTellsTheInstanceItIsIdle(t *testing.T) {
 		t.Fatalf("the instance heard %d times that it is idle, want once", idle)
 	}
 }
+
+// TestAFireAMakeUpRunStoodForIsNotRunAgain: a make-up run reserved ahead
+// of a fire stands for it; when that fire's trigger comes only after the
+// make-up run has ended (a stalled machine), the fire is not run again as
+// a plain fire. The fire after it runs as usual.
+func TestAFireAMakeUpRunStoodForIsNotRunAgain(t *testing.T) {
+	at := time.Now().Truncate(time.Second)
+	now := at.Add(300 * time.Millisecond)
+	r := bookRunner(&Scheduler{opts: options{now: func() time.Time { return now }}})
+	cfg := compile(Config{Name: "u", Cron: "* * * * * *", ShardingTotalCount: 1}.WithDefaults())
+	earlier := at.Add(-3 * time.Second)
+	if todo := r.reserve([]int{0}, earlier, at, KindMisfire, cfg); len(todo) != 1 {
+		t.Fatalf("make-up run reserved %v, want item 0", todo)
+	}
+	if e := r.book.runs.running[0]; !e.standsFor(at) {
+		t.Fatalf("the make-up run stands for %s..%s, not for the fire at %s", e.fire, e.through, at)
+	}
+	r.release([]int{0})
+
+	res := r.reserveFire([]int{0}, at, nil, nil, cfg)
+	if len(res.plain) != 0 || len(res.debts) != 0 {
+		t.Fatalf("the fire at %s the make-up run stood for runs again: plain %v, debts %v", at, res.plain, res.debts)
+	}
+	next := at.Add(time.Second)
+	now = next
+	if res := r.reserveFire([]int{0}, next, nil, nil, cfg); len(res.plain) != 1 {
+		t.Fatalf("the next fire reserved %v, want item 0 plain", res.plain)
+	}
+}
