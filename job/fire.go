@@ -50,14 +50,21 @@ func (o *fireOrder) hold() (release func()) {
 	return o.mu.Unlock
 }
 
-// fireScheduled is one fire of the schedule.
-func (r *runner) fireScheduled(at time.Time) {
+// fireScheduled is one fire of the schedule. skipped, when not zero, is
+// the first of the fires before at that the trigger collapsed into it
+// (see skippedBefore): they are made up with this one, as fires skipped
+// while disconnected are.
+func (r *runner) fireScheduled(at, skipped time.Time) {
 	if r.flags.paused.Load() {
 		return // an operator paused this server: its items stay put
 	}
 	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
+	}
+	if !skipped.IsZero() {
+		r.log.Warn("fires were not dispatched while the process could not run; making them up with this one", "since", skipped, "fire", at)
+		r.noteSuspendedMiss(skipped)
 	}
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once

@@ -45,6 +45,11 @@ type runner struct {
 	bad      badValues       // node versions reported as not decoding (stored.go)
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
+	// dispatched is the latest scheduled fire the trigger dispatched
+	// (unix ns; 0 after the schedule was set): the fires between it and
+	// the next one dispatched were collapsed by the trigger after a stall,
+	// and are owed (skippedBefore).
+	dispatched atomic.Int64
 
 	ctx  lifetimes        // the contexts stop cancels
 	bg   *startstop.Group // every goroutine of the runner (goFunc), on the scheduler's workers
@@ -139,6 +144,7 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // goFire runs the scheduled fire at on a goroutine owned by the runner;
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
+	skipped := r.skippedBefore(at)
 	r.goFiring(func() {
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
@@ -146,8 +152,30 @@ func (r *runner) goFire(at time.Time) {
 		if !r.untilClaim(at) {
 			return
 		}
-		r.fireScheduled(at)
+		r.fireScheduled(at, skipped)
 	})
+}
+
+// skippedBefore notes at as the latest fire dispatched and returns the
+// first fire of the schedule between the previous one dispatched and at,
+// or zero when there is none: fires the trigger collapsed into at because
+// the process could not run (a stall, a long pause of the machine). They
+// were never dispatched, so nothing owes them unless at's fire does (see
+// fireScheduled). It is called from the trigger's goroutine only, in fire
+// order.
+func (r *runner) skippedBefore(at time.Time) time.Time {
+	prev := r.dispatched.Swap(at.UnixNano())
+	if prev == 0 {
+		return time.Time{}
+	}
+	sched, _, err := r.config().Schedule()
+	if err != nil {
+		return time.Time{}
+	}
+	if n := sched.Next(time.Unix(0, prev)); !n.IsZero() && n.Before(at) {
+		return n
+	}
+	return time.Time{}
 }
 
 // untilClaim holds a fire dispatched ahead of its time (WithFireLead)
@@ -233,6 +261,7 @@ func (r *runner) schedule() {
 		r.log.Error("cannot schedule", "err", err)
 		return
 	}
+	r.dispatched.Store(0) // a new schedule's fires start from its own next one
 	r.s.trig.set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
 	next := sched.Next(r.s.opts.now())
 	if next.IsZero() {
