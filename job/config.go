@@ -638,6 +638,11 @@ func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *conf
 		return everySchedule{period: d}, nil
 	}
 	if spec, ok := parsed.(*cron.SpecSchedule); ok {
+		if field := emptyCronField(spec); field != "" {
+			// Searching for a fire would take seconds of CPU (the
+			// parser's Next walks five years a second at a time).
+			return nil, bad("never fires: its "+field+" field matches no value", "", nil)
+		}
 		spec.Location = loc
 		if spec.Hour&allHours != allHours {
 			// A job at set hours fires once when clocks fall back.
@@ -645,6 +650,24 @@ func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *conf
 		}
 	}
 	return parsed, nil
+}
+
+// emptyCronField names the first field of spec that matches no value in
+// its range (a list of nothing, such as ", * * * * *"), or "".
+func emptyCronField(spec *cron.SpecSchedule) string {
+	for _, f := range []struct {
+		name     string
+		bits     uint64
+		min, max uint
+	}{
+		{"seconds", spec.Second, 0, 59}, {"minutes", spec.Minute, 0, 59}, {"hours", spec.Hour, 0, 23},
+		{"day-of-month", spec.Dom, 1, 31}, {"month", spec.Month, 1, 12}, {"day-of-week", spec.Dow, 0, 6},
+	} {
+		if f.bits&(1<<(f.max+1)-1)&^(1<<f.min-1) == 0 {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // allHours is the hour bitmask of a cron whose hour field is "*".

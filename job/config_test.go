@@ -107,6 +107,8 @@ func TestConfigValidateRejectsInvalid(t *testing.T) {
 		{"every fraction", func(c *Config) { c.Cron = "@every 1500ms" }, []error{ErrInvalidCron}, []string{"whole number of seconds"}},
 		{"every negative", func(c *Config) { c.Cron = "@every -5s" }, []error{ErrInvalidCron}, []string{"at least 1s"}},
 		{"never fires", func(c *Config) { c.Cron = "0 0 0 30 2 *" }, []error{ErrInvalidCron}, []string{"never fires"}},
+		{"a field of nothing", func(c *Config) { c.Cron = ", * * * * *" }, []error{ErrInvalidCron}, []string{"never fires", "seconds field"}},
+		{"an empty day-of-week list", func(c *Config) { c.Cron = "* * * * * ," }, []error{ErrInvalidCron}, []string{"never fires", "day-of-week"}},
 		{"bad time zone", func(c *Config) { c.TimeZone = "Mars/Olympus" }, []error{ErrInvalidTimeZone}, []string{`job "orders-sync": timeZone "Mars/Olympus": unknown time zone`}},
 		{"count zero", func(c *Config) { c.ShardingTotalCount = 0 }, []error{ErrInvalidShardingCount}, []string{`job "orders-sync": shardingTotalCount 0: must be between 1 and 10000`}},
 		{"count negative", func(c *Config) { c.ShardingTotalCount = -3 }, []error{ErrInvalidShardingCount}, []string{"shardingTotalCount -3"}},
