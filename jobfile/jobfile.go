@@ -30,8 +30,10 @@
 //	  streaming: true
 //	errorHandler: log            # or ignore, or a name registered with errhandler.Register
 //	errorHandler: {type: stop, after: 3}
-//	errorHandler: {type: webhook, url: https://hooks.internal/jobs, secretEnv: HOOK_SECRET, retries: 3, timeout: 10s}
-//	errorHandler: {type: email, addr: "smtp.internal:587", from: jobs@x.org, to: [ops@x.org], username: jobs, passwordEnv: SMTP_PASSWORD}
+//	errorHandler: {type: webhook, url: https://hooks.example.com/jobs, secretEnv: HOOK_SECRET, retries: 3, timeout: 10s}
+//	errorHandler: {type: email, addr: "smtp.example.com:587", from: jobs@x.org, to: [ops@x.org], username: jobs, passwordEnv: SMTP_PASSWORD}
+//	# a webhook or email handler calls only public addresses; allowPrivateAddresses: true in it lets it call
+//	# loopback, private and link-local ones (hooks.internal, a receiver on this host)
 package jobfile
 
 import (
@@ -40,6 +42,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +54,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/shardjob/shardjob/errhandler"
+	"github.com/shardjob/shardjob/internal/netpolicy"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
@@ -267,16 +273,26 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		}
 		h = st
 	case "webhook":
-		keys("url", "secret", "secretEnv", "retries", "timeout")
+		keys("url", "secret", "secretEnv", "retries", "timeout", "allowPrivateAddresses")
 		var c errhandler.WebhookConfig
+		var private bool
 		if p != nil {
 			s.str(p, "url", &c.URL)
 			s.secret(p, "secret", &c.Secret)
 			s.integer(p, "retries", &c.Retries)
 			s.duration(p, "timeout", &c.Timeout)
+			s.boolean(p, "allowPrivateAddresses", &private)
 		}
 		if err := invalid(sp, s); err != nil {
 			return nil, err
+		}
+		if !private {
+			if u, err := url.Parse(c.URL); err == nil {
+				if err := handlerAddress(sp, "url", u.Hostname()); err != nil {
+					return nil, err
+				}
+			}
+			c.Client = &http.Client{Transport: policedTransport()}
 		}
 		w, err := errhandler.NewWebhook(c)
 		if err != nil {
@@ -284,9 +300,11 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		}
 		h = w
 	case "email":
-		keys("addr", "from", "to", "username", "password", "passwordEnv", "subjectPrefix")
+		keys("addr", "from", "to", "username", "password", "passwordEnv", "subjectPrefix", "allowPrivateAddresses")
 		var c errhandler.EmailConfig
+		var private bool
 		if p != nil {
+			s.boolean(p, "allowPrivateAddresses", &private)
 			s.str(p, "addr", &c.Addr)
 			s.str(p, "from", &c.From)
 			s.list(p, "to", &c.To)
@@ -296,6 +314,14 @@ func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (err
 		}
 		if err := invalid(sp, s); err != nil {
 			return nil, err
+		}
+		if !private {
+			if host, _, err := net.SplitHostPort(c.Addr); err == nil {
+				if err := handlerAddress(sp, "addr", host); err != nil {
+					return nil, err
+				}
+			}
+			c.Dial = policedDialer().DialContext
 		}
 		e, err := errhandler.NewEmail(c)
 		if err != nil {
@@ -517,4 +543,41 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	<-ctx.Done()
 	log.Info("shutting down", "cause", context.Cause(ctx))
 	return nil
+}
+
+// ErrAddress is wrapped by an error handler's refusal of an address the
+// address policy forbids: loopback, private, link-local and the like (see
+// allowPrivateAddresses), at build time for a literal address and at
+// delivery for a name that resolves to one. A job file's webhook and
+// email handlers, and those of definitions posted at run time, call only
+// public addresses unless their section sets allowPrivateAddresses, as a
+// job's http: section does.
+var ErrAddress = errors.New("jobfile: address not allowed")
+
+// handlerAddress checks an error handler's host against the address
+// policy.
+func handlerAddress(sp job.Spec, key, host string) error {
+	if why := netpolicy.HostWhy(host); why != "" {
+		return fmt.Errorf("%w: job %q: errorHandler %s %q: %w: %s; set allowPrivateAddresses: true in the errorHandler to allow it",
+			ErrInvalidJob, sp.Name, key, host, ErrAddress, why)
+	}
+	return nil
+}
+
+// policedDialer dials only addresses the policy allows, checked after
+// name resolution.
+func policedDialer() *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: netpolicy.Control(func(err error) error {
+		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses: true in the errorHandler to allow it", ErrAddress, err)
+	})}
+}
+
+// policedTransport is an error handler webhook's transport under the
+// address policy: no proxy (a proxy would dial for it), every dial
+// checked.
+func policedTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = policedDialer().DialContext
+	return t
 }

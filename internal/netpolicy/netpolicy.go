@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 )
 
 // forbiddenPrefixes are the ranges refused besides those netip's
@@ -99,4 +100,16 @@ func Dialed(address string) error {
 		return fmt.Errorf("resolved to %s, %s", ap.Addr(), why)
 	}
 	return nil
+}
+
+// Control is a net.Dialer Control hook that refuses what [Dialed]
+// refuses, wrapping its error with wrap (nil: as it is).
+func Control(wrap func(error) error) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		err := Dialed(address)
+		if err != nil && wrap != nil {
+			err = wrap(err)
+		}
+		return err
+	}
 }
