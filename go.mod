@@ -101,3 +101,5 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/go-zookeeper/zk => ./third_party/zk

@@ -126,3 +126,5 @@ require (
 )
 
 replace github.com/shardjob/shardjob => ../
+
+replace github.com/go-zookeeper/zk => ../third_party/zk

@@ -1,0 +1,3 @@
+module github.com/go-zookeeper/zk
+
+go 1.13
