@@ -212,3 +212,19 @@ func TestShutdownLeavesNoTimerOnTheClock(t *testing.T) {
 	default:
 	}
 }
+
+// MaxTimeDiff checks the host's real clock, not the fake one: a clock
+// years ahead of the registry's still fires a job that sets it. The first
+// reconcile round measures the difference as the scheduler starts; the
+// later fires come after it.
+func TestAClockInAnotherYearIsNoSkewedHost(t *testing.T) {
+	cfg := every
+	cfg.ShardingTotalCount, cfg.MaxTimeDiff = 1, time.Second
+	s := startOn(t, start, cfg)
+	for i := 1; i <= 3; i++ {
+		s.waiting(t, 1)
+		s.clock.Advance(time.Minute)
+		s.fired(t, start.Add(time.Duration(i)*time.Minute), 1)
+	}
+	s.shutdown(t)
+}
