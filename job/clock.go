@@ -38,7 +38,8 @@ type Timer interface {
 // time (cron, time zone, calendar, Jitter, Start, End and Limit,
 // PausedUntil), the wait until the next fire and its lead, the catch-up of
 // fires missed, the StartingDeadline of make-up runs, and the time a fire
-// reports (ShardingContext.FireTime). A fake clock thus makes fires happen
+// reports (ShardingContext.FireTime); deferred completion records
+// (RecordInterval) age by it too. A fake clock thus makes fires happen
 // exactly when the test moves it there, and never otherwise.
 //
 // The registry's protocol stays on real time whatever the clock: session
