@@ -27,8 +27,8 @@ import (
 // waits for the next (WaitForTimers). A fire that finds its items still
 // busy with the one before is made up afterwards as a misfire run, and a
 // clock moved past several of a job's fires at once is to the scheduler a
-// process that was paused meanwhile: the fires missed collapse into the
-// latest one, as after a real pause.
+// process that was paused meanwhile: the fires missed run as one make-up
+// run from the first of them, as after a real pause.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
