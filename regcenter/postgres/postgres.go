@@ -84,7 +84,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"path"
 	"strings"
@@ -612,16 +611,13 @@ func translate(err error) error {
 		}
 		return fmt.Errorf("regcenter: PostgreSQL: %w", err)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnErr(err) {
-		return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Every read names the namespace's row, made at Open: it is gone.
+		return fmt.Errorf("%w: the namespace is gone from PostgreSQL", regcenter.ErrNoNode)
 	}
+	// Anything else is no answer from the server: the connection failed
+	// (refused, cut, timed out), and a write's outcome is unknown.
 	return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
-}
-
-func isConnErr(err error) bool {
-	var ce *pgconn.ConnectError
-	return errors.As(err, &ce)
 }
 
 // errEphemeralParent is a create under an ephemeral node, which
