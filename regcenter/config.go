@@ -149,7 +149,7 @@ func (c Config) Validate() error {
 		if err := c.validateURL(); err != nil {
 			return err
 		}
-		c.Servers = []string{"url:0"} // the backend checks the rest when connecting
+		c.Servers = []string{"url:0"} // its backend parses the URL when connecting; host:port checks do not apply
 	}
 	if len(c.Servers) > 0 && len(c.Etcd) > 0 {
 		return bad("servers (ZooKeeper) and etcd are both set; use one")
@@ -166,7 +166,7 @@ func (c Config) Validate() error {
 		c.Etcd = []string{"127.0.0.1:1"} // read when connecting; checked then
 	}
 	if len(c.Servers) == 0 && len(c.Etcd) == 0 {
-		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, or embeddedDir: an embedded member's directory)")
+		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, embeddedDir: an embedded member's directory, or url: a registry by URL such as postgres://)")
 	}
 	field, list := "servers", c.Servers
 	if len(c.Etcd) > 0 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,8 @@ func TestVerifyFullRefusesPlainServer(t *testing.T) {
 	}
 }
 
+var roleRuns atomic.Int64
+
 // The user and password come from DigestFile; an ordinary role that owns
 // its database (no superuser) creates the schema and works.
 func TestDigestFileAndNoSuperuser(t *testing.T) {
@@ -142,19 +145,21 @@ func TestDigestFileAndNoSuperuser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
+	runs := roleRuns.Add(1) // -count runs again on the same server
+	role, db := fmt.Sprintf("rc_user%d", runs), fmt.Sprintf("rc_owned%d", runs)
 	for _, q := range []string{
-		"CREATE ROLE rc_user LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'rc-pass'",
-		"CREATE DATABASE rc_owned OWNER rc_user",
+		"CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD 'rc-pass'",
+		"CREATE DATABASE " + db + " OWNER " + role,
 	} {
 		if _, err := admin.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	file := filepath.Join(t.TempDir(), "digest")
-	if err := os.WriteFile(file, []byte("rc_user:rc-pass\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(role+":rc-pass\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := strings.Replace(strings.Replace(pg.DSN, "/postgres?", "/rc_owned?", 1), "postgres@", "", 1)
+	url := strings.Replace(strings.Replace(pg.DSN, "/postgres?", "/"+db+"?", 1), "postgres@", "", 1)
 	rc, err := regcenter.Open(ctx, regcenter.Config{URL: url, DigestFile: file, Namespace: "owned", SessionTimeout: sessionTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +171,8 @@ func TestDigestFileAndNoSuperuser(t *testing.T) {
 	if err := c.Pool().QueryRow(ctx, "SELECT current_user, usesuper FROM pg_user WHERE usename = current_user").Scan(&user, &super); err != nil {
 		t.Fatal(err)
 	}
-	if user != "rc_user" || super {
-		t.Fatalf("connected as %s (superuser %v), want rc_user, not a superuser", user, super)
+	if user != role || super {
+		t.Fatalf("connected as %s (superuser %v), want %s, not a superuser", user, super, role)
 	}
 	if _, err := c.Create(ctx, "/a/b", []byte("x"), regcenter.EphemeralSequential); err != nil {
 		t.Fatal(err)
