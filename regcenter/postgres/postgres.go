@@ -111,6 +111,11 @@ func init() {
 // suspended through a burst of writes) resynchronises its watches.
 const DefaultLogRetention = 100_000
 
+// ListenerApplicationName is the application_name of each center's
+// listening connection (pg_stat_activity), unless the URL sets one; its
+// other connections are "shardjob-regcenter".
+const ListenerApplicationName = "shardjob-regcenter-listener"
+
 // pruneBatch bounds the revisions one pruning pass drops.
 const pruneBatch = 10_000
 
@@ -223,11 +228,17 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	// pool checks it before use.
 	pcfg.HealthCheckPeriod = max(cfg.SessionTimeout/2, time.Second)
 	where := fmt.Sprintf("%s:%d/%s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, pcfg.ConnConfig.Database)
+	// Name the connections for pg_stat_activity, unless the URL does.
+	listenCfg := pcfg.ConnConfig.Copy()
+	if _, named := pcfg.ConnConfig.RuntimeParams["application_name"]; !named {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = "shardjob-regcenter"
+		listenCfg.RuntimeParams["application_name"] = ListenerApplicationName
+	}
 
 	c := &Center{
 		cfg:     cfg,
 		ns:      cfg.Namespace,
-		pgcfg:   pcfg.ConnConfig.Copy(),
+		pgcfg:   listenCfg,
 		log:     logger.With("component", "regcenter", "backend", regcenter.BackendPostgres),
 		where:   where,
 		epoch:   time.Now(),
