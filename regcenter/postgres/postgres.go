@@ -318,10 +318,15 @@ func (c *Center) nsRev(ctx context.Context) int64 {
 func (c *Center) connectError(err error) error {
 	var pe *pgconn.PgError
 	switch {
-	case errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000" || strings.HasPrefix(pe.Code, "42501")):
+	case errors.As(err, &pe) && pe.Code == "42501":
+		return fmt.Errorf("%w: PostgreSQL at %s: the user may not create or use the registry's tables "+
+			"(it needs CREATE on the schema the first time, then rights on the shardjob_rc_ tables): %w", regcenter.ErrUnauthorized, c.where, err)
+	case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28"):
 		return fmt.Errorf("%w: PostgreSQL at %s: %w", regcenter.ErrUnauthorized, c.where, err)
+	case errors.As(err, &pe) && pe.Code == "3D000":
+		return fmt.Errorf("%w: PostgreSQL at %s: %w", regcenter.ErrInvalidConfig, c.where, err)
 	case errors.As(err, &pe):
-		return fmt.Errorf("regcenter: PostgreSQL at %s: %w", c.where, err)
+		return fmt.Errorf("%w: PostgreSQL at %s: %w", regcenter.ErrUnreachable, c.where, err)
 	case isTLSError(err):
 		return fmt.Errorf("%w: PostgreSQL at %s: %w", regcenter.ErrTLS, c.where, err)
 	}

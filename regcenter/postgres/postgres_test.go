@@ -178,3 +178,30 @@ func TestDigestFileAndNoSuperuser(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A user without CREATE on the schema cannot make the registry's tables:
+// Open says so with ErrUnauthorized. A database that does not exist is a
+// configuration error.
+func TestOpenRefusals(t *testing.T) {
+	ctx := ctxFor(t)
+	admin, err := pgx.Connect(ctx, pg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	runs := roleRuns.Add(1)
+	role := fmt.Sprintf("rc_nocreate%d", runs)
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+role+" LOGIN NOSUPERUSER"); err != nil {
+		t.Fatal(err)
+	}
+	url := newDatabase(t, pg) // owned by postgres: the role may not create in its public schema
+	url = strings.Replace(url, "postgres@", role+"@", 1)
+	_, err = postgres.Open(ctx, regcenter.Config{URL: url, Namespace: "refused"})
+	if !errors.Is(err, regcenter.ErrUnauthorized) || !strings.Contains(err.Error(), "CREATE") {
+		t.Errorf("Open as a user without CREATE: %v, want ErrUnauthorized naming CREATE", err)
+	}
+	missing := strings.Replace(pg.DSN, "/postgres?", "/no_such_db?", 1)
+	if _, err := postgres.Open(ctx, regcenter.Config{URL: missing, Namespace: "refused"}); !errors.Is(err, regcenter.ErrInvalidConfig) {
+		t.Errorf("Open of a missing database: %v, want ErrInvalidConfig", err)
+	}
+}
