@@ -422,11 +422,12 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 			c.log.Debug("making a new session", "err", err)
 			return false
 		}
+		// Stored before looking at Closing: a Close under way reaps it.
+		c.sessID.Store(nid)
 		if c.sessions.Closing() {
 			return true
 		}
 		c.renewed(sent)
-		c.sessID.Store(nid)
 		if c.sessions.Established(nid) == regcenter.SessionNext {
 			c.watches.resyncAll()
 		}
