@@ -50,8 +50,8 @@
 // heartbeat starts a new Session on the same row (SessionNew), whose
 // ephemeral nodes are still there; if the row was reaped, a new row is
 // made: a new session id, SessionNew, ephemeral nodes to create again.
-// A server that stops and starts again within the lease costs a
-// SessionSuspended and a SessionReconnected.
+// A server that stops and starts again within the lease costs at most a
+// SessionSuspended (once a heartbeat fails) and a SessionReconnected.
 //
 // # Watches
 //
