@@ -205,3 +205,50 @@ func TestOpenRefusals(t *testing.T) {
 		t.Errorf("Open of a missing database: %v, want ErrInvalidConfig", err)
 	}
 }
+
+// A database that went back (restored from a backup, or failed over to a
+// standby that lacked the latest commits) reuses revisions a watcher has
+// already passed: the watcher resynchronises instead of skipping the
+// changes that now carry them.
+func TestWatchResyncsWhenTheDatabaseGoesBack(t *testing.T) {
+	url := newDatabase(t, pg)
+	a := newCenter(t, url, regcenter.Config{Namespace: "back"})
+	ctx := ctxFor(t)
+	if _, err := a.Create(ctx, "/n", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan regcenter.Event, 100)
+	_, cancel, err := a.WatchNow(ctx, "/n", regcenter.WatchNode, func(e regcenter.Event) { got <- e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	for i := range 5 {
+		if _, err := a.Set(ctx, "/n", []byte(fmt.Sprint(i)), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		select {
+		case <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the watcher did not hear of the sets")
+		}
+	}
+	// The last three revisions are lost, as a failover would lose them.
+	if _, err := a.Pool().Exec(ctx, `WITH b AS (UPDATE shardjob_rc_ns SET rev = rev - 3 WHERE ns = 'back' RETURNING rev)
+		DELETE FROM shardjob_rc_log WHERE ns = 'back' AND rev > (SELECT rev FROM b)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Set(ctx, "/n", []byte("after"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-got:
+		if e.Type != regcenter.EventResync {
+			t.Fatalf("first event after the database went back: %v, want resync", e.Type)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event after the database went back: the change was skipped")
+	}
+}

@@ -356,9 +356,13 @@ func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	if posRev < pruned {
-		c.log.Warn("watches fell behind the change log's retention; resynchronising them",
-			"position", posRev, "pruned_to", pruned)
+	if posRev < pruned || cur < posRev {
+		// Behind the retention; or ahead of the namespace itself: the
+		// database went back (restored from a backup, or a failover to
+		// a standby that had not received the latest commits), and the
+		// revisions after cur will be reused by other changes.
+		c.log.Warn("watches cannot go on from their position in the change log; resynchronising them",
+			"position", posRev, "pruned_to", pruned, "namespace_revision", cur)
 		w.mu.Lock()
 		w.posRev, w.posI = cur, 1<<30
 		w.mu.Unlock()
@@ -415,9 +419,12 @@ func parentOf(p string) string {
 func (c *Center) listenLoop(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := c.listenOnce(ctx)
+		listened, err := c.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if listened {
+			backoff = 100 * time.Millisecond
 		}
 		c.log.Debug("the change log's listener lost its connection; reconnecting", "err", err)
 		t := time.NewTimer(backoff)
@@ -432,13 +439,13 @@ func (c *Center) listenLoop(ctx context.Context) {
 }
 
 // listenOnce connects, listens and waits for notifications until the
-// connection fails or ctx ends.
-func (c *Center) listenOnce(ctx context.Context) error {
+// connection fails or ctx ends; listened says it got as far as LISTEN.
+func (c *Center) listenOnce(ctx context.Context) (listened bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 	conn, err := pgx.ConnectConfig(cctx, c.pgcfg)
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -449,7 +456,7 @@ func (c *Center) listenOnce(ctx context.Context) error {
 	_, err = conn.Exec(lctx, "LISTEN "+notifyChannel)
 	cancel()
 	if err != nil {
-		return err
+		return false, err
 	}
 	c.watches.wake() // whatever was written while not listening
 	for {
@@ -462,16 +469,16 @@ func (c *Center) listenOnce(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return true, ctx.Err()
 			}
 			if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("waiting for notifications: %w", err)
+				return true, fmt.Errorf("waiting for notifications: %w", err)
 			}
 			pctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {
-				return fmt.Errorf("the listening connection does not answer: %w", err)
+				return true, fmt.Errorf("the listening connection does not answer: %w", err)
 			}
 			continue
 		}
