@@ -61,7 +61,7 @@ func TestSuiteFailsBrokenCentersOnPostgres(t *testing.T) {
 			if _, err := conn.Exec(ctx, "UPDATE shardjob_rc_sessions SET expires = now() - interval '1 second' WHERE id = $1", c.Session().ID()); err != nil {
 				tb.Fatal(err)
 			}
-			if _, err := conn.Exec(ctx, "SELECT shardjob_rc_reap($1, 0)", c.(*postgres.Center).Namespace()); err != nil {
+			if _, err := conn.Exec(ctx, "SELECT shardjob_rc_reap($1, 0, 0)", c.(*postgres.Center).Namespace()); err != nil {
 				tb.Fatal(err)
 			}
 		},

@@ -96,7 +96,7 @@ func expire(tb testing.TB, url, namespace string, id int64) {
 	if tag.RowsAffected() != 1 {
 		tb.Fatalf("no session %d to expire", id)
 	}
-	if _, err := conn.Exec(ctx, "SELECT shardjob_rc_reap($1, 0)", namespace); err != nil {
+	if _, err := conn.Exec(ctx, "SELECT shardjob_rc_reap($1, 0, 0)", namespace); err != nil {
 		tb.Fatal(err)
 	}
 }

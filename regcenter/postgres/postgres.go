@@ -81,6 +81,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,9 +144,9 @@ type Center struct {
 	ttl       time.Duration
 
 	sessions *regcenter.SessionKeeper
-	// sessID is the server-side session (row) id the heartbeat renews; 0
-	// when it is gone and a new one must be made.
-	sessID atomic.Int64
+	// row is the server-side session the heartbeat renews; nil when it
+	// is gone and a new one must be made.
+	row atomic.Pointer[sessionRow]
 
 	watches *watchTable
 	// retention is the log retention in revisions (tests lower it).
@@ -280,13 +282,13 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		return fail(c.connectError(err))
 	}
 	sent := time.Since(c.epoch)
-	id, err := c.newSession(cctx)
+	row, err := c.newSession(cctx)
 	if err != nil {
 		return fail(c.connectError(err))
 	}
 	c.renewed(sent)
-	c.sessID.Store(id)
-	c.sessions.Established(id)
+	c.row.Store(row)
+	c.sessions.Established(row.id)
 	c.watches.setStart(c.nsRev(cctx))
 
 	c.goLoop(c.sessions.Run)
@@ -351,14 +353,25 @@ func (c *Center) Pool() *pgxpool.Pool { return c.pool }
 
 // ---- the session ----
 
-// newSession makes a session row and returns its id.
-func (c *Center) newSession(ctx context.Context) (int64, error) {
-	var id int64
-	err := c.pool.QueryRow(ctx, `INSERT INTO shardjob_rc_sessions (ns, ttl, expires)
-		VALUES ($1, make_interval(secs => $2), now() + make_interval(secs => $2)) RETURNING id`,
-		c.ns, c.ttl.Seconds()).Scan(&id)
+// sessionRow names a session on the server: its id (the ephemeral owner
+// of its nodes) and the holder's random token.
+type sessionRow struct{ id, token int64 }
+
+// newSession makes a session row.
+func (c *Center) newSession(ctx context.Context) (*sessionRow, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	r := &sessionRow{token: int64(binary.LittleEndian.Uint64(b[:]))}
+	err := c.pool.QueryRow(ctx, `INSERT INTO shardjob_rc_sessions (ns, token, ttl, expires)
+		VALUES ($1, $2, make_interval(secs => $3), now() + make_interval(secs => $3)) RETURNING id`,
+		c.ns, r.token, c.ttl.Seconds()).Scan(&r.id)
 	c.counters.writes.Add(1)
-	return id, err
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func (c *Center) renewed(sent time.Duration) {
@@ -413,29 +426,29 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, max(c.ttl/5, 200*time.Millisecond))
 	defer cancel()
 	c.counters.heartbeats.Add(1)
-	id := c.sessID.Load()
+	row := c.row.Load()
 	sent := time.Since(c.epoch)
-	if id == 0 {
-		nid, err := c.newSession(ctx)
+	if row == nil {
+		nrow, err := c.newSession(ctx)
 		if err != nil {
 			c.counters.errs.Add(1)
 			c.log.Debug("making a new session", "err", err)
 			return false
 		}
 		// Stored before looking at Closing: a Close under way reaps it.
-		c.sessID.Store(nid)
+		c.row.Store(nrow)
 		if c.sessions.Closing() {
 			return true
 		}
 		c.renewed(sent)
-		if c.sessions.Established(nid) == regcenter.SessionNext {
+		if c.sessions.Established(nrow.id) == regcenter.SessionNext {
 			c.watches.resyncAll()
 		}
 		return true
 	}
 	b := &pgx.Batch{}
-	b.Queue(`UPDATE shardjob_rc_sessions SET expires = now() + ttl WHERE id = $1 AND expires > now()`, id)
-	b.Queue(`SELECT shardjob_rc_reap($1, 0)`, c.ns)
+	b.Queue(`UPDATE shardjob_rc_sessions SET expires = now() + ttl WHERE id = $1 AND token = $2 AND expires > now()`, row.id, row.token)
+	b.Queue(`SELECT shardjob_rc_reap($1, 0, 0)`, c.ns)
 	b.Queue(`SELECT shardjob_rc_prune($1, $2, $3)`, c.ns, c.retention.Load(), pruneBatch)
 	br := c.pool.SendBatch(ctx, b)
 	tag, err := br.Exec()
@@ -452,12 +465,12 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 		// A live session goes on (reconnected if suspended); one whose
 		// fencing lease lapsed here while the server kept it is followed
 		// by a new Session on the same row.
-		if c.sessions.Established(id) == regcenter.SessionNext {
+		if c.sessions.Established(row.id) == regcenter.SessionNext {
 			c.watches.resyncAll()
 		}
 	case err == nil:
-		c.sessID.Store(0)
-		c.sessions.Lose(fmt.Errorf("%w: session %d expired in PostgreSQL", regcenter.ErrSessionLost, id))
+		c.row.Store(nil)
+		c.sessions.Lose(fmt.Errorf("%w: session %d expired in PostgreSQL", regcenter.ErrSessionLost, row.id))
 		c.sessions.Wake()
 		return false // make a new one at once
 	default:
@@ -530,9 +543,10 @@ func (c *Center) Close() error {
 	c.endLife()
 	c.wg.Wait()
 	var err error
-	if id := c.sessID.Load(); id != 0 {
+	if row := c.row.Load(); row != nil {
+		id := row.id
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ConnectTimeout)
-		_, err = c.pool.Exec(ctx, "SELECT shardjob_rc_reap($1, $2)", c.ns, id)
+		_, err = c.pool.Exec(ctx, "SELECT shardjob_rc_reap($1, $2, $3)", c.ns, row.id, row.token)
 		cancel()
 		c.counters.writes.Add(1)
 		if err != nil {
@@ -875,8 +889,11 @@ func (c *Center) write(ctx context.Context, counter *atomic.Int64, mkparents boo
 			data[i] = []byte{}
 		}
 	}
-	sess := c.sessID.Load()
-	if s := c.sessions.Current(); s != nil && s.Err() != nil {
+	var sess, token int64
+	if row := c.row.Load(); row != nil {
+		sess, token = row.id, row.token
+	}
+	if s := c.sessions.Current(); s != nil && (s.Err() != nil || s.ID() != sess) {
 		sess = 0 // an ephemeral create under a lost session must fail
 	}
 	var res writeResult
@@ -887,8 +904,8 @@ func (c *Center) write(ctx context.Context, counter *atomic.Int64, mkparents boo
 			ct, mt        *time.Time
 			found         bool
 		)
-		err := c.pool.QueryRow(ctx, `SELECT * FROM shardjob_rc_write($1, $2, $3, $4, $5, $6, $7, $8)`,
-			c.ns, sess, mkparents, kinds, paths, data, vers, modes).
+		err := c.pool.QueryRow(ctx, `SELECT * FROM shardjob_rc_write($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			c.ns, sess, token, mkparents, kinds, paths, data, vers, modes).
 			Scan(&res.paths, &found, &v, &cv, &owner, &cz, &mz, &ct, &mt, &nc, &dl)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +88,30 @@ func TestReapIsIdempotent(t *testing.T) {
 	defer mu.Unlock()
 	if len(evs) != 2 || evs[0] != regcenter.EventDeleted || evs[1] != regcenter.EventCreated {
 		t.Errorf("events on /eph/x: %v, want [deleted created]", evs)
+	}
+}
+
+// A session is its id and its holder's token: a row that carries the id
+// with another token (an id issued again after a failover) is not the
+// holder's, and the holder's heartbeat finds its session gone.
+func TestSessionIsIDAndToken(t *testing.T) {
+	url := newDatabase(t, pg)
+	c := newCenter(t, url, regcenter.Config{Namespace: "token"})
+	ctx := ctxFor(t)
+	first := c.Session()
+	if _, err := c.Pool().Exec(ctx, "UPDATE shardjob_rc_sessions SET token = token + 1 WHERE id = $1", first.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, "/e", nil, regcenter.Ephemeral); !errors.Is(err, regcenter.ErrSessionLost) {
+		t.Fatalf("ephemeral create under a session row with another token: %v, want ErrSessionLost", err)
+	}
+	c.HeartbeatNow()
+	select {
+	case <-first.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session goes on though its row is someone else's")
+	}
+	if !errors.Is(first.Err(), regcenter.ErrSessionLost) {
+		t.Fatalf("session ended with %v, want ErrSessionLost", first.Err())
 	}
 }

@@ -69,6 +69,10 @@ CREATE INDEX shardjob_rc_nodes_owner ON shardjob_rc_nodes (owner) WHERE owner <>
 -- at the latest heartbeat.
 CREATE TABLE shardjob_rc_sessions (
 	id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	-- token is the holder's random number: with the id it names the
+	-- session, so that an id issued again (a failover that lost the
+	-- sequence's advance) is never mistaken for the holder's.
+	token   bigint NOT NULL,
 	ns      text NOT NULL,
 	ttl     interval NOT NULL,
 	expires timestamptz NOT NULL,
@@ -104,7 +108,7 @@ $$;
 -- undoes the whole statement. mkparents creates a create's missing
 -- parents. It returns the paths written (a sequential create's with its
 -- suffix) and the stat of the last op's node.
-CREATE FUNCTION shardjob_rc_write(p_ns text, p_sess bigint, p_mkparents boolean,
+CREATE FUNCTION shardjob_rc_write(p_ns text, p_sess bigint, p_token bigint, p_mkparents boolean,
 	p_kinds smallint[], p_paths text[], p_data bytea[], p_vers int[], p_modes smallint[],
 	OUT o_paths text[], OUT o_found boolean, OUT o_version int, OUT o_cversion int, OUT o_owner bigint,
 	OUT o_czxid bigint, OUT o_mzxid bigint, OUT o_ctime timestamptz, OUT o_mtime timestamptz,
@@ -170,7 +174,7 @@ BEGIN
 			END IF;
 			own := 0;
 			IF p_modes[idx] IN (1, 2) THEN
-				PERFORM 1 FROM shardjob_rc_sessions WHERE id = p_sess AND ns = p_ns AND expires > now() FOR KEY SHARE;
+				PERFORM 1 FROM shardjob_rc_sessions WHERE id = p_sess AND token = p_token AND ns = p_ns AND expires > now() FOR KEY SHARE;
 				IF NOT FOUND THEN
 					PERFORM shardjob_rc_fail('session', idx - 1);
 				END IF;
@@ -242,18 +246,19 @@ END
 $$;
 
 -- shardjob_rc_reap ends, in namespace p_ns, the sessions whose lease ran
--- out (by the server's clock) and the session p_close (0: none), deleting
+-- out (by the server's clock) and the session p_close with p_token (0:
+-- none), deleting
 -- their ephemeral nodes in the same transaction. Any live client may call
 -- it; a second call finds nothing left to do. It takes the namespace's
 -- row before the sessions', as writers do.
-CREATE FUNCTION shardjob_rc_reap(p_ns text, p_close bigint) RETURNS int LANGUAGE plpgsql AS $$
+CREATE FUNCTION shardjob_rc_reap(p_ns text, p_close bigint, p_token bigint) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
 	r bigint;
 	ids bigint[];
 	d record;
 	li int := 0;
 BEGIN
-	PERFORM 1 FROM shardjob_rc_sessions WHERE ns = p_ns AND (expires <= now() OR id = p_close) LIMIT 1;
+	PERFORM 1 FROM shardjob_rc_sessions WHERE ns = p_ns AND (expires <= now() OR (id = p_close AND token = p_token)) LIMIT 1;
 	IF NOT FOUND THEN
 		RETURN 0;
 	END IF;
@@ -262,7 +267,7 @@ BEGIN
 		RETURN 0;
 	END IF;
 	WITH gone AS (
-		DELETE FROM shardjob_rc_sessions WHERE ns = p_ns AND (expires <= now() OR id = p_close) RETURNING id
+		DELETE FROM shardjob_rc_sessions WHERE ns = p_ns AND (expires <= now() OR (id = p_close AND token = p_token)) RETURNING id
 	) SELECT array_agg(id) INTO ids FROM gone;
 	IF ids IS NULL THEN
 		RETURN 0;
