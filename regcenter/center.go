@@ -228,8 +228,8 @@ type Stats struct {
 	// Total leaves it out.
 	WriteOps int64
 	Errors   int64
-	// Backend names the registry the requests went to: BackendZooKeeper
-	// or BackendEtcd ("" from a center that does not say).
+	// Backend names the registry the requests went to: BackendZooKeeper,
+	// BackendEtcd or BackendPostgres ("" from a center that does not say).
 	Backend string
 }
 
@@ -237,6 +237,8 @@ type Stats struct {
 const (
 	BackendZooKeeper = "zookeeper"
 	BackendEtcd      = "etcd"
+	// BackendPostgres is package regcenter/postgres's.
+	BackendPostgres = "postgres"
 )
 
 // Total is the number of requests of every kind.

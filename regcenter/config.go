@@ -7,8 +7,9 @@ import (
 )
 
 // Config describes how to reach the registry: a ZooKeeper ensemble
-// (Servers) or an etcd cluster (Etcd). The zero value is not usable: one of
-// Servers and Etcd must be set. Every other field has a default, stated per field,
+// (Servers), an etcd cluster (Etcd) or a registry named by URL (such as
+// PostgreSQL, see [RegisterOpener]). The zero value is not usable: one of
+// Servers, Etcd, EmbeddedDir and URL must be set. Every other field has a default, stated per field,
 // that [Config.WithDefaults] fills in and [Config.Validate] checks.
 type Config struct {
 	// Servers lists the ZooKeeper members as host:port. Set Servers or
@@ -31,6 +32,14 @@ type Config struct {
 	// Servers, Etcd and EmbeddedDir; Digest and DigestFile stay empty
 	// (the credentials come from the directory). Default empty.
 	EmbeddedDir string `yaml:"embeddedDir" json:"embeddedDir"`
+	// URL names a registry reached through a backend package linked into
+	// the program, by its scheme: "postgres://user@host:5432/db" needs
+	// import _ "github.com/shardjob/shardjob/regcenter/postgres" (see
+	// [RegisterOpener]). [Config.Validate] says so clearly when no package
+	// for the scheme is linked. The URL must not carry a password: put it
+	// in DigestFile ("user:password") or the backend's environment. Set
+	// one of Servers, Etcd, EmbeddedDir and URL. Default empty.
+	URL string `yaml:"url" json:"url"`
 	// Namespace is the root node under which every job lives, without
 	// slashes, e.g. "shop". Default "shardjob".
 	Namespace string `yaml:"namespace" json:"namespace"`
@@ -136,6 +145,12 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
+	if c.URL != "" {
+		if err := c.validateURL(); err != nil {
+			return err
+		}
+		c.Servers = []string{"url:0"} // its backend parses the URL when connecting; host:port checks do not apply
+	}
 	if len(c.Servers) > 0 && len(c.Etcd) > 0 {
 		return bad("servers (ZooKeeper) and etcd are both set; use one")
 	}
@@ -151,7 +166,7 @@ func (c Config) Validate() error {
 		c.Etcd = []string{"127.0.0.1:1"} // read when connecting; checked then
 	}
 	if len(c.Servers) == 0 && len(c.Etcd) == 0 {
-		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, or embeddedDir: an embedded member's directory)")
+		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, embeddedDir: an embedded member's directory, or url: a registry by URL such as postgres://)")
 	}
 	field, list := "servers", c.Servers
 	if len(c.Etcd) > 0 {

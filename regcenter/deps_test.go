@@ -15,3 +15,13 @@ func TestLinksNoEtcdServer(t *testing.T) {
 		depcheck.Forbid(t, pkg, "go.etcd.io/etcd/server/v3", "go.etcd.io/bbolt", "go.etcd.io/raft/v3")
 	}
 }
+
+// Nor does it link PostgreSQL's client: the registry on PostgreSQL is
+// package regcenter/postgres, which a program imports to open a
+// postgres:// URL; regcenter reaches it through RegisterOpener. The
+// scheduler and an example program on ZooKeeper are checked too.
+func TestLinksNoPostgresClient(t *testing.T) {
+	for _, pkg := range []string{".", "../job", "../example/simple"} {
+		depcheck.Forbid(t, pkg, "github.com/jackc/pgx/v5", "github.com/jackc/pgconn", "github.com/lib/pq")
+	}
+}

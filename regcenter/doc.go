@@ -25,6 +25,10 @@
 //   - Request counters ([ZooKeeper.Stats], [Etcd.Stats]) for benchmarks and tests that
 //     count round trips.
 //
+// Package regcenter/postgres implements it on PostgreSQL; importing it
+// lets [Open] reach a postgres:// [Config.URL] ([RegisterOpener]), and
+// only the programs that import it link its client.
+//
 // Packages regcenter/etcdtest and regcenter/zktest start real etcd members
 // (nothing to install) and real ZooKeeper servers and ensembles for tests.
 package regcenter

@@ -56,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -150,10 +151,16 @@ const (
 )
 
 // Open connects to the registry cfg names: etcd when cfg.Etcd is set,
-// ZooKeeper when cfg.Servers is.
+// ZooKeeper when cfg.Servers is, and the backend registered for cfg.URL's
+// scheme when that is set ([RegisterOpener]).
 func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.URL != "" {
+		u, _ := url.Parse(cfg.URL) // Validate parsed it
+		fn, _ := opener(u.Scheme)  // and found it
+		return fn(ctx, cfg, opts...)
 	}
 	if len(cfg.Etcd) > 0 || cfg.EmbeddedDir != "" {
 		return NewEtcd(ctx, cfg, opts...)

@@ -265,6 +265,9 @@ func (c Config) String() string {
 	type plain Config // no methods: no recursion
 	p := plain(c)
 	p.Digest = redactDigest(c.Digest)
+	if p.URL != "" {
+		p.URL = redactURL(p.URL)
+	}
 	return fmt.Sprintf("%+v", p)
 }
 
@@ -284,6 +287,9 @@ func (c Config) LogValue() slog.Value {
 	}
 	if c.EmbeddedDir != "" {
 		attrs = append(attrs, slog.String("embeddedDir", c.EmbeddedDir))
+	}
+	if c.URL != "" {
+		attrs = append(attrs, slog.String("url", redactURL(c.URL)))
 	}
 	if c.Digest != "" {
 		attrs = append(attrs, slog.String("digest", redactDigest(c.Digest)))

@@ -110,6 +110,9 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.URL != "" {
+		return nil, fmt.Errorf("%w: url names a registry reached through regcenter.Open, not ZooKeeper", ErrInvalidConfig)
+	}
 	cfg, o, err := cfg.settle(opts)
 	if err != nil {
 		return nil, err

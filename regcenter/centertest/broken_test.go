@@ -139,7 +139,12 @@ func wrapped(f Factory, wrap func(regcenter.Center) regcenter.Center) Factory {
 // each case fails, for the reason it names; and that the same case passes
 // on the unbroken center, so the failure is the breakage's.
 func TestSuiteFailsBrokenCenters(t *testing.T) {
-	good := ZooKeeperFactory(zk)
+	checkBrokenFail(t, ZooKeeperFactory(zk))
+}
+
+// checkBrokenFail runs the breakages against centers good makes, each
+// case first on the unbroken center.
+func checkBrokenFail(t *testing.T, good Factory) {
 	for _, tc := range []struct {
 		name  string // what the center gets wrong
 		wrap  func(regcenter.Center) regcenter.Center

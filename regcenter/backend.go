@@ -1,0 +1,225 @@
+package regcenter
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What a Center implemented in another package needs from this one, so
+// that a backend whose client library is large (PostgreSQL's pgx) lives in
+// a package of its own, linked only by the programs that import it:
+//
+//   - a registry of URL schemes ([RegisterOpener]), through which [Open]
+//     reaches such a backend when [Config.URL] names it;
+//   - the options an [Option] carries ([ResolveOptions]);
+//   - the session bookkeeping every center here shares ([SessionKeeper]):
+//     the current [Session], its fencing lease on the monotonic clock, and
+//     the SessionSuspended, SessionReconnected, SessionLost and SessionNew
+//     events delivered in order.
+
+// Opener connects to the registry a [Config] with [Config.URL] set names,
+// for [Open]. cfg has passed [Config.Validate].
+type Opener func(ctx context.Context, cfg Config, opts ...Option) (Center, error)
+
+var (
+	openersMu sync.RWMutex
+	openers   = map[string]Opener{}
+)
+
+// RegisterOpener makes [Open] use fn for a [Config.URL] whose scheme is
+// scheme (case-insensitive, e.g. "postgres"). A backend package calls it
+// from its init, so that importing the package for its side effect
+// (import _ ".../regcenter/postgres") is enough. Registering a scheme
+// twice, or a nil fn, panics.
+func RegisterOpener(scheme string, fn Opener) {
+	scheme = strings.ToLower(scheme)
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	if fn == nil {
+		panic("regcenter: RegisterOpener of a nil opener for " + scheme)
+	}
+	if _, dup := openers[scheme]; dup {
+		panic("regcenter: RegisterOpener called twice for scheme " + scheme)
+	}
+	openers[scheme] = fn
+}
+
+// opener returns the opener registered for scheme, if any.
+func opener(scheme string) (Opener, bool) {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	fn, ok := openers[strings.ToLower(scheme)]
+	return fn, ok
+}
+
+// registeredSchemes lists the schemes with an opener, sorted.
+func registeredSchemes() []string {
+	openersMu.RLock()
+	defer openersMu.RUnlock()
+	out := make([]string, 0, len(openers))
+	for s := range openers {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// validateURL checks c.URL: a URL whose scheme has an opener, and which
+// carries no password (a URL shows in process lists, logs and config
+// dumps; the password belongs in DigestFile or the backend's own
+// environment).
+func (c Config) validateURL() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
+	}
+	if len(c.Servers) > 0 || len(c.Etcd) > 0 || c.EmbeddedDir != "" {
+		return bad("url and servers, etcd or embeddedDir are set together; use one")
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme == "" {
+		return bad("url: %s is not a URL with a scheme (e.g. postgres://user@host:5432/db)", redactURL(c.URL))
+	}
+	if _, ok := opener(u.Scheme); !ok {
+		known := strings.Join(registeredSchemes(), ", ")
+		if known == "" {
+			known = "none"
+		}
+		hint := ""
+		if s := strings.ToLower(u.Scheme); s == "postgres" || s == "postgresql" {
+			hint = `; import _ "github.com/shardjob/shardjob/regcenter/postgres" into the program to link the PostgreSQL registry`
+		}
+		return bad("url: no registry for scheme %q is linked into this program (linked: %s)%s", u.Scheme, known, hint)
+	}
+	if _, has := u.User.Password(); has {
+		return bad("url: %s carries a password; put it in digestFile (user:password) or the backend's environment (PGPASSFILE, PGPASSWORD), not in the URL", redactURL(c.URL))
+	}
+	return nil
+}
+
+// redactURL returns u with any password replaced, for messages.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable url)"
+	}
+	return p.Redacted()
+}
+
+// ResolveOptions returns what opts set: the logger (slog.Default() when
+// none is given) and the TLS config of [WithTLSConfig] (nil when none is).
+// Backends in other packages read their options with it.
+func ResolveOptions(opts ...Option) (logger *slog.Logger, tlsCfg *tls.Config) {
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.logger, o.tls
+}
+
+// LeaseClock is what a [SessionKeeper] asks its center about the fencing
+// lease of the current session, on the monotonic clock.
+type LeaseClock interface {
+	// LeaseLeft is how long the lease still proves the session live:
+	// LeaseDuration less SinceRead; at or below zero it has lapsed.
+	LeaseLeft() time.Duration
+	// SinceRead is how long since the send time of the latest request the
+	// server answered on the session's behalf (a heartbeat).
+	SinceRead() time.Duration
+	// LeaseDuration is how long after that send time the lease holds:
+	// less than the server's own timeout, so that the holder stops
+	// before anyone else can take over.
+	LeaseDuration() time.Duration
+	// Backend names the registry for messages ("PostgreSQL").
+	Backend() string
+}
+
+// clockAdapter lets a LeaseClock serve as a Session's leaseClock.
+type clockAdapter struct{ c LeaseClock }
+
+func (a clockAdapter) leaseLeft() time.Duration     { return a.c.LeaseLeft() }
+func (a clockAdapter) sinceRead() time.Duration     { return a.c.SinceRead() }
+func (a clockAdapter) leaseDuration() time.Duration { return a.c.LeaseDuration() }
+func (a clockAdapter) backend() string              { return a.c.Backend() }
+
+// SessionChange is what [SessionKeeper.Established] did.
+type SessionChange int
+
+// Session changes.
+const (
+	// SessionKept: the center is closed, or the current session goes on
+	// (reconnected if it was suspended).
+	SessionKept SessionChange = SessionChange(sessionKept)
+	// SessionFirst: the center's first session started.
+	SessionFirst SessionChange = SessionChange(sessionFirst)
+	// SessionNext: a new session replaced an earlier one; the center's
+	// watches must resynchronise.
+	SessionNext SessionChange = SessionChange(sessionNext)
+)
+
+// SessionKeeper keeps the sessions of a center implemented in another
+// package exactly as this package's centers keep theirs: it makes the
+// [Session] values (whose Check consults the center's [LeaseClock]), ends
+// them, and delivers [SessionEvent]s to the center's OnSession listeners
+// in order, on the goroutine that runs [SessionKeeper.Run].
+type SessionKeeper struct{ h *sessionHub }
+
+// NewSessionKeeper returns a keeper for a center on backend (a Stats
+// backend name such as BackendPostgres) whose lease clock is clock.
+func NewSessionKeeper(log *slog.Logger, backend string, clock LeaseClock) *SessionKeeper {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &SessionKeeper{h: newSessionHub(log, backend, clockAdapter{clock})}
+}
+
+// Established records that the server holds a live session with id: the
+// first session starts; a live current session with that id goes on (and
+// is reconnected if it was suspended); otherwise a new session starts and
+// a live current one is lost, replaced by it. Nothing changes once the
+// keeper is closed.
+func (k *SessionKeeper) Established(id int64) SessionChange {
+	return SessionChange(k.h.established(id))
+}
+
+// Current returns the current session: nil only before the first.
+func (k *SessionKeeper) Current() *Session { return k.h.current() }
+
+// Suspend marks the live current session suspended (once), logging msg
+// with attrs: the connection failed, the session may still be alive.
+func (k *SessionKeeper) Suspend(msg string, attrs ...any) { k.h.suspend(msg, attrs...) }
+
+// Lose ends the current session with cause (which should wrap
+// [ErrSessionLost]), if it is live.
+func (k *SessionKeeper) Lose(cause error) { k.h.lose(cause) }
+
+// Lapse ends s if it is the current, live session and the lease clock
+// says its lease ran out; what names the silence ("no heartbeat answered").
+func (k *SessionKeeper) Lapse(s *Session, what string) { k.h.lapse(s, what) }
+
+// Close marks the keeper closed and ends the current session with
+// [ErrClosed]. It returns that session and false when already closed.
+func (k *SessionKeeper) Close() (*Session, bool) { return k.h.close() }
+
+// Closing reports whether Close was called.
+func (k *SessionKeeper) Closing() bool { return k.h.closing() }
+
+// Subscribe registers fn for session events (Center.OnSession).
+func (k *SessionKeeper) Subscribe(fn func(SessionEvent)) (cancel func()) { return k.h.subscribe(fn) }
+
+// Wakeups receives when the lease should be looked at again (a session
+// started); a center's watchdog selects on it.
+func (k *SessionKeeper) Wakeups() <-chan struct{} { return k.h.wakeups() }
+
+// Wake sends on Wakeups, without blocking.
+func (k *SessionKeeper) Wake() { k.h.wake() }
+
+// Run delivers session events to the subscribers until ctx ends. The
+// center runs it on a goroutine of its own.
+func (k *SessionKeeper) Run(ctx context.Context) { k.h.notifyLoop(ctx) }

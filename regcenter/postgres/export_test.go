@@ -1,0 +1,17 @@
+package postgres
+
+// SetLogRetention lowers the change log's retention, for tests that make a
+// watcher fall behind it.
+func (c *Center) SetLogRetention(revisions int64) { c.retention.Store(revisions) }
+
+// HeartbeatNow sends one heartbeat (renewal, reaping, pruning) at once and
+// reports whether it was answered.
+func (c *Center) HeartbeatNow() bool { return c.heartbeatOnce(c.life) }
+
+// PauseWatches holds the watch dispatcher until the returned func is
+// called: the dispatcher finishes what it is doing, then waits.
+func (c *Center) PauseWatches() (resume func()) {
+	hold := make(chan struct{})
+	c.watches.enqueue(task{kind: taskHold, hold: hold})
+	return func() { close(hold) }
+}
