@@ -49,6 +49,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -373,7 +374,8 @@ func Check(specs []job.Spec) error {
 // left in the state directory (script.Reap), owing those items a run. Call
 // it before sched.Start. Every problem is reported.
 func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace string, o Options) error {
-	if o.StateDir == "" {
+	defaulted := o.StateDir == ""
+	if defaulted {
 		o.StateDir = DefaultStateDir(namespace, sched.ServerID())
 	}
 	var errs []error
@@ -401,8 +403,56 @@ func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace 
 		if _, err := script.Reap(ctx, o.StateDir, sched, log); err != nil {
 			return err
 		}
+		if defaulted {
+			// The default server id names the process (host@-@pid): an
+			// earlier process of this host that was killed had another
+			// id, and another state directory, which nothing else reads.
+			parent := filepath.Dir(o.StateDir)
+			for _, dir := range deadSiblings(parent, filepath.Base(o.StateDir), processAlive) {
+				if _, err := script.Reap(ctx, filepath.Join(parent, dir), sched, log); err != nil {
+					return err
+				}
+				_ = os.Remove(filepath.Join(parent, dir)) // reaped: empty, unless a record could not be settled
+			}
+		}
 	}
 	return nil
+}
+
+// deadSiblings lists the state directories in parent, beside self, of
+// servers with a default id of self's host (host@-@pid) whose process is
+// gone: alive says whether a pid names a live process.
+func deadSiblings(parent, self string, alive func(pid int) bool) []string {
+	host, _, ok := strings.Cut(self, "@-@")
+	if !ok {
+		return nil
+	}
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	var dead []string
+	for _, e := range ents {
+		name := e.Name()
+		h, p, ok := strings.Cut(name, "@-@")
+		pid, err := strconv.Atoi(p)
+		if !e.IsDir() || name == self || !ok || h != host || err != nil || pid <= 0 || alive(pid) {
+			continue
+		}
+		dead = append(dead, name)
+	}
+	return dead
+}
+
+// processAlive reports whether pid names a process (one this user may not
+// signal counts as alive).
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // RunOptions configure Run.
