@@ -385,7 +385,10 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 	// The three instances start one after another, as three processes
 	// would be, and stop together at the end: each leaves every job, which
 	// takes a while on a registry built with -race (the etcd member of the
-	// package's tests runs in the test binary).
+	// package's tests runs in the test binary). Every job is added to all
+	// three before any starts: Add refuses a schedule that has ended, and
+	// on a busy machine the limit jobs' fires could be used up before the
+	// last instance starts.
 	var ins []*instance
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
@@ -393,7 +396,7 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 				defer cancel()
 				if err := in.sched.Shutdown(ctx); err != nil {
 					t.Errorf("shutdown %s: %v", in.id, err)
@@ -403,21 +406,26 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 		}
 		wg.Wait()
 	})
+	var added []*instance
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		rc, s := connect(t, ctx, ns, id)
+		t.Cleanup(func() { rc.Close() })
 		for _, p := range jobs {
 			if err := s.Add(ctx, p.cfg, rec.job(id, p.hold)); err != nil {
-				rc.Close()
 				t.Fatalf("%s: add %s: %v", id, p.cfg.Name, err)
 			}
 		}
-		if err := s.Start(ctx); err != nil {
-			rc.Close()
-			t.Fatalf("start %s: %v", id, err)
+		added = append(added, &instance{id: id, rc: rc, sched: s})
+	}
+	for _, in := range added {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := in.sched.Start(ctx); err != nil {
+			t.Fatalf("start %s: %v", in.id, err)
 		}
-		ins = append(ins, &instance{id: id, rc: rc, sched: s})
+		ins = append(ins, in)
 	}
 	t.Logf("three instances started in %v", time.Since(begun).Round(time.Millisecond))
 	// The fires after the joins have settled: from the first second by
