@@ -411,18 +411,23 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		rc, s := connect(t, ctx, ns, id)
-		t.Cleanup(func() { rc.Close() })
+		added = append(added, &instance{id: id, rc: rc, sched: s})
 		for _, p := range jobs {
 			if err := s.Add(ctx, p.cfg, rec.job(id, p.hold)); err != nil {
+				for _, in := range added {
+					in.rc.Close()
+				}
 				t.Fatalf("%s: add %s: %v", id, p.cfg.Name, err)
 			}
 		}
-		added = append(added, &instance{id: id, rc: rc, sched: s})
 	}
-	for _, in := range added {
+	for i, in := range added {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		if err := in.sched.Start(ctx); err != nil {
+			for _, later := range added[i:] {
+				later.rc.Close()
+			}
 			t.Fatalf("start %s: %v", in.id, err)
 		}
 		ins = append(ins, in)
