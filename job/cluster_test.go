@@ -101,7 +101,7 @@ func (rc *recorder) fires() map[time.Time][]record {
 // items recorded) or the deadline passes.
 func (rc *recorder) waitFires(t *testing.T, since time.Time, n, items int, deadline time.Duration) []time.Time {
 	t.Helper()
-	timeout := time.After(deadline)
+	timeout := time.After(waitSlack * deadline)
 	for {
 		var done []time.Time
 		for f, recs := range rc.fires() {

@@ -176,7 +176,7 @@ func TestPlacementDrain(t *testing.T) {
 
 func waitEvent(t *testing.T, events <-chan job.Event, kind job.EventKind, deadline time.Duration) job.Event {
 	t.Helper()
-	timeout := time.After(deadline)
+	timeout := time.After(waitSlack * deadline)
 	for {
 		select {
 		case ev := <-events:
