@@ -70,16 +70,35 @@ func WithRecordInterval(d time.Duration) Option {
 }
 
 // recordInterval is how long a completion of cfg's job may defer a held
-// item's record after the last one written (0: never): the job's own
-// opt-in, else the scheduler's.
-func (r *runner) recordInterval(cfg *spec) time.Duration {
-	if cfg.Unmonitored || r.records.awaited.Load() {
-		return 0
+// item's record after the last one written (0: never), and whether the
+// deferred completions go to the completion journal (journal.go): the
+// job's own opt-in, else the scheduler's, both unjournalled; else the
+// journal's interval.
+func (r *runner) recordInterval(cfg *spec) (every time.Duration, journalled bool) {
+	switch {
+	case cfg.Unmonitored || r.records.awaited.Load():
+		return 0, false
+	case cfg.RecordInterval > 0:
+		return cfg.RecordInterval, false
+	case r.s.opts.recordInterval > 0:
+		return r.s.opts.recordInterval, false
+	case r.s.journal != nil:
+		return journalRecordInterval, true
 	}
-	if cfg.RecordInterval > 0 {
-		return cfg.RecordInterval
+	return 0, false
+}
+
+// WithCompletionJournal turns the completion journal (on by default) off
+// or on. Off, every completion of a job that opts into no record interval
+// writes its item's record, one write operation per run, as before the
+// journal; on, the completions of a second's fires of all the jobs share
+// one write of this process's journal (see docs/design.md). Either way a
+// completed fire is not run again after a crash.
+func WithCompletionJournal(on bool) Option {
+	return func(o *options) error {
+		o.noJournal = !on
+		return nil
 	}
-	return r.s.opts.recordInterval
 }
 
 // defers reports whether c's completion of b keeps its record pending
@@ -108,7 +127,8 @@ func (r *runner) flushStale(ctx context.Context) {
 	if !r.records.hasPending() {
 		return
 	}
-	every, now := r.recordInterval(r.config()), r.s.opts.now()
+	every, _ := r.recordInterval(r.config())
+	now := r.s.opts.now()
 	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every })
 	if err != nil {
 		r.log.Warn("writing deferred completion records", "err", err)
@@ -168,6 +188,13 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 					to = 0
 				}
 				r.records.flushed(p, covers[i], versions[i], to, at)
+			}
+			if r.s.journal != nil {
+				through := make(map[int]time.Time, len(ps))
+				for i, p := range ps {
+					through[p.item] = covers[i].through()
+				}
+				r.s.journal.covered(r.name, through)
 			}
 			return nil
 		}

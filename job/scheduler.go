@@ -29,6 +29,7 @@ type options struct {
 	logger         *slog.Logger
 	reshardTimeout time.Duration
 	recordInterval time.Duration
+	noJournal      bool // WithCompletionJournal(false)
 	fireLead       time.Duration
 	now            func() time.Time
 	listeners      []listener.Listener
@@ -156,10 +157,11 @@ type Scheduler struct {
 	me         holder       // this process (holder.go)
 	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
 
-	placer *placer  // commits this scheduler's reshards (placement.go)
-	inst   instance // this instance's place in the namespace (instance.go)
-	gates  gates    // the times fires wait for (gate.go)
-	work   workers  // the goroutines of the jobs' fires and runs (workers.go)
+	placer  *placer  // commits this scheduler's reshards (placement.go)
+	journal *journal // this process's completion journal (journal.go); nil when off
+	inst    instance // this instance's place in the namespace (instance.go)
+	gates   gates    // the times fires wait for (gate.go)
+	work    workers  // the goroutines of the jobs' fires and runs (workers.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -199,6 +201,9 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		s.me = *o.process
 	}
 	s.log = o.logger.With("server", o.serverID)
+	if !o.noJournal {
+		s.journal = newJournal(rc, s.me.Token, s.log)
+	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
 	s.trig = newTrigger(o.now, o.fireLead)
@@ -208,6 +213,13 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 
 // ServerID returns the id this scheduler registers under.
 func (s *Scheduler) ServerID() string { return s.opts.serverID }
+
+// runnerOf returns the runner of job name, or nil.
+func (s *Scheduler) runnerOf(name string) *runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runners[name]
+}
 
 // Add adds a job. Before Start it only validates and records the job; after
 // Start it also registers the job in the registry within ctx. The config is
@@ -486,6 +498,15 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.work.close(ctx) // what outlives ctx, stop reported: runs that ignore their context
+	if s.journal != nil {
+		// Every job has written its records: the journal says nothing
+		// they do not (or stays, for a sweep to fold, if one could not).
+		jctx, jcancel := cleanupContext(ctx, s.opts.reshardTimeout)
+		if err := s.journal.removeIfCovered(jctx); err != nil {
+			s.log.Debug("removing the completion journal", "err", err)
+		}
+		jcancel()
+	}
 	if s.unsub != nil {
 		s.unsub()
 	}
