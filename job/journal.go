@@ -96,7 +96,7 @@ func newJournal(rc regcenter.Center, process string, log *slog.Logger) *journal 
 // journalDoc is a journal node: its server, and by job and item the fires
 // each item's runs covered that its record may not list yet.
 type journalDoc struct {
-	Server string                          `json:"server"`
+	Server string                           `json:"server"`
 	Jobs   map[string]map[string][][2]int64 `json:"jobs"`
 }
 
