@@ -40,9 +40,10 @@ import (
 // them. An unmonitored job writes none.
 
 // DefaultRecordInterval is the record interval of a job that sets none
-// (Config.RecordInterval) on a scheduler without WithRecordInterval: 0,
-// every completion's record is written (group-committed), so that a crash
-// runs again only the runs in flight.
+// (Config.RecordInterval) on a scheduler without WithRecordInterval: 0, no
+// opt-in: every completion is in the registry when it returns (its record,
+// or the completion journal: journal.go), so that a crash runs again only
+// the runs in flight.
 const DefaultRecordInterval time.Duration = 0
 
 // MaxRecordInterval bounds Config.RecordInterval and WithRecordInterval:
