@@ -286,7 +286,7 @@ func (s *Scheduler) sweepJournals(ctx context.Context) {
 		return
 	}
 	j.mu.Lock()
-	if time.Since(j.swept) < journalSweep {
+	if time.Since(j.swept) < s.opts.journalSweep {
 		j.mu.Unlock()
 		return
 	}
@@ -322,7 +322,7 @@ func (s *Scheduler) foldJournal(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if time.Since(st.Mtime) < journalOrphanAge {
+	if time.Since(st.Mtime) < s.opts.journalOrphanAge {
 		return nil
 	}
 	doc, derr := decodeJournal(data)

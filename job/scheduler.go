@@ -30,22 +30,24 @@ type options struct {
 	reshardTimeout time.Duration
 	recordInterval time.Duration
 	noJournal      bool // WithCompletionJournal(false)
-	fireLead       time.Duration
-	now            func() time.Time
-	listeners      []listener.Listener
-	fireListeners  []listener.FireListener
-	faultTolerance int
-	alarmThreshold int
-	events         []func(Event)
-	scoreEvery     time.Duration // load score (health.go); 0: off
-	slots          int
-	sampler        LoadSampler
-	healthEvery    time.Duration
-	health         func(context.Context) error
-	healthURL      string // probe.go
-	probeEvery     time.Duration
-	probeClient    *http.Client
-	tracer         *tracer // tracing.go; nil: off
+	// journalOrphanAge and journalSweep: see journal.go (tests shorten them).
+	journalOrphanAge, journalSweep time.Duration
+	fireLead                       time.Duration
+	now                            func() time.Time
+	listeners                      []listener.Listener
+	fireListeners                  []listener.FireListener
+	faultTolerance                 int
+	alarmThreshold                 int
+	events                         []func(Event)
+	scoreEvery                     time.Duration // load score (health.go); 0: off
+	slots                          int
+	sampler                        LoadSampler
+	healthEvery                    time.Duration
+	health                         func(context.Context) error
+	healthURL                      string // probe.go
+	probeEvery                     time.Duration
+	probeClient                    *http.Client
+	tracer                         *tracer // tracing.go; nil: off
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
@@ -183,7 +185,8 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
-	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead, now: time.Now, faultTolerance: DefaultFaultTolerance}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead,
+		journalOrphanAge: journalOrphanAge, journalSweep: journalSweep, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
