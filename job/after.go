@@ -297,7 +297,7 @@ func (r *runner) awaitParents(f *fire) error {
 	if wait <= 0 {
 		wait = lastFireParentWait // the job's last fire: no next one bounds the wait
 		if next := sched.Next(last); !next.IsZero() {
-			wait = max(time.Second, time.Until(next))
+			wait = max(time.Second, next.Sub(r.s.opts.now()))
 		}
 	}
 	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)

@@ -195,7 +195,9 @@ type Config struct {
 	RecordInterval time.Duration
 	// MaxTimeDiff is the largest clock difference tolerated between this
 	// instance and the registry; an instance beyond it refuses to run the job.
-	// 0 disables the check; otherwise at least MinInterval.
+	// It is the host's real clock that is compared, even when the scheduler
+	// fires by another (WithClock). 0 disables the check; otherwise at least
+	// MinInterval.
 	MaxTimeDiff time.Duration
 	// ReconcileInterval is how often an instance re-reads its state from
 	// the registry to repair anything a lost watch missed. 0 means

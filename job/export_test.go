@@ -22,14 +22,18 @@ func WithProcessForTest(host string, pid int) Option {
 }
 
 // WithClockForTest replaces the wall clock the scheduler fires by and
-// compares with ZooKeeper's (default time.Now), so that a test can
-// simulate a skewed host clock.
+// compares with the registry's (default time.Now), so that a test can
+// simulate a skewed host clock: WithClock with a clock reading now on
+// real timers, which MaxTimeDiff checks too.
 func WithClockForTest(now func() time.Time) Option {
 	return func(o *options) error {
 		if now == nil {
 			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
 		}
-		o.now = now
+		if err := WithClock(clockOf(now))(o); err != nil {
+			return err
+		}
+		o.hostNow = now
 		return nil
 	}
 }

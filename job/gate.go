@@ -14,10 +14,10 @@ type gates struct {
 	m  map[int64]chan struct{} // by the time's UnixNano, until it closes
 }
 
-// until returns the channel of time t, which closes d from now when it is
-// the first call for t. A gate ends with its time: its timer fires once and
-// removes it, whether anyone still waits or not.
-func (g *gates) until(t time.Time, d time.Duration) <-chan struct{} {
+// until returns the channel of time t, which closes once c reads t (its
+// timer set by the first call for t). A gate ends with its time: its timer
+// fires once and removes it, whether anyone still waits or not.
+func (g *gates) until(c Clock, t time.Time) <-chan struct{} {
 	key := t.UnixNano()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -29,7 +29,7 @@ func (g *gates) until(t time.Time, d time.Duration) <-chan struct{} {
 	}
 	ch := make(chan struct{})
 	g.m[key] = ch
-	time.AfterFunc(d, func() {
+	c.AfterFunc(t, func() {
 		g.mu.Lock()
 		delete(g.m, key)
 		g.mu.Unlock()

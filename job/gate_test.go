@@ -8,9 +8,10 @@ import (
 func TestGatesShareOneChannelPerTime(t *testing.T) {
 	var g gates
 	at := time.Unix(1_800_000_000, 0)
-	far := g.until(at.Add(time.Hour), time.Hour)
-	a := g.until(at, 20*time.Millisecond)
-	if b := g.until(at, time.Hour); b != a {
+	c := clockOf(func() time.Time { return at.Add(-20 * time.Millisecond) }) // at is 20ms away
+	far := g.until(c, at.Add(time.Hour))
+	a := g.until(c, at)
+	if b := g.until(c, at); b != a {
 		t.Fatal("a second wait for the same time got a channel of its own")
 	}
 	if g.pending() != 2 {
@@ -29,7 +30,7 @@ func TestGatesShareOneChannelPerTime(t *testing.T) {
 	if g.pending() != 1 {
 		t.Fatalf("pending = %d after one gate closed, want 1", g.pending())
 	}
-	if c := g.until(at, time.Hour); c == a {
+	if b := g.until(c, at); b == a {
 		t.Fatal("a closed gate was handed out again")
 	}
 }

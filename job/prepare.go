@@ -22,7 +22,7 @@ type preparation struct {
 	campaigning bool
 	// timer, under timerMu, runs prepare ahead of the next fire.
 	timerMu sync.Mutex
-	timer   *time.Timer
+	timer   Timer // on the scheduler's clock
 }
 
 // prepare makes this instance ready to run the job's items: it watches the
@@ -111,7 +111,8 @@ func (r *runner) prepareBefore(next time.Time) {
 	if r.prep.done.Load() || next.IsZero() {
 		return
 	}
-	d := next.Sub(r.s.opts.now()) - prepareAhead
+	at := next.Add(-prepareAhead)
+	d := at.Sub(r.s.opts.now())
 	r.prep.timerMu.Lock()
 	if r.prep.timer != nil {
 		r.prep.timer.Stop()
@@ -125,7 +126,7 @@ func (r *runner) prepareBefore(next time.Time) {
 		return
 	}
 	if d > 0 {
-		r.prep.timer = time.AfterFunc(d, r.prepareNow)
+		r.prep.timer = r.s.fireClock().AfterFunc(at, r.prepareNow)
 	}
 	r.prep.timerMu.Unlock()
 	if d <= 0 {

@@ -25,14 +25,17 @@ func (s *Scheduler) reconcileLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	last := map[string]time.Time{}
-	pruned := s.opts.now() // the first round comes an interval after start
+	// Rounds go by real time, not the clock the jobs fire by (WithClock):
+	// they repair the registry's state, which does not wait for a fake
+	// clock to move.
+	pruned := time.Now() // the first round comes an interval after start
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-timer.C:
 		}
-		now := s.opts.now()
+		now := time.Now()
 		next := time.Minute
 		measured := false
 		if now.Sub(pruned) >= DefaultReconcileInterval {
@@ -229,17 +232,18 @@ func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSe
 }
 
 // measureClock writes the clock node and compares its modification time
-// with the local clock at the middle of the round trip.
+// with the host's clock (hostClock: the real one, whatever clock the jobs
+// fire by) at the middle of the round trip.
 func (s *Scheduler) measureClock() {
 	sess := s.rc.Session()
 	ctx, cancel := context.WithTimeout(sess.Ctx(), s.opts.reshardTimeout)
 	defer cancel()
-	t0 := s.opts.now()
+	t0 := s.hostClock()
 	st, err := s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
 	if errors.Is(err, regcenter.ErrNoNode) {
 		_, err = s.rc.Create(ctx, clockNode, []byte(s.opts.serverID), regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
-			t0 = s.opts.now()
+			t0 = s.hostClock()
 			st, err = s.rc.Set(ctx, clockNode, []byte(s.opts.serverID), -1)
 		}
 	}
@@ -247,7 +251,7 @@ func (s *Scheduler) measureClock() {
 		s.log.Warn("measuring clock difference with the registry", "err", err)
 		return
 	}
-	t1 := s.opts.now()
+	t1 := s.hostClock()
 	local := t0.Add(t1.Sub(t0) / 2)
 	s.clockOffset.Store(int64(local.Sub(st.Mtime)))
 	s.clockMeasured.Store(true)

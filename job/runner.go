@@ -209,12 +209,11 @@ func (r *runner) untilFire(sess *regcenter.Session, at time.Time) bool {
 // sleepUntil waits until at by the scheduler's clock, or until wake is
 // closed (nil: never), and reports true; false if the runner stops first.
 func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
-	wait := at.Sub(r.s.opts.now())
-	if wait <= 0 {
+	if !at.After(r.s.opts.now()) {
 		return true
 	}
 	select {
-	case <-r.s.gates.until(at, wait):
+	case <-r.s.gates.until(r.s.fireClock(), at):
 		return true
 	case <-wake:
 		return true

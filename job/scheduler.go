@@ -33,7 +33,9 @@ type options struct {
 	// journalOrphanAge and journalSweep: see journal.go (tests shorten them).
 	journalOrphanAge, journalSweep time.Duration
 	fireLead                       time.Duration
-	now                            func() time.Time
+	now                            func() time.Time // the clock's Now: the fire schedule's time (clock.go)
+	clock                          Clock            // the fire schedule's timers; nil: real ones reading now
+	hostNow                        func() time.Time // the host clock MaxTimeDiff checks; nil: time.Now
 	listeners                      []listener.Listener
 	fireListeners                  []listener.FireListener
 	faultTolerance                 int
@@ -195,6 +197,9 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if o.serverID == "" {
 		o.serverID = defaultServerID()
 	}
+	if o.clock == nil {
+		o.clock = clockOf(o.now)
+	}
 	// The jobs' transactions are committed in groups: an instance's jobs
 	// firing at the same second mark, and then complete, their items in a
 	// few transactions rather than one each (regcenter.GroupCommit).
@@ -209,7 +214,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
-	s.trig = newTrigger(o.now, o.fireLead)
+	s.trig = newTrigger(s.fireClock(), o.fireLead)
 	s.placer = newPlacer(s.ctx, rc, s.log)
 	return s, nil
 }

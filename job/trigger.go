@@ -22,7 +22,7 @@ type trigger struct {
 	h     triggerHeap
 	byJob map[string]*triggerEntry
 	wake  chan struct{}
-	now   func() time.Time
+	clock Clock
 	lead  time.Duration
 }
 
@@ -107,9 +107,11 @@ func (h *triggerHeap) Pop() any {
 	return e
 }
 
-func newTrigger(now func() time.Time, lead time.Duration) *trigger {
-	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), now: now, lead: lead}
+func newTrigger(clock Clock, lead time.Duration) *trigger {
+	return &trigger{byJob: map[string]*triggerEntry{}, wake: make(chan struct{}, 1), clock: clock, lead: lead}
 }
+
+func (t *trigger) now() time.Time { return t.clock.Now() }
 
 // set schedules job (replacing an earlier schedule) from now on: fire is
 // called with each fire's time. quick, if not nil, reports when the job's
@@ -177,10 +179,16 @@ func (t *trigger) poke() {
 
 // run dispatches due fires until ctx ends. Fires missed while the process
 // could not run (a long pause) collapse into one fire at the latest one
-// due.
+// due. It waits on one timer of the clock, set for the first dispatch due
+// (none while no job has a fire left), which pokes it awake as set and
+// remove do.
 func (t *trigger) run(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		now := t.now()
 		t.mu.Lock()
@@ -199,23 +207,23 @@ func (t *trigger) run(ctx context.Context) {
 			}
 			e.fire(at)
 		}
-		wait := time.Hour
-		if len(t.h) > 0 {
-			wait = t.h[0].due.Sub(now)
+		// Set for a time, not a duration: a clock moved since now was
+		// read finds the timer due, not late.
+		switch {
+		case len(t.h) == 0:
+			if timer != nil {
+				timer.Stop()
+			}
+		case timer == nil:
+			timer = t.clock.AfterFunc(t.h[0].due, t.poke)
+		default:
+			timer.Reset(t.h[0].due)
 		}
 		t.mu.Unlock()
-		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.wake:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-		case <-timer.C:
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestTriggerLeadsOnlyFiresThatSendRequests(t *testing.T) {
 		at  time.Time
 	}
 	fired := make(chan dispatch, 16)
-	trig := newTrigger(clock, 400*time.Millisecond)
+	trig := newTrigger(clockOf(clock), 400*time.Millisecond)
 	fireOf := func(job string) func(time.Time) { return func(at time.Time) { fired <- dispatch{job, at} } }
 	every, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("* * * * * *")
 	if err != nil {
@@ -137,7 +137,7 @@ func (noFire) Next(time.Time) time.Time { return time.Time{} }
 // 0, so removing it took the first job's entry out of the heap (or
 // panicked on an empty one) and that job silently stopped firing.
 func TestTriggerJobWithNoFireLeftLeavesOthersScheduled(t *testing.T) {
-	tr := newTrigger(time.Now, 0)
+	tr := newTrigger(clockOf(time.Now), 0)
 	every, err := cron.ParseStandard("@every 1h")
 	if err != nil {
 		t.Fatal(err)
