@@ -405,7 +405,7 @@ func (r *runner) journalDeferred(cfg *spec, c *completion) {
 		return
 	}
 	r.log.Debug("completion journal not written; writing the records", "items", len(covers), "err", err)
-	if ferr := r.flushRecords(ctx, func(item int, _ time.Time) bool { _, ok := covers[item]; return ok }); ferr != nil {
+	if ferr := r.flushRecords(ctx, func(item int, _ time.Time) bool { _, ok := covers[item]; return ok }, false); ferr != nil {
 		r.log.Warn("writing completion records the journal could not take; the runs they cover may run again", "err", errors.Join(err, ferr))
 	}
 }

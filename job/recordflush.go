@@ -117,7 +117,7 @@ func (r *runner) flushAll(ctx context.Context) {
 	if !r.records.hasPending() {
 		return
 	}
-	if err := r.flushRecords(ctx, nil); err != nil {
+	if err := r.flushRecords(ctx, nil, true); err != nil {
 		r.log.Warn("writing deferred completion records; the runs they cover may run again", "err", err)
 	}
 }
@@ -130,7 +130,7 @@ func (r *runner) flushStale(ctx context.Context) {
 	}
 	every, _ := r.recordInterval(r.config())
 	now := r.s.opts.now()
-	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every })
+	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every }, false)
 	if err != nil {
 		r.log.Warn("writing deferred completion records", "err", err)
 	}
@@ -138,8 +138,11 @@ func (r *runner) flushStale(ctx context.Context) {
 
 // flushRecords writes the deferred records pick selects (all when nil), in
 // transactions of as many as fit, each over the version last known; a
-// record another instance wrote meanwhile is read and added to.
-func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool) error {
+// record another instance wrote meanwhile is read and added to. With
+// release, the items leave this instance (their marks go next): the
+// records name no completion journal, whose entries they now list, so
+// that their next readers read no journal.
+func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool, release bool) error {
 	ps := r.records.pendingOf(pick)
 	if len(ps) == 0 {
 		return nil
@@ -151,7 +154,7 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 	per := r.records.itemsPerTxn()
 	var errs []error
 	for start := 0; start < len(ps); start += per {
-		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))]); err != nil {
+		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))], release); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -160,7 +163,7 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 
 // flushChunk writes ps's records in one transaction, correcting a version
 // or existence that moved and trying again; one too large is split.
-func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord) error {
+func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord, release bool) error {
 	covers := make([]cover, len(ps))
 	versions := make([]int32, len(ps))
 	create := make([]bool, len(ps))
@@ -173,6 +176,9 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 		for i, p := range ps {
 			m := p.mark
 			m.Fire, m.Ran = covers[i].through().UnixMilli(), covers[i].ran()
+			if release {
+				m.Journal = ""
+			}
 			path := r.paths.ItemNode(p.item, layout.Completed)
 			if create[i] {
 				ops[i] = regcenter.CreateOp{Path: path, Data: m.marshal()}
@@ -203,7 +209,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 		switch {
 		case errors.Is(err, regcenter.ErrTooLarge) && len(ps) > 1:
 			half := len(ps) / 2
-			return errors.Join(r.flushChunk(ctx, sched, ps[:half]), r.flushChunk(ctx, sched, ps[half:]))
+			return errors.Join(r.flushChunk(ctx, sched, ps[:half], release), r.flushChunk(ctx, sched, ps[half:], release))
 		case errors.As(err, &me) && me.Index >= 0 && me.Index < len(ps) &&
 			(errors.Is(me.Err, regcenter.ErrBadVersion) || errors.Is(me.Err, regcenter.ErrNoNode) || errors.Is(me.Err, regcenter.ErrNodeExists)):
 			// Written meanwhile (or removed): add to what is there.
