@@ -153,7 +153,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.dp.duration, "dp-duration", 30*time.Second, "-dispatch: how long the latency feed lasts")
 	fs.IntVar(&c.dp.nodes, "dp-nodes", 3, "-dispatch: dispatcher nodes and River clients, in this process")
 
-	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored; shardjob-everyrun: the defaults with WithRecordInterval(0); shardjob-etcd: the defaults on etcd; dcron-etcd: dcron with its etcd driver)")
+	fs.StringVar(&systems, "peer-systems", "shardjob,shardjob-tuned,gocron,dcron", "-peers: systems, in the order run (also shardjob-nolead: the defaults with WithFireLead(0); shardjob-unmonitored: the defaults with Config.Unmonitored; shardjob-everyrun: the defaults with WithCompletionJournal(false), every completion's record written; shardjob-etcd: the defaults on etcd; dcron-etcd: dcron with its etcd driver)")
 	fs.StringVar(&jobs, "peer-jobs", "30,300", "-peers: job counts J, one run each per system")
 	fs.DurationVar(&c.peerDuration, "peer-duration", 60*time.Second, "-peers: measured time per run; the busiest node is killed at half time")
 	fs.DurationVar(&c.peerWarmup, "peer-warmup", 60*time.Second, "-peers, -firecost: an unmeasured shardjob run (J = 30, 3 nodes) before the first measured one, so that ZooKeeper's JVM has compiled its hot paths (0: none)")

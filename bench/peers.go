@@ -29,7 +29,7 @@ func systemArgs(system string, c config) ([]string, bool) {
 	case "shardjob-unmonitored":
 		return []string{"-system", "shardjob", "-unmonitored"}, true
 	case "shardjob-everyrun":
-		return []string{"-system", "shardjob", "-record-interval", "0s"}, true
+		return []string{"-system", "shardjob", "-no-journal"}, true
 	case "shardjob-etcd":
 		return []string{"-system", "shardjob"}, true // on etcd: systemRun adds -etcd
 	case "gocron":
@@ -83,13 +83,13 @@ func registries(c config) map[string]bool {
 func describeSystem(system string, c config) string {
 	switch system {
 	case "shardjob":
-		return "defaults: session_timeout=10s fire_lead=" + leadOf1s() + " record_interval=" + job.DefaultRecordInterval.String() + " failover=off one_item_per_job"
+		return "defaults: session_timeout=10s fire_lead=" + leadOf1s() + " completion_journal=on failover=off one_item_per_job"
 	case "shardjob-tuned":
 		return "session_timeout=" + c.tunedTimeout.String() + " fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "shardjob-nolead":
 		return "defaults but fire_lead=0 (each fire claims its items at its time): session_timeout=10s failover=off one_item_per_job"
 	case "shardjob-everyrun":
-		return "defaults but every run's record written at its completion (job.WithRecordInterval(0)): session_timeout=10s fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
+		return "defaults but every run's record written at its completion, no completion journal (job.WithCompletionJournal(false)): session_timeout=10s fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "shardjob-unmonitored":
 		return "defaults but Unmonitored (monitorExecution: false: no running or completed marks, so no make-up runs): session_timeout=10s fire_lead=" + leadOf1s() + " failover=off one_item_per_job"
 	case "gocron":

@@ -145,6 +145,9 @@ type completion struct {
 	every    time.Duration
 	now      time.Time
 	deferred map[int]completedMark
+	// journalled: the deferred records go to the completion journal
+	// (journal.go), and every record written names it.
+	journalled bool
 }
 
 // target is what one operation of a completion transaction stands for: one
@@ -249,7 +252,7 @@ const (
 func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
 	c := completion{batch: batch, recorded: make([]cover, len(batch))}
 	c.keep = r.keepsHolds(sess, batch)
-	if c.every = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
+	if c.every, c.journalled = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
 		c.now = r.s.opts.now()
 	}
 	// Running marks and failover claims are ephemeral nodes of sess. They
@@ -265,6 +268,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		if r.completionOps(cfg, &c); len(c.ops) == 0 {
 			if len(c.deferred) > 0 {
 				r.paid(cfg, &c)
+				r.journalDeferred(cfg, &c)
 			}
 			return
 		}
@@ -413,6 +417,7 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 	if len(c.ops) == 0 {
 		if len(c.deferred) > 0 {
 			r.paid(cfg, c) // every record deferred: nothing to send
+			r.journalDeferred(cfg, c)
 		}
 		return stepDone, nil
 	}
@@ -422,6 +427,12 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 	err := r.rc.Multi(ctx, c.ops...)
 	if err == nil {
 		r.paid(cfg, c)
+		if len(c.deferred) > 0 {
+			r.journalDeferred(cfg, c)
+		}
+		if c.journalled {
+			r.journalCovered(c)
+		}
 		return stepDone, nil
 	}
 	return r.commitFailed(c, err)
@@ -589,6 +600,9 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
 			mark := completedMark{Server: r.serverID(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			if c.journalled {
+				mark.Journal = r.s.journal.id
+			}
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
 			}

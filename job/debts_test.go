@@ -3,7 +3,6 @@ package job_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -229,20 +228,29 @@ func TestDebtRunsOnlyTheFiresTheRecordDoesNotList(t *testing.T) {
 // of the instance that holds the item, a run of fires into the item's
 // record, as a failover run elsewhere would: the holder's next completion
 // must add to that record, not overwrite it from what it remembers. With
-// records written behind, the holder's next runs keep theirs until its
-// stop writes them, over the record written elsewhere.
+// records written behind (a record interval, or the completion journal,
+// the default), the holder's next runs keep theirs until its stop writes
+// them, over the record written elsewhere.
 func TestCompletionKeepsWhatAnotherInstanceRecorded(t *testing.T) {
-	for _, every := range []time.Duration{0, 20 * time.Second} {
-		t.Run(fmt.Sprintf("records every %v", every), func(t *testing.T) { completionKeepsWhatAnotherRecorded(t, every) })
+	for _, c := range []struct {
+		name   string
+		behind bool
+		opt    job.Option
+	}{
+		{"every completion written", false, job.WithCompletionJournal(false)},
+		{"journalled", true, job.WithCompletionJournal(true)},
+		{"records every 20s", true, job.WithRecordInterval(20 * time.Second)},
+	} {
+		t.Run(c.name, func(t *testing.T) { completionKeepsWhatAnotherRecorded(t, c.behind, c.opt) })
 	}
 }
 
-func completionKeepsWhatAnotherRecorded(t *testing.T, every time.Duration) {
+func completionKeepsWhatAnotherRecorded(t *testing.T, behind bool, opt job.Option) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "keep", Cron: "* * * * * *", ShardingTotalCount: 1}
 	obs := observer(t, ns)
-	a := startInstance(t, ns, "a", cfg, rec, job.WithRecordInterval(every))
+	a := startInstance(t, ns, "a", cfg, rec, opt)
 	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
 
 	type mark struct {
@@ -279,7 +287,7 @@ func completionKeepsWhatAnotherRecorded(t *testing.T, every time.Duration) {
 		break
 	}
 	rec.waitFires(t, time.Now(), 2, 1, 30*time.Second)
-	if every > 0 {
+	if behind {
 		a.stop(t)
 	}
 	got, data, _ := read()

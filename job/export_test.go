@@ -38,6 +38,15 @@ func WithClockForTest(now func() time.Time) Option {
 	}
 }
 
+// WithJournalSweepForTest makes the scheduler fold the completion
+// journals not written for age, looking every sweep.
+func WithJournalSweepForTest(age, sweep time.Duration) Option {
+	return func(o *options) error {
+		o.journalOrphanAge, o.journalSweep = age, sweep
+		return nil
+	}
+}
+
 // ReviewBooks runs a scheduler's namespace-wide pass over the load table
 // (reviewBooks) once, on rc.
 func ReviewBooks(ctx context.Context, rc regcenter.Center) error {

@@ -171,6 +171,10 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 		return rec, nil
 	}
 	rec.cover, rec.failed = coverOf(m), m.Failed
+	if m.Journal != "" && (r.s.journal == nil || m.Journal != r.s.journal.id) {
+		rec.foreign = true
+		return r.journalled(ctx, item, m.Journal, rec)
+	}
 	return rec, nil
 }
 

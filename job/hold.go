@@ -162,7 +162,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 // flushReleased writes the deferred records of the items released says
 // this instance gives up.
 func (r *runner) flushReleased(ctx context.Context, released func(int) bool) {
-	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return released(it) }); err != nil {
+	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return released(it) }, true); err != nil {
 		r.log.Warn("writing deferred completion records before releasing their marks; the runs they cover may run again", "err", err)
 	}
 }

@@ -21,10 +21,21 @@ import (
 // completion may have been in flight), none before it, and loses none.
 // It runs on either registry (make test-etcd).
 func TestClusterACrashWithDefaultsRunsNoCompletedFireAgain(t *testing.T) {
+	crashRunsNoCompletedFireAgain(t, true)
+}
+
+// The same without failover: b takes the item at the reshard the crash
+// causes, and its first fire makes up what the record and a's completion
+// journal do not list.
+func TestClusterACrashWithoutFailoverRunsNoCompletedFireAgain(t *testing.T) {
+	crashRunsNoCompletedFireAgain(t, false)
+}
+
+func crashRunsNoCompletedFireAgain(t *testing.T, failover bool) {
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := everySecond("promise", 1)
-	cfg.Failover = true
+	cfg.Failover = failover
 	start := time.Now()
 	a := startInstance(t, ns, "a", cfg, rec)
 	rec.waitFires(t, start, 2, 1, 30*time.Second)

@@ -42,6 +42,11 @@ type record struct {
 	// failed are the recent failed runs the record lists (see
 	// completedMark.Failed).
 	failed []failedRun
+	// foreign is set on a record read from a node that names another
+	// process's completion journal (journal.go): what was read is that
+	// node with the journal's entry added, which its version does not
+	// prove (recordCache.of).
+	foreign bool
 }
 
 // maxFailed bounds the failed runs an item's record keeps: the newest,
@@ -290,6 +295,10 @@ type completedMark struct {
 	// a fire after later ones ran reads that fire's result here, not the
 	// latest run's in Error.
 	Failed []failedRun `json:"failed,omitempty"`
+	// Journal names the completion journal (journal.go) of the process
+	// that wrote the record while it held the item: fires completed after
+	// the record was written are in that journal.
+	Journal string `json:"journal,omitempty"`
 }
 
 // recordCache is what this instance knows of the items' completion
@@ -487,7 +496,7 @@ func (c *recordCache) of(items []int, versioned bool) map[int]record {
 	}
 	out := make(map[int]record, len(items))
 	for _, it := range items {
-		if rec, ok := c.covered[it]; ok && (rec.versioned || !versioned) {
+		if rec, ok := c.covered[it]; ok && (rec.versioned && !rec.foreign || !versioned) {
 			out[it] = rec
 		}
 	}
@@ -563,6 +572,10 @@ func (m *completedMark) marshal() []byte {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	if m.Journal != "" {
+		b = append(b, `,"journal":`...)
+		b = appendJSONString(b, m.Journal)
 	}
 	return append(b, '}')
 }

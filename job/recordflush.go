@@ -40,9 +40,10 @@ import (
 // them. An unmonitored job writes none.
 
 // DefaultRecordInterval is the record interval of a job that sets none
-// (Config.RecordInterval) on a scheduler without WithRecordInterval: 0,
-// every completion's record is written (group-committed), so that a crash
-// runs again only the runs in flight.
+// (Config.RecordInterval) on a scheduler without WithRecordInterval: 0, no
+// opt-in: every completion is in the registry when it returns (its record,
+// or the completion journal: journal.go), so that a crash runs again only
+// the runs in flight.
 const DefaultRecordInterval time.Duration = 0
 
 // MaxRecordInterval bounds Config.RecordInterval and WithRecordInterval:
@@ -70,16 +71,35 @@ func WithRecordInterval(d time.Duration) Option {
 }
 
 // recordInterval is how long a completion of cfg's job may defer a held
-// item's record after the last one written (0: never): the job's own
-// opt-in, else the scheduler's.
-func (r *runner) recordInterval(cfg *spec) time.Duration {
-	if cfg.Unmonitored || r.records.awaited.Load() {
-		return 0
+// item's record after the last one written (0: never), and whether the
+// deferred completions go to the completion journal (journal.go): the
+// job's own opt-in, else the scheduler's, both unjournalled; else the
+// journal's interval.
+func (r *runner) recordInterval(cfg *spec) (every time.Duration, journalled bool) {
+	switch {
+	case cfg.Unmonitored || r.records.awaited.Load():
+		return 0, false
+	case cfg.RecordInterval > 0:
+		return cfg.RecordInterval, false
+	case r.s.opts.recordInterval > 0:
+		return r.s.opts.recordInterval, false
+	case r.s.journal != nil:
+		return journalRecordInterval, true
 	}
-	if cfg.RecordInterval > 0 {
-		return cfg.RecordInterval
+	return 0, false
+}
+
+// WithCompletionJournal turns the completion journal (on by default) off
+// or on. Off, every completion of a job that opts into no record interval
+// writes its item's record, one write operation per run, as before the
+// journal; on, the completions of a second's fires of all the jobs share
+// one write of this process's journal (see docs/design.md). Either way a
+// completed fire is not run again after a crash.
+func WithCompletionJournal(on bool) Option {
+	return func(o *options) error {
+		o.noJournal = !on
+		return nil
 	}
-	return r.s.opts.recordInterval
 }
 
 // defers reports whether c's completion of b keeps its record pending
@@ -97,7 +117,7 @@ func (r *runner) flushAll(ctx context.Context) {
 	if !r.records.hasPending() {
 		return
 	}
-	if err := r.flushRecords(ctx, nil); err != nil {
+	if err := r.flushRecords(ctx, nil, true); err != nil {
 		r.log.Warn("writing deferred completion records; the runs they cover may run again", "err", err)
 	}
 }
@@ -108,8 +128,9 @@ func (r *runner) flushStale(ctx context.Context) {
 	if !r.records.hasPending() {
 		return
 	}
-	every, now := r.recordInterval(r.config()), r.s.opts.now()
-	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every })
+	every, _ := r.recordInterval(r.config())
+	now := r.s.opts.now()
+	err := r.flushRecords(ctx, func(_ int, written time.Time) bool { return now.Sub(written) >= every }, false)
 	if err != nil {
 		r.log.Warn("writing deferred completion records", "err", err)
 	}
@@ -117,8 +138,11 @@ func (r *runner) flushStale(ctx context.Context) {
 
 // flushRecords writes the deferred records pick selects (all when nil), in
 // transactions of as many as fit, each over the version last known; a
-// record another instance wrote meanwhile is read and added to.
-func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool) error {
+// record another instance wrote meanwhile is read and added to. With
+// release, the items leave this instance (their marks go next): the
+// records name no completion journal, whose entries they now list, so
+// that their next readers read no journal.
+func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool, release bool) error {
 	ps := r.records.pendingOf(pick)
 	if len(ps) == 0 {
 		return nil
@@ -130,7 +154,7 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 	per := r.records.itemsPerTxn()
 	var errs []error
 	for start := 0; start < len(ps); start += per {
-		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))]); err != nil {
+		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))], release); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -139,7 +163,7 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 
 // flushChunk writes ps's records in one transaction, correcting a version
 // or existence that moved and trying again; one too large is split.
-func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord) error {
+func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord, release bool) error {
 	covers := make([]cover, len(ps))
 	versions := make([]int32, len(ps))
 	create := make([]bool, len(ps))
@@ -152,6 +176,9 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 		for i, p := range ps {
 			m := p.mark
 			m.Fire, m.Ran = covers[i].through().UnixMilli(), covers[i].ran()
+			if release {
+				m.Journal = ""
+			}
 			path := r.paths.ItemNode(p.item, layout.Completed)
 			if create[i] {
 				ops[i] = regcenter.CreateOp{Path: path, Data: m.marshal()}
@@ -169,13 +196,20 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 				}
 				r.records.flushed(p, covers[i], versions[i], to, at)
 			}
+			if r.s.journal != nil {
+				through := make(map[int]time.Time, len(ps))
+				for i, p := range ps {
+					through[p.item] = covers[i].through()
+				}
+				r.s.journal.covered(r.name, through)
+			}
 			return nil
 		}
 		var me *regcenter.MultiError
 		switch {
 		case errors.Is(err, regcenter.ErrTooLarge) && len(ps) > 1:
 			half := len(ps) / 2
-			return errors.Join(r.flushChunk(ctx, sched, ps[:half]), r.flushChunk(ctx, sched, ps[half:]))
+			return errors.Join(r.flushChunk(ctx, sched, ps[:half], release), r.flushChunk(ctx, sched, ps[half:], release))
 		case errors.As(err, &me) && me.Index >= 0 && me.Index < len(ps) &&
 			(errors.Is(me.Err, regcenter.ErrBadVersion) || errors.Is(me.Err, regcenter.ErrNoNode) || errors.Is(me.Err, regcenter.ErrNodeExists)):
 			// Written meanwhile (or removed): add to what is there.

@@ -29,24 +29,27 @@ type options struct {
 	logger         *slog.Logger
 	reshardTimeout time.Duration
 	recordInterval time.Duration
-	fireLead       time.Duration
-	now            func() time.Time // the clock's Now: the fire schedule's time (clock.go)
-	clock          Clock            // the fire schedule's timers; nil: real ones reading now
-	hostNow        func() time.Time // the host clock MaxTimeDiff checks; nil: time.Now
-	listeners      []listener.Listener
-	fireListeners  []listener.FireListener
-	faultTolerance int
-	alarmThreshold int
-	events         []func(Event)
-	scoreEvery     time.Duration // load score (health.go); 0: off
-	slots          int
-	sampler        LoadSampler
-	healthEvery    time.Duration
-	health         func(context.Context) error
-	healthURL      string // probe.go
-	probeEvery     time.Duration
-	probeClient    *http.Client
-	tracer         *tracer // tracing.go; nil: off
+	noJournal      bool // WithCompletionJournal(false)
+	// journalOrphanAge and journalSweep: see journal.go (tests shorten them).
+	journalOrphanAge, journalSweep time.Duration
+	fireLead                       time.Duration
+	now                            func() time.Time // the clock's Now: the fire schedule's time (clock.go)
+	clock                          Clock            // the fire schedule's timers; nil: real ones reading now
+	hostNow                        func() time.Time // the host clock MaxTimeDiff checks; nil: time.Now
+	listeners                      []listener.Listener
+	fireListeners                  []listener.FireListener
+	faultTolerance                 int
+	alarmThreshold                 int
+	events                         []func(Event)
+	scoreEvery                     time.Duration // load score (health.go); 0: off
+	slots                          int
+	sampler                        LoadSampler
+	healthEvery                    time.Duration
+	health                         func(context.Context) error
+	healthURL                      string // probe.go
+	probeEvery                     time.Duration
+	probeClient                    *http.Client
+	tracer                         *tracer // tracing.go; nil: off
 }
 
 var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
@@ -158,10 +161,11 @@ type Scheduler struct {
 	me         holder       // this process (holder.go)
 	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
 
-	placer *placer  // commits this scheduler's reshards (placement.go)
-	inst   instance // this instance's place in the namespace (instance.go)
-	gates  gates    // the times fires wait for (gate.go)
-	work   workers  // the goroutines of the jobs' fires and runs (workers.go)
+	placer  *placer  // commits this scheduler's reshards (placement.go)
+	journal *journal // this process's completion journal (journal.go); nil when off
+	inst    instance // this instance's place in the namespace (instance.go)
+	gates   gates    // the times fires wait for (gate.go)
+	work    workers  // the goroutines of the jobs' fires and runs (workers.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -183,7 +187,8 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
-	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead, now: time.Now, faultTolerance: DefaultFaultTolerance}
+	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead,
+		journalOrphanAge: journalOrphanAge, journalSweep: journalSweep, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -204,6 +209,9 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		s.me = *o.process
 	}
 	s.log = o.logger.With("server", o.serverID)
+	if !o.noJournal {
+		s.journal = newJournal(rc, s.me.Token, s.log)
+	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
 	s.trig = newTrigger(s.fireClock(), o.fireLead)
@@ -213,6 +221,13 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 
 // ServerID returns the id this scheduler registers under.
 func (s *Scheduler) ServerID() string { return s.opts.serverID }
+
+// runnerOf returns the runner of job name, or nil.
+func (s *Scheduler) runnerOf(name string) *runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runners[name]
+}
 
 // Add adds a job. Before Start it only validates and records the job; after
 // Start it also registers the job in the registry within ctx. The config is
@@ -491,6 +506,15 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.work.close(ctx) // what outlives ctx, stop reported: runs that ignore their context
+	if s.journal != nil {
+		// Every job has written its records: the journal says nothing
+		// they do not (or stays, for a sweep to fold, if one could not).
+		jctx, jcancel := cleanupContext(ctx, s.opts.reshardTimeout)
+		if err := s.journal.removeIfCovered(jctx); err != nil {
+			s.log.Debug("removing the completion journal", "err", err)
+		}
+		jcancel()
+	}
 	if s.unsub != nil {
 		s.unsub()
 	}

@@ -77,6 +77,7 @@ type options struct {
 	sessionTimeout  time.Duration
 	fireLead        time.Duration
 	recordInterval  time.Duration
+	noJournal       bool
 	unmonitored     bool
 	shutdownTimeout time.Duration
 	out             string
@@ -106,6 +107,7 @@ func main() {
 	flag.BoolVar(&o.unmonitored, "unmonitored", false, "shardjob: jobs with Config.Unmonitored (no running or completed marks)")
 	flag.DurationVar(&o.fireLead, "fire-lead", -1, "shardjob: how long before its time a fire claims its items (negative: the SDK's default)")
 	flag.DurationVar(&o.recordInterval, "record-interval", -1, "shardjob: how often at most a held item's completed record is written (job.WithRecordInterval; negative: the SDK's default)")
+	flag.BoolVar(&o.noJournal, "no-journal", false, "shardjob: write every completion's record instead of the completion journal (job.WithCompletionJournal(false))")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
@@ -317,6 +319,9 @@ func runShardjob(ctx context.Context, o options, rec *recorder, logger *slog.Log
 	opts := []job.Option{job.WithServerID(o.id), job.WithLogger(logger)}
 	if o.fireLead >= 0 {
 		opts = append(opts, job.WithFireLead(o.fireLead))
+	}
+	if o.noJournal {
+		opts = append(opts, job.WithCompletionJournal(false))
 	}
 	if o.recordInterval >= 0 {
 		opts = append(opts, job.WithRecordInterval(o.recordInterval))

@@ -238,6 +238,14 @@ func OfflineEntry(id string) string { return Offline + "/" + id }
 // "3,5"; absent when there are none.
 func (j Job) Unplaced() string { return j.Root() + "/unplaced" }
 
+// Journals is the parent of the processes' completion journals (package
+// job): one persistent node per process, named by its token, holding the
+// fires its held items completed that their records may not list yet.
+const Journals = "/.journals"
+
+// Journal is process's completion journal.
+func Journal(process string) string { return Journals + "/" + process }
+
 // Namespace-level nodes of the jobs defined at run time (package jobfile).
 const (
 	// Definitions indexes the jobs defined at run time: one empty child
