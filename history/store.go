@@ -15,10 +15,6 @@ import (
 
 	"github.com/shardjob/shardjob/internal/retention"
 	"github.com/shardjob/shardjob/internal/sqldb"
-
-	// The drivers the project uses for every database/sql store.
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
 )
 
 // The tables, the same on both databases but for the id column's type.
@@ -79,9 +75,12 @@ type store struct {
 // openStore connects; with create it makes the tables, else it checks
 // they are there.
 func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
-	dsn, driver := cfg.DSN, "pgx"
+	drv, err := sqldb.Lookup(cfg.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	dsn := cfg.DSN
 	if cfg.Driver == DriverSQLite {
-		driver = "sqlite"
 		if path, file := sqldb.SQLitePath(dsn); file && !create {
 			if _, err := os.Stat(path); err != nil {
 				return nil, fmt.Errorf("%w at %s: %w", ErrNoDatabase, path, err)
@@ -96,7 +95,7 @@ func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
 		}
 		dsn = sqldb.SQLiteURI(dsn, params)
 	}
-	db, err := sql.Open(driver, dsn)
+	db, err := sql.Open(drv.SQLDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history: open %s: %w", cfg.Driver, err)
 	}
