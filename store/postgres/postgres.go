@@ -35,17 +35,17 @@ func init() {
 func batch(ctx context.Context, db *sql.DB, stmts []sqldb.Stmt, read func(sqldb.BatchResults) error) (err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("connection: %w", err)
+		return fmt.Errorf("postgres store: connection: %w", err)
 	}
 	defer func() {
 		if cerr := conn.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("release connection: %w", cerr))
+			err = errors.Join(err, fmt.Errorf("postgres store: release connection: %w", cerr))
 		}
 	}()
 	return conn.Raw(func(dc any) error {
 		c, ok := dc.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("the postgres driver's connection is a %T, not pgx's", dc)
+			return fmt.Errorf("postgres store: the database/sql connection is a %T, not pgx's", dc)
 		}
 		b := &pgx.Batch{}
 		for _, s := range stmts {
