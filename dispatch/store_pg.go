@@ -13,10 +13,11 @@ import (
 // The hot paths on PostgreSQL are one round trip each.
 //
 // A claim is two statements sent together in one pipeline (a batch with
-// one Sync, sqldb.Driver.Batch), which PostgreSQL runs as one implicit transaction and commits
-// at the Sync: the first takes the global row's lock, the second does all
-// the work in one data-modifying CTE. Two statements, not one, because
-// under READ COMMITTED a statement reads from a snapshot taken when it
+// one Sync: sqldb.Driver.Batch, which store/postgres does with pgx), which
+// PostgreSQL runs as one implicit transaction and commits at the Sync: the
+// first takes the global row's lock, the second does all the work in one
+// data-modifying CTE. Two statements, not one, because under READ
+// COMMITTED a statement reads from a snapshot taken when it
 // starts: a single statement that waited for the global row's lock would
 // get the newest global row (a locked row is re-read) but would still see
 // the tasks and workers as they were before it waited — the tasks another
