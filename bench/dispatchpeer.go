@@ -55,6 +55,7 @@ import (
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	_ "github.com/shardjob/shardjob/store/postgres"
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
 

@@ -15,11 +15,6 @@ import (
 
 	"github.com/shardjob/shardjob/internal/sqldb"
 	"github.com/shardjob/shardjob/internal/startstop"
-
-	// Drivers for database/sql: pgx's stdlib ("pgx") and pure-Go SQLite ("sqlite").
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
-
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -27,7 +22,9 @@ import (
 // stated default; Open validates the whole.
 type Config struct {
 	// Driver is "sqlite" (default: embedded, one process) or "postgres"
-	// (several nodes sharing one database).
+	// (several nodes sharing one database). The program links the
+	// database by importing package store/sqlite or store/postgres; Open
+	// refuses a Driver whose package it did not import.
 	Driver string
 	// DSN is, for sqlite, a file path (":memory:" for a private in-memory
 	// database); for postgres, a pgx connection string
@@ -347,14 +344,18 @@ func Open(ctx context.Context, cfg Config) (*Dispatcher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	st := &store{d: sqliteDialect}
-	dsn, driver := cfg.DSN, "sqlite"
+	drv, err := sqldb.Lookup(cfg.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	st := &store{d: sqliteDialect, drv: drv}
+	dsn := cfg.DSN
 	if cfg.Driver == "postgres" {
-		st.d, driver = postgresDialect, "pgx"
+		st.d = postgresDialect
 	} else {
 		dsn = sqldb.SQLiteURI(dsn, "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=cache_size(-65536)&_pragma=foreign_keys(1)&_txlock=immediate")
 	}
-	db, err := sql.Open(driver, dsn)
+	db, err := sql.Open(drv.SQLDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: open %s: %w", cfg.Driver, err)
 	}

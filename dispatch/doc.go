@@ -34,6 +34,12 @@
 // Times are taken from Config.Clock on the node that acts, so nodes'
 // clocks should agree to well within the lease TTL.
 //
+// A program links the database it runs on by importing package
+// store/sqlite or store/postgres (see package store for why), and no
+// other: a dispatcher on SQLite links no PostgreSQL client, one on
+// PostgreSQL no SQLite. Open refuses a Config.Driver whose package the
+// program did not import.
+//
 // NewHandler serves the same operations as JSON over HTTP, and Webhooks
 // delivers start and fail notices to a worker's URL for clients not written
 // in Go; a receiver checks them with Verify and a ReplayGuard. With

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 // Five reports between 02:00 and 03:00: every task may start at 02:00, and

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/retention"
 )
 
 // Defaults and limits of the retention's fields of Config. The names and
@@ -26,11 +28,6 @@ const (
 	// holds many rows' locks (or SQLite's write lock) for long.
 	MaxRetentionBatch = 100_000
 )
-
-// maxPruneChunks bounds the DELETEs of one retention pass per rule (age,
-// count); a pass that reaches it says so (Pruned.More) and the node runs
-// the next one soon instead of after a whole RetentionInterval.
-const maxPruneChunks = 20
 
 // endedCond selects the ended tasks: the only ones the retention deletes.
 // The partial index dispatch_tasks_ended has the same predicate, word for
@@ -101,29 +98,17 @@ func (d *Dispatcher) Prune(ctx context.Context) (Pruned, error) {
 // SweepInterval, so a backlog is worked off in short statements with the
 // claims running between them.
 func (d *Dispatcher) retainLoop(ctx context.Context) {
-	t := time.NewTimer(d.cfg.RetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, opTimeout)
-		p, err := d.Prune(pctx)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			d.log.Warn("dispatch: retention failed; it runs again at the next interval", "err", err, "interval", d.cfg.RetentionInterval)
-		case p.ByAge+p.ByCount > 0:
-			d.log.Info("dispatch: retention deleted ended tasks", "by_age", p.ByAge, "by_count", p.ByCount, "more", p.More)
-		}
-		next := d.cfg.RetentionInterval
-		if err == nil && p.More {
-			next = d.cfg.SweepInterval
-		}
-		t.Reset(next)
-	}
+	retention.Loop{
+		Interval: d.cfg.RetentionInterval, Soon: d.cfg.SweepInterval, Timeout: opTimeout,
+		Log: d.log, Name: "dispatch",
+		Pass: func(ctx context.Context) (bool, error) {
+			p, err := d.Prune(ctx)
+			if p.ByAge+p.ByCount > 0 {
+				d.log.Info("dispatch: retention deleted ended tasks", "by_age", p.ByAge, "by_count", p.ByCount, "more", p.More)
+			}
+			return p.More, err
+		},
+	}.Run(ctx)
 }
 
 // prune deletes ended tasks that ended before cutoffUS, then those beyond
@@ -137,7 +122,7 @@ func (s *store) prune(ctx context.Context, cutoffUS, maxRows int64, batch int) (
 		lock = " FOR UPDATE SKIP LOCKED"
 	}
 	byAge := s.q(`DELETE FROM dispatch_tasks WHERE ` + endedCond + ` AND uuid IN (SELECT uuid FROM dispatch_tasks WHERE ` + endedCond + ` AND ended_at < ? LIMIT ?` + lock + `)`)
-	more, err := s.deleteChunks(ctx, &p.ByAge, byAge, batch, cutoffUS)
+	more, err := retention.DeleteChunks(ctx, s.db, &p.ByAge, byAge, batch, cutoffUS)
 	if err != nil {
 		return p, fmt.Errorf("dispatch: delete tasks ended before %s: %w", fromMicros(cutoffUS).Format(time.RFC3339), err)
 	}
@@ -153,34 +138,10 @@ func (s *store) prune(ctx context.Context, cutoffUS, maxRows int64, batch int) (
 	}
 	byCount := s.q(`DELETE FROM dispatch_tasks WHERE ` + endedCond + ` AND uuid IN (SELECT uuid FROM dispatch_tasks WHERE ` + endedCond +
 		` AND ended_at <= ? AND (ended_at < ? OR uuid <= ?) ORDER BY ended_at, uuid LIMIT ?` + lock + `)`)
-	more, err = s.deleteChunks(ctx, &p.ByCount, byCount, batch, lastEnd, lastEnd, lastUUID)
+	more, err = retention.DeleteChunks(ctx, s.db, &p.ByCount, byCount, batch, lastEnd, lastEnd, lastUUID)
 	if err != nil {
 		return p, fmt.Errorf("dispatch: delete ended tasks beyond the %d most recent: %w", maxRows, err)
 	}
 	p.More = p.More || more
 	return p, nil
-}
-
-// deleteChunks runs stmt (args, then the batch size) until it deletes
-// fewer than batch rows or maxPruneChunks statements ran, adding the
-// deleted rows to n. It tells whether the last statement deleted a full
-// batch, so that more may be left. Each statement is a transaction of its
-// own.
-func (s *store) deleteChunks(ctx context.Context, n *int64, stmt string, batch int, args ...any) (bool, error) {
-	args = append(args, batch)
-	for range maxPruneChunks {
-		res, err := s.db.ExecContext(ctx, stmt, args...)
-		if err != nil {
-			return false, err
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return false, err
-		}
-		*n += k
-		if k < int64(batch) {
-			return false, nil
-		}
-	}
-	return true, nil
 }

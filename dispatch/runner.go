@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -494,27 +492,9 @@ func (d *Dispatcher) listenLoop(ctx context.Context) {
 }
 
 func (d *Dispatcher) listen(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, d.cfg.DSN)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(d.life, 5*time.Second)
-		defer cancel()
-		if err := conn.Close(cctx); err != nil && d.life.Err() == nil {
-			d.log.Debug("dispatch: close LISTEN connection", "err", err)
-		}
-	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
-	d.listenAlive.Store(true)
 	defer d.listenAlive.Store(false)
-	d.kick() // anything assigned while not listening
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		d.kick()
-	}
+	return d.st.drv.Listen(ctx, d.cfg.DSN, notifyChannel, func() {
+		d.listenAlive.Store(true)
+		d.kick() // anything assigned while not listening
+	}, d.kick)
 }

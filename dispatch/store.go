@@ -35,8 +35,9 @@ func (d dialect) String() string {
 
 // store is the SQL behind a Dispatcher: every method is one transaction.
 type store struct {
-	db *sql.DB
-	d  dialect
+	db  *sql.DB
+	d   dialect
+	drv sqldb.Driver // the database's client, as its package registered it
 }
 
 // q rewrites ?-placeholders for the dialect ($1, $2... on PostgreSQL).

@@ -7,17 +7,17 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/shardjob/shardjob/internal/sqldb"
 )
 
 // The hot paths on PostgreSQL are one round trip each.
 //
-// A claim is two statements sent together in one pipeline (pgx's batch,
-// one Sync), which PostgreSQL runs as one implicit transaction and commits
-// at the Sync: the first takes the global row's lock, the second does all
-// the work in one data-modifying CTE. Two statements, not one, because
-// under READ COMMITTED a statement reads from a snapshot taken when it
+// A claim is two statements sent together in one pipeline (a batch with
+// one Sync: sqldb.Driver.Batch, which store/postgres does with pgx), which
+// PostgreSQL runs as one implicit transaction and commits at the Sync: the
+// first takes the global row's lock, the second does all the work in one
+// data-modifying CTE. Two statements, not one, because under READ
+// COMMITTED a statement reads from a snapshot taken when it
 // starts: a single statement that waited for the global row's lock would
 // get the newest global row (a locked row is re-read) but would still see
 // the tasks and workers as they were before it waited — the tasks another
@@ -248,77 +248,49 @@ SELECT uuid, NULL, NULL, true FROM done`
 // (busy), the others are unknown.
 const pgFinishUnheld = `SELECT uuid, status, attempts FROM dispatch_tasks WHERE uuid = ANY ($1::text[])`
 
-// pipeline runs fn on one connection of the pool as pgx sees it, for
-// batches sent in one round trip.
-func (s *store) pipeline(ctx context.Context, fn func(*pgx.Conn) error) (err error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("dispatch: connection: %w", err)
-	}
-	defer func() {
-		if cerr := conn.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("dispatch: release connection: %w", cerr))
-		}
-	}()
-	return conn.Raw(func(dc any) error {
-		c, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("dispatch: the postgres driver's connection is a %T, not pgx's", dc)
-		}
-		return fn(c.Conn())
-	})
-}
-
 // claimPG is claim on PostgreSQL: one round trip (see pgClaim).
 func (s *store) claimPG(ctx context.Context, node string, now time.Time, limit int) (claimed, error) {
 	var c claimed
 	nowUS := now.UnixMicro()
 	var expires int64
-	err := s.pipeline(ctx, func(conn *pgx.Conn) error {
-		b := &pgx.Batch{}
-		b.Queue(pgClaimPlanning)
-		b.Queue(pgClaimLock, node)
-		b.Queue(pgClaim, node, nowUS, limit)
-		for _, r := range pgResetPlanning {
-			b.Queue(r)
+	stmts := []sqldb.Stmt{{SQL: pgClaimPlanning}, {SQL: pgClaimLock, Args: []any{node}}, {SQL: pgClaim, Args: []any{node, nowUS, limit}}}
+	for _, r := range pgResetPlanning {
+		stmts = append(stmts, sqldb.Stmt{SQL: r})
+	}
+	err := s.drv.Batch(ctx, s.db, stmts, func(br sqldb.BatchResults) error {
+		if err := br.Exec(); err != nil {
+			return err
 		}
-		br := conn.SendBatch(ctx, b)
-		err := func() error {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-			if err := br.QueryRow().Scan(&expires); err != nil {
-				return err
-			}
-			rows, err := br.Query()
+		if err := br.QueryRow(&expires); err != nil {
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var fail bool
+			t, err := scanTask(prefixScanner{rows, []any{&fail}})
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var fail bool
-				t, err := scanTask(prefixScanner{rows, []any{&fail}})
-				if err != nil {
-					return err
-				}
-				if fail {
-					c.lateFailed = append(c.lateFailed, t)
-				} else {
-					c.started = append(c.started, t)
-				}
+			if fail {
+				c.lateFailed = append(c.lateFailed, t)
+			} else {
+				c.started = append(c.started, t)
 			}
-			if err := rows.Err(); err != nil {
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		for range pgResetPlanning {
+			if err := br.Exec(); err != nil {
 				return err
 			}
-			rows.Close()
-			for range pgResetPlanning {
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-		return errors.Join(err, br.Close())
+		}
+		return nil
 	})
 	if err != nil {
 		return claimed{}, err

@@ -44,7 +44,10 @@ const (
 // Config configures Open and OpenReader. The zero value of every field
 // but Driver and DSN means its default; negative values are refused.
 type Config struct {
-	// Driver is DriverSQLite (default) or DriverPostgres.
+	// Driver is DriverSQLite (default) or DriverPostgres. The program
+	// links the database by importing package store/sqlite or
+	// store/postgres; Open and OpenReader refuse a Driver whose package
+	// it did not import.
 	Driver string
 	// DSN is the database: for SQLite a file path (default
 	// DefaultSQLiteFile, in the working directory) or a "file:" URI; for

@@ -19,12 +19,17 @@
 // The database is SQLite by default (a file next to the application, the
 // pure-Go modernc.org/sqlite driver, WAL mode), or PostgreSQL (pgx) for a
 // cluster whose instances share one history. The tables are created on
-// Open if missing, the same on both.
+// Open if missing, the same on both. A program links the database it uses
+// by importing package store/sqlite or store/postgres (see package store
+// for why): one that keeps its history in SQLite links no PostgreSQL
+// client, one on PostgreSQL no SQLite.
 //
 // Query and QueryEvents read a page of rows, newest first, with keyset
 // paging (Filter.Before, Page.Next); a [Reader] reads without recording,
 // as the shardjob command's "history" does. Package jobhttp serves the
 // same pages as JSON.
+//
+//	import _ "github.com/shardjob/shardjob/store/sqlite"
 //
 //	rec, err := history.Open(ctx, history.Config{DSN: "/var/lib/shop/history.db"})
 //	if err != nil { ... }

@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 // A recorder on SQLite: what the scheduler would tell it, written and read

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/retention"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
@@ -179,24 +180,17 @@ func (r *Recorder) Prune(ctx context.Context) (Pruned, error) {
 // retain runs a retention pass every RetentionInterval until Close
 // cancels ctx.
 func (r *Recorder) retain(ctx context.Context) {
-	t := time.NewTicker(r.cfg.RetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(r.life, max(time.Minute, 6*r.cfg.WriteTimeout))
-		p, err := r.Prune(ctx)
-		cancel()
-		switch {
-		case err != nil && r.life.Err() == nil:
-			r.log.Warn("history: retention failed; it runs again at the next interval", "err", err, "interval", r.cfg.RetentionInterval)
-		case p.Executions+p.Events > 0:
-			r.log.Debug("history: retention", "executions", p.Executions, "events", p.Events)
-		}
-	}
+	retention.Loop{
+		Interval: r.cfg.RetentionInterval, Timeout: max(time.Minute, 6*r.cfg.WriteTimeout),
+		Log: r.log, Name: "history",
+		Pass: func(ctx context.Context) (bool, error) {
+			p, err := r.Prune(ctx)
+			if p.Executions+p.Events > 0 {
+				r.log.Debug("history: retention", "executions", p.Executions, "events", p.Events)
+			}
+			return false, err
+		},
+	}.Run(ctx)
 }
 
 // Close stops taking records, writes what the buffer holds and closes the

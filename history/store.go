@@ -13,11 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/shardjob/shardjob/internal/retention"
 	"github.com/shardjob/shardjob/internal/sqldb"
-
-	// The drivers the project uses for every database/sql store.
-	_ "github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite"
 )
 
 // The tables, the same on both databases but for the id column's type.
@@ -78,9 +75,12 @@ type store struct {
 // openStore connects; with create it makes the tables, else it checks
 // they are there.
 func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
-	dsn, driver := cfg.DSN, "pgx"
+	drv, err := sqldb.Lookup(cfg.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	dsn := cfg.DSN
 	if cfg.Driver == DriverSQLite {
-		driver = "sqlite"
 		if path, file := sqldb.SQLitePath(dsn); file && !create {
 			if _, err := os.Stat(path); err != nil {
 				return nil, fmt.Errorf("%w at %s: %w", ErrNoDatabase, path, err)
@@ -95,7 +95,7 @@ func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
 		}
 		dsn = sqldb.SQLiteURI(dsn, params)
 	}
-	db, err := sql.Open(driver, dsn)
+	db, err := sql.Open(drv.SQLDriver, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history: open %s: %w", cfg.Driver, err)
 	}
@@ -432,10 +432,6 @@ type Pruned struct {
 	Executions, Events int64
 }
 
-// maxPruneChunks bounds the DELETEs of one retention pass per table and
-// rule.
-const maxPruneChunks = 20
-
 // prune deletes, from each table, rows older than cutoff and rows beyond
 // the newest maxRows, at most batch rows per statement.
 func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64, batch int) (Pruned, error) {
@@ -445,7 +441,7 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64, batc
 		n              *int64
 	}{{execTable, "start_us", &p.Executions}, {eventTable, "at_us", &p.Events}} {
 		byAge := s.q(`DELETE FROM ` + t.table + ` WHERE id IN (SELECT id FROM ` + t.table + ` WHERE ` + t.timeCol + ` < ? LIMIT ?)`)
-		if err := s.deleteChunks(ctx, t.n, byAge, micros(cutoff), batch); err != nil {
+		if _, err := retention.DeleteChunks(ctx, s.db, t.n, byAge, batch, micros(cutoff)); err != nil {
 			return p, fmt.Errorf("history: deleting %s rows older than %s: %w", t.table, cutoff.Format(time.RFC3339), err)
 		}
 		var last int64
@@ -457,29 +453,11 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, maxRows int64, batc
 			return p, fmt.Errorf("history: counting %s rows: %w", t.table, err)
 		}
 		byRows := s.q(`DELETE FROM ` + t.table + ` WHERE id IN (SELECT id FROM ` + t.table + ` WHERE id <= ? ORDER BY id LIMIT ?)`)
-		if err := s.deleteChunks(ctx, t.n, byRows, last, batch); err != nil {
+		if _, err := retention.DeleteChunks(ctx, s.db, t.n, byRows, batch, last); err != nil {
 			return p, fmt.Errorf("history: deleting %s rows beyond the newest %d: %w", t.table, maxRows, err)
 		}
 	}
 	return p, nil
-}
-
-func (s *store) deleteChunks(ctx context.Context, n *int64, stmt string, bound int64, batch int) error {
-	for range maxPruneChunks {
-		res, err := s.db.ExecContext(ctx, stmt, bound, batch)
-		if err != nil {
-			return err
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		*n += k
-		if k < int64(batch) {
-			return nil
-		}
-	}
-	return nil
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }

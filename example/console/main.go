@@ -51,6 +51,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 const namespace = "shardjob-console-demo"

@@ -36,6 +36,8 @@ import (
 	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/store/postgres"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 func main() {

@@ -41,6 +41,7 @@ import (
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 const namespace = "shardjob-history-demo"

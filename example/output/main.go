@@ -40,6 +40,7 @@ import (
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/jobtype/script"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 const namespace = "shardjob-output-demo"

@@ -1,6 +1,8 @@
 // Package sqldb holds what the packages that keep their state in SQL
-// (dispatch, history) share: a SQLite connection string built from a file
-// path, and ?-placeholders rewritten for PostgreSQL.
+// (dispatch, history) share: the registry of the databases a program links
+// (Driver, filled by packages store/sqlite and store/postgres), a SQLite
+// connection string built from a file path, and ?-placeholders rewritten
+// for PostgreSQL. It imports no database client.
 package sqldb
 
 import (

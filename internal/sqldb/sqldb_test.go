@@ -1,6 +1,9 @@
 package sqldb
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSQLiteURI(t *testing.T) {
 	for _, c := range []struct{ dsn, params, want string }{
@@ -39,4 +42,23 @@ func TestPostgres(t *testing.T) {
 	if got := Postgres("SELECT 1"); got != "SELECT 1" {
 		t.Errorf("got %q", got)
 	}
+}
+
+// Lookup finds a registered database, and for one no package registered
+// names the package to import; a second Register of a name panics.
+func TestRegistry(t *testing.T) {
+	Register(Driver{Name: "test-db", SQLDriver: "test-sql"})
+	if d, err := Lookup("test-db"); err != nil || d.SQLDriver != "test-sql" {
+		t.Errorf("Lookup(test-db) = %+v, %v", d, err)
+	}
+	_, err := Lookup("other")
+	if err == nil || !strings.Contains(err.Error(), `import _ "github.com/shardjob/shardjob/store/other"`) || !strings.Contains(err.Error(), "test-db") {
+		t.Errorf("Lookup(other) error = %v, want the import to add and what is linked", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a second Register of test-db did not panic")
+		}
+	}()
+	Register(Driver{Name: "test-db"})
 }

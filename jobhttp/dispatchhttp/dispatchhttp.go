@@ -1,7 +1,10 @@
 // Package dispatchhttp serves a dispatcher's caps and queues through
 // package jobhttp: GET /dispatch/workers and the console's dispatcher page.
 // It lives apart from jobhttp so that a handler which serves no dispatcher
-// does not link the dispatcher's database drivers.
+// does not link the dispatcher (whose database client, in turn, the program
+// links by importing store/sqlite or store/postgres).
+//
+//	import _ "github.com/shardjob/shardjob/store/sqlite"
 //
 //	d, _ := dispatch.Open(ctx, dispatch.Config{DSN: "/var/lib/shop/dispatch.db"})
 //	h := jobhttp.NewHandler(rc, jobhttp.Options{Dispatcher: dispatchhttp.New(d)})

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 // ExampleNew serves a dispatcher's caps and queues next to the operator's

@@ -17,6 +17,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 // ExampleNew serves an instance's execution history next to the operator's

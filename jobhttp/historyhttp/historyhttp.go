@@ -1,7 +1,10 @@
 // Package historyhttp serves the execution history through package
 // jobhttp: GET /history, GET /history/status and the console's history
 // page. It lives apart from jobhttp so that a handler which serves no
-// history does not link the history's database drivers.
+// history does not link the history (whose database client, in turn, the
+// program links by importing store/sqlite or store/postgres).
+//
+//	import _ "github.com/shardjob/shardjob/store/sqlite"
 //
 //	rec, _ := history.Open(ctx, history.Config{DSN: "/var/lib/shop/history.db"})
 //	h := jobhttp.NewHandler(rc, jobhttp.Options{History: historyhttp.New(rec)})

@@ -2,7 +2,9 @@
 // Prometheus, on a metrics.Metrics: every worker's tasks by state, running
 // against its cap, due and late tasks, and what this node did. It lives
 // apart from package metrics so that a program that exports only its
-// scheduler's metrics does not link the dispatcher's database drivers.
+// scheduler's metrics does not link the dispatcher. The dispatcher links
+// no database client either: the program picks one by importing
+// store/sqlite or store/postgres.
 //
 //	m, _ := metrics.New(metrics.Options{})
 //	_ = dispatchmetrics.Watch(m, d)

@@ -2,7 +2,8 @@
 // Prometheus, on a metrics.Metrics: records offered, written, dropped and
 // waiting, failed writes and rows pruned. It lives apart from package
 // metrics so that a program that exports only its scheduler's metrics does
-// not link the history's database drivers.
+// not link the history. The history links no database client either: the
+// program picks one by importing store/sqlite or store/postgres.
 //
 //	m, _ := metrics.New(metrics.Options{})
 //	_ = historymetrics.Watch(m, rec)

@@ -25,6 +25,8 @@ import (
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	_ "github.com/shardjob/shardjob/store/postgres"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 func main() {

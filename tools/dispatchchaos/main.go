@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	_ "github.com/shardjob/shardjob/store/postgres"
 )
 
 func main() {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/dispatch"
+	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
 func main() {
