@@ -3,6 +3,7 @@ package zktest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -15,11 +16,10 @@ import (
 // again instead.
 const exchangeTimeout = 500 * time.Millisecond
 
-// fourLetter sends a four-letter word ("srvr", "ruok", ...) to addr and
-// returns the answer.
-func fourLetter(ctx context.Context, addr, word string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
-	defer cancel()
+// FourLetter sends a four-letter word ("srvr", "mntr", "wchs", ...) to
+// the ZooKeeper server at addr and returns its answer (at most 1 MiB),
+// within ctx. The servers zktest starts allow every word.
+func FourLetter(ctx context.Context, addr, word string) (string, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -33,7 +33,10 @@ func fourLetter(ctx context.Context, addr, word string) (string, error) {
 		return "", err
 	}
 	b, err := io.ReadAll(io.LimitReader(conn, 1<<20))
-	return string(b), err
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", word, err)
+	}
+	return string(b), nil
 }
 
 // parseMode returns the Mode line's value from a srvr answer ("standalone",
@@ -51,7 +54,9 @@ func parseMode(srvr string) string {
 // serverMode asks addr for its mode. It returns "" and the reason when the
 // server does not answer or does not serve.
 func serverMode(ctx context.Context, addr string) (mode, answer string, err error) {
-	answer, err = fourLetter(ctx, addr, "srvr")
+	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
+	defer cancel()
+	answer, err = FourLetter(ctx, addr, "srvr")
 	if err != nil {
 		return "", "", err
 	}

@@ -10,9 +10,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -135,32 +133,6 @@ func CPUTicks(pid int) (int64, error) {
 func CPUSeconds(pid int) (float64, error) {
 	t, err := CPUTicks(pid)
 	return float64(t) / ClockTicks, err
-}
-
-// FourLetter sends a four-letter word to the ZooKeeper server at addr and
-// returns its answer, within 5 s.
-func FourLetter(ctx context.Context, addr, word string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := conn.SetDeadline(dl); err != nil {
-			return "", err
-		}
-	}
-	if _, err := io.WriteString(conn, word); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(conn, 1<<20))
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", word, err)
-	}
-	return string(b), nil
 }
 
 // ParseMntr parses a mntr answer ("key<TAB>value" lines) into a map.

@@ -127,7 +127,9 @@ func (r *registry) serverRequests(ctx context.Context) (int64, error) {
 	if r.etcd != nil {
 		return r.etcdMetric(ctx, "grpc_server_msg_received_total")
 	}
-	ans, err := benchkit.FourLetter(ctx, r.zk.Servers()[0], "mntr")
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ans, err := zktest.FourLetter(fctx, r.zk.Servers()[0], "mntr")
+	cancel()
 	if err != nil {
 		return 0, err
 	}
@@ -141,7 +143,9 @@ func (r *registry) serverWatches(ctx context.Context) (int64, error) {
 	if r.etcd != nil {
 		return r.etcdMetric(ctx, "etcd_debugging_mvcc_watcher_total")
 	}
-	ans, err := benchkit.FourLetter(ctx, r.zk.Servers()[0], "wchs")
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ans, err := zktest.FourLetter(fctx, r.zk.Servers()[0], "wchs")
+	cancel()
 	if err != nil {
 		return 0, err
 	}
