@@ -227,3 +227,22 @@ func (t *trigger) run(ctx context.Context) {
 		}
 	}
 }
+
+// prevFire returns the latest fire time of s at or before now, or zero if
+// there was none in the past year.
+func prevFire(s cron.Schedule, now time.Time) time.Time {
+	for back := time.Second; back <= 366*24*time.Hour; back *= 2 {
+		t := s.Next(now.Add(-back))
+		if t.IsZero() || t.After(now) {
+			continue
+		}
+		for {
+			n := s.Next(t)
+			if n.IsZero() || n.After(now) {
+				return t
+			}
+			t = n
+		}
+	}
+	return time.Time{}
+}
