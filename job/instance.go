@@ -277,7 +277,7 @@ func (s *Scheduler) instanceInfo() instanceInfo {
 // publishInstance creates or updates the instance node (ephemeral, of the
 // current session). The node is also this process's claim on its server
 // id: found held by another session, it is taken over only from an
-// earlier life of this process or a dead process of this host (holder.go);
+// earlier life of this process or a dead process of this host (process.go);
 // a live process elsewhere makes it fail with ErrServerIDInUse.
 func (s *Scheduler) publishInstance(ctx context.Context) error {
 	data, err := json.Marshal(s.instanceInfo())

@@ -158,7 +158,7 @@ type Scheduler struct {
 	clockOffset   atomic.Int64 // local minus registry clock, ns
 	clockMeasured atomic.Bool
 
-	me         holder       // this process (holder.go)
+	me         holder       // this process (process.go)
 	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
 
 	placer  *placer  // commits this scheduler's reshards (placement.go)
