@@ -48,6 +48,11 @@ import (
 // and before its mark is released.
 const journalRecordInterval = 20 * time.Second
 
+// journalWindow is how long the first completion after a journal write
+// waits for others to share the next one: a completion returns within it
+// and a write's round trip.
+const journalWindow = 10 * time.Millisecond
+
 // maxJournalBytes bounds the journal node: a completion that would make
 // it larger writes its record instead.
 const maxJournalBytes = 256 << 10
@@ -122,17 +127,37 @@ func (j *journal) put(ctx context.Context, server, job string, covers map[int]co
 			j.mu.Lock()
 			continue
 		}
+		// This put leads the next write. It waits journalWindow first,
+		// as the write in flight would have made it wait: the completions
+		// of one second's fires end within milliseconds of each other,
+		// and each write carries the whole journal.
+		j.writing = true
+		j.mu.Unlock()
+		t := time.NewTimer(journalWindow)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		j.mu.Lock()
 		data, err := j.encodeLocked(server)
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		if err != nil {
-			for it := range covers {
-				delete(j.entries, journalKey{job, it})
+			if errors.Is(err, errJournalFull) {
+				for it := range covers {
+					delete(j.entries, journalKey{job, it})
+				}
+				j.seq++
 			}
-			j.seq++
+			j.writing = false
+			close(j.done)
+			j.done = make(chan struct{})
 			j.mu.Unlock()
 			return err
 		}
 		seq, exists := j.seq, j.exists
-		j.writing = true
 		j.mu.Unlock()
 		err = j.write(ctx, data, exists)
 		j.mu.Lock()
