@@ -25,7 +25,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -307,14 +306,15 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// RunTests is for a package's TestMain: it starts a server, stores it in
-// *s, runs the tests and stops the server, returning the exit code. If no
-// server can be started it says why and returns 1.
+// RunTests is for a package's TestMain (m is its *testing.M, or what
+// wraps it): it starts a server, stores it in *s, runs the tests and stops
+// the server, returning the exit code. If no server can be started it
+// says why and returns 1.
 //
 //	var pg *pgtest.Server
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.RunTests(m, &pg)) }
-func RunTests(m *testing.M, s **Server) int {
+func RunTests(m interface{ Run() int }, s **Server) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	srv, err := Start(ctx)
 	cancel()
