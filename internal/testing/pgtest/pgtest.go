@@ -48,6 +48,10 @@ type Server struct {
 	durable bool // synchronous_commit on: see StartCrashSafe
 }
 
+// ErrNotInstalled is BinDir's (and Start's) error when no PostgreSQL
+// server binaries are found.
+var ErrNotInstalled = errors.New("pgtest: PostgreSQL is not installed")
+
 // BinDir finds PostgreSQL's server binaries: $PG_BIN, else the newest
 // /usr/lib/postgresql/*/bin (Debian's layout).
 func BinDir() (string, error) {
@@ -62,7 +66,7 @@ func BinDir() (string, error) {
 		return "", err
 	}
 	if len(dirs) == 0 {
-		return "", errors.New("pgtest: PostgreSQL is not installed: no /usr/lib/postgresql/*/bin/postgres; run: bash scripts/postgresql.sh ensure (or set PG_BIN)")
+		return "", fmt.Errorf("%w: no /usr/lib/postgresql/*/bin/postgres; run: bash scripts/postgresql.sh ensure (or set PG_BIN)", ErrNotInstalled)
 	}
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) < version(dirs[j]) })
 	return filepath.Dir(dirs[len(dirs)-1]), nil
