@@ -9,11 +9,12 @@ import (
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-// TestRegistrySessionEndFreesTasksAtOnce: with a regcenter, on ZooKeeper
-// and on etcd, a node whose session ends has its handlers cancelled at
+// TestRegistrySessionEndFreesTasksAtOnce: with a regcenter, on ZooKeeper,
+// on etcd and on PostgreSQL (a database of the package's server), a node whose session ends has its handlers cancelled at
 // once, and another node frees its task at once, long before the lease TTL
 // (an hour here).
 func TestRegistrySessionEndFreesTasksAtOnce(t *testing.T) {
@@ -22,6 +23,13 @@ func TestRegistrySessionEndFreesTasksAtOnce(t *testing.T) {
 	})
 	t.Run("etcd", func(t *testing.T) {
 		testSessionEndFreesTasksAtOnce(t, regcenter.Config{Etcd: etcdtest.Start(t).Endpoints(), Namespace: "dispatchtest"})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		url, err := pg.NewDatabase(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		testSessionEndFreesTasksAtOnce(t, regcenter.Config{URL: url, Namespace: "dispatchtest"})
 	})
 }
 

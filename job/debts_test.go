@@ -10,7 +10,6 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 // A failover entry for an item its owner runs back to back (every run
@@ -70,19 +69,15 @@ func TestQueuedDebtOfABusyItemIsPaid(t *testing.T) {
 // nowhere but in each item's completed node. The new owner makes up for
 // them at its first fire of the item, so no fire is lost.
 func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
-	needZooKeeper(t, "proxy that cuts one instance off")
+	needCutOff(t)
 	ns := namespace(t)
 	rec := newRecorder()
 	cfg := job.Config{Name: "inherit", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true, ShardingStrategy: "AVG_ALLOCATION"}
-	proxy, err := zktest.NewProxy(zk.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := registryProxy(t)
 	// "a" sorts first and "b" second: AVG_ALLOCATION gives a [0 1], b
 	// [2 3]; with c it gives a [0 3], b [1], c [2]: items 2 and 3 leave b.
 	startInstance(t, ns, "a", cfg, rec)
-	startInstanceVia(t, ns, "b", []string{proxy.Addr()}, cfg, rec)
+	startInstanceThrough(t, ns, "b", proxy, cfg, rec)
 	rec.waitFires(t, time.Now(), 2, 4, 30*time.Second)
 
 	cut := time.Now()
@@ -118,20 +113,16 @@ func TestNewOwnerMakesUpForFiresItsPredecessorMissed(t *testing.T) {
 // them. A fire that finds that run still going is owed a run of its own:
 // the catch-up began before it and does not cover it.
 func TestFireMissedDuringCatchUpIsStillOwed(t *testing.T) {
-	needZooKeeper(t, "proxy that cuts one instance off")
+	needCutOff(t)
 	ns := namespace(t)
 	rec := newRecorder()
 	rec.hold = 1500 * time.Millisecond // longer than the period
 	cfg := job.Config{Name: "catchup", Cron: "* * * * * *", ShardingTotalCount: 1}
-	proxy, err := zktest.NewProxy(zk.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
+	proxy := registryProxy(t)
 	// The old instance stands for another process of this host, which
 	// is gone by the time the new one starts.
 	host, _ := os.Hostname()
-	old := startInstanceVia(t, ns, "a", []string{proxy.Addr()}, cfg, rec, job.WithProcessForTest(host, deadPID(t)))
+	old := startInstanceThrough(t, ns, "a", proxy, cfg, rec, job.WithProcessForTest(host, deadPID(t)))
 	waitUntil(t, 30*time.Second, func() bool { return len(rec.snapshot()) >= 2 })
 
 	// The old process goes silent; a new one with the same id starts and

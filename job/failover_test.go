@@ -143,17 +143,13 @@ func TestMisfiresCollapseIntoOneRun(t *testing.T) {
 }
 
 func TestFrozenInstanceRunsNothingUntilReRegistered(t *testing.T) {
-	needZooKeeper(t, "proxy that cuts one instance off")
+	needCutOff(t)
 	ns := namespace(t)
 	rec := newRecorder()
 	rec.hold = 800 * time.Millisecond
 	cfg := job.Config{Name: "freeze", Cron: "* * * * * *", ShardingTotalCount: 4, Failover: true}
-	proxy, err := zktest.NewProxy(zk.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() }) // after the instances' cleanups
-	frozen := startInstanceVia(t, ns, "s1", []string{proxy.Addr()}, cfg, rec)
+	proxy := registryProxy(t) // closed after the instances' cleanups
+	frozen := startInstanceThrough(t, ns, "s1", proxy, cfg, rec)
 	startInstance(t, ns, "s2", cfg, rec)
 	rec.waitFires(t, time.Now(), 2, 4, 30*time.Second)
 
@@ -279,9 +275,23 @@ func TestShutdownDeadlineHandsRunningItemsOver(t *testing.T) {
 
 func startInstanceVia(t *testing.T, ns, id string, servers []string, cfg job.Config, rec *recorder, opts ...job.Option) *instance {
 	t.Helper()
+	return startInstanceOn(t, id, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 4 * time.Second}, cfg, rec, opts...)
+}
+
+// startInstanceThrough is startInstance with the instance's registry
+// reached through proxy, which can cut it off.
+func startInstanceThrough(t *testing.T, ns, id string, proxy *zktest.Proxy, cfg job.Config, rec *recorder, opts ...job.Option) *instance {
+	t.Helper()
+	return startInstanceOn(t, id, viaProxy(t, proxy, regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), cfg, rec, opts...)
+}
+
+// startInstanceOn starts instance id with the single job cfg on a
+// registry of its own made from rcfg, stopped when the test ends.
+func startInstanceOn(t *testing.T, id string, rcfg regcenter.Config, cfg job.Config, rec *recorder, opts ...job.Option) *instance {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.Open(ctx, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := regcenter.Open(ctx, rcfg, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

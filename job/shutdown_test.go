@@ -8,35 +8,17 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 // Shutdown keeps its deadline whatever the registry does: with every
 // byte to and from the registry dropped while an item runs (a job that
 // honours its context), Shutdown(ctx) returns within ctx's deadline and a
 // second, and its error names what waited on the registry, not the job.
-// It runs on either registry (make test-etcd).
+// It runs on every registry (make test-etcd, make test-job-pg).
 func TestClusterShutdownKeepsItsDeadlineWithTheRegistryGone(t *testing.T) {
 	ns := namespace(t)
-	target := onRegistry(regcenter.Config{})
-	addr := ""
-	if len(target.Etcd) > 0 {
-		addr = target.Etcd[0]
-	} else {
-		addr = target.Servers[0]
-	}
-	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
-	proxy, err := zktest.NewProxy(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	cfg := regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}
-	if len(target.Etcd) > 0 {
-		cfg.Etcd = []string{proxy.Addr()}
-	} else {
-		cfg.Servers = []string{proxy.Addr()}
-	}
+	proxy := registryProxy(t)
+	cfg := viaProxy(t, proxy, regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rc, err := regcenter.Open(ctx, cfg, regcenter.WithLogger(testLogger(t)))

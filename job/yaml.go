@@ -379,16 +379,33 @@ func loadRegcenter(data []byte, fields []regcenterField, lines map[string]int, h
 		return rc, errs
 	}
 
-	// The environment may move the file to the other registry: a
-	// variable naming one registry's servers replaces the file's servers
-	// of the other. Both variables set is refused below, by Validate.
+	// The environment may move the file to another registry: a variable
+	// naming one registry (servers, etcd endpoints, an embedded member's
+	// dir, a URL) replaces the file's naming of the others. Two such
+	// variables set is refused below, by Validate.
 	envServers := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_SERVERS")) != ""
 	envEtcd := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_ETCD")) != ""
-	switch {
-	case envServers && !envEtcd:
-		rc.Etcd = nil
-	case envEtcd && !envServers:
-		rc.Servers = nil
+	envEmbedded := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_EMBEDDEDDIR")) != ""
+	envURL := strings.TrimSpace(os.Getenv(EnvPrefix+"_REGCENTER_URL")) != ""
+	named := 0
+	for _, set := range []bool{envServers, envEtcd, envEmbedded, envURL} {
+		if set {
+			named++
+		}
+	}
+	if named == 1 {
+		if !envServers {
+			rc.Servers = nil
+		}
+		if !envEtcd {
+			rc.Etcd = nil
+		}
+		if !envEmbedded {
+			rc.EmbeddedDir = ""
+		}
+		if !envURL {
+			rc.URL = ""
+		}
 	}
 
 	rc = rc.WithDefaults()

@@ -22,7 +22,7 @@ var regcenterEnvForTest = []string{
 	"SHARDJOB_REGCENTER_MAXRETRIES", "SHARDJOB_REGCENTER_DIGEST", "SHARDJOB_REGCENTER_MAXNODEBYTES",
 	"SHARDJOB_REGCENTER_DIGESTFILE", "SHARDJOB_REGCENTER_TLS", "SHARDJOB_REGCENTER_TLSCAFILE",
 	"SHARDJOB_REGCENTER_TLSCERTFILE", "SHARDJOB_REGCENTER_TLSKEYFILE", "SHARDJOB_REGCENTER_TLSSERVERNAME",
-	"SHARDJOB_REGCENTER_TLSINSECURESKIPVERIFY",
+	"SHARDJOB_REGCENTER_TLSINSECURESKIPVERIFY", "SHARDJOB_REGCENTER_EMBEDDEDDIR", "SHARDJOB_REGCENTER_URL",
 }
 
 // clearRegcenterEnvForTest keeps the caller's environment out of a test
@@ -421,6 +421,30 @@ func TestLoadEtcd(t *testing.T) {
 	_, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
 	assertLoadError(t, err, []error{regcenter.ErrInvalidConfig},
 		[]string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_ETCD are both set"})
+
+	// SHARDJOB_REGCENTER_URL replaces the file's servers, and
+	// SHARDJOB_REGCENTER_SERVERS the file's url.
+	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
+	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
+	t.Setenv("SHARDJOB_REGCENTER_URL", "postgres://shardjob@db-env:5432/jobs")
+	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = regcenter.Config{URL: "postgres://shardjob@db-env:5432/jobs", Namespace: "shop"}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("with SHARDJOB_REGCENTER_URL: Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
+	t.Setenv("SHARDJOB_REGCENTER_URL", "")
+	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
+	f, err = job.Load(strings.NewReader(doc("url: postgres://shardjob@db:5432/jobs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = regcenter.Config{Servers: []string{"zk-env:2181"}, Namespace: "shop"}.WithDefaults()
+	if !reflect.DeepEqual(f.Regcenter, want) {
+		t.Errorf("SHARDJOB_REGCENTER_SERVERS over a file's url: Regcenter = %+v, want %+v", f.Regcenter, want)
+	}
 }
 
 func TestLoadEnvBadValue(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +14,8 @@ import (
 )
 
 // regcenterConfig resolves how to reach the registry (ZooKeeper with --zk,
-// etcd with --etcd), as the SDK does, with flags over the environment over
+// etcd with --etcd, an embedded member with --embedded, PostgreSQL with
+// --pg), as the SDK does, with flags over the environment over
 // the --config file. A flag or variable naming one registry replaces the
 // other registry named by a weaker source; naming both at one level is a
 // usage error.
@@ -35,16 +37,19 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 		return cfg, err
 	}
 	if set["zk"] {
-		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = splitList(o.zk), nil, ""
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir, cfg.URL = splitList(o.zk), nil, "", ""
 	}
 	if set["etcd"] {
-		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = nil, splitList(o.etcd), ""
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir, cfg.URL = nil, splitList(o.etcd), "", ""
 	}
 	if set["embedded"] {
 		// The member's Dir holds its endpoint and its credentials: a
 		// digest from a weaker source is not for it.
-		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir = nil, nil, o.embedded
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir, cfg.URL = nil, nil, o.embedded, ""
 		cfg.Digest, cfg.DigestFile = "", ""
+	}
+	if set["pg"] {
+		cfg.Servers, cfg.Etcd, cfg.EmbeddedDir, cfg.URL = nil, nil, "", strings.TrimSpace(o.pg)
 	}
 	if set["namespace"] {
 		cfg.Namespace = o.namespace
@@ -75,8 +80,8 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 	if set["timeout"] || cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = o.timeout
 	}
-	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
-		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper), --etcd host:port[,host:port...] (etcd) or --embedded DIR (an embedded member on this host), set %s_REGCENTER_SERVERS, %s_REGCENTER_ETCD or %s_REGCENTER_EMBEDDEDDIR, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix, job.EnvPrefix)
+	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" && cfg.URL == "" {
+		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper), --etcd host:port[,host:port...] (etcd), --embedded DIR (an embedded member on this host) or --pg postgres://user@host:port/db (PostgreSQL), set %s_REGCENTER_SERVERS, %s_REGCENTER_ETCD, %s_REGCENTER_EMBEDDEDDIR or %s_REGCENTER_URL, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix, job.EnvPrefix, job.EnvPrefix)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -94,6 +99,16 @@ func conflictingFlags(o *options, set map[string]bool) error {
 	for _, f := range []string{"zk", "etcd"} {
 		if set["embedded"] && set[f] {
 			return usagef("--%s and --embedded both name the registry: use one, not both", f)
+		}
+	}
+	for _, f := range []string{"zk", "etcd", "embedded"} {
+		if set["pg"] && set[f] {
+			return usagef("--%s and --pg both name the registry: use one, not both", f)
+		}
+	}
+	if set["pg"] {
+		if err := noPasswordInURL("--pg", o.pg); err != nil {
+			return err
 		}
 	}
 	if set["embedded"] && (set["digest"] || set["digest-file"]) {
@@ -126,6 +141,13 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 			}
 		}
 	}
+	if strings.TrimSpace(getenv(prefix+"URL")) != "" {
+		for _, other := range []string{"SERVERS", "ETCD", "EMBEDDEDDIR"} {
+			if strings.TrimSpace(getenv(prefix+other)) != "" {
+				return usagef("%s%s and %sURL are both set: set one, not both", prefix, other, prefix)
+			}
+		}
+	}
 	if getenv(prefix+"DIGEST") != "" && getenv(prefix+"DIGESTFILE") != "" {
 		return usagef("%sDIGEST and %sDIGESTFILE are both set: set one, not both", prefix, prefix)
 	}
@@ -149,6 +171,9 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	}
 	if v := strings.TrimSpace(getenv(prefix + "EMBEDDEDDIR")); v != "" {
 		cfg.EmbeddedDir = v
+	}
+	if v := strings.TrimSpace(getenv(prefix + "URL")); v != "" {
+		cfg.URL = v
 	}
 	if v := getenv(prefix + "NAMESPACE"); v != "" {
 		cfg.Namespace = v
@@ -184,6 +209,20 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 		if err := dur(key, dst); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// noPasswordInURL refuses a registry URL given on the command line with a
+// password in it: the command line shows in process lists and shell
+// histories. The message never repeats the password.
+func noPasswordInURL(flagName, raw string) error {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil // Validate names what is wrong with it
+	}
+	if _, has := u.User.Password(); has {
+		return usagef("%s %s: a password on the command line shows in process lists and shell histories; drop it from the URL and give it with PGPASSWORD, a passfile (PGPASSFILE, ~/.pgpass) or --digest-file FILE (user:password)", flagName, u.Redacted())
 	}
 	return nil
 }

@@ -193,8 +193,10 @@ type cluster struct {
 	// etcd, when set, are the endpoints of the etcd the cluster runs on
 	// instead of the package's ZooKeeper.
 	etcd []string
-	rec  *recorder
-	inst map[string]*instance
+	// pgURL, when set, is the PostgreSQL database the cluster runs on.
+	pgURL string
+	rec   *recorder
+	inst  map[string]*instance
 }
 
 func newCluster(t *testing.T, cfg job.Config, digest string) *cluster {
@@ -214,6 +216,9 @@ func newClusterOn(t *testing.T, cfg job.Config, digest string, etcd []string) *c
 }
 
 func (c *cluster) rcConfig() regcenter.Config {
+	if c.pgURL != "" {
+		return regcenter.Config{URL: c.pgURL, Namespace: c.ns, SessionTimeout: 4 * time.Second}
+	}
 	if len(c.etcd) > 0 {
 		return regcenter.Config{Etcd: c.etcd, Namespace: c.ns, SessionTimeout: 4 * time.Second, Digest: c.digest}
 	}
@@ -247,7 +252,9 @@ func (c *cluster) start(id string, cfg job.Config) *instance {
 // cli runs the command in-process against the cluster's namespace; the
 // connection flags come after the command's own arguments.
 func (c *cluster) cli(args ...string) (int, string, string) {
-	if len(c.etcd) > 0 {
+	if c.pgURL != "" {
+		args = append(args, "--pg", c.pgURL, "--namespace", c.ns)
+	} else if len(c.etcd) > 0 {
 		args = append(args, "--etcd", strings.Join(c.etcd, ","), "--namespace", c.ns)
 	} else {
 		args = append(args, "--zk", strings.Join(zc.Servers(), ","), "--namespace", c.ns)

@@ -1,5 +1,5 @@
 // Command shardjob operates a running shardjob cluster through its
-// registry (ZooKeeper, or etcd):
+// registry (ZooKeeper, etcd, or PostgreSQL):
 // it lists the jobs and their state, drains, pauses, triggers and shuts
 // down servers, disables items, changes a job's config live and removes
 // jobs. Run "shardjob help" for the commands, flags and exit codes, and
@@ -22,6 +22,8 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/regcenter"
+	// --pg and url: postgres://... reach a PostgreSQL registry.
+	_ "github.com/shardjob/shardjob/regcenter/postgres"
 )
 
 // Exit codes.
@@ -51,6 +53,7 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 type options struct {
 	zk, etcd, namespace, digest string
 	embedded                    string // an embedded etcd member's Dir
+	pg                          string // a PostgreSQL registry's URL
 	config                      string
 	digestFile                  string
 	tls                         bool
@@ -117,7 +120,7 @@ func lookup(name string) *command {
 // valueFlags are the flags that take a value, for finding the command
 // among flags written before it.
 var valueFlags = map[string]bool{
-	"zk": true, "etcd": true, "embedded": true, "namespace": true, "digest": true, "config": true, "timeout": true,
+	"zk": true, "etcd": true, "embedded": true, "pg": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
 	"history-driver": true, "history-dsn": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
@@ -159,6 +162,7 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
 	fs.StringVar(&o.etcd, "etcd", "", "etcd `endpoints`, comma-separated host:port, instead of --zk (env SHARDJOB_REGCENTER_ETCD)")
 	fs.StringVar(&o.embedded, "embedded", "", "the `dir` of an embedded etcd member on this host, instead of --zk or --etcd: its endpoint and credentials are read from it (env SHARDJOB_REGCENTER_EMBEDDEDDIR)")
+	fs.StringVar(&o.pg, "pg", "", "a PostgreSQL registry's `url` (postgres://user@host:5432/db), instead of --zk, --etcd or --embedded; no password in it: use PGPASSWORD, a passfile (PGPASSFILE) or --digest-file (env SHARDJOB_REGCENTER_URL)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
 	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
 	fs.StringVar(&o.digestFile, "digest-file", "", "read the digest user:password from this `file` (env SHARDJOB_REGCENTER_DIGESTFILE)")

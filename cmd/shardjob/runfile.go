@@ -22,17 +22,19 @@ import (
 const runHelp = `shardjob run runs the script and HTTP jobs of a YAML file as one instance.
 
 Usage:
-  shardjob run [--embedded DIR] [--server-id ID] [--state-dir DIR] [--shutdown-timeout D]
+  shardjob run [--embedded DIR | --pg URL] [--server-id ID] [--state-dir DIR] [--shutdown-timeout D]
                [--log-level L] [--follow [--follow-scripts]] FILE
 
 The file has the regcenter and jobs sections described in docs/user-guide.md,
 and may have a tracing section (exporter: otlp or stdout, endpoint, headers,
 sampleRatio, serviceName) that sends spans of the fires and item runs to an
 OpenTelemetry collector over OTLP/HTTP, or prints them to standard output;
-SHARDJOB_REGCENTER_SERVERS or SHARDJOB_REGCENTER_ETCD (and the other
-SHARDJOB_REGCENTER_ variables) override its regcenter section, which names
-ZooKeeper servers (servers:), etcd endpoints (etcd:) or an embedded etcd
-member's directory (embeddedDir:). Jobs of type script and http need no Go code;
+SHARDJOB_REGCENTER_SERVERS, SHARDJOB_REGCENTER_ETCD or SHARDJOB_REGCENTER_URL
+(and the other SHARDJOB_REGCENTER_ variables) override its regcenter section,
+which names ZooKeeper servers (servers:), etcd endpoints (etcd:), an embedded
+etcd member's directory (embeddedDir:) or a PostgreSQL database by URL
+(url: postgres://user@host:5432/db; the password in PGPASSWORD, a passfile
+or digestFile, never in the URL). Jobs of type script and http need no Go code;
 simple and dataflow jobs need a program of one's own (package jobfile).
 
 An embedded member needs no server: the instances on one host that name the
@@ -44,6 +46,10 @@ Flags:
   --embedded DIR          run on the embedded member of DIR (hosting it, or
                           joining the instance that does), whatever the file's
                           regcenter section names
+  --pg URL                run on the PostgreSQL registry of URL
+                          (postgres://user@host:5432/db), whatever the file's
+                          regcenter section names; a password in the URL is
+                          refused: use PGPASSWORD, a passfile or digestFile
   --server-id ID          this instance's id (default: one per process, the
                           host's address and pid, as 10.0.0.5@-@4242); set one
                           to keep the server's flags and its script jobs'
@@ -85,6 +91,7 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	follow := fs.Bool("follow", false, "")
 	followScripts := fs.Bool("follow-scripts", false, "")
 	embeddedDir := fs.String("embedded", "", "")
+	pgURL := fs.String("pg", "", "")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runHelp)
@@ -111,6 +118,16 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "shardjob run: --shutdown-timeout %v must be positive\n", *shutdown)
 		return exitUsage
 	}
+	if *embeddedDir != "" && *pgURL != "" {
+		fmt.Fprintln(stderr, "shardjob run: --embedded and --pg both name the registry: use one, not both")
+		return exitUsage
+	}
+	if *pgURL != "" {
+		if err := noPasswordInURL("--pg", *pgURL); err != nil {
+			fmt.Fprintf(stderr, "shardjob run: %v\n", err)
+			return exitUsage
+		}
+	}
 	f, err := jobfile.LoadFile(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob run: %v\n", err)
@@ -119,10 +136,17 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *embeddedDir != "" {
 		// As --embedded of the other commands: the Dir holds the
 		// member's endpoint and credentials.
-		f.Regcenter.Servers, f.Regcenter.Etcd, f.Regcenter.EmbeddedDir = nil, nil, *embeddedDir
+		f.Regcenter.Servers, f.Regcenter.Etcd, f.Regcenter.EmbeddedDir, f.Regcenter.URL = nil, nil, *embeddedDir, ""
 		f.Regcenter.Digest, f.Regcenter.DigestFile = "", ""
 		if err := f.Regcenter.Validate(); err != nil {
 			fmt.Fprintf(stderr, "shardjob run: --embedded: %s\n", strings.TrimPrefix(err.Error(), "regcenter: "))
+			return exitUsage
+		}
+	}
+	if *pgURL != "" {
+		f.Regcenter.Servers, f.Regcenter.Etcd, f.Regcenter.EmbeddedDir, f.Regcenter.URL = nil, nil, "", strings.TrimSpace(*pgURL)
+		if err := f.Regcenter.Validate(); err != nil {
+			fmt.Fprintf(stderr, "shardjob run: --pg: %s\n", strings.TrimPrefix(err.Error(), "regcenter: "))
 			return exitUsage
 		}
 	}

@@ -72,16 +72,17 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 	}
 
 	cfg := file.Regcenter
-	fromEnv := os.Getenv(job.EnvPrefix+"_REGCENTER_SERVERS") != "" || os.Getenv(job.EnvPrefix+"_REGCENTER_ETCD") != ""
+	fromEnv := os.Getenv(job.EnvPrefix+"_REGCENTER_SERVERS") != "" || os.Getenv(job.EnvPrefix+"_REGCENTER_ETCD") != "" ||
+		os.Getenv(job.EnvPrefix+"_REGCENTER_URL") != ""
 	if !fileRegistry && !fromEnv || flags.Given() {
-		// -zk, -etcd, or the embedded etcd, with the file's other settings.
+		// -zk, -etcd, -pg, or the embedded etcd, with the file's other settings.
 		reg, err := flags.Start(ctx, cfg.Namespace)
 		if err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, reg.Close()) }()
 		rcfg := reg.Config()
-		cfg.Servers, cfg.Etcd = rcfg.Servers, rcfg.Etcd
+		cfg.Servers, cfg.Etcd, cfg.URL, cfg.EmbeddedDir = rcfg.Servers, rcfg.Etcd, rcfg.URL, ""
 		slog.Info("registry", "is", reg.String())
 	}
 	rc, err := regcenter.Open(ctx, cfg)

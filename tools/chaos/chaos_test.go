@@ -13,19 +13,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
 // TestChaosShort runs the whole harness on each registry — a three-member
-// ZooKeeper ensemble or etcd cluster, three instance processes, every fault
+// ZooKeeper ensemble or etcd cluster, or one PostgreSQL server, three
+// instance processes, every fault
 // kind of the registry at least once over about a minute — and fails if
 // committed executions overlapped, fires were lost or a fire ran twice with
 // no crash to explain it.
 //
 // SHARDJOB_CHAOS_SEED replays a schedule; SHARDJOB_CHAOS_DIR keeps the run
-// directories (DIR/zookeeper, DIR/etcd: event log, instance and registry
+// directories (DIR/zookeeper, DIR/etcd, DIR/postgres: event log, instance and registry
 // logs) for inspection. -run TestChaosShort/etcd runs one registry only.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
@@ -55,7 +57,7 @@ func chaosShort(t *testing.T, registry string) {
 	cfg.Out = testlog.Writer{T: t}
 
 	rep, err := Run(t.Context(), cfg)
-	if errors.Is(err, zktest.ErrNotInstalled) {
+	if errors.Is(err, zktest.ErrNotInstalled) || errors.Is(err, pgtest.ErrNotInstalled) {
 		t.Skip(err)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 // Command chaos is shardjob's chaos harness: it runs several instance
 // processes of a test job against a three-member registry cluster — a
-// ZooKeeper ensemble, or an etcd cluster with -registry etcd —, injects
+// ZooKeeper ensemble, an etcd cluster with -registry etcd, or one
+// PostgreSQL server with -registry postgres —, injects
 // faults at random, and checks from an execution log that the invariants of
 // the design (I1: an item never executes on two instances at once; I2: no
 // fire is lost) held.
@@ -9,18 +10,20 @@
 //
 //	go run ./tools/chaos                      # 60 s of faults, then the analysis
 //	go run ./tools/chaos -registry etcd       # the same on etcd
+//	go run ./tools/chaos -registry postgres   # the same on PostgreSQL
 //	go run ./tools/chaos -duration 10m        # the long run
 //	go run ./tools/chaos -seed 1234           # replay a fault schedule
 //	go run ./tools/chaos -faults zk-restart   # one kind of fault only
 //	go run ./tools/chaos -chain 3 -work 400ms # three jobs, each after the one before
 //	go run ./tools/chaos -overlap replace -work 600ms -long-every 5 -long 2500ms
 //	go run ./tools/chaos -analyse /tmp/shardjob-chaos-…/events.jsonl
-//	go test ./tools/chaos -run TestChaosShort -v        # both registries
+//	go test ./tools/chaos -run TestChaosShort -v        # every registry
 //	go test ./tools/chaos -run TestChaosShort/etcd -v   # one
 //
 // On ZooKeeper it needs ZooKeeper and Java (see regcenter/zktest); on etcd
 // nothing more (regcenter/etcdtest runs each member as this program
-// started again, the etcd server linked in). It needs the go command (the
+// started again, the etcd server linked in); on PostgreSQL its server
+// binaries (internal/testing/pgtest; bash scripts/postgresql.sh ensure). It needs the go command (the
 // instance program, ./tools/chaos/instance, is built at start into the run
 // directory, with -race when the harness itself was built with -race or
 // -race is given). The partition fault needs root and ip(8); without them
@@ -132,6 +135,14 @@
 //   - etcd-wiped: kill -9 an etcd follower, remove it from the cluster,
 //     delete its data, add it again as a new member and start it empty
 //     (etcdtest's RestartWiped): it catches up from the other two.
+//   - pg-kill: kill -9 the PostgreSQL server and its backends; start it
+//     again 2–4 s later (crash recovery). The server keeps every commit it
+//     acknowledged (pgtest.StartCrashSafe). Logged as a no-quorum window:
+//     with one server the registry is gone meanwhile.
+//   - pg-restart: stop the PostgreSQL server (fast shutdown) and start it
+//     again, logged as a no-quorum window.
+//   - pg-frozen: SIGSTOP the PostgreSQL server and its backends past the
+//     lease, their connections open; then SIGCONT. A no-quorum window.
 //   - etcd-frozen: SIGSTOP an etcd member, the leader or a follower, for a
 //     session timeout plus 1–3 s, then SIGCONT: silent to its clients and
 //     its peers alike with its connections open, as a member cut off by the

@@ -23,6 +23,9 @@ const (
 	faultEtcdRestart  = "etcd-restart"  // stop every etcd member, start them all (no quorum meanwhile)
 	faultEtcdWiped    = "etcd-wiped"    // kill -9 an etcd follower, wipe its data, and have it rejoin as a new member
 	faultEtcdFrozen   = "etcd-frozen"   // SIGSTOP an etcd member past the lease: silent to clients and peers alike, its connections open
+	faultPGKill       = "pg-kill"       // kill -9 the PostgreSQL server, start it again later (no registry meanwhile)
+	faultPGRestart    = "pg-restart"    // stop the PostgreSQL server (fast shutdown), start it again
+	faultPGFrozen     = "pg-frozen"     // SIGSTOP the PostgreSQL server past the lease, its connections open
 	faultPartition    = "partition"     // cut the namespaced instance off past its session timeout
 )
 
@@ -33,6 +36,7 @@ var instanceFaults = []string{faultKill9, faultStop, faultTerm, faultPartition}
 var registryFaults = map[string][]string{
 	registryZooKeeper: {faultZKFollower, faultZKLeader, faultZKRestart},
 	registryEtcd:      {faultEtcdFollower, faultEtcdLeader, faultEtcdRestart, faultEtcdWiped, faultEtcdFrozen},
+	registryPostgres:  {faultPGKill, faultPGRestart, faultPGFrozen},
 }
 
 // faultsFor returns every fault kind a run on registry injects by default.
@@ -258,7 +262,42 @@ func (h *harness) inject(ctx context.Context, kind string) error {
 		defer cancel()
 		return h.startMember(sctx, target)
 
-	case faultZKRestart, faultEtcdRestart:
+	case faultPGKill:
+		// The one server: the registry is gone until it is back, as
+		// while a ZooKeeper ensemble has no quorum.
+		end := h.span(kind, "member 0", "")
+		defer end()
+		h.event(eventlog.Event{Ev: eventlog.NoQuorumBegin})
+		defer h.event(eventlog.Event{Ev: eventlog.NoQuorumEnd})
+		if err := h.cluster.kill(0); err != nil {
+			return err
+		}
+		h.memberMu.Lock()
+		h.memberDown[0] = true
+		h.memberMu.Unlock()
+		if err := sleepCtx(ctx, h.between(2*time.Second, 4*time.Second)); err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		return h.startMember(sctx, 0)
+
+	case faultPGFrozen:
+		end := h.span(kind, "member 0", "")
+		defer end()
+		h.event(eventlog.Event{Ev: eventlog.NoQuorumBegin})
+		defer h.event(eventlog.Event{Ev: eventlog.NoQuorumEnd})
+		if err := h.cluster.pause(0); err != nil {
+			return err
+		}
+		defer func() {
+			if err := h.cluster.resume(0); err != nil {
+				h.note("resuming the PostgreSQL server: %v", err)
+			}
+		}()
+		return sleepCtx(ctx, st+h.between(time.Second, 3*time.Second))
+
+	case faultZKRestart, faultEtcdRestart, faultPGRestart:
 		end := h.span(kind, "all members", "")
 		defer end()
 		h.event(eventlog.Event{Ev: eventlog.NoQuorumBegin})

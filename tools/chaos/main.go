@@ -38,7 +38,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Race, "race", cfg.Race, "build the instances with -race (default: as this binary was built)")
 	fs.BoolVar(&cfg.Partition, "partition", cfg.Partition, "run the network partition fault (needs root and ip netns)")
 	faults := fs.String("faults", "", "fault kinds to inject, comma-separated (default: every kind of the registry: "+
-		strings.Join(faultsFor(registryZooKeeper), ",")+" on zookeeper; "+strings.Join(faultsFor(registryEtcd), ",")+" on etcd)")
+		strings.Join(faultsFor(registryZooKeeper), ",")+" on zookeeper; "+strings.Join(faultsFor(registryEtcd), ",")+" on etcd; "+strings.Join(faultsFor(registryPostgres), ",")+" on postgres)")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "after start-up: fires not checked, no fault")
 	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "quiet time after the last fault, before the instances are stopped")
 	fs.DurationVar(&cfg.Cooldown, "cooldown", cfg.Cooldown, "before the stop: fires not checked")

@@ -5,11 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
@@ -17,9 +23,10 @@ import (
 const (
 	registryZooKeeper = "zookeeper"
 	registryEtcd      = "etcd"
+	registryPostgres  = "postgres"
 )
 
-var registries = []string{registryZooKeeper, registryEtcd}
+var registries = []string{registryZooKeeper, registryEtcd, registryPostgres}
 
 // cluster is the three-member registry cluster under test, whichever its
 // kind: the faults act on its members through this.
@@ -64,6 +71,16 @@ func startRegistry(ctx context.Context, registry, dir string, size int, log *slo
 			return nil, err
 		}
 		return etcdCluster{c}, nil
+	case registryPostgres:
+		// One server: PostgreSQL's own replication is not shardjob's
+		// concern. It keeps every acknowledged commit through a kill -9,
+		// as a real server does (pgtest.StartCrashSafe).
+		s, err := pgtest.StartCrashSafe(ctx)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("PostgreSQL serving", "addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)), "dir", s.Dir)
+		return pgCluster{s}, nil
 	}
 	return nil, fmt.Errorf("unknown registry %q (have %s)", registry, strings.Join(registries, ","))
 }
@@ -114,3 +131,57 @@ func (e etcdCluster) waitServing(ctx context.Context) error         { return e.c
 func (e etcdCluster) pause(i int) error                             { return e.c.Pause(i) }
 func (e etcdCluster) resume(i int) error                            { return e.c.Resume(i) }
 func (e etcdCluster) close() error                                  { return e.c.Close() }
+
+// pgCluster is one PostgreSQL server, member 0: its faults (a kill -9, a
+// restart, a freeze) take the whole registry away for their time.
+type pgCluster struct{ s *pgtest.Server }
+
+// pgURL is the URL of the server at addr (host:port): its "postgres"
+// database as the superuser, trusted on loopback. The instance process
+// builds the same (tools/chaos/instance).
+func pgURL(addr string) string {
+	return "postgres://postgres@" + addr + "/postgres?sslmode=disable"
+}
+
+func (p pgCluster) addrs() []string {
+	return []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(p.s.Port))}
+}
+func (p pgCluster) config(addrs []string, st time.Duration) regcenter.Config {
+	return regcenter.Config{URL: pgURL(addrs[0]), Namespace: namespace, SessionTimeout: st}
+}
+func (p pgCluster) leader(ctx context.Context) (int, error)      { return 0, nil }
+func (p pgCluster) kill(i int) error                             { return p.s.Kill() }
+func (p pgCluster) startMember(ctx context.Context, i int) error { return p.s.Restart(ctx) }
+func (p pgCluster) restartAll(ctx context.Context) error {
+	if err := p.s.Stop(); err != nil {
+		return err
+	}
+	return p.s.Restart(ctx)
+}
+func (p pgCluster) restartWiped(ctx context.Context, i int) error {
+	return errors.New("postgres: a server restarted with its data wiped is not among this registry's faults")
+}
+func (p pgCluster) pause(i int) error  { return p.s.Pause() }
+func (p pgCluster) resume(i int) error { return p.s.Resume() }
+func (p pgCluster) close() error       { return p.s.Close() }
+
+// waitServing waits until the server answers a query.
+func (p pgCluster) waitServing(ctx context.Context) error {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(cctx, p.s.DSN)
+		if err == nil {
+			_, err = conn.Exec(cctx, "SELECT 1")
+			conn.Close(cctx)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres not serving: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -87,3 +87,37 @@ func TestFlags(t *testing.T) {
 		t.Errorf("%s and %s both set: accepted", EnvZooKeeper, EnvEtcd)
 	}
 }
+
+// TestPostgresFlag: -pg names a PostgreSQL registry by URL, wins over the
+// other registries' variables, is refused with another flag, and a URL
+// with a password is refused without repeating it.
+func TestPostgresFlag(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv(EnvZooKeeper, "")
+	t.Setenv(EnvEtcd, "")
+	t.Setenv(EnvPostgres, "")
+	const u = "postgres://shardjob@db.example:5432/jobs"
+	r, err := parse(t, "-pg", u).Start(ctx, "demo")
+	if err != nil || r.Embedded() || r.Config().URL != u || len(r.Config().Servers) != 0 || !strings.Contains(r.String(), "PostgreSQL") {
+		t.Errorf("-pg: %v %+v", err, r)
+	}
+	if _, err := parse(t, "-zk", "a:1", "-pg", u).Start(ctx, "demo"); err == nil || !strings.Contains(err.Error(), "-zk") || !strings.Contains(err.Error(), "-pg") {
+		t.Errorf("-zk with -pg: %v", err)
+	}
+	if _, err := parse(t, "-pg", "postgres://shardjob:hunter2@db.example/jobs").Start(ctx, "demo"); err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "password") {
+		t.Errorf("-pg with a password: %v", err)
+	}
+	t.Setenv(EnvZooKeeper, "zk:2181")
+	r, err = parse(t, "-pg", u).Start(ctx, "demo")
+	if err != nil || len(r.Config().Servers) != 0 || r.Config().URL != u {
+		t.Errorf("-pg over %s: %v %+v", EnvZooKeeper, err, r)
+	}
+	t.Setenv(EnvPostgres, u)
+	if _, err := parse(t).Start(ctx, "demo"); err == nil {
+		t.Errorf("%s and %s both set: accepted", EnvZooKeeper, EnvPostgres)
+	}
+	r, err = parse(t, "-zk", "z:1").Start(ctx, "demo")
+	if err != nil || r.Config().URL != "" || strings.Join(r.Config().Servers, ",") != "z:1" {
+		t.Errorf("-zk over %s: %v %+v", EnvPostgres, err, r)
+	}
+}

@@ -25,7 +25,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +45,12 @@ type Server struct {
 	waitErr error
 	n       int // databases made by NewDatabase
 	closed  bool
+	durable bool // synchronous_commit on: see StartCrashSafe
 }
+
+// ErrNotInstalled is BinDir's (and Start's) error when no PostgreSQL
+// server binaries are found.
+var ErrNotInstalled = errors.New("pgtest: PostgreSQL is not installed")
 
 // BinDir finds PostgreSQL's server binaries: $PG_BIN, else the newest
 // /usr/lib/postgresql/*/bin (Debian's layout).
@@ -62,7 +66,7 @@ func BinDir() (string, error) {
 		return "", err
 	}
 	if len(dirs) == 0 {
-		return "", errors.New("pgtest: PostgreSQL is not installed: no /usr/lib/postgresql/*/bin/postgres; run: bash scripts/postgresql.sh ensure (or set PG_BIN)")
+		return "", fmt.Errorf("%w: no /usr/lib/postgresql/*/bin/postgres; run: bash scripts/postgresql.sh ensure (or set PG_BIN)", ErrNotInstalled)
 	}
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) < version(dirs[j]) })
 	return filepath.Dir(dirs[len(dirs)-1]), nil
@@ -105,8 +109,19 @@ func freePort() (int, error) {
 }
 
 // Start initializes a cluster and starts its server; it returns once the
-// server accepts connections, or fails when ctx ends.
-func Start(ctx context.Context) (*Server, error) {
+// server accepts connections, or fails when ctx ends. For speed it
+// acknowledges a commit before its WAL is written (synchronous_commit
+// off): Kill loses the latest commits. StartCrashSafe does not.
+func Start(ctx context.Context) (*Server, error) { return start(ctx, false) }
+
+// StartCrashSafe is Start with every acknowledged commit written to the
+// operating system before it is acknowledged (synchronous_commit on;
+// fsync stays off, which only a crash of the machine would notice): a
+// server killed by Kill comes back with every commit a client saw, as a
+// real server does after a crash.
+func StartCrashSafe(ctx context.Context) (*Server, error) { return start(ctx, true) }
+
+func start(ctx context.Context, durable bool) (*Server, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -119,7 +134,7 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, exited: make(chan struct{})}
+	s := &Server{Dir: dir, exited: make(chan struct{}), durable: durable}
 	fail := func(err error) (*Server, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -166,9 +181,13 @@ func (s *Server) launch(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
+	syncCommit := "off"
+	if s.durable {
+		syncCommit = "on"
+	}
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(dir, "data"),
 		"-p", strconv.Itoa(s.Port), "-k", filepath.Join(dir, "sock"),
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit="+syncCommit,
 		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -216,8 +235,107 @@ func (s *Server) Stop() error {
 	return stopProcess(cmd, exited, syscall.SIGINT)
 }
 
-// Restart starts a server stopped by Stop again, on the same port and
-// data directory, and returns once it accepts connections.
+// Kill kills the server and every backend of it with SIGKILL, as a
+// crash would, and keeps its data directory: Restart starts it again,
+// with crash recovery, on the same port and data.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("pgtest: the server is not running")
+	}
+	// Each backend runs in a session of its own (it calls setsid), out of
+	// the postmaster's process group: the postmaster is frozen so that it
+	// forks no more, its children are found in /proc and killed with it.
+	pid := cmd.Process.Pid
+	errs := []error{syscall.Kill(pid, syscall.SIGSTOP)}
+	kids := children(pid)
+	for _, k := range kids {
+		if err := syscall.Kill(k, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, syscall.Kill(-pid, syscall.SIGKILL))
+	<-exited
+	// A killed backend leaves the shared memory the restart needs only
+	// once it is dead: wait for that (a zombie holds none).
+	deadline := time.Now().Add(10 * time.Second)
+	for _, k := range kids {
+		for alive(k) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// children lists the processes whose parent is pid (Linux: /proc).
+func children(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _ := procStat(k); ppid == pid {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// procStat returns pid's parent and state from /proc/PID/stat (0, "" when
+// it is gone).
+func procStat(pid int) (ppid int, state string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, ""
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return 0, ""
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0]
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	_, st := procStat(pid)
+	return st != "" && st != "Z" && st != "X"
+}
+
+// Pause freezes the server and every backend of it (SIGSTOP): its
+// connections stay open and answer nothing, as a host cut off by the
+// network. Resume continues it.
+func (s *Server) Pause() error { return s.signalGroup(syscall.SIGSTOP) }
+
+// Resume continues a server frozen by Pause.
+func (s *Server) Resume() error { return s.signalGroup(syscall.SIGCONT) }
+
+func (s *Server) signalGroup(sig syscall.Signal) error {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return errors.New("pgtest: the server is not running")
+	}
+	// The backends are in sessions of their own (see Kill).
+	errs := []error{syscall.Kill(-cmd.Process.Pid, sig)}
+	for _, k := range children(cmd.Process.Pid) {
+		if err := syscall.Kill(k, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Restart starts a server stopped by Stop (or Kill) again, on the same
+// port and data directory, and returns once it accepts connections.
 func (s *Server) Restart(ctx context.Context) error {
 	s.mu.Lock()
 	running, closed := s.cmd != nil, s.closed
@@ -307,14 +425,15 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// RunTests is for a package's TestMain: it starts a server, stores it in
-// *s, runs the tests and stops the server, returning the exit code. If no
-// server can be started it says why and returns 1.
+// RunTests is for a package's TestMain (m is its *testing.M, or what
+// wraps it): it starts a server, stores it in *s, runs the tests and stops
+// the server, returning the exit code. If no server can be started it
+// says why and returns 1.
 //
 //	var pg *pgtest.Server
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.RunTests(m, &pg)) }
-func RunTests(m *testing.M, s **Server) int {
+func RunTests(m interface{ Run() int }, s **Server) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	srv, err := Start(ctx)
 	cancel()

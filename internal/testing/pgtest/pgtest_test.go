@@ -98,3 +98,58 @@ func TestStopRestart(t *testing.T) {
 		t.Fatalf("after restart: %d, %v", v, err)
 	}
 }
+
+// Kill crashes the server (the postmaster and its backends); Restart
+// recovers it with every commit acknowledged (StartCrashSafe). Pause freezes it: a query waits
+// until Resume.
+func TestKillRestartPauseResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := StartCrashSafe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1"); err == nil {
+		t.Error("a connection to the killed server still answers")
+	}
+	conn.Close(ctx)
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if conn, err = pgx.Connect(ctx, s.DSN); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != 7 {
+		t.Fatalf("after the crash: %d %v, want 7", v, err)
+	}
+
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() { _, err := conn.Exec(ctx, "SELECT 1"); answered <- err }()
+	select {
+	case err := <-answered:
+		t.Fatalf("a frozen server answered: %v", err)
+	case <-time.After(200 * time.Millisecond): // no answer while frozen; Resume must bring one
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("after Resume: %v", err)
+	}
+}

@@ -8,7 +8,7 @@
 // passes, writes an end line — the end line is the execution's side effect.
 // Otherwise it writes an abort line and does nothing else.
 //
-// The process connects to ZooKeeper or etcd (-registry) through
+// The process connects to ZooKeeper, etcd or PostgreSQL (-registry) through
 // regcenter.Open (retrying while the registry is unreachable), starts
 // the scheduler (retrying while its server id is still held by its own
 // previous, crashed life), and runs until SIGTERM or SIGINT, when it shuts
@@ -31,6 +31,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres: regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
@@ -61,7 +62,7 @@ func main() {
 	var o options
 	var servers string
 	flag.StringVar(&o.id, "id", "", "server id (required)")
-	flag.StringVar(&o.registry, "registry", "zookeeper", "the registry: zookeeper or etcd")
+	flag.StringVar(&o.registry, "registry", "zookeeper", "the registry: zookeeper, etcd or postgres")
 	flag.StringVar(&servers, "servers", "", "the registry's members (ZooKeeper servers or etcd endpoints), host:port,... (required)")
 	flag.StringVar(&o.namespace, "namespace", "chaos", "regcenter namespace")
 	flag.StringVar(&o.jobName, "job", "chaos", "job name")
@@ -85,8 +86,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "instance: -id, -servers and -log are required")
 		os.Exit(2)
 	}
-	if o.registry != "zookeeper" && o.registry != "etcd" {
-		fmt.Fprintf(os.Stderr, "instance: -registry %q: need zookeeper or etcd\n", o.registry)
+	if o.registry != "zookeeper" && o.registry != "etcd" && o.registry != "postgres" {
+		fmt.Fprintf(os.Stderr, "instance: -registry %q: need zookeeper, etcd or postgres\n", o.registry)
 		os.Exit(2)
 	}
 	o.servers = strings.Split(servers, ",")
@@ -170,9 +171,14 @@ func run(o options) error {
 // instance restarted while the cluster has no quorum waits for it.
 func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
 	cfg := regcenter.Config{Namespace: in.o.namespace, SessionTimeout: in.o.sessionTimeout}
-	if in.o.registry == "etcd" {
+	switch in.o.registry {
+	case "etcd":
 		cfg.Etcd = in.o.servers
-	} else {
+	case "postgres":
+		// The server's "postgres" database as the superuser, trusted on
+		// loopback: the harness's pgURL.
+		cfg.URL = "postgres://postgres@" + in.o.servers[0] + "/postgres?sslmode=disable"
+	default:
 		cfg.Servers = in.o.servers
 	}
 	for {
