@@ -512,6 +512,25 @@ type assignmentCache struct {
 	idlePassed time.Time
 }
 
+// held returns the assignment of the latest scheduled fire here, and
+// restoreHeld puts back one returned before: a fire whose proof failed
+// (errAssignmentMoved) reads its assignment again, and what it holds
+// anew must be compared with what the previous fire held, not with the
+// assignment it could not prove — or an item gained at that fire would
+// count as held since, and the gap its previous owner left (found by the
+// failed attempt, and undone with it) would not be made up.
+func (c *assignmentCache) held() assigned {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastHeld
+}
+
+func (c *assignmentCache) restoreHeld(a assigned) {
+	c.mu.Lock()
+	c.lastHeld = a
+	c.mu.Unlock()
+}
+
 // passIdle notes the fire at, let pass on the idle watch's word (see
 // catchUpIdle); a zero at clears the note, as a fire that reads for
 // itself does.

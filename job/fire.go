@@ -213,6 +213,7 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assigned, 
 // fire again; reserved is then not called. Without prove it returns nil.
 func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
 	cfg := r.config()
+	heldBefore := r.cache.held()
 	gaps, fresh := r.inheritedGaps(sess, at, a)
 	ran, known := r.ranBefore(cfg, at, fresh)
 	if len(ran) > 0 {
@@ -228,6 +229,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 		marked, err := r.proveAndMark(f, checks)
 		if err != nil {
 			r.undo(res)
+			r.cache.restoreHeld(heldBefore) // the fire order is still held: no other fire moved it
 			return err
 		}
 		f.items = marked
