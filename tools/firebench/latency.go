@@ -37,7 +37,6 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	for i, in := range ins {
 		pids[i] = in.PID()
 	}
-	srvPID := b.reg.pid()
 	w0 := time.Now()
 	c0, err := cpuSum(pids)
 	if err != nil {
@@ -47,7 +46,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z0, zerr := benchkit.CPUTicks(srvPID)
+	z0, zerr := b.reg.cpuTicks()
 	if err := benchkit.SleepCtx(ctx, b.cfg.latDur); err != nil {
 		return err
 	}
@@ -60,7 +59,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z1, zerr1 := benchkit.CPUTicks(srvPID)
+	z1, zerr1 := b.reg.cpuTicks()
 
 	var lat []float64
 	perInst := make([]int, procs)

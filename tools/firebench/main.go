@@ -15,7 +15,10 @@
 //	go run ./tools/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
 //	go run ./tools/firebench -h            # every flag
 //
-// -registry picks the server every measurement runs on: zookeeper (the
+// -registry picks the server every measurement runs on: postgres (one
+// PostgreSQL server from internal/testing/pgtest, synchronous commits on,
+// its processes' CPU counted together, its requests as the transactions
+// pg_stat_database counts), zookeeper (the
 // default: one standalone ZooKeeper) or etcd (one etcd member from
 // regcenter/etcdtest, in a process of its own as ZooKeeper's JVM is, so
 // that its CPU is measured apart and its heap is not the bench's). Every
@@ -155,7 +158,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
-	fs.StringVar(&c.registry, "registry", regZooKeeper, "the registry every measurement runs on: zookeeper (one standalone server) or etcd (one member, in a process of its own)")
+	fs.StringVar(&c.registry, "registry", regZooKeeper, "the registry every measurement runs on: zookeeper (one standalone server), etcd (one member, in a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together)")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
@@ -174,8 +177,8 @@ func parseFlags(args []string) (config, error) {
 		fs.Usage()
 		return c, errors.New("choose a measurement, or -all")
 	}
-	if c.registry != regZooKeeper && c.registry != regEtcd {
-		return c, fmt.Errorf("-registry: %q is neither %s nor %s", c.registry, regZooKeeper, regEtcd)
+	if c.registry != regZooKeeper && c.registry != regEtcd && c.registry != regPostgres {
+		return c, fmt.Errorf("-registry: %q is none of %s, %s and %s", c.registry, regZooKeeper, regEtcd, regPostgres)
 	}
 	var err error
 	if c.reqItems, err = parseInts(reqItems); err != nil {

@@ -54,8 +54,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	rctx, rcancel := context.WithTimeout(ctx, b.cfg.regDeadline)
 	defer rcancel()
 	st0 := rc.Stats()
-	srvPID := b.reg.pid()
-	z0, zerr0 := benchkit.CPUTicks(srvPID)
+	z0, zerr0 := b.reg.cpuTicks()
 	c0, cerr0 := selfCPU()
 	if b.cfg.regProfile != "" {
 		f, err := os.Create(b.cfg.regProfile)
@@ -88,7 +87,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	reg := rc.Stats().Sub(st0)
 	c1, cerr1 := selfCPU()
-	z1, zerr1 := benchkit.CPUTicks(srvPID)
+	z1, zerr1 := b.reg.cpuTicks()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
@@ -20,6 +25,7 @@ import (
 const (
 	regZooKeeper = "zookeeper"
 	regEtcd      = "etcd"
+	regPostgres  = "postgres"
 )
 
 // registry is the server the bench runs against: one standalone
@@ -29,6 +35,8 @@ type registry struct {
 	kind string
 	zk   *zktest.Cluster
 	etcd *etcdtest.Cluster
+	pg   *pgtest.Server
+	url  string // the PostgreSQL database the centers use
 }
 
 // center is what the bench reads from a center besides the Center
@@ -49,8 +57,16 @@ func startRegistry(ctx context.Context, kind, dir string, log *slog.Logger) (*re
 		r.zk, err = zktest.StartCluster(ctx, zktest.Options{Dir: dir + "/zk", Logger: log, JavaOpts: []string{"-XX:TieredStopAtLevel=4", "-Xmx1g"}})
 	case regEtcd:
 		r.etcd, err = etcdtest.StartCluster(ctx, etcdtest.Options{Size: 1, Processes: true, Dir: dir + "/etcd", Logger: log})
+	case regPostgres:
+		// Synchronous commits, as a production server runs: pgtest's
+		// default server turns them off for speed.
+		if r.pg, err = pgtest.StartCrashSafe(ctx); err == nil {
+			if r.url, err = r.pg.NewDatabase(ctx); err != nil {
+				r.pg.Close()
+			}
+		}
 	default:
-		return nil, fmt.Errorf("unknown registry %q (want %s or %s)", kind, regZooKeeper, regEtcd)
+		return nil, fmt.Errorf("unknown registry %q (want %s, %s or %s)", kind, regZooKeeper, regEtcd, regPostgres)
 	}
 	if err != nil {
 		return nil, err
@@ -60,6 +76,9 @@ func startRegistry(ctx context.Context, kind, dir string, log *slog.Logger) (*re
 
 // Close stops the server.
 func (r *registry) Close() error {
+	if r.pg != nil {
+		return r.pg.Close()
+	}
 	if r.etcd != nil {
 		return r.etcd.Close()
 	}
@@ -68,14 +87,23 @@ func (r *registry) Close() error {
 
 // addrs returns the server's client addresses.
 func (r *registry) addrs() []string {
+	if r.pg != nil {
+		return []string{"127.0.0.1:" + strconv.Itoa(r.pg.Port)}
+	}
 	if r.etcd != nil {
 		return r.etcd.Endpoints()
 	}
 	return r.zk.Servers()
 }
 
-// pid returns the server's process id.
+// pid returns the server's process id (PostgreSQL's postmaster).
 func (r *registry) pid() int {
+	if r.pg != nil {
+		if pids := r.pg.PIDs(); len(pids) > 0 {
+			return pids[0]
+		}
+		return 0
+	}
 	if r.etcd != nil {
 		return r.etcd.PID(0)
 	}
@@ -84,6 +112,9 @@ func (r *registry) pid() int {
 
 // config returns the configuration of a center on the server under ns.
 func (r *registry) config(ns string) regcenter.Config {
+	if r.pg != nil {
+		return regcenter.Config{URL: r.url, Namespace: ns}
+	}
 	if r.etcd != nil {
 		return regcenter.Config{Etcd: r.addrs(), Namespace: ns}
 	}
@@ -107,6 +138,9 @@ func (r *registry) open(ctx context.Context, ns string, logger *slog.Logger) (ce
 
 // instanceArgs are the instance program's flags that name the server.
 func (r *registry) instanceArgs() []string {
+	if r.pg != nil {
+		return []string{"-url", r.url}
+	}
 	if r.etcd != nil {
 		return []string{"-etcd", strings.Join(r.addrs(), ",")}
 	}
@@ -118,12 +152,32 @@ func (r *registry) line() string {
 	return "bench " + r.kind + new(benchkit.KV).Add("servers", strings.Join(r.addrs(), ",")).Add("pid", r.pid()).String()
 }
 
+// cpuTicks returns the server's CPU so far, in clock ticks: its process's,
+// or on PostgreSQL its processes' together (see pgtest.Server.PIDs).
+func (r *registry) cpuTicks() (int64, error) {
+	if r.pg == nil {
+		return benchkit.CPUTicks(r.pid())
+	}
+	var sum int64
+	for _, pid := range r.pg.PIDs() {
+		t, err := benchkit.CPUTicks(pid)
+		if err != nil {
+			continue // a backend that ended meanwhile
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
 // serverRequests returns what the server counts as received so far:
 // ZooKeeper's zk_packets_received (requests, pings and the four-letter
 // word itself), or on etcd the gRPC messages its client port received
 // (grpc_server_msg_received_total, every service and method: each range,
 // txn and lease keepalive, and each watch request on a stream).
 func (r *registry) serverRequests(ctx context.Context) (int64, error) {
+	if r.pg != nil {
+		return r.pgTransactions(ctx)
+	}
 	if r.etcd != nil {
 		return r.etcdMetric(ctx, "grpc_server_msg_received_total")
 	}
@@ -140,6 +194,9 @@ func (r *registry) serverRequests(ctx context.Context) (int64, error) {
 // (data watches only), or etcd's watchers (etcd_debugging_mvcc_watcher_total:
 // one per watch on a stream, however many keys it covers).
 func (r *registry) serverWatches(ctx context.Context) (int64, error) {
+	if r.pg != nil {
+		return 0, errors.New("PostgreSQL keeps no watches: a center watches by reading the change log (its own WatchCount)")
+	}
 	if r.etcd != nil {
 		return r.etcdMetric(ctx, "etcd_debugging_mvcc_watcher_total")
 	}
@@ -151,6 +208,23 @@ func (r *registry) serverWatches(ctx context.Context) (int64, error) {
 	}
 	_, _, total, err := benchkit.ParseWchs(ans)
 	return total, err
+}
+
+// pgTransactions returns the transactions PostgreSQL counts in the
+// centers' database so far (committed and rolled back, this query's own
+// included): on PostgreSQL each request of a center is one. The counts
+// reach pg_stat_database within a second of a transaction's end.
+func (r *registry) pgTransactions(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&n)
+	return n, err
 }
 
 // etcdMetric returns the sum of every sample of the metric family name on

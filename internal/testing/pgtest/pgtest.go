@@ -270,6 +270,19 @@ func (s *Server) Kill() error {
 	return errors.Join(errs...)
 }
 
+// PIDs returns the server's processes: the postmaster and its children
+// (a backend per connection, and the server's own workers), none while it
+// is stopped. Their CPU together is the server's.
+func (s *Server) PIDs() []int {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	return append([]int{cmd.Process.Pid}, children(cmd.Process.Pid)...)
+}
+
 // children lists the processes whose parent is pid (Linux: /proc).
 func children(pid int) []int {
 	var out []int

@@ -35,6 +35,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // -url postgres://...
 )
 
 // discardSpans is a span exporter that drops what it is given.
@@ -46,6 +47,7 @@ func (discardSpans) Shutdown(context.Context) error                             
 type options struct {
 	id              string
 	servers         []string
+	url             string
 	etcd            []string
 	namespace       string
 	prefix          string
@@ -66,6 +68,7 @@ func main() {
 	flag.StringVar(&o.id, "id", "", "server id (required)")
 	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (this or -etcd is required)")
 	flag.StringVar(&etcd, "etcd", "", "etcd endpoints, host:port,... (this or -servers is required)")
+	flag.StringVar(&o.url, "url", "", "a registry by URL (postgres://...), instead of -servers or -etcd")
 	flag.StringVar(&o.namespace, "namespace", "firebench", "regcenter namespace")
 	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
 	flag.IntVar(&o.jobs, "jobs", 1, "number of jobs")
@@ -78,8 +81,14 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&o.trace, "trace", false, "trace every fire and item run with the OpenTelemetry SDK, the spans discarded")
 	flag.Parse()
-	if o.id == "" || (servers == "") == (etcd == "") || o.jobs < 1 || o.items < 1 {
-		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers and -etcd are required; -jobs and -items must be at least 1")
+	named := 0
+	for _, v := range []string{servers, etcd, o.url} {
+		if v != "" {
+			named++
+		}
+	}
+	if o.id == "" || named != 1 || o.jobs < 1 || o.items < 1 {
+		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers, -etcd and -url are required; -jobs and -items must be at least 1")
 		os.Exit(2)
 	}
 	if servers != "" {
@@ -183,7 +192,7 @@ func run(o options) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, URL: o.url, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
 	if err != nil {
 		return err
 	}
