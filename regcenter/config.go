@@ -145,28 +145,28 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, a...))
 	}
-	if c.URL != "" {
+	var named []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"servers (ZooKeeper)", len(c.Servers) > 0}, {"etcd", len(c.Etcd) > 0}, {"embeddedDir (an embedded etcd member)", c.EmbeddedDir != ""}, {"url", c.URL != ""}} {
+		if f.set {
+			named = append(named, f.name)
+		}
+	}
+	switch {
+	case len(named) == 0:
+		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, embeddedDir: an embedded member's directory, or url: a registry by URL such as postgres://)")
+	case len(named) == 2:
+		return bad("%s and %s are both set; use one", named[0], named[1])
+	case len(named) > 2:
+		return bad("%s are all set; use one registry", strings.Join(named, ", "))
+	case c.URL != "":
 		if err := c.validateURL(); err != nil {
 			return err
 		}
-		c.Servers = []string{"url:0"} // its backend parses the URL when connecting; host:port checks do not apply
-	}
-	if len(c.Servers) > 0 && len(c.Etcd) > 0 {
-		return bad("servers (ZooKeeper) and etcd are both set; use one")
-	}
-	if c.EmbeddedDir != "" {
-		switch {
-		case len(c.Servers) > 0:
-			return bad("servers (ZooKeeper) and embeddedDir (an embedded etcd member) are both set; use one")
-		case len(c.Etcd) > 0:
-			return bad("etcd and embeddedDir are both set; use one (embeddedDir reads the member's endpoint from the directory)")
-		case c.Digest != "" || c.DigestFile != "":
-			return bad("embeddedDir reads the member's credentials from the directory; leave digest and digestFile empty")
-		}
-		c.Etcd = []string{"127.0.0.1:1"} // read when connecting; checked then
-	}
-	if len(c.Servers) == 0 && len(c.Etcd) == 0 {
-		return bad("servers: at least one host:port is required (or etcd: the etcd endpoints, embeddedDir: an embedded member's directory, or url: a registry by URL such as postgres://)")
+	case c.EmbeddedDir != "" && (c.Digest != "" || c.DigestFile != ""):
+		return bad("embeddedDir reads the member's credentials from the directory; leave digest and digestFile empty")
 	}
 	field, list := "servers", c.Servers
 	if len(c.Etcd) > 0 {
