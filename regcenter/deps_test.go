@@ -11,7 +11,7 @@ import (
 // dependencies), is package regcenter/embedded, imported only by the
 // programs that start one.
 func TestLinksNoEtcdServer(t *testing.T) {
-	for _, pkg := range []string{".", "../job"} {
+	for _, pkg := range []string{".", "../job", "./testdata/zkonly"} {
 		depcheck.Forbid(t, pkg, "go.etcd.io/etcd/server/v3", "go.etcd.io/bbolt", "go.etcd.io/raft/v3")
 	}
 }
@@ -19,9 +19,11 @@ func TestLinksNoEtcdServer(t *testing.T) {
 // Nor does it link PostgreSQL's client: the registry on PostgreSQL is
 // package regcenter/postgres, which a program imports to open a
 // postgres:// URL; regcenter reaches it through RegisterOpener. The
-// scheduler and an example program on ZooKeeper are checked too.
+// scheduler and a program on ZooKeeper (testdata/zkonly) are checked too.
+// (The examples take -pg, so they link it.)
 func TestLinksNoPostgresClient(t *testing.T) {
-	for _, pkg := range []string{".", "../job", "../example/simple"} {
+	for _, pkg := range []string{".", "../job", "./testdata/zkonly"} {
 		depcheck.Forbid(t, pkg, "github.com/jackc/pgx/v5", "github.com/jackc/pgconn", "github.com/lib/pq")
 	}
+	depcheck.Require(t, "./testdata/zkonly", "github.com/go-zookeeper/zk", "github.com/shardjob/shardjob/job")
 }
