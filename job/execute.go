@@ -38,6 +38,9 @@ type fire struct {
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
+	// unrecorded are the items newly held here that had no record when
+	// this fire read them: read again once marked (recheckUnrecorded).
+	unrecorded []int
 	// mayHaveRun holds, for a failover run's items, the latest fire their
 	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
 	// shared by the run's fires, read only.
@@ -151,6 +154,12 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		results = make(chan itemResult, n)
 		r.narrowOwed(f, proven, results)
 	case KindFire:
+		if len(f.unrecorded) > 0 {
+			if f.items = r.recheckUnrecorded(f); len(f.items) == 0 {
+				return
+			}
+			n = len(f.items)
+		}
 		if n == 1 {
 			f.onePrior, _ = r.records.lookup(f.items[0])
 			f.hasOne = true

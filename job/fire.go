@@ -215,12 +215,12 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 	cfg := r.config()
 	heldBefore := r.cache.held()
 	gaps, fresh := r.inheritedGaps(sess, at, a)
-	ran, known := r.ranBefore(cfg, at, fresh)
+	ran, known, unrecorded := r.ranBefore(cfg, at, fresh)
 	if len(ran) > 0 {
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
 	res := r.reserveFire(a.items, at, gaps, ran, cfg)
-	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain, known: known}
+	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain, known: known, unrecorded: unrecorded}
 	if prove {
 		checks := a.proof
 		if checks == nil {
