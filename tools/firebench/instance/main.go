@@ -91,9 +91,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers, -etcd and -url are required; -jobs and -items must be at least 1")
 		os.Exit(2)
 	}
-	if servers != "" {
+	switch {
+	case servers != "":
 		o.servers = strings.Split(servers, ",")
-	} else {
+	case etcd != "":
 		o.etcd = strings.Split(etcd, ",")
 	}
 	if err := run(o); err != nil {
