@@ -473,8 +473,6 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 	return ran, known, unrecorded
 }
 
-
-
 // readDebt reads the item's misfire node: the earliest fire an instance
 // that could not run the item (it was running elsewhere) owed it, if any.
 // The node outlives that instance, whose debt was otherwise in its memory
