@@ -19,8 +19,7 @@ ZK_PORT   ?= 2181
 # instance processes. The tests gate on events, not on time, so that a
 # second stream (or any other busy process) beside them changes how long
 # they take, not what they find.
-test: zookeeper postgresql chromium bench-check
-	$(GO) vet ./...
+test: zookeeper postgresql chromium bench-check lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-job test-rest
 
 # The job package on ZooKeeper, then on etcd, then on PostgreSQL.
