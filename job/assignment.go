@@ -614,9 +614,13 @@ func (r *runner) recheckUnrecorded(f *fire) []int {
 	if err != nil {
 		return f.items
 	}
+	unrecorded := make(map[int]bool, len(f.unrecorded))
+	for _, it := range f.unrecorded {
+		unrecorded[it] = true
+	}
 	var check []int
 	for _, it := range f.items {
-		if slices.Contains(f.unrecorded, it) {
+		if unrecorded[it] {
 			check = append(check, it)
 		}
 	}
