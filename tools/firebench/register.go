@@ -163,6 +163,32 @@ func (b *bench) measureRegister(ctx context.Context) error {
 			break
 		}
 	}
+	// The server's own count of what it received, in a window that starts
+	// once the instance is quiet and lasts regIdle. The window right after
+	// Start can not say it: PostgreSQL reports an idle connection's
+	// transactions up to ten seconds late (its statistics are flushed at
+	// most once a second, and by an idle backend after ten), so the
+	// transactions of the last seconds of Start land in it.
+	if settled {
+		if err := benchkit.SleepCtx(ctx, 11*time.Second); err != nil {
+			return err
+		}
+		s0 := rc.Stats()
+		q0, qerr0 := b.packetsReceived(ctx)
+		tq := time.Now()
+		if err := benchkit.SleepCtx(ctx, b.cfg.regIdle); err != nil {
+			return err
+		}
+		q1, qerr1 := b.packetsReceived(ctx)
+		secs := time.Since(tq).Seconds()
+		k := new(benchkit.KV).Add("window", time.Since(tq).Round(time.Millisecond)).
+			Add("req_per_s", float64(rc.Stats().Sub(s0).Total())/secs)
+		if qerr0 == nil && qerr1 == nil {
+			k.Add("server_packets_per_s", float64(q1-q0)/secs)
+			b.summary.Add("idle_server_per_s", float64(q1-q0)/secs)
+		}
+		fmt.Println("bench register_idle_settled" + k.String())
+	}
 	w1, werr := b.watchTotal(ctx)
 	if werr0 != nil {
 		werr = werr0
