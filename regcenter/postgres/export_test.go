@@ -15,3 +15,10 @@ func (c *Center) PauseWatches() (resume func()) {
 	c.watches.enqueue(task{kind: taskHold, hold: hold})
 	return func() { close(hold) }
 }
+
+// PollNow reads the change log once from the dispatcher's position, as
+// the watch dispatcher's poll does, and returns its error.
+func (c *Center) PollNow() error {
+	_, err := c.readLog(c.life)
+	return err
+}
