@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -371,7 +372,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 	if err != nil {
 		return nil, fresh
 	}
-	before := prevFire(sched, at.Add(-time.Millisecond))
+	before := fireplan.Prev(sched, at.Add(-time.Millisecond))
 	if before.IsZero() {
 		return nil, fresh
 	}

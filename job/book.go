@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -146,66 +147,71 @@ func (b *book) reserveFire(res *fireReservation, items []int, at time.Time, gaps
 }
 
 func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gaps map[int]time.Time, ran bool, cfg *spec) {
-	prev := b.owed.dispatchedAt(it)
+	e, busy := b.runs.running[it]
+	since, owed := b.owed.owed(it)
+	fact := fireplan.Item{Busy: busy, Owed: owed, OwedSince: since, Gap: gaps[it], RanElsewhere: ran, Dispatched: b.owed.dispatchedAt(it)}
+	if busy {
+		fact.Running = e.span()
+	}
 	b.owed.dispatch(it, at)
-	gap, gapped := gaps[it]
-	if e, busy := b.runs.running[it]; busy {
-		if cfg.Overlap == OverlapAllow {
-			// Alongside the run still going: this fire runs as it is.
-			res.taken = append(res.taken, b.runAlongsideLocked(it, at))
+	d := fireplan.Decide(b.planFire(cfg, at), fact)
+	switch d.Action {
+	case fireplan.Alongside:
+		res.taken = append(res.taken, b.runAlongsideLocked(it, at))
+		res.plain = append(res.plain, it)
+	case fireplan.Owe:
+		b.noteOwesLocked(it, d.Owes, cfg)
+		if d.Replace && e.replace != nil {
+			// The run owed above starts once the replaced one returns.
+			b.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
+			e.replace()
+		}
+	case fireplan.RunHere:
+		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
+	case fireplan.Run:
+		e := &execution{item: it, fire: d.Run.Fire, through: d.Run.Through}
+		b.runs.running[it] = e
+		res.taken = append(res.taken, e)
+		if d.ForgetDebt {
+			b.owed.forget(it)
+		}
+		if !d.MakeUp {
 			res.plain = append(res.plain, it)
 			return
 		}
-		from := at
-		if gapped && gap.Before(at) {
-			from = gap
-		}
-		b.oweBusyLocked(it, e, from, at, cfg)
-		if !e.standsFor(at) {
-			if cfg.Overlap == OverlapReplace && e.replace != nil {
-				// The run owed above starts once the replaced one returns.
-				b.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
-				e.replace()
-			}
-		}
-		return
-	}
-	since, owed := b.owed.owed(it)
-	if gapped && (!owed || gap.Before(since)) {
-		since, owed = gap, true
-	}
-	if ran && !owed {
-		return
-	}
-	if !owed && !prev.IsZero() && !prev.Before(at) {
-		// A run here already stood for this fire: a make-up or failover
-		// run through it, reserved ahead of it, which has ended before
-		// this fire's trigger came (a stalled machine, a slow proof).
-		// Run again as a plain fire it would run a completed fire twice.
-		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
-		return
-	}
-	e := &execution{item: it, fire: at, through: at}
-	b.runs.running[it] = e
-	res.taken = append(res.taken, e)
-	if owed {
-		b.owed.forget(it)
-	}
-	if owed && since.Before(at) {
 		// A make-up run through this fire, which may be claimed ahead of
 		// its time.
-		e.fire, e.through = since, b.makeUpThrough(cfg, since)
-		if e.through.Before(at) {
-			e.through = at
-		}
-		b.owed.dispatch(it, e.through)
+		b.owed.dispatch(it, d.Run.Through)
 		if res.debts == nil {
 			res.debts = map[time.Time][]int{}
 		}
-		res.debts[since] = append(res.debts[since], it)
-		return
+		res.debts[d.Run.Fire] = append(res.debts[d.Run.Fire], it)
 	}
-	res.plain = append(res.plain, it)
+}
+
+// planFire is the scheduled fire at of a job with cfg, as the plan takes
+// it.
+func (b *book) planFire(cfg *spec, at time.Time) fireplan.Fire {
+	sched, _, _ := cfg.Schedule()
+	return fireplan.Fire{At: at, Overlap: planOverlap(cfg.Overlap), Schedule: sched, Now: b.now(), Lead: b.lead}
+}
+
+// planOverlap is p as the plan takes it.
+func planOverlap(p OverlapPolicy) fireplan.Overlap {
+	switch p {
+	case OverlapAllow:
+		return fireplan.OverlapAllow
+	case OverlapReplace:
+		return fireplan.OverlapReplace
+	}
+	return fireplan.OverlapWait
+}
+
+// noteOwesLocked notes the fires in o as owed by item.
+func (b *book) noteOwesLocked(item int, o fireplan.Owes, cfg *spec) {
+	for _, at := range o.All() {
+		b.noteMisfireLocked(item, at, cfg)
+	}
 }
 
 // makeUpThrough is the latest fire a make-up run since since, reserved
@@ -294,26 +300,10 @@ func (b *book) reserve(items []int, at, through time.Time, kind Kind, cfg *spec,
 }
 
 // oweBusyLocked notes the debt of a run for the fires from through to
-// that found item busy with e: the fires e does not stand for. When e
-// stands for from but ends before to, the debt starts at the first fire
-// after e's — not at to, which would leave the fires between owed by
-// nobody.
+// that found item busy with e (see fireplan.BusyDebts).
 func (b *book) oweBusyLocked(item int, e *execution, from, to time.Time, cfg *spec) {
-	switch {
-	case !e.standsFor(from):
-		b.noteMisfireLocked(item, from, cfg)
-	case to.After(e.through):
-		first := to
-		if sched, _, err := cfg.Schedule(); err == nil {
-			if n := sched.Next(e.through); !n.IsZero() && n.Before(to) {
-				first = n
-			}
-		}
-		b.noteMisfireLocked(item, first, cfg)
-	}
-	if to.After(from) && !e.standsFor(to) {
-		b.noteMisfireLocked(item, to, cfg)
-	}
+	sched, _, _ := cfg.Schedule()
+	b.noteOwesLocked(item, fireplan.BusyDebts(e.span(), from, to, sched), cfg)
 }
 
 // release frees items, and reports whether none run here now, whether

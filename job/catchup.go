@@ -1,5 +1,7 @@
 package job
 
+import "github.com/shardjob/shardjob/job/internal/fireplan"
+
 // The idle catch-up. An instance that holds no items lets a fire pass
 // without a request, on its sharding node's watch (see assume). A reshard
 // due at that fire commits a moment later — the leader reshards at its
@@ -30,7 +32,7 @@ func (r *runner) catchUpIdle() {
 	}
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
-	if err != nil || cfg.Unmonitored || cfg.skipsMissed() || !dueFire(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
+	if err != nil || cfg.Unmonitored || cfg.skipsMissed() || !fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -24,7 +25,7 @@ func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 	if err != nil {
 		return err
 	}
-	latest := dueFire(sched, r.s.opts.now(), r.s.opts.fireLead)
+	latest := fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead)
 	var errs []error
 	for _, sv := range servers.names() {
 		kids := servers[sv]
@@ -97,7 +98,7 @@ func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 func (r *runner) latestFire() time.Time {
 	now := r.s.opts.now()
 	if sched, _, err := r.config().Schedule(); err == nil {
-		if p := prevFire(sched, now); !p.IsZero() {
+		if p := fireplan.Prev(sched, now); !p.IsZero() {
 			return p
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -43,14 +44,10 @@ func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration)
 }
 
 // throughWithLead is the latest fire of cfg's schedule dispatched by now
-// with lead, or since if that is not later.
+// with lead, or since when that is not later (fireplan.MakeUpThrough).
 func throughWithLead(cfg *spec, since, now time.Time, lead time.Duration) time.Time {
-	if sched, _, err := cfg.Schedule(); err == nil {
-		if p := dueFire(sched, now, lead); p.After(since) {
-			return p
-		}
-	}
-	return since
+	sched, _, _ := cfg.Schedule()
+	return fireplan.MakeUpThrough(sched, since, now, lead)
 }
 
 // priorsFor returns what the records of items said when this instance last

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 )
 
 // maxSpans bounds the runs of covered fires an item's completed record
@@ -181,7 +182,7 @@ func (c cover) owed(sched cron.Schedule, since, upTo time.Time) (first, last, re
 	last = upTo
 	for _, s := range c.spans {
 		if s.first.After(first) {
-			if p := prevFire(sched, s.first.Add(-time.Millisecond)); p.Before(last) {
+			if p := fireplan.Prev(sched, s.first.Add(-time.Millisecond)); p.Before(last) {
 				last = p
 			}
 			break

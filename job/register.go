@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -495,7 +496,7 @@ func (r *runner) recoverIncarnation(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	latest := prevFire(sched, r.s.opts.now())
+	latest := fireplan.Prev(sched, r.s.opts.now())
 	if latest.IsZero() {
 		return nil
 	}

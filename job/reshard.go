@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -271,7 +272,7 @@ func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.T
 	// fire they did run is not run again: a make-up run skips the fires
 	// the item's record lists.
 	now := r.s.opts.now()
-	since := dueFire(sched, now, r.s.opts.fireLead)
+	since := fireplan.Due(sched, now, r.s.opts.fireLead)
 	if since.IsZero() || since.Before(now.Add(-r.s.opts.fireLead)) {
 		since = sched.Next(now)
 	}

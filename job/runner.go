@@ -9,6 +9,7 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -102,9 +103,10 @@ type execution struct {
 
 // standsFor reports whether the execution holding an item already makes up
 // for the fire at: a fire that finds its item so busy owes nothing.
-func (e *execution) standsFor(at time.Time) bool {
-	return !e.through.IsZero() && !e.through.Before(at) && !e.fire.After(at)
-}
+func (e *execution) standsFor(at time.Time) bool { return e.span().StandsFor(at) }
+
+// span is the fires the execution stands for.
+func (e *execution) span() fireplan.Span { return fireplan.Span{Fire: e.fire, Through: e.through} }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r := &runner{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -41,7 +42,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// the items it holds; later fires belong to whoever holds them next.
 	var upTo time.Time
 	if sched, _, err := r.config().Schedule(); err == nil {
-		upTo = prevFire(sched, r.s.opts.now())
+		upTo = fireplan.Prev(sched, r.s.opts.now())
 	}
 	handOver := registered && !removed && r.config().Failover
 	if registered {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 )
 
 // trigger fires every job of a scheduler from one goroutine and one timer,
@@ -47,7 +48,7 @@ type triggerEntry struct {
 // setNext makes next the entry's next fire, dispatched lead ahead (see
 // lead).
 func (e *triggerEntry) setNext(next time.Time, lead time.Duration) {
-	e.next, e.due = next, dueAt(e.sched, next, lead)
+	e.next, e.due = next, fireplan.DueAt(e.sched, next, lead)
 }
 
 // lead is the lead of the entry's next fire: lead, or none while the job
@@ -61,36 +62,6 @@ func (e *triggerEntry) lead(lead time.Duration) time.Duration {
 
 // askQuick asks the job whether it is quick now.
 func (e *triggerEntry) askQuick() { e.isQuick = e.quick != nil && e.quick() }
-
-// dueAt is when the fire at next is dispatched: next less its lead.
-func dueAt(s cron.Schedule, next time.Time, lead time.Duration) time.Time {
-	return next.Add(-leadOf(s, next, lead))
-}
-
-// leadOf is how long before the fire at next it is dispatched: lead, but
-// no more than half the time from next to the fire after it, so that a
-// fire is never dispatched before the one before it has had half its
-// period (and one whose items are still busy claims only once they are
-// released: untilClaim).
-func leadOf(s cron.Schedule, next time.Time, lead time.Duration) time.Duration {
-	if lead <= 0 || next.IsZero() {
-		return 0
-	}
-	if after := s.Next(next); !after.IsZero() {
-		return min(lead, after.Sub(next)/2)
-	}
-	return lead
-}
-
-// dueFire returns the latest fire of s dispatched by now with lead: the
-// next fire once its lead has begun, otherwise the latest fire at or
-// before now (zero if none in the past year).
-func dueFire(s cron.Schedule, now time.Time, lead time.Duration) time.Time {
-	if n := s.Next(now); !n.IsZero() && !dueAt(s, n, lead).After(now) {
-		return n
-	}
-	return prevFire(s, now)
-}
 
 type triggerHeap []*triggerEntry
 
@@ -158,7 +129,7 @@ func (t *trigger) relead(job string) {
 	moved := false
 	if e != nil && e.index >= 0 {
 		e.askQuick()
-		if due := dueAt(e.sched, e.next, e.lead(t.lead)); !due.Equal(e.due) {
+		if due := fireplan.DueAt(e.sched, e.next, e.lead(t.lead)); !due.Equal(e.due) {
 			e.due = due
 			heap.Fix(&t.h, e.index)
 			moved = true
@@ -196,7 +167,7 @@ func (t *trigger) run(ctx context.Context) {
 			e := t.h[0]
 			at, lead := e.next, e.lead(t.lead)
 			n := e.sched.Next(at)
-			for !n.IsZero() && !dueAt(e.sched, n, lead).After(now) {
+			for !n.IsZero() && !fireplan.DueAt(e.sched, n, lead).After(now) {
 				at, n = n, e.sched.Next(n)
 			}
 			e.setNext(n, lead)
@@ -226,23 +197,4 @@ func (t *trigger) run(ctx context.Context) {
 		case <-t.wake:
 		}
 	}
-}
-
-// prevFire returns the latest fire time of s at or before now, or zero if
-// there was none in the past year.
-func prevFire(s cron.Schedule, now time.Time) time.Time {
-	for back := time.Second; back <= 366*24*time.Hour; back *= 2 {
-		t := s.Next(now.Add(-back))
-		if t.IsZero() || t.After(now) {
-			continue
-		}
-		for {
-			n := s.Next(t)
-			if n.IsZero() || n.After(now) {
-				return t
-			}
-			t = n
-		}
-	}
-	return time.Time{}
 }
