@@ -26,8 +26,8 @@
 // item could not run — it was still busy, its instance died, the registry was
 // unreachable — are made up by one later run that stands for all of them
 // ([ShardingContext.Through]), on this instance or, with failover, on
-// another. docs/guarantees.md states the invariants and how the chaos
-// harness checks them.
+// another. docs/guarantees.md states the invariants, and docs/evidence.md
+// how the tests and the chaos harness check them.
 //
 // # The life of a fire
 //
