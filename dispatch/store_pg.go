@@ -167,7 +167,7 @@ SELECT * FROM upd`
 // the whole table, live and ended, on every claim, under the global row's
 // lock): a claim of 1,000 from a backlog of 100,000 took 124 ms so against
 // 24 ms by key, and the run that met that analyze ran at a quarter of its
-// throughput (docs/performance.md, "Beside River"). The claim's other
+// throughput (docs/dispatch.md, "Beside River"). The claim's other
 // joins are of a few rows (workers, freed slots) and are as cheap as a
 // nested loop; the full join that merges taken and freed slots per
 // worker still hashes, which the planner does when nothing else can.
