@@ -14,7 +14,8 @@ import (
 	"github.com/shardjob/shardjob/job"
 )
 
-// The pairwise live test of schedule options (docs/design.md §7): every
+// The pairwise live test of schedule options (docs/design.md, "Overlap,
+// deadlines, calendars and daylight saving time"): every
 // pair of two options' values runs as a job of its own, all of them at
 // once on one cluster of three instances, and each job's runs are checked
 // against the rules of its options.
