@@ -366,7 +366,7 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 			}
 			c := coverOf(marks[i])
 			// Zero: covered through the schedule's last fire.
-			if u := c.uncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
+			if u := c.UncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
 				return false, nil // a fire of the range not run yet on item i
 			}
 			// The result of the fires waited for, not of the latest run:

@@ -405,7 +405,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			continue
 		}
 		var since time.Time
-		if done := recs[i].through(); !done.IsZero() && done.Before(before) {
+		if done := recs[i].Through(); !done.IsZero() && done.Before(before) {
 			since = sched.Next(done) // nothing ran since done
 		}
 		if d := debts[i]; !d.IsZero() && !d.After(before) && (since.IsZero() || d.Before(since)) {
@@ -449,7 +449,7 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 		if !ok {
 			continue // not read: the fire runs it, as before the check
 		}
-		if !rec.uncoveredFrom(sched, at).Equal(at) {
+		if !rec.UncoveredFrom(sched, at).Equal(at) {
 			if ran == nil {
 				ran = map[int]bool{}
 			}
@@ -639,7 +639,7 @@ func (r *runner) recheckUnrecorded(f *fire) []int {
 			continue
 		}
 		r.records.read(it, recs[i])
-		if !recs[i].uncoveredFrom(sched, f.at).Equal(f.at) {
+		if !recs[i].UncoveredFrom(sched, f.at).Equal(f.at) {
 			ranThere[it] = true
 		}
 	}

@@ -169,7 +169,7 @@ func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gap
 	case fireplan.RunHere:
 		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
 	case fireplan.Run:
-		e := &execution{item: it, fire: d.Run.Fire, through: d.Run.Through}
+		e := &execution{item: it, fire: d.Run.First, through: d.Run.Last}
 		b.runs.running[it] = e
 		res.taken = append(res.taken, e)
 		if d.ForgetDebt {
@@ -181,11 +181,11 @@ func (b *book) reserveItemLocked(res *fireReservation, it int, at time.Time, gap
 		}
 		// A make-up run through this fire, which may be claimed ahead of
 		// its time.
-		b.owed.dispatch(it, d.Run.Through)
+		b.owed.dispatch(it, d.Run.Last)
 		if res.debts == nil {
 			res.debts = map[time.Time][]int{}
 		}
-		res.debts[d.Run.Fire] = append(res.debts[d.Run.Fire], it)
+		res.debts[d.Run.First] = append(res.debts[d.Run.First], it)
 	}
 }
 
@@ -526,7 +526,7 @@ func (b *book) narrow(item int, since time.Time, c record, cfg *spec) (first, la
 	if err != nil {
 		return since, upTo, time.Time{}, upTo
 	}
-	first, last, rest = c.owed(sched, since, upTo)
+	first, last, rest = c.Owed(sched, since, upTo)
 	if !first.IsZero() {
 		if e != nil {
 			e.through = last

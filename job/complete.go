@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -80,9 +81,9 @@ func (b itemResult) covers(since time.Time) bool {
 func (r *runner) recorded(cfg *spec, b itemResult) cover {
 	sched, _, err := cfg.Schedule()
 	if err != nil {
-		return cover{spans: []span{{b.fire, b.coveredUpTo()}}}
+		return fireplan.CoverOf(fireplan.Span{First: b.fire, Last: b.coveredUpTo()})
 	}
-	return b.prior.with(sched, b.fire, b.coveredUpTo())
+	return b.prior.With(sched, b.fire, b.coveredUpTo())
 }
 
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
@@ -370,7 +371,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		case err != nil:
 			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
 		default:
-			if m, err := decodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).through()) {
+			if m, err := decodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
 				setIn(&c.skipCompleted, b.item)
 				continue
 			}
@@ -387,7 +388,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 // to it instead: its prior.)
 func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completion) {
 	for _, b := range c.batch {
-		if b.kind == KindFailover && b.halted == nil && b.prior.isZero() {
+		if b.kind == KindFailover && b.halted == nil && b.prior.IsZero() {
 			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.coveredUpTo()) {
 				setIn(&c.skipCompleted, b.item)
 			}
@@ -625,7 +626,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				c.deferred[i] = mark // its cover is c.recorded[i]
 				continue
 			}
-			mark.Fire, mark.Ran = rec.through().UnixMilli(), rec.ran()
+			mark.Fire, mark.Ran = rec.Through().UnixMilli(), rec.Ran()
 			data := mark.marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)
 			if r.records.exists(b.item) {

@@ -69,12 +69,12 @@ func DecodeStoredForTest(kind string, data []byte) (decoded bool, problem error)
 		var m completedMark
 		if m, err = decodeCompleted(data); err == nil {
 			c := coverOf(m)
-			for _, s := range c.spans {
-				if s.first.UnixMilli() <= 0 || s.last.UnixMilli() > maxStoredMillis || s.last.Before(s.first) {
-					return true, fmt.Errorf("record %+v covers %v-%v", m, s.first, s.last)
+			for _, s := range c.Spans() {
+				if s.First.UnixMilli() <= 0 || s.Last.UnixMilli() > maxStoredMillis || s.Last.Before(s.First) {
+					return true, fmt.Errorf("record %+v covers %v-%v", m, s.First, s.Last)
 				}
 			}
-			if through := c.through(); through.UnixMilli() > maxStoredMillis {
+			if through := c.Through(); through.UnixMilli() > maxStoredMillis {
 				return true, fmt.Errorf("record %+v covers through %v", m, through)
 			}
 		}

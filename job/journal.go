@@ -111,7 +111,7 @@ type journalDoc struct {
 func (j *journal) put(ctx context.Context, server, job string, covers map[int]cover) error {
 	j.mu.Lock()
 	for it, c := range covers {
-		j.entries[journalKey{job, it}] = c.ran()
+		j.entries[journalKey{job, it}] = c.Ran()
 	}
 	j.seq++
 	want := j.seq
@@ -298,7 +298,7 @@ func (r *runner) journalled(ctx context.Context, item int, id string, rec record
 	if serr != nil {
 		return rec, nil
 	}
-	rec.cover = rec.cover.union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
+	rec.cover = rec.cover.Union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
 	return rec, nil
 }
 
@@ -401,8 +401,8 @@ func (r *runner) foldEntry(ctx context.Context, sched cron.Schedule, id string, 
 		if err != nil || m.Journal != id {
 			return nil // rewritten since by the item's next owner, or garbage
 		}
-		c := coverOf(m).union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
-		m.Fire, m.Ran, m.Floor, m.Journal = c.through().UnixMilli(), c.ran(), 0, ""
+		c := coverOf(m).Union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
+		m.Fire, m.Ran, m.Floor, m.Journal = c.Through().UnixMilli(), c.Ran(), 0, ""
 		_, err = r.rc.Set(ctx, path, m.marshal(), st.Version)
 		if !errors.Is(err, regcenter.ErrBadVersion) {
 			return err
@@ -439,8 +439,8 @@ func (r *runner) journalDeferred(cfg *spec, c *completion) {
 func (r *runner) journalCovered(c *completion) {
 	through := map[int]time.Time{}
 	for i, b := range c.batch {
-		if _, deferred := c.deferred[i]; !deferred && !c.recorded[i].isZero() {
-			through[b.item] = c.recorded[i].through()
+		if _, deferred := c.deferred[i]; !deferred && !c.recorded[i].IsZero() {
+			through[b.item] = c.recorded[i].Through()
 		}
 	}
 	if len(through) > 0 {

@@ -100,7 +100,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 		first, last, rest, upTo := r.book.narrow(it, since, c, cfg)
 		switch {
 		case first.IsZero():
-			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.through())
+			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.Through())
 			now := time.Now()
 			settled = append(settled, itemResult{item: it, fire: since, through: upTo, kind: kind, begin: now, end: now, settled: true})
 		case !first.Equal(since) || !last.Equal(upTo):

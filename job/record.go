@@ -11,24 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/robfig/cron/v3"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 )
 
-// maxSpans bounds the runs of covered fires an item's completed record
-// keeps: the newest ones, which are what owed runs ask about.
-const maxSpans = 16
-
-// span is a run of consecutive fires of the schedule, first through last,
-// that executions covered.
-type span struct{ first, last time.Time }
-
-// cover is what an item's completed record says ran: runs of covered fires,
-// oldest first, none adjacent to the next. Every span is a fact — some
-// execution covered those fires — so the union of two covers is true too;
-// what a cover does not list is not known to have run. Zero when nothing is
-// recorded.
-type cover struct{ spans []span }
+// cover is what an item's completed record says ran (fireplan.Cover).
+type cover = fireplan.Cover
 
 // record is an item's completed node as this instance last read or wrote
 // it: what it says ran and, when versioned, the node's version. A
@@ -78,8 +65,8 @@ func failedAfter(prior []failedRun, cov cover, first, last time.Time, err error)
 	}
 	f, l := first.UnixMilli(), last.UnixMilli()
 	var oldest int64
-	if len(cov.spans) > 0 {
-		oldest = cov.spans[0].first.UnixMilli()
+	if spans := cov.Spans(); len(spans) > 0 {
+		oldest = spans[0].First.UnixMilli()
 	}
 	out := make([]failedRun, 0, len(prior)+1)
 	for _, p := range prior {
@@ -132,98 +119,17 @@ func cutError(msg string, n int) string {
 	return msg[:n] + "…"
 }
 
-// through is the latest covered fire (zero if none).
-func (c cover) through() time.Time {
-	if len(c.spans) == 0 {
-		return time.Time{}
-	}
-	return c.spans[len(c.spans)-1].last
-}
-
-// isZero reports whether nothing is recorded.
-func (c cover) isZero() bool { return len(c.spans) == 0 }
-
-// with returns c plus the fires first through last, merging runs that
-// overlap or follow each other in sched, and keeping the newest maxSpans.
-func (c cover) with(sched cron.Schedule, first, last time.Time) cover {
-	if first.IsZero() || last.Before(first) {
-		return c
-	}
-	all := make([]span, 0, len(c.spans)+1) // c's spans are shared: a copy
-	all = append(all, c.spans...)
-	all = append(all, span{first, last})
-	slices.SortFunc(all, func(a, b span) int { return a.first.Compare(b.first) })
-	out := all[:1]
-	for _, s := range all[1:] {
-		prev := &out[len(out)-1]
-		if !s.first.After(sched.Next(prev.last)) { // overlaps or follows
-			if s.last.After(prev.last) {
-				prev.last = s.last
-			}
-			continue
-		}
-		out = append(out, s)
-	}
-	if len(out) > maxSpans {
-		out = out[len(out)-maxSpans:]
-	}
-	return cover{spans: out}
-}
-
-// owed splits a debt of the fires since through upTo by what c covers: run
-// is the first stretch of consecutive fires not covered (zero first when
-// every fire is), and rest is the first uncovered fire after that stretch,
-// if any up to upTo, which stays owed.
-func (c cover) owed(sched cron.Schedule, since, upTo time.Time) (first, last, rest time.Time) {
-	first = c.uncoveredFrom(sched, since)
-	if first.IsZero() || first.After(upTo) {
-		return time.Time{}, time.Time{}, time.Time{}
-	}
-	last = upTo
-	for _, s := range c.spans {
-		if s.first.After(first) {
-			if p := fireplan.Prev(sched, s.first.Add(-time.Millisecond)); p.Before(last) {
-				last = p
-			}
-			break
-		}
-	}
-	if last.Before(upTo) {
-		if r := c.uncoveredFrom(sched, sched.Next(last)); !r.IsZero() && !r.After(upTo) {
-			rest = r
-		}
-	}
-	return first, last, rest
-}
-
-// uncoveredFrom is the first fire at or after t that c does not cover.
-func (c cover) uncoveredFrom(sched cron.Schedule, t time.Time) time.Time {
-	for _, s := range c.spans {
-		if t.Before(s.first) {
-			return t
-		}
-		if !t.After(s.last) {
-			t = sched.Next(s.last)
-			if t.IsZero() {
-				return t
-			}
-		}
-	}
-	return t
-}
-
 // coverOf reads a completed mark: its runs of covered fires, or, for a mark
 // written without them, the one run from Floor (or Since) through Fire.
 func coverOf(m completedMark) cover {
 	if len(m.Ran) > 0 {
-		c := cover{}
+		spans := make([]fireplan.Span, 0, len(m.Ran))
 		for _, s := range m.Ran {
-			if s[0] > 0 && s[1] >= s[0] {
-				c.spans = append(c.spans, span{time.UnixMilli(s[0]), time.UnixMilli(s[1])})
+			if s[0] > 0 {
+				spans = append(spans, fireplan.Span{First: time.UnixMilli(s[0]), Last: time.UnixMilli(s[1])})
 			}
 		}
-		slices.SortFunc(c.spans, func(a, b span) int { return a.first.Compare(b.first) })
-		return c
+		return fireplan.CoverOf(spans...)
 	}
 	first := m.Fire
 	for _, t := range []int64{m.Since, m.Floor} {
@@ -231,24 +137,7 @@ func coverOf(m completedMark) cover {
 			first = t
 		}
 	}
-	return cover{spans: []span{{time.UnixMilli(first), time.UnixMilli(m.Fire)}}}
-}
-
-// union returns c plus every fire o covers.
-func (c cover) union(sched cron.Schedule, o cover) cover {
-	for _, s := range o.spans {
-		c = c.with(sched, s.first, s.last)
-	}
-	return c
-}
-
-// ran is c as a completed mark stores it.
-func (c cover) ran() [][2]int64 {
-	out := make([][2]int64, len(c.spans))
-	for i, s := range c.spans {
-		out[i] = [2]int64{s.first.UnixMilli(), s.last.UnixMilli()}
-	}
-	return out
+	return fireplan.CoverOf(fireplan.Span{First: time.UnixMilli(first), Last: time.UnixMilli(m.Fire)})
 }
 
 // maxRecordedError bounds the error an item's completed record keeps: the

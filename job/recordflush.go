@@ -175,7 +175,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 		ops := make([]regcenter.Op, len(ps))
 		for i, p := range ps {
 			m := p.mark
-			m.Fire, m.Ran = covers[i].through().UnixMilli(), covers[i].ran()
+			m.Fire, m.Ran = covers[i].Through().UnixMilli(), covers[i].Ran()
 			if release {
 				m.Journal = ""
 			}
@@ -199,7 +199,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 			if r.s.journal != nil {
 				through := make(map[int]time.Time, len(ps))
 				for i, p := range ps {
-					through[p.item] = covers[i].through()
+					through[p.item] = covers[i].Through()
 				}
 				r.s.journal.covered(r.name, through)
 			}
@@ -220,7 +220,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 				err = rerr
 				break
 			}
-			covers[i] = covers[i].union(sched, rec.cover)
+			covers[i] = covers[i].Union(sched, rec.cover)
 			versions[i], create[i] = rec.version, !rec.versioned
 			continue
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):

@@ -17,7 +17,7 @@ import (
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
 	c, err := r.completedCover(ctx, item)
-	return c.through(), err
+	return c.Through(), err
 }
 
 // completedCover reads the item's completed node (zero if none, or
@@ -37,7 +37,7 @@ func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
 	}
 	if p, ok := r.records.pendingCover(item); ok {
 		if sched, _, serr := r.config().Schedule(); serr == nil {
-			rec.cover = rec.cover.union(sched, p)
+			rec.cover = rec.cover.Union(sched, p)
 		}
 	}
 	return rec, nil

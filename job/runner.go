@@ -106,7 +106,7 @@ type execution struct {
 func (e *execution) standsFor(at time.Time) bool { return e.span().StandsFor(at) }
 
 // span is the fires the execution stands for.
-func (e *execution) span() fireplan.Span { return fireplan.Span{Fire: e.fire, Through: e.through} }
+func (e *execution) span() fireplan.Span { return fireplan.Span{First: e.fire, Last: e.through} }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r := &runner{

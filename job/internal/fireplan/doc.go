@@ -14,7 +14,10 @@
 //   - what a scheduled fire does with one item (item.go): run it as a plain
 //     fire, run it as a make-up run since an earlier fire it owes, run it
 //     beside a run still going, or leave it — already run here or on its
-//     previous owner, or busy, and then which fires the item is owed.
+//     previous owner, or busy, and then which fires the item is owed;
+//   - what an item's completed record says ran (cover.go): the runs of
+//     covered fires a completion adds its run to, and the fires of a debt
+//     that are still owed once the record is read.
 //
 // It may import only the standard library.
 package fireplan

@@ -18,15 +18,16 @@ const (
 	OverlapReplace
 )
 
-// Span is the fires a run stands for: from Fire through Through.
+// Span is a stretch of consecutive fires of a schedule, First through
+// Last: the fires a run stands for, or that runs covered.
 type Span struct {
-	Fire, Through time.Time
+	First, Last time.Time
 }
 
 // StandsFor reports whether the run makes up for the fire at: a fire that
 // finds its item so busy owes nothing.
 func (s Span) StandsFor(at time.Time) bool {
-	return !s.Through.IsZero() && !s.Through.Before(at) && !s.Fire.After(at)
+	return !s.Last.IsZero() && !s.Last.Before(at) && !s.First.After(at)
 }
 
 // Fire is the scheduled fire being reserved.
@@ -176,10 +177,10 @@ func BusyDebts(running Span, from, to time.Time, s Schedule) Owes {
 	switch {
 	case !running.StandsFor(from):
 		o.add(from)
-	case to.After(running.Through):
+	case to.After(running.Last):
 		first := to
 		if s != nil {
-			if n := s.Next(running.Through); !n.IsZero() && n.Before(to) {
+			if n := s.Next(running.Last); !n.IsZero() && n.Before(to) {
 				first = n
 			}
 		}

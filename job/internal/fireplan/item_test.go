@@ -125,13 +125,13 @@ func TestDecideProperties(t *testing.T) {
 			if !d.Run.StandsFor(fAt) {
 				fail("the run does not stand for the fire reserved")
 			}
-			if owed && !d.Run.Fire.Equal(earliest) && earliest.Before(fAt) {
+			if owed && !d.Run.First.Equal(earliest) && earliest.Before(fAt) {
 				fail("the make-up run does not start at the earliest fire owed")
 			}
 			if !owed && (it.RanElsewhere || (!it.Dispatched.IsZero() && !it.Dispatched.Before(fAt))) {
 				fail("a fire that already ran is run again")
 			}
-			if d.MakeUp != d.Run.Fire.Before(fAt) {
+			if d.MakeUp != d.Run.First.Before(fAt) {
 				fail("MakeUp disagrees with the run's span")
 			}
 			if d.ForgetDebt != owed {
