@@ -82,12 +82,15 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -216,12 +219,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		tlsCfg = tlsOpt
 	}
 	if tlsCfg != nil {
-		tlsCfg = tlsCfg.Clone()
-		if tlsCfg.ServerName == "" && !tlsCfg.InsecureSkipVerify {
-			tlsCfg.ServerName = pcfg.ConnConfig.Host
-		}
-		pcfg.ConnConfig.TLSConfig = tlsCfg
-		pcfg.ConnConfig.Fallbacks = nil // no plain-text fallback when TLS is asked for
+		useTLS(&pcfg.ConnConfig.Config, tlsCfg)
 	}
 	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	pcfg.MaxConns = max(pcfg.MaxConns, 8)
@@ -229,7 +227,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	// A connection idle for long may have been cut by a firewall; the
 	// pool checks it before use.
 	pcfg.HealthCheckPeriod = max(cfg.SessionTimeout/2, time.Second)
-	where := fmt.Sprintf("%s:%d/%s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, pcfg.ConnConfig.Database)
+	where := hosts(&pcfg.ConnConfig.Config) + "/" + pcfg.ConnConfig.Database
 	// Name the connections for pg_stat_activity, unless the URL does.
 	listenCfg := pcfg.ConnConfig.Copy()
 	if _, named := pcfg.ConnConfig.RuntimeParams["application_name"]; !named {
@@ -297,6 +295,42 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	c.goLoop(c.watchLoop)
 	c.goLoop(c.listenLoop)
 	return c, nil
+}
+
+// useTLS makes every host of cfg (the first, and the fallbacks a
+// multi-host URL lists) connect with tlsCfg, checking each host's name
+// unless tlsCfg names the server, and drops the plain-text fallbacks.
+func useTLS(cfg *pgconn.Config, tlsCfg *tls.Config) {
+	forHost := func(host string) *tls.Config {
+		t := tlsCfg.Clone()
+		if t.ServerName == "" && !t.InsecureSkipVerify {
+			t.ServerName = host
+		}
+		return t
+	}
+	cfg.TLSConfig = forHost(cfg.Host)
+	seen := map[string]bool{net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)): true}
+	var fallbacks []*pgconn.FallbackConfig
+	for _, fb := range cfg.Fallbacks {
+		hp := net.JoinHostPort(fb.Host, fmt.Sprint(fb.Port))
+		if seen[hp] { // the plain-text fallback of a host already listed
+			continue
+		}
+		seen[hp] = true
+		fallbacks = append(fallbacks, &pgconn.FallbackConfig{Host: fb.Host, Port: fb.Port, TLSConfig: forHost(fb.Host)})
+	}
+	cfg.Fallbacks = fallbacks
+}
+
+// hosts lists cfg's hosts as host:port,host:port, for messages.
+func hosts(cfg *pgconn.Config) string {
+	list := []string{net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))}
+	for _, fb := range cfg.Fallbacks {
+		if hp := net.JoinHostPort(fb.Host, fmt.Sprint(fb.Port)); !slices.Contains(list, hp) {
+			list = append(list, hp)
+		}
+	}
+	return strings.Join(list, ",")
 }
 
 // goLoop runs f on a goroutine the center owns until Close.
