@@ -152,6 +152,9 @@ type Center struct {
 	row atomic.Pointer[sessionRow]
 
 	watches *watchTable
+	// server names the server the latest new connection reached: its
+	// system identifier and timeline (identify).
+	server atomic.Pointer[string]
 	// retention is the log retention in revisions (tests lower it).
 	retention atomic.Int64
 
@@ -246,6 +249,9 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		watches: newWatchTable(),
 	}
 	c.retention.Store(DefaultLogRetention)
+	// Each new connection says which server it reached; a different one
+	// (a standby promoted, another database) resynchronises the watches.
+	pcfg.AfterConnect = c.identify
 	c.sessions = regcenter.NewSessionKeeper(c.log, regcenter.BackendPostgres, c)
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.watches.done = c.life.Done()
@@ -331,6 +337,35 @@ func hosts(cfg *pgconn.Config) string {
 		}
 	}
 	return strings.Join(list, ",")
+}
+
+// serverIdentity is one statement that names the server a connection
+// reached: its cluster's system identifier and its WAL timeline, which a
+// promotion moves on (empty on a standby, which has no timeline of its
+// own to write on).
+const serverIdentity = `SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' ||
+	CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`
+
+// identify is the pool's AfterConnect: it reads which server the new
+// connection reached, and when that is not the server of the connections
+// before it (a standby promoted after a failover, another database
+// behind the same address), it tells the watch reader, which then
+// resynchronises every watch before it delivers anything read on it: a
+// server that lacks the latest commits reuses their revisions, so the
+// position in the change log means nothing there. A server that cannot
+// say (the functions refused) is taken for the same one.
+func (c *Center) identify(ctx context.Context, conn *pgx.Conn) error {
+	var id string
+	if err := conn.QueryRow(ctx, serverIdentity).Scan(&id); err != nil {
+		c.log.Debug("cannot tell which PostgreSQL server a connection reached; a failover will be noticed only if the revisions went back", "err", err)
+		return nil
+	}
+	if prev := c.server.Swap(&id); prev != nil && *prev != id {
+		c.log.Warn("connected to another PostgreSQL server than before (a failover?); resynchronising the watches",
+			"before", *prev, "now", id)
+		c.watches.serverChanged.Store(true)
+	}
+	return nil
 }
 
 // goLoop runs f on a goroutine the center owns until Close.

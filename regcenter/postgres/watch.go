@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,6 +89,10 @@ type watchTable struct {
 	// resets counts the times the position was moved to a revision
 	// the log had reached before (reposition); resetPos is the latest.
 	resets, resetPos int64
+
+	// serverChanged is set when a new connection reached another server
+	// than the connections before it (Center.identify).
+	serverChanged atomic.Bool
 }
 
 func newWatchTable() *watchTable {
@@ -212,10 +217,11 @@ func (w *watchTable) resyncEveryone() {
 
 // reposition moves the dispatcher's position to the namespace's revision
 // pos when it cannot go on from where it was (the log was pruned past it,
-// or the database went back), and resynchronises every subscription. A revision at or below the one a subscription started at
-// may now carry a change it has not seen: each starts again at pos at
-// the latest, and a pending one drops what it buffered (the resync covers
-// it).
+// the database went back, or the server is another one), and
+// resynchronises every subscription. A revision at or below the one a
+// subscription started at may now carry a change it has not seen: each
+// starts again at pos at the latest, and a pending one drops what it
+// buffered (the resync covers it).
 func (w *watchTable) reposition(pos int64) {
 	w.mu.Lock()
 	w.posRev, w.posI = pos, 1<<30
@@ -411,14 +417,20 @@ func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	if posRev < pruned || cur < max(posRev, seen) {
+	// A connection to another server is identified before its first
+	// query, so a read on the new server finds the flag set.
+	changed := w.serverChanged.Swap(false)
+	if posRev < pruned || cur < max(posRev, seen) || changed {
 		// Behind the retention; or ahead of the namespace itself (the
 		// position, or a revision a watch started at): the database
 		// went back (restored from a backup, or a failover to a
 		// standby that had not received the latest commits), and the
-		// revisions after cur will be reused by other changes.
+		// revisions after cur will be reused by other changes; or on
+		// another server, which may have gone back and been written to
+		// past the position since: the changes that reused the
+		// revisions up to it would be skipped.
 		c.log.Warn("watches cannot go on from their position in the change log; resynchronising them",
-			"position", posRev, "watch_read_at", seen, "pruned_to", pruned, "namespace_revision", cur)
+			"position", posRev, "watch_read_at", seen, "pruned_to", pruned, "namespace_revision", cur, "server_changed", changed)
 		w.reposition(cur)
 		return true, nil
 	}
