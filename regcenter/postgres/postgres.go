@@ -66,6 +66,18 @@
 // that finds its revision pruned and delivers EventResync to every watch
 // instead of a silent gap.
 //
+// # Failover
+//
+// A URL may list a primary and its standbys with
+// target_session_attrs=read-write: new connections go to the one that
+// takes writes. Each new connection reads which server it reached (its
+// system identifier and WAL timeline, which a promotion moves on); when
+// that changes, every watch is resynchronised before anything read there
+// is delivered, since a standby that lacked the latest commits reuses
+// their revisions. A session whose row reached the standby goes on if the
+// promotion comes within its fencing lease. Acknowledged writes survive a
+// promotion only if the standby was synchronous (synchronous_standby_names).
+//
 // # The database
 //
 // Open creates the tables and functions (prefixed shardjob_rc_) in the
