@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-history console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Two streams run side by side, each one package at a time (-p 1): the job
 # package (on ZooKeeper, then its etcd matrix) and every other package
@@ -135,6 +135,13 @@ screenshots: zookeeper chromium
 # SQLite by history.Recorder and printed through its Query API.
 demo-history:
 	$(GO) run ./example/history $(DEMO_FLAGS)
+
+# Everything on one PostgreSQL: the registry, two instances running a
+# sharded job recorded in the history, and the dispatcher under a cap. A
+# throwaway server unless DEMO_FLAGS='-pg postgres://user@host:port/db'
+# (the password in PGPASSWORD or a passfile).
+demo-onedb: postgresql
+	$(GO) run ./example/onedb $(DEMO_FLAGS)
 
 # The fire path measured as a user sees it (tools/firebench: its own
 # ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.

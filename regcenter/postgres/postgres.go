@@ -66,6 +66,18 @@
 // that finds its revision pruned and delivers EventResync to every watch
 // instead of a silent gap.
 //
+// # Failover
+//
+// A URL may list a primary and its standbys with
+// target_session_attrs=read-write: new connections go to the one that
+// takes writes. Each new connection reads which server it reached (its
+// system identifier and WAL timeline, which a promotion moves on); when
+// that changes, every watch is resynchronised before anything read there
+// is delivered, since a standby that lacked the latest commits reuses
+// their revisions. A session whose row reached the standby goes on if the
+// promotion comes within its fencing lease. Acknowledged writes survive a
+// promotion only if the standby was synchronous (synchronous_standby_names).
+//
 // # The database
 //
 // Open creates the tables and functions (prefixed shardjob_rc_) in the
@@ -82,12 +94,15 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +164,9 @@ type Center struct {
 	row atomic.Pointer[sessionRow]
 
 	watches *watchTable
+	// server names the server the latest new connection reached: its
+	// system identifier and timeline (identify).
+	server atomic.Pointer[string]
 	// retention is the log retention in revisions (tests lower it).
 	retention atomic.Int64
 
@@ -216,12 +234,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		tlsCfg = tlsOpt
 	}
 	if tlsCfg != nil {
-		tlsCfg = tlsCfg.Clone()
-		if tlsCfg.ServerName == "" && !tlsCfg.InsecureSkipVerify {
-			tlsCfg.ServerName = pcfg.ConnConfig.Host
-		}
-		pcfg.ConnConfig.TLSConfig = tlsCfg
-		pcfg.ConnConfig.Fallbacks = nil // no plain-text fallback when TLS is asked for
+		useTLS(&pcfg.ConnConfig.Config, tlsCfg)
 	}
 	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	pcfg.MaxConns = max(pcfg.MaxConns, 8)
@@ -229,7 +242,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	// A connection idle for long may have been cut by a firewall; the
 	// pool checks it before use.
 	pcfg.HealthCheckPeriod = max(cfg.SessionTimeout/2, time.Second)
-	where := fmt.Sprintf("%s:%d/%s", pcfg.ConnConfig.Host, pcfg.ConnConfig.Port, pcfg.ConnConfig.Database)
+	where := hosts(&pcfg.ConnConfig.Config) + "/" + pcfg.ConnConfig.Database
 	// Name the connections for pg_stat_activity, unless the URL does.
 	listenCfg := pcfg.ConnConfig.Copy()
 	if _, named := pcfg.ConnConfig.RuntimeParams["application_name"]; !named {
@@ -248,6 +261,9 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		watches: newWatchTable(),
 	}
 	c.retention.Store(DefaultLogRetention)
+	// Each new connection says which server it reached; a different one
+	// (a standby promoted, another database) resynchronises the watches.
+	pcfg.AfterConnect = c.identify
 	c.sessions = regcenter.NewSessionKeeper(c.log, regcenter.BackendPostgres, c)
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.watches.done = c.life.Done()
@@ -297,6 +313,71 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	c.goLoop(c.watchLoop)
 	c.goLoop(c.listenLoop)
 	return c, nil
+}
+
+// useTLS makes every host of cfg (the first, and the fallbacks a
+// multi-host URL lists) connect with tlsCfg, checking each host's name
+// unless tlsCfg names the server, and drops the plain-text fallbacks.
+func useTLS(cfg *pgconn.Config, tlsCfg *tls.Config) {
+	forHost := func(host string) *tls.Config {
+		t := tlsCfg.Clone()
+		if t.ServerName == "" && !t.InsecureSkipVerify {
+			t.ServerName = host
+		}
+		return t
+	}
+	cfg.TLSConfig = forHost(cfg.Host)
+	seen := map[string]bool{net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)): true}
+	var fallbacks []*pgconn.FallbackConfig
+	for _, fb := range cfg.Fallbacks {
+		hp := net.JoinHostPort(fb.Host, fmt.Sprint(fb.Port))
+		if seen[hp] { // the plain-text fallback of a host already listed
+			continue
+		}
+		seen[hp] = true
+		fallbacks = append(fallbacks, &pgconn.FallbackConfig{Host: fb.Host, Port: fb.Port, TLSConfig: forHost(fb.Host)})
+	}
+	cfg.Fallbacks = fallbacks
+}
+
+// hosts lists cfg's hosts as host:port,host:port, for messages.
+func hosts(cfg *pgconn.Config) string {
+	list := []string{net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))}
+	for _, fb := range cfg.Fallbacks {
+		if hp := net.JoinHostPort(fb.Host, fmt.Sprint(fb.Port)); !slices.Contains(list, hp) {
+			list = append(list, hp)
+		}
+	}
+	return strings.Join(list, ",")
+}
+
+// serverIdentity is one statement that names the server a connection
+// reached: its cluster's system identifier and its WAL timeline, which a
+// promotion moves on (empty on a standby, which has no timeline of its
+// own to write on).
+const serverIdentity = `SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' ||
+	CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`
+
+// identify is the pool's AfterConnect: it reads which server the new
+// connection reached, and when that is not the server of the connections
+// before it (a standby promoted after a failover, another database
+// behind the same address), it tells the watch reader, which then
+// resynchronises every watch before it delivers anything read on it: a
+// server that lacks the latest commits reuses their revisions, so the
+// position in the change log means nothing there. A server that cannot
+// say (the functions refused) is taken for the same one.
+func (c *Center) identify(ctx context.Context, conn *pgx.Conn) error {
+	var id string
+	if err := conn.QueryRow(ctx, serverIdentity).Scan(&id); err != nil {
+		c.log.Debug("cannot tell which PostgreSQL server a connection reached; a failover will be noticed only if the revisions went back", "err", err)
+		return nil
+	}
+	if prev := c.server.Swap(&id); prev != nil && *prev != id {
+		c.log.Warn("connected to another PostgreSQL server than before (a failover?); resynchronising the watches",
+			"before", *prev, "now", id)
+		c.watches.serverChanged.Store(true)
+	}
+	return nil
 }
 
 // goLoop runs f on a goroutine the center owns until Close.

@@ -252,3 +252,84 @@ func TestWatchResyncsWhenTheDatabaseGoesBack(t *testing.T) {
 		t.Fatal("no event after the database went back: the change was skipped")
 	}
 }
+
+// A watch made at the newest revision, before the database went back,
+// hears the changes after the resync, also those that reuse revisions
+// at or below the one it was made at: whether the watch reader had read
+// the lost revisions or not (it was held).
+func TestWatchHearsChangesThatReuseItsRevisions(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reader held %v", held), func(t *testing.T) {
+			url := newDatabase(t, pg)
+			a := newCenter(t, url, regcenter.Config{Namespace: "reuse"})
+			ctx := ctxFor(t)
+			if _, err := a.Create(ctx, "/n", nil, regcenter.Persistent); err != nil {
+				t.Fatal(err)
+			}
+			before := make(chan regcenter.Event, 100) // proves the reader read the sets
+			_, cancelBefore, err := a.WatchNow(ctx, "/n", regcenter.WatchNode, func(e regcenter.Event) { before <- e })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cancelBefore()
+			resume := func() {}
+			if held {
+				resume = sync.OnceFunc(a.PauseWatches())
+				defer resume()
+			}
+			for i := range 5 {
+				if _, err := a.Set(ctx, "/n", []byte(fmt.Sprint(i)), -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 5 && !held; i++ {
+				select {
+				case <-before:
+				case <-time.After(20 * time.Second):
+					t.Fatal("the reader did not read the sets")
+				}
+			}
+			got := make(chan regcenter.Event, 100)
+			_, cancel, err := a.WatchNow(ctx, "/n", regcenter.WatchNode, func(e regcenter.Event) { got <- e })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cancel()
+			next := func(what string) regcenter.Event {
+				t.Helper()
+				select {
+				case e := <-got:
+					return e
+				case <-time.After(20 * time.Second):
+					t.Fatalf("no event %s", what)
+				}
+				return regcenter.Event{}
+			}
+			// The last three revisions are lost, as a failover would lose them.
+			if _, err := a.Pool().Exec(ctx, `WITH b AS (UPDATE shardjob_rc_ns SET rev = rev - 3 WHERE ns = 'reuse' RETURNING rev)
+				DELETE FROM shardjob_rc_log WHERE ns = 'reuse' AND rev > (SELECT rev FROM b)`); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Set(ctx, "/n", []byte("after"), -1); err != nil {
+				t.Fatal(err)
+			}
+			resume()
+			if e := next("after the database went back"); e.Type != regcenter.EventResync {
+				t.Fatalf("first event after the database went back: %v, want resync", e.Type)
+			}
+			// A revision the watch was made after, now carrying a new change.
+			if _, err := a.Set(ctx, "/n", []byte("again"), -1); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				e := next("for a change after the resync")
+				if e.Type == regcenter.EventDataChanged {
+					break
+				}
+				if e.Type != regcenter.EventResync {
+					t.Fatalf("event after the resync: %v, want data changed", e.Type)
+				}
+			}
+		})
+	}
+}

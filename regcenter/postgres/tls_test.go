@@ -136,6 +136,18 @@ func TestVerifyFull(t *testing.T) {
 	if !usesTLS(byConfig) {
 		t.Error("Config.TLSCAFile: the connection does not use TLS")
 	}
+	// A multi-host URL (a primary and its standbys) keeps its hosts when
+	// the Config gives the TLS settings: here the first host is down.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := l.Addr().String()
+	l.Close()
+	multi := strings.Replace(strings.Replace(plain, "?sslmode=disable", "", 1), "127.0.0.1:", down+",127.0.0.1:", 1)
+	if !usesTLS(newCenter(t, multi, regcenter.Config{Namespace: "tls", TLSCAFile: caFile})) {
+		t.Error("Config.TLSCAFile, the second host of a URL: the connection does not use TLS")
+	}
 	for name, cfg := range map[string]regcenter.Config{
 		"sslrootcert of another CA": {URL: strings.Replace(byURL, caFile, otherCA, 1)},
 		"TLSCAFile of another CA":   {URL: strings.Replace(plain, "?sslmode=disable", "", 1), TLSCAFile: otherCA},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -50,6 +51,7 @@ type sub struct {
 	buf       []revEvent
 	resync    bool // a gap happened while pending: deliver EventResync at flush
 	cancelled bool
+	resets    int64 // the table's resets when it subscribed
 }
 
 type taskKind int
@@ -79,6 +81,18 @@ type watchTable struct {
 	// The dispatcher's position: the last log entry delivered.
 	posRev int64
 	posI   int32
+
+	// seen is the newest revision a WatchNow read the state at: the
+	// namespace cannot be behind it unless the database went back.
+	seen int64
+
+	// resets counts the times the position was moved to a revision
+	// the log had reached before (reposition); resetPos is the latest.
+	resets, resetPos int64
+
+	// serverChanged is set when a new connection reached another server
+	// than the connections before it (Center.identify).
+	serverChanged atomic.Bool
 }
 
 func newWatchTable() *watchTable {
@@ -115,6 +129,7 @@ func (w *watchTable) resyncAll() { w.enqueue(task{kind: taskResync}) }
 func (w *watchTable) subscribe(key watchKey, fn func(regcenter.Event)) (*sub, func()) {
 	s := &sub{key: key, fn: fn}
 	w.mu.Lock()
+	s.resets = w.resets
 	m := w.subs[key]
 	if m == nil {
 		m = map[*sub]struct{}{}
@@ -195,6 +210,40 @@ func (w *watchTable) runTasks() {
 // marks the pending ones to get it when they start.
 func (w *watchTable) resyncEveryone() {
 	w.mu.Lock()
+	live := w.markResync()
+	w.mu.Unlock()
+	w.sendResync(live)
+}
+
+// reposition moves the dispatcher's position to the namespace's revision
+// pos when it cannot go on from where it was (the log was pruned past it,
+// the database went back, or the server is another one), and
+// resynchronises every subscription. A revision at or below the one a
+// subscription started at may now carry a change it has not seen: each
+// starts again at pos at the latest, and a pending one drops what it
+// buffered (the resync covers it).
+func (w *watchTable) reposition(pos int64) {
+	w.mu.Lock()
+	w.posRev, w.posI = pos, 1<<30
+	w.resets++
+	w.resetPos = pos
+	w.seen = min(w.seen, pos)
+	for _, m := range w.subs {
+		for s := range m {
+			s.from = min(s.from, pos)
+			if !s.live {
+				s.buf = nil
+			}
+		}
+	}
+	live := w.markResync()
+	w.mu.Unlock()
+	w.sendResync(live)
+}
+
+// markResync marks the pending subscriptions to get EventResync when they
+// start and returns the live ones, which get it now. w.mu is held.
+func (w *watchTable) markResync() []*sub {
 	var live []*sub
 	for _, m := range w.subs {
 		for s := range m {
@@ -205,7 +254,11 @@ func (w *watchTable) resyncEveryone() {
 			}
 		}
 	}
-	w.mu.Unlock()
+	return live
+}
+
+// sendResync delivers EventResync to subs.
+func (w *watchTable) sendResync(live []*sub) {
 	for _, s := range live {
 		w.call(s, regcenter.Event{Type: regcenter.EventResync, Path: s.key.path})
 	}
@@ -263,6 +316,12 @@ func (c *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKin
 	}
 	c.watches.mu.Lock()
 	s.from = rev
+	c.watches.seen = max(c.watches.seen, rev)
+	if s.resets != c.watches.resets {
+		// The log was repositioned since the read began, which may
+		// have been on the server before.
+		s.from = min(rev, c.watches.resetPos)
+	}
 	c.watches.mu.Unlock()
 	c.watches.enqueue(task{kind: taskFlush, s: s})
 	return st, cancel, nil
@@ -318,7 +377,9 @@ func (c *Center) watchLoop(ctx context.Context) {
 func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 	w := c.watches
 	w.mu.Lock()
-	posRev, posI := w.posRev, w.posI
+	// seen is taken before the read: a revision a WatchNow read before
+	// then is one this read's snapshot has reached, on the same history.
+	posRev, posI, seen := w.posRev, w.posI, w.seen
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.SessionTimeout)
 	defer cancel()
@@ -356,17 +417,21 @@ func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
-	if posRev < pruned || cur < posRev {
-		// Behind the retention; or ahead of the namespace itself: the
-		// database went back (restored from a backup, or a failover to
-		// a standby that had not received the latest commits), and the
-		// revisions after cur will be reused by other changes.
+	// A connection to another server is identified before its first
+	// query, so a read on the new server finds the flag set.
+	changed := w.serverChanged.Swap(false)
+	if posRev < pruned || cur < max(posRev, seen) || changed {
+		// Behind the retention; or ahead of the namespace itself (the
+		// position, or a revision a watch started at): the database
+		// went back (restored from a backup, or a failover to a
+		// standby that had not received the latest commits), and the
+		// revisions after cur will be reused by other changes; or on
+		// another server, which may have gone back and been written to
+		// past the position since: the changes that reused the
+		// revisions up to it would be skipped.
 		c.log.Warn("watches cannot go on from their position in the change log; resynchronising them",
-			"position", posRev, "pruned_to", pruned, "namespace_revision", cur)
-		w.mu.Lock()
-		w.posRev, w.posI = cur, 1<<30
-		w.mu.Unlock()
-		w.resyncEveryone()
+			"position", posRev, "watch_read_at", seen, "pruned_to", pruned, "namespace_revision", cur, "server_changed", changed)
+		w.reposition(cur)
 		return true, nil
 	}
 	for _, e := range entries {

@@ -8,6 +8,10 @@
 // server runs as the unprivileged user "nobody" (or $PG_USER), and the
 // directory is handed to that user.
 //
+// StartStandby adds a streaming-replication standby of a server (a second
+// postmaster on another port, synchronous or not) and Promote makes it a
+// primary, for failover tests.
+//
 // scripts/postgresql.sh ensure installs the package where it is missing.
 package pgtest
 
@@ -37,15 +41,16 @@ type Server struct {
 	Port int
 	Dir  string // the temporary directory: data/, sock/, server.log
 
-	bin     string
-	cred    *syscall.Credential
-	mu      sync.Mutex
-	cmd     *exec.Cmd // nil while stopped
-	exited  chan struct{}
-	waitErr error
-	n       int // databases made by NewDatabase
-	closed  bool
-	durable bool // synchronous_commit on: see StartCrashSafe
+	bin      string
+	cred     *syscall.Credential
+	mu       sync.Mutex
+	cmd      *exec.Cmd // nil while stopped
+	exited   chan struct{}
+	waitErr  error
+	n        int // databases made by NewDatabase
+	closed   bool
+	durable  bool // synchronous_commit on: see StartCrashSafe
+	standbys int  // standbys made by StartStandby
 }
 
 // ErrNotInstalled is BinDir's (and Start's) error when no PostgreSQL
@@ -130,25 +135,13 @@ func start(ctx context.Context, durable bool) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pgtest-")
+	dir, err := makeDir(cred, uid, gid)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{Dir: dir, exited: make(chan struct{}), durable: durable}
 	fail := func(err error) (*Server, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
-	}
-	for _, sub := range []string{"data", "sock"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
-			return fail(err)
-		}
-	}
-	if cred != nil {
-		for _, p := range []string{dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")} {
-			if err := os.Chown(p, uid, gid); err != nil {
-				return fail(fmt.Errorf("pgtest: hand %s to uid %d: %w", p, uid, err))
-			}
-		}
 	}
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres",
 		"-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync")
@@ -171,6 +164,28 @@ func start(ctx context.Context, durable bool) (*Server, error) {
 	return s, nil
 }
 
+// makeDir makes a server's temporary directory with its data/ and sock/,
+// handed to the server's user when it is not the current one.
+func makeDir(cred *syscall.Credential, uid, gid int) (string, error) {
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range []string{"data", "sock"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			return "", errors.Join(err, os.RemoveAll(dir))
+		}
+	}
+	if cred != nil {
+		for _, p := range []string{dir, filepath.Join(dir, "data"), filepath.Join(dir, "sock")} {
+			if err := os.Chown(p, uid, gid); err != nil {
+				return "", errors.Join(fmt.Errorf("pgtest: hand %s to uid %d: %w", p, uid, err), os.RemoveAll(dir))
+			}
+		}
+	}
+	return dir, nil
+}
+
 // launch starts the server on s.Dir's data and s.Port, and returns once
 // it accepts connections. On an error after the process started, s.cmd is
 // set and the caller stops it.
@@ -188,7 +203,9 @@ func (s *Server) launch(ctx context.Context) error {
 	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(dir, "data"),
 		"-p", strconv.Itoa(s.Port), "-k", filepath.Join(dir, "sock"),
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit="+syncCommit,
-		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
+		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB",
+		// PostgreSQL's defaults, stated: StartStandby needs them.
+		"-c", "wal_level=replica", "-c", "max_wal_senders=10", "-c", "hot_standby=on")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = dir
