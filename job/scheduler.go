@@ -144,7 +144,10 @@ type Scheduler struct {
 
 	mu      sync.Mutex
 	runners map[string]*runner
-	state   int // 0 new, 1 started, 2 shut down
+	// awaitedNames are the jobs some job added here runs after
+	// (noteAwaitedByLocked).
+	awaitedNames map[string]bool
+	state        int // 0 new, 1 started, 2 shut down
 
 	ctx   context.Context  // the scheduler's life (bg's): cancelled at the end of Shutdown
 	bg    *startstop.Group // the scheduler's own goroutines (spawn)
@@ -267,7 +270,7 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	}
 	r := newRunner(s, cfg, j)
 	s.runners[cfg.Name] = r
-	s.noteAwaitedLocked()
+	s.noteAwaitedByLocked(r)
 	started := s.state == stateStarted
 	s.mu.Unlock()
 	if !started {
@@ -409,14 +412,30 @@ func (s *Scheduler) sortedRunnersLocked() []*runner {
 }
 
 // noteAwaitedLocked marks the jobs that a job added here runs after
-// (Config.After): their records are written at every run.
+// (Config.After): their records are written at every run. It looks at
+// every job: a reload that changes a job's parents calls it.
 func (s *Scheduler) noteAwaitedLocked() {
 	for _, r := range s.runners {
-		for _, p := range r.config().parents() {
-			if pr := s.runners[p]; pr != nil {
-				pr.records.awaited.Store(true)
-			}
+		s.noteAwaitedByLocked(r)
+	}
+}
+
+// noteAwaitedByLocked marks r's parents added here, and r itself when a
+// job added before it runs after it. A name once awaited stays so (as the
+// marks do): adding one job costs its own parents, not a look at every
+// job, so that adding J jobs is O(J).
+func (s *Scheduler) noteAwaitedByLocked(r *runner) {
+	for _, p := range r.config().parents() {
+		if s.awaitedNames == nil {
+			s.awaitedNames = map[string]bool{}
 		}
+		s.awaitedNames[p] = true
+		if pr := s.runners[p]; pr != nil {
+			pr.records.awaited.Store(true)
+		}
+	}
+	if s.awaitedNames[r.name] {
+		r.records.awaited.Store(true)
 	}
 }
 
