@@ -13,6 +13,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/internal/yamldoc"
 )
 
 // Sentinel errors. Every configuration problem reported by Validate,
@@ -1067,17 +1069,17 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 // into it.
 func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec) (Config, []error) {
 	var c Config
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.MappingNode {
 		return c, []error{&configError{place: placeOf(""), subject: "job", line: n.Line,
-			detail: "must be a mapping of keys to values, got " + nodeKindName(n)}}
+			detail: "must be a mapping of keys to values, got " + yamldoc.KindName(n)}}
 	}
 	pairs, perrs := mappingPairs(n)
 
 	// Find the name first so that every error can carry it.
 	for _, p := range pairs {
-		if p.key == "name" {
-			if v := resolveAlias(p.value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+		if p.Key == "name" {
+			if v := yamldoc.Resolve(p.Value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
 				c.Name = v.Value
 			}
 		}
@@ -1099,15 +1101,15 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 	lines := map[string]int{}
 	bad := map[string]bool{}
 	for _, p := range pairs {
-		lines[p.key] = p.keyNode.Line
-		if spec != nil && isSpecKey(p.key) {
+		lines[p.Key] = p.KeyNode.Line
+		if spec != nil && isSpecKey(p.Key) {
 			if e := spec.decodeKey(p); e != nil {
 				e.place = place
 				errs = append(errs, e)
 			}
 			continue
 		}
-		f, ok := findConfigField(p.key)
+		f, ok := findConfigField(p.Key)
 		if !ok {
 			e := unknownKeyError(place, p, known)
 			errs = append(errs, e)
@@ -1118,20 +1120,20 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 			}
 			continue
 		}
-		if err := f.decode(&c, p.value); err != nil {
-			bad[p.key] = true
-			errs = append(errs, &configError{place: place, key: p.key, kind: f.kind, subject: p.key,
-				line: p.keyNode.Line, detail: err.Error(), cause: err})
+		if err := f.decode(&c, p.Value); err != nil {
+			bad[p.Key] = true
+			errs = append(errs, &configError{place: place, key: p.Key, kind: f.kind, subject: p.Key,
+				line: p.KeyNode.Line, detail: err.Error(), cause: err})
 		}
 	}
 	// The calendar's times without an offset are read in the job's time
 	// zone, which may come after them in the document.
 	if loc, err := c.location(); err == nil {
 		for _, p := range pairs {
-			if err := c.decodeCalendarTime(p.key, p.value, loc); err != nil && !bad[p.key] {
-				bad[p.key] = true
-				errs = append(errs, &configError{place: place, key: p.key, kind: ErrInvalidConfig, subject: p.key,
-					line: p.keyNode.Line, detail: err.Error(), cause: err})
+			if err := c.decodeCalendarTime(p.Key, p.Value, loc); err != nil && !bad[p.Key] {
+				bad[p.Key] = true
+				errs = append(errs, &configError{place: place, key: p.Key, kind: ErrInvalidConfig, subject: p.Key,
+					line: p.KeyNode.Line, detail: err.Error(), cause: err})
 			}
 		}
 	}
@@ -1152,9 +1154,9 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 	return c, errs
 }
 
-func hasPair(pairs []yamlPair, key string) bool {
+func hasPair(pairs []yamldoc.Pair, key string) bool {
 	for _, p := range pairs {
-		if p.key == key {
+		if p.Key == key {
 			return true
 		}
 	}
@@ -1173,9 +1175,9 @@ func findConfigField(key string) (configField, bool) {
 // nodeString decodes a scalar as a string. Numbers and booleans are taken
 // as written; null is an error.
 func nodeString(n *yaml.Node, out *string) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a string, got %s", nodeKindName(n))
+		return fmt.Errorf("must be a string, got %s", yamldoc.KindName(n))
 	}
 	if n.ShortTag() == "!!null" {
 		return errors.New(`has no value (write "" for an empty string)`)
@@ -1222,7 +1224,7 @@ func (c *Config) decodeCalendarTime(key string, n *yaml.Node, loc *time.Location
 // nodeStringList decodes a string, or a list of strings joined with
 // commas.
 func nodeStringList(n *yaml.Node, out *string) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		return nodeString(n, out)
 	}
@@ -1243,18 +1245,18 @@ func nodeStringList(n *yaml.Node, out *string) error {
 
 // nodeBool decodes a YAML boolean; a quoted "true" is an error.
 func nodeBool(n *yaml.Node, out *bool) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		return fmt.Errorf("must be true or false, got %s", nodeKindName(n))
+		return fmt.Errorf("must be true or false, got %s", yamldoc.KindName(n))
 	}
 	return n.Decode(out)
 }
 
 // nodeInt decodes a YAML integer that fits an int.
 func nodeInt(n *yaml.Node, out *int) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("must be an integer, got %s", nodeKindName(n))
+		return fmt.Errorf("must be an integer, got %s", yamldoc.KindName(n))
 	}
 	if err := n.Decode(out); err != nil {
 		return fmt.Errorf("%s is out of range", n.Value)
@@ -1265,9 +1267,9 @@ func nodeInt(n *yaml.Node, out *int) error {
 // nodeDuration decodes a Go duration string such as "5s" or "1m30s"; a
 // bare 0 is accepted too.
 func nodeDuration(n *yaml.Node, out *time.Duration) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return fmt.Errorf(`must be a duration such as "5s", got %s`, nodeKindName(n))
+		return fmt.Errorf(`must be a duration such as "5s", got %s`, yamldoc.KindName(n))
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {

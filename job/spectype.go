@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/internal/yamldoc"
 )
 
 // Type is the type of a YAML-defined job (a File's Spec).
@@ -50,13 +52,13 @@ func (s Spec) Bound() bool {
 }
 
 // decodeKey decodes one of specKeys. The error has no place.
-func (s *Spec) decodeKey(p yamlPair) *configError {
+func (s *Spec) decodeKey(p yamldoc.Pair) *configError {
 	fail := func(err error) *configError {
-		return &configError{key: p.key, subject: p.key, line: p.keyNode.Line, detail: err.Error(), cause: err}
+		return &configError{key: p.Key, subject: p.Key, line: p.KeyNode.Line, detail: err.Error(), cause: err}
 	}
-	switch p.key {
+	switch p.Key {
 	case "handler":
-		err := nodeString(p.value, &s.Handler)
+		err := nodeString(p.Value, &s.Handler)
 		if err == nil && (s.Handler == "" || strings.TrimSpace(s.Handler) != s.Handler) {
 			err = fmt.Errorf("%s must be a non-empty name without surrounding spaces (omit the key to use the job's name)", quoteShort(s.Handler))
 		}
@@ -65,7 +67,7 @@ func (s *Spec) decodeKey(p yamlPair) *configError {
 		}
 	case "type":
 		var t string
-		if err := nodeString(p.value, &t); err != nil {
+		if err := nodeString(p.Value, &t); err != nil {
 			return fail(err)
 		}
 		if !slices.Contains(Types, Type(t)) {
@@ -73,19 +75,19 @@ func (s *Spec) decodeKey(p yamlPair) *configError {
 		}
 		s.Type = Type(t)
 	case "errorHandler":
-		v := resolveAlias(p.value)
+		v := yamldoc.Resolve(p.Value)
 		if v.Kind != yaml.ScalarNode && v.Kind != yaml.MappingNode || v.ShortTag() == "!!null" {
-			return fail(fmt.Errorf("must be a handler's name or a mapping with its type and settings, got %s", nodeKindName(v)))
+			return fail(fmt.Errorf("must be a handler's name or a mapping with its type and settings, got %s", yamldoc.KindName(v)))
 		}
 		s.ErrorHandler = v
 	default: // a type's section
 		if s.sectionKey != "" {
 			return fail(fmt.Errorf("a job has one type's section; %s is given too", quoteShort(s.sectionKey)))
 		}
-		s.sectionKey = p.key
-		v := resolveAlias(p.value)
+		s.sectionKey = p.Key
+		v := yamldoc.Resolve(p.Value)
 		if v.Kind != yaml.MappingNode {
-			return fail(fmt.Errorf("must be a mapping, got %s", nodeKindName(v)))
+			return fail(fmt.Errorf("must be a mapping, got %s", yamldoc.KindName(v)))
 		}
 		s.Section = v
 	}

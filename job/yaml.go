@@ -3,7 +3,6 @@ package job
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/shardjob/shardjob/internal/suggest"
+	"github.com/shardjob/shardjob/internal/yamldoc"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -176,7 +176,7 @@ func loadYAML(data []byte) (*File, error) {
 	if root != nil {
 		if root.Kind != yaml.MappingNode {
 			return nil, joinConfigErrors([]error{&configError{subject: "top level", line: root.Line,
-				detail: "must be a mapping with the keys regcenter and jobs, got " + nodeKindName(root)}})
+				detail: "must be a mapping with the keys regcenter and jobs, got " + yamldoc.KindName(root)}})
 		}
 		pairs, perrs := mappingPairs(root)
 		for _, e := range perrs {
@@ -184,16 +184,16 @@ func loadYAML(data []byte) (*File, error) {
 			errs = append(errs, e)
 		}
 		for _, p := range pairs {
-			switch p.key {
+			switch p.Key {
 			case "regcenter":
-				rcNode = resolveAlias(p.value)
+				rcNode = yamldoc.Resolve(p.Value)
 			case "jobs":
-				jobsNode = resolveAlias(p.value)
+				jobsNode = yamldoc.Resolve(p.Value)
 			case "tracing":
-				tracingNode = resolveAlias(p.value)
+				tracingNode = yamldoc.Resolve(p.Value)
 				if tracingNode.Kind == yaml.ScalarNode && tracingNode.ShortTag() == "!!null" {
 					// "tracing:" with nothing under it: at the key's line.
-					tracingNode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: p.keyNode.Line, Column: p.keyNode.Column}
+					tracingNode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: p.KeyNode.Line, Column: p.KeyNode.Column}
 				}
 			default:
 				errs = append(errs, unknownKeyError("top level", p, []string{"regcenter", "jobs", "tracing"}))
@@ -209,7 +209,7 @@ func loadYAML(data []byte) (*File, error) {
 		if rcNode.Kind != yaml.MappingNode {
 			rcBroken = true
 			errs = append(errs, &configError{place: "regcenter", subject: "regcenter", line: rcNode.Line,
-				detail: "must be a mapping, got " + nodeKindName(rcNode)})
+				detail: "must be a mapping, got " + yamldoc.KindName(rcNode)})
 		} else {
 			known := make([]string, len(rcFields))
 			for i, f := range rcFields {
@@ -221,8 +221,8 @@ func loadYAML(data []byte) (*File, error) {
 				errs = append(errs, e)
 			}
 			for _, p := range pairs {
-				if _, ok := findRegcenterField(rcFields, p.key); ok {
-					rcLines[p.key] = p.keyNode.Line
+				if _, ok := findRegcenterField(rcFields, p.Key); ok {
+					rcLines[p.Key] = p.KeyNode.Line
 				} else {
 					errs = append(errs, unknownKeyError("regcenter", p, known))
 				}
@@ -241,7 +241,7 @@ func loadYAML(data []byte) (*File, error) {
 	if jobsNode != nil && jobsNode.ShortTag() != "!!null" {
 		if jobsNode.Kind != yaml.SequenceNode {
 			errs = append(errs, &configError{place: "jobs", subject: "jobs", line: jobsNode.Line,
-				detail: "must be a list of jobs, got " + nodeKindName(jobsNode)})
+				detail: "must be a list of jobs, got " + yamldoc.KindName(jobsNode)})
 		} else {
 			type firstUse struct{ index, line int }
 			names := map[string]firstUse{}
@@ -289,11 +289,11 @@ func loadYAML(data []byte) (*File, error) {
 
 // nameLine returns the line of a job mapping's name key, or of the mapping.
 func nameLine(n *yaml.Node) int {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	pairs, _ := mappingPairs(n)
 	for _, p := range pairs {
-		if p.key == "name" {
-			return p.keyNode.Line
+		if p.Key == "name" {
+			return p.KeyNode.Line
 		}
 	}
 	return n.Line
@@ -548,171 +548,12 @@ func describeValue(v any) string {
 	}
 }
 
-// yamlPair is one key and value of a mapping node.
-type yamlPair struct {
-	key     string
-	keyNode *yaml.Node
-	value   *yaml.Node
-}
-
-// parseYAMLDocument parses exactly one YAML document of at most limit
-// bytes and returns its root node, or nil when the document is empty or
-// null. The document is walked once with every alias and merge key
-// followed (see checkYAMLTree), so a node it returns can be read without
-// further bounds. The error has no place.
-func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yaml.Node, *configError) {
-	if err := checkDocumentSize(data, limit); err != nil {
-		return nil, err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, &configError{subject: "invalid YAML", detail: err.Error(), cause: err}
-	}
-	var next yaml.Node
-	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, &configError{subject: "invalid YAML", detail: err.Error(), cause: err}
-		}
-		return nil, &configError{subject: "invalid YAML", line: next.Line, detail: "more than one document"}
-	}
-	if err := checkYAMLTree(ctx, &doc, len(data)); err != nil {
-		return nil, err
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return nil, nil
-		}
-		root = root.Content[0]
-	}
-	root = resolveAlias(root)
-	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-		return nil, nil
-	}
-	return root, nil
-}
-
-// resolveAlias follows alias nodes to the node they name.
-func resolveAlias(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// mappingPairs returns the pairs of mapping node n, keys as written,
-// including those brought in by merge keys ("<<: *defaults"), which
-// explicit keys override. A repeated or non-string key is reported; the
-// errors have no place.
-func mappingPairs(n *yaml.Node) ([]yamlPair, []*configError) {
-	return mappingPairsAt(n, 0)
-}
-
-// mappingPairsAt is mappingPairs for a mapping merged depth levels down.
-// The depth bound keeps a document that was not walked by checkYAMLTree
-// from recursing without end.
-func mappingPairsAt(n *yaml.Node, depth int) ([]yamlPair, []*configError) {
-	var pairs, merged []yamlPair
-	var errs []*configError
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			m, merrs := mergedPairs(v, depth+1)
-			merged = append(merged, m...)
-			errs = append(errs, merrs...)
-			continue
-		}
-		if k.Kind != yaml.ScalarNode {
-			errs = append(errs, &configError{subject: "key", line: k.Line, kind: ErrUnknownKey,
-				detail: "must be a string, got " + nodeKindName(k)})
-			continue
-		}
-		if first, dup := seen[k.Value]; dup {
-			errs = append(errs, &configError{key: k.Value, subject: fmt.Sprintf("key %q", k.Value), line: k.Line,
-				detail: fmt.Sprintf("repeats the key at line %d", first)})
-			continue
-		}
-		seen[k.Value] = k.Line
-		pairs = append(pairs, yamlPair{key: k.Value, keyNode: k, value: v})
-	}
-	for _, p := range merged {
-		if _, ok := seen[p.key]; !ok {
-			seen[p.key] = p.keyNode.Line
-			pairs = append(pairs, p)
-		}
-	}
-	return pairs, errs
-}
-
-// mergedPairs returns the pairs a merge key brings in: those of a mapping,
-// or of a list of mappings with earlier ones taking precedence.
-func mergedPairs(v *yaml.Node, depth int) ([]yamlPair, []*configError) {
-	v = resolveAlias(v)
-	if depth > MaxYAMLDepth {
-		return nil, []*configError{{kind: ErrConfigTooComplex, subject: "merge key", line: v.Line,
-			detail: fmt.Sprintf("nests deeper than %d levels", MaxYAMLDepth)}}
-	}
-	switch v.Kind {
-	case yaml.MappingNode:
-		return mappingPairsAt(v, depth)
-	case yaml.SequenceNode:
-		var pairs []yamlPair
-		var errs []*configError
-		seen := map[string]bool{}
-		for _, item := range v.Content {
-			if item = resolveAlias(item); item.Kind != yaml.MappingNode {
-				errs = append(errs, &configError{subject: "merge key", line: item.Line,
-					detail: "may only merge mappings, got " + nodeKindName(item)})
-				continue
-			}
-			p, perrs := mergedPairs(item, depth+1)
-			errs = append(errs, perrs...)
-			for _, pair := range p {
-				if !seen[pair.key] {
-					seen[pair.key] = true
-					pairs = append(pairs, pair)
-				}
-			}
-		}
-		return pairs, errs
-	}
-	return nil, []*configError{{subject: "merge key", line: v.Line,
-		detail: "may only merge a mapping or a list of mappings, got " + nodeKindName(v)}}
-}
-
-// nodeKindName describes a node for error messages.
-func nodeKindName(n *yaml.Node) string {
-	n = resolveAlias(n)
-	switch {
-	case n == nil:
-		return "nothing"
-	case n.Kind == yaml.MappingNode:
-		return "a mapping"
-	case n.Kind == yaml.SequenceNode:
-		return "a list"
-	case n.ShortTag() == "!!null":
-		return "no value"
-	case n.ShortTag() == "!!str":
-		return "the string " + quoteShort(n.Value)
-	default:
-		if s := quoteShort(n.Value); len(s) != len(n.Value)+2 {
-			return s // cut short
-		}
-		return n.Value
-	}
-}
-
 // unknownKeyError reports p's key as unknown at place, suggesting the
 // nearest of known when it is a near miss.
-func unknownKeyError(place string, p yamlPair, known []string) *configError {
-	e := &configError{place: place, key: p.key, kind: ErrUnknownKey,
-		subject: "unknown key " + quoteShort(p.key), line: p.keyNode.Line}
-	if s := suggest.Nearest(p.key, known); s != "" {
+func unknownKeyError(place string, p yamldoc.Pair, known []string) *configError {
+	e := &configError{place: place, key: p.Key, kind: ErrUnknownKey,
+		subject: "unknown key " + quoteShort(p.Key), line: p.KeyNode.Line}
+	if s := suggest.Nearest(p.Key, known); s != "" {
 		e.suggestion = s
 		e.hint = fmt.Sprintf("did you mean %q?", s)
 	}
