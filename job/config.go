@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1055,23 +1056,67 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 	if root == nil {
 		return Config{}, joinConfigErrors([]error{&configError{place: "config", subject: "document is empty"}})
 	}
-	c, errs := decodeConfigNode(root, jobPlace, nil)
+	c, errs := decodeConfigNode(root, NodeOptions{})
 	if len(errs) > 0 {
 		return Config{}, joinConfigErrors(errs)
 	}
 	return c, nil
 }
 
-// decodeConfigNode decodes and validates one job mapping. placeOf names the
-// job in errors given its name ("" if it has none). When spec is not nil
-// the keys of a File's job that are not part of its Config (handler,
-// type and the type's sections: see specKeys) are accepted too and decoded
-// into it.
-func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec) (Config, []error) {
+// NodeOptions say how DecodeConfigNode reads a job's mapping that is
+// part of a larger document, such as an entry of a job file's jobs: list.
+type NodeOptions struct {
+	// Place names the job in errors, given its name ("" when it has
+	// none), as a job file does with `jobs[2] "orders-sync"`. nil names
+	// it as DecodeConfig does: `job "orders-sync"`.
+	Place func(name string) string
+	// Keys are keys the mapping may have besides the Config's (a job
+	// file's handler, type, ...); the "did you mean" of an unknown key
+	// considers them too.
+	Keys []string
+	// Key decodes one of Keys: it is called with the key's node and its
+	// value, in document order. Its error is reported with the job's
+	// place, the key and its line. nil: those keys are accepted and
+	// ignored.
+	Key func(key, value *yaml.Node) error
+}
+
+// DecodeConfigNode decodes and validates one job's mapping n, a node of a
+// larger YAML document, with the decoder DecodeConfig uses: the same keys
+// and values, as strictly (an unknown key is ErrUnknownKey, naming its
+// line and, for a near miss, the key probably meant), and the same
+// checks, so that a job file and the stored document cannot disagree.
+// Its keys besides the Config's are o's. Every problem is reported, in
+// one error whose Unwrap() []error returns them, each wrapping
+// ErrInvalidConfig and where one applies a specific sentinel; on error
+// the Config is the zero value.
+//
+// n should come from a document read within the limits DecodeConfig
+// applies (MaxYAMLDepth, YAMLNodeBudget): merge keys are followed again
+// here, bounded in depth only.
+func DecodeConfigNode(n *yaml.Node, o NodeOptions) (Config, error) {
+	c, errs := decodeConfigNode(n, o)
+	if len(errs) > 0 {
+		return Config{}, joinConfigErrors(errs)
+	}
+	return c, nil
+}
+
+// decodeConfigNode is DecodeConfigNode, returning what it decoded with
+// the problems.
+func decodeConfigNode(n *yaml.Node, o NodeOptions) (Config, []error) {
 	var c Config
+	placeOf := o.Place
+	if placeOf == nil {
+		placeOf = jobPlace
+	}
 	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.MappingNode {
-		return c, []error{&configError{place: placeOf(""), subject: "job", line: n.Line,
+	if n == nil || n.Kind != yaml.MappingNode {
+		line := 0
+		if n != nil {
+			line = n.Line
+		}
+		return c, []error{&configError{place: placeOf(""), subject: "job", line: line,
 			detail: "must be a mapping of keys to values, got " + yamldoc.KindName(n)}}
 	}
 	pairs, perrs := mappingPairs(n)
@@ -1091,21 +1136,22 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 		e.place = place
 		errs = append(errs, e)
 	}
-	known := make([]string, 0, len(configFields)+len(specKeys))
+	known := make([]string, 0, len(configFields)+len(o.Keys))
 	for _, f := range configFields {
 		known = append(known, f.key)
 	}
-	if spec != nil {
-		known = append(known, specKeys...)
-	}
+	known = append(known, o.Keys...)
 	lines := map[string]int{}
 	bad := map[string]bool{}
 	for _, p := range pairs {
 		lines[p.Key] = p.KeyNode.Line
-		if spec != nil && isSpecKey(p.Key) {
-			if e := spec.decodeKey(p); e != nil {
-				e.place = place
-				errs = append(errs, e)
+		if slices.Contains(o.Keys, p.Key) {
+			if o.Key == nil {
+				continue
+			}
+			if err := o.Key(p.KeyNode, p.Value); err != nil {
+				errs = append(errs, &configError{place: place, key: p.Key, subject: p.Key, line: p.KeyNode.Line,
+					detail: err.Error(), cause: err})
 			}
 			continue
 		}
@@ -1144,12 +1190,6 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 		e.place = place
 		e.line = lines[e.key]
 		errs = append(errs, e)
-	}
-	if spec != nil {
-		for _, e := range spec.check(lines) {
-			e.place = place
-			errs = append(errs, e)
-		}
 	}
 	return c, errs
 }

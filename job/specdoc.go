@@ -22,10 +22,8 @@ func DecodeSpec(ctx context.Context, data []byte) (Spec, error) {
 		return Spec{}, joinConfigErrors([]error{&configError{place: "job", subject: "document is empty"}})
 	}
 	var sp Spec
-	c, errs := decodeConfigNode(root, jobPlace, &sp)
-	if len(errs) > 0 {
+	if errs := sp.decodeNode(root, jobPlace); len(errs) > 0 {
 		return Spec{}, joinConfigErrors(errs)
 	}
-	sp.Config = c
 	return sp, nil
 }

@@ -34,7 +34,6 @@ var Types = []Type{TypeSimple, TypeDataflow, TypeScript, TypeHTTP}
 // specKeys are the keys of a File's job besides the Config's.
 var specKeys = []string{"handler", "type", "errorHandler", "script", "http", "dataflow"}
 
-func isSpecKey(key string) bool { return slices.Contains(specKeys, key) }
 
 // TypeOrDefault returns Type, or TypeSimple when it is "".
 func (s Spec) TypeOrDefault() Type {
@@ -51,47 +50,63 @@ func (s Spec) Bound() bool {
 	return t == TypeSimple || t == TypeDataflow
 }
 
-// decodeKey decodes one of specKeys. The error has no place.
-func (s *Spec) decodeKey(p yamldoc.Pair) *configError {
-	fail := func(err error) *configError {
-		return &configError{key: p.Key, subject: p.Key, line: p.KeyNode.Line, detail: err.Error(), cause: err}
-	}
-	switch p.Key {
+// decodeKey decodes one of specKeys (a job.NodeOptions.Key).
+func (s *Spec) decodeKey(k, value *yaml.Node) error {
+	switch k.Value {
 	case "handler":
-		err := nodeString(p.Value, &s.Handler)
+		err := nodeString(value, &s.Handler)
 		if err == nil && (s.Handler == "" || strings.TrimSpace(s.Handler) != s.Handler) {
 			err = fmt.Errorf("%s must be a non-empty name without surrounding spaces (omit the key to use the job's name)", quoteShort(s.Handler))
 		}
-		if err != nil {
-			return fail(err)
-		}
+		return err
 	case "type":
 		var t string
-		if err := nodeString(p.Value, &t); err != nil {
-			return fail(err)
+		if err := nodeString(value, &t); err != nil {
+			return err
 		}
 		if !slices.Contains(Types, Type(t)) {
-			return fail(fmt.Errorf("%s is not a job type (want simple, dataflow, script or http)", quoteShort(t)))
+			return fmt.Errorf("%s is not a job type (want simple, dataflow, script or http)", quoteShort(t))
 		}
 		s.Type = Type(t)
 	case "errorHandler":
-		v := yamldoc.Resolve(p.Value)
+		v := yamldoc.Resolve(value)
 		if v.Kind != yaml.ScalarNode && v.Kind != yaml.MappingNode || v.ShortTag() == "!!null" {
-			return fail(fmt.Errorf("must be a handler's name or a mapping with its type and settings, got %s", yamldoc.KindName(v)))
+			return fmt.Errorf("must be a handler's name or a mapping with its type and settings, got %s", yamldoc.KindName(v))
 		}
 		s.ErrorHandler = v
 	default: // a type's section
 		if s.sectionKey != "" {
-			return fail(fmt.Errorf("a job has one type's section; %s is given too", quoteShort(s.sectionKey)))
+			return fmt.Errorf("a job has one type's section; %s is given too", quoteShort(s.sectionKey))
 		}
-		s.sectionKey = p.Key
-		v := yamldoc.Resolve(p.Value)
+		s.sectionKey = k.Value
+		v := yamldoc.Resolve(value)
 		if v.Kind != yaml.MappingNode {
-			return fail(fmt.Errorf("must be a mapping, got %s", yamldoc.KindName(v)))
+			return fmt.Errorf("must be a mapping, got %s", yamldoc.KindName(v))
 		}
 		s.Section = v
 	}
 	return nil
+}
+
+// decodeNode decodes a job's mapping n into s, naming the job with
+// placeOf. The errors are its Config's and those between its keys.
+func (s *Spec) decodeNode(n *yaml.Node, placeOf func(string) string) []error {
+	lines := map[string]int{}
+	c, errs := decodeConfigNode(n, NodeOptions{Place: placeOf, Keys: specKeys, Key: func(k, v *yaml.Node) error {
+		lines[k.Value] = k.Line
+		return s.decodeKey(k, v)
+	}})
+	s.Config = c
+	if len(lines) > 0 {
+		if placeOf == nil {
+			placeOf = jobPlace
+		}
+		for _, e := range s.check(lines) {
+			e.place = placeOf(c.Name)
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }
 
 // check reports what is wrong between the keys of s. lines gives each key's

@@ -253,9 +253,7 @@ func loadYAML(data []byte) (*File, error) {
 					return fmt.Sprintf("jobs[%d] %q", i, name)
 				}
 				var spec Spec
-				var jerrs []error
-				spec.Config, jerrs = decodeConfigNode(jn, placeOf, &spec)
-				errs = append(errs, jerrs...)
+				errs = append(errs, spec.decodeNode(jn, placeOf)...)
 				if spec.Name != "" {
 					line := nameLine(jn)
 					if first, dup := names[spec.Name]; dup {

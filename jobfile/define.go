@@ -169,7 +169,7 @@ func checkDefinition(ctx context.Context, rc regcenter.Center, data []byte, buil
 		cfgs = append(cfgs, psp.Config)
 		queue = append(queue, parentNames(psp.Config)...)
 	}
-	if err := job.CheckDependencies(cfgs); err != nil {
+	if err := job.CheckDependencies(cfgs, nil); err != nil {
 		return job.Spec{}, nil, err
 	}
 	return sp, j, nil
