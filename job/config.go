@@ -19,9 +19,10 @@ import (
 )
 
 // Sentinel errors. Every configuration problem reported by Validate,
-// Schedule, ItemParameters, Encode, DecodeConfig, Load and LoadFile wraps
-// ErrInvalidConfig and, where one applies, a more specific sentinel, so
-// callers can test either with errors.Is.
+// Schedule, ItemParameters, Encode, DecodeConfig and DecodeConfigNode (and
+// so by package jobfile's Load and LoadFile) wraps ErrInvalidConfig and,
+// where one applies, a more specific sentinel, so callers can test either
+// with errors.Is.
 var (
 	// ErrInvalidConfig is the umbrella for every configuration problem.
 	ErrInvalidConfig = errors.New("job: invalid config")
@@ -45,8 +46,8 @@ var (
 	// ErrDuplicateJob means two jobs share a name.
 	ErrDuplicateJob = errors.New("job: duplicate job name")
 	// ErrConfigTooLarge means a config document, or one of its values, is
-	// larger than its limit (MaxConfigBytes, MaxDocumentBytes,
-	// MaxFileBytes); the error says which and by how much.
+	// larger than its limit (MaxConfigBytes, MaxDocumentBytes, a job
+	// file's jobfile.MaxFileBytes); the error says which and by how much.
 	ErrConfigTooLarge = errors.New("job: config too large")
 	// ErrConfigTooComplex means a YAML document has an alias or merge key
 	// that refers to itself, nests deeper than MaxYAMLDepth, or expands

@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/shardjob/shardjob/internal/suggest"
 	"github.com/shardjob/shardjob/internal/yamldoc"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -25,8 +26,6 @@ const (
 	// It is larger than MaxConfigBytes so that a config too large to store
 	// is answered with the field that is too large and by how much.
 	MaxDocumentBytes = 4 << 20
-	// MaxFileBytes is the largest job file Load and LoadFile read.
-	MaxFileBytes = 64 << 20
 	// MaxYAMLDepth is how deeply a document may nest, counting each
 	// mapping, list, merge key and alias followed as one level.
 	MaxYAMLDepth = 64
@@ -76,6 +75,18 @@ func mappingPairs(n *yaml.Node) ([]yamldoc.Pair, []*configError) {
 		cerrs = append(cerrs, docError(e))
 	}
 	return pairs, cerrs
+}
+
+// unknownKeyError reports p's key as unknown at place, suggesting the
+// nearest of known when it is a near miss.
+func unknownKeyError(place string, p yamldoc.Pair, known []string) *configError {
+	e := &configError{place: place, key: p.Key, kind: ErrUnknownKey,
+		subject: "unknown key " + quoteShort(p.Key), line: p.KeyNode.Line}
+	if s := suggest.Nearest(p.Key, known); s != "" {
+		e.suggestion = s
+		e.hint = fmt.Sprintf("did you mean %q?", s)
+	}
+	return e
 }
 
 // tooLarge reports a value of n bytes against limit, naming what it is.

@@ -161,9 +161,9 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	err = jobfile.Run(ctx, &f.File, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
+	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
 		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts,
-		Tracing: f.Tracing, Stdout: stdout,
+		Stdout: stdout,
 		Open: func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
 			return openShared(ctx, cfg, log, opts...)
 		}})

@@ -1,8 +1,7 @@
-package job_test
+package jobfile_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +10,9 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // a URL of scheme postgres validates
 )
 
 // regcenterEnvForTest lists the variables that override the regcenter
@@ -36,7 +37,7 @@ func clearRegcenterEnvForTest(t *testing.T) {
 
 func TestLoadFileFull(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	f, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestLoadFileFull(t *testing.T) {
 	if !reflect.DeepEqual(f.Regcenter, wantRC) {
 		t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, wantRC)
 	}
-	wantJobs := []job.Spec{
+	wantJobs := []jobfile.Spec{
 		{
 			Config: job.Config{
 				Name:                   "orders-sync",
@@ -104,7 +105,7 @@ func TestLoadFileFull(t *testing.T) {
 
 func TestLoadDefaultsAndEmpty(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\n"))
+	f, err := jobfile.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestLoadDefaultsAndEmpty(t *testing.T) {
 		t.Errorf("Jobs = %#v, want an empty list", f.Jobs)
 	}
 
-	f, err = job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\njobs:\n"))
+	f, err = jobfile.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\njobs:\n"))
 	if err != nil || len(f.Jobs) != 0 {
 		t.Errorf("Load with an empty jobs key = %+v, %v", f, err)
 	}
@@ -124,7 +125,7 @@ func TestLoadDefaultsAndEmpty(t *testing.T) {
 
 func TestLoadAnchorsAndMerge(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.Load(strings.NewReader(`
+	f, err := jobfile.Load(strings.NewReader(`
 regcenter:
   servers: [127.0.0.1:2181]
 jobs:
@@ -140,7 +141,7 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []job.Spec{
+	want := []jobfile.Spec{
 		{Config: job.Config{Name: "a", Cron: "@hourly", ShardingTotalCount: 2, Failover: true}},
 		{Config: job.Config{Name: "b", Cron: "@hourly", ShardingTotalCount: 2}},
 	}
@@ -242,7 +243,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearRegcenterEnvForTest(t)
-			f, err := job.Load(strings.NewReader(tt.doc))
+			f, err := jobfile.Load(strings.NewReader(tt.doc))
 			assertLoadError(t, err, tt.wantIs, tt.wantMsg)
 			if f != nil {
 				t.Errorf("Load returned %+v with its error", f)
@@ -272,7 +273,7 @@ func assertLoadError(t *testing.T, err error, wantIs []error, wantMsg []string) 
 
 func TestLoadFileTypos(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "typo.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "typo.yaml"))
 	want := []string{
 		`regcenter: unknown key "Namespace" at line 3 (did you mean "namespace"?)`,
 		`jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)`,
@@ -295,7 +296,7 @@ func TestLoadFileTypos(t *testing.T) {
 
 func TestLoadFileReportsEveryProblem(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "invalid.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "invalid.yaml"))
 	assertLoadError(t, err,
 		[]error{job.ErrInvalidCron, job.ErrInvalidTimeZone, job.ErrInvalidShardingCount, job.ErrInvalidItemParameters, job.ErrDuplicateJob},
 		[]string{
@@ -317,10 +318,10 @@ func TestLoadFileReportsEveryProblem(t *testing.T) {
 
 func TestLoadFileErrors(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "garbage.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "garbage.yaml"))
 	assertLoadError(t, err, nil, []string{"garbage.yaml: ", "invalid YAML"})
 
-	_, err = job.LoadFile(filepath.Join("testdata", "no-such-file.yaml"))
+	_, err = jobfile.LoadFile(filepath.Join("testdata", "no-such-file.yaml"))
 	if !errors.Is(err, os.ErrNotExist) || errors.Is(err, job.ErrInvalidConfig) {
 		t.Errorf("LoadFile of a missing file = %v, want os.ErrNotExist only", err)
 	}
@@ -334,7 +335,7 @@ func TestLoadEnvOverrides(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "2")
 	t.Setenv("SHARDJOB_REGCENTER_DIGEST", "ops:secret")
 
-	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	f, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,12 +360,12 @@ func TestLoadEnvOverrides(t *testing.T) {
 func TestLoadEnvProvidesMissingRegcenter(t *testing.T) {
 	clearRegcenterEnvForTest(t)
 	path := filepath.Join("testdata", "env-only.yaml")
-	if _, err := job.LoadFile(path); !errors.Is(err, regcenter.ErrInvalidConfig) {
+	if _, err := jobfile.LoadFile(path); !errors.Is(err, regcenter.ErrInvalidConfig) {
 		t.Fatalf("LoadFile without servers = %v, want regcenter.ErrInvalidConfig", err)
 	}
 
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "127.0.0.1:2181")
-	f, err := job.LoadFile(path)
+	f, err := jobfile.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func TestLoadEtcd(t *testing.T) {
 	doc := func(backend string) string {
 		return "regcenter:\n  " + backend + "\n  namespace: shop\njobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
 	}
-	f, err := job.Load(strings.NewReader(doc("etcd: [etcd-a:2379, etcd-b:2379]")))
+	f, err := jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379, etcd-b:2379]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestLoadEtcd(t *testing.T) {
 
 	// SHARDJOB_REGCENTER_ETCD replaces the file's ZooKeeper servers.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379, env-b:2379,")
-	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	f, err = jobfile.Load(strings.NewReader(doc("servers: [zk:2181]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestLoadEtcd(t *testing.T) {
 	// SHARDJOB_REGCENTER_SERVERS replaces the file's etcd endpoints.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
-	f, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	f, err = jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestLoadEtcd(t *testing.T) {
 
 	// Both variables: refused, naming both.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379")
-	_, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	_, err = jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
 	assertLoadError(t, err, []error{regcenter.ErrInvalidConfig},
 		[]string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_ETCD are both set"})
 
@@ -427,7 +428,7 @@ func TestLoadEtcd(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	t.Setenv("SHARDJOB_REGCENTER_URL", "postgres://shardjob@db-env:5432/jobs")
-	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	f, err = jobfile.Load(strings.NewReader(doc("servers: [zk:2181]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func TestLoadEtcd(t *testing.T) {
 	}
 	t.Setenv("SHARDJOB_REGCENTER_URL", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
-	f, err = job.Load(strings.NewReader(doc("url: postgres://shardjob@db:5432/jobs")))
+	f, err = jobfile.Load(strings.NewReader(doc("url: postgres://shardjob@db:5432/jobs")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,66 +452,9 @@ func TestLoadEnvBadValue(t *testing.T) {
 	clearRegcenterEnvForTest(t)
 	t.Setenv("SHARDJOB_REGCENTER_SESSIONTIMEOUT", "ten seconds")
 	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "lots")
-	_, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	assertLoadError(t, err, nil, []string{
 		`regcenter: sessionTimeout: "ten seconds" is not a duration such as "10s" (from environment variable SHARDJOB_REGCENTER_SESSIONTIMEOUT)`,
 		`regcenter: maxRetries: "lots" is not an integer (from environment variable SHARDJOB_REGCENTER_MAXRETRIES)`,
 	})
-}
-
-func ExampleLoad() {
-	f, err := job.Load(strings.NewReader(`
-regcenter:
-  servers: [127.0.0.1:2181]
-  namespace: shop
-jobs:
-  - name: orders-sync
-    handler: orders
-    cron: "*/5 * * * * *"
-    shardingTotalCount: 4
-    shardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen"
-    failover: true
-  - name: nightly-report
-    cron: "@daily"
-    shardingTotalCount: 1
-`))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("namespace:", f.Regcenter.Namespace, "session timeout:", f.Regcenter.SessionTimeout)
-	for _, s := range f.Jobs {
-		params, _ := s.ItemParameters()
-		fmt.Printf("%s -> %s: %q, %d items %v, failover %v\n",
-			s.Name, s.HandlerName(), s.Cron, s.ShardingTotalCount, params, s.Failover)
-	}
-
-	_, err = job.Load(strings.NewReader(`
-regcenter:
-  servers: [127.0.0.1:2181]
-jobs:
-  - name: orders-sync
-    cron: "*/5 * * * * *"
-    shardingTotalcount: 4
-`))
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, job.ErrUnknownKey))
-	// Output:
-	// namespace: shop session timeout: 10s
-	// orders-sync -> orders: "*/5 * * * * *", 4 items map[0:Beijing 1:Shanghai 2:Guangzhou 3:Shenzhen], failover true
-	// nightly-report -> nightly-report: "@daily", 1 items map[], failover false
-	// jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)
-	// true
-}
-
-func ExampleConfig_Validate() {
-	c := job.Config{Name: "orders-sync", Cron: "*/5 * * *", ShardingTotalCount: 0}
-	err := c.Validate()
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, job.ErrInvalidCron), errors.Is(err, job.ErrInvalidShardingCount), errors.Is(err, job.ErrInvalidConfig))
-	// Output:
-	// 2 problems:
-	// 	* job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
-	// 	* job "orders-sync": shardingTotalCount 0: must be between 1 and 10000
-	// true true true
 }
