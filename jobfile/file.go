@@ -21,7 +21,7 @@ const MaxFileBytes = 64 << 20
 // File is a YAML file of job definitions, as read by Load and LoadFile:
 //
 //	regcenter:
-//	  servers: [127.0.0.1:2181]     # ZooKeeper; or etcd: [...], embeddedDir: DIR, url: postgres://...
+//	  servers: [127.0.0.1:2181]     # ZooKeeper; or etcd: [...], embeddedDir: DIR, postgres: postgres://...
 //	  namespace: shop
 //	  sessionTimeout: 10s
 //	  digestFile: /etc/shardjob/digest   # one line, user:password
@@ -35,9 +35,9 @@ const MaxFileBytes = 64 << 20
 //	tracing:                        # only for an instance that runs the file (Run)
 //	  exporter: otlp
 //
-// The regcenter keys are the yaml names of regcenter.Config's fields; a
-// job takes the keys of job.DecodeConfig plus those of Spec. Keys are
-// case-sensitive.
+// The regcenter keys are the yaml names of regcenter.Config's fields, and
+// postgres (a postgres:// URL, as url); a job takes the keys of
+// job.DecodeConfig plus those of Spec. Keys are case-sensitive.
 //
 // One File serves both ways of running jobs: a Go program that binds its
 // jobs to its own implementations (Add with Options.Handlers), and an
@@ -84,8 +84,9 @@ func LoadFile(path string) (*File, error) {
 // Environment variables (see EnvPrefix) override the regcenter section;
 // the section may be omitted when the environment names the registry.
 // The section names one registry: servers (ZooKeeper), etcd (the etcd
-// endpoints), embeddedDir (an embedded etcd member's directory) or url
-// (a registry by URL, such as postgres://), not two.
+// endpoints), embeddedDir (an embedded etcd member's directory) or
+// postgres (a postgres:// URL; url is the same key under its general
+// name), not two.
 //
 // Decoding is strict and case-sensitive: any key not known at the top
 // level (regcenter, jobs, tracing), in regcenter, in a job or in its

@@ -24,6 +24,7 @@ var regcenterEnvForTest = []string{
 	"SHARDJOB_REGCENTER_DIGESTFILE", "SHARDJOB_REGCENTER_TLS", "SHARDJOB_REGCENTER_TLSCAFILE",
 	"SHARDJOB_REGCENTER_TLSCERTFILE", "SHARDJOB_REGCENTER_TLSKEYFILE", "SHARDJOB_REGCENTER_TLSSERVERNAME",
 	"SHARDJOB_REGCENTER_TLSINSECURESKIPVERIFY", "SHARDJOB_REGCENTER_EMBEDDEDDIR", "SHARDJOB_REGCENTER_URL",
+	"SHARDJOB_REGCENTER_PG",
 }
 
 // clearRegcenterEnvForTest keeps the caller's environment out of a test
@@ -457,4 +458,103 @@ func TestLoadEnvBadValue(t *testing.T) {
 		`regcenter: sessionTimeout: "ten seconds" is not a duration such as "10s" (from environment variable SHARDJOB_REGCENTER_SESSIONTIMEOUT)`,
 		`regcenter: maxRetries: "lots" is not an integer (from environment variable SHARDJOB_REGCENTER_MAXRETRIES)`,
 	})
+}
+
+// TestLoadPostgres: the regcenter section names PostgreSQL with postgres
+// (or url, its general name), and SHARDJOB_REGCENTER_PG (or
+// SHARDJOB_REGCENTER_URL) does in the environment, replacing the file's
+// naming of another registry as the other registry variables do.
+func TestLoadPostgres(t *testing.T) {
+	const (
+		db    = "postgres://shardjob@db:5432/jobs"
+		envDB = "postgres://shardjob@db-env:5432/jobs"
+	)
+	doc := func(lines ...string) string {
+		return "regcenter:\n  " + strings.Join(lines, "\n  ") + "\n  namespace: shop\njobs: []\n"
+	}
+	want := func(c regcenter.Config) *regcenter.Config {
+		c.Namespace = "shop"
+		c = c.WithDefaults()
+		return &c
+	}
+	for _, tt := range []struct {
+		name    string
+		doc     string
+		env     map[string]string
+		want    *regcenter.Config // nil: an error
+		wantIs  []error
+		wantMsg []string
+	}{
+		{"postgres key", doc("postgres: " + db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgresql scheme", doc("postgres: postgresql://shardjob@db/jobs"), nil, want(regcenter.Config{URL: "postgresql://shardjob@db/jobs"}), nil, nil},
+		{"url key", doc("url: " + db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgres and url alike", doc("url: "+db, "postgres: "+db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgres and url differ", doc("url: "+db, "postgres: "+envDB), nil, nil, nil,
+			[]string{"regcenter: postgres at line 3: differs from url at line 2, which sets the same thing; keep one of the two keys"}},
+		{"postgres of another scheme", doc("postgres: mysql://db/jobs"), nil, nil, nil,
+			[]string{`regcenter: postgres at line 2: has the scheme "mysql", not postgres`}},
+		{"postgres not a URL", doc("postgres: db:5432"), nil, nil, nil,
+			[]string{"regcenter: postgres at line 2: "}},
+		{"postgres a list", doc("postgres: [" + db + "]"), nil, nil, nil,
+			[]string{"regcenter: postgres at line 2: must be a string, got a list"}},
+		{"postgres with servers", doc("servers: [zk:2181]", "postgres: "+db), nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"regcenter.servers (ZooKeeper) and regcenter.postgres (PostgreSQL) name two registries; keep one"}},
+		{"postgres with a password", doc("postgres: postgres://shardjob:hunter2@db/jobs"), nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"carries a password"}},
+		{"postgres misspelt", doc("postgress: " + db), nil, nil, []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "postgress" at line 2 (did you mean "postgres"?)`}},
+		{"postgres in capitals", doc("Postgres: " + db), nil, nil, []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "Postgres" at line 2 (did you mean "postgres"?)`}},
+		{"no registry says postgres", "jobs: []\n", nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"regcenter.postgres (PostgreSQL)", "SHARDJOB_REGCENTER_PG"}},
+
+		{"PG alone", "jobs: []\n", map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, func() *regcenter.Config {
+			c := regcenter.Config{URL: envDB}.WithDefaults()
+			return &c
+		}(), nil, nil},
+		{"PG over servers", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over etcd", doc("etcd: [etcd:2379]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over an embedded member", doc("embeddedDir: /var/lib/shop"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over the file's two URLs", doc("url: "+db, "postgres: "+db), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"URL over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_URL": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"servers over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_SERVERS": "zk-env:2181"},
+			want(regcenter.Config{Servers: []string{"zk-env:2181"}}), nil, nil},
+		{"etcd over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_ETCD": "etcd-env:2379"},
+			want(regcenter.Config{Etcd: []string{"etcd-env:2379"}}), nil, nil},
+		{"PG of blanks is not set", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": "  "},
+			want(regcenter.Config{Servers: []string{"zk:2181"}}), nil, nil},
+		{"PG and URL", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_URL": envDB}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"regcenter: SHARDJOB_REGCENTER_URL and SHARDJOB_REGCENTER_PG are both set: each names the registry; unset all but one"}},
+		{"PG and servers", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_SERVERS": "zk:2181"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_PG are both set"}},
+		{"PG, etcd and an embedded member", doc("servers: [zk:2181]"),
+			map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_ETCD": "e:2379", "SHARDJOB_REGCENTER_EMBEDDEDDIR": "/d"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"SHARDJOB_REGCENTER_ETCD, SHARDJOB_REGCENTER_EMBEDDEDDIR and SHARDJOB_REGCENTER_PG are all set"}},
+		{"PG of another scheme", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": "mysql://db/jobs"}, nil, nil,
+			[]string{`regcenter: postgres: has the scheme "mysql", not postgres: name a registry of another kind with url (from environment variable SHARDJOB_REGCENTER_PG)`}},
+		{"PG with a password", "jobs: []\n", map[string]string{"SHARDJOB_REGCENTER_PG": "postgres://shardjob:hunter2@db/jobs"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"carries a password"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clearRegcenterEnvForTest(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			f, err := jobfile.Load(strings.NewReader(tt.doc))
+			if tt.want == nil {
+				assertLoadError(t, err, tt.wantIs, tt.wantMsg)
+				if err != nil && strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.Regcenter, *tt.want) {
+				t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, *tt.want)
+			}
+		})
+	}
 }

@@ -1,7 +1,9 @@
 package jobfile
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -21,13 +23,14 @@ import (
 // list), SHARDJOB_REGCENTER_ETCD (etcd endpoints, the same way),
 // SHARDJOB_REGCENTER_EMBEDDEDDIR, SHARDJOB_REGCENTER_URL,
 // SHARDJOB_REGCENTER_NAMESPACE, SHARDJOB_REGCENTER_SESSIONTIMEOUT
-// ("10s"), SHARDJOB_REGCENTER_DIGEST or SHARDJOB_REGCENTER_TLSCAFILE.
-// Empty variables are ignored.
+// ("10s"), SHARDJOB_REGCENTER_DIGEST or SHARDJOB_REGCENTER_TLSCAFILE;
+// SHARDJOB_REGCENTER_PG gives the postgres key (a postgres:// URL, as
+// SHARDJOB_REGCENTER_URL does). Empty variables are ignored.
 //
-// A variable naming one registry (SERVERS, ETCD, EMBEDDEDDIR or URL)
+// A variable naming one registry (SERVERS, ETCD, EMBEDDEDDIR, URL or PG)
 // replaces the file's naming of the others: SHARDJOB_REGCENTER_ETCD moves
-// a file that names ZooKeeper servers to etcd. Two of them set is an error
-// naming both.
+// a file that names ZooKeeper servers to etcd, SHARDJOB_REGCENTER_PG one
+// that names etcd to PostgreSQL. Two of them set is an error naming both.
 const EnvPrefix = "SHARDJOB"
 
 // regcenterKey is a key of the regcenter section: a field of
@@ -39,7 +42,8 @@ type regcenterKey struct {
 }
 
 // regcenterKeys lists regcenter.Config's fields by their yaml tags, so a
-// field added there is known here without change.
+// field added there is known here without change, and postgres, which
+// sets URL as url does.
 var regcenterKeys = func() []regcenterKey {
 	t := reflect.TypeFor[regcenter.Config]()
 	var keys []regcenterKey
@@ -53,6 +57,9 @@ var regcenterKeys = func() []regcenterKey {
 			key = strings.ToLower(sf.Name)
 		}
 		keys = append(keys, regcenterKey{key: key, field: i, env: EnvPrefix + "_REGCENTER_" + strings.ToUpper(key)})
+		if key == "url" {
+			keys = append(keys, regcenterKey{key: "postgres", field: i, env: EnvPrefix + "_REGCENTER_PG"})
+		}
 	}
 	return keys
 }()
@@ -60,7 +67,7 @@ var regcenterKeys = func() []regcenterKey {
 // registryVars are the variables that each name the registry.
 var registryVars = []string{
 	EnvPrefix + "_REGCENTER_SERVERS", EnvPrefix + "_REGCENTER_ETCD", EnvPrefix + "_REGCENTER_EMBEDDEDDIR",
-	EnvPrefix + "_REGCENTER_URL",
+	EnvPrefix + "_REGCENTER_URL", EnvPrefix + "_REGCENTER_PG",
 }
 
 // loadRegcenter decodes the regcenter section n (nil when absent), with
@@ -102,26 +109,47 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 			continue
 		}
 		fromEnv[k.field] = true
-		if err := setRegcenterValue(rv.Field(k.field), raw); err != nil {
+		err := setRegcenterValue(rv.Field(k.field), raw)
+		if err == nil && k.key == "postgres" {
+			err = postgresURL(raw)
+		}
+		if err != nil {
 			bad = true
 			errs = append(errs, &problem{place: "regcenter", subject: k.key, detail: err.Error(), cause: err,
 				hint: "from environment variable " + k.env})
 		}
 	}
+	setBy := map[int]yamldoc.Pair{} // the file's key that set each field
 	for _, k := range regcenterKeys {
 		p, ok := file[k.key]
 		if !ok || fromEnv[k.field] {
 			continue
 		}
+		fv := reflect.New(rv.Field(k.field).Type()).Elem()
 		var raw any
 		err := p.Value.Decode(&raw)
 		if err == nil {
-			err = setRegcenterValue(rv.Field(k.field), raw)
+			err = setRegcenterValue(fv, raw)
+		}
+		if err == nil && k.key == "postgres" {
+			err = postgresURL(fv.String())
 		}
 		if err != nil {
 			bad = true
 			errs = append(errs, &problem{place: "regcenter", subject: k.key, line: p.KeyNode.Line, detail: err.Error(), cause: err})
+			continue
 		}
+		if first, twice := setBy[k.field]; twice {
+			// url and postgres: two names of one setting.
+			if !reflect.DeepEqual(fv.Interface(), rv.Field(k.field).Interface()) {
+				bad = true
+				errs = append(errs, &problem{place: "regcenter", subject: k.key, line: p.KeyNode.Line,
+					detail: fmt.Sprintf("differs from %s at line %d, which sets the same thing; keep one of the two keys", first.Key, first.KeyNode.Line)})
+			}
+			continue
+		}
+		setBy[k.field] = p
+		rv.Field(k.field).Set(fv)
 	}
 
 	// The environment may move the file to another registry: a variable
@@ -154,7 +182,7 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 			rc.Etcd = keep.Etcd
 		case registryVars[2]:
 			rc.EmbeddedDir = keep.EmbeddedDir
-		default:
+		default: // URL, PG
 			rc.URL = keep.URL
 		}
 	}
@@ -162,6 +190,10 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 	rc = rc.WithDefaults()
 	if err := rc.Validate(); err != nil {
 		e := &problem{subject: err.Error(), cause: err}
+		urlName := "regcenter.url"
+		if p, ok := setBy[urlField]; ok && p.Key == "postgres" {
+			urlName = "regcenter.postgres (PostgreSQL)"
+		}
 		var given []string // the registries the file names
 		for _, r := range []struct {
 			name string
@@ -170,7 +202,7 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 			{"regcenter.servers (ZooKeeper)", len(rc.Servers) > 0},
 			{"regcenter.etcd (etcd)", len(rc.Etcd) > 0},
 			{"regcenter.embeddedDir (an embedded etcd member)", rc.EmbeddedDir != ""},
-			{"regcenter.url", rc.URL != ""},
+			{urlName, rc.URL != ""},
 		} {
 			if r.set {
 				given = append(given, r.name)
@@ -179,8 +211,8 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 		switch {
 		case len(given) == 0:
 			e.hint = "set regcenter.servers (ZooKeeper), regcenter.etcd (etcd), regcenter.embeddedDir (an embedded etcd member) " +
-				"or regcenter.url (a registry by URL) in the file, or " + strings.Join(registryVars[:3], ", ") + " or " +
-				registryVars[3] + " in the environment"
+				"or regcenter.postgres (PostgreSQL) in the file, or " + strings.Join(registryVars[:3], ", ") + " or " +
+				registryVars[4] + " in the environment"
 		case len(given) == 2:
 			e.hint = given[0] + " and " + given[1] + " name two registries; keep one"
 		case len(given) > 2:
@@ -190,6 +222,27 @@ func loadRegcenter(n *yaml.Node, getenv func(string) string) (regcenter.Config, 
 	}
 	return rc, errs
 }
+
+// postgresURL checks that the value of the postgres key (or of
+// SHARDJOB_REGCENTER_PG) names PostgreSQL; regcenter.Config.Validate
+// checks the rest of it, as it checks url's. The URL is not repeated: it
+// may hold a password, which Validate refuses without showing it.
+func postgresURL(s string) error {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Scheme == "" {
+		return errors.New("is not a URL such as postgres://user@host:5432/db")
+	}
+	if sc := strings.ToLower(u.Scheme); sc != "postgres" && sc != "postgresql" {
+		return fmt.Errorf("has the scheme %q, not postgres: name a registry of another kind with url", u.Scheme)
+	}
+	return nil
+}
+
+// urlField is the index of regcenter.Config's URL.
+var urlField = func() int {
+	f, _ := reflect.TypeFor[regcenter.Config]().FieldByName("URL")
+	return f.Index[0]
+}()
 
 var durationType = reflect.TypeFor[time.Duration]()
 

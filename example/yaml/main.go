@@ -10,8 +10,9 @@
 //	go run ./example/yaml -f my-jobs.yaml          # another file
 //
 // The file's regcenter section gives the namespace and timeouts. Its
-// servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS
-// or SHARDJOB_REGCENTER_ETCD names the registry (jobfile.LoadFile reads them);
+// servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS,
+// SHARDJOB_REGCENTER_ETCD or SHARDJOB_REGCENTER_PG names the registry
+// (jobfile.LoadFile reads them);
 // -zk and -etcd replace them. Otherwise the program runs a single-member
 // etcd inside the process, its data in a temporary directory removed at
 // the end. Stop it with Ctrl-C (SIGINT) or SIGTERM: it shuts down
@@ -74,7 +75,7 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 
 	cfg := file.Regcenter
 	fromEnv := false
-	for _, v := range []string{"SERVERS", "ETCD", "URL"} {
+	for _, v := range []string{"SERVERS", "ETCD", "URL", "PG"} {
 		fromEnv = fromEnv || os.Getenv(jobfile.EnvPrefix+"_REGCENTER_"+v) != ""
 	}
 	if !fileRegistry && !fromEnv || flags.Given() {
