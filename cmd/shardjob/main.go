@@ -22,7 +22,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/regcenter"
-	// --pg and url: postgres://... reach a PostgreSQL registry.
+	// --pg and postgres: postgres://... (or url:) reach a PostgreSQL registry.
 	_ "github.com/shardjob/shardjob/regcenter/postgres"
 )
 
