@@ -1,11 +1,8 @@
 package job_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,36 +35,33 @@ func TestAfterConfigAndGraphErrors(t *testing.T) {
 		})
 	}
 
-	// The graph, at load time: a cycle is named; a parent must be in the
-	// file and on the same schedule.
-	doc := func(jobs ...string) []byte {
-		return []byte("regcenter:\n  servers: [127.0.0.1:2181]\n  namespace: t\njobs:\n" + strings.Join(jobs, ""))
-	}
-	j := func(name, cron, after string) string {
-		s := fmt.Sprintf("  - name: %s\n    cron: %q\n    shardingTotalCount: 1\n", name, cron)
-		if after != "" {
-			s += "    after: [" + after + "]\n"
-		}
-		return s
+	// The graph, as a job file's jobs are checked together: a cycle is
+	// named; a parent must be among them and on the same schedule.
+	j := func(name, cron, after string) job.Config {
+		return job.Config{Name: name, Cron: cron, ShardingTotalCount: 1, After: after}
 	}
 	for _, tc := range []struct {
 		name string
-		data []byte
+		cfgs []job.Config
 		want string
 	}{
-		{"cycle", doc(j("a", "* * * * * *", "c"), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "b")), "a cycle: a → b → c → a"},
-		{"unknown parent", doc(j("b", "* * * * * *", "a")), `no job "a" here`},
-		{"other schedule", doc(j("a", "*/2 * * * * *", ""), j("b", "* * * * * *", "a")), `job "a" fires on other times than this job (cron "*/2 * * * * *" there, "* * * * * *" here)`},
+		{"cycle", []job.Config{j("a", "* * * * * *", "c"), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "b")}, "a cycle: a → b → c → a"},
+		{"unknown parent", []job.Config{j("b", "* * * * * *", "a")}, `job "b": after "a": no job "a" here`},
+		{"other schedule", []job.Config{j("a", "*/2 * * * * *", ""), j("b", "* * * * * *", "a")}, `job "a" fires on other times than this job (cron "*/2 * * * * *" there, "* * * * * *" here)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := job.Load(bytes.NewReader(tc.data))
+			err := job.CheckDependencies(tc.cfgs, nil)
 			if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Load: %v, want %q", err, tc.want)
+				t.Fatalf("CheckDependencies: %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if f, err := job.Load(bytes.NewReader(doc(j("a", "* * * * * *", ""), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "a, b")))); err != nil || f.Jobs[2].After != "a,b" {
+	if err := job.CheckDependencies([]job.Config{j("a", "* * * * * *", ""), j("b", "* * * * * *", "a"), j("c", "* * * * * *", "a,b")}, nil); err != nil {
 		t.Fatalf("a valid chain: %v", err)
+	}
+	err := job.CheckDependencies([]job.Config{j("b", "* * * * * *", "a")}, func(name string) string { return "jobs[0] " + name })
+	if err == nil || !strings.HasPrefix(err.Error(), "jobs[0] b: after") {
+		t.Fatalf("CheckDependencies naming the jobs its own way: %v", err)
 	}
 }
 
@@ -303,18 +297,6 @@ func TestAfterStartRefusesAMissingParent(t *testing.T) {
 	}
 	if jobs, err := rc.Children(ctx, "/"); err != nil || len(jobs) != 0 {
 		t.Fatalf("the namespace after a refused start: %v %v", jobs, err)
-	}
-}
-
-// The YAML example of schedules loads: every key of it is known and valid,
-// the chain included.
-func TestAfterYAMLExampleLoads(t *testing.T) {
-	f, err := job.LoadFile(filepath.Join("..", "example", "yaml", "schedules.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Jobs) != 6 || f.Jobs[5].After != "extract,transform" || f.Jobs[0].Overlap != job.OverlapReplace || f.Jobs[1].Overlap != job.OverlapAllow {
-		t.Fatalf("loaded %+v", f.Jobs)
 	}
 }
 

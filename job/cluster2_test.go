@@ -311,48 +311,6 @@ func TestClockSkewBeyondMaxTimeDiffRefusesToFire(t *testing.T) {
 	}
 }
 
-func TestYAMLJobsBindToHandlersByName(t *testing.T) {
-	ns := namespace(t)
-	f, err := job.Load(strings.NewReader(fmt.Sprintf(`
-regcenter:
-  %s
-  namespace: %s
-jobs:
-  - name: orders
-    handler: orderSync
-    cron: "* * * * * *"
-    shardingTotalCount: 2
-  - name: audit
-    cron: "* * * * * *"
-    shardingTotalCount: 1
-`, registryYAML(), ns)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := regcenter.Open(tctx(t), f.Regcenter)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	s, err := job.NewScheduler(rc, job.WithServerID("y1"), job.WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder()
-	err = s.AddSpecs(tctx(t), f.Jobs, map[string]job.Job{"orderSync": rec.job("y1")})
-	if !errors.Is(err, job.ErrUnknownHandler) || !strings.Contains(err.Error(), `"audit"`) {
-		t.Fatalf("missing handler: %v, want ErrUnknownHandler naming audit", err)
-	}
-	if got := s.Jobs(); len(got) != 1 || got[0] != "orders" {
-		t.Fatalf("jobs added %v, want [orders]", got)
-	}
-	if err := s.Start(tctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
-	rec.waitFires(t, time.Now(), 1, 2, 20*time.Second)
-}
-
 func TestMisfireSkipDropsBusyFires(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()

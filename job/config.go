@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -13,12 +14,15 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/internal/yamldoc"
 )
 
 // Sentinel errors. Every configuration problem reported by Validate,
-// Schedule, ItemParameters, Encode, DecodeConfig, Load and LoadFile wraps
-// ErrInvalidConfig and, where one applies, a more specific sentinel, so
-// callers can test either with errors.Is.
+// Schedule, ItemParameters, Encode, DecodeConfig and DecodeConfigNode (and
+// so by package jobfile's Load and LoadFile) wraps ErrInvalidConfig and,
+// where one applies, a more specific sentinel, so callers can test either
+// with errors.Is.
 var (
 	// ErrInvalidConfig is the umbrella for every configuration problem.
 	ErrInvalidConfig = errors.New("job: invalid config")
@@ -42,8 +46,8 @@ var (
 	// ErrDuplicateJob means two jobs share a name.
 	ErrDuplicateJob = errors.New("job: duplicate job name")
 	// ErrConfigTooLarge means a config document, or one of its values, is
-	// larger than its limit (MaxConfigBytes, MaxDocumentBytes,
-	// MaxFileBytes); the error says which and by how much.
+	// larger than its limit (MaxConfigBytes, MaxDocumentBytes, a job
+	// file's jobfile.MaxFileBytes); the error says which and by how much.
 	ErrConfigTooLarge = errors.New("job: config too large")
 	// ErrConfigTooComplex means a YAML document has an alias or merge key
 	// that refers to itself, nests deeper than MaxYAMLDepth, or expands
@@ -1053,31 +1057,75 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 	if root == nil {
 		return Config{}, joinConfigErrors([]error{&configError{place: "config", subject: "document is empty"}})
 	}
-	c, errs := decodeConfigNode(root, jobPlace, nil)
+	c, errs := decodeConfigNode(root, NodeOptions{})
 	if len(errs) > 0 {
 		return Config{}, joinConfigErrors(errs)
 	}
 	return c, nil
 }
 
-// decodeConfigNode decodes and validates one job mapping. placeOf names the
-// job in errors given its name ("" if it has none). When spec is not nil
-// the keys of a File's job that are not part of its Config (handler,
-// type and the type's sections: see specKeys) are accepted too and decoded
-// into it.
-func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec) (Config, []error) {
+// NodeOptions say how DecodeConfigNode reads a job's mapping that is
+// part of a larger document, such as an entry of a job file's jobs: list.
+type NodeOptions struct {
+	// Place names the job in errors, given its name ("" when it has
+	// none), as a job file does with `jobs[2] "orders-sync"`. nil names
+	// it as DecodeConfig does: `job "orders-sync"`.
+	Place func(name string) string
+	// Keys are keys the mapping may have besides the Config's (a job
+	// file's handler, type, ...); the "did you mean" of an unknown key
+	// considers them too.
+	Keys []string
+	// Key decodes one of Keys: it is called with the key's node and its
+	// value, in document order. Its error is reported with the job's
+	// place, the key and its line. nil: those keys are accepted and
+	// ignored.
+	Key func(key, value *yaml.Node) error
+}
+
+// DecodeConfigNode decodes and validates one job's mapping n, a node of a
+// larger YAML document, with the decoder DecodeConfig uses: the same keys
+// and values, as strictly (an unknown key is ErrUnknownKey, naming its
+// line and, for a near miss, the key probably meant), and the same
+// checks, so that a job file and the stored document cannot disagree.
+// Its keys besides the Config's are o's. Every problem is reported, in
+// one error whose Unwrap() []error returns them, each wrapping
+// ErrInvalidConfig and where one applies a specific sentinel; on error
+// the Config is the zero value.
+//
+// n should come from a document read within the limits DecodeConfig
+// applies (MaxYAMLDepth, YAMLNodeBudget): merge keys are followed again
+// here, bounded in depth only.
+func DecodeConfigNode(n *yaml.Node, o NodeOptions) (Config, error) {
+	c, errs := decodeConfigNode(n, o)
+	if len(errs) > 0 {
+		return Config{}, joinConfigErrors(errs)
+	}
+	return c, nil
+}
+
+// decodeConfigNode is DecodeConfigNode, returning what it decoded with
+// the problems.
+func decodeConfigNode(n *yaml.Node, o NodeOptions) (Config, []error) {
 	var c Config
-	n = resolveAlias(n)
-	if n.Kind != yaml.MappingNode {
-		return c, []error{&configError{place: placeOf(""), subject: "job", line: n.Line,
-			detail: "must be a mapping of keys to values, got " + nodeKindName(n)}}
+	placeOf := o.Place
+	if placeOf == nil {
+		placeOf = jobPlace
+	}
+	n = yamldoc.Resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		line := 0
+		if n != nil {
+			line = n.Line
+		}
+		return c, []error{&configError{place: placeOf(""), subject: "job", line: line,
+			detail: "must be a mapping of keys to values, got " + yamldoc.KindName(n)}}
 	}
 	pairs, perrs := mappingPairs(n)
 
 	// Find the name first so that every error can carry it.
 	for _, p := range pairs {
-		if p.key == "name" {
-			if v := resolveAlias(p.value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+		if p.Key == "name" {
+			if v := yamldoc.Resolve(p.Value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
 				c.Name = v.Value
 			}
 		}
@@ -1089,25 +1137,26 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 		e.place = place
 		errs = append(errs, e)
 	}
-	known := make([]string, 0, len(configFields)+len(specKeys))
+	known := make([]string, 0, len(configFields)+len(o.Keys))
 	for _, f := range configFields {
 		known = append(known, f.key)
 	}
-	if spec != nil {
-		known = append(known, specKeys...)
-	}
+	known = append(known, o.Keys...)
 	lines := map[string]int{}
 	bad := map[string]bool{}
 	for _, p := range pairs {
-		lines[p.key] = p.keyNode.Line
-		if spec != nil && isSpecKey(p.key) {
-			if e := spec.decodeKey(p); e != nil {
-				e.place = place
-				errs = append(errs, e)
+		lines[p.Key] = p.KeyNode.Line
+		if slices.Contains(o.Keys, p.Key) {
+			if o.Key == nil {
+				continue
+			}
+			if err := o.Key(p.KeyNode, p.Value); err != nil {
+				errs = append(errs, &configError{place: place, key: p.Key, subject: p.Key, line: p.KeyNode.Line,
+					detail: err.Error(), cause: err})
 			}
 			continue
 		}
-		f, ok := findConfigField(p.key)
+		f, ok := findConfigField(p.Key)
 		if !ok {
 			e := unknownKeyError(place, p, known)
 			errs = append(errs, e)
@@ -1118,20 +1167,20 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 			}
 			continue
 		}
-		if err := f.decode(&c, p.value); err != nil {
-			bad[p.key] = true
-			errs = append(errs, &configError{place: place, key: p.key, kind: f.kind, subject: p.key,
-				line: p.keyNode.Line, detail: err.Error(), cause: err})
+		if err := f.decode(&c, p.Value); err != nil {
+			bad[p.Key] = true
+			errs = append(errs, &configError{place: place, key: p.Key, kind: f.kind, subject: p.Key,
+				line: p.KeyNode.Line, detail: err.Error(), cause: err})
 		}
 	}
 	// The calendar's times without an offset are read in the job's time
 	// zone, which may come after them in the document.
 	if loc, err := c.location(); err == nil {
 		for _, p := range pairs {
-			if err := c.decodeCalendarTime(p.key, p.value, loc); err != nil && !bad[p.key] {
-				bad[p.key] = true
-				errs = append(errs, &configError{place: place, key: p.key, kind: ErrInvalidConfig, subject: p.key,
-					line: p.keyNode.Line, detail: err.Error(), cause: err})
+			if err := c.decodeCalendarTime(p.Key, p.Value, loc); err != nil && !bad[p.Key] {
+				bad[p.Key] = true
+				errs = append(errs, &configError{place: place, key: p.Key, kind: ErrInvalidConfig, subject: p.Key,
+					line: p.KeyNode.Line, detail: err.Error(), cause: err})
 			}
 		}
 	}
@@ -1143,18 +1192,12 @@ func decodeConfigNode(n *yaml.Node, placeOf func(name string) string, spec *Spec
 		e.line = lines[e.key]
 		errs = append(errs, e)
 	}
-	if spec != nil {
-		for _, e := range spec.check(lines) {
-			e.place = place
-			errs = append(errs, e)
-		}
-	}
 	return c, errs
 }
 
-func hasPair(pairs []yamlPair, key string) bool {
+func hasPair(pairs []yamldoc.Pair, key string) bool {
 	for _, p := range pairs {
-		if p.key == key {
+		if p.Key == key {
 			return true
 		}
 	}
@@ -1173,9 +1216,9 @@ func findConfigField(key string) (configField, bool) {
 // nodeString decodes a scalar as a string. Numbers and booleans are taken
 // as written; null is an error.
 func nodeString(n *yaml.Node, out *string) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a string, got %s", nodeKindName(n))
+		return fmt.Errorf("must be a string, got %s", yamldoc.KindName(n))
 	}
 	if n.ShortTag() == "!!null" {
 		return errors.New(`has no value (write "" for an empty string)`)
@@ -1222,7 +1265,7 @@ func (c *Config) decodeCalendarTime(key string, n *yaml.Node, loc *time.Location
 // nodeStringList decodes a string, or a list of strings joined with
 // commas.
 func nodeStringList(n *yaml.Node, out *string) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.SequenceNode {
 		return nodeString(n, out)
 	}
@@ -1243,18 +1286,18 @@ func nodeStringList(n *yaml.Node, out *string) error {
 
 // nodeBool decodes a YAML boolean; a quoted "true" is an error.
 func nodeBool(n *yaml.Node, out *bool) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		return fmt.Errorf("must be true or false, got %s", nodeKindName(n))
+		return fmt.Errorf("must be true or false, got %s", yamldoc.KindName(n))
 	}
 	return n.Decode(out)
 }
 
 // nodeInt decodes a YAML integer that fits an int.
 func nodeInt(n *yaml.Node, out *int) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("must be an integer, got %s", nodeKindName(n))
+		return fmt.Errorf("must be an integer, got %s", yamldoc.KindName(n))
 	}
 	if err := n.Decode(out); err != nil {
 		return fmt.Errorf("%s is out of range", n.Value)
@@ -1265,9 +1308,9 @@ func nodeInt(n *yaml.Node, out *int) error {
 // nodeDuration decodes a Go duration string such as "5s" or "1m30s"; a
 // bare 0 is accepted too.
 func nodeDuration(n *yaml.Node, out *time.Duration) error {
-	n = resolveAlias(n)
+	n = yamldoc.Resolve(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return fmt.Errorf(`must be a duration such as "5s", got %s`, nodeKindName(n))
+		return fmt.Errorf(`must be a duration such as "5s", got %s`, yamldoc.KindName(n))
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {

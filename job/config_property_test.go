@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -196,9 +197,11 @@ func configPathsAgree(c Config) error {
 		return fmt.Errorf("the document depends on what was encoded before it:\n%s\n%s", want, got)
 	}
 
-	// The YAML job file, with the parents it runs after.
+	// The YAML job file, with the parents it runs after: package jobfile
+	// reads each of its jobs with DecodeConfigNode, a node of its jobs:
+	// list, and checks them together with CheckDependencies.
 	var file bytes.Buffer
-	file.WriteString("regcenter:\n  servers: 127.0.0.1:2181\njobs:\n")
+	file.WriteString("jobs:\n")
 	for _, j := range append(parentsOf(c), c) {
 		doc, err := j.Encode()
 		if err != nil {
@@ -212,11 +215,23 @@ func configPathsAgree(c Config) error {
 			}
 		}
 	}
-	f, err := Load(&file)
-	if err != nil {
-		return fmt.Errorf("a job file with the config (and its parents) is refused: %w", err)
+	root, perr := parseYAMLDocument(context.Background(), file.Bytes(), 64<<20)
+	if perr != nil {
+		return fmt.Errorf("a job file with the config (and its parents) does not parse: %w", perr)
 	}
-	got := f.Jobs[len(f.Jobs)-1].Config
+	pairs, _ := mappingPairs(root)
+	var jobs []Config
+	for _, n := range pairs[0].Value.Content {
+		j, err := DecodeConfigNode(n, NodeOptions{Place: func(name string) string { return "jobs " + name }})
+		if err != nil {
+			return fmt.Errorf("a job file with the config (and its parents) is refused: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := CheckDependencies(jobs, nil); err != nil {
+		return fmt.Errorf("a job file with the config and its parents is refused: %w", err)
+	}
+	got := jobs[len(jobs)-1]
 	if !sameConfig(got, c) {
 		return fmt.Errorf("the job file reads back as another config:\nwant %+v\ngot  %+v", c, got)
 	}

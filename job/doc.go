@@ -13,8 +13,10 @@
 //	err = s.Start(ctx)
 //	defer s.Shutdown(ctx)
 //
-// Configs can also come from YAML ([LoadFile], [DecodeConfig]); every field
-// is validated, and bad input is refused with an error that names it.
+// Configs can also come from YAML: a job file (package jobfile, whose
+// jobs are decoded by [DecodeConfigNode]) or the document stored in the
+// registry ([DecodeConfig]); every field is validated, and bad input is
+// refused with an error that names it.
 //
 // # What the scheduler guarantees
 //

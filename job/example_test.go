@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -229,44 +228,17 @@ func ExampleConfig_WithDefaults() {
 	// misfire "once", reconcile every 1m0s, strategy BALANCED, time zone ""
 }
 
-// YAML jobs are bound to Go implementations by handler name; a job without
-// a handler key uses the handler registered under its own name.
-func ExampleSpec_HandlerName() {
-	f, err := job.Load(strings.NewReader(`
-regcenter:
-  servers: [zk1:2181, zk2:2181, zk3:2181]
-jobs:
-  - name: orders-sync
-    handler: orders
-    cron: "*/5 * * * * *"
-    shardingTotalCount: 4
-  - name: cleanup
-    cron: "@every 1m"
-    shardingTotalCount: 2
-`))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(f.Regcenter.Servers, f.Regcenter.Namespace)
-	for _, spec := range f.Jobs {
-		fmt.Println(spec.Name, "->", spec.HandlerName())
-	}
-	// The map given to Scheduler.AddSpecs:
-	handlers := map[string]job.Job{
-		"orders":  job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil }),
-		"cleanup": job.SimpleFunc(func(context.Context, job.ShardingContext) error { return nil }),
-	}
-	for _, spec := range f.Jobs {
-		_, ok := handlers[spec.HandlerName()]
-		fmt.Println(spec.Name, "bound:", ok)
-	}
+// Validate reports every problem at once, each naming the job and the field.
+func ExampleConfig_Validate() {
+	c := job.Config{Name: "orders-sync", Cron: "*/5 * * *", ShardingTotalCount: 0}
+	err := c.Validate()
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, job.ErrInvalidCron), errors.Is(err, job.ErrInvalidShardingCount), errors.Is(err, job.ErrInvalidConfig))
 	// Output:
-	// [zk1:2181 zk2:2181 zk3:2181] shardjob
-	// orders-sync -> orders
-	// cleanup -> cleanup
-	// orders-sync bound: true
-	// cleanup bound: true
+	// 2 problems:
+	// 	* job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
+	// 	* job "orders-sync": shardingTotalCount 0: must be between 1 and 10000
+	// true true true
 }
 
 // Listeners hear about every execution on this instance, before and

@@ -1,10 +1,8 @@
 package job_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/shardjob/shardjob/internal/testing/hostiledoc"
@@ -71,30 +69,6 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 		if len(doc) > job.MaxConfigBytes {
 			t.Fatalf("encoded document of %d bytes", len(doc))
-		}
-	})
-}
-
-// FuzzLoad: a job file decodes or is refused, without a panic.
-func FuzzLoad(f *testing.F) {
-	addFuzzSeeds(f)
-	f.Add([]byte("regcenter: {servers: [zk:2181]}\njobs:\n  - name: j\n    <<: &d {cron: '* * * * * *', shardingTotalCount: 2}\n  - {name: k, <<: *d}\n"))
-	f.Add([]byte("regcenter: &r {servers: [zk:2181], namespace: x}\njobs: [{name: j, <<: *r}]\n"))
-	for _, env := range regcenterEnvForTest {
-		f.Setenv(env, "")
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := job.Load(bytes.NewReader(data))
-		if err != nil {
-			if !errors.Is(err, job.ErrInvalidConfig) && !strings.Contains(err.Error(), "regcenter") {
-				t.Fatalf("error %v wraps neither ErrInvalidConfig nor a regcenter error", err)
-			}
-			return
-		}
-		for _, s := range file.Jobs {
-			if err := s.Validate(); err != nil {
-				t.Fatalf("loaded job %q does not validate: %v", s.Name, err)
-			}
 		}
 	})
 }

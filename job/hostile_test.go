@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,33 +42,6 @@ func TestDecodeConfigRejectsHostileYAML(t *testing.T) {
 	}
 }
 
-func TestLoadRejectsHostileYAML(t *testing.T) {
-	clearRegcenterEnvForTest(t)
-	for _, tt := range hostileDocs {
-		if tt.kind == job.ErrConfigTooLarge {
-			continue // a file may be larger: see TestLoadRefusesOversizedFile
-		}
-		t.Run(tt.name, func(t *testing.T) {
-			// The document as a job of a file, and as a whole file.
-			file := "regcenter: {servers: [zk:2181]}\njobs:\n  - " + strings.ReplaceAll(string(tt.doc), "\n", "\n    ") + "\n"
-			_, err := job.Load(strings.NewReader(file))
-			checkHostileError(t, err, tt.kind, strings.ReplaceAll(tt.want, "line 2", "line 4"))
-
-			path := filepath.Join(t.TempDir(), "jobs.yaml")
-			if err := os.WriteFile(path, tt.doc, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, err = job.LoadFile(path)
-			checkHostileError(t, err, tt.kind, tt.want)
-		})
-	}
-}
-
-func TestLoadRefusesOversizedFile(t *testing.T) {
-	_, err := job.Load(strings.NewReader("jobs: []\n# " + strings.Repeat("x", job.MaxFileBytes)))
-	checkHostileError(t, err, job.ErrConfigTooLarge, "larger than the limit of 67,108,864 bytes")
-}
-
 func checkHostileError(t *testing.T, err error, kind error, want string) {
 	t.Helper()
 	if err == nil {
@@ -85,22 +55,6 @@ func checkHostileError(t *testing.T, err error, kind error, want string) {
 	}
 	if len(err.Error()) > 1000 {
 		t.Errorf("error is %d bytes long", len(err.Error()))
-	}
-}
-
-// TestLoadMergesWithinBudget keeps legitimate merges working: many jobs
-// sharing defaults through a merge key.
-func TestLoadMergesWithinBudget(t *testing.T) {
-	clearRegcenterEnvForTest(t)
-	var b strings.Builder
-	b.WriteString("regcenter: {servers: [zk:2181]}\ndefaults: &d {cron: \"* * * * * *\", shardingTotalCount: 4, description: shared}\njobs:\n")
-	for i := range 2000 {
-		fmt.Fprintf(&b, "  - {name: job-%d, <<: *d}\n", i)
-	}
-	_, err := job.Load(strings.NewReader(b.String()))
-	// defaults is not a known top-level key; everything else decodes.
-	if err == nil || !errors.Is(err, job.ErrUnknownKey) || strings.Contains(err.Error(), "problems") {
-		t.Fatalf("want exactly the unknown key defaults, got %v", err)
 	}
 }
 

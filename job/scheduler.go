@@ -286,37 +286,6 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	return nil
 }
 
-// AddSpecs adds YAML-defined jobs, binding each to the handler its Spec
-// names (or its own name). A missing handler is ErrUnknownHandler. Script
-// and HTTP jobs have no handler: package jobfile builds and adds them.
-func (s *Scheduler) AddSpecs(ctx context.Context, specs []Spec, handlers map[string]Job) error {
-	var errs []error
-	for _, sp := range specs {
-		if !sp.Bound() {
-			errs = append(errs, fmt.Errorf("%w: job %q is a %s job, which package jobfile builds (jobfile.Add)", ErrUnknownHandler, sp.Name, sp.Type))
-			continue
-		}
-		name := sp.Handler
-		if name == "" {
-			name = sp.Name
-		}
-		h, ok := handlers[name]
-		if !ok {
-			known := make([]string, 0, len(handlers))
-			for k := range handlers {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			errs = append(errs, fmt.Errorf("%w: job %q wants handler %q (have %v)", ErrUnknownHandler, sp.Name, name, known))
-			continue
-		}
-		if err := s.Add(ctx, sp.Config, h); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Start registers every added job in the registry and starts firing. If a job
 // cannot register, Start undoes what it did and returns the error.
 func (s *Scheduler) Start(ctx context.Context) error {

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(path string) int {
-	f, err := job.LoadFile(path)
+	f, err := jobfile.LoadFile(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -66,18 +66,76 @@ var nsCounter atomic.Int64
 func namespace() string { return fmt.Sprintf("jf%d-%d", os.Getpid(), nsCounter.Add(1)) }
 
 // file writes a YAML file of jobs for namespace ns and loads it.
-func file(t *testing.T, ns, jobs string) (*job.File, string) {
+func file(t *testing.T, ns, jobs string) (*jobfile.File, string) {
 	t.Helper()
+	clearRegcenterEnvForTest(t)
 	doc := fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\n  sessionTimeout: 4s\njobs:\n%s", strings.Join(zk.Servers(), ", "), ns, jobs)
 	path := filepath.Join(t.TempDir(), "jobs.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := job.LoadFile(path)
+	f, err := jobfile.LoadFile(path)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, doc)
 	}
 	return f, path
+}
+
+// A file's Go jobs are bound to the implementations Options.Handlers
+// names, by handler or by the job's name; one whose implementation is
+// missing is refused with job.ErrUnknownHandler, naming it, and the others
+// are added and run. An implementation runs as it is: a RangeJob gets its
+// items as a range.
+func TestAddBindsGoJobsByName(t *testing.T) {
+	ns := namespace()
+	f, _ := file(t, ns, `  - name: orders
+    handler: orderSync
+    cron: "* * * * * *"
+    shardingTotalCount: 2
+  - name: audit
+    cron: "* * * * * *"
+    shardingTotalCount: 1
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.NewZooKeeper(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := job.NewScheduler(rc, job.WithServerID("y1"), job.WithLogger(testlog.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: "y1", rc: rc, sched: s}
+	t.Cleanup(func() { in.stop(t, 10*time.Second) })
+	ranges := make(chan job.RangeContext, 64)
+	orders := job.RangeFunc(func(_ context.Context, r job.RangeContext) error {
+		select {
+		case ranges <- r:
+		default:
+		}
+		return nil
+	})
+	err = jobfile.Add(ctx, s, f.Jobs, ns, jobfile.Options{Handlers: map[string]job.Job{"orderSync": orders}, Logger: testlog.Logger(t)})
+	if !errors.Is(err, job.ErrUnknownHandler) || !strings.Contains(err.Error(), `"audit"`) {
+		t.Fatalf("missing handler: %v, want job.ErrUnknownHandler naming audit", err)
+	}
+	if got := s.Jobs(); len(got) != 1 || got[0] != "orders" {
+		t.Fatalf("jobs added %v, want [orders]", got)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case r := <-ranges:
+			if r.Items() == 2 {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("the RangeJob was never given its two items as one range")
+		}
+	}
 }
 
 type instance struct {
@@ -87,7 +145,7 @@ type instance struct {
 }
 
 // start runs f's jobs as instance id, as jobfile.Run does, in this process.
-func start(t *testing.T, f *job.File, id, stateDir string) *instance {
+func start(t *testing.T, f *jobfile.File, id, stateDir string) *instance {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -56,7 +56,7 @@ const (
 
 // DecodeDefinition decodes and checks a job definition: one job's YAML
 // document, with the keys of one entry of a job file's jobs: list (see
-// [job.DecodeSpec]). It is decoded by the job file's decoder, and its
+// [DecodeSpec]). It is decoded by the job file's decoder, and its
 // script: or http: section and its error handler are built as [Build]
 // builds them (without side effects), so a bad definition gets the error a
 // job file would get; its sharding strategy must be registered in this
@@ -69,30 +69,30 @@ const (
 // with, in the same way.
 //
 // JSON with the same keys is YAML too, and is accepted as it is.
-func DecodeDefinition(ctx context.Context, data []byte) (job.Spec, error) {
+func DecodeDefinition(ctx context.Context, data []byte) (Spec, error) {
 	sp, _, err := decodeDefinition(ctx, data, checkBuild)
 	return sp, err
 }
 
 // checkBuild builds sp as Check does: without side effects.
-func checkBuild(sp job.Spec) (job.Job, error) { return Build(sp, nil, Options{}) }
+func checkBuild(sp Spec) (job.Job, error) { return Build(sp, nil, Options{}) }
 
 // decodeDefinition is DecodeDefinition with the build given: Define's
 // builds without side effects, a follower's builds the job it adds.
-func decodeDefinition(ctx context.Context, data []byte, build func(job.Spec) (job.Job, error)) (job.Spec, job.Job, error) {
-	sp, err := job.DecodeSpec(ctx, data)
+func decodeDefinition(ctx context.Context, data []byte, build func(Spec) (job.Job, error)) (Spec, job.Job, error) {
+	sp, err := DecodeSpec(ctx, data)
 	if err != nil {
-		return job.Spec{}, nil, err
+		return Spec{}, nil, err
 	}
-	if t := sp.TypeOrDefault(); t != job.TypeScript && t != job.TypeHTTP {
-		return job.Spec{}, nil, fmt.Errorf("%w: job %q has type %s, which runs a Go handler compiled into the program: give type: script or type: http with its section", ErrNotDefinable, sp.Name, t)
+	if t := sp.TypeOrDefault(); t != TypeScript && t != TypeHTTP {
+		return Spec{}, nil, fmt.Errorf("%w: job %q has type %s, which runs a Go handler compiled into the program: give type: script or type: http with its section", ErrNotDefinable, sp.Name, t)
 	}
 	if _, err := sharding.Lookup(sp.Config.WithDefaults().ShardingStrategy); err != nil {
-		return job.Spec{}, nil, fmt.Errorf("%w: job %q: %w", job.ErrInvalidConfig, sp.Name, err)
+		return Spec{}, nil, fmt.Errorf("%w: job %q: %w", job.ErrInvalidConfig, sp.Name, err)
 	}
 	j, err := build(sp)
 	if err != nil {
-		return job.Spec{}, nil, err
+		return Spec{}, nil, err
 	}
 	return sp, j, nil
 }
@@ -130,7 +130,7 @@ func readDefinition(ctx context.Context, rc regcenter.Center, name string) ([]by
 // time too (a follower has a definition's parents only if they are
 // definitions), decode and build, fire on its schedule, and no cycle may
 // form. The parents' definitions, and theirs, are read from rc.
-func checkDefinition(ctx context.Context, rc regcenter.Center, data []byte, build func(job.Spec) (job.Job, error)) (job.Spec, job.Job, error) {
+func checkDefinition(ctx context.Context, rc regcenter.Center, data []byte, build func(Spec) (job.Job, error)) (Spec, job.Job, error) {
 	sp, j, err := decodeDefinition(ctx, data, build)
 	if err != nil || sp.After == "" {
 		return sp, j, err
@@ -146,31 +146,31 @@ func checkDefinition(ctx context.Context, rc regcenter.Center, data []byte, buil
 		}
 		seen[name] = true
 		if len(seen) > maxAncestors {
-			return job.Spec{}, nil, fmt.Errorf("%w: job %q: after %q: its chain of jobs to run after reaches more than %d definitions",
+			return Spec{}, nil, fmt.Errorf("%w: job %q: after %q: its chain of jobs to run after reaches more than %d definitions",
 				job.ErrInvalidConfig, sp.Name, sp.After, maxAncestors)
 		}
 		doc, err := readDefinition(ctx, rc, name)
 		if err != nil {
-			return job.Spec{}, nil, err
+			return Spec{}, nil, err
 		}
 		if doc == nil {
-			return job.Spec{}, nil, fmt.Errorf("%w: job %q: after %q: job %q is not defined at run time: a definition runs only after other definitions, which are run where it is (define %q first)",
+			return Spec{}, nil, fmt.Errorf("%w: job %q: after %q: job %q is not defined at run time: a definition runs only after other definitions, which are run where it is (define %q first)",
 				job.ErrInvalidConfig, sp.Name, sp.After, name, name)
 		}
 		psp, err := DecodeDefinition(ctx, doc)
 		if err != nil {
-			return job.Spec{}, nil, fmt.Errorf("%w: job %q: after %q: the definition of job %q is refused: %w",
+			return Spec{}, nil, fmt.Errorf("%w: job %q: after %q: the definition of job %q is refused: %w",
 				job.ErrInvalidConfig, sp.Name, sp.After, name, err)
 		}
 		if psp.Name != name {
-			return job.Spec{}, nil, fmt.Errorf("%w: job %q: after %q: the definition stored for job %q names job %q",
+			return Spec{}, nil, fmt.Errorf("%w: job %q: after %q: the definition stored for job %q names job %q",
 				job.ErrInvalidConfig, sp.Name, sp.After, name, psp.Name)
 		}
 		cfgs = append(cfgs, psp.Config)
 		queue = append(queue, parentNames(psp.Config)...)
 	}
-	if err := job.CheckDependencies(cfgs); err != nil {
-		return job.Spec{}, nil, err
+	if err := job.CheckDependencies(cfgs, nil); err != nil {
+		return Spec{}, nil, err
 	}
 	return sp, j, nil
 }
@@ -225,7 +225,7 @@ func (o DefineOptions) maxBytes() int {
 
 // Define stores a new job in rc's namespace from its definition, with the
 // default limits: DefineWith with the zero DefineOptions.
-func Define(ctx context.Context, rc regcenter.Center, data []byte) (job.Spec, error) {
+func Define(ctx context.Context, rc regcenter.Center, data []byte) (Spec, error) {
 	return DefineWith(ctx, rc, data, DefineOptions{})
 }
 
@@ -242,32 +242,32 @@ func Define(ctx context.Context, rc regcenter.Center, data []byte) (job.Spec, er
 // namespace is [ErrJobExists]; the limits of o are [ErrDefinitionTooLarge]
 // and [ErrTooManyDefinitions], and with o.RequireFollower a type no live
 // instance follows is [ErrNotFollowed].
-func DefineWith(ctx context.Context, rc regcenter.Center, data []byte, o DefineOptions) (job.Spec, error) {
+func DefineWith(ctx context.Context, rc regcenter.Center, data []byte, o DefineOptions) (Spec, error) {
 	if max := o.maxBytes(); len(data) > max {
-		return job.Spec{}, fmt.Errorf("%w: the document is %d bytes; a definition may be at most %d (the limit on definitions' size)",
+		return Spec{}, fmt.Errorf("%w: the document is %d bytes; a definition may be at most %d (the limit on definitions' size)",
 			ErrDefinitionTooLarge, len(data), max)
 	}
 	sp, _, err := checkDefinition(ctx, rc, data, checkBuild)
 	if err != nil {
 		var re *registryError
 		if errors.As(err, &re) {
-			return job.Spec{}, re.err
+			return Spec{}, re.err
 		}
-		return job.Spec{}, err
+		return Spec{}, err
 	}
 	// A schedule with no fire left (an end in the past, a limit used up)
 	// is one every follower's Add refuses: say so now.
 	if err := sp.Config.CheckEnded(time.Now()); err != nil {
-		return job.Spec{}, err
+		return Spec{}, err
 	}
 	if o.RequireFollower {
 		if err := requireFollower(ctx, rc, sp); err != nil {
-			return job.Spec{}, err
+			return Spec{}, err
 		}
 	}
 	cfg, err := sp.Config.Encode()
 	if err != nil {
-		return job.Spec{}, err
+		return Spec{}, err
 	}
 	p := layout.Job(sp.Name)
 	for cleaned := false; ; {
@@ -278,21 +278,21 @@ func DefineWith(ctx context.Context, rc regcenter.Center, data []byte, o DefineO
 		if errors.Is(err, regcenter.ErrNoNode) {
 			// The namespace's first definition.
 			if err := rc.EnsurePath(ctx, layout.Definitions); err != nil {
-				return job.Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
+				return Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
 			}
 			continue
 		}
 		if err != nil {
-			return job.Spec{}, fmt.Errorf("jobfile: defining job %q: counting the definitions: %w", sp.Name, err)
+			return Spec{}, fmt.Errorf("jobfile: defining job %q: counting the definitions: %w", sp.Name, err)
 		}
 		max := o.maxDefinitions()
 		if max > 0 && int(st.NumChildren) >= max {
 			if cleaned {
-				return job.Spec{}, fmt.Errorf("%w: the namespace holds %d, its limit (remove one first, or raise the limit on definitions)",
+				return Spec{}, fmt.Errorf("%w: the namespace holds %d, its limit (remove one first, or raise the limit on definitions)",
 					ErrTooManyDefinitions, st.NumChildren)
 			}
 			if err := dropStaleEntries(ctx, rc); err != nil {
-				return job.Spec{}, fmt.Errorf("jobfile: defining job %q: counting the definitions: %w", sp.Name, err)
+				return Spec{}, fmt.Errorf("jobfile: defining job %q: counting the definitions: %w", sp.Name, err)
 			}
 			cleaned = true
 			continue
@@ -318,13 +318,13 @@ func DefineWith(ctx context.Context, rc regcenter.Center, data []byte, o DefineO
 		case errors.As(err, &me) && me.Index == 4 && errors.Is(err, regcenter.ErrNodeExists):
 			// An entry left by a job deleted behind the API's back.
 			if err := rc.Delete(ctx, layout.DefinitionEntry(sp.Name), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-				return job.Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
+				return Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
 			}
 			continue
 		case errors.Is(err, regcenter.ErrNodeExists):
-			return job.Spec{}, fmt.Errorf("%w: %q (remove it first to define it anew)", ErrJobExists, sp.Name)
+			return Spec{}, fmt.Errorf("%w: %q (remove it first to define it anew)", ErrJobExists, sp.Name)
 		case err != nil:
-			return job.Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
+			return Spec{}, fmt.Errorf("jobfile: defining job %q: %w", sp.Name, err)
 		}
 		return sp, nil
 	}
@@ -353,7 +353,7 @@ func dropStaleEntries(ctx context.Context, rc regcenter.Center) error {
 
 // requireFollower returns ErrNotFollowed unless a live instance follows
 // definitions of sp's type.
-func requireFollower(ctx context.Context, rc regcenter.Center, sp job.Spec) error {
+func requireFollower(ctx context.Context, rc regcenter.Center, sp Spec) error {
 	typ := string(sp.TypeOrDefault())
 	ids, err := Followers(ctx, rc, sp.TypeOrDefault())
 	if err != nil {
@@ -361,7 +361,7 @@ func requireFollower(ctx context.Context, rc regcenter.Center, sp job.Spec) erro
 	}
 	if len(ids) == 0 {
 		how := "an instance follows them with jobfile.Follow or shardjob run --follow"
-		if sp.TypeOrDefault() == job.TypeScript {
+		if sp.TypeOrDefault() == TypeScript {
 			how = "an instance follows them with AllowScript (shardjob run --follow --follow-scripts)"
 		}
 		return fmt.Errorf("%w: no instance follows %s jobs, so nothing would run job %q (%s)", ErrNotFollowed, typ, sp.Name, how)
@@ -371,7 +371,7 @@ func requireFollower(ctx context.Context, rc regcenter.Center, sp job.Spec) erro
 
 // Followers returns the server ids of the live instances that follow
 // definitions of type typ ([Follow] announces them), sorted.
-func Followers(ctx context.Context, rc regcenter.Center, typ job.Type) ([]string, error) {
+func Followers(ctx context.Context, rc regcenter.Center, typ Type) ([]string, error) {
 	ids, err := rc.Children(ctx, layout.FollowersOf(string(typ)))
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return nil, nil
@@ -386,7 +386,7 @@ func Followers(ctx context.Context, rc regcenter.Center, typ job.Type) ([]string
 // announce makes the ephemeral node that says this instance follows
 // definitions of type typ, replacing one an earlier session of the same
 // server left.
-func announce(ctx context.Context, rc regcenter.Center, typ job.Type, server string) error {
+func announce(ctx context.Context, rc regcenter.Center, typ Type, server string) error {
 	p := layout.Follower(string(typ), server)
 	for range 3 {
 		_, err := rc.Create(ctx, p, nil, regcenter.Ephemeral)
@@ -411,7 +411,7 @@ func announce(ctx context.Context, rc regcenter.Center, typ job.Type, server str
 
 // withdraw deletes this instance's announcements, within a few seconds:
 // Follow calls it as it returns, when its own context has ended.
-func withdraw(rc regcenter.Center, server string, types []job.Type, log *slog.Logger) {
+func withdraw(rc regcenter.Center, server string, types []Type, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, typ := range types {

@@ -37,7 +37,7 @@ jobs:
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := job.LoadFile(path)
+	f, err := jobfile.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,9 +95,9 @@ func Follow(ctx context.Context, sched *job.Scheduler, rc regcenter.Center, o Fo
 	f := &follower{sched: sched, rc: rc, o: o, log: o.Logger.With("server", sched.ServerID()),
 		wake: make(chan struct{}, 1), jobs: map[string]*followed{}, dirty: map[string]bool{},
 		waiting: map[string]map[string]bool{}, listAll: true, announce: true,
-		sem: make(chan struct{}, followWorkers), types: []job.Type{job.TypeHTTP}}
+		sem: make(chan struct{}, followWorkers), types: []Type{TypeHTTP}}
 	if o.AllowScript {
-		f.types = append(f.types, job.TypeScript)
+		f.types = append(f.types, TypeScript)
 	}
 	defer f.close()
 	f.sessCancel = rc.OnSession(func(ev regcenter.SessionEvent) {
@@ -153,7 +153,7 @@ type follower struct {
 	o     FollowOptions
 	log   *slog.Logger
 	wake  chan struct{}
-	types []job.Type    // the types announced
+	types []Type        // the types announced
 	sem   chan struct{} // a slot per worker running
 
 	mu       sync.Mutex
@@ -472,15 +472,15 @@ func (f *follower) read(ctx context.Context, name string, j *followed, stale boo
 		f.remove(ctx, name, j, "its definition changed: replacing it")
 		f.settle(name, j, followPending)
 	}
-	var sp job.Spec
+	var sp Spec
 	var built job.Job
 	// Decoded and built before its type is looked at, as a file's job is:
 	// a refusal then names the definition's own problems first.
-	sp, built, err = checkDefinition(ctx, f.rc, doc, func(sp job.Spec) (job.Job, error) {
+	sp, built, err = checkDefinition(ctx, f.rc, doc, func(sp Spec) (job.Job, error) {
 		if sp.Name != name {
 			return nil, fmt.Errorf("%w: the definition names job %q, not %q", ErrInvalidJob, sp.Name, name)
 		}
-		if sp.TypeOrDefault() == job.TypeScript && !f.o.AllowScript {
+		if sp.TypeOrDefault() == TypeScript && !f.o.AllowScript {
 			return nil, errors.New("script definitions run commands on this host, and this instance does not allow them (FollowOptions.AllowScript)")
 		}
 		return Build(sp, f.sched, f.o.Options)
@@ -538,7 +538,7 @@ func (f *follower) read(ctx context.Context, name string, j *followed, stale boo
 // awaitParents reports whether the jobs sp runs after are all added here
 // (readDone), or some is still to be settled here (readWait: sp's job is
 // read again once it is), or an error when one was refused here.
-func (f *follower) awaitParents(name string, sp job.Spec) (readResult, error) {
+func (f *follower) awaitParents(name string, sp Spec) (readResult, error) {
 	parents := parentNames(sp.Config)
 	if len(parents) == 0 {
 		return readDone, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/internal/testing/testlog"
-	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -231,7 +230,7 @@ func TestFollowAnnouncesWhatItFollows(t *testing.T) {
 	defer cancel()
 	followers := func(typ string) []string {
 		t.Helper()
-		ids, err := jobfile.Followers(ctx, httpOnly.rc, job.Type(typ))
+		ids, err := jobfile.Followers(ctx, httpOnly.rc, jobfile.Type(typ))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -127,7 +127,7 @@ func TestFollowRunsDefinedHTTPJobAndStopsItWhenDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Name != "ping" || sp.Type != job.TypeHTTP {
+	if sp.Name != "ping" || sp.Type != jobfile.TypeHTTP {
 		t.Fatalf("defined %+v", sp)
 	}
 	waitFor(t, "the follower to run the defined job", 60*time.Second, func() bool {

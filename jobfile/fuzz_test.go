@@ -1,8 +1,10 @@
 package jobfile_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,11 +48,55 @@ func FuzzDecodeDefinition(f *testing.F) {
 			}
 			return
 		}
-		if ty := sp.TypeOrDefault(); ty != job.TypeScript && ty != job.TypeHTTP {
+		if ty := sp.TypeOrDefault(); ty != jobfile.TypeScript && ty != jobfile.TypeHTTP {
 			t.Fatalf("definition of type %s taken", ty)
 		}
 		if err := sp.Config.Validate(); err != nil {
 			t.Fatalf("definition taken with a config that does not validate: %v", err)
+		}
+	})
+}
+
+// fuzzLoadSeeds are documents with merges, anchors and aliases, good and
+// bad: a job's document, and whole files.
+var fuzzLoadSeeds = []string{
+	"name: j\ncron: '* * * * * *'\nshardingTotalCount: 4\n",
+	"name: j\n<<: &d {cron: '* * * * * *', shardingTotalCount: 3}\n",
+	"name: j\n<<: [&a {cron: '* * * * * *'}, &b {shardingTotalCount: 2}]\ndescription: *a\n",
+	"name: j\nx: &a {y: &b {<<: *a}}\n",
+	"a: &a [*a]\n",
+	"name: j\n<<: *missing\n",
+	"[[[[[[[[[[]]]]]]]]]]",
+	"name: j\ncron: '* * * * * *'\nshardingTotalCount: 4\n---\nname: k\n",
+	"",
+	"regcenter: {servers: [zk:2181]}\njobs:\n  - name: j\n    type: http\n    cron: '* * * * * *'\n    shardingTotalCount: 1\n    http: {url: 'http://x/'}\ntracing: {exporter: stdout}\n",
+	"regcenter: {postgres: 'postgres://u@db/x', url: 'postgres://u@db/y'}\n",
+}
+
+// FuzzLoad: a job file decodes or is refused, without a panic.
+func FuzzLoad(f *testing.F) {
+	for _, s := range fuzzLoadSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add(hostiledoc.SelfMerge("j"))
+	f.Add(hostiledoc.MergeChain("j", 12))
+	f.Add([]byte("regcenter: {servers: [zk:2181]}\njobs:\n  - name: j\n    <<: &d {cron: '* * * * * *', shardingTotalCount: 2}\n  - {name: k, <<: *d}\n"))
+	f.Add([]byte("regcenter: &r {servers: [zk:2181], namespace: x}\njobs: [{name: j, <<: *r}]\n"))
+	for _, env := range regcenterEnvForTest {
+		f.Setenv(env, "")
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := jobfile.Load(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, job.ErrInvalidConfig) && !strings.Contains(err.Error(), "regcenter") {
+				t.Fatalf("error %v wraps neither ErrInvalidConfig nor a regcenter error", err)
+			}
+			return
+		}
+		for _, s := range file.Jobs {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("loaded job %q does not validate: %v", s.Name, err)
+			}
 		}
 	})
 }

@@ -1,10 +1,16 @@
-// Package jobfile turns the jobs of a YAML file ([job.File]) into running
-// jobs: script and HTTP jobs built from their sections, simple and dataflow
-// jobs bound by name to Go implementations, each with its error handler.
-// [Run] runs a whole file as a standalone instance; it is what `shardjob
-// run jobs.yaml` does, so an operator can run script and HTTP jobs without
-// writing Go. [Load] and [LoadFile] read such a run file: a job file that
-// may have a tracing section besides (see [Tracing]).
+// Package jobfile reads YAML files of job definitions and runs their
+// jobs. [Load] and [LoadFile] read a [File]: its regcenter section (which
+// the SHARDJOB_REGCENTER_* variables override, see [EnvPrefix]), its jobs
+// ([Spec]: a job.Config and what runs it) and its tracing section
+// ([Tracing]). [Add] and [Build] turn the jobs into running jobs: simple
+// and dataflow jobs bound by name to Go implementations
+// ([Options].Handlers), script and HTTP jobs built from their sections,
+// each with its error handler. [Run] runs a whole file as a standalone
+// instance; it is what `shardjob run jobs.yaml` does, so an operator can
+// run script and HTTP jobs without writing Go.
+//
+// Package job reads none of this: a program that defines its jobs in Go
+// does not link the file's reader.
 //
 // The sections of a job, each decoded strictly (an unknown key is an error naming
 // it, its line and the key probably meant):
@@ -94,10 +100,14 @@ type Streamer interface {
 	WithStreaming(on bool) job.Job
 }
 
-// Build returns the job that runs sp, wrapped in its error handler. sched
-// is the scheduler the job will be added to: a stop error handler pauses
-// the job through it (with nil, the pause fails with an error).
-func Build(sp job.Spec, sched *job.Scheduler, o Options) (job.Job, error) {
+// Build returns the job that runs sp, wrapped in its error handler (by
+// default errhandler.Log). sched is the scheduler the job will be added
+// to: a stop error handler pauses the job through it (with nil, the pause
+// fails with an error). A Go implementation (o.Handlers) of a job without
+// an errorHandler key is returned as it is, to run as job.Scheduler.Add
+// runs it (a job.RangeJob keeps its ranges; the scheduler logs its
+// failures as any job's).
+func Build(sp Spec, sched *job.Scheduler, o Options) (job.Job, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -105,15 +115,18 @@ func Build(sp job.Spec, sched *job.Scheduler, o Options) (job.Job, error) {
 	var j job.Job
 	var err error
 	switch sp.TypeOrDefault() {
-	case job.TypeScript:
+	case TypeScript:
 		j, err = buildScript(sp, o.StateDir, log)
-	case job.TypeHTTP:
+	case TypeHTTP:
 		j, err = buildHTTP(sp, log)
 	default:
 		j, err = bind(sp, o.Handlers)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if sp.Bound() && sp.ErrorHandler == nil {
+		return j, nil
 	}
 	h, err := buildErrorHandler(sp, sched, log)
 	if err != nil {
@@ -122,19 +135,19 @@ func Build(sp job.Spec, sched *job.Scheduler, o Options) (job.Job, error) {
 	return errhandler.Wrap(j, h, errhandler.Options{}), nil
 }
 
-func invalid(sp job.Spec, s *section) error {
+func invalid(sp Spec, s *section) error {
 	if len(s.errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: job %q: %s", ErrInvalidJob, sp.Name, strings.Join(s.errs, "; "))
 }
 
-func bind(sp job.Spec, handlers map[string]job.Job) (job.Job, error) {
+func bind(sp Spec, handlers map[string]job.Job) (job.Job, error) {
 	h, ok := handlers[sp.HandlerName()]
 	if !ok {
 		return nil, fmt.Errorf("%w: job %q wants Go handler %q, which is not registered", job.ErrUnknownHandler, sp.Name, sp.HandlerName())
 	}
-	if sp.TypeOrDefault() != job.TypeDataflow || sp.Section == nil {
+	if sp.TypeOrDefault() != TypeDataflow || sp.Section == nil {
 		return h, nil
 	}
 	s := &section{name: "dataflow"}
@@ -157,7 +170,7 @@ func bind(sp job.Spec, handlers map[string]job.Job) (job.Job, error) {
 	return st.WithStreaming(on), nil
 }
 
-func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error) {
+func buildScript(sp Spec, stateDir string, log *slog.Logger) (job.Job, error) {
 	s := &section{name: "script"}
 	p := s.pairs(sp.Section, "command", "shell", "env", "passEnv", "dir", "gracePeriod", "outputLimit")
 	var c script.Config
@@ -193,7 +206,7 @@ func buildScript(sp job.Spec, stateDir string, log *slog.Logger) (job.Job, error
 	return j, nil
 }
 
-func buildHTTP(sp job.Spec, log *slog.Logger) (job.Job, error) {
+func buildHTTP(sp Spec, log *slog.Logger) (job.Job, error) {
 	s := &section{name: "http"}
 	p := s.pairs(sp.Section, "method", "url", "headers", "body", "timeout", "contextHeader", "bodyExcerpt", "allowPrivateAddresses")
 	var c httpjob.Config
@@ -220,7 +233,7 @@ func buildHTTP(sp job.Spec, log *slog.Logger) (job.Job, error) {
 	return j, nil
 }
 
-func buildErrorHandler(sp job.Spec, sched *job.Scheduler, log *slog.Logger) (errhandler.Handler, error) {
+func buildErrorHandler(sp Spec, sched *job.Scheduler, log *slog.Logger) (errhandler.Handler, error) {
 	n := sp.ErrorHandler
 	if n == nil {
 		return errhandler.Log{Logger: log}, nil
@@ -353,7 +366,7 @@ func (noScheduler) Pause(context.Context, string) error {
 // Check builds every script and HTTP job of specs, and their error
 // handlers, without side effects (no state directory is made), and
 // reports every problem: what a command checks before it connects.
-func Check(specs []job.Spec) error {
+func Check(specs []Spec) error {
 	var errs []error
 	for _, sp := range specs {
 		if sp.Bound() {
@@ -369,11 +382,16 @@ func Check(specs []job.Spec) error {
 	return errors.Join(errs...)
 }
 
-// Add builds every job of specs (see Build) and adds it to sched; then, if
-// any is a script job, it reaps what an earlier process of this server
-// left in the state directory (script.Reap), owing those items a run. Call
-// it before sched.Start. Every problem is reported.
-func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace string, o Options) error {
+// Add builds every job of specs (see Build) and adds it to sched: a
+// simple or dataflow job bound to the Go implementation o.Handlers names
+// (Spec.HandlerName; a missing one is job.ErrUnknownHandler), a script or
+// HTTP job built from its section. Then, if any is a script job, it reaps
+// what an earlier process of this server left in the state directory
+// (script.Reap), owing those items a run. namespace is the file's
+// (File.Regcenter.Namespace), for the default state directory. Call it
+// before sched.Start. Every problem is reported; the jobs that could be
+// added are added.
+func Add(ctx context.Context, sched *job.Scheduler, specs []Spec, namespace string, o Options) error {
 	defaulted := o.StateDir == ""
 	if defaulted {
 		o.StateDir = DefaultStateDir(namespace, sched.ServerID())
@@ -390,7 +408,7 @@ func Add(ctx context.Context, sched *job.Scheduler, specs []job.Spec, namespace 
 			errs = append(errs, err)
 			continue
 		}
-		scripts = scripts || sp.TypeOrDefault() == job.TypeScript
+		scripts = scripts || sp.TypeOrDefault() == TypeScript
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -474,12 +492,6 @@ type RunOptions struct {
 	// (FollowOptions.AllowScript): commands chosen by whoever can write a
 	// definition, run on this host.
 	FollowScripts bool
-	// Tracing, when set, turns tracing on (a run file's tracing section,
-	// File.Tracing): the scheduler gets a tracer provider of its own (see
-	// Tracing.NewTracerProvider), shut down when Run returns, after the
-	// scheduler, waiting FlushTimeout at most for the last spans. nil:
-	// no span is made, whatever the environment says.
-	Tracing *Tracing
 	// Stdout is where the stdout exporter writes spans; nil means
 	// os.Stdout.
 	Stdout io.Writer
@@ -494,9 +506,15 @@ type RunOptions struct {
 // Run runs the jobs of f as one instance until ctx ends, then shuts down
 // cleanly (running items finish, or are stopped at ShutdownTimeout) and
 // closes its registry session. It connects to the registry f's regcenter
-// section names: ZooKeeper (servers) or etcd (etcd), through
-// [regcenter.Open]. With o.Tracing it traces the fires and item runs.
-func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
+// section names (ZooKeeper, etcd, an embedded member or PostgreSQL),
+// through [regcenter.Open] or o.Open.
+//
+// With f.Tracing (the file's tracing section) the scheduler gets a tracer
+// provider of its own (see Tracing.NewTracerProvider) that traces the
+// fires and item runs; it is shut down when Run returns, after the
+// scheduler, waiting FlushTimeout at most for the last spans. Without it
+// no span is made, whatever the environment says.
+func Run(ctx context.Context, f *File, o RunOptions) (err error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
@@ -506,12 +524,12 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	opts := []job.Option{job.WithLogger(log)}
-	if o.Tracing != nil {
+	if tr := f.Tracing; tr != nil {
 		out := o.Stdout
 		if out == nil {
 			out = os.Stdout
 		}
-		tp, err := o.Tracing.NewTracerProvider(ctx, out)
+		tp, err := tr.NewTracerProvider(ctx, out)
 		if err != nil {
 			return err
 		}
@@ -523,12 +541,12 @@ func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 			if terr := tp.Shutdown(fctx); terr != nil {
 				// The jobs ran; spans the collector did not take are
 				// lost, which is worth a warning, not a failed run.
-				log.Warn("tracing: the last spans were not exported", "exporter", o.Tracing.Exporter, "err", terr)
+				log.Warn("tracing: the last spans were not exported", "exporter", tr.Exporter, "err", terr)
 			}
 		}()
 		opts = append(opts, job.WithTracerProvider(tp))
-		log.Info("tracing on", "exporter", o.Tracing.Exporter, "endpoint", o.Tracing.Endpoint,
-			"sampleRatio", o.Tracing.SampleRatio, "serviceName", o.Tracing.ServiceName)
+		log.Info("tracing on", "exporter", tr.Exporter, "endpoint", tr.Endpoint,
+			"sampleRatio", tr.SampleRatio, "serviceName", tr.ServiceName)
 	}
 	var rc regcenter.Center
 	if o.Open != nil {
@@ -606,7 +624,7 @@ var ErrAddress = errors.New("jobfile: address not allowed")
 
 // handlerAddress checks an error handler's host against the address
 // policy.
-func handlerAddress(sp job.Spec, key, host string) error {
+func handlerAddress(sp Spec, key, host string) error {
 	if why := netpolicy.HostWhy(host); why != "" {
 		return fmt.Errorf("%w: job %q: errorHandler %s %q: %w: %s; set allowPrivateAddresses: true in the errorHandler to allow it",
 			ErrInvalidJob, sp.Name, key, host, ErrAddress, why)

@@ -66,7 +66,7 @@ func TestBuildDataflowStreaming(t *testing.T) {
 func Example() {
 	// A YAML file of script and HTTP jobs runs as one instance, no Go
 	// code of the jobs' own; `shardjob run FILE` does exactly this.
-	f, err := job.Load(strings.NewReader(`
+	f, err := jobfile.Load(strings.NewReader(`
 regcenter:
   servers: [127.0.0.1:2181]
   namespace: shop

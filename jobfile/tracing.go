@@ -1,14 +1,12 @@
 package jobfile
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +22,8 @@ import (
 	"github.com/shardjob/shardjob/job"
 )
 
-// A run file is a job file (job.File: regcenter:, jobs:) with one more
-// top-level section, which only an instance that runs the file uses:
+// A job file may have one more top-level section, which only an instance
+// that runs the file (Run, shardjob run) uses:
 //
 //	tracing:
 //	  exporter: otlp                     # or stdout; required
@@ -34,9 +32,10 @@ import (
 //	  sampleRatio: 0.25                  # 0..1, default 1
 //	  serviceName: orders-jobs           # default "shardjob"
 //
-// Load and LoadFile read it; job.Load only keeps it, undecoded
-// (job.File.Tracing), and a Go program that loads a run file with
-// job.Load gets no tracing from it.
+// Load and LoadFile decode it into File.Tracing, as strictly as the rest
+// of the file: unknown keys (with a "did you mean"), values of the wrong
+// kind or out of range, and the OTLP keys with the stdout exporter are
+// errors wrapping ErrInvalidTracing and job.ErrInvalidConfig.
 
 // ErrInvalidTracing means a run file's tracing section cannot be used;
 // the error names the key and its line. It comes with job.ErrInvalidConfig.
@@ -70,15 +69,7 @@ const (
 // tracingKeys are the keys of the tracing section.
 var tracingKeys = []string{"exporter", "endpoint", "headers", "sampleRatio", "serviceName"}
 
-// File is a run file: the job file and its tracing section.
-type File struct {
-	job.File
-	// Tracing is the tracing section; nil when the file has none, and
-	// then the instance makes no span.
-	Tracing *Tracing
-}
-
-// Tracing is a run file's tracing section: where an instance that runs
+// Tracing is a job file's tracing section: where an instance that runs
 // the file sends its spans (see job.WithTracerProvider for what is
 // traced).
 type Tracing struct {
@@ -116,103 +107,6 @@ type tracingError struct {
 func (e *tracingError) Error() string { return e.msg }
 
 func (e *tracingError) Unwrap() []error { return []error{job.ErrInvalidConfig, e.kind} }
-
-// problems joins the problems of a run file as errors.Join does, printed
-// the way the job package prints its own.
-type problems []error
-
-func (p problems) Error() string {
-	if len(p) == 1 {
-		return p[0].Error()
-	}
-	msgs := make([]string, len(p))
-	for i, err := range p {
-		msgs[i] = err.Error()
-	}
-	return fmt.Sprintf("%d problems:\n\t* %s", len(p), strings.Join(msgs, "\n\t* "))
-}
-
-// Unwrap returns the problems.
-func (p problems) Unwrap() []error { return p }
-
-// LoadFile reads the run file at path and loads it as Load does. Errors
-// about the contents are prefixed with path.
-func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("jobfile: %w", err)
-	}
-	f, err := load(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
-}
-
-// Load reads a run file from r: a job file (see job.Load, whose rules and
-// limits apply to all of it) that may have a tracing section (see
-// Tracing), decoded as strictly as the rest: unknown keys (with a "did you
-// mean"), values of the wrong kind or out of range, and the OTLP keys
-// with the stdout exporter are errors wrapping ErrInvalidTracing and
-// job.ErrInvalidConfig. Every problem of the file is reported, in one
-// error whose Unwrap() []error returns them. On error the File is nil.
-func Load(r io.Reader) (*File, error) {
-	data, err := io.ReadAll(io.LimitReader(r, job.MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("jobfile: reading the run file: %w", err)
-	}
-	return load(data)
-}
-
-func load(data []byte) (*File, error) {
-	jf, err := job.Load(bytes.NewReader(data))
-	var errs []error
-	if err != nil {
-		var many interface{ Unwrap() []error }
-		if !errors.As(err, &many) {
-			return nil, err
-		}
-		errs = many.Unwrap()
-	}
-	section := tracingSection(jf, data)
-	var tr *Tracing
-	if section != nil {
-		var terr []error
-		tr, terr = decodeTracing(deref(section))
-		errs = append(errs, terr...)
-	}
-	if len(errs) > 0 {
-		return nil, problems(errs)
-	}
-	return &File{File: *jf, Tracing: tr}, nil
-}
-
-// tracingSection returns the file's tracing section: as job.Load kept it,
-// or, when job.Load found problems elsewhere in the file, read here, so
-// that one error lists every problem of the file. Nil when there is none.
-func tracingSection(jf *job.File, data []byte) *yaml.Node {
-	if jf != nil {
-		return jf.Tracing
-	}
-	var doc yaml.Node
-	if len(data) > job.MaxFileBytes || yaml.Unmarshal(data, &doc) != nil || doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil // job.Load named the problem
-	}
-	root := deref(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Value == "tracing" {
-			v := deref(root.Content[i+1])
-			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null" {
-				return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: k.Line, Column: k.Column}
-			}
-			return v
-		}
-	}
-	return nil
-}
 
 // decodeTracing decodes the tracing section n, applying the defaults.
 func decodeTracing(n *yaml.Node) (*Tracing, []error) {

@@ -58,7 +58,7 @@ func TestLoadTracing(t *testing.T) {
 			t.Errorf("%s: tracing %+v, want %+v", c.name, f.Tracing, c.want)
 		}
 		if len(f.Jobs) != 1 || f.Jobs[0].Name != "report" || f.Regcenter.Namespace != "shop" {
-			t.Errorf("%s: the rest of the file was not read: %+v", c.name, f.File)
+			t.Errorf("%s: the rest of the file was not read: %+v", c.name, f)
 		}
 	}
 }
@@ -128,15 +128,6 @@ func TestLoadReportsEveryProblemAtItsLine(t *testing.T) {
 	}
 	if !errors.Is(err, jobfile.ErrInvalidTracing) || !errors.Is(err, job.ErrUnknownKey) {
 		t.Errorf("%v: errors.Is misses one of the problems", err)
-	}
-
-	// A file with no tracing section is the job package's alone, error
-	// for error.
-	plain := runHead + "  - name: report\n    cron: x\n"
-	_, want := job.Load(strings.NewReader(plain))
-	_, got := jobfile.Load(strings.NewReader(plain))
-	if want == nil || got == nil || got.Error() != want.Error() {
-		t.Errorf("jobfile.Load: %v\njob.Load: %v", got, want)
 	}
 
 	// The top level may be written as one flow mapping, as any YAML.

@@ -54,7 +54,7 @@ func followerOn(t *testing.T, ns, id string, rcCfg regcenter.Config) *job.Schedu
 	}()
 	// Followed once it says so: POST /jobs looks for that.
 	httpWaitFor(t, id+"'s announcement that it follows http definitions", func() bool {
-		ids, err := jobfile.Followers(ctx, rc, job.TypeHTTP)
+		ids, err := jobfile.Followers(ctx, rc, jobfile.TypeHTTP)
 		return err == nil && slices.Contains(ids, id)
 	})
 	t.Cleanup(func() {

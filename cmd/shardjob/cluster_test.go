@@ -528,7 +528,7 @@ func TestAdminRegcenterPrecedence(t *testing.T) {
 	if got := resolve("--config", file); got != (resolved{"file:2181", "filens", "file:pw", 3 * time.Second}) {
 		t.Errorf("file: %+v", got)
 	}
-	// The environment over the file (job.LoadFile reads it).
+	// The environment over the file (jobfile.LoadFile reads it).
 	t.Setenv("SHARDJOB_REGCENTER_NAMESPACE", "envns")
 	if got := resolve("--config", file); got.namespace != "envns" || got.servers != "file:2181" {
 		t.Errorf("env over file: %+v", got)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
-	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -81,7 +80,7 @@ func regcenterConfig(o *options, set map[string]bool, getenv func(string) string
 		cfg.ConnectTimeout = o.timeout
 	}
 	if len(cfg.Servers) == 0 && len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" && cfg.URL == "" {
-		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper), --etcd host:port[,host:port...] (etcd), --embedded DIR (an embedded member on this host) or --pg postgres://user@host:port/db (PostgreSQL), set %s_REGCENTER_SERVERS, %s_REGCENTER_ETCD, %s_REGCENTER_EMBEDDEDDIR or %s_REGCENTER_URL, or --config FILE with a regcenter: section", job.EnvPrefix, job.EnvPrefix, job.EnvPrefix, job.EnvPrefix)
+		return cfg, usagef("no registry given: use --zk host:port[,host:port...] (ZooKeeper), --etcd host:port[,host:port...] (etcd), --embedded DIR (an embedded member on this host) or --pg postgres://user@host:port/db (PostgreSQL), set %s_REGCENTER_SERVERS, %s_REGCENTER_ETCD, %s_REGCENTER_EMBEDDEDDIR or %s_REGCENTER_PG (or %s_REGCENTER_URL), or --config FILE with a regcenter: section", jobfile.EnvPrefix, jobfile.EnvPrefix, jobfile.EnvPrefix, jobfile.EnvPrefix, jobfile.EnvPrefix)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -128,9 +127,9 @@ func conflictingFlags(o *options, set map[string]bool) error {
 }
 
 // applyEnv reads the SHARDJOB_REGCENTER_* variables (empty ones are
-// ignored), as job.LoadFile does for a file.
+// ignored), as jobfile.LoadFile does for a file.
 func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
-	prefix := job.EnvPrefix + "_REGCENTER_"
+	prefix := jobfile.EnvPrefix + "_REGCENTER_"
 	if strings.TrimSpace(getenv(prefix+"SERVERS")) != "" && strings.TrimSpace(getenv(prefix+"ETCD")) != "" {
 		return usagef("%sSERVERS (ZooKeeper) and %sETCD (etcd) are both set: set one, not both", prefix, prefix)
 	}
@@ -141,10 +140,13 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 			}
 		}
 	}
-	if strings.TrimSpace(getenv(prefix+"URL")) != "" {
-		for _, other := range []string{"SERVERS", "ETCD", "EMBEDDEDDIR"} {
-			if strings.TrimSpace(getenv(prefix+other)) != "" {
-				return usagef("%s%s and %sURL are both set: set one, not both", prefix, other, prefix)
+	for _, pg := range []string{"URL", "PG"} {
+		if strings.TrimSpace(getenv(prefix+pg)) == "" {
+			continue
+		}
+		for _, other := range []string{"SERVERS", "ETCD", "EMBEDDEDDIR", "URL"} {
+			if other != pg && strings.TrimSpace(getenv(prefix+other)) != "" {
+				return usagef("%s%s and %s%s are both set: set one, not both", prefix, other, prefix, pg)
 			}
 		}
 	}
@@ -172,8 +174,10 @@ func applyEnv(cfg *regcenter.Config, getenv func(string) string) error {
 	if v := strings.TrimSpace(getenv(prefix + "EMBEDDEDDIR")); v != "" {
 		cfg.EmbeddedDir = v
 	}
-	if v := strings.TrimSpace(getenv(prefix + "URL")); v != "" {
-		cfg.URL = v
+	for _, pg := range []string{"URL", "PG"} {
+		if v := strings.TrimSpace(getenv(prefix + pg)); v != "" {
+			cfg.URL = v
+		}
 	}
 	if v := getenv(prefix + "NAMESPACE"); v != "" {
 		cfg.Namespace = v

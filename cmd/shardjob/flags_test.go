@@ -119,7 +119,7 @@ func TestEtcdFlagAndEnvironment(t *testing.T) {
 	check("SHARDJOB_REGCENTER_ETCD", zk, etcd, "", "env:2379")
 	zk, etcd = resolve("--zk", "z:1")
 	check("--zk over SHARDJOB_REGCENTER_ETCD", zk, etcd, "z:1", "")
-	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env:2379") // job.LoadFile reads the process's environment
+	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env:2379") // jobfile.LoadFile reads the process's environment
 	zk, etcd = resolve("--config", zkFile)
 	check("SHARDJOB_REGCENTER_ETCD over a file with servers", zk, etcd, "", "env:2379")
 

@@ -51,7 +51,7 @@ Connecting (flags override the environment, which overrides the --config file):
   --zk host:port,...          ZooKeeper servers              env SHARDJOB_REGCENTER_SERVERS
   --etcd host:port,...        etcd endpoints, not with --zk  env SHARDJOB_REGCENTER_ETCD
   --embedded DIR              an embedded member's Dir       env SHARDJOB_REGCENTER_EMBEDDEDDIR
-  --pg URL                    PostgreSQL, postgres://u@h/db  env SHARDJOB_REGCENTER_URL
+  --pg URL                    PostgreSQL, postgres://u@h/db  env SHARDJOB_REGCENTER_PG (or _URL)
                               (no password in the URL: PGPASSWORD, PGPASSFILE or --digest-file)
   --namespace NAME            namespace (default shardjob)   env SHARDJOB_REGCENTER_NAMESPACE
   --digest-file FILE          digest user:password in FILE   env SHARDJOB_REGCENTER_DIGESTFILE

@@ -22,7 +22,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/regcenter"
-	// --pg and url: postgres://... reach a PostgreSQL registry.
+	// --pg and postgres: postgres://... (or url:) reach a PostgreSQL registry.
 	_ "github.com/shardjob/shardjob/regcenter/postgres"
 )
 
@@ -162,7 +162,7 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
 	fs.StringVar(&o.etcd, "etcd", "", "etcd `endpoints`, comma-separated host:port, instead of --zk (env SHARDJOB_REGCENTER_ETCD)")
 	fs.StringVar(&o.embedded, "embedded", "", "the `dir` of an embedded etcd member on this host, instead of --zk or --etcd: its endpoint and credentials are read from it (env SHARDJOB_REGCENTER_EMBEDDEDDIR)")
-	fs.StringVar(&o.pg, "pg", "", "a PostgreSQL registry's `url` (postgres://user@host:5432/db), instead of --zk, --etcd or --embedded; no password in it: use PGPASSWORD, a passfile (PGPASSFILE) or --digest-file (env SHARDJOB_REGCENTER_URL)")
+	fs.StringVar(&o.pg, "pg", "", "a PostgreSQL registry's `url` (postgres://user@host:5432/db), instead of --zk, --etcd or --embedded; no password in it: use PGPASSWORD, a passfile (PGPASSFILE) or --digest-file (env SHARDJOB_REGCENTER_PG, or SHARDJOB_REGCENTER_URL)")
 	fs.StringVar(&o.namespace, "namespace", "", "the `namespace` the jobs live in (env SHARDJOB_REGCENTER_NAMESPACE; default shardjob)")
 	fs.StringVar(&o.digest, "digest", "", "digest `credentials` user:password; shows in ps, prefer --digest-file or env SHARDJOB_REGCENTER_DIGEST")
 	fs.StringVar(&o.digestFile, "digest-file", "", "read the digest user:password from this `file` (env SHARDJOB_REGCENTER_DIGESTFILE)")

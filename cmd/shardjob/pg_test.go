@@ -31,14 +31,15 @@ func resolveConfig(t *testing.T, getenv func(string) string, args ...string) (ur
 	return cfg.URL, cfg.Servers, err
 }
 
-// --pg and SHARDJOB_REGCENTER_URL name a PostgreSQL registry by URL; a
-// flag naming one registry replaces another named by a weaker source, two
-// at one level are refused, and a password in a URL on the command line
-// is refused without being repeated.
+// --pg and SHARDJOB_REGCENTER_PG (or SHARDJOB_REGCENTER_URL) name a
+// PostgreSQL registry by URL; a flag naming one registry replaces another
+// named by a weaker source, two at one level are refused, and a password
+// in a URL on the command line is refused without being repeated.
 func TestPostgresFlagAndEnvironment(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_URL", "")
+	t.Setenv("SHARDJOB_REGCENTER_PG", "")
 	const pgURL = "postgres://shardjob@db.example:5432/jobs"
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
@@ -58,6 +59,14 @@ func TestPostgresFlagAndEnvironment(t *testing.T) {
 		t.Errorf("--embedded over SHARDJOB_REGCENTER_URL: url %q err %v", u, err)
 	}
 	delete(env, "SHARDJOB_REGCENTER_URL")
+	env["SHARDJOB_REGCENTER_PG"] = pgURL
+	if u, _, err := resolveConfig(t, getenv); err != nil || u != pgURL {
+		t.Errorf("SHARDJOB_REGCENTER_PG: url %q err %v", u, err)
+	}
+	if u, servers, err := resolveConfig(t, getenv, "--zk", "z:1"); err != nil || u != "" || strings.Join(servers, ",") != "z:1" {
+		t.Errorf("--zk over SHARDJOB_REGCENTER_PG: url %q servers %v err %v", u, servers, err)
+	}
+	delete(env, "SHARDJOB_REGCENTER_PG")
 	env["SHARDJOB_REGCENTER_SERVERS"] = "env:2181"
 	if u, servers, err := resolveConfig(t, getenv, "--pg", pgURL); err != nil || u != pgURL || len(servers) != 0 {
 		t.Errorf("--pg over SHARDJOB_REGCENTER_SERVERS: url %q servers %v err %v", u, servers, err)
@@ -69,6 +78,10 @@ func TestPostgresFlagAndEnvironment(t *testing.T) {
 	pgFile := writeFile(t, "pg.yaml", "regcenter:\n  url: "+pgURL+"\n  namespace: filens\njobs: []\n")
 	if u, servers, err := resolveConfig(t, getenv, "--config", pgFile, "--zk", "z:1"); err != nil || u != "" || strings.Join(servers, ",") != "z:1" {
 		t.Errorf("--zk over a file with url: url %q servers %v err %v", u, servers, err)
+	}
+	pgKeyFile := writeFile(t, "pgkey.yaml", "regcenter:\n  postgres: "+pgURL+"\n  namespace: filens\njobs: []\n")
+	if u, servers, err := resolveConfig(t, getenv, "--config", pgKeyFile); err != nil || u != pgURL || len(servers) != 0 {
+		t.Errorf("a file with postgres: url %q servers %v err %v", u, servers, err)
 	}
 
 	// Refused: two registries at one level, a password on argv.
@@ -87,7 +100,11 @@ func TestPostgresFlagAndEnvironment(t *testing.T) {
 		{[]string{"--pg", "postgres://shardjob:hunter2@db.example:5432/jobs"}, nil,
 			[]string{"--pg", "command line", "PGPASSWORD", "passfile", "--digest-file"}, "hunter2"},
 		{[]string{"--pg", "mysql://db.example/jobs"}, nil, []string{`no registry for scheme "mysql"`}, ""},
-		{nil, nil, []string{"no registry given", "--pg", "SHARDJOB_REGCENTER_URL"}, ""},
+		{nil, map[string]string{"SHARDJOB_REGCENTER_PG": pgURL, "SHARDJOB_REGCENTER_ETCD": "e:1"},
+			[]string{"SHARDJOB_REGCENTER_ETCD", "SHARDJOB_REGCENTER_PG", "not both"}, ""},
+		{nil, map[string]string{"SHARDJOB_REGCENTER_PG": pgURL, "SHARDJOB_REGCENTER_URL": pgURL},
+			[]string{"SHARDJOB_REGCENTER_URL", "SHARDJOB_REGCENTER_PG", "not both"}, ""},
+		{nil, nil, []string{"no registry given", "--pg", "SHARDJOB_REGCENTER_PG", "SHARDJOB_REGCENTER_URL"}, ""},
 	} {
 		env = c.env
 		_, _, err := resolveConfig(t, getenv, c.args...)

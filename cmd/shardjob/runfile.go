@@ -29,12 +29,12 @@ The file has the regcenter and jobs sections described in docs/user-guide.md,
 and may have a tracing section (exporter: otlp or stdout, endpoint, headers,
 sampleRatio, serviceName) that sends spans of the fires and item runs to an
 OpenTelemetry collector over OTLP/HTTP, or prints them to standard output;
-SHARDJOB_REGCENTER_SERVERS, SHARDJOB_REGCENTER_ETCD or SHARDJOB_REGCENTER_URL
+SHARDJOB_REGCENTER_SERVERS, SHARDJOB_REGCENTER_ETCD or SHARDJOB_REGCENTER_PG
 (and the other SHARDJOB_REGCENTER_ variables) override its regcenter section,
 which names ZooKeeper servers (servers:), etcd endpoints (etcd:), an embedded
 etcd member's directory (embeddedDir:) or a PostgreSQL database by URL
-(url: postgres://user@host:5432/db; the password in PGPASSWORD, a passfile
-or digestFile, never in the URL). Jobs of type script and http need no Go code;
+(postgres: postgres://user@host:5432/db, or url:; the password in PGPASSWORD,
+a passfile or digestFile, never in the URL). Jobs of type script and http need no Go code;
 simple and dataflow jobs need a program of one's own (package jobfile).
 
 An embedded member needs no server: the instances on one host that name the
@@ -161,9 +161,9 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
-	err = jobfile.Run(ctx, &f.File, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
+	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
 		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts,
-		Tracing: f.Tracing, Stdout: stdout,
+		Stdout: stdout,
 		Open: func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
 			return openShared(ctx, cfg, log, opts...)
 		}})

@@ -10,8 +10,9 @@
 //	go run ./example/yaml -f my-jobs.yaml          # another file
 //
 // The file's regcenter section gives the namespace and timeouts. Its
-// servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS
-// or SHARDJOB_REGCENTER_ETCD names the registry (job.LoadFile reads them);
+// servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS,
+// SHARDJOB_REGCENTER_ETCD or SHARDJOB_REGCENTER_PG names the registry
+// (jobfile.LoadFile reads them);
 // -zk and -etcd replace them. Otherwise the program runs a single-member
 // etcd inside the process, its data in a temporary directory removed at
 // the end. Stop it with Ctrl-C (SIGINT) or SIGTERM: it shuts down
@@ -31,6 +32,7 @@ import (
 
 	"github.com/shardjob/shardjob/example/internal/demoreg"
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -63,7 +65,7 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 		}
 	}
 	// LoadFile reports every problem of the file at once, with line numbers.
-	file, err := job.LoadFile(path)
+	file, err := jobfile.LoadFile(path)
 	if err != nil {
 		return err
 	}
@@ -72,8 +74,10 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 	}
 
 	cfg := file.Regcenter
-	fromEnv := os.Getenv(job.EnvPrefix+"_REGCENTER_SERVERS") != "" || os.Getenv(job.EnvPrefix+"_REGCENTER_ETCD") != "" ||
-		os.Getenv(job.EnvPrefix+"_REGCENTER_URL") != ""
+	fromEnv := false
+	for _, v := range []string{"SERVERS", "ETCD", "URL", "PG"} {
+		fromEnv = fromEnv || os.Getenv(jobfile.EnvPrefix+"_REGCENTER_"+v) != ""
+	}
 	if !fileRegistry && !fromEnv || flags.Given() {
 		// -zk, -etcd, -pg, or the embedded etcd, with the file's other settings.
 		reg, err := flags.Start(ctx, cfg.Namespace)
@@ -104,7 +108,7 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 	}
 	// Each job is bound to handlers[spec.HandlerName()]; a missing handler
 	// is reported as job.ErrUnknownHandler.
-	if err := sched.AddSpecs(ctx, file.Jobs, handlers); err != nil {
+	if err := jobfile.Add(ctx, sched, file.Jobs, file.Regcenter.Namespace, jobfile.Options{Handlers: handlers}); err != nil {
 		return err
 	}
 	if err := sched.Start(ctx); err != nil {

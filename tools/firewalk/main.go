@@ -198,4 +198,3 @@ func funcName(obj *types.Func) string {
 	}
 	return obj.Name()
 }
-

@@ -1,4 +1,4 @@
-package job_test
+package jobfile_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -22,7 +23,7 @@ func TestLoadDigestFileAndTLS(t *testing.T) {
   tlsKeyFile: /etc/shardjob/client-key.pem
   tlsServerName: zk.internal
 `
-	f, err := job.Load(strings.NewReader(doc))
+	f, err := jobfile.Load(strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestLoadDigestFileAndTLS(t *testing.T) {
 
 	t.Setenv("SHARDJOB_REGCENTER_DIGESTFILE", "/run/secrets/digest")
 	t.Setenv("SHARDJOB_REGCENTER_TLS", "true")
-	f, err = job.Load(strings.NewReader("regcenter:\n  servers: [zk1:2281]\n"))
+	f, err = jobfile.Load(strings.NewReader("regcenter:\n  servers: [zk1:2281]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestLoadDigestFileAndTLS(t *testing.T) {
 		{"regcenter:\n  servers: [zk1:2281]\n  tlsCertFile: /c.pem\n", "tlsKeyFile"},
 		{"regcenter:\n  servers: [zk1:2281]\n  tls: maybe\n", "true or false"},
 	} {
-		_, err := job.Load(strings.NewReader(c.doc))
+		_, err := jobfile.Load(strings.NewReader(c.doc))
 		if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want ErrInvalidConfig mentioning %q", c.doc, err, c.want)
 		}

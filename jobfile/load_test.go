@@ -1,8 +1,7 @@
-package job_test
+package jobfile_test
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +10,9 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/postgres" // a URL of scheme postgres validates
 )
 
 // regcenterEnvForTest lists the variables that override the regcenter
@@ -23,6 +24,7 @@ var regcenterEnvForTest = []string{
 	"SHARDJOB_REGCENTER_DIGESTFILE", "SHARDJOB_REGCENTER_TLS", "SHARDJOB_REGCENTER_TLSCAFILE",
 	"SHARDJOB_REGCENTER_TLSCERTFILE", "SHARDJOB_REGCENTER_TLSKEYFILE", "SHARDJOB_REGCENTER_TLSSERVERNAME",
 	"SHARDJOB_REGCENTER_TLSINSECURESKIPVERIFY", "SHARDJOB_REGCENTER_EMBEDDEDDIR", "SHARDJOB_REGCENTER_URL",
+	"SHARDJOB_REGCENTER_PG",
 }
 
 // clearRegcenterEnvForTest keeps the caller's environment out of a test
@@ -36,7 +38,7 @@ func clearRegcenterEnvForTest(t *testing.T) {
 
 func TestLoadFileFull(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	f, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestLoadFileFull(t *testing.T) {
 	if !reflect.DeepEqual(f.Regcenter, wantRC) {
 		t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, wantRC)
 	}
-	wantJobs := []job.Spec{
+	wantJobs := []jobfile.Spec{
 		{
 			Config: job.Config{
 				Name:                   "orders-sync",
@@ -104,7 +106,7 @@ func TestLoadFileFull(t *testing.T) {
 
 func TestLoadDefaultsAndEmpty(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\n"))
+	f, err := jobfile.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestLoadDefaultsAndEmpty(t *testing.T) {
 		t.Errorf("Jobs = %#v, want an empty list", f.Jobs)
 	}
 
-	f, err = job.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\njobs:\n"))
+	f, err = jobfile.Load(strings.NewReader("regcenter:\n  servers: [127.0.0.1:2181]\njobs:\n"))
 	if err != nil || len(f.Jobs) != 0 {
 		t.Errorf("Load with an empty jobs key = %+v, %v", f, err)
 	}
@@ -124,7 +126,7 @@ func TestLoadDefaultsAndEmpty(t *testing.T) {
 
 func TestLoadAnchorsAndMerge(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	f, err := job.Load(strings.NewReader(`
+	f, err := jobfile.Load(strings.NewReader(`
 regcenter:
   servers: [127.0.0.1:2181]
 jobs:
@@ -140,7 +142,7 @@ jobs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []job.Spec{
+	want := []jobfile.Spec{
 		{Config: job.Config{Name: "a", Cron: "@hourly", ShardingTotalCount: 2, Failover: true}},
 		{Config: job.Config{Name: "b", Cron: "@hourly", ShardingTotalCount: 2}},
 	}
@@ -242,7 +244,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clearRegcenterEnvForTest(t)
-			f, err := job.Load(strings.NewReader(tt.doc))
+			f, err := jobfile.Load(strings.NewReader(tt.doc))
 			assertLoadError(t, err, tt.wantIs, tt.wantMsg)
 			if f != nil {
 				t.Errorf("Load returned %+v with its error", f)
@@ -272,7 +274,7 @@ func assertLoadError(t *testing.T, err error, wantIs []error, wantMsg []string) 
 
 func TestLoadFileTypos(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "typo.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "typo.yaml"))
 	want := []string{
 		`regcenter: unknown key "Namespace" at line 3 (did you mean "namespace"?)`,
 		`jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)`,
@@ -295,7 +297,7 @@ func TestLoadFileTypos(t *testing.T) {
 
 func TestLoadFileReportsEveryProblem(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "invalid.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "invalid.yaml"))
 	assertLoadError(t, err,
 		[]error{job.ErrInvalidCron, job.ErrInvalidTimeZone, job.ErrInvalidShardingCount, job.ErrInvalidItemParameters, job.ErrDuplicateJob},
 		[]string{
@@ -317,10 +319,10 @@ func TestLoadFileReportsEveryProblem(t *testing.T) {
 
 func TestLoadFileErrors(t *testing.T) {
 	clearRegcenterEnvForTest(t)
-	_, err := job.LoadFile(filepath.Join("testdata", "garbage.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "garbage.yaml"))
 	assertLoadError(t, err, nil, []string{"garbage.yaml: ", "invalid YAML"})
 
-	_, err = job.LoadFile(filepath.Join("testdata", "no-such-file.yaml"))
+	_, err = jobfile.LoadFile(filepath.Join("testdata", "no-such-file.yaml"))
 	if !errors.Is(err, os.ErrNotExist) || errors.Is(err, job.ErrInvalidConfig) {
 		t.Errorf("LoadFile of a missing file = %v, want os.ErrNotExist only", err)
 	}
@@ -334,7 +336,7 @@ func TestLoadEnvOverrides(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "2")
 	t.Setenv("SHARDJOB_REGCENTER_DIGEST", "ops:secret")
 
-	f, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	f, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,12 +361,12 @@ func TestLoadEnvOverrides(t *testing.T) {
 func TestLoadEnvProvidesMissingRegcenter(t *testing.T) {
 	clearRegcenterEnvForTest(t)
 	path := filepath.Join("testdata", "env-only.yaml")
-	if _, err := job.LoadFile(path); !errors.Is(err, regcenter.ErrInvalidConfig) {
+	if _, err := jobfile.LoadFile(path); !errors.Is(err, regcenter.ErrInvalidConfig) {
 		t.Fatalf("LoadFile without servers = %v, want regcenter.ErrInvalidConfig", err)
 	}
 
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "127.0.0.1:2181")
-	f, err := job.LoadFile(path)
+	f, err := jobfile.LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +386,7 @@ func TestLoadEtcd(t *testing.T) {
 	doc := func(backend string) string {
 		return "regcenter:\n  " + backend + "\n  namespace: shop\njobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
 	}
-	f, err := job.Load(strings.NewReader(doc("etcd: [etcd-a:2379, etcd-b:2379]")))
+	f, err := jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379, etcd-b:2379]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +397,7 @@ func TestLoadEtcd(t *testing.T) {
 
 	// SHARDJOB_REGCENTER_ETCD replaces the file's ZooKeeper servers.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379, env-b:2379,")
-	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	f, err = jobfile.Load(strings.NewReader(doc("servers: [zk:2181]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +409,7 @@ func TestLoadEtcd(t *testing.T) {
 	// SHARDJOB_REGCENTER_SERVERS replaces the file's etcd endpoints.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
-	f, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	f, err = jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +420,7 @@ func TestLoadEtcd(t *testing.T) {
 
 	// Both variables: refused, naming both.
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "env-a:2379")
-	_, err = job.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
+	_, err = jobfile.Load(strings.NewReader(doc("etcd: [etcd-a:2379]")))
 	assertLoadError(t, err, []error{regcenter.ErrInvalidConfig},
 		[]string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_ETCD are both set"})
 
@@ -427,7 +429,7 @@ func TestLoadEtcd(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	t.Setenv("SHARDJOB_REGCENTER_URL", "postgres://shardjob@db-env:5432/jobs")
-	f, err = job.Load(strings.NewReader(doc("servers: [zk:2181]")))
+	f, err = jobfile.Load(strings.NewReader(doc("servers: [zk:2181]")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +439,7 @@ func TestLoadEtcd(t *testing.T) {
 	}
 	t.Setenv("SHARDJOB_REGCENTER_URL", "")
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "zk-env:2181")
-	f, err = job.Load(strings.NewReader(doc("url: postgres://shardjob@db:5432/jobs")))
+	f, err = jobfile.Load(strings.NewReader(doc("url: postgres://shardjob@db:5432/jobs")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,66 +453,108 @@ func TestLoadEnvBadValue(t *testing.T) {
 	clearRegcenterEnvForTest(t)
 	t.Setenv("SHARDJOB_REGCENTER_SESSIONTIMEOUT", "ten seconds")
 	t.Setenv("SHARDJOB_REGCENTER_MAXRETRIES", "lots")
-	_, err := job.LoadFile(filepath.Join("testdata", "jobs.yaml"))
+	_, err := jobfile.LoadFile(filepath.Join("testdata", "jobs.yaml"))
 	assertLoadError(t, err, nil, []string{
 		`regcenter: sessionTimeout: "ten seconds" is not a duration such as "10s" (from environment variable SHARDJOB_REGCENTER_SESSIONTIMEOUT)`,
 		`regcenter: maxRetries: "lots" is not an integer (from environment variable SHARDJOB_REGCENTER_MAXRETRIES)`,
 	})
 }
 
-func ExampleLoad() {
-	f, err := job.Load(strings.NewReader(`
-regcenter:
-  servers: [127.0.0.1:2181]
-  namespace: shop
-jobs:
-  - name: orders-sync
-    handler: orders
-    cron: "*/5 * * * * *"
-    shardingTotalCount: 4
-    shardingItemParameters: "0=Beijing,1=Shanghai,2=Guangzhou,3=Shenzhen"
-    failover: true
-  - name: nightly-report
-    cron: "@daily"
-    shardingTotalCount: 1
-`))
-	if err != nil {
-		fmt.Println(err)
-		return
+// TestLoadPostgres: the regcenter section names PostgreSQL with postgres
+// (or url, its general name), and SHARDJOB_REGCENTER_PG (or
+// SHARDJOB_REGCENTER_URL) does in the environment, replacing the file's
+// naming of another registry as the other registry variables do.
+func TestLoadPostgres(t *testing.T) {
+	const (
+		db    = "postgres://shardjob@db:5432/jobs"
+		envDB = "postgres://shardjob@db-env:5432/jobs"
+	)
+	doc := func(lines ...string) string {
+		return "regcenter:\n  " + strings.Join(lines, "\n  ") + "\n  namespace: shop\njobs: []\n"
 	}
-	fmt.Println("namespace:", f.Regcenter.Namespace, "session timeout:", f.Regcenter.SessionTimeout)
-	for _, s := range f.Jobs {
-		params, _ := s.ItemParameters()
-		fmt.Printf("%s -> %s: %q, %d items %v, failover %v\n",
-			s.Name, s.HandlerName(), s.Cron, s.ShardingTotalCount, params, s.Failover)
+	want := func(c regcenter.Config) *regcenter.Config {
+		c.Namespace = "shop"
+		c = c.WithDefaults()
+		return &c
 	}
+	for _, tt := range []struct {
+		name    string
+		doc     string
+		env     map[string]string
+		want    *regcenter.Config // nil: an error
+		wantIs  []error
+		wantMsg []string
+	}{
+		{"postgres key", doc("postgres: " + db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgresql scheme", doc("postgres: postgresql://shardjob@db/jobs"), nil, want(regcenter.Config{URL: "postgresql://shardjob@db/jobs"}), nil, nil},
+		{"url key", doc("url: " + db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgres and url alike", doc("url: "+db, "postgres: "+db), nil, want(regcenter.Config{URL: db}), nil, nil},
+		{"postgres and url differ", doc("url: "+db, "postgres: "+envDB), nil, nil, nil,
+			[]string{"regcenter: postgres at line 3: differs from url at line 2, which sets the same thing; keep one of the two keys"}},
+		{"postgres of another scheme", doc("postgres: mysql://db/jobs"), nil, nil, nil,
+			[]string{`regcenter: postgres at line 2: has the scheme "mysql", not postgres`}},
+		{"postgres not a URL", doc("postgres: db:5432"), nil, nil, nil,
+			[]string{"regcenter: postgres at line 2: "}},
+		{"postgres a list", doc("postgres: [" + db + "]"), nil, nil, nil,
+			[]string{"regcenter: postgres at line 2: must be a string, got a list"}},
+		{"postgres with servers", doc("servers: [zk:2181]", "postgres: "+db), nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"regcenter.servers (ZooKeeper) and regcenter.postgres (PostgreSQL) name two registries; keep one"}},
+		{"postgres with a password", doc("postgres: postgres://shardjob:hunter2@db/jobs"), nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"carries a password"}},
+		{"postgres misspelt", doc("postgress: " + db), nil, nil, []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "postgress" at line 2 (did you mean "postgres"?)`}},
+		{"postgres in capitals", doc("Postgres: " + db), nil, nil, []error{job.ErrUnknownKey},
+			[]string{`regcenter: unknown key "Postgres" at line 2 (did you mean "postgres"?)`}},
+		{"no registry says postgres", "jobs: []\n", nil, nil, []error{regcenter.ErrInvalidConfig},
+			[]string{"regcenter.postgres (PostgreSQL)", "SHARDJOB_REGCENTER_PG"}},
 
-	_, err = job.Load(strings.NewReader(`
-regcenter:
-  servers: [127.0.0.1:2181]
-jobs:
-  - name: orders-sync
-    cron: "*/5 * * * * *"
-    shardingTotalcount: 4
-`))
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, job.ErrUnknownKey))
-	// Output:
-	// namespace: shop session timeout: 10s
-	// orders-sync -> orders: "*/5 * * * * *", 4 items map[0:Beijing 1:Shanghai 2:Guangzhou 3:Shenzhen], failover true
-	// nightly-report -> nightly-report: "@daily", 1 items map[], failover false
-	// jobs[0] "orders-sync": unknown key "shardingTotalcount" at line 7 (did you mean "shardingTotalCount"?)
-	// true
-}
-
-func ExampleConfig_Validate() {
-	c := job.Config{Name: "orders-sync", Cron: "*/5 * * *", ShardingTotalCount: 0}
-	err := c.Validate()
-	fmt.Println(err)
-	fmt.Println(errors.Is(err, job.ErrInvalidCron), errors.Is(err, job.ErrInvalidShardingCount), errors.Is(err, job.ErrInvalidConfig))
-	// Output:
-	// 2 problems:
-	// 	* job "orders-sync": cron "*/5 * * *": expected exactly 6 fields, found 4: [*/5 * * *]
-	// 	* job "orders-sync": shardingTotalCount 0: must be between 1 and 10000
-	// true true true
+		{"PG alone", "jobs: []\n", map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, func() *regcenter.Config {
+			c := regcenter.Config{URL: envDB}.WithDefaults()
+			return &c
+		}(), nil, nil},
+		{"PG over servers", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over etcd", doc("etcd: [etcd:2379]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over an embedded member", doc("embeddedDir: /var/lib/shop"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"PG over the file's two URLs", doc("url: "+db, "postgres: "+db), map[string]string{"SHARDJOB_REGCENTER_PG": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"URL over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_URL": envDB}, want(regcenter.Config{URL: envDB}), nil, nil},
+		{"servers over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_SERVERS": "zk-env:2181"},
+			want(regcenter.Config{Servers: []string{"zk-env:2181"}}), nil, nil},
+		{"etcd over the file's postgres", doc("postgres: " + db), map[string]string{"SHARDJOB_REGCENTER_ETCD": "etcd-env:2379"},
+			want(regcenter.Config{Etcd: []string{"etcd-env:2379"}}), nil, nil},
+		{"PG of blanks is not set", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": "  "},
+			want(regcenter.Config{Servers: []string{"zk:2181"}}), nil, nil},
+		{"PG and URL", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_URL": envDB}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"regcenter: SHARDJOB_REGCENTER_URL and SHARDJOB_REGCENTER_PG are both set: each names the registry; unset all but one"}},
+		{"PG and servers", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_SERVERS": "zk:2181"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"SHARDJOB_REGCENTER_SERVERS and SHARDJOB_REGCENTER_PG are both set"}},
+		{"PG, etcd and an embedded member", doc("servers: [zk:2181]"),
+			map[string]string{"SHARDJOB_REGCENTER_PG": envDB, "SHARDJOB_REGCENTER_ETCD": "e:2379", "SHARDJOB_REGCENTER_EMBEDDEDDIR": "/d"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"SHARDJOB_REGCENTER_ETCD, SHARDJOB_REGCENTER_EMBEDDEDDIR and SHARDJOB_REGCENTER_PG are all set"}},
+		{"PG of another scheme", doc("servers: [zk:2181]"), map[string]string{"SHARDJOB_REGCENTER_PG": "mysql://db/jobs"}, nil, nil,
+			[]string{`regcenter: postgres: has the scheme "mysql", not postgres: name a registry of another kind with url (from environment variable SHARDJOB_REGCENTER_PG)`}},
+		{"PG with a password", "jobs: []\n", map[string]string{"SHARDJOB_REGCENTER_PG": "postgres://shardjob:hunter2@db/jobs"}, nil,
+			[]error{regcenter.ErrInvalidConfig}, []string{"carries a password"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clearRegcenterEnvForTest(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			f, err := jobfile.Load(strings.NewReader(tt.doc))
+			if tt.want == nil {
+				assertLoadError(t, err, tt.wantIs, tt.wantMsg)
+				if err != nil && strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error shows the password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.Regcenter, *tt.want) {
+				t.Errorf("Regcenter = %+v\nwant %+v", f.Regcenter, *tt.want)
+			}
+		})
+	}
 }
