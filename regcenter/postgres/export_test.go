@@ -22,3 +22,7 @@ func (c *Center) PollNow() error {
 	_, err := c.readLog(c.life)
 	return err
 }
+
+// MigrationsForTest are the schema's migrations, for a test that builds a
+// database at an older version.
+var MigrationsForTest = migrations

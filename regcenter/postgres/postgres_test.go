@@ -333,3 +333,48 @@ func TestWatchHearsChangesThatReuseItsRevisions(t *testing.T) {
 		})
 	}
 }
+
+// A database made by the first schema is migrated at Open to the current
+// one, and what the migration replaced works: a lapsed session is reaped
+// with its ephemeral node, and a session a Close ends is too.
+func TestOlderSchemaMigrated(t *testing.T) {
+	url := newDatabase(t, pg)
+	ctx := ctxFor(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, postgres.MigrationsForTest[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "UPDATE shardjob_rc_meta SET version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	a := newCenter(t, url, regcenter.Config{Namespace: "old"})
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT version FROM shardjob_rc_meta").Scan(&v); err != nil || v != postgres.SchemaVersion {
+		t.Fatalf("schema version after Open: %d (%v), want %d", v, err, postgres.SchemaVersion)
+	}
+	b := newCenter(t, url, regcenter.Config{Namespace: "old"})
+	if _, err := b.Create(ctx, "/b", nil, regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	expire(t, url, "old", b.Session().ID())
+	if ok, _, err := a.Exists(ctx, "/b"); err != nil || ok {
+		t.Fatalf("the lapsed session's node after a reap: exists=%v err=%v", ok, err)
+	}
+	c, err := postgres.Open(ctx, regcenter.Config{URL: url, Namespace: "old", SessionTimeout: sessionTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, "/c", nil, regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := a.Exists(ctx, "/c"); err != nil || ok {
+		t.Fatalf("a closed session's node: exists=%v err=%v", ok, err)
+	}
+}
