@@ -56,7 +56,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -98,7 +97,7 @@ type Etcd struct {
 
 	// sessions holds the session (its id is the current lease's), its
 	// listeners and the watchdog's wake-ups.
-	sessions *sessionHub
+	sessions *SessionKeeper
 	// leaseGone: the server no longer has the current lease. Only the
 	// keepalive loop (and the constructor before it) sets it.
 	leaseGone atomic.Bool
@@ -150,22 +149,14 @@ const (
 	etcdConflictRetries = 200
 )
 
-// Open connects to the registry cfg names: etcd when cfg.Etcd is set,
-// ZooKeeper when cfg.Servers is, and the backend registered for cfg.URL's
-// scheme when that is set ([RegisterOpener]).
-func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if cfg.URL != "" {
-		u, _ := url.Parse(cfg.URL) // Validate parsed it
-		fn, _ := opener(u.Scheme)  // and found it
-		return fn(ctx, cfg, opts...)
-	}
-	if len(cfg.Etcd) > 0 || cfg.EmbeddedDir != "" {
-		return NewEtcd(ctx, cfg, opts...)
-	}
-	return NewZooKeeper(ctx, cfg, opts...)
+func init() {
+	RegisterBackend(BackendEtcd, func(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
+		e, err := NewEtcd(ctx, cfg, opts...)
+		if err != nil {
+			return nil, err // not a nil *Etcd in a non-nil Center
+		}
+		return e, nil
+	})
 }
 
 // NewEtcd connects to the etcd cluster at cfg.Etcd and returns once a lease
@@ -239,7 +230,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		leaseDoubt: make(chan struct{}, 1),
 		group:      startstop.New(ctx),
 	}
-	e.sessions = newSessionHub(e.log, BackendEtcd, e)
+	e.sessions = NewSessionKeeper(e.log, BackendEtcd, etcdClock{e})
 	e.done = e.group.Context().Done()
 	e.life, e.endLife = context.WithCancel(context.Background())
 	e.ttl.Store(int64(cfg.SessionTimeout))
@@ -279,7 +270,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	}
 	e.renewed(sent)
 	e.ttl.Store(int64(time.Duration(grant.TTL) * time.Second))
-	e.started(e.sessions.established(int64(grant.ID)))
+	e.started(e.sessions.Established(int64(grant.ID)))
 
 	rev, err := e.ensureRoot(cctx)
 	if err != nil {
@@ -298,7 +289,7 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	}
 	e.startRev = rev + 1
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.notifyLoop), e.group.Go(e.watchLoop)); err != nil {
+	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.Run), e.group.Go(e.watchLoop)); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
 	return e, nil
@@ -454,17 +445,23 @@ func (e *Etcd) leaseDuration() time.Duration { return time.Duration(e.ttl.Load()
 
 func (e *Etcd) leaseLeft() time.Duration { return e.leaseDuration() - e.sinceRead() }
 
-func (e *Etcd) backend() string { return "etcd" }
+// etcdClock is e's lease clock, for its SessionKeeper.
+type etcdClock struct{ e *Etcd }
+
+func (c etcdClock) LeaseLeft() time.Duration     { return c.e.leaseLeft() }
+func (c etcdClock) SinceRead() time.Duration     { return c.e.sinceRead() }
+func (c etcdClock) LeaseDuration() time.Duration { return c.e.leaseDuration() }
+func (etcdClock) Backend() string                { return "etcd" }
 
 // started follows a session change of the hub's: a session that started
 // has the lease the server holds, and one after the first makes every
 // watch resync, as changes may have been missed while there was none.
-func (e *Etcd) started(c sessionChange) {
-	if c == sessionKept {
+func (e *Etcd) started(c SessionChange) {
+	if c == SessionKept {
 		return
 	}
 	e.leaseGone.Store(false)
-	if c == sessionNext {
+	if c == SessionNext {
 		e.enqueue(etcdTask{resyncAll: true})
 	}
 }
@@ -506,7 +503,7 @@ const keepAliveRetry = 50 * time.Millisecond
 // unanswered attempts and a third answered one still fit in the fencing
 // lease's two thirds.
 func (e *Etcd) keepAliveOnce() bool {
-	s := e.sessions.current()
+	s := e.sessions.Current()
 	lease, gone := clientv3.LeaseID(s.ID()), e.leaseGone.Load()
 	ttl := time.Duration(e.ttl.Load())
 	ctx, cancel := context.WithTimeout(e.life, max(ttl/5, 200*time.Millisecond))
@@ -523,7 +520,7 @@ func (e *Etcd) keepAliveOnce() bool {
 	if err == nil && resp.TTL <= 0 {
 		err = rpctypes.ErrLeaseNotFound
 	}
-	if e.sessions.closing() {
+	if e.sessions.Closing() {
 		return true
 	}
 	switch {
@@ -533,15 +530,15 @@ func (e *Etcd) keepAliveOnce() bool {
 		// whose fencing lease lapsed locally while the server kept the
 		// lease (its keys are still ours) is followed by a new session
 		// under the same lease, as ZooKeeper's client does after a lapse.
-		e.started(e.sessions.established(int64(lease)))
+		e.started(e.sessions.Established(int64(lease)))
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		e.leaseGone.Store(true)
-		e.sessions.lose(fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
-		e.sessions.wake()
+		e.sessions.Lose(fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
+		e.sessions.Wake()
 	default:
 		e.counters.errs.Add(1)
 		e.unanswered.Store(int64(time.Since(e.epoch)))
-		e.sessions.suspend("etcd keepalive failed; firing suspended", "err", err)
+		e.sessions.Suspend("etcd keepalive failed; firing suspended", "err", err)
 		return false
 	}
 	return true
@@ -558,12 +555,12 @@ func (e *Etcd) grantNew(ctx context.Context) bool {
 		e.log.Debug("granting a new etcd lease", "err", err)
 		return false
 	}
-	if e.sessions.closing() {
+	if e.sessions.Closing() {
 		return true
 	}
 	e.renewed(sent)
 	e.ttl.Store(int64(time.Duration(resp.TTL) * time.Second))
-	e.started(e.sessions.established(int64(resp.ID)))
+	e.started(e.sessions.Established(int64(resp.ID)))
 	return true
 }
 
@@ -574,11 +571,11 @@ func (e *Etcd) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s := e.sessions.current()
+		s := e.sessions.Current()
 		wait := time.Second
-		if s.ctx.Err() == nil {
+		if s.Err() == nil {
 			if left := e.leaseLeft(); left <= 0 {
-				e.sessions.lapse(s, "no keepalive answered by etcd")
+				e.sessions.Lapse(s, "no keepalive answered by etcd")
 			} else {
 				wait = left
 			}
@@ -587,7 +584,7 @@ func (e *Etcd) watchdog(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.sessions.wakeups():
+		case <-e.sessions.Wakeups():
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -597,12 +594,12 @@ func (e *Etcd) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (e *Etcd) Session() *Session { return e.sessions.current() }
+func (e *Etcd) Session() *Session { return e.sessions.Current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
 func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
-	return e.sessions.subscribe(fn)
+	return e.sessions.Subscribe(fn)
 }
 
 // Stats returns the requests sent so far. The lease's keepalives are the
@@ -618,7 +615,7 @@ func (e *Etcd) KeepAlives() int64 { return e.counters.keepAlives.Load() }
 // Close revokes the lease (its ephemeral nodes are removed at once), stops
 // the center's goroutines and closes the client. It is idempotent.
 func (e *Etcd) Close() error {
-	s, ok := e.sessions.close()
+	s, ok := e.sessions.Close()
 	if !ok {
 		return nil
 	}

@@ -343,7 +343,7 @@ type planner struct {
 }
 
 // currentLease is the lease ephemeral nodes are created on.
-func (e *Etcd) currentLease() int64 { return e.sessions.current().ID() }
+func (e *Etcd) currentLease() int64 { return e.sessions.Current().ID() }
 
 func (e *Etcd) newPlanner(st *state, lease, now int64) *planner {
 	return &planner{e: e, st: st, nodes: map[string]*simNode{}, now: now, lease: lease}

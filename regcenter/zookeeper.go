@@ -19,37 +19,6 @@ import (
 	"go.uber.org/atomic"
 )
 
-// Option configures NewZooKeeper.
-type Option func(*options)
-
-type options struct {
-	logger *slog.Logger
-	tls    *tls.Config
-}
-
-// WithTLSConfig connects over TLS with cfg (cloned), for programs that
-// build their own: certificates from memory, a custom verifier. A cfg
-// without ServerName verifies the host of each server address. The
-// Config's TLS fields must then be unset. Default: TLS as the Config's
-// TLS fields say, or none.
-func WithTLSConfig(cfg *tls.Config) Option {
-	return func(o *options) {
-		if cfg != nil {
-			o.tls = cfg.Clone()
-		}
-	}
-}
-
-// WithLogger sets the logger (default slog.Default()). The ZooKeeper
-// client's own chatter goes to it at debug level.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	}
-}
-
 // ZooKeeper is the [Center] backed by a ZooKeeper ensemble. Create it with
 // [NewZooKeeper]; it is safe for concurrent use.
 type ZooKeeper struct {
@@ -85,9 +54,10 @@ type ZooKeeper struct {
 	dialMu  sync.Mutex
 	dialErr error // the latest failed attempt's cause
 
-	sessions *sessionHub       // the session, its listeners, the watchdog's wake-ups
-	watches  *watchTable[task] // the watches and the dispatcher's queue (watch.go)
-	counters requestCounters   // the requests sent, for Stats
+	sessions     *SessionKeeper    // the session, its listeners, the watchdog's wake-ups
+	firstSession chan struct{}     // closed when the first session starts
+	watches      *watchTable[task] // the watches and the dispatcher's queue (watch.go)
+	counters     requestCounters   // the requests sent, for Stats
 
 	// Test hooks (export_test.go): called before the dispatcher takes a
 	// batch from the queue, and before each watch is armed.
@@ -100,6 +70,16 @@ type ZooKeeper struct {
 }
 
 var _ Center = (*ZooKeeper)(nil)
+
+func init() {
+	RegisterBackend(BackendZooKeeper, func(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
+		z, err := NewZooKeeper(ctx, cfg, opts...)
+		if err != nil {
+			return nil, err // not a nil *ZooKeeper in a non-nil Center
+		}
+		return z, nil
+	})
+}
 
 // NewZooKeeper connects to ZooKeeper and returns once a session is
 // established, the digest (if any) is registered and the namespace root
@@ -124,8 +104,10 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		epoch:   time.Now(),
 		watches: newWatchTable[task](),
 		group:   startstop.New(ctx),
+
+		firstSession: make(chan struct{}),
 	}
-	z.sessions = newSessionHub(z.log, BackendZooKeeper, z)
+	z.sessions = NewSessionKeeper(z.log, BackendZooKeeper, zkClock{z})
 	z.done = z.group.Context().Done()
 	z.negotiated.Store(int64(cfg.SessionTimeout))
 	z.tls = o.tls
@@ -148,7 +130,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	timer := time.NewTimer(cfg.ConnectTimeout)
 	defer timer.Stop()
 	select {
-	case <-z.sessions.first():
+	case <-z.firstSession:
 	case <-timer.C:
 		conn.Close()
 		if cause := z.lastDialErr(); cause != nil {
@@ -161,7 +143,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	}
 
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(z.group.Go(z.dispatchLoop), z.group.Go(z.watchdog), z.group.Go(z.sessions.notifyLoop)); err != nil {
+	if err := errors.Join(z.group.Go(z.dispatchLoop), z.group.Go(z.watchdog), z.group.Go(z.sessions.Run)); err != nil {
 		z.Close()
 		return nil, err
 	}
@@ -352,7 +334,7 @@ func (z *ZooKeeper) noteRefusal() {
 	if z.refusals.Inc() == 1 {
 		z.refusedAt.Store(int64(time.Since(z.epoch)))
 	}
-	z.sessions.wake()
+	z.sessions.Wake()
 }
 
 // refusedTooLong reports whether the servers have refused every handshake
@@ -368,7 +350,7 @@ func (z *ZooKeeper) refusedTooLong() bool {
 // a server that forgot it. The new session is announced as usual
 // (SessionNew), so every job re-registers (I3).
 func (z *ZooKeeper) replaceClient() {
-	if z.sessions.closing() {
+	if z.sessions.Closing() {
 		return
 	}
 	old := z.client()
@@ -470,6 +452,14 @@ func (c *observedConn) answered() {
 	}
 }
 
+// zkClock is z's lease clock, for its SessionKeeper.
+type zkClock struct{ z *ZooKeeper }
+
+func (c zkClock) LeaseLeft() time.Duration     { return c.z.leaseLeft() }
+func (c zkClock) SinceRead() time.Duration     { return c.z.sinceRead() }
+func (c zkClock) LeaseDuration() time.Duration { return c.z.leaseDuration() }
+func (zkClock) Backend() string                { return "ZooKeeper" }
+
 func (z *ZooKeeper) sinceRead() time.Duration {
 	return time.Since(z.epoch) - time.Duration(z.lastRead.Load())
 }
@@ -502,19 +492,22 @@ func (z *ZooKeeper) onEvent(ev zk.Event) {
 }
 
 func (z *ZooKeeper) onState(state zk.State) {
-	if z.sessions.closing() {
+	if z.sessions.Closing() {
 		return
 	}
 	switch state {
 	case zk.StateHasSession:
 		z.refusals.Store(0)
-		if z.sessions.established(z.connected.Load()) == sessionNext {
+		switch z.sessions.Established(z.connected.Load()) {
+		case SessionFirst:
+			close(z.firstSession) // once: the first session starts once
+		case SessionNext:
 			z.enqueue(task{kind: taskResyncAll})
 		}
 	case zk.StateDisconnected:
-		z.sessions.suspend("connection to zookeeper lost; firing suspended")
+		z.sessions.Suspend("connection to zookeeper lost; firing suspended")
 	case zk.StateExpired:
-		z.sessions.lose(fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
+		z.sessions.Lose(fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
 	case zk.StateAuthFailed:
 		z.log.Error("zookeeper refused authentication")
 	}
@@ -527,12 +520,12 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		s := z.sessions.current()
+		s := z.sessions.Current()
 		wait := time.Second
-		if s.ctx.Err() == nil {
+		if s.Err() == nil {
 			left := z.leaseLeft()
 			if left <= 0 {
-				z.sessions.lapse(s, "no word from zookeeper")
+				z.sessions.Lapse(s, "no word from zookeeper")
 				continue
 			}
 			wait = left
@@ -544,7 +537,7 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 			// session. Prove it with a round trip before trusting it.
 			_, _, err := z.client().Exists(z.root)
 			z.counters.reads.Add(1)
-			if err == nil && z.client().SessionID() == s.id && z.sessions.revive(s) {
+			if err == nil && z.client().SessionID() == s.id && z.sessions.Revive(s) {
 				z.enqueue(task{kind: taskResyncAll})
 			}
 			continue
@@ -553,7 +546,7 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-z.sessions.wakeups():
+		case <-z.sessions.Wakeups():
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -563,12 +556,12 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (z *ZooKeeper) Session() *Session { return z.sessions.current() }
+func (z *ZooKeeper) Session() *Session { return z.sessions.Current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
 func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
-	return z.sessions.subscribe(fn)
+	return z.sessions.Subscribe(fn)
 }
 
 // Stats returns the requests sent so far.
@@ -577,7 +570,7 @@ func (z *ZooKeeper) Stats() Stats { return z.counters.stats(BackendZooKeeper) }
 // Close ends the session and stops the center's goroutines. It is
 // idempotent.
 func (z *ZooKeeper) Close() error {
-	if _, ok := z.sessions.close(); !ok {
+	if _, ok := z.sessions.Close(); !ok {
 		return nil
 	}
 	z.group.Close()
