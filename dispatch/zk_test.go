@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // regcenter.Open serves Config.Servers
 )
 
 // TestRegistrySessionEndFreesTasksAtOnce: with a regcenter, on ZooKeeper,

@@ -30,6 +30,7 @@ import (
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
@@ -82,7 +83,7 @@ func file(t *testing.T, ns, jobs string) (*job.File, string) {
 
 type instance struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    *zookeeper.Center
 	sched *job.Scheduler
 }
 
@@ -92,7 +93,7 @@ func start(t *testing.T, f *job.File, id, stateDir string) *instance {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := f.Regcenter
-	rc, err := regcenter.NewZooKeeper(ctx, cfg, regcenter.WithLogger(testlog.Logger(t)))
+	rc, err := zookeeper.Open(ctx, cfg, regcenter.WithLogger(testlog.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +525,7 @@ func TestDataflowJobShardedAcrossInstances(t *testing.T) {
 `)
 	for _, id := range []string{"f1", "f2"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		rc, err := regcenter.NewZooKeeper(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
+		rc, err := zookeeper.Open(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
 		if err != nil {
 			cancel()
 			t.Fatal(err)

@@ -1089,3 +1089,13 @@ func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
 	}
 	return nil
 }
+
+func wrapPath(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
+	}
+	return fmt.Errorf("%w (%s %s)", err, op, p)
+}

@@ -60,6 +60,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk: regcenter.Open serves ZooKeeper
 )
 
 type options struct {

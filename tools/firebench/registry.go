@@ -18,6 +18,7 @@ import (
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -registry zookeeper
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
 

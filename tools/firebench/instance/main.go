@@ -35,7 +35,8 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	_ "github.com/shardjob/shardjob/regcenter/postgres" // -url postgres://...
+	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -url postgres://...
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk
 )
 
 // discardSpans is a span exporter that drops what it is given.

@@ -1,12 +1,10 @@
-package regcenter_test
+package zookeeper_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 const password = "s3cr3t-pw"
@@ -45,7 +44,7 @@ func TestDigestFileProtectsNamespace(t *testing.T) {
 	if data, _, err := same.Get(ctx(t), "/job/config"); err != nil || string(data) != "x" {
 		t.Fatalf("inline digest on a namespace made with the file's: %q, %v", data, err)
 	}
-	_, err := regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns,
+	_, err := zookeeper.Open(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns,
 		DigestFile: writeSecret(t, "ops:n0t-the-pw\r\n")})
 	if !errors.Is(err, regcenter.ErrUnauthorized) {
 		t.Fatalf("wrong digest in a file: got %v, want ErrUnauthorized", err)
@@ -73,7 +72,7 @@ func TestDigestFileErrorsNameTheFileNotTheSecret(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := regcenter.Config{Servers: zk.Servers(), Namespace: "never", DigestFile: c.path}
-			_, err := regcenter.NewZooKeeper(ctx(t), cfg)
+			_, err := zookeeper.Open(ctx(t), cfg)
 			if !errors.Is(err, regcenter.ErrInvalidConfig) {
 				t.Fatalf("got %v, want ErrInvalidConfig", err)
 			}
@@ -89,39 +88,6 @@ func TestDigestFileErrorsNameTheFileNotTheSecret(t *testing.T) {
 	err := regcenter.Config{Servers: []string{"a:1"}, Digest: "ops:" + password, DigestFile: "/x"}.Validate()
 	if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), "both") || strings.Contains(err.Error(), password) {
 		t.Errorf("digest and digestFile: got %v", err)
-	}
-}
-
-// TestConfigNeverPrintsThePassword: fmt's verbs and slog show the digest's
-// user only.
-func TestConfigNeverPrintsThePassword(t *testing.T) {
-	cfg := regcenter.Config{Servers: []string{"zk1:2181"}, Namespace: "shop", Digest: "ops:" + password}
-	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
-	slog.New(slog.NewTextHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
-	for _, out := range []string{fmt.Sprint(cfg), fmt.Sprintf("%v|%+v|%#v|%s", cfg, cfg, cfg, cfg), cfg.String(), buf.String()} {
-		if strings.Contains(out, password) {
-			t.Errorf("password shown: %s", out)
-		}
-		if !strings.Contains(out, "ops:") || !strings.Contains(out, "zk1:2181") {
-			t.Errorf("config rendered without its user or servers: %s", out)
-		}
-	}
-}
-
-// TestConfigLogsTheEtcdEndpoints: a config for etcd says where it points
-// in the log, as one for ZooKeeper does.
-func TestConfigLogsTheEtcdEndpoints(t *testing.T) {
-	cfg := regcenter.Config{Etcd: []string{"etcd1:2379", "etcd2:2379"}, Namespace: "shop", Digest: "ops:" + password}
-	var buf bytes.Buffer
-	slog.New(slog.NewJSONHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
-	slog.New(slog.NewTextHandler(&buf, nil)).Info("connecting", "regcenter", cfg)
-	out := buf.String()
-	if !strings.Contains(out, "etcd1:2379") || !strings.Contains(out, "etcd2:2379") {
-		t.Errorf("log lines without the etcd endpoints: %s", out)
-	}
-	if strings.Contains(out, password) {
-		t.Errorf("password shown: %s", out)
 	}
 }
 
@@ -149,7 +115,7 @@ func TestTLSFilesThatCannotBeUsed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base
 			c.edit(&cfg)
-			_, err := regcenter.NewZooKeeper(ctx(t), cfg)
+			_, err := zookeeper.Open(ctx(t), cfg)
 			if !errors.Is(err, regcenter.ErrInvalidConfig) {
 				t.Fatalf("got %v, want ErrInvalidConfig", err)
 			}
@@ -160,14 +126,14 @@ func TestTLSFilesThatCannotBeUsed(t *testing.T) {
 			}
 		})
 	}
-	_, err := regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: base.Servers, TLS: true}, regcenter.WithTLSConfig(&tls.Config{}))
+	_, err := zookeeper.Open(ctx(t), regcenter.Config{Servers: base.Servers, TLS: true}, regcenter.WithTLSConfig(&tls.Config{}))
 	if !errors.Is(err, regcenter.ErrInvalidConfig) {
 		t.Errorf("TLS fields and WithTLSConfig together: got %v, want ErrInvalidConfig", err)
 	}
 }
 
 // tlsConnect connects to the TLS cluster c with cfg's TLS settings.
-func tlsConnect(t *testing.T, c *zktest.Cluster, cfg regcenter.Config, opts ...regcenter.Option) (*regcenter.ZooKeeper, error) {
+func tlsConnect(t *testing.T, c *zktest.Cluster, cfg regcenter.Config, opts ...regcenter.Option) (*zookeeper.Center, error) {
 	t.Helper()
 	cfg.Servers = c.SecureServers()
 	if cfg.Namespace == "" {
@@ -178,7 +144,7 @@ func tlsConnect(t *testing.T, c *zktest.Cluster, cfg regcenter.Config, opts ...r
 		// handshakes. The refusals below set a short one.
 		cfg.ConnectTimeout = 15 * time.Second
 	}
-	z, err := regcenter.NewZooKeeper(ctx(t), cfg, opts...)
+	z, err := zookeeper.Open(ctx(t), cfg, opts...)
 	if err == nil {
 		t.Cleanup(func() { z.Close() })
 	}
@@ -186,7 +152,7 @@ func tlsConnect(t *testing.T, c *zktest.Cluster, cfg regcenter.Config, opts ...r
 }
 
 // roundTrip proves the session works: create a node, read it back.
-func roundTrip(t *testing.T, z *regcenter.ZooKeeper) {
+func roundTrip(t *testing.T, z *zookeeper.Center) {
 	t.Helper()
 	if _, err := z.Create(ctx(t), "/job/config", []byte("over tls"), regcenter.Persistent); err != nil {
 		t.Fatal(err)
@@ -261,7 +227,7 @@ func TestMutualTLS(t *testing.T) {
 		wantTLSFailure(t, err, "zk.example.org")
 	})
 	t.Run("plain client on the TLS port", func(t *testing.T) {
-		_, err := regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: c.SecureServers(), ConnectTimeout: 2 * time.Second})
+		_, err := zookeeper.Open(ctx(t), regcenter.Config{Servers: c.SecureServers(), ConnectTimeout: 2 * time.Second})
 		if !errors.Is(err, regcenter.ErrUnreachable) || !strings.Contains(err.Error(), "closed the connection") {
 			t.Fatalf("got %v, want ErrUnreachable saying the server closed the connection", err)
 		}
@@ -283,7 +249,7 @@ func TestTLSWithoutClientCertificate(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: c.Servers(), TLSCAFile: files.CAFile, ConnectTimeout: 2 * time.Second})
+	_, err = zookeeper.Open(cctx, regcenter.Config{Servers: c.Servers(), TLSCAFile: files.CAFile, ConnectTimeout: 2 * time.Second})
 	if !errors.Is(err, regcenter.ErrUnreachable) || !errors.Is(err, regcenter.ErrTLS) {
 		t.Fatalf("TLS client on a plain port: got %v, want ErrUnreachable wrapping ErrTLS", err)
 	}
@@ -291,35 +257,4 @@ func TestTLSWithoutClientCertificate(t *testing.T) {
 		t.Errorf("TLS client on a plain port: %q does not suggest the plain port", err)
 	}
 	t.Logf("TLS client on a plain port: %v", err)
-}
-
-// TestEmbeddedDirConfig: embeddedDir names a registry of its own; it goes
-// with no other registry and no digest, and a directory without the
-// member's files is refused before connecting, naming the file.
-func TestEmbeddedDirConfig(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []regcenter.Config{
-		{EmbeddedDir: dir, Servers: []string{"127.0.0.1:2181"}},
-		{EmbeddedDir: dir, Etcd: []string{"127.0.0.1:2379"}},
-		{EmbeddedDir: dir, Digest: "root:pw"},
-		{EmbeddedDir: dir, DigestFile: "/etc/shardjob/digest"},
-	} {
-		if err := c.Validate(); !errors.Is(err, regcenter.ErrInvalidConfig) {
-			t.Errorf("%v: Validate = %v, want ErrInvalidConfig", c, err)
-		}
-	}
-	if err := (regcenter.Config{EmbeddedDir: dir}).Validate(); err != nil {
-		t.Fatalf("embeddedDir alone: %v", err)
-	}
-	_, err := regcenter.Open(ctx(t), regcenter.Config{EmbeddedDir: dir})
-	if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), regcenter.EmbeddedEndpointFile) {
-		t.Errorf("no endpoint file: %v, want ErrInvalidConfig naming %s", err, regcenter.EmbeddedEndpointFile)
-	}
-	if err := os.WriteFile(filepath.Join(dir, regcenter.EmbeddedEndpointFile), []byte("127.0.0.1:2379\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = regcenter.Open(ctx(t), regcenter.Config{EmbeddedDir: dir})
-	if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), regcenter.EmbeddedCredentialsFile) {
-		t.Errorf("no credentials file: %v, want ErrInvalidConfig naming %s", err, regcenter.EmbeddedCredentialsFile)
-	}
 }

@@ -1,4 +1,4 @@
-package regcenter
+package zookeeper
 
 import (
 	"encoding/binary"
@@ -24,7 +24,7 @@ func connectResponse(timeoutMs int32, session int64) []byte {
 // The lease runs from when an answered request was sent, whatever the
 // chunking of the bytes read; notifications renew nothing.
 func TestLeaseRunsFromTheAnsweredRequestsSendTime(t *testing.T) {
-	z := &ZooKeeper{epoch: time.Now()}
+	z := &Center{epoch: time.Now()}
 	c := &observedConn{z: z}
 	c.sent = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
 	var stream []byte

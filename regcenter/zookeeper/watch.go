@@ -1,4 +1,4 @@
-package regcenter
+package zookeeper
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 )
 
 // ZooKeeper watches fire once. A Watch here is persistent: when a
@@ -34,23 +36,23 @@ type task struct {
 	kind   taskKind
 	path   string
 	zkType zk.EventType
-	key    watchKey
-	sub    *watchSub
+	key    backend.WatchKey
+	sub    *backend.WatchSub
 }
 
-func (z *ZooKeeper) enqueue(t task) { z.watches.enqueue(t) }
+func (z *Center) enqueue(t task) { z.watches.Enqueue(t) }
 
 // Watch registers a persistent watch. fn is first called with EventResync
 // once the watch is armed, so a caller that registers and then waits for
 // events re-reads state after the watch is in place.
-func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
-	e, sub, cancel := z.watches.subscribe(watchKey{path: p, kind: kind}, fn)
-	z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
+func (z *Center) Watch(p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (cancel func()) {
+	e, sub, cancel := z.watches.Subscribe(backend.WatchKey{Path: p, Kind: kind}, fn)
+	z.enqueue(task{kind: taskArm, key: e.Key, sub: sub})
 	return cancel
 }
 
 // WatchNow registers a persistent watch and arms it in the caller's
-// goroutine (see Center.WatchNow).
+// goroutine (see regcenter.Center.WatchNow).
 //
 // The arming request runs beside the dispatcher, which may arm the same
 // watch for an event or a new session at the same time; arming twice is
@@ -60,44 +62,44 @@ func (z *ZooKeeper) Watch(p string, kind WatchKind, fn func(Event)) (cancel func
 // re-arming of every watch includes it, and if the session or the client
 // changed while the request was in flight, the watch is handed to the
 // dispatcher like any new one.
-func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
-	e, sub, cancel := z.watches.subscribe(watchKey{path: p, kind: kind}, fn)
+func (z *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (regcenter.WatchState, func(), error) {
+	e, sub, cancel := z.watches.Subscribe(backend.WatchKey{Path: p, Kind: kind}, fn)
 	sess, conn := z.Session(), z.client()
 	full := z.full(p)
-	st, err := call(ctx, z, &z.counters.watchReqs, func() (WatchState, error) {
-		if kind != WatchChildren {
+	st, err := call(ctx, z, &z.counters.Watches, func() (regcenter.WatchState, error) {
+		if kind != regcenter.WatchChildren {
 			ok, s, _, err := conn.ExistsW(full)
 			if !ok {
-				return WatchState{}, err
+				return regcenter.WatchState{}, err
 			}
-			return WatchState{Exists: true, Stat: toStat(s)}, err
+			return regcenter.WatchState{Exists: true, Stat: toStat(s)}, err
 		}
 		for attempt := 0; ; attempt++ {
 			kids, _, _, err := conn.ChildrenW(full)
 			if !errors.Is(err, zk.ErrNoNode) {
-				return WatchState{Exists: err == nil, Children: kids}, err
+				return regcenter.WatchState{Exists: err == nil, Children: kids}, err
 			}
 			// Watch for the node's creation instead, as arm does; if it
 			// was created in between, list its children after all.
-			z.counters.watchReqs.Add(1)
+			z.counters.Watches.Add(1)
 			ok, _, _, err := conn.ExistsW(full)
 			if err != nil || !ok {
-				return WatchState{}, err
+				return regcenter.WatchState{}, err
 			}
 			if attempt > 0 {
-				return WatchState{}, fmt.Errorf("%w: %s created and deleted while arming", ErrConnectionLoss, p)
+				return regcenter.WatchState{}, fmt.Errorf("%w: %s created and deleted while arming", regcenter.ErrConnectionLoss, p)
 			}
-			z.counters.watchReqs.Add(1)
+			z.counters.Watches.Add(1)
 		}
 	})
 	if err == nil && (z.Session() != sess || sess.Err() != nil || z.client() != conn) {
-		err = fmt.Errorf("%w: session changed while arming", ErrConnectionLoss)
+		err = fmt.Errorf("%w: session changed while arming", regcenter.ErrConnectionLoss)
 	}
 	if err != nil {
-		z.enqueue(task{kind: taskArm, key: e.key, sub: sub})
-		return WatchState{}, cancel, wrapPath("watch", p, err)
+		z.enqueue(task{kind: taskArm, key: e.Key, sub: sub})
+		return regcenter.WatchState{}, cancel, backend.WrapPath("watch", p, err)
 	}
-	z.watches.setArmed(e, true)
+	z.watches.SetArmed(e, true)
 	return st, cancel, nil
 }
 
@@ -105,14 +107,14 @@ func (z *ZooKeeper) WatchNow(ctx context.Context, p string, kind WatchKind, fn f
 // kind, however many subscribers share it): what this client asks the
 // servers to hold, data and children watches alike. ZooKeeper's own
 // four-letter word wchs counts only the data watches.
-func (z *ZooKeeper) WatchCount() int { return z.watches.count() }
+func (z *Center) WatchCount() int { return z.watches.Count() }
 
 // OnSession reconnect hooks: re-arm whatever failed while disconnected.
-func (z *ZooKeeper) rearmLater() { z.enqueue(task{kind: taskRearm}) }
+func (z *Center) rearmLater() { z.enqueue(task{kind: taskRearm}) }
 
-func (z *ZooKeeper) dispatchLoop(ctx context.Context) {
-	cancel := z.OnSession(func(ev SessionEvent) {
-		if ev.Type == SessionReconnected {
+func (z *Center) dispatchLoop(ctx context.Context) {
+	cancel := z.OnSession(func(ev regcenter.SessionEvent) {
+		if ev.Type == regcenter.SessionReconnected {
 			z.rearmLater()
 		}
 	})
@@ -121,13 +123,13 @@ func (z *ZooKeeper) dispatchLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-z.watches.queued():
+		case <-z.watches.Queued():
 		}
 		for {
 			if h := z.beforeBatch.Load(); h != nil {
 				(*h)()
 			}
-			batch := z.watches.take()
+			batch := z.watches.Take()
 			if len(batch) == 0 {
 				break
 			}
@@ -149,7 +151,7 @@ const rearmers = 64
 // burst of notifications (a reshard of a few hundred jobs writes as many
 // nodes) cost one round trip each before the last subscriber heard of its
 // change: a second and more on a busy server.
-func (z *ZooKeeper) runTasks(batch []task) bool {
+func (z *Center) runTasks(batch []task) bool {
 	for i := 0; i < len(batch); {
 		select {
 		case <-z.done:
@@ -176,7 +178,7 @@ func concurrent(k taskKind) bool { return k == taskNode || k == taskArm }
 
 // rearm is one watch a batch re-arms, and what the re-arm answered.
 type rearm struct {
-	e             *watchEntry
+	e             *backend.WatchEntry
 	exists, armed bool
 	alreadyArmed  bool // a new subscription to a watch that was armed
 }
@@ -184,22 +186,22 @@ type rearm struct {
 // runConcurrently runs node events and new subscriptions: it re-arms
 // every watch they concern, rearmers at a time, then delivers their events
 // in order, as runTask does one by one.
-func (z *ZooKeeper) runConcurrently(ts []task) {
+func (z *Center) runConcurrently(ts []task) {
 	plans := make([][]rearm, len(ts))
 	var all []*rearm
 	for i, t := range ts {
 		switch t.kind {
 		case taskArm:
-			e := z.watches.entry(t.key)
+			e := z.watches.Entry(t.key)
 			if e == nil {
 				continue
 			}
-			plans[i] = []rearm{{e: e, alreadyArmed: z.watches.isArmed(e)}}
+			plans[i] = []rearm{{e: e, alreadyArmed: z.watches.IsArmed(e)}}
 		case taskNode:
 			_, kinds := nodeEvent(t.zkType)
 			for _, k := range kinds {
-				if e := z.watches.entry(watchKey{path: t.path, kind: k}); e != nil {
-					z.watches.setArmed(e, false)
+				if e := z.watches.Entry(backend.WatchKey{Path: t.path, Kind: k}); e != nil {
+					z.watches.SetArmed(e, false)
 					plans[i] = append(plans[i], rearm{e: e})
 				}
 			}
@@ -217,7 +219,7 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 		switch t.kind {
 		case taskArm:
 			if len(plans[i]) > 0 {
-				z.watches.deliverTo(t.sub, plans[i][0].e, Event{Type: EventResync, Path: t.key.path})
+				z.watches.DeliverTo(t.sub, plans[i][0].e, regcenter.Event{Type: regcenter.EventResync, Path: t.key.Path})
 			}
 		case taskNode:
 			typ, _ := nodeEvent(t.zkType)
@@ -228,60 +230,60 @@ func (z *ZooKeeper) runConcurrently(ts []task) {
 	}
 }
 
-func (z *ZooKeeper) runTask(t task) {
+func (z *Center) runTask(t task) {
 	switch t.kind { // taskArm and taskNode go through runConcurrently
 	case taskUnarmed:
-		for _, k := range []WatchKind{WatchNode, WatchChildren} {
-			if e := z.watches.entry(watchKey{path: t.path, kind: k}); e != nil {
-				z.watches.setArmed(e, false)
+		for _, k := range []regcenter.WatchKind{regcenter.WatchNode, regcenter.WatchChildren} {
+			if e := z.watches.Entry(backend.WatchKey{Path: t.path, Kind: k}); e != nil {
+				z.watches.SetArmed(e, false)
 			}
 		}
 	case taskResyncAll, taskRearm:
-		var es []*watchEntry
-		for _, e := range z.watches.entries() {
-			if t.kind == taskRearm && z.watches.isArmed(e) {
+		var es []*backend.WatchEntry
+		for _, e := range z.watches.Entries() {
+			if t.kind == taskRearm && z.watches.IsArmed(e) {
 				continue
 			}
-			z.watches.setArmed(e, false)
+			z.watches.SetArmed(e, false)
 			es = append(es, e)
 		}
 		// A new session re-arms every watch of the process: side by side.
 		parallel.Each(len(es), rearmers, func(i int) { z.arm(es[i]) })
 		for _, e := range es {
-			z.watches.deliver(e, Event{Type: EventResync, Path: e.key.path})
+			z.watches.Deliver(e, regcenter.Event{Type: regcenter.EventResync, Path: e.Key.Path})
 		}
 	}
 }
 
 // nodeEvent maps a server notification to the event subscribers get and
 // the kinds of watch it concerns.
-func nodeEvent(t zk.EventType) (EventType, []WatchKind) {
+func nodeEvent(t zk.EventType) (regcenter.EventType, []regcenter.WatchKind) {
 	switch t {
 	case zk.EventNodeCreated:
-		return EventCreated, []WatchKind{WatchNode, WatchChildren}
+		return regcenter.EventCreated, []regcenter.WatchKind{regcenter.WatchNode, regcenter.WatchChildren}
 	case zk.EventNodeDeleted:
-		return EventDeleted, []WatchKind{WatchNode, WatchChildren}
+		return regcenter.EventDeleted, []regcenter.WatchKind{regcenter.WatchNode, regcenter.WatchChildren}
 	case zk.EventNodeDataChanged:
-		return EventDataChanged, []WatchKind{WatchNode}
+		return regcenter.EventDataChanged, []regcenter.WatchKind{regcenter.WatchNode}
 	case zk.EventNodeChildrenChanged:
-		return EventChildrenChanged, []WatchKind{WatchChildren}
+		return regcenter.EventChildrenChanged, []regcenter.WatchKind{regcenter.WatchChildren}
 	}
 	return 0, nil
 }
 
 // deliverNodeEvent tells e's subscribers of a node event, after e was
 // re-armed (exists and armed are the re-arm's answer).
-func (z *ZooKeeper) deliverNodeEvent(e *watchEntry, typ EventType, p string, exists, armed bool) {
-	z.watches.deliver(e, Event{Type: typ, Path: p})
+func (z *Center) deliverNodeEvent(e *backend.WatchEntry, typ regcenter.EventType, p string, exists, armed bool) {
+	z.watches.Deliver(e, regcenter.Event{Type: typ, Path: p})
 	// A node deleted and created again (or the reverse) before the re-arm
 	// sends no second notification: the re-arm's answer shows it, and the
 	// subscribers hear of the change that followed.
-	if armed && e.key.kind == WatchNode {
+	if armed && e.Key.Kind == regcenter.WatchNode {
 		switch {
-		case typ == EventDeleted && exists:
-			z.watches.deliver(e, Event{Type: EventCreated, Path: p})
-		case typ == EventCreated && !exists:
-			z.watches.deliver(e, Event{Type: EventDeleted, Path: p})
+		case typ == regcenter.EventDeleted && exists:
+			z.watches.Deliver(e, regcenter.Event{Type: regcenter.EventCreated, Path: p})
+		case typ == regcenter.EventCreated && !exists:
+			z.watches.Deliver(e, regcenter.Event{Type: regcenter.EventDeleted, Path: p})
 		}
 	}
 }
@@ -292,29 +294,29 @@ func (z *ZooKeeper) deliverNodeEvent(e *watchEntry, typ EventType, p string, exi
 //
 // For a node watch it reports whether the node existed when the watch was
 // set; armed is false when it could not be set.
-func (z *ZooKeeper) arm(e *watchEntry) (exists, armed bool) {
+func (z *Center) arm(e *backend.WatchEntry) (exists, armed bool) {
 	if h := z.arming.Load(); h != nil {
 		(*h)()
 	}
-	full := z.full(e.key.path)
+	full := z.full(e.Key.Path)
 	var err error
-	z.counters.watchReqs.Add(1)
-	switch e.key.kind {
-	case WatchNode:
+	z.counters.Watches.Add(1)
+	switch e.Key.Kind {
+	case regcenter.WatchNode:
 		exists, _, _, err = z.client().ExistsW(full)
-	case WatchChildren:
+	case regcenter.WatchChildren:
 		_, _, _, err = z.client().ChildrenW(full)
 		if errors.Is(err, zk.ErrNoNode) {
 			// Watch for the node's creation instead; the creation event
 			// re-arms the children watch.
-			z.counters.watchReqs.Add(1)
+			z.counters.Watches.Add(1)
 			_, _, _, err = z.client().ExistsW(full)
 		}
 	}
 	if err != nil {
-		z.log.Debug("watch not armed; will retry after reconnect", "path", e.key.path, "err", err)
+		z.log.Debug("watch not armed; will retry after reconnect", "path", e.Key.Path, "err", err)
 		return false, false
 	}
-	z.watches.setArmed(e, true)
+	z.watches.SetArmed(e, true)
 	return exists, true
 }

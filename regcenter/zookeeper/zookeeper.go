@@ -1,4 +1,4 @@
-package regcenter
+package zookeeper
 
 import (
 	"context"
@@ -16,13 +16,16 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 	"go.uber.org/atomic"
 )
 
-// ZooKeeper is the [Center] backed by a ZooKeeper ensemble. Create it with
-// [NewZooKeeper]; it is safe for concurrent use.
-type ZooKeeper struct {
-	cfg  Config
+// Center is the [regcenter.Center] backed by a ZooKeeper ensemble. Create
+// it with [Open] (or [regcenter.Open], which this package serves once
+// imported); it is safe for concurrent use.
+type Center struct {
+	cfg  regcenter.Config
 	root string
 	acl  []zk.ACL
 	log  *slog.Logger
@@ -49,15 +52,15 @@ type ZooKeeper struct {
 	negotiated atomic.Int64 // negotiated session timeout, ns
 	connected  atomic.Int64 // session id from the latest connect response
 
-	// TLS, and why connecting failed (see security.go).
+	// TLS, and why connecting failed (see dial.go).
 	tls     *tls.Config // nil: plain TCP
 	dialMu  sync.Mutex
 	dialErr error // the latest failed attempt's cause
 
-	sessions     *SessionKeeper    // the session, its listeners, the watchdog's wake-ups
-	firstSession chan struct{}     // closed when the first session starts
-	watches      *watchTable[task] // the watches and the dispatcher's queue (watch.go)
-	counters     requestCounters   // the requests sent, for Stats
+	sessions     *regcenter.SessionKeeper  // the session, its listeners, the watchdog's wake-ups
+	firstSession chan struct{}             // closed when the first session starts
+	watches      *backend.WatchTable[task] // the watches and the dispatcher's queue (watch.go)
+	counters     backend.Counters          // the requests sent, for regcenter.Stats
 
 	// Test hooks (export_test.go): called before the dispatcher takes a
 	// batch from the queue, and before each watch is armed.
@@ -69,48 +72,51 @@ type ZooKeeper struct {
 	done  <-chan struct{}
 }
 
-var _ Center = (*ZooKeeper)(nil)
+var _ regcenter.Center = (*Center)(nil)
 
 func init() {
-	RegisterBackend(BackendZooKeeper, func(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
-		z, err := NewZooKeeper(ctx, cfg, opts...)
+	regcenter.RegisterBackend(regcenter.BackendZooKeeper, func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
+		z, err := Open(ctx, cfg, opts...)
 		if err != nil {
-			return nil, err // not a nil *ZooKeeper in a non-nil Center
+			return nil, err // not a nil *Center in a non-nil regcenter.Center
 		}
 		return z, nil
 	})
 }
 
-// NewZooKeeper connects to ZooKeeper and returns once a session is
-// established, the digest (if any) is registered and the namespace root
-// exists and is accessible. It fails with [ErrUnreachable] when no server
-// answers within cfg.ConnectTimeout (or ctx ends first), and with
-// [ErrUnauthorized] when the namespace's ACL refuses the configured digest.
-func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, error) {
+// Open connects to the ZooKeeper members cfg.Servers names and returns
+// once a session is established, the digest (if any) is registered and
+// the namespace root exists and is accessible. It fails with
+// [regcenter.ErrInvalidConfig] for a bad config (Servers must be set),
+// [regcenter.ErrUnreachable] when no server answers within
+// cfg.ConnectTimeout (or ctx ends first), and
+// [regcenter.ErrUnauthorized] when the namespace's ACL refuses the
+// configured digest.
+func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (*Center, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.URL != "" {
-		return nil, fmt.Errorf("%w: url names a registry reached through regcenter.Open, not ZooKeeper", ErrInvalidConfig)
+	if len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("%w: servers: zookeeper.Open needs the ZooKeeper members (etcd, embeddedDir and url name other registries: open them with regcenter.Open)", regcenter.ErrInvalidConfig)
 	}
-	cfg, o, err := cfg.settle(opts)
+	cfg, logger, tlsCfg, err := backend.Settle(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	z := &ZooKeeper{
+	z := &Center{
 		cfg:     cfg,
 		root:    "/" + cfg.Namespace,
-		log:     o.logger.With("component", "regcenter"),
+		log:     logger.With("component", "regcenter"),
 		epoch:   time.Now(),
-		watches: newWatchTable[task](),
+		watches: backend.NewWatchTable[task](),
 		group:   startstop.New(ctx),
 
 		firstSession: make(chan struct{}),
 	}
-	z.sessions = NewSessionKeeper(z.log, BackendZooKeeper, zkClock{z})
+	z.sessions = regcenter.NewSessionKeeper(z.log, regcenter.BackendZooKeeper, leaseClock{z})
 	z.done = z.group.Context().Done()
 	z.negotiated.Store(int64(cfg.SessionTimeout))
-	z.tls = o.tls
+	z.tls = tlsCfg
 	if cfg.Digest != "" {
 		user, pass, _ := strings.Cut(cfg.Digest, ":")
 		z.acl = zk.DigestACL(zk.PermAll, user, pass)
@@ -123,7 +129,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	}
 	servers := z.servers
 	if err := z.connect(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %v", regcenter.ErrInvalidConfig, err)
 	}
 	conn := z.client()
 
@@ -134,12 +140,12 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 	case <-timer.C:
 		conn.Close()
 		if cause := z.lastDialErr(); cause != nil {
-			return nil, fmt.Errorf("%w: no session from %s within %v: %w", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout, cause)
+			return nil, fmt.Errorf("%w: no session from %s within %v: %w", regcenter.ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout, cause)
 		}
-		return nil, fmt.Errorf("%w: no session from %s within %v", ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout)
+		return nil, fmt.Errorf("%w: no session from %s within %v", regcenter.ErrUnreachable, strings.Join(servers, ","), cfg.ConnectTimeout)
 	case <-ctx.Done():
 		conn.Close()
-		return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, strings.Join(servers, ","), ctx.Err())
+		return nil, fmt.Errorf("%w: %s: %w", regcenter.ErrUnreachable, strings.Join(servers, ","), ctx.Err())
 	}
 
 	// A new group refuses nothing; were it to, Close stops what started.
@@ -152,7 +158,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 		user, _, _ := strings.Cut(cfg.Digest, ":")
 		if err := z.client().AddAuth("digest", []byte(cfg.Digest)); err != nil {
 			z.Close()
-			return nil, fmt.Errorf("%w: digest auth for user %q: %v", ErrUnauthorized, user, err)
+			return nil, fmt.Errorf("%w: digest auth for user %q: %v", regcenter.ErrUnauthorized, user, err)
 		}
 	}
 	if err := z.ensureRoot(ctx); err != nil {
@@ -165,7 +171,7 @@ func NewZooKeeper(ctx context.Context, cfg Config, opts ...Option) (*ZooKeeper, 
 // connect starts a new client (it connects in the background) and makes
 // it the current one. Events and connections of earlier clients are
 // ignored from then on.
-func (z *ZooKeeper) connect() error {
+func (z *Center) connect() error {
 	gen := z.connGen.Inc()
 	current := func() bool { return z.connGen.Load() == gen }
 	conn, _, err := zk.Connect(z.servers, z.cfg.SessionTimeout,
@@ -188,10 +194,10 @@ func (z *ZooKeeper) connect() error {
 }
 
 // client returns the current ZooKeeper client.
-func (z *ZooKeeper) client() *zk.Conn { return z.conn.Load() }
+func (z *Center) client() *zk.Conn { return z.conn.Load() }
 
 // ensureRoot creates the namespace root if needed and proves we may use it.
-func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
+func (z *Center) ensureRoot(ctx context.Context) error {
 	if err := z.createRoot(ctx); err != nil {
 		return z.explainAuth(err)
 	}
@@ -201,10 +207,10 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 		return z.explainAuth(err)
 	}
 	probe := "/.access-check"
-	if _, err := z.Create(ctx, probe, nil, Ephemeral); err != nil && !errors.Is(err, ErrNodeExists) {
+	if _, err := z.Create(ctx, probe, nil, regcenter.Ephemeral); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 		return z.explainAuth(err)
 	}
-	if err := z.Delete(ctx, probe, -1); err != nil && !errors.Is(err, ErrNoNode) {
+	if err := z.Delete(ctx, probe, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		return z.explainAuth(err)
 	}
 	return nil
@@ -212,32 +218,32 @@ func (z *ZooKeeper) ensureRoot(ctx context.Context) error {
 
 // createRoot creates the namespace root where it is missing: at the first
 // connect, and again when ZooKeeper lost its data under a running process.
-func (z *ZooKeeper) createRoot(ctx context.Context) error {
-	_, err := call(ctx, z, &z.counters.writes, func() (string, error) { return z.client().Create(z.root, nil, 0, z.acl) })
-	if err != nil && !errors.Is(err, ErrNodeExists) {
+func (z *Center) createRoot(ctx context.Context) error {
+	_, err := call(ctx, z, &z.counters.Writes, func() (string, error) { return z.client().Create(z.root, nil, 0, z.acl) })
+	if err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 		return err
 	}
 	return nil
 }
 
-func (z *ZooKeeper) explainAuth(err error) error {
-	if errors.Is(err, ErrUnauthorized) {
+func (z *Center) explainAuth(err error) error {
+	if errors.Is(err, regcenter.ErrUnauthorized) {
 		if z.cfg.Digest == "" {
-			return fmt.Errorf("%w: namespace %s is protected by an ACL and no digest is configured", ErrUnauthorized, z.root)
+			return fmt.Errorf("%w: namespace %s is protected by an ACL and no digest is configured", regcenter.ErrUnauthorized, z.root)
 		}
 		user, _, _ := strings.Cut(z.cfg.Digest, ":")
-		return fmt.Errorf("%w: digest user %q may not use namespace %s (wrong password or another owner)", ErrUnauthorized, user, z.root)
+		return fmt.Errorf("%w: digest user %q may not use namespace %s (wrong password or another owner)", regcenter.ErrUnauthorized, user, z.root)
 	}
 	return err
 }
 
 // Namespace returns the namespace root, e.g. "/shop".
-func (z *ZooKeeper) Namespace() string { return z.root }
+func (z *Center) Namespace() string { return z.root }
 
 // SessionTimeout returns the session timeout negotiated with the server.
-func (z *ZooKeeper) SessionTimeout() time.Duration { return time.Duration(z.negotiated.Load()) }
+func (z *Center) SessionTimeout() time.Duration { return time.Duration(z.negotiated.Load()) }
 
-func (z *ZooKeeper) full(p string) string {
+func (z *Center) full(p string) string {
 	if p == "" || p == "/" {
 		return z.root
 	}
@@ -247,7 +253,7 @@ func (z *ZooKeeper) full(p string) string {
 	return z.root + p
 }
 
-func (z *ZooKeeper) rel(full string) (string, bool) {
+func (z *Center) rel(full string) (string, bool) {
 	if full == z.root {
 		return "/", true
 	}
@@ -263,7 +269,7 @@ func (z *ZooKeeper) rel(full string) (string, bool) {
 // renews the lease and the connect response's negotiated timeout and
 // session id are captured. With TLS the observer sees the plain frames
 // inside it (see dialConn).
-func (z *ZooKeeper) dial(gen uint64, network, address string, timeout time.Duration) (net.Conn, error) {
+func (z *Center) dial(gen uint64, network, address string, timeout time.Duration) (net.Conn, error) {
 	c, err := z.dialConn(network, address, timeout)
 	if err != nil {
 		return nil, err
@@ -283,7 +289,7 @@ func (z *ZooKeeper) dial(gen uint64, network, address string, timeout time.Durat
 // (xid -1) answer nothing and renew nothing.
 type observedConn struct {
 	net.Conn
-	z   *ZooKeeper
+	z   *Center
 	gen uint64 // the client this connection belongs to
 
 	mu    sync.Mutex
@@ -330,7 +336,7 @@ func (c *observedConn) Read(b []byte) (int, error) {
 }
 
 // noteRefusal records a handshake the server closed without answering.
-func (z *ZooKeeper) noteRefusal() {
+func (z *Center) noteRefusal() {
 	if z.refusals.Inc() == 1 {
 		z.refusedAt.Store(int64(time.Since(z.epoch)))
 	}
@@ -341,7 +347,7 @@ func (z *ZooKeeper) noteRefusal() {
 // for longer than a session timeout, at least three times. A server that
 // is starting refuses for a moment too; one that lost the data this client
 // has seen refuses forever.
-func (z *ZooKeeper) refusedTooLong() bool {
+func (z *Center) refusedTooLong() bool {
 	return z.refusals.Load() >= 3 && time.Since(z.epoch)-time.Duration(z.refusedAt.Load()) >= z.cfg.SessionTimeout
 }
 
@@ -349,7 +355,7 @@ func (z *ZooKeeper) refusedTooLong() bool {
 // a fresh one, which opens a new session: the old one cannot have survived
 // a server that forgot it. The new session is announced as usual
 // (SessionNew), so every job re-registers (I3).
-func (z *ZooKeeper) replaceClient() {
+func (z *Center) replaceClient() {
 	if z.sessions.Closing() {
 		return
 	}
@@ -375,16 +381,16 @@ func (z *ZooKeeper) replaceClient() {
 
 // authenticate adds the digest to a replacement client, retrying until the
 // server has it or the client is closed or replaced, or ctx ends.
-func (z *ZooKeeper) authenticate(ctx context.Context, conn *zk.Conn) {
+func (z *Center) authenticate(ctx context.Context, conn *zk.Conn) {
 	for {
 		err := translate(conn.AddAuth("digest", []byte(z.cfg.Digest)))
-		z.counters.writes.Add(1)
+		z.counters.Writes.Add(1)
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, ErrClosed), z.client() != conn:
+		case errors.Is(err, regcenter.ErrClosed), z.client() != conn:
 			return
-		case !errors.Is(err, ErrConnectionLoss):
+		case !errors.Is(err, regcenter.ErrConnectionLoss):
 			z.log.Error("digest auth on the new zookeeper client", "err", err)
 			return
 		}
@@ -452,15 +458,15 @@ func (c *observedConn) answered() {
 	}
 }
 
-// zkClock is z's lease clock, for its SessionKeeper.
-type zkClock struct{ z *ZooKeeper }
+// leaseClock is z's lease clock, for its regcenter.SessionKeeper.
+type leaseClock struct{ z *Center }
 
-func (c zkClock) LeaseLeft() time.Duration     { return c.z.leaseLeft() }
-func (c zkClock) SinceRead() time.Duration     { return c.z.sinceRead() }
-func (c zkClock) LeaseDuration() time.Duration { return c.z.leaseDuration() }
-func (zkClock) Backend() string                { return "ZooKeeper" }
+func (c leaseClock) LeaseLeft() time.Duration     { return c.z.leaseLeft() }
+func (c leaseClock) SinceRead() time.Duration     { return c.z.sinceRead() }
+func (c leaseClock) LeaseDuration() time.Duration { return c.z.leaseDuration() }
+func (leaseClock) Backend() string                { return "ZooKeeper" }
 
-func (z *ZooKeeper) sinceRead() time.Duration {
+func (z *Center) sinceRead() time.Duration {
 	return time.Since(z.epoch) - time.Duration(z.lastRead.Load())
 }
 
@@ -468,15 +474,15 @@ func (z *ZooKeeper) sinceRead() time.Duration {
 // trust the session: two thirds of the negotiated timeout, the same bound
 // the client uses to declare a connection dead. The server cannot expire
 // the session earlier than a full timeout after it last heard from us.
-func (z *ZooKeeper) leaseDuration() time.Duration {
+func (z *Center) leaseDuration() time.Duration {
 	return time.Duration(z.negotiated.Load()) * 2 / 3
 }
 
-func (z *ZooKeeper) leaseLeft() time.Duration { return z.leaseDuration() - z.sinceRead() }
+func (z *Center) leaseLeft() time.Duration { return z.leaseDuration() - z.sinceRead() }
 
 // onEvent is go-zookeeper's event callback. It runs on the client's
 // receive goroutine and must never block.
-func (z *ZooKeeper) onEvent(ev zk.Event) {
+func (z *Center) onEvent(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventSession:
 		z.onState(ev.State)
@@ -491,7 +497,7 @@ func (z *ZooKeeper) onEvent(ev zk.Event) {
 	}
 }
 
-func (z *ZooKeeper) onState(state zk.State) {
+func (z *Center) onState(state zk.State) {
 	if z.sessions.Closing() {
 		return
 	}
@@ -499,15 +505,15 @@ func (z *ZooKeeper) onState(state zk.State) {
 	case zk.StateHasSession:
 		z.refusals.Store(0)
 		switch z.sessions.Established(z.connected.Load()) {
-		case SessionFirst:
+		case regcenter.SessionFirst:
 			close(z.firstSession) // once: the first session starts once
-		case SessionNext:
+		case regcenter.SessionNext:
 			z.enqueue(task{kind: taskResyncAll})
 		}
 	case zk.StateDisconnected:
 		z.sessions.Suspend("connection to zookeeper lost; firing suspended")
 	case zk.StateExpired:
-		z.sessions.Lose(fmt.Errorf("%w: expired by zookeeper", ErrSessionLost))
+		z.sessions.Lose(fmt.Errorf("%w: expired by zookeeper", regcenter.ErrSessionLost))
 	case zk.StateAuthFailed:
 		z.log.Error("zookeeper refused authentication")
 	}
@@ -516,7 +522,7 @@ func (z *ZooKeeper) onState(state zk.State) {
 // watchdog ends the session's lease on the monotonic clock when the server
 // has been silent too long, and starts a fresh generation when a lapsed
 // session turns out to be alive after all. It ends with ctx.
-func (z *ZooKeeper) watchdog(ctx context.Context) {
+func (z *Center) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -532,12 +538,12 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 		} else if z.refusedTooLong() {
 			z.replaceClient()
 			continue
-		} else if z.leaseLeft() > z.leaseDuration()/2 && z.client().State() == zk.StateHasSession && z.client().SessionID() == s.id {
+		} else if z.leaseLeft() > z.leaseDuration()/2 && z.client().State() == zk.StateHasSession && z.client().SessionID() == s.ID() {
 			// The lease lapsed but the server is talking again on the same
 			// session. Prove it with a round trip before trusting it.
 			_, _, err := z.client().Exists(z.root)
-			z.counters.reads.Add(1)
-			if err == nil && z.client().SessionID() == s.id && z.sessions.Revive(s) {
+			z.counters.Reads.Add(1)
+			if err == nil && z.client().SessionID() == s.ID() && z.sessions.Revive(s) {
 				z.enqueue(task{kind: taskResyncAll})
 			}
 			continue
@@ -556,25 +562,25 @@ func (z *ZooKeeper) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (z *ZooKeeper) Session() *Session { return z.sessions.Current() }
+func (z *Center) Session() *regcenter.Session { return z.sessions.Current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
-func (z *ZooKeeper) OnSession(fn func(SessionEvent)) (cancel func()) {
+func (z *Center) OnSession(fn func(regcenter.SessionEvent)) (cancel func()) {
 	return z.sessions.Subscribe(fn)
 }
 
 // Stats returns the requests sent so far.
-func (z *ZooKeeper) Stats() Stats { return z.counters.stats(BackendZooKeeper) }
+func (z *Center) Stats() regcenter.Stats { return z.counters.Stats(regcenter.BackendZooKeeper) }
 
 // Close ends the session and stops the center's goroutines. It is
 // idempotent.
-func (z *ZooKeeper) Close() error {
+func (z *Center) Close() error {
 	if _, ok := z.sessions.Close(); !ok {
 		return nil
 	}
 	z.group.Close()
-	z.group.Cancel(ErrClosed) // closes z.done
+	z.group.Cancel(regcenter.ErrClosed) // closes z.done
 	z.client().Close()
 	// No deadline: the client's close answers every request the loops
 	// wait on, and a Wait on a context that never ends returns nil.
@@ -587,20 +593,20 @@ func (z *ZooKeeper) Close() error {
 // no contexts, so the request runs on a goroutine that ends when the client
 // answers it (every request is answered: flushed with an error on
 // disconnect or close).
-func call[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
+func call[T any](ctx context.Context, z *Center, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
 	select {
 	case <-z.done:
-		return zero, ErrClosed
+		return zero, regcenter.ErrClosed
 	default:
 	}
 	counter.Add(1)
 	if ctx.Done() == nil {
 		v, err := f()
-		return v, z.counters.counted(translate(err))
+		return v, z.counters.Counted(translate(err))
 	}
 	type result struct {
 		v   T
@@ -613,20 +619,20 @@ func call[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64, f 
 	}()
 	select {
 	case r := <-ch:
-		return r.v, z.counters.counted(translate(r.err))
+		return r.v, z.counters.Counted(translate(r.err))
 	case <-ctx.Done():
-		return zero, z.counters.counted(ctx.Err())
+		return zero, z.counters.Counted(ctx.Err())
 	case <-z.done:
-		return zero, z.counters.counted(ErrClosed)
+		return zero, z.counters.Counted(regcenter.ErrClosed)
 	}
 }
 
 // retrying runs an idempotent request with backoff on connection errors.
-func retrying[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
+func retrying[T any](ctx context.Context, z *Center, counter *stdatomic.Int64, f func() (T, error)) (T, error) {
 	sleep := z.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
 		v, err := call(ctx, z, counter, f)
-		if err == nil || !errors.Is(err, ErrConnectionLoss) || attempt >= z.cfg.MaxRetries {
+		if err == nil || !errors.Is(err, regcenter.ErrConnectionLoss) || attempt >= z.cfg.MaxRetries {
 			return v, err
 		}
 		t := time.NewTimer(sleep)
@@ -636,7 +642,7 @@ func retrying[T any](ctx context.Context, z *ZooKeeper, counter *stdatomic.Int64
 			return v, err
 		case <-z.done:
 			t.Stop()
-			return v, ErrClosed
+			return v, regcenter.ErrClosed
 		case <-t.C:
 		}
 		sleep *= 2
@@ -651,40 +657,30 @@ func translate(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, zk.ErrNoNode):
-		return ErrNoNode
+		return regcenter.ErrNoNode
 	case errors.Is(err, zk.ErrNodeExists):
-		return ErrNodeExists
+		return regcenter.ErrNodeExists
 	case errors.Is(err, zk.ErrBadVersion):
-		return ErrBadVersion
+		return regcenter.ErrBadVersion
 	case errors.Is(err, zk.ErrNotEmpty):
-		return ErrNotEmpty
+		return regcenter.ErrNotEmpty
 	case errors.Is(err, zk.ErrNoAuth), errors.Is(err, zk.ErrAuthFailed):
-		return ErrUnauthorized
+		return regcenter.ErrUnauthorized
 	case errors.Is(err, zk.ErrSessionExpired):
-		return fmt.Errorf("%w: expired", ErrSessionLost)
+		return fmt.Errorf("%w: expired", regcenter.ErrSessionLost)
 	case errors.Is(err, zk.ErrClosing):
-		return ErrClosed
+		return regcenter.ErrClosed
 	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionMoved):
-		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+		return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
 	}
 	return err
 }
 
-func wrapPath(op, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
-	}
-	return fmt.Errorf("%w (%s %s)", err, op, p)
-}
-
-func toStat(s *zk.Stat) Stat {
+func toStat(s *zk.Stat) regcenter.Stat {
 	if s == nil {
-		return Stat{}
+		return regcenter.Stat{}
 	}
-	return Stat{
+	return regcenter.Stat{
 		Version: s.Version, CVersion: s.Cversion, EphemeralOwner: s.EphemeralOwner,
 		Czxid: s.Czxid, Mzxid: s.Mzxid,
 		Ctime: time.UnixMilli(s.Ctime), Mtime: time.UnixMilli(s.Mtime),
@@ -693,67 +689,67 @@ func toStat(s *zk.Stat) Stat {
 }
 
 // Get returns a node's data and stat.
-func (z *ZooKeeper) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+func (z *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
 	type r struct {
 		b []byte
 		s *zk.Stat
 	}
-	v, err := retrying(ctx, z, &z.counters.reads, func() (r, error) {
+	v, err := retrying(ctx, z, &z.counters.Reads, func() (r, error) {
 		b, s, err := z.client().Get(z.full(p))
 		return r{b, s}, err
 	})
-	return v.b, toStat(v.s), wrapPath("get", p, err)
+	return v.b, toStat(v.s), backend.WrapPath("get", p, err)
 }
 
 // Exists reports whether a node exists.
-func (z *ZooKeeper) Exists(ctx context.Context, p string) (bool, Stat, error) {
+func (z *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	type r struct {
 		ok bool
 		s  *zk.Stat
 	}
-	v, err := retrying(ctx, z, &z.counters.reads, func() (r, error) {
+	v, err := retrying(ctx, z, &z.counters.Reads, func() (r, error) {
 		ok, s, err := z.client().Exists(z.full(p))
 		return r{ok, s}, err
 	})
-	return v.ok, toStat(v.s), wrapPath("exists", p, err)
+	return v.ok, toStat(v.s), backend.WrapPath("exists", p, err)
 }
 
 // Children lists a node's children.
-func (z *ZooKeeper) Children(ctx context.Context, p string) ([]string, error) {
-	v, err := retrying(ctx, z, &z.counters.reads, func() ([]string, error) {
+func (z *Center) Children(ctx context.Context, p string) ([]string, error) {
+	v, err := retrying(ctx, z, &z.counters.Reads, func() ([]string, error) {
 		c, _, err := z.client().Children(z.full(p))
 		return c, err
 	})
-	return v, wrapPath("children", p, err)
+	return v, backend.WrapPath("children", p, err)
 }
 
-func flags(m Mode) int32 {
+func flags(m regcenter.Mode) int32 {
 	switch m {
-	case Ephemeral:
+	case regcenter.Ephemeral:
 		return zk.FlagEphemeral
-	case EphemeralSequential:
+	case regcenter.EphemeralSequential:
 		return zk.FlagEphemeral | zk.FlagSequence
-	case PersistentSequential:
+	case regcenter.PersistentSequential:
 		return zk.FlagSequence
 	}
 	return 0
 }
 
 // Create creates a node, creating missing parents as persistent nodes.
-func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
-	if err := checkNodeSize(z.cfg.maxNodeBytes(), "create", p, data); err != nil {
+func (z *Center) Create(ctx context.Context, p string, data []byte, mode regcenter.Mode) (string, error) {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(z.cfg), "create", p, data); err != nil {
 		return "", err
 	}
 	create := func() (string, error) { return z.client().Create(z.full(p), data, flags(mode), z.acl) }
-	got, err := call(ctx, z, &z.counters.writes, create)
-	if errors.Is(err, ErrNoNode) {
+	got, err := call(ctx, z, &z.counters.Writes, create)
+	if errors.Is(err, regcenter.ErrNoNode) {
 		if perr := z.createParents(ctx, path.Dir(p)); perr != nil {
-			return "", wrapPath("create", p, perr)
+			return "", backend.WrapPath("create", p, perr)
 		}
-		got, err = call(ctx, z, &z.counters.writes, create)
+		got, err = call(ctx, z, &z.counters.Writes, create)
 	}
 	if err != nil {
-		return "", wrapPath("create", p, err)
+		return "", backend.WrapPath("create", p, err)
 	}
 	rel, _ := z.rel(got)
 	return rel, nil
@@ -761,7 +757,7 @@ func (z *ZooKeeper) Create(ctx context.Context, p string, data []byte, mode Mode
 
 // EnsurePath creates p and its parents as empty persistent nodes where
 // missing.
-func (z *ZooKeeper) EnsurePath(ctx context.Context, p string) error {
+func (z *Center) EnsurePath(ctx context.Context, p string) error {
 	// Most paths exist already (a job registering again, an item's node
 	// after its first fire): one read instead of a create per level.
 	if ok, _, err := z.Exists(ctx, p); err == nil && ok {
@@ -770,7 +766,7 @@ func (z *ZooKeeper) EnsurePath(ctx context.Context, p string) error {
 	return z.createParents(ctx, p)
 }
 
-func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
+func (z *Center) createParents(ctx context.Context, dir string) error {
 	if dir == "/" || dir == "." || dir == "" {
 		// The namespace root itself: gone only if ZooKeeper lost its data.
 		return z.createRoot(ctx)
@@ -780,14 +776,14 @@ func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 	for i, part := range parts {
 		cur += "/" + part
 		create := func() (string, error) { return z.client().Create(z.full(cur), nil, 0, z.acl) }
-		_, err := call(ctx, z, &z.counters.writes, create)
-		if i == 0 && errors.Is(err, ErrNoNode) {
+		_, err := call(ctx, z, &z.counters.Writes, create)
+		if i == 0 && errors.Is(err, regcenter.ErrNoNode) {
 			if err := z.createRoot(ctx); err != nil {
 				return err
 			}
-			_, err = call(ctx, z, &z.counters.writes, create)
+			_, err = call(ctx, z, &z.counters.Writes, create)
 		}
-		if err != nil && !errors.Is(err, ErrNodeExists) {
+		if err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 			return err
 		}
 	}
@@ -795,44 +791,46 @@ func (z *ZooKeeper) createParents(ctx context.Context, dir string) error {
 }
 
 // Set writes a node's data.
-func (z *ZooKeeper) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
-	if err := checkNodeSize(z.cfg.maxNodeBytes(), "set", p, data); err != nil {
-		return Stat{}, err
+func (z *Center) Set(ctx context.Context, p string, data []byte, version int32) (regcenter.Stat, error) {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(z.cfg), "set", p, data); err != nil {
+		return regcenter.Stat{}, err
 	}
-	s, err := call(ctx, z, &z.counters.writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
-	return toStat(s), wrapPath("set", p, err)
+	s, err := call(ctx, z, &z.counters.Writes, func() (*zk.Stat, error) { return z.client().Set(z.full(p), data, version) })
+	return toStat(s), backend.WrapPath("set", p, err)
 }
 
 // Delete removes a node.
-func (z *ZooKeeper) Delete(ctx context.Context, p string, version int32) error {
-	_, err := call(ctx, z, &z.counters.writes, func() (struct{}, error) { return struct{}{}, z.client().Delete(z.full(p), version) })
-	return wrapPath("delete", p, err)
+func (z *Center) Delete(ctx context.Context, p string, version int32) error {
+	_, err := call(ctx, z, &z.counters.Writes, func() (struct{}, error) { return struct{}{}, z.client().Delete(z.full(p), version) })
+	return backend.WrapPath("delete", p, err)
 }
 
 // DeleteTree removes a node and its descendants, deepest first.
-func (z *ZooKeeper) DeleteTree(ctx context.Context, p string) error { return deleteTree(ctx, z, p) }
+func (z *Center) DeleteTree(ctx context.Context, p string) error {
+	return backend.DeleteTree(ctx, z, p)
+}
 
 // Multi applies ops atomically.
-func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
+func (z *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := checkMultiSize(z.cfg.maxNodeBytes(), ops); err != nil {
+	if err := backend.CheckMultiSize(backend.MaxNodeBytes(z.cfg), ops); err != nil {
 		return err
 	}
 	reqs, err := z.multiRequests(ops)
 	if err != nil {
 		return err
 	}
-	res, err := call(ctx, z, &z.counters.multis, func() ([]zk.MultiResponse, error) {
-		z.counters.countWriteOps(ops)
+	res, err := call(ctx, z, &z.counters.Multis, func() ([]zk.MultiResponse, error) {
+		z.counters.CountWriteOps(ops)
 		return z.client().Multi(reqs...)
 	})
 	// Find the op that failed: the others report success or a generic
 	// "runtime inconsistency" for being rolled back.
 	for i, r := range res {
 		if r.Error != nil && !errors.Is(r.Error, zk.ErrAPIError) && r.Error.Error() != "unknown error: -2" {
-			return &MultiError{Index: i, Op: ops[i], Err: translate(r.Error)}
+			return &regcenter.MultiError{Index: i, Op: ops[i], Err: translate(r.Error)}
 		}
 	}
 	if err != nil {
@@ -844,27 +842,27 @@ func (z *ZooKeeper) Multi(ctx context.Context, ops ...Op) error {
 // multiRequests turns ops into go-zookeeper's requests. A group-committed
 // transaction holds hundreds of ops, so the requests of each kind share one
 // allocation, and the full paths one string.
-func (z *ZooKeeper) multiRequests(ops []Op) ([]any, error) {
+func (z *Center) multiRequests(ops []regcenter.Op) ([]any, error) {
 	var creates, sets, deletes, checks, size int
 	for _, op := range ops {
 		switch op.(type) {
-		case CreateOp:
+		case regcenter.CreateOp:
 			creates++
-		case SetOp:
+		case regcenter.SetOp:
 			sets++
-		case DeleteOp:
+		case regcenter.DeleteOp:
 			deletes++
-		case CheckOp:
+		case regcenter.CheckOp:
 			checks++
 		default:
 			return nil, fmt.Errorf("regcenter: unknown op %T", op)
 		}
-		size += z.fullLen(op.path())
+		size += z.fullLen(backend.OpPath(op))
 	}
 	var paths strings.Builder
 	paths.Grow(size)
 	for _, op := range ops {
-		z.writeFull(&paths, op.path())
+		z.writeFull(&paths, backend.OpPath(op))
 	}
 	all := paths.String()
 	var (
@@ -875,20 +873,20 @@ func (z *ZooKeeper) multiRequests(ops []Op) ([]any, error) {
 	)
 	reqs := make([]any, len(ops))
 	for i, op := range ops {
-		n := z.fullLen(op.path())
+		n := z.fullLen(backend.OpPath(op))
 		full := all[:n]
 		all = all[n:]
 		switch o := op.(type) {
-		case CreateOp:
+		case regcenter.CreateOp:
 			cr = append(cr, zk.CreateRequest{Path: full, Data: o.Data, Acl: z.acl, Flags: flags(o.Mode)})
 			reqs[i] = &cr[len(cr)-1]
-		case SetOp:
+		case regcenter.SetOp:
 			set = append(set, zk.SetDataRequest{Path: full, Data: o.Data, Version: o.Version})
 			reqs[i] = &set[len(set)-1]
-		case DeleteOp:
+		case regcenter.DeleteOp:
 			del = append(del, zk.DeleteRequest{Path: full, Version: o.Version})
 			reqs[i] = &del[len(del)-1]
-		case CheckOp:
+		case regcenter.CheckOp:
 			chk = append(chk, zk.CheckVersionRequest{Path: full, Version: o.Version})
 			reqs[i] = &chk[len(chk)-1]
 		}
@@ -897,7 +895,7 @@ func (z *ZooKeeper) multiRequests(ops []Op) ([]any, error) {
 }
 
 // fullLen is len(full(p)).
-func (z *ZooKeeper) fullLen(p string) int {
+func (z *Center) fullLen(p string) int {
 	switch {
 	case p == "" || p == "/":
 		return len(z.root)
@@ -908,7 +906,7 @@ func (z *ZooKeeper) fullLen(p string) int {
 }
 
 // writeFull writes full(p) to b.
-func (z *ZooKeeper) writeFull(b *strings.Builder, p string) {
+func (z *Center) writeFull(b *strings.Builder, p string) {
 	b.WriteString(z.root)
 	if p == "" || p == "/" {
 		return

@@ -1,4 +1,4 @@
-package regcenter_test
+package zookeeper_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(zktest.RunTests(m, &zk)) }
 
 var nsN atomic.Int64
 
-func connect(t *testing.T, cfg regcenter.Config) *regcenter.ZooKeeper {
+func connect(t *testing.T, cfg regcenter.Config) *zookeeper.Center {
 	t.Helper()
 	if cfg.Servers == nil {
 		cfg.Servers = zk.Servers()
@@ -30,7 +31,7 @@ func connect(t *testing.T, cfg regcenter.Config) *regcenter.ZooKeeper {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	z, err := regcenter.NewZooKeeper(ctx, cfg)
+	z, err := zookeeper.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func ctx(t *testing.T) context.Context {
 
 func TestUnreachableFailsWithinConnectTimeout(t *testing.T) {
 	start := time.Now()
-	_, err := regcenter.NewZooKeeper(context.Background(), regcenter.Config{Servers: []string{"127.0.0.1:1"}, ConnectTimeout: 500 * time.Millisecond})
+	_, err := zookeeper.Open(context.Background(), regcenter.Config{Servers: []string{"127.0.0.1:1"}, ConnectTimeout: 500 * time.Millisecond})
 	if !errors.Is(err, regcenter.ErrUnreachable) {
 		t.Fatalf("got %v, want ErrUnreachable", err)
 	}
@@ -77,11 +78,11 @@ func TestDigestProtectsNamespace(t *testing.T) {
 	if _, err := owner.Create(ctx(t), "/job/config", []byte("x"), regcenter.Persistent); err != nil {
 		t.Fatal(err)
 	}
-	_, err := regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns, Digest: "ops:wrong"})
+	_, err := zookeeper.Open(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns, Digest: "ops:wrong"})
 	if !errors.Is(err, regcenter.ErrUnauthorized) {
 		t.Fatalf("wrong digest: got %v, want ErrUnauthorized", err)
 	}
-	_, err = regcenter.NewZooKeeper(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns})
+	_, err = zookeeper.Open(ctx(t), regcenter.Config{Servers: zk.Servers(), Namespace: ns})
 	if !errors.Is(err, regcenter.ErrUnauthorized) {
 		t.Fatalf("no digest: got %v, want ErrUnauthorized", err)
 	}

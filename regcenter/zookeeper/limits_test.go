@@ -1,4 +1,4 @@
-package regcenter_test
+package zookeeper_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package regcenter_test
+package zookeeper_test
 
 import (
 	"context"
@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // Connect, write a node atomically with another, and read it back. (The
 // examples run against the ZooKeeper this package's tests start; in an
 // application, Servers names your ensemble.)
-func ExampleNewZooKeeper() {
+func ExampleOpen() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{
+	rc, err := zookeeper.Open(ctx, regcenter.Config{
 		Servers:   zk.Servers(), // e.g. []string{"10.0.0.1:2181", "10.0.0.2:2181"}
 		Namespace: "example-shop",
 	})
@@ -36,10 +37,10 @@ func ExampleNewZooKeeper() {
 }
 
 // A transaction applies all of its ops or none, and says which op failed.
-func ExampleZooKeeper_Multi() {
+func ExampleCenter_Multi() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "example-multi"})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "example-multi"})
 	if err != nil {
 		fmt.Println(err)
 		return

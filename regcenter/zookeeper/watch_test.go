@@ -1,4 +1,4 @@
-package regcenter_test
+package zookeeper_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // A burst of notifications — a reshard of many jobs writes as many nodes —
@@ -53,7 +54,7 @@ func TestBurstOfNotificationsReArmsSideBySide(t *testing.T) {
 	unhold := sync.OnceFunc(func() { close(hold) })
 	t.Cleanup(unhold) // a failing test must not leave the dispatcher stuck
 	var holding sync.Once
-	regcenter.SetWatchHooks(z, func() { holding.Do(func() { <-hold }) }, nil)
+	zookeeper.SetWatchHooks(z, func() { holding.Do(func() { <-hold }) }, nil)
 	var ops []regcenter.Op
 	for i := range n {
 		ops = append(ops, regcenter.SetOp{Path: fmt.Sprintf("/b%02d", i), Data: []byte("x"), Version: -1})
@@ -61,13 +62,13 @@ func TestBurstOfNotificationsReArmsSideBySide(t *testing.T) {
 	if err := z.Multi(c, ops...); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return regcenter.QueuedWatchTasks(z) >= n })
+	waitFor(t, 10*time.Second, func() bool { return zookeeper.QueuedWatchTasks(z) >= n })
 
 	var arming atomic.Int32
 	release := make(chan struct{})
 	unrelease := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(unrelease)
-	regcenter.SetWatchHooks(z, nil, func() {
+	zookeeper.SetWatchHooks(z, nil, func() {
 		arming.Add(1)
 		<-release
 	})
@@ -79,7 +80,7 @@ func TestBurstOfNotificationsReArmsSideBySide(t *testing.T) {
 	if early != 0 {
 		t.Fatalf("%d subscribers told before their watch was armed again", early)
 	}
-	regcenter.SetWatchHooks(z, nil, nil)
+	zookeeper.SetWatchHooks(z, nil, nil)
 	unrelease()
 	waitFor(t, 10*time.Second, func() bool {
 		mu.Lock()
