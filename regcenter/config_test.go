@@ -2,11 +2,8 @@ package regcenter_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,36 +42,5 @@ func TestConfigLogsTheEtcdEndpoints(t *testing.T) {
 	}
 	if strings.Contains(out, password) {
 		t.Errorf("password shown: %s", out)
-	}
-}
-
-// TestEmbeddedDirConfig: embeddedDir names a registry of its own; it goes
-// with no other registry and no digest, and a directory without the
-// member's files is refused before connecting, naming the file.
-func TestEmbeddedDirConfig(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []regcenter.Config{
-		{EmbeddedDir: dir, Servers: []string{"127.0.0.1:2181"}},
-		{EmbeddedDir: dir, Etcd: []string{"127.0.0.1:2379"}},
-		{EmbeddedDir: dir, Digest: "root:pw"},
-		{EmbeddedDir: dir, DigestFile: "/etc/shardjob/digest"},
-	} {
-		if err := c.Validate(); !errors.Is(err, regcenter.ErrInvalidConfig) {
-			t.Errorf("%v: Validate = %v, want ErrInvalidConfig", c, err)
-		}
-	}
-	if err := (regcenter.Config{EmbeddedDir: dir}).Validate(); err != nil {
-		t.Fatalf("embeddedDir alone: %v", err)
-	}
-	_, err := regcenter.Open(ctx(t), regcenter.Config{EmbeddedDir: dir})
-	if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), regcenter.EmbeddedEndpointFile) {
-		t.Errorf("no endpoint file: %v, want ErrInvalidConfig naming %s", err, regcenter.EmbeddedEndpointFile)
-	}
-	if err := os.WriteFile(filepath.Join(dir, regcenter.EmbeddedEndpointFile), []byte("127.0.0.1:2379\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = regcenter.Open(ctx(t), regcenter.Config{EmbeddedDir: dir})
-	if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), regcenter.EmbeddedCredentialsFile) {
-		t.Errorf("no credentials file: %v, want ErrInvalidConfig naming %s", err, regcenter.EmbeddedCredentialsFile)
 	}
 }

@@ -8,3 +8,20 @@ func QueuedMultis(c Center) int {
 	defer g.mu.Unlock()
 	return len(g.queue)
 }
+
+// UnlinkBackend makes Open find no package linked for backend (a
+// BackendZooKeeper or BackendEtcd) until restore is called, as in a
+// program that does not import it.
+func UnlinkBackend(backend string) (restore func()) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	fn, ok := backends[backend]
+	delete(backends, backend)
+	return func() {
+		openersMu.Lock()
+		defer openersMu.Unlock()
+		if ok {
+			backends[backend] = fn
+		}
+	}
+}

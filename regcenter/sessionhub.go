@@ -11,17 +11,17 @@ import (
 
 // sessionHub is a center's session state and its listeners: the current
 // [Session], whether it is suspended, whether the center is closed, and the
-// session events waiting for the listeners. Both centers keep their
-// sessions in one; what tells them a session started, was suspended or
-// ended differs (ZooKeeper's connection events, etcd's keepalives), what
-// follows does not.
+// session events waiting for the listeners. Every center keeps its
+// sessions in one, through a [SessionKeeper]; what tells it a session
+// started, was suspended or ended differs (ZooKeeper's connection events,
+// etcd's keepalives, PostgreSQL's heartbeats), what follows does not.
 //
 // Session contexts are cancelled synchronously, under the hub's lock;
 // listeners hear of each change on notifyLoop's goroutine, in order, so
 // they may call back into the center.
 type sessionHub struct {
 	log   *slog.Logger
-	name  string     // the backend, for logs: BackendZooKeeper or BackendEtcd
+	name  string     // the backend, for logs: a Backend... name
 	clock LeaseClock // the center's, whose lease every session reports on
 
 	signal  chan struct{} // events are queued

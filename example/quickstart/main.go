@@ -30,6 +30,7 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/embedded"
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // SHARDJOB_REGCENTER_ETCD and _EMBEDDEDDIR: regcenter.Open serves etcd
 	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // SHARDJOB_REGCENTER_SERVERS: regcenter.Open serves ZooKeeper
 )
 

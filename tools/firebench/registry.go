@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // -registry etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres
 	"github.com/shardjob/shardjob/regcenter/zktest"

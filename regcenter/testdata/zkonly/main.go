@@ -1,5 +1,5 @@
-// A program that runs a job on ZooKeeper or etcd, opened by
-// regcenter.Open: it links neither PostgreSQL's client nor an etcd server.
+// A program that runs a job on ZooKeeper, opened by regcenter.Open: it
+// links neither etcd's client nor PostgreSQL's, nor an etcd server.
 package main
 
 import (

@@ -35,6 +35,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd
 	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -url postgres://...
 	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk
 )

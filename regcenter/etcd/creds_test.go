@@ -1,4 +1,4 @@
-package regcenter
+package etcd
 
 import (
 	"context"

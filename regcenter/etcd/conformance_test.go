@@ -1,4 +1,4 @@
-package regcenter_test
+package etcd_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/centertest"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
@@ -48,7 +49,7 @@ func etcdFactory(cluster *etcdtest.Cluster) centertest.Factory {
 
 // newEtcdCenter connects to cluster with cfg (its endpoints and a short
 // session filled in) and closes the center when tb ends.
-func newEtcdCenter(tb testing.TB, cluster *etcdtest.Cluster, cfg regcenter.Config) *regcenter.Etcd {
+func newEtcdCenter(tb testing.TB, cluster *etcdtest.Cluster, cfg regcenter.Config) *etcd.Center {
 	tb.Helper()
 	cfg.Etcd = cluster.Endpoints()
 	if cfg.SessionTimeout == 0 {
@@ -56,7 +57,7 @@ func newEtcdCenter(tb testing.TB, cluster *etcdtest.Cluster, cfg regcenter.Confi
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := regcenter.NewEtcd(ctx, cfg)
+	c, err := etcd.Open(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

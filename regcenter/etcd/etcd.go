@@ -1,11 +1,11 @@
-package regcenter
+package etcd
 
 // The tree on etcd. etcd is a flat, ordered key space with revisions,
-// leases and transactions; the Center contract is ZooKeeper's tree. Under
+// leases and transactions; the regcenter.Center contract is ZooKeeper's tree. Under
 // the namespace root R = "/<namespace>/" each node is stored as two keys:
 //
 //	R n/<depth>/<path>   the node: a header (the writer's mtime; see
-//	                     header in etcd_txn.go) and then its data; the
+//	                     header in txn.go) and then its data; the
 //	                     key's lease is the ephemeral owner (0:
 //	                     persistent). depth is the number of path segments
 //	                     in three digits, so the root is "R n/000/", /a is
@@ -38,7 +38,7 @@ package regcenter
 // they do change what Children returns and what a children watch sees.
 //
 // A write (Create, Set, Delete, Multi) is one transaction whose compares
-// are its operations' preconditions (see etcd_txn.go): a version is a
+// are its operations' preconditions (see txn.go): a version is a
 // compare of the key's version, existence one of its create revision,
 // "no children" one over its children's range. When the compares fail the
 // same round trip reads what names the failing operation (ErrNoNode,
@@ -63,6 +63,8 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -72,17 +74,18 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Etcd is the [Center] backed by an etcd cluster (the v3 API). Create it
-// with [NewEtcd] or [Open] (package regcenter/embedded runs a member inside
-// the process and gives one on it); it is safe for concurrent use.
+// Center is the [regcenter.Center] backed by an etcd cluster (the v3
+// API). Create it with [Open], or [regcenter.Open] once this package is
+// imported (package regcenter/embedded runs a member inside the process
+// and gives one on it); it is safe for concurrent use.
 //
 // Its session is an etcd lease whose TTL is the session timeout, kept alive
 // by the center. Ephemeral nodes are keys attached to that lease. The
-// fencing lease of [Session.Check] runs from the send time of the latest
-// keepalive the server answered: the server cannot expire the lease earlier
-// than a full TTL after it received that keepalive.
-type Etcd struct {
-	cfg  Config
+// fencing lease of [regcenter.Session.Check] runs from the send time of
+// the latest keepalive the server answered: the server cannot expire the
+// lease earlier than a full TTL after it received that keepalive.
+type Center struct {
+	cfg  regcenter.Config
 	root string // "/shop"
 	pfx  string // "/shop/"
 	cli  *clientv3.Client
@@ -97,20 +100,20 @@ type Etcd struct {
 
 	// sessions holds the session (its id is the current lease's), its
 	// listeners and the watchdog's wake-ups.
-	sessions *SessionKeeper
+	sessions *regcenter.SessionKeeper
 	// leaseGone: the server no longer has the current lease. Only the
 	// keepalive loop (and the constructor before it) sets it.
 	leaseGone atomic.Bool
 
-	watches  *watchTable[etcdTask] // the watches and the dispatcher's queue (etcd_watch.go)
-	startRev int64                 // where the namespace watch starts
+	watches  *backend.WatchTable[etcdTask] // the watches and the dispatcher's queue (watch.go)
+	startRev int64                         // where the namespace watch starts
 
-	// Test hooks (etcd_export_test.go).
+	// Test hooks (export_test.go).
 	keepAliveOff atomic.Bool
 	watchHold    atomic.Pointer[chan struct{}]
 	watchKick    chan struct{}
 
-	counters requestCounters // the requests and keepalives sent, for Stats and KeepAlives
+	counters backend.Counters // the requests and keepalives sent, for regcenter.Stats and KeepAlives
 
 	// leaseDoubt wakes the keepalive loop at once: a request was answered
 	// that the lease is gone (leaseGoneAnswer).
@@ -125,13 +128,13 @@ type Etcd struct {
 	done  <-chan struct{}
 }
 
-var _ Center = (*Etcd)(nil)
+var _ regcenter.Center = (*Center)(nil)
 
 // etcdTask is work for the watch dispatcher besides the stream's events.
 type etcdTask struct {
 	resyncAll bool
-	key       watchKey
-	sub       *watchSub
+	key       backend.WatchKey
+	sub       *backend.WatchSub
 }
 
 // etcdMaxRequestBytes is etcd's default request limit (--max-request-bytes);
@@ -150,36 +153,43 @@ const (
 )
 
 func init() {
-	RegisterBackend(BackendEtcd, func(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
-		e, err := NewEtcd(ctx, cfg, opts...)
+	regcenter.RegisterBackend(regcenter.BackendEtcd, func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
+		e, err := Open(ctx, cfg, opts...)
 		if err != nil {
-			return nil, err // not a nil *Etcd in a non-nil Center
+			return nil, err // not a nil *Center in a non-nil regcenter.Center
 		}
 		return e, nil
 	})
 }
 
-// NewEtcd connects to the etcd cluster at cfg.Etcd and returns once a lease
-// (the session) is granted and the namespace root exists and is
-// accessible. It fails with [ErrInvalidConfig] for a bad config (Etcd must
-// be set), [ErrUnreachable] when no endpoint answers within
-// cfg.ConnectTimeout (or ctx ends first), [ErrTLS] when the TLS handshake
-// fails, and [ErrUnauthorized] when the user and password (cfg.Digest or
-// cfg.DigestFile, "user:password") are refused or may not use the
-// namespace's keys.
-func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
+// Open connects to the etcd cluster at cfg.Etcd (or to the embedded
+// member in cfg.EmbeddedDir) and returns once a lease (the session) is
+// granted and the namespace root exists and is accessible. It fails with
+// [regcenter.ErrInvalidConfig] for a bad config (Etcd or EmbeddedDir must
+// be set), [regcenter.ErrUnreachable] when no endpoint answers within
+// cfg.ConnectTimeout (or ctx ends first), [regcenter.ErrTLS] when the TLS
+// handshake fails, and [regcenter.ErrUnauthorized] when the user and
+// password (cfg.Digest or cfg.DigestFile, "user:password") are refused or
+// may not use the namespace's keys.
+func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (*Center, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Etcd) == 0 && cfg.EmbeddedDir == "" {
-		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: etcd: at least one endpoint host:port is required (or embeddedDir; servers and url name other registries: open them with regcenter.Open)", regcenter.ErrInvalidConfig)
 	}
-	embeddedDir := cfg.EmbeddedDir // settle resolves it into Etcd and Digest
-	cfg, o, err := cfg.settle(opts)
+	embeddedDir := cfg.EmbeddedDir
+	if embeddedDir != "" {
+		// The member's endpoint and credentials, from its directory.
+		var err error
+		if cfg, err = resolveEmbedded(cfg); err != nil {
+			return nil, err
+		}
+	}
+	cfg, logger, tlsCfg, err := backend.Settle(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	tlsCfg := o.tls
 	endpoints := make([]string, len(cfg.Etcd))
 	for i, s := range cfg.Etcd {
 		endpoints[i] = strings.TrimSpace(s)
@@ -218,23 +228,23 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	if err != nil {
 		return nil, connectError(where, user, cfg.ConnectTimeout, err)
 	}
-	e := &Etcd{
+	e := &Center{
 		cfg:        cfg,
 		root:       "/" + cfg.Namespace,
 		pfx:        "/" + cfg.Namespace + "/",
 		cli:        cli,
-		log:        o.logger.With("component", "regcenter", "backend", "etcd"),
+		log:        logger.With("component", "regcenter", "backend", "etcd"),
 		epoch:      time.Now(),
-		watches:    newWatchTable[etcdTask](),
+		watches:    backend.NewWatchTable[etcdTask](),
 		watchKick:  make(chan struct{}, 1),
 		leaseDoubt: make(chan struct{}, 1),
 		group:      startstop.New(ctx),
 	}
-	e.sessions = NewSessionKeeper(e.log, BackendEtcd, etcdClock{e})
+	e.sessions = regcenter.NewSessionKeeper(e.log, regcenter.BackendEtcd, leaseClock{e})
 	e.done = e.group.Context().Done()
 	e.life, e.endLife = context.WithCancel(context.Background())
 	e.ttl.Store(int64(cfg.SessionTimeout))
-	fail := func(err error) (*Etcd, error) {
+	fail := func(err error) (*Center, error) {
 		e.endLife()
 		cli.Close()
 		return nil, connectError(where, user, cfg.ConnectTimeout, err)
@@ -257,14 +267,14 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 	}()
 	sent := time.Since(e.epoch)
 	grant, err := cli.Grant(gctx, ttlSeconds(cfg.SessionTimeout))
-	e.counters.writes.Add(1)
+	e.counters.Writes.Add(1)
 	endProbe()
 	perr := <-probed
 	if err != nil {
-		if perr != nil && !errors.Is(translateEtcd(err), ErrUnauthorized) {
+		if perr != nil && !errors.Is(translateEtcd(err), regcenter.ErrUnauthorized) {
 			e.endLife()
 			cli.Close()
-			return nil, fmt.Errorf("%w: etcd at %s: %w", ErrUnreachable, where, perr)
+			return nil, fmt.Errorf("%w: etcd at %s: %w", regcenter.ErrUnreachable, where, perr)
 		}
 		return fail(err)
 	}
@@ -277,13 +287,13 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 		// Revoke the lease before giving up: nothing may outlive a failed
 		// constructor.
 		_, _ = cli.Revoke(context.WithoutCancel(cctx), grant.ID) // best effort; the lease expires anyway
-		if errors.Is(err, ErrUnauthorized) {
+		if errors.Is(err, regcenter.ErrUnauthorized) {
 			e.endLife()
 			cli.Close()
 			if user == "" {
-				return nil, fmt.Errorf("%w: namespace %s: etcd requires authentication and no user is configured", ErrUnauthorized, e.root)
+				return nil, fmt.Errorf("%w: namespace %s: etcd requires authentication and no user is configured", regcenter.ErrUnauthorized, e.root)
 			}
-			return nil, fmt.Errorf("%w: etcd user %q may not use namespace %s: %w", ErrUnauthorized, user, e.root, err)
+			return nil, fmt.Errorf("%w: etcd user %q may not use namespace %s: %w", regcenter.ErrUnauthorized, user, e.root, err)
 		}
 		return fail(err)
 	}
@@ -299,14 +309,14 @@ func NewEtcd(ctx context.Context, cfg Config, opts ...Option) (*Etcd, error) {
 func connectError(where, user string, timeout time.Duration, err error) error {
 	err = translateEtcd(err)
 	switch {
-	case errors.Is(err, ErrUnauthorized) && user == "":
-		return fmt.Errorf("%w: etcd at %s requires authentication and no user is configured (digest or digestFile; for an embedded member, embeddedDir names its directory, which holds its credentials): %w", ErrUnauthorized, where, err)
-	case errors.Is(err, ErrUnauthorized):
-		return fmt.Errorf("%w: etcd at %s refused user %q: %w", ErrUnauthorized, where, user, err)
+	case errors.Is(err, regcenter.ErrUnauthorized) && user == "":
+		return fmt.Errorf("%w: etcd at %s requires authentication and no user is configured (digest or digestFile; for an embedded member, embeddedDir names its directory, which holds its credentials): %w", regcenter.ErrUnauthorized, where, err)
+	case errors.Is(err, regcenter.ErrUnauthorized):
+		return fmt.Errorf("%w: etcd at %s refused user %q: %w", regcenter.ErrUnauthorized, where, user, err)
 	case isTLSError(err):
-		return fmt.Errorf("%w: etcd at %s: %w", ErrTLS, where, err)
-	case errors.Is(err, ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w: no lease from etcd at %s within %v: %w", ErrUnreachable, where, timeout, err)
+		return fmt.Errorf("%w: etcd at %s: %w", regcenter.ErrTLS, where, err)
+	case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w: no lease from etcd at %s within %v: %w", regcenter.ErrUnreachable, where, timeout, err)
 	}
 	return fmt.Errorf("regcenter: etcd at %s: %w", where, err)
 }
@@ -323,47 +333,47 @@ func ttlSeconds(d time.Duration) int64 {
 
 // ensureRoot creates the namespace root if needed and proves the namespace
 // is readable and writable, returning the revision it read at.
-func (e *Etcd) ensureRoot(ctx context.Context) (int64, error) {
+func (e *Center) ensureRoot(ctx context.Context) (int64, error) {
 	if err := e.createRoot(ctx); err != nil {
 		return 0, err
 	}
 	probe := "/.access-check"
-	if _, err := e.Create(ctx, probe, nil, Ephemeral); err != nil && !errors.Is(err, ErrNodeExists) {
+	if _, err := e.Create(ctx, probe, nil, regcenter.Ephemeral); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 		return 0, err
 	}
-	if err := e.Delete(ctx, probe, -1); err != nil && !errors.Is(err, ErrNoNode) {
+	if err := e.Delete(ctx, probe, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		return 0, err
 	}
 	resp, err := e.cli.Get(ctx, e.nodeKey("/"), clientv3.WithCountOnly())
-	e.counters.reads.Add(1)
+	e.counters.Reads.Add(1)
 	if err != nil {
-		return 0, e.counters.counted(translateEtcd(err))
+		return 0, e.counters.Counted(translateEtcd(err))
 	}
 	return resp.Header.Revision, nil
 }
 
 // createRoot creates the namespace root where it is missing.
-func (e *Etcd) createRoot(ctx context.Context) error {
+func (e *Center) createRoot(ctx context.Context) error {
 	k := e.nodeKey("/")
 	ctx, cancel := e.reqCtx(ctx)
 	defer cancel()
 	now := time.Now().UnixMilli()
 	_, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, header{mtime: now}.encode(nil)), clientv3.OpPut(e.metaKey("/"), encodeMeta(now, 0, 1))).Commit()
-	e.counters.writes.Add(1)
-	return e.counters.counted(translateEtcd(err))
+	e.counters.Writes.Add(1)
+	return e.counters.Counted(translateEtcd(err))
 }
 
 // Namespace returns the namespace root, e.g. "/shop".
-func (e *Etcd) Namespace() string { return e.root }
+func (e *Center) Namespace() string { return e.root }
 
 // SessionTimeout returns the lease's TTL as granted by etcd.
-func (e *Etcd) SessionTimeout() time.Duration { return time.Duration(e.ttl.Load()) }
+func (e *Center) SessionTimeout() time.Duration { return time.Duration(e.ttl.Load()) }
 
 // Client returns the etcd client the center uses, for tools that need the
 // raw key space (an operator's dump, a test's compaction). Writes through
 // it bypass the tree's invariants.
-func (e *Etcd) Client() *clientv3.Client { return e.cli }
+func (e *Center) Client() *clientv3.Client { return e.cli }
 
 // ---- keys ----
 
@@ -398,12 +408,12 @@ func depth(p string) int {
 
 func parentOf(p string) string { return path.Dir(p) }
 
-func (e *Etcd) nodeKey(p string) string {
+func (e *Center) nodeKey(p string) string {
 	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)) + p
 }
 
 // childPrefix is the prefix of the keys of p's direct children.
-func (e *Etcd) childPrefix(p string) string {
+func (e *Center) childPrefix(p string) string {
 	if p == "/" {
 		return e.pfx + "n/001/"
 	}
@@ -411,11 +421,11 @@ func (e *Etcd) childPrefix(p string) string {
 }
 
 // metaKey is the key of p's creation time and children version.
-func (e *Etcd) metaKey(p string) string { return e.pfx + "c" + p }
+func (e *Center) metaKey(p string) string { return e.pfx + "c" + p }
 
 // pathOfNodeKey returns the node path of a node key, and false for any
 // other key.
-func (e *Etcd) pathOfNodeKey(k string) (string, bool) {
+func (e *Center) pathOfNodeKey(k string) (string, bool) {
 	rest, ok := strings.CutPrefix(k, e.pfx+"n/")
 	if !ok || len(rest) < 4 || rest[3] != '/' {
 		return "", false
@@ -425,7 +435,7 @@ func (e *Etcd) pathOfNodeKey(k string) (string, bool) {
 
 // ---- the session: a lease kept alive ----
 
-func (e *Etcd) renewed(sent time.Duration) {
+func (e *Center) renewed(sent time.Duration) {
 	for {
 		cur := e.lastRenew.Load()
 		if int64(sent) <= cur || e.lastRenew.CompareAndSwap(cur, int64(sent)) {
@@ -434,34 +444,34 @@ func (e *Etcd) renewed(sent time.Duration) {
 	}
 }
 
-func (e *Etcd) sinceRead() time.Duration {
+func (e *Center) sinceRead() time.Duration {
 	return time.Since(e.epoch) - time.Duration(e.lastRenew.Load())
 }
 
 // leaseDuration is how long after the send time of the latest answered
 // keepalive the lease is trusted: two thirds of its TTL. etcd cannot
 // expire it earlier than a full TTL after it received that keepalive.
-func (e *Etcd) leaseDuration() time.Duration { return time.Duration(e.ttl.Load()) * 2 / 3 }
+func (e *Center) leaseDuration() time.Duration { return time.Duration(e.ttl.Load()) * 2 / 3 }
 
-func (e *Etcd) leaseLeft() time.Duration { return e.leaseDuration() - e.sinceRead() }
+func (e *Center) leaseLeft() time.Duration { return e.leaseDuration() - e.sinceRead() }
 
-// etcdClock is e's lease clock, for its SessionKeeper.
-type etcdClock struct{ e *Etcd }
+// leaseClock is e's lease clock, for its SessionKeeper.
+type leaseClock struct{ e *Center }
 
-func (c etcdClock) LeaseLeft() time.Duration     { return c.e.leaseLeft() }
-func (c etcdClock) SinceRead() time.Duration     { return c.e.sinceRead() }
-func (c etcdClock) LeaseDuration() time.Duration { return c.e.leaseDuration() }
-func (etcdClock) Backend() string                { return "etcd" }
+func (c leaseClock) LeaseLeft() time.Duration     { return c.e.leaseLeft() }
+func (c leaseClock) SinceRead() time.Duration     { return c.e.sinceRead() }
+func (c leaseClock) LeaseDuration() time.Duration { return c.e.leaseDuration() }
+func (leaseClock) Backend() string                { return "etcd" }
 
 // started follows a session change of the hub's: a session that started
 // has the lease the server holds, and one after the first makes every
 // watch resync, as changes may have been missed while there was none.
-func (e *Etcd) started(c SessionChange) {
-	if c == SessionKept {
+func (e *Center) started(c regcenter.SessionChange) {
+	if c == regcenter.SessionKept {
 		return
 	}
 	e.leaseGone.Store(false)
-	if c == SessionNext {
+	if c == regcenter.SessionNext {
 		e.enqueue(etcdTask{resyncAll: true})
 	}
 }
@@ -475,7 +485,7 @@ func (e *Etcd) started(c SessionChange) {
 // timeout, not the fencing lease. One the server answers "no such lease"
 // ends the session, and a new lease is then granted: a new session. It
 // ends with ctx.
-func (e *Etcd) keepAliveLoop(ctx context.Context) {
+func (e *Center) keepAliveLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -502,7 +512,7 @@ const keepAliveRetry = 50 * time.Millisecond
 // fifth of the TTL: with the send a fifth after the last answer, two
 // unanswered attempts and a third answered one still fit in the fencing
 // lease's two thirds.
-func (e *Etcd) keepAliveOnce() bool {
+func (e *Center) keepAliveOnce() bool {
 	s := e.sessions.Current()
 	lease, gone := clientv3.LeaseID(s.ID()), e.leaseGone.Load()
 	ttl := time.Duration(e.ttl.Load())
@@ -516,7 +526,7 @@ func (e *Etcd) keepAliveOnce() bool {
 	}
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.KeepAliveOnce(ctx, lease)
-	e.counters.keepAlives.Add(1)
+	e.counters.KeepAlives.Add(1)
 	if err == nil && resp.TTL <= 0 {
 		err = rpctypes.ErrLeaseNotFound
 	}
@@ -533,10 +543,10 @@ func (e *Etcd) keepAliveOnce() bool {
 		e.started(e.sessions.Established(int64(lease)))
 	case errors.Is(err, rpctypes.ErrLeaseNotFound):
 		e.leaseGone.Store(true)
-		e.sessions.Lose(fmt.Errorf("%w: lease %x expired in etcd", ErrSessionLost, int64(lease)))
+		e.sessions.Lose(fmt.Errorf("%w: lease %x expired in etcd", regcenter.ErrSessionLost, int64(lease)))
 		e.sessions.Wake()
 	default:
-		e.counters.errs.Add(1)
+		e.counters.Errs.Add(1)
 		e.unanswered.Store(int64(time.Since(e.epoch)))
 		e.sessions.Suspend("etcd keepalive failed; firing suspended", "err", err)
 		return false
@@ -546,12 +556,12 @@ func (e *Etcd) keepAliveOnce() bool {
 
 // grantNew asks for a new lease after the old one expired, and starts a new
 // session on it. It reports whether etcd granted one.
-func (e *Etcd) grantNew(ctx context.Context) bool {
+func (e *Center) grantNew(ctx context.Context) bool {
 	sent := time.Since(e.epoch)
 	resp, err := e.cli.Grant(ctx, ttlSeconds(e.cfg.SessionTimeout))
-	e.counters.writes.Add(1)
+	e.counters.Writes.Add(1)
 	if err != nil {
-		e.counters.errs.Add(1)
+		e.counters.Errs.Add(1)
 		e.log.Debug("granting a new etcd lease", "err", err)
 		return false
 	}
@@ -567,7 +577,7 @@ func (e *Etcd) grantNew(ctx context.Context) bool {
 // watchdog ends the session when its fencing lease lapses on the monotonic
 // clock, whether or not a keepalive is still outstanding. It ends with
 // ctx.
-func (e *Etcd) watchdog(ctx context.Context) {
+func (e *Center) watchdog(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -594,34 +604,34 @@ func (e *Etcd) watchdog(ctx context.Context) {
 }
 
 // Session returns the current session.
-func (e *Etcd) Session() *Session { return e.sessions.Current() }
+func (e *Center) Session() *regcenter.Session { return e.sessions.Current() }
 
 // OnSession registers fn for session events. Events are delivered in order
 // on one goroutine; fn should return quickly.
-func (e *Etcd) OnSession(fn func(SessionEvent)) (cancel func()) {
+func (e *Center) OnSession(fn func(regcenter.SessionEvent)) (cancel func()) {
 	return e.sessions.Subscribe(fn)
 }
 
 // Stats returns the requests sent so far. The lease's keepalives are the
 // session's upkeep, as ZooKeeper's pings are, and are not requests:
-// [Etcd.KeepAlives] counts them (a keepalive that failed for want of an
+// [Center.KeepAlives] counts them (a keepalive that failed for want of an
 // answer still counts in Errors). Granting a lease is a write.
-func (e *Etcd) Stats() Stats { return e.counters.stats(BackendEtcd) }
+func (e *Center) Stats() regcenter.Stats { return e.counters.Stats(regcenter.BackendEtcd) }
 
 // KeepAlives returns the number of lease keepalives sent so far, one every
 // fifth of the lease's TTL while the session is well.
-func (e *Etcd) KeepAlives() int64 { return e.counters.keepAlives.Load() }
+func (e *Center) KeepAlives() int64 { return e.counters.KeepAlives.Load() }
 
 // Close revokes the lease (its ephemeral nodes are removed at once), stops
 // the center's goroutines and closes the client. It is idempotent.
-func (e *Etcd) Close() error {
+func (e *Center) Close() error {
 	s, ok := e.sessions.Close()
 	if !ok {
 		return nil
 	}
 	lease := clientv3.LeaseID(s.ID())
 	e.group.Close()
-	e.group.Cancel(ErrClosed) // closes e.done
+	e.group.Cancel(regcenter.ErrClosed) // closes e.done
 	e.endLife()
 	// No deadline: the loops' requests end with life, and a Wait on a
 	// context that never ends returns nil.
@@ -629,7 +639,7 @@ func (e *Etcd) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.ConnectTimeout)
 	defer cancel()
 	_, rerr := e.cli.Revoke(ctx, lease)
-	e.counters.writes.Add(1)
+	e.counters.Writes.Add(1)
 	cerr := e.cli.Close()
 	if rerr != nil && !errors.Is(rerr, rpctypes.ErrLeaseNotFound) {
 		return fmt.Errorf("regcenter: closing: revoking lease %x: %w", int64(lease), translateEtcd(rerr))
@@ -645,7 +655,7 @@ func (e *Etcd) Close() error {
 // reqCtx bounds one request: by ctx, by the center's closing, and by the
 // session timeout (gRPC waits for a connection otherwise, where ZooKeeper
 // fails the request when its connection drops).
-func (e *Etcd) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (e *Center) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeoutCause(ctx, e.cfg.SessionTimeout, errRequestTimeout)
 	stop := context.AfterFunc(e.life, cancel)
 	return ctx, func() { stop(); cancel() }
@@ -659,7 +669,7 @@ var (
 // stallAfter is how long a request may go without an answer before a
 // keepalive that went unanswered meanwhile has it abandoned: the time a
 // keepalive waits.
-func (e *Etcd) stallAfter() time.Duration {
+func (e *Center) stallAfter() time.Duration {
 	return max(time.Duration(e.ttl.Load())/5, 200*time.Millisecond)
 }
 
@@ -675,7 +685,7 @@ func (e *Etcd) stallAfter() time.Duration {
 // session. An abandoned request's outcome is unknown, as for any without
 // an answer (ErrConnectionLoss); its caller's next attempt goes to another
 // member. The returned stop ends the watch.
-func (e *Etcd) abandonWhenStalled(sent time.Duration, abandon context.CancelCauseFunc) (stop func()) {
+func (e *Center) abandonWhenStalled(sent time.Duration, abandon context.CancelCauseFunc) (stop func()) {
 	var mu sync.Mutex
 	stopped := false
 	mu.Lock()
@@ -703,13 +713,13 @@ func (e *Etcd) abandonWhenStalled(sent time.Duration, abandon context.CancelCaus
 
 // do runs one request f under a bounded context, counts it and translates
 // its error.
-func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context.Context) error) error {
+func (e *Center) do(ctx context.Context, counter *atomic.Int64, f func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	select {
 	case <-e.done:
-		return ErrClosed
+		return regcenter.ErrClosed
 	default:
 	}
 	counter.Add(1)
@@ -726,20 +736,20 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 	}
 	select {
 	case <-e.done:
-		return e.counters.counted(ErrClosed)
+		return e.counters.Counted(regcenter.ErrClosed)
 	default:
 	}
 	if ctx.Err() != nil {
-		return e.counters.counted(ctx.Err())
+		return e.counters.Counted(ctx.Err())
 	}
 	if cause := context.Cause(rctx); errors.Is(cause, errRequestTimeout) || errors.Is(cause, errRequestStalled) {
-		return e.counters.counted(fmt.Errorf("%w: %v", ErrConnectionLoss, cause))
+		return e.counters.Counted(fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, cause))
 	}
 	err = translateEtcd(err)
-	if errors.Is(err, ErrSessionLost) {
+	if errors.Is(err, regcenter.ErrSessionLost) {
 		e.leaseGoneAnswer()
 	}
-	return e.counters.counted(err)
+	return e.counters.Counted(err)
 }
 
 // leaseGoneAnswer follows a request answered that its lease is gone (etcd
@@ -750,7 +760,7 @@ func (e *Etcd) do(ctx context.Context, counter *atomic.Int64, f func(ctx context
 // callers that retry (a make-up run owed again) would retry in a loop. The
 // keepalive decides, not the request: the request may have carried an
 // earlier session's lease.
-func (e *Etcd) leaseGoneAnswer() {
+func (e *Center) leaseGoneAnswer() {
 	select {
 	case e.leaseDoubt <- struct{}{}:
 	default:
@@ -758,11 +768,11 @@ func (e *Etcd) leaseGoneAnswer() {
 }
 
 // retryingRead runs an idempotent read with backoff on connection errors.
-func (e *Etcd) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
+func (e *Center) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
 	sleep := e.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
-		err := e.do(ctx, &e.counters.reads, f)
-		if err == nil || !errors.Is(err, ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
+		err := e.do(ctx, &e.counters.Reads, f)
+		if err == nil || !errors.Is(err, regcenter.ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
 			return err
 		}
 		t := time.NewTimer(sleep)
@@ -772,7 +782,7 @@ func (e *Etcd) retryingRead(ctx context.Context, f func(ctx context.Context) err
 			return err
 		case <-e.done:
 			t.Stop()
-			return ErrClosed
+			return regcenter.ErrClosed
 		case <-t.C:
 		}
 		sleep = min(sleep*2, e.cfg.MaxSleep)
@@ -788,34 +798,34 @@ func translateEtcd(err error) error {
 		return err
 	}
 	if errors.Is(err, clientv3.ErrNoAvailableEndpoints) {
-		return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+		return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
 	}
 	ev := rpctypes.Error(err)
 	switch {
 	case errors.Is(ev, rpctypes.ErrLeaseNotFound):
-		return fmt.Errorf("%w: the lease is gone in etcd", ErrSessionLost)
+		return fmt.Errorf("%w: the lease is gone in etcd", regcenter.ErrSessionLost)
 	case errors.Is(ev, rpctypes.ErrPermissionDenied), errors.Is(ev, rpctypes.ErrAuthFailed),
 		errors.Is(ev, rpctypes.ErrUserEmpty), errors.Is(ev, rpctypes.ErrInvalidAuthToken),
 		errors.Is(ev, rpctypes.ErrUserNotFound), errors.Is(ev, rpctypes.ErrAuthOldRevision):
-		return fmt.Errorf("%w: %v", ErrUnauthorized, ev)
+		return fmt.Errorf("%w: %v", regcenter.ErrUnauthorized, ev)
 	case errors.Is(ev, rpctypes.ErrTooManyOps):
-		return fmt.Errorf("%w: %v (raise the cluster's --max-txn-ops)", ErrTooLarge, ev)
+		return fmt.Errorf("%w: %v (raise the cluster's --max-txn-ops)", regcenter.ErrTooLarge, ev)
 	case errors.Is(ev, rpctypes.ErrRequestTooLarge):
-		return fmt.Errorf("%w: %v", ErrTooLarge, ev)
+		return fmt.Errorf("%w: %v", regcenter.ErrTooLarge, ev)
 	case errors.Is(ev, rpctypes.ErrNoLeader), errors.Is(ev, rpctypes.ErrNotLeader), errors.Is(ev, rpctypes.ErrLeaderChanged),
 		errors.Is(ev, rpctypes.ErrStopped), errors.Is(ev, rpctypes.ErrTimeout), errors.Is(ev, rpctypes.ErrTimeoutDueToLeaderFail),
 		errors.Is(ev, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(ev, rpctypes.ErrTimeoutWaitAppliedIndex),
 		errors.Is(ev, rpctypes.ErrUnhealthy), errors.Is(ev, rpctypes.ErrTooManyRequests):
-		return fmt.Errorf("%w: %v", ErrConnectionLoss, ev)
+		return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, ev)
 	}
 	if st, ok := status.FromError(err); ok {
 		switch st.Code() {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
-			return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+			return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
 		case codes.Unauthenticated, codes.PermissionDenied:
-			return fmt.Errorf("%w: %v", ErrUnauthorized, err)
+			return fmt.Errorf("%w: %v", regcenter.ErrUnauthorized, err)
 		case codes.Canceled:
-			return fmt.Errorf("%w: %v", ErrConnectionLoss, err)
+			return fmt.Errorf("%w: %v", regcenter.ErrConnectionLoss, err)
 		}
 	}
 	return err
@@ -825,7 +835,7 @@ func translateEtcd(err error) error {
 
 // statOps reads what a node's Stat needs: the node, its meta key, its
 // number of children.
-func (e *Etcd) statOps(p string) []clientv3.Op {
+func (e *Center) statOps(p string) []clientv3.Op {
 	cp := e.childPrefix(p)
 	return []clientv3.Op{
 		clientv3.OpGet(e.nodeKey(p)),
@@ -836,9 +846,9 @@ func (e *Etcd) statOps(p string) []clientv3.Op {
 
 // statOf builds a Stat from the three answers of statOps (starting at
 // rs[0]); ok is false when the node does not exist.
-func statOf(rs []*etcdRange) (data []byte, st Stat, ok bool) {
+func statOf(rs []*etcdRange) (data []byte, st regcenter.Stat, ok bool) {
 	if len(rs[0].kvs) == 0 {
-		return nil, Stat{}, false
+		return nil, regcenter.Stat{}, false
 	}
 	var meta *mvccpb.KeyValue
 	if len(rs[1].kvs) > 0 {
@@ -865,7 +875,7 @@ func ranges(resp *clientv3.TxnResponse) []*etcdRange {
 }
 
 // readTxn runs ops (reads) as one transaction.
-func (e *Etcd) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange, int64, error) {
+func (e *Center) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange, int64, error) {
 	var rs []*etcdRange
 	var rev int64
 	err := e.retryingRead(ctx, func(ctx context.Context) error {
@@ -880,45 +890,45 @@ func (e *Etcd) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange, i
 }
 
 // Get returns a node's data and stat.
-func (e *Etcd) Get(ctx context.Context, p string) ([]byte, Stat, error) {
+func (e *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
-		return nil, Stat{}, err
+		return nil, regcenter.Stat{}, err
 	}
 	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
 	if err != nil {
-		return nil, Stat{}, wrapPath("get", p, err)
+		return nil, regcenter.Stat{}, backend.WrapPath("get", p, err)
 	}
 	data, st, ok := statOf(rs)
 	if !ok {
-		return nil, Stat{}, wrapPath("get", p, ErrNoNode)
+		return nil, regcenter.Stat{}, backend.WrapPath("get", p, regcenter.ErrNoNode)
 	}
 	return data, st, nil
 }
 
 // Exists reports whether a node exists.
-func (e *Etcd) Exists(ctx context.Context, p string) (bool, Stat, error) {
+func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
-		return false, Stat{}, err
+		return false, regcenter.Stat{}, err
 	}
 	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
 	if err != nil {
-		return false, Stat{}, wrapPath("exists", p, err)
+		return false, regcenter.Stat{}, backend.WrapPath("exists", p, err)
 	}
 	_, st, ok := statOf(rs)
 	return ok, st, nil
 }
 
 // childrenOps reads whether p exists and its children's keys.
-func (e *Etcd) childrenOps(p string) []clientv3.Op {
+func (e *Center) childrenOps(p string) []clientv3.Op {
 	return []clientv3.Op{
 		clientv3.OpGet(e.nodeKey(p), clientv3.WithCountOnly()),
 		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	}
 }
 
-func (e *Etcd) childNames(p string, r *etcdRange) []string {
+func (e *Center) childNames(p string, r *etcdRange) []string {
 	cp := e.childPrefix(p)
 	out := make([]string, 0, len(r.kvs))
 	for _, kv := range r.kvs {
@@ -929,17 +939,17 @@ func (e *Etcd) childNames(p string, r *etcdRange) []string {
 
 // Children lists a node's children: one keys-only range over exactly its
 // direct children.
-func (e *Etcd) Children(ctx context.Context, p string) ([]string, error) {
+func (e *Center) Children(ctx context.Context, p string) ([]string, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return nil, err
 	}
 	rs, _, err := e.readTxn(ctx, e.childrenOps(cp)...)
 	if err != nil {
-		return nil, wrapPath("children", p, err)
+		return nil, backend.WrapPath("children", p, err)
 	}
 	if rs[0].count == 0 {
-		return nil, wrapPath("children", p, ErrNoNode)
+		return nil, backend.WrapPath("children", p, regcenter.ErrNoNode)
 	}
 	return e.childNames(cp, rs[1]), nil
 }
@@ -947,8 +957,8 @@ func (e *Etcd) Children(ctx context.Context, p string) ([]string, error) {
 // ---- writes ----
 
 // Create creates a node, creating missing parents as persistent nodes.
-func (e *Etcd) Create(ctx context.Context, p string, data []byte, mode Mode) (string, error) {
-	if err := checkNodeSize(e.cfg.maxNodeBytes(), "create", p, data); err != nil {
+func (e *Center) Create(ctx context.Context, p string, data []byte, mode regcenter.Mode) (string, error) {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(e.cfg), "create", p, data); err != nil {
 		return "", err
 	}
 	cp, err := cleanPath(p)
@@ -956,24 +966,24 @@ func (e *Etcd) Create(ctx context.Context, p string, data []byte, mode Mode) (st
 		return "", err
 	}
 	if cp == "/" {
-		return "", wrapPath("create", p, ErrNodeExists)
+		return "", backend.WrapPath("create", p, regcenter.ErrNodeExists)
 	}
-	op := CreateOp{Path: cp, Data: data, Mode: mode}
-	res, err := e.txn(ctx, &e.counters.writes, []Op{op}, nil)
-	if errors.Is(err, ErrNoNode) {
+	op := regcenter.CreateOp{Path: cp, Data: data, Mode: mode}
+	res, err := e.txn(ctx, &e.counters.Writes, []regcenter.Op{op}, nil)
+	if errors.Is(err, regcenter.ErrNoNode) {
 		if perr := e.createParents(ctx, parentOf(cp)); perr != nil {
-			return "", wrapPath("create", p, perr)
+			return "", backend.WrapPath("create", p, perr)
 		}
-		res, err = e.txn(ctx, &e.counters.writes, []Op{op}, nil)
+		res, err = e.txn(ctx, &e.counters.Writes, []regcenter.Op{op}, nil)
 	}
 	if err != nil {
-		return "", wrapPath("create", p, unwrapMulti(err))
+		return "", backend.WrapPath("create", p, unwrapMulti(err))
 	}
 	return res.created[0], nil
 }
 
 func unwrapMulti(err error) error {
-	var me *MultiError
+	var me *regcenter.MultiError
 	if errors.As(err, &me) {
 		return me.Err
 	}
@@ -982,7 +992,7 @@ func unwrapMulti(err error) error {
 
 // EnsurePath creates p and its parents as empty persistent nodes where
 // missing.
-func (e *Etcd) EnsurePath(ctx context.Context, p string) error {
+func (e *Center) EnsurePath(ctx context.Context, p string) error {
 	if ok, _, err := e.Exists(ctx, p); err == nil && ok {
 		return nil
 	}
@@ -993,7 +1003,7 @@ func (e *Etcd) EnsurePath(ctx context.Context, p string) error {
 	return e.createParents(ctx, cp)
 }
 
-func (e *Etcd) createParents(ctx context.Context, dir string) error {
+func (e *Center) createParents(ctx context.Context, dir string) error {
 	if dir == "/" || dir == "." || dir == "" {
 		return e.createRoot(ctx)
 	}
@@ -1001,15 +1011,15 @@ func (e *Etcd) createParents(ctx context.Context, dir string) error {
 	cur := ""
 	for i, part := range parts {
 		cur += "/" + part
-		op := CreateOp{Path: cur}
-		_, err := e.txn(ctx, &e.counters.writes, []Op{op}, nil)
-		if i == 0 && errors.Is(err, ErrNoNode) {
+		op := regcenter.CreateOp{Path: cur}
+		_, err := e.txn(ctx, &e.counters.Writes, []regcenter.Op{op}, nil)
+		if i == 0 && errors.Is(err, regcenter.ErrNoNode) {
 			if err := e.createRoot(ctx); err != nil {
 				return err
 			}
-			_, err = e.txn(ctx, &e.counters.writes, []Op{op}, nil)
+			_, err = e.txn(ctx, &e.counters.Writes, []regcenter.Op{op}, nil)
 		}
-		if err != nil && !errors.Is(err, ErrNodeExists) {
+		if err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 			return unwrapMulti(err)
 		}
 	}
@@ -1017,70 +1027,72 @@ func (e *Etcd) createParents(ctx context.Context, dir string) error {
 }
 
 // Set writes a node's data.
-func (e *Etcd) Set(ctx context.Context, p string, data []byte, version int32) (Stat, error) {
-	if err := checkNodeSize(e.cfg.maxNodeBytes(), "set", p, data); err != nil {
-		return Stat{}, err
+func (e *Center) Set(ctx context.Context, p string, data []byte, version int32) (regcenter.Stat, error) {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(e.cfg), "set", p, data); err != nil {
+		return regcenter.Stat{}, err
 	}
 	cp, err := cleanPath(p)
 	if err != nil {
-		return Stat{}, err
+		return regcenter.Stat{}, err
 	}
-	res, err := e.txn(ctx, &e.counters.writes, []Op{SetOp{Path: cp, Data: data, Version: version}}, e.statOps(cp))
+	res, err := e.txn(ctx, &e.counters.Writes, []regcenter.Op{regcenter.SetOp{Path: cp, Data: data, Version: version}}, e.statOps(cp))
 	if err != nil {
-		return Stat{}, wrapPath("set", p, unwrapMulti(err))
+		return regcenter.Stat{}, backend.WrapPath("set", p, unwrapMulti(err))
 	}
 	_, st, _ := statOf(res.reads)
 	return st, nil
 }
 
 // Delete removes a node.
-func (e *Etcd) Delete(ctx context.Context, p string, version int32) error {
+func (e *Center) Delete(ctx context.Context, p string, version int32) error {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return err
 	}
-	_, err = e.txn(ctx, &e.counters.writes, []Op{DeleteOp{Path: cp, Version: version}}, nil)
-	return wrapPath("delete", p, unwrapMulti(err))
+	_, err = e.txn(ctx, &e.counters.Writes, []regcenter.Op{regcenter.DeleteOp{Path: cp, Version: version}}, nil)
+	return backend.WrapPath("delete", p, unwrapMulti(err))
 }
 
 // DeleteTree removes a node and its descendants, deepest first.
-func (e *Etcd) DeleteTree(ctx context.Context, p string) error { return deleteTree(ctx, e, p) }
+func (e *Center) DeleteTree(ctx context.Context, p string) error {
+	return backend.DeleteTree(ctx, e, p)
+}
 
 // Multi applies ops atomically, as one etcd transaction.
-func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
+func (e *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := checkMultiSize(e.cfg.maxNodeBytes(), ops); err != nil {
+	if err := backend.CheckMultiSize(backend.MaxNodeBytes(e.cfg), ops); err != nil {
 		return err
 	}
-	clean := make([]Op, len(ops))
+	clean := make([]regcenter.Op, len(ops))
 	for i, op := range ops {
-		cp, err := cleanPath(op.path())
+		cp, err := cleanPath(backend.OpPath(op))
 		if err != nil {
-			return &MultiError{Index: i, Op: op, Err: err}
+			return &regcenter.MultiError{Index: i, Op: op, Err: err}
 		}
 		switch o := op.(type) {
-		case CreateOp:
+		case regcenter.CreateOp:
 			o.Path = cp
 			clean[i] = o
-		case SetOp:
+		case regcenter.SetOp:
 			o.Path = cp
 			clean[i] = o
-		case DeleteOp:
+		case regcenter.DeleteOp:
 			o.Path = cp
 			clean[i] = o
-		case CheckOp:
+		case regcenter.CheckOp:
 			o.Path = cp
 			clean[i] = o
 		default:
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
 	}
-	e.counters.countWriteOps(ops)
-	_, err := e.txn(ctx, &e.counters.multis, clean, nil)
+	e.counters.CountWriteOps(ops)
+	_, err := e.txn(ctx, &e.counters.Multis, clean, nil)
 	if err != nil {
-		var me *MultiError
+		var me *regcenter.MultiError
 		if errors.As(err, &me) {
 			me.Op = ops[me.Index] // as the caller wrote it
 			return me
@@ -1088,14 +1100,4 @@ func (e *Etcd) Multi(ctx context.Context, ops ...Op) error {
 		return fmt.Errorf("regcenter: transaction of %d ops: %w", len(ops), err)
 	}
 	return nil
-}
-
-func wrapPath(op, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
-	}
-	return fmt.Errorf("%w (%s %s)", err, op, p)
 }

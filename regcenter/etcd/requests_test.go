@@ -1,4 +1,4 @@
-package regcenter_test
+package etcd_test
 
 import (
 	"errors"

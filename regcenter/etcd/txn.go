@@ -1,4 +1,4 @@
-package regcenter
+package etcd
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -280,13 +282,13 @@ func decimal(v []byte) (int32, bool) {
 	return int32(n), true
 }
 
-func statFromKV(kv *mvccpb.KeyValue, meta *mvccpb.KeyValue, kids int64) ([]byte, Stat) {
+func statFromKV(kv *mvccpb.KeyValue, meta *mvccpb.KeyValue, kids int64) ([]byte, regcenter.Stat) {
 	h, version, data := decodeNode(kv)
 	ctime, cversion := decodeMeta(meta)
 	if ctime == 0 {
 		ctime = h.ctime
 	}
-	st := Stat{
+	st := regcenter.Stat{
 		Version:        version,
 		CVersion:       cversion,
 		EphemeralOwner: kv.Lease,
@@ -331,7 +333,7 @@ type state struct {
 }
 
 type planner struct {
-	e     *Etcd
+	e     *Center
 	st    *state
 	nodes map[string]*simNode
 	order []string
@@ -343,9 +345,9 @@ type planner struct {
 }
 
 // currentLease is the lease ephemeral nodes are created on.
-func (e *Etcd) currentLease() int64 { return e.sessions.Current().ID() }
+func (e *Center) currentLease() int64 { return e.sessions.Current().ID() }
 
-func (e *Etcd) newPlanner(st *state, lease, now int64) *planner {
+func (e *Center) newPlanner(st *state, lease, now int64) *planner {
 	return &planner{e: e, st: st, nodes: map[string]*simNode{}, now: now, lease: lease}
 }
 
@@ -376,44 +378,44 @@ func (pl *planner) node(p string) *simNode {
 	return n
 }
 
-func (pl *planner) step(op Op) error {
+func (pl *planner) step(op regcenter.Op) error {
 	switch o := op.(type) {
-	case CreateOp:
+	case regcenter.CreateOp:
 		return pl.create(o)
-	case SetOp:
+	case regcenter.SetOp:
 		n := pl.node(o.Path)
 		if !n.exists {
-			return ErrNoNode
+			return regcenter.ErrNoNode
 		}
 		if o.Version >= 0 && n.version != o.Version {
-			return ErrBadVersion
+			return regcenter.ErrBadVersion
 		}
 		n.version++
 		n.mtime = pl.now
 		n.data, n.dirty = o.Data, true
 		return nil
-	case CheckOp:
+	case regcenter.CheckOp:
 		n := pl.node(o.Path)
 		if !n.exists {
-			return ErrNoNode
+			return regcenter.ErrNoNode
 		}
 		if o.Version >= 0 && n.version != o.Version {
-			return ErrBadVersion
+			return regcenter.ErrBadVersion
 		}
 		return nil
-	case DeleteOp:
+	case regcenter.DeleteOp:
 		n := pl.node(o.Path)
 		if !n.exists {
-			return ErrNoNode
+			return regcenter.ErrNoNode
 		}
 		if o.Version >= 0 && n.version != o.Version {
-			return ErrBadVersion
+			return regcenter.ErrBadVersion
 		}
 		for k := range n.kids {
 			// A child read before the transaction and not touched since
 			// exists; a touched one is as the overlay says.
 			if c := pl.nodes[k]; c == nil || c.exists {
-				return ErrNotEmpty
+				return regcenter.ErrNotEmpty
 			}
 		}
 		n.exists, n.dirty, n.fresh, n.mdirty = false, false, false, false
@@ -428,19 +430,19 @@ func (pl *planner) step(op Op) error {
 	return fmt.Errorf("regcenter: unknown op %T", op)
 }
 
-func (pl *planner) create(o CreateOp) error {
+func (pl *planner) create(o regcenter.CreateOp) error {
 	p := o.Path
 	if p == "/" {
-		return ErrNodeExists
+		return regcenter.ErrNodeExists
 	}
 	q := pl.node(parentOf(p))
 	if !q.exists {
-		return ErrNoNode
+		return regcenter.ErrNoNode
 	}
 	if q.lease != 0 {
 		return errEphemeralParent
 	}
-	if o.Mode == EphemeralSequential || o.Mode == PersistentSequential {
+	if o.Mode == regcenter.EphemeralSequential || o.Mode == regcenter.PersistentSequential {
 		// ZooKeeper's sequence number is the parent's cversion.
 		p += fmt.Sprintf("%010d", q.cver)
 		if _, read := pl.st.nodes[p]; !read {
@@ -449,10 +451,10 @@ func (pl *planner) create(o CreateOp) error {
 	}
 	n := pl.node(p)
 	if n.exists {
-		return ErrNodeExists
+		return regcenter.ErrNodeExists
 	}
 	var lease int64
-	if o.Mode == Ephemeral || o.Mode == EphemeralSequential {
+	if o.Mode == regcenter.Ephemeral || o.Mode == regcenter.EphemeralSequential {
 		lease = pl.lease
 	}
 	n.exists, n.dirty, n.fresh, n.mdirty = true, true, true, true
@@ -593,7 +595,7 @@ func (pl *planner) noOtherChildren(p string, kids []string, cmp func(clientv3.Cm
 // list needs the replay: a sequential create, an op on the root, or a path
 // that two ops touch (as a node, or as the parent of a node created or
 // deleted).
-func (e *Etcd) directPlan(ops []Op, lease, now int64) (*plan, bool) {
+func (e *Center) directPlan(ops []regcenter.Op, lease, now int64) (*plan, bool) {
 	used := make(map[string]bool, 2*len(ops))
 	use := func(ps ...string) bool {
 		for _, p := range ps {
@@ -630,15 +632,15 @@ func (e *Etcd) directPlan(ops []Op, lease, now int64) (*plan, bool) {
 		out.add(clientv3.OpPut(qm, "", clientv3.WithIgnoreValue(), clientv3.WithIgnoreLease()), qm, 0)
 	}
 	for _, op := range ops {
-		p := op.path()
+		p := backend.OpPath(op)
 		if p == "/" {
 			return nil, false
 		}
 		nk := e.nodeKey(p)
 		switch o := op.(type) {
-		case CreateOp:
+		case regcenter.CreateOp:
 			q := parentOf(p)
-			if o.Mode == EphemeralSequential || o.Mode == PersistentSequential || !use(p, q) {
+			if o.Mode == regcenter.EphemeralSequential || o.Mode == regcenter.PersistentSequential || !use(p, q) {
 				return nil, false
 			}
 			mk, qk := e.metaKey(p), e.nodeKey(q)
@@ -647,7 +649,7 @@ func (e *Etcd) directPlan(ops []Op, lease, now int64) (*plan, bool) {
 			out.cmp(clientv3.Compare(clientv3.CreateRevision(qk), ">", 0))
 			out.cmp(clientv3.Compare(clientv3.LeaseValue(qk), "=", 0))
 			var l int64
-			if o.Mode == Ephemeral {
+			if o.Mode == regcenter.Ephemeral {
 				l = lease
 			}
 			v := header{mtime: now}.encode(o.Data)
@@ -655,19 +657,19 @@ func (e *Etcd) directPlan(ops []Op, lease, now int64) (*plan, bool) {
 			out.add(clientv3.OpPut(mk, encodeMeta(now, 0, 1), leaseOpts(l)...), mk, metaLen)
 			bump(q)
 			out.created = append(out.created, p)
-		case SetOp:
+		case regcenter.SetOp:
 			if !use(p) {
 				return nil, false
 			}
 			version(nk, o.Version, true)
 			v := header{mtime: now}.encode(o.Data)
 			out.add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
-		case CheckOp:
+		case regcenter.CheckOp:
 			if !use(p) {
 				return nil, false
 			}
 			version(nk, o.Version, false)
-		case DeleteOp:
+		case regcenter.DeleteOp:
 			q := parentOf(p)
 			if !use(p, q) {
 				return nil, false
@@ -696,14 +698,14 @@ type txnResult struct {
 func checkPlanSize(p *plan, ops int) error {
 	if p.size > etcdMaxRequestBytes-etcdRequestSlack {
 		return fmt.Errorf("%w: transaction of %d ops is %d bytes on etcd, over its request limit of %d",
-			ErrTooLarge, ops, p.size, etcdMaxRequestBytes-etcdRequestSlack)
+			regcenter.ErrTooLarge, ops, p.size, etcdMaxRequestBytes-etcdRequestSlack)
 	}
 	return nil
 }
 
 // txn applies ops (clean paths) as one etcd transaction, then runs reads
 // inside it. A failure is a *MultiError naming the first op that fails.
-func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads []clientv3.Op) (txnResult, error) {
+func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter.Op, reads []clientv3.Op) (txnResult, error) {
 	lease, now := e.currentLease(), time.Now().UnixMilli()
 	var st *state // what the direct transaction's else branch read
 	if dp, ok := e.directPlan(ops, lease, now); ok {
@@ -745,7 +747,7 @@ func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads [
 		st = nil
 		for i, op := range ops {
 			if err := pl.step(op); err != nil {
-				return txnResult{}, &MultiError{Index: i, Op: op, Err: err}
+				return txnResult{}, &regcenter.MultiError{Index: i, Op: op, Err: err}
 			}
 		}
 		p := pl.finish()
@@ -766,7 +768,7 @@ func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads [
 		}
 		// Something read changed before the transaction: read again.
 		if attempt >= etcdConflictRetries {
-			return txnResult{}, fmt.Errorf("%w: the transaction kept conflicting with concurrent writes", ErrConnectionLoss)
+			return txnResult{}, fmt.Errorf("%w: the transaction kept conflicting with concurrent writes", regcenter.ErrConnectionLoss)
 		}
 		extra = append(extra[:0], pl.seqNames...)
 		if err := e.backoff(ctx, attempt); err != nil {
@@ -778,7 +780,7 @@ func (e *Etcd) txn(ctx context.Context, counter *atomic.Int64, ops []Op, reads [
 
 // backoff waits a little, longer after each conflict, so that concurrent
 // writers of one node do not keep failing each other.
-func (e *Etcd) backoff(ctx context.Context, attempt int) error {
+func (e *Center) backoff(ctx context.Context, attempt int) error {
 	d := min(time.Duration(attempt+1)*2*time.Millisecond, e.cfg.MaxSleep, 50*time.Millisecond)
 	d = time.Duration(rand.Int64N(int64(d)) + 1)
 	t := time.NewTimer(d)
@@ -787,7 +789,7 @@ func (e *Etcd) backoff(ctx context.Context, attempt int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-e.done:
-		return ErrClosed
+		return regcenter.ErrClosed
 	case <-t.C:
 		return nil
 	}
@@ -841,7 +843,7 @@ func (sr *stateReader) fill(from int, got []*etcdRange) {
 // stateReads lists what the ops need read: every node they name with its
 // meta key, the parents of creates and deletes with theirs, and the
 // children of deleted nodes.
-func (e *Etcd) stateReads(ops []Op, extra []string) *stateReader {
+func (e *Center) stateReads(ops []regcenter.Op, extra []string) *stateReader {
 	st := &state{nodes: map[string]*mvccpb.KeyValue{}, metas: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}}
 	sr := &stateReader{st: st}
 	addNode := func(p string) {
@@ -862,16 +864,16 @@ func (e *Etcd) stateReads(ops []Op, extra []string) *stateReader {
 			}})
 	}
 	for _, op := range ops {
-		p := op.path()
+		p := backend.OpPath(op)
 		switch o := op.(type) {
-		case CreateOp:
+		case regcenter.CreateOp:
 			if p != "/" {
 				addNode(parentOf(p))
 			}
-			if o.Mode != EphemeralSequential && o.Mode != PersistentSequential {
+			if o.Mode != regcenter.EphemeralSequential && o.Mode != regcenter.PersistentSequential {
 				addNode(p)
 			}
-		case DeleteOp:
+		case regcenter.DeleteOp:
 			addNode(p)
 			if p != "/" {
 				addNode(parentOf(p))
@@ -904,7 +906,7 @@ func (e *Etcd) stateReads(ops []Op, extra []string) *stateReader {
 // readState reads what the ops need (stateReads), in read transactions
 // batched below etcd's default limit of operations per transaction; the
 // compares catch a change between batches.
-func (e *Etcd) readState(ctx context.Context, ops []Op, extra []string) (*state, error) {
+func (e *Center) readState(ctx context.Context, ops []regcenter.Op, extra []string) (*state, error) {
 	sr := e.stateReads(ops, extra)
 	for start := 0; start < len(sr.reads); start += etcdReadBatch {
 		end := min(start+etcdReadBatch, len(sr.reads))

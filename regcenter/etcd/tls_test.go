@@ -1,4 +1,4 @@
-package regcenter_test
+package etcd_test
 
 import (
 	"crypto/ecdsa"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
@@ -71,7 +72,7 @@ func TestEtcdTLSVerifiesTheServerName(t *testing.T) {
 	}
 	cfg := good
 	cfg.Etcd, cfg.TLSServerName, cfg.ConnectTimeout = cluster.Endpoints(), "wrong.local", tlsFailTimeout
-	c, err := regcenter.NewEtcd(testCtx(t), cfg)
+	c, err := etcd.Open(testCtx(t), cfg)
 	if err == nil {
 		c.Close()
 		t.Fatal("connected with --tls-server-name wrong.local to a member whose certificate names localhost and 127.0.0.1")
@@ -102,7 +103,7 @@ func TestEtcdTLSFailuresNameTheCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Etcd, cfg.Namespace, cfg.ConnectTimeout = tc.cluster.Endpoints(), "tlsfail", tlsFailTimeout
-			c, err := regcenter.NewEtcd(testCtx(t), cfg)
+			c, err := etcd.Open(testCtx(t), cfg)
 			if err == nil {
 				c.Close()
 				t.Fatal("connected")

@@ -1,4 +1,4 @@
-package regcenter_test
+package etcd_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
@@ -94,7 +95,7 @@ func TestEtcdLeaseLapse(t *testing.T) {
 	if _, err := c.Create(ctx, "/eph", nil, regcenter.Ephemeral); err != nil {
 		t.Fatal(err)
 	}
-	regcenter.SetEtcdKeepAlive(c, false)
+	etcd.SetKeepAlive(c, false)
 	lost := waitSession(t, events, regcenter.SessionLost)
 	if lost.Session != old || !errors.Is(old.Check(), regcenter.ErrSessionLost) || !errors.Is(context.Cause(old.Ctx()), regcenter.ErrSessionLost) {
 		t.Fatalf("lost %v; old session check %v", lost.Session, old.Check())
@@ -115,7 +116,7 @@ func TestEtcdLeaseLapse(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	regcenter.SetEtcdKeepAlive(c, true)
+	etcd.SetKeepAlive(c, true)
 	next := waitSession(t, events, regcenter.SessionNew)
 	if next.Session.ID() == old.ID() || next.Session.Check() != nil {
 		t.Fatalf("new session %v (old %v), check %v", next.Session, old, next.Session.Check())
@@ -248,7 +249,7 @@ func TestEtcdCompactionResync(t *testing.T) {
 	} else {
 		defer cancel()
 	}
-	release := regcenter.HoldEtcdWatch(c)
+	release := etcd.HoldWatch(c)
 	if _, err := c.Create(ctx, "/x", nil, regcenter.Persistent); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestEtcdAuthAndTLS(t *testing.T) {
 		if cfg.ConnectTimeout == 0 {
 			cfg.ConnectTimeout = 20 * time.Second
 		}
-		c, err := regcenter.NewEtcd(ctx, cfg)
+		c, err := etcd.Open(ctx, cfg)
 		if err == nil {
 			c.Close()
 		}

@@ -1,4 +1,4 @@
-package regcenter_test
+package etcd_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
@@ -80,7 +81,7 @@ func TestEtcdForeignValueIsDataNotADeletion(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		if _, err := cli.Put(ctx, regcenter.EtcdNodeKey(c, p), string(fv.v)); err != nil {
+		if _, err := cli.Put(ctx, etcd.NodeKey(c, p), string(fv.v)); err != nil {
 			t.Fatal(err)
 		}
 		node.waitFor(t, fv.name+": the change", func(evs []regcenter.Event) bool { return len(evs) > 0 })
@@ -144,7 +145,7 @@ func TestEtcdForeignMetaValue(t *testing.T) {
 		if _, err := c.Create(ctx, p, nil, regcenter.Persistent); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cli.Put(ctx, regcenter.EtcdMetaKey(c, p), string(fv.v)); err != nil {
+		if _, err := cli.Put(ctx, etcd.MetaKey(c, p), string(fv.v)); err != nil {
 			t.Fatal(err)
 		}
 		_, st, err := c.Get(ctx, p)

@@ -1,9 +1,11 @@
-package regcenter
+package etcd
 
 import (
 	"context"
 	"time"
 
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -20,16 +22,16 @@ import (
 // compacted away, it resumes at the compaction revision and every
 // subscriber gets EventResync, since changes in between are gone.
 
-func (e *Etcd) enqueue(t etcdTask) { e.watches.enqueue(t) }
+func (e *Center) enqueue(t etcdTask) { e.watches.Enqueue(t) }
 
 // Watch registers a persistent watch. fn is first called with EventResync,
 // after which every change reaches it.
-func (e *Etcd) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
+func (e *Center) Watch(p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (cancel func()) {
 	if cp, err := cleanPath(p); err == nil {
 		p = cp
 	}
-	key := watchKey{path: p, kind: kind}
-	_, sub, cancel := e.watches.subscribe(key, fn)
+	key := backend.WatchKey{Path: p, Kind: kind}
+	_, sub, cancel := e.watches.Subscribe(key, fn)
 	e.enqueue(etcdTask{key: key, sub: sub})
 	return cancel
 }
@@ -38,16 +40,16 @@ func (e *Etcd) Watch(p string, kind WatchKind, fn func(Event)) (cancel func()) {
 // the caller's goroutine (see Center.WatchNow). The subscription is in
 // place before the read, and the namespace watch delivers every change
 // after it, so nothing between the read and the next event is missed.
-func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(Event)) (WatchState, func(), error) {
+func (e *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (regcenter.WatchState, func(), error) {
 	cp, err := cleanPath(p)
 	if err != nil {
-		return WatchState{}, func() {}, err
+		return regcenter.WatchState{}, func() {}, err
 	}
-	_, sub, cancel := e.watches.subscribe(watchKey{path: cp, kind: kind}, fn)
-	var st WatchState
-	err = e.do(ctx, &e.counters.watchReqs, func(ctx context.Context) error {
+	_, sub, cancel := e.watches.Subscribe(backend.WatchKey{Path: cp, Kind: kind}, fn)
+	var st regcenter.WatchState
+	err = e.do(ctx, &e.counters.Watches, func(ctx context.Context) error {
 		ops := e.statOps(cp)
-		if kind == WatchChildren {
+		if kind == regcenter.WatchChildren {
 			ops = e.childrenOps(cp)
 		}
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
@@ -55,20 +57,20 @@ func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(E
 			return err
 		}
 		rs := ranges(resp)
-		if kind == WatchChildren {
+		if kind == regcenter.WatchChildren {
 			if rs[0].count > 0 {
-				st = WatchState{Exists: true, Children: e.childNames(cp, rs[1])}
+				st = regcenter.WatchState{Exists: true, Children: e.childNames(cp, rs[1])}
 			}
 			return nil
 		}
 		if _, s, ok := statOf(rs); ok {
-			st = WatchState{Exists: true, Stat: s}
+			st = regcenter.WatchState{Exists: true, Stat: s}
 		}
 		return nil
 	})
 	if err != nil {
-		e.enqueue(etcdTask{key: watchKey{path: cp, kind: kind}, sub: sub})
-		return WatchState{}, cancel, wrapPath("watch", p, err)
+		e.enqueue(etcdTask{key: backend.WatchKey{Path: cp, Kind: kind}, sub: sub})
+		return regcenter.WatchState{}, cancel, backend.WrapPath("watch", p, err)
 	}
 	return st, cancel, nil
 }
@@ -76,11 +78,11 @@ func (e *Etcd) WatchNow(ctx context.Context, p string, kind WatchKind, fn func(E
 // WatchCount returns the number of watches registered (one per node and
 // kind, however many subscribers share it). On etcd they are all served by
 // one etcd watch.
-func (e *Etcd) WatchCount() int { return e.watches.count() }
+func (e *Center) WatchCount() int { return e.watches.Count() }
 
 // watchLoop owns the namespace watch and the delivery of every event,
 // until ctx ends.
-func (e *Etcd) watchLoop(ctx context.Context) {
+func (e *Center) watchLoop(ctx context.Context) {
 	rev := e.startRev
 	for {
 		if hold := e.watchHold.Load(); hold != nil {
@@ -92,7 +94,7 @@ func (e *Etcd) watchLoop(ctx context.Context) {
 		}
 		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(e.life))
 		wch := e.cli.Watch(wctx, e.pfx+"n/", clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithProgressNotify())
-		e.counters.watchReqs.Add(1)
+		e.counters.Watches.Add(1)
 		more, resync := e.consume(wch, &rev)
 		cancel()
 		if !more {
@@ -116,14 +118,14 @@ func (e *Etcd) watchLoop(ctx context.Context) {
 // when the center is closing, and resync when revisions were compacted
 // before the stream could deliver them (rev is then the compaction
 // revision).
-func (e *Etcd) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
+func (e *Center) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
 	for {
 		select {
 		case <-e.done:
 			return false, false
 		case <-e.watchKick:
 			return true, false
-		case <-e.watches.queued():
+		case <-e.watches.Queued():
 			e.runTasks()
 		case resp, ok := <-wch:
 			if !ok {
@@ -148,36 +150,36 @@ func (e *Etcd) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool) {
 	}
 }
 
-func (e *Etcd) runTasks() {
-	for _, t := range e.watches.take() {
+func (e *Center) runTasks() {
+	for _, t := range e.watches.Take() {
 		if t.resyncAll {
 			e.resyncAll()
 			continue
 		}
-		if w := e.watches.entry(t.key); w != nil {
-			e.watches.deliverTo(t.sub, w, Event{Type: EventResync, Path: t.key.path})
+		if w := e.watches.Entry(t.key); w != nil {
+			e.watches.DeliverTo(t.sub, w, regcenter.Event{Type: regcenter.EventResync, Path: t.key.Path})
 		}
 	}
 }
 
-func (e *Etcd) resyncAll() {
-	for _, w := range e.watches.entries() {
-		e.watches.deliver(w, Event{Type: EventResync, Path: w.key.path})
+func (e *Center) resyncAll() {
+	for _, w := range e.watches.Entries() {
+		e.watches.Deliver(w, regcenter.Event{Type: regcenter.EventResync, Path: w.Key.Path})
 	}
 }
 
 // dispatchEvent maps one key event to the node events ZooKeeper would send.
-func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
+func (e *Center) dispatchEvent(ev *clientv3.Event) {
 	p, ok := e.pathOfNodeKey(string(ev.Kv.Key))
 	if !ok {
 		return
 	}
-	var typ EventType
+	var typ regcenter.EventType
 	switch {
 	case ev.Type == mvccpb.DELETE:
-		typ = EventDeleted
+		typ = regcenter.EventDeleted
 	case ev.IsCreate():
-		typ = EventCreated
+		typ = regcenter.EventCreated
 	default:
 		if h, _, _ := decodeNode(ev.Kv); h.czxid == czxidMod {
 			// Deleted and created again in one transaction: both, as
@@ -185,28 +187,28 @@ func (e *Etcd) dispatchEvent(ev *clientv3.Event) {
 			e.dispatchPair(p)
 			return
 		}
-		e.deliverKey(watchKey{path: p, kind: WatchNode}, EventDataChanged)
+		e.deliverKey(backend.WatchKey{Path: p, Kind: regcenter.WatchNode}, regcenter.EventDataChanged)
 		return
 	}
-	e.deliverKey(watchKey{path: p, kind: WatchNode}, typ)
-	e.deliverKey(watchKey{path: p, kind: WatchChildren}, typ)
+	e.deliverKey(backend.WatchKey{Path: p, Kind: regcenter.WatchNode}, typ)
+	e.deliverKey(backend.WatchKey{Path: p, Kind: regcenter.WatchChildren}, typ)
 	if p != "/" {
-		e.deliverKey(watchKey{path: parentOf(p), kind: WatchChildren}, EventChildrenChanged)
+		e.deliverKey(backend.WatchKey{Path: parentOf(p), Kind: regcenter.WatchChildren}, regcenter.EventChildrenChanged)
 	}
 }
 
-func (e *Etcd) dispatchPair(p string) {
-	for _, typ := range []EventType{EventDeleted, EventCreated} {
-		e.deliverKey(watchKey{path: p, kind: WatchNode}, typ)
-		e.deliverKey(watchKey{path: p, kind: WatchChildren}, typ)
+func (e *Center) dispatchPair(p string) {
+	for _, typ := range []regcenter.EventType{regcenter.EventDeleted, regcenter.EventCreated} {
+		e.deliverKey(backend.WatchKey{Path: p, Kind: regcenter.WatchNode}, typ)
+		e.deliverKey(backend.WatchKey{Path: p, Kind: regcenter.WatchChildren}, typ)
 		if p != "/" {
-			e.deliverKey(watchKey{path: parentOf(p), kind: WatchChildren}, EventChildrenChanged)
+			e.deliverKey(backend.WatchKey{Path: parentOf(p), Kind: regcenter.WatchChildren}, regcenter.EventChildrenChanged)
 		}
 	}
 }
 
-func (e *Etcd) deliverKey(k watchKey, typ EventType) {
-	if w := e.watches.entry(k); w != nil {
-		e.watches.deliver(w, Event{Type: typ, Path: k.path})
+func (e *Center) deliverKey(k backend.WatchKey, typ regcenter.EventType) {
+	if w := e.watches.Entry(k); w != nil {
+		e.watches.Deliver(w, regcenter.Event{Type: typ, Path: k.Path})
 	}
 }
