@@ -379,24 +379,11 @@ func (e *Center) Client() *clientv3.Client { return e.cli }
 
 // clean returns p as an absolute node path, or an error naming it.
 func cleanPath(p string) (string, error) {
-	if p == "" || p == "/" {
-		return "/", nil
-	}
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if strings.HasSuffix(p, "/") || strings.Contains(p, "//") || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("regcenter: invalid path %q", p)
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "." || seg == ".." {
-			return "", fmt.Errorf("regcenter: invalid path %q", p)
-		}
-	}
-	if depth(p) > etcdMaxDepth {
+	p, err := backend.CleanPath(p)
+	if err == nil && depth(p) > etcdMaxDepth {
 		return "", fmt.Errorf("regcenter: path %q is deeper than %d levels", p, etcdMaxDepth)
 	}
-	return p, nil
+	return p, err
 }
 
 func depth(p string) int {

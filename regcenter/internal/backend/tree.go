@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -46,4 +47,25 @@ func WrapPath(op, p string, err error) error {
 		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
 	}
 	return fmt.Errorf("%w (%s %s)", err, op, p)
+}
+
+// CleanPath returns p as an absolute node path ("a/b" is "/a/b", "" is
+// "/"), or an error naming it when it ends in a slash, has an empty, "."
+// or ".." segment, or holds a NUL.
+func CleanPath(p string) (string, error) {
+	if p == "" || p == "/" {
+		return "/", nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if strings.HasSuffix(p, "/") || strings.Contains(p, "//") || strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("regcenter: invalid path %q", p)
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return "", fmt.Errorf("regcenter: invalid path %q", p)
+		}
+	}
+	return p, nil
 }
