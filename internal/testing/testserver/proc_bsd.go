@@ -1,10 +1,10 @@
 //go:build unix && !linux
 
-package etcdtest
+package testserver
 
 import "syscall"
 
-// sysProcAttr puts the member in its own process group.
+// sysProcAttr puts the server in its own process group.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
