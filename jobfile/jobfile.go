@@ -495,7 +495,10 @@ type RunOptions struct {
 // cleanly (running items finish, or are stopped at ShutdownTimeout) and
 // closes its registry session. It connects to the registry f's regcenter
 // section names: ZooKeeper (servers) or etcd (etcd), through
-// [regcenter.Open]. With o.Tracing it traces the fires and item runs.
+// [regcenter.Open], so the program must import that registry's package
+// (regcenter/zookeeper, regcenter/etcd; `shardjob run` imports them all),
+// which this package does not link. With o.Tracing it traces the fires
+// and item runs.
 func Run(ctx context.Context, f *job.File, o RunOptions) (err error) {
 	log := o.Logger
 	if log == nil {

@@ -30,8 +30,9 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/embedded"
-	_ "github.com/shardjob/shardjob/regcenter/etcd"      // SHARDJOB_REGCENTER_ETCD and _EMBEDDEDDIR: regcenter.Open serves etcd
-	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // SHARDJOB_REGCENTER_SERVERS: regcenter.Open serves ZooKeeper
+	// The registries regcenter.Open may be asked for below.
+	_ "github.com/shardjob/shardjob/regcenter/etcd"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 func main() {

@@ -91,8 +91,8 @@ func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Start starts a cluster for a test, fails the test if it cannot, and
 // closes the cluster when the test ends.
 //
-//	etcd := etcdtest.Start(t)                       // one member, in-process
-//	etcd := etcdtest.Start(t, etcdtest.WithSize(3)) // three processes
+//	cluster := etcdtest.Start(t)                       // one member, in-process
+//	cluster := etcdtest.Start(t, etcdtest.WithSize(3)) // three processes
 func Start(tb testing.TB, opts ...func(*Options)) *Cluster {
 	tb.Helper()
 	return testserver.StartForTest(tb, "etcdtest", StartCluster, opts)
@@ -101,9 +101,9 @@ func Start(tb testing.TB, opts ...func(*Options)) *Cluster {
 // RunTests is for a package's TestMain: it starts a cluster, stores it in
 // *c, runs the tests and closes the cluster, returning the exit code.
 //
-//	var etcd *etcdtest.Cluster
+//	var cluster *etcdtest.Cluster
 //
-//	func TestMain(m *testing.M) { os.Exit(etcdtest.RunTests(m, &etcd)) }
+//	func TestMain(m *testing.M) { os.Exit(etcdtest.RunTests(m, &cluster)) }
 func RunTests(m interface{ Run() int }, c **Cluster, opts ...func(*Options)) int {
 	return testserver.RunTests(m, c, "etcdtest", StartCluster, opts)
 }
