@@ -38,9 +38,9 @@ var (
 
 // fieldBackends are the backends a [Config] names by a field of its own,
 // and the package that serves each.
-var fieldBackends = map[string]struct{ what, pkg string }{
-	BackendZooKeeper: {"a ZooKeeper ensemble", "regcenter/zookeeper"},
-	BackendEtcd:      {"an etcd cluster", "regcenter/etcd"},
+var fieldBackends = map[string]string{
+	BackendZooKeeper: "regcenter/zookeeper",
+	BackendEtcd:      "regcenter/etcd",
 }
 
 // RegisterBackend makes [Open] use fn for the configs whose fields name
@@ -95,20 +95,20 @@ func (c Config) opener() (Opener, error) {
 		fn, _ := opener(u.Scheme) // and found it
 		return fn, nil
 	}
-	backend, field := BackendZooKeeper, "servers"
+	backend, field, what := BackendZooKeeper, "servers", "a ZooKeeper ensemble"
 	switch {
 	case len(c.Etcd) > 0:
-		backend, field = BackendEtcd, "etcd"
+		backend, field, what = BackendEtcd, "etcd", "an etcd cluster"
 	case c.EmbeddedDir != "":
-		backend, field = BackendEtcd, "embeddedDir"
+		backend, field, what = BackendEtcd, "embeddedDir", "an embedded etcd member"
 	}
 	openersMu.RLock()
 	fn, ok := backends[backend]
 	openersMu.RUnlock()
 	if !ok {
-		b := fieldBackends[backend]
+		pkg := fieldBackends[backend]
 		return nil, fmt.Errorf("%w: %s names %s, but package %s is not linked into this program: import _ \"github.com/shardjob/shardjob/%s\"",
-			ErrInvalidConfig, field, b.what, b.pkg, b.pkg)
+			ErrInvalidConfig, field, what, pkg, pkg)
 	}
 	return fn, nil
 }

@@ -68,7 +68,7 @@ func TestBackendNotLinked(t *testing.T) {
 	}{
 		{regcenter.Config{Servers: []string{"127.0.0.1:1"}}, `servers names a ZooKeeper ensemble, but package regcenter/zookeeper is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/zookeeper"`},
 		{regcenter.Config{Etcd: []string{"127.0.0.1:1"}}, `etcd names an etcd cluster, but package regcenter/etcd is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/etcd"`},
-		{regcenter.Config{EmbeddedDir: t.TempDir()}, `import _ "github.com/shardjob/shardjob/regcenter/etcd"`},
+		{regcenter.Config{EmbeddedDir: t.TempDir()}, `embeddedDir names an embedded etcd member, but package regcenter/etcd is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/etcd"`},
 	} {
 		if err := tc.cfg.Validate(); err != nil {
 			t.Errorf("%v: Validate = %v, want valid", tc.cfg, err)
