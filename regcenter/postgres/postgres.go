@@ -87,7 +87,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -957,26 +956,7 @@ func (c *Center) Delete(ctx context.Context, p string, version int32) error {
 // DeleteTree removes a node and everything below it, deepest first. A
 // missing node is not an error.
 func (c *Center) DeleteTree(ctx context.Context, p string) error {
-	kids, err := c.Children(ctx, p)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := c.DeleteTree(ctx, path.Join(p, k)); err != nil {
-			return err
-		}
-	}
-	err = c.Delete(ctx, p, -1)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil
-	}
-	if errors.Is(err, regcenter.ErrNotEmpty) { // a child appeared meanwhile
-		return c.DeleteTree(ctx, p)
-	}
-	return err
+	return backend.DeleteTree(ctx, c, p)
 }
 
 // Multi applies ops atomically, in order, as one statement in one
