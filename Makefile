@@ -39,7 +39,7 @@ test-rest:
 # copies): the job package's cluster tests (placement, caps, drain, health, records written behind,
 # ranges, failover, flags, triggers) with SHARDJOB_TEST_REGISTRY=etcd, the
 # dispatcher's registry leases, the CLI and the console's API. The etcd
-# members run inside the test binaries: no install. The regcenter and
+# members run inside the test binaries: no install. The regcenter/etcd and
 # jobfile etcd tests already run in ./... above. The books' property test
 # runs 15 of its random sequences here (30 on ZooKeeper above; each run
 # draws a new seed, and make test-books runs 500).

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
@@ -26,7 +27,7 @@ const (
 
 // reshardInst is one in-process instance: its own session and scheduler.
 type reshardInst struct {
-	rc    *regcenter.ZooKeeper
+	rc    *zookeeper.Center
 	sched *job.Scheduler
 }
 
@@ -100,7 +101,7 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 	start := func(ctx context.Context, i int) error {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
-		rc, err := regcenter.NewZooKeeper(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(b.sdkLog()))
+		rc, err := zookeeper.Open(cctx, regcenter.Config{Servers: b.zk.Servers(), Namespace: ns}, regcenter.WithLogger(b.sdkLog()))
 		if err != nil {
 			return err
 		}

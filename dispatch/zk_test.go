@@ -8,9 +8,11 @@ import (
 
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // regcenter.Open serves Config.Etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // regcenter.Open serves Config.Servers
 )
 
 // TestRegistrySessionEndFreesTasksAtOnce: with a regcenter, on ZooKeeper,

@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(zktest.RunTests(m, &zk)) }
 
 type candidate struct {
 	id      string
-	rc      *regcenter.ZooKeeper
+	rc      *zookeeper.Center
 	e       *election.Election
 	leading atomic.Bool
 }
@@ -29,7 +30,7 @@ func newCandidate(t *testing.T, ns, id string, servers []string) *candidate {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 2 * time.Second})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: servers, Namespace: ns, SessionTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // Two candidates, each on its own session, compete for a job's leadership:
@@ -23,8 +24,8 @@ func Example() {
 	quiet := slog.New(slog.DiscardHandler)
 
 	events := make(chan string, 8)
-	candidate := func(id string) (*regcenter.ZooKeeper, *election.Election) {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns}, regcenter.WithLogger(quiet))
+	candidate := func(id string) (*zookeeper.Center, *election.Election) {
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns}, regcenter.WithLogger(quiet))
 		if err != nil {
 			panic(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // The job's leader queues the unfinished items of an instance that left;
@@ -21,8 +22,8 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ns := fmt.Sprintf("fo%d-example", os.Getpid())
-	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns},
+	connect := func() *zookeeper.Center {
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns},
 			regcenter.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			panic(err)

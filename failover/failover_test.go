@@ -12,17 +12,18 @@ import (
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
 
 func TestMain(m *testing.M) { os.Exit(zktest.RunTests(m, &zk)) }
 
-func session(t *testing.T, ns string) *regcenter.ZooKeeper {
+func session(t *testing.T, ns string) *zookeeper.Center {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestClaimIsExclusiveAndHandedOnWhenTheClaimerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	const racers = 8
-	rcs := make([]*regcenter.ZooKeeper, racers)
+	rcs := make([]*zookeeper.Center, racers)
 	for i := range rcs {
 		rcs[i] = session(t, ns)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // rawDB opens cfg's database directly, as another program would.
@@ -174,7 +175,7 @@ func TestOutputOfARealRun(t *testing.T) {
 	eachDB(t, func(t *testing.T, cfg Config) {
 		ctx := testCtx(t)
 		rec := open(t, cfg)
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("histout%d", time.Now().UnixNano()), SessionTimeout: 4 * time.Second},
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("histout%d", time.Now().UnixNano()), SessionTimeout: 4 * time.Second},
 			regcenter.WithLogger(testlog.Logger(t)))
 		if err != nil {
 			t.Fatal(err)

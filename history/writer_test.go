@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // TestDropReportOncePerInterval drives the drop report with a clock of
@@ -215,7 +216,7 @@ func clusterDown(t *testing.T, cfg Config, stop, start func()) {
 		c.Logger, lines = captureLogger(t)
 		rec := open(t, c)
 		nodes = append(nodes, node{rec, lines})
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second},
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second},
 			regcenter.WithLogger(testlog.Logger(t)))
 		if err != nil {
 			t.Fatal(err)

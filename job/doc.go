@@ -7,6 +7,8 @@
 // sharding items, a sharding strategy, failover and misfire policies — and
 // adds it to a [Scheduler] built on a [regcenter.Center]:
 //
+//	import _ "github.com/shardjob/shardjob/regcenter/zookeeper" // or regcenter/etcd: the registry's package
+//
 //	rc, err := regcenter.Open(ctx, regcenter.Config{Servers: []string{"zk1:2181"}, Namespace: "billing"}) // or Etcd: ...
 //	s, err := job.NewScheduler(rc, job.WithServerID("billing-7"))
 //	err = s.Add(ctx, job.Config{Name: "invoices", Cron: "0 */5 * * * *", ShardingTotalCount: 8}, myJob)

@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // ExampleScheduler wires a scheduler end to end: a ZooKeeper started with
@@ -28,7 +29,7 @@ func ExampleScheduler() {
 	}
 	defer zk.Close()
 
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -252,7 +253,7 @@ func ExampleWithListener() {
 			}
 		},
 	}
-	var rc *regcenter.ZooKeeper // from regcenter.NewZooKeeper
+	var rc *zookeeper.Center // from zookeeper.Open
 	sched, err := job.NewScheduler(rc, job.WithServerID("10.0.0.5"), job.WithListener(audit))
 	if err != nil {
 		fmt.Println(err)
@@ -266,7 +267,7 @@ func ExampleWithListener() {
 // that they start at the fire's time itself; a lead of 0 claims at the
 // fire's time. Leads over 10s are refused.
 func ExampleWithFireLead() {
-	var rc *regcenter.ZooKeeper // from regcenter.NewZooKeeper
+	var rc *zookeeper.Center // from zookeeper.Open
 	if _, err := job.NewScheduler(rc, job.WithServerID("10.0.0.5"), job.WithFireLead(0)); err != nil {
 		fmt.Println(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	etcdcenter "github.com/shardjob/shardjob/regcenter/etcd"
 )
 
 // garbageRounds are the values written into a live job's nodes, a round
@@ -35,7 +36,7 @@ func garbageRounds() [][][]byte {
 // rawWriter writes values straight into registry nodes, as a hostile
 // operator or another program would: on etcd with a plain etcd client,
 // past the center, into the key that holds the node (R n/<depth>/<path>,
-// see regcenter/etcd.go), keeping the key's lease; on ZooKeeper with Set.
+// see regcenter/etcd), keeping the key's lease; on ZooKeeper with Set.
 type rawWriter struct {
 	t   *testing.T
 	ns  string
@@ -45,7 +46,7 @@ type rawWriter struct {
 
 func newRawWriter(t *testing.T, ns string) *rawWriter {
 	w := &rawWriter{t: t, ns: ns, obs: observer(t, ns)}
-	if e, ok := w.obs.(*regcenter.Etcd); ok {
+	if e, ok := w.obs.(*etcdcenter.Center); ok {
 		w.cli = e.Client()
 	}
 	return w

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // coverCount counts the executions that cover item's fire f: its own run,
@@ -66,10 +67,10 @@ func TestWipedZooKeeperFiresAgain(t *testing.T) {
 	back := time.Now()
 	fires := rec.waitFires(t, back, 3, 4, 60*time.Second)
 	t.Logf("first complete fire %v after the wiped ensemble served again (session timeout %v)",
-		fires[0].Sub(back).Round(time.Millisecond), a.rc.(*regcenter.ZooKeeper).SessionTimeout())
+		fires[0].Sub(back).Round(time.Millisecond), a.rc.(*zookeeper.Center).SessionTimeout())
 
 	// The job's tree is back: its config and both servers' status nodes.
-	obs, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "wiped"})
+	obs, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "wiped"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/shardjob/shardjob/jobtype/httpjob"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
@@ -98,7 +99,7 @@ func TestAddBindsGoJobsByName(t *testing.T) {
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
+	rc, err := zookeeper.Open(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestAddBindsGoJobsByName(t *testing.T) {
 
 type instance struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    *zookeeper.Center
 	sched *job.Scheduler
 }
 
@@ -150,7 +151,7 @@ func start(t *testing.T, f *jobfile.File, id, stateDir string) *instance {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := f.Regcenter
-	rc, err := regcenter.NewZooKeeper(ctx, cfg, regcenter.WithLogger(testlog.Logger(t)))
+	rc, err := zookeeper.Open(ctx, cfg, regcenter.WithLogger(testlog.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +583,7 @@ func TestDataflowJobShardedAcrossInstances(t *testing.T) {
 `)
 	for _, id := range []string{"f1", "f2"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		rc, err := regcenter.NewZooKeeper(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
+		rc, err := zookeeper.Open(ctx, f.Regcenter, regcenter.WithLogger(testlog.Logger(t)))
 		if err != nil {
 			cancel()
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobfile"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // jobfile.Run opens etcd through regcenter.Open
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 

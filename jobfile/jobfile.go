@@ -507,7 +507,10 @@ type RunOptions struct {
 // cleanly (running items finish, or are stopped at ShutdownTimeout) and
 // closes its registry session. It connects to the registry f's regcenter
 // section names (ZooKeeper, etcd, an embedded member or PostgreSQL),
-// through [regcenter.Open] or o.Open.
+// through [regcenter.Open] or o.Open, so the program must import that
+// registry's package (regcenter/zookeeper, regcenter/etcd,
+// regcenter/embedded, regcenter/postgres; `shardjob run` imports them
+// all), which this package does not link.
 //
 // With f.Tracing (the file's tracing section) the scheduler gets a tracer
 // provider of its own (see Tracing.NewTracerProvider) that traces the

@@ -16,6 +16,7 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // chainGraph is GET /chains as a client reads it.
@@ -69,7 +70,7 @@ func TestChainsJSON(t *testing.T) {
 	ns := fmt.Sprintf("chains%d-%d", os.Getpid(), httpNS.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

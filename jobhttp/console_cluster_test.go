@@ -13,6 +13,7 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // consoleCluster is two instances (a1, a2) running jobs, and the handler
@@ -21,7 +22,7 @@ import (
 type consoleCluster struct {
 	t   *testing.T
 	ns  string
-	rc  *regcenter.ZooKeeper
+	rc  *zookeeper.Center
 	srv *httptest.Server
 	// console is the console's URL.
 	console string
@@ -44,8 +45,8 @@ func newConsoleCluster(t *testing.T, opts jobhttp.Options, setup consoleSetup, j
 	cc := &consoleCluster{t: t, ns: fmt.Sprintf("console%d-%d", os.Getpid(), httpNS.Add(1)), runs: map[string]map[job.Kind]int{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: cc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
+	connect := func() *zookeeper.Center {
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: cc.ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(testLogger(t)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // regcenter.Open serves Config.Etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 

@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // ExampleNewHandler mounts the handler next to an application's other
@@ -33,7 +34,7 @@ func ExampleNewHandler() {
 	}
 	defer zk.Close()
 
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
 	if err != nil {
 		fmt.Println(err)
 		return

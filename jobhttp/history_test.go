@@ -20,6 +20,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // historyServer serves a handler with (or without) a recorder holding 30
@@ -37,7 +38,7 @@ func historyServerWith(t *testing.T, withHistory bool, opts jobhttp.Options) (*h
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("hist%d", httpNS.Add(1))},
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: fmt.Sprintf("hist%d", httpNS.Add(1))},
 		regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)

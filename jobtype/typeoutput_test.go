@@ -19,6 +19,7 @@ import (
 	"github.com/shardjob/shardjob/jobtype/script"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // regcenter.Open serves Config.Servers
 )
 
 // TestJobTypesRecordTheirOutput runs a script job and an HTTP job under a

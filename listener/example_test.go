@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // Funcs turns two functions into a Listener, for job.WithListener: here,
@@ -73,7 +74,7 @@ func (oncePerFire) AfterFire(_ context.Context, f listener.Fire) error {
 func ExampleNewGuarantee() {
 	// A guarantee needs the job's connected center; its argument checks
 	// come before any use of it, so a nil *ZooKeeper stands for one here.
-	var rc regcenter.Center = (*regcenter.ZooKeeper)(nil)
+	var rc regcenter.Center = (*zookeeper.Center)(nil)
 	_, err := listener.NewGuarantee(rc, "reports/daily", oncePerFire{}, 0, nil)
 	fmt.Println(err)
 	_, err = listener.NewGuarantee(rc, "report", oncePerFire{}, -time.Second, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 type nopHooks struct{}
@@ -19,7 +20,7 @@ func (nopHooks) AfterFire(context.Context, listener.Fire) error  { return nil }
 func TestNewGuaranteeRefusesBadArguments(t *testing.T) {
 	// The checks come before any use of the center: a typed nil stands
 	// for one.
-	var zk *regcenter.ZooKeeper
+	var zk *zookeeper.Center
 	for _, c := range []struct {
 		name    string
 		rc      regcenter.Center

@@ -22,6 +22,7 @@ import (
 	"github.com/shardjob/shardjob/metrics"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zk *zktest.Cluster
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) { os.Exit(zktest.RunTests(leakcheck.Checked(m), &zk)
 // scheduler, metrics and HTTP endpoint.
 type node struct {
 	id    string
-	rc    *regcenter.ZooKeeper
+	rc    *zookeeper.Center
 	sched *job.Scheduler
 	srv   *httptest.Server
 }
@@ -42,7 +43,7 @@ func startNode(t *testing.T, ns, id string, jobs map[string]job.Config, run func
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	log := testlog.Logger(t).With("instance", id)
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(log))
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second}, regcenter.WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package regcenter
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -12,26 +11,107 @@ import (
 	"time"
 )
 
-// What a Center implemented in another package needs from this one, so
-// that a backend whose client library is large (PostgreSQL's pgx) lives in
-// a package of its own, linked only by the programs that import it:
+// What a Center implemented in another package needs from this one. Every
+// backend is a package of its own (regcenter/zookeeper, regcenter/etcd,
+// regcenter/postgres), linked only by the programs that import it, so that
+// this package links no registry's client:
 //
-//   - a registry of URL schemes ([RegisterOpener]), through which [Open]
-//     reaches such a backend when [Config.URL] names it;
+//   - a registry of backends, through which [Open] reaches the one a
+//     [Config] names: by a field of its own ([RegisterBackend]: Servers for
+//     ZooKeeper, Etcd or EmbeddedDir for etcd) or by the scheme of
+//     [Config.URL] ([RegisterOpener]);
 //   - the options an [Option] carries ([ResolveOptions]);
-//   - the session bookkeeping every center here shares ([SessionKeeper]):
+//   - the session bookkeeping every center shares ([SessionKeeper]):
 //     the current [Session], its fencing lease on the monotonic clock, and
 //     the SessionSuspended, SessionReconnected, SessionLost and SessionNew
 //     events delivered in order.
 
-// Opener connects to the registry a [Config] with [Config.URL] set names,
-// for [Open]. cfg has passed [Config.Validate].
+// Opener connects to the registry a [Config] names, for [Open]. cfg has
+// passed [Config.Validate].
 type Opener func(ctx context.Context, cfg Config, opts ...Option) (Center, error)
 
 var (
 	openersMu sync.RWMutex
-	openers   = map[string]Opener{}
+	openers   = map[string]Opener{} // by URL scheme
+	backends  = map[string]Opener{} // by the backend a field of Config names
 )
+
+// fieldBackends are the backends a [Config] names by a field of its own,
+// and the package that serves each.
+var fieldBackends = map[string]string{
+	BackendZooKeeper: "regcenter/zookeeper",
+	BackendEtcd:      "regcenter/etcd",
+}
+
+// RegisterBackend makes [Open] use fn for the configs whose fields name
+// backend: [BackendZooKeeper] for Config.Servers, [BackendEtcd] for
+// Config.Etcd and Config.EmbeddedDir. Packages regcenter/zookeeper and
+// regcenter/etcd call it from their init, so that importing one, for its
+// side effect if the program opens registries only through Open, links
+// that registry. Registering a backend twice, a nil fn, or a backend that
+// no field of Config names panics.
+func RegisterBackend(backend string, fn Opener) {
+	openersMu.Lock()
+	defer openersMu.Unlock()
+	if _, ok := fieldBackends[backend]; !ok {
+		panic("regcenter: RegisterBackend of " + backend + ", which no field of Config names (a URL scheme is registered with RegisterOpener)")
+	}
+	if fn == nil {
+		panic("regcenter: RegisterBackend of a nil opener for " + backend)
+	}
+	if _, dup := backends[backend]; dup {
+		panic("regcenter: RegisterBackend called twice for " + backend)
+	}
+	backends[backend] = fn
+}
+
+// Open connects to the registry cfg names, through the backend package
+// linked into the program for it: ZooKeeper when cfg.Servers is set
+// (package regcenter/zookeeper), etcd when cfg.Etcd or cfg.EmbeddedDir is
+// (package regcenter/etcd), and the backend registered for the scheme of
+// cfg.URL when that is set ([RegisterOpener]; postgres:// is package
+// regcenter/postgres). A program imports the packages of the registries
+// it offers, for their side effect if it only calls Open:
+//
+//	import _ "github.com/shardjob/shardjob/regcenter/zookeeper"
+//
+// A config that names a registry whose package is not linked fails with
+// [ErrInvalidConfig] naming the import to add.
+func Open(ctx context.Context, cfg Config, opts ...Option) (Center, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	fn, err := cfg.opener()
+	if err != nil {
+		return nil, err
+	}
+	return fn(ctx, cfg, opts...)
+}
+
+// opener returns the opener of the registry c names; c is valid.
+func (c Config) opener() (Opener, error) {
+	if c.URL != "" {
+		u, _ := url.Parse(c.URL)  // Validate parsed it
+		fn, _ := opener(u.Scheme) // and found it
+		return fn, nil
+	}
+	backend, field, what := BackendZooKeeper, "servers", "a ZooKeeper ensemble"
+	switch {
+	case len(c.Etcd) > 0:
+		backend, field, what = BackendEtcd, "etcd", "an etcd cluster"
+	case c.EmbeddedDir != "":
+		backend, field, what = BackendEtcd, "embeddedDir", "an embedded etcd member"
+	}
+	openersMu.RLock()
+	fn, ok := backends[backend]
+	openersMu.RUnlock()
+	if !ok {
+		pkg := fieldBackends[backend]
+		return nil, fmt.Errorf("%w: %s names %s, but package %s is not linked into this program: import _ \"github.com/shardjob/shardjob/%s\"",
+			ErrInvalidConfig, field, what, pkg, pkg)
+	}
+	return fn, nil
+}
 
 // RegisterOpener makes [Open] use fn for a [Config.URL] whose scheme is
 // scheme (case-insensitive, e.g. "postgres"). A backend package calls it
@@ -112,17 +192,6 @@ func redactURL(u string) string {
 	return p.Redacted()
 }
 
-// ResolveOptions returns what opts set: the logger (slog.Default() when
-// none is given) and the TLS config of [WithTLSConfig] (nil when none is).
-// Backends in other packages read their options with it.
-func ResolveOptions(opts ...Option) (logger *slog.Logger, tlsCfg *tls.Config) {
-	o := options{logger: slog.Default()}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o.logger, o.tls
-}
-
 // LeaseClock is what a [SessionKeeper] asks its center about the fencing
 // lease of the current session, on the monotonic clock.
 type LeaseClock interface {
@@ -139,14 +208,6 @@ type LeaseClock interface {
 	// Backend names the registry for messages ("PostgreSQL").
 	Backend() string
 }
-
-// clockAdapter lets a LeaseClock serve as a Session's leaseClock.
-type clockAdapter struct{ c LeaseClock }
-
-func (a clockAdapter) leaseLeft() time.Duration     { return a.c.LeaseLeft() }
-func (a clockAdapter) sinceRead() time.Duration     { return a.c.SinceRead() }
-func (a clockAdapter) leaseDuration() time.Duration { return a.c.LeaseDuration() }
-func (a clockAdapter) backend() string              { return a.c.Backend() }
 
 // SessionChange is what [SessionKeeper.Established] did.
 type SessionChange int
@@ -176,7 +237,7 @@ func NewSessionKeeper(log *slog.Logger, backend string, clock LeaseClock) *Sessi
 	if log == nil {
 		log = slog.Default()
 	}
-	return &SessionKeeper{h: newSessionHub(log, backend, clockAdapter{clock})}
+	return &SessionKeeper{h: newSessionHub(log, backend, clock)}
 }
 
 // Established records that the server holds a live session with id: the
@@ -202,6 +263,13 @@ func (k *SessionKeeper) Lose(cause error) { k.h.lose(cause) }
 // Lapse ends s if it is the current, live session and the lease clock
 // says its lease ran out; what names the silence ("no heartbeat answered").
 func (k *SessionKeeper) Lapse(s *Session, what string) { k.h.lapse(s, what) }
+
+// Revive starts a new session on s's id when s is still the current
+// session and the keeper is not closed: s ended because its lease lapsed
+// here, and a round trip has since proved that the server still holds the
+// session. It reports whether it did; the new session is announced as
+// SessionNew, since whatever s owned was stopped when it ended.
+func (k *SessionKeeper) Revive(s *Session) bool { return k.h.revive(s) }
 
 // Close marks the keeper closed and ends the current session with
 // [ErrClosed]. It returns that session and false when already closed.

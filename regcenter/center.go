@@ -2,8 +2,6 @@ package regcenter
 
 import (
 	"context"
-	"errors"
-	"path"
 	"time"
 )
 
@@ -248,30 +246,4 @@ func (s Stats) Total() int64 { return s.Reads + s.Writes + s.Multis + s.Watches 
 func (s Stats) Sub(o Stats) Stats {
 	return Stats{Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Multis: s.Multis - o.Multis, Watches: s.Watches - o.Watches,
 		WriteOps: s.WriteOps - o.WriteOps, Errors: s.Errors - o.Errors, Backend: s.Backend}
-}
-
-// deleteTree removes p and its descendants from c, deepest first, with
-// c's own Children and Delete: a node already gone is no error, and a
-// child created meanwhile is removed on the next pass.
-func deleteTree(ctx context.Context, c Center, p string) error {
-	kids, err := c.Children(ctx, p)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := deleteTree(ctx, c, path.Join(p, k)); err != nil {
-			return err
-		}
-	}
-	err = c.Delete(ctx, p, -1)
-	if errors.Is(err, ErrNoNode) {
-		return nil
-	}
-	if errors.Is(err, ErrNotEmpty) { // a child appeared meanwhile
-		return deleteTree(ctx, c, p)
-	}
-	return err
 }

@@ -12,11 +12,13 @@ import (
 // Servers, Etcd, EmbeddedDir and URL must be set. Every other field has a default, stated per field,
 // that [Config.WithDefaults] fills in and [Config.Validate] checks.
 type Config struct {
-	// Servers lists the ZooKeeper members as host:port. Set Servers or
-	// Etcd, not both.
+	// Servers lists the ZooKeeper members as host:port, for a center on
+	// ZooKeeper (package regcenter/zookeeper, which [Open] needs linked).
+	// Set Servers or Etcd, not both.
 	Servers []string `yaml:"servers" json:"servers"`
 	// Etcd lists the etcd cluster's client endpoints as host:port, for a
-	// center on etcd ([NewEtcd], [Open]). Set Servers or Etcd, not both.
+	// center on etcd (package regcenter/etcd, which [Open] needs linked).
+	// Set Servers or Etcd, not both.
 	// On etcd, Digest and DigestFile hold etcd's user:password and the TLS
 	// fields apply to the client endpoints; SessionTimeout is the lease's
 	// TTL, rounded up to whole seconds.
@@ -47,7 +49,7 @@ type Config struct {
 	// may negotiate it into its [minSessionTimeout, maxSessionTimeout].
 	// Default 10s.
 	SessionTimeout time.Duration `yaml:"sessionTimeout" json:"sessionTimeout"`
-	// ConnectTimeout bounds how long NewZooKeeper waits for the first
+	// ConnectTimeout bounds how long a constructor waits for the first
 	// session. Default 5s.
 	ConnectTimeout time.Duration `yaml:"connectTimeout" json:"connectTimeout"`
 	// BaseSleep is the first backoff between retries of a request that
@@ -76,7 +78,7 @@ type Config struct {
 	// others can read it (a command line shows in ps).
 	Digest string `yaml:"digest" json:"digest"`
 	// DigestFile names a file holding the digest ("user:password"), read
-	// when NewZooKeeper connects; one trailing newline is trimmed. A
+	// when the center connects; one trailing newline is trimmed. A
 	// missing, unreadable, empty or malformed file fails the connect with
 	// [ErrInvalidConfig] naming the file, never its contents. Default
 	// empty. Set Digest or DigestFile, not both.

@@ -74,7 +74,7 @@ func (g *groupCommit) Multi(ctx context.Context, ops ...Op) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p := &pendingMulti{ops: ops, bytes: opsBytes(ops), note: make(chan error, 1)}
+	p := &pendingMulti{ops: ops, bytes: MultiBytes(ops...), note: make(chan error, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if !g.busy {
@@ -189,20 +189,6 @@ func (g *groupCommit) commit(group []*pendingMulti) {
 		}()
 	}
 	wg.Wait()
-}
-
-func opsBytes(ops []Op) int {
-	n := 0
-	for _, op := range ops {
-		switch o := op.(type) {
-		case CreateOp:
-			n += len(o.Data)
-		case SetOp:
-			n += len(o.Data)
-		}
-		n += len(op.path()) + multiOpOverhead
-	}
-	return n
 }
 
 // SessionTimeout is the wrapped center's session timeout, when it has one

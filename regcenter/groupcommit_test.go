@@ -38,7 +38,13 @@ func newGated(z regcenter.Center) *gated {
 // waitQueued waits until n calls wait in g's queue.
 func waitQueued(t *testing.T, g regcenter.Center, n int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() bool { return regcenter.QueuedMultis(g) >= n })
+	deadline := time.Now().Add(10 * time.Second)
+	for regcenter.QueuedMultis(g) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued after 10s, want %d", regcenter.QueuedMultis(g), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func runConcurrently(n int, f func(i int) error) []error {
@@ -56,7 +62,7 @@ func runConcurrently(n int, f func(i int) error) []error {
 }
 
 func TestGroupCommitSendsCallsMadeMeanwhileAsOneTransaction(t *testing.T) {
-	z := connect(t, regcenter.Config{})
+	z := connect(t)
 	c := ctx(t)
 	gate := newGated(z)
 	g := regcenter.GroupCommit(gate)
@@ -98,7 +104,7 @@ func TestGroupCommitSendsCallsMadeMeanwhileAsOneTransaction(t *testing.T) {
 // is then sent alone, so the others apply and the failing one gets the
 // error a Multi of its own ops gives: the index within its ops.
 func TestGroupCommitFailureIsTheFailingCallsAlone(t *testing.T) {
-	z := connect(t, regcenter.Config{})
+	z := connect(t)
 	c := ctx(t)
 	if _, err := z.Create(c, "/taken", nil, regcenter.Persistent); err != nil {
 		t.Fatal(err)
@@ -146,7 +152,7 @@ func TestGroupCommitFailureIsTheFailingCallsAlone(t *testing.T) {
 // A call whose context ends while it waits returns at once, and its ops
 // are never sent; the calls behind it still go.
 func TestGroupCommitCallAbandonedWhileQueuedIsNotSent(t *testing.T) {
-	z := connect(t, regcenter.Config{})
+	z := connect(t)
 	c := ctx(t)
 	gate := newGated(z)
 	g := regcenter.GroupCommit(gate)

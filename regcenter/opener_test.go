@@ -54,3 +54,54 @@ func TestURLRules(t *testing.T) {
 		t.Errorf("Open did not use the registered opener: %v", err)
 	}
 }
+
+// A config whose fields name ZooKeeper or etcd is valid whether or not the
+// program links that registry's package (a scheduler validates configs it
+// never opens), and Open, in a program that does not link it, says which
+// import is missing, before anything is dialled. This test binary links
+// regcenter/zookeeper (for GroupCommit's tests) and not regcenter/etcd.
+func TestBackendNotLinked(t *testing.T) {
+	defer regcenter.UnlinkBackend(regcenter.BackendZooKeeper)()
+	for _, tc := range []struct {
+		cfg  regcenter.Config
+		says string
+	}{
+		{regcenter.Config{Servers: []string{"127.0.0.1:1"}}, `servers names a ZooKeeper ensemble, but package regcenter/zookeeper is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/zookeeper"`},
+		{regcenter.Config{Etcd: []string{"127.0.0.1:1"}}, `etcd names an etcd cluster, but package regcenter/etcd is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/etcd"`},
+		{regcenter.Config{EmbeddedDir: t.TempDir()}, `embeddedDir names an embedded etcd member, but package regcenter/etcd is not linked into this program: import _ "github.com/shardjob/shardjob/regcenter/etcd"`},
+	} {
+		if err := tc.cfg.Validate(); err != nil {
+			t.Errorf("%v: Validate = %v, want valid", tc.cfg, err)
+		}
+		_, err := regcenter.Open(context.Background(), tc.cfg)
+		if !errors.Is(err, regcenter.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%v: Open = %v, want ErrInvalidConfig saying %q", tc.cfg, err, tc.says)
+		}
+	}
+}
+
+// RegisterBackend takes only the backends a field of Config names, once
+// each.
+func TestRegisterBackendRules(t *testing.T) {
+	open := func(context.Context, regcenter.Config, ...regcenter.Option) (regcenter.Center, error) {
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		name    string
+		backend string
+		fn      regcenter.Opener
+	}{
+		{"a URL's backend", regcenter.BackendPostgres, open},
+		{"a nil opener", regcenter.BackendEtcd, nil},
+		{"a second ZooKeeper", regcenter.BackendZooKeeper, open}, // the package is linked here
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: RegisterBackend did not panic", tc.name)
+				}
+			}()
+			regcenter.RegisterBackend(tc.backend, tc.fn)
+		}()
+	}
+}

@@ -22,20 +22,8 @@ type Session struct {
 	gen    uint64
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	z      leaseClock
+	clock  LeaseClock // the center's, whose lease every session reports on
 }
-
-// leaseClock is what a Session asks its center about its lease: how long
-// since the server last provably heard from it, and for how long that
-// proves it live. *ZooKeeper and *Etcd implement it.
-type leaseClock interface {
-	leaseLeft() time.Duration
-	sinceRead() time.Duration
-	leaseDuration() time.Duration
-	backend() string
-}
-
-func (z *ZooKeeper) backend() string { return "ZooKeeper" }
 
 // ID returns ZooKeeper's session id, or the etcd lease id: the ephemeral
 // owner of nodes this session creates.
@@ -65,8 +53,8 @@ func (s *Session) Check() error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	if left := s.z.leaseLeft(); left <= 0 {
-		return fmt.Errorf("%w: no word from %s for %v (lease %v)", ErrSessionLost, s.z.backend(), s.z.sinceRead().Round(time.Millisecond), s.z.leaseDuration())
+	if left := s.clock.LeaseLeft(); left <= 0 {
+		return fmt.Errorf("%w: no word from %s for %v (lease %v)", ErrSessionLost, s.clock.Backend(), s.clock.SinceRead().Round(time.Millisecond), s.clock.LeaseDuration())
 	}
 	return nil
 }

@@ -11,22 +11,21 @@ import (
 
 // sessionHub is a center's session state and its listeners: the current
 // [Session], whether it is suspended, whether the center is closed, and the
-// session events waiting for the listeners. Both centers keep their
-// sessions in one; what tells them a session started, was suspended or
-// ended differs (ZooKeeper's connection events, etcd's keepalives), what
-// follows does not.
+// session events waiting for the listeners. Every center keeps its
+// sessions in one, through a [SessionKeeper]; what tells it a session
+// started, was suspended or ended differs (ZooKeeper's connection events,
+// etcd's keepalives, PostgreSQL's heartbeats), what follows does not.
 //
 // Session contexts are cancelled synchronously, under the hub's lock;
 // listeners hear of each change on notifyLoop's goroutine, in order, so
 // they may call back into the center.
 type sessionHub struct {
 	log   *slog.Logger
-	name  string     // the backend, for logs: BackendZooKeeper or BackendEtcd
-	clock leaseClock // the center, whose lease every session reports on
+	name  string     // the backend, for logs: a Backend... name
+	clock LeaseClock // the center's, whose lease every session reports on
 
-	firstSess chan struct{} // closed at the first session
-	signal    chan struct{} // events are queued
-	wakeDog   chan struct{} // the watchdog should look again
+	signal  chan struct{} // events are queued
+	wakeDog chan struct{} // the watchdog should look again
 
 	mu         sync.Mutex
 	session    *Session
@@ -38,12 +37,11 @@ type sessionHub struct {
 	sessEvents []SessionEvent
 }
 
-func newSessionHub(log *slog.Logger, name string, clock leaseClock) *sessionHub {
+func newSessionHub(log *slog.Logger, name string, clock LeaseClock) *sessionHub {
 	return &sessionHub{
 		log:       log,
 		name:      name,
 		clock:     clock,
-		firstSess: make(chan struct{}),
 		signal:    make(chan struct{}, 1),
 		wakeDog:   make(chan struct{}, 1),
 		listeners: map[int]func(SessionEvent){},
@@ -72,9 +70,6 @@ func (h *sessionHub) closing() bool {
 	defer h.mu.Unlock()
 	return h.closed
 }
-
-// first is closed when the first session starts.
-func (h *sessionHub) first() <-chan struct{} { return h.firstSess }
 
 // wakeups receives when the watchdog should look at the session again.
 func (h *sessionHub) wakeups() <-chan struct{} { return h.wakeDog }
@@ -117,7 +112,6 @@ func (h *sessionHub) established(id int64) sessionChange {
 	switch {
 	case cur == nil:
 		h.startLocked(id)
-		close(h.firstSess)
 		return sessionFirst
 	case cur.id == id && cur.ctx.Err() == nil:
 		if h.suspended {
@@ -159,7 +153,7 @@ func (h *sessionHub) suspend(msg string, attrs ...any) {
 	}
 	h.suspended = true
 	args := append([]any{"session", s.String()}, attrs...)
-	args = append(args, "lease_left", h.clock.leaseLeft().Round(time.Millisecond))
+	args = append(args, "lease_left", h.clock.LeaseLeft().Round(time.Millisecond))
 	h.log.Warn(msg, args...)
 	h.emitLocked(SessionEvent{Type: SessionSuspended, Session: s})
 }
@@ -178,8 +172,8 @@ func (h *sessionHub) lose(cause error) {
 func (h *sessionHub) lapse(s *Session, what string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.session == s && s.ctx.Err() == nil && h.clock.leaseLeft() <= 0 {
-		h.loseLocked(s, fmt.Errorf("%w: %s for %v (lease %v)", ErrSessionLost, what, h.clock.sinceRead().Round(time.Millisecond), h.clock.leaseDuration()))
+	if h.session == s && s.ctx.Err() == nil && h.clock.LeaseLeft() <= 0 {
+		h.loseLocked(s, fmt.Errorf("%w: %s for %v (lease %v)", ErrSessionLost, what, h.clock.SinceRead().Round(time.Millisecond), h.clock.LeaseDuration()))
 	}
 }
 
@@ -202,7 +196,7 @@ func (h *sessionHub) close() (*Session, bool) {
 func (h *sessionHub) startLocked(id int64) {
 	h.gen++
 	ctx, cancel := context.WithCancelCause(context.Background())
-	s := &Session{id: id, gen: h.gen, ctx: ctx, cancel: cancel, z: h.clock}
+	s := &Session{id: id, gen: h.gen, ctx: ctx, cancel: cancel, clock: h.clock}
 	h.session = s
 	h.suspended = false
 	if h.gen > 1 {

@@ -60,6 +60,8 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd: regcenter.Open serves etcd
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk: and ZooKeeper
 )
 
 type options struct {

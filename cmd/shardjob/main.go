@@ -24,6 +24,10 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 	// --pg and postgres: postgres://... (or url:) reach a PostgreSQL registry.
 	_ "github.com/shardjob/shardjob/regcenter/postgres"
+	// --etcd, --embedded, etcd: and embeddedDir: reach etcd.
+	_ "github.com/shardjob/shardjob/regcenter/etcd"
+	// --zk and servers: reach a ZooKeeper ensemble.
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // Exit codes.

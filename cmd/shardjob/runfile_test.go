@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger and the test at once.
@@ -133,7 +134,7 @@ func TestRunFollowRunsADefinedJob(t *testing.T) {
 
 	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer dcancel()
-	rc, err := regcenter.NewZooKeeper(dctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(testLogger(t)))
+	rc, err := zookeeper.Open(dctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns}, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 const cliSecret = "pw-7f3a9c"
@@ -21,7 +22,7 @@ func protectedNamespace(t *testing.T, digest string) string {
 	ns := newNamespace()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, Digest: digest},
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, Digest: digest},
 		regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +108,7 @@ func TestAdminTLS(t *testing.T) {
 		TLSCertFile: files.CertFile, TLSKeyFile: files.KeyFile, ConnectTimeout: 15 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.NewZooKeeper(ctx, rcCfg, regcenter.WithLogger(testLogger(t)))
+	rc, err := zookeeper.Open(ctx, rcCfg, regcenter.WithLogger(testLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,9 @@ import (
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/embedded"
+	// The registries regcenter.Open may be asked for below.
+	_ "github.com/shardjob/shardjob/regcenter/etcd"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 func main() {

@@ -18,6 +18,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 var zc *zktest.Cluster
@@ -37,8 +38,8 @@ type fixture struct {
 	t    testing.TB
 	ctx  context.Context
 	adm  *admin.Admin
-	rc   *regcenter.ZooKeeper // the administrator's
-	inst *regcenter.ZooKeeper // the "instances'"
+	rc   *zookeeper.Center // the administrator's
+	inst *zookeeper.Center // the "instances'"
 	ns   string
 }
 
@@ -47,8 +48,8 @@ func newFixture(t testing.TB) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	ns := fmt.Sprintf("adm%d-%d", os.Getpid(), nsSeq.Add(1))
-	connect := func() *regcenter.ZooKeeper {
-		rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second},
+	connect := func() *zookeeper.Center {
+		rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: ns, SessionTimeout: 4 * time.Second},
 			regcenter.WithLogger(slog.New(slog.DiscardHandler)))
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 	_ "github.com/shardjob/shardjob/store/sqlite"
 )
 
@@ -31,7 +32,7 @@ func ExampleNew() {
 		return
 	}
 	defer zk.Close()
-	rc, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zk.Servers(), Namespace: "shop"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -3,8 +3,6 @@ package centertest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // ZooKeeperSessionTimeout is the session timeout of the centers
@@ -20,7 +19,7 @@ import (
 // -race does not lose sessions it was not asked to.
 const ZooKeeperSessionTimeout = 4 * time.Second
 
-// ZooKeeperFactory returns a [Factory] for [regcenter.ZooKeeper] centers on
+// ZooKeeperFactory returns a [Factory] for [zookeeper.Center] centers on
 // cluster, with every capability: each center reaches the members through
 // a [zktest.Proxy] of its own, which ExpireSession blocks until the servers
 // have expired the session; Restart restarts every member. Proxies and
@@ -56,7 +55,7 @@ func (z *zkFactory) new(tb testing.TB, namespace string) regcenter.Center {
 	}
 	ctx, cancel := context.WithTimeout(tb.Context(), 30*time.Second)
 	defer cancel()
-	c, err := regcenter.NewZooKeeper(ctx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: ZooKeeperSessionTimeout})
+	c, err := zookeeper.Open(ctx, regcenter.Config{Servers: servers, Namespace: namespace, SessionTimeout: ZooKeeperSessionTimeout})
 	if err != nil {
 		tb.Fatalf("zookeeper factory: %v", err)
 	}
@@ -115,7 +114,9 @@ func (z *zkFactory) expire(tb testing.TB, c regcenter.Center) {
 // its answer to the four-letter word cons.
 func (z *zkFactory) listed(ctx context.Context, sid string) (bool, error) {
 	for _, addr := range z.cluster.Servers() {
-		answer, err := fourLetter(ctx, addr, "cons")
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		answer, err := zktest.FourLetter(fctx, addr, "cons")
+		cancel()
 		if err != nil {
 			return false, fmt.Errorf("cons on %s: %w", addr, err)
 		}
@@ -133,27 +134,4 @@ func (z *zkFactory) restart(tb testing.TB) {
 	if err := z.cluster.RestartAll(ctx); err != nil {
 		tb.Fatalf("zookeeper factory: restart: %v", err)
 	}
-}
-
-// fourLetter sends a four-letter word to a ZooKeeper server and returns its
-// answer.
-func fourLetter(ctx context.Context, addr, word string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := conn.SetDeadline(dl); err != nil {
-			return "", err
-		}
-	}
-	if _, err := io.WriteString(conn, word); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(io.LimitReader(conn, 4<<20))
-	return string(b), err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/embedded"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 )
 
 // rawClient is a plain etcd client of endpoint, as any local user could
@@ -69,7 +70,7 @@ func TestEmbeddedRefusesClientsWithoutCredentials(t *testing.T) {
 	}
 	defer srv.Close()
 
-	_, err = regcenter.NewEtcd(ctx, regcenter.Config{Etcd: []string{srv.Endpoint()}, Namespace: "shop", ConnectTimeout: 20 * time.Second})
+	_, err = etcd.Open(ctx, regcenter.Config{Etcd: []string{srv.Endpoint()}, Namespace: "shop", ConnectTimeout: 20 * time.Second})
 	if !errors.Is(err, regcenter.ErrUnauthorized) {
 		t.Fatalf("a center without credentials: %v, want ErrUnauthorized", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 )
 
 // Config configures [New] and [Start]: a single-member etcd inside the
@@ -85,13 +86,13 @@ type Config struct {
 // of one host share a member with [Join], which also takes the member over
 // in another of them when its host ends.
 type Center struct {
-	*regcenter.Etcd
+	*etcd.Center
 	server *Server
 }
 
 // Server is the single-member etcd of [New] without a center: start it
 // once, then open as many centers on it as the program needs with
-// [regcenter.NewEtcd] (or [regcenter.Open]) and [Server.Config], each with
+// [etcd.Open] (or [regcenter.Open]) and [Server.Config], each with
 // a session of its own, as separate processes would have. Close every
 // center before the server. The same limits as [Center]'s apply: one
 // host, loopback only.
@@ -122,11 +123,11 @@ func New(ctx context.Context, ec Config, opts ...regcenter.Option) (*Center, err
 	if err != nil {
 		return nil, err
 	}
-	e, err := regcenter.NewEtcd(ctx, server.Config(cfg), opts...)
+	e, err := etcd.Open(ctx, server.Config(cfg), opts...)
 	if err != nil {
 		return nil, errors.Join(err, server.Close())
 	}
-	return &Center{Etcd: e, server: server}, nil
+	return &Center{Center: e, server: server}, nil
 }
 
 // Start starts the single-member etcd of [New], with its data in ec.Dir
@@ -450,7 +451,7 @@ func (m *Center) Endpoint() string { return m.server.Endpoint() }
 // Close ends the session (its ephemeral nodes are removed), stops the
 // center and then the member. The data stays in Dir. It is idempotent.
 func (m *Center) Close() error {
-	return errors.Join(m.Etcd.Close(), m.server.Close())
+	return errors.Join(m.Center.Close(), m.server.Close())
 }
 
 // drainErr returns an error the stopped member reported, if any.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 )
 
 // Shared is a center on the member of a Dir that the processes of one
@@ -18,7 +19,7 @@ import (
 // its clients, and when the host is gone one of the others takes the
 // member over. Close it at the end; it is safe for concurrent use.
 type Shared struct {
-	*regcenter.Etcd
+	*etcd.Center
 	ec  Config
 	ns  string // the namespace, "shop"
 	log *slog.Logger
@@ -52,7 +53,7 @@ const takeOverEvery = 200 * time.Millisecond
 //
 // Join returns once the center has its session, within ec.StartTimeout
 // (or ctx); [Shared.Hosting] says whether this process hosts the member.
-// It fails as [Start] and [regcenter.NewEtcd] do.
+// It fails as [Start] and [etcd.Open] do.
 func Join(ctx context.Context, ec Config, opts ...regcenter.Option) (*Shared, error) {
 	cfg := regcenter.Config{EmbeddedDir: ec.Dir, Namespace: ec.Namespace, SessionTimeout: ec.SessionTimeout, MaxNodeBytes: ec.MaxNodeBytes}
 	if err := checkStart(&ec); err != nil {
@@ -97,11 +98,11 @@ func Join(ctx context.Context, ec Config, opts ...regcenter.Option) (*Shared, er
 	}
 	deadline, _ := ctx.Deadline()
 	cfg.ConnectTimeout = max(time.Until(deadline), time.Second)
-	e, err := regcenter.NewEtcd(ctx, cfg, opts...)
+	e, err := etcd.Open(ctx, cfg, opts...)
 	if err != nil {
 		return nil, errors.Join(err, s.closeServer())
 	}
-	s.Etcd = e
+	s.Center = e
 	s.ns = cfg.WithDefaults().Namespace
 	recordNamespace(s.ns, ec.Dir)
 	s.checkSplit()
@@ -232,7 +233,7 @@ func (s *Shared) Close() error {
 	// the host stop its member meanwhile (processes stopped together),
 	// this one takes the member over and the lease is revoked all the
 	// same.
-	err := s.Etcd.Close()
+	err := s.Center.Close()
 	s.stop()
 	<-s.done // the loop's start is bounded by StartTimeout
 	return errors.Join(err, s.closeServer())

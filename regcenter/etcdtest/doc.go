@@ -15,10 +15,10 @@
 // # Use in a test
 //
 //	func TestFailover(t *testing.T) {
-//		etcd := etcdtest.Start(t, etcdtest.WithSize(3)) // closed when the test ends
-//		cfg := regcenter.Config{Etcd: etcd.Endpoints(), Namespace: "t"}
-//		// ... connect, then etcd.Kill(i), etcd.Pause(i), etcd.StartMember(ctx, i),
-//		// etcd.RestartWiped(ctx, i) ...
+//		cluster := etcdtest.Start(t, etcdtest.WithSize(3)) // closed when the test ends
+//		rc, err := etcd.Open(ctx, regcenter.Config{Etcd: cluster.Endpoints(), Namespace: "t"}) // package regcenter/etcd
+//		// ... then cluster.Kill(i), cluster.Pause(i), cluster.StartMember(ctx, i),
+//		// cluster.RestartWiped(ctx, i) ...
 //	}
 //
 // A package with many tests can share one cluster from TestMain with

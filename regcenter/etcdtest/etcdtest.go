@@ -19,6 +19,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/shardjob/shardjob/internal/testing/testserver"
 )
 
 // Options configures a cluster. The zero value runs one member inside the
@@ -52,15 +54,8 @@ func WithAuth(password string) func(*Options) {
 	return func(o *Options) { o.RootPassword = password }
 }
 
-const (
-	// defaultTimeout bounds waits whose context has no deadline.
-	defaultTimeout = 2 * time.Minute
-	// stopGrace is how long a stopping member may take after SIGTERM.
-	stopGrace = 10 * time.Second
-	// pollInterval is how often readiness is polled.
-	pollInterval = 50 * time.Millisecond
-	token        = "etcdtest"
-)
+// token is the members' initial-cluster token.
+const token = "etcdtest"
 
 // Cluster is a running etcd cluster for tests. Its methods are safe for
 // concurrent use; start and stop operations run one at a time.
@@ -87,25 +82,8 @@ type member struct {
 	clientPort int
 	peerPort   int
 	state      string // "new" until it first started, then "existing"
-	proc       *process
+	proc       *testserver.Process
 	local      *embed.Etcd // the in-process member
-}
-
-// process is one member's process; a goroutine reaps it and closes done.
-type process struct {
-	cmd  *exec.Cmd
-	pid  int
-	done chan struct{}
-	err  error
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.clientPort)) }
@@ -113,49 +91,21 @@ func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Start starts a cluster for a test, fails the test if it cannot, and
 // closes the cluster when the test ends.
 //
-//	etcd := etcdtest.Start(t)                       // one member, in-process
-//	etcd := etcdtest.Start(t, etcdtest.WithSize(3)) // three processes
+//	cluster := etcdtest.Start(t)                       // one member, in-process
+//	cluster := etcdtest.Start(t, etcdtest.WithSize(3)) // three processes
 func Start(tb testing.TB, opts ...func(*Options)) *Cluster {
 	tb.Helper()
-	var o Options
-	for _, f := range opts {
-		f(&o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
-	defer cancel()
-	c, err := StartCluster(ctx, o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("etcdtest: close: %v", err)
-		}
-	})
-	return c
+	return testserver.StartForTest(tb, "etcdtest", StartCluster, opts)
 }
 
 // RunTests is for a package's TestMain: it starts a cluster, stores it in
 // *c, runs the tests and closes the cluster, returning the exit code.
 //
-//	var etcd *etcdtest.Cluster
+//	var cluster *etcdtest.Cluster
 //
-//	func TestMain(m *testing.M) { os.Exit(etcdtest.RunTests(m, &etcd)) }
+//	func TestMain(m *testing.M) { os.Exit(etcdtest.RunTests(m, &cluster)) }
 func RunTests(m interface{ Run() int }, c **Cluster, opts ...func(*Options)) int {
-	var o Options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
-	cl, err := StartCluster(ctx, o)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcdtest:", err)
-		return 1
-	}
-	*c = cl
-	defer cl.Close()
-	return m.Run()
+	return testserver.RunTests(m, c, "etcdtest", StartCluster, opts)
 }
 
 // StartCluster starts a cluster and waits until every member serves with a
@@ -210,7 +160,7 @@ func StartCluster(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		c.members = append(c.members, m)
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -282,7 +232,7 @@ func (c *Cluster) spec(m *member) spec {
 func (c *Cluster) launch(ctx context.Context, m *member) error {
 	s := c.spec(m)
 	if !c.opts.Processes {
-		limit := defaultTimeout
+		limit := testserver.DefaultTimeout
 		if dl, ok := ctx.Deadline(); ok {
 			limit = time.Until(dl)
 		}
@@ -312,24 +262,19 @@ func (c *Cluster) launch(ctx context.Context, m *member) error {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(raw))
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	p, err := testserver.Start(cmd, nil)
+	if err != nil {
 		return fmt.Errorf("etcdtest: starting %s: %w", m.name, err)
 	}
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
-	go func() { // owned by the process: ends when it exits
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
 	c.mu.Lock()
 	m.proc = p
 	m.state = "existing"
 	c.mu.Unlock()
-	c.log.Info("etcdtest: member started", "member", m.name, "pid", p.pid, "client", m.addr())
+	c.log.Info("etcdtest: member started", "member", m.name, "pid", p.PID, "client", m.addr())
 	return nil
 }
 
-// stop stops m: gracefully (SIGTERM, then SIGKILL after stopGrace) or by
+// stop stops m: gracefully (SIGTERM, then SIGKILL after testserver.StopGrace) or by
 // SIGKILL. An in-process member is closed either way.
 func (c *Cluster) stop(m *member, graceful bool) error {
 	c.mu.Lock()
@@ -340,35 +285,13 @@ func (c *Cluster) stop(m *member, graceful bool) error {
 		local.Close()
 		return nil
 	}
-	if p == nil || p.exited() {
+	if p == nil || p.Exited() {
 		return nil
 	}
-	if graceful {
-		if err := signalGroup(p, sigCont); err != nil {
-			return err
-		}
-		if err := signalGroup(p, sigTerm); err != nil {
-			return err
-		}
-		t := time.NewTimer(stopGrace)
-		defer t.Stop()
-		select {
-		case <-p.done:
-			return nil
-		case <-t.C:
-		}
+	if err := p.Stop(graceful); err != nil {
+		return fmt.Errorf("etcdtest: %s: %w", m.name, err)
 	}
-	if err := signalGroup(p, sigKill); err != nil {
-		return err
-	}
-	t := time.NewTimer(stopGrace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("etcdtest: %s (pid %d) not reaped after SIGKILL", m.name, p.pid)
-	}
+	return nil
 }
 
 func (c *Cluster) member(i int) (*member, error) {
@@ -386,7 +309,7 @@ func (c *Cluster) member(i int) (*member, error) {
 func (c *Cluster) running(m *member) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return m.local != nil || (m.proc != nil && !m.proc.exited())
+	return m.local != nil || (m.proc != nil && !m.proc.Exited())
 }
 
 // Endpoints returns each member's client address, "127.0.0.1:port", in
@@ -423,10 +346,10 @@ func (c *Cluster) PID(i int) int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m.proc == nil || m.proc.exited() {
+	if m.proc == nil || m.proc.Exited() {
 		return 0
 	}
-	return m.proc.pid
+	return m.proc.PID
 }
 
 // Stop stops member i gracefully. Stopping a stopped member does nothing.
@@ -450,12 +373,12 @@ func (c *Cluster) stopMember(i int, graceful bool) error {
 // Pause freezes member i's process with SIGSTOP, as a long GC pause or a
 // hung host would: its connections stay open and nothing answers. Resume
 // continues it. Only members in processes of their own can be paused.
-func (c *Cluster) Pause(i int) error { return c.signal(i, sigStop) }
+func (c *Cluster) Pause(i int) error { return c.signal(i, testserver.Stop) }
 
 // Resume continues member i after Pause.
-func (c *Cluster) Resume(i int) error { return c.signal(i, sigCont) }
+func (c *Cluster) Resume(i int) error { return c.signal(i, testserver.Cont) }
 
-func (c *Cluster) signal(i int, sig signalType) error {
+func (c *Cluster) signal(i int, sig testserver.Signal) error {
 	m, err := c.member(i)
 	if err != nil {
 		return err
@@ -463,10 +386,10 @@ func (c *Cluster) signal(i int, sig signalType) error {
 	c.mu.Lock()
 	p := m.proc
 	c.mu.Unlock()
-	if p == nil || p.exited() {
+	if p == nil || p.Exited() {
 		return fmt.Errorf("etcdtest: %s is not running in a process of its own", m.name)
 	}
-	return signalGroup(p, sig)
+	return p.Signal(sig)
 }
 
 // StartMember starts stopped member i again with its data and ports, and
@@ -474,7 +397,7 @@ func (c *Cluster) signal(i int, sig signalType) error {
 func (c *Cluster) StartMember(ctx context.Context, i int) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	m, err := c.member(i)
 	if err != nil {
@@ -502,7 +425,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 func (c *Cluster) RestartAll(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for _, m := range c.members {
 		if err := c.stop(m, true); err != nil {
@@ -524,7 +447,7 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 func (c *Cluster) RestartWiped(ctx context.Context, i int) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	m, err := c.member(i)
 	if err != nil {
@@ -579,7 +502,7 @@ func (c *Cluster) othersEndpoints(m *member) []string {
 // Leader waits until a running member reports a leader, and returns the
 // leader's index.
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for {
 		for _, m := range c.members {
@@ -591,7 +514,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 				return m.idx, nil
 			}
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := testserver.Sleep(ctx, testserver.PollInterval); err != nil {
 			return -1, fmt.Errorf("etcdtest: no leader: %w", err)
 		}
 	}
@@ -599,7 +522,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 
 // WaitServing waits until every running member serves with a leader.
 func (c *Cluster) WaitServing(ctx context.Context) error {
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	return c.waitServing(ctx)
 }
@@ -621,14 +544,14 @@ func (c *Cluster) waitMember(ctx context.Context, m *member) error {
 		c.mu.Lock()
 		p := m.proc
 		c.mu.Unlock()
-		if p != nil && p.exited() {
-			return fmt.Errorf("etcdtest: %s exited: %v (see %s)", m.name, p.err, filepath.Join(m.dir, "member.log"))
+		if p != nil && p.Exited() {
+			return fmt.Errorf("etcdtest: %s exited: %v (see %s)", m.name, p.Err(), filepath.Join(m.dir, "member.log"))
 		}
 		st, err := c.status(ctx, m)
 		if err == nil && st.Leader != 0 {
 			return nil
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := testserver.Sleep(ctx, testserver.PollInterval); err != nil {
 			return fmt.Errorf("etcdtest: %s not serving: %w (see %s)", m.name, err, filepath.Join(m.dir, "member.log"))
 		}
 	}
@@ -722,22 +645,4 @@ func (c *Cluster) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, defaultTimeout)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

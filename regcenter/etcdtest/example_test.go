@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
@@ -13,14 +14,14 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	etcd, err := etcdtest.StartCluster(ctx, etcdtest.Options{})
+	cluster, err := etcdtest.StartCluster(ctx, etcdtest.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer etcd.Close()
+	defer cluster.Close()
 
-	rc, err := regcenter.NewEtcd(ctx, regcenter.Config{Etcd: etcd.Endpoints(), Namespace: "example"})
+	rc, err := etcd.Open(ctx, regcenter.Config{Etcd: cluster.Endpoints(), Namespace: "example"})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -101,7 +101,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -113,11 +112,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 )
 
 func init() {
 	open := func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
-		return Open(ctx, cfg, opts...)
+		c, err := Open(ctx, cfg, opts...)
+		if err != nil {
+			return nil, err // not a nil *Center in a non-nil regcenter.Center
+		}
+		return c, nil
 	}
 	regcenter.RegisterOpener("postgres", open)
 	regcenter.RegisterOpener("postgresql", open)
@@ -205,33 +209,21 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("%w: url: want postgres://user@host:port/database", regcenter.ErrInvalidConfig)
 	}
-	logger, tlsOpt := regcenter.ResolveOptions(opts...)
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: url %s: %v", regcenter.ErrInvalidConfig, u.Redacted(), err)
 	}
-	digest, err := cfg.ResolveDigest()
+	cfg, logger, tlsCfg, err := backend.Settle(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	if digest != "" {
-		user, pass, _ := strings.Cut(digest, ":")
+	if cfg.Digest != "" {
+		user, pass, _ := strings.Cut(cfg.Digest, ":")
 		pcfg.ConnConfig.User, pcfg.ConnConfig.Password = user, pass
-	}
-	tlsCfg, err := cfg.LoadTLS()
-	if err != nil {
-		return nil, err
-	}
-	if tlsOpt != nil {
-		if tlsCfg != nil {
-			return nil, fmt.Errorf("%w: TLS is given both by WithTLSConfig and by the config's tls fields; use one", regcenter.ErrInvalidConfig)
-		}
-		tlsCfg = tlsOpt
 	}
 	if tlsCfg != nil {
 		useTLS(&pcfg.ConnConfig.Config, tlsCfg)
@@ -775,36 +767,6 @@ func opError(msg string) error {
 	return &opFailure{index: i, err: err}
 }
 
-// wrapPath names the operation and path in err, keeping its sentinel.
-func wrapPath(op, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("regcenter: %s %s: %w", op, p, err)
-	}
-	return fmt.Errorf("%w (%s %s)", err, op, p)
-}
-
-// cleanPath returns p as an absolute node path, or an error naming it.
-func cleanPath(p string) (string, error) {
-	if p == "" || p == "/" {
-		return "/", nil
-	}
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	if strings.HasSuffix(p, "/") || strings.Contains(p, "//") || strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("regcenter: invalid path %q", p)
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "." || seg == ".." {
-			return "", fmt.Errorf("regcenter: invalid path %q", p)
-		}
-	}
-	return p, nil
-}
-
 // ---- reads ----
 
 const statCols = `version, cversion, owner, czxid, mzxid, ctime, mtime, numchildren, length(data)`
@@ -821,7 +783,7 @@ func scanStat(row pgx.Row, data *[]byte) (regcenter.Stat, error) {
 
 // Get returns a node's data and stat.
 func (c *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return nil, regcenter.Stat{}, err
 	}
@@ -837,10 +799,10 @@ func (c *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 		return err
 	})
 	if err != nil {
-		return nil, regcenter.Stat{}, wrapPath("get", p, err)
+		return nil, regcenter.Stat{}, backend.WrapPath("get", p, err)
 	}
 	if !found {
-		return nil, regcenter.Stat{}, wrapPath("get", p, regcenter.ErrNoNode)
+		return nil, regcenter.Stat{}, backend.WrapPath("get", p, regcenter.ErrNoNode)
 	}
 	if data == nil {
 		data = []byte{}
@@ -855,7 +817,7 @@ func (c *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 }
 
 func (c *Center) exists(ctx context.Context, p string, counter *atomic.Int64) (bool, regcenter.Stat, int64, error) {
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return false, regcenter.Stat{}, 0, err
 	}
@@ -885,7 +847,7 @@ func (c *Center) exists(ctx context.Context, p string, counter *atomic.Int64) (b
 		return nil
 	})
 	if err != nil {
-		return false, regcenter.Stat{}, 0, wrapPath("exists", p, err)
+		return false, regcenter.Stat{}, 0, backend.WrapPath("exists", p, err)
 	}
 	return found, st, rev, nil
 }
@@ -894,10 +856,10 @@ func (c *Center) exists(ctx context.Context, p string, counter *atomic.Int64) (b
 func (c *Center) Children(ctx context.Context, p string) ([]string, error) {
 	ok, kids, _, err := c.children(ctx, p, &c.counters.reads)
 	if err != nil {
-		return nil, wrapPath("children", p, err)
+		return nil, backend.WrapPath("children", p, err)
 	}
 	if !ok {
-		return nil, wrapPath("children", p, regcenter.ErrNoNode)
+		return nil, backend.WrapPath("children", p, regcenter.ErrNoNode)
 	}
 	return kids, nil
 }
@@ -905,7 +867,7 @@ func (c *Center) Children(ctx context.Context, p string) ([]string, error) {
 // children reads whether p exists, its children and the namespace's
 // revision, in one statement (one snapshot).
 func (c *Center) children(ctx context.Context, p string, counter *atomic.Int64) (bool, []string, int64, error) {
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return false, nil, 0, err
 	}
@@ -1013,22 +975,22 @@ func opErr(err error) error {
 // Create creates a node, creating missing parents as persistent nodes in
 // the same transaction.
 func (c *Center) Create(ctx context.Context, p string, data []byte, mode regcenter.Mode) (string, error) {
-	if err := checkNodeSize(c.cfg, "create", p, data); err != nil {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(c.cfg), "create", p, data); err != nil {
 		return "", err
 	}
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return "", err
 	}
 	if cp == "/" {
-		return "", wrapPath("create", p, regcenter.ErrNodeExists)
+		return "", backend.WrapPath("create", p, regcenter.ErrNodeExists)
 	}
 	if mode < regcenter.Persistent || mode > regcenter.PersistentSequential {
 		return "", fmt.Errorf("regcenter: create %s: unknown mode %d", p, mode)
 	}
 	res, err := c.write(ctx, &c.counters.writes, true, []regcenter.Op{regcenter.CreateOp{Path: cp, Data: data, Mode: mode}})
 	if err != nil {
-		return "", wrapPath("create", p, opErr(err))
+		return "", backend.WrapPath("create", p, opErr(err))
 	}
 	return res.paths[0], nil
 }
@@ -1048,53 +1010,34 @@ func (c *Center) EnsurePath(ctx context.Context, p string) error {
 
 // Set writes a node's data if its version matches (-1: any).
 func (c *Center) Set(ctx context.Context, p string, data []byte, version int32) (regcenter.Stat, error) {
-	if err := checkNodeSize(c.cfg, "set", p, data); err != nil {
+	if err := backend.CheckNodeSize(backend.MaxNodeBytes(c.cfg), "set", p, data); err != nil {
 		return regcenter.Stat{}, err
 	}
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return regcenter.Stat{}, err
 	}
 	res, err := c.write(ctx, &c.counters.writes, false, []regcenter.Op{regcenter.SetOp{Path: cp, Data: data, Version: version}})
 	if err != nil {
-		return regcenter.Stat{}, wrapPath("set", p, opErr(err))
+		return regcenter.Stat{}, backend.WrapPath("set", p, opErr(err))
 	}
 	return res.stat, nil
 }
 
 // Delete removes a node if its version matches (-1: any).
 func (c *Center) Delete(ctx context.Context, p string, version int32) error {
-	cp, err := cleanPath(p)
+	cp, err := backend.CleanPath(p)
 	if err != nil {
 		return err
 	}
 	_, err = c.write(ctx, &c.counters.writes, false, []regcenter.Op{regcenter.DeleteOp{Path: cp, Version: version}})
-	return wrapPath("delete", p, opErr(err))
+	return backend.WrapPath("delete", p, opErr(err))
 }
 
 // DeleteTree removes a node and everything below it, deepest first. A
 // missing node is not an error.
 func (c *Center) DeleteTree(ctx context.Context, p string) error {
-	kids, err := c.Children(ctx, p)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, k := range kids {
-		if err := c.DeleteTree(ctx, path.Join(p, k)); err != nil {
-			return err
-		}
-	}
-	err = c.Delete(ctx, p, -1)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil
-	}
-	if errors.Is(err, regcenter.ErrNotEmpty) { // a child appeared meanwhile
-		return c.DeleteTree(ctx, p)
-	}
-	return err
+	return backend.DeleteTree(ctx, c, p)
 }
 
 // Multi applies ops atomically, in order, as one statement in one
@@ -1104,7 +1047,7 @@ func (c *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := checkMultiSize(c.cfg, ops); err != nil {
+	if err := backend.CheckMultiSize(backend.MaxNodeBytes(c.cfg), ops); err != nil {
 		return err
 	}
 	clean := make([]regcenter.Op, len(ops))
@@ -1122,7 +1065,7 @@ func (c *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 		default:
 			return fmt.Errorf("regcenter: unknown op %T", op)
 		}
-		cp, err := cleanPath(p)
+		cp, err := backend.CleanPath(p)
 		if err != nil {
 			return &regcenter.MultiError{Index: i, Op: op, Err: err}
 		}
@@ -1155,32 +1098,4 @@ func (c *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 		return fmt.Errorf("regcenter: transaction of %d ops: %w", len(ops), err)
 	}
 	return nil
-}
-
-// checkNodeSize refuses data larger than the configured limit.
-func checkNodeSize(cfg regcenter.Config, op, p string, data []byte) error {
-	limit := maxNodeBytes(cfg)
-	if len(data) <= limit {
-		return nil
-	}
-	return fmt.Errorf("%w: %s %s: data is %d bytes, %d over the limit of %d (maxNodeBytes)",
-		regcenter.ErrTooLarge, op, p, len(data), len(data)-limit, limit)
-}
-
-// checkMultiSize refuses a transaction larger than the limit, counted as
-// regcenter.MultiBytes counts it.
-func checkMultiSize(cfg regcenter.Config, ops []regcenter.Op) error {
-	limit := maxNodeBytes(cfg)
-	if total := regcenter.MultiBytes(ops...); total > limit {
-		return fmt.Errorf("%w: transaction of %d ops is %d bytes, %d over the limit of %d (maxNodeBytes)",
-			regcenter.ErrTooLarge, len(ops), total, total-limit, limit)
-	}
-	return nil
-}
-
-func maxNodeBytes(cfg regcenter.Config) int {
-	if cfg.MaxNodeBytes <= 0 {
-		return regcenter.DefaultMaxNodeBytes
-	}
-	return cfg.MaxNodeBytes
 }

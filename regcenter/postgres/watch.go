@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/internal/backend"
 )
 
 // Watches read the change log. One dispatcher goroutine per center reads
@@ -296,7 +297,7 @@ func (c *Center) Watch(p string, kind regcenter.WatchKind, fn func(regcenter.Eve
 // caller's goroutine; every change after that read reaches fn.
 func (c *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (regcenter.WatchState, func(), error) {
 	if c.closed.Load() {
-		return regcenter.WatchState{}, func() {}, wrapPath("watch", p, regcenter.ErrClosed)
+		return regcenter.WatchState{}, func() {}, backend.WrapPath("watch", p, regcenter.ErrClosed)
 	}
 	s, cancel := c.watches.subscribe(watchKey{path: p, kind: kind}, fn)
 	var st regcenter.WatchState
@@ -312,7 +313,7 @@ func (c *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKin
 	}
 	if err != nil {
 		c.watches.enqueue(task{kind: taskArm, s: s})
-		return regcenter.WatchState{}, cancel, wrapPath("watch", p, err)
+		return regcenter.WatchState{}, cancel, backend.WrapPath("watch", p, err)
 	}
 	c.watches.mu.Lock()
 	s.from = rev

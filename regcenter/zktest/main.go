@@ -1,11 +1,6 @@
 package zktest
 
-import (
-	"context"
-	"fmt"
-	"os"
-	"time"
-)
+import "github.com/shardjob/shardjob/internal/testing/testserver"
 
 // RunTests is for a package's TestMain: it starts a cluster, stores it in
 // *c, runs the package's tests and closes the cluster, returning the exit
@@ -17,18 +12,5 @@ import (
 //
 //	func TestMain(m *testing.M) { os.Exit(zktest.RunTests(m, &zk)) }
 func RunTests(m interface{ Run() int }, c **Cluster, opts ...func(*Options)) int {
-	var o Options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cl, err := StartCluster(ctx, o)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zktest:", err)
-		return 1
-	}
-	*c = cl
-	defer cl.Close()
-	return m.Run()
+	return testserver.RunTests(m, c, "zktest", StartCluster, opts)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/shardjob/shardjob/internal/testing/testserver"
 )
 
 // RestartAllWiped stops every member, deletes each member's data (its
@@ -16,7 +18,7 @@ import (
 func (c *Cluster) RestartAllWiped(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for i := range c.members {
 		if err := c.stopLocked(i, true); err != nil {

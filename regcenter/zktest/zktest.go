@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/testing/testserver"
 )
 
 // Options configures a cluster. The zero value starts one standalone server
@@ -50,15 +52,6 @@ func WithSize(n int) func(*Options) {
 }
 
 const (
-	// defaultTimeout bounds waits whose context has no deadline.
-	defaultTimeout = 2 * time.Minute
-	// stopGrace is how long a stopping member may take after SIGTERM
-	// before it gets SIGKILL.
-	stopGrace = 10 * time.Second
-	// reapTimeout is how long a killed member may take to be reaped.
-	reapTimeout = 10 * time.Second
-	// pollInterval is how often readiness is polled.
-	pollInterval = 50 * time.Millisecond
 	// logTailLines is how much of a member's log an error carries.
 	logTailLines = 30
 	// startAttempts is how often StartCluster picks new ports when another
@@ -105,23 +98,11 @@ func (m *member) tlsAddr() string { return net.JoinHostPort("127.0.0.1", strconv
 func (m *member) cfgPath() string { return filepath.Join(m.dir, "zoo.cfg") }
 func (m *member) logPath() string { return filepath.Join(m.dir, "server.log") }
 
-// process is one JVM. A goroutine waits for it and closes done when it has
-// exited and been reaped.
+// process is one JVM, and where its run's output starts in the member's
+// log.
 type process struct {
-	cmd       *exec.Cmd
-	pid       int
-	logOffset int64 // where this run's output starts in the log
-	done      chan struct{}
-	err       error // cmd.Wait's result; read only after done is closed
-}
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	*testserver.Process
+	logOffset int64
 }
 
 // Start starts a cluster for a test (one standalone server unless an option
@@ -132,22 +113,7 @@ func (p *process) exited() bool {
 //	zk := zktest.Start(t, zktest.WithSize(3)) // ensemble
 func Start(tb testing.TB, opts ...func(*Options)) *Cluster {
 	tb.Helper()
-	var o Options
-	for _, f := range opts {
-		f(&o)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
-	defer cancel()
-	c, err := StartCluster(ctx, o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			tb.Errorf("zktest: close: %v", err)
-		}
-	})
-	return c
+	return testserver.StartForTest(tb, "zktest", StartCluster, opts)
 }
 
 // StartCluster starts a cluster and waits until every member serves (its
@@ -189,7 +155,7 @@ func StartCluster(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 
 	c := &Cluster{inst: inst, opts: opts, dir: opts.Dir, log: log}
@@ -376,61 +342,31 @@ func (c *Cluster) launch(m *member) (*process, error) {
 
 	cmd := exec.Command(c.inst.java, c.javaArgs(m)...)
 	cmd.Dir = m.dir
-	cmd.SysProcAttr = sysProcAttr()
-	cmd.WaitDelay = reapTimeout
+	cmd.WaitDelay = testserver.StopGrace
 	if c.log.Enabled(context.Background(), slog.LevelDebug) {
 		w := io.MultiWriter(logf, &lineLogger{log: c.log, member: m.idx})
 		cmd.Stdout, cmd.Stderr = w, w
 	} else {
 		cmd.Stdout, cmd.Stderr = logf, logf
 	}
-
-	// Start from a fresh goroutine: the kernel's parent-death signal is
-	// tied to the starting thread, and a fresh goroutine never runs on a
-	// thread that is locked (and so may exit) under a caller's goroutine.
-	started := make(chan error, 1)
-	go func() { started <- cmd.Start() }()
-	if err := <-started; err != nil {
+	sp, err := testserver.Start(cmd, func() { logf.Close() })
+	if err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("zktest: starting member %d: %w", m.idx, err)
 	}
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, logOffset: off, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	c.log.Info("zktest: member started", "member", m.idx, "addr", m.addr(), "pid", p.pid)
+	p := &process{Process: sp, logOffset: off}
+	c.log.Info("zktest: member started", "member", m.idx, "addr", m.addr(), "pid", p.PID)
 	return p, nil
 }
 
-// stopProcess ends p: with SIGTERM and up to stopGrace to exit if graceful,
-// then with SIGKILL to its whole process group. It returns once p is reaped.
+// stopProcess ends p: with SIGTERM (after a SIGCONT) and up to testserver.StopGrace
+// to exit if graceful, then with SIGKILL to its whole process group. It
+// returns once p is reaped.
 func stopProcess(p *process, graceful bool) error {
-	if graceful && !p.exited() {
-		if err := signalGroup(p, sigTerm); err != nil {
-			return fmt.Errorf("zktest: SIGTERM pid %d: %w", p.pid, err)
-		}
-		t := time.NewTimer(stopGrace)
-		select {
-		case <-p.done:
-		case <-t.C:
-		}
-		t.Stop()
+	if err := p.Stop(graceful); err != nil {
+		return fmt.Errorf("zktest: %w", err)
 	}
-	if !p.exited() {
-		if err := signalGroup(p, sigKill); err != nil {
-			return fmt.Errorf("zktest: SIGKILL pid %d: %w", p.pid, err)
-		}
-	}
-	t := time.NewTimer(reapTimeout)
-	defer t.Stop()
-	select {
-	case <-p.done:
-		return nil
-	case <-t.C:
-		return fmt.Errorf("zktest: pid %d still running %v after SIGKILL", p.pid, reapTimeout)
-	}
+	return nil
 }
 
 // startAll launches every member and waits until each serves.
@@ -477,9 +413,9 @@ func (c *Cluster) waitMember(ctx context.Context, m *member, p *process, needMod
 		} else {
 			last = answer
 		}
-		t := time.NewTimer(pollInterval)
+		t := time.NewTimer(testserver.PollInterval)
 		select {
-		case <-p.done:
+		case <-p.Done():
 			t.Stop()
 			return c.exitError(m, p)
 		case <-ctx.Done():
@@ -493,7 +429,7 @@ func (c *Cluster) waitMember(ctx context.Context, m *member, p *process, needMod
 
 func (c *Cluster) exitError(m *member, p *process) error {
 	tail, section := c.readLog(m, p)
-	err := fmt.Errorf("zktest: member %d (%s) exited during startup (%v)\n%s", m.idx, m.addr(), p.err, tail)
+	err := fmt.Errorf("zktest: member %d (%s) exited during startup (%v)\n%s", m.idx, m.addr(), p.Err(), tail)
 	if strings.Contains(section, "Address already in use") {
 		err = fmt.Errorf("%w [%w]", err, errPortTaken)
 	}
@@ -559,7 +495,7 @@ func (c *Cluster) running() []*member {
 	defer c.mu.Unlock()
 	var r []*member
 	for _, m := range c.members {
-		if m.proc != nil && !m.proc.exited() {
+		if m.proc != nil && !m.proc.Exited() {
 			r = append(r, m)
 		}
 	}
@@ -616,10 +552,10 @@ func (c *Cluster) PID(i int) int {
 		return 0
 	}
 	p := c.proc(c.members[i])
-	if p == nil || p.exited() {
+	if p == nil || p.Exited() {
 		return 0
 	}
-	return p.pid
+	return p.PID
 }
 
 // Stop stops member i gracefully: SIGTERM, then SIGKILL if it has not
@@ -655,7 +591,7 @@ func (c *Cluster) stopLocked(i int, graceful bool) error {
 	if !graceful {
 		how = "killed"
 	}
-	c.log.Info("zktest: member "+how, "member", i, "addr", m.addr(), "pid", p.pid)
+	c.log.Info("zktest: member "+how, "member", i, "addr", m.addr(), "pid", p.PID)
 	return nil
 }
 
@@ -675,10 +611,10 @@ func (c *Cluster) startLocked(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	if p := c.proc(m); p != nil && !p.exited() {
+	if p := c.proc(m); p != nil && !p.Exited() {
 		return fmt.Errorf("zktest: member %d is already running", i)
 	}
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	p, err := c.launch(m)
 	if err != nil {
@@ -709,7 +645,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 func (c *Cluster) RestartAll(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for i := range c.members {
 		if err := c.stopLocked(i, true); err != nil {
@@ -723,7 +659,7 @@ func (c *Cluster) RestartAll(ctx context.Context) error {
 // the leader (or a standalone server) and returns its index. It gives up
 // when ctx ends (two minutes if ctx has no deadline).
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for {
 		run := c.running()
@@ -735,7 +671,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 				return m.idx, nil
 			}
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := testserver.Sleep(ctx, testserver.PollInterval); err != nil {
 			return -1, fmt.Errorf("zktest: no leader among %d running members: %w", len(run), err)
 		}
 	}
@@ -746,7 +682,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 // fails at once if fewer than a quorum of members run, and otherwise when
 // ctx ends (two minutes if ctx has no deadline).
 func (c *Cluster) WaitServing(ctx context.Context) error {
-	ctx, cancel := withDefaultTimeout(ctx)
+	ctx, cancel := testserver.WithDefaultTimeout(ctx)
 	defer cancel()
 	for {
 		run := c.running()
@@ -766,7 +702,7 @@ func (c *Cluster) WaitServing(ctx context.Context) error {
 		if len(waiting) == 0 {
 			return nil
 		}
-		if err := sleep(ctx, pollInterval); err != nil {
+		if err := testserver.Sleep(ctx, testserver.PollInterval); err != nil {
 			return fmt.Errorf("zktest: not serving: %w; %s", err, strings.Join(waiting, "; "))
 		}
 	}
@@ -821,24 +757,6 @@ func (c *Cluster) removeDir() error {
 		return fmt.Errorf("zktest: %w", err)
 	}
 	return nil
-}
-
-func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, defaultTimeout)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // lineLogger turns a member's output into one debug record per line.

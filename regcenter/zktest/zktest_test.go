@@ -55,7 +55,7 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 func pids(c *Cluster) []int {
 	var r []int
 	for _, m := range c.running() {
-		r = append(r, c.proc(m).pid)
+		r = append(r, c.proc(m).PID)
 	}
 	return r
 }

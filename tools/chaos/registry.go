@@ -14,9 +14,11 @@ import (
 
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // regcenter.Open serves Config.Etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // regcenter.Open serves postgres:// URLs
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // regcenter.Open serves Config.Servers
 )
 
 // The registries the harness runs on (-registry).

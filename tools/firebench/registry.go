@@ -15,9 +15,11 @@ import (
 
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/etcd" // -registry etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
 	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres
 	"github.com/shardjob/shardjob/regcenter/zktest"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -registry zookeeper
 	"github.com/shardjob/shardjob/tools/benchkit"
 )
 

@@ -21,7 +21,9 @@ import (
 
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/embedded"
-	_ "github.com/shardjob/shardjob/regcenter/postgres" // -pg: regcenter.Open serves postgres:// URLs
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd: regcenter.Open serves Config.Etcd
+	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -pg: regcenter.Open serves postgres:// URLs
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk: and Config.Servers
 )
 
 // Environment variables that stand in for the flags.

@@ -1,5 +1,5 @@
-// A program that runs a job on ZooKeeper or etcd, opened by
-// regcenter.Open: it links neither PostgreSQL's client nor an etcd server.
+// A program that runs a job on ZooKeeper, opened by regcenter.Open: it
+// links neither etcd's client nor PostgreSQL's, nor an etcd server.
 package main
 
 import (
@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // regcenter.Open serves Config.Servers
 )
 
 func main() {

@@ -31,7 +31,9 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	_ "github.com/shardjob/shardjob/regcenter/postgres" // -registry postgres: regcenter.Open serves postgres:// URLs
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -registry etcd
+	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -registry postgres: regcenter.Open serves postgres:// URLs
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -registry zookeeper
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 

@@ -35,7 +35,9 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
-	_ "github.com/shardjob/shardjob/regcenter/postgres" // -url postgres://...
+	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd
+	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -url postgres://...
+	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk
 )
 
 // discardSpans is a span exporter that drops what it is given.
