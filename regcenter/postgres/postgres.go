@@ -163,6 +163,7 @@ type Center struct {
 	ttl       time.Duration
 
 	sessions *regcenter.SessionKeeper
+	reads    chan *readReq // WatchNow's reads, for the reader (readgroup.go)
 	// row is the server-side session the heartbeat renews; nil when it
 	// is gone and a new one must be made.
 	row atomic.Pointer[sessionRow]
@@ -246,6 +247,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		cfg:     cfg,
 		ns:      cfg.Namespace,
 		pgcfg:   listenCfg,
+		reads:   make(chan *readReq, maxReadGroup),
 		log:     logger.With("component", "regcenter", "backend", regcenter.BackendPostgres),
 		where:   where,
 		epoch:   time.Now(),
@@ -304,6 +306,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	c.goLoop(c.watchdog)
 	c.goLoop(c.watchLoop)
 	c.goLoop(c.listenLoop)
+	c.goLoop(c.readLoop)
 	return c, nil
 }
 

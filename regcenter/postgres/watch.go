@@ -293,8 +293,9 @@ func (c *Center) Watch(p string, kind regcenter.WatchKind, fn func(regcenter.Eve
 	return cancel
 }
 
-// WatchNow registers a persistent watch and reads the node's state in the
-// caller's goroutine; every change after that read reaches fn.
+// WatchNow registers a persistent watch and reads the node's state (with
+// the reads of other WatchNow calls waiting then: readgroup.go); every
+// change after that read reaches fn.
 func (c *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (regcenter.WatchState, func(), error) {
 	if c.closed.Load() {
 		return regcenter.WatchState{}, func() {}, backend.WrapPath("watch", p, regcenter.ErrClosed)
@@ -302,14 +303,18 @@ func (c *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKin
 	s, cancel := c.watches.subscribe(watchKey{path: p, kind: kind}, fn)
 	var st regcenter.WatchState
 	var rev int64
-	var err error
-	if kind == regcenter.WatchChildren {
-		st.Exists, st.Children, rev, err = c.children(ctx, p, &c.counters.watchReqs)
-		if !st.Exists {
-			st.Children = nil
+	cp, err := backend.CleanPath(p)
+	if err == nil {
+		r := &readReq{path: cp, children: kind == regcenter.WatchChildren}
+		if err = c.groupRead(ctx, r); err == nil {
+			st.Exists, rev = r.exists, r.rev
+			switch {
+			case !r.children:
+				st.Stat = r.stat
+			case r.exists:
+				st.Children = r.kids
+			}
 		}
-	} else {
-		st.Exists, st.Stat, rev, err = c.exists(ctx, p, &c.counters.watchReqs)
 	}
 	if err != nil {
 		c.watches.enqueue(task{kind: taskArm, s: s})
