@@ -288,7 +288,7 @@ func (r *runner) awaitParents(f *fire) error {
 			first = at
 		}
 	}
-	last := r.latestThrough(f.at, f.items)
+	last := r.book.LatestThrough(f.at, f.items...)
 	sched, _, err := f.cfg.Schedule()
 	if err != nil {
 		return err
@@ -391,7 +391,7 @@ func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err err
 	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.items), Detail: err.Error(), Err: err, At: time.Now()})
 	now := time.Now()
 	for _, it := range f.items {
-		through := r.latestThrough(f.fireOf(it), []int{it})
+		through := r.book.LatestThrough(f.fireOf(it), it)
 		results <- itemResult{item: it, fire: f.fireOf(it), through: through, kind: f.kind, begin: now, end: now, err: err}
 	}
 	r.completeAll(f.sess, f.cfg, results, n)

@@ -399,7 +399,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 		}
 		r.records.read(it, recs[i])
 		if !debts[i].IsZero() {
-			r.owed.setNode(it, true) // its debt is ours now: paid, the node goes
+			r.owed.SetNode(it, true) // its debt is ours now: paid, the node goes
 		}
 		if skip {
 			continue

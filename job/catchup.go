@@ -60,7 +60,7 @@ func (r *runner) catchUpIdle() {
 		if g, ok := gaps[it]; ok && g.Before(since) {
 			since = g
 		}
-		r.book.noteMisfire(it, since, cfg)
+		r.book.NoteMisfire(cfg.book, it, since)
 	}
 	release()
 	if len(fresh) > 0 {

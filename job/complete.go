@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -68,14 +69,6 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan 
 	}
 }
 
-// covers reports whether an execution makes up for a misfire owed since.
-func (b itemResult) covers(since time.Time) bool {
-	if (b.kind == KindMisfire || b.kind == KindFailover) && !since.IsZero() && !b.through.IsZero() && since.After(b.through) {
-		return false // a debt of fires after the make-up run stands
-	}
-	return b.halted == nil && (since.IsZero() || !b.fire.After(since) || b.kind == KindMisfire)
-}
-
 // recorded is what b's completion records as covered: what the record said
 // before (b.prior) and b's own fires.
 func (r *runner) recorded(cfg *spec, b itemResult) cover {
@@ -88,12 +81,12 @@ func (r *runner) recorded(cfg *spec, b itemResult) cover {
 
 // coveredUpTo is the latest scheduled fire an execution makes up for: its
 // own fire, or for a misfire or failover run every fire due when its item
-// was reserved (ShardingContext.Through).
-func (b itemResult) coveredUpTo() time.Time {
-	if (b.kind == KindMisfire || b.kind == KindFailover) && b.through.After(b.fire) {
-		return b.through
-	}
-	return b.fire
+// was reserved (ShardingContext.Through; see book.Ran.UpTo).
+func (b itemResult) coveredUpTo() time.Time { return b.ran().UpTo() }
+
+// ran is b as the book settles what it paid.
+func (b itemResult) ran() book.Ran {
+	return book.Ran{Item: b.item, Kind: bookKind(b.kind), Fire: b.fire, Through: b.through}
 }
 
 // completion is what one completion transaction must do for a batch; the
@@ -218,7 +211,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 		// expired, failover may run it elsewhere too: at least once, and
 		// never at the same time (the running mark).
 		if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
-			r.noteMisfire(b.item, b.fire, cfg)
+			r.book.NoteMisfire(cfg.book, b.item, b.fire)
 		}
 	}
 	// It ran here: whoever ran it before is no reason to hold back from
@@ -520,8 +513,32 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 }
 
 // paid records a successful completion: completed nodes now exist, and
-// misfire debts the executions covered are settled.
-func (r *runner) paid(cfg *spec, c *completion) { r.book.paid(cfg, c, &r.records) }
+// misfire debts the executions covered are settled. The records change in
+// the book's step, each before its item's debt.
+func (r *runner) paid(cfg *spec, c *completion) {
+	var at time.Time
+	r.book.Paid(cfg.book, len(c.batch), func(i int) (book.Ran, bool) {
+		res := c.batch[i]
+		if res.halted != nil {
+			return book.Ran{}, false
+		}
+		var failed []failedRun
+		if c.failed != nil {
+			failed = c.failed[i]
+		}
+		if m, ok := c.deferred[i]; ok {
+			r.records.deferred(res.item, record{cover: c.recorded[i], version: res.prior.version, versioned: true, failed: failed}, m)
+		} else if v, ok := c.wrote[res.item]; ok {
+			if at.IsZero() {
+				at = r.s.opts.now()
+			}
+			r.records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0, failed: failed}, at)
+		} else {
+			r.records.seen(res.item, true)
+		}
+		return res.ran(), true
+	})
+}
 
 // correct updates c after a transaction failed with err at an operation
 // standing for t; false means the failure is not one a retry can fix.
@@ -551,7 +568,7 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 	case t.node == layout.Completed && moved:
 		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
 	case t.node == layout.Misfire && missing:
-		r.owed.setNode(t.item, false)
+		r.owed.SetNode(t.item, false)
 	default:
 		return false
 	}
@@ -595,7 +612,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		misfireNode := r.book.misfireNodeCovered(b)
+		misfireNode := r.book.MisfireNodeCovered(b.ran())
 		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
 			upTo := b.coveredUpTo()
 			rec := r.recorded(cfg, b)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -19,11 +20,11 @@ func completionRunner() *runner {
 		name:    "c",
 		paths:   layout.Job("c"),
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		owed:    newLedger(),
+		owed:    book.NewLedger(),
 		records: recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
 		fo:      claimState{claims: map[int]int32{}},
 	}
-	r.book = newBook(r.owed, r.log, &r.counters.misfiresOwed, r.s.opts.now, 0, func() {})
+	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: r.s.opts.now, OnIdle: func() {}})
 	return r
 }
 
@@ -44,8 +45,9 @@ func TestCompletionOpsKnowTheirItems(t *testing.T) {
 	at := time.Now().Truncate(time.Second)
 	r.records.completedSeen[1] = true // a completed node to set, not create
 	r.fo.claims[2] = 5                // a failover run's queue entry, at the version claimed
-	r.owed.owe(4, at)                 // a debt the run pays, with its misfire node
-	r.owed.setNode(4, true)
+	// A debt the run pays, with its misfire node.
+	r.book.NoteMisfire(cfg.book, 4, at)
+	r.owed.SetNode(4, true)
 	batch := []itemResult{
 		{item: 0, fire: at, kind: KindFire},
 		{item: 1, fire: at, kind: KindFire},
@@ -129,7 +131,7 @@ func TestCorrectByTarget(t *testing.T) {
 		{"completed moved, unfenced", target{1, layout.Completed}, moved, true, true,
 			func(_ *runner, c *completion) bool { return c.skipCompleted[1] }},
 		{"misfire node gone", target{1, layout.Misfire}, noNode, false, true,
-			func(r *runner, _ *completion) bool { return !r.owed.hasNode(1) }},
+			func(r *runner, _ *completion) bool { return !r.owed.HasNode(1) }},
 		{"queue entry gone", target{1, queueEntry}, noNode, false, true,
 			func(_ *runner, c *completion) bool { return c.skipDequeue[1] }},
 		{"queue entry already there", target{1, queueEntry}, exists, false, true,
@@ -141,7 +143,7 @@ func TestCorrectByTarget(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := completionRunner()
-			r.owed.setNode(1, true)
+			r.owed.SetNode(1, true)
 			c := completion{}
 			if tc.unfenced {
 				c.completedVersion = map[int]int32{1: 3}

@@ -50,7 +50,7 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 			keep = append(keep, it)
 			continue
 		}
-		through := r.book.latestThrough(since, it)
+		through := r.book.LatestThrough(since, it)
 		stop := first
 		if stop.IsZero() || stop.After(through) {
 			stop = sched.Next(through)

@@ -40,10 +40,11 @@
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
-// due: reshard.go), reserve.go (reserve the items in memory, split plain
-// runs from make-up runs), mark.go (running marks), execute.go (run the
-// items, not before the fire's time), complete.go (record what ran, in
-// group commits), owed.go (make-up runs; the misfire ledger is ledger.go).
+// due: reshard.go), the book (reserve the items in memory, split plain
+// runs from make-up runs: job/internal/book), mark.go (running marks),
+// execute.go (run the items, not before the fire's time), complete.go
+// (record what ran, in group commits), owed.go (make-up runs; the misfire
+// ledger is the book's).
 // The runner's state is held in parts, each in the file of the code that
 // changes it (docs/design.md, "The runner's parts"). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,

@@ -24,7 +24,7 @@ type fire struct {
 	kind  Kind
 	items []int
 	// fires holds the items whose run starts at another fire than at: a
-	// make-up run since an earlier debt (see absorbDebts, stillOwed).
+	// make-up run since an earlier debt (see Book.AbsorbDebts, stillOwed).
 	fires map[int]time.Time
 	// priors are what the items' records said before (see record): their
 	// completions add to them.
@@ -88,7 +88,7 @@ func (f *fire) prior(item int) record {
 // trigger).
 func (r *runner) reserveAndRun(f *fire) {
 	f.cfg = r.config()
-	f.items = r.reserve(f.items, f.at, time.Time{}, f.kind, f.cfg)
+	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.disabledItems())
 	r.markAndRun(f)
 }
 
@@ -123,7 +123,7 @@ func (r *runner) markAndRun(f *fire) {
 		if err != nil {
 			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
 			for _, it := range marked {
-				r.noteMisfire(it, f.at, f.cfg)
+				r.book.NoteMisfire(f.cfg.book, it, f.at)
 			}
 			r.release(marked)
 			return
@@ -167,7 +167,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 			f.priors = r.priorsFor(f.items)
 		}
 	}
-	if !r.untilFire(f.sess, r.latestThrough(f.at, f.items)) {
+	if !r.untilFire(f.sess, r.book.LatestThrough(f.at, f.items...)) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
 		r.closeUnstarted(f, resultsFor(results, n), n)
@@ -232,7 +232,7 @@ func resultsFor(results chan itemResult, n int) chan itemResult {
 // startRuns: f keeps the items still owed, the earliest fire each one owes
 // and what their records said; results gets the items found settled.
 func (r *runner) narrowOwed(f *fire, proven map[int]record, results chan<- itemResult) {
-	f.fires = r.absorbDebts(f.cfg, f.items, f.at)
+	f.fires = r.book.AbsorbDebts(f.cfg.book, f.items, f.at)
 	defer r.dropExpired(f, results)
 	if f.cfg.Unmonitored {
 		return
@@ -278,12 +278,6 @@ func closedResult(item int, fire time.Time, kind Kind) itemResult {
 	return itemResult{item: item, fire: fire, kind: kind, begin: now, end: now, halted: ErrSchedulerClosed}
 }
 
-// latestThrough returns the latest fire the executions of items reserved
-// here stand for, at the earliest at.
-func (r *runner) latestThrough(at time.Time, items []int) time.Time {
-	return r.book.latestThrough(at, items...)
-}
-
 type itemResult struct {
 	item   int
 	fire   time.Time
@@ -317,7 +311,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
-	through := r.book.started(item, item, kind, at, ctx.replace)
+	through := r.book.Started(item, item, at, ctx.replace)
 
 	sc := ShardingContext{
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,

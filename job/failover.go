@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -135,7 +136,7 @@ func (r *runner) claimFailover() {
 	byFire := map[int64][]int{}
 	var mayHaveRun map[int]time.Time // by item: the latest fire its previous owner may have run
 	for _, it := range items {
-		here := r.isRunning(it)
+		here := r.book.IsRunning(it)
 		if it >= cfg.ShardingTotalCount {
 			continue
 		}
@@ -178,7 +179,7 @@ func (r *runner) claimFailover() {
 		at := time.UnixMilli(ms)
 		// Reserved before returning, so that a misfire run started right
 		// after this (see release) cannot take the item first.
-		todo := r.reserve(its, at, time.Time{}, KindFailover, cfg)
+		todo := r.book.Reserve(cfg.book, its, at, time.Time{}, book.Failover, r.flags.disabledItems())
 		for _, it := range its {
 			if !slices.Contains(todo, it) {
 				// Began running here meanwhile: the claim goes back.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -16,10 +17,11 @@ import (
 // in the steady state; fireScheduled (is this instance able to fire:
 // connected, not paused, clock in bounds) → fireAssigned (assume the
 // assignment the previous fire read, or read it: assignment.go) →
-// fireItems (find inherited gaps, reserve the items: reserve.go; prove the
-// assumption in the marking transaction: mark.go) → startRuns (execute.go)
-// → completeAll (complete.go) → runOwed (owed.go). From fireItems on, the
-// fire is a value (fire, execute.go) passed from stage to stage.
+// fireItems (find inherited gaps, reserve the items in the book:
+// job/internal/book; prove the assumption in the marking transaction:
+// mark.go) → startRuns (execute.go) → completeAll (complete.go) → runOwed
+// (owed.go). From fireItems on, the fire is a value (fire, execute.go)
+// passed from stage to stage.
 //
 // The other paths into the same stages, named for what starts them:
 // fireTriggered (flags.go: a trigger, reserveAndRun), fireMissedWhileDown
@@ -31,7 +33,7 @@ import (
 // instance must not fire now.
 func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	sess := r.rc.Session()
-	if !r.registeredUnder(sess) || sess.Check() != nil || r.s.suspended.Load() {
+	if !r.book.RegisteredUnder(sess) || sess.Check() != nil || r.s.suspended.Load() {
 		return nil, false
 	}
 	return sess, true
@@ -64,7 +66,7 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 	}
 	if !skipped.IsZero() {
 		r.log.Warn("fires were not dispatched while the process could not run; making them up with this one", "since", skipped, "fire", at)
-		r.noteSuspendedMiss(skipped)
+		r.book.NoteSuspendedMiss(skipped)
 	}
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
@@ -81,13 +83,13 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
 	if !ok {
-		if !r.isStopping() {
+		if !r.book.Stopping() {
 			r.log.Warn("fire skipped: not connected to the registry; it will run once reconnected", "fire", at)
-			r.noteSuspendedMiss(at)
+			r.book.NoteSuspendedMiss(at)
 		}
 		return
 	}
-	if missed := r.takeMissed(); !missed.IsZero() {
+	if missed := r.book.TakeMissed(); !missed.IsZero() {
 		// Fires skipped earlier (an assignment that could not be read)
 		// are made up now, with this one.
 		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
@@ -96,9 +98,6 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 	}
 	r.fireAssigned(sess, at, KindFire, reserved)
 }
-
-// takeMissed returns and clears the earliest fire skipped here.
-func (r *runner) takeMissed() time.Time { return r.book.takeMissed() }
 
 // reserved, when not nil, is called once this fire's items are reserved
 // (or it reserves none).
@@ -142,7 +141,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	a, err := r.assignment(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
-		r.noteSuspendedMiss(at)
+		r.book.NoteSuspendedMiss(at)
 		return
 	}
 	items := a.items
@@ -158,7 +157,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 			if a, err = r.assignment(sess); err != nil {
 				r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
-				r.noteSuspendedMiss(at)
+				r.book.NoteSuspendedMiss(at)
 				return
 			}
 		}
@@ -169,7 +168,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	if kind == KindMisfire {
 		// Fires missed while disconnected, since at and through the latest.
 		cfg := r.config()
-		todo := r.reserve(items, at, r.makeUpThrough(cfg, at), KindMisfire, cfg)
+		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.disabledItems())
 		reserved()
 		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo})
 	} else {
@@ -191,7 +190,7 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assigned, 
 		return false
 	default:
 		r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
-		r.noteSuspendedMiss(at)
+		r.book.NoteSuspendedMiss(at)
 	}
 	return true
 }
@@ -219,8 +218,8 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 	if len(ran) > 0 {
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
-	res := r.reserveFire(a.items, at, gaps, ran, cfg)
-	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.plain, known: known, unrecorded: unrecorded}
+	res := r.book.ReserveFire(cfg.book, a.items, at, gaps, ran, r.flags.disabledItems())
+	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.Plain, known: known, unrecorded: unrecorded}
 	if prove {
 		checks := a.proof
 		if checks == nil {
@@ -228,7 +227,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 		}
 		marked, err := r.proveAndMark(f, checks)
 		if err != nil {
-			r.undo(res)
+			r.book.Undo(res)
 			r.cache.restoreHeld(heldBefore) // the fire order is still held: no other fire moved it
 			return err
 		}
@@ -236,11 +235,11 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, re
 	}
 	reserved()
 	var done chan struct{}
-	if len(res.debts) > 0 { // the steady state owes nothing: no goroutine
+	if len(res.Debts) > 0 { // the steady state owes nothing: no goroutine
 		done = make(chan struct{})
 		go func() { // owned here: waited for below
 			defer close(done)
-			r.runMakeUps(sess, cfg, res.debts, "making up for owed fires with this one")
+			r.runMakeUps(sess, cfg, res.Debts, "making up for owed fires with this one")
 		}()
 	}
 	if prove {

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func BenchmarkFireUnmonitored(b *testing.B) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	fire := func(i int) {
 		r.goFire(base.Add(time.Duration(i) * time.Millisecond))
-		r.book.runs.firing.Wait()
+		r.book.WaitFiring(context.Background())
 	}
 	for i := range 3 { // the first fires reshard and arm the watches
 		fire(i)
@@ -77,7 +78,7 @@ func BenchmarkFireMonitored(b *testing.B) {
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	fire := func(i int) {
 		r.goFire(base.Add(time.Duration(i) * time.Millisecond))
-		r.book.runs.firing.Wait()
+		r.book.WaitFiring(context.Background())
 	}
 	for i := range 3 { // the first fires reshard and arm the watches
 		fire(i)

@@ -45,7 +45,7 @@ func (r *runner) checkFlags() {
 			r.log.Warn("removing trigger flag", "err", err)
 			return
 		}
-		if r.queueTriggerIfBusy() {
+		if r.book.QueueTriggerIfBusy() {
 			r.log.Info("trigger queued until the running items finish")
 			return
 		}
@@ -57,7 +57,7 @@ func (r *runner) checkFlags() {
 // stopping here.
 func (r *runner) setPaused(paused bool) (stopping bool) {
 	was := r.flags.paused.Swap(paused)
-	stopping = r.isStopping()
+	stopping = r.book.Stopping()
 	if paused != was {
 		r.log.Info("pause flag changed", "paused", paused)
 		kind := EventResumed
@@ -90,7 +90,7 @@ func (r *runner) setDisabled(disabled bool) {
 // idle. Before the instance registered, or after its session ended, there
 // is nothing to restore: registration creates the node.
 func (r *runner) restoreStatus(ctx context.Context, sess *regcenter.Session) {
-	if !r.registeredUnder(sess) || sess.Err() != nil {
+	if !r.book.RegisteredUnder(sess) || sess.Err() != nil {
 		return
 	}
 	p := r.paths.Flag(r.serverID(), layout.Status)

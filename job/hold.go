@@ -116,7 +116,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	}
 	var gone []int
 	for it := range h.items {
-		if (keep == nil || !keep(it)) && !r.book.isRunning(it) {
+		if (keep == nil || !keep(it)) && !r.book.IsRunning(it) {
 			gone = append(gone, it)
 		}
 	}
@@ -174,7 +174,7 @@ func (r *runner) flushReleased(ctx context.Context, released func(int) bool) {
 // trigger's run: a trigger writes no record, and a mark no record covers
 // reads as a run still going (the console, `shardjob status`).
 func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int]bool {
-	stopping := r.book.isStopping()
+	stopping := r.book.Stopping()
 	items := make([]int, 0, len(batch))
 	for _, b := range batch {
 		if b.halted == nil && b.kind != KindTrigger && !stopping {

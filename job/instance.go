@@ -415,7 +415,7 @@ func (s *Scheduler) itemsIdle() {
 func (s *Scheduler) runningItems() int {
 	n := 0
 	for _, r := range s.runnersSnapshot() {
-		n += r.runningCount()
+		n += r.book.RunningCount()
 	}
 	return n
 }

@@ -106,7 +106,7 @@ func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op
 		} else {
 			cfg := r.config()
 			for _, it := range rest {
-				r.noteMisfire(it, at, cfg)
+				r.book.NoteMisfire(cfg.book, it, at)
 			}
 		}
 		r.release(rest)
@@ -160,7 +160,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 				// runs as a make-up run, which reads the record and runs
 				// only what it does not cover.
 				items = append(items[:idx:idx], items[idx+1:]...)
-				r.noteMisfire(item, at, r.config())
+				r.book.NoteMisfire(r.config().book, item, at)
 				r.release([]int{item})
 				continue
 			}
@@ -207,7 +207,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 			// Owed before the item is free again here: a fire reserving
 			// it in between must see the debt, or it would run as a plain
 			// fire and the debt's run would run that fire again.
-			r.noteMisfire(item, at, r.config())
+			r.book.NoteMisfire(r.config().book, item, at)
 			r.release([]int{item})
 			r.owesMisfireRemote(ctx, item, at)
 		case errors.Is(me.Err, regcenter.ErrNoNode) && !parentsMade:
@@ -388,7 +388,7 @@ func (r *runner) dropBusy(ctx context.Context, f *fire, items []int, busy map[in
 	}
 	cfg := r.config()
 	for _, it := range gone {
-		r.noteMisfire(it, f.at, cfg)
+		r.book.NoteMisfire(cfg.book, it, f.at)
 	}
 	r.release(gone)
 	parallel.Each(len(gone), 32, func(i int) { r.owesMisfireRemote(ctx, gone[i], f.at) })

@@ -27,27 +27,7 @@ type misfireMark struct {
 // stands for: the latest fire dispatched, which may be a fire claimed ahead
 // of its time (the run then starts at that time; see startRuns).
 func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
-	return r.throughWithLead(cfg, since, r.s.opts.fireLead)
-}
-
-// pastThrough is the latest fire a make-up run since since, reserved now,
-// stands for when it must start at once: the latest fire whose time has
-// come.
-func (r *runner) pastThrough(cfg *spec, since time.Time) time.Time {
-	return r.throughWithLead(cfg, since, 0)
-}
-
-// throughWithLead is the latest fire dispatched by now with lead, or since
-// if that is not later.
-func (r *runner) throughWithLead(cfg *spec, since time.Time, lead time.Duration) time.Time {
-	return throughWithLead(cfg, since, r.s.opts.now(), lead)
-}
-
-// throughWithLead is the latest fire of cfg's schedule dispatched by now
-// with lead, or since when that is not later (fireplan.MakeUpThrough).
-func throughWithLead(cfg *spec, since, now time.Time, lead time.Duration) time.Time {
-	sched, _, _ := cfg.Schedule()
-	return fireplan.MakeUpThrough(sched, since, now, lead)
+	return fireplan.MakeUpThrough(cfg.book.Schedule, since, r.s.opts.now(), r.s.opts.fireLead)
 }
 
 // priorsFor returns what the records of items said when this instance last
@@ -97,7 +77,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 			continue
 		}
 		priors[it] = c
-		first, last, rest, upTo := r.book.narrow(it, since, c, cfg)
+		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.cover)
 		switch {
 		case first.IsZero():
 			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.Through())
@@ -118,18 +98,6 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 // records, with their versions: for a make-up run to prove while marking.
 func (r *runner) knownRecords(items []int) map[int]record { return r.records.of(items, true) }
 
-// absorbDebts folds into a make-up run starting at at the misfire debts
-// this instance holds for its items since earlier fires: the run covers
-// them too (from the earliest), and they are forgotten. A make-up run that
-// left an earlier debt behind would record a later fire as completed, and
-// the debt's run would then start after it: the fires between would be
-// lost. It returns the items whose run starts earlier than at.
-func (r *runner) absorbDebts(cfg *spec, items []int, at time.Time) map[int]time.Time {
-	return r.book.absorbDebts(cfg, items, at)
-}
-
-func (r *runner) noteMisfire(item int, at time.Time, cfg *spec) { r.book.noteMisfire(item, at, cfg) }
-
 // owesMisfireRemote records that item missed the fire at because another
 // instance (or an earlier fire) still runs it, and arranges to run it once
 // when that execution ends.
@@ -138,12 +106,12 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	if cfg.skipsMissed() {
 		return
 	}
-	since, haveNode, waiting := r.book.oweRemote(item, at, cfg)
+	since, haveNode, waiting := r.book.OweRemote(cfg.book, item, at)
 	if !haveNode {
 		data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()})
 		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
-			r.book.wroteMisfireNode(item)
+			r.book.WroteMisfireNode(item)
 		} else {
 			r.log.Warn("recording misfire", "item", item, "err", err)
 		}
@@ -155,10 +123,10 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	// The item is tried again when the mark goes, not at every fire
 	// meanwhile (runOwed skips items with a wait): the wait ends first.
 	ended := func() {
-		r.book.endRemoteWait(item)
+		r.book.EndRemoteWait(item)
 		r.runOwed(r.rc.Session())
 	}
-	if cancel := r.onGone(running, ended); !r.book.waitRemote(item, cancel) {
+	if cancel := r.onGone(running, ended); !r.book.WaitRemote(item, cancel) {
 		cancel()
 	}
 }
@@ -176,7 +144,7 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 			// owed, and the first fire after the pause pays them.
 			return
 		}
-		debts, ok := r.book.takeDebts(sess, cfg, tried, r.flags.disabledItems)
+		debts, ok := r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)
 		if !ok {
 			return
 		}
@@ -184,6 +152,35 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 			return
 		}
 		r.runMakeUps(sess, cfg, debts, "running misfired items")
+	}
+}
+
+// release frees items run here, and starts what waited for them: a
+// queued trigger, the runs they are owed, the failover queue.
+func (r *runner) release(items []int) {
+	// A failover run ended (or gave its claim back): its claim goes
+	// before the item is free, so that a claim made once it is free is
+	// not the one dropped.
+	r.fo.unclaim(items)
+	_, owed, trig := r.book.Release(items)
+	dirty := r.fo.dirty()
+	if trig {
+		r.goFunc(r.fireTriggered)
+	}
+	switch {
+	case owed && dirty:
+		// Queued debts first: the instance that runs an item pays the
+		// item's failover entry before its own next misfire run, which
+		// would otherwise re-mark the item and keep claimers off forever.
+		r.goFunc(func() {
+			r.claimFailover()
+			r.runOwed(r.rc.Session())
+		})
+	case owed:
+		// A fire that found these items busy owes them a run now.
+		r.goFunc(func() { r.runOwed(r.rc.Session()) })
+	case dirty:
+		r.kick.failover.kick()
 	}
 }
 

@@ -121,7 +121,7 @@ func (r *runner) prepareBefore(next time.Time) {
 	// Checked under prep.timerMu: stop sets stopping before it cancels the
 	// timer under prep.timerMu, so a timer set here is either cancelled or never
 	// set (a forgotten one would keep the runner alive until it fires).
-	if r.isStopping() {
+	if r.book.Stopping() {
 		r.prep.timerMu.Unlock()
 		return
 	}

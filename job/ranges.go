@@ -94,7 +94,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.end()
-	through := r.book.started(run.first, run.last, kind, run.fire, nil)
+	through := r.book.Started(run.first, run.last, run.fire, nil)
 	per := int64(max(cfg.ItemsPerShard, 1))
 	rc := RangeContext{
 		ShardingContext: ShardingContext{

@@ -73,7 +73,7 @@ func (r *runner) reconcile() {
 	if sess.Err() != nil {
 		return
 	}
-	reg, stopping := r.registeredSession()
+	reg, stopping := r.book.Session()
 	if stopping {
 		return
 	}

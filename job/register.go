@@ -36,7 +36,7 @@ func (r *runner) start(ctx context.Context) error {
 // unless that is soon or the job has failover on.
 func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
 	if created {
-		r.book.registered(sess)
+		r.book.Registered(sess)
 		r.log.Info("registered a new job", "session", sess.String())
 		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	} else {
@@ -408,7 +408,7 @@ func (r *runner) reloadConfig() {
 	r.s.emit(Event{Kind: EventConfigChanged, Job: r.name, Units: cfg.ShardingTotalCount,
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled || !sameCalendar(cfg, old) {
-		if !r.book.isStopping() {
+		if !r.book.Stopping() {
 			r.schedule()
 		}
 	}
@@ -454,7 +454,7 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	if err := r.campaignIfPrepared(ctx); err != nil {
 		return err
 	}
-	r.book.registered(sess)
+	r.book.Registered(sess)
 	r.log.Info("registered", "session", sess.String())
 	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	return nil
@@ -517,8 +517,8 @@ func (r *runner) recoverIncarnation(ctx context.Context) error {
 			}
 			// Owed from since through latest: a run that makes up for
 			// only the start of it does not settle the rest.
-			r.noteMisfire(it, since, cfg)
-			r.noteMisfire(it, latest, cfg)
+			r.book.NoteMisfire(cfg.book, it, since)
+			r.book.NoteMisfire(cfg.book, it, latest)
 		}
 	}
 	return nil
@@ -589,7 +589,7 @@ func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) erro
 // reregister runs after a new session: everything ephemeral is gone, so
 // register again and resume (I3). Fires missed meanwhile run once.
 func (r *runner) reregister(sess *regcenter.Session) {
-	if r.book.isStopping() {
+	if r.book.Stopping() {
 		return
 	}
 	backoff := 100 * time.Millisecond
@@ -637,27 +637,6 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 	}
 	r.log.Warn("config node was missing at re-registration (the registry lost its data?); restored it from this instance's config")
 	return nil
-}
-
-// isStopping reports whether stop has begun here.
-func (r *runner) isStopping() bool { return r.book.isStopping() }
-
-// registeredSession returns the session the job is registered under here (nil
-// before it first registers) and whether stop has begun.
-func (r *runner) registeredSession() (*regcenter.Session, bool) { return r.book.registeredSession() }
-
-// registeredUnder reports whether the job is registered here under sess,
-// and not stopping.
-func (r *runner) registeredUnder(sess *regcenter.Session) bool { return r.book.registeredUnder(sess) }
-
-// registration is this instance's registration of the job, kept in the
-// book (book.go): a reservation and stop's leave read and change it in
-// the same steps as the runs.
-type registration struct {
-	sess        *regcenter.Session // the session registered under
-	stopping    bool               // stop has begun: no new fires
-	removed     bool               // the job was removed from the cluster
-	heldAtLeave []int              // the assignment this instance gave up when it left
 }
 
 // watchCancels end the registration's watches. It owns its lock, taken

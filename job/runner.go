@@ -9,7 +9,7 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -31,8 +31,8 @@ type runner struct {
 	endedNoted atomic.Pointer[spec]
 
 	// Parts, each owning its state and lock.
-	book     *book           // what runs, and what is owed, here (book.go)
-	owed     *ledger         // what items are owed here (ledger.go), kept in the book's steps
+	book     *book.Book      // what runs, and what is owed, here (job/internal/book)
+	owed     *book.Ledger    // what items are owed here, kept in the book's steps
 	records  recordCache     // the items' completion records as known here (record.go)
 	inherit  inherited       // gaps gained in a reshard that may have run (mayhaverun.go)
 	holds    holds           // the running marks kept across fires (hold.go)
@@ -85,40 +85,17 @@ type kickers struct {
 	holds      *kicker // release the marks of items a reshard moved (releaseMoved)
 }
 
-type execution struct {
-	item int
-	fire time.Time
-	// through is the latest fire the execution stands for, fixed when the
-	// item is reserved: a scheduled fire reserved later finds it covered.
-	through time.Time
-	kind    Kind
-	// replace, once the run has started, cancels it for a fire that
-	// replaces it (OverlapReplace); nil before the start, and for runs
-	// that cannot be replaced (a RangeJob's).
-	replace func()
-	// alongside: a run beside the item's execution in the book's runs
-	// (OverlapAllow), counted in its alongside rather than kept there.
-	alongside bool
-}
-
-// standsFor reports whether the execution holding an item already makes up
-// for the fire at: a fire that finds its item so busy owes nothing.
-func (e *execution) standsFor(at time.Time) bool { return e.span().StandsFor(at) }
-
-// span is the fires the execution stands for.
-func (e *execution) span() fireplan.Span { return fireplan.Span{First: e.fire, Last: e.through} }
-
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r := &runner{
 		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
 		log:     s.log.With("job", cfg.Name),
-		owed:    newLedger(),
+		owed:    book.NewLedger(),
 		records: newRecordCache(),
 		fo:      newClaimState(),
 		lead:    newLeaderDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.do),
 	}
-	r.book = newBook(r.owed, r.log, &r.counters.misfiresOwed, s.opts.now, s.opts.fireLead, s.itemsIdle)
+	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
 	r.setConfig(cfg)
 	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
@@ -189,7 +166,7 @@ func (r *runner) skippedBefore(at time.Time) time.Time {
 // returns false if the runner stops meanwhile.
 func (r *runner) untilClaim(at time.Time) bool {
 	for at.After(r.s.opts.now()) {
-		steady, idle := r.book.steadyOrIdle() // idle: closed when the items running here are released
+		steady, idle := r.book.SteadyOrIdle() // idle: closed when the items running here are released
 		if steady {
 			return true
 		}
@@ -225,17 +202,17 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
-// flight (book.beginFiring); once stop has begun, f is dropped: the leave
+// flight (Book.BeginFiring); once stop has begun, f is dropped: the leave
 // hands the fire's items over.
 func (r *runner) goFiring(f func()) {
-	if !r.book.beginFiring() {
+	if !r.book.BeginFiring() {
 		return
 	}
 	if r.bg.Go(func(context.Context) {
-		defer r.book.endFiring()
+		defer r.book.EndFiring()
 		f()
 	}) != nil {
-		r.book.endFiring()
+		r.book.EndFiring()
 	}
 }
 
@@ -301,12 +278,10 @@ func (r *runner) setNecessary(ctx context.Context) {
 	}
 }
 
-func (r *runner) noteSuspendedMiss(at time.Time) { r.book.noteSuspendedMiss(at) }
-
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
 // connection was down.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
-	at := r.takeMissed()
+	at := r.book.TakeMissed()
 	if at.IsZero() {
 		return
 	}

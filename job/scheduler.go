@@ -557,7 +557,7 @@ func (s *Scheduler) detach(ctx context.Context, r *runner) error {
 // It runs on one of r's own goroutines, so it must not wait for them: the
 // stop runs on a scheduler goroutine instead.
 func (s *Scheduler) removeRunner(r *runner, removedFromCluster bool) {
-	r.book.markRemoved(removedFromCluster)
+	r.book.MarkRemoved(removedFromCluster)
 	s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 		defer cancel()

@@ -5,6 +5,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/sharding"
 )
 
@@ -21,6 +23,8 @@ type spec struct {
 	paramsErr error
 	strategy  sharding.Strategy
 	stratErr  error
+	// book is the job as the book reads it.
+	book book.Job
 }
 
 // compile compiles c. c is valid (Add and the config node's decoding
@@ -30,7 +34,35 @@ func compile(c Config) *spec {
 	s.sched, s.loc, s.schedErr = c.Schedule()
 	s.params, s.paramsErr = c.ItemParameters()
 	s.strategy, s.stratErr = sharding.Lookup(c.ShardingStrategy)
+	s.book = book.Job{Items: c.ShardingTotalCount, Overlap: planOverlap(c.Overlap), SkipsMissed: c.skipsMissed()}
+	if s.schedErr == nil {
+		s.book.Schedule = s.sched
+	}
 	return s
+}
+
+// planOverlap is p as the plan takes it.
+func planOverlap(p OverlapPolicy) fireplan.Overlap {
+	switch p {
+	case OverlapAllow:
+		return fireplan.OverlapAllow
+	case OverlapReplace:
+		return fireplan.OverlapReplace
+	}
+	return fireplan.OverlapWait
+}
+
+// bookKind is k as the book tells runs apart.
+func bookKind(k Kind) book.Kind {
+	switch k {
+	case KindFire:
+		return book.Fire
+	case KindMisfire:
+		return book.Misfire
+	case KindFailover:
+		return book.Failover
+	}
+	return book.Trigger
 }
 
 // Schedule returns the compiled schedule (see Config.Schedule).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -18,7 +19,7 @@ import (
 // nodes are removed and a reshard is flagged, so the others take its items
 // at their next fire without waiting for a session timeout.
 func (r *runner) stop(ctx context.Context) error {
-	r.book.beginStop()
+	r.book.BeginStop()
 	r.ctx.cancelLife()
 	r.s.trig.remove(r.name)
 	r.stopPrepare()
@@ -37,7 +38,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// owner while its busy ones finish. The busy ones keep their running
 	// marks; a new owner finds them and runs the item once they are gone.
 	var errs []error
-	registered, removed := r.book.leaving()
+	registered, removed := r.book.Leaving()
 	// Every fire of the schedule up to now was this instance's to run for
 	// the items it holds; later fires belong to whoever holds them next.
 	var upTo time.Time
@@ -48,7 +49,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if registered {
 		if err := r.leave(cctx, !removed, handOver, upTo); err != nil {
 			errs = append(errs, err)
-		} else if r.book.heldAtLeaveAny() && !removed {
+		} else if r.book.HeldAtLeaveAny() && !removed {
 			// The leave cleared this instance's assignment: the load
 			// table says so now, not at the job's next fire (and not
 			// never, when no other instance runs the job).
@@ -63,14 +64,14 @@ func (r *runner) stop(ctx context.Context) error {
 	// completions.
 	r.releaseHolds(cctx, r.rc.Session(), nil)
 
-	if !r.book.waitIdle(ctx) {
+	if !r.book.WaitIdle(ctx) {
 		r.ctx.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
 		// Give cancelled items a moment to return and hand themselves over
 		// (their completions write to the registry), within the cleanup's
 		// bound.
 		grace, gcancel := context.WithTimeout(cctx, 2*time.Second)
-		if !r.book.waitIdle(grace) {
+		if !r.book.WaitIdle(grace) {
 			if n := r.counters.executing.Load(); n > 0 {
 				errs = append(errs, fmt.Errorf("%d runs ignore their context and are still running", n))
 			} else {
@@ -86,7 +87,7 @@ func (r *runner) stop(ctx context.Context) error {
 	defer cancel()
 	// Fires in flight when the stop began end at once (no new marks: the
 	// coordination context is gone) and note what they owe.
-	if !r.book.waitFiring(cctx) {
+	if !r.book.WaitFiring(cctx) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	r.releaseHolds(cctx, r.rc.Session(), nil) // any a fire in flight made
@@ -94,7 +95,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
-		owed := r.book.handOverRest(r.config(), r.flags.disabledItems(), r.flags.paused.Load(), r.serverID())
+		owed := r.handedOver(r.book.HandOverRest(r.config().book, r.flags.disabledItems(), r.flags.paused.Load()))
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
 				errs = append(errs, fmt.Errorf("handing owed runs over: %w", err))
@@ -110,7 +111,7 @@ func (r *runner) stop(ctx context.Context) error {
 	cancels := append(r.cache.close(), r.fo.close()...)
 	cancels = append(cancels, r.watch.close()...)
 	r.bg.Close()
-	cancels = append(cancels, r.book.closeWaits()...)
+	cancels = append(cancels, r.book.CloseWaits()...)
 	r.onRevoked()
 	for _, c := range cancels {
 		if c != nil {
@@ -180,9 +181,11 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		if flagReshard {
 			ops = append(ops, r.paths.FlagReshardOps()...)
 		}
-		var owed []failover.Entry
+		var owed []book.Owed
+		var entries []failover.Entry
 		if handOver {
-			owed = r.book.owedRuns(held, upTo, r.config(), r.flags.disabledItems(), r.flags.paused.Load(), r.serverID())
+			owed = r.book.OwedRuns(r.config().book, held, upTo, r.flags.disabledItems(), r.flags.paused.Load())
+			entries = r.handedOver(owed)
 			// The queue is made on demand: its parent must exist for the
 			// transaction's creates.
 			if len(owed) > 0 {
@@ -190,7 +193,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 					return fmt.Errorf("leave: %w", err)
 				}
 			}
-			qops, err := q.MergeOps(ctx, owed)
+			qops, err := q.MergeOps(ctx, entries)
 			if err != nil {
 				return fmt.Errorf("leave: %w", err)
 			}
@@ -215,11 +218,20 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		if err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
-		r.book.left(held, owed)
+		r.book.Left(held, owed)
 		r.log.Info("left the job", "handed_over", len(owed))
 		return nil
 	}
 	return fmt.Errorf("leave: %w", err)
+}
+
+// handedOver is owed as failover queue entries from this instance.
+func (r *runner) handedOver(owed []book.Owed) []failover.Entry {
+	entries := make([]failover.Entry, len(owed))
+	for i, o := range owed {
+		entries[i] = failover.Entry{Item: o.Item, Fire: o.Since.UnixMilli(), From: r.serverID()}
+	}
+	return entries
 }
 
 // multiDropping applies ops in one transaction; when an op fails in a way

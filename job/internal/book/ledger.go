@@ -1,23 +1,24 @@
-package job
+package book
 
 import (
 	"sync"
 	"time"
 )
 
-// ledger is this instance's account of what its items are owed: for each
+// Ledger is this instance's account of what its items are owed: for each
 // item owed a run, the earliest fire it missed here (a make-up run since
 // then pays the debt) and the latest; which items' misfire nodes this
 // instance wrote (or took over); the latest scheduled fire each item was
 // run or owed at here (what a departing instance hands over); and the
 // earliest fire skipped while the connection was down. Everything that
-// owes, pays or forgets a run goes through its methods.
+// owes, pays or forgets a run goes through the Book's steps; its callers
+// read it, and say which misfire nodes exist (SetNode).
 //
 // It owns its lock, taken only in this file. Its methods may be called
-// with the book's lock held (never the reverse): a reservation that
-// takes an item's debt and reserves the item in one step holds the book's lock
+// with the Book's lock held (never the reverse): a reservation that takes
+// an item's debt and reserves the item in one step holds the Book's lock
 // around both.
-type ledger struct {
+type Ledger struct {
 	mu          sync.Mutex
 	since, last map[int]time.Time
 	nodes       map[int]bool
@@ -25,13 +26,14 @@ type ledger struct {
 	missed      time.Time
 }
 
-func newLedger() *ledger {
-	return &ledger{since: map[int]time.Time{}, last: map[int]time.Time{}, nodes: map[int]bool{}, dispatched: map[int]time.Time{}}
+// NewLedger returns a ledger that owes nothing.
+func NewLedger() *Ledger {
+	return &Ledger{since: map[int]time.Time{}, last: map[int]time.Time{}, nodes: map[int]bool{}, dispatched: map[int]time.Time{}}
 }
 
 // owe records that item missed the fire at; first reports whether it
 // moved the start of the item's debt (a new debt, or an earlier one).
-func (l *ledger) owe(item int, at time.Time) (first bool) {
+func (l *Ledger) owe(item int, at time.Time) (first bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if prev, ok := l.since[item]; !ok || at.Before(prev) {
@@ -44,16 +46,16 @@ func (l *ledger) owe(item int, at time.Time) (first bool) {
 	return first
 }
 
-// owed returns the earliest fire item is owed since, if any.
-func (l *ledger) owed(item int) (time.Time, bool) {
+// Owed returns the earliest fire item is owed since, if any.
+func (l *Ledger) Owed(item int) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at, ok := l.since[item]
 	return at, ok
 }
 
-// lastOwed is the latest fire item is owed (zero if none).
-func (l *ledger) lastOwed(item int) time.Time {
+// LastOwed is the latest fire item is owed (zero if none).
+func (l *Ledger) LastOwed(item int) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.last[item]
@@ -61,35 +63,35 @@ func (l *ledger) lastOwed(item int) time.Time {
 
 // owedFrom moves the start of item's debt to at, keeping its latest fire:
 // a run paid the fires before at.
-func (l *ledger) owedFrom(item int, at time.Time) {
+func (l *Ledger) owedFrom(item int, at time.Time) {
 	l.mu.Lock()
 	l.since[item] = at
 	l.mu.Unlock()
 }
 
 // forget drops item's debt.
-func (l *ledger) forget(item int) {
+func (l *Ledger) forget(item int) {
 	l.mu.Lock()
 	l.forgetLocked(item)
 	l.mu.Unlock()
 }
 
-func (l *ledger) forgetLocked(item int) {
+func (l *Ledger) forgetLocked(item int) {
 	delete(l.since, item)
 	delete(l.last, item)
 }
 
 // forgetAll drops every debt, and the fire missed while disconnected.
-func (l *ledger) forgetAll() {
+func (l *Ledger) forgetAll() {
 	l.mu.Lock()
 	l.since, l.last = map[int]time.Time{}, map[int]time.Time{}
 	l.missed = time.Time{}
 	l.mu.Unlock()
 }
 
-// debts returns a copy of every item owed a run, with the fire it is owed
+// Debts returns a copy of every item owed a run, with the fire it is owed
 // since.
-func (l *ledger) debts() map[int]time.Time {
+func (l *Ledger) Debts() map[int]time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[int]time.Time, len(l.since))
@@ -99,16 +101,16 @@ func (l *ledger) debts() map[int]time.Time {
 	return out
 }
 
-// settled reports whether nothing is owed: no item's run, no fire missed
+// Settled reports whether nothing is owed: no item's run, no fire missed
 // while disconnected.
-func (l *ledger) settled() bool {
+func (l *Ledger) Settled() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.since) == 0 && l.missed.IsZero()
 }
 
 // dispatch records that item's fire at was run or owed here.
-func (l *ledger) dispatch(item int, at time.Time) {
+func (l *Ledger) dispatch(item int, at time.Time) {
 	l.mu.Lock()
 	if at.After(l.dispatched[item]) {
 		l.dispatched[item] = at
@@ -116,29 +118,29 @@ func (l *ledger) dispatch(item int, at time.Time) {
 	l.mu.Unlock()
 }
 
-// dispatchedAt is the latest scheduled fire item was run or owed at here.
-func (l *ledger) dispatchedAt(item int) time.Time {
+// DispatchedAt is the latest scheduled fire item was run or owed at here.
+func (l *Ledger) DispatchedAt(item int) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.dispatched[item]
 }
 
-// ledgerEntry is one item's part of the misfire ledger.
-type ledgerEntry struct {
+// entry is one item's part of the ledger.
+type entry struct {
 	dispatched, since, last time.Time
 	owed                    bool
 }
 
 // entry and restore read and put back one item's debt and dispatch (see
-// fireReservation).
-func (l *ledger) entry(item int) ledgerEntry {
+// Reservation).
+func (l *Ledger) entry(item int) entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	since, owed := l.since[item]
-	return ledgerEntry{dispatched: l.dispatched[item], since: since, last: l.last[item], owed: owed}
+	return entry{dispatched: l.dispatched[item], since: since, last: l.last[item], owed: owed}
 }
 
-func (l *ledger) restore(item int, e ledgerEntry) {
+func (l *Ledger) restore(item int, e entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.dispatched.IsZero() {
@@ -158,15 +160,17 @@ func (l *ledger) restore(item int, e ledgerEntry) {
 	}
 }
 
-// hasNode reports whether this instance wrote (or took over) item's
-// misfire node; setNode records it.
-func (l *ledger) hasNode(item int) bool {
+// HasNode reports whether this instance wrote (or took over) item's
+// misfire node; SetNode records it.
+func (l *Ledger) HasNode(item int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.nodes[item]
 }
 
-func (l *ledger) setNode(item int, wrote bool) {
+// SetNode records whether item's misfire node is this instance's: written
+// or taken over (wrote), or gone.
+func (l *Ledger) SetNode(item int, wrote bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if wrote {
@@ -177,8 +181,8 @@ func (l *ledger) setNode(item int, wrote bool) {
 }
 
 // missWhileDown records that the fire at was skipped while the connection
-// was down: the earliest such fire is run once it is back (fireMissedWhileDown).
-func (l *ledger) missWhileDown(at time.Time) {
+// was down: the earliest such fire is run once it is back (Book.TakeMissed).
+func (l *Ledger) missWhileDown(at time.Time) {
 	l.mu.Lock()
 	if l.missed.IsZero() || at.Before(l.missed) {
 		l.missed = at
@@ -186,9 +190,9 @@ func (l *ledger) missWhileDown(at time.Time) {
 	l.mu.Unlock()
 }
 
-// missedWhileDown returns the earliest fire skipped while the connection
+// MissedWhileDown returns the earliest fire skipped while the connection
 // was down (zero if none).
-func (l *ledger) missedWhileDown() time.Time {
+func (l *Ledger) MissedWhileDown() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.missed
@@ -196,7 +200,7 @@ func (l *ledger) missedWhileDown() time.Time {
 
 // takeMissed returns and clears the earliest fire skipped while the
 // connection was down.
-func (l *ledger) takeMissed() time.Time {
+func (l *Ledger) takeMissed() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := l.missed

@@ -1,0 +1,265 @@
+package book
+
+import (
+	"time"
+
+	"github.com/shardjob/shardjob/job/internal/fireplan"
+)
+
+// Reservation is what ReserveFire took for a scheduled fire: the items to
+// run, and how it changed the ledger, so that a fire whose assumed
+// assignment turns out wrong can put everything back (Undo) before it
+// reads the assignment and fires again.
+type Reservation struct {
+	// Plain items run this fire only; Debts run as make-up runs, grouped
+	// by the earliest fire they owe.
+	Plain []int
+	Debts map[time.Time][]int
+
+	// taken are the executions this fire put in the book's runs.
+	taken []*execution
+	// ledger holds each touched item's entries before and after the
+	// reservation.
+	ledger []ledgerChange
+
+	// one backs the slices above for a fire of one item (most fires): a
+	// single allocation for the whole reservation.
+	one struct {
+		plain  [1]int
+		taken  [1]*execution
+		ledger [1]ledgerChange
+	}
+}
+
+// ledgerChange is an item's ledger entry before and after a reservation.
+type ledgerChange struct {
+	item          int
+	before, after entry
+}
+
+// ReserveFire reserves the items of j's scheduled fire at here: those that
+// owe nothing earlier are returned as Plain, the others grouped by the
+// earliest fire they owe (their debts are taken over by the make-up run).
+// Items running here owe this fire (and any gap) a run. gaps are the
+// earliest fires the items' previous owners left undone; disabled are the
+// items kept out.
+//
+// Items in ran (their previous owner ran this fire) that owe nothing
+// earlier are not reserved: the fire has run. What each item does is
+// fireplan.Decide's.
+func (b *Book) ReserveFire(j Job, items []int, at time.Time, gaps map[int]time.Time, ran, disabled map[int]bool) *Reservation {
+	res := &Reservation{}
+	if len(items) == 1 {
+		res.Plain, res.taken, res.ledger = res.one.plain[:0], res.one.taken[:0], res.one.ledger[:0]
+	} else {
+		res.taken, res.ledger = make([]*execution, 0, len(items)), make([]ledgerChange, 0, len(items))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range items {
+		if it < 0 || it >= j.Items || disabled[it] {
+			continue // an assignment from before the item count shrank, or kept out
+		}
+		before := b.owed.entry(it)
+		b.reserveItemLocked(res, j, it, at, gaps, ran[it])
+		res.ledger = append(res.ledger, ledgerChange{it, before, b.owed.entry(it)})
+	}
+	return res
+}
+
+func (b *Book) reserveItemLocked(res *Reservation, j Job, it int, at time.Time, gaps map[int]time.Time, ran bool) {
+	e, busy := b.runs.running[it]
+	since, owed := b.owed.Owed(it)
+	fact := fireplan.Item{Busy: busy, Owed: owed, OwedSince: since, Gap: gaps[it], RanElsewhere: ran, Dispatched: b.owed.DispatchedAt(it)}
+	if busy {
+		fact.Running = e.span()
+	}
+	b.owed.dispatch(it, at)
+	d := fireplan.Decide(fireplan.Fire{At: at, Overlap: j.Overlap, Schedule: j.Schedule, Now: b.now(), Lead: b.lead}, fact)
+	switch d.Action {
+	case fireplan.Alongside:
+		res.taken = append(res.taken, b.runAlongsideLocked(it, at))
+		res.Plain = append(res.Plain, it)
+	case fireplan.Owe:
+		b.noteOwesLocked(j, it, d.Owes)
+		if d.Replace && e.replace != nil {
+			// The run owed above starts once the replaced one returns.
+			b.log.Info("replacing the item's running execution with this fire", "item", it, "running", e.fire, "fire", at)
+			e.replace()
+		}
+	case fireplan.RunHere:
+		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
+	case fireplan.Run:
+		e := &execution{item: it, fire: d.Run.First, through: d.Run.Last}
+		b.runs.running[it] = e
+		res.taken = append(res.taken, e)
+		if d.ForgetDebt {
+			b.owed.forget(it)
+		}
+		if !d.MakeUp {
+			res.Plain = append(res.Plain, it)
+			return
+		}
+		// A make-up run through this fire, which may be claimed ahead of
+		// its time.
+		b.owed.dispatch(it, d.Run.Last)
+		if res.Debts == nil {
+			res.Debts = map[time.Time][]int{}
+		}
+		res.Debts[d.Run.First] = append(res.Debts[d.Run.First], it)
+	}
+}
+
+// Undo puts back what ReserveFire took, for a fire that did not go ahead:
+// the executions it reserved that are still reserved, and each item's
+// ledger where nobody changed it since (a debt noted meanwhile stays).
+func (b *Book) Undo(res *Reservation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	freed := false
+	for _, e := range res.taken {
+		switch {
+		case e.alongside:
+			b.endAlongsideLocked(e.item)
+		case b.runs.running[e.item] == e:
+			delete(b.runs.running, e.item)
+			freed = true
+		}
+	}
+	for i := len(res.ledger) - 1; i >= 0; i-- { // last change first
+		l := res.ledger[i]
+		if b.owed.entry(l.item) == l.after {
+			b.owed.restore(l.item, l.before)
+		}
+	}
+	if freed && len(b.runs.running) == 0 {
+		// As a release: a fire whose proof failed (a reshard moved its
+		// items, as a drain does) may have held the last items reserved
+		// here, and a drain waits for none to be.
+		b.wakeIdleLocked()
+		b.onIdle()
+	}
+}
+
+// Reserve claims items locally for a run of kind since the fire at (and
+// through a later fire, when given): the items it returns. Items already
+// running here owe a run since at (through the later fire); a failover
+// run leaves them to its queued debt, and under OverlapAllow the others
+// run beside them. A misfire run stands for every fire dispatched by now
+// with the scheduler's lead, a failover run for every fire come by now;
+// disabled are the items kept out.
+func (b *Book) Reserve(j Job, items []int, at, through time.Time, kind Kind, disabled map[int]bool) []int {
+	var pastThrough time.Time
+	if kind == Failover {
+		pastThrough = fireplan.MakeUpThrough(j.Schedule, at, b.now(), 0)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var todo []int
+	for _, it := range items {
+		if it < 0 || it >= j.Items {
+			continue // an assignment from before the item count shrank
+		}
+		if disabled[it] {
+			continue
+		}
+		// This scheduled fire (or, for a make-up run, the fire it stands
+		// in for) is run or owed here.
+		if kind == Fire {
+			b.owed.dispatch(it, at)
+		}
+		b.owed.dispatch(it, through)
+		if _, busy := b.runs.running[it]; busy && j.Overlap == fireplan.OverlapAllow && kind != Failover {
+			b.runAlongsideLocked(it, at)
+			todo = append(todo, it)
+			continue
+		}
+		if e, busy := b.runs.running[it]; busy {
+			if kind != Failover { // a failover debt stays queued
+				to := at
+				if through.After(at) {
+					to = through
+				}
+				b.noteOwesLocked(j, it, fireplan.BusyDebts(e.span(), at, to, j.Schedule))
+			}
+			continue
+		}
+		e := &execution{item: it, fire: at, through: at}
+		switch kind {
+		case Misfire:
+			e.through = b.makeUpThrough(j, at)
+			b.owed.dispatch(it, e.through)
+		case Failover:
+			// Another instance's debt, run at once: through the latest
+			// fire that has come, not one this instance claims ahead.
+			e.through = pastThrough
+			b.owed.dispatch(it, e.through)
+		}
+		b.runs.running[it] = e
+		todo = append(todo, it)
+	}
+	return todo
+}
+
+// makeUpThrough is the latest fire a make-up run since since, reserved
+// now, stands for: the latest dispatched by now with the scheduler's lead.
+func (b *Book) makeUpThrough(j Job, since time.Time) time.Time {
+	return fireplan.MakeUpThrough(j.Schedule, since, b.now(), b.lead)
+}
+
+// Release frees items, and reports whether none run here now, whether
+// any of them is owed a run, and whether a trigger queued for that moment
+// is to run (it is taken).
+func (b *Book) Release(items []int) (idle, owed, trigger bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, it := range items {
+		if b.endAlongsideLocked(it) {
+			continue // the item's other run goes on
+		}
+		delete(b.runs.running, it)
+	}
+	idle = len(b.runs.running) == 0
+	if idle {
+		b.wakeIdleLocked()
+		b.onIdle()
+	}
+	for _, it := range items {
+		if _, ok := b.owed.Owed(it); ok {
+			owed = true
+		}
+	}
+	trigger = idle && b.runs.triggerQueued
+	if trigger {
+		b.runs.triggerQueued = false
+	}
+	return idle, owed, trigger
+}
+
+// runAlongsideLocked counts a run of item beside the one running here
+// (OverlapAllow) and returns its execution. The item stays in
+// runs.running, standing for every run of it, until the last of them is
+// released.
+func (b *Book) runAlongsideLocked(item int, at time.Time) *execution {
+	if b.runs.alongside == nil {
+		b.runs.alongside = map[int]int{}
+	}
+	b.runs.alongside[item]++
+	return &execution{item: item, fire: at, through: at, alongside: true}
+}
+
+// endAlongsideLocked releases one of the runs of item counted by
+// runAlongsideLocked, if any, and reports whether it did: the item stays
+// reserved for its other runs.
+func (b *Book) endAlongsideLocked(item int) bool {
+	n := b.runs.alongside[item]
+	switch {
+	case n == 0:
+		return false
+	case n == 1:
+		delete(b.runs.alongside, item)
+	default:
+		b.runs.alongside[item] = n - 1
+	}
+	return true
+}
