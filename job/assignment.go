@@ -604,10 +604,11 @@ func (c *assignmentCache) keepAssigned(sess *regcenter.Session, held map[int]boo
 }
 
 // recheckUnrecorded reads again, now that f's marks are made, the records
-// of f's items that had none when the fire read them (see ranBefore), and
-// returns f's items without those whose record now lists this fire: their
-// previous owner ran it, and its completion (which writes the record and
-// deletes that owner's mark at once) came between the read and the mark.
+// of f's items that had none when the fire read them (see ranBefore), or
+// whose mark another run held when the fire marked them (fire.recheck),
+// and returns f's items without those whose record now lists this fire:
+// another run stood for it, and its completion (which writes the record
+// and deletes that run's mark at once) came between the read and the mark.
 // They are released unrun; their marks stay held here. An item whose
 // record cannot be read runs.
 func (r *runner) recheckUnrecorded(f *fire) []int {

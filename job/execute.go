@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shardjob/shardjob/listener"
@@ -39,7 +40,9 @@ type fire struct {
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
 	// unrecorded are the items newly held here that had no record when
-	// this fire read them: read again once marked (recheckUnrecorded).
+	// this fire read them, and those whose mark another run held when
+	// this fire marked them (recheck): read again once marked
+	// (recheckUnrecorded).
 	unrecorded []int
 	// mayHaveRun holds, for a failover run's items, the latest fire their
 	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
@@ -49,6 +52,21 @@ type fire struct {
 	// that runs after them anyway (see awaitParents).
 	parentErr error
 	trace     *fireTrace // the fire's span (tracing.go); nil: tracing is off
+}
+
+// recheck adds item to the items whose record a scheduled fire reads
+// again once it has marked them (recheckUnrecorded): the fire found the
+// item's mark held by another run — of another instance, or of a session
+// that has ended — and marked it only once that mark was gone. That run
+// may have stood for this very fire (a make-up run through it, of an
+// instance that owed the item's earlier fires), and completed it after
+// this fire read what it knows of the record: run again as a plain fire,
+// a completed fire would run twice. Other kinds read their records once
+// marked anyway.
+func (f *fire) recheck(item int) {
+	if f.kind == KindFire && !slices.Contains(f.unrecorded, item) {
+		f.unrecorded = append(f.unrecorded, item)
+	}
 }
 
 // fireOf is the fire item's run starts at.

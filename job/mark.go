@@ -171,6 +171,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
 			if r.dropStaleMark(ctx, sess, item) {
+				f.recheck(item)
 				continue
 			}
 			if !waited {
@@ -180,6 +181,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 				// it once, then mark everything again.
 				waited = true
 				if r.waitMarkGone(ctx, item, markGoneWait) {
+					f.recheck(item)
 					continue
 				}
 			}
