@@ -490,7 +490,7 @@ func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
 	}
 	m, err := stored.DecodeMisfire(data)
 	if err != nil {
-		r.reportBad(p, st, "garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
+		r.reportBad(p, st, data, "garbage in misfire node; ignored", "item", item, "err", err)
 		return time.Time{}, nil
 	}
 	return time.UnixMilli(m.Since), nil

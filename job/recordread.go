@@ -66,8 +66,8 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 	rec := record{Version: st.Version, Versioned: true}
 	m, err := stored.DecodeCompleted(data)
 	if err != nil {
-		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, "garbage in completed node; treating the item as not completed",
-			"item", item, "data", quoteShort(string(data)), "err", err)
+		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, data, "garbage in completed node; treating the item as not completed",
+			"item", item, "err", err)
 		return rec, nil
 	}
 	rec.Cover, rec.Failed = m.Cover(), m.Failed

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/yamldoc"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -17,15 +18,16 @@ import (
 // node's absence, read back, removes a job (configGone). The values and
 // their codecs are job/internal/stored's.
 
-// reportBad logs that the value of p at stat st does not decode, at warn
-// level the first time for that version and at debug level after that. It
-// reports whether this was the first time.
-func (r *runner) reportBad(p string, st regcenter.Stat, msg string, args ...any) bool {
+// reportBad logs that data, the value of p at stat st, does not decode,
+// quoting its start, at warn level the first time for that version and at
+// debug level after that. It reports whether this was the first time.
+func (r *runner) reportBad(p string, st regcenter.Stat, data []byte, msg string, args ...any) bool {
+	args = append(args, "data", yamldoc.QuoteShort(string(data)), "node", p, "version", st.Version)
 	if r.bad.First(p, st.Mzxid) {
-		r.log.Warn(msg, append(args, "node", p, "version", st.Version)...)
+		r.log.Warn(msg, args...)
 		return true
 	}
-	r.log.Debug(msg, append(args, "node", p, "version", st.Version)...)
+	r.log.Debug(msg, args...)
 	return false
 }
 
