@@ -50,14 +50,14 @@ type Completed struct {
 // which leaves out any run that is not a run.
 func DecodeCompleted(data []byte) (Completed, error) {
 	var m Completed
-	if err := DecodeJSON(data, &m, "completed record"); err != nil {
+	if err := decodeJSON(data, &m, "completed record"); err != nil {
 		return Completed{}, err
 	}
-	if !ValidMillis(m.Fire) {
+	if !validMillis(m.Fire) {
 		return Completed{}, fmt.Errorf("%w: completed record with fire %d", ErrBadValue, m.Fire)
 	}
 	for _, s := range m.Ran {
-		if s[0] > MaxMillis || s[1] > MaxMillis {
+		if s[0] > maxMillis || s[1] > maxMillis {
 			return Completed{}, fmt.Errorf("%w: completed record with a run of fires %d-%d", ErrBadValue, s[0], s[1])
 		}
 	}

@@ -23,11 +23,11 @@ func checkDecode(kind string, data []byte) (decoded bool, problem error) {
 		if m, err = DecodeCompleted(data); err == nil {
 			c := m.Cover()
 			for _, s := range c.Spans() {
-				if s.First.UnixMilli() <= 0 || s.Last.UnixMilli() > MaxMillis || s.Last.Before(s.First) {
+				if s.First.UnixMilli() <= 0 || s.Last.UnixMilli() > maxMillis || s.Last.Before(s.First) {
 					return true, fmt.Errorf("record %+v covers %v-%v", m, s.First, s.Last)
 				}
 			}
-			if through := c.Through(); through.UnixMilli() > MaxMillis {
+			if through := c.Through(); through.UnixMilli() > maxMillis {
 				return true, fmt.Errorf("record %+v covers through %v", m, through)
 			}
 		}
@@ -38,7 +38,7 @@ func checkDecode(kind string, data []byte) (decoded bool, problem error) {
 		}
 	case "misfire":
 		var m Misfire
-		if m, err = DecodeMisfire(data); err == nil && !ValidMillis(m.Since) {
+		if m, err = DecodeMisfire(data); err == nil && !validMillis(m.Since) {
 			return true, fmt.Errorf("misfire mark since %d", m.Since)
 		}
 	case "journal":
@@ -47,14 +47,14 @@ func checkDecode(kind string, data []byte) (decoded bool, problem error) {
 			for job, items := range d.Jobs {
 				for it, ran := range items {
 					for _, s := range ran {
-						if !ValidMillis(s[0]) || !ValidMillis(s[1]) || s[1] < s[0] {
+						if !validMillis(s[0]) || !validMillis(s[1]) || s[1] < s[0] {
 							return true, fmt.Errorf("journal entry %s/%s keeps the run %v", job, it, s)
 						}
 					}
 				}
 				for it, ran := range d.Items(job) {
 					c := RanCover(ran)
-					if c.IsZero() || c.Through().UnixMilli() > MaxMillis {
+					if c.IsZero() || c.Through().UnixMilli() > maxMillis {
 						return true, fmt.Errorf("journal entry %s/%d covers %v", job, it, c.Spans())
 					}
 				}

@@ -7,10 +7,10 @@
 // It owns:
 //
 //   - the bounds every stored value is read within (value.go): at most
-//     MaxValueBytes, times from 1970 to 9999 (ValidMillis), and a refusal
-//     that wraps ErrBadValue — a value that does not decode is read as
-//     absent or repaired, never as a removal; BadValues remembers which
-//     version of a node was reported, so that each is reported once;
+//     MaxValueBytes, times from 1970 to 9999, and a refusal that wraps
+//     ErrBadValue — a value that does not decode is read as absent or
+//     repaired, never as a removal; BadValues remembers which version of
+//     a node was reported, so that each is reported once;
 //   - the marks (marks.go): an item's running mark (Running) and misfire
 //     mark (Misfire);
 //   - the completed record (completed.go): Completed, what it says ran

@@ -58,14 +58,14 @@ func (d *Journal) Encode() []byte {
 // runs of plausible fires.
 func DecodeJournal(data []byte) (Journal, error) {
 	var doc Journal
-	if err := DecodeJSON(data, &doc, "completion journal"); err != nil {
+	if err := decodeJSON(data, &doc, "completion journal"); err != nil {
 		return Journal{}, err
 	}
 	for _, items := range doc.Jobs {
 		for it, ran := range items {
 			keep := ran[:0]
 			for _, s := range ran {
-				if ValidMillis(s[0]) && ValidMillis(s[1]) && s[0] <= s[1] {
+				if validMillis(s[0]) && validMillis(s[1]) && s[0] <= s[1] {
 					keep = append(keep, s)
 				}
 			}

@@ -38,7 +38,7 @@ func (m *Running) Marshal() []byte {
 // DecodeRunning decodes a running mark: it names a server.
 func DecodeRunning(data []byte) (Running, error) {
 	var m Running
-	if err := DecodeJSON(data, &m, "running mark"); err != nil {
+	if err := decodeJSON(data, &m, "running mark"); err != nil {
 		return Running{}, err
 	}
 	if m.Server == "" {
@@ -66,10 +66,10 @@ func (m Misfire) Marshal() []byte {
 // 9999.
 func DecodeMisfire(data []byte) (Misfire, error) {
 	var m Misfire
-	if err := DecodeJSON(data, &m, "misfire mark"); err != nil {
+	if err := decodeJSON(data, &m, "misfire mark"); err != nil {
 		return Misfire{}, err
 	}
-	if !ValidMillis(m.Since) {
+	if !validMillis(m.Since) {
 		return Misfire{}, fmt.Errorf("%w: misfire mark since %d", ErrBadValue, m.Since)
 	}
 	return m, nil

@@ -16,17 +16,17 @@ var ErrBadValue = errors.New("job: stored value does not decode")
 // larger value is garbage without being parsed.
 const MaxValueBytes = 2 << 20
 
-// MaxMillis is the latest time a record or mark may name: the end of the
+// maxMillis is the latest time a record or mark may name: the end of the
 // year 9999, in ms since the epoch.
-const MaxMillis = 253402300799999
+const maxMillis = 253402300799999
 
-// ValidMillis reports whether ms, a time a record or mark names in ms
+// validMillis reports whether ms, a time a record or mark names in ms
 // since the epoch, is one a fire may have: after 1970, by 9999.
-func ValidMillis(ms int64) bool { return ms > 0 && ms <= MaxMillis }
+func validMillis(ms int64) bool { return ms > 0 && ms <= maxMillis }
 
-// DecodeJSON decodes a stored JSON value of at most MaxValueBytes bytes
+// decodeJSON decodes a stored JSON value of at most MaxValueBytes bytes
 // into v; what names the value in the error, which wraps ErrBadValue.
-func DecodeJSON(data []byte, v any, what string) error {
+func decodeJSON(data []byte, v any, what string) error {
 	if len(data) > MaxValueBytes {
 		return fmt.Errorf("%w: %s of %d bytes", ErrBadValue, what, len(data))
 	}
