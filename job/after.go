@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -342,7 +343,7 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 		}
 		first, last := jitteredFire(sched, nFirst), jitteredFire(sched, nLast)
 		n := pcfg.ShardingTotalCount
-		marks := make([]completedMark, n)
+		marks := make([]stored.Completed, n)
 		found := make([]bool, n)
 		errs := make([]error, n)
 		parallel.Each(n, 32, func(i int) {
@@ -354,7 +355,7 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 				errs[i] = err
 				return
 			}
-			m, err := decodeCompleted(data)
+			m, err := stored.DecodeCompleted(data)
 			found[i], marks[i] = err == nil, m
 		})
 		if err := errors.Join(errs...); err != nil {
@@ -364,14 +365,14 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 			if !found[i] {
 				return false, nil
 			}
-			c := coverOf(marks[i])
+			c := marks[i].Cover()
 			// Zero: covered through the schedule's last fire.
 			if u := c.UncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
 				return false, nil // a fire of the range not run yet on item i
 			}
 			// The result of the fires waited for, not of the latest run:
 			// later fires may have run since.
-			if at, msg := failureOf(marks[i], first, last); msg != "" && failed == nil {
+			if at, msg := marks[i].Failure(first, last); msg != "" && failed == nil {
 				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(at), msg)
 			}
 		}

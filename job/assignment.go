@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -356,7 +357,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 				fresh = append(fresh, it)
 			}
 		}
-		r.records.forget(fresh)
+		r.records.Forget(fresh)
 	}
 	if changed {
 		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.items), Detail: layout.FormatItems(a.items)})
@@ -397,7 +398,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assigned
 			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
 			continue
 		}
-		r.records.read(it, recs[i])
+		r.records.Read(it, recs[i])
 		if !debts[i].IsZero() {
 			r.owed.SetNode(it, true) // its debt is ours now: paid, the node goes
 		}
@@ -445,7 +446,7 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 		return nil, nil, nil
 	}
 	for _, it := range fresh {
-		rec, ok := r.records.lookup(it)
+		rec, ok := r.records.Lookup(it)
 		if !ok {
 			continue // not read: the fire runs it, as before the check
 		}
@@ -456,7 +457,7 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 			ran[it] = true
 			continue
 		}
-		if rec.versioned {
+		if rec.Versioned {
 			if known == nil {
 				known = map[int]record{}
 			}
@@ -487,9 +488,9 @@ func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	m, err := decodeMisfire(data)
+	m, err := stored.DecodeMisfire(data)
 	if err != nil {
-		r.reportBad(p, st, "garbage in misfire node; ignored", "item", item, "data", quoteShort(string(data)), "err", err)
+		r.reportBad(p, st, data, "garbage in misfire node; ignored", "item", item, "err", err)
 		return time.Time{}, nil
 	}
 	return time.UnixMilli(m.Since), nil
@@ -639,7 +640,7 @@ func (r *runner) recheckUnrecorded(f *fire) []int {
 		if errs[i] != nil {
 			continue
 		}
-		r.records.read(it, recs[i])
+		r.records.Read(it, recs[i])
 		if !recs[i].UncoveredFrom(sched, f.at).Equal(f.at) {
 			ranThere[it] = true
 		}

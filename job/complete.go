@@ -9,12 +9,13 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
 // A completion transaction carries as many items as fit in
 // completionBytes, by the size per item of this job's last completion
-// (recordCache.itemsPerTxn), and never more than completionsPerTxn. A
+// (records.Cache.ItemsPerTxn), and never more than completionsPerTxn. A
 // steady fire of held items writes a record alone per item, about 200
 // bytes: one transaction for some 4,000 items. One the registry still
 // refuses as too large (a smaller Config.MaxNodeBytes, or a size per item
@@ -34,7 +35,7 @@ const completionLinger = 2 * time.Millisecond
 // group commits: a transaction carries every result that arrived while
 // the previous one was in flight, or within completionLinger of the one
 // before, so a fire of many fast items costs a transaction per
-// transaction's worth of items (recordCache.itemsPerTxn), not one per
+// transaction's worth of items (records.Cache.ItemsPerTxn), not one per
 // item.
 func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
 	var linger *time.Timer // made once there is a second result to wait for
@@ -45,7 +46,7 @@ func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan 
 	}()
 	perTxn := 1
 	if n > 1 {
-		perTxn = r.records.itemsPerTxn()
+		perTxn = r.records.ItemsPerTxn(completionBytes, completionsPerTxn)
 	}
 	for received := 0; received < n; {
 		batch := []itemResult{<-results}
@@ -120,8 +121,8 @@ type completion struct {
 	// for each item it writes a completed node of (see runner.recorded).
 	recorded []cover
 	// failed holds, by position in batch, the failed runs the record of
-	// each item lists (see failedAfter); nil while none lists any.
-	failed [][]failedRun
+	// each item lists (see stored.FailedAfter); nil while none lists any.
+	failed [][]stored.FailedRun
 	// fence leads the transaction while fenced (see writeCompletion).
 	fence  regcenter.Op
 	fenced bool
@@ -138,7 +139,7 @@ type completion struct {
 	// transaction defers (see recordflush.go).
 	every    time.Duration
 	now      time.Time
-	deferred map[int]completedMark
+	deferred map[int]stored.Completed
 	// journalled: the deferred records go to the completion journal
 	// (journal.go), and every record written names it.
 	journalled bool
@@ -321,7 +322,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 // instance ran. A run that records writes its prior, pending part
 // included, in the transaction itself.
 func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
-	if !r.records.hasPending() {
+	if !r.records.HasPending() {
 		return
 	}
 	var released map[int]bool
@@ -358,18 +359,18 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
 		switch {
 		case errors.Is(err, regcenter.ErrNoNode):
-			r.records.seen(b.item, false)
+			r.records.Seen(b.item, false)
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			return err
 		case err != nil:
 			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
 		default:
-			if m, err := decodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
+			if m, err := stored.DecodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
 				setIn(&c.skipCompleted, b.item)
 				continue
 			}
 			c.completedVersion[b.item] = st.Version
-			r.records.seen(b.item, true)
+			r.records.Seen(b.item, true)
 		}
 	}
 	return nil
@@ -416,7 +417,7 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 		return stepDone, nil
 	}
 	if n := len(c.batch) - len(c.deferred); n > 1 {
-		r.records.sized(regcenter.MultiBytes(c.ops...), n)
+		r.records.Sized(regcenter.MultiBytes(c.ops...), n)
 	}
 	err := r.rc.Multi(ctx, c.ops...)
 	if err == nil {
@@ -496,7 +497,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 			return err
 		}
 		if v, ok := c.tried[it]; ok && c.staleReads < maxStaleReads &&
-			(!rec.versioned || (v != mustExist && rec.version == v)) {
+			(!rec.Versioned || (v != mustExist && rec.Version == v)) {
 			c.staleReads++
 			return errStaleRead
 		}
@@ -507,7 +508,7 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 				c.batch[i].prior = rec
 			}
 		}
-		r.records.seen(it, rec.versioned)
+		r.records.Seen(it, rec.Versioned)
 	}
 	return nil
 }
@@ -522,19 +523,19 @@ func (r *runner) paid(cfg *spec, c *completion) {
 		if res.halted != nil {
 			return book.Ran{}, false
 		}
-		var failed []failedRun
+		var failed []stored.FailedRun
 		if c.failed != nil {
 			failed = c.failed[i]
 		}
 		if m, ok := c.deferred[i]; ok {
-			r.records.deferred(res.item, record{cover: c.recorded[i], version: res.prior.version, versioned: true, failed: failed}, m)
+			r.records.Deferred(res.item, record{Cover: c.recorded[i], Version: res.prior.Version, Versioned: true, Failed: failed}, m)
 		} else if v, ok := c.wrote[res.item]; ok {
 			if at.IsZero() {
 				at = r.s.opts.now()
 			}
-			r.records.wrote(res.item, record{cover: c.recorded[i], version: v, versioned: v >= 0, failed: failed}, at)
+			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed}, at)
 		} else {
-			r.records.seen(res.item, true)
+			r.records.Seen(res.item, true)
 		}
 		return res.ran(), true
 	})
@@ -559,12 +560,12 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 	case t.node == layout.Failover && missing:
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Completed && missing:
-		r.records.seen(t.item, false)
+		r.records.Seen(t.item, false)
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
 		setIn(&c.reread, t.item)
 	case t.node == layout.Completed && exists:
-		r.records.seen(t.item, true)
+		r.records.Seen(t.item, true)
 	case t.node == layout.Completed && moved:
 		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
 	case t.node == layout.Misfire && missing:
@@ -617,7 +618,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			upTo := b.coveredUpTo()
 			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
-			mark := completedMark{Server: r.serverID(), Kind: b.kind, Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			mark := stored.Completed{Server: r.serverID(), Kind: string(b.kind), Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
 			if c.journalled {
 				mark.Journal = r.s.journal.id
 			}
@@ -625,12 +626,12 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				mark.Since = b.fire.UnixMilli()
 			}
 			if b.err != nil {
-				mark.Error = recordedError(b.err)
+				mark.Error = stored.RecordedError(b.err)
 			}
-			if fs := failedAfter(b.prior.failed, rec, b.fire, upTo, b.err); fs != nil {
+			if fs := stored.FailedAfter(b.prior.Failed, rec, b.fire, upTo, b.err); fs != nil {
 				mark.Failed = fs
 				if c.failed == nil {
-					c.failed = make([][]failedRun, len(c.batch))
+					c.failed = make([][]stored.FailedRun, len(c.batch))
 				}
 				c.failed[i] = fs
 			} else if c.failed != nil {
@@ -638,20 +639,20 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			}
 			if !misfireNode && r.defers(c, b) {
 				if c.deferred == nil {
-					c.deferred = map[int]completedMark{}
+					c.deferred = map[int]stored.Completed{}
 				}
 				c.deferred[i] = mark // its cover is c.recorded[i]
 				continue
 			}
 			mark.Fire, mark.Ran = rec.Through().UnixMilli(), rec.Ran()
-			data := mark.marshal()
+			data := mark.Marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)
-			if r.records.exists(b.item) {
+			if r.records.Exists(b.item) {
 				v, ok := c.completedVersion[b.item]
 				if !ok {
 					v = -1
-					if b.prior.versioned {
-						v = b.prior.version
+					if b.prior.Versioned {
+						v = b.prior.Version
 					}
 				}
 				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)

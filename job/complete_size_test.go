@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
 // readMark reads item's completed record.
-func readMark(t *testing.T, r *runner, rc regcenter.Center, item int) (completedMark, error) {
+func readMark(t *testing.T, r *runner, rc regcenter.Center, item int) (stored.Completed, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	data, _, err := rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
 	if err != nil {
-		return completedMark{}, err
+		return stored.Completed{}, err
 	}
-	var m completedMark
+	var m stored.Completed
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatalf("item %d: record %q: %v", item, data, err)
 	}
@@ -37,7 +38,7 @@ func readMark(t *testing.T, r *runner, rc regcenter.Center, item int) (completed
 // the fires looking unrun.
 func TestCompletionTooLargeIsSplit(t *testing.T) {
 	const items = 1000
-	msg := strings.Repeat("e", maxRecordedError)
+	msg := strings.Repeat("e", stored.MaxRecordedError)
 	var entered sync.WaitGroup
 	entered.Add(items)
 	all := make(chan struct{})
@@ -56,7 +57,7 @@ func TestCompletionTooLargeIsSplit(t *testing.T) {
 	if err := r.prepareSync(); err != nil {
 		t.Fatal(err)
 	}
-	if perTxn := r.records.itemsPerTxn(); perTxn < items/4 {
+	if perTxn := r.records.ItemsPerTxn(completionBytes, completionsPerTxn); perTxn < items/4 {
 		t.Fatalf("itemsPerTxn = %d: the test wants more than a transaction's worth of records in one", perTxn)
 	}
 	fire := time.Now().Truncate(time.Second)
@@ -74,7 +75,7 @@ func TestCompletionTooLargeIsSplit(t *testing.T) {
 
 // TestCompletionRecordsAHugeErrorCut: a run that fails with an error of
 // 2 MB — more than a registry node holds — is recorded completed, its
-// error cut to maxRecordedError bytes saying how much was left out, so
+// error cut to stored.MaxRecordedError bytes saying how much was left out, so
 // that the fire is not taken for unrun.
 func TestCompletionRecordsAHugeErrorCut(t *testing.T) {
 	huge := strings.Repeat("é", 1<<20) // 2 MB, two bytes a character
@@ -94,8 +95,8 @@ func TestCompletionRecordsAHugeErrorCut(t *testing.T) {
 		t.Errorf("record fire %d, want %d", m.Fire, fire.UnixMilli())
 	}
 	const want = "… (2093056 bytes more)"
-	if len(m.Error) > maxRecordedError+len(want) || !strings.HasSuffix(m.Error, want) || !strings.HasPrefix(m.Error, "éé") {
-		t.Errorf("record error of %d bytes ending %q, want it cut at %d bytes and ending %q", len(m.Error), m.Error[max(0, len(m.Error)-40):], maxRecordedError, want)
+	if len(m.Error) > stored.MaxRecordedError+len(want) || !strings.HasSuffix(m.Error, want) || !strings.HasPrefix(m.Error, "éé") {
+		t.Errorf("record error of %d bytes ending %q, want it cut at %d bytes and ending %q", len(m.Error), m.Error[max(0, len(m.Error)-40):], stored.MaxRecordedError, want)
 	}
 }
 
@@ -127,7 +128,7 @@ func TestSmallTransactionLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("item %d: no record after the fire: %v", i, err)
 		}
-		if m.Fire != fire.UnixMilli() || m.Kind != KindFire {
+		if m.Fire != fire.UnixMilli() || m.Kind != string(KindFire) {
 			t.Fatalf("item %d: record of fire %d (%s), want the fire %d", i, m.Fire, m.Kind, fire.UnixMilli())
 		}
 	}

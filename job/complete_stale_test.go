@@ -55,7 +55,7 @@ func TestCompletionWaitsOutAReadBehindItsWrite(t *testing.T) {
 	// This instance takes the record for missing (it creates it), and the
 	// next 12 reads of it — one more than the completion's attempts — come
 	// from a server behind.
-	r.records.seen(0, false)
+	r.records.Seen(0, false)
 	rc.behind.Store(int32(4*1 + 8))
 	second := first.Add(time.Second)
 	r.fireAssigned(zk.Session(), second, KindFire, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -21,7 +22,7 @@ func completionRunner() *runner {
 		paths:   layout.Job("c"),
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		owed:    book.NewLedger(),
-		records: recordCache{completedSeen: map[int]bool{}, covered: map[int]record{}},
+		records: records.NewCache(),
 		fo:      claimState{claims: map[int]int32{}},
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: r.s.opts.now, OnIdle: func() {}})
@@ -43,8 +44,8 @@ func TestCompletionOpsKnowTheirItems(t *testing.T) {
 	r := completionRunner()
 	cfg := compile(Config{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 8, Failover: true}.WithDefaults())
 	at := time.Now().Truncate(time.Second)
-	r.records.completedSeen[1] = true // a completed node to set, not create
-	r.fo.claims[2] = 5                // a failover run's queue entry, at the version claimed
+	r.records.Seen(1, true) // a completed node to set, not create
+	r.fo.claims[2] = 5      // a failover run's queue entry, at the version claimed
 	// A debt the run pays, with its misfire node.
 	r.book.NoteMisfire(cfg.book, 4, at)
 	r.owed.SetNode(4, true)
@@ -121,13 +122,13 @@ func TestCorrectByTarget(t *testing.T) {
 		{"claim gone", target{1, layout.Failover}, noNode, false, true,
 			func(_ *runner, c *completion) bool { return c.skipClaim[1] }},
 		{"completed gone", target{1, layout.Completed}, noNode, false, true,
-			func(r *runner, _ *completion) bool { s, ok := r.records.completedSeen[1]; return ok && !s }},
+			func(r *runner, _ *completion) bool { return !r.records.Exists(1) }},
 		{"completed written elsewhere", target{1, layout.Completed}, exists, false, true,
 			func(_ *runner, c *completion) bool { return c.reread[1] }},
 		{"completed moved elsewhere", target{1, layout.Completed}, moved, false, true,
 			func(_ *runner, c *completion) bool { return c.reread[1] }},
 		{"completed exists, unfenced", target{1, layout.Completed}, exists, true, true,
-			func(r *runner, _ *completion) bool { return r.records.completedSeen[1] }},
+			func(r *runner, _ *completion) bool { return r.records.Exists(1) }},
 		{"completed moved, unfenced", target{1, layout.Completed}, moved, true, true,
 			func(_ *runner, c *completion) bool { return c.skipCompleted[1] }},
 		{"misfire node gone", target{1, layout.Misfire}, noNode, false, true,
@@ -144,6 +145,9 @@ func TestCorrectByTarget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := completionRunner()
 			r.owed.SetNode(1, true)
+			// Item 1's completed node known as the opposite of what a
+			// correction of it notes, so that the correction shows.
+			r.records.Seen(1, errors.Is(tc.err, noNode))
 			c := completion{}
 			if tc.unfenced {
 				c.completedVersion = map[int]int32{1: 3}

@@ -43,8 +43,9 @@
 // due: reshard.go), the book (reserve the items in memory, split plain
 // runs from make-up runs: job/internal/book), mark.go (running marks),
 // execute.go (run the items, not before the fire's time), complete.go
-// (record what ran, in group commits), owed.go (make-up runs; the misfire
-// ledger is the book's).
+// (record what ran, in group commits; the marks' and records' values are
+// job/internal/stored's, the records known here job/internal/records'),
+// owed.go (make-up runs; the misfire ledger is the book's).
 // The runner's state is held in parts, each in the file of the code that
 // changes it (docs/design.md, "The runner's parts"). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,

@@ -122,7 +122,7 @@ func (r *runner) markAndRun(f *fire) {
 		// A make-up run proves what this instance knows of its items'
 		// records while it marks them, instead of reading them after.
 		if f.kind == KindMisfire || f.kind == KindFailover {
-			records = r.knownRecords(f.items)
+			records = r.records.Provable(f.items)
 		} else if f.kind == KindFire {
 			records = f.known
 		}
@@ -179,10 +179,10 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 			n = len(f.items)
 		}
 		if n == 1 {
-			f.onePrior, _ = r.records.lookup(f.items[0])
+			f.onePrior, _ = r.records.Lookup(f.items[0])
 			f.hasOne = true
 		} else {
-			f.priors = r.priorsFor(f.items)
+			f.priors = r.records.Known(f.items)
 		}
 	}
 	if !r.untilFire(f.sess, r.book.LatestThrough(f.at, f.items...)) {

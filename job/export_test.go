@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -53,41 +54,20 @@ func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
 	return reviewBooks(ctx, rc, newPlacer(ctx, rc, slog.Default()))
 }
 
-// StoredKinds are the node kinds DecodeStoredForTest reads.
-var StoredKinds = []string{"completed", "running", "misfire", "table", "instance"}
+// StoredKinds are the node kinds DecodeStoredForTest reads: the
+// placement's values (the records and marks are job/internal/stored's,
+// fuzzed there).
+var StoredKinds = []string{"table", "instance"}
 
 // DecodeStoredForTest decodes data as the scheduler reads a stored value
 // of kind (one of StoredKinds) and checks what it got: it reports whether
 // the value decoded, and a problem when the decoder's answer makes no
-// sense (an error that is not the kind's sentinel, a record covering
-// times outside 1970-9999, a table with negative units or that does not
-// survive its own encoding).
+// sense (an error that is not the kind's sentinel, an instance entry out
+// of range, a table with negative units or that does not survive its own
+// encoding).
 func DecodeStoredForTest(kind string, data []byte) (decoded bool, problem error) {
 	var err error
 	switch kind {
-	case "completed":
-		var m completedMark
-		if m, err = decodeCompleted(data); err == nil {
-			c := coverOf(m)
-			for _, s := range c.Spans() {
-				if s.First.UnixMilli() <= 0 || s.Last.UnixMilli() > maxStoredMillis || s.Last.Before(s.First) {
-					return true, fmt.Errorf("record %+v covers %v-%v", m, s.First, s.Last)
-				}
-			}
-			if through := c.Through(); through.UnixMilli() > maxStoredMillis {
-				return true, fmt.Errorf("record %+v covers through %v", m, through)
-			}
-		}
-	case "running":
-		var m runningMark
-		if m, err = decodeRunning(data); err == nil && m.Server == "" {
-			return true, fmt.Errorf("running mark %+v names no server", m)
-		}
-	case "misfire":
-		var m misfireMark
-		if m, err = decodeMisfire(data); err == nil && !storedTime(m.Since) {
-			return true, fmt.Errorf("misfire mark since %d", m.Since)
-		}
 	case "instance":
 		var info instanceInfo
 		if info, err = decodeInstance(data); err == nil && info.FaultTolerance < 1 {
@@ -121,8 +101,8 @@ func DecodeStoredForTest(kind string, data []byte) (decoded bool, problem error)
 		return false, fmt.Errorf("unknown kind %q", kind)
 	}
 	if err != nil {
-		if !errors.Is(err, errBadValue) {
-			return false, fmt.Errorf("error %v is not errBadValue", err)
+		if !errors.Is(err, stored.ErrBadValue) {
+			return false, fmt.Errorf("error %v is not stored.ErrBadValue", err)
 		}
 		return false, nil
 	}

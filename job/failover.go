@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -225,7 +226,7 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 		// and over, to the instance that re-marks its own item.
 		var runner string
 		data, _, err := r.rc.Get(ctx, r.paths.ItemNode(it, layout.Running))
-		if m, derr := decodeRunning(data); err == nil && derr == nil && m.Server != r.serverID() {
+		if m, derr := stored.DecodeRunning(data); err == nil && derr == nil && m.Server != r.serverID() {
 			runner = m.Server
 			// One that has left already (shutting down, or gone and not
 			// yet expired) pays nothing more: wait for its mark instead.

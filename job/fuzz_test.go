@@ -99,9 +99,11 @@ var storedSeeds = []string{
 	"",
 }
 
-// FuzzStoredValues: a completed record, a running or misfire mark and the
-// load table, whatever their bytes, decode or are refused with their
-// sentinel, without a panic; what decodes makes sense (DecodeStoredForTest).
+// FuzzStoredValues: the load table and an instance entry, whatever their
+// bytes, decode or are refused with their sentinel, without a panic; what
+// decodes makes sense (DecodeStoredForTest). The records and marks are
+// fuzzed in job/internal/stored (FuzzDecode); their seeds stay here as
+// values of the wrong shape.
 func FuzzStoredValues(f *testing.F) {
 	for _, s := range storedSeeds {
 		for k := range job.StoredKinds {

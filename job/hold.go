@@ -109,7 +109,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 		// records deferred under them are written all the same, for the
 		// items keep gives up: whoever takes one next reads its record.
 		h.sess, h.items = nil, nil
-		if r.records.hasPending() {
+		if r.records.HasPending() {
 			r.flushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
 		}
 		return
@@ -128,7 +128,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 	}
 	// The records deferred while the marks were held are written before
 	// the marks go: whoever takes an item next reads them.
-	if r.records.hasPending() {
+	if r.records.HasPending() {
 		goneSet := make(map[int]bool, len(gone))
 		for _, it := range gone {
 			goneSet[it] = true

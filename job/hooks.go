@@ -2,13 +2,13 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -66,10 +66,7 @@ func (s *Scheduler) oweMisfire(ctx context.Context, name string, item int, since
 		return nil // the job's policy drops such fires
 	}
 	path := r.paths.ItemNode(item, layout.Misfire)
-	data, err := json.Marshal(misfireMark{Since: since.UnixMilli()})
-	if err != nil {
-		return err
-	}
+	data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
 	for {
 		_, err := r.rc.Create(ctx, path, data, regcenter.Persistent)
 		if !errors.Is(err, regcenter.ErrNodeExists) {
@@ -82,7 +79,7 @@ func (s *Scheduler) oweMisfire(ctx context.Context, name string, item int, since
 		if err != nil {
 			return err
 		}
-		if m, err := decodeMisfire(old); err == nil && m.Since <= since.UnixMilli() {
+		if m, err := stored.DecodeMisfire(old); err == nil && m.Since <= since.UnixMilli() {
 			return nil // an earlier debt stands
 		}
 		_, err = r.rc.Set(ctx, path, data, st.Version)

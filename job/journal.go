@@ -2,17 +2,16 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -26,7 +25,7 @@ import (
 // record interval (recordflush.go), and before every release of a mark.
 //
 // A record written while its item is journalled names the journal
-// (completedMark.Journal), and every read of a record that names another
+// (stored.Completed.Journal), and every read of a record that names another
 // process's journal adds what that journal says of the item
 // (readRecordNode): a crash leaves the record behind by up to an
 // interval, but not the journal, so the next owner of the item, a
@@ -34,7 +33,7 @@ import (
 // again only what was in flight — a run, or a completion whose journal
 // write had not returned. A record known here is proved current by its
 // version alone only when it names no other process's journal
-// (recordCache.of).
+// (records.Cache.Provable).
 //
 // The journal of a process that crashed stays until some instance folds
 // it: each instance looks, at most once per journalSweep, for journals
@@ -84,7 +83,7 @@ type journal struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	entries map[journalKey][][2]int64 // the fires covered, as completedMark.Ran
+	entries map[journalKey][][2]int64 // the fires covered, as stored.Completed.Ran
 	seq     uint64                    // bumped by every change of entries
 	durable uint64                    // the seq the last write carried
 	writing bool
@@ -96,13 +95,6 @@ type journal struct {
 func newJournal(rc regcenter.Center, process string, log *slog.Logger) *journal {
 	return &journal{rc: rc, id: process, path: layout.Journal(process), log: log,
 		entries: map[journalKey][][2]int64{}, done: make(chan struct{})}
-}
-
-// journalDoc is a journal node: its server, and by job and item the fires
-// each item's runs covered that its record may not list yet.
-type journalDoc struct {
-	Server string                           `json:"server"`
-	Jobs   map[string]map[string][][2]int64 `json:"jobs"`
 }
 
 // put records covers (by item) of job's completions and returns once a
@@ -175,21 +167,14 @@ func (j *journal) put(ctx context.Context, server, job string, covers map[int]co
 	return nil
 }
 
-// encodeLocked encodes the journal node, or errJournalFull.
+// encodeLocked encodes the journal node (stored.Journal), or
+// errJournalFull.
 func (j *journal) encodeLocked(server string) ([]byte, error) {
-	doc := journalDoc{Server: server, Jobs: map[string]map[string][][2]int64{}}
+	doc := stored.Journal{Server: server}
 	for k, ran := range j.entries {
-		m := doc.Jobs[k.job]
-		if m == nil {
-			m = map[string][][2]int64{}
-			doc.Jobs[k.job] = m
-		}
-		m[strconv.Itoa(k.item)] = ran
+		doc.Put(k.job, k.item, ran)
 	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
+	data := doc.Encode()
 	if len(data) > maxJournalBytes {
 		return nil, fmt.Errorf("%w: %d bytes", errJournalFull, len(data))
 	}
@@ -248,57 +233,31 @@ func (j *journal) removeIfCovered(ctx context.Context) error {
 	return err
 }
 
-// readJournalCover reads what journal id says of job's item: the fires
-// its runs covered, nil when the journal or the entry is not there (or
-// does not decode: a journal is only ever an addition to a record).
-func readJournalCover(ctx context.Context, rc regcenter.Center, id, job string, item int) ([][2]int64, error) {
-	data, _, err := rc.Get(ctx, layout.Journal(id))
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	doc, err := decodeJournal(data)
-	if err != nil {
-		return nil, nil
-	}
-	return doc.Jobs[job][strconv.Itoa(item)], nil
-}
-
-// decodeJournal decodes a journal node, dropping runs that are not runs
-// of plausible fires.
-func decodeJournal(data []byte) (journalDoc, error) {
-	var doc journalDoc
-	if err := decodeJSON(data, &doc, "completion journal"); err != nil {
-		return journalDoc{}, err
-	}
-	for _, items := range doc.Jobs {
-		for it, ran := range items {
-			keep := ran[:0]
-			for _, s := range ran {
-				if storedTime(s[0]) && storedTime(s[1]) && s[0] <= s[1] {
-					keep = append(keep, s)
-				}
-			}
-			items[it] = keep
-		}
-	}
-	return doc, nil
-}
-
 // journalled adds to rec, read from item's completed node, what journal
-// id, another process's, says of the item.
+// id, another process's, says of the item: nothing when the journal or
+// the entry is not there, or does not decode (a journal is only ever an
+// addition to a record).
 func (r *runner) journalled(ctx context.Context, item int, id string, rec record) (record, error) {
-	ran, err := readJournalCover(ctx, r.rc, id, r.name, item)
-	if err != nil || len(ran) == 0 {
+	data, _, err := r.rc.Get(ctx, layout.Journal(id))
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return rec, nil
+	}
+	if err != nil {
 		return rec, err
+	}
+	doc, err := stored.DecodeJournal(data)
+	if err != nil {
+		return rec, nil
+	}
+	ran := doc.Entry(r.name, item)
+	if len(ran) == 0 {
+		return rec, nil
 	}
 	sched, _, serr := r.config().Schedule()
 	if serr != nil {
 		return rec, nil
 	}
-	rec.cover = rec.cover.Union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
+	rec.Cover = rec.Cover.Union(sched, stored.RanCover(ran))
 	return rec, nil
 }
 
@@ -350,10 +309,10 @@ func (s *Scheduler) foldJournal(ctx context.Context, id string) error {
 	if time.Since(st.Mtime) < s.opts.journalOrphanAge {
 		return nil
 	}
-	doc, derr := decodeJournal(data)
+	doc, derr := stored.DecodeJournal(data)
 	all := true
 	if derr == nil {
-		for name, items := range doc.Jobs {
+		for name := range doc.Jobs {
 			r := s.runnerOf(name)
 			if r == nil {
 				all = false
@@ -364,11 +323,7 @@ func (s *Scheduler) foldJournal(ctx context.Context, id string) error {
 				all = false
 				continue
 			}
-			for key, ran := range items {
-				it, err := strconv.Atoi(key)
-				if err != nil || len(ran) == 0 {
-					continue
-				}
+			for it, ran := range doc.Items(name) {
 				if err := r.foldEntry(ctx, sched, id, it, ran); err != nil {
 					return err
 				}
@@ -397,13 +352,13 @@ func (r *runner) foldEntry(ctx context.Context, sched cron.Schedule, id string, 
 		if err != nil {
 			return err
 		}
-		m, err := decodeCompleted(data)
+		m, err := stored.DecodeCompleted(data)
 		if err != nil || m.Journal != id {
 			return nil // rewritten since by the item's next owner, or garbage
 		}
-		c := coverOf(m).Union(sched, coverOf(completedMark{Fire: ran[len(ran)-1][1], Ran: ran}))
+		c := m.Cover().Union(sched, stored.RanCover(ran))
 		m.Fire, m.Ran, m.Floor, m.Journal = c.Through().UnixMilli(), c.Ran(), 0, ""
-		_, err = r.rc.Set(ctx, path, m.marshal(), st.Version)
+		_, err = r.rc.Set(ctx, path, m.Marshal(), st.Version)
 		if !errors.Is(err, regcenter.ErrBadVersion) {
 			return err
 		}

@@ -10,39 +10,13 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The mark stage: running marks (execution/{item}/running, ephemeral) for
 // the items of a run, in transactions of at most marksPerTxn items; a
 // fire's proof (assignment.go) travels in the first.
-
-// runningMark is the payload of execution/{item}/running. Node payloads are
-// JSON, so that operators and the CLI can read them.
-type runningMark struct {
-	Server  string `json:"server"`
-	Fire    int64  `json:"fire"`
-	Kind    Kind   `json:"kind"`
-	Begin   int64  `json:"begin"`
-	Session string `json:"session"`
-}
-
-// marshal encodes m as json.Marshal does, byte for byte, without its
-// reflection.
-func (m *runningMark) marshal() []byte {
-	b := make([]byte, 0, 80+len(m.Server)+len(m.Kind)+len(m.Session))
-	b = append(b, `{"server":`...)
-	b = appendJSONString(b, m.Server)
-	b = append(b, `,"fire":`...)
-	b = strconv.AppendInt(b, m.Fire, 10)
-	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, string(m.Kind))
-	b = append(b, `,"begin":`...)
-	b = strconv.AppendInt(b, m.Begin, 10)
-	b = append(b, `,"session":`...)
-	b = appendJSONString(b, m.Session)
-	return append(b, '}')
-}
 
 // marksPerTxn bounds the marks of one transaction: ten thousand in one
 // would pass ZooKeeper's request limit (jute.maxbuffer, 1 MB by default).
@@ -126,8 +100,8 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 	held := r.holds.heldOf(sess, items)
 	var data []byte
 	if len(held) < len(items) {
-		mark := runningMark{Server: r.serverID(), Fire: at.UnixMilli(), Kind: kind, Begin: time.Now().UnixMilli(), Session: sess.String()}
-		data = mark.marshal()
+		mark := stored.Running{Server: r.serverID(), Fire: at.UnixMilli(), Kind: string(kind), Begin: time.Now().UnixMilli(), Session: sess.String()}
+		data = mark.Marshal()
 	}
 	for attempt := 0; len(items) > 0; attempt++ {
 		if err := sess.Check(); err != nil {
@@ -140,7 +114,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
 			r.holds.add(sess, items)
-			r.records.marked(items, held)
+			r.records.Marked(items, held)
 			return items, nil
 		}
 		var me *regcenter.MultiError
@@ -241,7 +215,7 @@ func markOps(paths layout.Job, items []int, held map[int]bool, records map[int]r
 	ops = append(ops, checks...)
 	for i, it := range items {
 		if rec, ok := records[it]; ok {
-			ops = append(ops, regcenter.CheckOp{Path: paths.ItemNode(it, layout.Completed), Version: rec.version})
+			ops = append(ops, regcenter.CheckOp{Path: paths.ItemNode(it, layout.Completed), Version: rec.Version})
 			idx = append(idx, i)
 		}
 		if !held[it] {

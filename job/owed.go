@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -17,23 +17,12 @@ import (
 // fire they missed), the make-up runs that pay it, and the narrowing of a
 // make-up run to the fires the item's record does not list.
 
-// misfireMark is the payload of execution/{item}/misfire: the earliest fire
-// an instance owes the item, written when the item ran elsewhere.
-type misfireMark struct {
-	Since int64 `json:"since"`
-}
-
 // makeUpThrough is the latest fire a make-up run since since, reserved now,
 // stands for: the latest fire dispatched, which may be a fire claimed ahead
 // of its time (the run then starts at that time; see startRuns).
 func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
 	return fireplan.MakeUpThrough(cfg.book.Schedule, since, r.s.opts.now(), r.s.opts.fireLead)
 }
-
-// priorsFor returns what the records of items said when this instance last
-// wrote or read them: facts (see cover), which a completion adds its own
-// run to.
-func (r *runner) priorsFor(items []int) map[int]record { return r.records.of(items, false) }
 
 // stillOwed narrows a make-up run (misfire or failover) to the fires its
 // items still owe, now that this instance holds their running marks: the
@@ -77,7 +66,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 			continue
 		}
 		priors[it] = c
-		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.cover)
+		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.Cover)
 		switch {
 		case first.IsZero():
 			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.Through())
@@ -94,10 +83,6 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 	return todo, priors, settled
 }
 
-// knownRecords returns what this instance knows of items' completed
-// records, with their versions: for a make-up run to prove while marking.
-func (r *runner) knownRecords(items []int) map[int]record { return r.records.of(items, true) }
-
 // owesMisfireRemote records that item missed the fire at because another
 // instance (or an earlier fire) still runs it, and arranges to run it once
 // when that execution ends.
@@ -108,7 +93,7 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 	}
 	since, haveNode, waiting := r.book.OweRemote(cfg.book, item, at)
 	if !haveNode {
-		data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()})
+		data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
 		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
 		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
 			r.book.WroteMisfireNode(item)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -139,20 +140,20 @@ func readView(ctx context.Context, rc regcenter.Center, log *slog.Logger) (nsVie
 }
 
 // decodeInstance decodes an instance entry (/.placement/instances/{id}).
-// Its error wraps errBadValue and quotes at most the value's start.
+// Its error wraps stored.ErrBadValue and quotes at most the value's start.
 func decodeInstance(data []byte) (instanceInfo, error) {
-	if len(data) > maxStoredValue {
-		return instanceInfo{}, fmt.Errorf("%w: instance entry of %d bytes", errBadValue, len(data))
+	if len(data) > stored.MaxValueBytes {
+		return instanceInfo{}, fmt.Errorf("%w: instance entry of %d bytes", stored.ErrBadValue, len(data))
 	}
 	var info instanceInfo
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&info); err != nil {
-		return instanceInfo{}, fmt.Errorf("%w: instance entry: %v", errBadValue, err)
+		return instanceInfo{}, fmt.Errorf("%w: instance entry: %v", stored.ErrBadValue, err)
 	}
 	if info.FaultTolerance < 1 || info.AlarmThreshold < 0 || info.Slots < 0 || info.FreeSlots < 0 ||
 		(info.Score != nil && (*info.Score < 0 || *info.Score > 100)) {
-		return instanceInfo{}, fmt.Errorf("%w: instance entry out of range: %s", errBadValue, quoteShort(string(data)))
+		return instanceInfo{}, fmt.Errorf("%w: instance entry out of range: %s", stored.ErrBadValue, quoteShort(string(data)))
 	}
 	return info, nil
 }

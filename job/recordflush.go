@@ -9,6 +9,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -77,7 +78,7 @@ func WithRecordInterval(d time.Duration) Option {
 // journal's interval.
 func (r *runner) recordInterval(cfg *spec) (every time.Duration, journalled bool) {
 	switch {
-	case cfg.Unmonitored || r.records.awaited.Load():
+	case cfg.Unmonitored || r.records.Awaited():
 		return 0, false
 	case cfg.RecordInterval > 0:
 		return cfg.RecordInterval, false
@@ -108,13 +109,13 @@ func WithCompletionJournal(on bool) Option {
 // known and that was written here less than an interval ago.
 func (r *runner) defers(c *completion, b itemResult) bool {
 	return c.every > 0 && c.fenced && c.keep[b.item] && b.kind == KindFire && b.halted == nil &&
-		b.prior.versioned && c.completedVersion == nil && !c.reread[b.item] &&
-		r.records.recent(b.item, c.now, c.every)
+		b.prior.Versioned && c.completedVersion == nil && !c.reread[b.item] &&
+		r.records.Recent(b.item, c.now, c.every)
 }
 
 // flushAll writes every deferred record.
 func (r *runner) flushAll(ctx context.Context) {
-	if !r.records.hasPending() {
+	if !r.records.HasPending() {
 		return
 	}
 	if err := r.flushRecords(ctx, nil, true); err != nil {
@@ -125,7 +126,7 @@ func (r *runner) flushAll(ctx context.Context) {
 // flushStale writes the deferred records that have waited an interval:
 // their items' fires have not come back to write them.
 func (r *runner) flushStale(ctx context.Context) {
-	if !r.records.hasPending() {
+	if !r.records.HasPending() {
 		return
 	}
 	every, _ := r.recordInterval(r.config())
@@ -143,7 +144,7 @@ func (r *runner) flushStale(ctx context.Context) {
 // records name no completion journal, whose entries they now list, so
 // that their next readers read no journal.
 func (r *runner) flushRecords(ctx context.Context, pick func(item int, written time.Time) bool, release bool) error {
-	ps := r.records.pendingOf(pick)
+	ps := r.records.PendingOf(pick)
 	if len(ps) == 0 {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 	if err != nil {
 		return err
 	}
-	per := r.records.itemsPerTxn()
+	per := r.records.ItemsPerTxn(completionBytes, completionsPerTxn)
 	var errs []error
 	for start := 0; start < len(ps); start += per {
 		if err := r.flushChunk(ctx, sched, ps[start:min(start+per, len(ps))], release); err != nil {
@@ -163,27 +164,27 @@ func (r *runner) flushRecords(ctx context.Context, pick func(item int, written t
 
 // flushChunk writes ps's records in one transaction, correcting a version
 // or existence that moved and trying again; one too large is split.
-func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendingRecord, release bool) error {
+func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []records.Pending, release bool) error {
 	covers := make([]cover, len(ps))
 	versions := make([]int32, len(ps))
 	create := make([]bool, len(ps))
 	for i, p := range ps {
-		covers[i], versions[i] = p.cover, p.version
+		covers[i], versions[i] = p.Cover, p.Version
 	}
 	delay := 50 * time.Millisecond
 	for attempt := 0; attempt < 8+len(ps); {
 		ops := make([]regcenter.Op, len(ps))
 		for i, p := range ps {
-			m := p.mark
+			m := p.Mark
 			m.Fire, m.Ran = covers[i].Through().UnixMilli(), covers[i].Ran()
 			if release {
 				m.Journal = ""
 			}
-			path := r.paths.ItemNode(p.item, layout.Completed)
+			path := r.paths.ItemNode(p.Item, layout.Completed)
 			if create[i] {
-				ops[i] = regcenter.CreateOp{Path: path, Data: m.marshal()}
+				ops[i] = regcenter.CreateOp{Path: path, Data: m.Marshal()}
 			} else {
-				ops[i] = regcenter.SetOp{Path: path, Data: m.marshal(), Version: versions[i]}
+				ops[i] = regcenter.SetOp{Path: path, Data: m.Marshal(), Version: versions[i]}
 			}
 		}
 		err := r.rc.Multi(ctx, ops...)
@@ -194,12 +195,12 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 				if create[i] {
 					to = 0
 				}
-				r.records.flushed(p, covers[i], versions[i], to, at)
+				r.records.Flushed(p, covers[i], versions[i], to, at)
 			}
 			if r.s.journal != nil {
 				through := make(map[int]time.Time, len(ps))
 				for i, p := range ps {
-					through[p.item] = covers[i].Through()
+					through[p.Item] = covers[i].Through()
 				}
 				r.s.journal.covered(r.name, through)
 			}
@@ -215,13 +216,13 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 			// Written meanwhile (or removed): add to what is there.
 			attempt++
 			i := me.Index
-			rec, rerr := r.readRecordNode(ctx, ps[i].item)
+			rec, rerr := r.readRecordNode(ctx, ps[i].Item)
 			if rerr != nil {
 				err = rerr
 				break
 			}
-			covers[i] = covers[i].Union(sched, rec.cover)
-			versions[i], create[i] = rec.version, !rec.versioned
+			covers[i] = covers[i].Union(sched, rec.Cover)
+			versions[i], create[i] = rec.Version, !rec.Versioned
 			continue
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			// Wait it out: a replayed write that landed is met as a moved
@@ -240,10 +241,10 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []pendi
 }
 
 // itemsOf is ps's items as layout formats them.
-func itemsOf(ps []pendingRecord) string {
+func itemsOf(ps []records.Pending) string {
 	items := make([]int, len(ps))
 	for i, p := range ps {
-		items[i] = p.item
+		items[i] = p.Item
 	}
 	return layout.FormatItems(items)
 }

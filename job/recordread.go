@@ -6,8 +6,19 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
+
+// cover is what an item's completed record says ran (fireplan.Cover).
+type cover = fireplan.Cover
+
+// record is an item's completed node as this instance last read or wrote
+// it (records.Record): what it says ran, its version, the failed runs it
+// lists.
+type record = records.Record
 
 // Reading an item's completed record: every reader of records (a new
 // owner's gaps, a make-up run's narrowing, a failover claim, a
@@ -24,7 +35,7 @@ func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error)
 // garbage).
 func (r *runner) completedCover(ctx context.Context, item int) (cover, error) {
 	rec, err := r.readRecord(ctx, item)
-	return rec.cover, err
+	return rec.Cover, err
 }
 
 // readRecord reads the item's completed node: what it says ran (nothing if
@@ -35,9 +46,9 @@ func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
 	if err != nil {
 		return rec, err
 	}
-	if p, ok := r.records.pendingCover(item); ok {
+	if p, ok := r.records.PendingCover(item); ok {
 		if sched, _, serr := r.config().Schedule(); serr == nil {
-			rec.cover = rec.cover.Union(sched, p)
+			rec.Cover = rec.Cover.Union(sched, p)
 		}
 	}
 	return rec, nil
@@ -52,16 +63,16 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 	if err != nil {
 		return record{}, err
 	}
-	rec := record{version: st.Version, versioned: true}
-	m, err := decodeCompleted(data)
+	rec := record{Version: st.Version, Versioned: true}
+	m, err := stored.DecodeCompleted(data)
 	if err != nil {
-		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, "garbage in completed node; treating the item as not completed",
-			"item", item, "data", quoteShort(string(data)), "err", err)
+		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, data, "garbage in completed node; treating the item as not completed",
+			"item", item, "err", err)
 		return rec, nil
 	}
-	rec.cover, rec.failed = coverOf(m), m.Failed
+	rec.Cover, rec.Failed = m.Cover(), m.Failed
 	if m.Journal != "" && (r.s.journal == nil || m.Journal != r.s.journal.id) {
-		rec.foreign = true
+		rec.Foreign = true
 		return r.journalled(ctx, item, m.Journal, rec)
 	}
 	return rec, nil

@@ -370,13 +370,13 @@ func (r *runner) reloadConfig() {
 		// Reported once per version of the node; the next valid document
 		// is applied. The node is left as it is: what an operator wrote
 		// by hand is theirs to correct, and `shardjob jobs` shows it.
-		if r.bad.first(r.paths.Config(), st.Mzxid) {
+		if r.bad.First(r.paths.Config(), st.Mzxid) {
 			r.log.Error("config node rejected; last good config stays in force", "err", err, "version", st.Version)
 			r.s.emit(Event{Kind: EventConfigRejected, Job: r.name, Err: err, Detail: err.Error()})
 		}
 		return
 	}
-	r.bad.good(r.paths.Config())
+	r.bad.Good(r.paths.Config())
 	old := r.config().Config
 	if cfg == old {
 		return

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -279,7 +279,7 @@ func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.T
 	if since.IsZero() {
 		return time.Time{}
 	}
-	data, _ := json.Marshal(misfireMark{Since: since.UnixMilli()}) // two ints: cannot fail
+	data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
 	errs := make([]error, len(items))
 	parallel.Each(len(items), reshardReads, func(i int) {
 		_, errs[i] = r.rc.Create(ctx, r.paths.ItemNode(items[i], layout.Misfire), data, regcenter.Persistent)

@@ -10,6 +10,8 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -31,19 +33,19 @@ type runner struct {
 	endedNoted atomic.Pointer[spec]
 
 	// Parts, each owning its state and lock.
-	book     *book.Book      // what runs, and what is owed, here (job/internal/book)
-	owed     *book.Ledger    // what items are owed here, kept in the book's steps
-	records  recordCache     // the items' completion records as known here (record.go)
-	inherit  inherited       // gaps gained in a reshard that may have run (mayhaverun.go)
-	holds    holds           // the running marks kept across fires (hold.go)
-	fo       claimState      // the failover queue as seen here (failover.go)
-	watch    watchCancels    // the registration's watches (register.go)
-	flags    jobFlags        // this server's flags for the job (flags.go)
-	cache    assignmentCache // the assignment the next fire may assume (assignment.go)
-	lead     *leaderDuties   // the leader's duties (leader.go)
-	prep     preparation     // ready to run the job's items (prepare.go)
-	counters jobCounters     // behind JobStats (stats.go)
-	bad      badValues       // node versions reported as not decoding (stored.go)
+	book     *book.Book       // what runs, and what is owed, here (job/internal/book)
+	owed     *book.Ledger     // what items are owed here, kept in the book's steps
+	records  *records.Cache   // the items' completion records as known here (job/internal/records)
+	inherit  inherited        // gaps gained in a reshard that may have run (mayhaverun.go)
+	holds    holds            // the running marks kept across fires (hold.go)
+	fo       claimState       // the failover queue as seen here (failover.go)
+	watch    watchCancels     // the registration's watches (register.go)
+	flags    jobFlags         // this server's flags for the job (flags.go)
+	cache    assignmentCache  // the assignment the next fire may assume (assignment.go)
+	lead     *leaderDuties    // the leader's duties (leader.go)
+	prep     preparation      // ready to run the job's items (prepare.go)
+	counters jobCounters      // behind JobStats (stats.go)
+	bad      stored.BadValues // node versions reported as not decoding (stored.go)
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -90,7 +92,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		s: s, name: cfg.Name, job: j, paths: layout.Job(cfg.Name), rc: s.rc,
 		log:     s.log.With("job", cfg.Name),
 		owed:    book.NewLedger(),
-		records: newRecordCache(),
+		records: records.NewCache(),
 		fo:      newClaimState(),
 		lead:    newLeaderDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.do),

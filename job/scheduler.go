@@ -400,11 +400,11 @@ func (s *Scheduler) noteAwaitedByLocked(r *runner) {
 		}
 		s.awaitedNames[p] = true
 		if pr := s.runners[p]; pr != nil {
-			pr.records.awaited.Store(true)
+			pr.records.SetAwaited()
 		}
 	}
 	if s.awaitedNames[r.name] {
-		r.records.awaited.Store(true)
+		r.records.SetAwaited()
 	}
 }
 
