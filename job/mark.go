@@ -28,10 +28,9 @@ const marksPerTxn = 1000
 // probeAbove is the chunk size above which the items still marked
 // elsewhere after that wait are found by reads in parallel, not by one
 // failed transaction each.
-const (
-	markGoneWait = 250 * time.Millisecond
-	probeAbove   = 8
-)
+var markGoneWait = 250 * time.Millisecond // a test lengthens it
+
+const probeAbove = 8
 
 // markRunning creates the running marks of f's items for its fire, in one transaction per
 // marksPerTxn items (fewer where the registry refuses one as too large). Items running elsewhere are dropped (and owed a
