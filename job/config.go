@@ -308,25 +308,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	var b strings.Builder
-	if e.place != "" {
-		b.WriteString(e.place)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.subject)
-	if e.line > 0 {
-		fmt.Fprintf(&b, " at line %d", e.line)
-	}
-	if e.detail != "" {
-		b.WriteString(": ")
-		b.WriteString(e.detail)
-	}
-	if e.hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return yamldoc.Message(e.place, e.subject, e.line, e.detail, e.hint)
 }
 
 // Unwrap makes errors.Is match ErrInvalidConfig, the specific sentinel and

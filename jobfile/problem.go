@@ -24,25 +24,7 @@ type problem struct {
 }
 
 func (e *problem) Error() string {
-	var b strings.Builder
-	if e.place != "" {
-		b.WriteString(e.place)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.subject)
-	if e.line > 0 {
-		fmt.Fprintf(&b, " at line %d", e.line)
-	}
-	if e.detail != "" {
-		b.WriteString(": ")
-		b.WriteString(e.detail)
-	}
-	if e.hint != "" {
-		b.WriteString(" (")
-		b.WriteString(e.hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return yamldoc.Message(e.place, e.subject, e.line, e.detail, e.hint)
 }
 
 // Unwrap makes errors.Is match job.ErrInvalidConfig, the kinds and the

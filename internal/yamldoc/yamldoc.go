@@ -59,15 +59,29 @@ type Error struct {
 	Cause   error // the parser's error, or the context's; nil if none
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return Message("", e.Subject, e.Line, e.Detail, "") }
+
+// Message is how a problem with a document reads, the same wherever it is
+// found: "<place>: <subject>[ at line N][: <detail>][ (<hint>)]", each part
+// left out when empty (line when 0).
+func Message(place, subject string, line int, detail, hint string) string {
 	var b strings.Builder
-	b.WriteString(e.Subject)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, " at line %d", e.Line)
-	}
-	if e.Detail != "" {
+	if place != "" {
+		b.WriteString(place)
 		b.WriteString(": ")
-		b.WriteString(e.Detail)
+	}
+	b.WriteString(subject)
+	if line > 0 {
+		fmt.Fprintf(&b, " at line %d", line)
+	}
+	if detail != "" {
+		b.WriteString(": ")
+		b.WriteString(detail)
+	}
+	if hint != "" {
+		b.WriteString(" (")
+		b.WriteString(hint)
+		b.WriteString(")")
 	}
 	return b.String()
 }
