@@ -172,7 +172,11 @@ func TestEtcdCenterFollowsAFrozenLeadersRevocation(t *testing.T) {
 // next attempt, through another member, lands within the session.
 func TestEtcdWriteLandsWhileTheLeaderIsFrozen(t *testing.T) {
 	cluster := etcdtest.Start(t, etcdtest.WithSize(3))
-	const timeout = 4 * time.Second
+	// The session must outlast the others' election (a second or two, more
+	// on a loaded machine under -race) plus a switch of members: its fence
+	// falls at two thirds of the timeout. An abandoned attempt waits a
+	// fifth of it, far less than the timeout a hang would take.
+	const timeout = 9 * time.Second
 	ctx := testCtx(t)
 	c := newEtcdCenter(t, cluster, regcenter.Config{Namespace: "frozenwrite", SessionTimeout: timeout})
 	if _, err := c.Create(ctx, "/w", []byte("0"), regcenter.Persistent); err != nil {
