@@ -40,6 +40,10 @@ type execution struct {
 	Stop  int64
 	State string
 	Err   string
+	// Done is when its completion's write had returned (Unix ns): the
+	// first fire_ended line of its process after Stop that lists its
+	// item; 0 when none was logged (or the log predates the lines).
+	Done int64
 }
 
 func (x *execution) String() string {
@@ -165,6 +169,9 @@ type Report struct {
 	NoQuorumFires int // (fire, item) pairs excluded: no quorum at that fire
 	NoQuorumLost  int // of those, how many no execution covered anyway
 	Lost          []fireItem
+	// CompletionsLogged: the instances logged fire_ended lines, so each
+	// committed run's Done is known (see execution.Done).
+	CompletionsLogged bool
 	// Duplicates are (fire, item) pairs of the checked window that more
 	// than one committed execution covered. A duplicate is explained when
 	// the instance of an earlier covering execution was crashed (kill -9),
@@ -174,7 +181,10 @@ type Report struct {
 	// whose completion was in flight at the crash (record interval 0, the
 	// default: it ended within completionInFlight before it), or, with an
 	// opted-in interval, one that ended within the interval (plus a run and
-	// two periods) before it: a record waits no longer unwritten.
+	// two periods) before it: a record waits no longer unwritten. When
+	// the instances log their completions (CompletionsLogged) and records
+	// are written at once, exactly: a fault explains a duplicate when the
+	// earlier run's completion had not returned by the fault's start.
 	// Unexplained duplicates fail the run.
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
@@ -243,8 +253,13 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 	openFaults := map[string][]int64{}
 	var nqOpen int64 = -1
 	var gones []eventlog.Event
+	ended := map[pidKey][]eventlog.Event{}
 	for _, e := range events {
 		switch e.Ev {
+		case eventlog.FireEnded:
+			k := pidKey{e.Inst, e.PID}
+			ended[k] = append(ended[k], e)
+			r.CompletionsLogged = true
 		case eventlog.MeasureStart:
 			if r.MeasureStart == 0 {
 				r.MeasureStart = e.T
@@ -314,6 +329,17 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 				x.State, x.Err = stateReplaced, e.Err
 			default:
 				x.State, x.Err = stateAborted, e.Err
+			}
+		}
+	}
+	for _, x := range r.Executions {
+		if x.State != stateCommitted {
+			continue
+		}
+		for _, e := range ended[pidKey{x.Inst, x.PID}] {
+			if e.T >= x.Stop && slices.Contains(e.Items, x.Item) {
+				x.Done = e.T
+				break
 			}
 		}
 	}
@@ -531,7 +557,19 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			lossBound = bound
 		}
 	}
-	within := func(a *execution, at, bound int64) bool { return bound < 0 || at-a.Stop <= bound }
+	// With records written at once and the instances logging when their
+	// completions returned, a fault explains a duplicate exactly when the
+	// earlier run's completion had not returned by the fault's start: one
+	// that had is in the registry, and no fault may run its fires again.
+	// The bound above is for logs without those lines, and for a run whose
+	// fire had not ended (a sibling item still running, the process gone).
+	exact := r.CompletionsLogged && r.Config.RecordIntervalMS != nil && *r.Config.RecordIntervalMS == 0
+	within := func(a *execution, at, bound int64) bool {
+		if exact && a.Done > 0 {
+			return a.Done > at
+		}
+		return bound < 0 || at-a.Stop <= bound
+	}
 	explain := func(a, b *execution) (cause string, lag time.Duration) {
 		for _, w := range crashes[a.Inst] {
 			if w.From <= b.Begin && w.To >= a.Begin {
@@ -853,6 +891,9 @@ func (r *Report) Details(w io.Writer) {
 			break
 		}
 		fmt.Fprintf(w, "chaos: DUPLICATE: item %d fire %s ran twice:\n    %s\n    %s\n", d.Item, clock(d.Fire*int64(time.Millisecond)), d.A, d.B)
+		if d.A.Done > 0 {
+			fmt.Fprintf(w, "    the earlier run's completion returned at %s\n", clock(d.A.Done))
+		}
 		if d.Lag > 0 {
 			fmt.Fprintf(w, "    the earlier run ended %s before its instance's crash or session loss: longer ago than a completion in flight (or, opted in, the record interval) leaves a run unrecorded\n", d.Lag.Round(time.Millisecond))
 		}

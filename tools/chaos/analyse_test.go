@@ -820,3 +820,46 @@ func TestSessionLossWithoutAFaultIsUnexplained(t *testing.T) {
 		t.Errorf("details show %d unexplained session losses, want 3:\n%s", n, buf.String())
 	}
 }
+
+// ended adds a fire_ended line of inst for items of the fire at fireSec.
+func (s *synth) ended(inst string, ms, fireSec int64, items ...int) {
+	s.add(ms, eventlog.Event{Ev: eventlog.FireEnded, Inst: inst, PID: pidOf(inst), Fire: s.ns(fireSec*1000) / int64(time.Millisecond), Kind: "fire", Items: items})
+}
+
+func TestALoggedCompletionDecidesWhatACrashExplains(t *testing.T) {
+	zero := int64(0)
+	build := func(endedMS int64) *Report {
+		s := newSynth(1, 0, 0)
+		s.events[0].Cfg.RecordIntervalMS = &zero
+		s.events[0].Cfg.WorkMS = 500
+		s.events[0].Cfg.SessionTimeoutMS = 4000
+		s.fires("i1", 0, 0, 18)
+		// Fire 18's run ends at 18.51 s, 5 ms before the kill: within a
+		// completion in flight, were its completion's return not logged.
+		if endedMS > 0 {
+			s.ended("i1", endedMS, 18, 0)
+		}
+		s.kill9("i1", 18515, 18520, 20000)
+		s.exec("i2", 0, 18, "misfire", 22100, 22300, stateCommitted)
+		s.fires("i2", 0, 23, 29)
+		s.stop(29999)
+		return s.analyse(t)
+	}
+	// Its completion returned 2 ms before the kill: the record was in the
+	// registry, and its fire ran again.
+	r := build(18513)
+	if !r.CompletionsLogged || len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 1 {
+		t.Fatalf("completion returned before the kill: duplicates %d, unexplained %d; want 1 unexplained", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+	var out bytes.Buffer
+	r.Details(&out)
+	if !strings.Contains(out.String(), "completion returned at") {
+		t.Errorf("the report does not say when the completion returned:\n%s", out.String())
+	}
+	// No line for it (the process died first): the bound decides, and
+	// 5 ms is within it.
+	r = build(0)
+	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 0 {
+		t.Fatalf("completion not seen returning before the kill: duplicates %d, unexplained %d; want 1 explained", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+}

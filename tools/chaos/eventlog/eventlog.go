@@ -44,6 +44,12 @@ const (
 	// fire of its item replaced it (the job's overlap policy is replace):
 	// its fires count as run, and must not run again.
 	Replaced = "replaced"
+	// FireEnded: a fire (or make-up run) ended on the instance: every
+	// item it ran there (items, logged as Begin logs them) was completed,
+	// the completion's write returned (job's FireListener.FireEnded). The
+	// analysis takes a committed run's completion to have returned at the
+	// first such line of its process after its end that lists its item.
+	FireEnded = "fire_ended"
 	// ProcExit: the scheduler shut down gracefully (err: Shutdown's error).
 	ProcExit = "proc_exit"
 )
@@ -123,7 +129,9 @@ type Event struct {
 	PID  int    `json:"pid,omitempty"`
 	Run  string `json:"run,omitempty"`
 	Item *int   `json:"item,omitempty"`
-	Fire int64  `json:"fire,omitempty"`
+	// Items are the items of a FireEnded line.
+	Items []int `json:"items,omitempty"`
+	Fire  int64 `json:"fire,omitempty"`
 	// Through is the latest fire (Unix ms) an execution stands for
 	// (job.ShardingContext.Through); 0 in logs written before it existed.
 	Through int64      `json:"through,omitempty"`

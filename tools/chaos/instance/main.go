@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -registry etcd
 	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -registry postgres: regcenter.Open serves postgres:// URLs
@@ -208,7 +209,8 @@ func (in *instance) connect(ctx context.Context) (regcenter.Center, error) {
 // unavailable).
 func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Scheduler, error) {
 	for {
-		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log), job.WithRecordInterval(in.o.recordInterval))
+		s, err := job.NewScheduler(rc, job.WithServerID(in.o.id), job.WithLogger(in.log), job.WithRecordInterval(in.o.recordInterval),
+			job.WithFireListener(listener.FireFuncs{Ended: in.fireEnded}))
 		if err != nil {
 			return nil, err
 		}
@@ -238,6 +240,22 @@ func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Schedu
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// fireEnded logs that a fire's items here were completed: their
+// completions' writes returned.
+func (in *instance) fireEnded(f listener.Fire) {
+	k := 0
+	for j := range max(in.o.chain, 1) {
+		if in.chainJob(j) == f.Job {
+			k = j
+		}
+	}
+	items := make([]int, len(f.Items))
+	for i, it := range f.Items {
+		items[i] = k*in.o.items + it
+	}
+	in.write(eventlog.Event{Ev: eventlog.FireEnded, Fire: in.scheduled(f.FireTime), Kind: f.Kind, Items: items})
 }
 
 // chainJob is the name of the chain's job k (see -chain).
