@@ -215,7 +215,7 @@ func (b *bench) measureFailover(ctx context.Context) error {
 	for kind, n := range kinds {
 		k.Add("kind_"+kind, n)
 	}
-	fmt.Println("bench failover" + k.Add("load1", loadavg()).String())
+	fmt.Println("bench failover" + k.Add("load1", benchkit.LoadAvg()).String())
 	b.summary.Add("failover_p99_after_expiry", benchkit.MS(benchkit.Percentile(fromExpiry, 99)))
 	return nil
 }

@@ -43,13 +43,9 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	etcdversion "go.etcd.io/etcd/api/v3/version"
@@ -111,23 +107,7 @@ type bench struct {
 	warmed  bool // ZooKeeper has had its warm-up (warmUp)
 }
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("bench", parseFlags, run) }
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -210,16 +190,16 @@ func parseFlags(args []string) (config, error) {
 	if c.fcSystems, err = parseSystems("-fc-systems", fcSystems, c); err != nil {
 		return c, err
 	}
-	if c.fcJobs, err = parseInts(fcJobs); err != nil {
+	if c.fcJobs, err = benchkit.ParseInts(fcJobs); err != nil {
 		return c, fmt.Errorf("-fc-jobs: %w", err)
 	}
 	if c.fcWarmup < 0 || c.fcDuration < 5*time.Second {
 		return c, errors.New("-fc-warmup must not be negative, -fc-duration at least 5s")
 	}
-	if c.peerJobs, err = parseInts(jobs); err != nil {
+	if c.peerJobs, err = benchkit.ParseInts(jobs); err != nil {
 		return c, fmt.Errorf("-peer-jobs: %w", err)
 	}
-	if c.rsItems, err = parseInts(rsItems); err != nil {
+	if c.rsItems, err = benchkit.ParseInts(rsItems); err != nil {
 		return c, fmt.Errorf("-rs-items: %w", err)
 	}
 	if c.peerDuration < 10*time.Second {
@@ -234,43 +214,19 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-// joinInts writes ns as "1,2,3".
-func joinInts(ns []int) string {
-	parts := make([]string, len(ns))
-	for i, n := range ns {
-		parts[i] = strconv.Itoa(n)
-	}
-	return strings.Join(parts, ",")
-}
-
-func parseInts(s string) ([]int, error) {
-	var r []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
-		}
-		r = append(r, n)
-	}
-	return r, nil
-}
-
 func run(ctx context.Context, cfg config) error {
 	level := slog.LevelWarn
 	if cfg.verbose {
 		level = slog.LevelInfo
 	}
 	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
-	var err error
-	if b.dir, err = os.MkdirTemp("", "shardjob-bench-"); err != nil {
+	dir, cleanup, err := benchkit.WorkDir("shardjob-bench", cfg.keep)
+	if err != nil {
 		return err
 	}
-	if cfg.keep {
-		fmt.Fprintln(os.Stderr, "bench: work directory", b.dir)
-	} else {
-		defer os.RemoveAll(b.dir)
-	}
-	fmt.Println("bench machine" + machine().String())
+	defer cleanup()
+	b.dir = dir
+	fmt.Println("bench machine" + benchkit.Machine().String())
 
 	if cfg.peers || cfg.failover || cfg.fireCost {
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -316,7 +272,7 @@ func run(ctx context.Context, cfg config) error {
 			return err
 		}
 		fmt.Println("bench etcd" + new(benchkit.KV).Add("members", b.etcd.Size()).Add("endpoints", b.etcd.ConnectString()).
-			Add("pids", joinInts(pids)).Add("version", etcdversion.Version).String())
+			Add("pids", benchkit.JoinInts(pids, ",")).Add("version", etcdversion.Version).String())
 	}
 	if need[regRedis] {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -368,36 +324,6 @@ func run(ctx context.Context, cfg config) error {
 		return ctx.Err()
 	}
 	return errors.Join(errs...)
-}
-
-// machine describes the machine: CPUs, memory, Go, load average.
-func machine() *benchkit.KV {
-	k := new(benchkit.KV).Add("cpus", runtime.NumCPU()).Add("go", runtime.Version())
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				if f := strings.Fields(v); len(f) > 0 {
-					if n, err := strconv.ParseFloat(f[0], 64); err == nil {
-						k.Add("mem_gib", n/1024/1024)
-					}
-				}
-			}
-		}
-	}
-	k.Add("load1", loadavg())
-	return k
-}
-
-// loadavg returns the one-minute load average, or "?".
-func loadavg() string {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	if f := strings.Fields(string(data)); len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }
 
 // sdkLog is the logger handed to in-process schedulers: warnings only,

@@ -624,7 +624,7 @@ func spread(counts []int, skip int) (string, float64) {
 
 func (r *peerResult) print() {
 	fmt.Println("bench peers_run" + new(benchkit.KV).Add("system", r.system).Add("jobs", r.jobs).Add("settings", r.settings).
-		Add("ready_s", r.readyS).Add("first_all_s", r.firstAllS).Add("killed", r.victim).Add("load1", loadavg()).String())
+		Add("ready_s", r.readyS).Add("first_all_s", r.firstAllS).Add("killed", r.victim).Add("load1", benchkit.LoadAvg()).String())
 	for i, p := range r.phases {
 		skip := -1
 		if i == 1 {

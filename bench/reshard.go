@@ -292,7 +292,7 @@ func (b *bench) reshardRun(ctx context.Context, items, n int) error {
 		Add("fire_to_last_item_started", time.Duration(last-fire.UnixNano())).
 		Add("fire_to_reshard_committed", durSince(committed, fire)).
 		Add("tx_ops", 1+len(servers)+2).Add("tx_assignment_bytes", dataBytes).Add("tx_path_bytes", pathBytes).
-		Add("first_fire_one_instance", time.UnixMilli(f0).Format("15:04:05")).Add("load1", loadavg())
+		Add("first_fire_one_instance", time.UnixMilli(f0).Format("15:04:05")).Add("load1", benchkit.LoadAvg())
 	for kind, c := range kinds {
 		k.Add("kind_"+string(kind), c)
 	}

@@ -83,7 +83,7 @@ func (b *bench) killWith(ctx context.Context, sessionTimeout time.Duration) erro
 		return len(first) == len(held)
 	})
 	k := new(benchkit.KV).Add("session_timeout", sessionTimeout).Add("items", items).Add("procs", procs).
-		Add("killed", victim.id).Add("leader", leader).Add("held", joinInts(held))
+		Add("killed", victim.id).Add("leader", leader).Add("held", benchkit.JoinInts(held, "/"))
 	if err != nil {
 		k.Add("moved", len(first)).Add("not_moved_within", sessionTimeout+20*time.Second)
 		fmt.Println("bench kill" + k.String())

@@ -73,7 +73,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	spread := spreadOf(perInst)
 	k := new(benchkit.KV).Add("jobs", b.cfg.latJobs).Add("procs", procs).Add("window", w1.Sub(w0).Round(time.Millisecond)).
 		Add("runs", runs).Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
-		Add("runs_per_instance", joinInts(perInst)).Add("spread_max_min", spread)
+		Add("runs_per_instance", benchkit.JoinInts(perInst, "/")).Add("spread_max_min", spread)
 	fmt.Println("bench latency" + k.String())
 	b.summary.Add("latency_p50", durMS(benchkit.Percentile(lat, 50))).Add("latency_p99", durMS(benchkit.Percentile(lat, 99)))
 
@@ -127,7 +127,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	}
 	k = new(benchkit.KV).Add("killed", victim.id).Add("window", after).Add("observed_until", after+margin).Add("fires_due", due).Add("fires_run", len(seen)).
 		Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
-		Add("runs_per_instance", joinInts(perInst))
+		Add("runs_per_instance", benchkit.JoinInts(perInst, "/"))
 	fmt.Println("bench latency_after_kill" + k.String())
 	return nil
 }
@@ -178,12 +178,4 @@ func argmax(n []int) int {
 		}
 	}
 	return best
-}
-
-func joinInts(n []int) string {
-	s := make([]string, len(n))
-	for i, x := range n {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, "/")
 }

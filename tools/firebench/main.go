@@ -57,11 +57,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -106,23 +101,7 @@ type bench struct {
 	summary     benchkit.KV
 }
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "firebench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "firebench:", err)
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main("firebench", parseFlags, run) }
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -181,10 +160,10 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("-registry: %q is none of %s, %s and %s", c.registry, regZooKeeper, regEtcd, regPostgres)
 	}
 	var err error
-	if c.reqItems, err = parseInts(reqItems); err != nil {
+	if c.reqItems, err = benchkit.ParseInts(reqItems); err != nil {
 		return c, fmt.Errorf("-req-items: %w", err)
 	}
-	if c.killTimeouts, err = parseDurations(killTimeouts); err != nil {
+	if c.killTimeouts, err = benchkit.ParseDurations(killTimeouts); err != nil {
 		return c, fmt.Errorf("-kill-session-timeouts: %w", err)
 	}
 	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.tputJobs < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 {
@@ -193,46 +172,19 @@ func parseFlags(args []string) (config, error) {
 	return c, nil
 }
 
-func parseInts(s string) ([]int, error) {
-	var r []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
-		}
-		r = append(r, n)
-	}
-	return r, nil
-}
-
-func parseDurations(s string) ([]time.Duration, error) {
-	var r []time.Duration
-	for f := range strings.SplitSeq(s, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%q is not a positive duration", f)
-		}
-		r = append(r, d)
-	}
-	return r, nil
-}
-
 func run(ctx context.Context, cfg config) error {
 	level := slog.LevelWarn
 	if cfg.verbose {
 		level = slog.LevelDebug
 	}
 	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
-	var err error
-	if b.dir, err = os.MkdirTemp("", "firebench-"); err != nil {
+	dir, cleanup, err := benchkit.WorkDir("firebench", cfg.keep)
+	if err != nil {
 		return err
 	}
-	if cfg.keep {
-		fmt.Fprintln(os.Stderr, "firebench: work directory", b.dir)
-	} else {
-		defer os.RemoveAll(b.dir)
-	}
-	b.machine()
+	defer cleanup()
+	b.dir = dir
+	fmt.Println("bench machine" + benchkit.Machine().String())
 
 	if cfg.latency || cfg.kill || cfg.throughput {
 		if b.instanceBin = cfg.instanceBin; b.instanceBin == "" {
@@ -292,27 +244,4 @@ func run(ctx context.Context, cfg config) error {
 		return ctx.Err()
 	}
 	return errors.Join(errs...)
-}
-
-// machine prints the machine's size.
-func (b *bench) machine() {
-	k := new(benchkit.KV).Add("cpus", runtime.NumCPU()).Add("go", runtime.Version())
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range strings.SplitSeq(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				f := strings.Fields(v)
-				if len(f) > 0 {
-					if n, err := strconv.ParseFloat(f[0], 64); err == nil {
-						k.Add("mem_gib", n/1024/1024)
-					}
-				}
-			}
-		}
-	}
-	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(data)); len(f) > 0 {
-			k.Add("load1", f[0])
-		}
-	}
-	fmt.Println("bench machine" + k.String())
 }

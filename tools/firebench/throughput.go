@@ -86,7 +86,7 @@ func (b *bench) measureThroughput(ctx context.Context) error {
 	secs := w1.Sub(w0).Seconds()
 	k := new(benchkit.KV).Add("jobs", jobs).Add("items", items).Add("procs", procs).Add("window", w1.Sub(w0).Round(time.Millisecond)).
 		Add("runs", runs).Add("execs_per_s", float64(runs)/secs).Add("fires", len(fires)).Add("fires_lost", lost).
-		Add("runs_per_instance", joinInts(perInst))
+		Add("runs_per_instance", benchkit.JoinInts(perInst, "/"))
 	if runs > 0 {
 		k.Add("instance_cpu_s_per_1000", (c1-c0)/float64(runs)*1000)
 	}
