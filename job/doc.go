@@ -40,8 +40,9 @@
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
-// due: reshard.go), the book (reserve the items in memory, split plain
-// runs from make-up runs: job/internal/book), mark.go (running marks),
+// due: reshard.go, placed across the namespace by job/internal/placement),
+// the book (reserve the items in memory, split plain runs from make-up
+// runs: job/internal/book), mark.go (running marks),
 // execute.go (run the items, not before the fire's time), complete.go
 // (record what ran, in group commits; the marks' and records' values are
 // job/internal/stored's, the records known here job/internal/records'),

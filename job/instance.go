@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -258,10 +259,10 @@ func (s *Scheduler) kickLeaders() {
 	}
 }
 
-func (s *Scheduler) instanceInfo() instanceInfo {
+func (s *Scheduler) instanceInfo() placement.Instance {
 	s.inst.mu.Lock()
 	defer s.inst.mu.Unlock()
-	return instanceInfo{
+	return placement.Instance{
 		FaultTolerance: s.opts.faultTolerance,
 		AlarmThreshold: s.opts.alarmThreshold,
 		Score:          s.inst.score,
@@ -270,7 +271,7 @@ func (s *Scheduler) instanceInfo() instanceInfo {
 		Draining:       s.inst.draining,
 		Drained:        s.inst.drained,
 		HealthURL:      s.opts.healthURL,
-		Holder:         s.me,
+		Holder:         placement.Holder(s.me),
 	}
 }
 
@@ -299,16 +300,16 @@ func (s *Scheduler) publishInstance(ctx context.Context) error {
 	case st.EphemeralOwner == sess.ID():
 		_, err = s.rc.Set(ctx, p, data, -1)
 	default:
-		var info instanceInfo
+		var info placement.Instance
 		if st.EphemeralOwner != 0 {
-			info, _ = decodeInstance(old) // garbage says no holder: refused below
-			if !info.Holder.earlierLifeOf(s.me) {
-				return idInUse(s.opts.serverID, info.Holder, st.EphemeralOwner, s.sessionTimeout())
+			info, _ = placement.DecodeInstance(old) // garbage says no holder: refused below
+			if !holder(info.Holder).earlierLifeOf(s.me) {
+				return idInUse(s.opts.serverID, holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
 			}
 			// Ours, from a lost session or a dead process: its status
 			// nodes go at once too, rather than a session timeout later.
 			if info.Holder.Token != s.me.Token {
-				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", info.Holder.String())
+				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", holder(info.Holder).String())
 			}
 			s.staleOwner.Store(st.EphemeralOwner)
 		}
@@ -332,8 +333,8 @@ func (s *Scheduler) checkInstance() {
 	defer cancel()
 	units := 0
 	if data, _, err := s.rc.Get(ctx, layout.Placement); err == nil {
-		if t, err := decodeTable(data); err == nil {
-			units = t.units()[s.opts.serverID]
+		if t, err := placement.DecodeTable(data); err == nil {
+			units = t.Units()[s.opts.serverID]
 		}
 	} else if !errors.Is(err, regcenter.ErrNoNode) {
 		s.log.Warn("reading the load table", "err", err)
@@ -501,7 +502,7 @@ func (s *Scheduler) retryUnplaced() {
 		s.log.Warn("reading the load table for unplaced items", "err", err)
 		return
 	}
-	if t, err := decodeTable(data); err == nil && t.unplaced() == 0 {
+	if t, err := placement.DecodeTable(data); err == nil && t.Unplaced() == 0 {
 		return
 	}
 	for _, r := range s.runnersSnapshot() {

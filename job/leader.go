@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -111,12 +112,12 @@ func (r *runner) checkMembership() {
 	if !leading {
 		return
 	}
-	excluded, err := readExcluded(ctx, r.rc)
+	excluded, err := placement.ReadExcluded(ctx, r.rc)
 	if err != nil {
 		r.log.Warn("reading the drain list", "err", err)
 		return
 	}
-	online := excluded.eligible(servers.online())
+	online := excluded.Eligible(servers.online())
 	if last == nil || !equalStrings(last, online) {
 		stands, err := r.assignmentStands(ctx, last, online)
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/job/internal/placement"
 )
 
 // startJobs starts instance id running every config, each job recorded
@@ -380,4 +381,16 @@ func TestPlacementRebuildsAGarbageLoadTable(t *testing.T) {
 		got, err = jobhook.ReadNamespace(tctx(t), obs, testLogger(t))
 		return err == nil && got.Units == 6 && len(got.Instances) == 2 && got.Instances[0].Units == 3 && got.Instances[1].Units == 3
 	})
+}
+
+// The load table's bounds are job's public ones: a table counting a job's
+// largest item count decodes, and an instance shown without a node has
+// the default tolerance.
+func TestPlacementBoundsAreJobs(t *testing.T) {
+	if placement.MaxJobUnits != job.MaxShardingTotalCount {
+		t.Errorf("placement.MaxJobUnits %d, job.MaxShardingTotalCount %d", placement.MaxJobUnits, job.MaxShardingTotalCount)
+	}
+	if placement.DefaultFaultTolerance != job.DefaultFaultTolerance {
+		t.Errorf("placement.DefaultFaultTolerance %d, job.DefaultFaultTolerance %d", placement.DefaultFaultTolerance, job.DefaultFaultTolerance)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -61,7 +62,7 @@ func (s *Scheduler) probeLoop() {
 		case <-tick.C:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.probeEvery)
-		view, err := readView(ctx, s.rc, s.log)
+		view, err := placement.ReadView(ctx, s.rc, s.log)
 		cancel()
 		if err != nil {
 			if s.ctx.Err() == nil {
@@ -69,7 +70,7 @@ func (s *Scheduler) probeLoop() {
 			}
 			continue
 		}
-		for peer, info := range view.instances {
+		for peer, info := range view.Instances {
 			if peer == s.opts.serverID || info.HealthURL == "" {
 				continue
 			}
@@ -110,7 +111,7 @@ func (s *Scheduler) recordProbe(peer string, probeErr error) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 	defer cancel()
 	p := layout.Probe(peer)
-	for range placeAttempts {
+	for range placement.Attempts {
 		data, st, err := s.rc.Get(ctx, p)
 		n, version := 0, int32(-1)
 		switch {

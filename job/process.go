@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/shardjob/shardjob/job/internal/placement"
 )
 
 // The process behind a server id. An instance's node
@@ -24,13 +26,9 @@ import (
 
 // holder identifies a scheduler: its process (host, pid, and a token drawn
 // once per process, which tells a pid reused by a restart from the same
-// process) and a token of its own.
-type holder struct {
-	Host    string `json:"host,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	Process string `json:"process,omitempty"`
-	Token   string `json:"token,omitempty"`
-}
+// process) and a token of its own. Its fields are the instance node's
+// (placement.Holder).
+type holder placement.Holder
 
 // processToken is drawn once per process.
 var processToken = newToken()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -172,15 +173,15 @@ func (r *runner) checkAssignment(ctx context.Context) error {
 // now. A valid placement is left alone: it depends on the whole namespace,
 // so it is not recomputed here.
 func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSet) error {
-	excluded, err := readExcluded(ctx, r.rc)
+	excluded, err := placement.ReadExcluded(ctx, r.rc)
 	if err != nil {
 		return err
 	}
 	may := map[string]bool{}
-	for _, sv := range excluded.eligible(servers.online()) {
+	for _, sv := range excluded.Eligible(servers.online()) {
 		may[sv] = true
 	}
-	unplaced, err := readItems(ctx, r.rc, r.paths.Unplaced())
+	unplaced, err := placement.ReadItems(ctx, r.rc, r.paths.Unplaced())
 	if err != nil {
 		return err
 	}
@@ -198,7 +199,7 @@ func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSe
 		if !servers[sv][layout.Sharding] {
 			continue
 		}
-		items, err := readItems(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
+		items, err := placement.ReadItems(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
 		if err != nil {
 			return err
 		}

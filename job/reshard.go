@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -159,24 +160,24 @@ func (r *runner) reshard(ctx context.Context) error {
 		r.dropProcessing(ctx)
 		return err
 	}
-	if err := r.s.placer.place(ctx, req); err != nil {
+	if err := r.s.placer.Place(ctx, req); err != nil {
 		r.counters.reshardErrors.Add(1)
 		r.dropProcessing(ctx)
 		return err
 	}
 	r.counters.reshards.Add(1)
-	r.counters.unplaced.Store(int64(len(req.unplacedOut)))
-	eligible := make([]string, 0, len(req.assign))
-	for sv := range req.assign {
+	r.counters.unplaced.Store(int64(len(req.UnplacedOut)))
+	eligible := make([]string, 0, len(req.Assign))
+	for sv := range req.Assign {
 		eligible = append(eligible, sv)
 	}
 	sortStrings(eligible)
 	r.lead.setSharded(eligible)
-	if len(req.unplacedOut) > 0 {
-		owed := r.oweUnplaced(ctx, cfg, req.unplacedOut)
+	if len(req.UnplacedOut) > 0 {
+		owed := r.oweUnplaced(ctx, cfg, req.UnplacedOut)
 		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears, and the fires they miss are made up once then",
-			"unplaced", len(req.unplacedOut), "items", cfg.ShardingTotalCount, "owed since", owed)
-		r.s.emit(Event{Kind: EventUnplaced, Job: r.name, Units: len(req.unplacedOut)})
+			"unplaced", len(req.UnplacedOut), "items", cfg.ShardingTotalCount, "owed since", owed)
+		r.s.emit(Event{Kind: EventUnplaced, Job: r.name, Units: len(req.UnplacedOut)})
 	}
 	r.log.Info("resharded", "servers", online, "items", cfg.ShardingTotalCount, "strategy", cfg.ShardingStrategy)
 	return nil
@@ -184,29 +185,29 @@ func (r *runner) reshard(ctx context.Context) error {
 
 // placeRequest reads what the placer needs of this job (its assignment
 // now, its unplaced items) and builds its part of the transaction.
-func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet, online []string, fence regcenter.Op, fakes []string) (*placeRequest, error) {
-	req := &placeRequest{
-		job: r.name, total: cfg.ShardingTotalCount, strategy: cfg.ShardingStrategy,
-		servers: online, current: map[string][]int{},
+func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet, online []string, fence regcenter.Op, fakes []string) (*placement.Request, error) {
+	req := &placement.Request{
+		Job: r.name, Total: cfg.ShardingTotalCount, Strategy: cfg.ShardingStrategy,
+		Servers: online, Current: map[string][]int{},
 	}
-	if req.strategy == "" {
-		req.strategy = DefaultShardingStrategy
+	if req.Strategy == "" {
+		req.Strategy = DefaultShardingStrategy
 	}
-	if req.strategy != sharding.Balanced && req.strategy != sharding.Idlest {
+	if req.Strategy != sharding.Balanced && req.Strategy != sharding.Idlest {
 		strategy, err := cfg.Strategy()
 		if err != nil {
 			return nil, err
 		}
-		req.named = strategy
+		req.Named = strategy
 	}
 	read, err := r.readAssignment(ctx, servers)
 	if err != nil {
 		return nil, err
 	}
-	req.current, req.unplaced = read.current, read.unplaced
+	req.Current, req.Unplaced = read.current, read.unplaced
 	versions, unplacedVersion := read.versions, read.unplacedVersion
 	hadUnplaced := unplacedVersion >= 0
-	req.ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
+	req.Ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
 		ops := []regcenter.Op{fence}
 		for _, p := range fakes {
 			ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
@@ -321,7 +322,7 @@ func readAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 	readV := make([]int32, len(withNode))
 	errs := make([]error, len(withNode))
 	parallel.Each(len(withNode), reshardReads, func(i int) {
-		read[i], readV[i], errs[i] = readItemsVersion(ctx, rc, paths.Flag(withNode[i], layout.Sharding))
+		read[i], readV[i], errs[i] = placement.ReadItemsVersion(ctx, rc, paths.Flag(withNode[i], layout.Sharding))
 	})
 	for i, sv := range withNode {
 		items, v, err := read[i], readV[i], errs[i]
@@ -337,7 +338,7 @@ func readAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 		out.current[sv], out.versions[sv] = items, v
 	}
 	var err error
-	out.unplaced, out.unplacedVersion, err = readItemsVersion(ctx, rc, paths.Unplaced())
+	out.unplaced, out.unplacedVersion, err = placement.ReadItemsVersion(ctx, rc, paths.Unplaced())
 	if err != nil {
 		return assignmentRead{}, err
 	}
@@ -367,7 +368,7 @@ func (r *runner) repairBooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.s.placer.place(ctx, req); err != nil {
+	if err := r.s.placer.Place(ctx, req); err != nil {
 		return fmt.Errorf("repairing the load table's books: %w", err)
 	}
 	return nil
@@ -375,7 +376,7 @@ func (r *runner) repairBooks(ctx context.Context) error {
 
 // repairRequest reads job's assignment nodes and what fences a repair of
 // its entry on them (see repairBooks).
-func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*placeRequest, error) {
+func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*placement.Request, error) {
 	paths := layout.Job(job)
 	_, epoch, err := rc.Get(ctx, paths.ShardingEpoch())
 	if err != nil {
@@ -403,8 +404,8 @@ func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*place
 	if read.unplacedVersion >= 0 {
 		fence = append(fence, regcenter.CheckOp{Path: paths.Unplaced(), Version: read.unplacedVersion})
 	}
-	return &placeRequest{job: job, repair: true, current: read.current, unplaced: read.unplaced,
-		ops: func(map[string][]int, []int) []regcenter.Op { return fence }}, nil
+	return &placement.Request{Job: job, Repair: true, Current: read.current, Unplaced: read.unplaced,
+		Ops: func(map[string][]int, []int) []regcenter.Op { return fence }}, nil
 }
 
 // repairBooksWhileLive is repairBooks for the leader's and the reconcile

@@ -10,6 +10,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
@@ -275,7 +276,7 @@ func (s *Scheduler) sessionTimeout() time.Duration {
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
 func (r *runner) setNecessary(ctx context.Context) {
-	if err := flagReshard(ctx, r.rc, r.paths); err != nil && ctx.Err() == nil {
+	if err := placement.FlagReshard(ctx, r.rc, r.paths); err != nil && ctx.Err() == nil {
 		r.log.Warn("cannot flag resharding", "err", err)
 	}
 }

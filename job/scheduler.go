@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"slices"
 	"sort"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -52,7 +52,8 @@ type options struct {
 	tracer                         *tracer // tracing.go; nil: off
 }
 
-var serverIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
+// serverIDPattern is what a server id is (the load table refuses others).
+var serverIDPattern = placement.ServerIDPattern
 
 // WithServerID sets the id this process registers under in every job's
 // servers node. Default: one id per process, as ElasticJob's instance id:
@@ -164,11 +165,11 @@ type Scheduler struct {
 	me         holder       // this process (process.go)
 	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
 
-	placer  *placer  // commits this scheduler's reshards (placement.go)
-	journal *journal // this process's completion journal (journal.go); nil when off
-	inst    instance // this instance's place in the namespace (instance.go)
-	gates   gates    // the times fires wait for (gate.go)
-	work    workers  // the goroutines of the jobs' fires and runs (workers.go)
+	placer  *placement.Placer // commits this scheduler's reshards
+	journal *journal          // this process's completion journal (journal.go); nil when off
+	inst    instance          // this instance's place in the namespace (instance.go)
+	gates   gates             // the times fires wait for (gate.go)
+	work    workers           // the goroutines of the jobs' fires and runs (workers.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -218,7 +219,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
 	s.trig = newTrigger(s.fireClock(), o.fireLead)
-	s.placer = newPlacer(s.ctx, rc, s.log)
+	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
 

@@ -1,10 +1,11 @@
-package job
+package placement
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -63,8 +64,11 @@ func unitsOf(assign map[string][]int, unplaced []int) jobUnits {
 	return u
 }
 
-// loadTable is the payload of layout.Placement.
-type loadTable struct {
+// Table is the namespace's load table, the payload of layout.Placement.
+// Package job reads what it says of a server (Units) and of the units
+// unplaced (Unplaced); the placer and the operator's verbs of this package
+// write it.
+type Table struct {
 	// jobs holds each job's entry.
 	jobs map[string]jobUnits
 	// joined numbers the servers in the order they first held units
@@ -74,12 +78,13 @@ type loadTable struct {
 	seq    int
 }
 
-func newTable() loadTable {
-	return loadTable{jobs: map[string]jobUnits{}, joined: map[string]int{}}
+func newTable() Table {
+	return Table{jobs: map[string]jobUnits{}, joined: map[string]int{}}
 }
 
-// units is what each server holds across the namespace.
-func (t loadTable) units() map[string]int {
+// Units is what each server holds across the namespace: only servers
+// holding units are listed.
+func (t Table) Units() map[string]int {
 	out := map[string]int{}
 	for _, u := range t.jobs {
 		for s, n := range u.servers {
@@ -92,8 +97,8 @@ func (t loadTable) units() map[string]int {
 }
 
 // unitsWithout is units without job's entry.
-func (t loadTable) unitsWithout(job string) map[string]int {
-	out := t.units()
+func (t Table) unitsWithout(job string) map[string]int {
+	out := t.Units()
 	for s, n := range t.jobs[job].servers {
 		if out[s] -= n; out[s] <= 0 {
 			delete(out, s)
@@ -102,8 +107,8 @@ func (t loadTable) unitsWithout(job string) map[string]int {
 	return out
 }
 
-// unplaced counts the units no server may take.
-func (t loadTable) unplaced() int {
+// Unplaced counts the units no server may take.
+func (t Table) Unplaced() int {
 	n := 0
 	for _, u := range t.jobs {
 		n += u.unplaced
@@ -112,7 +117,7 @@ func (t loadTable) unplaced() int {
 }
 
 // total is K: every unit of the namespace, placed or not.
-func (t loadTable) total() int {
+func (t Table) total() int {
 	k := 0
 	for _, u := range t.jobs {
 		k += u.total()
@@ -120,8 +125,8 @@ func (t loadTable) total() int {
 	return k
 }
 
-func (t loadTable) clone() loadTable {
-	c := loadTable{jobs: make(map[string]jobUnits, len(t.jobs)), joined: maps.Clone(t.joined), seq: t.seq}
+func (t Table) clone() Table {
+	c := Table{jobs: make(map[string]jobUnits, len(t.jobs)), joined: maps.Clone(t.joined), seq: t.seq}
 	for j, u := range t.jobs {
 		c.jobs[j] = u.clone()
 	}
@@ -133,7 +138,7 @@ func (t loadTable) clone() loadTable {
 
 // set replaces job's entry (an empty one removes it) and renumbers the
 // servers that start or stop holding units.
-func (t *loadTable) set(job string, u jobUnits) {
+func (t *Table) set(job string, u jobUnits) {
 	if t.jobs == nil {
 		t.jobs = map[string]jobUnits{}
 	}
@@ -150,8 +155,8 @@ func (t *loadTable) set(job string, u jobUnits) {
 
 // renumber gives a number to every server newly holding units, in order
 // of id, and takes it from every server holding none.
-func (t *loadTable) renumber() {
-	units := t.units()
+func (t *Table) renumber() {
+	units := t.Units()
 	for _, s := range slices.Sorted(maps.Keys(units)) {
 		if _, ok := t.joined[s]; !ok {
 			t.seq++
@@ -166,9 +171,19 @@ func (t *loadTable) renumber() {
 }
 
 // ErrTableGarbage reports a namespace load table (/.placement) that is not
-// valid. Reshards rebuild it from the jobs' assignments; reading the
-// namespace's placement (`shardjob placement`, the HTTP API) returns it.
+// valid: package job's ErrTableGarbage, the same value. Reshards rebuild
+// it from the jobs' assignments; reading the namespace's placement
+// (ReadNamespace) returns it.
 var ErrTableGarbage = errors.New("job: the namespace's load table is not valid")
+
+// MaxJobUnits is the most units a job's entry may count on one server or
+// unplaced: job.MaxShardingTotalCount, which package job's tests check.
+const MaxJobUnits = 10000
+
+// ServerIDPattern is what a server id is: 1-128 characters from
+// [A-Za-z0-9._:@-]. Package job checks the ids it is given by it, and a
+// table listing another is refused.
+var ServerIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:@-]{1,128}$`)
 
 // tableWire is the table as stored: the servers once, in order, and each
 // job's units as counts in that order, so that a namespace of 10,000
@@ -187,8 +202,8 @@ type tableWire struct {
 	Unplaced map[string]int `json:"unplaced,omitempty"`
 }
 
-func (t loadTable) encode() []byte {
-	units := t.units()
+func (t Table) encode() []byte {
+	units := t.Units()
 	w := tableWire{Servers: slices.Sorted(maps.Keys(units)), Seq: t.seq, Jobs: map[string][]int{}}
 	at := make(map[string]int, len(w.Servers))
 	for i, s := range w.Servers {
@@ -218,42 +233,47 @@ func (t loadTable) encode() []byte {
 	return b
 }
 
-func decodeTable(data []byte) (loadTable, error) {
+// DecodeTable decodes a load table. Its error wraps ErrTableGarbage: the
+// value is not JSON of the table's shape, or says what no table says (a
+// server id that is not valid or listed twice, a join number out of
+// range, a server listed holding nothing, a count below 0 or above
+// MaxJobUnits).
+func DecodeTable(data []byte) (Table, error) {
 	if len(data) == 0 {
-		return loadTable{}, fmt.Errorf("%w: empty", ErrTableGarbage)
+		return Table{}, fmt.Errorf("%w: empty", ErrTableGarbage)
 	}
 	var w tableWire
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return loadTable{}, fmt.Errorf("%w: %v", ErrTableGarbage, err)
+		return Table{}, fmt.Errorf("%w: %v", ErrTableGarbage, err)
 	}
 	if len(w.Joined) != len(w.Servers) {
-		return loadTable{}, fmt.Errorf("%w: %d servers but %d join numbers", ErrTableGarbage, len(w.Servers), len(w.Joined))
+		return Table{}, fmt.Errorf("%w: %d servers but %d join numbers", ErrTableGarbage, len(w.Servers), len(w.Joined))
 	}
 	t := newTable()
 	t.seq = w.Seq
 	for i, s := range w.Servers {
 		n := w.Joined[i]
-		if !serverIDPattern.MatchString(s) {
-			return loadTable{}, fmt.Errorf("%w: server %q", ErrTableGarbage, s)
+		if !ServerIDPattern.MatchString(s) {
+			return Table{}, fmt.Errorf("%w: server %q", ErrTableGarbage, s)
 		}
 		if _, dup := t.joined[s]; dup {
-			return loadTable{}, fmt.Errorf("%w: server %q listed twice", ErrTableGarbage, s)
+			return Table{}, fmt.Errorf("%w: server %q listed twice", ErrTableGarbage, s)
 		}
 		if n < 1 || n > w.Seq {
-			return loadTable{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", ErrTableGarbage, s, n, w.Seq)
+			return Table{}, fmt.Errorf("%w: server %q joined at %d (seq %d)", ErrTableGarbage, s, n, w.Seq)
 		}
 		t.joined[s] = n
 	}
 	for j, counts := range w.Jobs {
 		if len(counts) > len(w.Servers) {
-			return loadTable{}, fmt.Errorf("%w: job %q has %d counts for %d servers", ErrTableGarbage, j, len(counts), len(w.Servers))
+			return Table{}, fmt.Errorf("%w: job %q has %d counts for %d servers", ErrTableGarbage, j, len(counts), len(w.Servers))
 		}
 		u := jobUnits{servers: map[string]int{}}
 		for i, n := range counts {
-			if n < 0 || n > MaxShardingTotalCount {
-				return loadTable{}, fmt.Errorf("%w: job %q holds %d units on %q", ErrTableGarbage, j, n, w.Servers[i])
+			if n < 0 || n > MaxJobUnits {
+				return Table{}, fmt.Errorf("%w: job %q holds %d units on %q", ErrTableGarbage, j, n, w.Servers[i])
 			}
 			if n > 0 {
 				u.servers[w.Servers[i]] = n
@@ -262,17 +282,17 @@ func decodeTable(data []byte) (loadTable, error) {
 		t.jobs[j] = u
 	}
 	for j, n := range w.Unplaced {
-		if n < 0 || n > MaxShardingTotalCount {
-			return loadTable{}, fmt.Errorf("%w: job %q has %d units unplaced", ErrTableGarbage, j, n)
+		if n < 0 || n > MaxJobUnits {
+			return Table{}, fmt.Errorf("%w: job %q has %d units unplaced", ErrTableGarbage, j, n)
 		}
 		u := t.jobs[j]
 		u.unplaced = n
 		t.jobs[j] = u
 	}
-	units := t.units()
+	units := t.Units()
 	for s := range t.joined {
 		if units[s] == 0 {
-			return loadTable{}, fmt.Errorf("%w: server %q listed holding nothing", ErrTableGarbage, s)
+			return Table{}, fmt.Errorf("%w: server %q listed holding nothing", ErrTableGarbage, s)
 		}
 	}
 	for j, u := range t.jobs {
