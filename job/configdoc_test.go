@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -49,5 +50,46 @@ func TestMarshalMatchesEncoder(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestConfigEncodeDocument(t *testing.T) {
+	data, err := fullConfigForTest().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, want := range []string{"name: orders-sync\n", "monitorExecution: false\n", "maxTimeDiff: 5s\n",
+		"reconcileInterval: 1m30s\n", "misfire: skip\n", "shardingTotalCount: 4\n", "timeZone: Asia/Shanghai\n"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("document lacks %q:\n%s", want, doc)
+		}
+	}
+	// Every key is written, in configFields' order (a dependency needs a
+	// monitored job).
+	dep := fullConfigForTest()
+	dep.Unmonitored, dep.After, dep.OnParentFailure, dep.AfterTimeout = false, "extract,load", ParentAlert, 30*time.Second
+	dep.RecordInterval = 20 * time.Second // an opt-in of a monitored job
+	data, err = dep.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = string(data)
+	last := -1
+	for _, f := range configFields {
+		i := strings.Index(doc, "\n"+f.key+":")
+		if f.key == "name" && strings.HasPrefix(doc, "name:") {
+			i = 0
+		}
+		if i <= last {
+			t.Errorf("key %q missing or out of order in:\n%s", f.key, doc)
+		}
+		last = i
+	}
+
+	bad := validConfigForTest()
+	bad.ShardingTotalCount = 0
+	if _, err := bad.Encode(); !errors.Is(err, ErrInvalidShardingCount) {
+		t.Errorf("Encode of an invalid config = %v, want ErrInvalidShardingCount", err)
 	}
 }
