@@ -1,4 +1,4 @@
-package job
+package schedule
 
 import (
 	"errors"
@@ -17,17 +17,17 @@ type countedSchedule struct {
 func (c countedSchedule) Next(t time.Time) time.Time { *c.calls++; return c.Schedule.Next(t) }
 func (c countedSchedule) Unwrap() cron.Schedule      { return c.Schedule }
 
-// countedCalendar is c's calendar schedule over a cron that counts its
-// calls. The config is not validated: the registry, or an older version,
-// may hold what Validate now refuses.
-func countedCalendar(t *testing.T, c Config) (*calendarSchedule, *int) {
+// countedCalendar is c applied to spec, over a cron that counts its
+// calls. Nothing is validated: the registry, or an older version, may
+// hold what Validate now refuses.
+func countedCalendar(t *testing.T, spec string, c Calendar) (*CalendarSchedule, *int) {
 	t.Helper()
-	base, err := parseCron(c.Cron, time.UTC)
+	base, err := ParseCron(spec, time.UTC, time.Second)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatal(err.Detail)
 	}
 	calls := new(int)
-	return newCalendarSchedule(c, countedSchedule{base, calls}, time.UTC), calls
+	return Apply(countedSchedule{base, calls}, time.UTC, c), calls
 }
 
 // TestCalendarNextIsBoundedWork: the next fire of a calendar costs a few
@@ -40,29 +40,30 @@ func TestCalendarNextIsBoundedWork(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name     string
-		cfg      Config
+		spec     string
+		cal      Calendar
 		want     time.Time // zero: no fire
 		maxCalls int
 	}{
-		{"every weekday excluded", Config{Cron: "0 0 0 1 1 *", Exclude: "mon,tue,wed,thu,fri,sat,sun"}, time.Time{}, 10},
-		{"the cron's only weekday excluded", Config{Cron: "0 0 9 * * mon", Exclude: "mon"}, time.Time{}, 10},
-		{"yearly on Fridays only", Config{Cron: "0 0 0 1 1 *", Exclude: "sat,sun,mon,tue,wed,thu"},
+		{"every weekday excluded", "0 0 0 1 1 *", Calendar{Exclude: "mon,tue,wed,thu,fri,sat,sun"}, time.Time{}, 10},
+		{"the cron's only weekday excluded", "0 0 9 * * mon", Calendar{Exclude: "mon"}, time.Time{}, 10},
+		{"yearly on Fridays only", "0 0 0 1 1 *", Calendar{Exclude: "sat,sun,mon,tue,wed,thu"},
 			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), 10},
-		{"monthly on the 13th, Fridays only", Config{Cron: "0 0 0 13 * *", Exclude: "sat,sun,mon,tue,wed,thu"},
+		{"monthly on the 13th, Fridays only", "0 0 0 13 * *", Calendar{Exclude: "sat,sun,mon,tue,wed,thu"},
 			time.Date(2026, 11, 13, 0, 0, 0, 0, time.UTC), 20},
-		{"a limit of 100,000 yearly fires", Config{Cron: "0 0 0 1 1 *", Start: start, Limit: MaxLimit},
+		{"a limit of 100,000 yearly fires", "0 0 0 1 1 *", Calendar{Start: start, Limit: 100_000},
 			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), 10},
-		{"an hour's jitter on a job every second", Config{Name: "j", Cron: "* * * * * *", Jitter: time.Hour},
+		{"an hour's jitter on a job every second", "* * * * * *", Calendar{Name: "j", Jitter: time.Hour},
 			time.Time{}, 200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, calls := countedCalendar(t, tc.cfg)
+			s, calls := countedCalendar(t, tc.spec, tc.cal)
 			n := s.Next(from)
 			if *calls > tc.maxCalls {
 				t.Errorf("Next made %d calls to the cron, want at most %d", *calls, tc.maxCalls)
 			}
-			if tc.cfg.Jitter > 0 {
+			if tc.cal.Jitter > 0 {
 				if n.Before(from) || n.After(from.Add(time.Second)) {
 					t.Errorf("next fire %v, want within a second after %v", n, from)
 				}
@@ -76,7 +77,7 @@ func TestCalendarNextIsBoundedWork(t *testing.T) {
 }
 
 // TestCalendarNoFireWithinHorizon: a calendar whose next fire is further
-// than ScheduleHorizonYears says so, after bounded work, instead of
+// than HorizonYears says so, after bounded work, instead of
 // searching on; one that has ended says that.
 func TestCalendarNoFireWithinHorizon(t *testing.T) {
 	from := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -88,27 +89,17 @@ func TestCalendarNoFireWithinHorizon(t *testing.T) {
 			excl += "," + d.Format(time.DateOnly)
 		}
 	}
-	s, calls := countedCalendar(t, Config{Cron: "0 0 0 1 1 *", Exclude: excl})
-	n, err := s.next(from)
+	s, calls := countedCalendar(t, "0 0 0 1 1 *", Calendar{Exclude: excl})
+	n, err := s.FireAfter(from)
 	if !n.IsZero() || !errors.Is(err, ErrNoFireWithinHorizon) {
 		t.Fatalf("next: %v, %v; want none, ErrNoFireWithinHorizon", n, err)
 	}
-	if *calls > 2*ScheduleHorizonYears {
-		t.Errorf("%d calls to the cron, want at most %d", *calls, 2*ScheduleHorizonYears)
+	if *calls > 2*HorizonYears {
+		t.Errorf("%d calls to the cron, want at most %d", *calls, 2*HorizonYears)
 	}
 
-	ended, _ := countedCalendar(t, Config{Cron: "0 0 0 1 1 *", End: from})
-	if n, err := ended.next(from); !n.IsZero() || !errors.Is(err, ErrScheduleEnded) {
-		t.Fatalf("past its end: %v, %v; want none, ErrScheduleEnded", n, err)
-	}
-}
-
-// TestCalendarLooksPastTheCronsFiveYears: robfig/cron gives up after five
-// years without a fire; 29 February skips 2100, eight years.
-func TestCalendarLooksPastTheCronsFiveYears(t *testing.T) {
-	c := Config{Name: "leap", Cron: "0 0 0 29 2 *", TimeZone: "UTC", ShardingTotalCount: 1}
-	n, err := c.NextFireAfter(time.Date(2096, 3, 1, 0, 0, 0, 0, time.UTC))
-	if want := time.Date(2104, 2, 29, 0, 0, 0, 0, time.UTC); err != nil || !n.Equal(want) {
-		t.Fatalf("next fire after 2096-03-01: %v, %v; want %v", n, err, want)
+	ended, _ := countedCalendar(t, "0 0 0 1 1 *", Calendar{End: from})
+	if n, err := ended.FireAfter(from); !n.IsZero() || !errors.Is(err, ErrEnded) {
+		t.Fatalf("past its end: %v, %v; want none, ErrEnded", n, err)
 	}
 }
