@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,34 @@ func TestCalendarNoFireWithinHorizon(t *testing.T) {
 	ended, _ := countedCalendar(t, "0 0 0 1 1 *", Calendar{End: from})
 	if n, err := ended.FireAfter(from); !n.IsZero() || !errors.Is(err, ErrEnded) {
 		t.Fatalf("past its end: %v, %v; want none, ErrEnded", n, err)
+	}
+}
+
+func TestNeverFires(t *testing.T) {
+	y27 := func(m time.Month, d int) time.Time { return time.Date(2027, m, d, 0, 0, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		spec string
+		cal  Calendar
+		key  string // "": it may fire
+		why  string
+	}{
+		{"0 0 9 * * *", Calendar{}, "", ""},
+		{"0 0 9 * * *", Calendar{Exclude: "sat,sun"}, "", ""},
+		{"0 0 9 * * *", Calendar{Exclude: "mon,tue,wed,thu,fri,sat,sun"}, "exclude", "excludes all seven weekdays"},
+		{"0 0 9 * * sat,sun", Calendar{Exclude: "sat,sun"}, "exclude", "excludes every weekday the cron fires on (sun, sat)"},
+		{"0 0 0 13 * *", Calendar{Exclude: "sat,sun,mon,tue,wed,thu"}, "", ""}, // Friday the 13th comes
+		{"0 0 9 * * *", Calendar{Exclude: "bad"}, "", ""},                      // ParseExclude's to report
+		{"0 0 9 * * *", Calendar{Start: y27(3, 1), End: y27(3, 2)}, "", ""},
+		{"0 0 9 * * *", Calendar{Start: y27(3, 6), End: y27(3, 8), Exclude: "sat,sun"}, "end", "leaves no fire of the cron between start and end"},
+		{"0 0 9 * * *", Calendar{Start: y27(3, 2), End: y27(3, 1)}, "", ""}, // end before start: Validate's
+	} {
+		base, err := ParseCron(tc.spec, time.UTC, time.Second)
+		if err != nil {
+			t.Fatal(err.Detail)
+		}
+		key, why := NeverFires(base, time.UTC, tc.cal)
+		if key != tc.key || !strings.Contains(why, tc.why) || (tc.why == "" && why != "") {
+			t.Errorf("%q with %+v: %q, %q; want %q, %q", tc.spec, tc.cal, key, why, tc.key, tc.why)
+		}
 	}
 }
