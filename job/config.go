@@ -565,9 +565,9 @@ func (c Config) location() (*time.Location, error) {
 // Schedule parses Cron and TimeZone. The schedule computes Next in the
 // returned location whatever the location of the time passed to it: a
 // *cron.SpecSchedule has its Location set, and a descriptor such as
-// "@every 1m" is an everySchedule, which does not depend on a
-// zone. The error wraps ErrInvalidConfig and ErrInvalidCron or
-// ErrInvalidTimeZone.
+// "@every 1m" counts whole periods from the epoch (or from Start), which
+// does not depend on a zone. The error wraps ErrInvalidConfig and
+// ErrInvalidCron or ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 	var errs []error
 	loc, err := c.location()
