@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/schedule"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -245,14 +246,14 @@ func scheduleDifference(parent, dependent Config) string {
 // nominalFire is the time before jitter of at, a fire of sched: the
 // schedule's own time, the one a dependent and its parents share.
 func nominalFire(sched cron.Schedule, at time.Time) time.Time {
-	cs, ok := sched.(*calendarSchedule)
-	if !ok || cs.jitter <= 0 {
+	cs, ok := sched.(*schedule.CalendarSchedule)
+	if !ok || cs.Jitter() <= 0 {
 		return at
 	}
 	// A fire's delay is less than jitter: its nominal time is within
 	// jitter before it.
-	for n := cs.nextNominal(at.Add(-cs.jitter - time.Nanosecond)); !n.IsZero() && !n.After(at); n = cs.nextNominal(n) {
-		if n.Add(cs.delay(n)).Equal(at) {
+	for n := cs.NextNominal(at.Add(-cs.Jitter() - time.Nanosecond)); !n.IsZero() && !n.After(at); n = cs.NextNominal(n) {
+		if n.Add(cs.Delay(n)).Equal(at) {
 			return n
 		}
 	}
@@ -261,11 +262,11 @@ func nominalFire(sched cron.Schedule, at time.Time) time.Time {
 
 // jitteredFire is the fire of sched whose time before jitter is n.
 func jitteredFire(sched cron.Schedule, n time.Time) time.Time {
-	cs, ok := sched.(*calendarSchedule)
-	if !ok || cs.jitter <= 0 {
+	cs, ok := sched.(*schedule.CalendarSchedule)
+	if !ok || cs.Jitter() <= 0 {
 		return n
 	}
-	return n.Add(cs.delay(n))
+	return n.Add(cs.Delay(n))
 }
 
 // fireText prints a fire's time to the millisecond, jitter applied: fire

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job"
+	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // TestJitterNeverMovesAFirePastEnd: end 10:00:00 with a 50 s jitter — the
@@ -52,5 +53,23 @@ func TestEveryFiresOnOnePhaseEverywhere(t *testing.T) {
 		if len(got) != len(want) || (len(got) > 0 && !got[0].Equal(want[0])) {
 			t.Errorf("from %v: fires %v, want %v", from, got, want)
 		}
+	}
+}
+
+// TestCalendarLooksPastTheCronsFiveYears: robfig/cron gives up after five
+// years without a fire; 29 February skips 2100, eight years.
+func TestCalendarLooksPastTheCronsFiveYears(t *testing.T) {
+	c := job.Config{Name: "leap", Cron: "0 0 0 29 2 *", TimeZone: "UTC", ShardingTotalCount: 1}
+	n, err := c.NextFireAfter(time.Date(2096, 3, 1, 0, 0, 0, 0, time.UTC))
+	if want := time.Date(2104, 2, 29, 0, 0, 0, 0, time.UTC); err != nil || !n.Equal(want) {
+		t.Fatalf("next fire after 2096-03-01: %v, %v; want %v", n, err, want)
+	}
+}
+
+// TestScheduleHorizonIsTheSearchs: ScheduleHorizonYears says how far the
+// search of package schedule looks.
+func TestScheduleHorizonIsTheSearchs(t *testing.T) {
+	if job.ScheduleHorizonYears != schedule.HorizonYears {
+		t.Fatalf("ScheduleHorizonYears %d, the search's horizon %d", job.ScheduleHorizonYears, schedule.HorizonYears)
 	}
 }

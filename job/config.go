@@ -475,9 +475,9 @@ func (c Config) location() (*time.Location, error) {
 // Schedule parses Cron and TimeZone. The schedule computes Next in the
 // returned location whatever the location of the time passed to it: a
 // *cron.SpecSchedule has its Location set, and a descriptor such as
-// "@every 1m" is an everySchedule, which does not depend on a
-// zone. The error wraps ErrInvalidConfig and ErrInvalidCron or
-// ErrInvalidTimeZone.
+// "@every 1m" counts whole periods from the epoch (or from Start), which
+// does not depend on a zone. The error wraps ErrInvalidConfig and
+// ErrInvalidCron or ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 	var errs []error
 	loc, err := c.location()
@@ -501,109 +501,6 @@ func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
 		return newCalendarSchedule(c, sched, loc), loc, nil
 	}
 	return sched, loc, nil
-}
-
-// parseCron parses a non-empty spec and applies loc to it. The error has
-// no place.
-func parseCron(spec string, loc *time.Location) (sched cron.Schedule, cerr *configError) {
-	bad := func(detail, hint string, cause error) *configError {
-		return &configError{key: "cron", kind: ErrInvalidCron, subject: "cron " + quoteShort(spec),
-			detail: detail, hint: hint, cause: cause}
-	}
-	s := strings.TrimSpace(spec)
-	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
-		return nil, bad("time zone prefixes are not supported", "set timeZone instead", nil)
-	}
-	defer func() { // the parser has panicked on odd input in the past
-		if r := recover(); r != nil {
-			sched, cerr = nil, bad(fmt.Sprint(r), "", nil)
-		}
-	}()
-	parsed, err := configCronParser.Parse(s)
-	if err != nil {
-		hint := ""
-		if !strings.HasPrefix(s, "@") && len(strings.Fields(s)) == 5 {
-			hint = `six fields are needed, seconds first: "0 */5 * * * *" fires every five minutes`
-		}
-		return nil, bad(err.Error(), hint, err)
-	}
-	if every, ok := strings.CutPrefix(s, "@every "); ok {
-		// cron.Every silently rounds up to 1s and truncates fractions.
-		d, _ := time.ParseDuration(strings.TrimSpace(every))
-		if d < MinInterval || d%time.Second != 0 {
-			return nil, bad(fmt.Sprintf("the period must be a whole number of seconds, at least %v", MinInterval), "", nil)
-		}
-		return everySchedule{period: d}, nil
-	}
-	if spec, ok := parsed.(*cron.SpecSchedule); ok {
-		if field := emptyCronField(spec); field != "" {
-			// Searching for a fire would take seconds of CPU (the
-			// parser's Next walks five years a second at a time).
-			return nil, bad("never fires: its "+field+" field matches no value", "", nil)
-		}
-		spec.Location = loc
-		if spec.Hour&allHours != allHours {
-			// A job at set hours fires once when clocks fall back.
-			return onceAtRepeatedTimes{spec}, nil
-		}
-	}
-	return parsed, nil
-}
-
-// emptyCronField names the first field of spec that matches no value in
-// its range (a list of nothing, such as ", * * * * *"), or "".
-func emptyCronField(spec *cron.SpecSchedule) string {
-	for _, f := range []struct {
-		name     string
-		bits     uint64
-		min, max uint
-	}{
-		{"seconds", spec.Second, 0, 59}, {"minutes", spec.Minute, 0, 59}, {"hours", spec.Hour, 0, 23},
-		{"day-of-month", spec.Dom, 1, 31}, {"month", spec.Month, 1, 12}, {"day-of-week", spec.Dow, 0, 6},
-	} {
-		if f.bits&(1<<(f.max+1)-1)&^(1<<f.min-1) == 0 {
-			return f.name
-		}
-	}
-	return ""
-}
-
-// allHours is the hour bitmask of a cron whose hour field is "*".
-const allHours = 1<<24 - 1
-
-// onceAtRepeatedTimes skips the second occurrence of a wall-clock time that
-// happens twice when daylight saving time ends, as cron daemons do for jobs
-// at set hours: "0 30 1 * * *" in America/New_York fires once on the night
-// clocks go back, at the first 01:30. Jobs whose hour field is "*" keep every
-// fire of the repeated hour: skipping would leave an hour with none.
-type onceAtRepeatedTimes struct{ *cron.SpecSchedule }
-
-// Next returns the next fire after t.
-func (s onceAtRepeatedTimes) Next(t time.Time) time.Time {
-	for i := 0; i < 4; i++ {
-		n := s.SpecSchedule.Next(t)
-		if n.IsZero() || !repeatedWallClock(n) {
-			return n
-		}
-		t = n
-	}
-	return s.SpecSchedule.Next(t)
-}
-
-// repeatedWallClock reports whether the same wall-clock time already
-// happened shortly before t (the zone's offset went back in between).
-func repeatedWallClock(t time.Time) bool {
-	y, mo, d := t.Date()
-	h, mi, sec := t.Clock()
-	for _, back := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
-		e := t.Add(-back)
-		ey, emo, ed := e.Date()
-		eh, emi, esec := e.Clock()
-		if ey == y && emo == mo && ed == d && eh == h && emi == mi && esec == sec {
-			return true
-		}
-	}
-	return false
 }
 
 // ItemParameters parses ShardingItemParameters into item -> parameter.

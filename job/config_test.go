@@ -10,6 +10,7 @@ import (
 	_ "time/tzdata" // the tests name IANA zones; do not depend on the host's database
 
 	"github.com/shardjob/shardjob/internal/suggest"
+	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // validConfigForTest returns a valid config that test cases break one
@@ -235,8 +236,8 @@ func TestConfigSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := sched.(everySchedule); !ok {
-		t.Errorf("schedule is %T, want everySchedule", sched)
+	if _, ok := sched.(schedule.Every); !ok {
+		t.Errorf("schedule is %T, want schedule.Every", sched)
 	}
 	// Whole periods since the epoch: the next multiple of 5 s.
 	if want := from.Truncate(5 * time.Second).Add(5 * time.Second); !sched.Next(from).Equal(want) {

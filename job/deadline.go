@@ -3,9 +3,8 @@ package job
 import (
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // The starting deadline (Config.StartingDeadline): a make-up run runs only
@@ -13,9 +12,6 @@ import (
 // the run starts, once its debts are gathered (narrowOwed): from every path
 // into a make-up run alike — a fire missed while its item ran, fires
 // missed while disconnected, a debt inherited in a reshard, a failover.
-
-// maxExpiredCount bounds the walk that counts a run's expired fires.
-const maxExpiredCount = 100_000
 
 // dropExpired narrows f, a make-up run (kind KindMisfire or KindFailover),
 // to the fires within the job's starting deadline: an item whose run
@@ -62,10 +58,10 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 			if from.IsZero() || (!stop.IsZero() && from.After(stop)) {
 				from = stop
 			}
-			maybe += countFires(sched, since, from)
+			maybe += schedule.CountFires(sched, since, from)
 		}
 		if !from.IsZero() && (stop.IsZero() || from.Before(stop)) {
-			expired += countFires(sched, from, stop)
+			expired += schedule.CountFires(sched, from, stop)
 			expiredItems = append(expiredItems, it)
 		}
 		if first.IsZero() || first.After(through) {
@@ -90,14 +86,4 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 	r.log.Warn("fires older than the starting deadline dropped, not made up",
 		"items", layout.FormatItems(expiredItems), "fires", expired, "deadline", d, "kind", f.kind)
 	r.s.emit(Event{Kind: EventFiresExpired, Job: r.name, Units: expired, Detail: layout.FormatItems(expiredItems), At: now})
-}
-
-// countFires counts the fires of sched from since (a fire) up to, not
-// including, stop (zero: every fire after since), at most maxExpiredCount.
-func countFires(sched cron.Schedule, since, stop time.Time) int {
-	n := 0
-	for t := since; !t.IsZero() && n < maxExpiredCount && (stop.IsZero() || t.Before(stop)); t = sched.Next(t) {
-		n++
-	}
-	return n
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // A schedule that ends: a config whose end has passed, or whose limit is
@@ -27,15 +29,15 @@ func (c Config) CheckEnded(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	cs, ok := sched.(*calendarSchedule)
+	cs, ok := sched.(*schedule.CalendarSchedule)
 	if !ok {
 		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
 	}
-	if _, err := cs.next(now); !errors.Is(err, ErrScheduleEnded) {
+	if _, err := cs.FireAfter(now); !errors.Is(err, schedule.ErrEnded) {
 		return nil
 	}
 	e := &configError{place: jobPlace(c.Name), kind: ErrScheduleEnded}
-	_, freeErr := cs.searchFree(now, false)
+	_, freeErr := cs.NominalIgnoringLimit(now)
 	switch {
 	case freeErr == nil && c.Limit > 0:
 		e.key, e.subject = "limit", fmt.Sprintf("limit %d", c.Limit)
