@@ -282,7 +282,6 @@ type Config struct {
 var (
 	configNameRE     = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 	configStrategyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-	configCronParser = cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 )
 
 // Validate reports every problem with c at once, or nil. The error joins
