@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
@@ -141,8 +142,14 @@ type completion struct {
 	now      time.Time
 	deferred map[int]stored.Completed
 	// journalled: the deferred records go to the completion journal
-	// (journal.go), and every record written names it.
+	// (journal.go), and every record written of an item kept here names
+	// it (recordJournal).
 	journalled bool
+	// nodeJournal is the journal each item's completed node named when
+	// unfence read it; journals the journal each batch entry's record
+	// names as written (by index).
+	nodeJournal map[int]string
+	journals    []string
 }
 
 // target is what one operation of a completion transaction stands for: one
@@ -384,6 +391,9 @@ func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completi
 		r.records.Sized(regcenter.MultiBytes(c.ops...), n)
 	}
 	err := r.rc.Multi(ctx, c.ops...)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.logRecordWrites(c, err)
+	}
 	if err == nil {
 		r.paid(cfg, c)
 		if len(c.deferred) > 0 {
@@ -412,12 +422,13 @@ func (r *runner) paid(cfg *spec, c *completion) {
 			failed = c.failed[i]
 		}
 		if m, ok := c.deferred[i]; ok {
-			r.records.Deferred(res.item, record{Cover: c.recorded[i], Version: res.prior.Version, Versioned: true, Failed: failed}, m)
+			r.records.Deferred(res.item, record{Cover: c.recorded[i], Version: res.prior.Version, Versioned: true, Failed: failed, Journal: res.prior.Journal}, m)
 		} else if v, ok := c.wrote[res.item]; ok {
 			if at.IsZero() {
 				at = r.s.opts.now()
 			}
-			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed}, at)
+			j := c.journals[i]
+			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: j, Foreign: r.foreignJournal(j)}, at)
 		} else {
 			r.records.Seen(res.item, true)
 		}
@@ -431,6 +442,9 @@ func (r *runner) paid(cfg *spec, c *completion) {
 func (r *runner) completionOps(cfg *spec, c *completion) {
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	clear(c.deferred)
+	if len(c.journals) != len(c.batch) {
+		c.journals = make([]string, len(c.batch))
+	}
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] && !c.keep[b.item] {
@@ -468,9 +482,12 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
 			mark := stored.Completed{Server: r.serverID(), Kind: string(b.kind), Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
-			if c.journalled {
-				mark.Journal = r.s.journal.id
+			nodeJournal, read := c.nodeJournal[b.item]
+			if !read {
+				nodeJournal = b.prior.Journal
 			}
+			mark.Journal = r.recordJournal(c.keep[b.item], c.journalled, nodeJournal)
+			c.journals[i] = mark.Journal
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
 			}
@@ -518,5 +535,29 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		if misfireNode {
 			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
+	}
+}
+
+// logRecordWrites logs, at debug level, the completed records c's
+// transaction wrote (err nil) or tried to.
+func (r *runner) logRecordWrites(c *completion, err error) {
+	for i, op := range c.ops {
+		if c.targets[i].node != layout.Completed {
+			continue
+		}
+		var data []byte
+		v := int32(-3) // a create
+		switch o := op.(type) {
+		case regcenter.SetOp:
+			data, v = o.Data, o.Version
+		case regcenter.CreateOp:
+			data = o.Data
+		}
+		m, derr := stored.DecodeCompleted(data)
+		if derr != nil {
+			continue
+		}
+		r.log.Debug("record write", "item", c.targets[i].item, "over_version", v, "journal", m.Journal, "kind", m.Kind,
+			"through", time.UnixMilli(m.Fire), "fenced", c.fenced, "kept", c.keep[c.targets[i].item], "err", err)
 	}
 }

@@ -27,7 +27,9 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		setIn(&c.skipClaim, b.item)
 	}
 	c.completedVersion = map[int]int32{}
-	for _, b := range c.batch {
+	c.nodeJournal = map[int]string{}
+	sched, _, serr := cfg.Schedule()
+	for i, b := range c.batch {
 		if b.halted != nil || b.kind == KindTrigger || c.skipCompleted[b.item] {
 			continue
 		}
@@ -40,9 +42,18 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 		case err != nil:
 			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
 		default:
-			if m, err := stored.DecodeCompleted(data); err == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
+			m, derr := stored.DecodeCompleted(data)
+			if derr == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
 				setIn(&c.skipCompleted, b.item)
 				continue
+			}
+			if derr == nil {
+				// Written over this version: keep what it lists, and the
+				// journal it names (recordJournal).
+				if serr == nil {
+					c.batch[i].prior.Cover = b.prior.Cover.Union(sched, m.Cover())
+				}
+				c.nodeJournal[b.item] = m.Journal
 			}
 			c.completedVersion[b.item] = st.Version
 			r.records.Seen(b.item, true)

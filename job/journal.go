@@ -152,6 +152,9 @@ func (j *journal) put(ctx context.Context, server, job string, covers map[int]co
 		seq, exists := j.seq, j.exists
 		j.mu.Unlock()
 		err = j.write(ctx, data, exists)
+		if j.log.Enabled(ctx, slog.LevelDebug) {
+			j.log.Debug("journal write", "job", job, "items", len(covers), "seq", seq, "bytes", len(data), "err", err)
+		}
 		j.mu.Lock()
 		j.writing = false
 		close(j.done)

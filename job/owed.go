@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -47,6 +48,9 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 	errs := make([]error, len(items))
 	parallel.Each(len(items), 32, func(i int) {
 		if rec, ok := proven[items[i]]; ok {
+			if r.log.Enabled(ctx, slog.LevelDebug) {
+				r.log.Debug("owed item's record proved by its version", "item", items[i], "version", rec.Version, "through", rec.Through())
+			}
 			covers[i] = rec
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -168,18 +169,24 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []recor
 	covers := make([]cover, len(ps))
 	versions := make([]int32, len(ps))
 	create := make([]bool, len(ps))
+	// The journal each record names: this process's, which the deferred
+	// completions went to, or none once the item leaves; and another
+	// process's, when the node read after a moved version names it: that
+	// process has held the item since, and may journal its completions
+	// there still (recordJournal).
+	journals := make([]string, len(ps))
 	for i, p := range ps {
 		covers[i], versions[i] = p.Cover, p.Version
+		if !release {
+			journals[i] = p.Mark.Journal
+		}
 	}
 	delay := 50 * time.Millisecond
 	for attempt := 0; attempt < 8+len(ps); {
 		ops := make([]regcenter.Op, len(ps))
 		for i, p := range ps {
 			m := p.Mark
-			m.Fire, m.Ran = covers[i].Through().UnixMilli(), covers[i].Ran()
-			if release {
-				m.Journal = ""
-			}
+			m.Fire, m.Ran, m.Journal = covers[i].Through().UnixMilli(), covers[i].Ran(), journals[i]
 			path := r.paths.ItemNode(p.Item, layout.Completed)
 			if create[i] {
 				ops[i] = regcenter.CreateOp{Path: path, Data: m.Marshal()}
@@ -188,6 +195,12 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []recor
 			}
 		}
 		err := r.rc.Multi(ctx, ops...)
+		if r.log.Enabled(ctx, slog.LevelDebug) {
+			for i, p := range ps {
+				r.log.Debug("record flush", "item", p.Item, "over_version", versions[i], "create", create[i], "journal", journals[i],
+					"release", release, "through", covers[i].Through(), "err", err)
+			}
+		}
 		if err == nil {
 			at := r.s.opts.now()
 			for i, p := range ps {
@@ -195,7 +208,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []recor
 				if create[i] {
 					to = 0
 				}
-				r.records.Flushed(p, covers[i], versions[i], to, at)
+				r.records.Flushed(p, covers[i], versions[i], to, at, journals[i], r.foreignJournal(journals[i]))
 			}
 			if r.s.journal != nil {
 				through := make(map[int]time.Time, len(ps))
@@ -223,6 +236,9 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []recor
 			}
 			covers[i] = covers[i].Union(sched, rec.Cover)
 			versions[i], create[i] = rec.Version, !rec.Versioned
+			if rec.Foreign {
+				journals[i] = rec.Journal
+			}
 			continue
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			// Wait it out: a replayed write that landed is met as a moved

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -70,10 +71,38 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 			"item", item, "err", err)
 		return rec, nil
 	}
-	rec.Cover, rec.Failed = m.Cover(), m.Failed
-	if m.Journal != "" && (r.s.journal == nil || m.Journal != r.s.journal.id) {
+	rec.Cover, rec.Failed, rec.Journal = m.Cover(), m.Failed, m.Journal
+	if r.foreignJournal(m.Journal) {
 		rec.Foreign = true
-		return r.journalled(ctx, item, m.Journal, rec)
+		rec, err = r.journalled(ctx, item, m.Journal, rec)
 	}
-	return rec, nil
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.log.Debug("record read", "item", item, "version", st.Version, "writer", m.Server, "journal", m.Journal,
+			"node_through", time.UnixMilli(m.Fire), "through", rec.Through(), "err", err)
+	}
+	return rec, err
+}
+
+// foreignJournal reports whether journal names another process's
+// completion journal.
+func (r *runner) foreignJournal(journal string) bool {
+	return journal != "" && (r.s.journal == nil || journal != r.s.journal.id)
+}
+
+// recordJournal is the completion journal a record of an item names when
+// written over a node that names nodeJournal. The instance that keeps the
+// item marked names its own when its completions go there (journalled):
+// its next ones will, leaving the node behind. Any other writer keeps
+// naming another process's journal the node names — that process may hold
+// the item and journal its completions, which the node's readers must go
+// on finding — and names none otherwise: what it journalled of the item is
+// in the record it writes.
+func (r *runner) recordJournal(holds, journalled bool, nodeJournal string) string {
+	if holds && journalled {
+		return r.s.journal.id
+	}
+	if r.foreignJournal(nodeJournal) {
+		return nodeJournal
+	}
+	return ""
 }

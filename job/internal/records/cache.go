@@ -91,8 +91,20 @@ func (c *Cache) Wrote(item int, rec Record, at time.Time) {
 	defer c.mu.Unlock()
 	c.completedSeen[item] = true
 	c.covered[item] = rec
-	c.written[item] = at
+	c.noteWritten(item, at, rec.Foreign)
 	delete(c.pending, item)
+}
+
+// noteWritten notes that item's record was written at. A record that names
+// another process's journal is not one this instance's completions may
+// defer behind (Recent): theirs would go to a journal no reader of the
+// node reads, so the next one writes the record, naming this process's.
+func (c *Cache) noteWritten(item int, at time.Time, foreign bool) {
+	if foreign {
+		delete(c.written, item)
+		return
+	}
+	c.written[item] = at
 }
 
 // Marked notes the marks of items made anew (those not in held): the first
@@ -162,22 +174,23 @@ func (c *Cache) PendingOf(pick func(item int, written time.Time) bool) []Pending
 }
 
 // Flushed notes that p, deferred, was written at: the node has version to
-// now (it had from) and covers cov. A record deferred again meanwhile
+// now (it had from), covers cov and names journal (foreign: another
+// process's, and then the write does not count as recent). A record deferred again meanwhile
 // stays pending, and a version another write here moved past is left
 // alone.
-func (c *Cache) Flushed(p Pending, cov fireplan.Cover, from, to int32, at time.Time) {
+func (c *Cache) Flushed(p Pending, cov fireplan.Cover, from, to int32, at time.Time, journal string, foreign bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.completedSeen[p.Item] = true
-	c.written[p.Item] = at
+	c.noteWritten(p.Item, at, foreign)
 	cur, ok := c.covered[p.Item]
 	if q, still := c.pending[p.Item]; still && q.seq == p.seq {
 		delete(c.pending, p.Item)
-		c.covered[p.Item] = Record{Cover: cov, Version: to, Versioned: true}
+		c.covered[p.Item] = Record{Cover: cov, Version: to, Versioned: true, Journal: journal, Foreign: foreign}
 		return
 	}
 	if ok && cur.Versioned && cur.Version == from {
-		cur.Version = to
+		cur.Version, cur.Journal, cur.Foreign = to, journal, foreign
 		c.covered[p.Item] = cur
 	}
 	if q, still := c.pending[p.Item]; still && q.Version == from {

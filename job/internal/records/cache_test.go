@@ -34,14 +34,14 @@ func TestDeferredRecordsFlush(t *testing.T) {
 	// Deferred again while the flush was in flight: stays, moved to the
 	// version the flush wrote.
 	c.Deferred(3, Record{Cover: coverThrough(2), Version: 4, Versioned: true}, stored.Completed{Server: "me"})
-	c.Flushed(ps[0], coverThrough(1), 4, 5, at(3))
+	c.Flushed(ps[0], coverThrough(1), 4, 5, at(3), "", false)
 	if ps := c.PendingOf(nil); len(ps) != 1 || ps[0].Version != 5 || !ps[0].Cover.Through().Equal(at(2)) {
 		t.Fatalf("after a flush of an older deferral: %+v", ps)
 	}
 	if rec, _ := c.Lookup(3); rec.Version != 5 {
 		t.Errorf("record at version %d, want 5", rec.Version)
 	}
-	c.Flushed(c.PendingOf(nil)[0], coverThrough(2), 5, 6, at(4))
+	c.Flushed(c.PendingOf(nil)[0], coverThrough(2), 5, 6, at(4), "", false)
 	if c.HasPending() {
 		t.Error("still pending after its flush")
 	}

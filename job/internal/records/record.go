@@ -18,10 +18,14 @@ type Record struct {
 	// Failed are the recent failed runs the record lists
 	// (stored.Completed.Failed).
 	Failed []stored.FailedRun
-	// Foreign is set on a record read from a node that names another
-	// process's completion journal: what was read is that node with the
-	// journal's entry added, which its version does not prove (Provable).
+	// Foreign is set on a record whose node names another process's
+	// completion journal: what was read is that node with the journal's
+	// entry added, which its version does not prove (Provable), since that
+	// process adds to its journal without writing the node.
 	Foreign bool
+	// Journal is the completion journal the node names
+	// (stored.Completed.Journal), as last read or written.
+	Journal string
 }
 
 // Pending is a held item's record deferred here: what the latest run's
