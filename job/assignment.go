@@ -266,7 +266,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 			}
 			// A reshard may have moved items whose marks this instance
 			// keeps: the new owner waits for them (hold.go).
-			r.kick.holds.kick()
+			r.kick.holds.Kick()
 		})
 	}
 	if watchEpoch && c.epochWatch == nil {

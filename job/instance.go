@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -183,9 +184,9 @@ type instance struct {
 	draining bool
 	drained  bool
 	watches  []func()
-	kick     *kicker
+	kick     *runs.Kicker
 	// unplacedKick runs retryUnplaced when instances come or go.
-	unplacedKick *kicker
+	unplacedKick *runs.Kicker
 	score        *float64
 	free         int
 	slots        int
@@ -201,23 +202,23 @@ func (s *Scheduler) startInstance(ctx context.Context) error {
 		return err
 	}
 	in := &s.inst
-	in.kick = newKicker(s.spawn, s.checkInstance)
-	in.unplacedKick = newKicker(s.spawn, s.retryUnplaced)
-	poke := func(regcenter.Event) { in.kick.kick() }
+	in.kick = runs.NewKicker(s.spawn, s.checkInstance)
+	in.unplacedKick = runs.NewKicker(s.spawn, s.retryUnplaced)
+	poke := func(regcenter.Event) { in.kick.Kick() }
 	in.mu.Lock()
 	in.watches = []func(){
 		s.rc.Watch(layout.Placement, regcenter.WatchNode, poke),
 		s.rc.Watch(layout.DrainList, regcenter.WatchChildren, func(regcenter.Event) {
-			in.kick.kick()
+			in.kick.Kick()
 			s.kickLeaders()
 		}),
 		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
 		// An instance came or went: the caps moved, and items unplaced
 		// for want of room may fit now.
-		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.kick() }),
+		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.Kick() }),
 	}
 	in.mu.Unlock()
-	in.kick.kick()
+	in.kick.Kick()
 	return nil
 }
 
@@ -254,7 +255,7 @@ func (in *instance) lastScore() (float64, bool) {
 func (s *Scheduler) kickLeaders() {
 	for _, r := range s.runnersSnapshot() {
 		if r.elect.IsLeader() {
-			r.kick.membership.kick()
+			r.kick.membership.Kick()
 		}
 	}
 }
@@ -408,7 +409,7 @@ func (s *Scheduler) itemsIdle() {
 	look := s.inst.draining && !s.inst.drained
 	s.inst.mu.Unlock()
 	if look && k != nil {
-		k.kick()
+		k.Kick()
 	}
 }
 

@@ -171,7 +171,7 @@ func (r *runner) reshard(ctx context.Context) error {
 	for sv := range req.Assign {
 		eligible = append(eligible, sv)
 	}
-	sortStrings(eligible)
+	slices.Sort(eligible)
 	r.lead.setSharded(eligible)
 	if len(req.UnplacedOut) > 0 {
 		owed := r.oweUnplaced(ctx, cfg, req.UnplacedOut)
@@ -466,7 +466,7 @@ func (s serverSet) names() []string {
 	for k := range s {
 		out = append(out, k)
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -79,13 +80,13 @@ type lifetimes struct {
 // kickers are a runner's coalescing background tasks (see kicker), each
 // run on a goroutine of the runner when kicked.
 type kickers struct {
-	membership *kicker // the leader checks the servers (checkMembership)
-	failover   *kicker // claim queued failover items (claimFailover)
-	flags      *kicker // read this server's flags (checkFlags)
-	reshard    *kicker // the leader answers a reshard request (reshardOnRequest)
-	epoch      *kicker // note a moved reshard epoch (noteEpochFlag)
-	items      *kicker // read the disabled items (readDisabledItems)
-	holds      *kicker // release the marks of items a reshard moved (releaseMoved)
+	membership *runs.Kicker // the leader checks the servers (checkMembership)
+	failover   *runs.Kicker // claim queued failover items (claimFailover)
+	flags      *runs.Kicker // read this server's flags (checkFlags)
+	reshard    *runs.Kicker // the leader answers a reshard request (reshardOnRequest)
+	epoch      *runs.Kicker // note a moved reshard epoch (noteEpochFlag)
+	items      *runs.Kicker // read the disabled items (readDisabledItems)
+	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
 }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
@@ -96,7 +97,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		records: records.NewCache(),
 		fo:      newClaimState(),
 		lead:    newLeaderDuties(),
-		bg:      startstop.NewOn(context.Background(), s.work.do),
+		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
 	r.setConfig(cfg)
@@ -107,13 +108,13 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
 	}, r.log)
-	r.kick.membership = newKicker(r.goFunc, r.checkMembership)
-	r.kick.failover = newKicker(r.goFunc, r.claimFailover)
-	r.kick.flags = newKicker(r.goFunc, r.checkFlags)
-	r.kick.reshard = newKicker(r.goFunc, r.reshardOnRequest)
-	r.kick.epoch = newKicker(r.goFunc, r.noteEpochFlag)
-	r.kick.items = newKicker(r.goFunc, r.readDisabledItems)
-	r.kick.holds = newKicker(r.goFunc, r.releaseMoved)
+	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
+	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
+	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
+	r.kick.reshard = runs.NewKicker(r.goFunc, r.reshardOnRequest)
+	r.kick.epoch = runs.NewKicker(r.goFunc, r.noteEpochFlag)
+	r.kick.items = runs.NewKicker(r.goFunc, r.readDisabledItems)
+	r.kick.holds = runs.NewKicker(r.goFunc, r.releaseMoved)
 	return r
 }
 

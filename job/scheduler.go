@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -169,7 +170,7 @@ type Scheduler struct {
 	journal *journal          // this process's completion journal (journal.go); nil when off
 	inst    instance          // this instance's place in the namespace (instance.go)
 	gates   gates             // the times fires wait for (gate.go)
-	work    workers           // the goroutines of the jobs' fires and runs (workers.go)
+	work    runs.Workers      // the goroutines of the jobs' fires and runs
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -321,7 +322,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	// spawn: Shutdown waits for them.
 	s.spawn(func() { s.trig.run(s.ctx) })
 	s.spawn(s.reconcileLoop)
-	s.spawn(func() { s.work.reapEvery(s.ctx, workerReap) })
+	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
 	// New jobs' trees are made several to a transaction (createJobs); then
 	// each job arms its watches, or, if it existed already, registers node
 	// by node. A bounded number of jobs are in flight at once.
@@ -494,7 +495,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	s.work.close(ctx) // what outlives ctx, stop reported: runs that ignore their context
+	s.work.Close(ctx) // what outlives ctx, stop reported: runs that ignore their context
 	if s.journal != nil {
 		// Every job has written its records: the journal says nothing
 		// they do not (or stays, for a sweep to fold, if one could not).
