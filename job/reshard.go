@@ -47,7 +47,7 @@ func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.Can
 // first use, as runContext's: linking each call to both and unlinking it
 // again cost a fire more than the call's own timeout.
 func (r *runner) coordParent(sess *regcenter.Session) context.Context {
-	return r.ctx.coord.of(sess, r.ctx.life)
+	return r.ctx.coord.Of(sess, r.ctx.life)
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the

@@ -74,10 +74,10 @@ type lifetimes struct {
 	// written until then.
 	record       context.Context
 	cancelRecord context.CancelFunc
-	runs, coord  sessionCtx
+	runs, coord  runs.SessionCtx
 }
 
-// kickers are a runner's coalescing background tasks (see kicker), each
+// kickers are a runner's coalescing background tasks (see runs.Kicker), each
 // run on a goroutine of the runner when kicked.
 type kickers struct {
 	membership *runs.Kicker // the leader checks the servers (checkMembership)
@@ -224,7 +224,7 @@ func (r *runner) goFiring(f func()) {
 func (r *runner) isClosed() bool { return r.bg.Closed() }
 
 // goFunc runs f on a goroutine owned by the runner (a scheduler's worker:
-// workers.go); after stop begins closing, f is dropped and goFunc returns
+// runs.Workers); after stop begins closing, f is dropped and goFunc returns
 // false.
 func (r *runner) goFunc(f func()) bool {
 	return r.bg.Go(func(context.Context) { f() }) == nil
