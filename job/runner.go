@@ -235,7 +235,7 @@ func (r *runner) serverID() string { return r.s.opts.serverID }
 func (r *runner) schedule() {
 	cfg := r.config()
 	if cfg.Disabled {
-		r.s.trig.remove(r.name)
+		r.s.trig.Remove(r.name)
 		return
 	}
 	sched, _, err := cfg.Schedule()
@@ -244,7 +244,7 @@ func (r *runner) schedule() {
 		return
 	}
 	r.dispatched.Store(0) // a new schedule's fires start from its own next one
-	r.s.trig.set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
+	r.s.trig.Set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
 	next := sched.Next(r.s.opts.now())
 	if next.IsZero() {
 		r.noteEnded(cfg)
@@ -254,7 +254,8 @@ func (r *runner) schedule() {
 
 // quickFire reports whether the job's next scheduled fire would send no
 // request to the registry: an unmonitored job firing on an assumption its
-// watches prove (see assume). Such a fire needs no lead (see trigger).
+// watches prove (see assume). Such a fire needs no lead (see
+// trigger.Trigger).
 // A monitored fire of held items sends none before its runs either, but
 // keeps its lead: reserved ahead and started on the shared timer, its runs
 // start 0.3 ms sooner at the median (firebench -latency), for a parked

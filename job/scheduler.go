@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/runs"
+	"github.com/shardjob/shardjob/job/internal/trigger"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -142,7 +143,7 @@ type Scheduler struct {
 	rc   regcenter.Center
 	opts options
 	log  *slog.Logger
-	trig *trigger
+	trig *trigger.Trigger
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -219,7 +220,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
-	s.trig = newTrigger(s.fireClock(), o.fireLead)
+	s.trig = trigger.New(triggerClock{s.fireClock()}, o.fireLead)
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
@@ -320,7 +321,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.startHealth()
 	// The scheduler's loops, like every goroutine it owns, go through
 	// spawn: Shutdown waits for them.
-	s.spawn(func() { s.trig.run(s.ctx) })
+	s.spawn(func() { s.trig.Run(s.ctx) })
 	s.spawn(s.reconcileLoop)
 	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
 	// New jobs' trees are made several to a transaction (createJobs); then
@@ -478,7 +479,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	runners := s.sortedRunnersLocked()
 	s.mu.Unlock()
 	for _, r := range runners {
-		s.trig.remove(r.name)
+		s.trig.Remove(r.name)
 	}
 	var errs []error
 	var wg sync.WaitGroup
@@ -551,7 +552,7 @@ func (s *Scheduler) detach(ctx context.Context, r *runner) error {
 	}
 	delete(s.runners, r.name)
 	s.mu.Unlock()
-	s.trig.remove(r.name)
+	s.trig.Remove(r.name)
 	return r.stop(ctx)
 }
 
