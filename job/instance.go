@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/process"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -279,8 +280,9 @@ func (s *Scheduler) instanceInfo() placement.Instance {
 // publishInstance creates or updates the instance node (ephemeral, of the
 // current session). The node is also this process's claim on its server
 // id: found held by another session, it is taken over only from an
-// earlier life of this process or a dead process of this host (process.go);
-// a live process elsewhere makes it fail with ErrServerIDInUse.
+// earlier life of this process or a dead process of this host
+// (job/internal/process); a live process elsewhere makes it fail with
+// ErrServerIDInUse.
 func (s *Scheduler) publishInstance(ctx context.Context) error {
 	data, err := json.Marshal(s.instanceInfo())
 	if err != nil {
@@ -304,13 +306,13 @@ func (s *Scheduler) publishInstance(ctx context.Context) error {
 		var info placement.Instance
 		if st.EphemeralOwner != 0 {
 			info, _ = placement.DecodeInstance(old) // garbage says no holder: refused below
-			if !holder(info.Holder).earlierLifeOf(s.me) {
-				return idInUse(s.opts.serverID, holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
+			if !process.Holder(info.Holder).EarlierLifeOf(s.me) {
+				return idInUse(s.opts.serverID, process.Holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
 			}
 			// Ours, from a lost session or a dead process: its status
 			// nodes go at once too, rather than a session timeout later.
 			if info.Holder.Token != s.me.Token {
-				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", holder(info.Holder).String())
+				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", process.Holder(info.Holder).String())
 			}
 			s.staleOwner.Store(st.EphemeralOwner)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/process"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/trigger"
 	"github.com/shardjob/shardjob/listener"
@@ -27,7 +28,7 @@ type Option func(*options) error
 
 type options struct {
 	serverID       string
-	process        *holder // the process claiming serverID; nil: this one (tests stand for others)
+	process        *process.Holder // the process claiming serverID; nil: this one (tests stand for others)
 	logger         *slog.Logger
 	reshardTimeout time.Duration
 	recordInterval time.Duration
@@ -164,8 +165,8 @@ type Scheduler struct {
 	clockOffset   atomic.Int64 // local minus registry clock, ns
 	clockMeasured atomic.Bool
 
-	me         holder       // this process (process.go)
-	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
+	me         process.Holder // this process
+	staleOwner atomic.Int64   // the session of a dead earlier process that held our id
 
 	placer  *placement.Placer // commits this scheduler's reshards
 	journal *journal          // this process's completion journal (journal.go); nil when off
@@ -201,7 +202,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		}
 	}
 	if o.serverID == "" {
-		o.serverID = defaultServerID()
+		o.serverID = process.DefaultServerID()
 	}
 	if o.clock == nil {
 		o.clock = clockOf(o.now)
@@ -210,7 +211,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	// firing at the same second mark, and then complete, their items in a
 	// few transactions rather than one each (regcenter.GroupCommit).
 	rc = regcenter.GroupCommit(rc)
-	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: thisProcess()}
+	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: process.This()}
 	if o.process != nil {
 		s.me = *o.process
 	}
