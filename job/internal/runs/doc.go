@@ -1,6 +1,6 @@
 // Package runs holds the generic machinery a job's runs go through, which
-// needs no runner and no registry: the goroutines they run on, the
-// wake-ups that start work, and the contexts a run is given. Package job
+// needs no runner and sends nothing to the registry: the goroutines they
+// run on, the wake-ups that start work, and the contexts a run is given. Package job
 // owns the goroutines' owners (the scheduler's groups) and their ends;
 // this package only keeps and hands out the goroutines those owners
 // start.
