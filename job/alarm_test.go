@@ -1,6 +1,7 @@
 package job
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/shardjob/shardjob/sharding"
@@ -73,7 +74,7 @@ func TestAlarmsWalkSeedDemonstration(t *testing.T) {
 				t.Errorf("step %d (%s): the seed marks %s alarmed; it is not", i, st.what, name)
 			}
 		}
-		if !equalStrings(raised, st.raise) || !equalStrings(cleared, st.clear) {
+		if !slices.Equal(raised, st.raise) || !slices.Equal(cleared, st.clear) {
 			t.Errorf("step %d (%s): raised %v cleared %v, want raised %v cleared %v", i, st.what, raised, cleared, st.raise, st.clear)
 		}
 	}

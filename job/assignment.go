@@ -119,14 +119,14 @@ func (r *runner) forgetAssignment() {
 	relead := r.cache.setAssumedLocked(assigned{})
 	r.cache.mu.Unlock()
 	if relead {
-		r.s.trig.relead(r.name)
+		r.s.trig.Relead(r.name)
 	}
 }
 
 // setAssumedLocked makes a the assumption of the next fire. It reports
 // whether the fire's proof by watches came or went, which changes the
 // lead it needs (see quickFire): the caller then tells the trigger
-// (trigger.relead), without c.mu. c.mu is held.
+// (Trigger.Relead), without c.mu. c.mu is held.
 func (c *assignmentCache) setAssumedLocked(a assigned) (relead bool) {
 	c.assumed = a
 	watched := a.set && a.watched
@@ -239,7 +239,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 			}
 		}
 		if relead {
-			r.s.trig.relead(r.name)
+			r.s.trig.Relead(r.name)
 		}
 	}()
 	if c.closed {
@@ -259,14 +259,14 @@ func (r *runner) assume(a assigned, gen uint64) {
 			passed := !c.idlePassed.IsZero()
 			c.mu.Unlock()
 			if relead {
-				r.s.trig.relead(r.name)
+				r.s.trig.Relead(r.name)
 			}
 			if passed && (ev.Type == regcenter.EventCreated || ev.Type == regcenter.EventDataChanged) {
 				r.goCatchUp()
 			}
 			// A reshard may have moved items whose marks this instance
 			// keeps: the new owner waits for them (hold.go).
-			r.kick.holds.kick()
+			r.kick.holds.Kick()
 		})
 	}
 	if watchEpoch && c.epochWatch == nil {
@@ -277,7 +277,7 @@ func (r *runner) assume(a assigned, gen uint64) {
 			c.watchGen++
 			c.mu.Unlock()
 			if relead {
-				r.s.trig.relead(r.name)
+				r.s.trig.Relead(r.name)
 			}
 		})
 	}

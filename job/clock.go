@@ -3,6 +3,8 @@ package job
 import (
 	"fmt"
 	"time"
+
+	"github.com/shardjob/shardjob/job/internal/trigger"
 )
 
 // Clock is the time a scheduler fires by (see [WithClock]): the default is
@@ -106,4 +108,12 @@ func (s *Scheduler) hostClock() time.Time {
 		return s.opts.hostNow()
 	}
 	return time.Now()
+}
+
+// triggerClock is a Clock as the trigger takes one: the same clock, its
+// timers the trigger's.
+type triggerClock struct{ Clock }
+
+func (c triggerClock) AfterFunc(at time.Time, f func()) trigger.Timer {
+	return c.Clock.AfterFunc(at, f)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
@@ -73,6 +74,6 @@ func Draining(ctx context.Context, rc regcenter.Center) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortStrings(kids)
+	slices.Sort(kids)
 	return kids, nil
 }

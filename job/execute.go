@@ -321,14 +321,14 @@ type itemResult struct {
 // ends. There is one per session, made by its first run: a run of its own
 // would link to r.ctx.exec and unlink again every time.
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
-	return r.ctx.runs.of(sess, r.ctx.exec)
+	return r.ctx.runs.Of(sess, r.ctx.exec)
 }
 
 // executeItem calls the job for one item of f and returns its result.
 func (r *runner) executeItem(f *fire, item int) itemResult {
 	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
-	defer ctx.end()
+	defer ctx.End()
 	through := r.book.Started(item, item, at, ctx.replace)
 
 	sc := ShardingContext{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/process"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -15,7 +16,7 @@ import (
 // stand one scheduler for another process, dead or alive.
 func WithProcessForTest(host string, pid int) Option {
 	return func(o *options) error {
-		o.process = &holder{Host: host, PID: pid, Process: newToken(), Token: newToken()}
+		o.process = &process.Holder{Host: host, PID: pid, Process: process.NewToken(), Token: process.NewToken()}
 		return nil
 	}
 }

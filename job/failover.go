@@ -265,7 +265,7 @@ func (r *runner) watchGone(p string, item int) {
 		delete(fo.goneWaiters, p)
 		fo.queueDirty = true
 		fo.mu.Unlock()
-		r.kick.failover.kick()
+		r.kick.failover.Kick()
 	}
 	fo.mu.Lock()
 	if fo.closed {

@@ -13,8 +13,8 @@ import (
 )
 
 // A scheduled fire, top to bottom: the trigger dispatches it a lead ahead
-// of its time (trigger.go) and untilClaim (runner.go) lets it claim early
-// in the steady state; fireScheduled (is this instance able to fire:
+// of its time (job/internal/trigger) and untilClaim (runner.go) lets it
+// claim early in the steady state; fireScheduled (is this instance able to fire:
 // connected, not paused, clock in bounds) → fireAssigned (assume the
 // assignment the previous fire read, or read it: assignment.go) →
 // fireItems (find inherited gaps, reserve the items in the book:

@@ -10,6 +10,8 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -183,9 +185,9 @@ type instance struct {
 	draining bool
 	drained  bool
 	watches  []func()
-	kick     *kicker
+	kick     *runs.Kicker
 	// unplacedKick runs retryUnplaced when instances come or go.
-	unplacedKick *kicker
+	unplacedKick *runs.Kicker
 	score        *float64
 	free         int
 	slots        int
@@ -201,23 +203,23 @@ func (s *Scheduler) startInstance(ctx context.Context) error {
 		return err
 	}
 	in := &s.inst
-	in.kick = newKicker(s.spawn, s.checkInstance)
-	in.unplacedKick = newKicker(s.spawn, s.retryUnplaced)
-	poke := func(regcenter.Event) { in.kick.kick() }
+	in.kick = runs.NewKicker(s.spawn, s.checkInstance)
+	in.unplacedKick = runs.NewKicker(s.spawn, s.retryUnplaced)
+	poke := func(regcenter.Event) { in.kick.Kick() }
 	in.mu.Lock()
 	in.watches = []func(){
 		s.rc.Watch(layout.Placement, regcenter.WatchNode, poke),
 		s.rc.Watch(layout.DrainList, regcenter.WatchChildren, func(regcenter.Event) {
-			in.kick.kick()
+			in.kick.Kick()
 			s.kickLeaders()
 		}),
 		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
 		// An instance came or went: the caps moved, and items unplaced
 		// for want of room may fit now.
-		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.kick() }),
+		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.Kick() }),
 	}
 	in.mu.Unlock()
-	in.kick.kick()
+	in.kick.Kick()
 	return nil
 }
 
@@ -254,7 +256,7 @@ func (in *instance) lastScore() (float64, bool) {
 func (s *Scheduler) kickLeaders() {
 	for _, r := range s.runnersSnapshot() {
 		if r.elect.IsLeader() {
-			r.kick.membership.kick()
+			r.kick.membership.Kick()
 		}
 	}
 }
@@ -278,8 +280,9 @@ func (s *Scheduler) instanceInfo() placement.Instance {
 // publishInstance creates or updates the instance node (ephemeral, of the
 // current session). The node is also this process's claim on its server
 // id: found held by another session, it is taken over only from an
-// earlier life of this process or a dead process of this host (process.go);
-// a live process elsewhere makes it fail with ErrServerIDInUse.
+// earlier life of this process or a dead process of this host
+// (job/internal/process); a live process elsewhere makes it fail with
+// ErrServerIDInUse.
 func (s *Scheduler) publishInstance(ctx context.Context) error {
 	data, err := json.Marshal(s.instanceInfo())
 	if err != nil {
@@ -303,13 +306,13 @@ func (s *Scheduler) publishInstance(ctx context.Context) error {
 		var info placement.Instance
 		if st.EphemeralOwner != 0 {
 			info, _ = placement.DecodeInstance(old) // garbage says no holder: refused below
-			if !holder(info.Holder).earlierLifeOf(s.me) {
-				return idInUse(s.opts.serverID, holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
+			if !process.Holder(info.Holder).EarlierLifeOf(s.me) {
+				return idInUse(s.opts.serverID, process.Holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
 			}
 			// Ours, from a lost session or a dead process: its status
 			// nodes go at once too, rather than a session timeout later.
 			if info.Holder.Token != s.me.Token {
-				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", holder(info.Holder).String())
+				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", process.Holder(info.Holder).String())
 			}
 			s.staleOwner.Store(st.EphemeralOwner)
 		}
@@ -408,7 +411,7 @@ func (s *Scheduler) itemsIdle() {
 	look := s.inst.draining && !s.inst.drained
 	s.inst.mu.Unlock()
 	if look && k != nil {
-		k.kick()
+		k.Kick()
 	}
 }
 

@@ -33,9 +33,9 @@ func (r *runner) onElected(ctx context.Context) {
 		_, cancel, err := r.rc.WatchNow(ctx, r.paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
 			switch ev.Type {
 			case regcenter.EventDataChanged, regcenter.EventResync:
-				r.kick.reshard.kick()
+				r.kick.reshard.Kick()
 			case regcenter.EventCreated:
-				r.kick.epoch.kick() // a flag set by hand moves no epoch
+				r.kick.epoch.Kick() // a flag set by hand moves no epoch
 			}
 		})
 		if !r.lead.keep(requestWatch, cancel, r.elect.IsLeader) {
@@ -47,7 +47,7 @@ func (r *runner) onElected(ctx context.Context) {
 		// the flag's data names who asked; the leader's own flag has none.
 		if err == nil {
 			if data, _, err := r.rc.Get(ctx, r.paths.Necessary()); err == nil && len(data) > 0 {
-				r.kick.reshard.kick()
+				r.kick.reshard.Kick()
 			}
 		}
 	})
@@ -85,10 +85,10 @@ func (r *runner) watchServers(ctx context.Context) {
 	}
 	r.lead.armOnce(serversWatch, func() func() {
 		return r.rc.Watch(r.paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
-			r.kick.membership.kick()
+			r.kick.membership.Kick()
 		})
 	})
-	r.kick.membership.kick()
+	r.kick.membership.Kick()
 }
 
 // checkMembership runs on the leader after a server-related change.
@@ -106,7 +106,7 @@ func (r *runner) checkMembership() {
 	}
 	last, leading := r.lead.watchServers(r.elect.IsLeader, servers, func(sv string) func() {
 		return r.rc.Watch(r.paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
-			r.kick.membership.kick()
+			r.kick.membership.Kick()
 		})
 	})
 	if !leading {
@@ -118,7 +118,7 @@ func (r *runner) checkMembership() {
 		return
 	}
 	online := excluded.Eligible(servers.online())
-	if last == nil || !equalStrings(last, online) {
+	if last == nil || !slices.Equal(last, online) {
 		stands, err := r.assignmentStands(ctx, last, online)
 		switch {
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func (r *runner) release(items []int) {
 		// A fire that found these items busy owes them a run now.
 		r.goFunc(func() { r.runOwed(r.rc.Session()) })
 	case dirty:
-		r.kick.failover.kick()
+		r.kick.failover.Kick()
 	}
 }
 
@@ -178,7 +179,7 @@ func (r *runner) release(items []int) {
 func (r *runner) runMakeUps(sess *regcenter.Session, cfg *spec, debts map[time.Time][]int, msg string) {
 	var wg sync.WaitGroup
 	for since, items := range debts {
-		sortInts(items)
+		slices.Sort(items)
 		r.log.Info(msg, "items", items, "since", since)
 		wg.Add(1)
 		go func() { // owned here: waited for below

@@ -156,7 +156,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 	}
 	dirty := func() {
 		r.fo.setDirty(true)
-		r.kick.failover.kick()
+		r.kick.failover.Kick()
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
 	r.keepWatch(&r.watch.queue, cancel)

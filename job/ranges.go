@@ -93,7 +93,7 @@ func (f *fire) rangeMayHaveRunThrough(run itemRun, through time.Time) time.Time 
 func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
 	ctx := newRunCtx(r.runContext(sess))
-	defer ctx.end()
+	defer ctx.End()
 	through := r.book.Started(run.first, run.last, run.fire, nil)
 	per := int64(max(cfg.ItemsPerShard, 1))
 	rc := RangeContext{

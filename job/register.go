@@ -231,7 +231,7 @@ func flushOne(ctx context.Context, rc regcenter.Center, r *runner, ops []regcent
 // again (checkFlags).
 func (r *runner) watchFlags(ctx context.Context) {
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
-		r.kick.flags.kick()
+		r.kick.flags.Kick()
 	})
 	r.keepWatch(&r.watch.flags, cancel)
 	if err != nil {
@@ -240,7 +240,7 @@ func (r *runner) watchFlags(ctx context.Context) {
 	}
 	kids := st.Children
 	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || !slices.Contains(kids, layout.Status) {
-		r.kick.flags.kick()
+		r.kick.flags.Kick()
 		return
 	}
 	r.setPaused(slices.Contains(kids, layout.Paused))
@@ -253,7 +253,7 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 		return
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.kick.items.kick()
+		r.kick.items.Kick()
 	})
 	r.keepWatch(&r.watch.items, cancel)
 	if err != nil {

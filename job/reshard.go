@@ -47,7 +47,7 @@ func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.Can
 // first use, as runContext's: linking each call to both and unlinking it
 // again cost a fire more than the call's own timeout.
 func (r *runner) coordParent(sess *regcenter.Session) context.Context {
-	return r.ctx.coord.of(sess, r.ctx.life)
+	return r.ctx.coord.Of(sess, r.ctx.life)
 }
 
 // awaitSharding returns once no reshard is due: the leader reshards, the
@@ -171,7 +171,7 @@ func (r *runner) reshard(ctx context.Context) error {
 	for sv := range req.Assign {
 		eligible = append(eligible, sv)
 	}
-	sortStrings(eligible)
+	slices.Sort(eligible)
 	r.lead.setSharded(eligible)
 	if len(req.UnplacedOut) > 0 {
 		owed := r.oweUnplaced(ctx, cfg, req.UnplacedOut)
@@ -466,7 +466,7 @@ func (s serverSet) names() []string {
 	for k := range s {
 		out = append(out, k)
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -2,119 +2,33 @@ package job
 
 import (
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
-	"time"
 
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// runCtx is the context a run's job is given: done when the runs' parent
-// (the session's, see runner.runContext) is, and once the run has returned.
-//
-// Most jobs never wait on their context's Done channel, so a run does not
-// make one up front: a cancelCtx of its own, linked into its parent and
-// unlinked at the run's end, was about 6 % of an unmonitored one-item
-// fire's CPU. runCtx makes it on first use — Done, AfterFunc, or a context
-// derived from it (which asks for Done) — and until then answers Err from
-// its parent and from whether the run has ended.
+// runCtx is the context a run's job is given: the run's runs.Ctx (done
+// when the runs' parent, see runner.runContext, is, and once the run has
+// returned), with what the run keeps beside it to save an allocation.
 type runCtx struct {
-	parent context.Context
+	runs.Ctx
 
-	// inner is the cancelCtx made on first use; once set it answers
-	// everything.
-	inner atomic.Pointer[innerCtx]
-
-	// own is the run's ownership (see owner), kept here to save the run
-	// an allocation.
+	// own is the run's ownership (see owner).
 	own ownership
 
 	// out holds the run's output (see RecordOutput).
 	out outputSlot
-
-	mu sync.Mutex
-	// err is the first of the parent's error and the run's end, noted
-	// while inner is not made; endedFirst says it was the run's end.
-	err        error
-	endedFirst bool
 }
 
-type innerCtx struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-}
+func newRunCtx(parent context.Context) *runCtx { return &runCtx{Ctx: runs.NewCtx(parent)} }
 
-func newRunCtx(parent context.Context) *runCtx { return &runCtx{parent: parent} }
-
-// Deadline is the parent's: a run has no deadline of its own (a timeout
-// derives a context from it).
-func (c *runCtx) Deadline() (time.Time, bool) { return c.parent.Deadline() }
-
-// Done returns a channel closed when the parent is done or the run has
-// ended, whichever comes first.
-func (c *runCtx) Done() <-chan struct{} { return c.made().Done() }
-
-// Err returns nil while the run goes on under a live parent, then the
-// parent's error or context.Canceled for the run's end, whichever came
-// first, and the same error every time after that.
-func (c *runCtx) Err() error {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Err()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Err()
-	}
-	if c.err == nil {
-		c.err = c.parent.Err()
-	}
-	return c.err
-}
-
-// Value is the run's output slot for outputKey, else the parent's value
-// for key (or the made context's, which adds only what the context
-// package uses to find its cancelCtx).
+// Value is the run's output slot for outputKey, else what the run's
+// runs.Ctx answers for key.
 func (c *runCtx) Value(key any) any {
 	if key == (outputKey{}) {
 		return &c.out
 	}
-	if in := c.inner.Load(); in != nil {
-		return in.ctx.Value(key)
-	}
-	return c.parent.Value(key)
-}
-
-// AfterFunc arranges for f to run once c is done; see context.AfterFunc.
-// The context package uses it to link a context derived from c.
-func (c *runCtx) AfterFunc(f func()) (stop func() bool) {
-	return context.AfterFunc(c.made(), f)
-}
-
-// made returns the cancelCtx standing for c, making it on first use in
-// the state c is in: cancelled already if the run has ended, with the
-// parent's error if that came first.
-func (c *runCtx) made() context.Context {
-	if in := c.inner.Load(); in != nil {
-		return in.ctx
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if in := c.inner.Load(); in != nil {
-		return in.ctx
-	}
-	var in innerCtx
-	if c.endedFirst {
-		// Ended under a live parent: done with context.Canceled, whatever
-		// the parent does later.
-		in.ctx, in.cancel = context.WithCancelCause(context.WithoutCancel(c.parent))
-		in.cancel(nil)
-	} else {
-		in.ctx, in.cancel = context.WithCancelCause(c.parent) // done already if the parent is
-	}
-	c.inner.Store(&in)
-	return in.ctx
+	return c.Ctx.Value(key)
 }
 
 // owner returns the ownership of the run under sess: c's own.
@@ -123,60 +37,10 @@ func (c *runCtx) owner(sess *regcenter.Session) *ownership {
 	return &c.own
 }
 
-// end marks the run's end: c is done from now on.
-func (c *runCtx) end() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if in := c.inner.Load(); in != nil {
-		in.cancel(nil)
-		return
-	}
-	if c.err == nil {
-		if c.err = c.parent.Err(); c.err == nil {
-			c.err, c.endedFirst = context.Canceled, true
-		}
-	}
-}
-
 // replace cancels the run for a later fire that replaces it
 // (OverlapReplace): its context is done from now on, with ErrReplaced as
 // its cause. A run that has ended is left as it is.
-func (c *runCtx) replace() {
-	c.made() // a context to cancel, in the state the run is in
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.endedFirst {
-		return
-	}
-	c.inner.Load().cancel(ErrReplaced)
-}
+func (c *runCtx) replace() { c.Cancel(ErrReplaced) }
 
 // replaced reports whether the run was cancelled by replace.
-func (c *runCtx) replaced() bool {
-	in := c.inner.Load()
-	return in != nil && errors.Is(context.Cause(in.ctx), ErrReplaced)
-}
-
-// sessionCtx is a context made once per session: cancelled when the
-// session ends, or with its link's cause when the link ends first. It owns
-// its lock, taken only in this file.
-type sessionCtx struct {
-	mu   sync.Mutex
-	sess *regcenter.Session
-	ctx  context.Context
-}
-
-// of returns the context for sess, making it (and dropping the previous
-// session's, which its session's end unlinks) on first use.
-func (c *sessionCtx) of(sess *regcenter.Session, link context.Context) context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sess == sess && c.ctx != nil {
-		return c.ctx
-	}
-	ctx, cancel := context.WithCancelCause(sess.Ctx())
-	unlink := context.AfterFunc(link, func() { cancel(context.Cause(link)) })
-	context.AfterFunc(ctx, func() { unlink() }) // the session's end unlinks it
-	c.sess, c.ctx = sess, ctx
-	return ctx
-}
+func (c *runCtx) replaced() bool { return c.CancelledWith(ErrReplaced) }

@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -73,19 +74,19 @@ type lifetimes struct {
 	// written until then.
 	record       context.Context
 	cancelRecord context.CancelFunc
-	runs, coord  sessionCtx
+	runs, coord  runs.SessionCtx
 }
 
-// kickers are a runner's coalescing background tasks (see kicker), each
+// kickers are a runner's coalescing background tasks (see runs.Kicker), each
 // run on a goroutine of the runner when kicked.
 type kickers struct {
-	membership *kicker // the leader checks the servers (checkMembership)
-	failover   *kicker // claim queued failover items (claimFailover)
-	flags      *kicker // read this server's flags (checkFlags)
-	reshard    *kicker // the leader answers a reshard request (reshardOnRequest)
-	epoch      *kicker // note a moved reshard epoch (noteEpochFlag)
-	items      *kicker // read the disabled items (readDisabledItems)
-	holds      *kicker // release the marks of items a reshard moved (releaseMoved)
+	membership *runs.Kicker // the leader checks the servers (checkMembership)
+	failover   *runs.Kicker // claim queued failover items (claimFailover)
+	flags      *runs.Kicker // read this server's flags (checkFlags)
+	reshard    *runs.Kicker // the leader answers a reshard request (reshardOnRequest)
+	epoch      *runs.Kicker // note a moved reshard epoch (noteEpochFlag)
+	items      *runs.Kicker // read the disabled items (readDisabledItems)
+	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
 }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
@@ -96,7 +97,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		records: records.NewCache(),
 		fo:      newClaimState(),
 		lead:    newLeaderDuties(),
-		bg:      startstop.NewOn(context.Background(), s.work.do),
+		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
 	r.setConfig(cfg)
@@ -107,13 +108,13 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
 	}, r.log)
-	r.kick.membership = newKicker(r.goFunc, r.checkMembership)
-	r.kick.failover = newKicker(r.goFunc, r.claimFailover)
-	r.kick.flags = newKicker(r.goFunc, r.checkFlags)
-	r.kick.reshard = newKicker(r.goFunc, r.reshardOnRequest)
-	r.kick.epoch = newKicker(r.goFunc, r.noteEpochFlag)
-	r.kick.items = newKicker(r.goFunc, r.readDisabledItems)
-	r.kick.holds = newKicker(r.goFunc, r.releaseMoved)
+	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
+	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
+	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
+	r.kick.reshard = runs.NewKicker(r.goFunc, r.reshardOnRequest)
+	r.kick.epoch = runs.NewKicker(r.goFunc, r.noteEpochFlag)
+	r.kick.items = runs.NewKicker(r.goFunc, r.readDisabledItems)
+	r.kick.holds = runs.NewKicker(r.goFunc, r.releaseMoved)
 	return r
 }
 
@@ -223,7 +224,7 @@ func (r *runner) goFiring(f func()) {
 func (r *runner) isClosed() bool { return r.bg.Closed() }
 
 // goFunc runs f on a goroutine owned by the runner (a scheduler's worker:
-// workers.go); after stop begins closing, f is dropped and goFunc returns
+// runs.Workers); after stop begins closing, f is dropped and goFunc returns
 // false.
 func (r *runner) goFunc(f func()) bool {
 	return r.bg.Go(func(context.Context) { f() }) == nil
@@ -234,7 +235,7 @@ func (r *runner) serverID() string { return r.s.opts.serverID }
 func (r *runner) schedule() {
 	cfg := r.config()
 	if cfg.Disabled {
-		r.s.trig.remove(r.name)
+		r.s.trig.Remove(r.name)
 		return
 	}
 	sched, _, err := cfg.Schedule()
@@ -243,7 +244,7 @@ func (r *runner) schedule() {
 		return
 	}
 	r.dispatched.Store(0) // a new schedule's fires start from its own next one
-	r.s.trig.set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
+	r.s.trig.Set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
 	next := sched.Next(r.s.opts.now())
 	if next.IsZero() {
 		r.noteEnded(cfg)
@@ -253,7 +254,8 @@ func (r *runner) schedule() {
 
 // quickFire reports whether the job's next scheduled fire would send no
 // request to the registry: an unmonitored job firing on an assumption its
-// watches prove (see assume). Such a fire needs no lead (see trigger).
+// watches prove (see assume). Such a fire needs no lead (see
+// trigger.Trigger).
 // A monitored fire of held items sends none before its runs either, but
 // keeps its lead: reserved ahead and started on the shared timer, its runs
 // start 0.3 ms sooner at the median (firebench -latency), for a parked

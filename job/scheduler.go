@@ -14,6 +14,9 @@ import (
 
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/runs"
+	"github.com/shardjob/shardjob/job/internal/trigger"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
@@ -25,7 +28,7 @@ type Option func(*options) error
 
 type options struct {
 	serverID       string
-	process        *holder // the process claiming serverID; nil: this one (tests stand for others)
+	process        *process.Holder // the process claiming serverID; nil: this one (tests stand for others)
 	logger         *slog.Logger
 	reshardTimeout time.Duration
 	recordInterval time.Duration
@@ -141,7 +144,7 @@ type Scheduler struct {
 	rc   regcenter.Center
 	opts options
 	log  *slog.Logger
-	trig *trigger
+	trig *trigger.Trigger
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -162,14 +165,14 @@ type Scheduler struct {
 	clockOffset   atomic.Int64 // local minus registry clock, ns
 	clockMeasured atomic.Bool
 
-	me         holder       // this process (process.go)
-	staleOwner atomic.Int64 // the session of a dead earlier process that held our id
+	me         process.Holder // this process
+	staleOwner atomic.Int64   // the session of a dead earlier process that held our id
 
 	placer  *placement.Placer // commits this scheduler's reshards
 	journal *journal          // this process's completion journal (journal.go); nil when off
 	inst    instance          // this instance's place in the namespace (instance.go)
 	gates   gates             // the times fires wait for (gate.go)
-	work    workers           // the goroutines of the jobs' fires and runs (workers.go)
+	work    runs.Workers      // the goroutines of the jobs' fires and runs
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -199,7 +202,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		}
 	}
 	if o.serverID == "" {
-		o.serverID = defaultServerID()
+		o.serverID = process.DefaultServerID()
 	}
 	if o.clock == nil {
 		o.clock = clockOf(o.now)
@@ -208,7 +211,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	// firing at the same second mark, and then complete, their items in a
 	// few transactions rather than one each (regcenter.GroupCommit).
 	rc = regcenter.GroupCommit(rc)
-	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: thisProcess()}
+	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: process.This()}
 	if o.process != nil {
 		s.me = *o.process
 	}
@@ -218,7 +221,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
-	s.trig = newTrigger(s.fireClock(), o.fireLead)
+	s.trig = trigger.New(triggerClock{s.fireClock()}, o.fireLead)
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
 	return s, nil
 }
@@ -319,9 +322,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.startHealth()
 	// The scheduler's loops, like every goroutine it owns, go through
 	// spawn: Shutdown waits for them.
-	s.spawn(func() { s.trig.run(s.ctx) })
+	s.spawn(func() { s.trig.Run(s.ctx) })
 	s.spawn(s.reconcileLoop)
-	s.spawn(func() { s.work.reapEvery(s.ctx, workerReap) })
+	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
 	// New jobs' trees are made several to a transaction (createJobs); then
 	// each job arms its watches, or, if it existed already, registers node
 	// by node. A bounded number of jobs are in flight at once.
@@ -477,7 +480,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	runners := s.sortedRunnersLocked()
 	s.mu.Unlock()
 	for _, r := range runners {
-		s.trig.remove(r.name)
+		s.trig.Remove(r.name)
 	}
 	var errs []error
 	var wg sync.WaitGroup
@@ -494,7 +497,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	s.work.close(ctx) // what outlives ctx, stop reported: runs that ignore their context
+	s.work.Close(ctx) // what outlives ctx, stop reported: runs that ignore their context
 	if s.journal != nil {
 		// Every job has written its records: the journal says nothing
 		// they do not (or stays, for a sweep to fold, if one could not).
@@ -550,7 +553,7 @@ func (s *Scheduler) detach(ctx context.Context, r *runner) error {
 	}
 	delete(s.runners, r.name)
 	s.mu.Unlock()
-	s.trig.remove(r.name)
+	s.trig.Remove(r.name)
 	return r.stop(ctx)
 }
 

@@ -21,7 +21,7 @@ import (
 func (r *runner) stop(ctx context.Context) error {
 	r.book.BeginStop()
 	r.ctx.cancelLife()
-	r.s.trig.remove(r.name)
+	r.s.trig.Remove(r.name)
 	r.stopPrepare()
 
 	// Cleanup gets its own bounded time even if ctx is spent: leaving the

@@ -1,21 +1,15 @@
-package job
+package runs
 
 import (
 	"context"
-	"slices"
 	"sync"
 )
 
-func sortStrings(s []string) { slices.Sort(s) }
-func sortInts(s []int)       { slices.Sort(s) }
-
-func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
-
-// kicker runs fn on a goroutine whenever kicked, never two at once: kicks
+// Kicker runs fn on a goroutine whenever kicked, never two at once: kicks
 // that arrive while fn runs coalesce into one more run. It lets event
 // handlers (which must not block) trigger ZooKeeper work without a
 // goroutine per job sitting idle.
-type kicker struct {
+type Kicker struct {
 	mu      sync.Mutex
 	running bool
 	again   bool
@@ -23,11 +17,17 @@ type kicker struct {
 	fn      func()
 }
 
-func newKicker(spawn func(func()) bool, fn func()) *kicker {
-	return &kicker{spawn: spawn, fn: fn}
+// NewKicker returns a Kicker that runs fn on a goroutine of spawn's (which
+// reports false, without running it, once its owner is closing: a kick is
+// then dropped). The goroutine is spawn's owner's and ends when fn returns
+// with no kick pending.
+func NewKicker(spawn func(func()) bool, fn func()) *Kicker {
+	return &Kicker{spawn: spawn, fn: fn}
 }
 
-func (k *kicker) kick() {
+// Kick runs fn on a new goroutine, or once more after the run under way
+// if there is one. It does not block.
+func (k *Kicker) Kick() {
 	k.mu.Lock()
 	if k.running {
 		k.again = true
@@ -43,7 +43,7 @@ func (k *kicker) kick() {
 	}
 }
 
-func (k *kicker) loop() {
+func (k *Kicker) loop() {
 	for {
 		k.fn()
 		k.mu.Lock()

@@ -1,4 +1,4 @@
-package job
+package runs
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// workers runs a scheduler's fires, runs and background work on goroutines
+// Workers runs a scheduler's fires, runs and background work on goroutines
 // kept between uses. A goroutine starts with a 2 KB stack, and a fire's
 // (trigger to completion, with a one-item job's run on it) is several times
 // that: a fresh goroutine per fire copied its stack to grow it twice,
@@ -16,9 +16,9 @@ import (
 // A task goes to the worker that became idle last, or to a new worker when
 // none is idle. Idle workers wait on a channel of their own, so that
 // handing one a task is a send and a wake-up; reap ends those idle through
-// a whole period, and close ends them all (a busy one once its task
-// returns).
-type workers struct {
+// a whole period, and Close ends them all (a busy one once its task
+// returns). The zero Workers is ready to use; it must not be copied.
+type Workers struct {
 	mu     sync.Mutex
 	idle   []*worker // the last one idle last
 	gen    uint64    // reap's count: a worker idle since an earlier one is reaped
@@ -31,16 +31,16 @@ type worker struct {
 	idleGen uint64      // gen when it became idle
 }
 
-// workerReap is how often idle workers are reaped: a worker idle since the
+// ReapPeriod is how often idle workers are reaped: a worker idle since the
 // reap before the last ends, 10 to 20 s after its last task. Longer than
 // the period of a job firing every second or every few, which keeps its
 // workers; short enough that a burst (a start registering thousands of
 // jobs) leaves no crowd of idle goroutines for long.
-const workerReap = 10 * time.Second
+const ReapPeriod = 10 * time.Second
 
-// do runs f on a worker and reports true; false, without running f, once
-// close has begun.
-func (w *workers) do(f func()) bool {
+// Do runs f on a worker and reports true; false, without running f, once
+// Close has begun.
+func (w *Workers) Do(f func()) bool {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -61,7 +61,7 @@ func (w *workers) do(f func()) bool {
 }
 
 // work runs f, then every task handed to wk, until wk's channel is closed.
-func (w *workers) work(wk *worker, f func()) {
+func (w *Workers) work(wk *worker, f func()) {
 	defer w.wg.Done()
 	for {
 		f()
@@ -82,7 +82,7 @@ func (w *workers) work(wk *worker, f func()) {
 
 // reap ends the workers that have been idle since before the previous
 // reap.
-func (w *workers) reap() {
+func (w *Workers) reap() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen++
@@ -94,8 +94,9 @@ func (w *workers) reap() {
 	w.idle = slices.Delete(w.idle, 0, n)
 }
 
-// reapEvery reaps idle workers every period until ctx ends.
-func (w *workers) reapEvery(ctx context.Context, period time.Duration) {
+// ReapEvery reaps idle workers every period (ReapPeriod for a scheduler's)
+// until ctx ends. It runs on its caller's goroutine.
+func (w *Workers) ReapEvery(ctx context.Context, period time.Duration) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -108,11 +109,11 @@ func (w *workers) reapEvery(ctx context.Context, period time.Duration) {
 	}
 }
 
-// close makes do refuse new tasks, ends the idle workers and waits until
+// Close makes Do refuse new tasks, ends the idle workers and waits until
 // ctx ends for the busy ones to finish their tasks. It reports whether
 // every worker ended. (A task still busy after its runner stopped is a run
 // whose job ignores its context: stop has reported it.)
-func (w *workers) close(ctx context.Context) bool {
+func (w *Workers) Close(ctx context.Context) bool {
 	w.mu.Lock()
 	if !w.closed {
 		w.closed = true

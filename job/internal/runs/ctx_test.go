@@ -1,4 +1,4 @@
-package job
+package runs
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 type runCtxKey struct{}
 
+func newCtx(parent context.Context) *Ctx { c := NewCtx(parent); return &c }
+
 // isDone reports whether ch is closed, waiting at most a second for it.
 func isDone(ch <-chan struct{}) bool {
 	select {
@@ -20,10 +22,10 @@ func isDone(ch <-chan struct{}) bool {
 	}
 }
 
-func TestRunCtxEndsWithTheRun(t *testing.T) {
+func TestCtxEndsWithTheRun(t *testing.T) {
 	for _, askFirst := range []bool{false, true} {
 		parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), runCtxKey{}, "v"))
-		c := newRunCtx(parent)
+		c := newCtx(parent)
 		if askFirst {
 			select {
 			case <-c.Done():
@@ -40,7 +42,7 @@ func TestRunCtxEndsWithTheRun(t *testing.T) {
 		child, cancelChild := context.WithTimeout(c, time.Hour)
 		stopped := make(chan struct{})
 		context.AfterFunc(c, func() { close(stopped) })
-		c.end()
+		c.End()
 		if !isDone(c.Done()) || !isDone(child.Done()) || !isDone(stopped) {
 			t.Fatalf("askFirst=%v: run's end did not reach Done, a derived context and AfterFunc", askFirst)
 		}
@@ -55,11 +57,11 @@ func TestRunCtxEndsWithTheRun(t *testing.T) {
 	}
 }
 
-func TestRunCtxFollowsItsParent(t *testing.T) {
+func TestCtxFollowsItsParent(t *testing.T) {
 	lost := errors.New("session lost")
 	for _, askFirst := range []bool{false, true} {
 		parent, cancelParent := context.WithCancelCause(context.Background())
-		c := newRunCtx(parent)
+		c := newCtx(parent)
 		if askFirst {
 			_ = c.Done()
 		}
@@ -73,7 +75,7 @@ func TestRunCtxFollowsItsParent(t *testing.T) {
 		if cause := context.Cause(c); cause != lost {
 			t.Fatalf("askFirst=%v: Cause = %v, want the parent's", askFirst, cause)
 		}
-		c.end()
+		c.End()
 		if cause := context.Cause(c); cause != lost {
 			t.Fatalf("askFirst=%v: Cause after end = %v, want the parent's still", askFirst, cause)
 		}
@@ -82,15 +84,15 @@ func TestRunCtxFollowsItsParent(t *testing.T) {
 
 // Err never changes once non-nil, and agrees with Done, whatever order
 // the run's end, the parent's and the first Done come in.
-func TestRunCtxStaysConsistentUnderRaces(t *testing.T) {
+func TestCtxStaysConsistentUnderRaces(t *testing.T) {
 	for i := range 200 {
 		// The parent ends with context.DeadlineExceeded, so that an Err
 		// switching between the two ends would show.
 		parent, cancelParent := context.WithTimeout(context.Background(), time.Duration(i%40)*time.Microsecond)
 		defer cancelParent()
-		c := newRunCtx(parent)
+		c := newCtx(parent)
 		var wg sync.WaitGroup
-		wg.Go(c.end)
+		wg.Go(c.End)
 		errs := make(chan error, 1)
 		wg.Go(func() {
 			var first error

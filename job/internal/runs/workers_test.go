@@ -1,4 +1,4 @@
-package job
+package runs
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // each; reap ends the workers idle since the reap before; close refuses
 // new tasks, ends the idle workers and waits for the busy ones.
 func TestWorkersReuseReapAndClose(t *testing.T) {
-	var w workers
+	var w Workers
 	idle := func() int {
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -30,7 +30,7 @@ func TestWorkersReuseReapAndClose(t *testing.T) {
 
 	for range 5 {
 		done := make(chan struct{})
-		if !w.do(func() { close(done) }) {
+		if !w.Do(func() { close(done) }) {
 			t.Fatal("do refused a task before close")
 		}
 		<-done
@@ -42,7 +42,7 @@ func TestWorkersReuseReapAndClose(t *testing.T) {
 	started.Add(n)
 	release.Add(1)
 	for range n {
-		w.do(func() { started.Done(); release.Wait() })
+		w.Do(func() { started.Done(); release.Wait() })
 	}
 	started.Wait() // every task runs at once: one worker each
 	release.Done()
@@ -53,7 +53,7 @@ func TestWorkersReuseReapAndClose(t *testing.T) {
 		t.Fatalf("the first reap left %d idle workers, want %d", got, n)
 	}
 	done := make(chan struct{})
-	w.do(func() { close(done) }) // one of them works again
+	w.Do(func() { close(done) }) // one of them works again
 	<-done
 	waitIdle(n)
 	w.reap() // the others have been idle since before the previous reap
@@ -63,20 +63,20 @@ func TestWorkersReuseReapAndClose(t *testing.T) {
 
 	block := make(chan struct{})
 	running := make(chan struct{})
-	w.do(func() { close(running); <-block })
+	w.Do(func() { close(running); <-block })
 	<-running
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if w.close(ctx) {
+	if w.Close(ctx) {
 		t.Fatal("close reported every worker ended while one was busy")
 	}
-	if w.do(func() { t.Error("a task ran after close") }) {
+	if w.Do(func() { t.Error("a task ran after close") }) {
 		t.Fatal("do took a task after close")
 	}
 	close(block)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	if !w.close(ctx2) {
+	if !w.Close(ctx2) {
 		t.Fatal("the busy worker did not end once its task returned")
 	}
 }

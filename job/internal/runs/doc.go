@@ -1,0 +1,30 @@
+// Package runs holds the generic machinery a job's runs go through, which
+// needs no runner and sends nothing to the registry: the goroutines they
+// run on, the wake-ups that start work, and the contexts a run is given. Package job
+// owns the goroutines' owners (the scheduler's groups) and their ends;
+// this package only keeps and hands out the goroutines those owners
+// start.
+//
+// It owns:
+//
+//   - the Workers (workers.go): the scheduler's kept goroutines, a task
+//     to the one idle last or to a new one, those idle through a reap
+//     period ended, all of them by Close;
+//   - the Kicker (kicker.go): a function run on a goroutine whenever
+//     kicked, never two at once, the kicks that arrive meanwhile coalesced
+//     into one more run;
+//   - the run contexts (ctx.go): a run's Ctx, which makes its Done channel
+//     only when something asks for one, and the SessionCtx its parent is,
+//     one per registry session.
+//
+// The lock discipline. Each type owns its lock, taken only in its
+// methods, and calls nothing outside this package under it: a Kicker
+// calls its spawn and its function with no lock held.
+//
+// It may import the standard library and regcenter (a run's Session);
+// nothing of package job. The goroutines it starts: a worker, which ends
+// once Close has begun (a busy one when its task returns) or when a reap
+// finds it idle through a whole period; a Kicker's run, on its spawn's
+// goroutine, which ends when no kick is pending; and Close's wait, which
+// ends with the workers.
+package runs
