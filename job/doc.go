@@ -35,8 +35,9 @@
 //
 // # The life of a fire
 //
-// A fire passes through stages, each in a file named after it: trigger.go
-// (dispatch each fire a lead ahead of its time, WithFireLead), fire.go
+// A fire passes through stages, each in a file named after it: the trigger
+// (job/internal/trigger: dispatch each fire a lead ahead of its time,
+// WithFireLead), fire.go
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
