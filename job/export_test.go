@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -50,5 +51,5 @@ func WithJournalSweepForTest(age, sweep time.Duration) Option {
 // ReviewBooks runs a scheduler's namespace-wide pass over the load table
 // (reviewBooks) once, on rc.
 func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
-	return placement.ReviewBooks(ctx, rc, placement.NewPlacer(ctx, rc, slog.Default()), repairRequest)
+	return placement.ReviewBooks(ctx, rc, placement.NewPlacer(ctx, rc, slog.Default()), reshard.RepairRequest)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -21,7 +22,7 @@ import (
 // instance may have claimed it) is queued for failover, and their
 // assignment is cleared in the same transaction so that one departure is
 // queued once.
-func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
+func (r *runner) queueDeparted(ctx context.Context, servers reshard.Servers) error {
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
 	if err != nil {
@@ -29,7 +30,7 @@ func (r *runner) queueDeparted(ctx context.Context, servers serverSet) error {
 	}
 	latest := fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead)
 	var errs []error
-	for _, sv := range servers.names() {
+	for _, sv := range servers.Names() {
 		kids := servers[sv]
 		if kids[layout.Status] || !kids[layout.Sharding] {
 			continue

@@ -2,13 +2,12 @@ package job
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -99,7 +98,7 @@ func (r *runner) checkMembership() {
 	sess := r.rc.Session()
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
-	servers, err := r.readServers(ctx)
+	servers, err := reshard.ReadServers(ctx, r.rc, r.paths)
 	if err != nil {
 		r.log.Warn("reading servers", "err", err)
 		return
@@ -117,9 +116,9 @@ func (r *runner) checkMembership() {
 		r.log.Warn("reading the drain list", "err", err)
 		return
 	}
-	online := excluded.Eligible(servers.online())
+	online := excluded.Eligible(servers.Online())
 	if last == nil || !slices.Equal(last, online) {
-		stands, err := r.assignmentStands(ctx, last, online)
+		stands, err := reshard.Stands(ctx, r.rc, r.paths, last, online)
 		switch {
 		case err != nil:
 			r.log.Warn("reading the departed servers' assignments; resharding", "err", err)
@@ -143,48 +142,6 @@ func (r *runner) checkMembership() {
 			r.log.Warn("repairing the load table's books", "err", err)
 		}
 	}
-}
-
-// assignmentStands reports whether the job's assignment, made for the
-// servers last (the last reshard here), still holds for online: no server
-// was added, every server that left holds no item of the job, and no item
-// waits unplaced. A death or a drain then disturbs only the jobs whose
-// items the server held: the others' instances are not sent to read their
-// assignment again at their next fire (a flagged reshard moves the epoch
-// that every fire's proof checks), which at hundreds of jobs delayed the
-// survivors' own fires behind a reshard of every job.
-func (r *runner) assignmentStands(ctx context.Context, last, online []string) (bool, error) {
-	if last == nil {
-		return false, nil // a new leader: nothing known of the last reshard
-	}
-	var left []string
-	for _, sv := range online {
-		if !slices.Contains(last, sv) {
-			return false, nil // joined, or back: it may take items
-		}
-	}
-	for _, sv := range last {
-		if !slices.Contains(online, sv) {
-			left = append(left, sv)
-		}
-	}
-	unplaced, _, err := r.rc.Exists(ctx, r.paths.Unplaced())
-	if err != nil || unplaced {
-		return false, err // room under the caps may have changed
-	}
-	for _, sv := range left {
-		data, _, err := r.rc.Get(ctx, r.paths.Flag(sv, layout.Sharding))
-		if errors.Is(err, regcenter.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		if items, err := layout.ParseItems(string(data)); err != nil || len(items) > 0 {
-			return false, nil // it held items (or garbage): they move
-		}
-	}
-	return true, nil
 }
 
 // Keys of leaderDuties.watches other than a server's name.
@@ -276,13 +233,13 @@ func (d *leaderDuties) dropAll() map[string]func() {
 // each of servers not yet watched and cancels those of servers gone. It
 // returns the servers of the last reshard here, and false if this
 // instance no longer leads.
-func (d *leaderDuties) watchServers(leading func() bool, servers serverSet, arm func(server string) (cancel func())) (lastSharded []string, ok bool) {
+func (d *leaderDuties) watchServers(leading func() bool, servers reshard.Servers, arm func(server string) (cancel func())) (lastSharded []string, ok bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !leading() {
 		return nil, false
 	}
-	for _, sv := range servers.names() {
+	for _, sv := range servers.Names() {
 		if _, ok := d.watches[sv]; !ok {
 			d.watches[sv] = arm(sv)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -21,12 +22,12 @@ var ErrTableGarbage = placement.ErrTableGarbage
 // reviewBooks is each scheduler's namespace-wide pass over the load
 // table, once per reconcile round (placement.ReviewBooks): the entries of
 // jobs whose nodes are gone taken out, those crediting a server that is
-// not live repaired (repairRequest). A lost race is not worth a warning:
+// not live repaired (reshard.RepairRequest). A lost race is not worth a warning:
 // the next round looks again.
 func (s *Scheduler) reviewBooks() {
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 	defer cancel()
-	if err := placement.ReviewBooks(ctx, s.rc, s.placer, repairRequest); err != nil && !errors.Is(err, regcenter.ErrBadVersion) && s.ctx.Err() == nil {
+	if err := placement.ReviewBooks(ctx, s.rc, s.placer, reshard.RepairRequest); err != nil && !errors.Is(err, regcenter.ErrBadVersion) && s.ctx.Err() == nil {
 		s.log.Warn("reviewing the load table's books", "err", err)
 	}
 }

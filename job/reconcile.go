@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -124,7 +124,7 @@ func (r *runner) reconcile() {
 // checkAssignment flags a reshard when the stored assignment differs from
 // the strategy's for the servers online now.
 func (r *runner) checkAssignment(ctx context.Context) error {
-	servers, err := r.readServers(ctx)
+	servers, err := reshard.ReadServers(ctx, r.rc, r.paths)
 	if err != nil {
 		return err
 	}
@@ -136,91 +136,35 @@ func (r *runner) checkAssignment(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	want, err := sharding.Assign(strategy, r.name, servers.online(), cfg.ShardingTotalCount)
+	want, err := sharding.Assign(strategy, r.name, servers.Online(), cfg.ShardingTotalCount)
 	if err != nil {
 		return err
 	}
-	for _, sv := range servers.names() {
-		var have []int
-		if servers[sv][layout.Sharding] {
-			data, _, err := r.rc.Get(ctx, r.paths.Flag(sv, layout.Sharding))
-			if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-				return err
-			}
-			if have, err = layout.ParseItems(string(data)); err != nil {
-				r.log.Warn("reconcile: garbage assignment; resharding", "server", sv, "err", err)
-				r.setNecessary(ctx)
-				return nil
+	stale, err := reshard.FirstStale(ctx, r.rc, r.paths, servers, want)
+	switch {
+	case err != nil:
+		return err
+	case stale.Garbage != nil:
+		r.log.Warn("reconcile: garbage assignment; resharding", "server", stale.Server, "err", stale.Garbage)
+		r.setNecessary(ctx)
+	case stale.Server != "":
+		r.log.Info("reconcile: stored assignment is stale; flagging a reshard", "server", stale.Server, "have", stale.Have, "want", stale.Want)
+		if cfg.Failover {
+			if err := r.queueDeparted(ctx, servers); err != nil {
+				r.log.Warn("reconcile: queueing failover", "err", err)
 			}
 		}
-		if layout.FormatItems(have) != layout.FormatItems(want[sv]) {
-			r.log.Info("reconcile: stored assignment is stale; flagging a reshard", "server", sv, "have", have, "want", want[sv])
-			if cfg.Failover {
-				if err := r.queueDeparted(ctx, servers); err != nil {
-					r.log.Warn("reconcile: queueing failover", "err", err)
-				}
-			}
-			r.setNecessary(ctx)
-			return nil
-		}
+		r.setNecessary(ctx)
 	}
 	return nil
 }
 
 // checkPlacement flags a reshard when a placed job's stored assignment is
-// not valid for the servers online now: an item on a server that may not
-// hold it, an item held twice or by nobody, or items unplaced that may fit
-// now. A valid placement is left alone: it depends on the whole namespace,
-// so it is not recomputed here.
-func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers serverSet) error {
-	excluded, err := placement.ReadExcluded(ctx, r.rc)
-	if err != nil {
+// not valid for the servers online now (reshard.PlacementFault says why).
+func (r *runner) checkPlacement(ctx context.Context, cfg *spec, servers reshard.Servers) error {
+	why, err := reshard.PlacementFault(ctx, r.rc, r.paths, servers, cfg.ShardingTotalCount)
+	if err != nil || why == "" {
 		return err
-	}
-	may := map[string]bool{}
-	for _, sv := range excluded.Eligible(servers.online()) {
-		may[sv] = true
-	}
-	unplaced, err := placement.ReadItems(ctx, r.rc, r.paths.Unplaced())
-	if err != nil {
-		return err
-	}
-	why := ""
-	if len(unplaced) > 0 {
-		why = "items unplaced"
-	}
-	held := make([]int, cfg.ShardingTotalCount)
-	for _, it := range unplaced {
-		if it >= 0 && it < len(held) {
-			held[it]++
-		}
-	}
-	for _, sv := range servers.names() {
-		if !servers[sv][layout.Sharding] {
-			continue
-		}
-		items, err := placement.ReadItems(ctx, r.rc, r.paths.Flag(sv, layout.Sharding))
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			switch {
-			case it >= len(held):
-				why = "an item beyond the item count"
-			case !may[sv]:
-				why = "items on a server that may not hold them"
-			default:
-				held[it]++
-			}
-		}
-	}
-	for _, n := range held {
-		if n != 1 && why == "" {
-			why = "an item held twice or by nobody"
-		}
-	}
-	if why == "" {
-		return nil
 	}
 	r.log.Info("reconcile: flagging a reshard", "why", why)
 	if cfg.Failover {

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/placement"
-	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -24,16 +21,7 @@ import (
 // requestReshard flags a reshard and asks the leader for it at once (the
 // leader watches the flag's data).
 func (r *runner) requestReshard(ctx context.Context) error {
-	ops := r.paths.FlagReshardOps()
-	ops[0] = regcenter.CreateOp{Path: r.paths.Necessary(), Data: []byte(r.serverID())}
-	err := r.rc.Multi(ctx, ops...)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		_, err = r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1)
-	}
-	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return fmt.Errorf("requesting a reshard: %w", err)
-	}
-	return nil
+	return reshard.Request(ctx, r.rc, r.paths, r.serverID())
 }
 
 // coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
@@ -133,18 +121,18 @@ func (r *runner) reshard(ctx context.Context) error {
 	if _, err := r.rc.Create(ctx, r.paths.Processing(), []byte(r.serverID()), regcenter.Ephemeral); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
 		return fmt.Errorf("flag processing: %w", err)
 	}
-	servers, err := r.readServers(ctx)
+	servers, err := reshard.ReadServers(ctx, r.rc, r.paths)
 	if err != nil {
 		r.dropProcessing(ctx)
 		return err
 	}
-	fakes, err := r.fakeStatuses(ctx, servers)
+	fakes, err := reshard.FakeStatuses(ctx, r.rc, r.paths, servers, r.log)
 	if err != nil {
 		r.dropProcessing(ctx)
 		return err
 	}
 	cfg := r.config()
-	online := servers.online()
+	online := servers.Online()
 	// Departed instances' items are queued (and their assignments
 	// cleared) before the assignment is read, so that the reshard writes
 	// over what the queueing left and its entry in the load table says
@@ -185,7 +173,7 @@ func (r *runner) reshard(ctx context.Context) error {
 
 // placeRequest reads what the placer needs of this job (its assignment
 // now, its unplaced items) and builds its part of the transaction.
-func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet, online []string, fence regcenter.Op, fakes []string) (*placement.Request, error) {
+func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers reshard.Servers, online []string, fence regcenter.Op, fakes []string) (*placement.Request, error) {
 	req := &placement.Request{
 		Job: r.name, Total: cfg.ShardingTotalCount, Strategy: cfg.ShardingStrategy,
 		Servers: online, Current: map[string][]int{},
@@ -200,56 +188,12 @@ func (r *runner) placeRequest(ctx context.Context, cfg *spec, servers serverSet,
 		}
 		req.Named = strategy
 	}
-	read, err := r.readAssignment(ctx, servers)
+	read, err := reshard.ReadAssignment(ctx, r.rc, r.paths, servers)
 	if err != nil {
 		return nil, err
 	}
-	req.Current, req.Unplaced = read.current, read.unplaced
-	versions, unplacedVersion := read.versions, read.unplacedVersion
-	hadUnplaced := unplacedVersion >= 0
-	req.Ops = func(assign map[string][]int, unplaced []int) []regcenter.Op {
-		ops := []regcenter.Op{fence}
-		for _, p := range fakes {
-			ops = append(ops, regcenter.DeleteOp{Path: p, Version: -1})
-		}
-		for _, sv := range servers.names() {
-			kids := servers[sv]
-			shardPath := r.paths.Flag(sv, layout.Sharding)
-			if items, ok := assign[sv]; ok {
-				data := []byte(layout.FormatItems(items))
-				if kids[layout.Sharding] {
-					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: versions[sv]})
-				} else {
-					ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
-				}
-				continue
-			}
-			// Offline, disabled, draining. An offline server with nothing
-			// but its assignment is removed, so that entries of instances
-			// that are gone for good do not pile up.
-			onlyAssignment := len(kids) == 0 || (len(kids) == 1 && kids[layout.Sharding])
-			switch {
-			case !kids[layout.Status] && onlyAssignment:
-				if kids[layout.Sharding] {
-					ops = append(ops, regcenter.DeleteOp{Path: shardPath, Version: versions[sv]})
-				}
-				ops = append(ops, regcenter.DeleteOp{Path: r.paths.Server(sv), Version: -1})
-			case kids[layout.Sharding]:
-				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: versions[sv]})
-			}
-		}
-		switch data := []byte(layout.FormatItems(unplaced)); {
-		case len(unplaced) > 0 && hadUnplaced:
-			ops = append(ops, regcenter.SetOp{Path: r.paths.Unplaced(), Data: data, Version: unplacedVersion})
-		case len(unplaced) > 0:
-			ops = append(ops, regcenter.CreateOp{Path: r.paths.Unplaced(), Data: data})
-		case hadUnplaced:
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.Unplaced(), Version: unplacedVersion})
-		}
-		return append(ops,
-			regcenter.DeleteOp{Path: r.paths.Necessary(), Version: -1},
-			regcenter.DeleteOp{Path: r.paths.Processing(), Version: -1})
-	}
+	req.Current, req.Unplaced = read.Current, read.Unplaced
+	req.Ops = reshard.Ops(r.paths, servers, read, fence, fakes)
 	return req, nil
 }
 
@@ -280,69 +224,10 @@ func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.T
 	if since.IsZero() {
 		return time.Time{}
 	}
-	data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
-	errs := make([]error, len(items))
-	parallel.Each(len(items), reshardReads, func(i int) {
-		_, errs[i] = r.rc.Create(ctx, r.paths.ItemNode(items[i], layout.Misfire), data, regcenter.Persistent)
-		if errors.Is(errs[i], regcenter.ErrNodeExists) {
-			errs[i] = nil
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
+	if err := reshard.OweMisfires(ctx, r.rc, r.paths, items, since); err != nil {
 		r.log.Warn("recording the fires unplaced items miss; the next reshard records them again", "err", err)
 	}
 	return since
-}
-
-// assignmentRead is a job's assignment as its nodes say, with the
-// versions read.
-type assignmentRead struct {
-	current         map[string][]int // by server with a sharding node
-	versions        map[string]int32
-	unplaced        []int
-	unplacedVersion int32 // -1: no unplaced node
-}
-
-// readAssignment reads the sharding node of every server of servers that
-// has one, and the unplaced node. A server whose node went since servers
-// was read loses its layout.Sharding mark in servers.
-func (r *runner) readAssignment(ctx context.Context, servers serverSet) (assignmentRead, error) {
-	return readAssignment(ctx, r.rc, r.paths, servers)
-}
-
-func readAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, servers serverSet) (assignmentRead, error) {
-	out := assignmentRead{current: map[string][]int{}, versions: map[string]int32{}}
-	var withNode []string
-	for _, sv := range servers.names() {
-		if servers[sv][layout.Sharding] {
-			withNode = append(withNode, sv)
-		}
-	}
-	read := make([][]int, len(withNode))
-	readV := make([]int32, len(withNode))
-	errs := make([]error, len(withNode))
-	parallel.Each(len(withNode), reshardReads, func(i int) {
-		read[i], readV[i], errs[i] = placement.ReadItemsVersion(ctx, rc, paths.Flag(withNode[i], layout.Sharding))
-	})
-	for i, sv := range withNode {
-		items, v, err := read[i], readV[i], errs[i]
-		if err != nil {
-			return assignmentRead{}, err
-		}
-		if v < 0 {
-			// Gone since the server's children were read: the server
-			// has no assignment node to write over.
-			delete(servers[sv], layout.Sharding)
-			continue
-		}
-		out.current[sv], out.versions[sv] = items, v
-	}
-	var err error
-	out.unplaced, out.unplacedVersion, err = placement.ReadItemsVersion(ctx, rc, paths.Unplaced())
-	if err != nil {
-		return assignmentRead{}, err
-	}
-	return out, nil
 }
 
 // repairBooks makes this job's entry in the namespace's load table what
@@ -364,7 +249,7 @@ func (r *runner) repairBooks(ctx context.Context) error {
 		return ctx.Err()
 	}
 	defer func() { <-r.lead.sem }()
-	req, err := repairRequest(ctx, r.rc, r.name)
+	req, err := reshard.RepairRequest(ctx, r.rc, r.name)
 	if err != nil {
 		return err
 	}
@@ -372,40 +257,6 @@ func (r *runner) repairBooks(ctx context.Context) error {
 		return fmt.Errorf("repairing the load table's books: %w", err)
 	}
 	return nil
-}
-
-// repairRequest reads job's assignment nodes and what fences a repair of
-// its entry on them (see repairBooks).
-func repairRequest(ctx context.Context, rc regcenter.Center, job string) (*placement.Request, error) {
-	paths := layout.Job(job)
-	_, epoch, err := rc.Get(ctx, paths.ShardingEpoch())
-	if err != nil {
-		return nil, err
-	}
-	flagged, flag, err := rc.Exists(ctx, paths.Necessary())
-	if err != nil {
-		return nil, err
-	}
-	servers, err := readServers(ctx, rc, paths)
-	if err != nil {
-		return nil, err
-	}
-	read, err := readAssignment(ctx, rc, paths, servers)
-	if err != nil {
-		return nil, err
-	}
-	fence := []regcenter.Op{regcenter.CheckOp{Path: paths.ShardingEpoch(), Version: epoch.Version}}
-	if flagged {
-		fence = append(fence, regcenter.CheckOp{Path: paths.Necessary(), Version: flag.Version})
-	}
-	for _, sv := range slices.Sorted(maps.Keys(read.versions)) {
-		fence = append(fence, regcenter.CheckOp{Path: paths.Flag(sv, layout.Sharding), Version: read.versions[sv]})
-	}
-	if read.unplacedVersion >= 0 {
-		fence = append(fence, regcenter.CheckOp{Path: paths.Unplaced(), Version: read.unplacedVersion})
-	}
-	return &placement.Request{Job: job, Repair: true, Current: read.current, Unplaced: read.unplaced,
-		Ops: func(map[string][]int, []int) []regcenter.Op { return fence }}, nil
 }
 
 // repairBooksWhileLive is repairBooks for the leader's and the reconcile
@@ -420,103 +271,8 @@ func (r *runner) repairBooksWhileLive(ctx context.Context) error {
 	return nil
 }
 
-// fakeStatuses finds status nodes that no instance holds — persistent ones:
-// an instance's status is always ephemeral — marks their servers offline in
-// servers, and returns their paths for the reshard to delete. Left alone,
-// such a node makes a server look online forever and its items never run.
-func (r *runner) fakeStatuses(ctx context.Context, servers serverSet) ([]string, error) {
-	var fakes, withStatus []string
-	for _, sv := range servers.names() {
-		if servers[sv][layout.Status] {
-			withStatus = append(withStatus, sv)
-		}
-	}
-	found := make([]bool, len(withStatus))
-	stats := make([]regcenter.Stat, len(withStatus))
-	errs := make([]error, len(withStatus))
-	parallel.Each(len(withStatus), reshardReads, func(i int) {
-		found[i], stats[i], errs[i] = r.rc.Exists(ctx, r.paths.Flag(withStatus[i], layout.Status))
-	})
-	for i, sv := range withStatus {
-		p := r.paths.Flag(sv, layout.Status)
-		ok, st, err := found[i], stats[i], errs[i]
-		if err != nil {
-			return nil, err
-		}
-		if ok && st.EphemeralOwner == 0 {
-			r.log.Warn("persistent status node: not an instance's; the server is treated as offline and the node removed", "server", sv, "node", p)
-			delete(servers[sv], layout.Status)
-			fakes = append(fakes, p)
-		}
-	}
-	return fakes, nil
-}
-
 func (r *runner) dropProcessing(ctx context.Context) {
 	if err := r.rc.Delete(ctx, r.paths.Processing(), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		r.log.Warn("removing processing flag", "err", err)
 	}
 }
-
-// serverSet maps each server id to the set of its child nodes.
-type serverSet map[string]map[string]bool
-
-func (s serverSet) names() []string {
-	out := make([]string, 0, len(s))
-	for k := range s {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// online lists servers with a live status and no disabled flag, sorted.
-func (s serverSet) online() []string {
-	var out []string
-	for _, sv := range s.names() {
-		if kids := s[sv]; kids[layout.Status] && !kids[layout.Disabled] {
-			out = append(out, sv)
-		}
-	}
-	return out
-}
-
-func (r *runner) readServers(ctx context.Context) (serverSet, error) {
-	return readServers(ctx, r.rc, r.paths)
-}
-
-// readServers reads a job's servers and the children of each.
-func readServers(ctx context.Context, rc regcenter.Center, paths layout.Job) (serverSet, error) {
-	names, err := rc.Children(ctx, paths.Servers())
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return serverSet{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	// The reads go out together (pipelined on the one connection): with
-	// a hundred servers, one at a time was most of a reshard.
-	kids := make([][]string, len(names))
-	errs := make([]error, len(names))
-	parallel.Each(len(names), reshardReads, func(i int) {
-		kids[i], errs[i] = rc.Children(ctx, paths.Server(names[i]))
-	})
-	out := serverSet{}
-	for i, sv := range names {
-		if errors.Is(errs[i], regcenter.ErrNoNode) {
-			continue
-		}
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		set := map[string]bool{}
-		for _, k := range kids[i] {
-			set[k] = true
-		}
-		out[sv] = set
-	}
-	return out, nil
-}
-
-// reshardReads bounds the reads a reshard has in flight at once.
-const reshardReads = 64

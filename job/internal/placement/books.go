@@ -43,7 +43,7 @@ func scanTable(ctx context.Context, rc regcenter.Center) (Table, error) {
 // by whoever made it (job's repairBooks); this pass is for a change whose
 // repair was lost (a process that died between the two) in a job nobody
 // leads any more. In the steady state it costs three reads. A stale
-// entry's repair is read by repair (job's repairRequest) and committed
+// entry's repair is read by repair (reshard.RepairRequest) and committed
 // through p.
 func ReviewBooks(ctx context.Context, rc regcenter.Center, p *Placer, repair func(context.Context, regcenter.Center, string) (*Request, error)) error {
 	data, st, err := rc.Get(ctx, layout.Placement)
