@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/schedule"
@@ -211,8 +209,8 @@ func (s *Scheduler) noteAwaited() {
 
 // sameSchedule reports whether a and b have the same fires before
 // jitter: a dependent's fire is matched to its parents' fires by the
-// schedule's time before each job's jitter (nominalFire), so the jitters
-// may differ.
+// schedule's time before each job's jitter (schedule.NominalFire), so
+// the jitters may differ.
 func sameSchedule(a, b Config) bool {
 	a.Jitter, b.Jitter = 0, 0
 	return a.Cron == b.Cron && a.TimeZone == b.TimeZone && sameCalendar(a, b)
@@ -241,32 +239,6 @@ func scheduleDifference(parent, dependent Config) string {
 		}
 	}
 	return "the same fields, other fires"
-}
-
-// nominalFire is the time before jitter of at, a fire of sched: the
-// schedule's own time, the one a dependent and its parents share.
-func nominalFire(sched cron.Schedule, at time.Time) time.Time {
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok || cs.Jitter() <= 0 {
-		return at
-	}
-	// A fire's delay is less than jitter: its nominal time is within
-	// jitter before it.
-	for n := cs.NextNominal(at.Add(-cs.Jitter() - time.Nanosecond)); !n.IsZero() && !n.After(at); n = cs.NextNominal(n) {
-		if n.Add(cs.Delay(n)).Equal(at) {
-			return n
-		}
-	}
-	return at
-}
-
-// jitteredFire is the fire of sched whose time before jitter is n.
-func jitteredFire(sched cron.Schedule, n time.Time) time.Time {
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok || cs.Jitter() <= 0 {
-		return n
-	}
-	return n.Add(cs.Delay(n))
 }
 
 // fireText prints a fire's time to the millisecond, jitter applied: fire
@@ -306,7 +278,7 @@ func (r *runner) awaitParents(f *fire) error {
 	defer cancel()
 	// Each parent's fires are its own jittered times of the same nominal
 	// fires.
-	nFirst, nLast := nominalFire(sched, first), nominalFire(sched, last)
+	nFirst, nLast := schedule.NominalFire(sched, first), schedule.NominalFire(sched, last)
 	for {
 		done, err := r.parentsDone(ctx, parents, nFirst, nLast)
 		if done {
@@ -342,7 +314,7 @@ func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLas
 		if err != nil {
 			return true, fmt.Errorf("%w: parent %q: %w", ErrParentFailed, p, err)
 		}
-		first, last := jitteredFire(sched, nFirst), jitteredFire(sched, nLast)
+		first, last := schedule.JitteredFire(sched, nFirst), schedule.JitteredFire(sched, nLast)
 		n := pcfg.ShardingTotalCount
 		marks := make([]stored.Completed, n)
 		found := make([]bool, n)
