@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
@@ -57,16 +57,7 @@ const lastFireParentWait = time.Hour
 var ErrParentFailed = errors.New("job: a parent job's fire did not succeed")
 
 // parents returns the names in c.After.
-func (c Config) parents() []string {
-	if strings.TrimSpace(c.After) == "" {
-		return nil
-	}
-	var out []string
-	for p := range strings.SplitSeq(c.After, ",") {
-		out = append(out, strings.TrimSpace(p))
-	}
-	return out
-}
+func (c Config) parents() []string { return deps.Parents(c.After) }
 
 // afterProblems checks c's own dependency fields (the graph is checked
 // with the other jobs: dependencyProblems).
@@ -109,66 +100,31 @@ func (c Config) afterProblems(add func(key string, kind error, subject, detail s
 // dependencyProblems checks the dependencies among cfgs, the jobs of one
 // scheduler or one file: every parent is one of them, monitored, and
 // fires on the same schedule as its dependent; no job depends on itself
-// through others (the cycle is named).
+// through others (the cycle is named). The graph is deps.Check's; what a
+// parent must be for its dependent is judged here, on their configs.
 func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error {
-	byName := make(map[string]Config, len(cfgs))
-	for _, c := range cfgs {
-		byName[c.Name] = c
+	nodes := make([]deps.Node, len(cfgs))
+	for i, c := range cfgs {
+		nodes[i] = deps.Node{Name: c.Name, Parents: c.parents()}
+	}
+	edge := func(dependent, parent int) string {
+		c, pc := cfgs[dependent], cfgs[parent]
+		switch {
+		case pc.Unmonitored:
+			return fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", pc.Name)
+		case pc.RecordInterval > 0:
+			return fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", pc.Name, pc.RecordInterval)
+		case !sameSchedule(c, pc):
+			return fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
+				pc.Name, scheduleDifference(pc, c))
+		}
+		return ""
 	}
 	var errs []error
-	bad := func(c Config, detail string) {
+	for _, p := range deps.Check(nodes, edge) {
+		c := cfgs[p.Node]
 		errs = append(errs, &configError{place: placeOf(c.Name), key: "after", kind: ErrInvalidConfig,
-			subject: "after " + quoteShort(c.After), detail: detail})
-	}
-	for _, c := range cfgs {
-		for _, p := range c.parents() {
-			pc, ok := byName[p]
-			switch {
-			case !ok:
-				bad(c, fmt.Sprintf("no job %q here: a parent must be defined with its dependents", p))
-			case pc.Unmonitored:
-				bad(c, fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", p))
-			case pc.RecordInterval > 0:
-				bad(c, fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", p, pc.RecordInterval))
-			case !sameSchedule(c, pc):
-				bad(c, fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
-					p, scheduleDifference(pc, c)))
-			}
-		}
-	}
-	// Cycles, each reported once, from its first job in name order.
-	state := map[string]int{} // 0 unseen, 1 on the path, 2 done
-	var path []string
-	var visit func(name string)
-	visit = func(name string) {
-		state[name] = 1
-		path = append(path, name)
-		for _, p := range byName[name].parents() {
-			if _, ok := byName[p]; !ok {
-				continue
-			}
-			switch state[p] {
-			case 0:
-				visit(p)
-			case 1:
-				i := slices.Index(path, p)
-				cycle := append(slices.Clone(path[i:]), p)
-				slices.Reverse(cycle) // parent before dependent
-				bad(byName[p], "a cycle: "+strings.Join(cycle, " → "))
-			}
-		}
-		path = path[:len(path)-1]
-		state[name] = 2
-	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if state[n] == 0 {
-			visit(n)
-		}
+			subject: "after " + quoteShort(c.After), detail: p.Detail})
 	}
 	return errs
 }
