@@ -1,18 +1,13 @@
 package job
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/schedule"
-	"github.com/shardjob/shardjob/job/internal/stored"
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Dependencies between jobs (Config.After): a dependent job fires on its
@@ -42,9 +37,6 @@ const (
 
 // MaxParents bounds the jobs one job may run after.
 const MaxParents = 16
-
-// parentPoll is how often a waiting run reads its parents' records.
-const parentPoll = 100 * time.Millisecond
 
 // lastFireParentWait bounds the wait for the parents of a job's last fire
 // (a calendar's limit or end), which has no next fire to wait until, when
@@ -197,10 +189,6 @@ func scheduleDifference(parent, dependent Config) string {
 	return "the same fields, other fires"
 }
 
-// fireText prints a fire's time to the millisecond, jitter applied: fire
-// times are kept in milliseconds, and whole seconds hide a jitter.
-func fireText(at time.Time) string { return at.Format("2006-01-02T15:04:05.000Z07:00") }
-
 // awaitParents waits until every parent of f's job has completed, on every
 // item, every fire f's runs stand for (from the earliest of its items'
 // fires through the latest), or until the job's AfterTimeout (by default
@@ -230,83 +218,26 @@ func (r *runner) awaitParents(f *fire) error {
 			wait = max(time.Second, next.Sub(r.s.opts.now()))
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
-	defer cancel()
-	// Each parent's fires are its own jittered times of the same nominal
-	// fires.
-	nFirst, nLast := schedule.NominalFire(sched, first), schedule.NominalFire(sched, last)
-	for {
-		done, err := r.parentsDone(ctx, parents, nFirst, nLast)
-		if done {
-			return err
-		}
-		if err != nil && ctx.Err() == nil {
-			r.log.Debug("reading the parents' records", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			if context.Cause(ctx) == context.DeadlineExceeded || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%w: %s had not completed the fire of %s (this job's fire %s) on every item within %v",
-					ErrParentFailed, strings.Join(parents, ", "), fireText(nFirst), fireText(first), wait)
-			}
-			return fmt.Errorf("%w: stopped waiting for %s: %w", ErrParentFailed, strings.Join(parents, ", "), context.Cause(ctx))
-		case <-time.After(parentPoll):
-		}
-	}
-}
-
-// parentsDone reads every parent's completion records once: done when
-// every item of every parent covers its fires of the nominal times first
-// through last; err then says which parent's run failed, if one did.
-func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLast time.Time) (bool, error) {
-	var failed error
-	for _, p := range parents {
-		pr := r.s.runner(p)
+	parent := func(name string) (deps.Parent, error) {
+		pr := r.s.runner(name)
 		if pr == nil {
-			return true, fmt.Errorf("%w: parent %q is not added on this scheduler", ErrParentFailed, p)
+			return deps.Parent{}, fmt.Errorf("parent %q is not added on this scheduler", name)
 		}
 		pcfg := pr.config()
-		sched, _, err := pcfg.Schedule()
+		psched, _, err := pcfg.Schedule()
 		if err != nil {
-			return true, fmt.Errorf("%w: parent %q: %w", ErrParentFailed, p, err)
+			return deps.Parent{}, fmt.Errorf("parent %q: %w", name, err)
 		}
-		first, last := schedule.JitteredFire(sched, nFirst), schedule.JitteredFire(sched, nLast)
-		n := pcfg.ShardingTotalCount
-		marks := make([]stored.Completed, n)
-		found := make([]bool, n)
-		errs := make([]error, n)
-		parallel.Each(n, 32, func(i int) {
-			data, _, err := r.rc.Get(ctx, pr.paths.ItemNode(i, layout.Completed))
-			if errors.Is(err, regcenter.ErrNoNode) {
-				return
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			m, err := stored.DecodeCompleted(data)
-			found[i], marks[i] = err == nil, m
-		})
-		if err := errors.Join(errs...); err != nil {
-			return false, err
-		}
-		for i := range n {
-			if !found[i] {
-				return false, nil
-			}
-			c := marks[i].Cover()
-			// Zero: covered through the schedule's last fire.
-			if u := c.UncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
-				return false, nil // a fire of the range not run yet on item i
-			}
-			// The result of the fires waited for, not of the latest run:
-			// later fires may have run since.
-			if at, msg := marks[i].Failure(first, last); msg != "" && failed == nil {
-				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(at), msg)
-			}
-		}
+		return deps.Parent{Paths: pr.paths, Items: pcfg.ShardingTotalCount, Schedule: psched}, nil
 	}
-	return true, failed
+	// Each parent's fires are its own jittered times of the same nominal
+	// fires.
+	err = deps.Await(r.runContext(f.sess), r.rc, r.log, deps.Wait{Parents: parents, Parent: parent,
+		First: schedule.NominalFire(sched, first), Last: schedule.NominalFire(sched, last), Fire: first, Timeout: wait})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrParentFailed, err)
+	}
+	return nil
 }
 
 // skipForParents completes f's items without running them, each as a
