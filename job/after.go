@@ -1,20 +1,13 @@
 package job
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/schedule"
-	"github.com/shardjob/shardjob/job/internal/stored"
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Dependencies between jobs (Config.After): a dependent job fires on its
@@ -45,9 +38,6 @@ const (
 // MaxParents bounds the jobs one job may run after.
 const MaxParents = 16
 
-// parentPoll is how often a waiting run reads its parents' records.
-const parentPoll = 100 * time.Millisecond
-
 // lastFireParentWait bounds the wait for the parents of a job's last fire
 // (a calendar's limit or end), which has no next fire to wait until, when
 // AfterTimeout is 0.
@@ -59,16 +49,7 @@ const lastFireParentWait = time.Hour
 var ErrParentFailed = errors.New("job: a parent job's fire did not succeed")
 
 // parents returns the names in c.After.
-func (c Config) parents() []string {
-	if strings.TrimSpace(c.After) == "" {
-		return nil
-	}
-	var out []string
-	for p := range strings.SplitSeq(c.After, ",") {
-		out = append(out, strings.TrimSpace(p))
-	}
-	return out
-}
+func (c Config) parents() []string { return deps.Parents(c.After) }
 
 // afterProblems checks c's own dependency fields (the graph is checked
 // with the other jobs: dependencyProblems).
@@ -111,66 +92,31 @@ func (c Config) afterProblems(add func(key string, kind error, subject, detail s
 // dependencyProblems checks the dependencies among cfgs, the jobs of one
 // scheduler or one file: every parent is one of them, monitored, and
 // fires on the same schedule as its dependent; no job depends on itself
-// through others (the cycle is named).
+// through others (the cycle is named). The graph is deps.Check's; what a
+// parent must be for its dependent is judged here, on their configs.
 func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error {
-	byName := make(map[string]Config, len(cfgs))
-	for _, c := range cfgs {
-		byName[c.Name] = c
+	nodes := make([]deps.Node, len(cfgs))
+	for i, c := range cfgs {
+		nodes[i] = deps.Node{Name: c.Name, Parents: c.parents()}
+	}
+	edge := func(dependent, parent int) string {
+		c, pc := cfgs[dependent], cfgs[parent]
+		switch {
+		case pc.Unmonitored:
+			return fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", pc.Name)
+		case pc.RecordInterval > 0:
+			return fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", pc.Name, pc.RecordInterval)
+		case !sameSchedule(c, pc):
+			return fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
+				pc.Name, scheduleDifference(pc, c))
+		}
+		return ""
 	}
 	var errs []error
-	bad := func(c Config, detail string) {
+	for _, p := range deps.Check(nodes, edge) {
+		c := cfgs[p.Node]
 		errs = append(errs, &configError{place: placeOf(c.Name), key: "after", kind: ErrInvalidConfig,
-			subject: "after " + quoteShort(c.After), detail: detail})
-	}
-	for _, c := range cfgs {
-		for _, p := range c.parents() {
-			pc, ok := byName[p]
-			switch {
-			case !ok:
-				bad(c, fmt.Sprintf("no job %q here: a parent must be defined with its dependents", p))
-			case pc.Unmonitored:
-				bad(c, fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", p))
-			case pc.RecordInterval > 0:
-				bad(c, fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", p, pc.RecordInterval))
-			case !sameSchedule(c, pc):
-				bad(c, fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
-					p, scheduleDifference(pc, c)))
-			}
-		}
-	}
-	// Cycles, each reported once, from its first job in name order.
-	state := map[string]int{} // 0 unseen, 1 on the path, 2 done
-	var path []string
-	var visit func(name string)
-	visit = func(name string) {
-		state[name] = 1
-		path = append(path, name)
-		for _, p := range byName[name].parents() {
-			if _, ok := byName[p]; !ok {
-				continue
-			}
-			switch state[p] {
-			case 0:
-				visit(p)
-			case 1:
-				i := slices.Index(path, p)
-				cycle := append(slices.Clone(path[i:]), p)
-				slices.Reverse(cycle) // parent before dependent
-				bad(byName[p], "a cycle: "+strings.Join(cycle, " → "))
-			}
-		}
-		path = path[:len(path)-1]
-		state[name] = 2
-	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if state[n] == 0 {
-			visit(n)
-		}
+			subject: "after " + quoteShort(c.After), detail: p.Detail})
 	}
 	return errs
 }
@@ -211,8 +157,8 @@ func (s *Scheduler) noteAwaited() {
 
 // sameSchedule reports whether a and b have the same fires before
 // jitter: a dependent's fire is matched to its parents' fires by the
-// schedule's time before each job's jitter (nominalFire), so the jitters
-// may differ.
+// schedule's time before each job's jitter (schedule.NominalFire), so
+// the jitters may differ.
 func sameSchedule(a, b Config) bool {
 	a.Jitter, b.Jitter = 0, 0
 	return a.Cron == b.Cron && a.TimeZone == b.TimeZone && sameCalendar(a, b)
@@ -243,36 +189,6 @@ func scheduleDifference(parent, dependent Config) string {
 	return "the same fields, other fires"
 }
 
-// nominalFire is the time before jitter of at, a fire of sched: the
-// schedule's own time, the one a dependent and its parents share.
-func nominalFire(sched cron.Schedule, at time.Time) time.Time {
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok || cs.Jitter() <= 0 {
-		return at
-	}
-	// A fire's delay is less than jitter: its nominal time is within
-	// jitter before it.
-	for n := cs.NextNominal(at.Add(-cs.Jitter() - time.Nanosecond)); !n.IsZero() && !n.After(at); n = cs.NextNominal(n) {
-		if n.Add(cs.Delay(n)).Equal(at) {
-			return n
-		}
-	}
-	return at
-}
-
-// jitteredFire is the fire of sched whose time before jitter is n.
-func jitteredFire(sched cron.Schedule, n time.Time) time.Time {
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok || cs.Jitter() <= 0 {
-		return n
-	}
-	return n.Add(cs.Delay(n))
-}
-
-// fireText prints a fire's time to the millisecond, jitter applied: fire
-// times are kept in milliseconds, and whole seconds hide a jitter.
-func fireText(at time.Time) string { return at.Format("2006-01-02T15:04:05.000Z07:00") }
-
 // awaitParents waits until every parent of f's job has completed, on every
 // item, every fire f's runs stand for (from the earliest of its items'
 // fires through the latest), or until the job's AfterTimeout (by default
@@ -302,83 +218,26 @@ func (r *runner) awaitParents(f *fire) error {
 			wait = max(time.Second, next.Sub(r.s.opts.now()))
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.runContext(f.sess), wait)
-	defer cancel()
-	// Each parent's fires are its own jittered times of the same nominal
-	// fires.
-	nFirst, nLast := nominalFire(sched, first), nominalFire(sched, last)
-	for {
-		done, err := r.parentsDone(ctx, parents, nFirst, nLast)
-		if done {
-			return err
-		}
-		if err != nil && ctx.Err() == nil {
-			r.log.Debug("reading the parents' records", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			if context.Cause(ctx) == context.DeadlineExceeded || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%w: %s had not completed the fire of %s (this job's fire %s) on every item within %v",
-					ErrParentFailed, strings.Join(parents, ", "), fireText(nFirst), fireText(first), wait)
-			}
-			return fmt.Errorf("%w: stopped waiting for %s: %w", ErrParentFailed, strings.Join(parents, ", "), context.Cause(ctx))
-		case <-time.After(parentPoll):
-		}
-	}
-}
-
-// parentsDone reads every parent's completion records once: done when
-// every item of every parent covers its fires of the nominal times first
-// through last; err then says which parent's run failed, if one did.
-func (r *runner) parentsDone(ctx context.Context, parents []string, nFirst, nLast time.Time) (bool, error) {
-	var failed error
-	for _, p := range parents {
-		pr := r.s.runner(p)
+	parent := func(name string) (deps.Parent, error) {
+		pr := r.s.runner(name)
 		if pr == nil {
-			return true, fmt.Errorf("%w: parent %q is not added on this scheduler", ErrParentFailed, p)
+			return deps.Parent{}, fmt.Errorf("parent %q is not added on this scheduler", name)
 		}
 		pcfg := pr.config()
-		sched, _, err := pcfg.Schedule()
+		psched, _, err := pcfg.Schedule()
 		if err != nil {
-			return true, fmt.Errorf("%w: parent %q: %w", ErrParentFailed, p, err)
+			return deps.Parent{}, fmt.Errorf("parent %q: %w", name, err)
 		}
-		first, last := jitteredFire(sched, nFirst), jitteredFire(sched, nLast)
-		n := pcfg.ShardingTotalCount
-		marks := make([]stored.Completed, n)
-		found := make([]bool, n)
-		errs := make([]error, n)
-		parallel.Each(n, 32, func(i int) {
-			data, _, err := r.rc.Get(ctx, pr.paths.ItemNode(i, layout.Completed))
-			if errors.Is(err, regcenter.ErrNoNode) {
-				return
-			}
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			m, err := stored.DecodeCompleted(data)
-			found[i], marks[i] = err == nil, m
-		})
-		if err := errors.Join(errs...); err != nil {
-			return false, err
-		}
-		for i := range n {
-			if !found[i] {
-				return false, nil
-			}
-			c := marks[i].Cover()
-			// Zero: covered through the schedule's last fire.
-			if u := c.UncoveredFrom(sched, first); !u.IsZero() && !u.After(last) {
-				return false, nil // a fire of the range not run yet on item i
-			}
-			// The result of the fires waited for, not of the latest run:
-			// later fires may have run since.
-			if at, msg := marks[i].Failure(first, last); msg != "" && failed == nil {
-				failed = fmt.Errorf("%w: %s item %d, fire %s: %s", ErrParentFailed, p, i, fireText(at), msg)
-			}
-		}
+		return deps.Parent{Paths: pr.paths, Items: pcfg.ShardingTotalCount, Schedule: psched}, nil
 	}
-	return true, failed
+	// Each parent's fires are its own jittered times of the same nominal
+	// fires.
+	err = deps.Await(r.runContext(f.sess), r.rc, r.log, deps.Wait{Parents: parents, Parent: parent,
+		First: schedule.NominalFire(sched, first), Last: schedule.NominalFire(sched, last), Fire: first, Timeout: wait})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrParentFailed, err)
+	}
+	return nil
 }
 
 // skipForParents completes f's items without running them, each as a

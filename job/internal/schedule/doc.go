@@ -19,6 +19,9 @@
 //     work within HorizonYears, and whose jitter every instance computes
 //     the same (Delay); NeverFires, a calendar that leaves its cron no
 //     fire;
+//   - a fire's time before jitter (nominal.go): NominalFire and its
+//     inverse JitteredFire, by which a dependent job's fire is matched to
+//     its parents' fires of the same nominal time, whatever their jitters;
 //   - the calendar's times and counts (times.go): ParseTime, the times a
 //     document writes; CountFires, a bounded count of a schedule's fires.
 //
