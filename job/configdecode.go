@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -271,18 +270,8 @@ func findConfigField(key string) (configField, bool) {
 	return configField{}, false
 }
 
-// nodeString decodes a scalar as a string. Numbers and booleans are taken
-// as written; null is an error.
-func nodeString(n *yaml.Node, out *string) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a string, got %s", yamldoc.KindName(n))
-	}
-	if n.ShortTag() == "!!null" {
-		return errors.New(`has no value (write "" for an empty string)`)
-	}
-	return n.Decode(out)
-}
+// nodeString decodes a scalar as a string (yamldoc.String).
+func nodeString(n *yaml.Node, out *string) error { return yamldoc.String(n, out) }
 
 // nodeCalendarTime checks that a calendar time's value is a string; it is
 // read once the job's time zone is known (decodeCalendarTime).

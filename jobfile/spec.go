@@ -2,7 +2,6 @@ package jobfile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,15 +225,5 @@ func (s *Spec) check(lines map[string]int) []*problem {
 	return errs
 }
 
-// nodeString decodes a scalar as a string, as job's decoder does: numbers
-// and booleans are taken as written; null is an error.
-func nodeString(n *yaml.Node, out *string) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("must be a string, got %s", yamldoc.KindName(n))
-	}
-	if n.ShortTag() == "!!null" {
-		return errors.New(`has no value (write "" for an empty string)`)
-	}
-	return n.Decode(out)
-}
+// nodeString decodes a scalar as a string (yamldoc.String).
+func nodeString(n *yaml.Node, out *string) error { return yamldoc.String(n, out) }

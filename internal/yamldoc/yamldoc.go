@@ -286,3 +286,17 @@ func QuoteShort(s string) string {
 	}
 	return fmt.Sprintf("%s… (%s bytes)", strconv.Quote(s[:cut]), GroupDigits(len(s)))
 }
+
+// String decodes a scalar as a string, as job's and jobfile's decoders
+// both do: numbers and booleans are taken as written; null and anything
+// but a scalar are errors.
+func String(n *yaml.Node, out *string) error {
+	n = Resolve(n)
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("must be a string, got %s", KindName(n))
+	}
+	if n.ShortTag() == "!!null" {
+		return errors.New(`has no value (write "" for an empty string)`)
+	}
+	return n.Decode(out)
+}
