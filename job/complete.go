@@ -147,7 +147,7 @@ type completion struct {
 	journalled bool
 	// nodeJournal is the journal each item's completed node named when
 	// unfence read it; journals the journal each batch entry's record
-	// names as written (by index).
+	// names as written (by index; nil while none names one).
 	nodeJournal map[int]string
 	journals    []string
 }
@@ -427,7 +427,10 @@ func (r *runner) paid(cfg *spec, c *completion) {
 			if at.IsZero() {
 				at = r.s.opts.now()
 			}
-			j := c.journals[i]
+			var j string
+			if c.journals != nil {
+				j = c.journals[i]
+			}
 			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: j, Foreign: r.foreignJournal(j)}, at)
 		} else {
 			r.records.Seen(res.item, true)
@@ -436,15 +439,25 @@ func (r *runner) paid(cfg *spec, c *completion) {
 	})
 }
 
+// noteJournal keeps the journal batch entry i's record names as written,
+// made only when one names a journal: a steady fire's records, deferred,
+// need no slice.
+func (c *completion) noteJournal(i int, journal string) {
+	if c.journals == nil {
+		if journal == "" {
+			return
+		}
+		c.journals = make([]string, len(c.batch))
+	}
+	c.journals[i] = journal
+}
+
 // completionOps builds the completion transaction in c.ops, led by the
 // fence while fenced (see add), each operation's target beside it; none,
 // not even the fence, when there is nothing to write.
 func (r *runner) completionOps(cfg *spec, c *completion) {
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	clear(c.deferred)
-	if len(c.journals) != len(c.batch) {
-		c.journals = make([]string, len(c.batch))
-	}
 	for i, b := range c.batch {
 		delete(c.wrote, b.item)
 		if !c.skipRunning[b.item] && !c.keep[b.item] {
@@ -487,7 +500,6 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				nodeJournal = b.prior.Journal
 			}
 			mark.Journal = r.recordJournal(c.keep[b.item], c.journalled, nodeJournal)
-			c.journals[i] = mark.Journal
 			if !upTo.Equal(b.fire) {
 				mark.Since = b.fire.UnixMilli()
 			}
@@ -510,6 +522,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 				c.deferred[i] = mark // its cover is c.recorded[i]
 				continue
 			}
+			c.noteJournal(i, mark.Journal)
 			mark.Fire, mark.Ran = rec.Through().UnixMilli(), rec.Ran()
 			data := mark.Marshal()
 			p := r.paths.ItemNode(b.item, layout.Completed)
