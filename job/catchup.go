@@ -25,7 +25,7 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
 	release := r.order.hold()
-	at := r.cache.takeIdlePass()
+	at := r.cache.TakeIdlePass()
 	if at.IsZero() || r.flags.paused.Load() {
 		release()
 		return

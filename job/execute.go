@@ -155,7 +155,7 @@ func (r *runner) markAndRun(f *fire) {
 // finds every item's mark held here under a live session: marking would
 // send nothing (hold.go), so it is not called, nor its context made.
 func (r *runner) allHeld(f *fire) bool {
-	return f.kind == KindFire && len(f.known) == 0 && f.sess.Check() == nil && r.holds.holdsAll(f.sess, f.items)
+	return f.kind == KindFire && len(f.known) == 0 && f.sess.Check() == nil && r.holds.HoldsAll(f.sess, f.items)
 }
 
 // startRuns starts the runs of f's items, reserved (and, monitored, marked

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -80,7 +81,7 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 		}
 	}
 	defer reserved()
-	r.cache.passIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
+	r.cache.PassIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
 	if !ok {
 		if !r.book.Stopping() {
@@ -112,7 +113,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// fire still holds the fire order for the fresh read.
 		if a, ok := r.cachedAssignment(sess); ok {
 			unmonitored := r.config().Unmonitored
-			if a.watched && len(a.items) > 0 && (unmonitored || r.holds.holdsAll(sess, a.items)) {
+			if a.Watched && len(a.Items) > 0 && (unmonitored || r.holds.HoldsAll(sess, a.Items)) {
 				// The watches say nothing changed, and the fire marks
 				// nothing: the job writes nothing per fire, or this
 				// instance holds every item's mark (hold.go). It runs
@@ -121,14 +122,14 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.runOwed(sess)
 				return
 			}
-			if a.watched && len(a.items) == 0 && (unmonitored || !r.elect.IsLeader()) {
+			if a.Watched && len(a.Items) == 0 && (unmonitored || !r.elect.IsLeader()) {
 				// Nothing held, and the watch says nothing changed. (A
 				// monitored job's leader proves as before: its failed
 				// proof is what reshards when a reshard is due; an
 				// unmonitored job's watches the epoch for that.) A reshard
 				// committed after this pass gives the fire back
 				// (catchUpIdle).
-				r.cache.passIdle(at)
+				r.cache.PassIdle(at)
 				reserved()
 				r.runOwed(sess)
 				return
@@ -144,14 +145,14 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		r.book.NoteSuspendedMiss(at)
 		return
 	}
-	items := a.items
+	items := a.Items
 	if kind == KindFire {
 		// What was just read is proved too, when it can be, by the first
 		// marking transaction: a reshard between the read and the marks
 		// would otherwise have this fire mark items now another
 		// instance's, which holds their marks (hold.go), and owe each of
 		// them, one failed transaction at a time.
-		for attempt := 0; a.epoch >= -1 && len(a.items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
+		for attempt := 0; a.Epoch >= -1 && len(a.Items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
 			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}
@@ -181,7 +182,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 // and reports true when that ends the fire: it ran, or could not be proved
 // for another reason than a moved assignment (it is then owed). On false
 // the assignment moved: nothing ran, and the caller reads it again.
-func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assigned, reserved func()) bool {
+func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Assignment, reserved func()) bool {
 	err := r.fireItems(sess, at, a, reserved, true)
 	switch {
 	case err == nil:
@@ -204,31 +205,31 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assigned, 
 // becomes free meanwhile cannot be taken as a plain fire with its debt left
 // behind.
 //
-// With prove, a is an assumption (see assigned) and this fire's first
+// With prove, a is an assumption (see assume.Assignment) and this fire's first
 // transaction proves it: the marks of the plain items carry the checks, or
 // the checks go alone when there is nothing to mark. Until it is proved
 // nothing starts, and if it fails everything reserved is put back and
 // errAssignmentMoved returned, for the caller to read the assignment and
 // fire again; reserved is then not called. Without prove it returns nil.
-func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assigned, reserved func(), prove bool) error {
+func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assignment, reserved func(), prove bool) error {
 	cfg := r.config()
-	heldBefore := r.cache.held()
+	heldBefore := r.cache.Held()
 	gaps, fresh := r.inheritedGaps(sess, at, a)
 	ran, known, unrecorded := r.ranBefore(cfg, at, fresh)
 	if len(ran) > 0 {
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
-	res := r.book.ReserveFire(cfg.book, a.items, at, gaps, ran, r.flags.disabledItems())
+	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.disabledItems())
 	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.Plain, known: known, unrecorded: unrecorded}
 	if prove {
-		checks := a.proof
+		checks := a.Proof
 		if checks == nil {
-			checks = a.checks(r.paths, r.serverID())
+			checks = a.Checks(r.paths, r.serverID())
 		}
 		marked, err := r.proveAndMark(f, checks)
 		if err != nil {
 			r.book.Undo(res)
-			r.cache.restoreHeld(heldBefore) // the fire order is still held: no other fire moved it
+			r.cache.RestoreHeld(heldBefore) // the fire order is still held: no other fire moved it
 			return err
 		}
 		f.items = marked

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -24,75 +23,6 @@ import (
 // without it (releaseUnassigned), a completion finds the assumption gone,
 // the job stops here — and never while a run here has the item reserved.
 
-// holds are the items whose running marks this instance keeps under one
-// session (a generation of it: a mark of an earlier one is stale, see
-// dropStaleMark). Its lock is held across a release's transaction, so that
-// a fire that finds an item no longer held creates its mark only after the
-// release deleted the old one; it is taken only in this file.
-type holds struct {
-	mu    sync.Mutex
-	sess  *regcenter.Session
-	items map[int]bool
-}
-
-// heldOf returns which of items this instance holds the marks of under
-// sess (nil when none), waiting for a release in progress. The items are
-// reserved here by the caller, so no release takes them meanwhile.
-func (h *holds) heldOf(sess *regcenter.Session, items []int) map[int]bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sess != sess || len(h.items) == 0 {
-		return nil
-	}
-	var held map[int]bool
-	for _, it := range items {
-		if h.items[it] {
-			if held == nil {
-				held = make(map[int]bool, len(items))
-			}
-			held[it] = true
-		}
-	}
-	return held
-}
-
-// add notes the marks of items, just created under sess. A new session
-// starts the set over: the marks of the one before are its own (gone with
-// it, or stale).
-func (h *holds) add(sess *regcenter.Session, items []int) {
-	if len(items) == 0 {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sess != sess {
-		h.sess, h.items = sess, make(map[int]bool, len(items))
-	}
-	for _, it := range items {
-		h.items[it] = true
-	}
-}
-
-// drop forgets the marks of items, which the caller deletes (or leaves to
-// the session's end).
-func (h *holds) drop(items []int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, it := range items {
-		delete(h.items, it)
-	}
-}
-
-// count is how many marks this instance holds under sess.
-func (h *holds) count(sess *regcenter.Session) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sess != sess {
-		return 0
-	}
-	return len(h.items)
-}
-
 // releaseHolds deletes the held marks of the items keep does not keep (all
 // of them when keep is nil) that no run here has reserved, in transactions
 // fenced on sess's generation: a delete the client replays on a later
@@ -101,31 +31,25 @@ func (h *holds) count(sess *regcenter.Session) int {
 // session, and a fire here that meets it again removes it as stale
 // (dropStaleMark).
 func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep func(int) bool) {
-	h := &r.holds
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sess != sess {
-		// An ended generation's marks: not ours to delete now. The
-		// records deferred under them are written all the same, for the
-		// items keep gives up: whoever takes one next reads its record.
-		h.sess, h.items = nil, nil
-		if r.records.HasPending() {
-			r.flushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
+	give := func(it int) bool { return (keep == nil || !keep(it)) && !r.book.IsRunning(it) }
+	r.holds.Release(sess, give, func(stale bool, gone []int) {
+		if stale {
+			// An ended generation's marks: not ours to delete now. The
+			// records deferred under them are written all the same, for
+			// the items keep gives up: whoever takes one next reads its
+			// record.
+			if r.records.HasPending() {
+				r.flushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
+			}
+			return
 		}
-		return
-	}
-	var gone []int
-	for it := range h.items {
-		if (keep == nil || !keep(it)) && !r.book.IsRunning(it) {
-			gone = append(gone, it)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	for _, it := range gone {
-		delete(h.items, it)
-	}
+		r.deleteHeld(ctx, sess, gone)
+	})
+}
+
+// deleteHeld deletes the held marks of gone, given up under sess (see
+// releaseHolds), the records deferred under them written first.
+func (r *runner) deleteHeld(ctx context.Context, sess *regcenter.Session, gone []int) {
 	// The records deferred while the marks were held are written before
 	// the marks go: whoever takes an item next reads them.
 	if r.records.HasPending() {
@@ -181,8 +105,8 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 			items = append(items, b.item)
 		}
 	}
-	held := r.holds.heldOf(sess, items)
-	r.cache.keepAssigned(sess, held)
+	held := r.holds.HeldOf(sess, items)
+	r.cache.KeepAssigned(sess, held)
 	var drop []int
 	for _, b := range batch {
 		if !held[b.item] {
@@ -190,7 +114,7 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 		}
 	}
 	if len(drop) > 0 {
-		r.holds.drop(drop)
+		r.holds.Drop(drop)
 	}
 	return held
 }
@@ -198,7 +122,7 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 // releaseUnassigned releases the held marks of items not in items, the
 // assignment a fire under sess has just read.
 func (r *runner) releaseUnassigned(ctx context.Context, sess *regcenter.Session, items []int) {
-	if r.holds.count(sess) == 0 {
+	if r.holds.Count(sess) == 0 {
 		return
 	}
 	assigned := make(map[int]bool, len(items))
@@ -217,17 +141,10 @@ func (r *runner) releaseUnassigned(ctx context.Context, sess *regcenter.Session,
 // as a run did before when its mark was removed under it — so the round
 // bounds that window by the reconcile interval.
 func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
-	h := &r.holds
-	h.mu.Lock()
-	if h.sess != sess || len(h.items) == 0 {
-		h.mu.Unlock()
+	items := r.holds.Items(sess)
+	if len(items) == 0 {
 		return
 	}
-	items := make([]int, 0, len(h.items))
-	for it := range h.items {
-		items = append(items, it)
-	}
-	h.mu.Unlock()
 	var lost []int
 	for _, it := range items {
 		ok, st, err := r.rc.Exists(ctx, r.paths.ItemNode(it, layout.Running))
@@ -241,7 +158,7 @@ func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
 	if len(lost) > 0 {
 		slices.Sort(lost)
 		r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
-		r.holds.drop(lost)
+		r.holds.Drop(lost)
 	}
 }
 
@@ -253,7 +170,7 @@ func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
 // or a failed read, releases nothing: the next fire reads for itself.
 func (r *runner) releaseMoved() {
 	sess := r.rc.Session()
-	if r.holds.count(sess) == 0 {
+	if r.holds.Count(sess) == 0 {
 		return
 	}
 	ctx, cancel := r.coordCtx(sess)
@@ -270,20 +187,4 @@ func (r *runner) releaseMoved() {
 		}
 	}
 	r.releaseUnassigned(ctx, sess, items)
-}
-
-// holdsAll reports whether this instance holds the marks of every one of
-// items under sess.
-func (h *holds) holdsAll(sess *regcenter.Session, items []int) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.sess != sess || len(h.items) < len(items) {
-		return false
-	}
-	for _, it := range items {
-		if !h.items[it] {
-			return false
-		}
-	}
-	return true
 }

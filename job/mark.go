@@ -96,7 +96,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 	parentsMade, waited, probed := false, false, false
 	// Items whose marks this instance kept from an earlier run mark
 	// nothing: the mark is there, and excludes every other run (hold.go).
-	held := r.holds.heldOf(sess, items)
+	held := r.holds.HeldOf(sess, items)
 	var data []byte
 	if len(held) < len(items) {
 		mark := stored.Running{Server: r.serverID(), Fire: at.UnixMilli(), Kind: string(kind), Begin: time.Now().UnixMilli(), Session: sess.String()}
@@ -112,7 +112,7 @@ func (r *runner) markChunk(ctx context.Context, f *fire, items []int, checks []r
 		}
 		err := r.rc.Multi(ctx, ops...)
 		if err == nil {
-			r.holds.add(sess, items)
+			r.holds.Add(sess, items)
 			r.records.Marked(items, held)
 			return items, nil
 		}

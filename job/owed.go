@@ -184,7 +184,7 @@ func (r *runner) runMakeUps(sess *regcenter.Session, cfg *spec, debts map[time.T
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items, mayHaveRun: r.inherit.take(items)})
+			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items, mayHaveRun: r.inherit.Take(items)})
 		}()
 	}
 	wg.Wait()

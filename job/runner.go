@@ -9,6 +9,7 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
@@ -38,12 +39,12 @@ type runner struct {
 	book     *book.Book       // what runs, and what is owed, here (job/internal/book)
 	owed     *book.Ledger     // what items are owed here, kept in the book's steps
 	records  *records.Cache   // the items' completion records as known here (job/internal/records)
-	inherit  inherited        // gaps gained in a reshard that may have run (mayhaverun.go)
-	holds    holds            // the running marks kept across fires (hold.go)
+	inherit  assume.Inherited // gaps gained in a reshard that may have run (mayhaverun.go)
+	holds    assume.Holds     // the running marks kept across fires (hold.go)
 	fo       claimState       // the failover queue as seen here (failover.go)
 	watch    watchCancels     // the registration's watches (register.go)
 	flags    jobFlags         // this server's flags for the job (flags.go)
-	cache    assignmentCache  // the assignment the next fire may assume (assignment.go)
+	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	lead     *leaderDuties    // the leader's duties (leader.go)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
@@ -261,7 +262,7 @@ func (r *runner) schedule() {
 // start 0.3 ms sooner at the median (firebench -latency), for a parked
 // goroutine per fire.
 func (r *runner) quickFire() bool {
-	return r.cache.watchedAssumption.Load() && r.config().Unmonitored
+	return r.cache.WatchedAssumption() && r.config().Unmonitored
 }
 
 func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }
