@@ -162,17 +162,25 @@ func (r *runner) release(items []int) {
 		// Queued debts first: the instance that runs an item pays the
 		// item's failover entry before its own next misfire run, which
 		// would otherwise re-mark the item and keep claimers off forever.
-		r.goFunc(func() {
-			r.claimFailover()
-			r.runOwed(r.rc.Session())
-		})
+		r.goFunc(r.payQueuedThenOwed)
 	case owed:
 		// A fire that found these items busy owes them a run now.
-		r.goFunc(func() { r.runOwed(r.rc.Session()) })
+		r.goFunc(r.payOwed)
 	case dirty:
 		r.kick.failover.Kick()
 	}
 }
+
+// payQueuedThenOwed claims the failover queue's items for this instance,
+// then runs what this instance owes: a task release hands to a goroutine
+// of the runner, not a step of the fire that released.
+func (r *runner) payQueuedThenOwed() {
+	r.claimFailover()
+	r.payOwed()
+}
+
+// payOwed runs what this instance owes, under the current session.
+func (r *runner) payOwed() { r.runOwed(r.rc.Session()) }
 
 // runMakeUps runs each group of items, reserved here, as a make-up run
 // since its fire, the groups concurrently, and returns when all have ended.
