@@ -62,4 +62,15 @@ func TestValidateRefusesCalendarsThatNeverFire(t *testing.T) {
 			}
 		})
 	}
+	// A period counts from the job's start, as its fires do: "@every 1h"
+	// from 10:30 fires at 10:30, inside a window that ends at 10:45.
+	t.Run("a period from its start, within a short window", func(t *testing.T) {
+		c := base
+		c.Cron, c.TimeZone = "@every 1h", "UTC"
+		c.Start = y27(3, 1).Add(10*time.Hour + 30*time.Minute)
+		c.End = c.Start.Add(15 * time.Minute)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+	})
 }

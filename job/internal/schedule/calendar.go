@@ -299,6 +299,10 @@ func NeverFires(base cron.Schedule, loc *time.Location, c Calendar) (key, why st
 	if c.Start.IsZero() || c.End.IsZero() || c.End.Before(c.Start) {
 		return "", ""
 	}
+	if e, ok := base.(Every); ok {
+		e.Phase = c.Start // as Apply counts the period: from the job's start
+		base = e
+	}
 	window := &CalendarSchedule{base: base, loc: loc, start: c.Start, end: c.End, exclude: x}
 	if _, err := window.search(c.Start.Add(-time.Nanosecond)); errors.Is(err, ErrEnded) {
 		return "end", "leaves no fire of the cron between start and end on a day not excluded: the job would never fire"

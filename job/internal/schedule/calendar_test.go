@@ -122,6 +122,10 @@ func TestNeverFires(t *testing.T) {
 		{"0 0 9 * * *", Calendar{Start: y27(3, 1), End: y27(3, 2)}, "", ""},
 		{"0 0 9 * * *", Calendar{Start: y27(3, 6), End: y27(3, 8), Exclude: "sat,sun"}, "end", "leaves no fire of the cron between start and end"},
 		{"0 0 9 * * *", Calendar{Start: y27(3, 2), End: y27(3, 1)}, "", ""}, // end before start: Validate's
+		// A period counts from the start, as the schedule fires it: "@every
+		// 1h" from 10:30 fires at 10:30, within a window to 10:45.
+		{"@every 1h", Calendar{Start: y27(3, 1).Add(10*time.Hour + 30*time.Minute), End: y27(3, 1).Add(10*time.Hour + 45*time.Minute)}, "", ""},
+		{"@every 1h", Calendar{Start: y27(3, 1).Add(10*time.Hour + 30*time.Minute), End: y27(3, 1).Add(10*time.Hour + 31*time.Minute), Exclude: "mon"}, "end", "leaves no fire"},
 	} {
 		base, err := ParseCron(tc.spec, time.UTC, time.Second)
 		if err != nil {
