@@ -71,7 +71,7 @@ func (c Checks) Run(ctx context.Context) {
 				continue
 			}
 			offline = true
-			c.Log.Warn("health check failed 3 times in a row: the instance is offline and hands its units over", "err", err)
+			c.Log.Warn("health check failed too many times in a row: the instance is offline and hands its units over", "failures", failures, "err", err)
 			c.Offline(err)
 		}
 	}

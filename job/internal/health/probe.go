@@ -148,7 +148,7 @@ func (p Probes) record(ctx context.Context, peer string, probeErr error) error {
 			if err := markOffline(ctx, rc, peer); err != nil {
 				return err
 			}
-			p.Log.Warn("a peer failed its health endpoint 3 times in a row: marked offline", "peer", peer)
+			p.Log.Warn("a peer failed its health endpoint too many times in a row: marked offline", "peer", peer, "failures", n)
 			p.PeerOffline(peer, probeErr)
 		}
 		return nil
