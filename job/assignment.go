@@ -23,7 +23,7 @@ import (
 
 // errAssignmentMoved: a fire's transaction found that the assignment it
 // assumed, or the reshard epoch, changed since they were read.
-var errAssignmentMoved = errors.New("assignment or reshard epoch changed")
+var errAssignmentMoved = assume.ErrMoved
 
 // cachedAssignment returns the assumption a fire under sess may make, if
 // any.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -64,8 +65,8 @@ func (r *runner) deleteHeld(ctx context.Context, sess *regcenter.Session, gone [
 		return
 	}
 	slices.Sort(gone)
-	for start := 0; start < len(gone); start += marksPerTxn {
-		chunk := gone[start:min(start+marksPerTxn, len(gone))]
+	for start := 0; start < len(gone); start += marks.PerTxn {
+		chunk := gone[start:min(start+marks.PerTxn, len(gone))]
 		ops := make([]regcenter.Op, 0, 1+len(chunk))
 		ops = append(ops, fence)
 		for _, it := range chunk {

@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/runs"
@@ -45,6 +46,7 @@ type runner struct {
 	watch    watchCancels     // the registration's watches (register.go)
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
+	marker   *marks.Marker    // the running marks of runs (mark.go)
 	lead     *leaderDuties    // the leader's duties (leader.go)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
@@ -109,6 +111,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
 	}, r.log)
+	r.marker = r.newMarker()
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)

@@ -1,6 +1,7 @@
 package assume
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -298,3 +299,7 @@ func (c *Cache) KeepAssigned(sess *regcenter.Session, held map[int]bool) {
 		}
 	}
 }
+
+// ErrMoved means a fire's transaction found that the assignment it
+// assumed, or the reshard epoch, changed since they were read.
+var ErrMoved = errors.New("assignment or reshard epoch changed")

@@ -1,9 +1,10 @@
-package job
+package marks
 
 import (
 	"testing"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestMarkOpsSkipsHeldItemsAndMapsOpsToItems(t *testing.T) {
 	paths := layout.Job("j")
 	items := []int{4, 7, 9, 12}
-	records := map[int]record{7: {}, 12: {}}
+	records := map[int]records.Record{7: {}, 12: {}}
 	held := map[int]bool{9: true, 12: true}
 	checks := []regcenter.Op{regcenter.CheckOp{Path: "/j/leader/sharding"}}
 	ops, idx := markOps(paths, items, held, records, []byte("{}"), checks)
