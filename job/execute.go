@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -126,24 +127,23 @@ func (r *runner) markAndRun(f *fire) {
 		} else if f.kind == KindFire {
 			records = f.known
 		}
-		marked, err := r.markRunning(ctx, f, nil, records)
+		// The run's answers for the items it cannot mark, and for those
+		// it gives back if the marking fails.
+		var out marks.Outcomes = markOutcomes{r: r, f: f}
+		marked, err := r.markRunning(ctx, f, nil, records, out)
 		cancel()
-		// On an error, marked holds the items still reserved here.
-		if err != nil && f.kind == KindFailover {
-			// The queue entries stay; give the claims back for a retry.
-			r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
-			hctx, hcancel := context.WithTimeout(f.sess.Ctx(), r.s.opts.reshardTimeout)
-			r.handBack(hctx, f.sess, marked)
-			hcancel()
-			r.release(marked)
-			return
-		}
 		if err != nil {
-			r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
-			for _, it := range marked {
-				r.book.NoteMisfire(f.cfg.book, it, f.at)
+			// marked holds the items still reserved here: a failover
+			// run's queue entries stay, and its claims go back for a
+			// retry; any other run's items are owed a misfire.
+			if f.kind == KindFailover {
+				r.log.Warn("cannot mark failover items running; handing them back", "items", marked, "err", err)
+			} else {
+				r.log.Warn("cannot mark items running; they will run as a misfire", "items", marked, "err", err)
 			}
-			r.release(marked)
+			hctx, hcancel := context.WithTimeout(f.sess.Ctx(), r.s.opts.reshardTimeout)
+			out.Unmarked(hctx, marked)
+			hcancel()
 			return
 		}
 		f.items = marked

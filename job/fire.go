@@ -271,7 +271,7 @@ func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	}
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, f, checks, f.known)
+	marked, err := r.markRunning(ctx, f, checks, f.known, markOutcomes{r: r, f: f})
 	if errors.Is(err, errAssignmentMoved) {
 		r.forgetAssignment()
 	}

@@ -35,9 +35,11 @@ func (r *runner) newMarker() *marks.Marker {
 // completed records: each is checked (its version) in the transaction that
 // marks its item, and one found changed is removed from the map, so that
 // what stays is proved current as the item is marked (see stillOwed).
-func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record) ([]int, error) {
+//
+// out answers for the items the marking cannot mark (markOutcomes).
+func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record, out marks.Outcomes) ([]int, error) {
 	run := marks.Run{Sess: f.sess, Fire: f.at, Kind: string(f.kind), Items: f.items, Checks: checks, Records: records}
-	return r.marker.Mark(ctx, run, markOutcomes{r: r, f: f})
+	return r.marker.Mark(ctx, run, out)
 }
 
 // markOutcomes are a fire's answers for the items its marking meets that
@@ -90,8 +92,9 @@ func (o markOutcomes) Busy(ctx context.Context, items []int) {
 	parallel.Each(len(items), 32, func(i int) { r.owesMisfireRemote(ctx, items[i], f.at) })
 }
 
-// Unmarked: items a later transaction could not mark are handed back (a
-// failover run) or owed a misfire, and released.
+// Unmarked: items that could not be marked are handed back (a failover
+// run: its queue entries stay, for a retry) or owed a misfire, and
+// released.
 func (o markOutcomes) Unmarked(ctx context.Context, items []int) {
 	r, f := o.r, o.f
 	if f.kind == KindFailover {

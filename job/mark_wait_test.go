@@ -65,7 +65,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() { // waited for below
-		m, err := r.markRunning(ctx, f, nil, nil)
+		m, err := r.markRunning(ctx, f, nil, nil, markOutcomes{r: r, f: f})
 		done <- result{m, err}
 	}()
 	for p := range sig.watched {

@@ -126,7 +126,7 @@ func (r *runner) prepareBefore(next time.Time) {
 		return
 	}
 	if d > 0 {
-		r.prep.timer = r.s.fireClock().AfterFunc(at, r.prepareNow)
+		r.prep.timer = r.s.clock.AfterFunc(at, r.prepareNow)
 	}
 	r.prep.timerMu.Unlock()
 	if d <= 0 {

@@ -200,7 +200,7 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 		return true
 	}
 	select {
-	case <-r.s.gates.until(r.s.fireClock(), at):
+	case <-r.s.gates.Until(r.s.clock, at):
 		return true
 	case <-wake:
 		return true

@@ -171,7 +171,8 @@ type Scheduler struct {
 	placer  *placement.Placer // commits this scheduler's reshards
 	journal *journal          // this process's completion journal (journal.go); nil when off
 	inst    instance          // this instance's place in the namespace (instance.go)
-	gates   gates             // the times fires wait for (gate.go)
+	gates   trigger.Gates     // the times fires wait for
+	clock   trigger.Clock     // the clock fires go by (fireClock), made once
 	work    runs.Workers      // the goroutines of the jobs' fires and runs
 }
 
@@ -221,7 +222,8 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
-	s.trig = trigger.New(triggerClock{s.fireClock()}, o.fireLead)
+	s.clock = triggerClock{s.fireClock()}
+	s.trig = trigger.New(s.clock, o.fireLead)
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
 	return s, nil
 }

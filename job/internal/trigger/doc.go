@@ -13,7 +13,9 @@
 //     loop (Run) that dispatches the fires due and collapses those missed
 //     over a pause into the latest one;
 //   - the Clock it fires by, and its Timer: the methods of package job's
-//     Clock it needs.
+//     Clock it needs;
+//   - the Gates (gates.go): the channels fires dispatched ahead of their
+//     time wait on, one channel and one timer of the Clock per time.
 //
 // The lock discipline. The Trigger owns its lock, taken only in its
 // methods. Under it, it calls a job's fire function and quick function,
