@@ -185,7 +185,10 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 			f.priors = r.records.Known(f.items)
 		}
 	}
-	if !r.untilFire(f.sess, r.book.LatestThrough(f.at, f.items...)) {
+	// No execution starts before the fire it stands for: a run claimed
+	// ahead of its time waits for it here. A lost session ends the wait
+	// too, and the run finds its context cancelled.
+	if !r.sleepUntil(r.book.LatestThrough(f.at, f.items...), f.sess.Ctx().Done()) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
 		r.closeUnstarted(f, resultsFor(results, n), n)

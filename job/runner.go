@@ -185,14 +185,6 @@ func (r *runner) untilClaim(at time.Time) bool {
 	return true
 }
 
-// untilFire waits until the fire at, for a run claimed ahead of its time:
-// no execution starts before the fire it stands for. It returns false if
-// the runner stops first (the run does not start); a lost session ends the
-// wait too, and the run finds its context cancelled.
-func (r *runner) untilFire(sess *regcenter.Session, at time.Time) bool {
-	return r.sleepUntil(at, sess.Ctx().Done())
-}
-
 // sleepUntil waits until at by the scheduler's clock, or until wake is
 // closed (nil: never), and reports true; false if the runner stops first.
 func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
