@@ -56,9 +56,9 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Journal != sa.journal.id || m.Fire >= at(2).UnixMilli() || !a.records.HasPending() {
+	if m.Journal != sa.journal.ID() || m.Fire >= at(2).UnixMilli() || !a.records.HasPending() {
 		t.Fatalf("a's record names journal %q through %s, pending %v; want a's journal %q, behind a's last fire %s (journalled)",
-			m.Journal, time.UnixMilli(m.Fire).Format(time.TimeOnly), a.records.HasPending(), sa.journal.id, at(2).Format(time.TimeOnly))
+			m.Journal, time.UnixMilli(m.Fire).Format(time.TimeOnly), a.records.HasPending(), sa.journal.ID(), at(2).Format(time.TimeOnly))
 	}
 
 	// b holds the item now: its record (written as b's first completion
@@ -113,7 +113,7 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	if m, err = readMark(t, a, rc, 0); err != nil {
 		t.Fatal(err)
 	}
-	if m.Journal != sa.journal.id || m.Fire != at(6).UnixMilli() {
+	if m.Journal != sa.journal.ID() || m.Fire != at(6).UnixMilli() {
 		t.Errorf("a's next completion left the record naming %q through %s; want a's record through %s naming a's journal",
 			m.Journal, time.UnixMilli(m.Fire).Format(time.TimeOnly), at(6).Format(time.TimeOnly))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -86,7 +87,7 @@ func (r *runner) recordInterval(cfg *spec) (every time.Duration, journalled bool
 	case r.s.opts.recordInterval > 0:
 		return r.s.opts.recordInterval, false
 	case r.s.journal != nil:
-		return journalRecordInterval, true
+		return journal.RecordInterval, true
 	}
 	return 0, false
 }
@@ -215,7 +216,7 @@ func (r *runner) flushChunk(ctx context.Context, sched cron.Schedule, ps []recor
 				for i, p := range ps {
 					through[p.Item] = covers[i].Through()
 				}
-				r.s.journal.covered(r.name, through)
+				r.s.journal.Covered(r.name, through)
 			}
 			return nil
 		}

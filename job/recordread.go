@@ -86,7 +86,7 @@ func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
 // foreignJournal reports whether journal names another process's
 // completion journal.
 func (r *runner) foreignJournal(journal string) bool {
-	return journal != "" && (r.s.journal == nil || journal != r.s.journal.id)
+	return journal != "" && (r.s.journal == nil || journal != r.s.journal.ID())
 }
 
 // recordJournal is the completion journal a record of an item names when
@@ -99,7 +99,7 @@ func (r *runner) foreignJournal(journal string) bool {
 // in the record it writes.
 func (r *runner) recordJournal(holds, journalled bool, nodeJournal string) string {
 	if holds && journalled {
-		return r.s.journal.id
+		return r.s.journal.ID()
 	}
 	if r.foreignJournal(nodeJournal) {
 		return nodeJournal

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
 	"github.com/shardjob/shardjob/job/internal/runs"
@@ -169,7 +170,7 @@ type Scheduler struct {
 	staleOwner atomic.Int64   // the session of a dead earlier process that held our id
 
 	placer  *placement.Placer // commits this scheduler's reshards
-	journal *journal          // this process's completion journal (journal.go); nil when off
+	journal *journal.Journal  // this process's completion journal (package journal, its use journal.go); nil when off
 	inst    instance          // this instance's place in the namespace (instance.go)
 	gates   trigger.Gates     // the times fires wait for
 	clock   trigger.Clock     // the clock fires go by (fireClock), made once
@@ -196,7 +197,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: nil registry center", ErrInvalidOption)
 	}
 	o := options{logger: slog.Default(), reshardTimeout: 10 * time.Second, recordInterval: DefaultRecordInterval, fireLead: DefaultFireLead,
-		journalOrphanAge: journalOrphanAge, journalSweep: journalSweep, now: time.Now, faultTolerance: DefaultFaultTolerance}
+		journalOrphanAge: journal.OrphanAge, journalSweep: journal.Sweep, now: time.Now, faultTolerance: DefaultFaultTolerance}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -218,7 +219,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	}
 	s.log = o.logger.With("server", o.serverID)
 	if !o.noJournal {
-		s.journal = newJournal(rc, s.me.Token, s.log)
+		s.journal = journal.New(rc, s.me.Token, s.log)
 	}
 	s.bg = startstop.New(context.Background())
 	s.ctx = s.bg.Context()
@@ -504,7 +505,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		// Every job has written its records: the journal says nothing
 		// they do not (or stays, for a sweep to fold, if one could not).
 		jctx, jcancel := cleanupContext(ctx, s.opts.reshardTimeout)
-		if err := s.journal.removeIfCovered(jctx); err != nil {
+		if err := s.journal.RemoveIfCovered(jctx); err != nil {
 			s.log.Debug("removing the completion journal", "err", err)
 		}
 		jcancel()

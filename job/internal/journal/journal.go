@@ -1,0 +1,229 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// RecordInterval is how long a journalled completion may leave the item's
+// record behind: its record is written at the first completion after
+// that, by the reconcile round once an item has waited that long, and
+// before its mark is released.
+const RecordInterval = 20 * time.Second
+
+// Window is how long the first completion after a journal write waits for
+// others to share the next one: a completion returns within it and a
+// write's round trip.
+const Window = 10 * time.Millisecond
+
+// MaxBytes bounds the journal node: a completion that would make it
+// larger writes its record instead.
+const MaxBytes = 256 << 10
+
+// OrphanAge is how long a journal must have gone unwritten before another
+// instance folds it into the records and deletes it: far beyond any
+// record interval, so that a live process's journal holds only entries
+// its records already cover by then (it folds nothing new).
+const OrphanAge = 10 * time.Minute
+
+// Sweep is how often an instance looks for journals to fold.
+const Sweep = 5 * time.Minute
+
+// ErrFull means an entry did not fit in the journal.
+var ErrFull = errors.New("job: completion journal full")
+
+// key names one item of one job.
+type key struct {
+	job  string
+	item int
+}
+
+// Journal is this process's completion journal. It owns its lock; a Put
+// waits for a write that carries its entries.
+type Journal struct {
+	rc   regcenter.Center
+	id   string // the node's name: this process's token
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	entries map[key][][2]int64 // the fires covered, as stored.Completed.Ran
+	seq     uint64             // bumped by every change of entries
+	durable uint64             // the seq the last write carried
+	writing bool
+	done    chan struct{} // closed when the write in flight ends
+	exists  bool          // the node is known to exist
+	swept   time.Time     // the last sweep for orphaned journals
+}
+
+// New returns the completion journal of process (its token, the node's
+// name) on rc, logging its writes to log. It writes nothing until a Put.
+func New(rc regcenter.Center, process string, log *slog.Logger) *Journal {
+	return &Journal{rc: rc, id: process, path: layout.Journal(process), log: log,
+		entries: map[key][][2]int64{}, done: make(chan struct{})}
+}
+
+// ID is the journal's name: the token of the process it belongs to, which
+// a record written while its item is journalled names
+// (stored.Completed.Journal).
+func (j *Journal) ID() string { return j.id }
+
+// Put records covers (by item) of job's completions and returns once a
+// write of the journal carrying them has returned: nil when it landed. On
+// an error the entries stay, and the caller writes the records instead.
+// server is what the node says wrote it.
+func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fireplan.Cover) error {
+	j.mu.Lock()
+	for it, c := range covers {
+		j.entries[key{job, it}] = c.Ran()
+	}
+	j.seq++
+	want := j.seq
+	for j.durable < want {
+		if j.writing {
+			done := j.done
+			j.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			j.mu.Lock()
+			continue
+		}
+		// This put leads the next write. It waits Window first, as the
+		// write in flight would have made it wait: the completions of
+		// one second's fires end within milliseconds of each other, and
+		// each write carries the whole journal.
+		j.writing = true
+		j.mu.Unlock()
+		t := time.NewTimer(Window)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		j.mu.Lock()
+		data, err := j.encodeLocked(server)
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			if errors.Is(err, ErrFull) {
+				for it := range covers {
+					delete(j.entries, key{job, it})
+				}
+				j.seq++
+			}
+			j.writing = false
+			close(j.done)
+			j.done = make(chan struct{})
+			j.mu.Unlock()
+			return err
+		}
+		seq, exists := j.seq, j.exists
+		j.mu.Unlock()
+		err = j.write(ctx, data, exists)
+		if j.log.Enabled(ctx, slog.LevelDebug) {
+			j.log.Debug("journal write", "job", job, "items", len(covers), "seq", seq, "bytes", len(data), "err", err)
+		}
+		j.mu.Lock()
+		j.writing = false
+		close(j.done)
+		j.done = make(chan struct{})
+		if err != nil {
+			j.mu.Unlock()
+			return err
+		}
+		j.exists = true
+		j.durable = max(j.durable, seq)
+	}
+	j.mu.Unlock()
+	return nil
+}
+
+// encodeLocked encodes the journal node (stored.Journal), or ErrFull.
+func (j *Journal) encodeLocked(server string) ([]byte, error) {
+	doc := stored.Journal{Server: server}
+	for k, ran := range j.entries {
+		doc.Put(k.job, k.item, ran)
+	}
+	data := doc.Encode()
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFull, len(data))
+	}
+	return data, nil
+}
+
+// write sets the journal node to data, creating it when it is not there.
+func (j *Journal) write(ctx context.Context, data []byte, exists bool) error {
+	if exists {
+		_, err := j.rc.Set(ctx, j.path, data, -1)
+		if !errors.Is(err, regcenter.ErrNoNode) {
+			return err
+		}
+	}
+	_, err := j.rc.Create(ctx, j.path, data, regcenter.Persistent)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		_, err = j.rc.Set(ctx, j.path, data, -1)
+	}
+	return err
+}
+
+// Covered drops job's entries of items that a record written here now
+// lists in full: through is the latest fire each record covers. The node
+// keeps them until its next write; a reader adds them to a record that
+// has them already.
+func (j *Journal) Covered(job string, through map[int]time.Time) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for it, t := range through {
+		k := key{job, it}
+		ran, ok := j.entries[k]
+		if ok && len(ran) > 0 && ran[len(ran)-1][1] <= t.UnixMilli() {
+			delete(j.entries, k)
+			j.seq++
+		}
+	}
+}
+
+// RemoveIfCovered deletes the journal node at shutdown, once every
+// entry's record is written (none left); a journal with entries left
+// stays for a sweep to fold (ReadOrphan).
+func (j *Journal) RemoveIfCovered(ctx context.Context) error {
+	j.mu.Lock()
+	exists, left := j.exists, len(j.entries)
+	if left == 0 {
+		j.exists = false
+	}
+	j.mu.Unlock()
+	if !exists || left > 0 {
+		return nil
+	}
+	err := j.rc.Delete(ctx, j.path, -1)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return nil
+	}
+	return err
+}
+
+// SweepDue reports whether a sweep for orphaned journals is due, none
+// having begun within every, and if it is, notes that one begins now.
+func (j *Journal) SweepDue(every time.Duration) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if time.Since(j.swept) < every {
+		return false
+	}
+	j.swept = time.Now()
+	return true
+}
