@@ -9,7 +9,6 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/journal"
-	"github.com/shardjob/shardjob/job/internal/stored"
 )
 
 // The completion journal. With the default record interval, a completion
@@ -24,7 +23,7 @@ import (
 // A record written while its item is journalled names the journal
 // (stored.Completed.Journal), and every read of a record that names another
 // process's journal adds what that journal says of the item
-// (readRecordNode): a crash leaves the record behind by up to an
+// (records.Reader.Node): a crash leaves the record behind by up to an
 // interval, but not the journal, so the next owner of the item, a
 // failover claimer or a make-up run finds every completed fire, and runs
 // again only what was in flight — a run, or a completion whose journal
@@ -37,26 +36,6 @@ import (
 // not written for journal.OrphanAge, adds what each says to the records
 // that still name it, and deletes it. A process deletes its own journal
 // when it shuts down, after its last records are written.
-
-// journalled adds to rec, read from item's completed node, what journal
-// id, another process's, says of the item: nothing when the journal or
-// the entry is not there, or does not decode (a journal is only ever an
-// addition to a record).
-func (r *runner) journalled(ctx context.Context, item int, id string, rec record) (record, error) {
-	ran, err := journal.Read(ctx, r.rc, id, r.name, item)
-	if err != nil {
-		return rec, err
-	}
-	if len(ran) == 0 {
-		return rec, nil
-	}
-	sched, _, serr := r.config().Schedule()
-	if serr != nil {
-		return rec, nil
-	}
-	rec.Cover = rec.Cover.Union(sched, stored.RanCover(ran))
-	return rec, nil
-}
 
 // sweepJournals folds every journal that has not been written for
 // journalOrphanAge into the records that name it, and deletes it: the

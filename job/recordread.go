@@ -2,14 +2,10 @@ package job
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
-	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -23,8 +19,9 @@ type record = records.Record
 
 // Reading an item's completed record: every reader of records (a new
 // owner's gaps, a make-up run's narrowing, a failover claim, a
-// completion's re-read) goes through readRecordNode, which adds what
-// another process's completion journal says of the item (journal.go).
+// completion's re-read) goes through readRecordNode, the job's
+// records.Reader, which adds what another process's completion journal
+// says of the item.
 
 // completedFire returns the fire an item last completed (zero if none).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
@@ -55,39 +52,19 @@ func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
 	return rec, nil
 }
 
-// readRecordNode is readRecord without the records deferred here.
+// readRecordNode is readRecord without the records deferred here
+// (records.Reader.Node).
 func (r *runner) readRecordNode(ctx context.Context, item int) (record, error) {
-	data, st, err := r.rc.Get(ctx, r.paths.ItemNode(item, layout.Completed))
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return record{}, nil
+	var sched fireplan.Schedule
+	if s, _, err := r.config().Schedule(); err == nil {
+		sched = s
 	}
-	if err != nil {
-		return record{}, err
-	}
-	rec := record{Version: st.Version, Versioned: true}
-	m, err := stored.DecodeCompleted(data)
-	if err != nil {
-		r.reportBad(r.paths.ItemNode(item, layout.Completed), st, data, "garbage in completed node; treating the item as not completed",
-			"item", item, "err", err)
-		return rec, nil
-	}
-	rec.Cover, rec.Failed, rec.Journal = m.Cover(), m.Failed, m.Journal
-	if r.foreignJournal(m.Journal) {
-		rec.Foreign = true
-		rec, err = r.journalled(ctx, item, m.Journal, rec)
-	}
-	if r.log.Enabled(ctx, slog.LevelDebug) {
-		r.log.Debug("record read", "item", item, "version", st.Version, "writer", m.Server, "journal", m.Journal,
-			"node_through", time.UnixMilli(m.Fire), "through", rec.Through(), "err", err)
-	}
-	return rec, err
+	return r.reader.Node(ctx, item, sched)
 }
 
 // foreignJournal reports whether journal names another process's
 // completion journal.
-func (r *runner) foreignJournal(journal string) bool {
-	return journal != "" && (r.s.journal == nil || journal != r.s.journal.ID())
-}
+func (r *runner) foreignJournal(journal string) bool { return r.reader.Foreign(journal) }
 
 // recordJournal is the completion journal a record of an item names when
 // written over a node that names nodeJournal. The instance that keeps the
@@ -99,10 +76,25 @@ func (r *runner) foreignJournal(journal string) bool {
 // in the record it writes.
 func (r *runner) recordJournal(holds, journalled bool, nodeJournal string) string {
 	if holds && journalled {
-		return r.s.journal.ID()
+		return r.reader.Own
 	}
 	if r.foreignJournal(nodeJournal) {
 		return nodeJournal
 	}
 	return ""
+}
+
+// newReader returns the runner's records.Reader.
+func (r *runner) newReader() *records.Reader {
+	own := ""
+	if r.s.journal != nil {
+		own = r.s.journal.ID()
+	}
+	return &records.Reader{Center: r.rc, Paths: r.paths, Job: r.name, Own: own, Log: r.log, Report: r.reportBadNoted}
+}
+
+// reportBadNoted is reportBad for a records.Reader, which does not ask
+// whether the value was reported before.
+func (r *runner) reportBadNoted(p string, st regcenter.Stat, data []byte, msg string, args ...any) {
+	r.reportBad(p, st, data, msg, args...)
 }

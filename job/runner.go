@@ -47,6 +47,7 @@ type runner struct {
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	marker   *marks.Marker    // the running marks of runs (mark.go)
+	reader   *records.Reader  // the completed records read from the registry (recordread.go)
 	lead     *leaderDuties    // the leader's duties (leader.go)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
@@ -112,6 +113,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnRevoked: r.onRevoked,
 	}, r.log)
 	r.marker = r.newMarker()
+	r.reader = r.newReader()
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
