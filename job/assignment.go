@@ -1,7 +1,6 @@
 package job
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,7 @@ import (
 	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -261,7 +260,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 		if i < len(fresh) {
 			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
 		} else {
-			debts[i-len(fresh)], errs[i] = r.readDebt(ctx, fresh[i-len(fresh)])
+			debts[i-len(fresh)], errs[i] = reshard.ReadDebt(ctx, r.rc, r.paths, fresh[i-len(fresh)], r.reportBadValue)
 		}
 	})
 	for i, it := range fresh {
@@ -298,25 +297,4 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 		r.inherit.Note(it, before)
 	}
 	return gaps, fresh
-}
-
-// readDebt reads the item's misfire node: the earliest fire an instance
-// that could not run the item (it was running elsewhere) owed it, if any.
-// The node outlives that instance, whose debt was otherwise in its memory
-// only.
-func (r *runner) readDebt(ctx context.Context, item int) (time.Time, error) {
-	p := r.paths.ItemNode(item, layout.Misfire)
-	data, st, err := r.rc.Get(ctx, p)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return time.Time{}, nil
-	}
-	if err != nil {
-		return time.Time{}, err
-	}
-	m, err := stored.DecodeMisfire(data)
-	if err != nil {
-		r.reportBad(p, st, data, "garbage in misfire node; ignored", "item", item, "err", err)
-		return time.Time{}, nil
-	}
-	return time.UnixMilli(m.Since), nil
 }

@@ -90,11 +90,11 @@ func (r *runner) newReader() *records.Reader {
 	if r.s.journal != nil {
 		own = r.s.journal.ID()
 	}
-	return &records.Reader{Center: r.rc, Paths: r.paths, Job: r.name, Own: own, Log: r.log, Report: r.reportBadNoted}
+	return &records.Reader{Center: r.rc, Paths: r.paths, Job: r.name, Own: own, Log: r.log, Report: r.reportBadValue}
 }
 
-// reportBadNoted is reportBad for a records.Reader, which does not ask
-// whether the value was reported before.
-func (r *runner) reportBadNoted(p string, st regcenter.Stat, data []byte, msg string, args ...any) {
+// reportBadValue is reportBad without its answer, as the rooms that read
+// nodes for the runner (records.Reader, reshard.ReadDebt) take a reporter.
+func (r *runner) reportBadValue(p string, st regcenter.Stat, data []byte, msg string, args ...any) {
 	r.reportBad(p, st, data, msg, args...)
 }

@@ -45,3 +45,26 @@ func OweMisfires(ctx context.Context, rc regcenter.Center, paths layout.Job, ite
 	})
 	return errors.Join(errs...)
 }
+
+// ReadDebt reads item's misfire node: the earliest fire an instance that
+// could not run the item (it was running elsewhere, or a reshard left it
+// unplaced) owed it, zero when there is none. The node outlives that
+// instance, whose debt was otherwise in its memory only. A value that does
+// not decode is reported (with msg and args, as report takes them) and
+// read as no debt.
+func ReadDebt(ctx context.Context, rc regcenter.Center, paths layout.Job, item int, report func(p string, st regcenter.Stat, data []byte, msg string, args ...any)) (time.Time, error) {
+	p := paths.ItemNode(item, layout.Misfire)
+	data, st, err := rc.Get(ctx, p)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	m, err := stored.DecodeMisfire(data)
+	if err != nil {
+		report(p, st, data, "garbage in misfire node; ignored", "item", item, "err", err)
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(m.Since), nil
+}

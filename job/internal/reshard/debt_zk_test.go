@@ -1,0 +1,49 @@
+package reshard
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
+)
+
+// TestReadDebtOnARealRegistry: no misfire node is no debt; a node gives
+// its fire; garbage is reported and read as no debt.
+func TestReadDebtOnARealRegistry(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "debt"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	paths := layout.Job("j")
+	reports := 0
+	report := func(string, regcenter.Stat, []byte, string, ...any) { reports++ }
+
+	if at, err := ReadDebt(ctx, rc, paths, 0, report); err != nil || !at.IsZero() {
+		t.Fatalf("no node: %v, %v; want no debt", at, err)
+	}
+	since := time.UnixMilli(1_800_000_000_000)
+	for item, data := range map[int][]byte{1: stored.Misfire{Since: since.UnixMilli()}.Marshal(), 2: []byte("{garbage")} {
+		if err := rc.EnsurePath(ctx, paths.Item(item)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.Create(ctx, paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if at, err := ReadDebt(ctx, rc, paths, 1, report); err != nil || !at.Equal(since) {
+		t.Fatalf("a debt: %v, %v; want %v", at, err, since)
+	}
+	if at, err := ReadDebt(ctx, rc, paths, 2, report); err != nil || !at.IsZero() || reports != 1 {
+		t.Fatalf("garbage: %v, %v, %d reports; want no debt, one report", at, err, reports)
+	}
+}
