@@ -10,6 +10,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/runs"
@@ -44,7 +45,7 @@ type runner struct {
 	watch    watchCancels     // the registration's watches (register.go)
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assignmentCache  // the assignment the next fire may assume (assignment.go)
-	lead     *leaderDuties    // the leader's duties (leader.go)
+	lead     *leader.Duties   // the leader's duties (job/internal/leader)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
@@ -96,7 +97,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		owed:    book.NewLedger(),
 		records: records.NewCache(),
 		fo:      newClaimState(),
-		lead:    newLeaderDuties(),
+		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
