@@ -10,6 +10,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/book"
+	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
@@ -41,7 +42,7 @@ type runner struct {
 	records  *records.Cache   // the items' completion records as known here (job/internal/records)
 	inherit  inherited        // gaps gained in a reshard that may have run (mayhaverun.go)
 	holds    holds            // the running marks kept across fires (hold.go)
-	fo       claimState       // the failover queue as seen here (failover.go)
+	fo       *claims.State    // the failover queue as seen here (job/internal/failover)
 	watch    watchCancels     // the registration's watches (register.go)
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assignmentCache  // the assignment the next fire may assume (assignment.go)
@@ -96,7 +97,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		log:     s.log.With("job", cfg.Name),
 		owed:    book.NewLedger(),
 		records: records.NewCache(),
-		fo:      newClaimState(),
+		fo:      claims.NewState(),
 		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
