@@ -224,7 +224,7 @@ func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult
 	}
 	// It ran here: whoever ran it before is no reason to hold back from
 	// its queued debt any more.
-	r.fo.unblock(items)
+	r.fo.Unblock(items)
 	r.release(items)
 }
 
@@ -484,7 +484,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 		if b.kind == KindFailover && !c.skipDequeue[b.item] {
 			// With the version the claim read: an earlier debt merged into
 			// the entry meanwhile keeps it queued.
-			v := r.fo.claimVersion(b.item)
+			v := r.fo.ClaimVersion(b.item)
 			c.add(regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v}, b.item, queueEntry)
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
+	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -22,7 +23,7 @@ func completionRunner() *runner {
 		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		owed:    book.NewLedger(),
 		records: records.NewCache(),
-		fo:      claimState{claims: map[int]int32{}},
+		fo:      claims.NewState(),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: r.s.opts.now, OnIdle: func() {}})
 	return r
@@ -44,7 +45,7 @@ func TestCompletionOpsKnowTheirItems(t *testing.T) {
 	cfg := compile(Config{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 8, Failover: true}.WithDefaults())
 	at := time.Now().Truncate(time.Second)
 	r.records.Seen(1, true) // a completed node to set, not create
-	r.fo.claims[2] = 5      // a failover run's queue entry, at the version claimed
+	r.fo.Claimed(2, 5)      // a failover run's queue entry, at the version claimed
 	// A debt the run pays, with its misfire node.
 	r.book.NoteMisfire(cfg.book, 4, at)
 	r.owed.SetNode(4, true)

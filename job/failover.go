@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
+	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/reshard"
-	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -35,24 +34,21 @@ func (r *runner) queueDeparted(ctx context.Context, servers reshard.Servers) err
 		if kids[layout.Status] || !kids[layout.Sharding] {
 			continue
 		}
-		shardPath := r.paths.Flag(sv, layout.Sharding)
-		data, st, err := r.rc.Get(ctx, shardPath)
+		d, err := claims.ReadDeparted(ctx, r.rc, r.paths, sv)
 		if err != nil {
 			if !errors.Is(err, regcenter.ErrNoNode) {
 				errs = append(errs, err)
 			}
 			continue
 		}
-		items, err := layout.ParseItems(string(data))
-		if err != nil {
-			r.log.Warn("garbage assignment of departed server; clearing it", "server", sv, "err", err)
-			items = nil
+		if d.Garbage != nil {
+			r.log.Warn("garbage assignment of departed server; clearing it", "server", sv, "err", d.Garbage)
 		}
-		if len(items) == 0 {
+		if len(d.Items) == 0 {
 			continue
 		}
 		var entries []failover.Entry
-		for _, it := range items {
+		for _, it := range d.Items {
 			if it >= cfg.ShardingTotalCount || latest.IsZero() {
 				continue
 			}
@@ -81,8 +77,7 @@ func (r *runner) queueDeparted(ctx context.Context, servers reshard.Servers) err
 		}
 		// Clearing the departed server's assignment with a version check
 		// makes a concurrent second queueing of the same departure fail.
-		clear := regcenter.SetOp{Path: shardPath, Data: nil, Version: st.Version}
-		if err := failover.NewQueue(r.rc, r.name).Enqueue(ctx, entries, fence, clear); err != nil {
+		if err := claims.QueueDeparted(ctx, r.rc, r.name, d, entries, fence); err != nil {
 			if errors.Is(err, regcenter.ErrBadVersion) {
 				continue
 			}
@@ -125,10 +120,10 @@ func (r *runner) claimFailover() {
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
 	q := failover.NewQueue(r.rc, r.name)
-	r.fo.setDirty(false)
+	r.fo.SetDirty(false)
 	items, err := q.Items(ctx)
 	if err != nil {
-		r.fo.setDirty(true)
+		r.fo.SetDirty(true)
 		r.log.Warn("reading failover queue", "err", err)
 		return
 	}
@@ -142,13 +137,13 @@ func (r *runner) claimFailover() {
 		if it >= cfg.ShardingTotalCount {
 			continue
 		}
-		if r.fo.isBlocked(it) {
+		if r.fo.IsBlocked(it) {
 			continue // running elsewhere: watched, re-scanned when it ends
 		}
 		if here {
 			// Running here already: claimed once it ends (release kicks
 			// the claimer again while the queue is marked dirty).
-			r.fo.setDirty(true)
+			r.fo.SetDirty(true)
 			continue
 		}
 		e, err := q.Claim(ctx, it, r.serverID())
@@ -162,7 +157,7 @@ func (r *runner) claimFailover() {
 		switch {
 		case err == nil:
 			r.counters.failoverClaims.Add(1)
-			r.fo.claimed(it, e.Version)
+			r.fo.Claimed(it, e.Version)
 			byFire[e.Fire] = append(byFire[e.Fire], it)
 			if e.MayHaveRun > 0 {
 				if mayHaveRun == nil {
@@ -188,7 +183,7 @@ func (r *runner) claimFailover() {
 				if err := q.Release(ctx, it); err != nil {
 					r.log.Warn("giving a failover claim back", "item", it, "err", err)
 				}
-				r.fo.unclaim([]int{it})
+				r.fo.Unclaim([]int{it})
 			}
 		}
 		if len(todo) == 0 {
@@ -225,73 +220,19 @@ func (r *runner) handBack(ctx context.Context, sess *regcenter.Session, items []
 		// pays the entry itself when its run ends (see release). Racing it
 		// for the running mark each time it is deleted would be lost, over
 		// and over, to the instance that re-marks its own item.
-		var runner string
-		data, _, err := r.rc.Get(ctx, r.paths.ItemNode(it, layout.Running))
-		if m, derr := stored.DecodeRunning(data); err == nil && derr == nil && m.Server != r.serverID() {
-			runner = m.Server
-			// One that has left already (shutting down, or gone and not
-			// yet expired) pays nothing more: wait for its mark instead.
-			if ok, _, err := r.rc.Exists(ctx, r.paths.Flag(runner, layout.Status)); err != nil || !ok {
-				runner = ""
-			}
-		}
-		r.fo.block(it)
-		p := r.paths.ItemNode(it, layout.Failover)
-		err = r.rc.Multi(ctx, fence, regcenter.DeleteOp{Path: p, Version: -1})
-		var me *regcenter.MultiError
-		if err != nil && !(errors.As(err, &me) && me.Index == 1 && errors.Is(err, regcenter.ErrNoNode)) {
+		wait := claims.WaitFor(ctx, r.rc, r.paths, it, r.serverID())
+		r.fo.Block(it)
+		if err := claims.HandBack(ctx, r.rc, r.paths, it, fence); err != nil {
 			r.log.Warn("handing back a failover claim", "item", it, "err", err)
 		}
-		if runner != "" {
-			r.watchGone(r.paths.Flag(runner, layout.Status), it)
-		} else {
-			r.watchGone(r.paths.ItemNode(it, layout.Running), it)
-		}
+		r.watchGone(wait, it)
 	}
 }
 
 // watchGone re-scans the failover queue once the node at p is gone, and
 // unblocks for claiming the items (item >= 0) that waited for it.
 func (r *runner) watchGone(p string, item int) {
-	fo := &r.fo
-	gone := func() {
-		fo.mu.Lock()
-		if c, ok := fo.watches[p]; ok {
-			delete(fo.watches, p)
-			c()
-		}
-		for _, it := range fo.goneWaiters[p] {
-			delete(fo.blocked, it)
-		}
-		delete(fo.goneWaiters, p)
-		fo.queueDirty = true
-		fo.mu.Unlock()
-		r.kick.failover.Kick()
-	}
-	fo.mu.Lock()
-	if fo.closed {
-		fo.mu.Unlock()
-		return
-	}
-	if item >= 0 && !slices.Contains(fo.goneWaiters[p], item) {
-		fo.goneWaiters[p] = append(fo.goneWaiters[p], item)
-	}
-	if _, ok := fo.watches[p]; ok {
-		fo.mu.Unlock()
-		return
-	}
-	// Registered before the watch can fire: gone() finds and ends it.
-	fo.watches[p] = func() {}
-	fo.mu.Unlock()
-	cancel := r.onGone(p, gone)
-	fo.mu.Lock()
-	if _, live := fo.watches[p]; live && !fo.closed {
-		fo.watches[p] = cancel
-		fo.mu.Unlock()
-		return
-	}
-	fo.mu.Unlock()
-	cancel() // already gone (or stopping) before the watch was recorded
+	r.fo.WatchGone(p, item, r.onGone, r.kick.failover.Kick)
 }
 
 // onGone calls fn on a runner goroutine when the node at p is deleted, or
@@ -313,108 +254,4 @@ func (r *runner) onGone(p string, fn func()) (cancel func()) {
 			})
 		}
 	})
-}
-
-// claimState is the failover queue as this instance sees it. It owns its
-// lock, taken only in this file.
-type claimState struct {
-	mu          sync.Mutex
-	closed      bool              // the runner stops: no new watch (see close)
-	watches     map[string]func() // claim or running nodes whose end re-scans the queue
-	blocked     map[int]bool      // failover items running elsewhere: not claimed until they end
-	goneWaiters map[string][]int  // blocked items, by the node whose end unblocks them
-	claims      map[int]int32     // failover items claimed here: the queue entry's version
-	queueDirty  bool              // the failover queue may hold items
-}
-
-func newClaimState() claimState {
-	return claimState{watches: map[string]func(){}, blocked: map[int]bool{}, goneWaiters: map[string][]int{}, claims: map[int]int32{}}
-}
-
-// setDirty marks the queue as possibly holding items for this instance
-// (or, false, as just read).
-func (c *claimState) setDirty(dirty bool) {
-	c.mu.Lock()
-	c.queueDirty = dirty
-	c.mu.Unlock()
-}
-
-// dirty reports whether the queue may hold items for this instance.
-func (c *claimState) dirty() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queueDirty
-}
-
-// isBlocked reports whether item runs elsewhere: not claimed until it
-// ends (see handBack).
-func (c *claimState) isBlocked(item int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.blocked[item]
-}
-
-// block keeps item from being claimed until the node it waits for is gone
-// (see watchGone).
-func (c *claimState) block(item int) {
-	c.mu.Lock()
-	c.blocked[item] = true
-	c.mu.Unlock()
-}
-
-// unblock lets items be claimed again: they ran here.
-func (c *claimState) unblock(items []int) {
-	c.mu.Lock()
-	for _, it := range items {
-		delete(c.blocked, it)
-	}
-	c.mu.Unlock()
-}
-
-// claimed notes this instance's claim on item's queue entry, read at
-// version.
-func (c *claimState) claimed(item int, version int32) {
-	c.mu.Lock()
-	c.claims[item] = version
-	c.mu.Unlock()
-}
-
-// claimVersion is the version of item's queue entry that this instance's
-// claim read, or -1 (any) without a claim.
-func (c *claimState) claimVersion(item int) int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.claims[item]; ok {
-		return v
-	}
-	return -1
-}
-
-// unclaim drops this instance's claims on items (their runs ended, or the
-// claims went back): the entries may still be queued, e.g. moved back to
-// an earlier fire meanwhile, so the queue is marked dirty if any was
-// claimed.
-func (c *claimState) unclaim(items []int) {
-	c.mu.Lock()
-	for _, it := range items {
-		if _, ok := c.claims[it]; ok {
-			delete(c.claims, it)
-			c.queueDirty = true
-		}
-	}
-	c.mu.Unlock()
-}
-
-// close keeps watchGone from watching again and returns the cancels of
-// the watches it made, for the runner's stop.
-func (c *claimState) close() []func() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	cancels := make([]func(), 0, len(c.watches))
-	for _, w := range c.watches {
-		cancels = append(cancels, w)
-	}
-	c.watches = map[string]func(){}
-	return cancels
 }

@@ -151,9 +151,9 @@ func (r *runner) release(items []int) {
 	// A failover run ended (or gave its claim back): its claim goes
 	// before the item is free, so that a claim made once it is free is
 	// not the one dropped.
-	r.fo.unclaim(items)
+	r.fo.Unclaim(items)
 	_, owed, trig := r.book.Release(items)
-	dirty := r.fo.dirty()
+	dirty := r.fo.Dirty()
 	if trig {
 		r.goFunc(r.fireTriggered)
 	}

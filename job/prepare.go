@@ -155,7 +155,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 		return
 	}
 	dirty := func() {
-		r.fo.setDirty(true)
+		r.fo.SetDirty(true)
 		r.kick.failover.Kick()
 	}
 	st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })

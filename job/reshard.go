@@ -87,7 +87,7 @@ func (r *runner) awaitSharding(ctx context.Context) error {
 		}
 		select {
 		case <-changed:
-		case <-r.lead.changed():
+		case <-r.lead.Changed():
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -97,23 +97,19 @@ func (r *runner) awaitSharding(ctx context.Context) error {
 // reshard is the leader's one-transaction reshard.
 func (r *runner) reshard(ctx context.Context) error {
 	// One reshard at a time (a fire's and a follower's request can meet);
-	// the second finds the flag gone and has nothing to do.
-	select {
-	case r.lead.sem <- struct{}{}:
-		// Uncontended: the caller has just seen the flag.
-	default:
-		select {
-		case r.lead.sem <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
+	// the second finds the flag gone and has nothing to do. Uncontended,
+	// the turn is taken at once: the caller has just seen the flag.
+	if !r.lead.TryAcquire() {
+		if err := r.lead.Acquire(ctx); err != nil {
+			return err
 		}
 		// Waited for another reshard: it may have done the work.
 		if due, _, err := r.rc.Exists(ctx, r.paths.Necessary()); err != nil || !due {
-			<-r.lead.sem
+			r.lead.Release()
 			return err
 		}
 	}
-	defer func() { <-r.lead.sem }()
+	defer r.lead.Release()
 	fence, err := r.elect.Fence()
 	if err != nil {
 		return err
@@ -160,7 +156,7 @@ func (r *runner) reshard(ctx context.Context) error {
 		eligible = append(eligible, sv)
 	}
 	slices.Sort(eligible)
-	r.lead.setSharded(eligible)
+	r.lead.SetSharded(eligible)
 	if len(req.UnplacedOut) > 0 {
 		owed := r.oweUnplaced(ctx, cfg, req.UnplacedOut)
 		r.log.Warn("items unplaced: no server may take them (caps); they are placed when capacity appears, and the fires they miss are made up once then",
@@ -243,12 +239,10 @@ func (r *runner) oweUnplaced(ctx context.Context, cfg *spec, items []int) time.T
 // raised after the read moved the epoch (checked), and one already raised
 // is deleted by the reshard (its node is checked at the version read).
 func (r *runner) repairBooks(ctx context.Context) error {
-	select {
-	case r.lead.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := r.lead.Acquire(ctx); err != nil {
+		return err
 	}
-	defer func() { <-r.lead.sem }()
+	defer r.lead.Release()
 	req, err := reshard.RepairRequest(ctx, r.rc, r.name)
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
+	claims "github.com/shardjob/shardjob/job/internal/failover"
+	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/records"
@@ -42,13 +44,13 @@ type runner struct {
 	records  *records.Cache   // the items' completion records as known here (job/internal/records)
 	inherit  assume.Inherited // gaps gained in a reshard that may have run (mayhaverun.go)
 	holds    assume.Holds     // the running marks kept across fires (hold.go)
-	fo       claimState       // the failover queue as seen here (failover.go)
+	fo       *claims.State    // the failover queue as seen here (job/internal/failover)
 	watch    watchCancels     // the registration's watches (register.go)
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	marker   *marks.Marker    // the running marks of runs (mark.go)
 	reader   *records.Reader  // the completed records read from the registry (recordread.go)
-	lead     *leaderDuties    // the leader's duties (leader.go)
+	lead     *leader.Duties   // the leader's duties (job/internal/leader)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
@@ -99,8 +101,8 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		log:     s.log.With("job", cfg.Name),
 		owed:    book.NewLedger(),
 		records: records.NewCache(),
-		fo:      newClaimState(),
-		lead:    newLeaderDuties(),
+		fo:      claims.NewState(),
+		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})

@@ -108,7 +108,7 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("resigning leadership: %w", err))
 	}
 
-	cancels := append(r.cache.Close(), r.fo.close()...)
+	cancels := append(r.cache.Close(), r.fo.Close()...)
 	cancels = append(cancels, r.watch.close()...)
 	r.bg.Close()
 	cancels = append(cancels, r.book.CloseWaits()...)
