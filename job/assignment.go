@@ -206,7 +206,7 @@ func (r *runner) noteEpochFlag() {
 }
 
 // inheritedGaps returns, for the items of this fire that this instance did
-// not hold without a break since its previous fire (see heldSince), the
+// not hold without a break since its previous fire (see assume.Assignment.HeldSince), the
 // earliest fire before at that the item has not completed, where there is
 // one. A previous owner that died (or lost its session) between fires
 // leaves such gaps: the reshard moves its items, and nothing else records

@@ -262,7 +262,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// transaction the client replays on a later session after a lost lease
 	// must not delete a mark another instance created meanwhile. Without
 	// the fence (the generation has ended) they are left for the session's
-	// end, or for dropStaleMark if the session survived.
+	// end, or for the marker's stale-mark removal (job/internal/marks) if the session survived.
 	c.fence, c.fenced = r.elect.SessionFence(sess)
 	if c.fenced && len(c.keep) > 0 {
 		// A steady fire of held items defers every record (recordflush.go):

@@ -43,13 +43,15 @@
 // unmonitored job, by watches, or read fresh, resharding first when one is
 // due: reshard.go, placed across the namespace by job/internal/placement),
 // the book (reserve the items in memory, split plain runs from make-up
-// runs: job/internal/book), mark.go (running marks),
+// runs: job/internal/book), mark.go (running marks, made by
+// job/internal/marks, which hands back each item it cannot mark),
 // execute.go (run the items, not before the fire's time), complete.go
 // (record what ran, in group commits; the marks' and records' values are
 // job/internal/stored's, the records known here job/internal/records'),
 // owed.go (make-up runs; the misfire ledger is the book's).
 // The runner's state is held in parts, each in the file of the code that
-// changes it (docs/design.md, "The runner's parts"). The
+// changes it or in a room under job/internal whose doc says what it owns
+// (docs/design.md, "The runner's parts"). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,
 // operator flags in flags.go, shutdown and hand-over in stop.go. The design
 // is written down in docs/design.md.

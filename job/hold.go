@@ -29,8 +29,8 @@ import (
 // fenced on sess's generation: a delete the client replays on a later
 // session must not remove a mark another instance made meanwhile. A mark
 // that cannot be deleted is forgotten all the same: it goes with the
-// session, and a fire here that meets it again removes it as stale
-// (dropStaleMark).
+// session, and a fire here that meets it again removes it as stale (the
+// Marker, job/internal/marks).
 func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep func(int) bool) {
 	give := func(it int) bool { return (keep == nil || !keep(it)) && !r.book.IsRunning(it) }
 	r.holds.Release(sess, give, func(stale bool, gone []int) {
@@ -137,7 +137,7 @@ func (r *runner) releaseUnassigned(ctx context.Context, sess *regcenter.Session,
 // instance holds under sess are still there and its own. One removed by
 // hand, or replaced by a node of another owner, is forgotten: the item's
 // next fire marks it again, and meets any node left in its place
-// (dropStaleMark removes one nobody's session holds). Until the round, a
+// (the marker removes one nobody's session holds). Until the round, a
 // held item whose mark an operator removed runs on a mark that is gone —
 // as a run did before when its mark was removed under it — so the round
 // bounds that window by the reconcile interval.

@@ -19,7 +19,7 @@ import (
 // again would run one fire twice — and known the records of the others,
 // which the fire's marking transaction checks: a previous owner that
 // completes the fire between the read and the mark changes the record,
-// and the item then runs as a make-up run, which reads it (see markChunk).
+// and the item then runs as a make-up run, which reads it (see marks.Outcomes.RecordChanged).
 func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bool, known map[int]record, unrecorded []int) {
 	if len(fresh) == 0 || cfg.Unmonitored {
 		return nil, nil, nil
