@@ -4,16 +4,20 @@ package main
 // of waiting tasks it does not take.
 //
 // For each backlog size N, on a fresh database of the PostgreSQL server:
-// three tenants (caps -backlog-caps), W work tasks (-backlog-work) due
-// now with acceptable starts in the next ten minutes, and N more waiting
-// tasks behind them in EDF order: due too with acceptable starts an hour
-// on (-backlog-at due), or not due for an hour (-backlog-at later). Both
-// sets are loaded in bulk (INSERT ... SELECT over generate_series) as
-// copies of one task per tenant that Assign wrote, so their rows are the
-// API's; then VACUUM ANALYZE, as autovacuum would soon do. The nodes start
-// and run with a handler that returns at once (FinishOnReturn); the clock
-// stops when the W-th work task starts. claims_per_sec is W over that
-// time: every claim of the run is made beside the whole backlog.
+// three tenants (caps -backlog-caps) and N waiting tasks, due with
+// acceptable starts over the next hour (-backlog-at due) or not due for an
+// hour (-backlog-at later); VACUUM ANALYZE, as autovacuum would soon do;
+// then W work tasks (-backlog-work) ahead of the backlog in EDF order: all
+// due, with acceptable starts in the hour before (late), or, with
+// -backlog-release R, due one after another at R a second, each with ten
+// minutes to start. Both sets are loaded in bulk (INSERT ... SELECT over
+// generate_series) as copies of one task per tenant that Assign wrote, so
+// their rows are the API's. The nodes start and run with a handler that
+// returns at once (FinishOnReturn); the clock stops when the W-th work
+// task starts. claims_per_sec is W over that
+// time (from the start, or from the first release): every claim of the
+// run is made beside the whole backlog. start_p50_ms and start_p99_ms run
+// from a work task's expected start to its handler.
 //
 // The claim's plan is read from auto_explain (EXPLAIN ANALYZE with
 // BUFFERS of a sample of the statements the nodes run, logged by the
@@ -29,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +52,7 @@ type backlogParams struct {
 	nodes    int
 	batch    int
 	plansDir string
+	release  int // work tasks due per second; 0: all due at the start
 }
 
 // backlogCaps are the cap settings -backlog-caps names: three tenants'
@@ -80,6 +86,9 @@ func runBacklog(ctx context.Context, p backlogParams) error {
 	if p.at != "due" && p.at != "later" {
 		return fmt.Errorf("-backlog-at: %q is neither due nor later", p.at)
 	}
+	if p.release > 0 && p.at != "later" {
+		return errors.New("-backlog-release needs -backlog-at later: a due backlog would come before the work released")
+	}
 	if p.work < 3 {
 		return errors.New("-backlog-work must be at least 3")
 	}
@@ -107,7 +116,7 @@ func runBacklog(ctx context.Context, p backlogParams) error {
 var autoExplain = []string{
 	`session_preload_libraries = 'auto_explain'`,
 	`auto_explain.log_min_duration = 0`,
-	`auto_explain.sample_rate = 0.02`,
+	`auto_explain.sample_rate = 0.1`,
 	`auto_explain.log_analyze = on`,
 	`auto_explain.log_buffers = on`,
 }
@@ -133,10 +142,19 @@ func backlogRun(ctx context.Context, srv *pgtest.Server, p backlogParams, n int)
 	}
 	var workStarted atomic.Int64
 	var done atomic.Int64 // UnixNano of the W-th work start
+	var mu sync.Mutex
+	var lat []time.Duration
 	w := int64(p.work)
 	ds, err := startNodes(ctx, "postgres", dsn, p.nodes, p.batch, func(*dispatch.Dispatcher) dispatch.StartFunc {
 		return func(_ context.Context, t dispatch.Task) error {
-			if strings.HasPrefix(t.ExternalID, "work-") && workStarted.Add(1) == w {
+			if !strings.HasPrefix(t.ExternalID, "work-") {
+				return nil
+			}
+			l := time.Since(t.ExpectedStart)
+			mu.Lock()
+			lat = append(lat, l)
+			mu.Unlock()
+			if workStarted.Add(1) == w {
 				done.Store(time.Now().UnixNano())
 			}
 			return nil
@@ -155,36 +173,51 @@ func backlogRun(ctx context.Context, srv *pgtest.Server, p backlogParams, n int)
 	if err := d0.SetGlobalMax(ctx, cs.global); err != nil {
 		return err
 	}
-	t0 := time.Now()
-	backlogStart := t0.Add(-time.Second)
-	if p.at == "later" {
-		backlogStart = t0.Add(time.Hour)
-	}
 	tenants := len(cs.caps)
+	// The backlog: due since a second ago with acceptable starts over the
+	// next hour, or an hour's window starting in an hour.
+	backlogStart := time.Now().Add(-time.Second)
+	if p.at == "later" {
+		backlogStart = backlogStart.Add(time.Hour)
+	}
 	for i, c := range cs.caps {
 		name := fmt.Sprintf("t%d", i+1)
 		if err := d0.PutWorker(ctx, dispatch.Worker{Name: name, MaxRunning: c}); err != nil {
 			return err
 		}
-		// The work: due since a second ago, to start within ten minutes.
-		if err := bulkTasks(ctx, d0, name, "work", share(p.work, tenants, i), t0.Add(-time.Second), t0.Add(10*time.Minute)); err != nil {
-			return err
-		}
-		// The backlog: an hour's window an hour after the work's start,
-		// or starting in an hour.
-		if err := bulkTasks(ctx, d0, name, "backlog", share(n, tenants, i), backlogStart, backlogStart.Add(time.Hour)); err != nil {
+		if err := bulkTasks(ctx, d0, name, "backlog", share(n, tenants, i), backlogStart, backlogStart.Add(time.Hour), 0); err != nil {
 			return err
 		}
 	}
 	if _, err := admin.Exec(ctx, `VACUUM ANALYZE dispatch_tasks`); err != nil {
 		return err
 	}
+	// The work, ahead of the backlog in EDF order: all due, with
+	// acceptable starts over the hour before now; or, with a release
+	// rate, due one after another from a second on, each to start within
+	// ten minutes of its expected start.
+	start := time.Now()
+	for i := range cs.caps {
+		name := fmt.Sprintf("t%d", i+1)
+		k := share(p.work, tenants, i)
+		if p.release > 0 {
+			start = time.Now().Add(time.Second).Truncate(time.Millisecond)
+			err = bulkTasks(ctx, d0, name, "work", k, start, start.Add(10*time.Minute), time.Duration(float64(tenants)*float64(time.Second)/float64(p.release)))
+		} else {
+			err = bulkTasks(ctx, d0, name, "work", k, start.Add(-time.Hour), start.Add(-time.Minute), 0)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	logPath := filepath.Join(srv.Dir, "server.log")
 	from, err := fileSize(logPath)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
+	if p.release == 0 {
+		start = time.Now()
+	}
 	for _, d := range ds {
 		if err := d.Start(ctx); err != nil {
 			return err
@@ -207,8 +240,11 @@ func backlogRun(ctx context.Context, srv *pgtest.Server, p backlogParams, n int)
 		return err
 	}
 	s := summarize(plans, "dispatch_tasks")
-	fmt.Printf("bench backlog store=postgres nodes=%d batch=%d caps=%s backlog=%d backlog_at=%s work=%d seconds=%.2f claims_per_sec=%.0f claim_plans=%d claim_ms_p50=%.2f claim_buffers_p50=%d hash_join=%t merge_join=%t seq_scan_tasks=%t\n",
-		p.nodes, p.batch, p.caps, n, p.at, p.work, took.Seconds(), float64(p.work)/took.Seconds(), len(plans), s.msP50, s.buffersP50, s.hash, s.merge, s.seqScan)
+	mu.Lock()
+	p50, p99 := pct(lat, 50), pct(lat, 99)
+	mu.Unlock()
+	fmt.Printf("bench backlog store=postgres nodes=%d batch=%d caps=%s backlog=%d backlog_at=%s work=%d release_per_sec=%d seconds=%.2f claims_per_sec=%.0f start_p50_ms=%.2f start_p99_ms=%.2f claim_plans=%d claim_ms_p50=%.2f claim_buffers_p50=%d hash_tasks=%t merge_join=%t seq_scan_tasks=%t\n",
+		p.nodes, p.batch, p.caps, n, p.at, p.work, p.release, took.Seconds(), float64(p.work)/took.Seconds(), ms(p50), ms(p99), len(plans), s.msP50, s.buffersP50, s.hash, s.merge, s.seqScan)
 	if p.plansDir != "" && s.median != "" {
 		name := filepath.Join(p.plansDir, fmt.Sprintf("shardjob-%s-%s-%d.txt", p.caps, p.at, n))
 		if err := os.WriteFile(name, []byte(s.median), 0o644); err != nil {
@@ -227,11 +263,13 @@ func share(n, k, i int) int {
 	return s
 }
 
-// bulkTasks adds n waiting tasks named prefix-0 ... to worker, spread over
-// [start, end] as Assign spreads them: Assign writes the first, and the
-// others are copies of its row with their own uuid, external id and
-// acceptable start.
-func bulkTasks(ctx context.Context, d *dispatch.Dispatcher, worker, prefix string, n int, start, end time.Time) error {
+// bulkTasks adds n waiting tasks named prefix-0 ... to worker. With step
+// 0 they are one assignment spread over [start, end] as Assign spreads
+// them; with a step, the i-th is an assignment of its own over
+// [start+i·step, end+i·step], due one after another. Assign writes the
+// first, and the others are copies of its row with their own uuid,
+// external id, expected start (and run_at) and acceptable start.
+func bulkTasks(ctx context.Context, d *dispatch.Dispatcher, worker, prefix string, n int, start, end time.Time, step time.Duration) error {
 	if n == 0 {
 		return nil
 	}
@@ -243,14 +281,19 @@ func bulkTasks(ctx context.Context, d *dispatch.Dispatcher, worker, prefix strin
 	if n == 1 {
 		return nil
 	}
-	// Spread: the i-th of n (from 0) at start + (i+1)·(end−start)/n.
 	span := end.Truncate(time.Microsecond).Sub(start.Truncate(time.Microsecond)).Microseconds()
+	// Spread: the i-th of n (from 0) at start + (i+1)·(end−start)/n; one
+	// task an assignment: at its end.
+	acc := `t.expected_start + (i + 1) * $3::bigint / $4::bigint`
+	if step > 0 {
+		acc = `t.acceptable_start + i * $5::bigint`
+	}
 	_, err = d.DB().ExecContext(ctx, `INSERT INTO dispatch_tasks (uuid, worker, external_id, info, expected_start, acceptable_start, run_at, status,
     attempts, max_retries, timeout_us, lease_owner, deadline, late, created_at, started_at, ended_at, last_error, trace_context)
-SELECT gen_random_uuid()::text, t.worker, $2 || '-' || i, t.info, t.expected_start, t.expected_start + (i + 1) * $3::bigint / $4::bigint, t.run_at, t.status,
+SELECT gen_random_uuid()::text, t.worker, $2 || '-' || i, t.info, t.expected_start + i * $5::bigint, `+acc+`, t.run_at + i * $5::bigint, t.status,
     t.attempts, t.max_retries, t.timeout_us, t.lease_owner, t.deadline, t.late, t.created_at, t.started_at, t.ended_at, t.last_error, t.trace_context
-FROM dispatch_tasks t CROSS JOIN generate_series(1, $4::bigint - 1) i WHERE t.uuid = $1`, ts[0].UUID, prefix, span, n)
-	if err != nil {
+FROM dispatch_tasks t CROSS JOIN generate_series(1, $4::bigint - 1) i WHERE t.uuid = $1`, ts[0].UUID, prefix, span, n, step.Microseconds())
+	if err != nil || step > 0 {
 		return err
 	}
 	// The first task's acceptable start as the spread over n puts it.
