@@ -286,7 +286,7 @@ func bulkTasks(ctx context.Context, d *dispatch.Dispatcher, worker, prefix strin
 	// task an assignment: at its end.
 	acc := `t.expected_start + (i + 1) * $3::bigint / $4::bigint`
 	if step > 0 {
-		acc = `t.acceptable_start + i * $5::bigint`
+		acc = `t.expected_start + i * $5::bigint + $3::bigint`
 	}
 	_, err = d.DB().ExecContext(ctx, `INSERT INTO dispatch_tasks (uuid, worker, external_id, info, expected_start, acceptable_start, run_at, status,
     attempts, max_retries, timeout_us, lease_owner, deadline, late, created_at, started_at, ended_at, last_error, trace_context)
