@@ -301,6 +301,12 @@ func TestClaimPlanReadsNoFutureBacklog(t *testing.T) {
 					t.Errorf("%s: the claim did not start the 6 due tasks\n%s", what, plan)
 				}
 			}
+			// The fetcher's look for the next start probes each worker's
+			// first task after now, in the due index's order.
+			next := planLines(t, ctx, d.DB(), `EXPLAIN `+strings.Replace(pgNextRunAt, "?", "$1", 1), now.UnixMicro())
+			if !strings.Contains(next, "Scan using dispatch_tasks_due on dispatch_tasks t") || strings.Contains(next, "Sort") {
+				t.Errorf("%s: the next start is not read from the due index, in its order:\n%s", stats, next)
+			}
 		}
 	})
 }
