@@ -47,6 +47,7 @@ func main() {
 	backlogCaps := flag.String("backlog-caps", "open", "-backlog: open (1,000 per tenant, 3,000 global) or capped (5, 10, 20; 30)")
 	backlogAt := flag.String("backlog-at", "due", "-backlog: the backlog is due (behind the work in EDF order) or later (due in an hour)")
 	release := flag.Int("backlog-release", 0, "-backlog: the work falls due at this many tasks a second (0: all due at the start); needs -backlog-at later")
+	analyze := flag.Bool("backlog-analyze", true, "-backlog: VACUUM ANALYZE the backlog before the run (false: VACUUM only, autovacuum off: no statistics)")
 	plans := flag.String("plans", "", "-backlog: write each run's median claim plan to this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -68,7 +69,7 @@ func main() {
 		sizes, err := parseSizes(*backlog)
 		if err == nil {
 			err = runBacklog(context.Background(), backlogParams{sizes: sizes, work: *work, caps: *backlogCaps, at: *backlogAt,
-				nodes: *nodes, batch: *batch, plansDir: *plans, release: *release})
+				nodes: *nodes, batch: *batch, plansDir: *plans, release: *release, analyze: *analyze})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
