@@ -617,9 +617,16 @@ func placeholders(n int) string {
 }
 
 // nextRunAt is the earliest run_at of a waiting task after now, if any.
+// On PostgreSQL each worker's earliest is read from dispatch_tasks_due
+// (worker, run_at), one probe per worker (migration 007); SQLite reads
+// dispatch_tasks_run_at.
 func (s *store) nextRunAt(ctx context.Context, now time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT min(run_at) FROM dispatch_tasks WHERE status = 'waiting' AND run_at > ?`), now.UnixMicro()).Scan(&v)
+	q := `SELECT min(run_at) FROM dispatch_tasks WHERE status = 'waiting' AND run_at > ?`
+	if s.d == postgresDialect {
+		q = pgNextRunAt
+	}
+	err := s.db.QueryRowContext(ctx, s.q(q), now.UnixMicro()).Scan(&v)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("dispatch: next start: %w", err)
 	}

@@ -66,9 +66,21 @@ LEFT JOIN dispatch_nodes n ON n.id = $1 WHERE g.id = 1 FOR UPDATE OF g`
 // a window function ranking every startable task per worker would read
 // them all), merged in EDF order and limited to the free global slots:
 // exactly what a greedy pass over every startable task in EDF order would
-// take. No index of the tasks has run_at in its key (migration 004), so
-// the planner cannot read a worker's due tasks by run_at and sort them all
-// for the first few, as it did on a backlog it had no statistics for.
+// take. The live index holds the due and the not yet due waiting tasks
+// mixed, so the walk of a worker's head stops after k due tasks, k being
+// its due tasks counted from dispatch_tasks_due (worker, run_at) up to its
+// free slots (migration 007): it never runs on through the tasks due in
+// an hour or tomorrow looking for due ones that are not there, which read
+// every waiting task of a worker with fewer due tasks than free slots on
+// every claim (590 ms a claim beside 1,000,000; the claim reads the same
+// rows at any backlog now, TestClaimPlanReadsNoFutureBacklog). What it
+// may still read and skip are not-due tasks whose acceptable start comes
+// before one of the k it takes: a task's window that opens later but
+// closes earlier. The walk's order is the index's, so no plan sorts a
+// worker's tasks by run_at to find its first few, as one did on a backlog
+// without statistics (migration 004); sorts are off for the claim
+// (pgClaimPlanning), so the count cannot read the due tasks in another
+// order either.
 //
 // The UPDATE reaches each candidate's row by its tuple id (t.ctid =
 // c.tid, a Tid Scan per candidate), which the candidates' scan read with
@@ -108,11 +120,16 @@ const pgClaim = `WITH fr AS (
 ), cand AS MATERIALIZED (
     SELECT x.tid, x.uuid, w.name AS worker, (w.late_policy = 'fail' AND x.acceptable_start < $2) AS fail
     FROM ws w CROSS JOIN LATERAL (
+        SELECT count(*) AS n FROM (
+            SELECT FROM dispatch_tasks d
+            WHERE d.worker = w.name AND d.status = 'waiting' AND d.run_at <= $2
+            ORDER BY d.worker, d.run_at LIMIT LEAST(w.max_running - w.running, $3)) due) k
+    CROSS JOIN LATERAL (
         SELECT t.ctid AS tid, t.uuid, t.acceptable_start, t.expected_start FROM dispatch_tasks t
         WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at <= $2
         ORDER BY t.acceptable_start, t.expected_start, t.uuid
-        LIMIT LEAST(w.max_running - w.running, $3)) x
-    WHERE w.running < w.max_running
+        LIMIT k.n) x
+    WHERE w.running < w.max_running AND k.n > 0
     ORDER BY x.acceptable_start, x.expected_start, x.uuid
     LIMIT COALESCE((SELECT free FROM g), 0)
 ), upd AS (
@@ -172,6 +189,13 @@ SELECT * FROM upd`
 // nested loop; the full join that merges taken and freed slots per
 // worker still hashes, which the planner does when nothing else can.
 //
+// Sorts off: the only sort a claim needs is the merge of the workers'
+// heads, which every plan has. Another sort is a worker's waiting tasks
+// read in another order than the walk needs and sorted for the first few
+// — all of them, a backlog of any size — which the planner chose once
+// dispatch_tasks_due existed, through that index, for a worker's EDF walk
+// on a table without statistics.
+//
 // JIT off: a join turned off is not forbidden but priced out (its cost
 // raised by a constant so large that any plan's total passes
 // jit_above_cost), and a claim would then compile its expressions with
@@ -183,12 +207,19 @@ SELECT * FROM upd`
 // found them.
 const (
 	pgClaimPlanning = `SELECT set_config('enable_bitmapscan', 'off', false), set_config('enable_hashjoin', 'off', false),
-    set_config('enable_mergejoin', 'off', false), set_config('jit', 'off', false)`
+    set_config('enable_mergejoin', 'off', false), set_config('enable_sort', 'off', false), set_config('jit', 'off', false)`
 )
 
 // pgResetPlanning undoes pgClaimPlanning, a statement each (a read of
 // pg_settings to do it in one cost a millisecond per claim).
-var pgResetPlanning = []string{`RESET enable_bitmapscan`, `RESET enable_hashjoin`, `RESET enable_mergejoin`, `RESET jit`}
+var pgResetPlanning = []string{`RESET enable_bitmapscan`, `RESET enable_hashjoin`, `RESET enable_mergejoin`, `RESET enable_sort`, `RESET jit`}
+
+// pgNextRunAt is nextRunAt on PostgreSQL: each worker's earliest waiting
+// task after $1 by the index dispatch_tasks_due, in its order (a LIMIT 1
+// per worker, never a worker's whole backlog), and the earliest of those.
+const pgNextRunAt = `SELECT min(x.run_at) FROM dispatch_workers w CROSS JOIN LATERAL (
+    SELECT t.run_at FROM dispatch_tasks t WHERE t.worker = w.name AND t.status = 'waiting' AND t.run_at > ?
+    ORDER BY t.run_at LIMIT 1) x`
 
 // taskColsT is taskCols qualified with the alias t.
 const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.acceptable_start, t.run_at, t.status, t.attempts, t.max_retries, t.timeout_us, t.lease_owner, t.deadline, t.late, t.created_at, t.started_at, t.ended_at, t.last_error, t.trace_context`
@@ -217,9 +248,16 @@ const taskColsT = `t.uuid, t.worker, t.external_id, t.info, t.expected_start, t.
 // concatenated, not joined, for the same reason. TestFinishPlanJoinsByKey
 // checks the plan.
 //
-// The UPDATE's conditions on t repeat held's: the row it reaches is the
-// one held locked (a version its snapshot sees, followed to the newest,
-// which no other transaction can change while the lock is held).
+// The UPDATE's condition on t's attempt repeats held's: the row it
+// reaches is the one held locked (a version its snapshot sees, followed to
+// the newest, which no other transaction can change while the lock is
+// held), so its status is the running one held read. It does not repeat
+// that status: t.status = 'running' would make dispatch_tasks_running (WHERE
+// status = 'running') an index the UPDATE may read, and statistics taken
+// while no task ran (a backlog analyzed before the nodes started) put that
+// index at a row or two, so the planner read every running task and
+// joined each with every request under a join filter: 6.5 s for a batch
+// of 500 beside 3,000 running (TestFinishPlanJoinsByKeyAnalyzedIdle).
 //
 // A task requested twice (a retry queued beside its first try) is locked
 // once and held twice, once per request; the UPDATE changes it once.
@@ -234,7 +272,7 @@ const pgFinish = `WITH held AS MATERIALIZED (
     UPDATE dispatch_tasks t SET status = 'finished', ended_at = $3, lease_owner = '', deadline = 0
     FROM held h
     WHERE t.uuid = h.uuid AND h.status = 'running' AND (h.attempt = 0 OR h.attempts = h.attempt)
-        AND t.status = 'running' AND t.attempts = h.attempts
+        AND t.attempts = h.attempts
     RETURNING t.uuid, t.worker
 ), freed AS (
     INSERT INTO dispatch_freed (worker, n) SELECT worker, count(*) FROM done GROUP BY worker

@@ -5,6 +5,11 @@
 // It prints one "bench NAME key=value ..." line per measurement.
 //
 //	go run ./tools/dispatchbench -store postgres -nodes 3 -duration 60s
+//
+// With -backlog it measures instead the claim's rate and plan beside
+// backlogs of waiting tasks (backlog.go):
+//
+//	go run ./tools/dispatchbench -backlog 0,10000,100000,1000000
 package main
 
 import (
@@ -37,6 +42,13 @@ func main() {
 	batch := flag.Int("batch", 0, "claim batch size (0: the dispatcher's default)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	only := flag.String("run", "throughput,saturated,latency", "the runs to make, comma-separated")
+	backlog := flag.String("backlog", "", "instead of the runs: the claim's rate beside these numbers of waiting tasks, comma-separated (postgres)")
+	work := flag.Int("backlog-work", 100000, "-backlog: the tasks each run starts, ahead of the backlog")
+	backlogCaps := flag.String("backlog-caps", "open", "-backlog: open (1,000 per tenant, 3,000 global) or capped (5, 10, 20; 30)")
+	backlogAt := flag.String("backlog-at", "due", "-backlog: the backlog is due (behind the work in EDF order) or later (due in an hour)")
+	release := flag.Int("backlog-release", 0, "-backlog: the work falls due at this many tasks a second (0: all due at the start); needs -backlog-at later")
+	analyze := flag.Bool("backlog-analyze", true, "-backlog: VACUUM ANALYZE the backlog before the run (false: VACUUM only, autovacuum off: no statistics)")
+	plans := flag.String("plans", "", "-backlog: write each run's median claim plan to this directory")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -52,6 +64,19 @@ func main() {
 	}
 	if *batch == 0 {
 		*batch = 1000
+	}
+	if *backlog != "" {
+		sizes, err := parseSizes(*backlog)
+		if err == nil {
+			err = runBacklog(context.Background(), backlogParams{sizes: sizes, work: *work, caps: *backlogCaps, at: *backlogAt,
+				nodes: *nodes, batch: *batch, plansDir: *plans, release: *release, analyze: *analyze})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			pprof.StopCPUProfile()
+			os.Exit(1)
+		}
+		return
 	}
 	runs := map[string]bool{}
 	for _, r := range strings.Split(*only, ",") {
@@ -117,7 +142,7 @@ type node struct {
 	d *dispatch.Dispatcher
 }
 
-func startNodes(ctx context.Context, store, dsn string, n, batch int, onStart func(*dispatch.Dispatcher) dispatch.StartFunc) ([]*dispatch.Dispatcher, error) {
+func startNodes(ctx context.Context, store, dsn string, n, batch int, onStart func(*dispatch.Dispatcher) dispatch.StartFunc, finishOnReturn bool) ([]*dispatch.Dispatcher, error) {
 	var out []*dispatch.Dispatcher
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for i := range n {
@@ -125,7 +150,7 @@ func startNodes(ctx context.Context, store, dsn string, n, batch int, onStart fu
 		var ready sync.WaitGroup
 		ready.Add(1)
 		var h dispatch.StartFunc
-		cfg := dispatch.Config{Driver: store, DSN: dsn, NodeID: fmt.Sprintf("bench%d", i), BatchSize: batch, Logger: quiet,
+		cfg := dispatch.Config{Driver: store, DSN: dsn, NodeID: fmt.Sprintf("bench%d", i), BatchSize: batch, Logger: quiet, FinishOnReturn: finishOnReturn,
 			OnStart: func(ctx context.Context, t dispatch.Task) error { ready.Wait(); return h(ctx, t) }}
 		d, err := dispatch.Open(ctx, cfg)
 		if err != nil {
@@ -194,7 +219,7 @@ func throughput(ctx context.Context, store string, nodes int, newDSN func() (str
 			lastFree.Store(t.Worker, time.Now())
 			return err
 		}
-	})
+	}, false)
 	if err != nil {
 		return err
 	}
@@ -257,7 +282,7 @@ func latency(ctx context.Context, store string, nodes int, newDSN func() (string
 			mu.Unlock()
 			return d.FinishAttempt(ctx, t.UUID, t.Attempt)
 		}
-	})
+	}, false)
 	if err != nil {
 		return err
 	}
