@@ -73,7 +73,9 @@ type config struct {
 	idle            time.Duration
 	window          time.Duration
 	shutdownTimeout time.Duration
+	settle          time.Duration
 	zkHeap          string
+	seedTable       bool
 	skipKill        bool
 	skipRolling     bool
 	instanceBin     string
@@ -103,7 +105,9 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.idle, "idle", 30*time.Second, "the quiet window whose requests are counted")
 	fs.DurationVar(&c.window, "window", 20*time.Second, "the latency windows before and after the kill")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", time.Minute, "the instances' graceful shutdown deadline (rolling restart)")
+	fs.DurationVar(&c.settle, "settle", 10*time.Second, "the wait after the rolling restart before its fires are checked")
 	fs.StringVar(&c.zkHeap, "zk-heap", "4g", "ZooKeeper's JVM heap (-Xmx)")
+	fs.BoolVar(&c.seedTable, "seed-table", false, "write an empty load table (/.placement) before the instances start, so that the first reshard does not rebuild it from every job's assignment nodes")
 	fs.BoolVar(&c.skipKill, "skip-kill", false, "skip the kill -9")
 	fs.BoolVar(&c.skipRolling, "skip-rolling", false, "skip the rolling restart")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
@@ -125,7 +129,7 @@ func parseFlags(args []string) (config, error) {
 	if c.fastPct < 0 || c.fastPct > 100 {
 		return c, errors.New("-fast-pct must be within 0..100")
 	}
-	if c.sessionTimeout <= 0 || c.regDeadline <= 0 || c.placeDeadline <= 0 || c.idle <= 0 || c.window <= 0 || c.shutdownTimeout <= 0 {
+	if c.sessionTimeout <= 0 || c.regDeadline <= 0 || c.placeDeadline <= 0 || c.idle <= 0 || c.window <= 0 || c.shutdownTimeout <= 0 || c.settle <= 0 {
 		return c, errors.New("durations must be positive")
 	}
 	return c, nil

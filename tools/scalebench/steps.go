@@ -31,6 +31,11 @@ func reqTotal(m map[string]int64) int64 { return m["reads"] + m["writes"] + m["m
 // measureRegister starts every instance at once and waits until every
 // one's Start has returned.
 func (b *bench) measureRegister(ctx context.Context) error {
+	if b.cfg.seedTable {
+		if err := b.seedLoadTable(ctx); err != nil {
+			return err
+		}
+	}
 	z0, zerr0 := b.reg.CPUTicks()
 	b.t0 = time.Now()
 	for i := range b.insts {
@@ -45,10 +50,8 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	z1, zerr1 := b.reg.CPUTicks()
 	k := new(benchkit.KV).Add("instances", b.cfg.instances).Add("jobs", b.cfg.jobs)
 	if err != nil {
-		k.Add("error", err.Error())
-		fmt.Println("bench register" + k.String())
 		b.summary.Add("register_s", "failed")
-		return err
+		return fmt.Errorf("after %v: %w", took.Round(time.Second), err)
 	}
 	var startS, addS []float64
 	var req, reads, writes, multis, watches int64
@@ -456,7 +459,7 @@ func (b *bench) measureRolling(ctx context.Context) error {
 		b.log.Info("restarted", "id", in.id)
 	}
 	took := time.Since(tr)
-	if err := benchkit.SleepCtx(ctx, 10*time.Second); err != nil {
+	if err := benchkit.SleepCtx(ctx, b.cfg.settle); err != nil {
 		return err
 	}
 	if err := b.runs.refresh(); err != nil {

@@ -10,7 +10,8 @@
 //	STARTED add_ms=… start_ms=… reads=… writes=… multis=… watches=…
 //
 // once Start has returned (the requests are the center's, regcenter.Stats,
-// from before the first Add), then, each time it receives SIGUSR1,
+// from before the first Add). From before the first Add, each time it
+// receives SIGUSR1 it writes
 //
 //	STATS reads=… writes=… multis=… watches=… client_watches=… units=… goroutines=…
 //
@@ -196,6 +197,21 @@ func run(o options) error {
 		return nil
 	})
 	st0 := rc.Stats()
+	// The signals are answered from here on, during Add and Start too, so
+	// that a registration that drags can be looked at (its heap profile).
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	answerCtx, stopAnswering := context.WithCancel(context.Background())
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		answerSignals(answerCtx, sig, o, &out, logger, rc, st0, s, base)
+	}()
+	defer func() {
+		signal.Stop(sig)
+		stopAnswering()
+		<-answered
+	}()
 	t0 := time.Now()
 	for _, j := range jobs {
 		if err := s.Add(sctx, job.Config{Name: j.Name, Cron: j.Cron, ShardingTotalCount: j.Items}, execute); err != nil {
@@ -211,37 +227,7 @@ func run(o options) error {
 		return err
 	}
 
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
-	defer signal.Stop(sig)
-	type watchCounter interface{ WatchCount() int }
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case v := <-sig:
-			var l string
-			if v == syscall.SIGUSR1 {
-				cw := -1
-				if w, ok := rc.(watchCounter); ok {
-					cw = w.WatchCount()
-				}
-				l = fmt.Sprintf("STATS %s client_watches=%d units=%d goroutines=%d", statsKV(rc.Stats().Sub(st0)), cw, s.Placement().Units, runtime.NumGoroutine())
-			} else {
-				m := heapAfterGC()
-				if o.heapProfile != "" {
-					if err := writeHeapProfile(o.heapProfile); err != nil {
-						logger.Error("heap profile", "err", err)
-					}
-				}
-				l = fmt.Sprintf("HEAP heap=%d base=%d sys=%d", m.HeapAlloc, base.HeapAlloc, m.Sys)
-			}
-			if err := out.line(l); err != nil {
-				return err
-			}
-		}
-	}
+	<-ctx.Done()
 	dctx, dcancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer dcancel()
 	if err := s.Shutdown(dctx); err != nil {
@@ -260,4 +246,38 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// answerSignals answers SIGUSR1 with a STATS line and SIGUSR2 with a HEAP
+// line (and a heap profile with -heapprofile) until ctx ends.
+func answerSignals(ctx context.Context, sig <-chan os.Signal, o options, out *stdout, logger *slog.Logger, rc regcenter.Center, st0 regcenter.Stats, s *job.Scheduler, base runtime.MemStats) {
+	type watchCounter interface{ WatchCount() int }
+	for {
+		var v os.Signal
+		select {
+		case <-ctx.Done():
+			return
+		case v = <-sig:
+		}
+		var l string
+		if v == syscall.SIGUSR1 {
+			cw := -1
+			if w, ok := rc.(watchCounter); ok {
+				cw = w.WatchCount()
+			}
+			l = fmt.Sprintf("STATS %s client_watches=%d units=%d goroutines=%d", statsKV(rc.Stats().Sub(st0)), cw, s.Placement().Units, runtime.NumGoroutine())
+		} else {
+			m := heapAfterGC()
+			if o.heapProfile != "" {
+				if err := writeHeapProfile(o.heapProfile); err != nil {
+					logger.Error("heap profile", "err", err)
+				}
+			}
+			l = fmt.Sprintf("HEAP heap=%d base=%d sys=%d", m.HeapAlloc, base.HeapAlloc, m.Sys)
+		}
+		if err := out.line(l); err != nil {
+			logger.Error("stdout", "err", err)
+			return
+		}
+	}
 }
