@@ -9,6 +9,7 @@ package benchkit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -193,4 +194,34 @@ func SleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// ParseStatusRSS returns VmRSS from the contents of /proc/PID/status, in
+// bytes.
+func ParseStatusRSS(status string) (int64, error) {
+	for line := range strings.SplitSeq(status, "\n") {
+		v, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("malformed VmRSS line %q", line)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("VmRSS in %q: %w", line, err)
+		}
+		return n * 1024, nil
+	}
+	return 0, errors.New("no VmRSS in the status (a process that has exited)")
+}
+
+// RSS returns a process's resident memory in bytes.
+func RSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	return ParseStatusRSS(string(data))
 }

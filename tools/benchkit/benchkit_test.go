@@ -55,3 +55,16 @@ func TestParseProcStatCPU(t *testing.T) {
 		t.Error("garbage: no error")
 	}
 }
+
+func TestParseStatusRSS(t *testing.T) {
+	n, err := ParseStatusRSS("Name:\tjava\nVmPeak:\t  100 kB\nVmRSS:\t    2048 kB\nThreads:\t3\n")
+	if err != nil || n != 2048*1024 {
+		t.Fatalf("got %d, %v; want %d", n, err, 2048*1024)
+	}
+	if _, err := ParseStatusRSS("Name:\tzombie\n"); err == nil {
+		t.Fatal("a status without VmRSS: no error")
+	}
+	if _, err := ParseStatusRSS("VmRSS:\t12 MB\n"); err == nil {
+		t.Fatal("a VmRSS not in kB: no error")
+	}
+}

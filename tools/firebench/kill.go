@@ -167,7 +167,7 @@ func settled(es []execRec, items, procs int) map[int]int {
 func (b *bench) leaderOf(ctx context.Context, ns, jobName string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rc, err := b.reg.open(ctx, ns, b.log)
+	rc, err := b.reg.Open(ctx, ns, b.log)
 	if err != nil {
 		b.log.Warn("read leader", "err", err)
 		return "?"

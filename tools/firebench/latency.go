@@ -46,7 +46,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z0, zerr := b.reg.cpuTicks()
+	z0, zerr := b.reg.CPUTicks()
 	if err := benchkit.SleepCtx(ctx, b.cfg.latDur); err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z1, zerr1 := b.reg.cpuTicks()
+	z1, zerr1 := b.reg.CPUTicks()
 
 	var lat []float64
 	perInst := make([]int, procs)

@@ -50,6 +50,7 @@ package main
 
 import (
 	"github.com/shardjob/shardjob/tools/benchkit"
+	"github.com/shardjob/shardjob/tools/benchkit/registry"
 
 	"context"
 	"errors"
@@ -95,7 +96,7 @@ type config struct {
 type bench struct {
 	cfg         config
 	log         *slog.Logger
-	reg         *registry
+	reg         *registry.Registry
 	dir         string
 	instanceBin string
 	summary     benchkit.KV
@@ -198,7 +199,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	b.reg, err = startRegistry(zctx, cfg.registry, b.dir, b.log)
+	b.reg, err = registry.Start(zctx, cfg.registry, b.dir, b.log)
 	cancel()
 	if err != nil {
 		return err
@@ -208,7 +209,7 @@ func run(ctx context.Context, cfg config) error {
 			b.log.Warn("close the registry", "registry", cfg.registry, "err", err)
 		}
 	}()
-	fmt.Println(b.reg.line())
+	fmt.Println(b.reg.Line())
 
 	steps := []struct {
 		on   bool

@@ -72,7 +72,7 @@ type instSpec struct {
 // its stderr to dir/{id}.log.
 func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error) {
 	id := fmt.Sprintf("%s-i%d", spec.namespace, idx)
-	args := append(b.reg.instanceArgs(),
+	args := append(b.reg.InstanceArgs(),
 		"-id", id,
 		"-namespace", spec.namespace,
 		"-jobs", strconv.Itoa(spec.jobs),
@@ -197,15 +197,15 @@ func cpuEach(pids []int) ([]float64, error) {
 }
 
 // packetsReceived returns what the server counts as received so far
-// (registry.serverRequests).
+// (registry.Registry.ServerRequests).
 func (b *bench) packetsReceived(ctx context.Context) (int64, error) {
-	return b.reg.serverRequests(ctx)
+	return b.reg.ServerRequests(ctx)
 }
 
 // watchTotal returns the server's total watch count
-// (registry.serverWatches).
+// (registry.Registry.ServerWatches).
 func (b *bench) watchTotal(ctx context.Context) (int64, error) {
-	return b.reg.serverWatches(ctx)
+	return b.reg.ServerWatches(ctx)
 }
 
 // sleepUntil sleeps until t or until ctx ends.

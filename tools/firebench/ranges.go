@@ -50,7 +50,7 @@ func (b *bench) measureRanges(ctx context.Context) error {
 	}()
 	for i := range instances {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		rc, err := b.reg.open(cctx, ns, logger)
+		rc, err := b.reg.Open(cctx, ns, logger)
 		if err != nil {
 			cancel()
 			return err

@@ -34,7 +34,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := b.reg.open(cctx, ns, logger)
+	rc, err := b.reg.Open(cctx, ns, logger)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	rctx, rcancel := context.WithTimeout(ctx, b.cfg.regDeadline)
 	defer rcancel()
 	st0 := rc.Stats()
-	z0, zerr0 := b.reg.cpuTicks()
+	z0, zerr0 := b.reg.CPUTicks()
 	c0, cerr0 := selfCPU()
 	if b.cfg.regProfile != "" {
 		f, err := os.Create(b.cfg.regProfile)
@@ -86,7 +86,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	}
 	reg := rc.Stats().Sub(st0)
 	c1, cerr1 := selfCPU()
-	z1, zerr1 := b.reg.cpuTicks()
+	z1, zerr1 := b.reg.CPUTicks()
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

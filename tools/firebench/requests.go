@@ -112,7 +112,7 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := b.reg.open(cctx, ns, logger)
+	rc, err := b.reg.Open(cctx, ns, logger)
 	if err != nil {
 		return err
 	}
