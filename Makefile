@@ -144,9 +144,12 @@ demo-onedb: postgresql
 	$(GO) run ./example/onedb $(DEMO_FLAGS)
 
 # The fire path measured as a user sees it (tools/firebench: its own
-# ZooKeeper, instance processes; a few minutes). FIREBENCH picks what to run.
-FIREBENCH ?= -all
-bench: zookeeper
+# servers, instance processes), every measurement on each registry in
+# turn — the embedded default, ZooKeeper, etcd and PostgreSQL — and a last
+# table with their summaries side by side (about 25 minutes).
+# FIREBENCH picks what to run.
+FIREBENCH ?= -all -registry embedded,zookeeper,etcd,postgres
+bench: zookeeper postgresql
 	$(GO) run ./tools/firebench $(FIREBENCH)
 
 # shardjob beside gocron and dcron, failover and reshard timings, and the

@@ -48,38 +48,85 @@ func Max(xs []float64) float64 {
 type MS float64
 
 // KV builds a "bench" line's key=value pairs. The zero value is ready.
-type KV struct{ b strings.Builder }
+type KV struct {
+	b     strings.Builder
+	pairs []Pair
+}
+
+// Pair is one key=value of a KV, its value as printed.
+type Pair struct{ Key, Value string }
 
 // Add appends " key=value". Floats are printed with at most three
 // decimals (FmtFloat); durations and MS values in milliseconds with an
 // "ms" suffix; strings with spaces, quotes or '=' are quoted.
 func (k *KV) Add(key string, v any) *KV {
+	var val string
+	switch x := v.(type) {
+	case float64:
+		val = FmtFloat(x)
+	case time.Duration:
+		val = FmtFloat(float64(x)/float64(time.Millisecond)) + "ms"
+	case MS:
+		val = FmtFloat(float64(x)) + "ms"
+	case string:
+		val = x
+		if x == "" || strings.ContainsAny(x, " \t\"=") {
+			val = strconv.Quote(x)
+		}
+	default:
+		val = fmt.Sprint(x)
+	}
 	k.b.WriteByte(' ')
 	k.b.WriteString(key)
 	k.b.WriteByte('=')
-	switch x := v.(type) {
-	case float64:
-		k.b.WriteString(FmtFloat(x))
-	case time.Duration:
-		k.b.WriteString(FmtFloat(float64(x) / float64(time.Millisecond)))
-		k.b.WriteString("ms")
-	case MS:
-		k.b.WriteString(FmtFloat(float64(x)))
-		k.b.WriteString("ms")
-	case string:
-		if x == "" || strings.ContainsAny(x, " \t\"=") {
-			k.b.WriteString(strconv.Quote(x))
-		} else {
-			k.b.WriteString(x)
-		}
-	default:
-		fmt.Fprint(&k.b, x)
-	}
+	k.b.WriteString(val)
+	k.pairs = append(k.pairs, Pair{Key: key, Value: val})
 	return k
 }
 
 // String returns the pairs added so far, each preceded by a space.
 func (k *KV) String() string { return k.b.String() }
+
+// Pairs returns the pairs added so far, in order.
+func (k *KV) Pairs() []Pair { return slices.Clone(k.pairs) }
+
+// Table writes a Markdown table with a row per key and a column per head:
+// cols[i] holds column heads[i]'s pairs. Keys come in the order they first
+// appear; a key a column lacks is "—"; a key added twice to one column
+// keeps its last value.
+func Table(heads []string, cols [][]Pair) string {
+	var keys []string
+	vals := make([]map[string]string, len(cols))
+	for i, c := range cols {
+		vals[i] = map[string]string{}
+		for _, p := range c {
+			if !slices.Contains(keys, p.Key) {
+				keys = append(keys, p.Key)
+			}
+			vals[i][p.Key] = p.Value
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| figure |")
+	for _, h := range heads {
+		b.WriteString(" " + h + " |")
+	}
+	b.WriteString("\n| --- |" + strings.Repeat(" --- |", len(heads)) + "\n")
+	for _, k := range keys {
+		b.WriteString("| " + k + " |")
+		for i := range heads {
+			v := "—"
+			if i < len(vals) {
+				if got, ok := vals[i][k]; ok {
+					v = got
+				}
+			}
+			b.WriteString(" " + v + " |")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
 
 // FmtFloat prints x with three significant decimals at most.
 func FmtFloat(x float64) string {

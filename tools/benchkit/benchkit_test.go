@@ -68,3 +68,18 @@ func TestParseStatusRSS(t *testing.T) {
 		t.Fatal("a VmRSS not in kB: no error")
 	}
 }
+
+func TestTable(t *testing.T) {
+	var a, b KV
+	a.Add("p50", MS(1.5)).Add("lost", "0/60")
+	b.Add("lost", "1/60").Add("extra", 3).Add("lost", "2/60")
+	got := Table([]string{"zookeeper", "etcd"}, [][]Pair{a.Pairs(), b.Pairs()})
+	want := "| figure | zookeeper | etcd |\n| --- | --- | --- |\n" +
+		"| p50 | 1.500ms | — |\n| lost | 0/60 | 2/60 |\n| extra | — | 3 |\n"
+	if got != want {
+		t.Errorf("Table:\n%s\nwant:\n%s", got, want)
+	}
+	if a.String() != " p50=1.500ms lost=0/60" {
+		t.Errorf("String() = %q", a.String())
+	}
+}

@@ -15,7 +15,13 @@
 //	go run ./tools/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
 //	go run ./tools/firebench -h            # every flag
 //
-// -registry picks the server every measurement runs on: postgres (one
+// -registry picks the servers every measurement runs on, in turn (a
+// comma-separated list; with more than one, a last Markdown table puts
+// their summaries side by side: make bench runs
+// "-all -registry embedded,zookeeper,etcd,postgres"): embedded (the
+// embedded default of regcenter/embedded, its member hosted by this
+// program started again as a process of its own, the instances reaching it
+// by its Dir as a user's processes do), postgres (one
 // PostgreSQL server from internal/testing/pgtest, synchronous commits on,
 // its processes' CPU counted together, its requests as the transactions
 // pg_stat_database counts), zookeeper (the
@@ -58,6 +64,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -83,7 +90,7 @@ type config struct {
 	regProfile   string
 	regSettle    time.Duration
 
-	registry    string
+	registries  []string // -registry: each measurement runs on each, in turn
 	instanceBin string
 	keep        bool
 	instProfile bool
@@ -106,7 +113,7 @@ func main() { benchkit.Main("firebench", parseFlags, run) }
 
 func parseFlags(args []string) (config, error) {
 	var c config
-	var reqItems, killTimeouts string
+	var reqItems, killTimeouts, registries string
 	fs := flag.NewFlagSet("firebench", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run ./tools/firebench [-all | -requests -latency -kill -throughput -register -ranges] [flags]")
@@ -138,7 +145,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
-	fs.StringVar(&c.registry, "registry", regZooKeeper, "the registry every measurement runs on: zookeeper (one standalone server), etcd (one member, in a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together)")
+	fs.StringVar(&registries, "registry", regZooKeeper, "the registries every measurement runs on, comma-separated, in turn: zookeeper (one standalone server), etcd (one member, in a process of its own), embedded (the embedded default, its member hosted by a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together); with more than one, a last table puts their summaries side by side")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
@@ -157,10 +164,10 @@ func parseFlags(args []string) (config, error) {
 		fs.Usage()
 		return c, errors.New("choose a measurement, or -all")
 	}
-	if c.registry != regZooKeeper && c.registry != regEtcd && c.registry != regPostgres {
-		return c, fmt.Errorf("-registry: %q is none of %s, %s and %s", c.registry, regZooKeeper, regEtcd, regPostgres)
-	}
 	var err error
+	if c.registries, err = registry.ParseKinds(registries); err != nil {
+		return c, fmt.Errorf("-registry: %w", err)
+	}
 	if c.reqItems, err = benchkit.ParseInts(reqItems); err != nil {
 		return c, fmt.Errorf("-req-items: %w", err)
 	}
@@ -198,18 +205,52 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 
+	var errs []error
+	var cols [][]benchkit.Pair
+	for _, kind := range cfg.registries {
+		if ctx.Err() != nil {
+			break
+		}
+		rb := *b
+		rb.summary = benchkit.KV{}
+		if len(cfg.registries) > 1 {
+			rb.dir = filepath.Join(dir, kind)
+			if err := os.MkdirAll(rb.dir, 0o755); err != nil {
+				return err
+			}
+		}
+		if err := rb.onRegistry(ctx, kind); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", kind, err))
+		}
+		fmt.Println("summary" + new(benchkit.KV).Add("registry", kind).String() + rb.summary.String())
+		cols = append(cols, rb.summary.Pairs())
+	}
+	if len(cfg.registries) > 1 {
+		fmt.Printf("\n%s", benchkit.Table(cfg.registries, cols))
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return errors.Join(errs...)
+}
+
+// onRegistry starts a registry server of kind and runs the chosen
+// measurements on it, their headline figures in b.summary.
+func (b *bench) onRegistry(ctx context.Context, kind string) error {
+	cfg := b.cfg
 	zctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	b.reg, err = registry.Start(zctx, cfg.registry, b.dir, b.log)
+	reg, err := registry.Start(zctx, kind, b.dir, b.log)
 	cancel()
 	if err != nil {
 		return err
 	}
+	b.reg = reg
 	defer func() {
-		if err := b.reg.Close(); err != nil {
-			b.log.Warn("close the registry", "registry", cfg.registry, "err", err)
+		if err := reg.Close(); err != nil {
+			b.log.Warn("close the registry", "registry", kind, "err", err)
 		}
 	}()
-	fmt.Println(b.reg.Line())
+	fmt.Println(reg.Line())
 
 	steps := []struct {
 		on   bool
@@ -232,17 +273,13 @@ func run(ctx context.Context, cfg config) error {
 			break
 		}
 		t0 := time.Now()
-		b.log.Info("measuring", "what", s.name)
+		b.log.Info("measuring", "what", s.name, "registry", kind)
 		if err := s.fn(ctx); err != nil {
 			// One measurement failing does not hide the others.
 			fmt.Println("bench " + s.name + new(benchkit.KV).Add("error", err.Error()).String())
 			errs = append(errs, fmt.Errorf("%s: %w", s.name, err))
 		}
 		b.log.Info("measured", "what", s.name, "took", time.Since(t0).Round(time.Millisecond))
-	}
-	fmt.Println("summary" + b.summary.String())
-	if ctx.Err() != nil {
-		return ctx.Err()
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,12 +10,19 @@ import (
 
 func TestParseFlagsRegistry(t *testing.T) {
 	c, err := parseFlags([]string{"-requests"})
-	if err != nil || c.registry != regZooKeeper {
-		t.Fatalf("default registry %q, %v; want %q", c.registry, err, regZooKeeper)
+	if err != nil || !slices.Equal(c.registries, []string{regZooKeeper}) {
+		t.Fatalf("default registries %q, %v; want %q", c.registries, err, regZooKeeper)
 	}
 	c, err = parseFlags([]string{"-requests", "-registry", "etcd"})
-	if err != nil || c.registry != regEtcd {
-		t.Fatalf("-registry etcd: %q, %v", c.registry, err)
+	if err != nil || !slices.Equal(c.registries, []string{regEtcd}) {
+		t.Fatalf("-registry etcd: %q, %v", c.registries, err)
+	}
+	c, err = parseFlags([]string{"-requests", "-registry", "embedded,zookeeper,etcd"})
+	if err != nil || !slices.Equal(c.registries, []string{"embedded", regZooKeeper, regEtcd}) {
+		t.Fatalf("-registry embedded,zookeeper,etcd: %q, %v", c.registries, err)
+	}
+	if _, err = parseFlags([]string{"-requests", "-registry", "etcd,etcd"}); err == nil {
+		t.Fatal("-registry etcd,etcd: no error; want one naming the repeat")
 	}
 	_, err = parseFlags([]string{"-requests", "-registry", "consul"})
 	if err == nil || !strings.Contains(err.Error(), `"consul"`) {

@@ -240,7 +240,8 @@ func (b *bench) requestsFor(ctx context.Context, items int) error {
 		Add("start_to_first_fire_done", startDur(t0, tr, items)).Add("start_requests", startReq).
 		Add("warmup_requests", warmReq)
 	fmt.Println("bench requests" + k.String())
-	b.summary.Add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n)
+	b.summary.Add(fmt.Sprintf("req_per_fire_%d", items), float64(d.Total())/n).
+		Add(fmt.Sprintf("fire_dur_p50_%d", items), durMS(benchkit.Percentile(durs, 50)))
 	if items == 1 {
 		b.summary.Add("req_before_execute_1", benchkit.Percentile(before, 50))
 	}

@@ -1,8 +1,9 @@
 // Package registry starts the registry server a benchmark runs against and
 // reads the server's own counters: one standalone ZooKeeper
 // (regcenter/zktest), one etcd member in a process of its own
-// (regcenter/etcdtest), or one PostgreSQL server with synchronous commits
-// (internal/testing/pgtest). It is what tools/firebench and tools/scalebench
+// (regcenter/etcdtest), the embedded default (regcenter/embedded, hosted
+// by a process of its own: this program, started again), or one
+// PostgreSQL server with synchronous commits (internal/testing/pgtest). It is what tools/firebench and tools/scalebench
 // share: the start, the stop, the addresses, the configuration and opening
 // of a center through regcenter.Open, the flags that name the server to an
 // instance process, and the server's requests, watches, CPU, memory and
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,17 +44,35 @@ const (
 	ZooKeeper = "zookeeper"
 	Etcd      = "etcd"
 	Postgres  = "postgres"
+	Embedded  = "embedded"
 )
 
 // Kinds lists the registries Start knows, in the order flags name them.
-var Kinds = []string{ZooKeeper, Etcd, Postgres}
+var Kinds = []string{ZooKeeper, Etcd, Postgres, Embedded}
 
 // CheckKind returns an error naming kind when it is none of Kinds.
 func CheckKind(kind string) error {
-	if kind != ZooKeeper && kind != Etcd && kind != Postgres {
-		return fmt.Errorf("%q is none of %s, %s and %s", kind, ZooKeeper, Etcd, Postgres)
+	if !slices.Contains(Kinds, kind) {
+		return fmt.Errorf("%q is none of %s", kind, strings.Join(Kinds, ", "))
 	}
 	return nil
+}
+
+// ParseKinds parses a comma-separated list of kinds ("embedded,zookeeper"),
+// each once.
+func ParseKinds(list string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(list, ",") {
+		k = strings.TrimSpace(k)
+		if err := CheckKind(k); err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, k) {
+			return nil, fmt.Errorf("%q is named twice", k)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 // Options are what a benchmark may change in the server it starts. The
@@ -72,6 +92,7 @@ type Registry struct {
 	zk   *zktest.Cluster
 	etcd *etcdtest.Cluster
 	pg   *pgtest.Server
+	emb  *embeddedMember
 	url  string // the PostgreSQL database the centers use
 }
 
@@ -112,8 +133,11 @@ func StartWith(ctx context.Context, kind, dir string, log *slog.Logger, o Option
 				r.pg.Close()
 			}
 		}
+	case Embedded:
+		r.dir = dir + "/embedded"
+		r.emb, err = startEmbedded(ctx, r.dir)
 	default:
-		return nil, fmt.Errorf("unknown registry %q (want %s, %s or %s)", kind, ZooKeeper, Etcd, Postgres)
+		return nil, fmt.Errorf("unknown registry: %w", CheckKind(kind))
 	}
 	if err != nil {
 		return nil, err
@@ -121,7 +145,7 @@ func StartWith(ctx context.Context, kind, dir string, log *slog.Logger, o Option
 	return r, nil
 }
 
-// Kind is the registry's kind: ZooKeeper, Etcd or Postgres.
+// Kind is the registry's kind: ZooKeeper, Etcd, Postgres or Embedded.
 func (r *Registry) Kind() string { return r.kind }
 
 // Close stops the server.
@@ -131,6 +155,9 @@ func (r *Registry) Close() error {
 	}
 	if r.etcd != nil {
 		return r.etcd.Close()
+	}
+	if r.emb != nil {
+		return r.emb.close()
 	}
 	return r.zk.Close()
 }
@@ -142,6 +169,9 @@ func (r *Registry) Addrs() []string {
 	}
 	if r.etcd != nil {
 		return r.etcd.Endpoints()
+	}
+	if r.emb != nil {
+		return []string{r.emb.endpoint}
 	}
 	return r.zk.Servers()
 }
@@ -156,6 +186,9 @@ func (r *Registry) PID() int {
 	}
 	if r.etcd != nil {
 		return r.etcd.PID(0)
+	}
+	if r.emb != nil {
+		return r.emb.proc.PID
 	}
 	return r.zk.PID(0)
 }
@@ -177,6 +210,10 @@ func (r *Registry) Config(ns string) regcenter.Config {
 	if r.etcd != nil {
 		return regcenter.Config{Etcd: r.Addrs(), Namespace: ns}
 	}
+	if r.emb != nil {
+		// As a user's program reaches a member another process hosts.
+		return regcenter.Config{EmbeddedDir: r.emb.dir, Namespace: ns}
+	}
 	return regcenter.Config{Servers: r.Addrs(), Namespace: ns}
 }
 
@@ -196,10 +233,13 @@ func (r *Registry) Open(ctx context.Context, ns string, logger *slog.Logger) (Ce
 }
 
 // InstanceArgs are an instance program's flags that name the server:
-// -url, -etcd or -servers.
+// -url, -etcd, -embedded or -servers.
 func (r *Registry) InstanceArgs() []string {
 	if r.pg != nil {
 		return []string{"-url", r.url}
+	}
+	if r.emb != nil {
+		return []string{"-embedded", r.emb.dir}
 	}
 	if r.etcd != nil {
 		return []string{"-etcd", strings.Join(r.Addrs(), ",")}
@@ -273,7 +313,7 @@ func (r *Registry) DataSize(ctx context.Context) (DataSize, error) {
 	case r.pg != nil:
 		d.Bytes, err = r.pgInt(ctx, "SELECT pg_database_size(current_database())")
 		return d, err
-	case r.etcd != nil:
+	case r.etcd != nil || r.emb != nil:
 		if d.Bytes, err = r.etcdMetric(ctx, "etcd_mvcc_db_total_size_in_use_in_bytes"); err != nil {
 			return d, err
 		}
@@ -343,7 +383,7 @@ func (r *Registry) ServerRequests(ctx context.Context) (int64, error) {
 	if r.pg != nil {
 		return r.pgTransactions(ctx)
 	}
-	if r.etcd != nil {
+	if r.etcd != nil || r.emb != nil {
 		return r.etcdMetric(ctx, "grpc_server_msg_received_total")
 	}
 	m, err := r.mntr(ctx)
@@ -361,7 +401,7 @@ func (r *Registry) ServerWatches(ctx context.Context) (int64, error) {
 	if r.pg != nil {
 		return 0, errors.New("PostgreSQL keeps no watches: a center watches by reading the change log (its own WatchCount)")
 	}
-	if r.etcd != nil {
+	if r.etcd != nil || r.emb != nil {
 		return r.etcdMetric(ctx, "etcd_debugging_mvcc_watcher_total")
 	}
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -50,6 +50,7 @@ type options struct {
 	id              string
 	servers         []string
 	url             string
+	embeddedDir     string
 	etcd            []string
 	namespace       string
 	prefix          string
@@ -70,6 +71,7 @@ func main() {
 	flag.StringVar(&o.id, "id", "", "server id (required)")
 	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,... (this or -etcd is required)")
 	flag.StringVar(&etcd, "etcd", "", "etcd endpoints, host:port,... (this or -servers is required)")
+	flag.StringVar(&o.embeddedDir, "embedded", "", "the Dir of an embedded member another process hosts, instead of -servers, -etcd or -url")
 	flag.StringVar(&o.url, "url", "", "a registry by URL (postgres://...), instead of -servers or -etcd")
 	flag.StringVar(&o.namespace, "namespace", "firebench", "regcenter namespace")
 	flag.StringVar(&o.prefix, "prefix", "j", "job name prefix")
@@ -84,13 +86,13 @@ func main() {
 	flag.BoolVar(&o.trace, "trace", false, "trace every fire and item run with the OpenTelemetry SDK, the spans discarded")
 	flag.Parse()
 	named := 0
-	for _, v := range []string{servers, etcd, o.url} {
+	for _, v := range []string{servers, etcd, o.url, o.embeddedDir} {
 		if v != "" {
 			named++
 		}
 	}
 	if o.id == "" || named != 1 || o.jobs < 1 || o.items < 1 {
-		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers, -etcd and -url are required; -jobs and -items must be at least 1")
+		fmt.Fprintln(os.Stderr, "instance: -id and one of -servers, -etcd, -url and -embedded are required; -jobs and -items must be at least 1")
 		os.Exit(2)
 	}
 	switch {
@@ -195,7 +197,7 @@ func run(o options) error {
 
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, URL: o.url, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	rc, err := regcenter.Open(cctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, URL: o.url, EmbeddedDir: o.embeddedDir, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,7 @@ type options struct {
 	id              string
 	servers, etcd   []string
 	url             string
+	embeddedDir     string
 	namespace       string
 	jobs            int
 	seed            uint64
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&o.id, "id", "", "server id (required)")
 	flag.StringVar(&servers, "servers", "", "ZooKeeper servers, host:port,...")
 	flag.StringVar(&etcd, "etcd", "", "etcd endpoints, host:port,...")
+	flag.StringVar(&o.embeddedDir, "embedded", "", "the Dir of an embedded member another process hosts, instead of -servers, -etcd or -url")
 	flag.StringVar(&o.url, "url", "", "a registry by URL (postgres://...)")
 	flag.StringVar(&o.namespace, "namespace", "scalebench", "regcenter namespace")
 	flag.IntVar(&o.jobs, "jobs", 100, "jobs drawn (package mix)")
@@ -93,13 +95,13 @@ func main() {
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile to this file at each SIGUSR2")
 	flag.Parse()
 	named := 0
-	for _, v := range []string{servers, etcd, o.url} {
+	for _, v := range []string{servers, etcd, o.url, o.embeddedDir} {
 		if v != "" {
 			named++
 		}
 	}
 	if o.id == "" || named != 1 || o.jobs < 1 || o.runLog == "" {
-		fmt.Fprintln(os.Stderr, "instance: -id, -runlog and one of -servers, -etcd and -url are required; -jobs must be at least 1")
+		fmt.Fprintln(os.Stderr, "instance: -id, -runlog and one of -servers, -etcd, -url and -embedded are required; -jobs must be at least 1")
 		os.Exit(2)
 	}
 	if servers != "" {
@@ -168,7 +170,7 @@ func run(o options) error {
 
 	sctx, cancel := context.WithTimeout(ctx, o.startTimeout)
 	defer cancel()
-	rc, err := regcenter.Open(sctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, URL: o.url, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
+	rc, err := regcenter.Open(sctx, regcenter.Config{Servers: o.servers, Etcd: o.etcd, URL: o.url, EmbeddedDir: o.embeddedDir, Namespace: o.namespace, SessionTimeout: o.sessionTimeout}, regcenter.WithLogger(logger))
 	if err != nil {
 		return err
 	}
