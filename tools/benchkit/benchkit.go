@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,4 +273,34 @@ func RSS(pid int) (int64, error) {
 		return 0, err
 	}
 	return ParseStatusRSS(string(data))
+}
+
+// Logger is a benchmark program's logger on stderr: warnings and errors,
+// or with verbose everything down to debug.
+func Logger(verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// CPUProfile starts a CPU profile of this process into the file path and
+// returns what stops it and closes the file; with path empty, it does
+// nothing.
+func CPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

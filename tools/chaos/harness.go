@@ -395,19 +395,11 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string, race bool) (string, error) {
-	modDir, err := proc.ModuleRoot()
-	if err != nil {
-		return "", fmt.Errorf("%w (or pass -instance-bin)", err)
-	}
-	bin := filepath.Join(dir, "instance")
 	var flags []string
 	if race {
 		flags = append(flags, "-race")
 	}
-	if err := proc.GoBuild(ctx, modDir, instancePkg, bin, flags...); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return proc.BuildProgram(ctx, instancePkg, dir, "instance", flags...)
 }
 
 // waitRecovered waits until every registry member serves and every

@@ -181,11 +181,7 @@ func parseFlags(args []string) (config, error) {
 }
 
 func run(ctx context.Context, cfg config) error {
-	level := slog.LevelWarn
-	if cfg.verbose {
-		level = slog.LevelDebug
-	}
-	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
+	b := &bench{cfg: cfg, log: benchkit.Logger(cfg.verbose)}
 	dir, cleanup, err := benchkit.WorkDir("firebench", cfg.keep)
 	if err != nil {
 		return err

@@ -20,15 +20,7 @@ const instancePkg = "github.com/shardjob/shardjob/tools/firebench/instance"
 
 // buildInstance builds the instance program into dir.
 func buildInstance(ctx context.Context, dir string) (string, error) {
-	modDir, err := proc.ModuleRoot()
-	if err != nil {
-		return "", fmt.Errorf("%w (or pass -instance-bin)", err)
-	}
-	bin := filepath.Join(dir, "instance")
-	if err := proc.GoBuild(ctx, modDir, instancePkg, bin); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return proc.BuildProgram(ctx, instancePkg, dir, "instance")
 }
 
 // collector gathers the executions every instance reports.

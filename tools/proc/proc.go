@@ -150,6 +150,23 @@ func GoBuild(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	return nil
 }
 
+// BuildProgram builds the module's program pkg (an import path under
+// github.com/shardjob/shardjob) into dir/name with the build flags given,
+// from the module found at or above the working directory, and returns the
+// binary's path; ctx bounds the build. An error says to pass a prebuilt
+// binary when the module is not found.
+func BuildProgram(ctx context.Context, pkg, dir, name string, flags ...string) (string, error) {
+	modDir, err := ModuleRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w (or pass -instance-bin)", err)
+	}
+	bin := filepath.Join(dir, name)
+	if err := GoBuild(ctx, modDir, pkg, bin, flags...); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
 // ModuleRoot finds the shardjob module's directory at or above the working
 // directory.
 func ModuleRoot() (string, error) {

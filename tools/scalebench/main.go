@@ -52,7 +52,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/shardjob/shardjob/tools/benchkit"
@@ -155,11 +154,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, cfg config) error {
-	level := slog.LevelWarn
-	if cfg.verbose {
-		level = slog.LevelDebug
-	}
-	b := &bench{cfg: cfg, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
+	b := &bench{cfg: cfg, log: benchkit.Logger(cfg.verbose)}
 	dir, cleanup, err := benchkit.WorkDir("scalebench", cfg.keep)
 	if err != nil {
 		return err

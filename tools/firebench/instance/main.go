@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +37,7 @@ import (
 	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd
 	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -url postgres://...
 	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -zk
+	"github.com/shardjob/shardjob/tools/benchkit"
 )
 
 // discardSpans is a span exporter that drops what it is given.
@@ -162,22 +162,16 @@ func (o *out) flushLoop(ctx context.Context, log *slog.Logger) {
 }
 
 func run(o options) error {
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelDebug
+	logger := benchkit.Logger(o.verbose).With("inst", o.id)
+	stopProfile, err := benchkit.CPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("inst", o.id)
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
+	defer func() {
+		if err := stopProfile(); err != nil {
+			logger.Warn("cpu profile", "err", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+	}()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -51,6 +51,7 @@ import (
 	_ "github.com/shardjob/shardjob/regcenter/etcd"      // -etcd
 	_ "github.com/shardjob/shardjob/regcenter/postgres"  // -url postgres://...
 	_ "github.com/shardjob/shardjob/regcenter/zookeeper" // -servers
+	"github.com/shardjob/shardjob/tools/benchkit"
 	"github.com/shardjob/shardjob/tools/scalebench/mix"
 )
 
@@ -139,22 +140,16 @@ func statsKV(st regcenter.Stats) string {
 }
 
 func run(o options) error {
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelDebug
+	logger := benchkit.Logger(o.verbose).With("inst", o.id)
+	stopProfile, err := benchkit.CPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("inst", o.id)
-	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
+	defer func() {
+		if err := stopProfile(); err != nil {
+			logger.Warn("cpu profile", "err", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
+	}()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	var out stdout
