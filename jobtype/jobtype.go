@@ -32,8 +32,12 @@ type Context struct {
 	ShardingItem       int       `json:"shardingItem"`
 	ShardingParameter  string    `json:"shardingParameter"`
 	FireTime           time.Time `json:"fireTime"`
-	Kind               string    `json:"kind"`
-	ServerID           string    `json:"serverId"`
+	// Through is the latest fire the run stands for: a make-up run
+	// (misfire, failover) covers every fire from FireTime through Through.
+	// Left out of the JSON when zero.
+	Through  time.Time `json:"through,omitzero"`
+	Kind     string    `json:"kind"`
+	ServerID string    `json:"serverId"`
 }
 
 // ContextOf returns sc as a Context.
@@ -46,6 +50,7 @@ func ContextOf(sc job.ShardingContext) Context {
 		ShardingItem:       sc.Item,
 		ShardingParameter:  sc.ItemParameter,
 		FireTime:           sc.FireTime,
+		Through:            sc.Through,
 		Kind:               string(sc.Kind),
 		ServerID:           sc.ServerID,
 	}

@@ -23,7 +23,7 @@ const runHelp = `shardjob run runs the script and HTTP jobs of a YAML file as on
 
 Usage:
   shardjob run [--embedded DIR | --pg URL] [--server-id ID] [--state-dir DIR] [--shutdown-timeout D]
-               [--log-level L] [--follow [--follow-scripts]] FILE
+               [--health ADDR] [--log-level L] [--follow [--follow-scripts]] FILE
 
 The file has the regcenter and jobs sections described in docs/user-guide.md,
 and may have a tracing section (exporter: otlp or stdout, endpoint, headers,
@@ -60,6 +60,13 @@ Flags:
                           per namespace and server id)
   --shutdown-timeout D    how long running items may finish at SIGINT or
                           SIGTERM before they are stopped (default 30s)
+  --health ADDR           serve probes on ADDR (:8080, 127.0.0.1:0): GET /livez
+                          answers 200 while the process serves; GET /readyz
+                          answers 200 once every job is registered, and 503
+                          (with the reason) while starting, while the
+                          registry is unreachable and from SIGTERM on — a
+                          Kubernetes liveness and readiness probe (see
+                          example/kubernetes)
   --log-level L           debug, info, warn or error (default info)
   --follow                also run the jobs defined at run time in the
                           namespace (POST /jobs of the HTTP API): http jobs
@@ -92,6 +99,7 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	followScripts := fs.Bool("follow-scripts", false, "")
 	embeddedDir := fs.String("embedded", "", "")
 	pgURL := fs.String("pg", "", "")
+	health := fs.String("health", "", "")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, runHelp)
@@ -161,9 +169,32 @@ func runFileCtx(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	var p probes
+	if *health != "" {
+		ps, err := serveProbes(*health, &p, log)
+		if err != nil {
+			fmt.Fprintf(stderr, "shardjob run: %v\n", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := ps.close(); err != nil {
+				log.Warn("stopping the probes' server", "err", err)
+			}
+		}()
+		// Not ready from the signal on, while running items finish.
+		runDone := make(chan struct{})
+		defer close(runDone)
+		go func() { // owned here: ends with the run or at the signal
+			select {
+			case <-ctx.Done():
+				p.stop()
+			case <-runDone:
+			}
+		}()
+	}
 	err = jobfile.Run(ctx, f, jobfile.RunOptions{Options: jobfile.Options{StateDir: *stateDir, Logger: log},
 		ServerID: *serverID, ShutdownTimeout: *shutdown, Follow: *follow, FollowScripts: *followScripts,
-		Stdout: stdout,
+		Stdout: stdout, Started: p.started,
 		Open: func(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (regcenter.Center, error) {
 			return openShared(ctx, cfg, log, opts...)
 		}})
