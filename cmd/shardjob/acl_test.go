@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,16 +106,9 @@ func waitSession(t *testing.T, events <-chan zk.Event) {
 // the exit codes the process returns.
 func TestAdminBinary(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "shardjob")
+	bin := shardjobBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	c := newCluster(t, everySecond("orders"), "")
 	c.warmUp()
 	exe := func(args ...string) (int, string, string) {

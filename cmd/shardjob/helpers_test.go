@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -25,7 +27,43 @@ import (
 var zc *zktest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(zktest.RunTests(m, &zc))
+	code := zktest.RunTests(m, &zc)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// built is the shardjob binary the tests that run it as a process share:
+// built once, by the first that asks.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// shardjobBinary builds the command once (go build) and returns its path.
+func shardjobBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+		}
+		if built.dir, built.err = os.MkdirTemp("", "shardjob-bin-"); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "shardjob")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, goTool, "build", "-o", built.path, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 var nsSeq atomic.Int64

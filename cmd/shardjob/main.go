@@ -22,6 +22,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/regcenter"
+
 	// --pg and postgres: postgres://... (or url:) reach a PostgreSQL registry.
 	_ "github.com/shardjob/shardjob/regcenter/postgres"
 	// --etcd, --embedded, etcd: and embeddedDir: reach etcd.

@@ -72,6 +72,7 @@ func (p *probes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // probeServer is the HTTP server of the probes, on its own listener.
 type probeServer struct {
+	addr string // the address it listens on
 	srv  *http.Server
 	done chan error // the result of Serve, once it has returned
 }
@@ -83,6 +84,7 @@ func serveProbes(addr string, p *probes, log *slog.Logger) (*probeServer, error)
 		return nil, fmt.Errorf("--health %s: %w", addr, err)
 	}
 	ps := &probeServer{
+		addr: ln.Addr().String(),
 		srv:  &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second},
 		done: make(chan error, 1),
 	}
