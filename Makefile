@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Two streams run side by side, each one package at a time (-p 1): the job
 # package (on ZooKeeper, then its etcd matrix) and every other package
@@ -120,6 +120,13 @@ demo-placement:
 # fire's spans, a "trace:" line each (one instance, about 20 seconds).
 demo-schedules:
 	$(GO) run ./example/schedules $(DEMO_FLAGS)
+
+# The rolling update a Kubernetes Deployment makes (example/kubernetes),
+# replayed with shardjob run processes on the embedded default: three
+# instances replaced one by one behind their readiness probes, and whether
+# any fire was lost or ran twice (about half a minute).
+demo-kubernetes:
+	$(GO) run ./example/kubernetes/rollout
 
 # The web console over a small cluster with jobs and a dispatcher (SQLite
 # in a temporary directory): it prints the URL and the token to open it
