@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -247,24 +248,40 @@ func (s *store) queryAudit(ctx context.Context, f AuditFilter) (AuditPage, error
 	return p, nil
 }
 
+// auditWrite writes e now, bounded by cfg.WriteTimeout. The caller holds
+// its closed flag's read lock.
+func auditWrite(ctx context.Context, st *store, cfg Config, now time.Time, e AuditEntry) (int64, error) {
+	e, err := auditRow(e, now, cfg.MaxErrorLength)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.WriteTimeout)
+	defer cancel()
+	return st.insertAudit(ctx, e)
+}
+
+// auditEnd records an entry's end, bounded by cfg.WriteTimeout.
+func auditEnd(ctx context.Context, st *store, cfg Config, id int64, job string, result AuditResult, errText string) error {
+	if !result.valid() || result == AuditStarted {
+		return fmt.Errorf("%w: an audit entry ends ok, failed or refused, not %q", ErrInvalidAudit, result)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.WriteTimeout)
+	defer cancel()
+	return st.endAudit(ctx, id, oneLine(job, maxAuditField), result, oneLine(errText, cfg.MaxErrorLength))
+}
+
 // Audit writes e to the audit trail now, in one statement bounded by
 // Config.WriteTimeout, and returns its ID; it does not go through the
 // buffer, so that the caller knows it was written. An entry with no
 // Result is written as AuditStarted: record its end with EndAudit. An
 // entry without Op, or with an unknown Result, is ErrInvalidAudit.
 func (r *Recorder) Audit(ctx context.Context, e AuditEntry) (int64, error) {
-	e, err := auditRow(e, r.now(), r.cfg.MaxErrorLength)
-	if err != nil {
-		return 0, err
-	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return 0, ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
-	defer cancel()
-	return r.st.insertAudit(ctx, e)
+	return auditWrite(ctx, r.st, r.cfg, r.now(), e)
 }
 
 // EndAudit records how the operation of the entry id (written by Audit as
@@ -272,17 +289,12 @@ func (r *Recorder) Audit(ctx context.Context, e AuditEntry) (int64, error) {
 // names the entry's job when it was not known at its start (a job created
 // from a document); empty keeps the entry's.
 func (r *Recorder) EndAudit(ctx context.Context, id int64, job string, result AuditResult, errText string) error {
-	if !result.valid() || result == AuditStarted {
-		return fmt.Errorf("%w: an audit entry ends ok, failed or refused, not %q", ErrInvalidAudit, result)
-	}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
 		return ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.WriteTimeout)
-	defer cancel()
-	return r.st.endAudit(ctx, id, oneLine(job, maxAuditField), result, oneLine(errText, r.cfg.MaxErrorLength))
+	return auditEnd(ctx, r.st, r.cfg, id, job, result, errText)
 }
 
 // QueryAudit returns a page of the audit trail, newest first.
@@ -298,6 +310,70 @@ func (r *Reader) QueryAudit(ctx context.Context, f AuditFilter) (AuditPage, erro
 		return p, fmt.Errorf("%w: the database holds no audit trail (table %s)", ErrNoDatabase, auditTable)
 	}
 	return p, err
+}
+
+// Auditor writes and reads the audit trail alone, for a tool that records
+// operations but runs no job: the shardjob command and its console. It
+// creates the history tables if they are missing, and runs no goroutine
+// and no retention (the instances' Recorders prune the trail, by
+// Config.AuditMaxAge). It is safe for concurrent use.
+type Auditor struct {
+	st  *store
+	cfg Config
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// OpenAuditor connects to the history database for the audit trail,
+// creating the tables if they are missing. Close it when done.
+func OpenAuditor(ctx context.Context, cfg Config) (*Auditor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Auditor{st: st, cfg: cfg}, nil
+}
+
+// Audit writes e now, as Recorder.Audit.
+func (a *Auditor) Audit(ctx context.Context, e AuditEntry) (int64, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return 0, ErrClosed
+	}
+	return auditWrite(ctx, a.st, a.cfg, time.Now(), e)
+}
+
+// EndAudit records how the operation of entry id ended, as
+// Recorder.EndAudit.
+func (a *Auditor) EndAudit(ctx context.Context, id int64, job string, result AuditResult, errText string) error {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		return ErrClosed
+	}
+	return auditEnd(ctx, a.st, a.cfg, id, job, result, errText)
+}
+
+// QueryAudit returns a page of the audit trail, newest first.
+func (a *Auditor) QueryAudit(ctx context.Context, f AuditFilter) (AuditPage, error) {
+	return a.st.queryAudit(ctx, f)
+}
+
+// Close closes the database; later writes are ErrClosed.
+func (a *Auditor) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil
+	}
+	a.closed = true
+	return a.st.close()
 }
 
 // hasAudit reports whether the audit table is there.

@@ -151,3 +151,32 @@ func TestAuditAfterClose(t *testing.T) {
 		t.Errorf("audit after close: %v, want ErrClosed", err)
 	}
 }
+
+// TestAuditor: a tool's Auditor writes into the same trail a Recorder
+// reads, and creates the tables when it comes first.
+func TestAuditor(t *testing.T) {
+	eachDB(t, func(t *testing.T, cfg Config) {
+		a, err := OpenAuditor(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := a.Audit(t.Context(), AuditEntry{Who: "root", Op: "drain", Server: "s9", Via: "cli", Remote: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.EndAudit(t.Context(), id, "", AuditOK, ""); err != nil {
+			t.Fatal(err)
+		}
+		r := open(t, cfg)
+		p, err := r.QueryAudit(t.Context(), AuditFilter{Server: "s9"})
+		if err != nil || len(p.Entries) != 1 || p.Entries[0].Result != AuditOK || p.Entries[0].Who != "root" {
+			t.Errorf("the recorder reads %+v %v", p, err)
+		}
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Audit(t.Context(), AuditEntry{Op: "drain"}); !errors.Is(err, ErrClosed) {
+			t.Errorf("after close: %v", err)
+		}
+	})
+}
