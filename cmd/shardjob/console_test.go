@@ -32,6 +32,22 @@ func TestConsoleUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d; output %q %q lacks %q", c.args, code, c.code, out.String(), errOut.String(), c.say)
 		}
 	}
+	// Bad tokens are refused before anything is opened, naming the problem.
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		say  string
+	}{
+		{[]string{"--zk", "127.0.0.1:1", "--tokens-file", "/nonexistent/tokens.yaml"}, nil, "/nonexistent/tokens.yaml"},
+		{[]string{"--zk", "127.0.0.1:1"}, map[string]string{"SHARDJOB_TOKENS": "[{name: a, role: root, token: s3cret}]"}, `unknown role "root"`},
+		{[]string{"--zk", "127.0.0.1:1"}, map[string]string{"SHARDJOB_TOKEN": "s3cret", "SHARDJOB_TOKENS": "[{name: a, role: viewer, token: s3cret}]"}, "the same token"},
+	} {
+		var out, errOut strings.Builder
+		code := runConsoleCtx(context.Background(), c.args, &out, &errOut, func(k string) string { return c.env[k] })
+		if code != exitUsage || !strings.Contains(errOut.String(), c.say) || strings.Contains(errOut.String(), "s3cret") {
+			t.Errorf("%v %v: exit %d, want %d; stderr %q should say %q and show no token", c.args, c.env, code, exitUsage, errOut.String(), c.say)
+		}
+	}
 	if _, out, _ := runCLI("help"); !strings.Contains(out, "console [--listen ADDR]") {
 		t.Errorf("the main help does not name the console:\n%s", out)
 	}
