@@ -132,7 +132,8 @@ const maxConfigBody = job.MaxDocumentBytes
 //	GET  /jobs/{job}/dump         the job's raw registry nodes, for bug reports
 //	GET  /jobs/{job}/config       the job's config document (YAML)
 //
-// POST endpoints, which need the token:
+// POST endpoints, which need a token whose role allows them (operator,
+// or admin for create, config, schedule and remove; see New):
 //
 //	POST /jobs[?unfollowed=true]                 create a script or http job from its YAML job document
 //	                                             (the body; see "Creating jobs at run time" below)
