@@ -86,7 +86,8 @@ type Options struct {
 	ProtectReads bool
 	// OpenOutput serves the runs' output and error text in GET /history
 	// to every reader. By default they are served only to requests that
-	// carry the token (every read does with ProtectReads): a run's output
+	// carry one of the tokens, of any role (every read does with
+	// ProtectReads): a run's output
 	// or error may quote what its target answered — an HTTP job's
 	// response, a script's output — which is not for everyone who can
 	// read the job list. Without the token each execution comes without
