@@ -70,7 +70,7 @@ func TestConsoleServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "console-cli-token"
-	env := map[string]string{"SHARDJOB_TOKEN": token}
+	env := map[string]string{"SHARDJOB_TOKEN": token, "SHARDJOB_TOKENS": "[{name: wall, role: viewer, token: console-viewer-token}]"}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
@@ -126,11 +126,20 @@ func TestConsoleServes(t *testing.T) {
 	if serverOf(c.status(), "s1").Paused {
 		t.Fatal("s1 paused by a refused request")
 	}
+	if code, body := call("POST", "servers/s1/pause?job=orders", "console-viewer-token"); code != http.StatusForbidden || !strings.Contains(body, "needs the operator role") {
+		t.Errorf("pause with the viewer's token: %d %s", code, body)
+	}
 	if code, body := call("POST", "servers/s1/pause?job=orders", token); code != 200 {
 		t.Errorf("pause with the token: %d %s", code, body)
 	}
 	if !serverOf(c.status(), "s1").Paused {
 		t.Error("s1 not paused after the console's pause")
+	}
+	// The trail holds the pause and both refusals, read by "shardjob audit".
+	code, out, errOut := runCLI("audit", "--history-dsn", histDB, "--op", "pause")
+	if code != exitOK || !strings.Contains(out, "token (admin)") || !strings.Contains(out, "wall (viewer)") ||
+		strings.Count(out, "refused") != 2 || strings.Count(out, " ok ") != 1 {
+		t.Errorf("shardjob audit: exit %d\n%s%s", code, out, errOut)
 	}
 	cancel()
 	select {
