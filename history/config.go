@@ -25,6 +25,7 @@ const (
 	DefaultWriteTimeout      = 10 * time.Second
 	DefaultMaxBackoff        = 10 * time.Second
 	DefaultMaxAge            = 7 * 24 * time.Hour
+	DefaultAuditMaxAge       = 90 * 24 * time.Hour
 	DefaultMaxRows           = 1_000_000
 	DefaultRetentionInterval = 10 * time.Minute
 	DefaultRetentionBatch    = 5000
@@ -71,6 +72,10 @@ type Config struct {
 	MaxBackoff time.Duration
 	// MaxAge is how long rows are kept. Default 7 days.
 	MaxAge time.Duration
+	// AuditMaxAge is how long audit entries are kept: longer than the
+	// executions, as who changed what is asked about later. Default 90
+	// days.
+	AuditMaxAge time.Duration
 	// MaxRows is how many rows each table keeps at most (the newest).
 	// Default 1,000,000.
 	MaxRows int64
@@ -134,6 +139,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
 		{"MaxAge", &c.MaxAge, DefaultMaxAge},
+		{"AuditMaxAge", &c.AuditMaxAge, DefaultAuditMaxAge},
 		{"RetentionInterval", &c.RetentionInterval, DefaultRetentionInterval},
 		{"DropLogInterval", &c.DropLogInterval, DefaultDropLogInterval},
 	}

@@ -24,6 +24,12 @@
 // for why): one that keeps its history in SQLite links no PostgreSQL
 // client, one on PostgreSQL no SQLite.
 //
+// It also keeps the audit trail of the operator's tools (who did what,
+// when, from where, and the result): [Recorder.Audit] writes an entry at
+// once, not through the buffer, so that the caller knows it is stored;
+// [Recorder.EndAudit] records how the operation ended; QueryAudit reads
+// the trail. Audit entries are kept Config.AuditMaxAge (90 days).
+//
 // Query and QueryEvents read a page of rows, newest first, with keyset
 // paging (Filter.Before, Page.Next); a [Reader] reads without recording,
 // as the shardjob command's "history" does. Package jobhttp serves the

@@ -19,6 +19,9 @@ var (
 	// ErrNoDatabase is OpenReader on an SQLite file that does not exist:
 	// there is no history to read there.
 	ErrNoDatabase = errors.New("history: no history database")
+	// ErrInvalidAudit is an audit entry that cannot be written: no
+	// operation, an unknown result, a time out of range, an unknown ID.
+	ErrInvalidAudit = errors.New("history: invalid audit entry")
 	// ErrClosed is returned by calls on a Recorder or Reader after Close.
 	ErrClosed = errors.New("history: closed")
 )

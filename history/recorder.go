@@ -168,12 +168,14 @@ func (r *Recorder) Flush(ctx context.Context) error {
 }
 
 // Prune runs a retention pass now: it deletes rows older than
-// Config.MaxAge and rows beyond the newest Config.MaxRows of each table,
+// Config.MaxAge (audit entries: older than Config.AuditMaxAge) and rows
+// beyond the newest Config.MaxRows of each table,
 // at most Config.RetentionBatch rows per statement and a bounded number of
 // statements. The recorder also runs one every Config.RetentionInterval.
 func (r *Recorder) Prune(ctx context.Context) (Pruned, error) {
-	p, err := r.st.prune(ctx, r.now().Add(-r.cfg.MaxAge), r.cfg.MaxRows, r.cfg.RetentionBatch)
-	r.pruned.Add(p.Executions + p.Events)
+	now := r.now()
+	p, err := r.st.prune(ctx, now.Add(-r.cfg.MaxAge), now.Add(-r.cfg.AuditMaxAge), r.cfg.MaxRows, r.cfg.RetentionBatch)
+	r.pruned.Add(p.Executions + p.Events + p.Audit)
 	return p, err
 }
 
@@ -185,8 +187,8 @@ func (r *Recorder) retain(ctx context.Context) {
 		Log: r.log, Name: "history",
 		Pass: func(ctx context.Context) (bool, error) {
 			p, err := r.Prune(ctx)
-			if p.Executions+p.Events > 0 {
-				r.log.Debug("history: retention", "executions", p.Executions, "events", p.Events)
+			if p.Executions+p.Events+p.Audit > 0 {
+				r.log.Debug("history: retention", "executions", p.Executions, "events", p.Events, "audit", p.Audit)
 			}
 			return false, err
 		},

@@ -62,7 +62,7 @@ func loadConsole() map[string]consoleFile {
 func (h *handler) consoleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /console", h.consoleRedirect)
 	mux.HandleFunc("GET /console/{file...}", h.consoleFile)
-	mux.HandleFunc("POST /jobs/{job}/schedule", h.write(h.schedule))
+	mux.HandleFunc("POST /jobs/{job}/schedule", h.op(RoleAdmin, "schedule", h.schedule))
 	mux.HandleFunc("GET /dispatch/workers", h.dispatchWorkers)
 	mux.HandleFunc("GET /chains", h.chains)
 }

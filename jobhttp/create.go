@@ -61,6 +61,9 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if n := note(r); n != nil {
+		n.job = sp.Name
+	}
 	out := map[string]any{"job": sp.Name, "type": sp.TypeOrDefault(), "created": true,
 		"cron": sp.Cron, "shardingTotalCount": sp.ShardingTotalCount}
 	followers, err := jobfile.Followers(ctx, h.rc, sp.TypeOrDefault())

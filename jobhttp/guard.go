@@ -1,8 +1,6 @@
 package jobhttp
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -81,42 +79,39 @@ func isConsoleFile(p string) bool {
 }
 
 // readAllowed checks the token of a read under ProtectReads, replying
-// with the refusal when it fails.
+// with the refusal when it fails: any role may read.
 func (h *handler) readAllowed(w http.ResponseWriter, r *http.Request) bool {
-	if h.token == "" {
+	if h.keys.empty() {
 		h.refusals.refused(refusedReadNoToken, "path", r.URL.Path, "remote", r.RemoteAddr)
 		h.reply(w, http.StatusForbidden, httpError{Error: "forbidden: reads need a token and none is configured"})
 		return false
 	}
-	return h.tokenOK(w, r, "read")
+	_, ok, _ := h.authenticate(w, r, "read")
+	return ok
 }
 
-// tokenOK reports whether r carries "Authorization: Bearer <token>",
-// replying 401 Unauthorized when it does not. what names the refused
-// request in the log ("operation" or "read": a fixed word, as it names a
-// kind of refusal); the token itself is never logged.
-func (h *handler) tokenOK(w http.ResponseWriter, r *http.Request, what string) bool {
-	if !h.hasToken(r) {
-		h.refusals.refused(what+" refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
-		h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
-		return false
+// authenticate returns who r's "Authorization: Bearer <token>" stands
+// for, replying 401 Unauthorized when it carries none of the handler's
+// tokens. what names the refused request in the log ("operation" or
+// "read": a fixed word, as it names a kind of refusal); the token itself
+// is never logged. logged reports whether the refusal was written to the
+// log (not only counted).
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, what string) (p principal, ok, logged bool) {
+	p, _, ok = h.keys.identify(r)
+	if ok {
+		return p, true, false
 	}
-	return true
+	logged = h.refusals.refused(what+" refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
+	h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
+	return principal{}, false, logged
 }
 
-// hasToken reports whether r carries "Authorization: Bearer <token>"
-// with the handler's token; never when the handler has none.
+// hasToken reports whether r carries one of the handler's tokens,
+// whatever its role.
 func (h *handler) hasToken(r *http.Request) bool {
-	if h.token == "" {
-		return false
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	// Hash both sides so the comparison takes the same time whatever the
-	// lengths.
-	want := sha256.Sum256([]byte(h.token))
-	have := sha256.Sum256([]byte(strings.TrimSpace(got)))
-	return subtle.ConstantTimeCompare(want[:], have[:]) == 1 && ok
+	_, _, ok := h.keys.identify(r)
+	return ok
 }
 
 // The kinds of refusal: each is logged at most once per refusalInterval.
@@ -124,6 +119,7 @@ const (
 	refusedCrossOrigin = "cross-origin request refused"
 	refusedReadNoToken = "read refused: reads need a token and none is configured"
 	refusedReadOnly    = "operation refused: no token configured (read-only)"
+	refusedRole        = "operation refused: the token's role is too low"
 )
 
 // refusalInterval is how often one kind of refusal is written to the log
@@ -159,8 +155,9 @@ func newRefusalLog(log *slog.Logger) *refusalLog {
 	return &refusalLog{log: log, every: refusalInterval, now: time.Now, kinds: map[string]*refusalKind{}}
 }
 
-// refused records a refusal of kind, with attrs describing the request.
-func (l *refusalLog) refused(kind string, attrs ...any) {
+// refused records a refusal of kind, with attrs describing the request,
+// and reports whether it wrote a line (true) or only counted it.
+func (l *refusalLog) refused(kind string, attrs ...any) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
@@ -173,18 +170,19 @@ func (l *refusalLog) refused(kind string, attrs ...any) {
 		k.count++
 		k.last = attrs
 		l.pending.Add(1)
-		return
+		return false
 	}
 	if k.count == 0 {
 		l.log.Warn("shardjob admin: "+kind, attrs...)
 		k.written = now
-		return
+		return true
 	}
 	// Counted ones are waiting: write them with this one, in one line.
 	k.count++
 	k.last = attrs
 	l.pending.Add(1)
 	l.writeCount(kind, k, now)
+	return true
 }
 
 // flush writes the counts whose interval is over. It costs an atomic load

@@ -36,11 +36,34 @@ import (
 
 // Options configures [NewHandler].
 type Options struct {
-	// Token enables the POST endpoints for requests that carry the header
-	// "Authorization: Bearer <Token>". Empty means read-only: every POST is
-	// refused with 403 Forbidden. A request with a missing or wrong token is
-	// refused with 401 Unauthorized.
+	// Token is one admin token, named "token" (LegacyTokenName) in the
+	// audit trail: the handler's only token before roles existed, kept so
+	// that such a configuration works unchanged. It may be combined with
+	// Tokens and TokensFile (its name and value must then be unique).
 	Token string
+	// Tokens are the handler's tokens, each with its holder's name and
+	// role (see Role): a viewer reads, an operator also steers jobs and
+	// servers, an admin also changes and creates definitions and reads the
+	// audit trail. A request is allowed by the role of the token it
+	// carries in "Authorization: Bearer <token>"; a missing or unknown
+	// token is refused with 401 Unauthorized, a token whose role is too
+	// low with 403 Forbidden naming the role needed. With no token at all
+	// (Token, Tokens and TokensFile empty) the handler is read-only: every
+	// POST is refused with 403. Tokens are compared in constant time and
+	// never logged. See LoadTokens and TokensFromEnv.
+	Tokens []Token
+	// TokensFile, when set, is a tokens file (see LoadTokens) read by New,
+	// whose tokens are added to Tokens.
+	TokensFile string
+	// Audit, when set, receives one entry per operation (every POST):
+	// who (the token's name), what (the operation and its job, server or
+	// items), when, from where (the client's address) and the result;
+	// refused requests too (those without a known token at most one per
+	// 10 s). When an entry cannot be written the operation is refused with
+	// 503 and not performed. GET /audit serves it to admins. Typically
+	// historyhttp.Audit(rec). Nil: nothing is audited (the log has one
+	// line per operation).
+	Audit AuditTrail
 	// Logger receives one line per operation performed (Info) and per
 	// failed request (Warn). Refused requests (a missing or wrong token,
 	// a cross-origin POST) are written at most once per 10 s per kind of
@@ -63,7 +86,8 @@ type Options struct {
 	ProtectReads bool
 	// OpenOutput serves the runs' output and error text in GET /history
 	// to every reader. By default they are served only to requests that
-	// carry the token (every read does with ProtectReads): a run's output
+	// carry one of the tokens, of any role (every read does with
+	// ProtectReads): a run's output
 	// or error may quote what its target answered — an HTTP job's
 	// response, a script's output — which is not for everyone who can
 	// read the job list. Without the token each execution comes without
@@ -109,7 +133,8 @@ const maxConfigBody = job.MaxDocumentBytes
 //	GET  /jobs/{job}/dump         the job's raw registry nodes, for bug reports
 //	GET  /jobs/{job}/config       the job's config document (YAML)
 //
-// POST endpoints, which need the token:
+// POST endpoints, which need a token whose role allows them (operator,
+// or admin for create, config, schedule and remove; see New):
 //
 //	POST /jobs[?unfollowed=true]                 create a script or http job from its YAML job document
 //	                                             (the body; see "Creating jobs at run time" below)
@@ -189,9 +214,58 @@ const maxConfigBody = job.MaxDocumentBytes
 // The config written through POST /jobs/{job}/config is validated as the
 // instances will validate it — including the sharding strategy, which must
 // be registered in this process — and never written when invalid.
+//
+// NewHandler is New for a handler whose Options cannot be wrong (no
+// Tokens, no TokensFile): with Options that New refuses, it logs the
+// error and answers every request 500 with it, performing nothing.
 func NewHandler(rc regcenter.Center, opts Options) http.Handler {
-	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), token: opts.Token, log: opts.Logger,
-		protectReads: opts.ProtectReads, openOutput: opts.OpenOutput, dispatcher: opts.Dispatcher,
+	h, err := New(rc, opts)
+	if err == nil {
+		return h
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("shardjob admin: the handler's options are invalid; every request is refused", "err", err)
+	msg := "the shardjob handler is misconfigured: " + admin.OneLine(err)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(&handler{}).reply(w, http.StatusInternalServerError, httpError{Error: msg})
+	})
+}
+
+// New is NewHandler, with its Options checked first: the tokens (Token,
+// Tokens and TokensFile together) must each have a name, a known role and
+// a non-empty token, names and tokens unique, and the tokens file must be
+// readable. An error wraps ErrInvalidTokens and names the problem.
+//
+// Roles: GETs are open (with ProtectReads, any token's); GET /audit needs
+// admin. POSTs need operator (trigger, disable, enable, pause, resume,
+// shutdown, disable-items, enable-items, drain, undrain, rebalance) or
+// admin (config, schedule, create: POST /jobs, remove). GET /whoami
+// answers the role of the request's token ({"name", "role", "readOnly",
+// "audited"}; role "" without a token).
+//
+// GET /audit[?who=&job=&server=&op=&since=&until=&limit=&before=] serves
+// Options.Audit's entries, newest first, to admins only: who did what is
+// for those who administer the namespace.
+func New(rc regcenter.Center, opts Options) (http.Handler, error) {
+	toks := append([]Token{}, opts.Tokens...)
+	if opts.Token != "" {
+		toks = append([]Token{{Name: LegacyTokenName, Role: RoleAdmin, Secret: opts.Token}}, toks...)
+	}
+	if opts.TokensFile != "" {
+		more, err := LoadTokens(opts.TokensFile)
+		if err != nil {
+			return nil, err
+		}
+		toks = append(toks, more...)
+	}
+	if err := checkTokens(toks); err != nil {
+		return nil, err
+	}
+	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), keys: newKeyring(toks), log: opts.Logger,
+		protectReads: opts.ProtectReads, openOutput: opts.OpenOutput, dispatcher: opts.Dispatcher, audit: opts.Audit,
 		maxDefinitions: opts.MaxDefinitions, maxDefinitionBytes: opts.MaxDefinitionBytes}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -199,16 +273,18 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 	h.refusals = newRefusalLog(h.log)
 	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
+	mux.HandleFunc("GET /whoami", h.whoami)
+	mux.HandleFunc("GET /audit", h.auditRead)
 	mux.HandleFunc("GET /jobs", h.jobs)
-	mux.HandleFunc("POST /jobs", h.write(h.create))
+	mux.HandleFunc("POST /jobs", h.op(RoleAdmin, "create", h.create))
 	mux.HandleFunc("GET /jobs/{job}", h.status)
 	mux.HandleFunc("GET /jobs/{job}/dump", h.dump)
 	mux.HandleFunc("GET /jobs/{job}/config", h.configGet)
-	mux.HandleFunc("POST /jobs/{job}/config", h.write(h.configSet))
-	mux.HandleFunc("POST /jobs/{job}/trigger", h.write(h.trigger))
-	mux.HandleFunc("POST /jobs/{job}/remove", h.write(h.remove))
-	mux.HandleFunc("POST /jobs/{job}/disable-items", h.write(h.items(true)))
-	mux.HandleFunc("POST /jobs/{job}/enable-items", h.write(h.items(false)))
+	mux.HandleFunc("POST /jobs/{job}/config", h.op(RoleAdmin, "config", h.configSet))
+	mux.HandleFunc("POST /jobs/{job}/trigger", h.op(RoleOperator, "trigger", h.trigger))
+	mux.HandleFunc("POST /jobs/{job}/remove", h.op(RoleAdmin, "remove", h.remove))
+	mux.HandleFunc("POST /jobs/{job}/disable-items", h.op(RoleOperator, "disable-items", h.items(true)))
+	mux.HandleFunc("POST /jobs/{job}/enable-items", h.op(RoleOperator, "enable-items", h.items(false)))
 	for name, op := range map[string]func(*admin.Admin, context.Context, string, string) ([]admin.Change, error){
 		"disable":  (*admin.Admin).Disable,
 		"enable":   (*admin.Admin).Enable,
@@ -216,23 +292,24 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 		"resume":   (*admin.Admin).Resume,
 		"shutdown": (*admin.Admin).Shutdown,
 	} {
-		mux.HandleFunc("POST /servers/{server}/"+name, h.write(h.serverOp(name, op)))
+		mux.HandleFunc("POST /servers/{server}/"+name, h.op(RoleOperator, name, h.serverOp(name, op)))
 	}
 	mux.HandleFunc("GET /instances", h.instances)
-	mux.HandleFunc("POST /servers/{server}/drain", h.write(h.drain))
-	mux.HandleFunc("POST /servers/{server}/undrain", h.write(h.undrain))
-	mux.HandleFunc("POST /rebalance", h.write(h.rebalance))
+	mux.HandleFunc("POST /servers/{server}/drain", h.op(RoleOperator, "drain", h.drain))
+	mux.HandleFunc("POST /servers/{server}/undrain", h.op(RoleOperator, "undrain", h.undrain))
+	mux.HandleFunc("POST /rebalance", h.op(RoleOperator, "rebalance", h.rebalance))
 	if opts.Metrics != nil {
 		mux.Handle("GET /metrics", opts.Metrics)
 	}
 	routeHistory(mux.ServeMux, h, opts.History)
-	return mux
+	return mux, nil
 }
 
 type handler struct {
 	rc           regcenter.Center
 	adm          *admin.Admin
-	token        string
+	keys         *keyring   // the tokens; empty: read-only
+	audit        AuditTrail // nil: operations are logged only
 	log          *slog.Logger
 	protectReads bool
 	openOutput   bool // GET /history serves output and error text without the token
@@ -283,22 +360,10 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), httpRequestTimeout)
 }
 
-// write wraps a POST endpoint with the token check.
-func (h *handler) write(next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if h.token == "" {
-			h.refusals.refused(refusedReadOnly, "path", r.URL.Path, "remote", r.RemoteAddr)
-			h.reply(w, http.StatusForbidden, httpError{Error: "read-only: operations are disabled because no token is configured"})
-			return
-		}
-		if !h.tokenOK(w, r, "operation") {
-			return
-		}
-		next(w, r)
-	}
-}
-
 func (h *handler) done(r *http.Request, op string, args ...any) {
+	if n := note(r); n != nil {
+		args = append(args, "who", n.who.name)
+	}
 	h.log.Info("shardjob admin: "+op, append(args, "remote", r.RemoteAddr)...)
 }
 
@@ -315,8 +380,9 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"GET /instances", "POST /servers/{server}/drain[?wait=10m]", "POST /servers/{server}/undrain",
 			"POST /rebalance", "GET /history", "GET /history/status",
 			"POST /jobs/{job}/schedule", "GET /chains[?job=J]", "GET /dispatch/workers", "GET /console/",
+			"GET /whoami", "GET /audit",
 		},
-		"readOnly": h.token == "",
+		"readOnly": h.keys.empty(),
 	})
 }
 

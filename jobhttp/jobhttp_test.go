@@ -55,6 +55,12 @@ func newHTTPCluster(t *testing.T, cfg job.Config, token string) *httpCluster {
 // Servers or its Etcd endpoints).
 func newHTTPClusterOn(t *testing.T, cfg job.Config, token string, rcCfg regcenter.Config) *httpCluster {
 	t.Helper()
+	return newHTTPClusterWith(t, cfg, jobhttp.Options{Token: token, Logger: testLogger(t)}, rcCfg)
+}
+
+// newHTTPClusterWith is newHTTPClusterOn with the handler's options.
+func newHTTPClusterWith(t *testing.T, cfg job.Config, opts jobhttp.Options, rcCfg regcenter.Config) *httpCluster {
+	t.Helper()
 	hc := &httpCluster{t: t, ns: fmt.Sprintf("http%d-%d", os.Getpid(), httpNS.Add(1)), kinds: map[string][]job.Kind{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -95,7 +101,11 @@ func newHTTPClusterOn(t *testing.T, cfg job.Config, token string, rcCfg regcente
 	}
 	hc.rc = connect()
 	mux := http.NewServeMux()
-	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", jobhttp.NewHandler(hc.rc, jobhttp.Options{Token: token, Logger: testLogger(t)})))
+	h, err := jobhttp.New(hc.rc, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/shardjob/", http.StripPrefix("/shardjob", h))
 	hc.srv = httptest.NewServer(mux)
 	t.Cleanup(hc.srv.Close)
 	return hc

@@ -27,7 +27,7 @@ import (
 const consoleHelp = `shardjob console serves the web console and the JSON API of a namespace.
 
 Usage:
-  shardjob console [--listen ADDR] [--protect-reads] [--open-output]
+  shardjob console [--listen ADDR] [--protect-reads] [--open-output] [--tokens-file FILE]
                    [--max-definitions N] [--max-definition-bytes N]
                    [--history-driver sqlite|postgres --history-dsn DSN]
                    [--dispatch-driver sqlite|postgres --dispatch-dsn DSN] [connection flags]
@@ -43,9 +43,13 @@ Flags:
   --max-definitions N        jobs defined at run time (POST /jobs) the
                              namespace may hold (default 1000; -1: no limit)
   --max-definition-bytes N   largest definition document (default 65536)
+  --tokens-file FILE         the tokens, with their names and roles (viewer,
+                             operator, admin): a YAML list, see
+                             docs/user-guide.md "Roles and the audit trail"
   --history-driver DRIVER    also show the execution history, read from the
                              database the instances record it in (package
-                             history): sqlite or postgres
+                             history): sqlite or postgres; every operation
+                             is written to its audit trail
   --history-dsn DSN          that database: a file for sqlite, a connection
                              string for postgres
   --dispatch-driver DRIVER   also show a dispatcher's workers and queues, read
@@ -56,10 +60,15 @@ Flags:
 The connection flags are those of every command (--zk, --namespace,
 --digest-file, --tls-*, --config, --timeout; see 'shardjob help').
 
-The token that actions need (Authorization: Bearer TOKEN; the page asks for
-it) is read from the environment variable SHARDJOB_TOKEN, never from the
-command line. Without it the console is read-only. Listen on a loopback
-address, or put TLS in front: the token travels in every request.
+The tokens (Authorization: Bearer TOKEN; the page asks for it) come from
+--tokens-file, SHARDJOB_TOKENS_FILE, SHARDJOB_TOKENS (the same YAML list) and
+SHARDJOB_TOKEN (one admin token named "token"), never from the command line.
+A viewer reads, an operator also triggers, disables, pauses and drains, an
+admin also changes configs, creates and removes jobs and reads the audit
+trail. Without any token the console is read-only. With a history database
+every operation is written to its audit trail first; when that fails the
+operation is refused. Listen on a loopback address, or put TLS in front: the
+token travels in every request.
 
 Stop it with SIGINT or SIGTERM.
 `
@@ -81,6 +90,7 @@ type consoleFlags struct {
 	historyDSN     string
 	dispatchDriver string
 	dispatchDSN    string
+	tokensFile     string
 }
 
 // runConsole is "shardjob console ...": it returns the exit code. SIGINT
@@ -105,6 +115,7 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs.StringVar(&cf.historyDSN, "history-dsn", "", "")
 	fs.StringVar(&cf.dispatchDriver, "dispatch-driver", "", "")
 	fs.StringVar(&cf.dispatchDSN, "dispatch-dsn", "", "")
+	fs.StringVar(&cf.tokensFile, "tokens-file", "", "")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, consoleHelp)
@@ -133,11 +144,18 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
 		return exitCode(err)
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	err = serveConsole(ctx, cfg, cf, getenv("SHARDJOB_TOKEN"), logger, stdout)
+	toks, err := jobhttp.TokensFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
-		if errors.Is(err, dispatch.ErrInvalid) || errors.Is(err, history.ErrInvalidConfig) || errors.Is(err, history.ErrNoDatabase) {
+		return exitUsage
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	opts := jobhttp.Options{Token: getenv("SHARDJOB_TOKEN"), Tokens: toks, TokensFile: cf.tokensFile}
+	err = serveConsole(ctx, cfg, cf, opts, logger, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "shardjob console: %s\n", describe(err))
+		if errors.Is(err, dispatch.ErrInvalid) || errors.Is(err, history.ErrInvalidConfig) || errors.Is(err, history.ErrNoDatabase) ||
+			errors.Is(err, jobhttp.ErrInvalidTokens) {
 			return exitUsage
 		}
 		return exitCode(err)
@@ -147,7 +165,13 @@ func runConsoleCtx(ctx context.Context, args []string, stdout, stderr io.Writer,
 
 // serveConsole connects, opens the stores the flags name, and serves the
 // handler until ctx ends. It prints the console's URL once it listens.
-func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, token string, logger *slog.Logger, stdout io.Writer) (err error) {
+func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, opts jobhttp.Options, logger *slog.Logger, stdout io.Writer) (err error) {
+	opts.Logger, opts.ProtectReads, opts.OpenOutput = logger, cf.protectReads, cf.openOutput
+	opts.MaxDefinitions, opts.MaxDefinitionBytes = cf.maxDefs, cf.maxDefBytes
+	// The tokens are checked before anything is opened.
+	if _, err := jobhttp.New(nil, opts); err != nil {
+		return err
+	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+time.Second)
 	rc, err := regcenter.Open(cctx, cfg, regcenter.WithLogger(logger))
 	cancel()
@@ -156,8 +180,6 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 	}
 	defer func() { err = errors.Join(err, rc.Close()) }()
 
-	opts := jobhttp.Options{Token: token, Logger: logger, ProtectReads: cf.protectReads, OpenOutput: cf.openOutput,
-		MaxDefinitions: cf.maxDefs, MaxDefinitionBytes: cf.maxDefBytes}
 	// The stores the console reads besides the registry, each optional.
 	if cf.historyDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -168,6 +190,14 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 		}
 		defer func() { err = errors.Join(err, rd.Close()) }()
 		opts.History = historyhttp.New(rd)
+		octx, cancel = context.WithTimeout(ctx, time.Minute)
+		aud, err := history.OpenAuditor(octx, history.Config{Driver: cf.historyDriver, DSN: cf.historyDSN, Logger: logger})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--history-driver %s: the audit trail: %w", cf.historyDriver, err)
+		}
+		defer func() { err = errors.Join(err, aud.Close()) }()
+		opts.Audit = historyhttp.Audit(aud)
 	}
 	if cf.dispatchDriver != "" {
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -188,15 +218,22 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, to
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: jobhttp.NewHandler(rc, opts), ReadHeaderTimeout: 10 * time.Second}
+	h, err := jobhttp.New(rc, opts)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serving := startstop.New(ctx) // Serve's goroutine: it ends with Shutdown below
 	served := make(chan error, 1)
 	if err := serving.Go(func(context.Context) { served <- srv.Serve(ln) }); err != nil {
 		return errors.Join(err, ln.Close()) // a new group refuses nothing
 	}
 	fmt.Fprintf(stdout, "console: http://%s/console/\n", ln.Addr())
-	if token == "" {
-		fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN to allow actions")
+	if opts.Token == "" && len(opts.Tokens) == 0 && opts.TokensFile == "" {
+		fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN, SHARDJOB_TOKENS_FILE or --tokens-file to allow actions")
+	}
+	if opts.Audit == nil {
+		fmt.Fprintln(stdout, "not audited: give --history-driver and --history-dsn to keep an audit trail of the operations")
 	}
 	var errs []error
 	select {

@@ -32,6 +32,22 @@ func TestConsoleUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d; output %q %q lacks %q", c.args, code, c.code, out.String(), errOut.String(), c.say)
 		}
 	}
+	// Bad tokens are refused before anything is opened, naming the problem.
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		say  string
+	}{
+		{[]string{"--zk", "127.0.0.1:1", "--tokens-file", "/nonexistent/tokens.yaml"}, nil, "/nonexistent/tokens.yaml"},
+		{[]string{"--zk", "127.0.0.1:1"}, map[string]string{"SHARDJOB_TOKENS": "[{name: a, role: root, token: s3cret}]"}, `unknown role "root"`},
+		{[]string{"--zk", "127.0.0.1:1"}, map[string]string{"SHARDJOB_TOKEN": "s3cret", "SHARDJOB_TOKENS": "[{name: a, role: viewer, token: s3cret}]"}, "the same token"},
+	} {
+		var out, errOut strings.Builder
+		code := runConsoleCtx(context.Background(), c.args, &out, &errOut, func(k string) string { return c.env[k] })
+		if code != exitUsage || !strings.Contains(errOut.String(), c.say) || strings.Contains(errOut.String(), "s3cret") {
+			t.Errorf("%v %v: exit %d, want %d; stderr %q should say %q and show no token", c.args, c.env, code, exitUsage, errOut.String(), c.say)
+		}
+	}
 	if _, out, _ := runCLI("help"); !strings.Contains(out, "console [--listen ADDR]") {
 		t.Errorf("the main help does not name the console:\n%s", out)
 	}
@@ -54,7 +70,7 @@ func TestConsoleServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "console-cli-token"
-	env := map[string]string{"SHARDJOB_TOKEN": token}
+	env := map[string]string{"SHARDJOB_TOKEN": token, "SHARDJOB_TOKENS": "[{name: wall, role: viewer, token: console-viewer-token}]"}
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
@@ -110,11 +126,20 @@ func TestConsoleServes(t *testing.T) {
 	if serverOf(c.status(), "s1").Paused {
 		t.Fatal("s1 paused by a refused request")
 	}
+	if code, body := call("POST", "servers/s1/pause?job=orders", "console-viewer-token"); code != http.StatusForbidden || !strings.Contains(body, "needs the operator role") {
+		t.Errorf("pause with the viewer's token: %d %s", code, body)
+	}
 	if code, body := call("POST", "servers/s1/pause?job=orders", token); code != 200 {
 		t.Errorf("pause with the token: %d %s", code, body)
 	}
 	if !serverOf(c.status(), "s1").Paused {
 		t.Error("s1 not paused after the console's pause")
+	}
+	// The trail holds the pause and both refusals, read by "shardjob audit".
+	code, out, errOut := runCLI("audit", "--history-dsn", histDB, "--op", "pause")
+	if code != exitOK || !strings.Contains(out, "token (admin)") || !strings.Contains(out, "wall (viewer)") ||
+		strings.Count(out, "refused") != 2 || strings.Count(out, " ok ") != 1 {
+		t.Errorf("shardjob audit: exit %d\n%s%s", code, out, errOut)
 	}
 	cancel()
 	select {

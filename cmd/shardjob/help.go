@@ -86,6 +86,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\n%s\n", runHelpLine)
 	fmt.Fprintf(w, "\n%s\n", consoleHelpLine)
 	fmt.Fprintf(w, "\n%s\n", historyHelpLine)
+	fmt.Fprintf(w, "\n%s\n", auditHelpLine)
 	fmt.Fprintf(w, "\n%s\n", versionHelpLine)
 }
 

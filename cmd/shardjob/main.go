@@ -72,6 +72,9 @@ type options struct {
 	force       bool // shardjob remove --force
 
 	hist historyOptions // shardjob history
+	as   string         // who runs a steering command, for the audit trail
+	who  string         // shardjob audit --who
+	op   string         // shardjob audit --op
 }
 
 // command is one shardjob command.
@@ -85,6 +88,9 @@ type command struct {
 	// noZK: the command makes no ZooKeeper connection (e.adm is nil) and
 	// takes none of the connection flags.
 	noZK bool
+	// audit is the command's operation in the audit trail; empty for a
+	// command that changes nothing (config: see auditOp).
+	audit string
 }
 
 var commands []*command
@@ -95,20 +101,21 @@ func init() {
 		{name: "status", args: "JOB", min: 1, max: 1, summary: "one job in detail: every server and every item", run: cmdStatus},
 		{name: "dump", args: "JOB", min: 1, max: 1, summary: "the job's raw registry nodes, for bug reports", run: cmdDump},
 		{name: "config", args: "get JOB | set JOB FILE", min: 2, max: 3, summary: `print the job's config (YAML), or replace it with FILE ("-": stdin), validated first; every instance applies it live`, run: cmdConfig},
-		{name: "disable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "SERVER takes no items (of --job JOB, or of every job); they move to the others at the next fire", run: serverCmd("disable")},
-		{name: "enable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "undo disable: SERVER takes items again from the next fire", run: serverCmd("enable")},
-		{name: "pause", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "SERVER stops firing; its items are not moved and do not run until resume", run: serverCmd("pause")},
-		{name: "resume", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "undo pause", run: serverCmd("resume")},
-		{name: "shutdown", args: "SERVER", min: 1, max: 1, flags: []string{"job", "wait"}, summary: "the instance SERVER leaves the job (--job JOB, or every job) cleanly; waits up to --wait until it has", run: cmdShutdown},
-		{name: "trigger", args: "JOB", min: 1, max: 1, flags: []string{"server"}, summary: "run JOB once now, outside its schedule, on every online server (or on --server S only)", run: cmdTrigger},
-		{name: "disable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "keep items out of every fire of JOB (items as 3 5 or 3,5)", run: itemsCmd(true)},
-		{name: "enable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "undo disable-item", run: itemsCmd(false)},
-		{name: "remove", args: "JOB", min: 1, max: 1, flags: []string{"wait", "force"}, summary: "stop JOB on every instance (waits up to --wait) and delete its nodes; refused while other jobs run after it, unless --force", run: cmdRemove},
+		{name: "disable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "SERVER takes no items (of --job JOB, or of every job); they move to the others at the next fire", run: serverCmd("disable"), audit: "disable"},
+		{name: "enable", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "undo disable: SERVER takes items again from the next fire", run: serverCmd("enable"), audit: "enable"},
+		{name: "pause", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "SERVER stops firing; its items are not moved and do not run until resume", run: serverCmd("pause"), audit: "pause"},
+		{name: "resume", args: "SERVER", min: 1, max: 1, flags: []string{"job"}, summary: "undo pause", run: serverCmd("resume"), audit: "resume"},
+		{name: "shutdown", args: "SERVER", min: 1, max: 1, flags: []string{"job", "wait"}, summary: "the instance SERVER leaves the job (--job JOB, or every job) cleanly; waits up to --wait until it has", run: cmdShutdown, audit: "shutdown"},
+		{name: "trigger", args: "JOB", min: 1, max: 1, flags: []string{"server"}, summary: "run JOB once now, outside its schedule, on every online server (or on --server S only)", run: cmdTrigger, audit: "trigger"},
+		{name: "disable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "keep items out of every fire of JOB (items as 3 5 or 3,5)", run: itemsCmd(true), audit: "disable-items"},
+		{name: "enable-item", args: "JOB ITEM...", min: 2, max: -1, summary: "undo disable-item", run: itemsCmd(false), audit: "enable-items"},
+		{name: "remove", args: "JOB", min: 1, max: 1, flags: []string{"wait", "force"}, summary: "stop JOB on every instance (waits up to --wait) and delete its nodes; refused while other jobs run after it, unless --force", run: cmdRemove, audit: "remove"},
 		{name: "instances", summary: "every instance: units held, cap, alarm, load score, drain state, items running", run: cmdInstances},
-		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain},
-		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain},
-		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance},
+		{name: "drain", args: "SERVER", min: 1, max: 1, flags: []string{"wait"}, summary: "SERVER takes no new units and hands its units over; with --wait, returns once it is safe to stop", run: cmdDrain, audit: "drain"},
+		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain, audit: "undrain"},
+		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance, audit: "rebalance"},
 		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no registry needed", run: cmdHistory},
+		{name: "audit", flags: []string{"history"}, noZK: true, summary: "the audit trail: who did what through the HTTP API, the console and this command, when, from where, and the result; read from the history database (--since, --who, --job, --op, --limit)", run: cmdAudit},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -128,7 +135,7 @@ var valueFlags = map[string]bool{
 	"zk": true, "etcd": true, "embedded": true, "pg": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
-	"history-driver": true, "history-dsn": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
+	"history-driver": true, "history-dsn": true, "as": true, "who": true, "op": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
 }
 
 // findCommand returns the first positional argument and the arguments
@@ -162,6 +169,11 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 		fs.StringVar(&o.output, "output", "text", "output `format`: text or json")
 		fs.StringVar(&o.output, "o", "text", "short for --output `format`")
 		addHistoryFlags(fs, o)
+		if cmd.name == "audit" {
+			fs.StringVar(&o.who, "who", "", "only entries of this `name`: a token's name, or the user who ran the command")
+			fs.StringVar(&o.job, "job", "", "only entries of this `job`")
+			fs.StringVar(&o.op, "op", "", "only entries of this `operation` (trigger, disable, drain, config, ...)")
+		}
 		return fs
 	}
 	fs.StringVar(&o.zk, "zk", "", "ZooKeeper `servers`, comma-separated host:port (env SHARDJOB_REGCENTER_SERVERS)")
@@ -180,6 +192,9 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.timeout, "timeout", regcenter.DefaultConnectTimeout, "how long to try to reach the registry")
 	fs.StringVar(&o.output, "output", "text", "output `format`: text or json")
 	fs.StringVar(&o.output, "o", "text", "short for --output `format`")
+	if cmd != nil && (cmd.audit != "" || cmd.name == "config") {
+		addAuditFlags(fs, o)
+	}
 	if cmd != nil {
 		for _, f := range cmd.flags {
 			switch f {
@@ -373,7 +388,7 @@ func connectAndRun(cmd *command, pos []string, o *options, set map[string]bool, 
 	ctx, cancel = context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	e := &env{ctx: ctx, adm: admin.New(rc, codec), out: stdout, json: o.output == "json", o: o, stderr: stderr}
-	return cmd.run(e, pos)
+	return audited(e, cmd, pos, set, func() error { return cmd.run(e, pos) })
 }
 
 // exitCode maps an error to the exit code scripts rely on.

@@ -4,6 +4,13 @@
 // the current view every second so that a change in ZooKeeper shows within
 // a couple of seconds, keeps the operator's token, and reports what every
 // action did (the server's answer) or why it was refused.
+//
+// It asks the server the role of its token (GET /whoami) and sets it on
+// the body (data-role): the style sheet hides every control marked
+// data-need="operator" or "admin" that the role may not use. Without a
+// token (or with one the server does not know) nothing is hidden: the
+// server refuses the action and the page says to enter the token. The
+// server enforces the roles whatever the page shows.
 
 import { call, setToken, token } from "./api.js";
 import { el } from "./dom.js";
@@ -13,8 +20,9 @@ import * as chains from "./views/chains.js";
 import * as instances from "./views/instances.js";
 import * as history from "./views/history.js";
 import * as dispatcher from "./views/dispatcher.js";
+import * as audit from "./views/audit.js";
 
-const views = { jobs, job, chains, instances, history, dispatcher };
+const views = { jobs, job, chains, instances, history, dispatcher, audit };
 const POLL_MS = 1000;
 
 const $ = (id) => document.getElementById(id);
@@ -140,6 +148,7 @@ async function tick() {
         info = res.data;
         $("namespace").textContent = info.namespace || "";
         show("readonly", info.readOnly ? "Read-only: the server has no token configured, so every action is refused." : "");
+        await learnRole();
       } else if (res.status === 401 || res.status === 403) {
         problems.push(`The server needs the token to read (HTTP ${res.status}): ${res.error}. ` + (token() ? "Check the token." : "Enter the token above."));
       }
@@ -154,6 +163,16 @@ async function tick() {
   show("problem", [...new Set(problems)].join(" "));
   if (again) tick();
   else timer = setTimeout(tick, POLL_MS);
+}
+
+// learnRole asks the server who the token is and marks the page with its
+// role; an unknown token or an older server leaves the page unmarked.
+async function learnRole() {
+  const res = await call("GET", "whoami");
+  const role = res.ok && res.data && typeof res.data.role === "string" ? res.data.role : "";
+  if (role) document.body.dataset.role = role;
+  else delete document.body.dataset.role;
+  $("role").textContent = role ? `— ${res.data.name} (${role})` : "";
 }
 
 function init() {

@@ -34,6 +34,7 @@ function actions(ctx, i) {
       class: "act",
       "data-action": verb,
       "data-server": i.server,
+      "data-need": "operator",
     });
   return [
     i.draining ? op("undrain", "Undrain", "") : op("drain", "Drain", ""),

@@ -25,7 +25,7 @@ export function mount(ctx) {
   for (const i of [cron, count]) i.addEventListener("input", () => (ctx.dirty = true));
   const form = el(
     "form",
-    { id: "edit-form", class: "inline-form", novalidate: true },
+    { id: "edit-form", class: "inline-form", novalidate: true, "data-need": "admin" },
     el("label", null, "Cron ", cron),
     el("label", null, "Items ", count),
     el("button", { type: "submit", id: "edit-save" }, "Save schedule"),
@@ -47,7 +47,7 @@ export function mount(ctx) {
     el(
       "div",
       { class: "toolbar" },
-      button("Trigger on every server", () => ctx.act(`Trigger ${name}`, path("jobs", name, "trigger")), { id: "job-trigger", class: "act" }),
+      button("Trigger on every server", () => ctx.act(`Trigger ${name}`, path("jobs", name, "trigger")), { id: "job-trigger", class: "act", "data-need": "operator" }),
     ),
     ctx.chain,
     section("Schedule", form),
@@ -63,12 +63,14 @@ function serverActions(ctx, name, s) {
       class: "act",
       "data-action": verb,
       "data-server": s.id,
+      "data-need": "operator",
     });
   return [
     button("Trigger here", () => ctx.act(`Trigger ${name} on ${s.id}`, path("jobs", name, "trigger"), { params: { server: s.id } }), {
       class: "act",
       "data-action": "trigger",
       "data-server": s.id,
+      "data-need": "operator",
     }),
     s.paused ? op("resume", "Resume") : op("pause", "Pause"),
     s.disabled ? op("enable", "Enable") : op("disable", "Disable"),

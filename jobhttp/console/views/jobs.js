@@ -41,7 +41,7 @@ function newJobForm(ctx) {
     error.textContent = res.ok ? "" : res.error;
     error.hidden = res.ok;
   });
-  return el("details", { id: "new-job" }, el("summary", { text: "New job" }), form);
+  return el("details", { id: "new-job", "data-need": "admin" }, el("summary", { text: "New job" }), form);
 }
 
 // removeButton asks for a second click before removing a job. Which job
@@ -55,7 +55,7 @@ function removeButton(ctx, name) {
     }
     ctx.armed = "";
     ctx.act(`Remove ${name}`, path("jobs", name, "remove"));
-  }, { class: "act", "data-action": "remove", "data-job": name });
+  }, { class: "act", "data-action": "remove", "data-job": name, "data-need": "admin" });
   return b;
 }
 
@@ -176,6 +176,7 @@ export async function refresh(ctx) {
               class: "act",
               "data-action": "trigger",
               "data-job": r.j.name,
+              "data-need": "operator",
             }),
             " ",
             removeButton(ctx, r.j.name),
