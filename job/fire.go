@@ -91,10 +91,20 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 		return
 	}
 	if missed := r.book.TakeMissed(); !missed.IsZero() {
-		// Fires skipped earlier (an assignment that could not be read)
-		// are made up now, with this one.
-		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
-		r.fireAssigned(sess, missed, KindMisfire, reserved)
+		// Fires skipped earlier (an assignment that could not be read,
+		// fires the trigger collapsed) are made up now, with this one,
+		// from the earlier of the two. This fire may come before the
+		// fires it takes: held up behind a fire slow in coordination, it
+		// finds the fires a later fire noted as collapsed before waiting
+		// for the fire order. A make-up run from those alone would stand
+		// for neither this fire nor the fires dispatched between, which
+		// then find the item run here through them (fireplan.RunHere).
+		since := missed
+		if at.Before(since) {
+			since = at
+		}
+		r.log.Info("making up for fires skipped earlier", "since", since, "fire", at)
+		r.fireAssigned(sess, since, KindMisfire, reserved)
 		return
 	}
 	r.fireAssigned(sess, at, KindFire, reserved)
