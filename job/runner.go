@@ -136,15 +136,19 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
 	skipped := r.skippedBefore(at)
-	r.goFiring(func() {
+	turn := r.order.enter() // on the trigger's goroutine: in fire order
+	if !r.goFiring(func() {
+		defer r.order.leave(turn) // however the fire ends
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
 		if !r.untilClaim(at) {
 			return
 		}
-		r.fireScheduled(at, skipped)
-	})
+		r.fireInTurn(at, skipped, turn)
+	}) {
+		r.order.leave(turn)
+	}
 }
 
 // skippedBefore notes at as the latest fire dispatched and returns the
@@ -206,18 +210,20 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
-// flight (Book.BeginFiring); once stop has begun, f is dropped: the leave
-// hands the fire's items over.
-func (r *runner) goFiring(f func()) {
+// flight (Book.BeginFiring), and reports whether it did; once stop has
+// begun, f is dropped: the leave hands the fire's items over.
+func (r *runner) goFiring(f func()) bool {
 	if !r.book.BeginFiring() {
-		return
+		return false
 	}
 	if r.bg.Go(func(context.Context) {
 		defer r.book.EndFiring()
 		f()
 	}) != nil {
 		r.book.EndFiring()
+		return false
 	}
+	return true
 }
 
 // isClosed reports whether stop has closed the runner (see goFunc).
