@@ -140,10 +140,12 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 		r.log.Warn("fires were not dispatched while the process could not run; making them up with this one", "since", skipped, "fire", at)
 		r.book.NoteSuspendedMiss(skipped)
 	}
+	// The fires dispatched before this one reserve first (a stop ends the
+	// wait: the fire then finds the job stopping).
+	r.order.await(turn, r.ctx.life.Done())
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
-	r.order.await(turn, r.ctx.life.Done())
 	r.order.mu.Lock()
 	held := true
 	reserved := func() {
