@@ -254,9 +254,18 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	if kind == KindMisfire {
 		// Fires missed while disconnected, since at and through the latest.
 		cfg := r.config()
+		// Items newly held here may owe earlier fires their previous
+		// owner left undone, as at a plain fire (fireItems): owed here,
+		// the make-up run takes them in (Book.AbsorbDebts), from the gap.
+		gaps, _ := r.inheritedGaps(sess, at, a)
+		for it, since := range gaps {
+			if since.Before(at) {
+				r.book.NoteMisfire(cfg.book, it, since)
+			}
+		}
 		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.disabledItems())
 		reserved()
-		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo})
+		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo, mayHaveRun: r.inherit.Take(todo)})
 	} else {
 		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
 	}
