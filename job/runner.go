@@ -290,12 +290,30 @@ func (r *runner) setNecessary(ctx context.Context) {
 }
 
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
-// connection was down.
+// connection was down. It takes a turn of the fire order after the fires
+// dispatched before it: one of them, held up, may come before the fires
+// skipped, and takes them in its own make-up run (fireInTurn); run first,
+// this make-up run, from the skipped fires on, would have that fire find
+// the item run here through it, and run nothing.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
+	turn := r.order.enter()
+	defer r.order.leave(turn)
+	r.order.await(turn, r.ctx.life.Done())
+	// Released once: when the run has reserved its items, or as it
+	// returns (fireAssigned does not on every path). Every call is on
+	// this goroutine.
+	unlock, held := r.order.hold(), true
+	release := func() {
+		if held {
+			held = false
+			unlock()
+		}
+	}
+	defer release()
 	at := r.book.TakeMissed()
 	if at.IsZero() {
 		return
 	}
 	r.log.Info("running fires missed while disconnected", "since", at)
-	r.fireAssigned(sess, at, KindMisfire, nil)
+	r.fireAssigned(sess, at, KindMisfire, release)
 }
