@@ -43,21 +43,92 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 // fireOrder makes scheduled fires reserve their items in fire order: a
 // fire held up in coordination (a slow registry, a reshard) would otherwise
 // find its item taken by the next fire, owe a run, and its make-up run
-// would run that next fire again.
-type fireOrder struct{ mu sync.Mutex }
+// would run that next fire again; and a fire that overtook fires still
+// waiting would have them find the item run here through it
+// (fireplan.RunHere), and run nothing. A mutex alone does not keep that
+// order: a fire that comes as the holder lets go can take it before the
+// fires that waited. So each scheduled fire takes a turn when the trigger
+// dispatches it (enter, on the trigger's goroutine: in fire order), and
+// waits for the turns before it to be over (await) before it takes the
+// mutex; the mutex also keeps a catch-up (hold) apart from the fires.
+type fireOrder struct {
+	mu sync.Mutex
 
-// hold waits for the fires before to have reserved their items, and
-// returns what lets the next fire go.
+	turns sync.Mutex // guards the fields below
+	last  uint64     // the latest turn given
+	// waiting are the turns given and not over, in order.
+	waiting []uint64
+	// moved is closed when the first of waiting is over (nil: nobody
+	// waits for that).
+	moved chan struct{}
+}
+
+// hold waits for the fire reserving now, if any, to have reserved its
+// items, and returns what lets the next fire go.
 func (o *fireOrder) hold() (release func()) {
 	o.mu.Lock()
 	return o.mu.Unlock
 }
 
+// enter gives a scheduled fire its turn, after every turn given before.
+func (o *fireOrder) enter() uint64 {
+	o.turns.Lock()
+	defer o.turns.Unlock()
+	o.last++
+	o.waiting = append(o.waiting, o.last)
+	return o.last
+}
+
+// await waits until every turn before turn is over, or stop is closed.
+// Turn 0 waits for none (a fire called without one).
+func (o *fireOrder) await(turn uint64, stop <-chan struct{}) {
+	for {
+		o.turns.Lock()
+		if turn == 0 || len(o.waiting) == 0 || o.waiting[0] >= turn {
+			o.turns.Unlock()
+			return
+		}
+		if o.moved == nil {
+			o.moved = make(chan struct{})
+		}
+		moved := o.moved
+		o.turns.Unlock()
+		select {
+		case <-moved:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// leave ends turn: the fire has reserved its items, or gave up its turn
+// without reserving any. Ending a turn again does nothing.
+func (o *fireOrder) leave(turn uint64) {
+	o.turns.Lock()
+	defer o.turns.Unlock()
+	i := slices.Index(o.waiting, turn)
+	if i < 0 {
+		return
+	}
+	o.waiting = slices.Delete(o.waiting, i, i+1)
+	if i == 0 && o.moved != nil {
+		close(o.moved)
+		o.moved = nil
+	}
+}
+
 // fireScheduled is one fire of the schedule. skipped, when not zero, is
 // the first of the fires before at that the trigger collapsed into it
 // (see skippedBefore): they are made up with this one, as fires skipped
-// while disconnected are.
-func (r *runner) fireScheduled(at, skipped time.Time) {
+// while disconnected are. It waits for no turn of the fire order: see
+// fireInTurn.
+func (r *runner) fireScheduled(at, skipped time.Time) { r.fireInTurn(at, skipped, 0) }
+
+// fireInTurn is fireScheduled for the fire given turn in the fire order
+// (fireOrder.enter): it reserves its items once the fires dispatched
+// before it have, and ends its turn then (or as it returns).
+func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
+	defer r.order.leave(turn)
 	if r.flags.paused.Load() {
 		return // an operator paused this server: its items stay put
 	}
@@ -69,6 +140,9 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 		r.log.Warn("fires were not dispatched while the process could not run; making them up with this one", "since", skipped, "fire", at)
 		r.book.NoteSuspendedMiss(skipped)
 	}
+	// The fires dispatched before this one reserve first (a stop ends the
+	// wait: the fire then finds the job stopping).
+	r.order.await(turn, r.ctx.life.Done())
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
@@ -78,6 +152,7 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 		if held {
 			held = false
 			r.order.mu.Unlock()
+			r.order.leave(turn)
 		}
 	}
 	defer reserved()
@@ -91,10 +166,20 @@ func (r *runner) fireScheduled(at, skipped time.Time) {
 		return
 	}
 	if missed := r.book.TakeMissed(); !missed.IsZero() {
-		// Fires skipped earlier (an assignment that could not be read)
-		// are made up now, with this one.
-		r.log.Info("making up for fires skipped earlier", "since", missed, "fire", at)
-		r.fireAssigned(sess, missed, KindMisfire, reserved)
+		// Fires skipped earlier (an assignment that could not be read,
+		// fires the trigger collapsed) are made up now, with this one,
+		// from the earlier of the two. This fire may come before the
+		// fires it takes: held up behind a fire slow in coordination, it
+		// finds the fires a later fire noted as collapsed before waiting
+		// for the fire order. A make-up run from those alone would stand
+		// for neither this fire nor the fires dispatched between, which
+		// then find the item run here through them (fireplan.RunHere).
+		since := missed
+		if at.Before(since) {
+			since = at
+		}
+		r.log.Info("making up for fires skipped earlier", "since", since, "fire", at)
+		r.fireAssigned(sess, since, KindMisfire, reserved)
 		return
 	}
 	r.fireAssigned(sess, at, KindFire, reserved)
@@ -169,9 +254,18 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 	if kind == KindMisfire {
 		// Fires missed while disconnected, since at and through the latest.
 		cfg := r.config()
+		// Items newly held here may owe earlier fires their previous
+		// owner left undone, as at a plain fire (fireItems): owed here,
+		// the make-up run takes them in (Book.AbsorbDebts), from the gap.
+		gaps, _ := r.inheritedGaps(sess, at, a)
+		for it, since := range gaps {
+			if since.Before(at) {
+				r.book.NoteMisfire(cfg.book, it, since)
+			}
+		}
 		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.disabledItems())
 		reserved()
-		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo})
+		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo, mayHaveRun: r.inherit.Take(todo)})
 	} else {
 		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
 	}

@@ -136,15 +136,19 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
 	skipped := r.skippedBefore(at)
-	r.goFiring(func() {
+	turn := r.order.enter() // on the trigger's goroutine: in fire order
+	if !r.goFiring(func() {
+		defer r.order.leave(turn) // however the fire ends
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
 		if !r.untilClaim(at) {
 			return
 		}
-		r.fireScheduled(at, skipped)
-	})
+		r.fireInTurn(at, skipped, turn)
+	}) {
+		r.order.leave(turn)
+	}
 }
 
 // skippedBefore notes at as the latest fire dispatched and returns the
@@ -206,18 +210,20 @@ func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
-// flight (Book.BeginFiring); once stop has begun, f is dropped: the leave
-// hands the fire's items over.
-func (r *runner) goFiring(f func()) {
+// flight (Book.BeginFiring), and reports whether it did; once stop has
+// begun, f is dropped: the leave hands the fire's items over.
+func (r *runner) goFiring(f func()) bool {
 	if !r.book.BeginFiring() {
-		return
+		return false
 	}
 	if r.bg.Go(func(context.Context) {
 		defer r.book.EndFiring()
 		f()
 	}) != nil {
 		r.book.EndFiring()
+		return false
 	}
+	return true
 }
 
 // isClosed reports whether stop has closed the runner (see goFunc).
@@ -284,12 +290,30 @@ func (r *runner) setNecessary(ctx context.Context) {
 }
 
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
-// connection was down.
+// connection was down. It takes a turn of the fire order after the fires
+// dispatched before it: one of them, held up, may come before the fires
+// skipped, and takes them in its own make-up run (fireInTurn); run first,
+// this make-up run, from the skipped fires on, would have that fire find
+// the item run here through it, and run nothing.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
+	turn := r.order.enter()
+	defer r.order.leave(turn)
+	r.order.await(turn, r.ctx.life.Done())
+	// Released once: when the run has reserved its items, or as it
+	// returns (fireAssigned does not on every path). Every call is on
+	// this goroutine.
+	unlock, held := r.order.hold(), true
+	release := func() {
+		if held {
+			held = false
+			unlock()
+		}
+	}
+	defer release()
 	at := r.book.TakeMissed()
 	if at.IsZero() {
 		return
 	}
 	r.log.Info("running fires missed while disconnected", "since", at)
-	r.fireAssigned(sess, at, KindMisfire, nil)
+	r.fireAssigned(sess, at, KindMisfire, release)
 }

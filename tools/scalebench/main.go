@@ -81,6 +81,7 @@ type config struct {
 	keep            bool
 	profile         bool
 	verbose         bool
+	instVerbose     bool
 }
 
 func main() { benchkit.Main("scalebench", parseFlags, run) }
@@ -113,6 +114,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, run logs, profiles, the registry's data)")
 	fs.BoolVar(&c.profile, "profile", false, "each instance writes a CPU profile of its life and a heap profile at the size step, in the work directory (with -keep)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
+	fs.BoolVar(&c.instVerbose, "inst-v", false, "the instances log at debug level (their logs are in the work directory, with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -62,6 +62,9 @@ func (b *bench) startInst(idx int) (*inst, error) {
 		args = append(args, "-cpuprofile", filepath.Join(b.dir, fmt.Sprintf("%s.%d.cpu.pprof", id, n)),
 			"-heapprofile", filepath.Join(b.dir, fmt.Sprintf("%s.%d.heap.pprof", id, n)))
 	}
+	if b.cfg.instVerbose {
+		args = append(args, "-v")
+	}
 	b.starts[idx]++
 	cmd := exec.Command(b.bin, args...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
