@@ -146,6 +146,12 @@ const Attempts = 20
 // transaction may use; a job bigger than that alone goes alone.
 const placeTxnBytes = 512 << 10
 
+// txnLimit is the most a transaction may carry, the table included: the
+// registry centers' default request limit (regcenter.DefaultMaxNodeBytes).
+// Past it a transaction is refused whole (regcenter.ErrTooLarge), so a
+// batch is cut short of it, the table's size counted.
+const txnLimit = regcenter.DefaultMaxNodeBytes
+
 func (p *Placer) commit(batch []*Request) {
 	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
 	defer cancel()
@@ -239,7 +245,7 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		ops []regcenter.Op
 	}
 	var txn []part
-	size := 0
+	size, grown := 0, 0 // the parts' bytes; what they may add to the table's
 	flush := func() error {
 		if len(txn) == 0 {
 			return nil
@@ -248,12 +254,23 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		for _, pt := range txn {
 			ops = append(ops, pt.ops...)
 		}
+		data := t.encode()
 		if version < 0 {
-			ops = append(ops, regcenter.CreateOp{Path: layout.Placement, Data: t.encode()})
+			ops = append(ops, regcenter.CreateOp{Path: layout.Placement, Data: data})
 		} else {
-			ops = append(ops, regcenter.SetOp{Path: layout.Placement, Data: t.encode(), Version: version})
+			ops = append(ops, regcenter.SetOp{Path: layout.Placement, Data: data, Version: version})
 		}
 		err := p.rc.Multi(ctx, ops...)
+		if errors.Is(err, regcenter.ErrTooLarge) {
+			// The table has outgrown one transaction with these jobs'
+			// parts: they fail, and are not retried in this commit.
+			for _, pt := range txn {
+				failed[pt.req] = fmt.Errorf("placing job %q: the load table (%d bytes) and the reshard's writes (%d bytes) do not fit one transaction: %w",
+					pt.req.Job, len(data), size, err)
+			}
+			txn, size, grown = nil, 0, 0
+			return nil
+		}
 		var me *regcenter.MultiError
 		if err != nil && errors.As(err, &me) && me.Index < len(ops)-1 {
 			// One job's part failed: that job fails, the rest is retried.
@@ -274,7 +291,8 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		for _, pt := range txn {
 			done = append(done, pt.req)
 		}
-		txn, size = nil, 0
+		txn, size, grown = nil, 0, 0
+		t.wireBytes = len(data)
 		if version < 0 || !identified {
 			// Created: its Czxid is not known until it is read.
 			p.known = knownTable{}
@@ -300,7 +318,8 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		}
 		ops := req.Ops(assign, unplaced)
 		n := opsSize(ops)
-		if len(txn) > 0 && size+n > placeTxnBytes {
+		g := t.entryBytes(req.Job)
+		if len(txn) > 0 && (size+n > placeTxnBytes || t.wireBytes+grown+g+size+n > txnLimit) {
 			// Commit what is gathered, with the table as it is before
 			// this job, then carry on from there.
 			if err := flush(); err != nil {
@@ -313,7 +332,7 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		t.set(req.Job, unitsOf(assign, unplaced))
 		req.Assign, req.UnplacedOut = assign, unplaced
 		txn = append(txn, part{req, ops})
-		size += n
+		size, grown = size+n, grown+g
 	}
 	return done, failed, flush()
 }

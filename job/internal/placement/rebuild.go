@@ -103,6 +103,7 @@ func (p *Placer) rebuildTable(ctx context.Context, version int32, st regcenter.S
 	}
 	t := sc.table
 	data := t.encode()
+	t.wireBytes = len(data)
 	var err error
 	if version < 0 {
 		_, err = p.rc.Create(ctx, layout.Placement, data, regcenter.Persistent)

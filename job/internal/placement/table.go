@@ -82,6 +82,9 @@ type Table struct {
 	// placement costs the servers, not the namespace's jobs.
 	perServer map[string]int
 	unplaced  int
+	// wireBytes is the size of the encoding it was decoded from or last
+	// written as (0: not known), for sizing a transaction (entryBytes).
+	wireBytes int
 }
 
 func newTable() Table {
@@ -245,6 +248,13 @@ type tableWire struct {
 	Unplaced map[string]int `json:"unplaced,omitempty"`
 }
 
+// entryBytes bounds what one job's entry adds to the encoding: its name
+// twice (counts and unplaced), quoted, and a count of up to five digits
+// per server.
+func (t Table) entryBytes(job string) int {
+	return 2*(len(job)+4) + 6*(len(t.perServer)+1) + 8
+}
+
 func (t Table) encode() []byte {
 	units := t.Units()
 	w := tableWire{Servers: slices.Sorted(maps.Keys(units)), Seq: t.seq, Jobs: map[string][]int{}}
@@ -344,5 +354,6 @@ func DecodeTable(data []byte) (Table, error) {
 			return Table{}, fmt.Errorf("%w: server %q listed holding nothing", ErrTableGarbage, s)
 		}
 	}
+	t.wireBytes = len(data)
 	return t, nil
 }
