@@ -263,13 +263,13 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		err := p.rc.Multi(ctx, ops...)
 		if errors.Is(err, regcenter.ErrTooLarge) {
 			// The table has outgrown one transaction with these jobs'
-			// parts: they fail, and are not retried in this commit.
+			// parts: they fail, not retried in this commit; the rest is
+			// computed again from the table read.
 			for _, pt := range txn {
 				failed[pt.req] = fmt.Errorf("placing job %q: the load table (%d bytes) and the reshard's writes (%d bytes) do not fit one transaction: %w",
 					pt.req.Job, len(data), size, err)
 			}
-			txn, size, grown = nil, 0, 0
-			return nil
+			return err
 		}
 		var me *regcenter.MultiError
 		if err != nil && errors.As(err, &me) && me.Index < len(ops)-1 {
