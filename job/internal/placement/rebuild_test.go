@@ -179,3 +179,44 @@ func checkSame(t *testing.T, got, want Table) {
 		t.Errorf("units %v unplaced %d, want %v and %d", got.Units(), got.Unplaced(), want.Units(), want.Unplaced())
 	}
 }
+
+// TestTableTooLargeFailsItsJobAtOnce: a load table grown past what one
+// transaction may carry fails the reshard at once with
+// regcenter.ErrTooLarge, and leaves the table as it was.
+func TestTableTooLargeFailsItsJobAtOnce(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "toolarge", MaxNodeBytes: 8 << 10},
+		regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	big := newTable()
+	for i := range 500 {
+		big.set(fmt.Sprintf("j%04d", i), jobUnits{servers: map[string]int{"a": 1}})
+	}
+	data := big.encode()
+	if len(data) > 8<<10 {
+		t.Fatalf("seed table of %d bytes does not fit the test's limit", len(data))
+	}
+	if _, err := rc.Create(ctx, layout.Placement, data, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPlacer(ctx, rc, slog.New(slog.DiscardHandler))
+	ops := func(map[string][]int, []int) []regcenter.Op {
+		return []regcenter.Op{regcenter.CreateOp{Path: "/new", Data: make([]byte, 3<<10)}}
+	}
+	req := &Request{Job: "new", Repair: true, Current: map[string][]int{"a": {0}}, Ops: ops}
+	if err := p.Place(ctx, req); !errors.Is(err, regcenter.ErrTooLarge) {
+		t.Fatalf("placing past the limit: %v, want ErrTooLarge", err)
+	}
+	after, _, err := rc.Get(ctx, layout.Placement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(after) != string(data) {
+		t.Error("the table changed although the transaction was refused")
+	}
+}
