@@ -178,7 +178,10 @@ func (r *runner) reloadConfig() {
 // node is gone at re-registration: ZooKeeper lost its data (a wiped
 // ensemble comes back empty), and the cluster's truth is what its instances
 // still hold. A job removed on purpose never gets here: its instances saw
-// the config node's deletion and stopped.
+// the config node's deletion and stopped. A job not registered here yet
+// (a session lost while Start was registering thousands of jobs, before
+// anyone made this one's tree) has nothing to restore: the node is made
+// as its registration would make it, and nothing is reported.
 func (r *runner) restoreConfig(ctx context.Context) error {
 	ok, _, err := r.rc.Exists(ctx, r.paths.Config())
 	if err != nil || ok {
@@ -194,6 +197,10 @@ func (r *runner) restoreConfig(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
+	}
+	if reg, _ := r.book.Session(); reg == nil {
+		r.log.Debug("config node written at registration, under a new session")
+		return nil
 	}
 	r.log.Warn("config node was missing at re-registration (the registry lost its data?); restored it from this instance's config")
 	return nil

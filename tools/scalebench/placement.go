@@ -86,11 +86,9 @@ func readLoadTable(ctx context.Context, rc regcenter.Center) (loadTable, int, er
 const emptyLoadTable = `{"servers":[],"joined":[],"seq":0,"jobs":{}}`
 
 // seedLoadTable writes an empty load table where there is none. Without a
-// table, every reshard's placer first rebuilds one from every job's
-// assignment nodes, one job after another (job/internal/placement's
-// scanTable): in a namespace that starts with thousands of jobs that scan
-// outlasts the reshard's timeout, so no reshard commits and no table is
-// ever written. -seed-table measures the rest with it out of the way.
+// table, the first reshards' placers rebuild one from every job's
+// assignment nodes (job/internal/placement's rebuild.go), a read or more
+// per job; -seed-table measures the rest with that out of the way.
 func (b *bench) seedLoadTable(ctx context.Context) error {
 	rc, err := b.observer(ctx)
 	if err != nil {

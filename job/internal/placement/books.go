@@ -14,26 +14,9 @@ import (
 )
 
 // The books: the load table kept true to the assignment nodes. A reshard
-// replaces its job's entry (placer.go); what follows rebuilds the table,
-// takes out the entries of jobs that are gone and repairs those that
-// credit servers that are not live.
-
-// scanTable builds the table from every job's assignment nodes.
-func scanTable(ctx context.Context, rc regcenter.Center) (Table, error) {
-	t := newTable()
-	jobs, err := namespaceJobs(ctx, rc)
-	if err != nil {
-		return Table{}, err
-	}
-	for _, j := range jobs {
-		u, err := JobUnits(ctx, rc, j)
-		if err != nil {
-			return Table{}, err
-		}
-		t.set(j, jobUnits{servers: u.PerServer, unplaced: u.Unplaced})
-	}
-	return t, nil
-}
+// replaces its job's entry (placer.go); a missing or garbage table is
+// rebuilt (rebuild.go); what follows takes out the entries of jobs that
+// are gone and repairs those that credit servers that are not live.
 
 // ReviewBooks is each scheduler's namespace-wide pass over the load
 // table, once per reconcile round: it takes out the entries of jobs whose

@@ -18,9 +18,13 @@
 //   - the Placer (placer.go): the reshards and repairs queued by one
 //     scheduler, committed in as few transactions as the size limit
 //     allows, each job computed against the running result, the table
-//     written over the version read;
-//   - the books (books.go): the table rebuilt from the assignment nodes,
-//     the pass over it that takes out the jobs gone and repairs the
+//     written over the version read, and remembered with the node's
+//     identity so that an unchanged node is not decoded again;
+//   - the rebuild (rebuild.go): a missing or garbage table rebuilt from
+//     the assignment nodes, a bounded number of reads at a time, resumed
+//     across commits, written as soon as it is complete;
+//   - the books (books.go): the pass over the table that takes out the
+//     jobs gone and repairs the
 //     entries crediting servers not live (ReviewBooks), a removed job's
 //     entry released (ReleaseUnits), a job's units (JobUnits);
 //   - the namespace as operators see it (namespace.go): ReadNamespace,
@@ -35,7 +39,8 @@
 // Placer.
 //
 // It may import the standard library, regcenter, sharding, internal/layout,
-// internal/jobhook (the types of the operator's reads), internal/yamldoc
-// and job/internal/stored; nothing of package job. It starts nothing: a
-// commit runs on a caller of Place.
+// internal/jobhook (the types of the operator's reads), internal/yamldoc,
+// internal/parallel and job/internal/stored; nothing of package job. It
+// starts nothing that outlives a call: a commit runs on a caller of Place,
+// and a rebuild's reads (internal/parallel) end before it returns.
 package placement

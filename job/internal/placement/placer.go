@@ -69,6 +69,27 @@ type Placer struct {
 	mu      sync.Mutex
 	pending []*Request
 	turn    chan struct{} // held by the one committing
+
+	// What follows is the turn holder's alone.
+
+	// known is the table as this placer last read or wrote it, so that
+	// a commit finding the node unchanged (one Exists) decodes nothing:
+	// a reconcile round's repairs, one per job led, then cost the
+	// namespace one decode, not one each.
+	known knownTable
+	// scan is a rebuild of the table cut off by the end of a commit,
+	// resumed by the next one (rebuild.go).
+	scan *rebuild
+}
+
+// knownTable is a load table with the node's identity when it said so:
+// its creation and its version. A node deleted and made again has
+// another Czxid, a node set another Version.
+type knownTable struct {
+	ok      bool
+	table   Table
+	czxid   int64
+	version int32
 }
 
 // NewPlacer returns the placer of a scheduler whose life is ctx: its
@@ -124,6 +145,12 @@ const Attempts = 20
 // placeTxnBytes is how much of ZooKeeper's request limit a batch's
 // transaction may use; a job bigger than that alone goes alone.
 const placeTxnBytes = 512 << 10
+
+// txnLimit is the most a transaction may carry, the table included: the
+// registry centers' default request limit (regcenter.DefaultMaxNodeBytes).
+// Past it a transaction is refused whole (regcenter.ErrTooLarge), so a
+// batch is cut short of it, the table's size counted.
+const txnLimit = regcenter.DefaultMaxNodeBytes
 
 func (p *Placer) commit(batch []*Request) {
 	ctx, cancel := context.WithTimeout(p.ctx, time.Minute)
@@ -202,17 +229,23 @@ func (p *Placer) commit(batch []*Request) {
 // commitOnce computes every request against table and commits them in as
 // few transactions as fit. It returns the requests committed, those that
 // failed for a reason of their own (their job's fence, a flag gone), and
-// the error that stopped it (nil when all are done).
+// the error that stopped it (nil when all are done). table is not
+// changed: it may be the placer's known table, which is copied before the
+// first change, so that a batch of repairs finding the books right costs
+// no copy of the namespace.
 func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, version int32, view View) ([]*Request, map[*Request]error, error) {
 	var done []*Request
 	failed := map[*Request]error{}
-	t := table.clone()
+	t, owned := table, false
+	// The node's identity, when known: what the table is remembered by
+	// once a commit sets it.
+	czxid, identified := p.known.czxid, p.known.ok
 	type part struct {
 		req *Request
 		ops []regcenter.Op
 	}
 	var txn []part
-	size := 0
+	size, grown := 0, 0 // the parts' bytes; what they may add to the table's
 	flush := func() error {
 		if len(txn) == 0 {
 			return nil
@@ -221,12 +254,23 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 		for _, pt := range txn {
 			ops = append(ops, pt.ops...)
 		}
+		data := t.encode()
 		if version < 0 {
-			ops = append(ops, regcenter.CreateOp{Path: layout.Placement, Data: t.encode()})
+			ops = append(ops, regcenter.CreateOp{Path: layout.Placement, Data: data})
 		} else {
-			ops = append(ops, regcenter.SetOp{Path: layout.Placement, Data: t.encode(), Version: version})
+			ops = append(ops, regcenter.SetOp{Path: layout.Placement, Data: data, Version: version})
 		}
 		err := p.rc.Multi(ctx, ops...)
+		if errors.Is(err, regcenter.ErrTooLarge) {
+			// The table has outgrown one transaction with these jobs'
+			// parts: they fail, not retried in this commit; the rest is
+			// computed again from the table read.
+			for _, pt := range txn {
+				failed[pt.req] = fmt.Errorf("placing job %q: the load table (%d bytes) and the reshard's writes (%d bytes) do not fit one transaction: %w",
+					pt.req.Job, len(data), size, err)
+			}
+			return err
+		}
 		var me *regcenter.MultiError
 		if err != nil && errors.As(err, &me) && me.Index < len(ops)-1 {
 			// One job's part failed: that job fails, the rest is retried.
@@ -241,13 +285,22 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 			return err
 		}
 		if err != nil {
+			p.known = knownTable{}
 			return err
 		}
 		for _, pt := range txn {
 			done = append(done, pt.req)
 		}
-		txn, size = nil, 0
-		version++ // created: 0; set: one more
+		txn, size, grown = nil, 0, 0
+		t.wireBytes = len(data)
+		if version < 0 || !identified {
+			// Created: its Czxid is not known until it is read.
+			p.known = knownTable{}
+		} else {
+			p.known = knownTable{ok: true, table: t, czxid: czxid, version: version + 1}
+		}
+		owned = false // t is the known table now: copied before changing it
+		version++     // created: 0; set: one more
 		return nil
 	}
 	for _, req := range batch {
@@ -263,23 +316,23 @@ func (p *Placer) commitOnce(ctx context.Context, batch []*Request, table Table, 
 			failed[req] = err
 			continue
 		}
-		before := t.clone()
-		t.set(req.Job, unitsOf(assign, unplaced))
 		ops := req.Ops(assign, unplaced)
 		n := opsSize(ops)
-		if len(txn) > 0 && size+n > placeTxnBytes {
-			// Commit what is gathered with the table as it was before
+		g := t.entryBytes(req.Job)
+		if len(txn) > 0 && (size+n > placeTxnBytes || t.wireBytes+grown+g+size+n > txnLimit) {
+			// Commit what is gathered, with the table as it is before
 			// this job, then carry on from there.
-			after := t
-			t = before
 			if err := flush(); err != nil {
 				return done, failed, err
 			}
-			t = after
 		}
+		if !owned {
+			t, owned = t.clone(), true
+		}
+		t.set(req.Job, unitsOf(assign, unplaced))
 		req.Assign, req.UnplacedOut = assign, unplaced
 		txn = append(txn, part{req, ops})
-		size += n
+		size, grown = size+n, grown+g
 	}
 	return done, failed, flush()
 }
@@ -348,9 +401,21 @@ func opsSize(ops []regcenter.Op) int {
 }
 
 // readTable reads the load table and its version (-1: the node does not
-// exist). A missing, empty or garbage table is rebuilt from every job's
-// assignment; the commit then writes it over what was there.
+// exist). When the node is what this placer last read or wrote, one
+// Exists says so and nothing is decoded. A missing, empty or garbage table
+// is rebuilt from every job's assignment (rebuild.go) and written back at
+// once.
 func (p *Placer) readTable(ctx context.Context) (Table, int32, error) {
+	if p.known.ok {
+		ok, st, err := p.rc.Exists(ctx, layout.Placement)
+		if err != nil {
+			return Table{}, 0, err
+		}
+		if ok && st.Czxid == p.known.czxid && st.Version == p.known.version {
+			return p.known.table, p.known.version, nil
+		}
+		p.known = knownTable{}
+	}
 	data, st, err := p.rc.Get(ctx, layout.Placement)
 	version := int32(-1)
 	switch {
@@ -361,12 +426,13 @@ func (p *Placer) readTable(ctx context.Context) (Table, int32, error) {
 		version = st.Version
 		t, derr := DecodeTable(data)
 		if derr == nil {
+			p.known = knownTable{ok: true, table: t, czxid: st.Czxid, version: st.Version}
+			p.scan = nil // a valid table: no rebuild needed
 			return t, version, nil
 		}
 		if len(data) > 0 {
 			p.log.Warn("the namespace's load table is not valid: rebuilding it from the jobs' assignments", "node", layout.Placement, "err", derr)
 		}
 	}
-	t, err := scanTable(ctx, p.rc)
-	return t, version, err
+	return p.rebuildTable(ctx, version, st)
 }

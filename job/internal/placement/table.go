@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // The namespace's load table (layout.Placement): the books placement keeps
@@ -76,22 +77,47 @@ type Table struct {
 	// holding nothing leaves joined.
 	joined map[string]int
 	seq    int
+	// perServer and unplaced are the sums over jobs, kept by set (the
+	// only writer of jobs once a table is made) so that a reshard's
+	// placement costs the servers, not the namespace's jobs.
+	perServer map[string]int
+	unplaced  int
+	// wireBytes is the size of the encoding it was decoded from or last
+	// written as (0: not known), for sizing a transaction (entryBytes).
+	wireBytes int
 }
 
 func newTable() Table {
-	return Table{jobs: map[string]jobUnits{}, joined: map[string]int{}}
+	return Table{jobs: map[string]jobUnits{}, joined: map[string]int{}, perServer: map[string]int{}}
+}
+
+// sum computes perServer and unplaced from the entries.
+func (t *Table) sum() {
+	t.perServer, t.unplaced = map[string]int{}, 0
+	for _, u := range t.jobs {
+		t.add(u, 1)
+	}
+}
+
+// add adds an entry's units to the sums (sign 1) or takes them out (-1).
+func (t *Table) add(u jobUnits, sign int) {
+	for s, n := range u.servers {
+		if n <= 0 {
+			continue
+		}
+		if t.perServer[s] += sign * n; t.perServer[s] <= 0 {
+			delete(t.perServer, s)
+		}
+	}
+	t.unplaced += sign * u.unplaced
 }
 
 // Units is what each server holds across the namespace: only servers
 // holding units are listed.
 func (t Table) Units() map[string]int {
-	out := map[string]int{}
-	for _, u := range t.jobs {
-		for s, n := range u.servers {
-			if n > 0 {
-				out[s] += n
-			}
-		}
+	out := maps.Clone(t.perServer)
+	if out == nil {
+		out = map[string]int{}
 	}
 	return out
 }
@@ -108,36 +134,35 @@ func (t Table) unitsWithout(job string) map[string]int {
 }
 
 // Unplaced counts the units no server may take.
-func (t Table) Unplaced() int {
-	n := 0
-	for _, u := range t.jobs {
-		n += u.unplaced
-	}
-	return n
-}
+func (t Table) Unplaced() int { return t.unplaced }
 
 // total is K: every unit of the namespace, placed or not.
 func (t Table) total() int {
-	k := 0
-	for _, u := range t.jobs {
-		k += u.total()
+	k := t.unplaced
+	for _, n := range t.perServer {
+		k += n
 	}
 	return k
 }
 
 func (t Table) clone() Table {
-	c := Table{jobs: make(map[string]jobUnits, len(t.jobs)), joined: maps.Clone(t.joined), seq: t.seq}
+	c := Table{jobs: make(map[string]jobUnits, len(t.jobs)), joined: maps.Clone(t.joined), seq: t.seq,
+		perServer: maps.Clone(t.perServer), unplaced: t.unplaced}
 	for j, u := range t.jobs {
 		c.jobs[j] = u.clone()
 	}
 	if c.joined == nil {
 		c.joined = map[string]int{}
 	}
+	if c.perServer == nil {
+		c.perServer = map[string]int{}
+	}
 	return c
 }
 
 // set replaces job's entry (an empty one removes it) and renumbers the
-// servers that start or stop holding units.
+// servers that start or stop holding units. It costs the servers of the
+// two entries, not the table's size.
 func (t *Table) set(job string, u jobUnits) {
 	if t.jobs == nil {
 		t.jobs = map[string]jobUnits{}
@@ -145,30 +170,51 @@ func (t *Table) set(job string, u jobUnits) {
 	if t.joined == nil {
 		t.joined = map[string]int{}
 	}
+	if t.perServer == nil {
+		t.sum()
+	}
+	old := t.jobs[job]
+	t.add(old, -1)
 	if u.total() == 0 {
 		delete(t.jobs, job)
 	} else {
-		t.jobs[job] = jobUnits{servers: nonZero(u.servers), unplaced: u.unplaced}
+		u = jobUnits{servers: nonZero(u.servers), unplaced: u.unplaced}
+		t.jobs[job] = u
+		t.add(u, 1)
 	}
-	t.renumber()
+	var touched []string
+	for s := range old.servers {
+		touched = append(touched, s)
+	}
+	for s := range u.servers {
+		touched = append(touched, s)
+	}
+	t.renumber(touched)
 }
 
-// renumber gives a number to every server newly holding units, in order
-// of id, and takes it from every server holding none.
-func (t *Table) renumber() {
-	units := t.Units()
-	for _, s := range slices.Sorted(maps.Keys(units)) {
-		if _, ok := t.joined[s]; !ok {
+// renumber gives a number to every server of servers newly holding units,
+// in order of id, and takes it from every one holding none.
+func (t *Table) renumber(servers []string) {
+	slices.Sort(servers)
+	for _, s := range slices.Compact(servers) {
+		_, numbered := t.joined[s]
+		switch {
+		case t.perServer[s] > 0 && !numbered:
 			t.seq++
 			t.joined[s] = t.seq
-		}
-	}
-	for s := range t.joined {
-		if units[s] == 0 {
+		case t.perServer[s] <= 0 && numbered:
 			delete(t.joined, s)
 		}
 	}
 }
+
+// decodes counts DecodeTable's calls (Decodes).
+var decodes atomic.Int64
+
+// Decodes reports how many times this process has decoded a load table:
+// each costs the whole namespace, so the placer and the reconcile round
+// are measured in them (their tests count them).
+func Decodes() int64 { return decodes.Load() }
 
 // ErrTableGarbage reports a namespace load table (/.placement) that is not
 // valid: package job's ErrTableGarbage, the same value. Reshards rebuild
@@ -200,6 +246,13 @@ type tableWire struct {
 	// Unplaced holds each job's units no server may take, for the jobs
 	// that have any.
 	Unplaced map[string]int `json:"unplaced,omitempty"`
+}
+
+// entryBytes bounds what one job's entry adds to the encoding: its name
+// twice (counts and unplaced), quoted, and a count of up to five digits
+// per server.
+func (t Table) entryBytes(job string) int {
+	return 2*(len(job)+4) + 6*(len(t.perServer)+1) + 8
 }
 
 func (t Table) encode() []byte {
@@ -239,6 +292,7 @@ func (t Table) encode() []byte {
 // range, a server listed holding nothing, a count below 0 or above
 // MaxJobUnits).
 func DecodeTable(data []byte) (Table, error) {
+	decodes.Add(1)
 	if len(data) == 0 {
 		return Table{}, fmt.Errorf("%w: empty", ErrTableGarbage)
 	}
@@ -289,16 +343,17 @@ func DecodeTable(data []byte) (Table, error) {
 		u.unplaced = n
 		t.jobs[j] = u
 	}
-	units := t.Units()
-	for s := range t.joined {
-		if units[s] == 0 {
-			return Table{}, fmt.Errorf("%w: server %q listed holding nothing", ErrTableGarbage, s)
-		}
-	}
 	for j, u := range t.jobs {
 		if u.total() == 0 {
 			delete(t.jobs, j)
 		}
 	}
+	t.sum()
+	for s := range t.joined {
+		if t.perServer[s] == 0 {
+			return Table{}, fmt.Errorf("%w: server %q listed holding nothing", ErrTableGarbage, s)
+		}
+	}
+	t.wireBytes = len(data)
 	return t, nil
 }
