@@ -1,0 +1,233 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/shardjob/shardjob/internal/authz"
+)
+
+// The REST API's tokens, roles and audit trail are those of package
+// jobhttp's handler and console: a tokens file or document configures
+// both, and both write to the same audit trail (the history database,
+// through jobhttp/historyhttp.Audit).
+
+// ErrInvalidTokens is a token configuration that cannot be used: an
+// unknown role, an empty or duplicate name, an empty or duplicate token, a
+// tokens file that cannot be read. The message names the problem and the
+// token's name, never the token. NewHandler's errors wrap it and
+// ErrInvalid. It is jobhttp.ErrInvalidTokens.
+var ErrInvalidTokens = authz.ErrInvalidTokens
+
+// Role is what a token may do; each role may do what the one below it
+// may. It is jobhttp.Role.
+type Role = authz.Role
+
+// The roles, as the REST API grants them.
+const (
+	// RoleViewer reads: the global cap, the workers, the tasks.
+	RoleViewer = authz.RoleViewer
+	// RoleOperator is a viewer that also works the queues: assigns tasks,
+	// finishes and cancels them.
+	RoleOperator = authz.RoleOperator
+	// RoleAdmin is an operator that also changes the dispatcher's
+	// configuration: the global cap and the workers (tenants: their caps,
+	// late policies and webhooks); and reads the audit trail.
+	RoleAdmin = authz.RoleAdmin
+)
+
+// Token is one bearer token: who holds it (Name, written to the audit
+// trail), what it may do (Role) and the token itself (Secret, never logged
+// nor written to the audit trail). It is jobhttp.Token.
+type Token = authz.Token
+
+// AuditTrail is where the REST API writes who did what: one entry per call
+// that changes something (PUT and POST), refused ones included. It is
+// jobhttp.AuditTrail; jobhttp/historyhttp.Audit adapts a
+// *history.Recorder or *history.Auditor to it, which keeps the trail in
+// the history database:
+//
+//	dispatch.HandlerConfig{Tokens: toks, Audit: historyhttp.Audit(aud)}
+//
+// A call is audited in two steps: Begin before it is performed, End once
+// it has ended. When Begin fails the call is refused (503) and not
+// performed. When End fails the call has been performed; its entry stays
+// "started" and the failure is logged.
+type AuditTrail = authz.AuditTrail
+
+// AuditRecord is one entry the REST API writes to its AuditTrail, with
+// Via "dispatch": Job is the worker and Items the task's UUID, where they
+// apply. It is jobhttp.AuditRecord.
+type AuditRecord = authz.AuditRecord
+
+// auditVia names the REST API in the audit trail.
+const auditVia = "dispatch"
+
+// The kinds of refusal the REST API logs, each at most once per
+// authz.RefusalInterval.
+const (
+	refusedRead = "read refused: missing or wrong token"
+	refusedCall = "call refused: missing or wrong token"
+	refusedRole = "call refused: the token's role is too low"
+)
+
+// handlerTokens gathers and checks cfg's tokens: at least one, the single
+// Token (when set) at least 16 bytes.
+func handlerTokens(cfg HandlerConfig) ([]Token, error) {
+	if cfg.Token != "" && len(cfg.Token) < 16 {
+		return nil, fmt.Errorf("%w: the REST token must be at least 16 bytes", ErrInvalid)
+	}
+	toks, err := authz.Collect(cfg.Token, cfg.Tokens, cfg.TokensFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(toks) == 0 {
+		return nil, fmt.Errorf("%w: %w: the REST API needs a token: give Token, Tokens or TokensFile", ErrInvalid, ErrInvalidTokens)
+	}
+	return toks, nil
+}
+
+// auditNote is what an audited call's handler adds to its entry: the
+// worker, when the path does not name it.
+type auditNote struct {
+	worker string
+}
+
+type auditNoteKey struct{}
+
+// noteWorker records the call's worker for its audit entry (nothing
+// outside an audited call).
+func noteWorker(r *http.Request, worker string) {
+	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok && n.worker == "" {
+		n.worker = worker
+	}
+}
+
+// target is an audited call's target as its path names it: the worker
+// and the task.
+func target(r *http.Request) (worker, task string) {
+	return r.PathValue("name"), r.PathValue("uuid")
+}
+
+// unauthorized answers 401.
+func unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob dispatch"`)
+	writeJSON(w, http.StatusUnauthorized, errorBody{"missing or wrong token: send Authorization: Bearer TOKEN"})
+}
+
+// auditRefusal writes a refused call to the trail, if there is one. A
+// failure to write it is logged: the call is refused either way.
+func (h *api) auditRefusal(r *http.Request, op string, p authz.Principal, why string) {
+	if h.cfg.Audit == nil {
+		return
+	}
+	worker, task := target(r)
+	_, err := h.cfg.Audit.Begin(context.WithoutCancel(r.Context()), AuditRecord{Via: auditVia, Who: p.Name, Role: p.Role.String(),
+		Op: op, Job: worker, Items: task, Remote: r.RemoteAddr, Refused: true, Error: why})
+	if err != nil {
+		h.cfg.Logger.Error("dispatch: a refused call could not be written to the audit trail",
+			"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
+	}
+}
+
+// read wraps a GET endpoint: any role may read.
+func (h *api) read(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := h.keys.Identify(r); !ok {
+			h.refusals.Refused(refusedRead, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			unauthorized(w)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// op wraps an endpoint that changes something: the caller's token must
+// have role need; the call (named op in the audit trail) is written to the
+// audit trail before it is performed — and refused with 503 when that
+// fails — and its result once it has ended.
+func (h *api) op(need Role, op string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, _, ok := h.keys.Identify(r)
+		if !ok {
+			// Anonymous refusals are audited as they are logged: at most
+			// one per authz.RefusalInterval, the others counted in the
+			// log, so that a client without a token cannot flood the
+			// trail.
+			if h.refusals.Refused(refusedCall, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr) {
+				h.auditRefusal(r, op, p, "unauthorized: missing or wrong token (further anonymous refusals within 10s are counted in the log only)")
+			}
+			unauthorized(w)
+			return
+		}
+		if p.Role < need {
+			msg := fmt.Sprintf("forbidden: %s needs the %s role; token %q has %s", op, need, p.Name, p.Role)
+			h.refusals.Refused(refusedRole, "op", op, "who", p.Name, "role", p.Role.String(), "remote", r.RemoteAddr)
+			h.auditRefusal(r, op, p, msg)
+			writeJSON(w, http.StatusForbidden, errorBody{msg})
+			return
+		}
+		if h.cfg.Audit == nil {
+			next(w, r)
+			return
+		}
+		n := &auditNote{}
+		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, n))
+		worker, task := target(r)
+		id, err := h.cfg.Audit.Begin(r.Context(), AuditRecord{Via: auditVia, Who: p.Name, Role: p.Role.String(), Op: op,
+			Job: worker, Items: task, Remote: r.RemoteAddr})
+		if err != nil {
+			h.cfg.Logger.Error("dispatch: call refused: the audit trail cannot be written",
+				"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{"refused: the audit trail cannot be written, so the call was not performed: " + oneLine(err.Error())})
+			return
+		}
+		sw := &authz.StatusWriter{ResponseWriter: w}
+		next(sw, r)
+		ok, errText := sw.Outcome()
+		if err := h.cfg.Audit.End(context.WithoutCancel(r.Context()), id, n.worker, ok, errText); err != nil {
+			h.cfg.Logger.Error("dispatch: the call was performed but its end could not be written to the audit trail (its entry stays started)",
+				"op", op, "who", p.Name, "entry", id, "err", err)
+		}
+	}
+}
+
+// whoami is GET /v1/whoami: the name and role of the caller's token, and
+// whether calls are audited.
+func (h *api) whoami(w http.ResponseWriter, r *http.Request) {
+	p, _, _ := h.keys.Identify(r)
+	writeJSON(w, http.StatusOK, map[string]any{"name": p.Name, "role": p.Role.String(), "audited": h.cfg.Audit != nil})
+}
+
+// auditRead is GET /v1/audit: the audit trail, for admins.
+func (h *api) auditRead(w http.ResponseWriter, r *http.Request) {
+	p, _, _ := h.keys.Identify(r)
+	if p.Role < RoleAdmin {
+		writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("forbidden: reading the audit trail needs the admin role; token %q has %s", p.Name, p.Role)})
+		return
+	}
+	if h.cfg.Audit == nil {
+		writeJSON(w, http.StatusNotFound, errorBody{"the audit trail is not configured: the handler was made without HandlerConfig.Audit"})
+		return
+	}
+	page, err := h.cfg.Audit.Read(r.Context(), r.URL.Query())
+	var coded interface{ HTTPStatus() int }
+	switch {
+	case errors.As(err, &coded):
+		if coded.HTTPStatus() >= 500 {
+			h.cfg.Logger.Error("dispatch: reading the audit trail failed", "err", err)
+		}
+		writeJSON(w, coded.HTTPStatus(), errorBody{oneLine(err.Error())})
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// oneLine folds a message to one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
