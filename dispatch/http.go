@@ -109,17 +109,18 @@ func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &api{d: d, cfg: cfg, keys: authz.NewKeyring(toks), refusals: authz.NewRefusalLog(cfg.Logger, "dispatch: ")}
+	h.gate = h.newGate()
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("PUT /v1/global", h.op(RoleAdmin, "set-global", h.putGlobal))
+	h.mux.HandleFunc("PUT /v1/global", h.gate.Op(RoleAdmin, "set-global", h.putGlobal))
 	h.mux.HandleFunc("GET /v1/global", h.read(h.getGlobal))
-	h.mux.HandleFunc("PUT /v1/workers/{name}", h.op(RoleAdmin, "put-worker", h.putWorker))
+	h.mux.HandleFunc("PUT /v1/workers/{name}", h.gate.Op(RoleAdmin, "put-worker", h.putWorker))
 	h.mux.HandleFunc("GET /v1/workers/{name}", h.read(h.getWorker))
 	h.mux.HandleFunc("GET /v1/workers", h.read(h.listWorkers))
-	h.mux.HandleFunc("POST /v1/assign", h.op(RoleOperator, "assign", h.assign))
+	h.mux.HandleFunc("POST /v1/assign", h.gate.Op(RoleOperator, "assign", h.assign))
 	h.mux.HandleFunc("GET /v1/tasks/{uuid}", h.read(h.getTask))
 	h.mux.HandleFunc("GET /v1/tasks", h.read(h.listTasks))
-	h.mux.HandleFunc("POST /v1/tasks/{uuid}/finish", h.op(RoleOperator, "finish", h.finish))
-	h.mux.HandleFunc("POST /v1/tasks/{uuid}/cancel", h.op(RoleOperator, "cancel", h.cancel))
+	h.mux.HandleFunc("POST /v1/tasks/{uuid}/finish", h.gate.Op(RoleOperator, "finish", h.finish))
+	h.mux.HandleFunc("POST /v1/tasks/{uuid}/cancel", h.gate.Op(RoleOperator, "cancel", h.cancel))
 	h.mux.HandleFunc("GET /v1/whoami", h.read(h.whoami))
 	h.mux.HandleFunc("GET /v1/audit", h.read(h.auditRead))
 	return h, nil
@@ -131,6 +132,7 @@ type api struct {
 	mux      *http.ServeMux
 	keys     *authz.Keyring
 	refusals *authz.RefusalLog // refused calls, rate-limited
+	gate     *authz.Gate       // the roles and audit of the calls that change something
 }
 
 // ServeHTTP bounds the request's body and serves it. Each route checks
@@ -142,7 +144,7 @@ func (h *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
 	if _, pattern := h.mux.Handler(r); pattern == "" {
 		if _, _, ok := h.keys.Identify(r); !ok {
-			kind := refusedCall
+			kind := h.gate.RefusedToken()
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				kind = refusedRead
 			}

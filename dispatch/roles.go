@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,13 +65,9 @@ type AuditRecord = authz.AuditRecord
 // auditVia names the REST API in the audit trail.
 const auditVia = "dispatch"
 
-// The kinds of refusal the REST API logs, each at most once per
-// authz.RefusalInterval.
-const (
-	refusedRead = "read refused: missing or wrong token"
-	refusedCall = "call refused: missing or wrong token"
-	refusedRole = "call refused: the token's role is too low"
-)
+// refusedRead is the refusal log's kind for a read without a known
+// token (the calls' kinds are the gate's).
+const refusedRead = "read refused: missing or wrong token"
 
 // handlerTokens gathers and checks cfg's tokens: at least one, the single
 // Token (when set) at least 16 bytes.
@@ -90,26 +85,18 @@ func handlerTokens(cfg HandlerConfig) ([]Token, error) {
 	return toks, nil
 }
 
-// auditNote is what an audited call's handler adds to its entry: the
-// worker, when the path does not name it.
-type auditNote struct {
-	worker string
-}
-
-type auditNoteKey struct{}
-
 // noteWorker records the call's worker for its audit entry (nothing
 // outside an audited call).
 func noteWorker(r *http.Request, worker string) {
-	if n, ok := r.Context().Value(auditNoteKey{}).(*auditNote); ok && n.worker == "" {
-		n.worker = worker
+	if n := authz.NoteOf(r); n != nil && n.Job == "" {
+		n.Job = worker
 	}
 }
 
 // target is an audited call's target as its path names it: the worker
-// and the task.
-func target(r *http.Request) (worker, task string) {
-	return r.PathValue("name"), r.PathValue("uuid")
+// (in the entry's job) and the task (in its items).
+func target(r *http.Request) (worker, server, task string) {
+	return r.PathValue("name"), "", r.PathValue("uuid")
 }
 
 // unauthorized answers 401.
@@ -118,18 +105,12 @@ func unauthorized(w http.ResponseWriter) {
 	writeJSON(w, http.StatusUnauthorized, errorBody{"missing or wrong token: send Authorization: Bearer TOKEN"})
 }
 
-// auditRefusal writes a refused call to the trail, if there is one. A
-// failure to write it is logged: the call is refused either way.
-func (h *api) auditRefusal(r *http.Request, op string, p authz.Principal, why string) {
-	if h.cfg.Audit == nil {
-		return
-	}
-	worker, task := target(r)
-	_, err := h.cfg.Audit.Begin(context.WithoutCancel(r.Context()), AuditRecord{Via: auditVia, Who: p.Name, Role: p.Role.String(),
-		Op: op, Job: worker, Items: task, Remote: r.RemoteAddr, Refused: true, Error: why})
-	if err != nil {
-		h.cfg.Logger.Error("dispatch: a refused call could not be written to the audit trail",
-			"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
+// newGate returns the gate of the API's calls that change something
+// (h.keys and h.refusals set).
+func (h *api) newGate() *authz.Gate {
+	return &authz.Gate{Keys: h.keys, Audit: h.cfg.Audit, Refusals: h.refusals, Log: h.cfg.Logger, LogPrefix: "dispatch: ",
+		Via: auditVia, Noun: "call", Target: target, Unauthorized: unauthorized,
+		Reply: func(w http.ResponseWriter, code int, msg string) { writeJSON(w, code, errorBody{msg}) },
 	}
 }
 
@@ -142,56 +123,6 @@ func (h *api) read(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		next(w, r)
-	}
-}
-
-// op wraps an endpoint that changes something: the caller's token must
-// have role need; the call (named op in the audit trail) is written to the
-// audit trail before it is performed — and refused with 503 when that
-// fails — and its result once it has ended.
-func (h *api) op(need Role, op string, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		p, _, ok := h.keys.Identify(r)
-		if !ok {
-			// Anonymous refusals are audited as they are logged: at most
-			// one per authz.RefusalInterval, the others counted in the
-			// log, so that a client without a token cannot flood the
-			// trail.
-			if h.refusals.Refused(refusedCall, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr) {
-				h.auditRefusal(r, op, p, "unauthorized: missing or wrong token (further anonymous refusals within 10s are counted in the log only)")
-			}
-			unauthorized(w)
-			return
-		}
-		if p.Role < need {
-			msg := fmt.Sprintf("forbidden: %s needs the %s role; token %q has %s", op, need, p.Name, p.Role)
-			h.refusals.Refused(refusedRole, "op", op, "who", p.Name, "role", p.Role.String(), "remote", r.RemoteAddr)
-			h.auditRefusal(r, op, p, msg)
-			writeJSON(w, http.StatusForbidden, errorBody{msg})
-			return
-		}
-		if h.cfg.Audit == nil {
-			next(w, r)
-			return
-		}
-		n := &auditNote{}
-		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, n))
-		worker, task := target(r)
-		id, err := h.cfg.Audit.Begin(r.Context(), AuditRecord{Via: auditVia, Who: p.Name, Role: p.Role.String(), Op: op,
-			Job: worker, Items: task, Remote: r.RemoteAddr})
-		if err != nil {
-			h.cfg.Logger.Error("dispatch: call refused: the audit trail cannot be written",
-				"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{"refused: the audit trail cannot be written, so the call was not performed: " + oneLine(err.Error())})
-			return
-		}
-		sw := &authz.StatusWriter{ResponseWriter: w}
-		next(sw, r)
-		ok, errText := sw.Outcome()
-		if err := h.cfg.Audit.End(context.WithoutCancel(r.Context()), id, n.worker, ok, errText); err != nil {
-			h.cfg.Logger.Error("dispatch: the call was performed but its end could not be written to the audit trail (its entry stays started)",
-				"op", op, "who", p.Name, "entry", id, "err", err)
-		}
 	}
 }
 

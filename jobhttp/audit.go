@@ -1,11 +1,9 @@
 package jobhttp
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
-	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/authz"
 )
 
@@ -28,20 +26,8 @@ type AuditTrail = authz.AuditTrail
 // AuditRecord is one entry the handler writes to its AuditTrail.
 type AuditRecord = authz.AuditRecord
 
-// auditNote is what the operation's handler adds to its audit entry: the
-// job, when only the body names it.
-type auditNote struct {
-	who authz.Principal
-	job string
-}
-
-type auditNoteKey struct{}
-
 // note returns the request's audit note (nil outside an operation).
-func note(r *http.Request) *auditNote {
-	n, _ := r.Context().Value(auditNoteKey{}).(*auditNote)
-	return n
-}
+func note(r *http.Request) *authz.Note { return authz.NoteOf(r) }
 
 // target is an operation's target as the request names it.
 func target(r *http.Request) (job, server, items string) {
@@ -56,73 +42,35 @@ func target(r *http.Request) (job, server, items string) {
 	return job, server, r.URL.Query().Get("items")
 }
 
-// auditRefusal writes a refused operation to the trail, if there is one.
-// A failure to write it is logged: the request is refused either way.
-func (h *handler) auditRefusal(r *http.Request, op string, p authz.Principal, why string) {
-	if h.audit == nil {
-		return
-	}
-	job, server, items := target(r)
-	_, err := h.audit.Begin(context.WithoutCancel(r.Context()), AuditRecord{Who: p.Name, Role: p.Role.String(), Op: op,
-		Job: job, Server: server, Items: items, Remote: r.RemoteAddr, Refused: true, Error: why})
-	if err != nil {
-		h.log.Error("shardjob admin: a refused operation could not be written to the audit trail",
-			"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
+// newGate returns the gate of the handler's operations (h.keys, h.audit,
+// h.refusals and h.log set).
+func (h *handler) newGate() *authz.Gate {
+	return &authz.Gate{Keys: h.keys, Audit: h.audit, Refusals: h.refusals, Log: h.log, LogPrefix: "shardjob admin: ",
+		Via: "http", Noun: "operation", Target: target,
+		Unauthorized: func(w http.ResponseWriter) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
+			h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
+		},
+		Reply: func(w http.ResponseWriter, code int, msg string) { h.reply(w, code, httpError{Error: msg}) },
 	}
 }
 
 // op wraps a POST endpoint: the caller's token must have role need; the
 // operation (named op in the audit trail) is written to the audit trail
 // before it is performed — and refused with 503 when that fails — and its
-// result once it has ended.
+// result once it has ended (authz.Gate). Without any token the handler is
+// read-only: every operation is refused.
 func (h *handler) op(need Role, op string, next http.HandlerFunc) http.HandlerFunc {
+	guarded := h.gate.Op(need, op, next)
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h.keys.Empty() {
 			if h.refusals.Refused(refusedReadOnly, "path", r.URL.Path, "remote", r.RemoteAddr) {
-				h.auditRefusal(r, op, authz.Principal{}, "read-only: no token is configured")
+				h.gate.AuditRefusal(r, op, authz.Principal{}, "read-only: no token is configured")
 			}
 			h.reply(w, http.StatusForbidden, httpError{Error: "read-only: operations are disabled because no token is configured"})
 			return
 		}
-		p, ok, logged := h.authenticate(w, r, "operation")
-		if !ok {
-			// Anonymous refusals are audited as they are logged: at most
-			// one per refusalInterval, the others counted in the log, so
-			// that a client without a token cannot flood the trail.
-			if logged {
-				h.auditRefusal(r, op, p, "unauthorized: missing or wrong token (further anonymous refusals within 10s are counted in the log only)")
-			}
-			return
-		}
-		if p.Role < need {
-			msg := fmt.Sprintf("forbidden: %s needs the %s role; token %q has %s", op, need, p.Name, p.Role)
-			h.refusals.Refused(refusedRole, "op", op, "who", p.Name, "role", p.Role.String(), "remote", r.RemoteAddr)
-			h.auditRefusal(r, op, p, msg)
-			h.reply(w, http.StatusForbidden, httpError{Error: msg})
-			return
-		}
-		n := &auditNote{who: p}
-		r = r.WithContext(context.WithValue(r.Context(), auditNoteKey{}, n))
-		if h.audit == nil {
-			next(w, r)
-			return
-		}
-		job, server, items := target(r)
-		id, err := h.audit.Begin(r.Context(), AuditRecord{Who: p.Name, Role: p.Role.String(), Op: op,
-			Job: job, Server: server, Items: items, Remote: r.RemoteAddr})
-		if err != nil {
-			h.log.Error("shardjob admin: operation refused: the audit trail cannot be written",
-				"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
-			h.reply(w, http.StatusServiceUnavailable, httpError{Error: "refused: the audit trail cannot be written, so the operation was not performed: " + admin.OneLine(err)})
-			return
-		}
-		sw := &authz.StatusWriter{ResponseWriter: w}
-		next(sw, r)
-		ok, errText := sw.Outcome()
-		if err := h.audit.End(context.WithoutCancel(r.Context()), id, n.job, ok, errText); err != nil {
-			h.log.Error("shardjob admin: the operation was performed but its end could not be written to the audit trail (its entry stays started)",
-				"op", op, "who", p.Name, "entry", id, "err", err)
-		}
+		guarded(w, r)
 	}
 }
 

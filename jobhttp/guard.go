@@ -116,7 +116,6 @@ const (
 	refusedCrossOrigin = "cross-origin request refused"
 	refusedReadNoToken = "read refused: reads need a token and none is configured"
 	refusedReadOnly    = "operation refused: no token configured (read-only)"
-	refusedRole        = "operation refused: the token's role is too low"
 )
 
 // refusalInterval is how often one kind of refusal is written to the log

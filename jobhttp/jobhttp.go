@@ -262,6 +262,7 @@ func New(rc regcenter.Center, opts Options) (http.Handler, error) {
 		h.log = slog.Default()
 	}
 	h.refusals = authz.NewRefusalLog(h.log, "shardjob admin: ")
+	h.gate = h.newGate()
 	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
 	mux.HandleFunc("GET /whoami", h.whoami)
@@ -308,6 +309,7 @@ type handler struct {
 	maxDefinitions, maxDefinitionBytes int
 	dispatcher                         Dispatcher
 	refusals                           *authz.RefusalLog // refused requests, rate-limited (guard.go)
+	gate                               *authz.Gate       // the operations' roles and audit (audit.go)
 }
 
 type httpError struct {
@@ -353,7 +355,7 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 
 func (h *handler) done(r *http.Request, op string, args ...any) {
 	if n := note(r); n != nil {
-		args = append(args, "who", n.who.Name)
+		args = append(args, "who", n.Who.Name)
 	}
 	h.log.Info("shardjob admin: "+op, append(args, "remote", r.RemoteAddr)...)
 }
