@@ -114,7 +114,7 @@ func (g *Gate) Op(need Role, op string, next http.HandlerFunc) http.HandlerFunc 
 			g.Log.Error(g.LogPrefix+g.Noun+" refused: the audit trail cannot be written",
 				"op", op, "who", p.Name, "remote", r.RemoteAddr, "err", err)
 			g.Reply(w, http.StatusServiceUnavailable, "refused: the audit trail cannot be written, so the "+g.Noun+
-				" was not performed: "+strings.Join(strings.Fields(err.Error()), " "))
+				" was not performed: "+oneLine(err.Error()))
 			return
 		}
 		sw := &StatusWriter{ResponseWriter: w}
@@ -125,4 +125,14 @@ func (g *Gate) Op(need Role, op string, next http.HandlerFunc) http.HandlerFunc 
 				"op", op, "who", p.Name, "entry", id, "err", err)
 		}
 	}
+}
+
+// oneLine folds a multi-line message (a list of problems, say) into one
+// line: its lines, trimmed of white space and list bullets, joined by "; ".
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i]), "* "))
+	}
+	return strings.ReplaceAll(strings.Join(lines, "; "), ":; ", ": ")
 }
