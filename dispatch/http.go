@@ -473,6 +473,7 @@ func (h *api) finish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.d.FinishAttempt(r.Context(), r.PathValue("uuid"), in.Attempt); err != nil {
+		h.noteTaskWorker(r)
 		h.fail(w, r, err)
 		return
 	}
@@ -485,6 +486,7 @@ func (h *api) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.d.Cancel(r.Context(), r.PathValue("uuid")); err != nil {
+		h.noteTaskWorker(r)
 		h.fail(w, r, err)
 		return
 	}

@@ -93,6 +93,18 @@ func noteWorker(r *http.Request, worker string) {
 	}
 }
 
+// noteTaskWorker notes the worker of the request's task for the audit
+// entry of a call that failed before it read the task. An unknown task
+// has no worker to note: a failed read leaves the entry without one.
+func (h *api) noteTaskWorker(r *http.Request) {
+	if authz.NoteOf(r) == nil {
+		return
+	}
+	if t, err := h.d.Task(r.Context(), r.PathValue("uuid")); err == nil {
+		noteWorker(r, t.Worker)
+	}
+}
+
 // target is an audited call's target as its path names it: the worker
 // (in the entry's job) and the task (in its items).
 func target(r *http.Request) (worker, server, task string) {

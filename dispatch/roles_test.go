@@ -246,7 +246,7 @@ func testRolesAndAudit(t *testing.T, base Config, hcfg history.Config) {
 	if e := find("vera", "cancel", "refused"); e.Items != first {
 		t.Errorf("the viewer's refused cancel: %+v", e)
 	}
-	if e := find("otto", "finish", "failed"); e.Items != byAdmin || !strings.Contains(e.Error, "HTTP 409") {
+	if e := find("otto", "finish", "failed"); e.Items != byAdmin || e.Job != "w" || !strings.Contains(e.Error, "HTTP 409") {
 		t.Errorf("the operator's failed finish: %+v", e)
 	}
 	for _, e := range p.Entries {
