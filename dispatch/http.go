@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,13 +9,36 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/authz"
 )
 
 // HandlerConfig configures the REST handler.
 type HandlerConfig struct {
-	// Token is required on every call, as "Authorization: Bearer TOKEN".
-	// Required, at least 16 bytes.
+	// Token is one admin token, at least 16 bytes, named "token" in the
+	// audit trail: the API's only token before roles existed, kept so
+	// that a configuration of one token still works. It may be given
+	// with Tokens and TokensFile (its name and value must then be
+	// unique).
 	Token string
+	// Tokens are the API's tokens, each with its holder's name and role:
+	// viewer (reads), operator (assign, finish, cancel) or admin (the
+	// global cap and the workers too, and the audit trail). Every call
+	// needs a token, sent as "Authorization: Bearer TOKEN"; at least one
+	// of Token, Tokens and TokensFile is required. Tokens are compared in
+	// constant time and never logged.
+	Tokens []Token
+	// TokensFile, when set, is a tokens file (the YAML list
+	// jobhttp.LoadTokens reads; shardjob console reads the same) whose
+	// tokens are added to Tokens.
+	TokensFile string
+	// Audit, when set, receives one entry per call that changes
+	// something (PUT and POST), refused ones included, before it is
+	// performed: when it cannot be written the call is refused with 503
+	// and not performed. GET /v1/audit serves it to admins. Typically
+	// historyhttp.Audit(aud) over a *history.Auditor. Nil: nothing is
+	// audited.
+	Audit AuditTrail
 	// MaxBody bounds a request body in bytes. Default 8 MiB.
 	MaxBody int64
 	// MaxListBytes bounds a list answer (GET /v1/tasks): tasks are added
@@ -28,32 +50,48 @@ type HandlerConfig struct {
 	Logger *slog.Logger
 }
 
-// NewHandler serves the dispatcher's operations as JSON over HTTP:
+// NewHandler serves the dispatcher's operations as JSON over HTTP; each
+// call needs a token whose role is at least the one named:
 //
-//	PUT  /v1/global                 {"max_running": 100}
-//	GET  /v1/global
-//	PUT  /v1/workers/{name}         {"max_running": 10, "late_policy": "run", "webhook_url": "...", "webhook_secret": "..."}
+//	PUT  /v1/global                 admin     {"max_running": 100}
+//	GET  /v1/global                 viewer
+//	PUT  /v1/workers/{name}         admin     {"max_running": 10, "late_policy": "run", "webhook_url": "...", "webhook_secret": "..."}
 //	GET  /v1/workers, /v1/workers/{name}
-//	POST /v1/assign                 {"worker": "w", "start": RFC 3339, "end": RFC 3339, "max_retries": 2, "timeout": "30s",
-//	                                 "tasks": [{"external_id": "r1", "info": "any text"}]}
-//	GET  /v1/tasks/{uuid}
+//	                                viewer
+//	POST /v1/assign                 operator  {"worker": "w", "start": RFC 3339, "end": RFC 3339, "max_retries": 2, "timeout": "30s",
+//	                                           "tasks": [{"external_id": "r1", "info": "any text"}]}
+//	GET  /v1/tasks/{uuid}           viewer
 //	GET  /v1/tasks?worker=&status=&external_id=&after=&limit=
-//	                                {"tasks": [...], "next": "uuid"}: at most MaxListBytes (1 MiB);
-//	                                "next", when present, is the after= of the next page
-//	POST /v1/tasks/{uuid}/finish    optional {"attempt": 2}
-//	POST /v1/tasks/{uuid}/cancel
+//	                                viewer    {"tasks": [...], "next": "uuid"}: at most MaxListBytes (1 MiB);
+//	                                          "next", when present, is the after= of the next page
+//	POST /v1/tasks/{uuid}/finish    operator  optional {"attempt": 2}
+//	POST /v1/tasks/{uuid}/cancel    operator
+//	GET  /v1/whoami                 viewer    {"name": "ci", "role": "operator", "audited": true}
+//	GET  /v1/audit                  admin     the audit trail (HandlerConfig.Audit), newest first:
+//	                                          ?who=&job=&op=&via=&since=&until=&limit=&before=
+//
+// Every PUT and POST is written to HandlerConfig.Audit (with Via
+// "dispatch", the worker as its job and the task's UUID as its items):
+// set-global, put-worker, assign, finish, cancel; refusals included.
 //
 // Errors are {"error": "..."} with 400 for bad input (garbage JSON,
-// unknown fields, invalid values), 401 without the token, 404 for an
+// unknown fields, invalid values), 401 without a known token, 403 for a
+// token whose role is too low (naming the role needed), 503 when the
+// audit trail cannot be written (the call was not performed), 404 for an
 // unknown worker or task, 409 for a finish or cancel the task's state
 // refuses: a finish whose attempt no longer holds the task (stale), of a
 // task not running, or naming no attempt for a task finished already; a
 // cancel of a task that ended. A 409 means nothing was changed by that
 // call. A finish naming the attempt that finished the task answers 200
 // again, so a client retries a finish whose answer it lost safely.
+//
+// A bad token configuration is an error wrapping ErrInvalid and
+// ErrInvalidTokens that names the problem and the token's name, never the
+// token.
 func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
-	if len(cfg.Token) < 16 {
-		return nil, fmt.Errorf("%w: the REST token must be at least 16 bytes", ErrInvalid)
+	toks, err := handlerTokens(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxBody < 0 {
 		return nil, fmt.Errorf("%w: MaxBody %d is negative", ErrInvalid, cfg.MaxBody)
@@ -70,37 +108,52 @@ func NewHandler(d *Dispatcher, cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &api{d: d, cfg: cfg}
-	mux := http.NewServeMux()
-	mux.HandleFunc("PUT /v1/global", h.putGlobal)
-	mux.HandleFunc("GET /v1/global", h.getGlobal)
-	mux.HandleFunc("PUT /v1/workers/{name}", h.putWorker)
-	mux.HandleFunc("GET /v1/workers/{name}", h.getWorker)
-	mux.HandleFunc("GET /v1/workers", h.listWorkers)
-	mux.HandleFunc("POST /v1/assign", h.assign)
-	mux.HandleFunc("GET /v1/tasks/{uuid}", h.getTask)
-	mux.HandleFunc("GET /v1/tasks", h.listTasks)
-	mux.HandleFunc("POST /v1/tasks/{uuid}/finish", h.finish)
-	mux.HandleFunc("POST /v1/tasks/{uuid}/cancel", h.cancel)
-	return h.auth(mux), nil
+	h := &api{d: d, cfg: cfg, keys: authz.NewKeyring(toks), refusals: authz.NewRefusalLog(cfg.Logger, "dispatch: ")}
+	h.gate = h.newGate()
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("PUT /v1/global", h.gate.Op(RoleAdmin, "set-global", h.putGlobal))
+	h.mux.HandleFunc("GET /v1/global", h.read(h.getGlobal))
+	h.mux.HandleFunc("PUT /v1/workers/{name}", h.gate.Op(RoleAdmin, "put-worker", h.putWorker))
+	h.mux.HandleFunc("GET /v1/workers/{name}", h.read(h.getWorker))
+	h.mux.HandleFunc("GET /v1/workers", h.read(h.listWorkers))
+	h.mux.HandleFunc("POST /v1/assign", h.gate.Op(RoleOperator, "assign", h.assign))
+	h.mux.HandleFunc("GET /v1/tasks/{uuid}", h.read(h.getTask))
+	h.mux.HandleFunc("GET /v1/tasks", h.read(h.listTasks))
+	h.mux.HandleFunc("POST /v1/tasks/{uuid}/finish", h.gate.Op(RoleOperator, "finish", h.finish))
+	h.mux.HandleFunc("POST /v1/tasks/{uuid}/cancel", h.gate.Op(RoleOperator, "cancel", h.cancel))
+	h.mux.HandleFunc("GET /v1/whoami", h.read(h.whoami))
+	h.mux.HandleFunc("GET /v1/audit", h.read(h.auditRead))
+	return h, nil
 }
 
 type api struct {
-	d   *Dispatcher
-	cfg HandlerConfig
+	d        *Dispatcher
+	cfg      HandlerConfig
+	mux      *http.ServeMux
+	keys     *authz.Keyring
+	refusals *authz.RefusalLog // refused calls, rate-limited
+	gate     *authz.Gate       // the roles and audit of the calls that change something
 }
 
-func (h *api) auth(next http.Handler) http.Handler {
-	want := []byte("Bearer " + h.cfg.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob dispatch"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{"missing or wrong token: send Authorization: Bearer TOKEN"})
+// ServeHTTP bounds the request's body and serves it. Each route checks
+// the token itself; a request no route matches is answered 401 without a
+// known token (404 or 405 with one), so that an unknown caller learns
+// nothing of the routes.
+func (h *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.refusals.Flush()
+	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		if _, _, ok := h.keys.Identify(r); !ok {
+			kind := h.gate.RefusedToken()
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				kind = refusedRead
+			}
+			h.refusals.Refused(kind, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			unauthorized(w)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxBody)
-		next.ServeHTTP(w, r)
-	})
+	}
+	h.mux.ServeHTTP(w, r)
 }
 
 type errorBody struct {
@@ -302,6 +355,7 @@ func (h *api) assign(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	noteWorker(r, in.Worker)
 	a := Assignment{Worker: in.Worker, Start: in.Start, End: in.End, MaxRetries: in.MaxRetries}
 	if in.Timeout != "" {
 		d, err := time.ParseDuration(in.Timeout)
@@ -332,6 +386,7 @@ func (h *api) getTask(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	noteWorker(r, t.Worker) // a finish's or a cancel's worker, for its audit entry
 	writeJSON(w, http.StatusOK, t.ToJSON())
 }
 
@@ -418,6 +473,7 @@ func (h *api) finish(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.d.FinishAttempt(r.Context(), r.PathValue("uuid"), in.Attempt); err != nil {
+		h.noteTaskWorker(r)
 		h.fail(w, r, err)
 		return
 	}
@@ -430,6 +486,7 @@ func (h *api) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.d.Cancel(r.Context(), r.PathValue("uuid")); err != nil {
+		h.noteTaskWorker(r)
 		h.fail(w, r, err)
 		return
 	}

@@ -87,11 +87,14 @@ type AuditEntry struct {
 	// shutdown, drain, undrain, rebalance, config, schedule, create,
 	// remove, disable-items, enable-items.
 	Op string `json:"op"`
-	// Job, Server and Items are its target; empty where they do not apply.
+	// Job, Server and Items are its target; empty where they do not
+	// apply. Via dispatch, Job is the worker (the tenant's queue) and
+	// Items the task's UUID.
 	Job    string `json:"job,omitempty"`
 	Server string `json:"server,omitempty"`
 	Items  string `json:"items,omitempty"`
-	// Via is the tool: http (the API and the console) or cli.
+	// Via is the tool: http (the API and the console), dispatch (the
+	// dispatcher's REST API) or cli.
 	Via string `json:"via"`
 	// Remote is where the request came from: the client's address
 	// (HTTP), or the host the command ran on.
@@ -114,8 +117,9 @@ func (e AuditEntry) MarshalJSON() ([]byte, error) {
 // AuditFilter selects audit entries. The zero value selects the newest
 // DefaultLimit entries.
 type AuditFilter struct {
-	// Who, Job, Server and Op select entries with exactly that value.
-	Who, Job, Server, Op string
+	// Who, Job, Server, Op and Via select entries with exactly that
+	// value.
+	Who, Job, Server, Op, Via string
 	// Since and Until bound At: Since <= At < Until; zero is unbounded.
 	Since, Until time.Time
 	// Limit is the page's size: 1 to MaxLimit, 0 means DefaultLimit.
@@ -203,7 +207,7 @@ func (s *store) queryAudit(ctx context.Context, f AuditFilter) (AuditPage, error
 	if err != nil {
 		return AuditPage{}, err
 	}
-	for _, c := range []struct{ col, v string }{{"who", f.Who}, {"op", f.Op}} {
+	for _, c := range []struct{ col, v string }{{"who", f.Who}, {"op", f.Op}, {"via", f.Via}} {
 		if c.v == "" {
 			continue
 		}

@@ -61,6 +61,9 @@ func TestAuditTrail(t *testing.T) {
 			{AuditFilter{Server: "s1", Who: "alice"}, 1},
 			{AuditFilter{Since: at.Add(time.Second)}, 2},
 			{AuditFilter{Who: "nobody"}, 0},
+			{AuditFilter{Via: "http"}, 2},
+			{AuditFilter{Via: "cli", Who: "root"}, 1},
+			{AuditFilter{Via: "dispatch"}, 0},
 		} {
 			p, err := r.QueryAudit(ctx, c.f)
 			if err != nil || len(p.Entries) != c.want {

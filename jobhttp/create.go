@@ -62,7 +62,7 @@ func (h *handler) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n := note(r); n != nil {
-		n.job = sp.Name
+		n.Job = sp.Name
 	}
 	out := map[string]any{"job": sp.Name, "type": sp.TypeOrDefault(), "created": true,
 		"cron": sp.Cron, "shardingTotalCount": sp.ShardingTotalCount}

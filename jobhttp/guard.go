@@ -1,13 +1,10 @@
 package jobhttp
 
 import (
-	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/shardjob/shardjob/internal/authz"
 )
 
 // securityHeaders are set on every response. The console's page loads its
@@ -46,7 +43,7 @@ func (h *handler) newMux() *guardedMux {
 
 // ServeHTTP applies the guard, then the mux.
 func (g *guardedMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.h.refusals.flush()
+	g.h.refusals.Flush()
 	for k, v := range securityHeaders {
 		w.Header().Set(k, v)
 	}
@@ -63,7 +60,7 @@ func (g *guardedMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// whose host is not the request's Host: a page of another site
 		// sent it (a form, or a script the browser let through).
 		if err := g.origin.Check(r); err != nil {
-			g.h.refusals.refused(refusedCrossOrigin, "method", r.Method, "path", r.URL.Path,
+			g.h.refusals.Refused(refusedCrossOrigin, "method", r.Method, "path", r.URL.Path,
 				"origin", r.Header.Get("Origin"), "secFetchSite", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
 			g.h.reply(w, http.StatusForbidden, httpError{Error: "forbidden: cross-origin request refused (it came from a page of another site)"})
 			return
@@ -81,8 +78,8 @@ func isConsoleFile(p string) bool {
 // readAllowed checks the token of a read under ProtectReads, replying
 // with the refusal when it fails: any role may read.
 func (h *handler) readAllowed(w http.ResponseWriter, r *http.Request) bool {
-	if h.keys.empty() {
-		h.refusals.refused(refusedReadNoToken, "path", r.URL.Path, "remote", r.RemoteAddr)
+	if h.keys.Empty() {
+		h.refusals.Refused(refusedReadNoToken, "path", r.URL.Path, "remote", r.RemoteAddr)
 		h.reply(w, http.StatusForbidden, httpError{Error: "forbidden: reads need a token and none is configured"})
 		return false
 	}
@@ -96,21 +93,21 @@ func (h *handler) readAllowed(w http.ResponseWriter, r *http.Request) bool {
 // "read": a fixed word, as it names a kind of refusal); the token itself
 // is never logged. logged reports whether the refusal was written to the
 // log (not only counted).
-func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, what string) (p principal, ok, logged bool) {
-	p, _, ok = h.keys.identify(r)
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, what string) (p authz.Principal, ok, logged bool) {
+	p, _, ok = h.keys.Identify(r)
 	if ok {
 		return p, true, false
 	}
-	logged = h.refusals.refused(what+" refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
+	logged = h.refusals.Refused(what+" refused: missing or wrong token", "path", r.URL.Path, "remote", r.RemoteAddr)
 	w.Header().Set("WWW-Authenticate", `Bearer realm="shardjob"`)
 	h.reply(w, http.StatusUnauthorized, httpError{Error: "unauthorized: send Authorization: Bearer <token>"})
-	return principal{}, false, logged
+	return authz.Principal{}, false, logged
 }
 
 // hasToken reports whether r carries one of the handler's tokens,
 // whatever its role.
 func (h *handler) hasToken(r *http.Request) bool {
-	_, _, ok := h.keys.identify(r)
+	_, _, ok := h.keys.Identify(r)
 	return ok
 }
 
@@ -119,94 +116,8 @@ const (
 	refusedCrossOrigin = "cross-origin request refused"
 	refusedReadNoToken = "read refused: reads need a token and none is configured"
 	refusedReadOnly    = "operation refused: no token configured (read-only)"
-	refusedRole        = "operation refused: the token's role is too low"
 )
 
 // refusalInterval is how often one kind of refusal is written to the log
 // at most.
-const refusalInterval = 10 * time.Second
-
-// refusalLog writes refused requests to the log without letting a client
-// flood it: the first refusal of a kind is written at once (Warn, with its
-// path and remote address); those that follow within refusalInterval are
-// counted, and the count is written in one line ("refused 57 requests in
-// the last 10s: ...", with the latest one's details) by the first request
-// of any kind that reaches the handler once the interval is over. Kinds
-// are a fixed set of strings, so its memory is bounded whatever the
-// traffic. It is safe for concurrent use.
-type refusalLog struct {
-	log   *slog.Logger
-	every time.Duration
-	now   func() time.Time // time.Now; a test's clock
-
-	pending atomic.Int64 // refusals counted and not written yet: a fast path for flush
-	mu      sync.Mutex
-	kinds   map[string]*refusalKind
-}
-
-// refusalKind is the state of one kind of refusal.
-type refusalKind struct {
-	written time.Time // when its last line was written
-	count   int64     // refusals since then, not written
-	last    []any     // the latest counted one's attributes
-}
-
-func newRefusalLog(log *slog.Logger) *refusalLog {
-	return &refusalLog{log: log, every: refusalInterval, now: time.Now, kinds: map[string]*refusalKind{}}
-}
-
-// refused records a refusal of kind, with attrs describing the request,
-// and reports whether it wrote a line (true) or only counted it.
-func (l *refusalLog) refused(kind string, attrs ...any) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	k := l.kinds[kind]
-	if k == nil {
-		k = &refusalKind{}
-		l.kinds[kind] = k
-	}
-	if !k.written.IsZero() && now.Sub(k.written) < l.every {
-		k.count++
-		k.last = attrs
-		l.pending.Add(1)
-		return false
-	}
-	if k.count == 0 {
-		l.log.Warn("shardjob admin: "+kind, attrs...)
-		k.written = now
-		return true
-	}
-	// Counted ones are waiting: write them with this one, in one line.
-	k.count++
-	k.last = attrs
-	l.pending.Add(1)
-	l.writeCount(kind, k, now)
-	return true
-}
-
-// flush writes the counts whose interval is over. It costs an atomic load
-// when nothing is waiting.
-func (l *refusalLog) flush() {
-	if l.pending.Load() == 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	for kind, k := range l.kinds {
-		if k.count > 0 && now.Sub(k.written) >= l.every {
-			l.writeCount(kind, k, now)
-		}
-	}
-}
-
-// writeCount writes k's count in one line and starts its next interval.
-// l.mu is held.
-func (l *refusalLog) writeCount(kind string, k *refusalKind, now time.Time) {
-	in := now.Sub(k.written).Round(time.Second)
-	l.log.Warn(fmt.Sprintf("shardjob admin: refused %d requests in the last %v: %s", k.count, in, kind),
-		"refused", k.count, "since", k.written, slog.Group("latest", k.last...))
-	l.pending.Add(-k.count)
-	k.count, k.last, k.written = 0, nil, now
-}
+const refusalInterval = authz.RefusalInterval

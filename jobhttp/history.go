@@ -45,6 +45,10 @@ func (e *StatusError) Error() string { return e.Err.Error() }
 // Unwrap returns Err.
 func (e *StatusError) Unwrap() error { return e.Err }
 
+// HTTPStatus returns Code: the status other handlers (the dispatcher's
+// REST API) answer e with.
+func (e *StatusError) HTTPStatus() int { return e.Code }
+
 // routeHistory serves the execution history and the job status events.
 func routeHistory(mux *http.ServeMux, h *handler, src History) {
 	hh := &historyHandler{h: h, src: src}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/authz"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
@@ -250,27 +251,18 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 // Options.Audit's entries, newest first, to admins only: who did what is
 // for those who administer the namespace.
 func New(rc regcenter.Center, opts Options) (http.Handler, error) {
-	toks := append([]Token{}, opts.Tokens...)
-	if opts.Token != "" {
-		toks = append([]Token{{Name: LegacyTokenName, Role: RoleAdmin, Secret: opts.Token}}, toks...)
-	}
-	if opts.TokensFile != "" {
-		more, err := LoadTokens(opts.TokensFile)
-		if err != nil {
-			return nil, err
-		}
-		toks = append(toks, more...)
-	}
-	if err := checkTokens(toks); err != nil {
+	toks, err := authz.Collect(opts.Token, opts.Tokens, opts.TokensFile)
+	if err != nil {
 		return nil, err
 	}
-	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), keys: newKeyring(toks), log: opts.Logger,
+	h := &handler{rc: rc, adm: admin.New(rc, admin.JobCodec(true)), keys: authz.NewKeyring(toks), log: opts.Logger,
 		protectReads: opts.ProtectReads, openOutput: opts.OpenOutput, dispatcher: opts.Dispatcher, audit: opts.Audit,
 		maxDefinitions: opts.MaxDefinitions, maxDefinitionBytes: opts.MaxDefinitionBytes}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.refusals = newRefusalLog(h.log)
+	h.refusals = authz.NewRefusalLog(h.log, "shardjob admin: ")
+	h.gate = h.newGate()
 	mux := h.newMux() // the console's routes, behind the guard (guard.go)
 	mux.HandleFunc("GET /{$}", h.index)
 	mux.HandleFunc("GET /whoami", h.whoami)
@@ -308,15 +300,16 @@ func New(rc regcenter.Center, opts Options) (http.Handler, error) {
 type handler struct {
 	rc           regcenter.Center
 	adm          *admin.Admin
-	keys         *keyring   // the tokens; empty: read-only
-	audit        AuditTrail // nil: operations are logged only
+	keys         *authz.Keyring // the tokens; empty: read-only
+	audit        AuditTrail     // nil: operations are logged only
 	log          *slog.Logger
 	protectReads bool
 	openOutput   bool // GET /history serves output and error text without the token
 	// POST /jobs's limits (jobfile.DefineOptions).
 	maxDefinitions, maxDefinitionBytes int
 	dispatcher                         Dispatcher
-	refusals                           *refusalLog // refused requests, rate-limited (guard.go)
+	refusals                           *authz.RefusalLog // refused requests, rate-limited (guard.go)
+	gate                               *authz.Gate       // the operations' roles and audit (audit.go)
 }
 
 type httpError struct {
@@ -362,7 +355,7 @@ func (h *handler) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 
 func (h *handler) done(r *http.Request, op string, args ...any) {
 	if n := note(r); n != nil {
-		args = append(args, "who", n.who.name)
+		args = append(args, "who", n.Who.Name)
 	}
 	h.log.Info("shardjob admin: "+op, append(args, "remote", r.RemoteAddr)...)
 }
@@ -382,7 +375,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			"POST /jobs/{job}/schedule", "GET /chains[?job=J]", "GET /dispatch/workers", "GET /console/",
 			"GET /whoami", "GET /audit",
 		},
-		"readOnly": h.keys.empty(),
+		"readOnly": h.keys.Empty(),
 	})
 }
 

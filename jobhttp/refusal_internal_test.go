@@ -72,7 +72,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	// No request here reaches the registry center: each is refused by
 	// the guard or the token check first.
 	g := NewHandler(nil, Options{Token: "the-token", Logger: slog.New(slog.NewTextHandler(&out, nil))}).(*guardedMux)
-	g.h.refusals.now = clock.Now
+	g.h.refusals.SetClock(clock.Now)
 
 	post := func(token string) int {
 		r := httptest.NewRequest(http.MethodPost, "/jobs/report/trigger", nil)
@@ -151,7 +151,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	// Nothing is left waiting, and a quiet interval writes nothing more.
 	clock.Advance(time.Hour)
 	g.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/console/", nil))
-	if n := len(out.lines()); n != 4 || g.h.refusals.pending.Load() != 0 {
-		t.Errorf("%d lines, %d pending after a quiet hour", n, g.h.refusals.pending.Load())
+	if n := len(out.lines()); n != 4 || g.h.refusals.Pending() != 0 {
+		t.Errorf("%d lines, %d pending after a quiet hour", n, g.h.refusals.Pending())
 	}
 }

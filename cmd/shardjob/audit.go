@@ -15,9 +15,9 @@ import (
 
 var auditHelpLine = strings.TrimSpace(`
 Audit trail (who did what, kept in the history database):
-  audit [--since 24h] [--until T] [--who NAME] [--job JOB] [--server S] [--op OP] [--limit N] [--before C]
-                              the operations done through the HTTP API, the console and this command,
-                              refused ones too, newest first (no registry needed)
+  audit [--since 24h] [--until T] [--who NAME] [--job JOB] [--server S] [--op OP] [--via TOOL] [--limit N] [--before C]
+                              the operations done through the HTTP API, the console, the dispatcher's API
+                              and this command, refused ones too, newest first (no registry needed)
   Steering commands write to the trail when a history database is given (--history-dsn or
   SHARDJOB_HISTORY_DSN): who (--as NAME, default the operating system user), the operation and
   its target, when, the host, and the result. When the entry cannot be written the operation is
@@ -146,7 +146,7 @@ func cmdAudit(e *env, _ []string) error {
 		return err
 	}
 	defer rd.Close()
-	p, err := rd.QueryAudit(ctx, history.AuditFilter{Who: o.who, Job: o.job, Server: o.server, Op: o.op,
+	p, err := rd.QueryAudit(ctx, history.AuditFilter{Who: o.who, Job: o.job, Server: o.server, Op: o.op, Via: o.via,
 		Since: f.Since, Until: f.Until, Limit: f.Limit, Before: f.Before})
 	if err != nil {
 		return err
@@ -166,7 +166,11 @@ func cmdAudit(e *env, _ []string) error {
 			who += " (" + x.Role + ")"
 		}
 		var target []string
-		for _, t := range []struct{ k, v string }{{"job", x.Job}, {"server", x.Server}, {"items", x.Items}} {
+		names := [3]string{"job", "server", "items"}
+		if x.Via == "dispatch" {
+			names = [3]string{"worker", "server", "task"}
+		}
+		for _, t := range []struct{ k, v string }{{names[0], x.Job}, {names[1], x.Server}, {names[2], x.Items}} {
 			if t.v != "" {
 				target = append(target, t.k+" "+t.v)
 			}

@@ -75,6 +75,7 @@ type options struct {
 	as   string         // who runs a steering command, for the audit trail
 	who  string         // shardjob audit --who
 	op   string         // shardjob audit --op
+	via  string         // shardjob audit --via
 }
 
 // command is one shardjob command.
@@ -115,7 +116,7 @@ func init() {
 		{name: "undrain", args: "SERVER", min: 1, max: 1, summary: "take SERVER off the drain list: it takes units again", run: cmdUndrain, audit: "undrain"},
 		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance, audit: "rebalance"},
 		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no registry needed", run: cmdHistory},
-		{name: "audit", flags: []string{"history"}, noZK: true, summary: "the audit trail: who did what through the HTTP API, the console and this command, when, from where, and the result; read from the history database (--since, --who, --job, --op, --limit)", run: cmdAudit},
+		{name: "audit", flags: []string{"history"}, noZK: true, summary: "the audit trail: who did what through the HTTP API, the console, the dispatcher's API and this command, when, from where, and the result; read from the history database (--since, --who, --job, --op, --via, --limit)", run: cmdAudit},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -135,7 +136,7 @@ var valueFlags = map[string]bool{
 	"zk": true, "etcd": true, "embedded": true, "pg": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
 	"output": true, "o": true, "job": true, "server": true, "wait": true,
-	"history-driver": true, "history-dsn": true, "as": true, "who": true, "op": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
+	"history-driver": true, "history-dsn": true, "as": true, "who": true, "op": true, "via": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
 }
 
 // findCommand returns the first positional argument and the arguments
@@ -172,7 +173,8 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 		if cmd.name == "audit" {
 			fs.StringVar(&o.who, "who", "", "only entries of this `name`: a token's name, or the user who ran the command")
 			fs.StringVar(&o.job, "job", "", "only entries of this `job`")
-			fs.StringVar(&o.op, "op", "", "only entries of this `operation` (trigger, disable, drain, config, ...)")
+			fs.StringVar(&o.op, "op", "", "only entries of this `operation` (trigger, disable, drain, config, assign, ...)")
+			fs.StringVar(&o.via, "via", "", "only entries that came through this `tool`: http (the API and the console), dispatch (the dispatcher's API) or cli")
 		}
 		return fs
 	}

@@ -18,12 +18,14 @@ type AuditStore interface {
 	QueryAudit(ctx context.Context, f history.AuditFilter) (history.AuditPage, error)
 }
 
-// Audit returns s as the handler's audit trail (jobhttp.Options.Audit):
-// every operation through the handler and its console is written to the
-// history database's audit table, via "http". A nil s returns nil: the
-// handler then audits nothing.
+// Audit returns s as the handler's audit trail (jobhttp.Options.Audit, and
+// the dispatcher's REST API's: dispatch.HandlerConfig.Audit): every
+// operation through the handler and its console is written to the
+// history database's audit table, via "http", and every call through the
+// dispatcher's API via "dispatch". A nil s returns nil: the handler then
+// audits nothing.
 //
-// GET /audit's query parameters are who, job, server, op, since and until
+// GET /audit's query parameters are who, job, server, op, via, since and until
 // (a duration before now such as "1h", or an RFC 3339 time), limit and
 // before, as GET /history's; a bad one is answered 400, naming it.
 func Audit(s AuditStore) jobhttp.AuditTrail {
@@ -41,8 +43,12 @@ func (a auditTrail) Begin(ctx context.Context, e jobhttp.AuditRecord) (int64, er
 	if e.Refused {
 		res = history.AuditRefused
 	}
+	via := e.Via
+	if via == "" {
+		via = "http"
+	}
 	return a.s.Audit(ctx, history.AuditEntry{Who: e.Who, Role: e.Role, Op: e.Op, Job: e.Job, Server: e.Server,
-		Items: e.Items, Via: "http", Remote: e.Remote, Result: res, Error: e.Error})
+		Items: e.Items, Via: via, Remote: e.Remote, Result: res, Error: e.Error})
 }
 
 // End records the operation's result.
@@ -69,7 +75,7 @@ func (a auditTrail) Read(ctx context.Context, q url.Values) (any, error) {
 
 // parseAuditFilter reads GET /audit's query parameters.
 func parseAuditFilter(q url.Values, now time.Time) (history.AuditFilter, error) {
-	f := history.AuditFilter{Who: q.Get("who"), Job: q.Get("job"), Server: q.Get("server"), Op: q.Get("op"), Before: q.Get("before")}
+	f := history.AuditFilter{Who: q.Get("who"), Job: q.Get("job"), Server: q.Get("server"), Op: q.Get("op"), Via: q.Get("via"), Before: q.Get("before")}
 	// The shared parameters are read as GET /history reads them.
 	hf, err := parseFilter(url.Values{"since": {q.Get("since")}, "until": {q.Get("until")}, "limit": {q.Get("limit")}, "before": {f.Before}}, now)
 	if err != nil {
