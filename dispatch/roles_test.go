@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,24 +32,6 @@ func roleTokens() []Token {
 		{Name: "otto", Role: RoleOperator, Secret: operatorSecret},
 		{Name: "ada", Role: RoleAdmin, Secret: adminSecret},
 	}
-}
-
-// lockedBuffer is a log destination safe for the handler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // roleClient calls the REST API with one of the tokens.
@@ -127,7 +107,7 @@ func testRolesAndAudit(t *testing.T, base Config, hcfg history.Config) {
 			t.Error(err)
 		}
 	})
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	h, err := NewHandler(d, HandlerConfig{Tokens: roleTokens(), Audit: historyhttp.Audit(aud),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

@@ -1,10 +1,8 @@
 package jobhttp_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
@@ -17,21 +15,7 @@ import (
 // returns a config naming a fresh database of it.
 func onPostgres(t *testing.T) regcenter.Config {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	url, err := srv.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url := pgtest.NewDatabaseT(t)
 	return regcenter.Config{URL: url}
 }
 

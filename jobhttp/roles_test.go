@@ -1,7 +1,6 @@
 package jobhttp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardjob/shardjob/history"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
@@ -143,24 +142,6 @@ func TestNewRefusesBadTokens(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink safe for the handler's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // openRecorderOn opens a history recorder on cfg, closed when t ends.
 func openRecorderOn(t *testing.T, cfg history.Config) *history.Recorder {
 	t.Helper()
@@ -211,27 +192,13 @@ func TestRolesAndAuditSQLite(t *testing.T) {
 }
 
 func TestRolesAndAuditPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	dsn, err := srv.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := pgtest.NewDatabaseT(t)
 	testRolesAndAudit(t, history.Config{Driver: history.DriverPostgres, DSN: dsn})
 }
 
 func testRolesAndAudit(t *testing.T, hcfg history.Config) {
 	rec := openRecorderOn(t, hcfg)
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	hc := newHTTPClusterWith(t, job.Config{Name: "report", Cron: "0 0 0 1 1 *", ShardingTotalCount: 4},
 		jobhttp.Options{Tokens: roleTokens(), Logger: log, Audit: historyhttp.Audit(rec)}, regcenter.Config{Servers: zc.Servers()})

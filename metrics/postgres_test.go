@@ -19,17 +19,9 @@ import (
 // scheduler whose job fires shows itself connected, and its marking and
 // completion requests, under backend="postgres".
 func TestRegistryMetricsByBackendOnPostgres(t *testing.T) {
+	srv := pgtest.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("closing the server: %v", err)
-		}
-	})
 	log := testlog.Logger(t)
 	rc, err := postgres.Open(ctx, regcenter.Config{URL: srv.DSN, Namespace: "metrics", SessionTimeout: 4 * time.Second}, regcenter.WithLogger(log))
 	if err != nil {

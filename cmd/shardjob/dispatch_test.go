@@ -198,21 +198,7 @@ func TestDispatchServeRolesSQLite(t *testing.T) {
 }
 
 func TestDispatchServeRolesPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	dsn, err := srv.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := pgtest.NewDatabaseT(t)
 	hist := []string{"--history-driver", "postgres", "--history-dsn", dsn}
 	testDispatchServeRoles(t, append([]string{"--driver", "postgres", "--dsn", dsn}, hist...), hist)
 }

@@ -177,13 +177,7 @@ func TestHistoryCommand(t *testing.T) {
 // TestHistoryCommandPostgres reads a PostgreSQL history named by the
 // environment.
 func TestHistoryCommandPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv := pgtest.StartT(t)
 	t.Setenv("SHARDJOB_HISTORY_DRIVER", "postgres")
 	t.Setenv("SHARDJOB_HISTORY_DSN", srv.DSN)
 	code, _, errOut := runCLI("history")

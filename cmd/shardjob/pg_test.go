@@ -160,21 +160,7 @@ func TestPostgresCLISmoke(t *testing.T) {
 	t.Setenv("SHARDJOB_REGCENTER_SERVERS", "")
 	t.Setenv("SHARDJOB_REGCENTER_ETCD", "")
 	t.Setenv("SHARDJOB_REGCENTER_URL", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	dbURL, err := srv.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL := pgtest.NewDatabaseT(t)
 	// Fires on January 1st only: every execution here is a trigger.
 	cfg := job.Config{Name: "report", Cron: "0 0 0 1 1 *", ShardingTotalCount: 6}
 	c := &cluster{t: t, ns: newNamespace(), name: cfg.Name, pgURL: dbURL, rec: &recorder{}, inst: map[string]*instance{}}

@@ -17,21 +17,7 @@ import (
 // catches one on ZooKeeper catches it there too, and passes the unbroken
 // center.
 func TestSuiteFailsBrokenCentersOnPostgres(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("closing the server: %v", err)
-		}
-	})
-	url, err := srv.NewDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url := pgtest.NewDatabaseT(t)
 	checkBrokenFail(t, Factory{
 		New: func(tb testing.TB, namespace string) regcenter.Center {
 			tb.Helper()
