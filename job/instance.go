@@ -196,10 +196,13 @@ type instance struct {
 // startInstance publishes the instance node and watches the load table
 // and the drain list.
 func (s *Scheduler) startInstance(ctx context.Context) error {
-	if err := s.rc.EnsurePath(ctx, layout.Instances); err != nil {
-		return fmt.Errorf("registering the instance: %w", err)
-	}
-	if err := s.publishInstance(ctx); err != nil {
+	err := retryRegistration(ctx, s.log, s.startRetryBound(), "registering the instance", func() error {
+		if err := s.rc.EnsurePath(ctx, layout.Instances); err != nil {
+			return fmt.Errorf("registering the instance: %w", err)
+		}
+		return s.publishInstance(ctx)
+	})
+	if err != nil {
 		return err
 	}
 	in := &s.inst

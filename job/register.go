@@ -19,8 +19,15 @@ import (
 // and schedules it. A new job's tree is one transaction (createJob); a job
 // that exists already is registered node by node (see startRegistered).
 func (r *runner) start(ctx context.Context) error {
-	sess := r.rc.Session()
-	created, err := r.createJob(ctx)
+	var (
+		sess    *regcenter.Session
+		created bool
+	)
+	err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "registering the job", func() (err error) {
+		sess = r.rc.Session()
+		created, err = r.createJob(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -39,15 +46,20 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 		r.log.Info("registered a new job", "session", sess.String())
 		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
 	} else {
-		if err := r.loadConfig(ctx); err != nil {
-			return err
-		}
-		// A shutdown flag is honoured by the running instance and cleared
-		// by the next start (as in ElasticJob); paused and disabled persist.
-		if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-			return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
-		}
-		if err := r.register(ctx, sess); err != nil {
+		bound := r.s.startRetryBound()
+		err := retryRegistration(ctx, r.log, bound, "registering the job", func() error {
+			if err := r.loadConfig(ctx); err != nil {
+				return err
+			}
+			// A shutdown flag is honoured by the running instance and cleared
+			// by the next start (as in ElasticJob); paused and disabled persist.
+			if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
+				return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
+			}
+			// Under the session of now: a lost one is replaced.
+			return r.register(ctx, r.rc.Session())
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -58,7 +70,7 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 		r.watchQueue(ctx)
 	}
 	if r.preparesAtOnce(cfg) {
-		if err := r.prepare(ctx); err != nil {
+		if err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "preparing the job", func() error { return r.prepare(ctx) }); err != nil {
 			return err
 		}
 	}

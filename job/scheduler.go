@@ -293,8 +293,11 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	return nil
 }
 
-// Start registers every added job in the registry and starts firing. If a job
-// cannot register, Start undoes what it did and returns the error.
+// Start registers every added job in the registry and starts firing. A
+// registration step that fails because the connection dropped or the
+// session ended is tried again, for up to two session timeouts and within
+// ctx. If a job cannot register, Start undoes what it did and returns the
+// error.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	switch s.state {
@@ -347,8 +350,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sess := s.rc.Session()
-			made, err := createJobs(ctx, s.rc, chunk)
+			var (
+				sess *regcenter.Session
+				made map[*runner]bool
+			)
+			err := retryRegistration(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
+				sess = s.rc.Session()
+				made, err = createJobs(ctx, s.rc, chunk)
+				return err
+			})
 			<-sem
 			if err != nil {
 				fail(err)
