@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -24,8 +23,6 @@ type Proxy struct {
 	conns   map[net.Conn]struct{}
 	closed  bool
 	wg      sync.WaitGroup
-	// held counts the chunks from clients waiting for Unblock.
-	held atomic.Int64
 }
 
 // NewProxy listens on a free loopback port and forwards to target
@@ -62,21 +59,6 @@ func (p *Proxy) Unblock() {
 	if p.blocked {
 		p.blocked = false
 		close(p.unblock)
-	}
-}
-
-// HeldRequests is the number of chunks sent by clients that a blocked
-// proxy holds: more than zero means a request is in flight.
-func (p *Proxy) HeldRequests() int { return int(p.held.Load()) }
-
-// Drop closes every connection through the proxy, as a reset network
-// does, and goes on accepting new ones: the clients lose what they had
-// in flight and reconnect, within their sessions.
-func (p *Proxy) Drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
 	}
 }
 
@@ -149,8 +131,8 @@ func (p *Proxy) accept() {
 			}
 			defer p.untrack(server)
 			done := make(chan struct{}, 2)
-			go func() { p.pipe(server, client, &p.held); done <- struct{}{} }()
-			go func() { p.pipe(client, server, nil); done <- struct{}{} }()
+			go func() { p.pipe(server, client); done <- struct{}{} }()
+			go func() { p.pipe(client, server); done <- struct{}{} }()
 			<-done
 			client.Close()
 			server.Close()
@@ -159,20 +141,13 @@ func (p *Proxy) accept() {
 	}
 }
 
-// pipe copies src to dst, holding each chunk while the proxy is blocked
-// (counted in held, when not nil, while it waits).
-func (p *Proxy) pipe(dst, src net.Conn, held *atomic.Int64) {
+// pipe copies src to dst, holding each chunk while the proxy is blocked.
+func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if held != nil {
-				held.Add(1)
-			}
 			<-p.gate()
-			if held != nil {
-				held.Add(-1)
-			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
