@@ -63,10 +63,12 @@ func (b *bench) measureLatency(ctx context.Context) error {
 
 	var lat []float64
 	perInst := make([]int, procs)
+	ranOn := make(map[string]int) // a one-item job → the instance that ran it last
 	for _, e := range col.snapshot() {
 		if e.entered >= w0.UnixNano() && e.entered < w1.UnixNano() {
 			lat = append(lat, e.latencyMS())
 			perInst[e.inst]++
+			ranOn[e.job] = e.inst
 		}
 	}
 	runs := len(lat)
@@ -98,7 +100,8 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	fmt.Println("bench cpu" + k.String())
 
 	// Kill the instance that ran the most.
-	victim := ins[argmax(perInst)]
+	vi := argmax(perInst)
+	victim := ins[vi]
 	tk := time.Now()
 	if err := victim.Kill(); err != nil {
 		return err
@@ -114,11 +117,33 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	lat = lat[:0]
 	seen := make(map[string]bool)
 	perInst = make([]int, procs)
+	// The survivors' own jobs (run elsewhere than on the victim before the
+	// kill), and when each of the victim's jobs first ran elsewhere.
+	var own []float64
+	victimBack := make(map[string]int64)
 	for _, e := range col.snapshot() {
 		if e.fire >= tk.UnixMilli() && e.fire < tk.Add(after).UnixMilli() {
 			lat = append(lat, e.latencyMS())
 			seen[fireKey(e.job, e.fire)] = true
 			perInst[e.inst]++
+			if on, ok := ranOn[e.job]; ok && on != vi {
+				own = append(own, e.latencyMS())
+			}
+		}
+		if ranOn[e.job] == vi && e.entered >= tk.UnixNano() {
+			if t, ok := victimBack[e.job]; !ok || e.entered < t {
+				victimBack[e.job] = e.entered
+			}
+		}
+	}
+	var back time.Duration
+	for _, t := range victimBack {
+		back = max(back, time.Duration(t-tk.UnixNano()))
+	}
+	victimJobs := 0
+	for _, on := range ranOn {
+		if on == vi {
+			victimJobs++
 		}
 	}
 	due := 0
@@ -127,8 +152,11 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	}
 	k = new(benchkit.KV).Add("killed", victim.id).Add("window", after).Add("observed_until", after+margin).Add("fires_due", due).Add("fires_run", len(seen)).
 		Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
-		Add("runs_per_instance", benchkit.JoinInts(perInst, "/"))
+		Add("runs_per_instance", benchkit.JoinInts(perInst, "/")).
+		Add("survivors_own_p50", durMS(benchkit.Percentile(own, 50))).Add("survivors_own_p99", durMS(benchkit.Percentile(own, 99))).Add("survivors_own_max", durMS(benchkit.Max(own))).
+		Add("victim_jobs", victimJobs).Add("victim_jobs_back", len(victimBack)).Add("victim_all_back_after", back.Round(time.Millisecond))
 	fmt.Println("bench latency_after_kill" + k.String())
+	b.summary.Add("survivors_own_p99_after_kill", durMS(benchkit.Percentile(own, 99)))
 	return nil
 }
 

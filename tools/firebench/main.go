@@ -133,7 +133,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.reqDeadline, "req-deadline", 30*time.Second, "-requests: longest wait for the first complete fires (warm-up)")
 	fs.IntVar(&c.latJobs, "lat-jobs", 30, "-latency: one-item jobs firing every second")
 	fs.DurationVar(&c.latDur, "lat-duration", 30*time.Second, "-latency: measured window before the kill")
-	fs.DurationVar(&c.latAfterKill, "lat-after-kill", 10*time.Second, "-latency: window after the kill")
+	fs.DurationVar(&c.latAfterKill, "lat-after-kill", 20*time.Second, "-latency: window of fires after the kill, long enough to hold the take-over (a 10 s session): the survivors' own jobs are measured through it")
 	fs.IntVar(&c.killItems, "kill-items", 6, "-kill: items of the job")
 	fs.StringVar(&killTimeouts, "kill-session-timeouts", "10s,4s", "-kill: session timeouts, one measurement each")
 	fs.IntVar(&c.tputItems, "tput-items", 10000, "-throughput: items of each job (fires every second)")
