@@ -309,3 +309,57 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestAGainedItemsLaterFiresItsRecordListsAreNotRunAgain: a new owner
+// reads the records of the items it gains (inheritedGaps) and leaves
+// unrun the fire it gains them at when the record lists it (ranBefore).
+// The previous owner may have run later fires too, ahead of the new
+// owner's fires — held up behind a stall or a slow registry, they come
+// after — and the new owner's later fires must find them in the record
+// as read, not run them again: each item held since the gain was run as
+// a plain fire, and a fire the record listed ran twice.
+func TestAGainedItemsLaterFiresItsRecordListsAreNotRunAgain(t *testing.T) {
+	for _, registry := range []string{"zookeeper", "etcd"} {
+		t.Run(registry, func(t *testing.T) {
+			rcfg := testRegistryConfig(t, registry)
+			r, fires, ran := orderJob(t, rcfg)
+			r.fireScheduled(fires[0], time.Time{})
+			// A stall collapsed the fires after the first into the last,
+			// which makes them up in one run: the record lists them all.
+			r.book.NoteSuspendedMiss(fires[1])
+			r.fireScheduled(fires[4], time.Time{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+
+			// Another instance starts, and this one leaves the job: the
+			// item is the other's at its next fire.
+			rc, err := regcenter.Open(ctx, rcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := rc.Close(); err != nil {
+					t.Errorf("closing the registry: %v", err)
+				}
+			})
+			_, b := runOneJob(t, rc, r.config().Config, r.job, WithServerID("two"))
+			if err := b.prepareSync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The other's fires of the last two come only now: the first
+			// gains the item, and each finds its fire in the record.
+			b.fireScheduled(fires[3], time.Time{})
+			b.fireScheduled(fires[4], time.Time{})
+			if !b.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			checkOnce(t, fires, ran())
+		})
+	}
+}

@@ -71,6 +71,11 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 			continue
 		}
 		priors[it] = c
+		if _, ok := proven[it]; !ok {
+			// Kept as read: it may list fires after this run's, which
+			// the item's later fires here must not run again (ranBefore).
+			r.records.Read(it, c)
+		}
 		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.Cover)
 		switch {
 		case first.IsZero():
