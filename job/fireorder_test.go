@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	_ "github.com/shardjob/shardjob/regcenter/etcd" // regcenter.Open serves Config.Etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
@@ -360,6 +362,74 @@ func TestAGainedItemsLaterFiresItsRecordListsAreNotRunAgain(t *testing.T) {
 				t.Fatal("the runs did not end")
 			}
 			checkOnce(t, fires, ran())
+		})
+	}
+}
+
+// TestADebtIsReservedAfterTheFiresDispatchedBefore: a debt (runOwed) is
+// reserved in a turn of the fire order, after the scheduled fires
+// dispatched before it. Reserved at once, while a fire waited behind one
+// held up in coordination, its make-up run stood for those fires too; the
+// item's record, listing a fire another instance ran, narrowed the run to
+// the fires before that one and left a debt since the fire after it
+// (Narrow's rest). A held-up fire that reserved before that debt was paid
+// found a debt of a later fire only, ran as a plain fire the fire the
+// record listed, and paid that debt with it: one fire ran twice, and the
+// fires after it never ran. Reserved in its turn, the debt is the held-up
+// fire's to make up, narrowed by the record.
+func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
+	for _, registry := range []string{"zookeeper", "etcd"} {
+		t.Run(registry, func(t *testing.T) {
+			r, fires, ran := orderJob(t, testRegistryConfig(t, registry))
+			r.fireScheduled(fires[0], time.Time{}) // the item is this instance's, and its mark held
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			// The second fire found the item's mark held by another run,
+			// and owes it; another instance ran the third fire meanwhile,
+			// and recorded it (a failover claimer, an owner before a
+			// reshard).
+			r.book.NoteMisfire(r.config().book, 0, fires[1])
+			ms := func(t time.Time) int64 { return t.UnixMilli() }
+			rec := stored.Completed{Server: "other", Fire: ms(fires[2]), Kind: string(KindFire),
+				Ran: [][2]int64{{ms(fires[0]), ms(fires[0])}, {ms(fires[2]), ms(fires[2])}}}
+			if _, err := r.rc.Set(ctx, r.paths.ItemNode(0, layout.Completed), rec.Marshal(), -1); err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := ranRecord{kind: KindFire, fire: fires[2], through: fires[2]}
+
+			// This instance's fire of the third is held up in
+			// coordination, and the fourth's waits for it; meanwhile the
+			// mark goes, and the debt is paid (runOwed).
+			heldUp, waiting := r.order.enter(), r.order.enter()
+			var wg sync.WaitGroup
+			wg.Go(func() { r.fireInTurn(fires[3], time.Time{}, waiting) })
+			awaitCond(t, "the fourth fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
+			wg.Go(r.payOwed)
+			inTurn := false
+			awaitCond(t, "the debt has run, or waits for the fires before", func() bool {
+				for _, run := range ran() {
+					if run.fire.Equal(fires[1]) && !r.book.IsRunning(0) {
+						return true
+					}
+				}
+				r.order.turns.Lock()
+				defer r.order.turns.Unlock()
+				inTurn = len(r.order.waiting) == 3
+				return inTurn
+			})
+			if !inTurn {
+				t.Errorf("the debt was reserved and run ahead of the fires dispatched before it; runs:%s", describeRuns(ran()))
+			}
+			r.fireInTurn(fires[2], time.Time{}, heldUp)
+			wg.Wait()
+			r.fireScheduled(fires[4], time.Time{})
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			checkOnce(t, fires, append(ran(), elsewhere))
 		})
 	}
 }
