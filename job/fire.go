@@ -50,7 +50,9 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 // fires that waited. So each scheduled fire takes a turn when the trigger
 // dispatches it (enter, on the trigger's goroutine: in fire order), and
 // waits for the turns before it to be over (await) before it takes the
-// mutex; the mutex also keeps a catch-up (hold) apart from the fires.
+// mutex; the mutex also keeps a catch-up (hold) apart from the fires. The
+// make-up runs of fires missed while down and of debts (runOwed) take
+// turns too, after the fires dispatched before them.
 type fireOrder struct {
 	mu sync.Mutex
 

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	_ "github.com/shardjob/shardjob/regcenter/etcd" // regcenter.Open serves Config.Etcd
 	"github.com/shardjob/shardjob/regcenter/etcdtest"
@@ -306,6 +308,128 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 				t.Fatal("the runs did not end")
 			}
 			checkOnce(t, fires, ran())
+		})
+	}
+}
+
+// TestAGainedItemsLaterFiresItsRecordListsAreNotRunAgain: a new owner
+// reads the records of the items it gains (inheritedGaps) and leaves
+// unrun the fire it gains them at when the record lists it (ranBefore).
+// The previous owner may have run later fires too, ahead of the new
+// owner's fires — held up behind a stall or a slow registry, they come
+// after — and the new owner's later fires must find them in the record
+// as read, not run them again: each item held since the gain was run as
+// a plain fire, and a fire the record listed ran twice.
+func TestAGainedItemsLaterFiresItsRecordListsAreNotRunAgain(t *testing.T) {
+	for _, registry := range []string{"zookeeper", "etcd"} {
+		t.Run(registry, func(t *testing.T) {
+			rcfg := testRegistryConfig(t, registry)
+			r, fires, ran := orderJob(t, rcfg)
+			r.fireScheduled(fires[0], time.Time{})
+			// A stall collapsed the fires after the first into the last,
+			// which makes them up in one run: the record lists them all.
+			r.book.NoteSuspendedMiss(fires[1])
+			r.fireScheduled(fires[4], time.Time{})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+
+			// Another instance starts, and this one leaves the job: the
+			// item is the other's at its next fire.
+			rc, err := regcenter.Open(ctx, rcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := rc.Close(); err != nil {
+					t.Errorf("closing the registry: %v", err)
+				}
+			})
+			_, b := runOneJob(t, rc, r.config().Config, r.job, WithServerID("two"))
+			if err := b.prepareSync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The other's fires of the last two come only now: the first
+			// gains the item, and each finds its fire in the record.
+			b.fireScheduled(fires[3], time.Time{})
+			b.fireScheduled(fires[4], time.Time{})
+			if !b.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			checkOnce(t, fires, ran())
+		})
+	}
+}
+
+// TestADebtIsReservedAfterTheFiresDispatchedBefore: a debt (runOwed) is
+// reserved in a turn of the fire order, after the scheduled fires
+// dispatched before it. Reserved at once, while a fire waited behind one
+// held up in coordination, its make-up run stood for those fires too; the
+// item's record, listing a fire another instance ran, narrowed the run to
+// the fires before that one and left a debt since the fire after it
+// (Narrow's rest). A held-up fire that reserved before that debt was paid
+// found a debt of a later fire only, ran as a plain fire the fire the
+// record listed, and paid that debt with it: one fire ran twice, and the
+// fires after it never ran. Reserved in its turn, the debt is the held-up
+// fire's to make up, narrowed by the record.
+func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
+	for _, registry := range []string{"zookeeper", "etcd"} {
+		t.Run(registry, func(t *testing.T) {
+			r, fires, ran := orderJob(t, testRegistryConfig(t, registry))
+			r.fireScheduled(fires[0], time.Time{}) // the item is this instance's, and its mark held
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			// The second fire found the item's mark held by another run,
+			// and owes it; another instance ran the third fire meanwhile,
+			// and recorded it (a failover claimer, an owner before a
+			// reshard).
+			r.book.NoteMisfire(r.config().book, 0, fires[1])
+			ms := func(t time.Time) int64 { return t.UnixMilli() }
+			rec := stored.Completed{Server: "other", Fire: ms(fires[2]), Kind: string(KindFire),
+				Ran: [][2]int64{{ms(fires[0]), ms(fires[0])}, {ms(fires[2]), ms(fires[2])}}}
+			if _, err := r.rc.Set(ctx, r.paths.ItemNode(0, layout.Completed), rec.Marshal(), -1); err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := ranRecord{kind: KindFire, fire: fires[2], through: fires[2]}
+
+			// This instance's fire of the third is held up in
+			// coordination, and the fourth's waits for it; meanwhile the
+			// mark goes, and the debt is paid (runOwed).
+			heldUp, waiting := r.order.enter(), r.order.enter()
+			var wg sync.WaitGroup
+			wg.Go(func() { r.fireInTurn(fires[3], time.Time{}, waiting) })
+			awaitCond(t, "the fourth fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
+			wg.Go(r.payOwed)
+			inTurn := false
+			awaitCond(t, "the debt has run, or waits for the fires before", func() bool {
+				for _, run := range ran() {
+					if run.fire.Equal(fires[1]) && !r.book.IsRunning(0) {
+						return true
+					}
+				}
+				r.order.turns.Lock()
+				defer r.order.turns.Unlock()
+				inTurn = len(r.order.waiting) == 3
+				return inTurn
+			})
+			if !inTurn {
+				t.Errorf("the debt was reserved and run ahead of the fires dispatched before it; runs:%s", describeRuns(ran()))
+			}
+			r.fireInTurn(fires[2], time.Time{}, heldUp)
+			wg.Wait()
+			r.fireScheduled(fires[4], time.Time{})
+			if !r.book.WaitIdle(ctx) {
+				t.Fatal("the runs did not end")
+			}
+			checkOnce(t, fires, append(ran(), elsewhere))
 		})
 	}
 }

@@ -71,6 +71,11 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 			continue
 		}
 		priors[it] = c
+		if _, ok := proven[it]; !ok {
+			// Kept as read: it may list fires after this run's, which
+			// the item's later fires here must not run again (ranBefore).
+			r.records.Read(it, c)
+		}
 		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.Cover)
 		switch {
 		case first.IsZero():
@@ -122,11 +127,12 @@ func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) 
 }
 
 // runOwed runs, once each, the items owed a misfire that are not
-// running here now.
+// running here now, reserved in turn after the fires dispatched before
+// (takeDebtsInTurn); owing nothing, it takes no turn.
 func (r *runner) runOwed(sess *regcenter.Session) {
 	// Each item is tried once per call: one still running elsewhere is
 	// owed again and retried when its mark goes (a watch), not in a loop.
-	tried := map[int]bool{}
+	var tried map[int]bool
 	for {
 		cfg := r.config()
 		if cfg.PausedUntil.After(r.s.opts.now()) {
@@ -134,7 +140,13 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 			// owed, and the first fire after the pause pays them.
 			return
 		}
-		debts, ok := r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)
+		if !r.owed.Owing() {
+			return // the steady state: no turn of the fire order taken
+		}
+		if tried == nil {
+			tried = map[int]bool{}
+		}
+		debts, ok := r.takeDebtsInTurn(sess, cfg, tried)
 		if !ok {
 			return
 		}
@@ -143,6 +155,24 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 		}
 		r.runMakeUps(sess, cfg, debts, "running misfired items")
 	}
+}
+
+// takeDebtsInTurn takes the debts to run now (Book.TakeDebts) in a turn of
+// the fire order, after the scheduled fires dispatched before it. A
+// make-up run stands for every fire dispatched by now; reserved while one
+// of them still waited for its turn (behind a fire slow in coordination),
+// and narrowed by a record listing a fire another instance ran, it left
+// that fire a debt of later fires only (Narrow's rest), which the fire
+// paid as a plain fire — running what the record listed again — if it
+// reserved before the debt's own run. Reserved after the fires before
+// it, the debt is theirs to make up, narrowed by the record.
+func (r *runner) takeDebtsInTurn(sess *regcenter.Session, cfg *spec, tried map[int]bool) (map[time.Time][]int, bool) {
+	turn := r.order.enter()
+	defer r.order.leave(turn)
+	r.order.await(turn, r.ctx.life.Done())
+	release := r.order.hold()
+	defer release()
+	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)
 }
 
 // release frees items run here, and starts what waited for them: a

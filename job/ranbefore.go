@@ -20,15 +20,26 @@ import (
 // which the fire's marking transaction checks: a previous owner that
 // completes the fire between the read and the mark changes the record,
 // and the item then runs as a make-up run, which reads it (see marks.Outcomes.RecordChanged).
+//
+// An item gained at an earlier fire is in ran too when its record, as read
+// since (the gain's, a make-up run's), lists this fire (records.Cache.RanAhead):
+// the previous owner may have run fires ahead of this instance — which a
+// stall or a slow registry held up — and not only the fire it was gained
+// at. What was read then is reused: a steady fire, which finds no such
+// record, reads nothing and takes no lock for it.
 func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bool, known map[int]record, unrecorded []int) {
-	if len(fresh) == 0 || cfg.Unmonitored {
+	if cfg.Unmonitored || len(fresh) == 0 && !r.records.ReadAhead() {
 		return nil, nil, nil
 	}
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return nil, nil, nil
 	}
+	ran = r.records.RanAhead(sched, at)
 	for _, it := range fresh {
+		if ran[it] {
+			continue
+		}
 		rec, ok := r.records.Lookup(it)
 		if !ok {
 			continue // not read: the fire runs it, as before the check

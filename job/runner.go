@@ -307,6 +307,7 @@ func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
 		if held {
 			held = false
 			unlock()
+			r.order.leave(turn) // the debts it leaves take their turn after (runOwed)
 		}
 	}
 	defer release()

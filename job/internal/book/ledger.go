@@ -101,6 +101,13 @@ func (l *Ledger) Debts() map[int]time.Time {
 	return out
 }
 
+// Owing reports whether any item is owed a run.
+func (l *Ledger) Owing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.since) > 0
+}
+
 // Settled reports whether nothing is owed: no item's run, no fire missed
 // while disconnected.
 func (l *Ledger) Settled() bool {

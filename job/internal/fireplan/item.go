@@ -107,10 +107,11 @@ type Decision struct {
 //
 // A busy item runs beside its run under OverlapAllow; otherwise the fires
 // its run does not stand for are owed (from an inherited gap, if earlier).
-// A free item owes a run since the earlier of its debt and its gap; owing
-// nothing, it is left when its previous owner ran this fire, or when a run
-// here already stood for it. Else it runs: a make-up run since what it
-// owes, through this fire, or a plain run of this fire.
+// A free item owes a run since the earlier of its debt and its gap (a
+// debt of later fires only is not this fire's); owing nothing, it is left
+// when its previous owner ran this fire, or when a run here already stood
+// for it. Else it runs: a make-up run since what it owes, through this
+// fire and every fire due, or a plain run of this fire.
 func Decide(f Fire, it Item) Decision {
 	at := f.At
 	if it.Busy {
@@ -131,6 +132,15 @@ func Decide(f Fire, it Item) Decision {
 	if !it.Gap.IsZero() && (!owed || it.Gap.Before(since)) {
 		since, owed = it.Gap, true
 	}
+	if owed && since.After(at) {
+		// A debt of later fires only: a make-up run that stood for this
+		// fire too, narrowed by a record listing fires that ran
+		// elsewhere, left it (the first fire after them). This fire is
+		// decided as owing nothing — run as a plain fire it would run
+		// what the record lists, or what the run stood for, again — and
+		// the debt stays for its own run.
+		owed = false
+	}
 	if !owed {
 		if it.RanElsewhere {
 			return Decision{Action: RanElsewhere}
@@ -140,12 +150,19 @@ func Decide(f Fire, it Item) Decision {
 		}
 	}
 	d := Decision{Action: Run, Run: Span{at, at}, ForgetDebt: owed}
-	if owed && since.Before(at) {
+	if owed {
+		// A make-up run since the debt, through every fire due: a debt
+		// since this very fire may have been left by a make-up run that
+		// stood for later fires too (see above), which then find the
+		// item run here through them; a plain run would pay the debt
+		// with this fire alone, and they would never run.
 		through := MakeUpThrough(f.Schedule, since, f.Now, f.Lead)
 		if through.Before(at) {
 			through = at
 		}
-		d.Run, d.MakeUp = Span{since, through}, true
+		if since.Before(at) || through.After(at) {
+			d.Run, d.MakeUp = Span{since, through}, true
+		}
 	}
 	return d
 }

@@ -24,6 +24,14 @@ func TestDecide(t *testing.T) {
 			Decision{Action: Run, Run: Span{at(60), at(180)}, MakeUp: true, ForgetDebt: true}},
 		{"a debt of this very fire is paid by a plain run", fire(180, OverlapWait), Item{Owed: true, OwedSince: at(180)},
 			Decision{Action: Run, Run: Span{at(180), at(180)}, ForgetDebt: true}},
+		{"a debt of this very fire, later fires due, is made up through them", Fire{At: at(180), Schedule: min, Now: at(300)}, Item{Owed: true, OwedSince: at(180), Dispatched: at(300)},
+			Decision{Action: Run, Run: Span{at(180), at(300)}, MakeUp: true, ForgetDebt: true}},
+		{"a debt of later fires only, this fire stood for here: left, the debt kept", fire(120, OverlapWait), Item{Owed: true, OwedSince: at(180), Dispatched: at(240)},
+			Decision{Action: RunHere}},
+		{"a debt of later fires only, this fire ran elsewhere: left, the debt kept", fire(120, OverlapWait), Item{Owed: true, OwedSince: at(180), RanElsewhere: true},
+			Decision{Action: RanElsewhere}},
+		{"a debt of later fires only: this fire runs, the debt kept", fire(120, OverlapWait), Item{Owed: true, OwedSince: at(180)},
+			Decision{Action: Run, Run: Span{at(120), at(120)}}},
 		{"an inherited gap earlier than the debt starts the make-up run", fire(240, OverlapWait), Item{Owed: true, OwedSince: at(180), Gap: at(60)},
 			Decision{Action: Run, Run: Span{at(60), at(240)}, MakeUp: true, ForgetDebt: true}},
 		{"an inherited gap alone is a debt", fire(240, OverlapWait), Item{Gap: at(120)},
@@ -117,6 +125,9 @@ func TestDecideProperties(t *testing.T) {
 		if !it.Gap.IsZero() && (!owed || it.Gap.Before(earliest)) {
 			earliest, owed = it.Gap, true
 		}
+		if owed && earliest.After(fAt) {
+			owed = false // a debt of later fires only is not this fire's: it stays
+		}
 		switch d.Action {
 		case Run:
 			if it.Busy {
@@ -131,8 +142,11 @@ func TestDecideProperties(t *testing.T) {
 			if !owed && (it.RanElsewhere || (!it.Dispatched.IsZero() && !it.Dispatched.Before(fAt))) {
 				fail("a fire that already ran is run again")
 			}
-			if d.MakeUp != d.Run.First.Before(fAt) {
+			if d.MakeUp != (d.Run.First.Before(fAt) || d.Run.Last.After(fAt)) {
 				fail("MakeUp disagrees with the run's span")
+			}
+			if owed && d.Run.Last.Before(MakeUpThrough(min, earliest, f.Now, f.Lead)) {
+				fail("a debt is paid by a run that does not stand for every fire due")
 			}
 			if d.ForgetDebt != owed {
 				fail("the debt is dropped without a run paying it, or kept by one that does")

@@ -32,11 +32,18 @@ type Cache struct {
 	// its runs wait on these records, which are then written at every
 	// run, never deferred.
 	awaited atomic.Bool
+	// readThrough holds, by item, the latest fire its record listed when
+	// it was last read from the registry (Read): runs of another instance
+	// that the fires here after the read must not run again (RanAhead).
+	// nRead is its size, so that a steady fire, which finds it empty,
+	// takes no lock.
+	readThrough map[int]time.Time
+	nRead       atomic.Int32
 }
 
 // NewCache returns a Cache that knows nothing.
 func NewCache() *Cache {
-	return &Cache{completedSeen: map[int]bool{}, covered: map[int]Record{}, written: map[int]time.Time{}, pending: map[int]Pending{}}
+	return &Cache{completedSeen: map[int]bool{}, covered: map[int]Record{}, written: map[int]time.Time{}, pending: map[int]Pending{}, readThrough: map[int]time.Time{}}
 }
 
 // SetAwaited notes that a job on this scheduler runs after this one
@@ -74,7 +81,9 @@ func (c *Cache) Forget(items []int) {
 	defer c.mu.Unlock()
 	for _, it := range items {
 		delete(c.covered, it)
+		delete(c.readThrough, it)
 	}
+	c.nRead.Store(int32(len(c.readThrough)))
 }
 
 // Read keeps item's record as just read.
@@ -82,6 +91,47 @@ func (c *Cache) Read(item int, rec Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.covered[item] = rec
+	if t := rec.Through(); !t.IsZero() {
+		c.readThrough[item] = t
+	} else {
+		delete(c.readThrough, item)
+	}
+	c.nRead.Store(int32(len(c.readThrough)))
+}
+
+// ReadAhead reports whether a record read here may list a fire after the
+// one it was read for (see RanAhead): false in the steady state.
+func (c *Cache) ReadAhead() bool { return c.nRead.Load() > 0 }
+
+// RanAhead returns the items whose record, as read here since (Read) and
+// added to by what completed here, lists the fire at of sched: a fire of
+// the item after the read that another instance has already run — its
+// previous owner, which ran fires ahead of the reshard that moved the item
+// (a stall held this instance's fires up), or wrote them behind. Items
+// whose record as read lists no fire from at on are forgotten: no later
+// fire can find one there. It returns nil, taking no lock, when no record
+// read lists a fire that late (the steady state).
+func (c *Cache) RanAhead(sched fireplan.Schedule, at time.Time) map[int]bool {
+	if c.nRead.Load() == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ran map[int]bool
+	for it, through := range c.readThrough {
+		if through.Before(at) {
+			delete(c.readThrough, it)
+			continue
+		}
+		if rec, ok := c.covered[it]; ok && !rec.UncoveredFrom(sched, at).Equal(at) {
+			if ran == nil {
+				ran = map[int]bool{}
+			}
+			ran[it] = true
+		}
+	}
+	c.nRead.Store(int32(len(c.readThrough)))
+	return ran
 }
 
 // Wrote keeps item's record as a completion just wrote it, at: what was

@@ -114,3 +114,38 @@ func TestItemsPerTxn(t *testing.T) {
 		t.Error("not awaited after SetAwaited")
 	}
 }
+
+// everySecond is a schedule firing every second from t0.
+type everySecond struct{}
+
+func (everySecond) Next(t time.Time) time.Time { return t.Truncate(time.Second).Add(time.Second) }
+
+// A record read lists the fires its item's later fires here find run
+// (RanAhead): those it lists, not a hole in it, and none once a fire comes
+// after every fire it listed; a steady Cache, which read nothing, answers
+// without a lock.
+func TestRanAheadListsTheFiresOfARecordRead(t *testing.T) {
+	var s everySecond
+	c := NewCache()
+	if c.ReadAhead() || c.RanAhead(s, at(1)) != nil {
+		t.Fatal("a Cache that read nothing finds fires run ahead")
+	}
+	c.Read(3, Record{Cover: fireplan.CoverOf(fireplan.Span{First: at(0), Last: at(2)}, fireplan.Span{First: at(4), Last: at(5)})})
+	c.Read(4, Record{}) // no record: nothing ahead
+	for _, x := range []struct {
+		fire int
+		ran  bool
+	}{{1, true}, {3, false}, {5, true}, {6, false}} {
+		if got := c.RanAhead(s, at(x.fire))[3]; got != x.ran {
+			t.Errorf("fire %d: run ahead %v, want %v", x.fire, got, x.ran)
+		}
+	}
+	if c.ReadAhead() {
+		t.Error("a fire after every fire the record listed leaves it kept")
+	}
+	c.Read(5, Record{Cover: coverThrough(9)})
+	c.Forget([]int{5})
+	if c.ReadAhead() {
+		t.Error("an item forgotten is still read ahead")
+	}
+}
