@@ -107,6 +107,7 @@ type Center struct {
 
 	watches  *backend.WatchTable[etcdTask] // the watches and the dispatcher's queue (watch.go)
 	startRev int64                         // where the namespace watch starts
+	reads    chan *watchRead               // WatchNow's reads, for the reader (readgroup.go)
 
 	// Test hooks (export_test.go).
 	keepAliveOff atomic.Bool
@@ -237,6 +238,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		epoch:      time.Now(),
 		watches:    backend.NewWatchTable[etcdTask](),
 		watchKick:  make(chan struct{}, 1),
+		reads:      make(chan *watchRead),
 		leaseDoubt: make(chan struct{}, 1),
 		group:      startstop.New(ctx),
 	}
@@ -299,7 +301,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	}
 	e.startRev = rev + 1
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.Run), e.group.Go(e.watchLoop)); err != nil {
+	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.Run), e.group.Go(e.watchLoop), e.group.Go(e.readLoop)); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
 	return e, nil
