@@ -49,6 +49,16 @@ import (
 // first operation that fails (a *MultiError with its sentinel) or send the
 // result as one transaction whose compares hold only if nothing read has
 // changed since. If something has, it starts over.
+//
+// The first replay guesses: a node whose first operation in the list is
+// its own (non-sequential) create is taken to be absent, unread, and the
+// transaction compares that its node and meta keys do not exist. A list
+// that makes new trees (a scheduler registering jobs, a thousand creates
+// in one transaction) then reads only the parents it creates under, not
+// two keys per node. When the guess is wrong the compares fail, or the
+// replay fails an operation it may have judged on the guess, and the
+// replay starts over on everything read, which names the operation that
+// fails as ZooKeeper would.
 
 // errEphemeralParent refuses a child of an ephemeral node, as ZooKeeper
 // does.
@@ -330,6 +340,9 @@ type state struct {
 	metas map[string]*mvccpb.KeyValue // path -> meta key (nil: absent)
 	kids  map[string][]string         // path -> children's paths
 	rev   int64
+	// guessed: nodes were taken to be absent without being read (see
+	// stateReads).
+	guessed bool
 }
 
 type planner struct {
@@ -712,7 +725,7 @@ func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter
 		if err := checkPlanSize(dp, len(ops)); err != nil {
 			return txnResult{}, err
 		}
-		sr := e.stateReads(ops, nil)
+		sr := e.stateReads(ops, nil, false)
 		var orElse []clientv3.Op
 		if sr.fitsElse(dp) {
 			orElse = sr.ops(0, len(sr.reads))
@@ -736,17 +749,25 @@ func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter
 		}
 	}
 	var extra []string // sequential names to read on the next attempt
+	guess := true      // until a guess has been wrong (see the top of this file)
+attempts:
 	for attempt := 0; ; attempt++ {
 		if st == nil {
 			var err error
-			if st, err = e.readState(ctx, ops, extra); err != nil {
+			if st, err = e.readState(ctx, ops, extra, guess); err != nil {
 				return txnResult{}, err
 			}
 		}
+		guessed := st.guessed
 		pl := e.newPlanner(st, lease, now)
 		st = nil
 		for i, op := range ops {
 			if err := pl.step(op); err != nil {
+				if guessed {
+					// Perhaps judged on a guess: judge on what is there.
+					guess = false
+					continue attempts
+				}
 				return txnResult{}, &regcenter.MultiError{Index: i, Op: op, Err: err}
 			}
 		}
@@ -765,6 +786,12 @@ func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter
 		}
 		if resp.Succeeded {
 			return txnResult{created: p.created, reads: ranges(resp)}, nil
+		}
+		if guessed {
+			// A node guessed absent exists (or something read changed):
+			// read everything.
+			guess = false
+			continue
 		}
 		// Something read changed before the transaction: read again.
 		if attempt >= etcdConflictRetries {
@@ -842,12 +869,38 @@ func (sr *stateReader) fill(from int, got []*etcdRange) {
 
 // stateReads lists what the ops need read: every node they name with its
 // meta key, the parents of creates and deletes with theirs, and the
-// children of deleted nodes.
-func (e *Center) stateReads(ops []regcenter.Op, extra []string) *stateReader {
+// children of deleted nodes. With guess, a node whose first operation is
+// its own non-sequential create is not read: the replay takes it to be
+// absent, and the transaction compares that it is.
+func (e *Center) stateReads(ops []regcenter.Op, extra []string, guess bool) *stateReader {
 	st := &state{nodes: map[string]*mvccpb.KeyValue{}, metas: map[string]*mvccpb.KeyValue{}, kids: map[string][]string{}}
 	sr := &stateReader{st: st}
+	var absent map[string]bool // guessed absent
+	if guess {
+		absent = map[string]bool{}
+		touched := make(map[string]bool, 2*len(ops))
+		for _, op := range ops {
+			p := backend.OpPath(op)
+			switch o := op.(type) {
+			case regcenter.CreateOp:
+				if p == "/" {
+					break
+				}
+				touched[parentOf(p)] = true
+				if o.Mode != regcenter.EphemeralSequential && o.Mode != regcenter.PersistentSequential && !touched[p] {
+					absent[p] = true
+				}
+			case regcenter.DeleteOp:
+				if p != "/" {
+					touched[parentOf(p)] = true
+				}
+			}
+			touched[p] = true
+		}
+		st.guessed = len(absent) > 0
+	}
 	addNode := func(p string) {
-		if _, ok := st.nodes[p]; ok {
+		if _, ok := st.nodes[p]; ok || absent[p] {
 			return
 		}
 		st.nodes[p], st.metas[p] = nil, nil
@@ -903,11 +956,11 @@ func (e *Center) stateReads(ops []regcenter.Op, extra []string) *stateReader {
 	return sr
 }
 
-// readState reads what the ops need (stateReads), in read transactions
-// batched below etcd's default limit of operations per transaction; the
-// compares catch a change between batches.
-func (e *Center) readState(ctx context.Context, ops []regcenter.Op, extra []string) (*state, error) {
-	sr := e.stateReads(ops, extra)
+// readState reads what the ops need (stateReads, guessing with guess), in
+// read transactions batched below etcd's default limit of operations per
+// transaction; the compares catch a change between batches.
+func (e *Center) readState(ctx context.Context, ops []regcenter.Op, extra []string, guess bool) (*state, error) {
+	sr := e.stateReads(ops, extra, guess)
 	for start := 0; start < len(sr.reads); start += etcdReadBatch {
 		end := min(start+etcdReadBatch, len(sr.reads))
 		got, rev, err := e.readTxn(ctx, sr.ops(start, end)...)
