@@ -89,6 +89,7 @@ type Center struct {
 	root string // "/shop"
 	pfx  string // "/shop/"
 	cli  *clientv3.Client
+	kv   clientv3.KV // cli's, but for the compares of write transactions (commit, txn.go)
 	log  *slog.Logger
 
 	epoch     time.Time
@@ -234,6 +235,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		root:       "/" + cfg.Namespace,
 		pfx:        "/" + cfg.Namespace + "/",
 		cli:        cli,
+		kv:         clientv3.NewKVFromKVClient(compareKV{clientv3.RetryKVClient(cli)}, cli),
 		log:        logger.With("component", "regcenter", "backend", "etcd"),
 		epoch:      time.Now(),
 		watches:    backend.NewWatchTable[etcdTask](),
