@@ -723,7 +723,12 @@ func checkPlanSize(p *plan, ops int) error {
 func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter.Op, reads []clientv3.Op) (txnResult, error) {
 	lease, now := e.currentLease(), time.Now().UnixMilli()
 	var st *state // what the direct transaction's else branch read
+	// guess until a guess has been wrong (see the top of this file); not
+	// after a direct transaction failed: something in the list is not
+	// as its ops expect.
+	guess := true
 	if dp, ok := e.directPlan(ops, lease, now); ok {
+		guess = false
 		if err := checkPlanSize(dp, len(ops)); err != nil {
 			return txnResult{}, err
 		}
@@ -751,7 +756,6 @@ func (e *Center) txn(ctx context.Context, counter *atomic.Int64, ops []regcenter
 		}
 	}
 	var extra []string // sequential names to read on the next attempt
-	guess := true      // until a guess has been wrong (see the top of this file)
 attempts:
 	for attempt := 0; ; attempt++ {
 		if st == nil {
