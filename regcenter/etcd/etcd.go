@@ -843,13 +843,15 @@ func translateEtcd(err error) error {
 
 // statOps reads what a node's Stat needs: the node, its meta key, its
 // number of children.
-func (e *Center) statOps(p string) []clientv3.Op {
+func (e *Center) statOps(p string) []clientv3.Op { return e.appendStatOps(nil, p) }
+
+// appendStatOps appends statOps(p) to dst.
+func (e *Center) appendStatOps(dst []clientv3.Op, p string) []clientv3.Op {
 	cp := e.childPrefix(p)
-	return []clientv3.Op{
+	return append(dst,
 		clientv3.OpGet(e.nodeKey(p)),
 		clientv3.OpGet(e.metaKey(p)),
-		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	}
+		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 }
 
 // statOf builds a Stat from the three answers of statOps (starting at
@@ -929,11 +931,13 @@ func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 }
 
 // childrenOps reads whether p exists and its children's keys.
-func (e *Center) childrenOps(p string) []clientv3.Op {
-	return []clientv3.Op{
+func (e *Center) childrenOps(p string) []clientv3.Op { return e.appendChildrenOps(nil, p) }
+
+// appendChildrenOps appends childrenOps(p) to dst.
+func (e *Center) appendChildrenOps(dst []clientv3.Op, p string) []clientv3.Op {
+	return append(dst,
 		clientv3.OpGet(e.nodeKey(p), clientv3.WithCountOnly()),
-		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-	}
+		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 }
 
 func (e *Center) childNames(p string, r *etcdRange) []string {

@@ -31,12 +31,12 @@ type watchRead struct {
 	done chan struct{}
 }
 
-// ops are the ranges that read r's state.
-func (e *Center) watchReadOps(r *watchRead) []clientv3.Op {
+// appendReadOps appends the ranges that read r's state to dst.
+func (e *Center) appendReadOps(dst []clientv3.Op, r *watchRead) []clientv3.Op {
 	if r.children {
-		return e.childrenOps(r.path)
+		return e.appendChildrenOps(dst, r.path)
 	}
-	return e.statOps(r.path)
+	return e.appendStatOps(dst, r.path)
 }
 
 // groupRead queues r for the reader and waits for its answer, or for ctx.
@@ -84,21 +84,23 @@ func (e *Center) readLoop(ctx context.Context) {
 			}
 		}
 		group = append(group[:0], next)
-		ops = append(ops[:0], e.watchReadOps(next)...)
+		ops = e.appendReadOps(ops[:0], next)
 		size := opsBytes(ops)
 		next = nil
 	fill:
 		for {
 			select {
 			case r := <-e.reads:
-				rops := e.watchReadOps(r)
-				if len(ops)+len(rops) > etcdReadBatch || size+opsBytes(rops) > maxReadGroupBytes {
+				n := len(ops)
+				ops = e.appendReadOps(ops, r)
+				if len(ops) > etcdReadBatch || size+opsBytes(ops[n:]) > maxReadGroupBytes {
+					clear(ops[n:])
+					ops = ops[:n]
 					next = r
 					break fill
 				}
 				group = append(group, r)
-				ops = append(ops, rops...)
-				size += opsBytes(rops)
+				size += opsBytes(ops[n:])
 			default:
 				break fill
 			}
