@@ -89,6 +89,7 @@ type Center struct {
 	root string // "/shop"
 	pfx  string // "/shop/"
 	cli  *clientv3.Client
+	kv   clientv3.KV // cli's, but for the compares of write transactions (commit, txn.go)
 	log  *slog.Logger
 
 	epoch     time.Time
@@ -107,6 +108,7 @@ type Center struct {
 
 	watches  *backend.WatchTable[etcdTask] // the watches and the dispatcher's queue (watch.go)
 	startRev int64                         // where the namespace watch starts
+	reads    chan *watchRead               // WatchNow's reads, for the reader (readgroup.go)
 
 	// Test hooks (export_test.go).
 	keepAliveOff atomic.Bool
@@ -233,10 +235,12 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		root:       "/" + cfg.Namespace,
 		pfx:        "/" + cfg.Namespace + "/",
 		cli:        cli,
+		kv:         clientv3.NewKVFromKVClient(compareKV{clientv3.RetryKVClient(cli)}, cli),
 		log:        logger.With("component", "regcenter", "backend", "etcd"),
 		epoch:      time.Now(),
 		watches:    backend.NewWatchTable[etcdTask](),
 		watchKick:  make(chan struct{}, 1),
+		reads:      make(chan *watchRead),
 		leaseDoubt: make(chan struct{}, 1),
 		group:      startstop.New(ctx),
 	}
@@ -299,7 +303,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 	}
 	e.startRev = rev + 1
 	// A new group refuses nothing; were it to, Close stops what started.
-	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.Run), e.group.Go(e.watchLoop)); err != nil {
+	if err := errors.Join(e.group.Go(e.keepAliveLoop), e.group.Go(e.watchdog), e.group.Go(e.sessions.Run), e.group.Go(e.watchLoop), e.group.Go(e.readLoop)); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
 	return e, nil
@@ -395,16 +399,33 @@ func depth(p string) int {
 
 func parentOf(p string) string { return path.Dir(p) }
 
-func (e *Center) nodeKey(p string) string {
-	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)) + p
-}
+func (e *Center) nodeKey(p string) string { return e.depthKey(depth(p), p, "") }
 
 // childPrefix is the prefix of the keys of p's direct children.
 func (e *Center) childPrefix(p string) string {
 	if p == "/" {
 		return e.pfx + "n/001/"
 	}
-	return e.pfx + "n/" + fmt.Sprintf("%03d", depth(p)+1) + p + "/"
+	return e.depthKey(depth(p)+1, p, "/")
+}
+
+// depthKey is pfx "n/" d p tail, d in three digits (at least), in one
+// allocation: every request names keys this way, thousands in a large
+// transaction.
+func (e *Center) depthKey(d int, p, tail string) string {
+	if d < 0 || d > 999 {
+		return e.pfx + "n/" + fmt.Sprintf("%03d", d) + p + tail
+	}
+	var b strings.Builder
+	b.Grow(len(e.pfx) + 5 + len(p) + len(tail))
+	b.WriteString(e.pfx)
+	b.WriteString("n/")
+	b.WriteByte(byte('0' + d/100))
+	b.WriteByte(byte('0' + d/10%10))
+	b.WriteByte(byte('0' + d%10))
+	b.WriteString(p)
+	b.WriteString(tail)
+	return b.String()
 }
 
 // metaKey is the key of p's creation time and children version.
@@ -822,13 +843,15 @@ func translateEtcd(err error) error {
 
 // statOps reads what a node's Stat needs: the node, its meta key, its
 // number of children.
-func (e *Center) statOps(p string) []clientv3.Op {
+func (e *Center) statOps(p string) []clientv3.Op { return e.appendStatOps(nil, p) }
+
+// appendStatOps appends statOps(p) to dst.
+func (e *Center) appendStatOps(dst []clientv3.Op, p string) []clientv3.Op {
 	cp := e.childPrefix(p)
-	return []clientv3.Op{
+	return append(dst,
 		clientv3.OpGet(e.nodeKey(p)),
 		clientv3.OpGet(e.metaKey(p)),
-		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	}
+		clientv3.OpGet(cp, clientv3.WithPrefix(), clientv3.WithCountOnly()))
 }
 
 // statOf builds a Stat from the three answers of statOps (starting at
@@ -908,11 +931,13 @@ func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 }
 
 // childrenOps reads whether p exists and its children's keys.
-func (e *Center) childrenOps(p string) []clientv3.Op {
-	return []clientv3.Op{
+func (e *Center) childrenOps(p string) []clientv3.Op { return e.appendChildrenOps(nil, p) }
+
+// appendChildrenOps appends childrenOps(p) to dst.
+func (e *Center) appendChildrenOps(dst []clientv3.Op, p string) []clientv3.Op {
+	return append(dst,
 		clientv3.OpGet(e.nodeKey(p), clientv3.WithCountOnly()),
-		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-	}
+		clientv3.OpGet(e.childPrefix(p), clientv3.WithPrefix(), clientv3.WithKeysOnly()))
 }
 
 func (e *Center) childNames(p string, r *etcdRange) []string {

@@ -36,43 +36,24 @@ func (e *Center) Watch(p string, kind regcenter.WatchKind, fn func(regcenter.Eve
 	return cancel
 }
 
-// WatchNow registers a persistent watch and reads the state it watches in
-// the caller's goroutine (see Center.WatchNow). The subscription is in
-// place before the read, and the namespace watch delivers every change
-// after it, so nothing between the read and the next event is missed.
+// WatchNow registers a persistent watch and reads the state it watches
+// (see Center.WatchNow), in one transaction with the reads of other
+// WatchNow calls waiting then (readgroup.go). The subscription is in place
+// before the read, and the namespace watch delivers every change after it,
+// so nothing between the read and the next event is missed.
 func (e *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKind, fn func(regcenter.Event)) (regcenter.WatchState, func(), error) {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return regcenter.WatchState{}, func() {}, err
 	}
-	_, sub, cancel := e.watches.Subscribe(backend.WatchKey{Path: cp, Kind: kind}, fn)
-	var st regcenter.WatchState
-	err = e.do(ctx, &e.counters.Watches, func(ctx context.Context) error {
-		ops := e.statOps(cp)
-		if kind == regcenter.WatchChildren {
-			ops = e.childrenOps(cp)
-		}
-		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
-		if err != nil {
-			return err
-		}
-		rs := ranges(resp)
-		if kind == regcenter.WatchChildren {
-			if rs[0].count > 0 {
-				st = regcenter.WatchState{Exists: true, Children: e.childNames(cp, rs[1])}
-			}
-			return nil
-		}
-		if _, s, ok := statOf(rs); ok {
-			st = regcenter.WatchState{Exists: true, Stat: s}
-		}
-		return nil
-	})
-	if err != nil {
-		e.enqueue(etcdTask{key: backend.WatchKey{Path: cp, Kind: kind}, sub: sub})
+	key := backend.WatchKey{Path: cp, Kind: kind}
+	_, sub, cancel := e.watches.Subscribe(key, fn)
+	r := &watchRead{path: cp, children: kind == regcenter.WatchChildren}
+	if err := e.groupRead(ctx, r); err != nil {
+		e.enqueue(etcdTask{key: key, sub: sub})
 		return regcenter.WatchState{}, cancel, backend.WrapPath("watch", p, err)
 	}
-	return st, cancel, nil
+	return r.st, cancel, nil
 }
 
 // WatchCount returns the number of watches registered (one per node and

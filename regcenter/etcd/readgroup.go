@@ -1,0 +1,155 @@
+package etcd
+
+import (
+	"context"
+
+	"github.com/shardjob/shardjob/regcenter"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The first reads of WatchNow go in groups. A scheduler starting thousands
+// of jobs arms two watches for each, side by side, and each watch reads
+// its node's state once: one transaction per read cost the client and the
+// member a gRPC call each, more than the read itself. So one goroutine of
+// the center sends them: it takes the first read waiting and every other
+// read queued by then, up to what one transaction may hold, and asks for
+// all of them in one read-only transaction, so at one revision. A read
+// that finds nothing else waiting goes at once, alone: a lone WatchNow
+// pays no wait.
+
+// Bounds of one group: etcd's default --max-txn-ops is 128 (etcdReadBatch
+// keeps below it), and the ranges' keys stay far below its request limit.
+const maxReadGroupBytes = 256 << 10
+
+// watchRead is one WatchNow read and, once done is closed, its answer.
+type watchRead struct {
+	path     string // clean
+	children bool
+
+	st   regcenter.WatchState
+	err  error
+	done chan struct{}
+}
+
+// appendReadOps appends the ranges that read r's state to dst.
+func (e *Center) appendReadOps(dst []clientv3.Op, r *watchRead) []clientv3.Op {
+	if r.children {
+		return e.appendChildrenOps(dst, r.path)
+	}
+	return e.appendStatOps(dst, r.path)
+}
+
+// groupRead queues r for the reader and waits for its answer, or for ctx.
+// An answer that comes after ctx ended is dropped.
+func (e *Center) groupRead(ctx context.Context, r *watchRead) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.done = make(chan struct{})
+	select {
+	case e.reads <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.done:
+		return regcenter.ErrClosed
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// readLoop is the reader: it sends the queued reads in groups until ctx
+// ends, then answers the reads still queued with ErrClosed.
+func (e *Center) readLoop(ctx context.Context) {
+	var group []*watchRead
+	var ops []clientv3.Op
+	var next *watchRead // taken, but over the bounds of the group before it
+	for {
+		if next == nil {
+			select {
+			case <-ctx.Done():
+				for {
+					select {
+					case r := <-e.reads:
+						r.err = regcenter.ErrClosed
+						close(r.done)
+					default:
+						return
+					}
+				}
+			case next = <-e.reads:
+			}
+		}
+		group = append(group[:0], next)
+		ops = e.appendReadOps(ops[:0], next)
+		size := opsBytes(ops)
+		next = nil
+	fill:
+		for {
+			select {
+			case r := <-e.reads:
+				n := len(ops)
+				ops = e.appendReadOps(ops, r)
+				if len(ops) > etcdReadBatch || size+opsBytes(ops[n:]) > maxReadGroupBytes {
+					clear(ops[n:])
+					ops = ops[:n]
+					next = r
+					break fill
+				}
+				group = append(group, r)
+				size += opsBytes(ops[n:])
+			default:
+				break fill
+			}
+		}
+		e.readGroup(ctx, group, ops)
+		clear(group)
+		clear(ops)
+	}
+}
+
+// opsBytes is about what ops add to a request.
+func opsBytes(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		n += len(op.KeyBytes()) + len(op.RangeBytes()) + 16
+	}
+	return n
+}
+
+// readGroup reads the state of every read of group (whose ranges are ops,
+// in order) in one transaction, and answers each.
+func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []clientv3.Op) {
+	var rs []*etcdRange
+	err := e.do(ctx, &e.counters.Watches, func(ctx context.Context) error {
+		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return err
+		}
+		rs = ranges(resp)
+		return nil
+	})
+	if err == nil && len(rs) != len(ops) {
+		err = regcenter.ErrConnectionLoss // not what was asked: nothing is known
+	}
+	for _, r := range group {
+		switch {
+		case err != nil:
+			r.err = err
+		case r.children:
+			if rs[0].count > 0 {
+				r.st = regcenter.WatchState{Exists: true, Children: e.childNames(r.path, rs[1])}
+			}
+			rs = rs[2:]
+		default:
+			if _, s, ok := statOf(rs); ok {
+				r.st = regcenter.WatchState{Exists: true, Stat: s}
+			}
+			rs = rs[3:]
+		}
+		close(r.done)
+	}
+}
