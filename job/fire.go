@@ -52,7 +52,12 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 // waits for the turns before it to be over (await) before it takes the
 // mutex; the mutex also keeps a catch-up (hold) apart from the fires. The
 // make-up runs of fires missed while down and of debts (runOwed) take
-// turns too, after the fires dispatched before them.
+// turns too, after the fires dispatched before them that are due
+// (awaitDue): a fire dispatched ahead of its time and waiting for it
+// (untilClaim, nap) is not one of them. A debt left by a run that ended
+// just before the next fire's time is made up then, through the fires
+// due within the lead, and is not held until that fire's time, where a
+// starting deadline could drop it.
 type fireOrder struct {
 	mu sync.Mutex
 
@@ -60,7 +65,9 @@ type fireOrder struct {
 	last  uint64     // the latest turn given
 	// waiting are the turns given and not over, in order.
 	waiting []uint64
-	// moved is closed when the first of waiting is over (nil: nobody
+	// napping are the turns of fires waiting for their time (nap).
+	napping map[uint64]bool
+	// moved is closed when a turn is over or starts to nap (nil: nobody
 	// waits for that).
 	moved chan struct{}
 }
@@ -84,9 +91,19 @@ func (o *fireOrder) enter() uint64 {
 // await waits until every turn before turn is over, or stop is closed.
 // Turn 0 waits for none (a fire called without one).
 func (o *fireOrder) await(turn uint64, stop <-chan struct{}) {
+	o.wait(turn, false, stop)
+}
+
+// awaitDue is await for a make-up run: it waits for the turns before
+// turn that are due, and passes those napping (waiting for their time).
+func (o *fireOrder) awaitDue(turn uint64, stop <-chan struct{}) {
+	o.wait(turn, true, stop)
+}
+
+func (o *fireOrder) wait(turn uint64, passNapping bool, stop <-chan struct{}) {
 	for {
 		o.turns.Lock()
-		if turn == 0 || len(o.waiting) == 0 || o.waiting[0] >= turn {
+		if o.clearLocked(turn, passNapping) {
 			o.turns.Unlock()
 			return
 		}
@@ -103,6 +120,39 @@ func (o *fireOrder) await(turn uint64, stop <-chan struct{}) {
 	}
 }
 
+// clearLocked reports whether no turn before turn stands in its way.
+func (o *fireOrder) clearLocked(turn uint64, passNapping bool) bool {
+	for _, t := range o.waiting {
+		if turn == 0 || t >= turn {
+			return true
+		}
+		if !passNapping || !o.napping[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// nap marks turn's fire as waiting for its time, until wake is called:
+// make-up runs pass it (awaitDue) meanwhile.
+func (o *fireOrder) nap(turn uint64) (wake func()) {
+	if turn == 0 {
+		return func() {}
+	}
+	o.turns.Lock()
+	if o.napping == nil {
+		o.napping = map[uint64]bool{}
+	}
+	o.napping[turn] = true
+	o.movedLocked()
+	o.turns.Unlock()
+	return func() {
+		o.turns.Lock()
+		delete(o.napping, turn)
+		o.turns.Unlock()
+	}
+}
+
 // leave ends turn: the fire has reserved its items, or gave up its turn
 // without reserving any. Ending a turn again does nothing.
 func (o *fireOrder) leave(turn uint64) {
@@ -113,7 +163,13 @@ func (o *fireOrder) leave(turn uint64) {
 		return
 	}
 	o.waiting = slices.Delete(o.waiting, i, i+1)
-	if i == 0 && o.moved != nil {
+	delete(o.napping, turn)
+	o.movedLocked()
+}
+
+// movedLocked wakes the waiters of await and awaitDue.
+func (o *fireOrder) movedLocked() {
+	if o.moved != nil {
 		close(o.moved)
 		o.moved = nil
 	}

@@ -169,7 +169,7 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 func (r *runner) takeDebtsInTurn(sess *regcenter.Session, cfg *spec, tried map[int]bool) (map[time.Time][]int, bool) {
 	turn := r.order.enter()
 	defer r.order.leave(turn)
-	r.order.await(turn, r.ctx.life.Done())
+	r.order.awaitDue(turn, r.ctx.life.Done())
 	release := r.order.hold()
 	defer release()
 	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)

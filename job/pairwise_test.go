@@ -554,7 +554,11 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 			met = len(c.overlapping()) > 0
 		}
 		if !met {
-			t.Errorf("%s: overlap %s never met a busy item (%d runs for %d fires)", p.cfg.Name, p.cfg.Overlap, len(c.runs), kept)
+			runs := make([]string, 0, len(c.runs))
+			for _, r := range c.runs {
+				runs = append(runs, r.String())
+			}
+			t.Errorf("%s: overlap %s never met a busy item (%d runs for %d fires):\n\t%s", p.cfg.Name, p.cfg.Overlap, len(c.runs), kept, strings.Join(runs, "\n\t"))
 		}
 	}
 	t.Logf("fires dropped by a documented rule: %v", dropsBy)

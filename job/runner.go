@@ -142,7 +142,7 @@ func (r *runner) goFire(at time.Time) {
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
-		if !r.untilClaim(at) {
+		if !r.untilClaim(at, turn) {
 			return
 		}
 		r.fireInTurn(at, skipped, turn)
@@ -178,15 +178,20 @@ func (r *runner) skippedBefore(at time.Time) time.Time {
 // running or owed here, no fire skipped — at once or as soon as the items
 // of the previous fire are released, and otherwise at the fire's time, as
 // without a lead; so that items still busy with the previous fire are not
-// found busy and owed a make-up run only because the fire came early. It
+// found busy and owed a make-up run only because the fire came early.
+// While it waits, its turn of the fire order naps: a debt's make-up run
+// (runOwed) goes first, through the fires due within the lead. It
 // returns false if the runner stops meanwhile.
-func (r *runner) untilClaim(at time.Time) bool {
+func (r *runner) untilClaim(at time.Time, turn uint64) bool {
 	for at.After(r.s.opts.now()) {
 		steady, idle := r.book.SteadyOrIdle() // idle: closed when the items running here are released
 		if steady {
 			return true
 		}
-		if !r.sleepUntil(at, idle) {
+		wake := r.order.nap(turn)
+		slept := r.sleepUntil(at, idle)
+		wake()
+		if !slept {
 			return false
 		}
 	}
@@ -298,7 +303,7 @@ func (r *runner) setNecessary(ctx context.Context) {
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
 	turn := r.order.enter()
 	defer r.order.leave(turn)
-	r.order.await(turn, r.ctx.life.Done())
+	r.order.awaitDue(turn, r.ctx.life.Done())
 	// Released once: when the run has reserved its items, or as it
 	// returns (fireAssigned does not on every path). Every call is on
 	// this goroutine.
