@@ -1,7 +1,6 @@
 package jobhttp
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -31,24 +32,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// syncBuffer is a log destination safe for the handler's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimSpace(b.buf.String()), "\n")
-}
-
 // countOf returns the refused=N of a count line, or 1 for a line that
 // reports one refusal.
 func countOf(t *testing.T, line string) int {
@@ -67,7 +50,7 @@ func countOf(t *testing.T, line string) int {
 // per request, and the lines account for every refusal; another kind of
 // refusal is written on its own.
 func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	// No request here reaches the registry center: each is refused by
 	// the guard or the token check first.
@@ -106,7 +89,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 			t.Fatalf("a request without the token got %d", c)
 		}
 	}
-	if got := out.lines(); len(got) != 1 || !strings.Contains(got[0], "operation refused: missing or wrong token") {
+	if got := out.Lines(); len(got) != 1 || !strings.Contains(got[0], "operation refused: missing or wrong token") {
 		t.Fatalf("after %d refusals within the interval, the log has %d lines:\n%s", flood, len(got), strings.Join(got, "\n"))
 	}
 
@@ -114,7 +97,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/jobs/report/trigger", nil)
 	r.Header.Set("Sec-Fetch-Site", "cross-site")
 	g.ServeHTTP(httptest.NewRecorder(), r)
-	if got := out.lines(); len(got) != 2 || !strings.Contains(got[1], refusedCrossOrigin) {
+	if got := out.Lines(); len(got) != 2 || !strings.Contains(got[1], refusedCrossOrigin) {
 		t.Fatalf("a cross-origin refusal was not written:\n%s", strings.Join(got, "\n"))
 	}
 
@@ -122,7 +105,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	// those not written; that request, refused too, starts the next count.
 	clock.Advance(refusalInterval)
 	post("")
-	got := out.lines()
+	got := out.Lines()
 	if len(got) != 3 || !strings.Contains(got[2], "refused 999 requests in the last 10s: operation refused: missing or wrong token") ||
 		!strings.Contains(got[2], "latest.path=/jobs/report/trigger") {
 		t.Fatalf("the count line is missing or wrong:\n%s", strings.Join(got, "\n"))
@@ -135,7 +118,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	}
 	clock.Advance(refusalInterval + 2*time.Second)
 	g.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/console/", nil))
-	got = out.lines()
+	got = out.Lines()
 	if len(got) != 4 || !strings.Contains(got[3], "refused 6 requests in the last 12s") {
 		t.Fatalf("the count of a burst that stopped is missing:\n%s", strings.Join(got, "\n"))
 	}
@@ -151,7 +134,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	// Nothing is left waiting, and a quiet interval writes nothing more.
 	clock.Advance(time.Hour)
 	g.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/console/", nil))
-	if n := len(out.lines()); n != 4 || g.h.refusals.Pending() != 0 {
+	if n := len(out.Lines()); n != 4 || g.h.refusals.Pending() != 0 {
 		t.Errorf("%d lines, %d pending after a quiet hour", n, g.h.refusals.Pending())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -110,7 +111,7 @@ func TestKubernetesExampleRuns(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { done <- runFileCtx(ctx, args[1:], io.Discard, &stderr) }() // owned here: ends at cancel
 	deadline := time.After(time.Minute)

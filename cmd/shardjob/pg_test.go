@@ -13,6 +13,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/admin"
 	"github.com/shardjob/shardjob/internal/testing/pgtest"
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 )
 
@@ -140,7 +141,7 @@ func TestPostgresFlagAndEnvironment(t *testing.T) {
 		{[]string{"--pg", pgURL, "--embedded", dir, file}, []string{"--embedded", "--pg", "not both"}},
 		{[]string{"--pg", "mysql://db.example/jobs", file}, []string{"--pg:", `no registry for scheme "mysql"`}},
 	} {
-		var out, errb syncBuffer
+		var out, errb testlog.Buffer
 		code := runFileCtx(context.Background(), c.args, &out, &errb)
 		for _, s := range c.say {
 			if code != exitUsage || !strings.Contains(errb.String(), s) {
@@ -224,7 +225,7 @@ jobs:
 `, newNamespace(), ran))
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { // owned here: ends when runCtx is cancelled below
 		done <- runFileCtx(runCtx, []string{"--pg", dbURL, "--server-id", "pg-run", "--state-dir", filepath.Join(dir, "state"), path}, &stdout, &stderr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,33 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/jobfile"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func writeJobsFile(t *testing.T, body string) string {
 	t.Helper()
@@ -62,7 +43,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{"bad flag", []string{"--shutdown-timeout", "0s", "x.yaml"}, "must be positive"},
 		{"follow-scripts alone", []string{"--follow-scripts", "x.yaml"}, "--follow-scripts needs --follow"},
 	} {
-		var out, errb syncBuffer
+		var out, errb testlog.Buffer
 		code := runFileCtx(context.Background(), c.args, &out, &errb)
 		if code != exitUsage || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.name, code, errb.String(), exitUsage, c.want)
@@ -87,7 +68,7 @@ jobs:
 `, strings.Join(zc.Servers(), ","), newNamespace(), out))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { // owned here: ends when ctx is cancelled below
 		done <- runFileCtx(ctx, []string{"--server-id", "cli-run", "--state-dir", filepath.Join(dir, "state"), path}, &stdout, &stderr)
@@ -126,7 +107,7 @@ func TestRunFollowRunsADefinedJob(t *testing.T) {
 	path := writeJobsFile(t, fmt.Sprintf("regcenter:\n  servers: [%s]\n  namespace: %s\njobs: []\n", strings.Join(zc.Servers(), ","), ns))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { // owned here: ends when ctx is cancelled below
 		done <- runFileCtx(ctx, []string{"--server-id", "cli-follow", "--follow", path}, &stdout, &stderr)
@@ -208,13 +189,13 @@ jobs:
 	ids := []string{"emb-one", "emb-two"}
 	var cancels [2]context.CancelFunc
 	var dones [2]chan int
-	var stderr [2]syncBuffer
+	var stderr [2]testlog.Buffer
 	for i, id := range ids {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		cancels[i], dones[i] = cancel, make(chan int, 1)
 		go func() { // owned here: ends when ctx is cancelled below
-			var stdout syncBuffer
+			var stdout testlog.Buffer
 			dones[i] <- runFileCtx(ctx, []string{"--embedded", member, "--server-id", id, "--state-dir", filepath.Join(dir, id), path}, &stdout, &stderr[i])
 		}()
 		if i == 0 { // the first hosts; the second finds it serving

@@ -18,6 +18,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/shardjob/shardjob/internal/testing/testlog"
 	"github.com/shardjob/shardjob/job"
 )
 
@@ -167,7 +168,7 @@ func runTraced(t *testing.T, tracing string, runs int) ([]string, string) {
 `, strings.Join(zc.Servers(), ","), newNamespace(), tracing, out))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { // owned here: ends when ctx is cancelled below
 		done <- runFileCtx(ctx, []string{"--server-id", "cli-trace", "--state-dir", filepath.Join(dir, "state"), path}, &stdout, &stderr)
@@ -321,7 +322,7 @@ jobs:
 `, strings.Join(zc.Servers(), ","), newNamespace()))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testlog.Buffer
 	done := make(chan int, 1)
 	go func() { // owned here: ends when ctx is cancelled below
 		done <- runFileCtx(ctx, []string{"--server-id", "cli-stdout", "--state-dir", filepath.Join(dir, "state"), path}, &stdout, &stderr)

@@ -51,3 +51,9 @@ func (l *Buffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Lines returns what was written so far, one element per line, without
+// the trailing newline.
+func (l *Buffer) Lines() []string {
+	return strings.Split(strings.TrimSpace(l.String()), "\n")
+}
