@@ -288,6 +288,38 @@ func (k *SessionKeeper) Wakeups() <-chan struct{} { return k.h.wakeups() }
 // Wake sends on Wakeups, without blocking.
 func (k *SessionKeeper) Wake() { k.h.wake() }
 
+// WatchLease ends the current session when its lease lapses on the
+// keeper's clock (Lapse, naming the silence what), whether or not a
+// renewal is still outstanding; leaseLeft says how long the lease has
+// left. It looks again when the lease would run out, at least every
+// second while no session is live, and at every Wakeups, until ctx ends.
+// The center runs it on a goroutine of its own.
+func (k *SessionKeeper) WatchLease(ctx context.Context, leaseLeft func() time.Duration, what string) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s := k.Current()
+		wait := time.Second
+		if s.Err() == nil {
+			if left := leaseLeft(); left <= 0 {
+				k.Lapse(s, what)
+			} else {
+				wait = left
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.Wakeups():
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		}
+	}
+}
+
 // Run delivers session events to the subscribers until ctx ends. The
 // center runs it on a goroutine of its own.
 func (k *SessionKeeper) Run(ctx context.Context) { k.h.notifyLoop(ctx) }

@@ -582,33 +582,11 @@ func (e *Center) grantNew(ctx context.Context) bool {
 	return true
 }
 
-// watchdog ends the session when its fencing lease lapses on the monotonic
-// clock, whether or not a keepalive is still outstanding. It ends with
+// watchdog ends the session when its fencing lease lapses on the
+// monotonic clock, whether or not a renewal is outstanding. It ends with
 // ctx.
 func (e *Center) watchdog(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		s := e.sessions.Current()
-		wait := time.Second
-		if s.Err() == nil {
-			if left := e.leaseLeft(); left <= 0 {
-				e.sessions.Lapse(s, "no keepalive answered by etcd")
-			} else {
-				wait = left
-			}
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.sessions.Wakeups():
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
-		}
-	}
+	e.sessions.WatchLease(ctx, e.leaseLeft, "no keepalive answered by etcd")
 }
 
 // Session returns the current session.

@@ -558,31 +558,10 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 }
 
 // watchdog ends the session when its fencing lease lapses on the
-// monotonic clock, whether or not a heartbeat is outstanding.
+// monotonic clock, whether or not a renewal is outstanding. It ends with
+// ctx.
 func (c *Center) watchdog(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		s := c.sessions.Current()
-		wait := time.Second
-		if s.Err() == nil {
-			if left := c.LeaseLeft(); left <= 0 {
-				c.sessions.Lapse(s, "no heartbeat answered by PostgreSQL")
-			} else {
-				wait = left
-			}
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.sessions.Wakeups():
-			if !timer.Stop() {
-				<-timer.C
-			}
-		case <-timer.C:
-		}
-	}
+	c.sessions.WatchLease(ctx, c.LeaseLeft, "no heartbeat answered by PostgreSQL")
 }
 
 // Session returns the current session.
