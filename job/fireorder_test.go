@@ -433,3 +433,56 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestAMakeUpRunPassesAFireWaitingForItsTime: a make-up run's turn
+// (awaitDue) waits for the turns before it that are due, and passes one
+// that naps — a fire dispatched ahead of its time, waiting for it — while
+// a scheduled fire's turn (await) still waits for it. A buffer-one run
+// that ended in the lead before the next fire waited for that fire's
+// time, where a starting deadline of one interval dropped it.
+func TestAMakeUpRunPassesAFireWaitingForItsTime(t *testing.T) {
+	var o fireOrder
+	due, napping := o.enter(), o.enter()
+	wake := o.nap(napping)
+	makeUp, fire := o.enter(), o.enter()
+
+	passed := make(chan struct{})
+	go func() {
+		o.awaitDue(makeUp, nil)
+		close(passed)
+	}()
+	select {
+	case <-passed:
+		t.Fatal("the make-up run passed a due fire's turn")
+	case <-time.After(50 * time.Millisecond):
+	}
+	o.leave(due)
+	select {
+	case <-passed: // the napping fire's turn does not hold it
+	case <-time.After(time.Minute):
+		t.Fatal("the make-up run waited for a fire that naps")
+	}
+
+	firePassed := make(chan struct{})
+	go func() {
+		o.await(fire, nil)
+		close(firePassed)
+	}()
+	o.leave(makeUp)
+	select {
+	case <-firePassed:
+		t.Fatal("a scheduled fire passed a turn before it that naps")
+	case <-time.After(50 * time.Millisecond):
+	}
+	wake()
+	o.leave(napping)
+	select {
+	case <-firePassed:
+	case <-time.After(time.Minute):
+		t.Fatal("the fire waited for a turn that is over")
+	}
+	if len(o.waiting) != 1 || len(o.napping) != 0 {
+		t.Fatalf("turns left: waiting %v, napping %v", o.waiting, o.napping)
+	}
+	o.leave(fire)
+}

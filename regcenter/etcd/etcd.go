@@ -1056,31 +1056,12 @@ func (e *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	if err := backend.CheckMultiSize(backend.MaxNodeBytes(e.cfg), ops); err != nil {
 		return err
 	}
-	clean := make([]regcenter.Op, len(ops))
-	for i, op := range ops {
-		cp, err := cleanPath(backend.OpPath(op))
-		if err != nil {
-			return &regcenter.MultiError{Index: i, Op: op, Err: err}
-		}
-		switch o := op.(type) {
-		case regcenter.CreateOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.SetOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.DeleteOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.CheckOp:
-			o.Path = cp
-			clean[i] = o
-		default:
-			return fmt.Errorf("regcenter: unknown op %T", op)
-		}
+	clean, err := backend.CleanOps(ops, cleanPath)
+	if err != nil {
+		return err
 	}
 	e.counters.CountWriteOps(ops)
-	_, err := e.txn(ctx, &e.counters.Multis, clean, nil)
+	_, err = e.txn(ctx, &e.counters.Multis, clean, nil)
 	if err != nil {
 		var me *regcenter.MultiError
 		if errors.As(err, &me) {

@@ -1032,46 +1032,16 @@ func (c *Center) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	if err := backend.CheckMultiSize(backend.MaxNodeBytes(c.cfg), ops); err != nil {
 		return err
 	}
-	clean := make([]regcenter.Op, len(ops))
-	for i, op := range ops {
-		var p string
-		switch o := op.(type) {
-		case regcenter.CreateOp:
-			p = o.Path
-		case regcenter.SetOp:
-			p = o.Path
-		case regcenter.DeleteOp:
-			p = o.Path
-		case regcenter.CheckOp:
-			p = o.Path
-		default:
-			return fmt.Errorf("regcenter: unknown op %T", op)
-		}
-		cp, err := backend.CleanPath(p)
-		if err != nil {
-			return &regcenter.MultiError{Index: i, Op: op, Err: err}
-		}
-		switch o := op.(type) {
-		case regcenter.CreateOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.SetOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.DeleteOp:
-			o.Path = cp
-			clean[i] = o
-		case regcenter.CheckOp:
-			o.Path = cp
-			clean[i] = o
-		}
+	clean, err := backend.CleanOps(ops, backend.CleanPath)
+	if err != nil {
+		return err
 	}
 	for _, op := range ops {
 		if _, check := op.(regcenter.CheckOp); !check {
 			c.counters.multiWrites.Add(1)
 		}
 	}
-	_, err := c.write(ctx, &c.counters.multis, false, clean)
+	_, err = c.write(ctx, &c.counters.multis, false, clean)
 	if err != nil {
 		var f *opFailure
 		if errors.As(err, &f) && f.index >= 0 && f.index < len(ops) {

@@ -75,3 +75,30 @@ func OpPath(op regcenter.Op) string {
 	}
 	return ""
 }
+
+// CleanOps returns ops with each path made canonical by clean (CleanPath,
+// or a center's stricter form of it), for a Multi to send. A path clean
+// refuses is a *regcenter.MultiError naming its op, as the caller wrote
+// it; an op of a type it does not know is an error too.
+func CleanOps(ops []regcenter.Op, clean func(string) (string, error)) ([]regcenter.Op, error) {
+	out := make([]regcenter.Op, len(ops))
+	for i, op := range ops {
+		cp, err := clean(OpPath(op))
+		switch o := op.(type) {
+		case regcenter.CreateOp:
+			o.Path, out[i] = cp, o
+		case regcenter.SetOp:
+			o.Path, out[i] = cp, o
+		case regcenter.DeleteOp:
+			o.Path, out[i] = cp, o
+		case regcenter.CheckOp:
+			o.Path, out[i] = cp, o
+		default:
+			return nil, fmt.Errorf("regcenter: unknown op %T", op)
+		}
+		if err != nil {
+			return nil, &regcenter.MultiError{Index: i, Op: op, Err: err}
+		}
+	}
+	return out, nil
+}
