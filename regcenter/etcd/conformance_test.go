@@ -15,8 +15,10 @@ import (
 
 // etcdSessionTimeout is the lease TTL of the etcd centers the tests make:
 // short, so that a lost lease is noticed within seconds, and long enough
-// for a loaded machine running -race.
-const etcdSessionTimeout = 4 * time.Second
+// for a loaded machine running -race (at 4 s, a third of it for the
+// keepalive to be answered, a create was abandoned with the session on a
+// machine running three race builds).
+const etcdSessionTimeout = 10 * time.Second
 
 // TestEtcdConformance runs the conformance suite every Center must pass
 // against etcd, on a member of its own (the suite restarts it).
