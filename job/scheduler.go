@@ -495,7 +495,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	for _, r := range runners {
 		s.trig.Remove(r.name)
 	}
-	var errs []error
+	var stopped jobErrors
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, r := range runners {
@@ -504,12 +504,16 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 			defer wg.Done()
 			if err := r.stop(ctx); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("job %q: %w", r.name, err))
+				stopped.add(r.name, err)
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
+	var errs []error
+	if err := stopped.err(); err != nil {
+		errs = append(errs, err)
+	}
 	s.work.Close(ctx) // what outlives ctx, stop reported: runs that ignore their context
 	if s.journal != nil {
 		// Every job has written its records: the journal says nothing
