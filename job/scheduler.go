@@ -482,7 +482,9 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 // within ctx's deadline and half a second, whatever the registry does:
 // with the registry gone, what could not be written is left to the
 // session's expiry. With no deadline on ctx, the cleanup's registry calls
-// are bounded by the session timeout. It is safe to call more than once.
+// are bounded by the session timeout. Jobs that failed alike are one line
+// of the error; [JobsNotStopped] names them all. It is safe to call more
+// than once.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.state == stateClosed {

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -75,3 +76,14 @@ func (e *jobErrors) Error() string {
 
 // Unwrap returns every job's error.
 func (e *jobErrors) Unwrap() []error { return e.errs }
+
+// JobsNotStopped returns the names of the jobs that did not stop cleanly,
+// according to err, an error [Scheduler.Shutdown] returned (none if it
+// is nil or says nothing of jobs).
+func JobsNotStopped(err error) []string {
+	var e *jobErrors
+	if !errors.As(err, &e) {
+		return nil
+	}
+	return slices.Clone(e.jobs)
+}

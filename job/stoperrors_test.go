@@ -30,6 +30,9 @@ func TestShutdownErrorsSayEachFailureOnce(t *testing.T) {
 	if !errors.Is(e.err(), context.DeadlineExceeded) {
 		t.Fatal("a job's error is not found by errors.Is")
 	}
+	if got := JobsNotStopped(errors.Join(e.err(), errors.New("the scheduler's background work"))); len(got) != 9 || got[8] != "odd" {
+		t.Fatalf("JobsNotStopped: %v", got)
+	}
 	if n := len(e.Unwrap()); n != 9 || !strings.HasPrefix(e.Unwrap()[8].Error(), `job "odd": `) {
 		t.Fatalf("unwrapped: %d errors, the last %v", n, e.Unwrap()[8])
 	}

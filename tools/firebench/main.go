@@ -88,6 +88,7 @@ type config struct {
 	regIdle      time.Duration
 	regDeadline  time.Duration
 	regProfile   string
+	stopProfile  string
 	regSettle    time.Duration
 
 	registries  []string // -registry: each measurement runs on each, in turn
@@ -143,6 +144,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.regIdle, "reg-idle", 15*time.Second, "-register: idle window after Start")
 	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
+	fs.StringVar(&c.stopProfile, "reg-stop-cpuprofile", "", "-register: write this process's CPU profile of the Shutdown to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
 	fs.StringVar(&registries, "registry", regZooKeeper, "the registries every measurement runs on, comma-separated, in turn: zookeeper (one standalone server), etcd (one member, in a process of its own), embedded (the embedded default, its member hosted by a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together); with more than one, a last table puts their summaries side by side")

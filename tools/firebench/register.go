@@ -90,11 +90,27 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		t := time.Now()
+		if b.cfg.stopProfile != "" {
+			if f, err := os.Create(b.cfg.stopProfile); err != nil {
+				b.log.Warn("shutdown profile", "err", err)
+			} else if err := pprof.StartCPUProfile(f); err != nil {
+				b.log.Warn("shutdown profile", "err", err)
+			} else {
+				defer f.Close()
+				defer pprof.StopCPUProfile()
+			}
+		}
+		t, sh0 := time.Now(), rc.Stats()
+		failed := 0
 		if err := s.Shutdown(sctx); err != nil {
+			failed = len(job.JobsNotStopped(err))
 			b.log.Warn("shutdown", "err", err)
 		}
-		fmt.Println("bench register_shutdown" + new(benchkit.KV).Add("jobs", added).Add("took", time.Since(t).Round(time.Millisecond)).String())
+		sh := rc.Stats().Sub(sh0)
+		fmt.Println("bench register_shutdown" + new(benchkit.KV).Add("jobs", added).Add("took", time.Since(t).Round(time.Millisecond)).
+			Add("req_per_job", float64(sh.Total())/float64(max(added, 1))).Add("reads", float64(sh.Reads)/float64(max(added, 1))).
+			Add("writes", float64(sh.Writes)/float64(max(added, 1))).Add("multis", float64(sh.Multis)/float64(max(added, 1))).
+			Add("jobs_not_stopped_clean", failed).String())
 	}()
 	k := new(benchkit.KV).Add("jobs", added).Add("add", addDur.Round(time.Millisecond)).Add("add_start", wall.Round(time.Millisecond)).
 		Add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
