@@ -101,16 +101,25 @@ func (b *bench) measureRegister(ctx context.Context) error {
 			}
 		}
 		t, sh0 := time.Now(), rc.Stats()
+		shc0, shcErr0 := selfCPU()
+		shz0, shzErr0 := b.reg.CPUTicks()
 		failed := 0
 		if err := s.Shutdown(sctx); err != nil {
 			failed = len(job.JobsNotStopped(err))
 			b.log.Warn("shutdown", "err", err)
 		}
-		sh := rc.Stats().Sub(sh0)
-		fmt.Println("bench register_shutdown" + new(benchkit.KV).Add("jobs", added).Add("took", time.Since(t).Round(time.Millisecond)).
+		took, sh := time.Since(t), rc.Stats().Sub(sh0)
+		k := new(benchkit.KV).Add("jobs", added).Add("took", took.Round(time.Millisecond)).
 			Add("req_per_job", float64(sh.Total())/float64(max(added, 1))).Add("reads", float64(sh.Reads)/float64(max(added, 1))).
 			Add("writes", float64(sh.Writes)/float64(max(added, 1))).Add("multis", float64(sh.Multis)/float64(max(added, 1))).
-			Add("jobs_not_stopped_clean", failed).String())
+			Add("jobs_not_stopped_clean", failed)
+		if shc1, err := selfCPU(); err == nil && shcErr0 == nil {
+			k.Add("cpu_s", (shc1 - shc0).Seconds())
+		}
+		if shz1, err := b.reg.CPUTicks(); err == nil && shzErr0 == nil {
+			k.Add("server_cpu_s", float64(shz1-shz0)/benchkit.ClockTicks)
+		}
+		fmt.Println("bench register_shutdown" + k.String())
 	}()
 	k := new(benchkit.KV).Add("jobs", added).Add("add", addDur.Round(time.Millisecond)).Add("add_start", wall.Round(time.Millisecond)).
 		Add("req_per_job", float64(reg.Total())/float64(max(added, 1))).
