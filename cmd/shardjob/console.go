@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
-	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/jobhttp/dispatchhttp"
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
@@ -222,36 +220,13 @@ func serveConsole(ctx context.Context, cfg regcenter.Config, cf consoleFlags, op
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	serving := startstop.New(ctx) // Serve's goroutine: it ends with Shutdown below
-	served := make(chan error, 1)
-	if err := serving.Go(func(context.Context) { served <- srv.Serve(ln) }); err != nil {
-		return errors.Join(err, ln.Close()) // a new group refuses nothing
-	}
-	fmt.Fprintf(stdout, "console: http://%s/console/\n", ln.Addr())
-	if opts.Token == "" && len(opts.Tokens) == 0 && opts.TokensFile == "" {
-		fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN, SHARDJOB_TOKENS_FILE or --tokens-file to allow actions")
-	}
-	if opts.Audit == nil {
-		fmt.Fprintln(stdout, "not audited: give --history-driver and --history-dsn to keep an audit trail of the operations")
-	}
-	var errs []error
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		errs = append(errs, err)
-		served = nil // Serve has returned: nothing more comes
-	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		errs = append(errs, err)
-	}
-	if served != nil {
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
+	return serveUntilDone(ctx, ln, h, func() {
+		fmt.Fprintf(stdout, "console: http://%s/console/\n", ln.Addr())
+		if opts.Token == "" && len(opts.Tokens) == 0 && opts.TokensFile == "" {
+			fmt.Fprintln(stdout, "read-only: set SHARDJOB_TOKEN, SHARDJOB_TOKENS_FILE or --tokens-file to allow actions")
 		}
-	}
-	errs = append(errs, serving.Stop(context.Background())) // Serve has returned: nil at once
-	return errors.Join(errs...)
+		if opts.Audit == nil {
+			fmt.Fprintln(stdout, "not audited: give --history-driver and --history-dsn to keep an audit trail of the operations")
+		}
+	})
 }

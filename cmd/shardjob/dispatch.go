@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/shardjob/shardjob/dispatch"
 	"github.com/shardjob/shardjob/history"
-	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/jobhttp"
 	"github.com/shardjob/shardjob/jobhttp/historyhttp"
 )
@@ -227,36 +225,13 @@ func serveDispatch(ctx context.Context, cfg dispatch.Config, sf serveFlags, hcfg
 	if err := d.Start(ctx); err != nil {
 		return errors.Join(err, ln.Close(), closeDispatcher())
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	serving := startstop.New(ctx) // Serve's goroutine: it ends with Shutdown below
-	served := make(chan error, 1)
-	if err := serving.Go(func(context.Context) { served <- srv.Serve(ln) }); err != nil {
-		return errors.Join(err, ln.Close(), closeDispatcher()) // a new group refuses nothing
-	}
-	fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
-	if hcfg.Audit == nil {
-		fmt.Fprintln(stdout, "not audited: give --history-driver and --history-dsn to keep an audit trail of the calls")
-	}
-	var errs []error
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		errs = append(errs, err)
-		served = nil // Serve has returned: nothing more comes
-	}
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		errs = append(errs, err)
-	}
-	if served != nil {
-		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, err)
+	err = serveUntilDone(ctx, ln, h, func() {
+		fmt.Fprintf(stdout, "serving on %s\n", ln.Addr())
+		if hcfg.Audit == nil {
+			fmt.Fprintln(stdout, "not audited: give --history-driver and --history-dsn to keep an audit trail of the calls")
 		}
-	}
-	errs = append(errs, serving.Stop(context.Background())) // Serve has returned: nil at once
-	errs = append(errs, closeDispatcher())
-	return errors.Join(errs...)
+	})
+	return errors.Join(err, closeDispatcher())
 }
 
 // dispatchHelpLine is the dispatcher's line in the main help.
