@@ -18,6 +18,7 @@ const (
 	stateCommitted  = "committed"  // end line: StillOwner passed, side effect done
 	stateAborted    = "aborted"    // abort line: no side effect
 	stateReplaced   = "replaced"   // replaced line: a later fire replaced it; its fires count as run
+	stateFailed     = "failed"     // failed line: it returned an error, as asked; its fires count as run
 	stateUnfinished = "unfinished" // begin only: the process died (or the log ends)
 )
 
@@ -33,6 +34,7 @@ type execution struct {
 	// its begin).
 	Through int64
 	Kind    string
+	Attempt int   // the try of its fire (1, or more for a retry); 0: not logged
 	Begin   int64 // Unix ns
 	// Stop is the end line's time (committed), the abort line's (aborted),
 	// or the process's reaping time, an upper bound on its death
@@ -147,7 +149,11 @@ type Report struct {
 	Committed  int
 	Aborted    int
 	Replaced   int
+	Failed     int
 	Unfinished int
+	// Retried counts the runs of a fire after a failed run of it, each
+	// with a higher attempt: retries, neither duplicates nor lost fires.
+	Retried int
 
 	// Overlaps are pairs of committed executions of one item in different
 	// processes whose [begin, end] intervals intersect: I1 violations.
@@ -312,10 +318,10 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 				r.BadLines++
 				continue
 			}
-			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Through: e.Through, Kind: e.Kind, Begin: e.T, State: stateUnfinished}
+			x := &execution{Run: e.Run, Inst: e.Inst, PID: e.PID, Item: *e.Item, Fire: e.Fire, Through: e.Through, Kind: e.Kind, Attempt: e.Attempt, Begin: e.T, State: stateUnfinished}
 			byRun[e.Run] = x
 			r.Executions = append(r.Executions, x)
-		case eventlog.End, eventlog.Abort, eventlog.Replaced:
+		case eventlog.End, eventlog.Abort, eventlog.Replaced, eventlog.Failed:
 			x := byRun[e.Run]
 			if x == nil || x.State != stateUnfinished {
 				r.BadLines++
@@ -327,6 +333,8 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 				x.State = stateCommitted
 			case eventlog.Replaced:
 				x.State, x.Err = stateReplaced, e.Err
+			case eventlog.Failed:
+				x.State, x.Err = stateFailed, e.Err
 			default:
 				x.State, x.Err = stateAborted, e.Err
 			}
@@ -378,6 +386,8 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			r.Aborted++
 		case stateReplaced:
 			r.Replaced++
+		case stateFailed:
+			r.Failed++
 		default:
 			r.Unfinished++
 		}
@@ -387,13 +397,15 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		perItem[x.Item] = append(perItem[x.Item], x)
 	}
 
-	// I1: committed intervals of one item never intersect.
+	// I1: committed intervals of one item never intersect. A failed run
+	// passed StillOwner before it failed (the harness asked it to), as a
+	// committed one did before its side effect: it counts as one here.
 	for _, item := range slices.Sorted(maps.Keys(perItem)) {
 		xs := perItem[item]
 		sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
 		var committed []*execution
 		for _, x := range xs {
-			if x.State == stateCommitted {
+			if x.State == stateCommitted || x.State == stateFailed {
 				committed = append(committed, x)
 			}
 		}
@@ -410,7 +422,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			}
 		}
 		for _, a := range xs {
-			if a.State == stateCommitted || wasFrozen(frozen[pidKey{a.Inst, a.PID}], a.Begin, a.Stop) {
+			if a.State == stateCommitted || a.State == stateFailed || wasFrozen(frozen[pidKey{a.Inst, a.PID}], a.Begin, a.Stop) {
 				continue
 			}
 			for _, b := range committed {
@@ -454,8 +466,9 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 	}
 	for _, x := range r.Executions {
 		// A replaced execution ran its fires (the overlap policy's
-		// promise): a later run of them is a duplicate.
-		if (x.State != stateCommitted && x.State != stateReplaced) || covered[x.Item] == nil {
+		// promise), and so did a failed one: a later run of them is a
+		// duplicate, but for a retry of the failed one.
+		if (x.State != stateCommitted && x.State != stateReplaced && x.State != stateFailed) || covered[x.Item] == nil {
 			continue
 		}
 		hi, ok := x.coversThrough()
@@ -611,6 +624,10 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			}
 			sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
 			for i := 1; i < len(xs); i++ {
+				if xs[i-1].State == stateFailed && xs[i].Attempt > xs[i-1].Attempt {
+					r.Retried++ // a retry of a failed run: the fire's next try
+					continue
+				}
 				d := duplicate{fireItem: fireItem{Fire: f, Item: item}, A: xs[i-1], B: xs[i]}
 				d.Cause, d.Lag = explain(xs[i-1], xs[i])
 				r.Duplicates = append(r.Duplicates, d)
@@ -761,10 +778,10 @@ func (r *Report) Summary() string {
 	}
 	dur := time.Duration(r.MeasureStop - r.MeasureStart).Round(time.Second)
 	return fmt.Sprintf("chaos: duration=%s instances=%d faults=%d fires=%d executions=%d overlaps=%d lost=%d duplicates=%d unexplained_duplicates=%d failovers=%d failover_p50_ms=%s failover_max_ms=%s"+
-		" noquorum_fires=%d committed=%d aborted=%d replaced=%d unfinished=%d stale_overlaps=%d frozen_commits=%d order_violations=%d session_losses=%d unexplained_session_losses=%d seed=%d registry=%s",
+		" noquorum_fires=%d committed=%d aborted=%d replaced=%d failed=%d retried=%d unfinished=%d stale_overlaps=%d frozen_commits=%d order_violations=%d session_losses=%d unexplained_session_losses=%d seed=%d registry=%s",
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
-		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations),
+		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Failed, r.Retried, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations),
 		len(r.SessionLosses), len(r.UnexplainedSessionLosses), r.Config.Seed, r.Registry())
 }
 

@@ -66,7 +66,18 @@ func (s *synth) exec(inst string, item int, fireSec int64, kind string, beginMS,
 		e = base
 		e.Ev, e.Err = eventlog.Replaced, "context: job: run replaced by a later fire"
 		s.add(stopMS, e)
+	case stateFailed:
+		e = base
+		e.Ev, e.Err = eventlog.Failed, "failed as asked"
+		s.add(stopMS, e)
 	}
+}
+
+// attempt adds an execution as exec does, logged as its fire's try n.
+func (s *synth) attempt(n int, inst string, item int, fireSec int64, beginMS, stopMS int64, state string) {
+	at := len(s.events)
+	s.exec(inst, item, fireSec, "fire", beginMS, stopMS, state)
+	s.events[at].Attempt = n
 }
 
 // kill9 adds a kill -9 of inst: the fault's begin, the process's exit
@@ -861,5 +872,47 @@ func TestALoggedCompletionDecidesWhatACrashExplains(t *testing.T) {
 	r = build(0)
 	if len(r.Duplicates) != 1 || len(r.UnexplainedDuplicates) != 0 {
 		t.Fatalf("completion not seen returning before the kill: duplicates %d, unexplained %d; want 1 explained", len(r.Duplicates), len(r.UnexplainedDuplicates))
+	}
+}
+
+// A failed run counts its fire as run; a retry of it (a higher attempt)
+// is neither lost nor a duplicate, but a run of its fire after it that
+// is no retry is a duplicate; and a failed run beside a committed one of
+// its item elsewhere is an overlap.
+func TestAFailedRunAndItsRetries(t *testing.T) {
+	s := newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.attempt(1, "i1", 0, 1, 1010, 1100, stateFailed)
+	s.attempt(2, "i1", 0, 1, 1300, 1400, stateFailed)
+	s.attempt(3, "i1", 0, 1, 1600, 1700, stateCommitted)
+	s.attempt(1, "i1", 0, 2, 2010, 2100, stateFailed) // no retry ran: still not lost
+	s.fires("i1", 0, 3, 3)
+	s.stop(3900)
+	r := s.analyse(t)
+	if len(r.Lost) != 0 || r.Failed != 3 || r.Retried != 2 || len(r.Duplicates) != 0 || !r.OK() {
+		t.Fatalf("lost %v, failed %d, retried %d, duplicates %d, ok %v", r.Lost, r.Failed, r.Retried, len(r.Duplicates), r.OK())
+	}
+	if !strings.Contains(r.Summary(), " failed=3 retried=2 ") {
+		t.Fatalf("summary: %s", r.Summary())
+	}
+
+	s = newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.attempt(1, "i1", 0, 1, 1010, 1100, stateFailed)
+	s.attempt(1, "i2", 0, 1, 1300, 1400, stateCommitted) // not a retry: the fire again
+	s.fires("i1", 0, 2, 3)
+	s.stop(3900)
+	if r := s.analyse(t); len(r.UnexplainedDuplicates) != 1 || r.OK() {
+		t.Fatalf("a failed fire run again as a first try: unexplained duplicates %v", r.UnexplainedDuplicates)
+	}
+
+	s = newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.attempt(1, "i1", 0, 1, 1010, 1500, stateFailed)
+	s.attempt(1, "i2", 0, 2, 1200, 2500, stateCommitted)
+	s.fires("i1", 0, 3, 3)
+	s.stop(3900)
+	if r := s.analyse(t); len(r.Overlaps) != 1 || r.OK() {
+		t.Fatalf("a failed run beside a committed one elsewhere: overlaps %v", r.Overlaps)
 	}
 }

@@ -40,6 +40,11 @@ const (
 	// Abort: the execution stopped without a side effect: its context
 	// ended or StillOwner failed (err says which).
 	Abort = "abort"
+	// Failed: the execution returned an error without a side effect, as
+	// the harness asked it to (-fail-every): its fires count as run, and
+	// only a retry of it (a Begin with a higher attempt) may run them
+	// again.
+	Failed = "failed"
 	// Replaced: the execution stopped without a side effect because a later
 	// fire of its item replaced it (the job's overlap policy is replace):
 	// its fires count as run, and must not run again.
@@ -134,8 +139,11 @@ type Event struct {
 	Fire  int64 `json:"fire,omitempty"`
 	// Through is the latest fire (Unix ms) an execution stands for
 	// (job.ShardingContext.Through); 0 in logs written before it existed.
-	Through int64      `json:"through,omitempty"`
-	Kind    string     `json:"kind,omitempty"`
+	Through int64  `json:"through,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// Attempt is a Begin's try of its fire (job.ShardingContext.Attempt):
+	// 1 for the first, more for a retry; 0 in logs written before it.
+	Attempt int        `json:"attempt,omitempty"`
 	Err     string     `json:"err,omitempty"`
 	Fault   string     `json:"fault,omitempty"`
 	Detail  string     `json:"detail,omitempty"`
