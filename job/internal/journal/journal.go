@@ -153,11 +153,11 @@ func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fi
 
 // encodeLocked encodes the journal node (stored.Journal), or ErrFull.
 func (j *Journal) encodeLocked(server string) ([]byte, error) {
-	doc := stored.Journal{Server: server}
+	entries := make([]stored.JournalEntry, 0, len(j.entries))
 	for k, ran := range j.entries {
-		doc.Put(k.job, k.item, ran)
+		entries = append(entries, stored.JournalEntry{Job: k.job, Item: k.item, Ran: ran})
 	}
-	data := doc.Encode()
+	data := stored.EncodeJournal(server, entries)
 	if len(data) > MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes", ErrFull, len(data))
 	}

@@ -1,8 +1,11 @@
 package stored
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Journal is the value of a scheduler's completion journal
@@ -73,4 +76,71 @@ func DecodeJournal(data []byte) (Journal, error) {
 		}
 	}
 	return doc, nil
+}
+
+// JournalEntry is one item's entry of a completion journal: the fires
+// its runs covered, as Completed.Ran stores them.
+type JournalEntry struct {
+	Job  string
+	Item int
+	Ran  [][2]int64
+}
+
+// EncodeJournal encodes the journal of server holding entries (one per
+// job and item) as Journal.Encode does, but for the order of the items —
+// by number here, as strings there — without building its maps or
+// reflecting on them: a completion of ten thousand items writes the
+// journal at once, and the maps' encoding was a tenth of the fire's CPU.
+// It sorts entries.
+func EncodeJournal(server string, entries []JournalEntry) []byte {
+	slices.SortFunc(entries, func(a, b JournalEntry) int {
+		if c := strings.Compare(a.Job, b.Job); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Item, b.Item)
+	})
+	n := 32 + len(server)
+	for _, e := range entries {
+		n += len(e.Job) + 16 + 30*len(e.Ran)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"server":`...)
+	b = appendJSONString(b, server)
+	b = append(b, `,"jobs":{`...)
+	for i, e := range entries {
+		switch {
+		case i == 0:
+		case e.Job != entries[i-1].Job:
+			b = append(b, "},"...)
+		default:
+			b = append(b, ',')
+		}
+		if i == 0 || e.Job != entries[i-1].Job {
+			b = appendJSONString(b, e.Job)
+			b = append(b, ":{"...)
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, int64(e.Item), 10)
+		b = append(b, `":`...)
+		if e.Ran == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, '[')
+		for k, s := range e.Ran {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			b = strconv.AppendInt(b, s[0], 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, s[1], 10)
+			b = append(b, ']')
+		}
+		b = append(b, ']')
+	}
+	if len(entries) > 0 {
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
 }
