@@ -51,13 +51,21 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 			if err := r.loadConfig(ctx); err != nil {
 				return err
 			}
+			// Under the session of now: a lost one is replaced.
+			sess := r.rc.Session()
+			joined, err := r.joinFresh(ctx)
+			if err != nil || joined {
+				if err == nil {
+					err = r.registered(ctx, sess, true)
+				}
+				return err
+			}
 			// A shutdown flag is honoured by the running instance and cleared
 			// by the next start (as in ElasticJob); paused and disabled persist.
 			if err := r.rc.Delete(ctx, r.paths.Flag(r.serverID(), layout.Shutdown), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 				return fmt.Errorf("job %q: clear shutdown flag: %w", r.name, err)
 			}
-			// Under the session of now: a lost one is replaced.
-			return r.register(ctx, r.rc.Session())
+			return r.register(ctx, sess)
 		})
 		if err != nil {
 			return err
@@ -295,11 +303,43 @@ func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
 	if err := r.createStatus(ctx, sess); err != nil {
 		return err
 	}
+	return r.registered(ctx, sess, false)
+}
+
+// joinFresh registers this server in an existing job it has never been
+// part of, in one transaction: its server node and its status. It reports
+// false, having changed nothing, when the server node exists (this server
+// id ran the job before: register's path then clears its shutdown flag,
+// finds its status and recovers what its previous life held). A server
+// node made here has no children: no flag, no assignment, no status of
+// another instance to wait for.
+func (r *runner) joinFresh(ctx context.Context) (bool, error) {
+	host, _ := os.Hostname()
+	err := r.rc.Multi(ctx,
+		regcenter.CreateOp{Path: r.paths.Server(r.serverID()), Data: []byte(host), Mode: regcenter.Persistent},
+		regcenter.CreateOp{Path: r.paths.Flag(r.serverID(), layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral})
+	var me *regcenter.MultiError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)):
+		return false, nil // this server's node exists, or the job's servers node does not: node by node
+	default:
+		return false, fmt.Errorf("job %q: register server: %w", r.name, err)
+	}
+}
+
+// registered finishes a registration whose server node and status exist
+// under sess: the job's tree, the previous life's items (fresh: none),
+// the reshard flag, the election.
+func (r *runner) registered(ctx context.Context, sess *regcenter.Session, fresh bool) error {
 	if err := r.ensureTree(ctx); err != nil {
 		return fmt.Errorf("job %q: register: %w", r.name, err)
 	}
-	if err := r.recoverIncarnation(ctx); err != nil {
-		r.log.Warn("recovering the previous run's items", "err", err)
+	if !fresh {
+		if err := r.recoverIncarnation(ctx); err != nil {
+			r.log.Warn("recovering the previous run's items", "err", err)
+		}
 	}
 	r.setNecessary(ctx)
 	if err := r.campaignIfPrepared(ctx); err != nil {

@@ -3,6 +3,9 @@ package job_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,4 +135,134 @@ func quiet(t *testing.T, rc regcenter.Center) {
 		time.Sleep(300 * time.Millisecond)
 		return rc.Stats().Sub(before).Total() == 0
 	})
+}
+
+// A server that joins an existing job for the first time makes its server
+// node and its status in one transaction: no single write (the old path
+// cleared a shutdown flag that could not exist, and made the two nodes
+// one at a time, then read an assignment that could not exist either),
+// and no transaction of new trees tried for a job that exists. Started
+// again under the same id, it finds its server node and registers node
+// by node, as before.
+func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
+	ns := namespace(t)
+	obs := observer(t, ns)
+	names := []string{"a", "b", "c"}
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(id string) (*instance, *multiLog) {
+		var log *multiLog
+		rc, s := connectVia(t, ctx, ns, id, func(rc regcenter.Center) regcenter.Center {
+			log = &multiLog{Center: rc}
+			return log
+		})
+		for _, name := range names {
+			if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		log.on.Store(true)
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		log.on.Store(false)
+		in := &instance{id: id, rc: rc, sched: s}
+		t.Cleanup(func() { in.stop(t) })
+		for _, name := range names {
+			if ok, st, err := obs.Exists(tctx(t), "/"+name+"/servers/"+id+"/status"); err != nil || !ok || st.EphemeralOwner == 0 {
+				t.Errorf("job %s: %s's status node exists=%v (%+v, %v)", name, id, ok, st, err)
+			}
+		}
+		return in, log
+	}
+	start("s1")
+	s2, joined := start("s2")
+	for _, name := range names {
+		server, status := "/"+name+"/servers/s2", "/"+name+"/servers/s2/status"
+		// Transactions sent side by side may go as one (the scheduler
+		// groups them, and sends them apart when the group fails): the
+		// job's two creates are together.
+		if got := joined.count(func(c string) bool {
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " "+server+" "+status+" ")
+		}); got == 0 {
+			t.Errorf("job %s: no transaction of s2's server node and status; sent:\n%s", name, joined)
+		}
+		if got := joined.count(func(c string) bool {
+			return c == "create "+server || c == "create "+status || c == "delete "+server+"/shutdown"
+		}); got != 0 {
+			t.Errorf("job %s: %d single writes of s2's nodes, want none; sent:\n%s", name, got, joined)
+		}
+		if got := joined.count(func(c string) bool { return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " /"+name+" ") }); got != 0 {
+			t.Errorf("job %s: a new tree was tried for it; sent:\n%s", name, joined)
+		}
+	}
+	s2.stop(t)
+	if _, again := start("s2"); again.count(func(c string) bool { return c == "create /a/servers/s2/status" }) != 1 {
+		t.Errorf("s2 started again: its server nodes exist, and it should have registered node by node; sent:\n%s", again)
+	}
+}
+
+// multiLog records the creates, deletes and transactions sent through it
+// while on, each as "create PATH", "delete PATH" or "multi PATH PATH…".
+type multiLog struct {
+	regcenter.Center
+	on   atomic.Bool
+	mu   sync.Mutex
+	sent []string
+}
+
+func (l *multiLog) note(s string) {
+	if l.on.Load() {
+		l.mu.Lock()
+		l.sent = append(l.sent, s)
+		l.mu.Unlock()
+	}
+}
+
+func (l *multiLog) Create(ctx context.Context, p string, data []byte, mode regcenter.Mode) (string, error) {
+	l.note("create " + p)
+	return l.Center.Create(ctx, p, data, mode)
+}
+
+func (l *multiLog) Delete(ctx context.Context, p string, version int32) error {
+	l.note("delete " + p)
+	return l.Center.Delete(ctx, p, version)
+}
+
+func (l *multiLog) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	paths := make([]string, len(ops))
+	for i, op := range ops {
+		switch o := op.(type) {
+		case regcenter.CreateOp:
+			paths[i] = o.Path
+		case regcenter.SetOp:
+			paths[i] = o.Path
+		case regcenter.DeleteOp:
+			paths[i] = o.Path
+		case regcenter.CheckOp:
+			paths[i] = o.Path
+		}
+	}
+	l.note("multi " + strings.Join(paths, " "))
+	return l.Center.Multi(ctx, ops...)
+}
+
+// count is how many of the calls sent match.
+func (l *multiLog) count(match func(string) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.sent {
+		if match(c) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *multiLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.sent, "\n")
 }

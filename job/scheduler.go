@@ -345,7 +345,27 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	for chunk := range slices.Chunk(runners, treesPerTxn) {
+	// Jobs that exist already (other instances made them) register
+	// node by node, or join in one transaction (joinFresh), without a
+	// transaction of new trees failing for each of them first: one read
+	// of the namespace's jobs says which.
+	fresh := runners[:0:0]
+	existing := s.existingJobs(ctx, runners)
+	for _, r := range runners {
+		if !existing[r.name] {
+			fresh = append(fresh, r)
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.startRegistered(ctx, nil, false); err != nil {
+				fail(err)
+			}
+		}()
+	}
+	for chunk := range slices.Chunk(fresh, treesPerTxn) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -386,6 +406,26 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// existingJobs returns which of runners' jobs exist in the registry, from
+// one read of the namespace's children; none when there is one job (its
+// transaction says as much) or the read fails (createJobs then finds
+// them, one failed transaction each).
+func (s *Scheduler) existingJobs(ctx context.Context, runners []*runner) map[string]bool {
+	if len(runners) < 2 {
+		return nil
+	}
+	names, err := s.rc.Children(ctx, "/")
+	if err != nil {
+		s.log.Debug("listing the namespace's jobs before registering", "err", err)
+		return nil
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
 }
 
 func (s *Scheduler) sortedRunnersLocked() []*runner {
