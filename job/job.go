@@ -98,6 +98,11 @@ type ShardingContext struct {
 	// previous runs are in the item's record, which the run was narrowed
 	// by). See MayHaveRun.
 	MayHaveRunThrough time.Time
+	// Attempt counts the tries of this fire's item run here: 1 for the
+	// first, 2 for the first retry after a failure (Config.Retry), and so
+	// on. The count is this instance's: a run handed to another instance
+	// (a reshard, a crash, a shutdown) starts there at 1 again.
+	Attempt int
 
 	owner *ownership
 }
