@@ -233,7 +233,7 @@ func (r *runner) nextAttempt(cfg *spec, sc ShardingContext) retryStep {
 	step := retryStep{decision: d, at: at, next: next}
 	switch d {
 	case retry.Yield:
-		r.log.Info("retry yields to the item's next fire", "item", sc.Item, "fire", sc.FireTime, "attempt", sc.Attempt,
+		r.log.Warn("retry yields to the item's next fire", "item", sc.Item, "fire", sc.FireTime, "attempt", sc.Attempt,
 			"retryAt", at, "nextFire", next)
 	case retry.Stop:
 		if sc.Attempt > 1 {
