@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/listener"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // attemptLog is what a retrying test job saw: every attempt of every
@@ -28,6 +29,7 @@ type attemptRec struct {
 	item         int
 	fire         time.Time
 	attempt      int
+	kind         job.Kind
 	begin, end   time.Time
 	err          error
 	listenerSeen int // the listener's Attempt, filled in by its After
@@ -46,7 +48,7 @@ func (l *attemptLog) job(server string, fail func(sc job.ShardingContext) bool) 
 			l.overlaps = append(l.overlaps, fmt.Sprintf("item %d: %d runs at once (%s, fire %v attempt %d)", sc.Item, n, server, sc.FireTime, sc.Attempt))
 		}
 		l.mu.Unlock()
-		rec := attemptRec{server: server, item: sc.Item, fire: sc.FireTime, attempt: sc.Attempt, begin: time.Now()}
+		rec := attemptRec{server: server, item: sc.Item, fire: sc.FireTime, attempt: sc.Attempt, kind: sc.Kind, begin: time.Now()}
 		// Long enough that a second run at once would be seen.
 		select {
 		case <-time.After(20 * time.Millisecond):
@@ -318,4 +320,60 @@ func TestRetryBadPolicyIsRefused(t *testing.T) {
 			t.Errorf("the error does not name %q: %v", want, err)
 		}
 	}
+}
+
+// A shutdown ends a retry's wait at once: the run is cut short and, with
+// failover, handed over; the next owner runs the fire, counting attempts
+// from 1 (the count is not stored).
+func TestRetryWaitEndsAtShutdownAndHandsTheFireOver(t *testing.T) {
+	ns := namespace(t)
+	log := newAttemptLog()
+	cfg := job.Config{Name: "handed", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1, Failover: true,
+		Retry: job.RetryPolicy{Attempts: 3, Backoff: time.Hour, MaxBackoff: time.Hour}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc1, s1 := connect(t, ctx, ns, "s1")
+	if err := s1.Add(ctx, cfg, log.job("s1", func(job.ShardingContext) bool { return true })); err != nil {
+		t.Fatal(err)
+	}
+	in1 := running(t, ctx, "s1", rc1, s1)
+	obs := observer(t, ns)
+	if _, err := obs.Create(tctx(t), "/handed/servers/s1/trigger", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	log.wait(t, 15*time.Second, "the first attempt failing on s1", func(rs []attemptRec) bool { return len(rs) >= 1 })
+
+	rc2, s2 := connect(t, ctx, ns, "s2")
+	if err := s2.Add(ctx, cfg, log.job("s2", func(job.ShardingContext) bool { return false })); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "s2", rc2, s2)
+
+	// The wait is an hour: a shutdown that waited for it would miss its
+	// deadline.
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if err := in1.sched.Shutdown(sctx); err != nil {
+		t.Fatalf("shutdown during a retry's wait: %v", err)
+	}
+	in1.rc.Close()
+	in1.sched = nil
+
+	recs := log.wait(t, 15*time.Second, "the fire run by s2", func(rs []attemptRec) bool {
+		for _, r := range rs {
+			if r.server == "s2" && r.err == nil {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range recs {
+		if r.attempt != 1 {
+			t.Errorf("attempt %d ran (%s): the hour's wait did not end at the shutdown", r.attempt, r.server)
+		}
+	}
+	if last := recs[len(recs)-1]; !last.fire.Equal(recs[0].fire) || last.kind != job.KindFailover {
+		t.Errorf("s2 ran %s fire %v, not the handed-over %v as a failover run", last.kind, last.fire, recs[0].fire)
+	}
+	log.checkNoOverlap(t)
 }
