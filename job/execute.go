@@ -49,6 +49,10 @@ type fire struct {
 	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
 	// shared by the run's fires, read only.
 	mayHaveRun map[int]time.Time
+	// failedAttempts holds, for a failover run's items, the attempts of
+	// their queue entry's fire that failed on the previous owner
+	// (failover.Entry.Attempts): the run continues the count.
+	failedAttempts map[int]failedAttempts
 	// parentErr is why the parents' fires did not all succeed, for a job
 	// that runs after them anyway (see awaitParents).
 	parentErr error
@@ -317,6 +321,9 @@ type itemResult struct {
 	// prior is what the item's record said before this run (see record):
 	// the completion records it with this run added.
 	prior record
+	// failedAttempts counts the attempts of fire that failed before the
+	// run was cut short (Config.Retry): a hand-over passes it on.
+	failedAttempts int
 }
 
 // runContext returns the parent of the runs under sess here: cancelled
@@ -341,7 +348,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
-		Attempt: 1,
+		Attempt: 1 + f.failedBefore(item, at),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
 	for {
@@ -358,6 +365,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 			res.err = replacedError(res.err)
 		} else if ctx.Err() != nil {
 			res.halted = context.Cause(ctx)
+			res.failedAttempts = sc.Attempt - 1
 		}
 		var next retryStep
 		if res.err != nil && res.halted == nil && !ctx.replaced() {

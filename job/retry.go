@@ -45,8 +45,10 @@ const (
 // instance, under the same running mark, as the same fire
 // (ShardingContext.Attempt counts), after a wait; if the item's next
 // fire comes before the wait ends, the retry yields to that fire (and its
-// overlap policy) and the fire stays failed. See docs/guarantees.md for
-// what survives a crash.
+// overlap policy) and the fire stays failed. A shutdown during the wait
+// hands the fire over (with Failover, the failed attempts in its queue
+// entry, so the next owner continues the count); a crash or a lost
+// session restarts the count at the fire's next run (docs/guarantees.md).
 //
 // In YAML: retry: {attempts: 3, backoff: 1s, maxBackoff: 30s, jitter: 0.2}.
 type RetryPolicy struct {
@@ -267,9 +269,9 @@ func (r *runner) awaitRetry(ctx *runCtx, res *itemResult, sc ShardingContext, st
 	case ctx.replaced():
 		res.err = replacedError(res.err)
 	case cause != nil:
-		res.halted = cause
+		res.halted, res.failedAttempts = cause, sc.Attempt
 	default:
-		res.halted = ErrSchedulerClosed
+		res.halted, res.failedAttempts = ErrSchedulerClosed, sc.Attempt
 	}
 	r.log.Info("retry given up: the run was cut short while it waited", "item", sc.Item, "fire", sc.FireTime,
 		"attempt", sc.Attempt, "cause", context.Cause(ctx))
@@ -292,4 +294,22 @@ func (f *fire) endAttempt(span trace.Span, attempt int, err, halted error, retry
 	span.SetAttributes(AttrRetried.Bool(true))
 	span.SetStatus(codes.Error, err.Error())
 	span.End()
+}
+
+// failedAttempts are the attempts of fire that failed on an item's
+// previous owner (failover.Entry.Attempts).
+type failedAttempts struct {
+	fire time.Time
+	n    int
+}
+
+// failedBefore is how many attempts of the fire at failed before this
+// run, on the owner that handed the item over: 0 but for a failover run
+// of that very fire. A hostile count is bounded by the policy's limit.
+func (f *fire) failedBefore(item int, at time.Time) int {
+	fa, ok := f.failedAttempts[item]
+	if !ok || !fa.fire.Equal(at) || fa.n <= 0 {
+		return 0
+	}
+	return min(fa.n, MaxRetryAttempts)
 }

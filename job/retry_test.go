@@ -323,8 +323,8 @@ func TestRetryBadPolicyIsRefused(t *testing.T) {
 }
 
 // A shutdown ends a retry's wait at once: the run is cut short and, with
-// failover, handed over; the next owner runs the fire, counting attempts
-// from 1 (the count is not stored).
+// failover, handed over with its count in the queue entry; the next owner
+// runs the fire as its next attempt.
 func TestRetryWaitEndsAtShutdownAndHandsTheFireOver(t *testing.T) {
 	ns := namespace(t)
 	log := newAttemptLog()
@@ -368,12 +368,16 @@ func TestRetryWaitEndsAtShutdownAndHandsTheFireOver(t *testing.T) {
 		return false
 	})
 	for _, r := range recs {
-		if r.attempt != 1 {
-			t.Errorf("attempt %d ran (%s): the hour's wait did not end at the shutdown", r.attempt, r.server)
+		if r.server == "s1" && r.attempt != 1 {
+			t.Errorf("s1 ran attempt %d: the hour's wait did not end at the shutdown", r.attempt)
 		}
 	}
-	if last := recs[len(recs)-1]; !last.fire.Equal(recs[0].fire) || last.kind != job.KindFailover {
+	last := recs[len(recs)-1]
+	if !last.fire.Equal(recs[0].fire) || last.kind != job.KindFailover {
 		t.Errorf("s2 ran %s fire %v, not the handed-over %v as a failover run", last.kind, last.fire, recs[0].fire)
+	}
+	if last.attempt != 2 {
+		t.Errorf("s2 ran attempt %d of the handed-over fire, want 2: the count did not survive the hand-over", last.attempt)
 	}
 	log.checkNoOverlap(t)
 }
