@@ -102,6 +102,12 @@ yaml-demo:
 	$(ZK_DIR)/receiver & pid=$$!; \
 	$(ZK_DIR)/shardjob run example/yaml/nogo.yaml
 
+# Retries with backoff (example/yaml/retries.yaml): a job whose handler fails
+# twice per fire, then succeeds, on an embedded etcd inside the process.
+.PHONY: retries-demo
+retries-demo:
+	$(GO) run ./example/yaml -f example/yaml/retries.yaml
+
 # The demos need nothing but Go: with no registry given they run on an etcd
 # member inside the process (package regcenter/embedded), its data in a
 # temporary directory removed at the end. DEMO_FLAGS points them elsewhere:

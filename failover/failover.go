@@ -42,6 +42,10 @@ type Entry struct {
 	// did (debts handed over at a leave, entries queued by an older
 	// version).
 	MayHaveRun int64 `json:"mayHaveRun,omitempty"`
+	// Attempts is how many attempts of Fire failed before the item was
+	// queued: a retry's wait (job.Config.Retry) cut short by shutdown.
+	// The claimer's run of Fire continues the count; 0 when none failed.
+	Attempts int `json:"attempts,omitempty"`
 	// Version is the entry node's version as Claim read it. A claimer
 	// dequeues with it, so that an earlier debt merged into the entry
 	// while the item ran (see Enqueue) stays queued.
@@ -124,13 +128,17 @@ func (q *Queue) MergeOps(ctx context.Context, entries []Entry) ([]regcenter.Op, 
 		}
 		var old Entry
 		if json.Unmarshal(data, &old) == nil && old.Fire > 0 {
-			if old.Fire <= e.Fire && old.MayHaveRun >= e.MayHaveRun {
+			if old.Fire <= e.Fire && old.MayHaveRun >= e.MayHaveRun && (old.Fire < e.Fire || old.Attempts >= e.Attempts) {
 				continue
 			}
 			// Merged: the earlier fire, and the later fire that may have
-			// run, with the earlier entry's server.
-			if old.Fire <= e.Fire {
-				e.Fire, e.From = old.Fire, old.From
+			// run, with the earlier entry's server; the failed attempts
+			// are those of the fire kept.
+			switch {
+			case old.Fire < e.Fire:
+				e.Fire, e.From, e.Attempts = old.Fire, old.From, old.Attempts
+			case old.Fire == e.Fire:
+				e.From, e.Attempts = old.From, max(e.Attempts, old.Attempts)
 			}
 			e.MayHaveRun = max(e.MayHaveRun, old.MayHaveRun)
 		}

@@ -123,3 +123,37 @@ func TestEnqueueMergesMayHaveRun(t *testing.T) {
 		t.Errorf("merged entry %+v, want fire 1000 from a, mayHaveRun 5000", e)
 	}
 }
+
+// A merge keeps the failed attempts of the fire it keeps: those of an
+// entry of the same fire (the larger count), none of a later fire.
+func TestEnqueueMergesAttempts(t *testing.T) {
+	ns := fmt.Sprintf("foattempts%d", os.Getpid())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc := session(t, ns)
+	q := failover.NewQueue(rc, "job")
+	for _, e := range []failover.Entry{
+		{Item: 2, Fire: 2000, From: "a", Attempts: 2},
+		{Item: 2, Fire: 2000, From: "b", Attempts: 1},
+		{Item: 3, Fire: 2000, From: "a", Attempts: 2},
+		{Item: 3, Fire: 1000, From: "b"},
+		{Item: 4, Fire: 1000, From: "a"},
+		{Item: 4, Fire: 1000, From: "b", Attempts: 3},
+	} {
+		if err := q.Enqueue(ctx, []failover.Entry{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for item, want := range map[int]struct {
+		fire     int64
+		attempts int
+	}{2: {2000, 2}, 3: {1000, 0}, 4: {1000, 3}} {
+		e, err := q.Claim(ctx, item, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Fire != want.fire || e.Attempts != want.attempts {
+			t.Errorf("item %d: merged entry %+v, want fire %d with %d failed attempts", item, e, want.fire, want.attempts)
+		}
+	}
+}

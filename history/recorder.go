@@ -453,6 +453,7 @@ func (r *Recorder) execRow(e listener.Execution) Execution {
 		row.Error = oneLine(e.Err.Error(), r.cfg.MaxErrorLength)
 	}
 	row.Output = storedOutput(e.Output)
+	row.Attempt = max(e.Attempt, 1)
 	if row.Start.IsZero() {
 		row.Start = r.now()
 	}

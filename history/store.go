@@ -70,6 +70,8 @@ type store struct {
 	// outputCol is what the executions' output is selected as: the column,
 	// or '' when a Reader reads a database written before it was added.
 	outputCol string
+	// attemptCol is the same for the attempt column (attempt.go).
+	attemptCol string
 }
 
 // openStore connects; with create it makes the tables, else it checks
@@ -107,7 +109,7 @@ func openStore(ctx context.Context, cfg Config, create bool) (*store, error) {
 		db.SetMaxOpenConns(1)
 		db.SetConnMaxIdleTime(0)
 	}
-	s := &store{db: db, driver: cfg.Driver, outputCol: "output"}
+	s := &store{db: db, driver: cfg.Driver, outputCol: "output", attemptCol: "attempt"}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("history: connect to %s: %w", cfg.Driver, err), db.Close())
 	}
@@ -137,7 +139,10 @@ func (s *store) createSchema(ctx context.Context) error {
 				return fmt.Errorf("history: creating the schema: %w", err)
 			}
 		}
-		return s.migrate(ctx, tx)
+		if err := s.migrate(ctx, tx); err != nil {
+			return err
+		}
+		return s.migrateAttempt(ctx, tx)
 	})
 }
 
@@ -150,6 +155,9 @@ func (s *store) checkSchema(ctx context.Context) error {
 		if err := rows.Close(); err != nil {
 			return err
 		}
+	}
+	if err := s.checkAttempt(ctx); err != nil {
+		return err
 	}
 	return s.checkOutput(ctx)
 }
@@ -187,15 +195,15 @@ func (s *store) insert(ctx context.Context, execs []Execution, events []Event) e
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if len(execs) > 0 {
 			var b strings.Builder
-			args := make([]any, 0, 11*len(execs))
-			b.WriteString(`INSERT INTO ` + execTable + ` (job, item, task_id, fire_us, kind, server, start_us, end_us, result, error, output) VALUES `)
+			args := make([]any, 0, 12*len(execs))
+			b.WriteString(`INSERT INTO ` + execTable + ` (job, item, task_id, fire_us, kind, server, start_us, end_us, result, error, output, attempt) VALUES `)
 			for i, e := range execs {
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				b.WriteString(`(?,?,?,?,?,?,?,?,?,?,?)`)
+				b.WriteString(`(?,?,?,?,?,?,?,?,?,?,?,?)`)
 				args = append(args, e.Job, e.Item, e.TaskID, micros(e.FireTime), e.Kind, e.Server,
-					micros(e.Start), micros(e.End), string(e.Result), e.Error, string(e.Output))
+					micros(e.Start), micros(e.End), string(e.Result), e.Error, string(e.Output), max(e.Attempt, 1))
 			}
 			if _, err := tx.ExecContext(ctx, s.q(b.String()), args...); err != nil {
 				return fmt.Errorf("history: writing %d executions: %w", len(execs), err)
@@ -273,15 +281,15 @@ func (s *store) queryExecutions(ctx context.Context, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execCols+s.outputCol+` FROM `+execTable+w+` ORDER BY id DESC LIMIT ?`), append(args, limit+1)...)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execCols+s.outputCol+`, `+s.attemptCol+` FROM `+execTable+w+` ORDER BY id DESC LIMIT ?`), append(args, limit+1)...)
 	if err != nil {
 		return Page{}, fmt.Errorf("history: reading executions: %w", err)
 	}
 	defer rows.Close()
 	p := Page{Executions: []Execution{}}
 	for rows.Next() {
-		var v [12]any
-		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11]); err != nil {
+		var v [13]any
+		if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12]); err != nil {
 			return Page{}, fmt.Errorf("history: reading executions: %w", err)
 		}
 		e, err := execFromRow(v)
@@ -405,7 +413,7 @@ func (r *rowReader) time(col string, v any) time.Time {
 	return time.UnixMicro(n).UTC()
 }
 
-func execFromRow(v [12]any) (Execution, error) {
+func execFromRow(v [13]any) (Execution, error) {
 	r := &rowReader{table: execTable}
 	r.id = r.int("id", v[0])
 	e := Execution{ID: r.id, Job: r.str("job", v[1]), Item: r.small("item", v[2]), TaskID: r.str("task_id", v[3]),
@@ -415,6 +423,7 @@ func execFromRow(v [12]any) (Execution, error) {
 		r.fail("result", v[9], "is not success, failure or timeout")
 	}
 	e.Output, e.OutputTruncated = r.output("output", v[11])
+	e.Attempt = r.small("attempt", v[12])
 	return e, r.err
 }
 

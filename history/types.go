@@ -70,6 +70,10 @@ type Execution struct {
 	// job.MaxOutputSize (written by something else than a Recorder): Output
 	// is then a JSON string of its first bytes.
 	OutputTruncated bool `json:"outputTruncated,omitempty"`
+	// Attempt is the execution's try of its fire's item run: 1 for the
+	// first, 2 for the first retry (job.Config.Retry). Rows written
+	// before the column was added read 1.
+	Attempt int `json:"attempt"`
 }
 
 // Duration is how long the execution ran.

@@ -470,7 +470,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
 			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
-				e := failover.Entry{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID()}
+				e := failover.Entry{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID(), Attempts: b.failedAttempts}
 				if !b.through.IsZero() {
 					// Cut short once started: it may have done part of its work.
 					e.MayHaveRun = b.coveredUpTo().UnixMilli()

@@ -277,6 +277,10 @@ type Config struct {
 	// when the job starts. Without it the stored Config wins and this one
 	// is used only when none is stored yet.
 	Overwrite bool
+	// Retry, when its Attempts is set, runs a failed item run again on
+	// the same instance after a backoff, within the fire's window (see
+	// RetryPolicy). The zero value retries nothing.
+	Retry RetryPolicy
 }
 
 var (
@@ -434,6 +438,7 @@ func (c Config) check(now time.Time) []*configError {
 
 	c.calendarProblems(add, base, loc)
 	c.afterProblems(add)
+	c.retryProblems(add)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
 		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),
@@ -443,7 +448,8 @@ func (c Config) check(now time.Time) []*configError {
 }
 
 // WithDefaults returns a copy of c with the defaults of Misfire,
-// ReconcileInterval and ShardingStrategy filled in. TimeZone stays "" (the
+// ReconcileInterval, ShardingStrategy and, when Retry.Attempts is set,
+// Retry's backoffs filled in. TimeZone stays "" (the
 // local zone) when unset.
 func (c Config) WithDefaults() Config {
 	if c.Misfire == "" {
@@ -460,6 +466,7 @@ func (c Config) WithDefaults() Config {
 	if c.ShardingStrategy == "" {
 		c.ShardingStrategy = DefaultShardingStrategy
 	}
+	c.Retry = c.Retry.withDefaults()
 	return c
 }
 

@@ -88,6 +88,11 @@ func (g configGen) config() Config {
 		c.OnParentFailure = ParentPolicy(g.pick("", string(ParentSkip), string(ParentRun), string(ParentAlert)))
 		c.AfterTimeout = g.dur(0, 0, 5*time.Second)
 	}
+	if g.r.IntN(3) == 0 {
+		jitters := []float64{0, 0, 0.2, 1, 1.0 / 3, 0.123456789}
+		c.Retry = RetryPolicy{Attempts: g.r.IntN(4), Backoff: g.dur(0, 0, 10*time.Millisecond, time.Second, 45*time.Second),
+			MaxBackoff: g.dur(0, 0, 500*time.Millisecond, 30*time.Second, time.Minute), Jitter: jitters[g.r.IntN(len(jitters))]}
+	}
 	return c
 }
 

@@ -326,6 +326,7 @@ func fullConfigForTest() Config {
 		Description:            "Copies orders.\nSecond line: with a colon, # and 'quotes'.",
 		Disabled:               true,
 		Overwrite:              true,
+		Retry:                  RetryPolicy{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second, Jitter: 0.2},
 	}
 }
 

@@ -49,6 +49,10 @@ type fire struct {
 	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
 	// shared by the run's fires, read only.
 	mayHaveRun map[int]time.Time
+	// failedAttempts holds, for a failover run's items, the attempts of
+	// their queue entry's fire that failed on the previous owner
+	// (failover.Entry.Attempts): the run continues the count.
+	failedAttempts map[int]failedAttempts
 	// parentErr is why the parents' fires did not all succeed, for a job
 	// that runs after them anyway (see awaitParents).
 	parentErr error
@@ -317,6 +321,9 @@ type itemResult struct {
 	// prior is what the item's record said before this run (see record):
 	// the completion records it with this run added.
 	prior record
+	// failedAttempts counts the attempts of fire that failed before the
+	// run was cut short (Config.Retry): a hand-over passes it on.
+	failedAttempts int
 }
 
 // runContext returns the parent of the runs under sess here: cancelled
@@ -327,7 +334,9 @@ func (r *runner) runContext(sess *regcenter.Session) context.Context {
 	return r.ctx.runs.Of(sess, r.ctx.exec)
 }
 
-// executeItem calls the job for one item of f and returns its result.
+// executeItem calls the job for one item of f and returns its result:
+// the last attempt's, when the job retries failed runs (Config.Retry,
+// retry.go).
 func (r *runner) executeItem(f *fire, item int) itemResult {
 	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
@@ -339,31 +348,43 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
+		Attempt: 1 + f.failedBefore(item, at),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
-	ev := r.listenerEvent(sc, res.begin)
-	for _, l := range r.s.opts.listeners {
-		l.BeforeExecution(ev)
+	for {
+		begin := time.Now()
+		ev := r.listenerEvent(sc, begin)
+		for _, l := range r.s.opts.listeners {
+			l.BeforeExecution(ev)
+		}
+		tctx, span := r.traceItem(ctx, f, item, item, at, through)
+		res.err = r.callTimed(tctx, sc, cfg.Timeout)
+		res.end = time.Now()
+		if ctx.replaced() {
+			// Replaced by a later fire: this fire ran, and failed.
+			res.err = replacedError(res.err)
+		} else if ctx.Err() != nil {
+			res.halted = context.Cause(ctx)
+			res.failedAttempts = sc.Attempt - 1
+		}
+		var next retryStep
+		if res.err != nil && res.halted == nil && !ctx.replaced() {
+			next = r.nextAttempt(cfg, sc)
+		}
+		f.endAttempt(span, sc.Attempt, res.err, res.halted, next.retries())
+		ev.End, ev.Err = res.end, res.err
+		ev.Output = ctx.out.take()
+		for _, l := range r.s.opts.listeners {
+			l.AfterExecution(ev)
+		}
+		if res.err != nil && res.halted == nil {
+			r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "attempt", sc.Attempt, "err", res.err)
+		}
+		if !next.retries() || !r.awaitRetry(ctx, &res, sc, next) {
+			return res
+		}
+		sc.Attempt++
 	}
-	tctx, span := r.traceItem(ctx, f, item, item, at, through)
-	res.err = r.callTimed(tctx, sc, cfg.Timeout)
-	res.end = time.Now()
-	if ctx.replaced() {
-		// Replaced by a later fire: this fire ran, and failed.
-		res.err = replacedError(res.err)
-	} else if ctx.Err() != nil {
-		res.halted = context.Cause(ctx)
-	}
-	f.endItem(span, res.err, res.halted)
-	ev.End, ev.Err = res.end, res.err
-	ev.Output = ctx.out.take()
-	for _, l := range r.s.opts.listeners {
-		l.AfterExecution(ev)
-	}
-	if res.err != nil && res.halted == nil {
-		r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "err", res.err)
-	}
-	return res
 }
 
 // callTimed calls the job with ctx bounded by timeout (0: unbounded). An
@@ -408,5 +429,6 @@ func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
 }
 
 func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
-	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin}
+	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin,
+		Attempt: sc.Attempt}
 }

@@ -131,7 +131,8 @@ func (r *runner) claimFailover() {
 		return
 	}
 	byFire := map[int64][]int{}
-	var mayHaveRun map[int]time.Time // by item: the latest fire its previous owner may have run
+	var mayHaveRun map[int]time.Time  // by item: the latest fire its previous owner may have run
+	var failed map[int]failedAttempts // by item: the attempts of its fire that failed on its previous owner
 	for _, it := range items {
 		here := r.book.IsRunning(it)
 		if it >= cfg.ShardingTotalCount {
@@ -165,6 +166,12 @@ func (r *runner) claimFailover() {
 				}
 				mayHaveRun[it] = time.UnixMilli(e.MayHaveRun)
 			}
+			if e.Attempts > 0 {
+				if failed == nil {
+					failed = map[int]failedAttempts{}
+				}
+				failed[it] = failedAttempts{fire: time.UnixMilli(e.Fire), n: e.Attempts}
+			}
 		case errors.Is(err, failover.ErrClaimed):
 			r.watchClaim(it)
 		case errors.Is(err, failover.ErrNotQueued):
@@ -190,7 +197,7 @@ func (r *runner) claimFailover() {
 			continue
 		}
 		r.log.Info("taking over items", "items", todo, "fire", at)
-		f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo, mayHaveRun: mayHaveRun}
+		f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo, mayHaveRun: mayHaveRun, failedAttempts: failed}
 		if !r.goFunc(func() { r.markAndRun(f) }) {
 			r.release(todo)
 		}

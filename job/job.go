@@ -98,6 +98,12 @@ type ShardingContext struct {
 	// previous runs are in the item's record, which the run was narrowed
 	// by). See MayHaveRun.
 	MayHaveRunThrough time.Time
+	// Attempt counts the tries of this fire's item run: 1 for the first,
+	// 2 for the first retry after a failure (Config.Retry), and so on. A
+	// fire handed over at a shutdown during a retry's wait (with Failover)
+	// continues the count on its next owner; after a crash or a lost
+	// session the fire's next run starts at 1 again (docs/guarantees.md).
+	Attempt int
 
 	owner *ownership
 }

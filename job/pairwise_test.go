@@ -37,6 +37,20 @@ const pairJitter = 300 * time.Millisecond
 // pairLimit is the number of fires of a job with a limit.
 const pairLimit = 4
 
+// pairRetry is the retry policy of the jobs with retries: a wait far
+// under the one-second period, so that most retries start before the
+// next fire.
+var pairRetry = job.RetryPolicy{Attempts: 2, Backoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+
+// pairFails reports whether a run of a job with retries fails on purpose,
+// at once: the first attempt of the fires of even seconds.
+func pairFails(sc job.ShardingContext) bool {
+	return sc.Attempt == 1 && nominal(sc.FireTime).Unix()%2 == 0
+}
+
+// errPairFails is the failure of a run pairFails chooses.
+var errPairFails = errors.New("the first attempt fails on purpose")
+
 // pairPlan is a job of the pairwise test being built: its config, how
 // long its runs take, and whether it runs after a parent of its own.
 type pairPlan struct {
@@ -86,6 +100,9 @@ func pairOptions(calStart time.Time) []pairOption {
 		{"deadline", []pairValue{{"deadline", func(pl *pairPlan) { pl.cfg.StartingDeadline = job.MinInterval }}}},
 		{"failover", []pairValue{{"failover", func(pl *pairPlan) { pl.cfg.Failover = true }}}},
 		{"unmonitored", []pairValue{{"unmonitored", func(pl *pairPlan) { pl.cfg.Unmonitored = true }}}},
+		// The first attempt of every other fire fails at once (pairFails):
+		// each attempt is a run of the same fire.
+		{"retry", []pairValue{{"retry", func(pl *pairPlan) { pl.cfg.Retry = pairRetry }}}},
 	}
 }
 
@@ -137,6 +154,7 @@ type pairRun struct {
 	begin   time.Time
 	end     time.Time
 	err     error // nil: it ran to its end and still owned the item
+	attempt int   // ShardingContext.Attempt
 }
 
 // ok reports whether the run completed its work.
@@ -148,6 +166,9 @@ func (r pairRun) String() string {
 		s += " through " + r.through.Format("15:04:05.000")
 	}
 	s += fmt.Sprintf(" ran %s-%s", r.begin.Format("15:04:05.000"), r.end.Format("15:04:05.000"))
+	if r.attempt > 1 {
+		s += fmt.Sprintf(" attempt %d", r.attempt)
+	}
 	if r.err != nil {
 		s += " (" + r.err.Error() + ")"
 	}
@@ -158,13 +179,22 @@ func (r pairRun) String() string {
 type pairRecorder struct {
 	mu   sync.Mutex
 	runs map[string][]pairRun
+	// retrying are the jobs with retries, whose runs pairFails may fail.
+	retrying map[string]bool
 }
 
 func (pr *pairRecorder) job(server string, hold time.Duration) job.Job {
 	return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
-		r := pairRun{server: server, item: sc.Item, kind: sc.Kind, fire: sc.FireTime, through: sc.Through, begin: time.Now()}
+		r := pairRun{server: server, item: sc.Item, kind: sc.Kind, fire: sc.FireTime, through: sc.Through, begin: time.Now(), attempt: sc.Attempt}
+		d := hold
+		if pr.retrying[sc.JobName] && pairFails(sc) {
+			d, r.err = 0, errPairFails
+		}
 		select {
-		case <-time.After(hold):
+		case <-time.After(d):
+			if r.err != nil {
+				break
+			}
 			r.err = sc.StillOwner()
 		case <-ctx.Done():
 			r.err = context.Cause(ctx)
@@ -308,6 +338,28 @@ func (c pairCheck) problems() []string {
 		}
 	}
 
+	// A retry runs on the server whose attempt of the same fire failed
+	// before it, after it ended and its backoff passed.
+	for i, r := range c.runs {
+		if r.attempt <= 1 {
+			continue
+		}
+		if c.cfg.Retry.Attempts == 0 || r.attempt > 1+c.cfg.Retry.Attempts {
+			bad("run %v: attempt %d, the policy allows %d retries", r, r.attempt, c.cfg.Retry.Attempts)
+			continue
+		}
+		prev := false
+		for _, p := range c.runs[:i] {
+			if p.item == r.item && p.server == r.server && p.fire.Equal(r.fire) && p.attempt == r.attempt-1 && p.err != nil &&
+				!r.begin.Before(p.end.Add(c.cfg.Retry.Backoff)) {
+				prev = true
+			}
+		}
+		if !prev {
+			bad("run %v: a retry without a failed attempt of its fire before it (a backoff earlier) on its server", r)
+		}
+	}
+
 	// A dependent's run begins after its parent completed every fire
 	// it stands for, on every item.
 	if c.parent != nil {
@@ -339,6 +391,16 @@ func (c pairCheck) problems() []string {
 // dropped says by which documented rule the fire of nominal time n was
 // not run on item, or "" if by none.
 func (c pairCheck) dropped(item int, n time.Time) string {
+	if c.cfg.Retry.Attempts > 0 {
+		// Its first attempt failed on purpose, and the retry's wait
+		// would have ended at or after the next fire: it yielded.
+		for _, r := range c.runs {
+			if r.item == item && stands(r, n) && errors.Is(r.err, errPairFails) &&
+				!r.end.Add(c.cfg.Retry.Backoff).Before(nominal(r.through).Add(time.Second)) {
+				return "retry: it yielded to the next fire"
+			}
+		}
+	}
 	busy, found := c.busyAt(item, n)
 	if !found {
 		return ""
@@ -382,7 +444,10 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 	}
 	t.Logf("%d jobs for the pairs of %d options", len(jobs), len(pairOptions(calStart)))
 
-	rec := &pairRecorder{runs: map[string][]pairRun{}}
+	rec := &pairRecorder{runs: map[string][]pairRun{}, retrying: map[string]bool{}}
+	for _, p := range jobs {
+		rec.retrying[p.cfg.Name] = p.cfg.Retry.Attempts > 0
+	}
 	// The three instances start one after another, as three processes
 	// would be, and stop together at the end: each leaves every job, which
 	// takes a while on a registry built with -race (the etcd member of the

@@ -101,7 +101,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 			JobName: r.name, TaskID: taskID(r.name, run.fire), FireTime: run.fire, Through: through,
 			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.first, ItemParameter: params[run.first],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess),
+			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess), Attempt: 1,
 		},
 		First: run.first, Last: run.last, Start: int64(run.first) * per, End: int64(run.last+1) * per,
 	}

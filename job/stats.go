@@ -53,12 +53,16 @@ type JobStats struct {
 	// Unplaced is how many items the last reshard committed here left
 	// unplaced (caps); 0 where this instance is not the leader.
 	Unplaced int
+	// Retries counts the attempts started here after a failed run of the
+	// same fire (Config.Retry).
+	Retries int64
 }
 
 // jobCounters are a runner's counters behind JobStats.
 type jobCounters struct {
 	reshards, reshardErrors, failoverClaims, misfiresOwed atomic.Int64
 	firesExpired, unplaced                                atomic.Int64
+	retries                                               atomic.Int64 // attempts after a failure (retry.go)
 	// executing counts the job's calls into Execute in progress here: a
 	// stop that waits for its items tells a job that ignores its context
 	// from a completion that waits on the registry.
@@ -84,6 +88,7 @@ func (s *Scheduler) Stats() Stats {
 			FailoverClaims: r.counters.failoverClaims.Load(),
 			MisfiresOwed:   r.counters.misfiresOwed.Load(),
 			FiresExpired:   r.counters.firesExpired.Load(),
+			Retries:        r.counters.retries.Load(),
 		}
 		if js.Leader {
 			js.Unplaced = int(r.counters.unplaced.Load())

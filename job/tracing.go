@@ -58,6 +58,12 @@ const (
 	// (shutdown, lost ownership of the item): it is not completed and
 	// runs again elsewhere or later.
 	AttrHalted = attribute.Key("shardjob.halted")
+	// AttrAttempt is an item span's try of its fire's run: 1 for the
+	// first, 2 for the first retry (Config.Retry).
+	AttrAttempt = attribute.Key("shardjob.attempt")
+	// AttrRetried is set on an item span whose failure another attempt
+	// follows: the fire's failed_items does not count it.
+	AttrRetried = attribute.Key("shardjob.retried")
 )
 
 // tracerName is the instrumentation scope of the scheduler's spans.

@@ -38,6 +38,9 @@ type Context struct {
 	Through  time.Time `json:"through,omitzero"`
 	Kind     string    `json:"kind"`
 	ServerID string    `json:"serverId"`
+	// Attempt is the run's try of its fire (job.ShardingContext.Attempt):
+	// 1, or more for a retry (job.Config.Retry). Left out when zero.
+	Attempt int `json:"attempt,omitzero"`
 }
 
 // ContextOf returns sc as a Context.
@@ -53,6 +56,7 @@ func ContextOf(sc job.ShardingContext) Context {
 		Through:            sc.Through,
 		Kind:               string(sc.Kind),
 		ServerID:           sc.ServerID,
+		Attempt:            sc.Attempt,
 	}
 }
 

@@ -44,6 +44,10 @@ type Execution struct {
 	// run returned. For a range run (job.RangeJob) it is the range's.
 	// Listeners share it: read it, do not change it.
 	Output json.RawMessage
+	// Attempt is the execution's try of its fire's item run: 1 for the
+	// first, 2 for the first retry (see job.ShardingContext.Attempt); 0
+	// when whoever made the Execution did not say.
+	Attempt int
 }
 
 // Listener is told about every execution on this instance. Calls happen on

@@ -27,6 +27,7 @@ var (
 	descFailovers    = prometheus.NewDesc("shardjob_failover_claims_total", "Items this instance claimed from the job's failover queue.", []string{"job"}, nil)
 	descMisfires     = prometheus.NewDesc("shardjob_misfires_owed_total", "Items noted here as owing a make-up run (a fire missed while the item ran or the session was down).", []string{"job"}, nil)
 	descExpired      = prometheus.NewDesc("shardjob_fires_expired_total", "Fires dropped here, not made up, for being older than the job's starting deadline.", []string{"job"}, nil)
+	descRetries      = prometheus.NewDesc("shardjob_item_retries_total", "Attempts started here after a failed run of the same fire (the job's retry policy).", []string{"job"}, nil)
 	descUnplaced     = prometheus.NewDesc("shardjob_unplaced_items", "Items the last reshard committed here left unplaced for want of room under the caps (leader only).", []string{"job"}, nil)
 	descLeader       = prometheus.NewDesc("shardjob_leader", "1 where this instance is the job's leader.", []string{"job"}, nil)
 	descUnits        = prometheus.NewDesc("shardjob_units", "Units (items of every job) this instance holds, as the load table last said.", nil, nil)
@@ -43,7 +44,7 @@ type schedulerCollector struct{ s *job.Scheduler }
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRegRequests, descRegErrors, descRegConnected, descRegSessionLost,
 		descZKRequests, descZKErrors, descZKConnected, descSessionsLost,
-		descReshards, descReshardErrs, descFailovers, descMisfires, descExpired, descUnplaced, descLeader,
+		descReshards, descReshardErrs, descFailovers, descMisfires, descExpired, descUnplaced, descLeader, descRetries,
 		descUnits, descRunning, descAlarm, descAlarms, descScore, descDraining, descDrained} {
 		ch <- d
 	}
@@ -84,6 +85,7 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descFailovers, j.FailoverClaims, j.Job)
 		counter(descMisfires, j.MisfiresOwed, j.Job)
 		counter(descExpired, j.FiresExpired, j.Job)
+		counter(descRetries, j.Retries, j.Job)
 		gauge(descUnplaced, float64(j.Unplaced), j.Job)
 		gauge(descLeader, bit(j.Leader), j.Job)
 	}

@@ -159,7 +159,11 @@ func cmdHistory(e *env, pos []string) error {
 	tw := e.table()
 	fmt.Fprintln(tw, "ID\tSTART\tJOB\tITEM\tKIND\tSERVER\tDURATION\tRESULT\tERROR\tOUTPUT")
 	for _, x := range p.Executions {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, when(&x.Start), x.Job, x.Item, x.Kind, x.Server,
+		kind := x.Kind
+		if x.Attempt > 1 { // a retry (the job's retry policy)
+			kind += fmt.Sprintf(" attempt %d", x.Attempt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", x.ID, when(&x.Start), x.Job, x.Item, kind, x.Server,
 			x.Duration().Round(time.Millisecond), x.Result, dash(x.Error), outputCell(x.Output, x.OutputTruncated, o.hist.outputWidth))
 	}
 	if err := tw.Flush(); err != nil {

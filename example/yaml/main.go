@@ -8,6 +8,7 @@
 //	go run ./example/yaml -etcd 127.0.0.1:2379     # a running etcd cluster
 //	make zk-start && go run ./example/yaml -file-registry  # the file's own servers (127.0.0.1:2181)
 //	go run ./example/yaml -f my-jobs.yaml          # another file
+//	go run ./example/yaml -f example/yaml/retries.yaml  # retries with backoff (make retries-demo)
 //
 // The file's regcenter section gives the namespace and timeouts. Its
 // servers are used with -file-registry, or when SHARDJOB_REGCENTER_SERVERS,
@@ -40,6 +41,7 @@ import (
 var handlers = map[string]job.Job{
 	"orders":  job.SimpleFunc(syncOrders),
 	"cleanup": job.SimpleFunc(cleanup),
+	"flaky":   job.SimpleFunc(flaky),
 }
 
 func main() {
@@ -87,6 +89,10 @@ func run(ctx context.Context, path string, fileRegistry bool, flags *demoreg.Fla
 		defer func() { err = errors.Join(err, reg.Close()) }()
 		rcfg := reg.Config()
 		cfg.Servers, cfg.Etcd, cfg.URL, cfg.EmbeddedDir = rcfg.Servers, rcfg.Etcd, rcfg.URL, ""
+		if reg.Embedded() {
+			// The embedded member requires its own credentials.
+			cfg.Digest, cfg.DigestFile = rcfg.Digest, ""
+		}
 		slog.Info("registry", "is", reg.String())
 	}
 	rc, err := regcenter.Open(ctx, cfg)
@@ -135,5 +141,20 @@ func cleanup(ctx context.Context, sc job.ShardingContext) error {
 		return err
 	}
 	fmt.Printf("%s  %s item %d of %d\n", time.Now().Format("15:04:05"), sc.JobName, sc.Item, sc.ShardingTotalCount)
+	return nil
+}
+
+// flaky fails the first two attempts of every fire and succeeds on the
+// third: the job's retry policy (example/yaml/retries.yaml) runs it again
+// after a backoff, and ShardingContext.Attempt counts.
+func flaky(ctx context.Context, sc job.ShardingContext) error {
+	if err := sc.StillOwner(); err != nil {
+		return err
+	}
+	if sc.Attempt < 3 {
+		fmt.Printf("%s  %s item %d fire %s attempt %d: failing on purpose\n", time.Now().Format("15:04:05.000"), sc.JobName, sc.Item, sc.FireTime.Format("15:04:05"), sc.Attempt)
+		return fmt.Errorf("attempt %d fails on purpose", sc.Attempt)
+	}
+	fmt.Printf("%s  %s item %d fire %s attempt %d: done\n", time.Now().Format("15:04:05.000"), sc.JobName, sc.Item, sc.FireTime.Format("15:04:05"), sc.Attempt)
 	return nil
 }

@@ -153,7 +153,8 @@ export async function refresh(ctx) {
         { label: "Start", cell: (x) => time(x.start) },
         { label: "Job", cell: (x) => el("a", { href: "#/job/" + encodeURIComponent(x.job), text: x.job }) },
         { label: "Item", cls: "num", cell: (x) => String(x.item) },
-        { label: "Kind", cell: (x) => x.kind },
+        // A retry (the job's retry policy) says which attempt of its fire it was.
+        { label: "Kind", cell: (x) => (x.attempt > 1 ? `${x.kind}, attempt ${x.attempt}` : x.kind) },
         { label: "Server", cell: (x) => x.server },
         { label: "Fire", cell: (x) => time(x.fireTime) },
         { label: "Took", cls: "num", cell: (x) => duration(x.durationMs) },
