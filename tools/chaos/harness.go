@@ -58,6 +58,11 @@ type Config struct {
 	Overlap   string
 	LongEvery int
 	Long      time.Duration
+	// FailEvery makes every this many executions of an instance fail at
+	// their first attempt (after StillOwner passed), and the jobs retry a
+	// failed run twice (job.Config.Retry): the retries are checked as
+	// the fire's next tries. 0: none.
+	FailEvery int
 	// Chain is how many jobs the instances run, each after the one before
 	// (1: one job); the analysis checks each job's invariants and that
 	// every run of a dependent began after its parent completed its fires.
@@ -132,6 +137,9 @@ func (c Config) validate() error {
 	case "", "replace":
 	default:
 		errs = append(errs, fmt.Errorf("overlap %q: need \"\" or replace", c.Overlap))
+	}
+	if c.FailEvery < 0 {
+		errs = append(errs, fmt.Errorf("fail-every %d: need a count >= 0", c.FailEvery))
 	}
 	if c.LongEvery < 0 || (c.LongEvery > 0 && c.Long <= c.Work) {
 		errs = append(errs, fmt.Errorf("long-every %d, long %v: need a count >= 0 and a long run longer than -work", c.LongEvery, c.Long))
@@ -315,7 +323,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		WarmupMS: cfg.Warmup.Milliseconds(), CooldownMS: cfg.Cooldown.Milliseconds(),
 		DurationMS: cfg.Duration.Milliseconds(), Partition: h.netns != nil, Registry: cfg.Registry,
 		Overlap: cfg.Overlap, Chain: cfg.Chain, JobItems: cfg.Items, RecordIntervalMS: &recordMS,
-		FireJitterMS: cfg.fireJitter().Milliseconds(),
+		FireJitterMS: cfg.fireJitter().Milliseconds(), FailEvery: cfg.FailEvery,
 	}})
 
 	rcLog, err := os.OpenFile(filepath.Join(h.dir, "harness-"+reg+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

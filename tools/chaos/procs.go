@@ -92,6 +92,9 @@ func (h *harness) start(p *instance) error {
 	if j := h.cfg.fireJitter(); j > 0 {
 		args = append(args, "-fire-jitter", j.String())
 	}
+	if h.cfg.FailEvery > 0 {
+		args = append(args, "-fail-every", fmt.Sprint(h.cfg.FailEvery))
+	}
 	if h.cfg.LongEvery > 0 {
 		args = append(args, "-long-every", fmt.Sprint(h.cfg.LongEvery), "-long", h.cfg.Long.String())
 	}

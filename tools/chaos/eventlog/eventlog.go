@@ -123,6 +123,9 @@ type RunConfig struct {
 	// log's fire times are the schedule's times before it, the fires the
 	// analysis counts on the period's grid.
 	FireJitterMS int64 `json:"fire_jitter_ms,omitempty"`
+	// FailEvery is the harness's -fail-every: every this many executions
+	// of an instance failed at their first attempt, and were retried.
+	FailEvery int `json:"fail_every,omitempty"`
 }
 
 // Event is one line of the log. Fields an event kind does not use are

@@ -59,6 +59,7 @@ type options struct {
 	chain           int
 	afterTimeout    time.Duration
 	fireJitter      time.Duration
+	failEvery       int
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	flag.DurationVar(&o.long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
 	flag.IntVar(&o.chain, "chain", 1, "jobs run, each after the one before: JOB, JOB-2, ... (items of job k logged as k*items+item)")
 	flag.DurationVar(&o.afterTimeout, "after-timeout", time.Minute, "a dependent job's wait for its parent (see -chain)")
+	flag.IntVar(&o.failEvery, "fail-every", 0, "every this many executions of this process fails at its first attempt, after StillOwner passed, and the jobs retry a failed run twice (job.Config.Retry; 0: none)")
 	flag.DurationVar(&o.fireJitter, "fire-jitter", 0, "every job's schedule jitter (job.Config.Jitter), under a second; the log's fire times are the schedule's times before it")
 	flag.Parse()
 	if o.id == "" || servers == "" || o.logPath == "" {
@@ -217,6 +219,9 @@ func (in *instance) start(ctx context.Context, rc regcenter.Center) (*job.Schedu
 		for k := range max(in.o.chain, 1) {
 			cfg := job.Config{Name: in.chainJob(k), Cron: in.o.cron, ShardingTotalCount: in.o.items, Failover: true, Overlap: job.OverlapPolicy(in.o.overlap),
 				Jitter: in.o.fireJitter}
+			if in.o.failEvery > 0 {
+				cfg.Retry = job.RetryPolicy{Attempts: 2, Backoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+			}
 			if k > 0 {
 				cfg.After, cfg.AfterTimeout = in.chainJob(k-1), in.o.afterTimeout
 			}
@@ -277,6 +282,9 @@ func (in *instance) scheduled(at time.Time) int64 {
 	return at.UnixMilli()
 }
 
+// errFailedAsAsked is the error of a run -fail-every makes fail.
+var errFailedAsAsked = errors.New("chaos: failed as asked (-fail-every)")
+
 // execute is the test job (job k of the chain): begin, work, check
 // ownership, then end (the side effect) or abort.
 func (in *instance) execute(ctx context.Context, sc job.ShardingContext, k int) error {
@@ -284,8 +292,23 @@ func (in *instance) execute(ctx context.Context, sc job.ShardingContext, k int) 
 	run := fmt.Sprintf("%s.%d.%d", in.o.id, in.pid, seq)
 	base := eventlog.Event{Run: run, Item: eventlog.Item(k*in.o.items + sc.Item), Fire: in.scheduled(sc.FireTime), Through: in.scheduled(sc.Through), Kind: string(sc.Kind)}
 	e := base
-	e.Ev = eventlog.Begin
+	e.Ev, e.Attempt = eventlog.Begin, sc.Attempt
 	in.write(e)
+
+	if in.o.failEvery > 0 && sc.Attempt == 1 && seq%int64(in.o.failEvery) == 0 {
+		// Fails at once, as the owner, so that its retry comes well
+		// before the next fire.
+		if err := sc.StillOwner(); err != nil {
+			e := base
+			e.Ev, e.Err = eventlog.Abort, "still owner: "+err.Error()
+			in.write(e)
+			return err
+		}
+		e := base
+		e.Ev, e.Err = eventlog.Failed, "failed as asked"
+		in.write(e)
+		return errFailedAsAsked
+	}
 
 	d := in.o.work
 	if in.o.jitter > 0 {
