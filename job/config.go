@@ -277,6 +277,10 @@ type Config struct {
 	// when the job starts. Without it the stored Config wins and this one
 	// is used only when none is stored yet.
 	Overwrite bool
+	// Alert raises alerts for late fires and for a job that has not run
+	// (see AlertPolicy). The zero value means the scheduler's
+	// WithAlertDefault, if any. In YAML: alert: {late: 30s, notRunFor: 2h}.
+	Alert AlertPolicy
 }
 
 var (
@@ -434,6 +438,7 @@ func (c Config) check(now time.Time) []*configError {
 
 	c.calendarProblems(add, base, loc)
 	c.afterProblems(add)
+	c.alertProblems(add, base, now)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
 		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),

@@ -49,6 +49,8 @@ type configDoc struct {
 	Description      string `yaml:"description"`
 	Disabled         bool   `yaml:"disabled"`
 	Overwrite        bool   `yaml:"overwrite"`
+	// Alert is left out when unset, as Timeout is.
+	Alert *alertDoc `yaml:"alert,omitempty"`
 }
 
 // Encode returns the YAML document stored in the job's config
@@ -182,6 +184,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		Description:            c.Description,
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
+		Alert:                  c.Alert.doc(),
 	})
 }
 

@@ -345,6 +345,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
+	r.s.alert.book.Begin(r.name, at)
 	tctx, span := r.traceItem(ctx, f, item, item, at, through)
 	res.err = r.callTimed(tctx, sc, cfg.Timeout)
 	res.end = time.Now()
@@ -355,6 +356,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		res.halted = context.Cause(ctx)
 	}
 	f.endItem(span, res.err, res.halted)
+	r.s.alert.book.End(r.name, at, res.err == nil && res.halted == nil, r.s.opts.now())
 	ev.End, ev.Err = res.end, res.err
 	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -53,6 +54,12 @@ type JobStats struct {
 	// Unplaced is how many items the last reshard committed here left
 	// unplaced (caps); 0 where this instance is not the leader.
 	Unplaced int
+	// FiresLate counts the job's late fires raised by this instance
+	// (AlertPolicy.Late; each late fire is raised by one instance).
+	FiresLate int64
+	// LastSuccess is when the job's latest successful run here ended, on
+	// the scheduler's clock (zero: none since this process started).
+	LastSuccess time.Time
 }
 
 // jobCounters are a runner's counters behind JobStats.
@@ -84,6 +91,8 @@ func (s *Scheduler) Stats() Stats {
 			FailoverClaims: r.counters.failoverClaims.Load(),
 			MisfiresOwed:   r.counters.misfiresOwed.Load(),
 			FiresExpired:   r.counters.firesExpired.Load(),
+			FiresLate:      s.alert.book.Late(r.name),
+			LastSuccess:    s.alert.book.LastSuccess(r.name),
 		}
 		if js.Leader {
 			js.Unplaced = int(r.counters.unplaced.Load())
