@@ -114,9 +114,10 @@ const lateRetain = time.Hour
 
 // Book is one scheduler's alert bookkeeping.
 type Book struct {
-	o    Options
-	work chan task     // late fires to raise
-	kick chan struct{} // pubs has names
+	o        Options
+	attempts atomic.Int64  // late fires tried (won or lost), for tests
+	work     chan task     // late fires to raise
+	kick     chan struct{} // pubs has names
 
 	pubMu sync.Mutex
 	pubs  []string // jobs whose entry is to be published
@@ -262,6 +263,9 @@ func (b *Book) End(job string, fire time.Time, ok bool, end time.Time) {
 	}
 }
 
+// Attempts counts the late fires this book tried to raise, won or lost.
+func (b *Book) Attempts() int64 { return b.attempts.Load() }
+
 // LastSuccess is the end of job's latest successful run here (zero: none
 // since this process started).
 func (b *Book) LastSuccess(job string) time.Time {
@@ -354,6 +358,7 @@ func (b *Book) drainLate(ctx context.Context) {
 // raiseLate raises t's late fire if this instance is the first to.
 func (b *Book) raiseLate(ctx context.Context, t task) {
 	won, err := CreateOnce(ctx, b.o.RC, LateNode(t.job, t.fire), []byte(b.o.Server))
+	b.attempts.Add(1)
 	if err != nil {
 		b.o.Log.Warn("late fire not raised: registry", "job", t.job, "fire", t.fire, "err", err)
 		return
