@@ -326,6 +326,7 @@ func fullConfigForTest() Config {
 		Description:            "Copies orders.\nSecond line: with a colon, # and 'quotes'.",
 		Disabled:               true,
 		Overwrite:              true,
+		Alert:                  AlertPolicy{Late: 30 * time.Second, NotRunFor: 2 * time.Hour},
 	}
 }
 

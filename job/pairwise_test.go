@@ -86,6 +86,9 @@ func pairOptions(calStart time.Time) []pairOption {
 		{"deadline", []pairValue{{"deadline", func(pl *pairPlan) { pl.cfg.StartingDeadline = job.MinInterval }}}},
 		{"failover", []pairValue{{"failover", func(pl *pairPlan) { pl.cfg.Failover = true }}}},
 		{"unmonitored", []pairValue{{"unmonitored", func(pl *pairPlan) { pl.cfg.Unmonitored = true }}}},
+		// Late fires are raised while the runs go on: nothing a run does
+		// may change for it.
+		{"alert", []pairValue{{"alert", func(pl *pairPlan) { pl.cfg.Alert = job.AlertPolicy{Late: job.MinInterval, NotRunFor: time.Minute} }}}},
 	}
 }
 
