@@ -187,3 +187,36 @@ func (s *Scheduler) raiseAlert(ctx context.Context, r alert.Raised) {
 		}
 	}
 }
+
+// AlertProblem is a job found late or not run by CheckAlerts.
+type AlertProblem struct {
+	// Kind is EventFireLate or EventNotRun.
+	Kind EventKind `json:"kind"`
+	// Job is the job concerned.
+	Job string `json:"job"`
+	// Fire is the late fire, or the job's last success known (zero: it
+	// never ran).
+	Fire time.Time `json:"fire"`
+	// Bound is the policy's bound that was passed.
+	Bound time.Duration `json:"bound"`
+}
+
+// CheckAlerts reads the namespace's alert index once, as a probe run from
+// cron would (shardjob check): the jobs whose last success is older than
+// their AlertPolicy.NotRunFor (with its eighth of slack, as the checker
+// reads it) or that were reported not run and have not succeeded since,
+// and the fires raised late within window before now. It writes nothing.
+// It reads one node per job with an alert policy, and lists the late fires
+// of those with a late bound.
+func CheckAlerts(ctx context.Context, rc regcenter.Center, now time.Time, window time.Duration) ([]AlertProblem, error) {
+	found, err := alert.Scan(ctx, rc, now, window)
+	out := make([]AlertProblem, 0, len(found))
+	for _, p := range found {
+		k := EventNotRun
+		if p.Kind == alert.KindLate {
+			k = EventFireLate
+		}
+		out = append(out, AlertProblem{Kind: k, Job: p.Job, Fire: p.Fire, Bound: p.Bound})
+	}
+	return out, err
+}
