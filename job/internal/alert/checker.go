@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
@@ -36,6 +37,7 @@ type Checker struct {
 	Timeout time.Duration
 	Log     *slog.Logger
 
+	mu  sync.Mutex           // one pass at a time: a leadership regained may overlap the last one's end
 	due map[string]time.Time // each job's next due time, as last read
 }
 
@@ -77,6 +79,8 @@ func (c *Checker) log() *slog.Logger {
 
 // Pass checks the index once.
 func (c *Checker) Pass(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	names, err := c.RC.Children(ctx, Jobs)
 	if errors.Is(err, regcenter.ErrNoNode) {
 		return nil
