@@ -67,20 +67,22 @@ func alertClock() *jobtest.Clock {
 }
 
 // TestClusterAlertLateOnce runs a fire's two items on two instances past
-// the job's late bound: both notice, one raises it — one event, one call
-// of the job's alert handler, one count in the stats, across the cluster —
-// and the fire's node under /{job}/alerts/late says so.
+// the late bound (the namespace default: the job sets none): both notice,
+// one raises it — one event, one call of the job's alert handler, one
+// count in the stats, across the cluster — and the fire's node under
+// /{job}/alerts/late says so.
 func TestClusterAlertLateOnce(t *testing.T) {
 	ns := namespace(t)
 	clk := alertClock()
-	cfg := job.Config{Name: "slow", Cron: "0 * * * * *", ShardingTotalCount: 2, Alert: job.AlertPolicy{Late: 10 * time.Second}}
+	cfg := job.Config{Name: "slow", Cron: "0 * * * * *", ShardingTotalCount: 2}
 	var evs eventLog
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	jobs := map[string]*alertJob{}
 	var ins []*instance
 	for _, id := range []string{"s1", "s2"} {
-		rc, s := connect(t, ctx, ns, id, job.WithClock(clk), job.WithEventHandler(evs.add), job.WithAlertCheck(-1))
+		rc, s := connect(t, ctx, ns, id, job.WithClock(clk), job.WithEventHandler(evs.add), job.WithAlertCheck(-1),
+			job.WithAlertDefault(job.AlertPolicy{Late: 10 * time.Second}))
 		jobs[id] = newAlertJob()
 		if err := s.Add(ctx, cfg, jobs[id]); err != nil {
 			t.Fatal(err)
