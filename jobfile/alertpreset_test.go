@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,5 +47,23 @@ func TestJobFileAlertAndWebhookPreset(t *testing.T) {
 	var p errhandler.GenericPayload
 	if err := json.Unmarshal(<-got, &p); err != nil || p.Job != "a" || p.Kind != "not-run" || p.Fire != "" || p.Instance != "s1" {
 		t.Errorf("posted %+v (%v)", p, err)
+	}
+}
+
+// example/yaml/alerts.yaml (make alerts-demo) loads, with its alert and
+// its Slack-style webhook.
+func TestAlertsExampleLoads(t *testing.T) {
+	f, err := jobfile.LoadFile(filepath.Join("..", "example", "yaml", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jobfile.Check(f.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Jobs) != 1 || f.Jobs[0].Config.Alert.Late != 3*time.Second {
+		t.Fatalf("jobs %+v, want one with a late bound of 3s", f.Jobs)
+	}
+	if _, err := jobfile.Build(f.Jobs[0], nil, jobfile.Options{}); err != nil {
+		t.Fatal(err)
 	}
 }
