@@ -247,3 +247,32 @@ func TestConfigAlertRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterAlertForgetsARemovedJob: the checker does not report a job
+// whose config node is gone (removed from the cluster); it deletes its
+// entry instead.
+func TestClusterAlertForgetsARemovedJob(t *testing.T) {
+	ns := namespace(t)
+	clk := alertClock()
+	gone := job.Config{Name: "gone", Cron: "0 * * * * *", ShardingTotalCount: 1, Alert: job.AlertPolicy{NotRunFor: time.Minute}}
+	var evs eventLog
+	startInstance(t, ns, "s1", gone, newRecorder(), job.WithClock(clk), job.WithEventHandler(evs.add),
+		job.WithAlertCheck(50*time.Millisecond))
+	obs := observer(t, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	exists := func() bool {
+		ok, _, _ := obs.Exists(ctx, "/.alerts/jobs/gone")
+		return ok
+	}
+	waitUntil(t, 20*time.Second, exists)
+	if err := obs.DeleteTree(ctx, "/gone"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, func() bool { return evs.count("gone", job.EventStopped) >= 1 })
+	clk.Advance(2 * time.Minute)
+	waitUntil(t, 20*time.Second, func() bool { return !exists() })
+	if n := evs.count("gone", job.EventNotRun); n != 0 {
+		t.Errorf("%d not-run events for a removed job", n)
+	}
+}
