@@ -43,14 +43,17 @@ func WithAlertDefault(p AlertPolicy) Option {
 	}
 }
 
+// MinAlertCheck is the shortest interval WithAlertCheck takes.
+const MinAlertCheck = 10 * time.Millisecond
+
 // WithAlertCheck sets how often the namespace's alert checker looks for
 // jobs not run (AlertPolicy.NotRunFor), when this instance is the one
-// elected to check (default DefaultAlertCheck). A negative d keeps this
-// instance out of the election: it never checks.
+// elected to check (default DefaultAlertCheck, at least MinAlertCheck). A
+// negative d keeps this instance out of the election: it never checks.
 func WithAlertCheck(d time.Duration) Option {
 	return func(o *options) error {
-		if d == 0 {
-			return fmt.Errorf("%w: alert check interval 0 (negative turns the checker off)", ErrInvalidOption)
+		if d >= 0 && d < MinAlertCheck {
+			return fmt.Errorf("%w: alert check interval %v: at least %v (negative turns the checker off)", ErrInvalidOption, d, MinAlertCheck)
 		}
 		o.alertCheck = d
 		return nil
