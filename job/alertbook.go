@@ -29,18 +29,26 @@ const alertTimeout = 10 * time.Second
 // but not against a schedule.
 func WithAlertDefault(p AlertPolicy) Option {
 	return func(o *options) error {
-		var msgs []error
-		(Config{Alert: p}).alertProblems(func(key string, kind error, subject, detail string) *configError {
-			e := &configError{key: key, kind: kind, subject: subject, detail: detail}
-			msgs = append(msgs, e)
-			return e
-		}, nil, time.Time{})
-		if len(msgs) > 0 {
-			return fmt.Errorf("%w: alert default: %w", ErrInvalidOption, errors.Join(msgs...))
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("%w: alert default: %w", ErrInvalidOption, err)
 		}
 		o.alertDefault = p
 		return nil
 	}
+}
+
+// Validate checks p's bounds without a schedule: not negative, and each 0
+// or at least MinInterval. The error wraps ErrInvalidConfig and names the
+// field (alert.late, alert.notRunFor). Config.Validate checks a job's
+// policy against its schedule too.
+func (p AlertPolicy) Validate() error {
+	var errs []error
+	(Config{Alert: p}).alertProblems(func(key string, kind error, subject, detail string) *configError {
+		e := &configError{key: key, kind: kind, subject: subject, detail: detail}
+		errs = append(errs, e)
+		return e
+	}, nil, time.Time{})
+	return joinConfigErrors(errs)
 }
 
 // MinAlertCheck is the shortest interval WithAlertCheck takes.

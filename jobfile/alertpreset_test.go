@@ -3,10 +3,12 @@ package jobfile_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,34 @@ func TestAlertsExampleLoads(t *testing.T) {
 	}
 	if _, err := jobfile.Build(f.Jobs[0], nil, jobfile.Options{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A file's top-level alert: is the namespace default of the jobs it runs;
+// bad bounds are refused naming the field.
+func TestFileAlertDefault(t *testing.T) {
+	f, _ := file(t, "unused", "  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n")
+	if !f.Alert.IsZero() {
+		t.Errorf("no alert section: %+v", f.Alert)
+	}
+	head := "regcenter: {servers: [\"127.0.0.1:2181\"], namespace: x}\n"
+	jobs := "jobs:\n  - name: a\n    cron: '@hourly'\n    shardingTotalCount: 1\n"
+	got, err := jobfile.Load(strings.NewReader(head + "alert: {late: 30s, notRunFor: 2h}\n" + jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (job.AlertPolicy{Late: 30 * time.Second, NotRunFor: 2 * time.Hour}); got.Alert != want {
+		t.Errorf("alert default = %+v, want %+v", got.Alert, want)
+	}
+	for doc, want := range map[string]string{
+		"alert: {late: -1s}\n":   "alert.late at line 2: -1s must not be negative",
+		"alert: {late: 500ms}\n": "alert.late 500ms: must be 0 (no alert) or at least 1s",
+		"alert: {every: 1m}\n":   "every",
+		"alert: 30s\n":           "must be a mapping",
+		"alert: {late: soon}\n":  "alert.late",
+	} {
+		if _, err := jobfile.Load(strings.NewReader(head + doc + jobs)); !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error naming %q", doc, err, want)
+		}
 	}
 }

@@ -530,6 +530,9 @@ func Run(ctx context.Context, f *File, o RunOptions) (err error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	opts := []job.Option{job.WithLogger(log)}
+	if !f.Alert.IsZero() {
+		opts = append(opts, job.WithAlertDefault(f.Alert))
+	}
 	if tr := f.Tracing; tr != nil {
 		out := o.Stdout
 		if out == nil {
