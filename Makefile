@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo alerts-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Two streams run side by side, each one package at a time (-p 1): the job
 # package (on ZooKeeper, then its etcd matrix) and every other package
@@ -107,6 +107,19 @@ yaml-demo:
 .PHONY: retries-demo
 retries-demo:
 	$(GO) run ./example/yaml -f example/yaml/retries.yaml
+# Alerts for late and missed runs (example/yaml/alerts.yaml): a job that runs
+# longer than its late bound, each late fire posted once, Slack-style, to the
+# receiver, which prints it. Embedded registry in .shardjob-alerts; Ctrl-C stops
+# both.
+alerts-demo:
+	@mkdir -p $(ZK_DIR)
+	$(GO) build -o $(ZK_DIR)/receiver ./example/yaml/receiver
+	$(GO) build -o $(ZK_DIR)/shardjob ./cmd/shardjob
+	@pid=; \
+	trap 'status=$$?; trap - EXIT; [ -z "$$pid" ] || kill $$pid 2>/dev/null; exit $$status' EXIT; \
+	trap 'exit 130' INT; trap 'exit 143' TERM; \
+	$(ZK_DIR)/receiver & pid=$$!; \
+	$(ZK_DIR)/shardjob run example/yaml/alerts.yaml
 
 # The demos need nothing but Go: with no registry given they run on an etcd
 # member inside the process (package regcenter/embedded), its data in a

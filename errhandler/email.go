@@ -141,7 +141,11 @@ func (e *Email) message(f Failure) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "From: %s\r\n", e.c.From)
 	fmt.Fprintf(&b, "To: %s\r\n", strings.Join(e.c.To, ", "))
-	fmt.Fprintf(&b, "Subject: %s job %s item %d failed\r\n", e.c.SubjectPrefix, oneLine(f.Job), f.Item)
+	if f.IsAlert() {
+		fmt.Fprintf(&b, "Subject: %s job %s alert: %s\r\n", e.c.SubjectPrefix, oneLine(f.Job), oneLine(string(f.Alert)))
+	} else {
+		fmt.Fprintf(&b, "Subject: %s job %s item %d failed\r\n", e.c.SubjectPrefix, oneLine(f.Job), f.Item)
+	}
 	fmt.Fprintf(&b, "Date: %s\r\n", time.Now().Format(time.RFC1123Z))
 	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n")
 	fmt.Fprintf(&b, "Job:         %s\r\nItem:        %d\r\nTask:        %s\r\nServer:      %s\r\nKind:        %s\r\n", f.Job, f.Item, f.TaskID, f.ServerID, f.Kind)

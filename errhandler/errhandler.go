@@ -10,6 +10,11 @@
 // even when the item's context has ended; its error is joined to the
 // execution's.
 //
+// Alerts of the job (job.Config.Alert: a late fire, a job not run) reach
+// the same handler as a Failure whose Alert names the kind and whose Err
+// wraps job.ErrFireLate or job.ErrNotRun; Item is -1 and Consecutive 0,
+// so that Stop never pauses a job for an alert.
+//
 // The handlers: [Log] (the default), [Ignore], [Stop] (pauses the job on
 // this instance after N consecutive failures), [Webhook] (a signed JSON
 // POST with bounded retries) and [Email] (SMTP with STARTTLS). Handlers of
@@ -66,7 +71,14 @@ type Failure struct {
 	// Consecutive counts the job's failures in a row on this instance,
 	// this one included (any success resets it).
 	Consecutive int `json:"consecutive"`
+	// Alert is set when this is an alert rather than a failed execution:
+	// job.EventFireLate ("fire-late") or job.EventNotRun ("not-run").
+	Alert job.EventKind `json:"alert,omitempty"`
 }
+
+// IsAlert reports whether f is an alert (a late fire, a job not run)
+// rather than a failed execution.
+func (f Failure) IsAlert() bool { return f.Alert != "" }
 
 // Handler is told of failed executions. Handle is called on the
 // execution's goroutine, concurrently for a job's items, with a context
@@ -129,6 +141,17 @@ func (w *wrapped) Execute(ctx context.Context, sc job.ShardingContext) error {
 	return err
 }
 
+// HandleAlert passes the job's alert to the handler as a Failure (see the
+// package's documentation); it makes wrapped jobs job.AlertHandlers.
+func (w *wrapped) HandleAlert(ctx context.Context, a job.Alert) error {
+	f := Failure{Job: a.Job, ServerID: a.Server, Item: -1, FireTime: a.Fire, Begin: a.At, End: a.At,
+		Err: a.Err, Alert: a.Kind}
+	if a.Err != nil {
+		f.Error = a.Err.Error()
+	}
+	return w.h.Handle(ctx, f)
+}
+
 // Log logs each failure at level Error. It is the default handler.
 type Log struct {
 	// Logger receives the records; nil means slog.Default().
@@ -140,6 +163,10 @@ func (l Log) Handle(ctx context.Context, f Failure) error {
 	log := l.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if f.IsAlert() {
+		log.ErrorContext(ctx, "job alert", "job", f.Job, "alert", f.Alert, "fire", f.FireTime, "err", f.Err)
+		return nil
 	}
 	log.ErrorContext(ctx, "job execution failed", "job", f.Job, "item", f.Item, "task", f.TaskID, "kind", f.Kind,
 		"timed_out", f.TimedOut, "consecutive", f.Consecutive, "err", f.Err)

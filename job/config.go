@@ -281,6 +281,10 @@ type Config struct {
 	// the same instance after a backoff, within the fire's window (see
 	// RetryPolicy). The zero value retries nothing.
 	Retry RetryPolicy
+	// Alert raises alerts for late fires and for a job that has not run
+	// (see AlertPolicy). The zero value means the scheduler's
+	// WithAlertDefault, if any. In YAML: alert: {late: 30s, notRunFor: 2h}.
+	Alert AlertPolicy
 }
 
 var (
@@ -439,6 +443,7 @@ func (c Config) check(now time.Time) []*configError {
 	c.calendarProblems(add, base, loc)
 	c.afterProblems(add)
 	c.retryProblems(add)
+	c.alertProblems(add, base, now)
 
 	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
 		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),

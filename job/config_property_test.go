@@ -59,6 +59,7 @@ func (g configGen) config() Config {
 		Description:        g.pick("", "nightly export"),
 		Disabled:           g.r.IntN(5) == 0,
 		Overwrite:          g.coin(),
+		Alert:              AlertPolicy{Late: g.dur(0, 0, MinInterval, 30*time.Second), NotRunFor: g.dur(0, 0, MinInterval, time.Hour, 800*24*time.Hour)},
 	}
 	if g.coin() {
 		c.ItemsPerShard = g.r.IntN(100)

@@ -327,6 +327,7 @@ func fullConfigForTest() Config {
 		Disabled:               true,
 		Overwrite:              true,
 		Retry:                  RetryPolicy{Attempts: 3, Backoff: time.Second, MaxBackoff: 30 * time.Second, Jitter: 0.2},
+		Alert:                  AlertPolicy{Late: 30 * time.Second, NotRunFor: 2 * time.Hour},
 	}
 }
 

@@ -76,6 +76,7 @@ var configFields = []configField{
 	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
 	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
 	{"retry", ErrInvalidConfig, nodeRetry},
+	{"alert", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeAlert(n, &c.Alert) }},
 }
 
 // DecodeConfig parses a document written by Encode (or by hand, or by an
@@ -87,8 +88,9 @@ var configFields = []configField{
 // timeout, jitter and startingDeadline (Go durations such as "5s"),
 // shardingStrategy, the calendar's start, end, pausedUntil (times: see
 // Config.Start), limit, exclude and pauseNote, after, onParentFailure and
-// afterTimeout, description, disabled, overwrite and retry (a mapping: see
-// RetryPolicy); missing keys take the Config zero value (monitorExecution:
+// afterTimeout, description, disabled, overwrite, retry (a mapping: see
+// RetryPolicy) and alert (a mapping with late and notRunFor, durations);
+// missing keys take the Config zero value (monitorExecution:
 // true).
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated

@@ -51,6 +51,8 @@ type configDoc struct {
 	Overwrite        bool   `yaml:"overwrite"`
 	// Retry is left out for the zero policy, as Timeout.
 	Retry *retryDoc `yaml:"retry,omitempty"`
+	// Alert is left out when unset, as Timeout is.
+	Alert *alertDoc `yaml:"alert,omitempty"`
 }
 
 // Encode returns the YAML document stored in the job's config
@@ -185,6 +187,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		Disabled:               c.Disabled,
 		Overwrite:              c.Overwrite,
 		Retry:                  retryDocOf(c.Retry),
+		Alert:                  c.Alert.doc(),
 	})
 }
 

@@ -139,6 +139,9 @@ func (r *runner) reloadConfig() {
 		}
 	}
 	r.setConfig(cfg)
+	if cfg.Alert != old.Alert {
+		r.s.alert.book.Set(r.name, r.s.alertPolicy(cfg))
+	}
 	if cfg.After != old.After {
 		// A parent added by the reload writes its records at every run
 		// from now on: this job waits on them.

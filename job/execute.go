@@ -351,6 +351,10 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		Attempt: 1 + f.failedBefore(item, at),
 	}
 	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
+	// A late fire is the fire's, not an attempt's: armed once, ended
+	// with the last attempt.
+	r.s.alert.book.Begin(r.name, at)
+	defer func() { r.s.alert.book.End(r.name, at, res.err == nil && res.halted == nil, r.s.opts.now()) }()
 	for {
 		begin := time.Now()
 		ev := r.listenerEvent(sc, begin)

@@ -53,3 +53,7 @@ func WithJournalSweepForTest(age, sweep time.Duration) Option {
 func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
 	return placement.ReviewBooks(ctx, rc, placement.NewPlacer(ctx, rc, slog.Default()), reshard.RepairRequest)
 }
+
+// LateAttemptsForTest counts the late fires s tried to raise, whether its
+// creation of the fire's node won or found it made.
+func LateAttemptsForTest(s *Scheduler) int64 { return s.alert.book.Attempts() }

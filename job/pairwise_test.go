@@ -103,6 +103,9 @@ func pairOptions(calStart time.Time) []pairOption {
 		// The first attempt of every other fire fails at once (pairFails):
 		// each attempt is a run of the same fire.
 		{"retry", []pairValue{{"retry", func(pl *pairPlan) { pl.cfg.Retry = pairRetry }}}},
+		// Late fires are raised while the runs go on: nothing a run does
+		// may change for it.
+		{"alert", []pairValue{{"alert", func(pl *pairPlan) { pl.cfg.Alert = job.AlertPolicy{Late: job.MinInterval, NotRunFor: time.Minute} }}}},
 	}
 }
 

@@ -110,6 +110,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	for _, l := range r.s.opts.listeners {
 		l.BeforeExecution(ev)
 	}
+	r.s.alert.book.Begin(r.name, run.fire)
 	tctx, span := r.traceItem(ctx, f, run.first, run.last, run.fire, through)
 	err := timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
 		rc.owner = owner
@@ -121,6 +122,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 		halted = context.Cause(ctx)
 	}
 	f.endItem(span, err, halted)
+	r.s.alert.book.End(r.name, run.fire, err == nil && halted == nil, r.s.opts.now())
 	ev.End, ev.Err = end, err
 	ev.Output = ctx.out.take()
 	for _, l := range r.s.opts.listeners {

@@ -45,6 +45,7 @@ func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, c
 		r.book.Registered(sess)
 		r.log.Info("registered a new job", "session", sess.String())
 		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
+		r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
 	} else {
 		bound := r.s.startRetryBound()
 		err := retryRegistration(ctx, r.log, bound, "registering the job", func() error {
@@ -348,6 +349,7 @@ func (r *runner) registered(ctx context.Context, sess *regcenter.Session, fresh 
 	r.book.Registered(sess)
 	r.log.Info("registered", "session", sess.String())
 	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
+	r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
 	return nil
 }
 

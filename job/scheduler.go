@@ -54,6 +54,11 @@ type options struct {
 	probeEvery                     time.Duration
 	probeClient                    *http.Client
 	tracer                         *tracer // tracing.go; nil: off
+
+	// alertbook.go: the namespace default of Config.Alert, and the
+	// checker's interval (0: DefaultAlertCheck; negative: off).
+	alertDefault AlertPolicy
+	alertCheck   time.Duration
 }
 
 // serverIDPattern is what a server id is (the load table refuses others).
@@ -175,6 +180,7 @@ type Scheduler struct {
 	gates   trigger.Gates     // the times fires wait for
 	clock   trigger.Clock     // the clock fires go by (fireClock), made once
 	work    runs.Workers      // the goroutines of the jobs' fires and runs
+	alert   alerting          // late fires and jobs not run (alertbook.go)
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -226,6 +232,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.clock = triggerClock{s.fireClock()}
 	s.trig = trigger.New(s.clock, o.fireLead)
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
+	s.initAlerts()
 	return s, nil
 }
 
@@ -326,6 +333,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	s.startHealth()
+	s.startAlerts(ctx)
 	// The scheduler's loops, like every goroutine it owns, go through
 	// spawn: Shutdown waits for them.
 	s.spawn(func() { s.trig.Run(s.ctx) })
@@ -496,6 +504,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 			if err := s.publishInstance(ctx); err != nil {
 				s.log.Warn("re-registering the instance under the new session", "err", err)
 			}
+			s.campaignAlerts(ctx)
 		})
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
@@ -570,6 +579,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.unsub()
 	}
 	s.stopInstance()
+	s.stopAlerts(ctx)
 	s.unpublishInstance(ctx)
 	// Every goroutine spawn started ends with the scheduler's context: the
 	// wait is bounded by their own waits, each with a deadline.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -56,6 +57,12 @@ type JobStats struct {
 	// Retries counts the attempts started here after a failed run of the
 	// same fire (Config.Retry).
 	Retries int64
+	// FiresLate counts the job's late fires raised by this instance
+	// (AlertPolicy.Late; each late fire is raised by one instance).
+	FiresLate int64
+	// LastSuccess is when the job's latest successful run here ended, on
+	// the scheduler's clock (zero: none since this process started).
+	LastSuccess time.Time
 }
 
 // jobCounters are a runner's counters behind JobStats.
@@ -89,6 +96,8 @@ func (s *Scheduler) Stats() Stats {
 			MisfiresOwed:   r.counters.misfiresOwed.Load(),
 			FiresExpired:   r.counters.firesExpired.Load(),
 			Retries:        r.counters.retries.Load(),
+			FiresLate:      s.alert.book.Late(r.name),
+			LastSuccess:    s.alert.book.LastSuccess(r.name),
 		}
 		if js.Leader {
 			js.Unplaced = int(r.counters.unplaced.Load())

@@ -20,6 +20,7 @@ import (
 // at their next fire without waiting for a session timeout.
 func (r *runner) stop(ctx context.Context) error {
 	r.book.BeginStop()
+	r.s.alert.book.Forget(r.name)
 	r.ctx.cancelLife()
 	r.s.trig.Remove(r.name)
 	r.stopPrepare()

@@ -56,6 +56,10 @@ type File struct {
 	// Tracing is the tracing section (see Tracing); nil when the file has
 	// none, and then an instance that runs the file makes no span.
 	Tracing *Tracing
+	// Alert is the top-level alert: section, {late, notRunFor}: the
+	// namespace default an instance running the file (Run) gives its jobs
+	// that set no alert (job.WithAlertDefault); zero when absent.
+	Alert job.AlertPolicy
 }
 
 // LoadFile reads the file at path and loads it as Load does. Errors about
@@ -133,7 +137,7 @@ func readLimited(r io.Reader, limit int) ([]byte, error) {
 }
 
 // topKeys are the keys of a file's top level.
-var topKeys = []string{"regcenter", "jobs", "tracing"}
+var topKeys = []string{"regcenter", "jobs", "tracing", "alert"}
 
 // load decodes a file, reading the environment with getenv.
 func load(data []byte, getenv func(string) string) (*File, error) {
@@ -144,7 +148,7 @@ func load(data []byte, getenv func(string) string) (*File, error) {
 	}
 
 	var errs []error
-	var rcNode, jobsNode, tracingNode *yaml.Node
+	var rcNode, jobsNode, tracingNode, alertNode *yaml.Node
 	if root != nil {
 		if root.Kind != yaml.MappingNode {
 			return nil, join([]error{&problem{subject: "top level", line: root.Line,
@@ -166,6 +170,8 @@ func load(data []byte, getenv func(string) string) (*File, error) {
 					// "tracing:" with nothing under it: at the key's line.
 					tracingNode = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: p.KeyNode.Line, Column: p.KeyNode.Column}
 				}
+			case "alert":
+				alertNode = yamldoc.Resolve(p.Value)
 			default:
 				errs = append(errs, unknownKey("top level", p, topKeys))
 			}
@@ -182,10 +188,16 @@ func load(data []byte, getenv func(string) string) (*File, error) {
 		tr, terrs = decodeTracing(tracingNode)
 		errs = append(errs, terrs...)
 	}
+	var alert job.AlertPolicy
+	if alertNode != nil && !yamldoc.IsNull(alertNode) {
+		var aerrs []error
+		alert, aerrs = decodeAlertDefault(alertNode)
+		errs = append(errs, aerrs...)
+	}
 	if len(errs) > 0 {
 		return nil, join(errs)
 	}
-	return &File{Regcenter: rc, Jobs: jobs, Tracing: tr}, nil
+	return &File{Regcenter: rc, Jobs: jobs, Tracing: tr, Alert: alert}, nil
 }
 
 // loadJobs decodes the jobs section n (nil when absent). The dependencies
@@ -245,4 +257,28 @@ func nameLine(n *yaml.Node) int {
 		return p.KeyNode.Line
 	}
 	return yamldoc.Resolve(n).Line
+}
+
+// decodeAlertDefault decodes the top-level alert: section and checks it as
+// job.WithAlertDefault does.
+func decodeAlertDefault(n *yaml.Node) (job.AlertPolicy, []error) {
+	s := &section{name: "alert"}
+	var a job.AlertPolicy
+	if n.Kind != yaml.MappingNode {
+		s.errs = append(s.errs, fmt.Sprintf("alert at line %d: must be a mapping with late and notRunFor, the default of the jobs that set none", n.Line))
+	} else {
+		p := s.pairs(n, "late", "notRunFor")
+		s.duration(p, "late", &a.Late)
+		s.duration(p, "notRunFor", &a.NotRunFor)
+		if len(s.errs) == 0 {
+			if err := a.Validate(); err != nil {
+				s.errs = append(s.errs, fmt.Sprintf("alert at line %d: %v", n.Line, err))
+			}
+		}
+	}
+	errs := make([]error, len(s.errs))
+	for i, m := range s.errs {
+		errs[i] = fmt.Errorf("%w: %s", job.ErrInvalidConfig, m)
+	}
+	return a, errs
 }

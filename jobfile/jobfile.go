@@ -37,6 +37,8 @@
 //	errorHandler: log            # or ignore, or a name registered with errhandler.Register
 //	errorHandler: {type: stop, after: 3}
 //	errorHandler: {type: webhook, url: https://hooks.example.com/jobs, secretEnv: HOOK_SECRET, retries: 3, timeout: 10s}
+//	errorHandler: {type: webhook, preset: slack, url: https://hooks.slack.com/services/T/B/X}   # or preset: generic
+//	alert: {late: 30s, notRunFor: 2h}   # alerts (job.AlertPolicy) reach the error handler too
 //	errorHandler: {type: email, addr: "smtp.example.com:587", from: jobs@x.org, to: [ops@x.org], username: jobs, passwordEnv: SMTP_PASSWORD}
 //	# a webhook or email handler calls only public addresses; allowPrivateAddresses: true in it lets it call
 //	# loopback, private and link-local ones (hooks.internal, a receiver on this host)
@@ -287,11 +289,12 @@ func buildErrorHandler(sp Spec, sched *job.Scheduler, log *slog.Logger) (errhand
 		}
 		h = st
 	case "webhook":
-		keys("url", "secret", "secretEnv", "retries", "timeout", "allowPrivateAddresses")
+		keys("url", "secret", "secretEnv", "retries", "timeout", "allowPrivateAddresses", "preset")
 		var c errhandler.WebhookConfig
 		var private bool
 		if p != nil {
 			s.str(p, "url", &c.URL)
+			s.str(p, "preset", &c.Preset)
 			s.secret(p, "secret", &c.Secret)
 			s.integer(p, "retries", &c.Retries)
 			s.duration(p, "timeout", &c.Timeout)
@@ -527,6 +530,9 @@ func Run(ctx context.Context, f *File, o RunOptions) (err error) {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	opts := []job.Option{job.WithLogger(log)}
+	if !f.Alert.IsZero() {
+		opts = append(opts, job.WithAlertDefault(f.Alert))
+	}
 	if tr := f.Tracing; tr != nil {
 		out := o.Stdout
 		if out == nil {

@@ -37,6 +37,8 @@ var (
 	descScore        = prometheus.NewDesc("shardjob_load_score", "The load score this instance last published (100 idle, 0 saturated); absent without a score.", nil, nil)
 	descDraining     = prometheus.NewDesc("shardjob_draining", "1 while this instance is on the drain list.", nil, nil)
 	descDrained      = prometheus.NewDesc("shardjob_drained", "1 once a draining instance holds nothing and runs nothing: safe to stop.", nil, nil)
+	descFiresLate    = prometheus.NewDesc("shardjob_fire_late_total", "Late fires of the job (alert.late) raised by this instance; each late fire is raised by one instance of the cluster.", []string{"job"}, nil)
+	descLastSuccess  = prometheus.NewDesc("shardjob_job_last_success_timestamp_seconds", "When the job's latest successful run on this instance ended (unix seconds); absent before its first. The cluster's is the maximum over instances.", []string{"job"}, nil)
 )
 
 type schedulerCollector struct{ s *job.Scheduler }
@@ -45,7 +47,8 @@ func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRegRequests, descRegErrors, descRegConnected, descRegSessionLost,
 		descZKRequests, descZKErrors, descZKConnected, descSessionsLost,
 		descReshards, descReshardErrs, descFailovers, descMisfires, descExpired, descUnplaced, descLeader, descRetries,
-		descUnits, descRunning, descAlarm, descAlarms, descScore, descDraining, descDrained} {
+		descUnits, descRunning, descAlarm, descAlarms, descScore, descDraining, descDrained,
+		descFiresLate, descLastSuccess} {
 		ch <- d
 	}
 }
@@ -88,6 +91,10 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descRetries, j.Retries, j.Job)
 		gauge(descUnplaced, float64(j.Unplaced), j.Job)
 		gauge(descLeader, bit(j.Leader), j.Job)
+		counter(descFiresLate, j.FiresLate, j.Job)
+		if !j.LastSuccess.IsZero() {
+			gauge(descLastSuccess, float64(j.LastSuccess.UnixMilli())/1e3, j.Job)
+		}
 	}
 	p := st.Placement
 	gauge(descUnits, float64(p.Units))

@@ -75,6 +75,7 @@ Exit codes:
   2  usage error: unknown command or flag, missing or extra argument, invalid input
      (a config document that does not validate, an item out of range)
   3  unknown job or server
+  4  shardjob check: a job is late or has not run (a line per problem on standard output)
 
 Errors are one line on standard error, naming what is wrong.
 "shardjob help COMMAND" shows one command.
@@ -113,5 +114,5 @@ func printCommandHelp(w io.Writer, cmd *command) {
 		}
 		fmt.Fprintf(w, "%-28s %s\n", line, usage)
 	})
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 operation failed, 2 usage error, 3 unknown job or server")
+	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 operation failed, 2 usage error, 3 unknown job or server, 4 check found a problem")
 }

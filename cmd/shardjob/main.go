@@ -37,6 +37,7 @@ const (
 	exitFailed  = 1 // the operation failed: registry unreachable, not authorized, not online, timeout
 	exitUsage   = 2 // bad command line or invalid input
 	exitUnknown = 3 // unknown job or server
+	exitAlerts  = 4 // shardjob check: a job is late or has not run
 )
 
 // opTimeout bounds the ZooKeeper work of a command once connected (waits
@@ -70,6 +71,8 @@ type options struct {
 	job, server string
 	wait        time.Duration
 	force       bool // shardjob remove --force
+
+	window time.Duration // shardjob check --window
 
 	hist historyOptions // shardjob history
 	as   string         // who runs a steering command, for the audit trail
@@ -117,6 +120,7 @@ func init() {
 		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance, audit: "rebalance"},
 		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no registry needed", run: cmdHistory},
 		{name: "audit", flags: []string{"history"}, noZK: true, summary: "the audit trail: who did what through the HTTP API, the console, the dispatcher's API and this command, when, from where, and the result; read from the history database (--since, --who, --job, --op, --via, --limit)", run: cmdAudit},
+		{name: "check", flags: []string{"window"}, summary: "a probe for cron: exits 0 when no job is late or not run (alert: in its config), 4 with a line per problem otherwise", run: cmdCheck},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
 }
@@ -135,7 +139,7 @@ func lookup(name string) *command {
 var valueFlags = map[string]bool{
 	"zk": true, "etcd": true, "embedded": true, "pg": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
-	"output": true, "o": true, "job": true, "server": true, "wait": true,
+	"output": true, "o": true, "job": true, "server": true, "wait": true, "window": true,
 	"history-driver": true, "history-dsn": true, "as": true, "who": true, "op": true, "via": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
 }
 
@@ -208,6 +212,8 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 				fs.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for the instances to leave")
 			case "force":
 				fs.BoolVar(&o.force, "force", false, "remove the job even though other jobs run after it (their fires are then skipped)")
+			case "window":
+				fs.DurationVar(&o.window, "window", time.Hour, "report the fires raised late within this `duration` before now")
 			}
 		}
 	}
@@ -362,6 +368,7 @@ func checkArgs(cmd *command, pos []string, o *options, set map[string]bool) erro
 type env struct {
 	ctx    context.Context
 	adm    *admin.Admin
+	rc     regcenter.Center // what adm reads, for the commands it has no call for (check)
 	out    io.Writer
 	json   bool
 	o      *options
@@ -389,7 +396,7 @@ func connectAndRun(cmd *command, pos []string, o *options, set map[string]bool, 
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	e := &env{ctx: ctx, adm: admin.New(rc, codec), out: stdout, json: o.output == "json", o: o, stderr: stderr}
+	e := &env{ctx: ctx, adm: admin.New(rc, codec), rc: rc, out: stdout, json: o.output == "json", o: o, stderr: stderr}
 	return audited(e, cmd, pos, set, func() error { return cmd.run(e, pos) })
 }
 
@@ -400,6 +407,8 @@ func exitCode(err error) int {
 		return code
 	}
 	switch {
+	case errors.Is(err, errAlerts):
+		return exitAlerts
 	case errors.Is(err, admin.ErrUnknownJob), errors.Is(err, admin.ErrUnknownServer):
 		return exitUnknown
 	case errors.As(err, &ue), errors.Is(err, admin.ErrInvalid), errors.Is(err, regcenter.ErrInvalidConfig):

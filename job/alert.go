@@ -1,0 +1,192 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/internal/yamldoc"
+)
+
+// Alerts for late fires and for jobs not run (Config.Alert): the policy,
+// its document form and checks, and what an alert is to its receivers.
+// The bookkeeping is package job/internal/alert's; alertbook.go wires it.
+
+// AlertPolicy says when a job's fires are late and when it has gone too
+// long without running. Each bound is off at 0.
+type AlertPolicy struct {
+	// Late, when positive, makes a fire late when an item of it that ran
+	// on some instance had not returned Late after the fire's time: the
+	// fire is reported once across the cluster (EventFireLate,
+	// ErrFireLate), while the item still runs. At least MinInterval.
+	Late time.Duration
+	// NotRunFor, when positive, reports the job (EventNotRun, ErrNotRun)
+	// once it has had no successful run of any item for NotRunFor,
+	// counted from its first registration with the policy if it never
+	// ran, and again every NotRunFor while that lasts, whether or not an
+	// instance of it is alive: the namespace's alert checker notices
+	// (WithAlertCheck). It may not be shorter than the longest gap between
+	// two of the schedule's fires, since it would then report a job
+	// between every two fires.
+	NotRunFor time.Duration
+}
+
+// IsZero reports whether p sets no bound.
+func (p AlertPolicy) IsZero() bool { return p == AlertPolicy{} }
+
+// Alert sentinels, wrapped by Alert.Err and Event.Err of EventFireLate and
+// EventNotRun, so that an error handler tells them with errors.Is.
+var (
+	// ErrFireLate means a fire's items had not all returned within the
+	// job's AlertPolicy.Late after the fire's time.
+	ErrFireLate = errors.New("job: fire late")
+	// ErrNotRun means the job had no successful run for its
+	// AlertPolicy.NotRunFor.
+	ErrNotRun = errors.New("job: job has not run")
+)
+
+// Alert event kinds.
+const (
+	// EventFireLate: a fire of Job was late (AlertPolicy.Late). Raised on
+	// one instance of the cluster, the first to notice; Detail names the
+	// fire, Err wraps ErrFireLate.
+	EventFireLate EventKind = "fire-late"
+	// EventNotRun: Job had no successful run for its AlertPolicy.NotRunFor.
+	// Raised by the namespace's alert checker, on one instance, whether or
+	// not the job is added there; Err wraps ErrNotRun.
+	EventNotRun EventKind = "not-run"
+)
+
+// Alert is a late fire or a job that has not run, as told to the job's
+// AlertHandler.
+type Alert struct {
+	// Kind is EventFireLate or EventNotRun.
+	Kind EventKind
+	// Job is the job concerned.
+	Job string
+	// Fire is the late fire; for EventNotRun the job's last successful
+	// run known to the cluster (zero when it never ran).
+	Fire time.Time
+	// Bound is the policy's bound that was passed (Late or NotRunFor).
+	Bound time.Duration
+	// Server is the instance that raised the alert.
+	Server string
+	// Err wraps ErrFireLate or ErrNotRun and says what happened.
+	Err error
+	// At is when the alert was raised, on the scheduler's clock.
+	At time.Time
+}
+
+// AlertHandler is implemented by a Job that wants to be told of its alerts,
+// as errhandler.Wrap's jobs are (they pass the alert to their error
+// handler). HandleAlert is called on the scheduler's alert goroutine, one
+// alert at a time, with a context bounded by the alert's deadline; an
+// alert of a job not added on the instance that raises it reaches only
+// the events (WithEventHandler) and the history.
+type AlertHandler interface {
+	HandleAlert(ctx context.Context, a Alert) error
+}
+
+// alertDoc is the alert's mapping in the config document.
+type alertDoc struct {
+	Late      string `yaml:"late,omitempty"`
+	NotRunFor string `yaml:"notRunFor,omitempty"`
+}
+
+// doc returns p's document mapping, nil when p is zero (the key is left
+// out, so that documents without alerts read the same to instances that
+// predate the key).
+func (p AlertPolicy) doc() *alertDoc {
+	if p.IsZero() {
+		return nil
+	}
+	return &alertDoc{Late: timeoutText(p.Late), NotRunFor: timeoutText(p.NotRunFor)}
+}
+
+// nodeAlert decodes alert: {late: 30s, notRunFor: 2h}; unknown keys are
+// errors, as the document's own are.
+func nodeAlert(n *yaml.Node, out *AlertPolicy) error {
+	n = yamldoc.Resolve(n)
+	if yamldoc.IsNull(n) {
+		*out = AlertPolicy{}
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamldoc.KindName(n))
+	}
+	pairs, perrs := yamldoc.Pairs(n, MaxYAMLDepth)
+	if len(perrs) > 0 {
+		return perrs[0]
+	}
+	var p AlertPolicy
+	var errs []string
+	for _, kv := range pairs {
+		var err error
+		switch kv.Key {
+		case "late":
+			err = nodeDuration(kv.Value, &p.Late)
+		case "notRunFor":
+			err = nodeDuration(kv.Value, &p.NotRunFor)
+		default:
+			err = fmt.Errorf("unknown key (want late or notRunFor)")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s (line %d): %v", quoteShort(kv.Key), kv.KeyNode.Line, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	*out = p
+	return nil
+}
+
+// alertGapFires is how many of the schedule's next fires the longest gap
+// between fires is measured over (AlertPolicy.NotRunFor's check).
+const alertGapFires = 32
+
+// alertProblems checks Alert: each bound 0 or at least MinInterval, and
+// NotRunFor no shorter than the longest gap between the next fires of
+// base (the parsed cron; nil when it did not parse).
+func (c Config) alertProblems(add func(key string, kind error, subject, detail string) *configError, base cron.Schedule, now time.Time) {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"late", c.Alert.Late}, {"notRunFor", c.Alert.NotRunFor}} {
+		switch {
+		case f.d < 0:
+			add("alert", ErrInvalidConfig, fmt.Sprintf("alert.%s %v", f.name, f.d), "must not be negative (0 means no alert)")
+		case f.d > 0 && f.d < MinInterval:
+			add("alert", ErrInvalidConfig, fmt.Sprintf("alert.%s %v", f.name, f.d),
+				fmt.Sprintf("must be 0 (no alert) or at least %v", MinInterval))
+		}
+	}
+	if c.Alert.NotRunFor < MinInterval || base == nil {
+		return
+	}
+	if gap := longestGap(base, now, alertGapFires); gap > c.Alert.NotRunFor {
+		add("alert", ErrInvalidConfig, fmt.Sprintf("alert.notRunFor %v", c.Alert.NotRunFor),
+			fmt.Sprintf("is shorter than the %v between two of the schedule's fires: it would report the job between every two fires", gap))
+	}
+}
+
+// longestGap is the longest time between two consecutive fires among the
+// next n of s after now (0 when it has fewer than two).
+func longestGap(s cron.Schedule, now time.Time, n int) time.Duration {
+	var gap time.Duration
+	prev := s.Next(now)
+	for i := 0; i < n && !prev.IsZero(); i++ {
+		next := s.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		gap = max(gap, next.Sub(prev))
+		prev = next
+	}
+	return gap
+}
