@@ -42,6 +42,7 @@ func chaosShort(t *testing.T, registry string) {
 	cfg := DefaultConfig()
 	cfg.Registry = registry
 	cfg.Duration = 30 * time.Second // the first round of every fault always completes; later rounds are the long runs' work
+	cfg.FailEvery = 7               // a retrying job: every 7th run of an instance fails at first, and is retried
 	if s := os.Getenv("SHARDJOB_CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -95,6 +96,10 @@ func chaosShort(t *testing.T, registry string) {
 	// the earlier run's instance to explain it.
 	if n := len(rep.UnexplainedDuplicates); n > 0 {
 		t.Errorf("%d (fire, item) pairs ran twice with no crash of the earlier run's instance to explain them (seed %d); first: %+v", n, cfg.Seed, rep.UnexplainedDuplicates[0])
+	}
+	// The retrying job ran: runs failed at first and were tried again.
+	if rep.Failed == 0 || rep.Retried == 0 {
+		t.Errorf("the retrying job: %d runs failed, %d retries checked; want some of each", rep.Failed, rep.Retried)
 	}
 	if t.Failed() && os.Getenv("SHARDJOB_CHAOS_DIR") == "" {
 		t.Log("set SHARDJOB_CHAOS_DIR to keep the event log and the instances' logs; SHARDJOB_CHAOS_SEED to replay the schedule")
