@@ -36,7 +36,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}{
 		{"no file", nil, "want one FILE"},
 		{"missing file", []string{"/nonexistent/jobs.yaml"}, "no such file"},
-		{"unknown key", []string{writeJobsFile(t, rc+"    type: script\n    script: {command: [x]}\n    retry: 3\n")}, `unknown key "retry"`},
+		{"unknown key", []string{writeJobsFile(t, rc+"    type: script\n    script: {command: [x]}\n    retries: 3\n")}, `unknown key "retries"`},
 		{"go-bound job", []string{writeJobsFile(t, rc)}, `job "a" is a simple job, bound to Go code`},
 		{"bad section", []string{writeJobsFile(t, rc+"    type: http\n    http: {url: \"gopher://x\"}\n")}, "scheme must be http or https"},
 		{"bad tracing", []string{writeJobsFile(t, "tracing: {exporter: otlp, sampleRatio: 2}\n"+rc+"    type: script\n    script: {command: [x]}\n")}, "tracing.sampleRatio at line 1: 2 is out of range"},

@@ -18,7 +18,8 @@ const (
 	stateCommitted  = "committed"  // end line: StillOwner passed, side effect done
 	stateAborted    = "aborted"    // abort line: no side effect
 	stateReplaced   = "replaced"   // replaced line: a later fire replaced it; its fires count as run
-	stateFailed     = "failed"     // failed line: it returned an error, as asked; its fires count as run
+	stateFailed     = "failed"     // failed line: it returned an error, as asked, its last try: its fires count as run
+	stateRetried    = "retried"    // failed line, and its process tried its fire again: the later try decides
 	stateUnfinished = "unfinished" // begin only: the process died (or the log ends)
 )
 
@@ -151,8 +152,11 @@ type Report struct {
 	Replaced   int
 	Failed     int
 	Unfinished int
-	// Retried counts the runs of a fire after a failed run of it, each
-	// with a higher attempt: retries, neither duplicates nor lost fires.
+	// Retried counts the runs logged as a retry (an attempt above 1). A
+	// failed run its process tried again covers nothing (the later try
+	// does, or, cut short, leaves the fire owed); a run of a fire after
+	// its failed last try elsewhere with a higher attempt (a count handed
+	// over) is no duplicate.
 	Retried int
 
 	// Overlaps are pairs of committed executions of one item in different
@@ -340,8 +344,24 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			}
 		}
 	}
+	// A failed run that its process tried again (a later attempt of its
+	// fire there) did not complete its fire: the last attempt does, or,
+	// cut short, leaves it to run again.
+	lastTry := map[string]int{}
+	tryKey := func(x *execution) string { return fmt.Sprintf("%s|%d|%d|%d", x.Inst, x.PID, x.Item, x.Fire) }
 	for _, x := range r.Executions {
-		if x.State != stateCommitted {
+		if x.Attempt > 1 {
+			r.Retried++
+		}
+		lastTry[tryKey(x)] = max(lastTry[tryKey(x)], x.Attempt)
+	}
+	for _, x := range r.Executions {
+		if x.State == stateFailed && lastTry[tryKey(x)] > x.Attempt {
+			x.State = stateRetried
+		}
+	}
+	for _, x := range r.Executions {
+		if x.State != stateCommitted && x.State != stateFailed {
 			continue
 		}
 		for _, e := range ended[pidKey{x.Inst, x.PID}] {
@@ -386,7 +406,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			r.Aborted++
 		case stateReplaced:
 			r.Replaced++
-		case stateFailed:
+		case stateFailed, stateRetried:
 			r.Failed++
 		default:
 			r.Unfinished++
@@ -405,7 +425,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
 		var committed []*execution
 		for _, x := range xs {
-			if x.State == stateCommitted || x.State == stateFailed {
+			if x.State == stateCommitted || x.State == stateFailed || x.State == stateRetried {
 				committed = append(committed, x)
 			}
 		}
@@ -422,7 +442,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			}
 		}
 		for _, a := range xs {
-			if a.State == stateCommitted || a.State == stateFailed || wasFrozen(frozen[pidKey{a.Inst, a.PID}], a.Begin, a.Stop) {
+			if a.State == stateCommitted || a.State == stateFailed || a.State == stateRetried || wasFrozen(frozen[pidKey{a.Inst, a.PID}], a.Begin, a.Stop) {
 				continue
 			}
 			for _, b := range committed {
@@ -625,8 +645,7 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 			sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
 			for i := 1; i < len(xs); i++ {
 				if xs[i-1].State == stateFailed && xs[i].Attempt > xs[i-1].Attempt {
-					r.Retried++ // a retry of a failed run: the fire's next try
-					continue
+					continue // the fire's next try, after a count handed over
 				}
 				d := duplicate{fireItem: fireItem{Fire: f, Item: item}, A: xs[i-1], B: xs[i]}
 				d.Cause, d.Lag = explain(xs[i-1], xs[i])

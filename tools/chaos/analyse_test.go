@@ -875,10 +875,12 @@ func TestALoggedCompletionDecidesWhatACrashExplains(t *testing.T) {
 	}
 }
 
-// A failed run counts its fire as run; a retry of it (a higher attempt)
-// is neither lost nor a duplicate, but a run of its fire after it that
-// is no retry is a duplicate; and a failed run beside a committed one of
-// its item elsewhere is an overlap.
+// A failed run, its fire's last try, counts its fire as run; its retries
+// (higher attempts) are neither lost fires nor duplicates, but a run of
+// its fire after it that is no retry is a duplicate; a failed run its
+// process tried again covers nothing, so that when that try is cut short
+// the fire's run elsewhere is no duplicate; and a failed run beside a
+// committed one of its item elsewhere is an overlap.
 func TestAFailedRunAndItsRetries(t *testing.T) {
 	s := newSynth(1, 0, 0)
 	s.fires("i1", 0, 0, 0)
@@ -904,6 +906,19 @@ func TestAFailedRunAndItsRetries(t *testing.T) {
 	s.stop(3900)
 	if r := s.analyse(t); len(r.UnexplainedDuplicates) != 1 || r.OK() {
 		t.Fatalf("a failed fire run again as a first try: unexplained duplicates %v", r.UnexplainedDuplicates)
+	}
+
+	// The retry cut short (the instance frozen, its session lost), and
+	// the fire run elsewhere from attempt 1, as after any run cut short.
+	s = newSynth(1, 0, 0)
+	s.fires("i1", 0, 0, 0)
+	s.attempt(1, "i1", 0, 1, 1010, 1011, stateFailed)
+	s.attempt(2, "i1", 0, 1, 1060, 2600, stateAborted)
+	s.attempt(1, "i2", 0, 1, 2700, 2800, stateCommitted)
+	s.fires("i2", 0, 2, 3)
+	s.stop(3900)
+	if r := s.analyse(t); len(r.Lost) != 0 || len(r.Duplicates) != 0 || r.Retried != 1 || !r.OK() {
+		t.Fatalf("a retry cut short, the fire run elsewhere: lost %v, duplicates %v, retried %d", r.Lost, r.Duplicates, r.Retried)
 	}
 
 	s = newSynth(1, 0, 0)
