@@ -755,16 +755,9 @@ func (e *Center) leaseGoneAnswer() {
 
 // retryingRead runs an idempotent read with backoff on connection errors.
 func (e *Center) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
-	return e.retrying(ctx, func() error { return e.do(ctx, &e.counters.Reads, f) })
-}
-
-// retrying calls send, a read, until it succeeds, fails other than by a
-// lost connection, or has been sent again MaxRetries times, sleeping
-// between tries as retryingRead does.
-func (e *Center) retrying(ctx context.Context, send func() error) error {
 	sleep := e.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
-		err := send()
+		err := e.do(ctx, &e.counters.Reads, f)
 		if err == nil || !errors.Is(err, regcenter.ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
 			return err
 		}
@@ -890,14 +883,15 @@ func (e *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 	if err != nil {
 		return nil, regcenter.Stat{}, err
 	}
-	r, err := e.plainRead(ctx, cp)
+	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
 	if err != nil {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, err)
 	}
-	if !r.st.Exists {
+	data, st, ok := statOf(rs)
+	if !ok {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, regcenter.ErrNoNode)
 	}
-	return r.data, r.st.Stat, nil
+	return data, st, nil
 }
 
 // Exists reports whether a node exists.
@@ -906,11 +900,12 @@ func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 	if err != nil {
 		return false, regcenter.Stat{}, err
 	}
-	r, err := e.plainRead(ctx, cp)
+	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
 	if err != nil {
 		return false, regcenter.Stat{}, backend.WrapPath("exists", p, err)
 	}
-	return r.st.Exists, r.st.Stat, nil
+	_, st, ok := statOf(rs)
+	return ok, st, nil
 }
 
 // childrenOps reads whether p exists and its children's keys.

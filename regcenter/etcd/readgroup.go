@@ -2,7 +2,6 @@ package etcd
 
 import (
 	"context"
-	"slices"
 
 	"github.com/shardjob/shardjob/regcenter"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -16,23 +15,18 @@ import (
 // read queued by then, up to what one transaction may hold, and asks for
 // all of them in one read-only transaction, so at one revision. A read
 // that finds nothing else waiting goes at once, alone: a lone WatchNow
-// pays no wait. Get and Exists go the same way (plainRead): ten thousand
-// jobs leaving at a shutdown each read their assignment, and with one
-// read transaction each etcd did not answer them within the stop's bound.
+// pays no wait.
 
 // Bounds of one group: etcd's default --max-txn-ops is 128 (etcdReadBatch
 // keeps below it), and the ranges' keys stay far below its request limit.
 const maxReadGroupBytes = 256 << 10
 
-// watchRead is one WatchNow read, or one Get's or Exists's (a node's
-// data and stat: plain), and, once done is closed, its answer.
+// watchRead is one WatchNow read and, once done is closed, its answer.
 type watchRead struct {
 	path     string // clean
 	children bool
-	plain    bool // a Get or an Exists: counted as a read, data kept
 
 	st   regcenter.WatchState
-	data []byte // plain: the node's data
 	err  error
 	done chan struct{}
 }
@@ -130,11 +124,7 @@ func opsBytes(ops []clientv3.Op) int {
 // in order) in one transaction, and answers each.
 func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []clientv3.Op) {
 	var rs []*etcdRange
-	counter := &e.counters.Watches
-	if slices.ContainsFunc(group, func(r *watchRead) bool { return r.plain }) {
-		counter = &e.counters.Reads
-	}
-	err := e.do(ctx, counter, func(ctx context.Context) error {
+	err := e.do(ctx, &e.counters.Watches, func(ctx context.Context) error {
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return err
@@ -155,26 +145,11 @@ func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []client
 			}
 			rs = rs[2:]
 		default:
-			if data, s, ok := statOf(rs); ok {
+			if _, s, ok := statOf(rs); ok {
 				r.st = regcenter.WatchState{Exists: true, Stat: s}
-				if r.plain {
-					r.data = data
-				}
 			}
 			rs = rs[3:]
 		}
 		close(r.done)
 	}
-}
-
-// plainRead reads p's data and stat for Get and Exists through the reader
-// (groupRead), sent again after a lost connection as every read is
-// (retryingRead).
-func (e *Center) plainRead(ctx context.Context, p string) (*watchRead, error) {
-	var r *watchRead
-	err := e.retrying(ctx, func() error {
-		r = &watchRead{path: p, plain: true}
-		return e.groupRead(ctx, r)
-	})
-	return r, err
 }
