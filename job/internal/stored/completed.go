@@ -208,18 +208,8 @@ func (m *Completed) Marshal() []byte {
 		b = strconv.AppendInt(b, m.Since, 10)
 	}
 	if len(m.Ran) > 0 {
-		b = append(b, `,"ran":[`...)
-		for i, s := range m.Ran {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, s[0], 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, s[1], 10)
-			b = append(b, ']')
-		}
-		b = append(b, ']')
+		b = append(b, `,"ran":`...)
+		b = appendRan(b, m.Ran)
 	}
 	if m.Floor != 0 {
 		b = append(b, `,"floor":`...)
@@ -261,6 +251,22 @@ func (m *Completed) Marshal() []byte {
 // appendJSONString appends s as json.Marshal encodes a string. Plain
 // printable ASCII (server ids, kinds, most errors) is copied as it is;
 // anything json escapes goes through json itself.
+// appendRan appends ran as JSON: [[first,last],...].
+func appendRan(b []byte, ran [][2]int64) []byte {
+	b = append(b, '[')
+	for i, s := range ran {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, s[0], 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, s[1], 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
+}
+
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {

@@ -126,18 +126,7 @@ func EncodeJournal(server string, entries []JournalEntry) []byte {
 			b = append(b, "null"...)
 			continue
 		}
-		b = append(b, '[')
-		for k, s := range e.Ran {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, s[0], 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, s[1], 10)
-			b = append(b, ']')
-		}
-		b = append(b, ']')
+		b = appendRan(b, e.Ran)
 	}
 	if len(entries) > 0 {
 		b = append(b, '}')
