@@ -10,9 +10,12 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// The instance's place in the namespace: its node under
-// layout.Instances (fault tolerance, alarm threshold, load score), the
-// alarm it raises when it holds too many units, and its drain state.
+// The instance's place in the namespace: the events it raises, the
+// options of what its node publishes, and the wiring of that node — its
+// publication, its claim on the server id, its alarm and drain state and
+// the clock difference are job/internal/instance's — to the jobs here: a
+// hand-over when it comes on or off the drain list, the unplaced items
+// placed again, the leaders kicked.
 
 // EventKind names what an Event reports.
 type EventKind string
