@@ -190,7 +190,7 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	if r.flags.paused.Load() {
 		return // an operator paused this server: its items stay put
 	}
-	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
+	if err := r.s.inst.ClockError(r.config().MaxTimeDiff); err != nil {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}

@@ -268,7 +268,7 @@ func (r *runner) watchFlags(ctx context.Context) {
 }
 
 // watchDisabledItems watches the disabled-items node and reads it when it
-// exists. prep.mu is held (see prepare).
+// exists. The preparation's lock is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
 	if r.watch.armed(&r.watch.items) {
 		return
@@ -452,9 +452,9 @@ func (r *runner) createStatus(ctx context.Context, sess *regcenter.Session) erro
 		if !ok {
 			continue
 		}
-		if st.EphemeralOwner != 0 && st.EphemeralOwner == r.s.staleOwner.Load() {
+		if st.EphemeralOwner != 0 && st.EphemeralOwner == r.s.inst.StaleOwner() {
 			// Left by an earlier life of this id that is gone
-			// (publishInstance proved it): no need to wait for its session
+			// (the instance node's Publish proved it): no need to wait for its session
 			// to expire.
 			if err := r.rc.Delete(ctx, p, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
 				return fmt.Errorf("job %q: register status: %w", r.name, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/stored"
@@ -51,7 +52,7 @@ type runner struct {
 	marker   *marks.Marker    // the running marks of runs (mark.go)
 	reader   *records.Reader  // the completed records read from the registry (recordread.go)
 	lead     *leader.Duties   // the leader's duties (job/internal/leader)
-	prep     preparation      // ready to run the job's items (prepare.go)
+	prep     prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
 
@@ -105,7 +106,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
-	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
+	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.inst.ItemsIdle})
 	r.setConfig(cfg)
 	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())

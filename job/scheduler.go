@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/instance"
 	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
@@ -168,15 +169,11 @@ type Scheduler struct {
 	sessionsLost atomic.Int64 // sessions replaced by a new one (Stats)
 	alarms       atomic.Int64 // EventAlarm raised (Stats)
 
-	clockOffset   atomic.Int64 // local minus registry clock, ns
-	clockMeasured atomic.Bool
-
-	me         process.Holder // this process
-	staleOwner atomic.Int64   // the session of a dead earlier process that held our id
+	me process.Holder // this process
 
 	placer  *placement.Placer // commits this scheduler's reshards
 	journal *journal.Journal  // this process's completion journal (package journal, its use journal.go); nil when off
-	inst    instance          // this instance's place in the namespace (instance.go)
+	inst    *instance.Node    // this instance's node in the namespace (job/internal/instance; its wiring instance.go)
 	gates   trigger.Gates     // the times fires wait for
 	clock   trigger.Clock     // the clock fires go by (fireClock), made once
 	work    runs.Workers      // the goroutines of the jobs' fires and runs
@@ -232,6 +229,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.clock = triggerClock{s.fireClock()}
 	s.trig = trigger.New(s.clock, o.fireLead)
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
+	s.inst = s.newInstance()
 	s.initAlerts()
 	return s, nil
 }
@@ -324,7 +322,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Unlock()
 
 	s.unsub = s.rc.OnSession(s.onSession)
-	if err := s.startInstance(ctx); err != nil {
+	if err := s.inst.Start(ctx); err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if serr := s.Shutdown(sctx); serr != nil {
@@ -501,7 +499,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 		s.spawn(func() {
 			ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
 			defer cancel()
-			if err := s.publishInstance(ctx); err != nil {
+			if err := s.inst.Publish(ctx); err != nil {
 				s.log.Warn("re-registering the instance under the new session", "err", err)
 			}
 			s.campaignAlerts(ctx)
@@ -578,7 +576,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if s.unsub != nil {
 		s.unsub()
 	}
-	s.stopInstance()
+	s.inst.Stop()
 	s.stopAlerts(ctx)
 	s.unpublishInstance(ctx)
 	// Every goroutine spawn started ends with the scheduler's context: the
