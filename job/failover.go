@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/book"
-	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/reshard"
 )
 
@@ -67,7 +66,5 @@ func (r *runner) claimFailover() {
 }
 
 // onGone calls fn on a runner goroutine when the node at p is gone
-// (claims.OnGone). It returns the watch's cancel.
-func (r *runner) onGone(p string, fn func()) (cancel func()) {
-	return claims.OnGone(r.rc, p, r.goFunc, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, fn)
-}
+// (claims.OnGone, as the claimer watches). It returns the watch's cancel.
+func (r *runner) onGone(p string, fn func()) (cancel func()) { return r.claimer.Watch(p, fn) }

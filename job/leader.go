@@ -15,7 +15,8 @@ import (
 
 // wireDuties makes the duties' mechanisms, each a room's, with what
 // they need of the runner: the leader's office, the resharder, the
-// leader's queueing of departed servers' items, the failover claimer.
+// leader's queueing of departed servers' items, the failover claimer, and
+// this server's flags.
 func (r *runner) wireDuties() {
 	r.office = &leader.Office{
 		Duties: r.lead, RC: r.rc, Paths: r.paths, Log: r.log, Leading: r.elect.IsLeader, Go: r.goFunc,
@@ -24,17 +25,20 @@ func (r *runner) wireDuties() {
 		KickEpoch:      func() { r.kick.epoch.Kick() },
 	}
 	r.reshard = &reshard.Resharder{
-		RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
+		RC: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,
 		Turn: r.lead, Placer: r.s.placer, Leading: r.elect.IsLeader, Fence: r.elect.Fence,
-		Config: r.reshardJob, QueueDeparted: r.queueDeparted,
+		Config: r.reshardSpec, QueueDeparted: r.queueDeparted,
 		Unplaced: func(n int) { r.s.emit(Event{Kind: EventUnplaced, Job: r.name, Units: n}) },
 		Now:      r.s.opts.now, Lead: r.s.opts.fireLead, Life: r.ctx.life,
 		Counters: reshard.Counters{Reshards: &r.counters.reshards, Errors: &r.counters.reshardErrors, Unplaced: &r.counters.unplaced},
 	}
 	r.departed = &claims.Departures{RC: r.rc, Paths: r.paths, Job: r.name, Log: r.log,
 		Fence: r.elect.Fence, Completed: r.completedFire, Now: r.s.opts.now, Lead: r.s.opts.fireLead}
-	r.claimer = &claims.Claimer{State: r.fo, RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
-		SessionFence: r.elect.SessionFence, Watch: r.onGone, Kick: func() { r.kick.failover.Kick() }, Now: r.s.opts.now}
+	gone := func(p string, fn func()) func() {
+		return claims.OnGone(r.rc, p, r.goFunc, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, fn)
+	}
+	r.claimer = &claims.Claimer{Watch: gone, State: r.fo, RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
+		SessionFence: r.elect.SessionFence, Kick: func() { r.kick.failover.Kick() }, Now: r.s.opts.now}
 	r.flags = flags.New(r.rc, r.paths, r.serverID(), r.log, r.s.opts.reshardTimeout)
 }
 

@@ -12,10 +12,10 @@ import (
 // (necessary), waits for it before a fire, and the leader computes and
 // writes every instance's assignment in one transaction.
 
-// reshardJob is the job's config as a reshard reads it.
-func (r *runner) reshardJob() reshard.Job {
+// reshardSpec is the job's config as a reshard reads it.
+func (r *runner) reshardSpec() reshard.Spec {
 	cfg := r.config()
-	j := reshard.Job{Total: cfg.ShardingTotalCount, Strategy: cmp.Or(cfg.ShardingStrategy, DefaultShardingStrategy), Failover: cfg.Failover}
+	j := reshard.Spec{Total: cfg.ShardingTotalCount, Strategy: cmp.Or(cfg.ShardingStrategy, DefaultShardingStrategy), Failover: cfg.Failover}
 	j.Named, j.NamedErr = cfg.Strategy()
 	if !cfg.Unmonitored && !cfg.skipsMissed() {
 		j.Owes = cfg.book.Schedule // nil when it does not parse

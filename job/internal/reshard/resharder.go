@@ -16,9 +16,9 @@ import (
 	"github.com/shardjob/shardjob/sharding"
 )
 
-// Job is what a reshard reads of a job's config, made from it at each
+// Spec is what a reshard reads of a job's config, made from it at each
 // reshard.
-type Job struct {
+type Spec struct {
 	// Total is the job's item count.
 	Total int
 	// Strategy is the sharding strategy's name, the default filled in.
@@ -70,7 +70,7 @@ type Counters struct {
 type Resharder struct {
 	RC     regcenter.Center
 	Paths  layout.Job
-	Job    string // the job's name
+	Name   string // the job's name
 	Server string // this instance's server id
 	Log    *slog.Logger
 	Turn   Turn
@@ -80,7 +80,7 @@ type Resharder struct {
 	Leading func() bool
 	Fence   func() (regcenter.Op, error)
 	// Config is the job's config as a reshard reads it, now.
-	Config func() Job
+	Config func() Spec
 	// QueueDeparted queues the items of servers that left while holding
 	// some, for failover, and clears their assignments.
 	QueueDeparted func(ctx context.Context, servers Servers) error
@@ -243,9 +243,9 @@ func (x *Resharder) Reshard(ctx context.Context) error {
 
 // placeRequest reads what the placer needs of this job (its assignment
 // now, its unplaced items) and builds its part of the transaction.
-func (x *Resharder) placeRequest(ctx context.Context, job Job, servers Servers, online []string, fence regcenter.Op, fakes []string) (*placement.Request, error) {
+func (x *Resharder) placeRequest(ctx context.Context, job Spec, servers Servers, online []string, fence regcenter.Op, fakes []string) (*placement.Request, error) {
 	req := &placement.Request{
-		Job: x.Job, Total: job.Total, Strategy: job.Strategy,
+		Job: x.Name, Total: job.Total, Strategy: job.Strategy,
 		Servers: online, Current: map[string][]int{},
 	}
 	if req.Strategy != sharding.Balanced && req.Strategy != sharding.Idlest {
@@ -269,7 +269,7 @@ func (x *Resharder) placeRequest(ctx context.Context, job Job, servers Servers, 
 // fires up in one run. Every reshard that leaves items unplaced writes the
 // debts again, so a leader that died between its reshard and these writes
 // loses none. It returns the fire the debts start at (zero: none written).
-func (x *Resharder) oweUnplaced(ctx context.Context, job Job, items []int) time.Time {
+func (x *Resharder) oweUnplaced(ctx context.Context, job Spec, items []int) time.Time {
 	if job.Owes == nil {
 		return time.Time{}
 	}
@@ -311,7 +311,7 @@ func (x *Resharder) Repair(ctx context.Context) error {
 		return err
 	}
 	defer x.Turn.Release()
-	req, err := RepairRequest(ctx, x.RC, x.Job)
+	req, err := RepairRequest(ctx, x.RC, x.Name)
 	if err != nil {
 		return err
 	}
