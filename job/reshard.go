@@ -8,9 +8,10 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Resharding (job/internal/reshard's Resharder, wired in wireDuties): an instance flags it
-// (necessary), waits for it before a fire, and the leader computes and
-// writes every instance's assignment in one transaction.
+// Resharding (job/internal/reshard's Resharder, wired in wireDuties): an
+// instance flags it (necessary), waits for it before a fire, and the
+// leader computes and writes every instance's assignment in one
+// transaction.
 
 // reshardSpec is the job's config as a reshard reads it.
 func (r *runner) reshardSpec() reshard.Spec {
