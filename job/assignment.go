@@ -52,7 +52,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 	if err != nil {
 		return assume.Assignment{}, err
 	}
-	if err := r.awaitSharding(ctx); err != nil {
+	if err := r.reshard.Await(ctx); err != nil {
 		if ctx.Err() == nil || sess.Err() != nil {
 			return assume.Assignment{}, err
 		}
@@ -89,7 +89,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 		if err := r.requestReshard(ctx); err != nil {
 			return assume.Assignment{}, err
 		}
-		if err := r.awaitSharding(ctx); err != nil {
+		if err := r.reshard.Await(ctx); err != nil {
 			return assume.Assignment{}, err
 		}
 		epoch.Version = -2 // moved by the request; read again next fire

@@ -26,7 +26,7 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 func (r *runner) catchUpIdle() {
 	release := r.order.hold()
 	at := r.cache.TakeIdlePass()
-	if at.IsZero() || r.flags.paused.Load() {
+	if at.IsZero() || r.flags.Paused() {
 		release()
 		return
 	}
@@ -51,7 +51,7 @@ func (r *runner) catchUpIdle() {
 		return
 	}
 	gaps, fresh := r.inheritedGaps(sess, at, a)
-	disabled := r.flags.disabledItems()
+	disabled := r.flags.DisabledItems()
 	for _, it := range fresh {
 		if disabled[it] {
 			continue

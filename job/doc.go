@@ -41,7 +41,7 @@
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
-// due: reshard.go, placed across the namespace by job/internal/placement),
+// due: job/internal/reshard, placed across the namespace by job/internal/placement),
 // the book (reserve the items in memory, split plain runs from make-up
 // runs: job/internal/book), mark.go (running marks, made by
 // job/internal/marks, which hands back each item it cannot mark),
@@ -52,8 +52,9 @@
 // The runner's state is held in parts, each in the file of the code that
 // changes it or in a room under job/internal whose doc says what it owns
 // (docs/design.md, "The runner's parts"). The
-// leader's duties are in leader.go and reshard.go, failover in failover.go,
-// operator flags in flags.go, shutdown and hand-over in stop.go, alerts for
+// leader's duties, resharding, failover and the operator flags are rooms'
+// (job/internal/leader, reshard, failover, flags), wired in leader.go,
+// reshard.go, failover.go and flags.go; shutdown and hand-over in stop.go, alerts for
 // late and missed runs in alert.go and alertbook.go (their bookkeeping in
 // job/internal/alert). The design is written down in docs/design.md.
 package job

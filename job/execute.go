@@ -111,7 +111,7 @@ func (f *fire) prior(item int) record {
 // trigger).
 func (r *runner) reserveAndRun(f *fire) {
 	f.cfg = r.config()
-	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.disabledItems())
+	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
 	r.markAndRun(f)
 }
 

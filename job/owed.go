@@ -172,7 +172,7 @@ func (r *runner) takeDebtsInTurn(sess *regcenter.Session, cfg *spec, tried map[i
 	r.order.awaitDue(turn, r.ctx.life.Done())
 	release := r.order.hold()
 	defer release()
-	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)
+	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.DisabledItems)
 }
 
 // release frees items run here, and starts what waited for them: a
