@@ -80,7 +80,7 @@ func (r *runner) reconcile() {
 	}
 	{
 		ctx, cancel := context.WithTimeout(r.ctx.life, r.s.opts.reshardTimeout)
-		r.flushStale(ctx)
+		r.done.FlushStale(ctx)
 		r.s.sweepJournals(ctx) // at most once per journalSweep, whichever job's round
 		cancel()
 	}

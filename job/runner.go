@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/completion"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/marks"
@@ -49,11 +50,14 @@ type runner struct {
 	flags    jobFlags         // this server's flags for the job (flags.go)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	marker   *marks.Marker    // the running marks of runs (mark.go)
-	reader   *records.Reader  // the completed records read from the registry (recordread.go)
+	reader   *records.Reader  // the completed records read from the registry (completion.go)
 	lead     *leader.Duties   // the leader's duties (job/internal/leader)
 	prep     preparation      // ready to run the job's items (prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
+
+	// done is the completion stage of the fires (job/internal/completion).
+	done *completion.Completer
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -116,6 +120,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	}, r.log)
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
+	r.done = r.newCompleter()
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)

@@ -1,32 +1,46 @@
-package job
+package completion
 
 import (
+	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// completionRunner is a runner with just what building and correcting a
+// testCompleter is a Completer with just what building and correcting a
 // completion transaction reads.
-func completionRunner() *runner {
-	r := &runner{
-		s:       &Scheduler{opts: options{serverID: "me", now: time.Now}},
-		name:    "c",
-		paths:   layout.Job("c"),
-		log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		owed:    book.NewLedger(),
-		records: records.NewCache(),
-		fo:      claims.NewState(),
+func testCompleter() *Completer {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	owed := book.NewLedger()
+	return New(Config{
+		Paths: layout.Job("c"), Name: "c", Server: "me", Log: log,
+		Records: records.NewCache(), Reader: &records.Reader{Paths: layout.Job("c"), Job: "c", Log: log},
+		Book: book.New(owed, book.Options{Log: log, MisfiresOwed: new(atomic.Int64), Now: time.Now, OnIdle: func() {}}),
+		Owed: owed, Claims: claims.NewState(), Now: time.Now, MaxItems: 10000, Closed: errClosed,
+	})
+}
+
+// errClosed is the test Completer's cause of a run cut short by shutdown.
+var errClosed = errors.New("closed")
+
+// testJob is a job of 8 items, every second, that fails over.
+func testJob() Job {
+	sched, err := cron.NewParser(cron.Second | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow).Parse("* * * * * *")
+	if err != nil {
+		panic(err)
 	}
-	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: r.s.opts.now, OnIdle: func() {}})
-	return r
+	return Job{Book: book.Job{Items: 8, Schedule: sched}, Failover: true}
 }
 
 // targetPath is the node an operation standing for t writes.
@@ -41,23 +55,23 @@ func targetPath(p layout.Job, t target) string {
 // transaction is built with the item and node it stands for, so a failed
 // one is corrected without reading its path back.
 func TestCompletionOpsKnowTheirItems(t *testing.T) {
-	r := completionRunner()
-	cfg := compile(Config{Name: "c", Cron: "* * * * * *", ShardingTotalCount: 8, Failover: true}.WithDefaults())
+	s := testCompleter()
+	j := testJob()
 	at := time.Now().Truncate(time.Second)
-	r.records.Seen(1, true) // a completed node to set, not create
-	r.fo.Claimed(2, 5)      // a failover run's queue entry, at the version claimed
+	s.Records.Seen(1, true) // a completed node to set, not create
+	s.Claims.Claimed(2, 5)  // a failover run's queue entry, at the version claimed
 	// A debt the run pays, with its misfire node.
-	r.book.NoteMisfire(cfg.book, 4, at)
-	r.owed.SetNode(4, true)
-	batch := []itemResult{
-		{item: 0, fire: at, kind: KindFire},
-		{item: 1, fire: at, kind: KindFire},
-		{item: 2, fire: at, kind: KindFailover},
-		{item: 3, fire: at, kind: KindFire, halted: ErrSchedulerClosed},
-		{item: 4, fire: at, kind: KindMisfire},
+	s.Book.NoteMisfire(j.Book, 4, at)
+	s.Owed.SetNode(4, true)
+	batch := []Result{
+		{Item: 0, Fire: at, Kind: book.Fire},
+		{Item: 1, Fire: at, Kind: book.Fire},
+		{Item: 2, Fire: at, Kind: book.Failover},
+		{Item: 3, Fire: at, Kind: book.Fire, Halted: errClosed},
+		{Item: 4, Fire: at, Kind: book.Misfire},
 	}
-	c := completion{batch: batch, wrote: map[int]int32{}, recorded: make([]cover, len(batch))}
-	r.completionOps(cfg, &c)
+	c := completion{batch: batch, wrote: map[int]int32{}, recorded: make([]fireplan.Cover, len(batch))}
+	s.completionOps(j, &c)
 	if len(c.ops) != len(c.targets) {
 		t.Fatalf("%d ops, %d targets", len(c.ops), len(c.targets))
 	}
@@ -77,7 +91,7 @@ func TestCompletionOpsKnowTheirItems(t *testing.T) {
 				t.Errorf("failover entry deleted at version %d, want the claimed 5", o.Version)
 			}
 		}
-		if want := targetPath(r.paths, tg); path != want {
+		if want := targetPath(s.Paths, tg); path != want {
 			t.Errorf("op %d (%T) writes %s but stands for %+v (%s)", i, op, path, tg, want)
 		}
 	}
