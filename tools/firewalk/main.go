@@ -2,9 +2,9 @@
 // counts its stops and its returns: how the code a fire runs is laid out
 // in files.
 //
-//	go run ./tools/firewalk                       # from (*runner).fireScheduled to (*runner).writeCompletion
+//	go run ./tools/firewalk                       # from (*runner).fireScheduled to (*runner).startRuns
 //	go run ./tools/firewalk -v                    # and every stop, in order
-//	go run ./tools/firewalk -from fireTriggered -to writeCompletion
+//	go run ./tools/firewalk -from fireTriggered -to startRuns
 //
 // The walk starts at the entry function and follows the calls of each
 // function it reaches in the order they appear in its source (a call
@@ -32,7 +32,7 @@ import (
 func main() {
 	pkgPath := flag.String("pkg", "github.com/shardjob/shardjob/job", "the package walked")
 	from := flag.String("from", "runner.fireScheduled", "the entry: Type.method or function")
-	to := flag.String("to", "runner.writeCompletion", "where the walk ends: Type.method or function")
+	to := flag.String("to", "runner.startRuns", "where the walk ends: Type.method or function")
 	verbose := flag.Bool("v", false, "print every stop")
 	flag.Parse()
 	if err := run(*pkgPath, *from, *to, *verbose); err != nil {
