@@ -15,15 +15,15 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Records written behind. While an item's mark is held here (package job's hold.go) no
-// other instance runs it, and nothing another instance decides rests on
-// its record being current: a new owner takes the item only after this
-// instance releases the mark, and a failover claimer that meets the mark
-// hands its claim back. So the completion of a held item whose record was
-// written here less than the record interval ago (job.WithRecordInterval)
-// writes nothing: it keeps the record it would have written (pending) and
-// this instance's own readers add it to what they read (records.Reader.Read). The
-// record is written
+// Records written behind. While an item's mark is held here (package
+// job's hold.go) no other instance runs it, and nothing another instance
+// decides rests on its record being current: a new owner takes the item
+// only after this instance releases the mark, and a failover claimer that
+// meets the mark hands its claim back. So the completion of a held item
+// whose record was written here less than the record interval ago
+// (job.WithRecordInterval) writes nothing: it keeps the record it would
+// have written (pending) and this instance's own readers add it to what
+// they read (records.Reader.Read). The record is written
 //
 //   - by the first completion of the item after the interval (so a steady
 //     one-second job writes its record once every interval, not every run),
