@@ -97,25 +97,29 @@ type Config struct {
 
 	// Keep returns which of batch's items keep their running marks after
 	// their runs under sess (the runner's held marks, hold.go); it notes
-	// the others dropped. Called once per completion written, as it starts.
+	// the others dropped. Called once per completion written, as it starts
+	// (each half of a split asks again), with no lock held.
 	Keep func(sess *regcenter.Session, batch []Result) map[int]bool
 	// Release ends the reservations of a batch's items once their
 	// completion is written, or given up. It is the runner's: it starts
 	// the runs that waited for them, on the runner's goroutines. Called on
 	// the completing goroutine, after each batch, before the next one is
-	// collected.
+	// collected: a callback rather than what All returns, since a fire's
+	// first batch is released while its later results are still coming.
 	Release func(items []int)
 	// Current returns the job's current config, for the flushes and reads
 	// that are not a fire's.
 	Current func() Job
 
-	// Life bounds the completions and flushes: cancelled when stop has
-	// waited its last for background work.
+	// Life bounds a fire's completion, its journal write included:
+	// cancelled when stop has waited its last for background work.
+	// (A flush is bounded by the context its caller gives.)
 	Life context.Context
 	// SessionTimeout is the registry's session timeout; a completion
 	// waits ten of them (at least a minute) to be written.
 	SessionTimeout func() time.Duration
-	Now            func() time.Time
+	// Now is the scheduler's clock (records' ages, the interval's start).
+	Now func() time.Time
 	// Interval is the scheduler's record interval (WithRecordInterval).
 	Interval time.Duration
 	// Closed is the cause of a run cut short by shutdown
@@ -135,13 +139,13 @@ type Completer struct {
 // New returns the completion stage configured by c.
 func New(c Config) *Completer { return &Completer{Config: c} }
 
-// TxnBytes is how many bytes of a completion transaction carries, by the
-// size per item of the job's last completion (records.Cache.ItemsPerTxn);
-// never more than Config.MaxItems items. A steady fire of held items
-// writes a record alone per item, about 200 bytes: one transaction for
-// some 4,000 items. One the registry still refuses as too large (a smaller
-// Config.MaxNodeBytes, or a size per item that grew) is split in two, and
-// each half written (stepSplit).
+// TxnBytes is what a completion transaction is filled to: as many items as
+// fit, by the size per item of the job's last completion
+// (records.Cache.ItemsPerTxn), and never more than Config.MaxItems. A
+// steady fire of held items writes a record alone per item, about 200
+// bytes: one transaction for some 4,000 items. One the registry still
+// refuses as too large (a smaller job.Config.MaxNodeBytes, or a size per
+// item that grew) is split in two, and each half written (stepSplit).
 const TxnBytes = regcenter.DefaultMaxNodeBytes * 7 / 8
 
 // linger is how long a completion waits for one more result of its run
