@@ -144,8 +144,8 @@ func New(c Config) *Completer { return &Completer{Config: c} }
 // (records.Cache.ItemsPerTxn), and never more than Config.MaxItems. A
 // steady fire of held items writes a record alone per item, about 200
 // bytes: one transaction for some 4,000 items. One the registry still
-// refuses as too large (a smaller job.Config.MaxNodeBytes, or a size per
-// item that grew) is split in two, and each half written (stepSplit).
+// refuses as too large (a smaller regcenter.Config.MaxNodeBytes, or a size
+// per item that grew) is split in two, and each half written (stepSplit).
 const TxnBytes = regcenter.DefaultMaxNodeBytes * 7 / 8
 
 // linger is how long a completion waits for one more result of its run
