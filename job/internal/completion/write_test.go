@@ -116,3 +116,38 @@ func TestCompletionOpsKnowTheirItems(t *testing.T) {
 		}
 	}
 }
+
+// recorded: a completion records its run's fires, from its fire through
+// the latest it stood for, added to what the record listed before; without
+// a schedule, the run's own span alone.
+func TestRecorded(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	sec := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
+	before := records.Record{Cover: fireplan.CoverOf(fireplan.Span{First: sec(-5), Last: sec(-1)})}
+	cases := []struct {
+		name        string
+		noSchedule  bool
+		res         Result
+		first, last time.Time
+		spans       int
+	}{
+		{"a fire after the record's last", false, Result{Fire: at, Kind: book.Fire, Prior: before}, sec(-5), at, 1},
+		{"a make-up run through later fires", false, Result{Fire: sec(1), Through: sec(3), Kind: book.Misfire, Prior: before}, sec(-5), sec(3), 2},
+		{"a fire with a gap before it", false, Result{Fire: sec(2), Kind: book.Fire, Prior: before}, sec(-5), sec(2), 2},
+		{"no schedule: the run alone", true, Result{Fire: sec(1), Through: sec(3), Kind: book.Misfire, Prior: before}, sec(1), sec(3), 1},
+	}
+	s := testCompleter()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := testJob()
+			if tc.noSchedule {
+				j.Book.Schedule = nil
+			}
+			c := s.recorded(j, tc.res)
+			spans := c.Spans()
+			if len(spans) != tc.spans || !spans[0].First.Equal(tc.first) || !c.Through().Equal(tc.last) {
+				t.Errorf("recorded %v, want %d spans from %v through %v", spans, tc.spans, tc.first, tc.last)
+			}
+		})
+	}
+}
