@@ -45,9 +45,10 @@
 // the book (reserve the items in memory, split plain runs from make-up
 // runs: job/internal/book), mark.go (running marks, made by
 // job/internal/marks, which hands back each item it cannot mark),
-// execute.go (run the items, not before the fire's time), complete.go
-// (record what ran, in group commits; the marks' and records' values are
-// job/internal/stored's, the records known here job/internal/records'),
+// execute.go (run the items, not before the fire's time), the completer
+// (record what ran, in group commits: job/internal/completion; the marks'
+// and records' values are job/internal/stored's, the records known here
+// and their reads job/internal/records'),
 // owed.go (make-up runs; the misfire ledger is the book's).
 // The runner's state is held in parts, each in the file of the code that
 // changes it or in a room under job/internal whose doc says what it owns

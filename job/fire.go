@@ -20,7 +20,7 @@ import (
 // assignment the previous fire read, or read it: assignment.go) →
 // fireItems (find inherited gaps, reserve the items in the book:
 // job/internal/book; prove the assumption in the marking transaction:
-// mark.go) → startRuns (execute.go) → completeAll (complete.go) → runOwed
+// mark.go) → startRuns (execute.go) → completion.Completer.All → runOwed
 // (owed.go). From fireItems on, the fire is a value (fire, execute.go)
 // passed from stage to stage.
 //

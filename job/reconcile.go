@@ -38,7 +38,7 @@ func (r *runner) reconcile() {
 	reconcile.Round{RC: r.rc, Paths: r.paths, Server: r.serverID(), Life: r.ctx.life, Timeout: r.s.opts.reshardTimeout,
 		Registered: r.book.Session,
 		Behind: func(ctx context.Context) {
-			r.flushStale(ctx)
+			r.done.FlushStale(ctx)
 			r.s.sweepJournals(ctx) // at most once per journalSweep, whichever job's round
 		},
 		Reregister:    func(sess *regcenter.Session) { r.goFunc(func() { r.reregister(sess) }) },

@@ -267,11 +267,11 @@ func (r *runner) awaitRetry(ctx *runCtx, res *itemResult, sc ShardingContext, st
 	}
 	switch {
 	case ctx.replaced():
-		res.err = replacedError(res.err)
+		res.Err = replacedError(res.Err)
 	case cause != nil:
-		res.halted, res.failedAttempts = cause, sc.Attempt
+		res.Halted, res.FailedAttempts = cause, sc.Attempt
 	default:
-		res.halted, res.failedAttempts = ErrSchedulerClosed, sc.Attempt
+		res.Halted, res.FailedAttempts = ErrSchedulerClosed, sc.Attempt
 	}
 	r.log.Info("retry given up: the run was cut short while it waited", "item", sc.Item, "fire", sc.FireTime,
 		"attempt", sc.Attempt, "cause", context.Cause(ctx))

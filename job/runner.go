@@ -11,6 +11,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/completion"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
@@ -51,7 +52,7 @@ type runner struct {
 	flags    *flags.Flags     // this server's flags for the job (job/internal/flags)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	marker   *marks.Marker    // the running marks of runs (mark.go)
-	reader   *records.Reader  // the completed records read from the registry (recordread.go)
+	reader   *records.Reader  // the completed records read from the registry (completion.go)
 	lead     *leader.Duties   // the leader's duties (job/internal/leader)
 	prep     prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
@@ -62,6 +63,9 @@ type runner struct {
 	reshard  *reshard.Resharder // reshards, the wait for one, the books' repair
 	departed *claims.Departures // the leader's queueing of departed servers' items
 	claimer  *claims.Claimer    // claims from the failover queue, hands claims back
+
+	// done is the completion stage of the fires (job/internal/completion).
+	done *completion.Completer
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -125,6 +129,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.wireDuties() // leader.go
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
+	r.done = r.newCompleter()
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)

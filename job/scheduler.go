@@ -35,7 +35,7 @@ type options struct {
 	reshardTimeout time.Duration
 	recordInterval time.Duration
 	noJournal      bool // WithCompletionJournal(false)
-	// journalOrphanAge and journalSweep: see journal.go (tests shorten them).
+	// journalOrphanAge and journalSweep: see journal.Journal.Sweep (tests shorten them).
 	journalOrphanAge, journalSweep time.Duration
 	fireLead                       time.Duration
 	now                            func() time.Time // the clock's Now: the fire schedule's time (clock.go)
@@ -172,7 +172,7 @@ type Scheduler struct {
 	me process.Holder // this process
 
 	placer  *placement.Placer // commits this scheduler's reshards
-	journal *journal.Journal  // this process's completion journal (package journal, its use journal.go); nil when off
+	journal *journal.Journal  // this process's completion journal (package journal, its use job/internal/completion); nil when off
 	inst    *instance.Node    // this instance's node in the namespace (job/internal/instance; its wiring instance.go)
 	gates   trigger.Gates     // the times fires wait for
 	clock   trigger.Clock     // the clock fires go by (fireClock), made once
@@ -512,7 +512,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 				// its marks are gone, and another instance may take the
 				// items.
 				ctx, cancel := context.WithTimeout(r.ctx.life, s.opts.reshardTimeout)
-				r.flushAll(ctx)
+				r.done.FlushAll(ctx)
 				cancel()
 				r.reregister(ev.Session)
 			})

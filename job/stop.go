@@ -92,7 +92,7 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	r.releaseHolds(cctx, r.rc.Session(), nil) // any a fire in flight made
-	r.flushAll(cctx)                          // records deferred under a session that ended
+	r.done.FlushAll(cctx)                     // records deferred under a session that ended
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {

@@ -2,9 +2,9 @@
 // counts its stops and its returns: how the code a fire runs is laid out
 // in files.
 //
-//	go run ./tools/firewalk                       # from (*runner).fireScheduled to (*runner).writeCompletion
+//	go run ./tools/firewalk                       # from (*runner).fireScheduled to the completion write
 //	go run ./tools/firewalk -v                    # and every stop, in order
-//	go run ./tools/firewalk -from fireTriggered -to writeCompletion
+//	go run ./tools/firewalk -from fireTriggered
 //
 // The walk starts at the entry function and follows the calls of each
 // function it reaches in the order they appear in its source (a call
@@ -13,7 +13,9 @@
 // once, until it reaches the target. With -rooms the walk also follows
 // calls into the packages below it (job/internal/…), so that a stage moved
 // into a room is still walked; a function of a room is named with its
-// folder: internal/book:Book.Reserve.
+// folder: internal/book:Book.Reserve. Without -rooms, a target in a room
+// (the default: the completion stage's write) is reached by the first call
+// into its room, the hand-off to that stage, which is the walk's last stop.
 //
 //	go run ./tools/firewalk -rooms                # the same walk through the rooms Calls through interfaces or function
 //
@@ -38,7 +40,7 @@ import (
 func main() {
 	pkgPath := flag.String("pkg", "github.com/shardjob/shardjob/job", "the package walked, with the packages below it")
 	from := flag.String("from", "runner.fireScheduled", "the entry: Type.method or function, prefixed with folder: for a package below")
-	to := flag.String("to", "runner.writeCompletion", "where the walk ends: Type.method or function, prefixed with folder: for a package below")
+	to := flag.String("to", "internal/completion:Completer.writeCompletion", "where the walk ends: Type.method or function, prefixed with folder: for a package below")
 	verbose := flag.Bool("v", false, "print every stop")
 	rooms := flag.Bool("rooms", false, "follow calls into the packages below the package walked")
 	flag.Parse()
@@ -58,8 +60,11 @@ type fn struct {
 
 func run(pkgPath, from, to string, rooms, verbose bool) error {
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
+	// The target's room: without -rooms, the first call into it ends the
+	// walk (the hand-off to its stage).
+	toRoom, _, inRoom := strings.Cut(to, ":")
 	patterns := []string{pkgPath}
-	if rooms {
+	if rooms || inRoom {
 		patterns = append(patterns, pkgPath+"/...")
 	}
 	pkgs, err := packages.Load(cfg, patterns...)
@@ -97,7 +102,7 @@ func run(pkgPath, from, to string, rooms, verbose bool) error {
 					if !ok {
 						return true
 					}
-					if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() != nil && (callee.Pkg().Path() == pkgPath || rooms && within(pkgPath, callee.Pkg().Path())) {
+					if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() != nil && (callee.Pkg().Path() == pkgPath || (rooms || inRoom && folderOf(pkgPath, callee.Pkg().Path()) == toRoom) && within(pkgPath, callee.Pkg().Path())) {
 						f.calls = append(f.calls, keyOf(pkgPath, callee))
 					}
 					return true
@@ -126,7 +131,7 @@ func run(pkgPath, from, to string, rooms, verbose bool) error {
 			return false // declared without a body here
 		}
 		stops = append(stops, f)
-		if name == to {
+		if name == to || !rooms && inRoom && strings.HasPrefix(name, toRoom+":") {
 			return true
 		}
 		for _, c := range f.calls {
