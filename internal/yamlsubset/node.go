@@ -1,6 +1,7 @@
 package yamlsubset
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,7 +26,8 @@ type Node struct {
 	Kind Kind
 	// Tag is a scalar's resolved tag: "!!str", "!!int", "!!float",
 	// "!!bool", "!!null", "!!timestamp" or "!!binary" (Value then holds
-	// the decoded bytes). Quoted and block scalars are "!!str".
+	// the base64 text, which String decodes). Quoted and block scalars
+	// are "!!str".
 	Tag   string
 	Value string
 	// Line is the node's line, from 1.
@@ -205,6 +207,14 @@ func String(n *Node, out *string) error {
 	}
 	if n.Tag == "!!null" {
 		return errors.New(`has no value (write "" for an empty string)`)
+	}
+	if n.Tag == "!!binary" {
+		b, err := base64.StdEncoding.DecodeString(n.Value)
+		if err != nil {
+			return err
+		}
+		*out = string(b)
+		return nil
 	}
 	*out = n.Value
 	return nil
