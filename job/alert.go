@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // Alerts for late fires and for jobs not run (Config.Alert): the policy,
@@ -92,34 +91,17 @@ type AlertHandler interface {
 	HandleAlert(ctx context.Context, a Alert) error
 }
 
-// alertDoc is the alert's mapping in the config document.
-type alertDoc struct {
-	Late      string `yaml:"late,omitempty"`
-	NotRunFor string `yaml:"notRunFor,omitempty"`
-}
-
-// doc returns p's document mapping, nil when p is zero (the key is left
-// out, so that documents without alerts read the same to instances that
-// predate the key).
-func (p AlertPolicy) doc() *alertDoc {
-	if p.IsZero() {
-		return nil
-	}
-	return &alertDoc{Late: timeoutText(p.Late), NotRunFor: timeoutText(p.NotRunFor)}
-}
-
 // nodeAlert decodes alert: {late: 30s, notRunFor: 2h}; unknown keys are
 // errors, as the document's own are.
-func nodeAlert(n *yaml.Node, out *AlertPolicy) error {
-	n = yamldoc.Resolve(n)
-	if yamldoc.IsNull(n) {
+func nodeAlert(n *yamlsubset.Node, out *AlertPolicy) error {
+	if yamlsubset.IsNull(n) {
 		*out = AlertPolicy{}
 		return nil
 	}
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamldoc.KindName(n))
+	if n.Kind != yamlsubset.MappingNode {
+		return fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamlsubset.KindName(n))
 	}
-	pairs, perrs := yamldoc.Pairs(n, MaxYAMLDepth)
+	pairs, perrs := yamlsubset.Pairs(n)
 	if len(perrs) > 0 {
 		return perrs[0]
 	}

@@ -7,76 +7,76 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
-// Decoding the config document: DecodeConfig and DecodeConfigNode, the
-// document's keys (configFields) and the decoders of their values.
+// Decoding the config document: DecodeConfig and DecodeConfigTree, the
+// document's keys (configFields) and the decoders of their values, over
+// the tree internal/yamlsubset reads (package jobfile builds the same
+// tree from a job file's YAML).
 
 // configField is one key of the stored config document.
 type configField struct {
 	key    string
 	kind   error // sentinel for a bad value; ErrInvalidConfig if none applies
-	decode func(c *Config, n *yaml.Node) error
+	decode func(c *Config, n *yamlsubset.Node) error
 }
 
 // configFields lists the keys of the document, in the order Encode writes
 // them. Keys are case-sensitive.
 var configFields = []configField{
-	{"name", ErrInvalidName, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Name) }},
-	{"cron", ErrInvalidCron, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Cron) }},
-	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.TimeZone) }},
-	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
-	{"itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.ItemsPerShard) }},
-	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
-	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.JobParameter) }},
-	{"failover", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Failover) }},
-	{"misfire", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+	{"name", ErrInvalidName, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Name) }},
+	{"cron", ErrInvalidCron, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Cron) }},
+	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.TimeZone) }},
+	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
+	{"itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.ItemsPerShard) }},
+	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
+	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.JobParameter) }},
+	{"failover", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Failover) }},
+	{"misfire", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
 		err := nodeString(n, &s)
 		c.Misfire = MisfirePolicy(s)
 		return err
 	}},
-	{"overlap", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+	{"overlap", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
 		err := nodeString(n, &s)
 		c.Overlap = OverlapPolicy(s)
 		return err
 	}},
-	{"monitorExecution", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+	{"monitorExecution", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		monitor := true
 		err := nodeBool(n, &monitor)
 		c.Unmonitored = !monitor
 		return err
 	}},
-	{"recordInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.RecordInterval) }},
-	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
-	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
-	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.ShardingStrategy) }},
-	{"timeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Timeout) }},
+	{"recordInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.RecordInterval) }},
+	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
+	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
+	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.ShardingStrategy) }},
+	{"timeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.Timeout) }},
 	{"start", ErrInvalidConfig, nodeCalendarTime},
 	{"end", ErrInvalidConfig, nodeCalendarTime},
-	{"limit", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeInt(n, &c.Limit) }},
-	{"exclude", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeStringList(n, &c.Exclude) }},
-	{"jitter", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.Jitter) }},
-	{"startingDeadline", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.StartingDeadline) }},
+	{"limit", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.Limit) }},
+	{"exclude", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeStringList(n, &c.Exclude) }},
+	{"jitter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.Jitter) }},
+	{"startingDeadline", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.StartingDeadline) }},
 	{"pausedUntil", ErrInvalidConfig, nodeCalendarTime},
-	{"pauseNote", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.PauseNote) }},
-	{"after", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeStringList(n, &c.After) }},
-	{"onParentFailure", ErrInvalidConfig, func(c *Config, n *yaml.Node) error {
+	{"pauseNote", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.PauseNote) }},
+	{"after", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeStringList(n, &c.After) }},
+	{"onParentFailure", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
 		err := nodeString(n, &s)
 		c.OnParentFailure = ParentPolicy(s)
 		return err
 	}},
-	{"afterTimeout", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeDuration(n, &c.AfterTimeout) }},
-	{"description", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeString(n, &c.Description) }},
-	{"disabled", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Disabled) }},
-	{"overwrite", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeBool(n, &c.Overwrite) }},
+	{"afterTimeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.AfterTimeout) }},
+	{"description", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Description) }},
+	{"disabled", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Disabled) }},
+	{"overwrite", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Overwrite) }},
 	{"retry", ErrInvalidConfig, nodeRetry},
-	{"alert", ErrInvalidConfig, func(c *Config, n *yaml.Node) error { return nodeAlert(n, &c.Alert) }},
+	{"alert", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeAlert(n, &c.Alert) }},
 }
 
 // DecodeConfig parses a document written by Encode (or by hand, or by an
@@ -118,16 +118,16 @@ func DecodeConfigContext(ctx context.Context, data []byte) (Config, error) {
 	if root == nil {
 		return Config{}, joinConfigErrors([]error{&configError{place: "config", subject: "document is empty"}})
 	}
-	c, errs := decodeConfigNode(root, NodeOptions{})
+	c, errs := decodeConfigNode(root, TreeOptions{})
 	if len(errs) > 0 {
 		return Config{}, joinConfigErrors(errs)
 	}
 	return c, nil
 }
 
-// NodeOptions say how DecodeConfigNode reads a job's mapping that is
+// TreeOptions say how DecodeConfigTree reads a job's mapping that is
 // part of a larger document, such as an entry of a job file's jobs: list.
-type NodeOptions struct {
+type TreeOptions struct {
 	// Place names the job in errors, given its name ("" when it has
 	// none), as a job file does with `jobs[2] "orders-sync"`. nil names
 	// it as DecodeConfig does: `job "orders-sync"`.
@@ -140,11 +140,13 @@ type NodeOptions struct {
 	// value, in document order. Its error is reported with the job's
 	// place, the key and its line. nil: those keys are accepted and
 	// ignored.
-	Key func(key, value *yaml.Node) error
+	Key func(key, value *yamlsubset.Node) error
 }
 
-// DecodeConfigNode decodes and validates one job's mapping n, a node of a
-// larger YAML document, with the decoder DecodeConfig uses: the same keys
+// DecodeConfigTree decodes and validates one job's mapping n, a node of a
+// larger YAML document read into internal/yamlsubset's tree (package
+// jobfile's DecodeConfigNode builds it from a job file), with the decoder
+// DecodeConfig uses: the same keys
 // and values, as strictly (an unknown key is ErrUnknownKey, naming its
 // line and, for a near miss, the key probably meant), and the same
 // checks, so that a job file and the stored document cannot disagree.
@@ -152,11 +154,7 @@ type NodeOptions struct {
 // one error whose Unwrap() []error returns them, each wrapping
 // ErrInvalidConfig and where one applies a specific sentinel; on error
 // the Config is the zero value.
-//
-// n should come from a document read within the limits DecodeConfig
-// applies (MaxYAMLDepth, YAMLNodeBudget): merge keys are followed again
-// here, bounded in depth only.
-func DecodeConfigNode(n *yaml.Node, o NodeOptions) (Config, error) {
+func DecodeConfigTree(n *yamlsubset.Node, o TreeOptions) (Config, error) {
 	c, errs := decodeConfigNode(n, o)
 	if len(errs) > 0 {
 		return Config{}, joinConfigErrors(errs)
@@ -164,29 +162,28 @@ func DecodeConfigNode(n *yaml.Node, o NodeOptions) (Config, error) {
 	return c, nil
 }
 
-// decodeConfigNode is DecodeConfigNode, returning what it decoded with
+// decodeConfigNode is DecodeConfigTree, returning what it decoded with
 // the problems.
-func decodeConfigNode(n *yaml.Node, o NodeOptions) (Config, []error) {
+func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
 	var c Config
 	placeOf := o.Place
 	if placeOf == nil {
 		placeOf = jobPlace
 	}
-	n = yamldoc.Resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
+	if n == nil || n.Kind != yamlsubset.MappingNode {
 		line := 0
 		if n != nil {
 			line = n.Line
 		}
 		return c, []error{&configError{place: placeOf(""), subject: "job", line: line,
-			detail: "must be a mapping of keys to values, got " + yamldoc.KindName(n)}}
+			detail: "must be a mapping of keys to values, got " + yamlsubset.KindName(n)}}
 	}
 	pairs, perrs := mappingPairs(n)
 
 	// Find the name first so that every error can carry it.
 	for _, p := range pairs {
 		if p.Key == "name" {
-			if v := yamldoc.Resolve(p.Value); v.Kind == yaml.ScalarNode && v.ShortTag() != "!!null" {
+			if v := p.Value; v.Kind == yamlsubset.ScalarNode && v.Tag != "!!null" {
 				c.Name = v.Value
 			}
 		}
@@ -256,7 +253,7 @@ func decodeConfigNode(n *yaml.Node, o NodeOptions) (Config, []error) {
 	return c, errs
 }
 
-func hasPair(pairs []yamldoc.Pair, key string) bool {
+func hasPair(pairs []yamlsubset.Pair, key string) bool {
 	for _, p := range pairs {
 		if p.Key == key {
 			return true
@@ -274,18 +271,18 @@ func findConfigField(key string) (configField, bool) {
 	return configField{}, false
 }
 
-// nodeString decodes a scalar as a string (yamldoc.String).
-func nodeString(n *yaml.Node, out *string) error { return yamldoc.String(n, out) }
+// nodeString decodes a scalar as a string (yamlsubset.String).
+func nodeString(n *yamlsubset.Node, out *string) error { return yamlsubset.String(n, out) }
 
 // nodeCalendarTime checks that a calendar time's value is a string; it is
 // read once the job's time zone is known (decodeCalendarTime).
-func nodeCalendarTime(_ *Config, n *yaml.Node) error {
+func nodeCalendarTime(_ *Config, n *yamlsubset.Node) error {
 	var s string
 	return nodeString(n, &s)
 }
 
 // decodeCalendarTime reads the calendar time of key, if key is one, in loc.
-func (c *Config) decodeCalendarTime(key string, n *yaml.Node, loc *time.Location) error {
+func (c *Config) decodeCalendarTime(key string, n *yamlsubset.Node, loc *time.Location) error {
 	var out *time.Time
 	switch key {
 	case "start":
@@ -315,9 +312,8 @@ func (c *Config) decodeCalendarTime(key string, n *yaml.Node, loc *time.Location
 
 // nodeStringList decodes a string, or a list of strings joined with
 // commas.
-func nodeStringList(n *yaml.Node, out *string) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.SequenceNode {
+func nodeStringList(n *yamlsubset.Node, out *string) error {
+	if n.Kind != yamlsubset.SequenceNode {
 		return nodeString(n, out)
 	}
 	parts := make([]string, 0, len(n.Content))
@@ -336,32 +332,32 @@ func nodeStringList(n *yaml.Node, out *string) error {
 }
 
 // nodeBool decodes a YAML boolean; a quoted "true" is an error.
-func nodeBool(n *yaml.Node, out *bool) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		return fmt.Errorf("must be true or false, got %s", yamldoc.KindName(n))
+func nodeBool(n *yamlsubset.Node, out *bool) error {
+	if n.Kind != yamlsubset.ScalarNode || n.Tag != "!!bool" {
+		return fmt.Errorf("must be true or false, got %s", yamlsubset.KindName(n))
 	}
-	return n.Decode(out)
+	*out = n.Value[0] == 't' || n.Value[0] == 'T'
+	return nil
 }
 
 // nodeInt decodes a YAML integer that fits an int.
-func nodeInt(n *yaml.Node, out *int) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("must be an integer, got %s", yamldoc.KindName(n))
+func nodeInt(n *yamlsubset.Node, out *int) error {
+	if n.Kind != yamlsubset.ScalarNode || n.Tag != "!!int" {
+		return fmt.Errorf("must be an integer, got %s", yamlsubset.KindName(n))
 	}
-	if err := n.Decode(out); err != nil {
+	v, ok := yamlsubset.Int(n)
+	if !ok {
 		return fmt.Errorf("%s is out of range", n.Value)
 	}
+	*out = v
 	return nil
 }
 
 // nodeDuration decodes a Go duration string such as "5s" or "1m30s"; a
 // bare 0 is accepted too.
-func nodeDuration(n *yaml.Node, out *time.Duration) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return fmt.Errorf(`must be a duration such as "5s", got %s`, yamldoc.KindName(n))
+func nodeDuration(n *yamlsubset.Node, out *time.Duration) error {
+	if n.Kind != yamlsubset.ScalarNode || n.Tag == "!!null" {
+		return fmt.Errorf(`must be a duration such as "5s", got %s`, yamlsubset.KindName(n))
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
 	if err != nil {

@@ -7,53 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // The config document stored in a job's config node: Encode and the YAML
-// it writes (configDoc), the part after the name line encoded once for
-// jobs that differ only in their names.
-
-// configDoc is the document Encode writes; its keys are configFields'.
-type configDoc struct {
-	Name                   string `yaml:"name"`
-	Cron                   string `yaml:"cron"`
-	TimeZone               string `yaml:"timeZone"`
-	ShardingTotalCount     int    `yaml:"shardingTotalCount"`
-	ItemsPerShard          int    `yaml:"itemsPerShard,omitempty"`
-	ShardingItemParameters string `yaml:"shardingItemParameters"`
-	JobParameter           string `yaml:"jobParameter"`
-	Failover               bool   `yaml:"failover"`
-	Misfire                string `yaml:"misfire"`
-	Overlap                string `yaml:"overlap,omitempty"`
-	MonitorExecution       bool   `yaml:"monitorExecution"`
-	RecordInterval         string `yaml:"recordInterval,omitempty"`
-	MaxTimeDiff            string `yaml:"maxTimeDiff"`
-	ReconcileInterval      string `yaml:"reconcileInterval"`
-	ShardingStrategy       string `yaml:"shardingStrategy"`
-	// Timeout is left out when 0, so that a config without one reads the
-	// same to instances that predate the key.
-	Timeout string `yaml:"timeout,omitempty"`
-	// The calendar's keys likewise, when unset.
-	Start            string `yaml:"start,omitempty"`
-	End              string `yaml:"end,omitempty"`
-	Limit            int    `yaml:"limit,omitempty"`
-	Exclude          string `yaml:"exclude,omitempty"`
-	Jitter           string `yaml:"jitter,omitempty"`
-	StartingDeadline string `yaml:"startingDeadline,omitempty"`
-	PausedUntil      string `yaml:"pausedUntil,omitempty"`
-	PauseNote        string `yaml:"pauseNote,omitempty"`
-	After            string `yaml:"after,omitempty"`
-	OnParentFailure  string `yaml:"onParentFailure,omitempty"`
-	AfterTimeout     string `yaml:"afterTimeout,omitempty"`
-	Description      string `yaml:"description"`
-	Disabled         bool   `yaml:"disabled"`
-	Overwrite        bool   `yaml:"overwrite"`
-	// Retry is left out for the zero policy, as Timeout.
-	Retry *retryDoc `yaml:"retry,omitempty"`
-	// Alert is left out when unset, as Timeout is.
-	Alert *alertDoc `yaml:"alert,omitempty"`
-}
+// it writes (marshalDoc, through internal/yamlsubset's writer), the part
+// after the name line encoded once for jobs that differ only in their
+// names.
 
 // Encode returns the YAML document stored in the job's config
 // node. Every key is written, zero values included (but for a timeout of
@@ -81,9 +41,10 @@ func (c Config) marshal() ([]byte, error) {
 	// on it as long as the name is one line.
 	name := []byte(c.Name + "\n")
 	if !plainName(c.Name) {
-		var err error
-		name, err = yaml.Marshal(c.Name)
-		if err != nil || bytes.IndexByte(name, '\n') != len(name)-1 {
+		var w yamlsubset.Writer
+		w.String(nameKey[:len(nameKey)-2], c.Name)
+		name = bytes.TrimPrefix(w.Bytes(), []byte(nameKey))
+		if bytes.IndexByte(name, '\n') != len(name)-1 {
 			return c.marshalDoc()
 		}
 	}
@@ -153,42 +114,70 @@ func (c Config) docTail() ([]byte, error) {
 	return tail, nil
 }
 
-// marshalDoc encodes the whole document.
+// marshalDoc encodes the whole document: every key in configFields'
+// order, those marked so left out when unset.
 func (c Config) marshalDoc() ([]byte, error) {
-	return yaml.Marshal(configDoc{
-		Name:                   c.Name,
-		Cron:                   c.Cron,
-		TimeZone:               c.TimeZone,
-		ShardingTotalCount:     c.ShardingTotalCount,
-		ItemsPerShard:          c.ItemsPerShard,
-		ShardingItemParameters: c.ShardingItemParameters,
-		JobParameter:           c.JobParameter,
-		Failover:               c.Failover,
-		Misfire:                string(c.Misfire),
-		Overlap:                string(c.Overlap),
-		MonitorExecution:       !c.Unmonitored,
-		RecordInterval:         timeoutText(c.RecordInterval),
-		MaxTimeDiff:            c.MaxTimeDiff.String(),
-		ReconcileInterval:      c.ReconcileInterval.String(),
-		ShardingStrategy:       c.ShardingStrategy,
-		Timeout:                timeoutText(c.Timeout),
-		Start:                  configTimeText(c.Start),
-		End:                    configTimeText(c.End),
-		Limit:                  c.Limit,
-		Exclude:                c.Exclude,
-		Jitter:                 timeoutText(c.Jitter),
-		StartingDeadline:       timeoutText(c.StartingDeadline),
-		PausedUntil:            configTimeText(c.PausedUntil),
-		PauseNote:              c.PauseNote,
-		After:                  c.After,
-		OnParentFailure:        string(c.OnParentFailure),
-		AfterTimeout:           timeoutText(c.AfterTimeout),
-		Description:            c.Description,
-		Disabled:               c.Disabled,
-		Overwrite:              c.Overwrite,
-		Retry:                  retryDocOf(c.Retry),
-		Alert:                  c.Alert.doc(),
-	})
+	var w yamlsubset.Writer
+	w.String("name", c.Name)
+	w.String("cron", c.Cron)
+	w.String("timeZone", c.TimeZone)
+	w.Int("shardingTotalCount", c.ShardingTotalCount)
+	if c.ItemsPerShard != 0 {
+		w.Int("itemsPerShard", c.ItemsPerShard)
+	}
+	w.String("shardingItemParameters", c.ShardingItemParameters)
+	w.String("jobParameter", c.JobParameter)
+	w.Bool("failover", c.Failover)
+	w.String("misfire", string(c.Misfire))
+	omitEmpty(&w, "overlap", string(c.Overlap))
+	w.Bool("monitorExecution", !c.Unmonitored)
+	omitEmpty(&w, "recordInterval", timeoutText(c.RecordInterval))
+	w.String("maxTimeDiff", c.MaxTimeDiff.String())
+	w.String("reconcileInterval", c.ReconcileInterval.String())
+	w.String("shardingStrategy", c.ShardingStrategy)
+	// The keys below are left out when unset, so that a config without
+	// them reads the same to instances that predate them.
+	omitEmpty(&w, "timeout", timeoutText(c.Timeout))
+	omitEmpty(&w, "start", configTimeText(c.Start))
+	omitEmpty(&w, "end", configTimeText(c.End))
+	if c.Limit != 0 {
+		w.Int("limit", c.Limit)
+	}
+	omitEmpty(&w, "exclude", c.Exclude)
+	omitEmpty(&w, "jitter", timeoutText(c.Jitter))
+	omitEmpty(&w, "startingDeadline", timeoutText(c.StartingDeadline))
+	omitEmpty(&w, "pausedUntil", configTimeText(c.PausedUntil))
+	omitEmpty(&w, "pauseNote", c.PauseNote)
+	omitEmpty(&w, "after", c.After)
+	omitEmpty(&w, "onParentFailure", string(c.OnParentFailure))
+	omitEmpty(&w, "afterTimeout", timeoutText(c.AfterTimeout))
+	w.String("description", c.Description)
+	w.Bool("disabled", c.Disabled)
+	w.Bool("overwrite", c.Overwrite)
+	if p := c.Retry; p != (RetryPolicy{}) {
+		w.Map("retry")
+		w.Int("attempts", p.Attempts)
+		omitEmpty(&w, "backoff", timeoutText(p.Backoff))
+		omitEmpty(&w, "maxBackoff", timeoutText(p.MaxBackoff))
+		if p.Jitter != 0 {
+			w.Float("jitter", p.Jitter)
+		}
+		w.End()
+	}
+	if p := c.Alert; !p.IsZero() {
+		w.Map("alert")
+		omitEmpty(&w, "late", timeoutText(p.Late))
+		omitEmpty(&w, "notRunFor", timeoutText(p.NotRunFor))
+		w.End()
+	}
+	return w.Bytes(), nil
+}
+
+// omitEmpty writes key with s, unless s is "".
+func omitEmpty(w *yamlsubset.Writer, key, s string) {
+	if s != "" {
+		w.String(key, s)
+	}
 }
 
 func timeoutText(d time.Duration) string {

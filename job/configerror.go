@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // The errors of a configuration: configError, one problem, and how a
@@ -26,7 +26,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	return yamldoc.Message(e.place, e.subject, e.line, e.detail, e.hint)
+	return yamlsubset.Message(e.place, e.subject, e.line, e.detail, e.hint)
 }
 
 // Unwrap makes errors.Is match ErrInvalidConfig, the specific sentinel and

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/shardjob/shardjob/internal/suggest"
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/yamlsubset"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -36,40 +34,36 @@ const (
 	YAMLNodeBudget = 100_000
 )
 
-// yamlLimits are the limits of a document of at most size bytes.
-func yamlLimits(size int) yamldoc.Limits {
-	return yamldoc.Limits{Bytes: size, Depth: MaxYAMLDepth, Budget: YAMLNodeBudget}
-}
-
-// docError is a problem yamldoc found, as a configError without a place.
-func docError(e *yamldoc.Error) *configError {
+// docError is a problem yamlsubset found, as a configError without a
+// place.
+func docError(e *yamlsubset.Error) *configError {
 	ce := &configError{key: e.Key, subject: e.Subject, line: e.Line, detail: e.Detail, cause: e.Cause}
 	switch e.Kind {
-	case yamldoc.TooLarge:
+	case yamlsubset.TooLarge:
 		ce.kind = ErrConfigTooLarge
-	case yamldoc.TooComplex:
+	case yamlsubset.TooComplex:
 		ce.kind = ErrConfigTooComplex
-	case yamldoc.KeyNotString:
+	case yamlsubset.KeyNotString:
 		ce.kind = ErrUnknownKey
 	}
 	return ce
 }
 
-// parseYAMLDocument parses exactly one YAML document of at most limit
-// bytes and returns its root node, or nil when the document is empty or
-// null (see yamldoc.Parse). The error has no place.
-func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yaml.Node, *configError) {
-	root, err := yamldoc.Parse(ctx, data, yamlLimits(limit))
+// parseYAMLDocument parses the stored document, of at most limit bytes,
+// and returns its root node, or nil when the document is empty or null
+// (see yamlsubset.Parse). The error has no place.
+func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yamlsubset.Node, *configError) {
+	root, err := yamlsubset.Parse(ctx, data, yamlsubset.Limits{Bytes: limit, Depth: MaxYAMLDepth})
 	if err != nil {
 		return nil, docError(err)
 	}
 	return root, nil
 }
 
-// mappingPairs returns the pairs of mapping node n, merge keys followed
-// (see yamldoc.Pairs). The errors have no place.
-func mappingPairs(n *yaml.Node) ([]yamldoc.Pair, []*configError) {
-	pairs, errs := yamldoc.Pairs(n, MaxYAMLDepth)
+// mappingPairs returns the pairs of mapping node n (see
+// yamlsubset.Pairs). The errors have no place.
+func mappingPairs(n *yamlsubset.Node) ([]yamlsubset.Pair, []*configError) {
+	pairs, errs := yamlsubset.Pairs(n)
 	var cerrs []*configError
 	for _, e := range errs {
 		cerrs = append(cerrs, docError(e))
@@ -79,7 +73,7 @@ func mappingPairs(n *yaml.Node) ([]yamldoc.Pair, []*configError) {
 
 // unknownKeyError reports p's key as unknown at place, suggesting the
 // nearest of known when it is a near miss.
-func unknownKeyError(place string, p yamldoc.Pair, known []string) *configError {
+func unknownKeyError(place string, p yamlsubset.Pair, known []string) *configError {
 	e := &configError{place: place, key: p.Key, kind: ErrUnknownKey,
 		subject: "unknown key " + quoteShort(p.Key), line: p.KeyNode.Line}
 	if s := suggest.Nearest(p.Key, known); s != "" {
@@ -96,11 +90,11 @@ func tooLarge(key, what string, n, limit int) *configError {
 }
 
 // groupDigits writes n with thousands separators: 1,048,576.
-func groupDigits(n int) string { return yamldoc.GroupDigits(n) }
+func groupDigits(n int) string { return yamlsubset.GroupDigits(n) }
 
 // quoteShort quotes s for an error message, cut to its first bytes when
 // long, so that an oversized value does not make an oversized message.
-func quoteShort(s string) string { return yamldoc.QuoteShort(s) }
+func quoteShort(s string) string { return yamlsubset.QuoteShort(s) }
 
 // cutShort is quoteShort without the quotes.
 func cutShort(s string) string {

@@ -8,12 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/job/internal/retry"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/shardjob/shardjob/internal/yamldoc"
-	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Retries of a failed item run: the policy (Config.Retry), its checks,
@@ -126,10 +124,9 @@ var retryKeys = []string{"attempts", "backoff", "maxBackoff", "jitter"}
 
 // nodeRetry decodes the retry mapping, as strictly as the document's
 // own keys: an unknown key wraps ErrUnknownKey.
-func nodeRetry(c *Config, n *yaml.Node) error {
-	n = yamldoc.Resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", yamldoc.KindName(n))
+func nodeRetry(c *Config, n *yamlsubset.Node) error {
+	if n == nil || n.Kind != yamlsubset.MappingNode {
+		return fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", yamlsubset.KindName(n))
 	}
 	pairs, perrs := mappingPairs(n)
 	if len(perrs) > 0 {
@@ -174,35 +171,16 @@ func nodeRetry(c *Config, n *yaml.Node) error {
 }
 
 // nodeFraction decodes a YAML number (an integer or a float).
-func nodeFraction(n *yaml.Node, out *float64) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
-		return fmt.Errorf("must be a number such as 0.2, got %s", yamldoc.KindName(n))
+func nodeFraction(n *yamlsubset.Node, out *float64) error {
+	if n.Kind != yamlsubset.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
+		return fmt.Errorf("must be a number such as 0.2, got %s", yamlsubset.KindName(n))
 	}
-	var f float64
-	if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+	f, ok := yamlsubset.Float(n)
+	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 		return fmt.Errorf("%s is not a number from 0 to 1", quoteShort(n.Value))
 	}
 	*out = f
 	return nil
-}
-
-// retryDoc is the retry mapping in the stored document, left out when
-// the policy is the zero one (so instances that predate it read the
-// document).
-type retryDoc struct {
-	Attempts   int     `yaml:"attempts"`
-	Backoff    string  `yaml:"backoff,omitempty"`
-	MaxBackoff string  `yaml:"maxBackoff,omitempty"`
-	Jitter     float64 `yaml:"jitter,omitempty"`
-}
-
-// retryDocOf is p's stored form; nil for the zero policy.
-func retryDocOf(p RetryPolicy) *retryDoc {
-	if p == (RetryPolicy{}) {
-		return nil
-	}
-	return &retryDoc{Attempts: p.Attempts, Backoff: timeoutText(p.Backoff), MaxBackoff: timeoutText(p.MaxBackoff), Jitter: p.Jitter}
 }
 
 // retryStep is what follows a failed attempt (nextAttempt).
