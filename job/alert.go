@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // Alerts for late fires and for jobs not run (Config.Alert): the policy,
@@ -89,43 +86,6 @@ type Alert struct {
 // the events (WithEventHandler) and the history.
 type AlertHandler interface {
 	HandleAlert(ctx context.Context, a Alert) error
-}
-
-// nodeAlert decodes alert: {late: 30s, notRunFor: 2h}; unknown keys are
-// errors, as the document's own are.
-func nodeAlert(n *yamlsubset.Node, out *AlertPolicy) error {
-	if yamlsubset.IsNull(n) {
-		*out = AlertPolicy{}
-		return nil
-	}
-	if n.Kind != yamlsubset.MappingNode {
-		return fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamlsubset.KindName(n))
-	}
-	pairs, perrs := yamlsubset.Pairs(n)
-	if len(perrs) > 0 {
-		return perrs[0]
-	}
-	var p AlertPolicy
-	var errs []string
-	for _, kv := range pairs {
-		var err error
-		switch kv.Key {
-		case "late":
-			err = nodeDuration(kv.Value, &p.Late)
-		case "notRunFor":
-			err = nodeDuration(kv.Value, &p.NotRunFor)
-		default:
-			err = fmt.Errorf("unknown key (want late or notRunFor)")
-		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s (line %d): %v", quoteShort(kv.Key), kv.KeyNode.Line, err))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	*out = p
-	return nil
 }
 
 // alertGapFires is how many of the schedule's next fires the longest gap

@@ -2,12 +2,11 @@ package job
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // Decoding the config document: DecodeConfig and DecodeConfigTree, the
@@ -15,68 +14,83 @@ import (
 // the tree internal/yamlsubset reads (package jobfile builds the same
 // tree from a job file's YAML).
 
-// configField is one key of the stored config document.
-type configField struct {
-	key    string
-	kind   error // sentinel for a bad value; ErrInvalidConfig if none applies
-	decode func(c *Config, n *yamlsubset.Node) error
+// configField is one key of the stored config document: its key, the
+// sentinel of a bad value (ErrInvalidConfig if none applies) and the
+// decoder that sets its field.
+type configField = configdoc.Field[Config]
+
+// field is a configField.
+func field(key string, kind error, decode func(c *Config, n *yamlsubset.Node) error) configField {
+	return configField{Key: key, Kind: kind, Decode: decode}
 }
 
 // configFields lists the keys of the document, in the order Encode writes
 // them. Keys are case-sensitive.
 var configFields = []configField{
-	{"name", ErrInvalidName, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Name) }},
-	{"cron", ErrInvalidCron, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Cron) }},
-	{"timeZone", ErrInvalidTimeZone, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.TimeZone) }},
-	{"shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.ShardingTotalCount) }},
-	{"itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.ItemsPerShard) }},
-	{"shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.ShardingItemParameters) }},
-	{"jobParameter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.JobParameter) }},
-	{"failover", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Failover) }},
-	{"misfire", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("name", ErrInvalidName, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Name) }),
+	field("cron", ErrInvalidCron, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Cron) }),
+	field("timeZone", ErrInvalidTimeZone, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.TimeZone) }),
+	field("shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.ShardingTotalCount) }),
+	field("itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.ItemsPerShard) }),
+	field("shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.ShardingItemParameters) }),
+	field("jobParameter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.JobParameter) }),
+	field("failover", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Failover) }),
+	field("misfire", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
-		err := nodeString(n, &s)
+		err := configdoc.String(n, &s)
 		c.Misfire = MisfirePolicy(s)
 		return err
-	}},
-	{"overlap", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	}),
+	field("overlap", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
-		err := nodeString(n, &s)
+		err := configdoc.String(n, &s)
 		c.Overlap = OverlapPolicy(s)
 		return err
-	}},
-	{"monitorExecution", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	}),
+	field("monitorExecution", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		monitor := true
-		err := nodeBool(n, &monitor)
+		err := configdoc.Bool(n, &monitor)
 		c.Unmonitored = !monitor
 		return err
-	}},
-	{"recordInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.RecordInterval) }},
-	{"maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.MaxTimeDiff) }},
-	{"reconcileInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.ReconcileInterval) }},
-	{"shardingStrategy", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.ShardingStrategy) }},
-	{"timeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.Timeout) }},
-	{"start", ErrInvalidConfig, nodeCalendarTime},
-	{"end", ErrInvalidConfig, nodeCalendarTime},
-	{"limit", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeInt(n, &c.Limit) }},
-	{"exclude", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeStringList(n, &c.Exclude) }},
-	{"jitter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.Jitter) }},
-	{"startingDeadline", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.StartingDeadline) }},
-	{"pausedUntil", ErrInvalidConfig, nodeCalendarTime},
-	{"pauseNote", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.PauseNote) }},
-	{"after", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeStringList(n, &c.After) }},
-	{"onParentFailure", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	}),
+	field("recordInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.RecordInterval) }),
+	field("maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.MaxTimeDiff) }),
+	field("reconcileInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.ReconcileInterval) }),
+	field("shardingStrategy", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.ShardingStrategy) }),
+	field("timeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Timeout) }),
+	field("start", ErrInvalidConfig, nodeCalendarTime),
+	field("end", ErrInvalidConfig, nodeCalendarTime),
+	field("limit", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.Limit) }),
+	field("exclude", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.Exclude) }),
+	field("jitter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Jitter) }),
+	field("startingDeadline", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.StartingDeadline) }),
+	field("pausedUntil", ErrInvalidConfig, nodeCalendarTime),
+	field("pauseNote", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.PauseNote) }),
+	field("after", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.After) }),
+	field("onParentFailure", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
 		var s string
-		err := nodeString(n, &s)
+		err := configdoc.String(n, &s)
 		c.OnParentFailure = ParentPolicy(s)
 		return err
-	}},
-	{"afterTimeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeDuration(n, &c.AfterTimeout) }},
-	{"description", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeString(n, &c.Description) }},
-	{"disabled", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Disabled) }},
-	{"overwrite", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeBool(n, &c.Overwrite) }},
-	{"retry", ErrInvalidConfig, nodeRetry},
-	{"alert", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return nodeAlert(n, &c.Alert) }},
+	}),
+	field("afterTimeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.AfterTimeout) }),
+	field("description", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Description) }),
+	field("disabled", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Disabled) }),
+	field("overwrite", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Overwrite) }),
+	field("retry", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+		p, err := configdoc.DecodeRetry(n, ErrUnknownKey)
+		if err == nil {
+			c.Retry = RetryPolicy(p)
+		}
+		return err
+	}),
+	field("alert", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+		p, err := configdoc.DecodeAlert(n)
+		if err == nil {
+			c.Alert = AlertPolicy(p)
+		}
+		return err
+	}),
 }
 
 // DecodeConfig parses a document written by Encode (or by hand, or by an
@@ -178,59 +192,20 @@ func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
 		return c, []error{&configError{place: placeOf(""), subject: "job", line: line,
 			detail: "must be a mapping of keys to values, got " + yamlsubset.KindName(n)}}
 	}
-	pairs, perrs := mappingPairs(n)
-
-	// Find the name first so that every error can carry it.
-	for _, p := range pairs {
-		if p.Key == "name" {
-			if v := p.Value; v.Kind == yamlsubset.ScalarNode && v.Tag != "!!null" {
-				c.Name = v.Value
-			}
-		}
-	}
-	place := placeOf(c.Name)
-
-	var errs []error
-	for _, e := range perrs {
-		e.place = place
-		errs = append(errs, e)
-	}
-	known := make([]string, 0, len(configFields)+len(o.Keys))
-	for _, f := range configFields {
-		known = append(known, f.key)
-	}
-	known = append(known, o.Keys...)
-	lines := map[string]int{}
-	bad := map[string]bool{}
-	for _, p := range pairs {
-		lines[p.Key] = p.KeyNode.Line
-		if slices.Contains(o.Keys, p.Key) {
-			if o.Key == nil {
-				continue
-			}
-			if err := o.Key(p.KeyNode, p.Value); err != nil {
-				errs = append(errs, &configError{place: place, key: p.Key, subject: p.Key, line: p.KeyNode.Line,
-					detail: err.Error(), cause: err})
-			}
-			continue
-		}
-		f, ok := findConfigField(p.Key)
-		if !ok {
-			e := unknownKeyError(place, p, known)
+	w := configdoc.Walk(&c, n, configFields, o.Keys, o.Key, ErrUnknownKey)
+	place := placeOf(w.Name)
+	errs := make([]error, 0, len(w.Problems))
+	for _, p := range w.Problems {
+		if p.Doc != nil {
+			e := docError(p.Doc)
+			e.place = place
 			errs = append(errs, e)
-			if e.suggestion != "" && !hasPair(pairs, e.suggestion) {
-				// The misspelt key stands for this one: do not also
-				// report it as missing.
-				bad[e.suggestion] = true
-			}
 			continue
 		}
-		if err := f.decode(&c, p.Value); err != nil {
-			bad[p.Key] = true
-			errs = append(errs, &configError{place: place, key: p.Key, kind: f.kind, subject: p.Key,
-				line: p.KeyNode.Line, detail: err.Error(), cause: err})
-		}
+		errs = append(errs, &configError{place: place, key: p.Key, kind: p.Kind, subject: p.Subject, line: p.Line,
+			detail: p.Detail, hint: p.Hint, cause: p.Cause, suggestion: p.Suggestion})
 	}
+	pairs, bad, lines := w.Pairs, w.Bad, w.Lines
 	// The calendar's times without an offset are read in the job's time
 	// zone, which may come after them in the document.
 	if loc, err := c.location(); err == nil {
@@ -253,32 +228,11 @@ func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
 	return c, errs
 }
 
-func hasPair(pairs []yamlsubset.Pair, key string) bool {
-	for _, p := range pairs {
-		if p.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-func findConfigField(key string) (configField, bool) {
-	for _, f := range configFields {
-		if f.key == key {
-			return f, true
-		}
-	}
-	return configField{}, false
-}
-
-// nodeString decodes a scalar as a string (yamlsubset.String).
-func nodeString(n *yamlsubset.Node, out *string) error { return yamlsubset.String(n, out) }
-
 // nodeCalendarTime checks that a calendar time's value is a string; it is
 // read once the job's time zone is known (decodeCalendarTime).
 func nodeCalendarTime(_ *Config, n *yamlsubset.Node) error {
 	var s string
-	return nodeString(n, &s)
+	return configdoc.String(n, &s)
 }
 
 // decodeCalendarTime reads the calendar time of key, if key is one, in loc.
@@ -295,7 +249,7 @@ func (c *Config) decodeCalendarTime(key string, n *yamlsubset.Node, loc *time.Lo
 		return nil
 	}
 	var s string
-	if err := nodeString(n, &s); err != nil {
+	if err := configdoc.String(n, &s); err != nil {
 		return nil // reported by its field's decode
 	}
 	if strings.TrimSpace(s) == "" {
@@ -307,62 +261,5 @@ func (c *Config) decodeCalendarTime(key string, n *yamlsubset.Node, loc *time.Lo
 		return err
 	}
 	*out = t
-	return nil
-}
-
-// nodeStringList decodes a string, or a list of strings joined with
-// commas.
-func nodeStringList(n *yamlsubset.Node, out *string) error {
-	if n.Kind != yamlsubset.SequenceNode {
-		return nodeString(n, out)
-	}
-	parts := make([]string, 0, len(n.Content))
-	for i, e := range n.Content {
-		var s string
-		if err := nodeString(e, &s); err != nil {
-			return fmt.Errorf("entry %d %w", i+1, err)
-		}
-		if strings.Contains(s, ",") {
-			return fmt.Errorf("entry %d %s has a comma: one entry per list item", i+1, quoteShort(s))
-		}
-		parts = append(parts, s)
-	}
-	*out = strings.Join(parts, ",")
-	return nil
-}
-
-// nodeBool decodes a YAML boolean; a quoted "true" is an error.
-func nodeBool(n *yamlsubset.Node, out *bool) error {
-	if n.Kind != yamlsubset.ScalarNode || n.Tag != "!!bool" {
-		return fmt.Errorf("must be true or false, got %s", yamlsubset.KindName(n))
-	}
-	*out = n.Value[0] == 't' || n.Value[0] == 'T'
-	return nil
-}
-
-// nodeInt decodes a YAML integer that fits an int.
-func nodeInt(n *yamlsubset.Node, out *int) error {
-	if n.Kind != yamlsubset.ScalarNode || n.Tag != "!!int" {
-		return fmt.Errorf("must be an integer, got %s", yamlsubset.KindName(n))
-	}
-	v, ok := yamlsubset.Int(n)
-	if !ok {
-		return fmt.Errorf("%s is out of range", n.Value)
-	}
-	*out = v
-	return nil
-}
-
-// nodeDuration decodes a Go duration string such as "5s" or "1m30s"; a
-// bare 0 is accepted too.
-func nodeDuration(n *yamlsubset.Node, out *time.Duration) error {
-	if n.Kind != yamlsubset.ScalarNode || n.Tag == "!!null" {
-		return fmt.Errorf(`must be a duration such as "5s", got %s`, yamlsubset.KindName(n))
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(n.Value))
-	if err != nil {
-		return fmt.Errorf(`%s is not a duration such as "5s" or "1m30s"`, quoteShort(n.Value))
-	}
-	*out = d
 	return nil
 }

@@ -1,13 +1,10 @@
 package job
 
 import (
-	"bytes"
-	"errors"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // The config document stored in a job's config node: Encode and the YAML
@@ -31,92 +28,28 @@ func (c Config) Encode() ([]byte, error) {
 
 // marshal writes the document Encode returns, without validating c.
 // Registering thousands of jobs that differ only in their names encodes
-// the rest of the document once (see docTail): the YAML encoder is most
-// of the client's CPU for registering a new job.
+// the rest of the document once (docTails): the encoder is most of the
+// client's CPU for registering a new job.
 func (c Config) marshal() ([]byte, error) {
 	if !configNameRE.MatchString(c.Name) || len(c.Name) > MaxNameLength {
-		return c.marshalDoc()
+		return c.marshalDoc(), nil
 	}
-	// The name is the first key; the rest of the document does not depend
-	// on it as long as the name is one line.
-	name := []byte(c.Name + "\n")
-	if !plainName(c.Name) {
-		var w yamlsubset.Writer
-		w.String(nameKey[:len(nameKey)-2], c.Name)
-		name = bytes.TrimPrefix(w.Bytes(), []byte(nameKey))
-		if bytes.IndexByte(name, '\n') != len(name)-1 {
-			return c.marshalDoc()
-		}
-	}
-	tail, err := c.docTail()
-	if err != nil {
-		return c.marshalDoc()
-	}
-	doc := make([]byte, 0, len(nameKey)+len(name)+len(tail))
-	doc = append(append(append(doc, nameKey...), name...), tail...)
-	return doc, nil
-}
-
-// plainName reports whether the encoder writes name as it is: it starts
-// with an ASCII letter, has only letters, digits, '.', '_' and '-', and is
-// no word that YAML reads as a boolean or null.
-func plainName(name string) bool {
-	if name == "" || !('a' <= name[0] && name[0] <= 'z' || 'A' <= name[0] && name[0] <= 'Z') {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		switch b := name[i]; {
-		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == '-':
-		default:
-			return false
-		}
-	}
-	switch strings.ToLower(name) {
-	case "y", "yes", "n", "no", "true", "false", "on", "off", "null":
-		return false
-	}
-	return true
-}
-
-// nameKey starts every config document.
-const nameKey = "name: "
-
-// tailEntry is a document's part after the name line, for a config with
-// the name left out.
-type tailEntry struct {
-	key  Config
-	tail []byte
-}
-
-// lastTail is the latest tailEntry: jobs added one after another mostly
-// share everything but their names.
-var lastTail atomic.Pointer[tailEntry]
-
-// docTail returns the document's part after the name line.
-func (c Config) docTail() ([]byte, error) {
 	key := c
 	key.Name = ""
-	if e := lastTail.Load(); e != nil && e.key == key {
-		return e.tail, nil
-	}
-	probe := key
-	probe.Name = "x"
-	doc, err := probe.marshalDoc()
-	if err != nil {
-		return nil, err
-	}
-	head := nameKey + "x\n"
-	if !bytes.HasPrefix(doc, []byte(head)) {
-		return nil, errors.New("unexpected document layout")
-	}
-	tail := doc[len(head):]
-	lastTail.Store(&tailEntry{key: key, tail: tail})
-	return tail, nil
+	return docTails.Document(c.Name, key, func(name string) []byte {
+		d := key
+		d.Name = name
+		return d.marshalDoc()
+	}), nil
 }
+
+// docTails are the documents' parts after the name line, for the latest
+// config encoded.
+var docTails configdoc.Tails[Config]
 
 // marshalDoc encodes the whole document: every key in configFields'
 // order, those marked so left out when unset.
-func (c Config) marshalDoc() ([]byte, error) {
+func (c Config) marshalDoc() []byte {
 	var w yamlsubset.Writer
 	w.String("name", c.Name)
 	w.String("cron", c.Cron)
@@ -170,7 +103,7 @@ func (c Config) marshalDoc() ([]byte, error) {
 		omitEmpty(&w, "notRunFor", timeoutText(p.NotRunFor))
 		w.End()
 	}
-	return w.Bytes(), nil
+	return w.Bytes()
 }
 
 // omitEmpty writes key with s, unless s is "".

@@ -93,8 +93,8 @@ func TestConfigFieldsMatchDocument(t *testing.T) {
 		t.Fatalf("the document has %d keys, configFields %d", dt.NumField(), len(configFields))
 	}
 	for i, f := range configFields {
-		if tag, _, _ := strings.Cut(dt.Field(i).Tag.Get("yaml"), ","); tag != f.key {
-			t.Errorf("the document's key %d is %q, configFields has %q", i, tag, f.key)
+		if tag, _, _ := strings.Cut(dt.Field(i).Tag.Get("yaml"), ","); tag != f.Key {
+			t.Errorf("the document's key %d is %q, configFields has %q", i, tag, f.Key)
 		}
 	}
 	if n := reflect.TypeFor[Config]().NumField(); n != len(configFields) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/shardjob/shardjob/internal/suggest"
 	"github.com/shardjob/shardjob/internal/yamlsubset"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -58,29 +57,6 @@ func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yamlsubset
 		return nil, docError(err)
 	}
 	return root, nil
-}
-
-// mappingPairs returns the pairs of mapping node n (see
-// yamlsubset.Pairs). The errors have no place.
-func mappingPairs(n *yamlsubset.Node) ([]yamlsubset.Pair, []*configError) {
-	pairs, errs := yamlsubset.Pairs(n)
-	var cerrs []*configError
-	for _, e := range errs {
-		cerrs = append(cerrs, docError(e))
-	}
-	return pairs, cerrs
-}
-
-// unknownKeyError reports p's key as unknown at place, suggesting the
-// nearest of known when it is a near miss.
-func unknownKeyError(place string, p yamlsubset.Pair, known []string) *configError {
-	e := &configError{place: place, key: p.Key, kind: ErrUnknownKey,
-		subject: "unknown key " + quoteShort(p.Key), line: p.KeyNode.Line}
-	if s := suggest.Nearest(p.Key, known); s != "" {
-		e.suggestion = s
-		e.hint = fmt.Sprintf("did you mean %q?", s)
-	}
-	return e
 }
 
 // tooLarge reports a value of n bytes against limit, naming what it is.

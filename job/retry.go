@@ -3,12 +3,9 @@ package job
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
 	"github.com/shardjob/shardjob/job/internal/retry"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -117,70 +114,6 @@ func (c Config) retryProblems(add func(key string, kind error, subject, detail s
 	if p.Attempts == 0 && (p.Backoff != 0 || p.MaxBackoff != 0 || p.Jitter != 0) {
 		add("retry", ErrInvalidConfig, "retry", "sets backoff, maxBackoff or jitter without attempts: set retry.attempts (how many times to try again)")
 	}
-}
-
-// retryKeys are the keys of the retry mapping.
-var retryKeys = []string{"attempts", "backoff", "maxBackoff", "jitter"}
-
-// nodeRetry decodes the retry mapping, as strictly as the document's
-// own keys: an unknown key wraps ErrUnknownKey.
-func nodeRetry(c *Config, n *yamlsubset.Node) error {
-	if n == nil || n.Kind != yamlsubset.MappingNode {
-		return fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", yamlsubset.KindName(n))
-	}
-	pairs, perrs := mappingPairs(n)
-	if len(perrs) > 0 {
-		return perrs[0]
-	}
-	var p RetryPolicy
-	var problems []string
-	var unknown error
-	for _, kv := range pairs {
-		var err error
-		switch kv.Key {
-		case "attempts":
-			err = nodeInt(kv.Value, &p.Attempts)
-		case "backoff":
-			err = nodeDuration(kv.Value, &p.Backoff)
-		case "maxBackoff":
-			err = nodeDuration(kv.Value, &p.MaxBackoff)
-		case "jitter":
-			err = nodeFraction(kv.Value, &p.Jitter)
-		default:
-			e := unknownKeyError("", kv, retryKeys)
-			msg := e.subject
-			if e.hint != "" {
-				msg += " (" + e.hint + ")"
-			}
-			unknown = ErrUnknownKey
-			problems = append(problems, fmt.Sprintf("%s at line %d; the keys are %s", msg, kv.KeyNode.Line, strings.Join(retryKeys, ", ")))
-			continue
-		}
-		if err != nil {
-			problems = append(problems, kv.Key+": "+err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		if unknown != nil {
-			return fmt.Errorf("%w: %s", unknown, strings.Join(problems, "; "))
-		}
-		return fmt.Errorf("%s", strings.Join(problems, "; "))
-	}
-	c.Retry = p
-	return nil
-}
-
-// nodeFraction decodes a YAML number (an integer or a float).
-func nodeFraction(n *yamlsubset.Node, out *float64) error {
-	if n.Kind != yamlsubset.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
-		return fmt.Errorf("must be a number such as 0.2, got %s", yamlsubset.KindName(n))
-	}
-	f, ok := yamlsubset.Float(n)
-	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%s is not a number from 0 to 1", quoteShort(n.Value))
-	}
-	*out = f
-	return nil
 }
 
 // retryStep is what follows a failed attempt (nextAttempt).
