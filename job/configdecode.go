@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/yamlsubset"
@@ -58,13 +57,13 @@ var configFields = []configField{
 	field("reconcileInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.ReconcileInterval) }),
 	field("shardingStrategy", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.ShardingStrategy) }),
 	field("timeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Timeout) }),
-	field("start", ErrInvalidConfig, nodeCalendarTime),
-	field("end", ErrInvalidConfig, nodeCalendarTime),
+	field("start", ErrInvalidConfig, configdoc.StringOnly[Config]),
+	field("end", ErrInvalidConfig, configdoc.StringOnly[Config]),
 	field("limit", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.Limit) }),
 	field("exclude", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.Exclude) }),
 	field("jitter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Jitter) }),
 	field("startingDeadline", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.StartingDeadline) }),
-	field("pausedUntil", ErrInvalidConfig, nodeCalendarTime),
+	field("pausedUntil", ErrInvalidConfig, configdoc.StringOnly[Config]),
 	field("pauseNote", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.PauseNote) }),
 	field("after", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.After) }),
 	field("onParentFailure", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
@@ -184,33 +183,33 @@ func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
 	if placeOf == nil {
 		placeOf = jobPlace
 	}
-	if n == nil || n.Kind != yamlsubset.MappingNode {
-		line := 0
-		if n != nil {
-			line = n.Line
-		}
-		return c, []error{&configError{place: placeOf(""), subject: "job", line: line,
-			detail: "must be a mapping of keys to values, got " + yamlsubset.KindName(n)}}
-	}
 	w := configdoc.Walk(&c, n, configFields, o.Keys, o.Key, ErrUnknownKey)
 	place := placeOf(w.Name)
 	errs := make([]error, 0, len(w.Problems))
 	for _, p := range w.Problems {
 		if p.Doc != nil {
-			e := docError(p.Doc)
-			e.place = place
-			errs = append(errs, e)
-			continue
+			p.Kind = docKinds[p.Doc.Kind]
 		}
 		errs = append(errs, &configError{place: place, key: p.Key, kind: p.Kind, subject: p.Subject, line: p.Line,
 			detail: p.Detail, hint: p.Hint, cause: p.Cause, suggestion: p.Suggestion})
+	}
+	if w.NotMapping {
+		return c, errs
 	}
 	pairs, bad, lines := w.Pairs, w.Bad, w.Lines
 	// The calendar's times without an offset are read in the job's time
 	// zone, which may come after them in the document.
 	if loc, err := c.location(); err == nil {
+		times := map[string]*time.Time{"start": &c.Start, "end": &c.End, "pausedUntil": &c.PausedUntil}
 		for _, p := range pairs {
-			if err := c.decodeCalendarTime(p.Key, p.Value, loc); err != nil && !bad[p.Key] {
+			out := times[p.Key]
+			if out == nil {
+				continue
+			}
+			t, ok, err := configdoc.CalendarTime(p.Value, loc)
+			if ok {
+				*out = t
+			} else if err != nil && !bad[p.Key] {
 				bad[p.Key] = true
 				errs = append(errs, &configError{place: place, key: p.Key, kind: ErrInvalidConfig, subject: p.Key,
 					line: p.KeyNode.Line, detail: err.Error(), cause: err})
@@ -226,40 +225,4 @@ func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
 		errs = append(errs, e)
 	}
 	return c, errs
-}
-
-// nodeCalendarTime checks that a calendar time's value is a string; it is
-// read once the job's time zone is known (decodeCalendarTime).
-func nodeCalendarTime(_ *Config, n *yamlsubset.Node) error {
-	var s string
-	return configdoc.String(n, &s)
-}
-
-// decodeCalendarTime reads the calendar time of key, if key is one, in loc.
-func (c *Config) decodeCalendarTime(key string, n *yamlsubset.Node, loc *time.Location) error {
-	var out *time.Time
-	switch key {
-	case "start":
-		out = &c.Start
-	case "end":
-		out = &c.End
-	case "pausedUntil":
-		out = &c.PausedUntil
-	default:
-		return nil
-	}
-	var s string
-	if err := configdoc.String(n, &s); err != nil {
-		return nil // reported by its field's decode
-	}
-	if strings.TrimSpace(s) == "" {
-		*out = time.Time{}
-		return nil
-	}
-	t, err := parseConfigTime(s, loc)
-	if err != nil {
-		return err
-	}
-	*out = t
-	return nil
 }

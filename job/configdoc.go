@@ -62,36 +62,36 @@ func (c Config) marshalDoc() []byte {
 	w.String("jobParameter", c.JobParameter)
 	w.Bool("failover", c.Failover)
 	w.String("misfire", string(c.Misfire))
-	omitEmpty(&w, "overlap", string(c.Overlap))
+	w.StringIfSet("overlap", string(c.Overlap))
 	w.Bool("monitorExecution", !c.Unmonitored)
-	omitEmpty(&w, "recordInterval", timeoutText(c.RecordInterval))
+	w.StringIfSet("recordInterval", timeoutText(c.RecordInterval))
 	w.String("maxTimeDiff", c.MaxTimeDiff.String())
 	w.String("reconcileInterval", c.ReconcileInterval.String())
 	w.String("shardingStrategy", c.ShardingStrategy)
 	// The keys below are left out when unset, so that a config without
 	// them reads the same to instances that predate them.
-	omitEmpty(&w, "timeout", timeoutText(c.Timeout))
-	omitEmpty(&w, "start", configTimeText(c.Start))
-	omitEmpty(&w, "end", configTimeText(c.End))
+	w.StringIfSet("timeout", timeoutText(c.Timeout))
+	w.StringIfSet("start", configTimeText(c.Start))
+	w.StringIfSet("end", configTimeText(c.End))
 	if c.Limit != 0 {
 		w.Int("limit", c.Limit)
 	}
-	omitEmpty(&w, "exclude", c.Exclude)
-	omitEmpty(&w, "jitter", timeoutText(c.Jitter))
-	omitEmpty(&w, "startingDeadline", timeoutText(c.StartingDeadline))
-	omitEmpty(&w, "pausedUntil", configTimeText(c.PausedUntil))
-	omitEmpty(&w, "pauseNote", c.PauseNote)
-	omitEmpty(&w, "after", c.After)
-	omitEmpty(&w, "onParentFailure", string(c.OnParentFailure))
-	omitEmpty(&w, "afterTimeout", timeoutText(c.AfterTimeout))
+	w.StringIfSet("exclude", c.Exclude)
+	w.StringIfSet("jitter", timeoutText(c.Jitter))
+	w.StringIfSet("startingDeadline", timeoutText(c.StartingDeadline))
+	w.StringIfSet("pausedUntil", configTimeText(c.PausedUntil))
+	w.StringIfSet("pauseNote", c.PauseNote)
+	w.StringIfSet("after", c.After)
+	w.StringIfSet("onParentFailure", string(c.OnParentFailure))
+	w.StringIfSet("afterTimeout", timeoutText(c.AfterTimeout))
 	w.String("description", c.Description)
 	w.Bool("disabled", c.Disabled)
 	w.Bool("overwrite", c.Overwrite)
 	if p := c.Retry; p != (RetryPolicy{}) {
 		w.Map("retry")
 		w.Int("attempts", p.Attempts)
-		omitEmpty(&w, "backoff", timeoutText(p.Backoff))
-		omitEmpty(&w, "maxBackoff", timeoutText(p.MaxBackoff))
+		w.StringIfSet("backoff", timeoutText(p.Backoff))
+		w.StringIfSet("maxBackoff", timeoutText(p.MaxBackoff))
 		if p.Jitter != 0 {
 			w.Float("jitter", p.Jitter)
 		}
@@ -99,18 +99,11 @@ func (c Config) marshalDoc() []byte {
 	}
 	if p := c.Alert; !p.IsZero() {
 		w.Map("alert")
-		omitEmpty(&w, "late", timeoutText(p.Late))
-		omitEmpty(&w, "notRunFor", timeoutText(p.NotRunFor))
+		w.StringIfSet("late", timeoutText(p.Late))
+		w.StringIfSet("notRunFor", timeoutText(p.NotRunFor))
 		w.End()
 	}
 	return w.Bytes()
-}
-
-// omitEmpty writes key with s, unless s is "".
-func omitEmpty(w *yamlsubset.Writer, key, s string) {
-	if s != "" {
-		w.String(key, s)
-	}
 }
 
 func timeoutText(d time.Duration) string {

@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/shardjob/shardjob/internal/yamlsubset"
 	"github.com/shardjob/shardjob/regcenter"
@@ -33,19 +32,14 @@ const (
 	YAMLNodeBudget = 100_000
 )
 
+// docKinds are the sentinels of yamlsubset's kinds of problem.
+var docKinds = map[yamlsubset.ErrorKind]error{yamlsubset.TooLarge: ErrConfigTooLarge,
+	yamlsubset.TooComplex: ErrConfigTooComplex, yamlsubset.KeyNotString: ErrUnknownKey}
+
 // docError is a problem yamlsubset found, as a configError without a
 // place.
 func docError(e *yamlsubset.Error) *configError {
-	ce := &configError{key: e.Key, subject: e.Subject, line: e.Line, detail: e.Detail, cause: e.Cause}
-	switch e.Kind {
-	case yamlsubset.TooLarge:
-		ce.kind = ErrConfigTooLarge
-	case yamlsubset.TooComplex:
-		ce.kind = ErrConfigTooComplex
-	case yamlsubset.KeyNotString:
-		ce.kind = ErrUnknownKey
-	}
-	return ce
+	return &configError{key: e.Key, kind: docKinds[e.Kind], subject: e.Subject, line: e.Line, detail: e.Detail, cause: e.Cause}
 }
 
 // parseYAMLDocument parses the stored document, of at most limit bytes,
@@ -73,10 +67,4 @@ func groupDigits(n int) string { return yamlsubset.GroupDigits(n) }
 func quoteShort(s string) string { return yamlsubset.QuoteShort(s) }
 
 // cutShort is quoteShort without the quotes.
-func cutShort(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	q := quoteShort(s)
-	return q[1:strings.LastIndex(q, `"`)] + q[strings.LastIndex(q, `"`)+1:]
-}
+func cutShort(s string) string { return yamlsubset.CutShort(s) }

@@ -151,6 +151,14 @@ func encodeBase64(s string) string {
 	return b.String()
 }
 
+// StringIfSet writes key with s, unless s is "" (a key left out when
+// unset, as Marshal's omitempty leaves it out).
+func (w *Writer) StringIfSet(key, s string) {
+	if s != "" {
+		w.String(key, s)
+	}
+}
+
 // analysis is what a string allows (yaml_emitter_analyze_scalar).
 type analysis struct {
 	blockPlainAllowed, singleQuotedAllowed, blockAllowed bool

@@ -199,6 +199,15 @@ func QuoteShort(s string) string {
 	return fmt.Sprintf("%s… (%s bytes)", strconv.Quote(s[:cut]), GroupDigits(len(s)))
 }
 
+// CutShort is QuoteShort without the quotes.
+func CutShort(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	q := QuoteShort(s)
+	return q[1:strings.LastIndex(q, `"`)] + q[strings.LastIndex(q, `"`)+1:]
+}
+
 // String decodes a scalar as a string: numbers and booleans are taken as
 // written; null and anything but a scalar are errors.
 func String(n *Node, out *string) error {

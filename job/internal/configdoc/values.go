@@ -12,6 +12,14 @@ import (
 // String decodes a scalar as a string (yamlsubset.String).
 func String(n *yamlsubset.Node, out *string) error { return yamlsubset.String(n, out) }
 
+// StringOnly is the decoder of a field whose value must be a string and
+// is read later (a calendar time, read once the time zone is known: see
+// CalendarTime).
+func StringOnly[T any](_ *T, n *yamlsubset.Node) error {
+	var s string
+	return String(n, &s)
+}
+
 // StringList decodes a string, or a list of strings joined with commas.
 func StringList(n *yamlsubset.Node, out *string) error {
 	if n.Kind != yamlsubset.SequenceNode {

@@ -27,7 +27,7 @@ type Problem struct {
 	Kind       error // the specific sentinel; nil if none
 	Cause      error
 	// Doc is a problem with the mapping's keys themselves (a repeated
-	// key); the other fields are then unset.
+	// key), whose Kind says which sentinel applies; Kind is then nil.
 	Doc *yamlsubset.Error
 }
 
@@ -42,6 +42,8 @@ type Walked struct {
 	Bad   map[string]bool
 	// Problems are in document order, the mapping's own first.
 	Problems []Problem
+	// NotMapping: n is no mapping, the one problem says so.
+	NotMapping bool
 }
 
 // Walk decodes the pairs of mapping n into c with fields. The keys in
@@ -49,6 +51,13 @@ type Walked struct {
 // ignored); any other key is unknown, wrapping unknownKey, with the
 // nearest known key suggested.
 func Walk[T any](c *T, n *yamlsubset.Node, fields []Field[T], extra []string, key func(k, v *yamlsubset.Node) error, unknownKey error) Walked {
+	if n == nil || n.Kind != yamlsubset.MappingNode {
+		p := Problem{Subject: "job", Detail: "must be a mapping of keys to values, got " + yamlsubset.KindName(n)}
+		if n != nil {
+			p.Line = n.Line
+		}
+		return Walked{NotMapping: true, Problems: []Problem{p}}
+	}
 	pairs, perrs := yamlsubset.Pairs(n)
 	w := Walked{Pairs: pairs, Lines: map[string]int{}, Bad: map[string]bool{}}
 	for _, p := range pairs {
@@ -57,7 +66,7 @@ func Walk[T any](c *T, n *yamlsubset.Node, fields []Field[T], extra []string, ke
 		}
 	}
 	for _, e := range perrs {
-		w.Problems = append(w.Problems, Problem{Doc: e})
+		w.Problems = append(w.Problems, Problem{Key: e.Key, Subject: e.Subject, Line: e.Line, Detail: e.Detail, Cause: e.Cause, Doc: e})
 	}
 	known := make([]string, 0, len(fields)+len(extra))
 	for _, f := range fields {
