@@ -13,11 +13,21 @@
 //   - the nested mappings (nested.go): Retry and Alert, field for field
 //     job's RetryPolicy and AlertPolicy, decoded by DecodeRetry and
 //     DecodeAlert with their unknown keys named;
-//   - PlainName (nested.go), whether the writer writes a name as it is.
+//   - PlainName (nested.go), whether the writer writes a name as it is;
+//   - the walk of a document's mapping (walk.go): Walk decodes each key by
+//     its Field, hands the caller's extra keys to it, and reports unknown
+//     keys (with the key probably meant), bad values and repeated keys as
+//     Problems, with each key's line;
+//   - Tails (tails.go), the documents' parts after the name line, written
+//     once for jobs that differ only in their names;
+//   - Errors and Join (errors.go), a configuration's problems as one
+//     error, and CalendarTime, a calendar time read in the job's zone.
 //
-// The lock discipline: none; it holds no state.
+// The lock discipline: no lock; Tails keeps its latest entry in an atomic
+// pointer, replaced whole.
 //
-// It may import the standard library, internal/yamlsubset and
-// internal/suggest; nothing of package job (the sentinel an unknown key
+// It may import the standard library, internal/yamlsubset,
+// internal/suggest and job/internal/schedule (a time's parsing); nothing
+// of package job (the sentinel an unknown key
 // wraps is passed in). It starts nothing.
 package configdoc
