@@ -108,14 +108,15 @@ var configFields = []configField{
 //
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated
 // keys, values of the wrong type, malformed YAML and an empty document are
-// errors. Every problem is reported, each wrapping ErrInvalidConfig and,
+// errors. The document is read as the YAML its writers use: block
+// mappings and lists, plain, quoted and literal (|) values, comments;
+// anchors, aliases, merge keys, tags, flow collections ({}, []) and
+// several documents are refused, naming the line. Every problem is reported, each wrapping ErrInvalidConfig and,
 // where one applies, a specific sentinel such as ErrUnknownKey or
 // ErrInvalidCron. On error the Config is the zero value.
 //
-// A document larger than MaxDocumentBytes, nesting deeper than
-// MaxYAMLDepth, with an alias or merge key that refers to itself, or whose
-// aliases and merge keys expand beyond YAMLNodeBudget is refused before
-// any of it is used (ErrConfigTooLarge, ErrConfigTooComplex), as is a
+// A document larger than MaxDocumentBytes or nesting deeper than
+// MaxYAMLDepth is refused before any of it is used (ErrConfigTooLarge, ErrConfigTooComplex), as is a
 // config whose encoded document would exceed MaxConfigBytes.
 func DecodeConfig(data []byte) (Config, error) {
 	return DecodeConfigContext(context.Background(), data)

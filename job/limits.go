@@ -25,10 +25,10 @@ const (
 	// MaxYAMLDepth is how deeply a document may nest, counting each
 	// mapping, list, merge key and alias followed as one level.
 	MaxYAMLDepth = 64
-	// YAMLNodeBudget is how many nodes expanding a document's aliases and
+	// YAMLNodeBudget is how many nodes expanding a job file's aliases and
 	// merge keys may visit, on top of one per byte of the document: a
 	// document whose merges fan out exponentially is refused as soon as
-	// the walk exceeds it.
+	// the walk exceeds it. (The stored document has neither.)
 	YAMLNodeBudget = 100_000
 )
 
