@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // Decoding the config document: DecodeConfig and DecodeConfigTree, the
 // document's keys (configFields) and the decoders of their values, over
-// the tree internal/yamlsubset reads (package jobfile builds the same
+// the tree internal/docsubset reads (package jobfile builds the same
 // tree from a job file's YAML).
 
 // configField is one key of the stored config document: its key, the
@@ -19,71 +19,71 @@ import (
 type configField = configdoc.Field[Config]
 
 // field is a configField.
-func field(key string, kind error, decode func(c *Config, n *yamlsubset.Node) error) configField {
+func field(key string, kind error, decode func(c *Config, n *docsubset.Node) error) configField {
 	return configField{Key: key, Kind: kind, Decode: decode}
 }
 
 // configFields lists the keys of the document, in the order Encode writes
 // them. Keys are case-sensitive.
 var configFields = []configField{
-	field("name", ErrInvalidName, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Name) }),
-	field("cron", ErrInvalidCron, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Cron) }),
-	field("timeZone", ErrInvalidTimeZone, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.TimeZone) }),
-	field("shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.ShardingTotalCount) }),
-	field("itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.ItemsPerShard) }),
-	field("shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.ShardingItemParameters) }),
-	field("jobParameter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.JobParameter) }),
-	field("failover", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Failover) }),
-	field("misfire", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("name", ErrInvalidName, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Name) }),
+	field("cron", ErrInvalidCron, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Cron) }),
+	field("timeZone", ErrInvalidTimeZone, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.TimeZone) }),
+	field("shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.ShardingTotalCount) }),
+	field("itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.ItemsPerShard) }),
+	field("shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.ShardingItemParameters) }),
+	field("jobParameter", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.JobParameter) }),
+	field("failover", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Failover) }),
+	field("misfire", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		var s string
 		err := configdoc.String(n, &s)
 		c.Misfire = MisfirePolicy(s)
 		return err
 	}),
-	field("overlap", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("overlap", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		var s string
 		err := configdoc.String(n, &s)
 		c.Overlap = OverlapPolicy(s)
 		return err
 	}),
-	field("monitorExecution", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("monitorExecution", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		monitor := true
 		err := configdoc.Bool(n, &monitor)
 		c.Unmonitored = !monitor
 		return err
 	}),
-	field("recordInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.RecordInterval) }),
-	field("maxTimeDiff", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.MaxTimeDiff) }),
-	field("reconcileInterval", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.ReconcileInterval) }),
-	field("shardingStrategy", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.ShardingStrategy) }),
-	field("timeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Timeout) }),
+	field("recordInterval", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.RecordInterval) }),
+	field("maxTimeDiff", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.MaxTimeDiff) }),
+	field("reconcileInterval", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.ReconcileInterval) }),
+	field("shardingStrategy", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.ShardingStrategy) }),
+	field("timeout", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.Timeout) }),
 	field("start", ErrInvalidConfig, configdoc.StringOnly[Config]),
 	field("end", ErrInvalidConfig, configdoc.StringOnly[Config]),
-	field("limit", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Int(n, &c.Limit) }),
-	field("exclude", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.Exclude) }),
-	field("jitter", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.Jitter) }),
-	field("startingDeadline", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.StartingDeadline) }),
+	field("limit", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.Limit) }),
+	field("exclude", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.StringList(n, &c.Exclude) }),
+	field("jitter", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.Jitter) }),
+	field("startingDeadline", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.StartingDeadline) }),
 	field("pausedUntil", ErrInvalidConfig, configdoc.StringOnly[Config]),
-	field("pauseNote", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.PauseNote) }),
-	field("after", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.StringList(n, &c.After) }),
-	field("onParentFailure", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("pauseNote", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.PauseNote) }),
+	field("after", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.StringList(n, &c.After) }),
+	field("onParentFailure", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		var s string
 		err := configdoc.String(n, &s)
 		c.OnParentFailure = ParentPolicy(s)
 		return err
 	}),
-	field("afterTimeout", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Duration(n, &c.AfterTimeout) }),
-	field("description", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.String(n, &c.Description) }),
-	field("disabled", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Disabled) }),
-	field("overwrite", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error { return configdoc.Bool(n, &c.Overwrite) }),
-	field("retry", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("afterTimeout", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.AfterTimeout) }),
+	field("description", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Description) }),
+	field("disabled", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Disabled) }),
+	field("overwrite", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Overwrite) }),
+	field("retry", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		p, err := configdoc.DecodeRetry(n, ErrUnknownKey)
 		if err == nil {
 			c.Retry = RetryPolicy(p)
 		}
 		return err
 	}),
-	field("alert", ErrInvalidConfig, func(c *Config, n *yamlsubset.Node) error {
+	field("alert", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
 		p, err := configdoc.DecodeAlert(n)
 		if err == nil {
 			c.Alert = AlertPolicy(p)
@@ -154,11 +154,11 @@ type TreeOptions struct {
 	// value, in document order. Its error is reported with the job's
 	// place, the key and its line. nil: those keys are accepted and
 	// ignored.
-	Key func(key, value *yamlsubset.Node) error
+	Key func(key, value *docsubset.Node) error
 }
 
 // DecodeConfigTree decodes and validates one job's mapping n, a node of a
-// larger YAML document read into internal/yamlsubset's tree (package
+// larger YAML document read into internal/docsubset's tree (package
 // jobfile's DecodeConfigNode builds it from a job file), with the decoder
 // DecodeConfig uses: the same keys
 // and values, as strictly (an unknown key is ErrUnknownKey, naming its
@@ -168,7 +168,7 @@ type TreeOptions struct {
 // one error whose Unwrap() []error returns them, each wrapping
 // ErrInvalidConfig and where one applies a specific sentinel; on error
 // the Config is the zero value.
-func DecodeConfigTree(n *yamlsubset.Node, o TreeOptions) (Config, error) {
+func DecodeConfigTree(n *docsubset.Node, o TreeOptions) (Config, error) {
 	c, errs := decodeConfigNode(n, o)
 	if len(errs) > 0 {
 		return Config{}, joinConfigErrors(errs)
@@ -178,7 +178,7 @@ func DecodeConfigTree(n *yamlsubset.Node, o TreeOptions) (Config, error) {
 
 // decodeConfigNode is DecodeConfigTree, returning what it decoded with
 // the problems.
-func decodeConfigNode(n *yamlsubset.Node, o TreeOptions) (Config, []error) {
+func decodeConfigNode(n *docsubset.Node, o TreeOptions) (Config, []error) {
 	var c Config
 	placeOf := o.Place
 	if placeOf == nil {

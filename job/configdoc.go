@@ -3,12 +3,12 @@ package job
 import (
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // The config document stored in a job's config node: Encode and the YAML
-// it writes (marshalDoc, through internal/yamlsubset's writer), the part
+// it writes (marshalDoc, through internal/docsubset's writer), the part
 // after the name line encoded once for jobs that differ only in their
 // names.
 
@@ -50,7 +50,7 @@ var docTails configdoc.Tails[Config]
 // marshalDoc encodes the whole document: every key in configFields'
 // order, those marked so left out when unset.
 func (c Config) marshalDoc() []byte {
-	var w yamlsubset.Writer
+	var w docsubset.Writer
 	w.String("name", c.Name)
 	w.String("cron", c.Cron)
 	w.String("timeZone", c.TimeZone)

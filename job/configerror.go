@@ -1,7 +1,7 @@
 package job
 
 import (
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
@@ -24,7 +24,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	return yamlsubset.Message(e.place, e.subject, e.line, e.detail, e.hint)
+	return docsubset.Message(e.place, e.subject, e.line, e.detail, e.hint)
 }
 
 // Unwrap makes errors.Is match ErrInvalidConfig, the specific sentinel and

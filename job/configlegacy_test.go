@@ -9,7 +9,7 @@ import (
 )
 
 // legacyConfigDoc is the document as Encode wrote it through yaml/v3's
-// Marshal before the writer of internal/yamlsubset: Encode must still
+// Marshal before the writer of internal/docsubset: Encode must still
 // write exactly these bytes, which every instance already running reads.
 type legacyConfigDoc struct {
 	Name                   string          `yaml:"name"`

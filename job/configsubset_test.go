@@ -11,7 +11,7 @@ import (
 	"github.com/shardjob/shardjob/jobfile"
 )
 
-// The stored document is read by internal/yamlsubset, not by a YAML
+// The stored document is read by internal/docsubset, not by a YAML
 // library. yamlV3Decode reads it as before, through go.yaml.in/yaml/v3
 // (yamldoc.Parse) and the job file's DecodeConfigNode: every document the
 // subset accepts must decode to the same Config as there.

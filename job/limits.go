@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -32,21 +32,21 @@ const (
 	YAMLNodeBudget = 100_000
 )
 
-// docKinds are the sentinels of yamlsubset's kinds of problem.
-var docKinds = map[yamlsubset.ErrorKind]error{yamlsubset.TooLarge: ErrConfigTooLarge,
-	yamlsubset.TooComplex: ErrConfigTooComplex, yamlsubset.KeyNotString: ErrUnknownKey}
+// docKinds are the sentinels of docsubset's kinds of problem.
+var docKinds = map[docsubset.ErrorKind]error{docsubset.TooLarge: ErrConfigTooLarge,
+	docsubset.TooComplex: ErrConfigTooComplex, docsubset.KeyNotString: ErrUnknownKey}
 
-// docError is a problem yamlsubset found, as a configError without a
+// docError is a problem docsubset found, as a configError without a
 // place.
-func docError(e *yamlsubset.Error) *configError {
+func docError(e *docsubset.Error) *configError {
 	return &configError{key: e.Key, kind: docKinds[e.Kind], subject: e.Subject, line: e.Line, detail: e.Detail, cause: e.Cause}
 }
 
 // parseYAMLDocument parses the stored document, of at most limit bytes,
 // and returns its root node, or nil when the document is empty or null
-// (see yamlsubset.Parse). The error has no place.
-func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*yamlsubset.Node, *configError) {
-	root, err := yamlsubset.Parse(ctx, data, yamlsubset.Limits{Bytes: limit, Depth: MaxYAMLDepth})
+// (see docsubset.Parse). The error has no place.
+func parseYAMLDocument(ctx context.Context, data []byte, limit int) (*docsubset.Node, *configError) {
+	root, err := docsubset.Parse(ctx, data, docsubset.Limits{Bytes: limit, Depth: MaxYAMLDepth})
 	if err != nil {
 		return nil, docError(err)
 	}
@@ -60,11 +60,11 @@ func tooLarge(key, what string, n, limit int) *configError {
 }
 
 // groupDigits writes n with thousands separators: 1,048,576.
-func groupDigits(n int) string { return yamlsubset.GroupDigits(n) }
+func groupDigits(n int) string { return docsubset.GroupDigits(n) }
 
 // quoteShort quotes s for an error message, cut to its first bytes when
 // long, so that an oversized value does not make an oversized message.
-func quoteShort(s string) string { return yamlsubset.QuoteShort(s) }
+func quoteShort(s string) string { return docsubset.QuoteShort(s) }
 
 // cutShort is quoteShort without the quotes.
-func cutShort(s string) string { return yamlsubset.CutShort(s) }
+func cutShort(s string) string { return docsubset.CutShort(s) }

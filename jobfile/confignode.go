@@ -5,14 +5,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/internal/yamldoc"
-	"github.com/shardjob/shardjob/internal/yamlsubset"
 	"github.com/shardjob/shardjob/job"
 )
 
 // A job's mapping in a YAML job file, decoded as the stored config
 // document is: the yaml/v3 tree, its aliases and merge keys followed, is
-// read into internal/yamlsubset's tree, which job.DecodeConfigTree
+// read into internal/docsubset's tree, which job.DecodeConfigTree
 // decodes with the document's own decoder, so that a job file and the
 // stored document cannot disagree. Package job links no YAML library.
 
@@ -47,41 +47,41 @@ type NodeOptions struct {
 // applies (job.MaxYAMLDepth, job.YAMLNodeBudget): merge keys are followed
 // again here, bounded in depth only.
 func DecodeConfigNode(n *yaml.Node, o NodeOptions) (job.Config, error) {
-	t := treeOf{orig: map[*yamlsubset.Node]*yaml.Node{}}
+	t := treeOf{orig: map[*docsubset.Node]*yaml.Node{}}
 	to := job.TreeOptions{Place: o.Place, Keys: o.Keys}
 	if o.Key != nil {
-		to.Key = func(k, v *yamlsubset.Node) error { return o.Key(t.orig[k], t.orig[v]) }
+		to.Key = func(k, v *docsubset.Node) error { return o.Key(t.orig[k], t.orig[v]) }
 	}
 	return job.DecodeConfigTree(t.node(n, 0), to)
 }
 
-// treeOf reads a yaml/v3 tree into yamlsubset's, remembering the node
+// treeOf reads a yaml/v3 tree into docsubset's, remembering the node
 // each of the top mapping's keys and values came from.
 type treeOf struct {
-	orig map[*yamlsubset.Node]*yaml.Node
+	orig map[*docsubset.Node]*yaml.Node
 }
 
 // node returns y's tree at depth, aliases followed and each mapping's
 // merge keys expanded (yamldoc.Pairs), their problems kept in
-// yamlsubset.Node.Errs.
-func (t treeOf) node(y *yaml.Node, depth int) *yamlsubset.Node {
+// docsubset.Node.Errs.
+func (t treeOf) node(y *yaml.Node, depth int) *docsubset.Node {
 	y = yamldoc.Resolve(y)
 	if y == nil {
 		return nil
 	}
-	n := &yamlsubset.Node{Line: y.Line}
+	n := &docsubset.Node{Line: y.Line}
 	if depth > job.MaxYAMLDepth {
-		n.Kind = yamlsubset.MappingNode
-		n.Errs = []*yamlsubset.Error{{Kind: yamlsubset.TooComplex, Line: y.Line,
+		n.Kind = docsubset.MappingNode
+		n.Errs = []*docsubset.Error{{Kind: docsubset.TooComplex, Line: y.Line,
 			Subject: fmt.Sprintf("document nests deeper than %d levels", job.MaxYAMLDepth)}}
 		return n
 	}
 	switch y.Kind {
 	case yaml.MappingNode:
-		n.Kind = yamlsubset.MappingNode
+		n.Kind = docsubset.MappingNode
 		pairs, errs := yamldoc.Pairs(y, job.MaxYAMLDepth)
 		for _, e := range errs {
-			n.Errs = append(n.Errs, &yamlsubset.Error{Kind: subsetKind(e.Kind), Key: e.Key, Subject: e.Subject,
+			n.Errs = append(n.Errs, &docsubset.Error{Kind: subsetKind(e.Kind), Key: e.Key, Subject: e.Subject,
 				Line: e.Line, Detail: e.Detail, Cause: e.Cause})
 		}
 		for _, p := range pairs {
@@ -92,25 +92,25 @@ func (t treeOf) node(y *yaml.Node, depth int) *yamlsubset.Node {
 			n.Content = append(n.Content, k, v)
 		}
 	case yaml.SequenceNode:
-		n.Kind = yamlsubset.SequenceNode
+		n.Kind = docsubset.SequenceNode
 		for _, c := range y.Content {
 			n.Content = append(n.Content, t.node(c, depth+1))
 		}
 	default:
-		n.Kind, n.Tag, n.Value = yamlsubset.ScalarNode, y.ShortTag(), y.Value
+		n.Kind, n.Tag, n.Value = docsubset.ScalarNode, y.ShortTag(), y.Value
 	}
 	return n
 }
 
-// subsetKind is yamldoc's kind of problem as yamlsubset's.
-func subsetKind(k yamldoc.Kind) yamlsubset.ErrorKind {
+// subsetKind is yamldoc's kind of problem as docsubset's.
+func subsetKind(k yamldoc.Kind) docsubset.ErrorKind {
 	switch k {
 	case yamldoc.TooLarge:
-		return yamlsubset.TooLarge
+		return docsubset.TooLarge
 	case yamldoc.TooComplex:
-		return yamlsubset.TooComplex
+		return docsubset.TooComplex
 	case yamldoc.KeyNotString:
-		return yamlsubset.KeyNotString
+		return docsubset.KeyNotString
 	}
-	return yamlsubset.Invalid
+	return docsubset.Invalid
 }

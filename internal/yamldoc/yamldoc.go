@@ -16,7 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // Limits bound a document.
@@ -61,9 +61,9 @@ type Error struct {
 
 func (e *Error) Error() string { return Message("", e.Subject, e.Line, e.Detail, "") }
 
-// Message is how a problem with a document reads (yamlsubset.Message).
+// Message is how a problem with a document reads (docsubset.Message).
 func Message(place, subject string, line int, detail, hint string) string {
-	return yamlsubset.Message(place, subject, line, detail, hint)
+	return docsubset.Message(place, subject, line, detail, hint)
 }
 
 // Unwrap returns the cause.
@@ -233,12 +233,12 @@ func KindName(n *yaml.Node) string {
 	}
 }
 
-// GroupDigits writes n with thousands separators (yamlsubset.GroupDigits).
-func GroupDigits(n int) string { return yamlsubset.GroupDigits(n) }
+// GroupDigits writes n with thousands separators (docsubset.GroupDigits).
+func GroupDigits(n int) string { return docsubset.GroupDigits(n) }
 
 // QuoteShort quotes s for an error message, cut short when long
-// (yamlsubset.QuoteShort).
-func QuoteShort(s string) string { return yamlsubset.QuoteShort(s) }
+// (docsubset.QuoteShort).
+func QuoteShort(s string) string { return docsubset.QuoteShort(s) }
 
 // String decodes a scalar as a string, as job's and jobfile's decoders
 // both do: numbers and booleans are taken as written; null and anything

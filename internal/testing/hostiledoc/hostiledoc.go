@@ -34,7 +34,7 @@ func MergeChain(job string, levels int) []byte {
 // MergeChainError is the text the rejection of MergeChain contains.
 const MergeChainError = "expands beyond"
 
-// The stored config document's reader (internal/yamlsubset) knows no
+// The stored config document's reader (internal/docsubset) knows no
 // merge keys, anchors or aliases: it refuses SelfMerge and MergeChain at
 // their first, with these texts.
 const (

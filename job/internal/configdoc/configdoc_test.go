@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // value returns the node of key "v" in the one-line document "v: <text>".
-func value(t *testing.T, text string) *yamlsubset.Node {
+func value(t *testing.T, text string) *docsubset.Node {
 	t.Helper()
-	root, err := yamlsubset.Parse(context.Background(), []byte("v: "+text+"\n"), yamlsubset.Limits{Bytes: 1 << 10, Depth: 8})
+	root, err := docsubset.Parse(context.Background(), []byte("v: "+text+"\n"), docsubset.Limits{Bytes: 1 << 10, Depth: 8})
 	if err != nil {
 		t.Fatalf("%q: %v", text, err)
 	}
@@ -23,25 +23,25 @@ func value(t *testing.T, text string) *yamlsubset.Node {
 func TestValues(t *testing.T) {
 	for _, tc := range []struct {
 		text string
-		dec  func(n *yamlsubset.Node) (any, error)
+		dec  func(n *docsubset.Node) (any, error)
 		want any
 		err  string
 	}{
-		{"5", func(n *yamlsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 5, ""},
-		{"0x10", func(n *yamlsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 16, ""},
-		{"'5'", func(n *yamlsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 0, `must be an integer, got the string "5"`},
-		{"18446744073709551615", func(n *yamlsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 0, "is out of range"},
-		{"True", func(n *yamlsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, true, ""},
-		{"false", func(n *yamlsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, false, ""},
-		{"yes", func(n *yamlsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, false, `must be true or false, got the string "yes"`},
-		{"1m30s", func(n *yamlsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, 90 * time.Second, ""},
-		{"5", func(n *yamlsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, time.Duration(0), `"5" is not a duration`},
-		{"~", func(n *yamlsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, time.Duration(0), "got no value"},
-		{"0.25", func(n *yamlsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 0.25, ""},
-		{"1", func(n *yamlsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 1.0, ""},
-		{".nan", func(n *yamlsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 0.0, "is not a number from 0 to 1"},
-		{"sat,sun", func(n *yamlsubset.Node) (any, error) { var v string; err := StringList(n, &v); return v, err }, "sat,sun", ""},
-		{"~", func(n *yamlsubset.Node) (any, error) { var v string; err := String(n, &v); return v, err }, "", "has no value"},
+		{"5", func(n *docsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 5, ""},
+		{"0x10", func(n *docsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 16, ""},
+		{"'5'", func(n *docsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 0, `must be an integer, got the string "5"`},
+		{"18446744073709551615", func(n *docsubset.Node) (any, error) { var v int; err := Int(n, &v); return v, err }, 0, "is out of range"},
+		{"True", func(n *docsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, true, ""},
+		{"false", func(n *docsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, false, ""},
+		{"yes", func(n *docsubset.Node) (any, error) { var v bool; err := Bool(n, &v); return v, err }, false, `must be true or false, got the string "yes"`},
+		{"1m30s", func(n *docsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, 90 * time.Second, ""},
+		{"5", func(n *docsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, time.Duration(0), `"5" is not a duration`},
+		{"~", func(n *docsubset.Node) (any, error) { var v time.Duration; err := Duration(n, &v); return v, err }, time.Duration(0), "got no value"},
+		{"0.25", func(n *docsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 0.25, ""},
+		{"1", func(n *docsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 1.0, ""},
+		{".nan", func(n *docsubset.Node) (any, error) { var v float64; err := Fraction(n, &v); return v, err }, 0.0, "is not a number from 0 to 1"},
+		{"sat,sun", func(n *docsubset.Node) (any, error) { var v string; err := StringList(n, &v); return v, err }, "sat,sun", ""},
+		{"~", func(n *docsubset.Node) (any, error) { var v string; err := String(n, &v); return v, err }, "", "has no value"},
 	} {
 		got, err := tc.dec(value(t, tc.text))
 		switch {
@@ -55,8 +55,8 @@ func TestValues(t *testing.T) {
 
 func TestNested(t *testing.T) {
 	errUnknown := errors.New("unknown key")
-	parse := func(doc string) *yamlsubset.Node {
-		root, err := yamlsubset.Parse(context.Background(), []byte(doc), yamlsubset.Limits{Bytes: 1 << 10, Depth: 8})
+	parse := func(doc string) *docsubset.Node {
+		root, err := docsubset.Parse(context.Background(), []byte(doc), docsubset.Limits{Bytes: 1 << 10, Depth: 8})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,16 +90,16 @@ type doc struct {
 func TestWalk(t *testing.T) {
 	errUnknown := errors.New("unknown key")
 	fields := []Field[doc]{
-		{Key: "name", Decode: func(c *doc, n *yamlsubset.Node) error { return String(n, &c.Name) }},
-		{Key: "count", Kind: errUnknown, Decode: func(c *doc, n *yamlsubset.Node) error { return Int(n, &c.Count) }},
+		{Key: "name", Decode: func(c *doc, n *docsubset.Node) error { return String(n, &c.Name) }},
+		{Key: "count", Kind: errUnknown, Decode: func(c *doc, n *docsubset.Node) error { return Int(n, &c.Count) }},
 	}
-	root, perr := yamlsubset.Parse(context.Background(), []byte("name: j\ncont: 3\ncount: x\nname: k\nhandler: h\n"), yamlsubset.Limits{Bytes: 1 << 10, Depth: 8})
+	root, perr := docsubset.Parse(context.Background(), []byte("name: j\ncont: 3\ncount: x\nname: k\nhandler: h\n"), docsubset.Limits{Bytes: 1 << 10, Depth: 8})
 	if perr != nil {
 		t.Fatal(perr)
 	}
 	var got []string
 	var d doc
-	w := Walk(&d, root, fields, []string{"handler"}, func(k, v *yamlsubset.Node) error {
+	w := Walk(&d, root, fields, []string{"handler"}, func(k, v *docsubset.Node) error {
 		got = append(got, k.Value+"="+v.Value)
 		return nil
 	}, errUnknown)
@@ -123,7 +123,7 @@ func TestTails(t *testing.T) {
 	writes := 0
 	write := func(name string) []byte {
 		writes++
-		var w yamlsubset.Writer
+		var w docsubset.Writer
 		w.String("name", name)
 		w.Int("n", 1)
 		return w.Bytes()

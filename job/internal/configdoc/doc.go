@@ -1,6 +1,6 @@
 // Package configdoc decodes the values of the config document stored in
 // a job's config node (and of a job file's jobs, read into the same
-// tree), over internal/yamlsubset's tree: a string, a list of strings, a
+// tree), over internal/docsubset's tree: a string, a list of strings, a
 // boolean, an integer, a duration, a fraction, and the retry and alert
 // mappings, each strictly and with the error text package job reports
 // with the key and its line. Package job keeps the document's keys (its
@@ -26,7 +26,7 @@
 // The lock discipline: no lock; Tails keeps its latest entry in an atomic
 // pointer, replaced whole.
 //
-// It may import the standard library, internal/yamlsubset,
+// It may import the standard library, internal/docsubset,
 // internal/suggest and job/internal/schedule (a time's parsing); nothing
 // of package job (the sentinel an unknown key
 // wraps is passed in). It starts nothing.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
@@ -52,7 +52,7 @@ func Join(errs []error) error {
 // CalendarTime reads a calendar time's value in loc (schedule.ParseTime):
 // ok is false when n is no string (its field's decoder reports that); a
 // blank string is the zero time.
-func CalendarTime(n *yamlsubset.Node, loc *time.Location) (t time.Time, ok bool, err error) {
+func CalendarTime(n *docsubset.Node, loc *time.Location) (t time.Time, ok bool, err error) {
 	var s string
 	if String(n, &s) != nil {
 		return time.Time{}, false, nil

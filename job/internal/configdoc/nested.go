@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/internal/suggest"
-	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // Retry is the retry mapping's values, field for field job.RetryPolicy.
@@ -23,12 +23,12 @@ var RetryKeys = []string{"attempts", "backoff", "maxBackoff", "jitter"}
 
 // DecodeRetry decodes the retry mapping, as strictly as the document's
 // own keys: an unknown key wraps unknownKey (job.ErrUnknownKey).
-func DecodeRetry(n *yamlsubset.Node, unknownKey error) (Retry, error) {
+func DecodeRetry(n *docsubset.Node, unknownKey error) (Retry, error) {
 	var p Retry
-	if n == nil || n.Kind != yamlsubset.MappingNode {
-		return p, fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", yamlsubset.KindName(n))
+	if n == nil || n.Kind != docsubset.MappingNode {
+		return p, fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", docsubset.KindName(n))
 	}
-	pairs, perrs := yamlsubset.Pairs(n)
+	pairs, perrs := docsubset.Pairs(n)
 	if len(perrs) > 0 {
 		return p, perrs[0]
 	}
@@ -46,7 +46,7 @@ func DecodeRetry(n *yamlsubset.Node, unknownKey error) (Retry, error) {
 		case "jitter":
 			err = Fraction(kv.Value, &p.Jitter)
 		default:
-			msg := "unknown key " + yamlsubset.QuoteShort(kv.Key)
+			msg := "unknown key " + docsubset.QuoteShort(kv.Key)
 			if s := suggest.Nearest(kv.Key, RetryKeys); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
@@ -75,15 +75,15 @@ type Alert struct {
 
 // DecodeAlert decodes alert: {late: 30s, notRunFor: 2h}; no value is the
 // zero Alert, and unknown keys are errors, as the document's own are.
-func DecodeAlert(n *yamlsubset.Node) (Alert, error) {
+func DecodeAlert(n *docsubset.Node) (Alert, error) {
 	var p Alert
-	if yamlsubset.IsNull(n) {
+	if docsubset.IsNull(n) {
 		return p, nil
 	}
-	if n.Kind != yamlsubset.MappingNode {
-		return p, fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamlsubset.KindName(n))
+	if n.Kind != docsubset.MappingNode {
+		return p, fmt.Errorf("must be a mapping with late and notRunFor, got %s", docsubset.KindName(n))
 	}
-	pairs, perrs := yamlsubset.Pairs(n)
+	pairs, perrs := docsubset.Pairs(n)
 	if len(perrs) > 0 {
 		return p, perrs[0]
 	}
@@ -99,7 +99,7 @@ func DecodeAlert(n *yamlsubset.Node) (Alert, error) {
 			err = fmt.Errorf("unknown key (want late or notRunFor)")
 		}
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s (line %d): %v", yamlsubset.QuoteShort(kv.Key), kv.KeyNode.Line, err))
+			errs = append(errs, fmt.Sprintf("%s (line %d): %v", docsubset.QuoteShort(kv.Key), kv.KeyNode.Line, err))
 		}
 	}
 	if len(errs) > 0 {

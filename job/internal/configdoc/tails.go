@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"sync/atomic"
 
-	"github.com/shardjob/shardjob/internal/yamlsubset"
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // nameKey starts every config document.
@@ -30,7 +30,7 @@ type tailEntry[K comparable] struct {
 func (t *Tails[K]) Document(name string, key K, write func(name string) []byte) []byte {
 	line := []byte(name + "\n")
 	if !PlainName(name) {
-		var w yamlsubset.Writer
+		var w docsubset.Writer
 		w.String("name", name)
 		line = bytes.TrimPrefix(w.Bytes(), []byte(nameKey))
 		if bytes.IndexByte(line, '\n') != len(line)-1 {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/internal/suggest"
-	"github.com/shardjob/shardjob/internal/yamlsubset"
 )
 
 // Field is one key of a document decoding into a T (package job's
@@ -14,7 +14,7 @@ import (
 type Field[T any] struct {
 	Key    string
 	Kind   error
-	Decode func(c *T, n *yamlsubset.Node) error
+	Decode func(c *T, n *docsubset.Node) error
 }
 
 // Problem is one problem Walk found, without whose document it is;
@@ -28,14 +28,14 @@ type Problem struct {
 	Cause      error
 	// Doc is a problem with the mapping's keys themselves (a repeated
 	// key), whose Kind says which sentinel applies; Kind is then nil.
-	Doc *yamlsubset.Error
+	Doc *docsubset.Error
 }
 
 // Walked is what Walk read of a mapping.
 type Walked struct {
 	// Name is the value of the key "name", "" when it has none.
 	Name  string
-	Pairs []yamlsubset.Pair
+	Pairs []docsubset.Pair
 	// Lines are the keys' lines; Bad the keys whose value was refused
 	// (or that a misspelt key stands for).
 	Lines map[string]int
@@ -50,18 +50,18 @@ type Walked struct {
 // extra are decoded by key, in document order (nil: accepted and
 // ignored); any other key is unknown, wrapping unknownKey, with the
 // nearest known key suggested.
-func Walk[T any](c *T, n *yamlsubset.Node, fields []Field[T], extra []string, key func(k, v *yamlsubset.Node) error, unknownKey error) Walked {
-	if n == nil || n.Kind != yamlsubset.MappingNode {
-		p := Problem{Subject: "job", Detail: "must be a mapping of keys to values, got " + yamlsubset.KindName(n)}
+func Walk[T any](c *T, n *docsubset.Node, fields []Field[T], extra []string, key func(k, v *docsubset.Node) error, unknownKey error) Walked {
+	if n == nil || n.Kind != docsubset.MappingNode {
+		p := Problem{Subject: "job", Detail: "must be a mapping of keys to values, got " + docsubset.KindName(n)}
 		if n != nil {
 			p.Line = n.Line
 		}
 		return Walked{NotMapping: true, Problems: []Problem{p}}
 	}
-	pairs, perrs := yamlsubset.Pairs(n)
+	pairs, perrs := docsubset.Pairs(n)
 	w := Walked{Pairs: pairs, Lines: map[string]int{}, Bad: map[string]bool{}}
 	for _, p := range pairs {
-		if v := p.Value; p.Key == "name" && v.Kind == yamlsubset.ScalarNode && v.Tag != "!!null" {
+		if v := p.Value; p.Key == "name" && v.Kind == docsubset.ScalarNode && v.Tag != "!!null" {
 			w.Name = v.Value
 		}
 	}
@@ -87,10 +87,10 @@ func Walk[T any](c *T, n *yamlsubset.Node, fields []Field[T], extra []string, ke
 		}
 		i := slices.IndexFunc(fields, func(f Field[T]) bool { return f.Key == p.Key })
 		if i < 0 {
-			e := Problem{Key: p.Key, Kind: unknownKey, Subject: "unknown key " + yamlsubset.QuoteShort(p.Key), Line: line}
+			e := Problem{Key: p.Key, Kind: unknownKey, Subject: "unknown key " + docsubset.QuoteShort(p.Key), Line: line}
 			if s := suggest.Nearest(p.Key, known); s != "" {
 				e.Suggestion, e.Hint = s, fmt.Sprintf("did you mean %q?", s)
-				if !slices.ContainsFunc(pairs, func(q yamlsubset.Pair) bool { return q.Key == s }) {
+				if !slices.ContainsFunc(pairs, func(q docsubset.Pair) bool { return q.Key == s }) {
 					// The misspelt key stands for this one: it is not
 					// also reported as missing.
 					w.Bad[s] = true

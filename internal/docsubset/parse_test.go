@@ -1,4 +1,4 @@
-package yamlsubset
+package docsubset
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package yamlsubset reads and writes the small part of YAML that the
+// Package docsubset reads and writes the small part of YAML that the
 // stored config document uses, without a YAML library, so that package
 // job links none.
 //
@@ -26,4 +26,4 @@
 //
 // It may import the standard library only; tests may import
 // go.yaml.in/yaml/v3 to compare with it. It starts nothing.
-package yamlsubset
+package docsubset
