@@ -16,7 +16,7 @@
 //	defer s.Shutdown(ctx)
 //
 // Configs can also come from YAML: a job file (package jobfile, whose
-// jobs are decoded by [DecodeConfigNode]) or the document stored in the
+// jobs are decoded by [DecodeConfigTree]) or the document stored in the
 // registry ([DecodeConfig]); every field is validated, and bad input is
 // refused with an error that names it.
 //
