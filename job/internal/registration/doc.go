@@ -24,7 +24,9 @@
 //   - what a previous life of this server id left (incarnation.go): its
 //     items (PreviousItems) and the runs they are owed (Owed, returned
 //     for package job to note in its book);
-//   - the watches' cancel functions (watches.go, Watches), by Slot.
+//   - the watches' cancel functions (watches.go, Watches), by Slot;
+//   - a registration step tried again after a lost connection or session
+//     (retry.go, Retry, LostConnection), within a bound the caller gives.
 //
 // The lock discipline. Watches owns its lock, taken only in its methods,
 // and calls nothing under it (a cancel kept after Close runs after the
@@ -32,11 +34,12 @@
 // job arms the disabled items' and the queue's watches under its
 // preparation's lock). Node holds no lock and no state beyond its fields,
 // set at construction; the functions it is handed (SessionTimeout,
-// StaleOwner, and Owed's completed, Reregister's attempt) are called
-// under no lock of this package.
+// StaleOwner, and Owed's completed, Reregister's attempt, Retry's step)
+// are called under no lock of this package.
 //
 // It may import the standard library, regcenter, internal/layout and
 // job/internal/fireplan (a schedule's Next); nothing of package job. It
 // starts nothing: CreateStatus's watch is cancelled before it returns,
-// and Reregister runs on its caller's goroutine (one of the runner's).
+// and Reregister and Retry run on their caller's goroutine (Reregister's
+// is one of the runner's).
 package registration
