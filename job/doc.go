@@ -54,6 +54,6 @@
 // (docs/design.md, "The runner's parts"). The
 // leader's duties are in leader.go and reshard.go, failover in failover.go,
 // operator flags in flags.go, shutdown and hand-over in stop.go, alerts for
-// late and missed runs in alert.go and alertbook.go (their bookkeeping in
-// job/internal/alert). The design is written down in docs/design.md.
+// late and missed runs in alert.go and alertbook.go (their bookkeeping and
+// the namespace's checker in job/internal/alert). The design is written down in docs/design.md.
 package job
