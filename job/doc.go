@@ -56,6 +56,6 @@
 // leader's duties, resharding, failover and the operator flags are rooms'
 // (job/internal/leader, reshard, failover, flags), wired in leader.go,
 // reshard.go, failover.go and flags.go; shutdown and hand-over in stop.go, alerts for
-// late and missed runs in alert.go and alertbook.go (their bookkeeping in
-// job/internal/alert). The design is written down in docs/design.md.
+// late and missed runs in alert.go and alertbook.go (their bookkeeping and
+// the namespace's checker in job/internal/alert). The design is written down in docs/design.md.
 package job

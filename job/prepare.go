@@ -92,7 +92,7 @@ func (r *runner) stopPrepare() { r.prep.Stop() }
 // watch.
 func (r *runner) watchQueue(ctx context.Context) {
 	r.prep.Serially(func() {
-		if r.watch.armed(&r.watch.queue) {
+		if r.watch.Armed(watchQueue) {
 			return
 		}
 		dirty := func() {
@@ -100,7 +100,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 			r.kick.failover.Kick()
 		}
 		st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
-		r.keepWatch(&r.watch.queue, cancel)
+		r.keepWatch(watchQueue, cancel)
 		if err != nil {
 			r.log.Debug("failover queue watch deferred; it reads the queue once armed", "err", err)
 			return

@@ -110,7 +110,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 
 	cancels := append(r.cache.Close(), r.fo.Close()...)
-	cancels = append(cancels, r.watch.close()...)
+	cancels = append(cancels, r.watch.Close()...)
 	r.bg.Close()
 	cancels = append(cancels, r.book.CloseWaits()...)
 	r.onRevoked()
