@@ -238,7 +238,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	// A job that drops missed fires reads no debts and finds no gaps, but
 	// still reads the records: the fire itself may have run already on
 	// the item's previous owner (see ranBefore).
-	skip := cfg.skipsMissed()
+	skip := cfg.book.SkipsMissed
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return nil, fresh

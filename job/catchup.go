@@ -32,7 +32,7 @@ func (r *runner) catchUpIdle() {
 	}
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
-	if err != nil || cfg.Unmonitored || cfg.skipsMissed() || !fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
+	if err != nil || cfg.Unmonitored || cfg.book.SkipsMissed || !fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.

@@ -98,7 +98,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 // when that execution ends.
 func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
 	cfg := r.config()
-	if cfg.skipsMissed() {
+	if cfg.book.SkipsMissed {
 		return
 	}
 	since, haveNode, waiting := r.book.OweRemote(cfg.book, item, at)

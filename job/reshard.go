@@ -18,7 +18,7 @@ func (r *runner) reshardSpec() reshard.Spec {
 	cfg := r.config()
 	j := reshard.Spec{Total: cfg.ShardingTotalCount, Strategy: cmp.Or(cfg.ShardingStrategy, DefaultShardingStrategy), Failover: cfg.Failover}
 	j.Named, j.NamedErr = cfg.Strategy()
-	if !cfg.Unmonitored && !cfg.skipsMissed() {
+	if !cfg.Unmonitored && !cfg.book.SkipsMissed {
 		j.Owes = cfg.book.Schedule // nil when it does not parse
 	}
 	return j
