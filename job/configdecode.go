@@ -109,9 +109,11 @@ var configFields = []configField{
 // Decoding is strict: unknown keys (keys are case-sensitive), repeated
 // keys, values of the wrong type, malformed YAML and an empty document are
 // errors. The document is read as the YAML its writers use: block
-// mappings and lists, plain, quoted and literal (|) values, comments;
-// anchors, aliases, merge keys, tags, flow collections ({}, []) and
-// several documents are refused, naming the line. Every problem is reported, each wrapping ErrInvalidConfig and,
+// mappings and lists, plain, quoted and literal (|) values, comments,
+// and flow collections of scalars on one line ([sat, sun],
+// {attempts: 3}); anchors, aliases, merge keys, tags, nested or
+// multi-line flow collections and several documents are refused, naming
+// the line. Every problem is reported, each wrapping ErrInvalidConfig and,
 // where one applies, a specific sentinel such as ErrUnknownKey or
 // ErrInvalidCron. On error the Config is the zero value.
 //

@@ -108,7 +108,7 @@ func TestDecodeConfigMatchesYAML(t *testing.T) {
 		{olderDocs[7], `job "j": shardingTotalCount at line 3: 18446744073709551615 is out of range`},
 		{"name: j\ncron: '@hourly'\nshardingTotalCount: 2\nx: &a 1\n", `config: invalid YAML at line 4: an anchor (&) is not supported in a config document`},
 		{"name: j\n\tcron: x\n", `config: invalid YAML at line 2: a tab as indentation is not supported in a config document`},
-		{"name: j\ncron: '@hourly'\nshardingTotalCount: 2\nretry: {attempts: 3}\n", `config: invalid YAML at line 4: a flow collection ({) is not supported in a config document`},
+		{"name: j\ncron: '@hourly'\nshardingTotalCount: 2\nretry: {attempts: 3, backoff: [1s]}\n", `config: invalid YAML at line 4: a flow collection ([) inside a flow collection is not supported in a config document`},
 	} {
 		_, err := job.DecodeConfig([]byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

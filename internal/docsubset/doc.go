@@ -9,9 +9,12 @@
 //     resolves it) gives a plain scalar, and each node's line;
 //   - the reader (parse.go): block mappings and lists nested by spaces,
 //     plain, single- and double-quoted scalars on one line, literal block
-//     scalars (|), comments, a "---" start and a "..." end marker, and the
-//     !!binary tag the writer puts on text that is not UTF-8. Anything else
-//     — anchors, aliases, other tags, flow collections, folded scalars,
+//     scalars (|), comments, a "---" start and a "..." end marker, the
+//     !!binary tag the writer puts on text that is not UTF-8, and flow
+//     collections of scalars on one line ([sat, sun], {attempts: 3}), as
+//     an operator writes a short list or policy. Anything else — anchors,
+//     aliases, other tags, a flow collection nested or over several lines,
+//     folded scalars,
 //     quoted scalars over several lines, several documents, directives,
 //     tabs as indentation, a document too large or nesting too deep — is
 //     refused with an Error naming the line and what is not supported;

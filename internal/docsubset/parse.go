@@ -284,6 +284,9 @@ func (p *parser) value(i int, rest string, ind, depth int, inMapping bool) (*Nod
 		return nil, p.unsupported(i, "a tab after \":\" or \"-\"")
 	}
 	if t != "" && t[0] != '#' {
+		if (t[0] == '[' || t[0] == '{') && depth+1 >= p.maxDepth {
+			return nil, &Error{Kind: TooComplex, Line: i + 1, Subject: fmt.Sprintf("document nests deeper than %d levels", p.maxDepth)}
+		}
 		p.i = i + 1
 		n, err := p.scalar(i, t, ind)
 		if err != nil {
@@ -405,7 +408,7 @@ func (p *parser) scalar(i int, s string, ind int) (*Node, *Error) {
 	case '!':
 		return nil, p.unsupported(i, "a tag (!)")
 	case '[', '{':
-		return nil, p.unsupported(i, "a flow collection ("+s[:1]+")")
+		return p.flow(i, s)
 	case '%', '@', '`', ']', '}', ',':
 		return nil, p.errorf(i, "a plain value may not start with %q", s[:1])
 	case '?', ':', '-':
@@ -431,6 +434,161 @@ func (p *parser) scalar(i int, s string, ind int) (*Node, *Error) {
 		n.Tag = "!!merge" // as yaml/v3 tags it
 	}
 	return n, nil
+}
+
+// flow reads a flow collection written on line i, s starting with its
+// opening bracket: a list of scalars ([a, "b"]) or a mapping of plain keys
+// to scalars ({k: v, k2: 'v'}), on one line, as an operator writes a short
+// list or policy. A collection inside it, one over several lines, a
+// comment inside it or an item that is empty is refused.
+func (p *parser) flow(i int, s string) (*Node, *Error) {
+	open, closing := s[0], byte(']')
+	n := &Node{Kind: SequenceNode, Line: i + 1}
+	if open == '{' {
+		n.Kind, closing = MappingNode, '}'
+	}
+	overLines := func() *Error {
+		return p.unsupported(i, "a flow collection ("+string(open)+") over several lines")
+	}
+	j := 1
+	for {
+		j = skipBlanks(s, j)
+		if j >= len(s) {
+			return nil, overLines()
+		}
+		if s[j] == closing {
+			j++
+			break
+		}
+		if n.Kind == MappingNode {
+			k, next, err := p.flowScalar(i, s, j, closing, true)
+			if err != nil {
+				return nil, err
+			}
+			key, err := p.key(i, k.Value)
+			if err != nil {
+				return nil, err
+			}
+			j = skipBlanks(s, next)
+			if j >= len(s) || s[j] != ':' {
+				return nil, p.errorf(i, "expected \":\" after the key %q in a flow mapping", k.Value)
+			}
+			v, next, err := p.flowScalar(i, s, skipBlanks(s, j+1), closing, false)
+			if err != nil {
+				return nil, err
+			}
+			n.Content, j = append(n.Content, key, v), next
+		} else {
+			v, next, err := p.flowScalar(i, s, j, closing, false)
+			if err != nil {
+				return nil, err
+			}
+			n.Content, j = append(n.Content, v), next
+		}
+		j = skipBlanks(s, j)
+		switch {
+		case j >= len(s):
+			return nil, overLines()
+		case s[j] == ',':
+			j++
+		case s[j] == closing:
+			j++
+			return n, p.trailing(i, s[j:])
+		default:
+			return nil, p.errorf(i, "expected \",\" or %q in a flow collection", closing)
+		}
+	}
+	return n, p.trailing(i, s[j:])
+}
+
+// flowScalar reads the scalar at s[j:] inside a flow collection closed by
+// closing, a mapping's key when key is set, and returns it with the index
+// after it.
+func (p *parser) flowScalar(i int, s string, j int, closing byte, key bool) (*Node, int, *Error) {
+	if j >= len(s) {
+		return nil, 0, p.unsupported(i, "a flow collection over several lines")
+	}
+	n := &Node{Kind: ScalarNode, Tag: "!!str", Line: i + 1}
+	switch c := s[j]; c {
+	case '[', '{':
+		return nil, 0, p.unsupported(i, "a flow collection ("+string(c)+") inside a flow collection")
+	case ',', ']', '}', ':':
+		return nil, 0, p.unsupported(i, "an empty item in a flow collection")
+	case '#':
+		return nil, 0, p.unsupported(i, "a comment inside a flow collection")
+	case '&', '*', '!', '|', '>', '%', '@', '`', '?':
+		return nil, 0, p.unsupported(i, fmt.Sprintf("%q in a flow collection", c))
+	case '\'':
+		var b strings.Builder
+		for k := j + 1; k < len(s); k++ {
+			if s[k] != '\'' {
+				b.WriteByte(s[k])
+				continue
+			}
+			if k+1 < len(s) && s[k+1] == '\'' {
+				b.WriteByte('\'')
+				k++
+				continue
+			}
+			if key {
+				return nil, 0, p.unsupported(i, "a quoted key")
+			}
+			n.Value = b.String()
+			return n, k + 1, nil
+		}
+		return nil, 0, p.unsupported(i, "a quoted value over several lines")
+	case '"':
+		v, end, err := unescape(s[j:])
+		if err != "" {
+			return nil, 0, p.errorf(i, "%s", err)
+		}
+		if end < 0 {
+			return nil, 0, p.unsupported(i, "a quoted value over several lines")
+		}
+		if key {
+			return nil, 0, p.unsupported(i, "a quoted key")
+		}
+		n.Value = v
+		return n, j + end + 1, nil
+	}
+	// A plain scalar: to a comma, a bracket, or a colon before a blank.
+	k := j
+	for ; k < len(s); k++ {
+		c := s[k]
+		if c == ',' || c == '[' || c == ']' || c == '{' || c == '}' {
+			break
+		}
+		if c == '#' && (s[k-1] == ' ' || s[k-1] == '\t') {
+			return nil, 0, p.unsupported(i, "a comment inside a flow collection")
+		}
+		if c == ':' && (k+1 == len(s) || strings.IndexByte(" \t,[]{}", s[k+1]) >= 0) {
+			if key {
+				break
+			}
+			return nil, 0, p.unsupported(i, "a mapping inside a flow collection, or a plain value holding \": \" (quote it)")
+		}
+	}
+	if k < len(s) && (s[k] == '[' || s[k] == '{') {
+		return nil, 0, p.unsupported(i, "a flow collection ("+s[k:k+1]+") inside a flow collection")
+	}
+	v := strings.TrimRight(s[j:k], " \t")
+	if v == "" {
+		return nil, 0, p.unsupported(i, "an empty item in a flow collection")
+	}
+	n.Value, n.Tag = v, resolve(v)
+	if v == "<<" {
+		return nil, 0, p.unsupported(i, "a merge key (<<)")
+	}
+	return n, k, nil
+}
+
+// skipBlanks returns the index of the first character of s at or after j
+// that is not a space or a tab.
+func skipBlanks(s string, j int) int {
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+		j++
+	}
+	return j
 }
 
 // trailing checks what follows a quoted scalar on its line: blanks and a

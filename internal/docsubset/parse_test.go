@@ -104,6 +104,43 @@ var parseSeeds = []string{
 	"a:\n  b: 1\n c: 2\n", "a: 0x1F\nb: 0o17\nc: 1_000\nd: .inf\ne: 2026-12-01\nf: yes\ng: 1:30\n", "%YAML 1.2\n---\na: 1\n",
 	"a: 1\r\n", "\ufeffa: 1\n", "a: \"\\q\"\n", "- a\n- b\n", "a: -\n", "a: - b\n", "? a\n: b\n", "a:\n  - - b\n", "a:\n  - b: 1\n",
 	"key with spaces: 1\n", "1: 2\n", "true: x\n", "a: b\na: c\n", "a:\n    b:\n        c:\n            d: 1\n",
+	"a: [x, [y]]\n", "a: [x, {y: 1}]\n", "a: {b: [1]}\n", "a: [x,\n  y]\n", "a: [x # c\n]\n", "a: [,]\n", "a: [x,,y]\n",
+	"a: {b}\n", "a: {b: }\n", "a: {'b': 1}\n", "a: [x: 1]\n", "a: [&x 1]\n", "a: [*x]\n", "a: [x] y\n", "a: [x] # c\n",
+	"a: {<<: 1}\n", "a: [a b, c:d, 'e''f', \"g\\th\"]\n", "a: {b: 1, c: 'x', d: \"y\",}\n", "a: [1, 2.5, true, ~, null]\n",
+	"- [a, b]\n", "a: [http://x/y, 12:30]\n", "a: [x]]\n", "a: [x}\n",
+}
+
+// TestParseFlow reads the flow collections an operator writes on one
+// line, as yaml/v3 reads them.
+func TestParseFlow(t *testing.T) {
+	for _, s := range []string{
+		"exclude: [sat, sun, \"2026-12-25\"]\n", "exclude: []\n", "retry: {attempts: 3, backoff: 1s, jitter: 0.5}\n",
+		"alert: {late: 30s, notRunFor: 2h}  # a comment\n", "a: [x, y,]\n", "a: {}\n", "a: [ 'it''s' , \"b\\u00e9\" ]\n",
+		"a:\n  - [x, y]\n", "a: [http://x/y, 12:30, a b]\n",
+	} {
+		n, err := Parse(context.Background(), []byte(s), testLimits)
+		if err != nil {
+			t.Errorf("%q: %v", s, err)
+			continue
+		}
+		y, yerr := v3Root([]byte(s))
+		if yerr != nil {
+			t.Fatalf("%q: yaml/v3: %v", s, yerr)
+		}
+		if d := sameTree(n, y); d != "" {
+			t.Errorf("%q: %s", s, d)
+		}
+	}
+	for s, want := range map[string]string{
+		"a: [x, [y]]\n":  "a flow collection ([) inside a flow collection is not supported",
+		"a: [x,\n  y]\n": "a flow collection ([) over several lines is not supported",
+		"a: [x: 1]\n":    "a mapping inside a flow collection",
+		"a: [x,,y]\n":    "an empty item in a flow collection is not supported",
+	} {
+		if _, err := Parse(context.Background(), []byte(s), testLimits); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", s, err, want)
+		}
+	}
 }
 
 func TestParseMatchesYAML(t *testing.T) {
