@@ -41,8 +41,11 @@ func TestMarshalMatchesEncoder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := c.marshalDoc()
-				if !bytes.Equal(got, want) || !bytes.Equal(got, legacyEncode(c)) {
+				want, err := c.marshalDoc()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
 					t.Fatalf("name %q: marshal\n%s\nwant\n%s", n, got, want)
 				}
 			}
@@ -74,12 +77,12 @@ func TestConfigEncodeDocument(t *testing.T) {
 	doc = string(data)
 	last := -1
 	for _, f := range configFields {
-		i := strings.Index(doc, "\n"+f.Key+":")
-		if f.Key == "name" && strings.HasPrefix(doc, "name:") {
+		i := strings.Index(doc, "\n"+f.key+":")
+		if f.key == "name" && strings.HasPrefix(doc, "name:") {
 			i = 0
 		}
 		if i <= last {
-			t.Errorf("key %q missing or out of order in:\n%s", f.Key, doc)
+			t.Errorf("key %q missing or out of order in:\n%s", f.key, doc)
 		}
 		last = i
 	}

@@ -1,4 +1,4 @@
-package completion
+package job
 
 import (
 	"context"
@@ -10,18 +10,85 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// recorded is what b's completion records as covered: what the record said
-// before (b.Prior) and b's own fires.
-func (s *Completer) recorded(j Job, b Result) fireplan.Cover {
-	if j.Book.Schedule == nil {
-		return fireplan.CoverOf(fireplan.Span{First: b.Fire, Last: b.UpTo()})
+// A completion transaction carries as many items as fit in
+// completionBytes, by the size per item of this job's last completion
+// (records.Cache.ItemsPerTxn), and never more than completionsPerTxn. A
+// steady fire of held items writes a record alone per item, about 200
+// bytes: one transaction for some 4,000 items. One the registry still
+// refuses as too large (a smaller Config.MaxNodeBytes, or a size per item
+// that grew) is split in two, and each half written (stepSplit).
+const (
+	completionBytes   = regcenter.DefaultMaxNodeBytes * 7 / 8
+	completionsPerTxn = MaxShardingTotalCount
+)
+
+// completionLinger is how long a completion waits for one more result of
+// its run before it commits what it has: items that end together share a
+// transaction, and an item that ends alone waits this much longer for its
+// completion mark (never for its next fire).
+const completionLinger = 2 * time.Millisecond
+
+// completeAll collects n results and writes their completion marks in
+// group commits: a transaction carries every result that arrived while
+// the previous one was in flight, or within completionLinger of the one
+// before, so a fire of many fast items costs a transaction per
+// transaction's worth of items (records.Cache.ItemsPerTxn), not one per
+// item.
+func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
+	var linger *time.Timer // made once there is a second result to wait for
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+	perTxn := 1
+	if n > 1 {
+		perTxn = r.records.ItemsPerTxn(completionBytes, completionsPerTxn)
 	}
-	return b.Prior.With(j.Book.Schedule, b.Fire, b.UpTo())
+	for received := 0; received < n; {
+		batch := []itemResult{<-results}
+		received++
+	collect:
+		for received < n && len(batch) < perTxn {
+			if linger == nil {
+				linger = time.NewTimer(completionLinger)
+			} else {
+				linger.Reset(completionLinger)
+			}
+			select {
+			case res := <-results:
+				batch = append(batch, res)
+				received++
+			case <-linger.C:
+				break collect
+			}
+		}
+		r.complete(sess, cfg, batch)
+	}
+}
+
+// recorded is what b's completion records as covered: what the record said
+// before (b.prior) and b's own fires.
+func (r *runner) recorded(cfg *spec, b itemResult) cover {
+	sched, _, err := cfg.Schedule()
+	if err != nil {
+		return fireplan.CoverOf(fireplan.Span{First: b.fire, Last: b.coveredUpTo()})
+	}
+	return b.prior.With(sched, b.fire, b.coveredUpTo())
+}
+
+// coveredUpTo is the latest scheduled fire an execution makes up for: its
+// own fire, or for a misfire or failover run every fire due when its item
+// was reserved (ShardingContext.Through; see book.Ran.UpTo).
+func (b itemResult) coveredUpTo() time.Time { return b.ran().UpTo() }
+
+// ran is b as the book settles what it paid.
+func (b itemResult) ran() book.Ran {
+	return book.Ran{Item: b.item, Kind: bookKind(b.kind), Fire: b.fire, Through: b.through}
 }
 
 // completion is what one completion transaction must do for a batch; the
@@ -29,9 +96,9 @@ func (s *Completer) recorded(j Job, b Result) fireplan.Cover {
 // was not, or the reverse). The sets are nil until something is put in
 // them (setIn): a completion that goes through at once makes none.
 type completion struct {
-	batch         []Result
+	batch         []itemResult
 	skipRunning   map[int]bool // our running mark is already gone
-	keep          map[int]bool // our running mark stays, held for the next fires (Config.Keep)
+	keep          map[int]bool // our running mark stays, held for the next fires (hold.go)
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
 	skipCompleted map[int]bool // a newer completion is recorded
@@ -52,8 +119,8 @@ type completion struct {
 	// transaction is applied, where known (-1 otherwise).
 	wrote map[int]int32
 	// recorded holds, by position in batch, what the transaction records
-	// for each item it writes a completed node of (see Completer.recorded).
-	recorded []fireplan.Cover
+	// for each item it writes a completed node of (see runner.recorded).
+	recorded []cover
 	// failed holds, by position in batch, the failed runs the record of
 	// each item lists (see stored.FailedAfter); nil while none lists any.
 	failed [][]stored.FailedRun
@@ -70,13 +137,13 @@ type completion struct {
 	// every is the scheduler's record interval for this completion (0:
 	// every record is written now), and now the time it is measured from;
 	// deferred holds, by position in batch, the marks of the records the
-	// transaction defers (see flush.go).
+	// transaction defers (see recordflush.go).
 	every    time.Duration
 	now      time.Time
 	deferred map[int]stored.Completed
 	// journalled: the deferred records go to the completion journal
 	// (journal.go), and every record written of an item kept here names
-	// it (records.Reader.Names).
+	// it (recordJournal).
 	journalled bool
 	// nodeJournal is the journal each item's completed node named when
 	// unfence read it; journals the journal each batch entry's record
@@ -137,6 +204,30 @@ func setIn(m *map[int]bool, k int) {
 	(*m)[k] = true
 }
 
+// complete ends batch's executions: it writes their completion (a
+// monitored job), notes the fires a lost session cut short as owed here,
+// and releases the items.
+func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult) {
+	if !cfg.Unmonitored {
+		r.writeCompletion(sess, cfg, batch)
+	}
+	items := make([]int, len(batch))
+	for i, b := range batch {
+		items[i] = b.item
+		// Cut short by a lost session (not by shutdown): this instance
+		// owes the fire a run once it is back. If the session really
+		// expired, failover may run it elsewhere too: at least once, and
+		// never at the same time (the running mark).
+		if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
+			r.book.NoteMisfire(cfg.book, b.item, b.fire)
+		}
+	}
+	// It ran here: whoever ran it before is no reason to hold back from
+	// its queued debt any more.
+	r.fo.Unblock(items)
+	r.release(items)
+}
+
 // completionStep is where the writing of a completion stands.
 type completionStep int
 
@@ -149,7 +240,7 @@ const (
 )
 
 // writeCompletion writes a monitored job's completion of batch (see
-// Complete). It is Complete's own function, not part of it, so that an
+// complete). It is complete's own function, not part of it, so that an
 // unmonitored job's completion does not take its stack frame.
 //
 // A completion is retried until it is written: across a lost connection, a
@@ -160,11 +251,11 @@ const (
 // period for running items ends: the items it cut short are handed over by
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
-func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Result) {
-	c := completion{batch: batch, recorded: make([]fireplan.Cover, len(batch))}
-	c.keep = s.Keep(sess, batch)
-	if c.every, c.journalled = s.recordInterval(j); c.every > 0 && len(c.keep) > 0 {
-		c.now = s.Now()
+func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
+	c := completion{batch: batch, recorded: make([]cover, len(batch))}
+	c.keep = r.keepsHolds(sess, batch)
+	if c.every, c.journalled = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
+		c.now = r.s.opts.now()
 	}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -172,53 +263,53 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 	// must not delete a mark another instance created meanwhile. Without
 	// the fence (the generation has ended) they are left for the session's
 	// end, or for the marker's stale-mark removal (job/internal/marks) if the session survived.
-	c.fence, c.fenced = s.Fence.SessionFence(sess)
+	c.fence, c.fenced = r.elect.SessionFence(sess)
 	if c.fenced && len(c.keep) > 0 {
-		// A steady fire of held items defers every record (flush.go):
+		// A steady fire of held items defers every record (recordflush.go):
 		// nothing to send, and no context or timer to make for it.
-		if s.completionOps(j, &c); len(c.ops) == 0 {
+		if r.completionOps(cfg, &c); len(c.ops) == 0 {
 			if len(c.deferred) > 0 {
-				s.paid(j, &c)
-				s.journalDeferred(j, &c)
+				r.paid(cfg, &c)
+				r.journalDeferred(cfg, &c)
 			}
 			return
 		}
 	}
 	// Not under the session, which may end before its completion is
 	// written: under shutdown's last wait for background work.
-	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
+	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
 	defer cancel()
-	s.flushUnrecorded(ctx, &c)
+	r.flushUnrecorded(ctx, &c)
 	step := stepReread
-	if !c.fenced && s.unfence(ctx, j, &c) != nil {
+	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
 		step = stepUnfence
 	}
-	s.skipOlderFailovers(ctx, j, &c)
+	r.skipOlderFailovers(ctx, cfg, &c)
 	delay := 50 * time.Millisecond
 	for attempt := 0; attempt < 4*len(batch)+8; {
 		next, err := step, error(nil)
 		switch step {
 		case stepUnfence:
-			if err = s.unfence(ctx, j, &c); err == nil {
+			if err = r.unfence(ctx, cfg, &c); err == nil {
 				next = stepReread
 			}
 		case stepReread:
-			if err = s.reread(ctx, &c); err == nil {
+			if err = r.reread(ctx, &c); err == nil {
 				next = stepCommit
 			}
 		case stepCommit:
-			next, err = s.commit(ctx, j, &c)
+			next, err = r.commit(ctx, cfg, &c)
 		}
 		switch {
 		case next == stepDone:
 			return
 		case next == stepSplit:
 			half := len(batch) / 2
-			s.writeCompletion(sess, j, batch[:half])
-			s.writeCompletion(sess, j, batch[half:])
+			r.writeCompletion(sess, cfg, batch[:half])
+			r.writeCompletion(sess, cfg, batch[half:])
 			return
 		case err != nil:
-			if !s.backOff(ctx, &delay, err, len(batch)) {
+			if !r.backOff(ctx, &delay, err, len(batch)) {
 				return
 			}
 		case step == stepCommit:
@@ -226,7 +317,7 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		}
 		step = next
 	}
-	s.Log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+	r.log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
 }
 
 // flushUnrecorded writes, before c's transaction deletes their running
@@ -237,22 +328,22 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 // deferred behind the mark would make it run again the fires this
 // instance ran. A run that records writes its prior, pending part
 // included, in the transaction itself.
-func (s *Completer) flushUnrecorded(ctx context.Context, c *completion) {
-	if !s.Records.HasPending() {
+func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
+	if !r.records.HasPending() {
 		return
 	}
 	var released map[int]bool
 	for _, b := range c.batch {
-		if c.keep[b.Item] || (b.Kind != book.Trigger && b.Halted == nil && !b.Settled) {
+		if c.keep[b.item] || (b.kind != KindTrigger && b.halted == nil && !b.settled) {
 			continue
 		}
 		if released == nil {
 			released = map[int]bool{}
 		}
-		released[b.Item] = true
+		released[b.item] = true
 	}
 	if released != nil {
-		s.FlushReleased(ctx, func(it int) bool { return released[it] })
+		r.flushReleased(ctx, func(it int) bool { return released[it] })
 	}
 }
 
@@ -260,11 +351,11 @@ func (s *Completer) flushUnrecorded(ctx context.Context, c *completion) {
 // make up for an older fire than their item's regular owner has completed
 // since: completed never moves backwards. (A run that read the record adds
 // to it instead: its prior.)
-func (s *Completer) skipOlderFailovers(ctx context.Context, j Job, c *completion) {
+func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completion) {
 	for _, b := range c.batch {
-		if b.Kind == book.Failover && b.Halted == nil && b.Prior.IsZero() {
-			if rec, err := s.readRecord(ctx, b.Item); err == nil && rec.Cover.Through().After(b.UpTo()) {
-				setIn(&c.skipCompleted, b.Item)
+		if b.kind == KindFailover && b.halted == nil && b.prior.IsZero() {
+			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.coveredUpTo()) {
+				setIn(&c.skipCompleted, b.item)
 			}
 		}
 	}
@@ -273,10 +364,10 @@ func (s *Completer) skipOlderFailovers(ctx context.Context, j Job, c *completion
 // backOff waits *delay before a completion's next try, doubling it up to a
 // second; it reports false, warning that the fires may run again, if ctx
 // ends first.
-func (s *Completer) backOff(ctx context.Context, delay *time.Duration, err error, items int) bool {
+func (r *runner) backOff(ctx context.Context, delay *time.Duration, err error, items int) bool {
 	select {
 	case <-ctx.Done():
-		s.Log.Warn("cannot mark items completed; their fires may run again", "items", items, "err", err)
+		r.log.Warn("cannot mark items completed; their fires may run again", "items", items, "err", err)
 		return false
 	case <-time.After(*delay):
 	}
@@ -287,43 +378,43 @@ func (s *Completer) backOff(ctx context.Context, delay *time.Duration, err error
 // commit builds and sends c's transaction. It returns the step to take
 // next — stepDone once written, when nothing is left to write, or after a
 // failure no retry can fix — and the error to wait out first, if any.
-func (s *Completer) commit(ctx context.Context, j Job, c *completion) (completionStep, error) {
-	s.completionOps(j, c)
+func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completionStep, error) {
+	r.completionOps(cfg, c)
 	if len(c.ops) == 0 {
 		if len(c.deferred) > 0 {
-			s.paid(j, c) // every record deferred: nothing to send
-			s.journalDeferred(j, c)
+			r.paid(cfg, c) // every record deferred: nothing to send
+			r.journalDeferred(cfg, c)
 		}
 		return stepDone, nil
 	}
 	if n := len(c.batch) - len(c.deferred); n > 1 {
-		s.Records.Sized(regcenter.MultiBytes(c.ops...), n)
+		r.records.Sized(regcenter.MultiBytes(c.ops...), n)
 	}
-	err := s.Center.Multi(ctx, c.ops...)
-	if s.Log.Enabled(ctx, slog.LevelDebug) {
-		s.logRecordWrites(c, err)
+	err := r.rc.Multi(ctx, c.ops...)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.logRecordWrites(c, err)
 	}
 	if err == nil {
-		s.paid(j, c)
+		r.paid(cfg, c)
 		if len(c.deferred) > 0 {
-			s.journalDeferred(j, c)
+			r.journalDeferred(cfg, c)
 		}
 		if c.journalled {
-			s.journalCovered(c)
+			r.journalCovered(c)
 		}
 		return stepDone, nil
 	}
-	return s.commitFailed(c, err)
+	return r.commitFailed(c, err)
 }
 
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled. The records change in
 // the book's step, each before its item's debt.
-func (s *Completer) paid(j Job, c *completion) {
+func (r *runner) paid(cfg *spec, c *completion) {
 	var at time.Time
-	s.Book.Paid(j.Book, len(c.batch), func(i int) (book.Ran, bool) {
+	r.book.Paid(cfg.book, len(c.batch), func(i int) (book.Ran, bool) {
 		res := c.batch[i]
-		if res.Halted != nil {
+		if res.halted != nil {
 			return book.Ran{}, false
 		}
 		var failed []stored.FailedRun
@@ -331,20 +422,20 @@ func (s *Completer) paid(j Job, c *completion) {
 			failed = c.failed[i]
 		}
 		if m, ok := c.deferred[i]; ok {
-			s.Records.Deferred(res.Item, records.Record{Cover: c.recorded[i], Version: res.Prior.Version, Versioned: true, Failed: failed, Journal: res.Prior.Journal}, m)
-		} else if v, ok := c.wrote[res.Item]; ok {
+			r.records.Deferred(res.item, record{Cover: c.recorded[i], Version: res.prior.Version, Versioned: true, Failed: failed, Journal: res.prior.Journal}, m)
+		} else if v, ok := c.wrote[res.item]; ok {
 			if at.IsZero() {
-				at = s.Now()
+				at = r.s.opts.now()
 			}
-			var jn string
+			var j string
 			if c.journals != nil {
-				jn = c.journals[i]
+				j = c.journals[i]
 			}
-			s.Records.Wrote(res.Item, records.Record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: jn, Foreign: s.Reader.Foreign(jn)}, at)
+			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: j, Foreign: r.foreignJournal(j)}, at)
 		} else {
-			s.Records.Seen(res.Item, true)
+			r.records.Seen(res.item, true)
 		}
-		return res.Ran(), true
+		return res.ran(), true
 	})
 }
 
@@ -364,58 +455,58 @@ func (c *completion) noteJournal(i int, journal string) {
 // completionOps builds the completion transaction in c.ops, led by the
 // fence while fenced (see add), each operation's target beside it; none,
 // not even the fence, when there is nothing to write.
-func (s *Completer) completionOps(j Job, c *completion) {
+func (r *runner) completionOps(cfg *spec, c *completion) {
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	clear(c.deferred)
 	for i, b := range c.batch {
-		delete(c.wrote, b.Item)
-		if !c.skipRunning[b.Item] && !c.keep[b.Item] {
-			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Running), Version: -1}, b.Item, layout.Running)
+		delete(c.wrote, b.item)
+		if !c.skipRunning[b.item] && !c.keep[b.item] {
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1}, b.item, layout.Running)
 		}
-		if b.Kind == book.Failover && !c.skipClaim[b.Item] {
-			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Failover), Version: -1}, b.Item, layout.Failover)
+		if b.kind == KindFailover && !c.skipClaim[b.item] {
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Failover), Version: -1}, b.item, layout.Failover)
 		}
-		if b.Halted != nil {
+		if b.halted != nil {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
-			if b.Kind != book.Failover && errors.Is(b.Halted, s.Closed) && j.Failover && !c.skipDequeue[b.Item] {
-				e := failover.Entry{Item: b.Item, Fire: b.Fire.UnixMilli(), From: s.Server, Attempts: b.FailedAttempts}
-				if !b.Through.IsZero() {
+			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
+				e := failover.Entry{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID(), Attempts: b.failedAttempts}
+				if !b.through.IsZero() {
 					// Cut short once started: it may have done part of its work.
-					e.MayHaveRun = b.UpTo().UnixMilli()
+					e.MayHaveRun = b.coveredUpTo().UnixMilli()
 				}
-				for _, op := range failover.NewQueue(s.Center, s.Name).EnqueueOps([]failover.Entry{e}) {
-					c.add(op, b.Item, queueEntry)
+				for _, op := range failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{e}) {
+					c.add(op, b.item, queueEntry)
 				}
 			}
 			continue
 		}
-		if b.Kind == book.Failover && !c.skipDequeue[b.Item] {
+		if b.kind == KindFailover && !c.skipDequeue[b.item] {
 			// With the version the claim read: an earlier debt merged into
 			// the entry meanwhile keeps it queued.
-			v := s.Claims.ClaimVersion(b.Item)
-			c.add(regcenter.DeleteOp{Path: s.Paths.FailoverItem(b.Item), Version: v}, b.Item, queueEntry)
+			v := r.fo.ClaimVersion(b.item)
+			c.add(regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v}, b.item, queueEntry)
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		misfireNode := s.Book.MisfireNodeCovered(b.Ran())
-		if !c.skipCompleted[b.Item] && b.Kind != book.Trigger && !b.Settled {
-			upTo := b.UpTo()
-			rec := s.recorded(j, b)
+		misfireNode := r.book.MisfireNodeCovered(b.ran())
+		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
+			upTo := b.coveredUpTo()
+			rec := r.recorded(cfg, b)
 			c.recorded[i] = rec
-			mark := stored.Completed{Server: s.Server, Kind: b.Kind.String(), Begin: b.Begin.UnixMilli(), End: b.End.UnixMilli()}
-			nodeJournal, read := c.nodeJournal[b.Item]
+			mark := stored.Completed{Server: r.serverID(), Kind: string(b.kind), Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
+			nodeJournal, read := c.nodeJournal[b.item]
 			if !read {
-				nodeJournal = b.Prior.Journal
+				nodeJournal = b.prior.Journal
 			}
-			mark.Journal = s.Reader.Names(c.keep[b.Item], c.journalled, nodeJournal)
-			if !upTo.Equal(b.Fire) {
-				mark.Since = b.Fire.UnixMilli()
+			mark.Journal = r.recordJournal(c.keep[b.item], c.journalled, nodeJournal)
+			if !upTo.Equal(b.fire) {
+				mark.Since = b.fire.UnixMilli()
 			}
-			if b.Err != nil {
-				mark.Error = stored.RecordedError(b.Err)
+			if b.err != nil {
+				mark.Error = stored.RecordedError(b.err)
 			}
-			if fs := stored.FailedAfter(b.Prior.Failed, rec, b.Fire, upTo, b.Err); fs != nil {
+			if fs := stored.FailedAfter(b.prior.Failed, rec, b.fire, upTo, b.err); fs != nil {
 				mark.Failed = fs
 				if c.failed == nil {
 					c.failed = make([][]stored.FailedRun, len(c.batch))
@@ -424,7 +515,7 @@ func (s *Completer) completionOps(j Job, c *completion) {
 			} else if c.failed != nil {
 				c.failed[i] = nil
 			}
-			if !misfireNode && s.defers(c, b) {
+			if !misfireNode && r.defers(c, b) {
 				if c.deferred == nil {
 					c.deferred = map[int]stored.Completed{}
 				}
@@ -434,35 +525,35 @@ func (s *Completer) completionOps(j Job, c *completion) {
 			c.noteJournal(i, mark.Journal)
 			mark.Fire, mark.Ran = rec.Through().UnixMilli(), rec.Ran()
 			data := mark.Marshal()
-			p := s.Paths.ItemNode(b.Item, layout.Completed)
-			if s.Records.Exists(b.Item) {
-				v, ok := c.completedVersion[b.Item]
+			p := r.paths.ItemNode(b.item, layout.Completed)
+			if r.records.Exists(b.item) {
+				v, ok := c.completedVersion[b.item]
 				if !ok {
 					v = -1
-					if b.Prior.Versioned {
-						v = b.Prior.Version
+					if b.prior.Versioned {
+						v = b.prior.Version
 					}
 				}
-				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.Item, layout.Completed)
+				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)
 				to := int32(-1) // unknown: written over any version
 				if v >= 0 {
 					to = v + 1
 				}
-				c.setWrote(b.Item, to)
+				c.setWrote(b.item, to)
 			} else {
-				c.add(regcenter.CreateOp{Path: p, Data: data}, b.Item, layout.Completed)
-				c.setWrote(b.Item, 0)
+				c.add(regcenter.CreateOp{Path: p, Data: data}, b.item, layout.Completed)
+				c.setWrote(b.item, 0)
 			}
 		}
 		if misfireNode {
-			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Misfire), Version: -1}, b.Item, layout.Misfire)
+			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
 		}
 	}
 }
 
 // logRecordWrites logs, at debug level, the completed records c's
 // transaction wrote (err nil) or tried to.
-func (s *Completer) logRecordWrites(c *completion, err error) {
+func (r *runner) logRecordWrites(c *completion, err error) {
 	for i, op := range c.ops {
 		if c.targets[i].node != layout.Completed {
 			continue
@@ -479,7 +570,7 @@ func (s *Completer) logRecordWrites(c *completion, err error) {
 		if derr != nil {
 			continue
 		}
-		s.Log.Debug("record write", "item", c.targets[i].item, "over_version", v, "journal", m.Journal, "kind", m.Kind,
+		r.log.Debug("record write", "item", c.targets[i].item, "over_version", v, "journal", m.Journal, "kind", m.Kind,
 			"through", time.UnixMilli(m.Fire), "fenced", c.fenced, "kept", c.keep[c.targets[i].item], "err", err)
 	}
 }
