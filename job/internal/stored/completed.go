@@ -248,9 +248,6 @@ func (m *Completed) Marshal() []byte {
 	return append(b, '}')
 }
 
-// appendJSONString appends s as json.Marshal encodes a string. Plain
-// printable ASCII (server ids, kinds, most errors) is copied as it is;
-// anything json escapes goes through json itself.
 // appendRan appends ran as JSON: [[first,last],...].
 func appendRan(b []byte, ran [][2]int64) []byte {
 	b = append(b, '[')
@@ -267,6 +264,9 @@ func appendRan(b []byte, ran [][2]int64) []byte {
 	return append(b, ']')
 }
 
+// appendJSONString appends s as json.Marshal encodes a string. Plain
+// printable ASCII (server ids, kinds, most errors) is copied as it is;
+// anything json escapes goes through json itself.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
