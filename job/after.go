@@ -253,7 +253,7 @@ func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err err
 	now := time.Now()
 	for _, it := range f.items {
 		through := r.book.LatestThrough(f.fireOf(it), it)
-		results <- itemResult{item: it, fire: f.fireOf(it), through: through, kind: f.kind, begin: now, end: now, err: err}
+		results <- itemResult{Item: it, Fire: f.fireOf(it), Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Err: err}
 	}
-	r.completeAll(f.sess, f.cfg, results, n)
+	r.done.All(f.sess, f.cfg.done, results, n)
 }

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/shardjob/shardjob/internal/yamldoc"
 )
 
 // Alerts for late fires and for jobs not run (Config.Alert): the policy,
@@ -90,60 +86,6 @@ type Alert struct {
 // the events (WithEventHandler) and the history.
 type AlertHandler interface {
 	HandleAlert(ctx context.Context, a Alert) error
-}
-
-// alertDoc is the alert's mapping in the config document.
-type alertDoc struct {
-	Late      string `yaml:"late,omitempty"`
-	NotRunFor string `yaml:"notRunFor,omitempty"`
-}
-
-// doc returns p's document mapping, nil when p is zero (the key is left
-// out, so that documents without alerts read the same to instances that
-// predate the key).
-func (p AlertPolicy) doc() *alertDoc {
-	if p.IsZero() {
-		return nil
-	}
-	return &alertDoc{Late: timeoutText(p.Late), NotRunFor: timeoutText(p.NotRunFor)}
-}
-
-// nodeAlert decodes alert: {late: 30s, notRunFor: 2h}; unknown keys are
-// errors, as the document's own are.
-func nodeAlert(n *yaml.Node, out *AlertPolicy) error {
-	n = yamldoc.Resolve(n)
-	if yamldoc.IsNull(n) {
-		*out = AlertPolicy{}
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("must be a mapping with late and notRunFor, got %s", yamldoc.KindName(n))
-	}
-	pairs, perrs := yamldoc.Pairs(n, MaxYAMLDepth)
-	if len(perrs) > 0 {
-		return perrs[0]
-	}
-	var p AlertPolicy
-	var errs []string
-	for _, kv := range pairs {
-		var err error
-		switch kv.Key {
-		case "late":
-			err = nodeDuration(kv.Value, &p.Late)
-		case "notRunFor":
-			err = nodeDuration(kv.Value, &p.NotRunFor)
-		default:
-			err = fmt.Errorf("unknown key (want late or notRunFor)")
-		}
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s (line %d): %v", quoteShort(kv.Key), kv.KeyNode.Line, err))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	*out = p
-	return nil
 }
 
 // alertGapFires is how many of the schedule's next fires the longest gap

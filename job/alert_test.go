@@ -222,7 +222,7 @@ func TestConfigAlertRefused(t *testing.T) {
 			t.Errorf("%+v: Validate = %v, want %q", tc.p, err, tc.want)
 		}
 	}
-	_, err := job.DecodeConfig([]byte("name: a\ncron: '0 0 * * * *'\nshardingTotalCount: 1\nalert: {late: 5s, notRunFor: 2h, every: 1m}\n"))
+	_, err := job.DecodeConfig([]byte("name: a\ncron: '0 0 * * * *'\nshardingTotalCount: 1\nalert:\n  late: 5s\n  notRunFor: 2h\n  every: 1m\n"))
 	if !errors.Is(err, job.ErrInvalidConfig) || !strings.Contains(err.Error(), `"every"`) {
 		t.Errorf("unknown alert key: %v", err)
 	}

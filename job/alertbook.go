@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/alert"
 	"github.com/shardjob/shardjob/regcenter"
@@ -79,9 +78,8 @@ func (s *Scheduler) alertPolicy(cfg Config) alert.Policy {
 
 // alerting is the scheduler's alert state.
 type alerting struct {
-	book    *alert.Book
-	elect   *election.Election // nil: this instance does not check
-	checker *alert.Checker
+	book *alert.Book
+	cand *alert.Candidate // nil: this instance does not check
 }
 
 // initAlerts makes the book and the checker's candidate (NewScheduler).
@@ -99,20 +97,11 @@ func (s *Scheduler) initAlerts() {
 	if every == 0 {
 		every = DefaultAlertCheck
 	}
-	s.alert.checker = &alert.Checker{RC: s.rc, Now: s.opts.now, Interval: every, Confirm: s.confirmNotRun,
-		Raise: s.raiseAlert, Server: s.opts.serverID, Timeout: alertTimeout, Log: s.log}
-	s.alert.elect = election.New(s.rc, alert.LeaderLatch, alert.LeaderHost, s.opts.serverID, election.Callbacks{
-		OnElected: func(ctx context.Context) {
-			s.spawn(func() {
-				ctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				stop := context.AfterFunc(s.ctx, cancel)
-				defer stop()
-				s.log.Info("checking the namespace's alerts", "every", every)
-				s.alert.checker.Run(ctx)
-			})
-		},
-	}, s.log)
+	s.alert.cand = alert.NewCandidate(s.rc, alert.CandidateOptions{
+		Checker: &alert.Checker{RC: s.rc, Now: s.opts.now, Interval: every, Confirm: s.confirmNotRun,
+			Raise: s.raiseAlert, Server: s.opts.serverID, Timeout: alertTimeout, Log: s.log},
+		Server: s.opts.serverID, Spawn: s.spawn, Life: s.ctx, Timeout: s.opts.reshardTimeout, Log: s.log,
+	})
 }
 
 // startAlerts starts the book's goroutine and joins the checker's
@@ -126,31 +115,19 @@ func (s *Scheduler) startAlerts(ctx context.Context) {
 // election; a failure is logged and tried again at the next session or
 // reconcile.
 func (s *Scheduler) campaignAlerts(ctx context.Context) {
-	if s.alert.elect == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(ctx, s.opts.reshardTimeout)
-	defer cancel()
-	err := s.rc.EnsurePath(cctx, alert.LeaderLatch)
-	if err == nil {
-		err = s.alert.elect.Campaign(cctx)
-	}
-	if err != nil {
-		s.log.Warn("joining the alert checker's election", "err", err)
+	if s.alert.cand != nil {
+		s.alert.cand.Campaign(ctx)
 	}
 }
 
 // stopAlerts leaves the checker's election (Shutdown), within ctx.
 func (s *Scheduler) stopAlerts(ctx context.Context) {
-	if s.alert.elect == nil {
+	if s.alert.cand == nil {
 		return
 	}
 	rctx, cancel := cleanupContext(ctx, s.opts.reshardTimeout)
 	defer cancel()
-	if err := s.alert.elect.Resign(rctx); err != nil {
-		s.log.Debug("leaving the alert checker's election", "err", err)
-	}
-	s.alert.elect.Close()
+	s.alert.cand.Leave(rctx)
 }
 
 // confirmNotRun says whether job still exists with a not-run bound, by

@@ -52,7 +52,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 	if err != nil {
 		return assume.Assignment{}, err
 	}
-	if err := r.awaitSharding(ctx); err != nil {
+	if err := r.reshard.Await(ctx); err != nil {
 		if ctx.Err() == nil || sess.Err() != nil {
 			return assume.Assignment{}, err
 		}
@@ -89,7 +89,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 		if err := r.requestReshard(ctx); err != nil {
 			return assume.Assignment{}, err
 		}
-		if err := r.awaitSharding(ctx); err != nil {
+		if err := r.reshard.Await(ctx); err != nil {
 			return assume.Assignment{}, err
 		}
 		epoch.Version = -2 // moved by the request; read again next fire
@@ -238,7 +238,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	// A job that drops missed fires reads no debts and finds no gaps, but
 	// still reads the records: the fire itself may have run already on
 	// the item's previous owner (see ranBefore).
-	skip := cfg.skipsMissed()
+	skip := cfg.book.SkipsMissed
 	sched, _, err := cfg.Schedule()
 	if err != nil {
 		return nil, fresh

@@ -26,13 +26,13 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 func (r *runner) catchUpIdle() {
 	release := r.order.hold()
 	at := r.cache.TakeIdlePass()
-	if at.IsZero() || r.flags.paused.Load() {
+	if at.IsZero() || r.flags.Paused() {
 		release()
 		return
 	}
 	cfg := r.config()
 	sched, _, err := cfg.Schedule()
-	if err != nil || cfg.Unmonitored || cfg.skipsMissed() || !fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
+	if err != nil || cfg.Unmonitored || cfg.book.SkipsMissed || !fireplan.Due(sched, r.s.opts.now(), r.s.opts.fireLead).Equal(at) {
 		// The next fire has come (it reads the assignment and finds the
 		// gap itself), or the job keeps no records to narrow a make-up
 		// run by, or its policy drops missed fires.
@@ -51,7 +51,7 @@ func (r *runner) catchUpIdle() {
 		return
 	}
 	gaps, fresh := r.inheritedGaps(sess, at, a)
-	disabled := r.flags.disabledItems()
+	disabled := r.flags.DisabledItems()
 	for _, it := range fresh {
 		if disabled[it] {
 			continue

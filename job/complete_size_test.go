@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -57,7 +58,7 @@ func TestCompletionTooLargeIsSplit(t *testing.T) {
 	if err := r.prepareSync(); err != nil {
 		t.Fatal(err)
 	}
-	if perTxn := r.records.ItemsPerTxn(completionBytes, completionsPerTxn); perTxn < items/4 {
+	if perTxn := r.records.ItemsPerTxn(completion.TxnBytes, MaxShardingTotalCount); perTxn < items/4 {
 		t.Fatalf("itemsPerTxn = %d: the test wants more than a transaction's worth of records in one", perTxn)
 	}
 	fire := time.Now().Truncate(time.Second)

@@ -2,7 +2,7 @@ package job
 
 import (
 	"bytes"
-	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -174,6 +174,9 @@ func configPathsAgree(c Config) error {
 		if err != nil {
 			return fmt.Errorf("valid, but Encode refuses it: %w", err)
 		}
+		if legacy := legacyEncode(written); !bytes.Equal(doc, legacy) {
+			return fmt.Errorf("the document differs from yaml/v3's Marshal of it:\n%s\n%s", doc, legacy)
+		}
 		again, err := written.Encode()
 		if err != nil || !bytes.Equal(doc, again) {
 			return fmt.Errorf("two encodings of one config differ:\n%s\n%s", doc, again)
@@ -204,8 +207,8 @@ func configPathsAgree(c Config) error {
 	}
 
 	// The YAML job file, with the parents it runs after: package jobfile
-	// reads each of its jobs with DecodeConfigNode, a node of its jobs:
-	// list, and checks them together with CheckDependencies.
+	// reads each of its jobs with its DecodeConfigNode, a node of its
+	// jobs: list, and checks them together with CheckDependencies.
 	var file bytes.Buffer
 	file.WriteString("jobs:\n")
 	for _, j := range append(parentsOf(c), c) {
@@ -221,18 +224,12 @@ func configPathsAgree(c Config) error {
 			}
 		}
 	}
-	root, perr := parseYAMLDocument(context.Background(), file.Bytes(), 64<<20)
-	if perr != nil {
-		return fmt.Errorf("a job file with the config (and its parents) does not parse: %w", perr)
+	if JobFileForTest == nil {
+		return errors.New("no reader of job files: JobFileForTest is set by configsubset_test.go")
 	}
-	pairs, _ := mappingPairs(root)
-	var jobs []Config
-	for _, n := range pairs[0].Value.Content {
-		j, err := DecodeConfigNode(n, NodeOptions{Place: func(name string) string { return "jobs " + name }})
-		if err != nil {
-			return fmt.Errorf("a job file with the config (and its parents) is refused: %w", err)
-		}
-		jobs = append(jobs, j)
+	jobs, err := JobFileForTest(file.Bytes())
+	if err != nil {
+		return fmt.Errorf("a job file with the config (and its parents) is refused: %w", err)
 	}
 	if err := CheckDependencies(jobs, nil); err != nil {
 		return fmt.Errorf("a job file with the config and its parents is refused: %w", err)

@@ -366,21 +366,6 @@ func TestConfigEncodeDecodeRoundTrip(t *testing.T) {
 	}
 }
 
-func TestConfigFieldsMatchDocument(t *testing.T) {
-	dt := reflect.TypeFor[configDoc]()
-	if dt.NumField() != len(configFields) {
-		t.Fatalf("configDoc has %d fields, configFields %d", dt.NumField(), len(configFields))
-	}
-	for i, f := range configFields {
-		if tag, _, _ := strings.Cut(dt.Field(i).Tag.Get("yaml"), ","); tag != f.key {
-			t.Errorf("configDoc field %d is %q, configFields has %q", i, tag, f.key)
-		}
-	}
-	if n := reflect.TypeFor[Config]().NumField(); n != len(configFields) {
-		t.Errorf("Config has %d fields but the document %d keys", n, len(configFields))
-	}
-}
-
 func TestNearestKey(t *testing.T) {
 	known := []string{"name", "cron", "shardingTotalCount", "failover", "jobs"}
 	tests := map[string]string{

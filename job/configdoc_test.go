@@ -41,11 +41,8 @@ func TestMarshalMatchesEncoder(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := c.marshalDoc()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, want) {
+				want := c.marshalDoc()
+				if !bytes.Equal(got, want) || !bytes.Equal(got, legacyEncode(c)) {
 					t.Fatalf("name %q: marshal\n%s\nwant\n%s", n, got, want)
 				}
 			}
@@ -77,12 +74,12 @@ func TestConfigEncodeDocument(t *testing.T) {
 	doc = string(data)
 	last := -1
 	for _, f := range configFields {
-		i := strings.Index(doc, "\n"+f.key+":")
-		if f.key == "name" && strings.HasPrefix(doc, "name:") {
+		i := strings.Index(doc, "\n"+f.Key+":")
+		if f.Key == "name" && strings.HasPrefix(doc, "name:") {
 			i = 0
 		}
 		if i <= last {
-			t.Errorf("key %q missing or out of order in:\n%s", f.key, doc)
+			t.Errorf("key %q missing or out of order in:\n%s", f.Key, doc)
 		}
 		last = i
 	}

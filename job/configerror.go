@@ -1,10 +1,8 @@
 package job
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/docsubset"
+	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // The errors of a configuration: configError, one problem, and how a
@@ -26,7 +24,7 @@ type configError struct {
 }
 
 func (e *configError) Error() string {
-	return yamldoc.Message(e.place, e.subject, e.line, e.detail, e.hint)
+	return docsubset.Message(e.place, e.subject, e.line, e.detail, e.hint)
 }
 
 // Unwrap makes errors.Is match ErrInvalidConfig, the specific sentinel and
@@ -43,47 +41,12 @@ func (e *configError) Unwrap() []error {
 }
 
 // joinConfigErrors returns nil for no errors, otherwise a configErrors
-// holding them all (nil entries dropped, a configErrors entry's own
-// entries taken in its place). errors.Is on the result matches any
+// holding them all (configdoc.Join). errors.Is on the result matches any
 // sentinel any of them wraps.
-func joinConfigErrors(errs []error) error {
-	var all configErrors
-	for _, err := range errs {
-		switch e := err.(type) {
-		case nil:
-		case configErrors:
-			all = append(all, e...)
-		default:
-			all = append(all, err)
-		}
-	}
-	if len(all) == 0 {
-		return nil
-	}
-	return all
-}
+func joinConfigErrors(errs []error) error { return configdoc.Join(errs) }
 
-// configErrors is every problem found with a configuration, in the shape
-// of errors.Join's result: Unwrap returns the entries, so errors.Is and
-// errors.As look through each. It prints one problem as itself, and
-// several as a count followed by one bulleted line each.
-type configErrors []error
-
-func (e configErrors) Error() string { return formatConfigErrors(e) }
-
-// Unwrap returns the problems.
-func (e configErrors) Unwrap() []error { return e }
-
-func formatConfigErrors(errs []error) string {
-	if len(errs) == 1 {
-		return errs[0].Error()
-	}
-	msgs := make([]string, len(errs))
-	for i, err := range errs {
-		msgs[i] = err.Error()
-	}
-	return fmt.Sprintf("%d problems:\n\t* %s", len(errs), strings.Join(msgs, "\n\t* "))
-}
+// configErrors is every problem found with a configuration (configdoc.Errors).
+type configErrors = configdoc.Errors
 
 // jobPlace names a job in error messages.
 func jobPlace(name string) string {

@@ -90,7 +90,7 @@ func (r *runner) watchConfig(ctx context.Context) {
 		// reported then.
 		r.log.Debug("config watch deferred", "err", err)
 	}
-	r.keepWatch(&r.watch.config, cancel)
+	r.keepWatch(watchConfig, cancel)
 }
 
 // reloadConfig applies a changed config node; garbage is refused and the

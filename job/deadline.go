@@ -65,7 +65,7 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 			expiredItems = append(expiredItems, it)
 		}
 		if first.IsZero() || first.After(through) {
-			results <- itemResult{item: it, fire: since, through: through, kind: f.kind, begin: now, end: now, settled: true}
+			results <- itemResult{Item: it, Fire: since, Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true}
 			continue
 		}
 		if f.fires == nil {

@@ -7,7 +7,7 @@ package job
 // named). It returns nil, or one error naming every problem, each wrapping
 // ErrInvalidConfig. Each config is checked alone by Validate; this checks
 // only how they meet. place names a job in the errors, given its name, as
-// NodeOptions.Place does; nil names it `job "orders-sync"`.
+// TreeOptions.Place does; nil names it `job "orders-sync"`.
 //
 // It is what package jobfile checks a job file's jobs with, and a job
 // defined at run time among the namespace's other definitions, before it

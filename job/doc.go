@@ -16,7 +16,7 @@
 //	defer s.Shutdown(ctx)
 //
 // Configs can also come from YAML: a job file (package jobfile, whose
-// jobs are decoded by [DecodeConfigNode]) or the document stored in the
+// jobs are decoded by [DecodeConfigTree]) or the document stored in the
 // registry ([DecodeConfig]); every field is validated, and bad input is
 // refused with an error that names it.
 //
@@ -41,19 +41,21 @@
 // (may this instance fire), assignment.go (which items: assumed from the
 // previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
-// due: reshard.go, placed across the namespace by job/internal/placement),
+// due: job/internal/reshard, placed across the namespace by job/internal/placement),
 // the book (reserve the items in memory, split plain runs from make-up
 // runs: job/internal/book), mark.go (running marks, made by
 // job/internal/marks, which hands back each item it cannot mark),
-// execute.go (run the items, not before the fire's time), complete.go
-// (record what ran, in group commits; the marks' and records' values are
-// job/internal/stored's, the records known here job/internal/records'),
+// execute.go (run the items, not before the fire's time), the completer
+// (record what ran, in group commits: job/internal/completion; the marks'
+// and records' values are job/internal/stored's, the records known here
+// and their reads job/internal/records'),
 // owed.go (make-up runs; the misfire ledger is the book's).
 // The runner's state is held in parts, each in the file of the code that
 // changes it or in a room under job/internal whose doc says what it owns
 // (docs/design.md, "The runner's parts"). The
-// leader's duties are in leader.go and reshard.go, failover in failover.go,
-// operator flags in flags.go, shutdown and hand-over in stop.go, alerts for
-// late and missed runs in alert.go and alertbook.go (their bookkeeping in
-// job/internal/alert). The design is written down in docs/design.md.
+// leader's duties, resharding, failover and the operator flags are rooms'
+// (job/internal/leader, reshard, failover, flags), wired in leader.go,
+// reshard.go, failover.go and flags.go; shutdown and hand-over in stop.go, alerts for
+// late and missed runs in alert.go and alertbook.go (their bookkeeping and
+// the namespace's checker in job/internal/alert). The design is written down in docs/design.md.
 package job

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/shardjob/shardjob/internal/jobhook"
-	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/instance"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -43,13 +42,7 @@ func Drain(ctx context.Context, rc regcenter.Center, server string) error {
 	if err := checkServerID(server); err != nil {
 		return err
 	}
-	if err := rc.EnsurePath(ctx, layout.DrainList); err != nil {
-		return fmt.Errorf("drain %s: %w", server, err)
-	}
-	if _, err := rc.Create(ctx, layout.Drain(server), nil, regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
-		return fmt.Errorf("drain %s: %w", server, err)
-	}
-	return nil
+	return instance.PutOnDrainList(ctx, rc, server)
 }
 
 // Undrain takes server off the drain list: it takes units again (the
@@ -59,21 +52,10 @@ func Undrain(ctx context.Context, rc regcenter.Center, server string) error {
 	if err := checkServerID(server); err != nil {
 		return err
 	}
-	if err := rc.Delete(ctx, layout.Drain(server), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		return fmt.Errorf("undrain %s: %w", server, err)
-	}
-	return nil
+	return instance.TakeOffDrainList(ctx, rc, server)
 }
 
 // Draining lists the servers on the drain list, sorted.
 func Draining(ctx context.Context, rc regcenter.Center) ([]string, error) {
-	kids, err := rc.Children(ctx, layout.DrainList)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return []string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(kids)
-	return kids, nil
+	return instance.DrainList(ctx, rc)
 }

@@ -7,13 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The execute stage: items reserved and marked run concurrently, each in
-// its own goroutine, and their results go to completeAll (complete.go).
+// its own goroutine, and their results go to the Completer (job/internal/completion).
 
 // fire is one fire's run on this instance as it passes from stage to
 // stage (reserve → mark → start → complete): the session it runs under,
@@ -111,7 +112,7 @@ func (f *fire) prior(item int) record {
 // trigger).
 func (r *runner) reserveAndRun(f *fire) {
 	f.cfg = r.config()
-	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.disabledItems())
+	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
 	r.markAndRun(f)
 }
 
@@ -224,8 +225,8 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		// returns: no goroutine and no channel for one result.
 		it := f.items[0]
 		res := r.executeItem(f, it)
-		res.prior = f.prior(it)
-		r.complete(f.sess, f.cfg, []itemResult{res})
+		res.Prior = f.prior(it)
+		r.done.Complete(f.sess, f.cfg.done, []itemResult{res})
 		return
 	}
 	results = resultsFor(results, n)
@@ -233,13 +234,13 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		prior := f.prior(it)
 		if !r.goFunc(func() {
 			res := r.executeItem(f, it)
-			res.prior = prior
+			res.Prior = prior
 			results <- res
 		}) {
 			results <- closedResult(it, f.fireOf(it), f.kind)
 		}
 	}
-	r.completeAll(f.sess, f.cfg, results, n)
+	r.done.All(f.sess, f.cfg.done, results, n)
 }
 
 // resultsFor returns results, made with room for n results if it is nil.
@@ -275,7 +276,7 @@ func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
 	for _, it := range f.items {
 		results <- closedResult(it, f.fireOf(it), f.kind)
 	}
-	r.completeAll(f.sess, f.cfg, results, n)
+	r.done.All(f.sess, f.cfg.done, results, n)
 }
 
 // startRangeRuns runs f's items as runs of consecutive items for a
@@ -284,7 +285,7 @@ func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n
 	for _, run := range runsOf(f.items, f.fireOf) {
 		if !r.goFunc(func() {
 			for _, res := range r.executeRange(f, rj, run) {
-				res.prior = f.prior(res.item)
+				res.Prior = f.prior(res.Item)
 				results <- res
 			}
 		}) {
@@ -293,38 +294,19 @@ func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n
 			}
 		}
 	}
-	r.completeAll(f.sess, f.cfg, results, n)
+	r.done.All(f.sess, f.cfg.done, results, n)
 }
 
 // closedResult is the result of an execution that never started because
 // the runner is stopping: not completed, handed over as a run cut short.
 func closedResult(item int, fire time.Time, kind Kind) itemResult {
 	now := time.Now()
-	return itemResult{item: item, fire: fire, kind: kind, begin: now, end: now, halted: ErrSchedulerClosed}
+	return itemResult{Item: item, Fire: fire, Kind: bookKind(kind), Begin: now, End: now, Halted: ErrSchedulerClosed}
 }
 
-type itemResult struct {
-	item   int
-	fire   time.Time
-	kind   Kind
-	begin  time.Time
-	end    time.Time
-	err    error
-	halted error // non-nil when the execution was cut short: not completed
-	// settled: nothing ran, earlier runs had made up for every fire owed;
-	// the completion cleans up (mark, misfire node, queue entry) but
-	// records no completion of its own.
-	settled bool
-	// through is the latest fire the execution stood for (see
-	// ShardingContext.Through).
-	through time.Time
-	// prior is what the item's record said before this run (see record):
-	// the completion records it with this run added.
-	prior record
-	// failedAttempts counts the attempts of fire that failed before the
-	// run was cut short (Config.Retry): a hand-over passes it on.
-	failedAttempts int
-}
+// itemResult is what a run hands forward to its completion
+// (job/internal/completion).
+type itemResult = completion.Result
 
 // runContext returns the parent of the runs under sess here: cancelled
 // when sess ends, or with r.ctx.exec's cause when shutdown's grace period
@@ -350,11 +332,11 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
 		Attempt: 1 + f.failedBefore(item, at),
 	}
-	res := itemResult{item: item, fire: at, through: through, kind: kind, begin: time.Now()}
+	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now()}
 	// A late fire is the fire's, not an attempt's: armed once, ended
 	// with the last attempt.
 	r.s.alert.book.Begin(r.name, at)
-	defer func() { r.s.alert.book.End(r.name, at, res.err == nil && res.halted == nil, r.s.opts.now()) }()
+	defer func() { r.s.alert.book.End(r.name, at, res.Err == nil && res.Halted == nil, r.s.opts.now()) }()
 	for {
 		begin := time.Now()
 		ev := r.listenerEvent(sc, begin)
@@ -362,27 +344,27 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 			l.BeforeExecution(ev)
 		}
 		tctx, span := r.traceItem(ctx, f, item, item, at, through)
-		res.err = r.callTimed(tctx, sc, cfg.Timeout)
-		res.end = time.Now()
+		res.Err = r.callTimed(tctx, sc, cfg.Timeout)
+		res.End = time.Now()
 		if ctx.replaced() {
 			// Replaced by a later fire: this fire ran, and failed.
-			res.err = replacedError(res.err)
+			res.Err = replacedError(res.Err)
 		} else if ctx.Err() != nil {
-			res.halted = context.Cause(ctx)
-			res.failedAttempts = sc.Attempt - 1
+			res.Halted = context.Cause(ctx)
+			res.FailedAttempts = sc.Attempt - 1
 		}
 		var next retryStep
-		if res.err != nil && res.halted == nil && !ctx.replaced() {
+		if res.Err != nil && res.Halted == nil && !ctx.replaced() {
 			next = r.nextAttempt(cfg, sc)
 		}
-		f.endAttempt(span, sc.Attempt, res.err, res.halted, next.retries())
-		ev.End, ev.Err = res.end, res.err
+		f.endAttempt(span, sc.Attempt, res.Err, res.Halted, next.retries())
+		ev.End, ev.Err = res.End, res.Err
 		ev.Output = ctx.out.take()
 		for _, l := range r.s.opts.listeners {
 			l.AfterExecution(ev)
 		}
-		if res.err != nil && res.halted == nil {
-			r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "attempt", sc.Attempt, "err", res.err)
+		if res.Err != nil && res.Halted == nil {
+			r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "attempt", sc.Attempt, "err", res.Err)
 		}
 		if !next.retries() || !r.awaitRetry(ctx, &res, sc, next) {
 			return res

@@ -57,3 +57,8 @@ func ReviewBooks(ctx context.Context, rc regcenter.Center) error {
 // LateAttemptsForTest counts the late fires s tried to raise, whether its
 // creation of the fire's node won or found it made.
 func LateAttemptsForTest(s *Scheduler) int64 { return s.alert.book.Attempts() }
+
+// JobFileForTest reads the jobs of a YAML job file as package jobfile
+// does (set by a test of package job_test, which may import jobfile); nil
+// when none is set. The config property test reads its job file with it.
+var JobFileForTest func(file []byte) ([]Config, error)

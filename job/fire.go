@@ -20,7 +20,7 @@ import (
 // assignment the previous fire read, or read it: assignment.go) →
 // fireItems (find inherited gaps, reserve the items in the book:
 // job/internal/book; prove the assumption in the marking transaction:
-// mark.go) → startRuns (execute.go) → completeAll (complete.go) → runOwed
+// mark.go) → startRuns (execute.go) → completion.Completer.All → runOwed
 // (owed.go). From fireItems on, the fire is a value (fire, execute.go)
 // passed from stage to stage.
 //
@@ -187,10 +187,10 @@ func (r *runner) fireScheduled(at, skipped time.Time) { r.fireInTurn(at, skipped
 // before it have, and ends its turn then (or as it returns).
 func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	defer r.order.leave(turn)
-	if r.flags.paused.Load() {
+	if r.flags.Paused() {
 		return // an operator paused this server: its items stay put
 	}
-	if err := r.s.clockError(r.config().MaxTimeDiff); err != nil {
+	if err := r.s.inst.ClockError(r.config().MaxTimeDiff); err != nil {
 		r.log.Error("fire refused", "fire", at, "err", err)
 		return
 	}
@@ -321,7 +321,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.book.NoteMisfire(cfg.book, it, since)
 			}
 		}
-		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.disabledItems())
+		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
 		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo, mayHaveRun: r.inherit.Take(todo)})
 	} else {
@@ -371,7 +371,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 	if len(ran) > 0 {
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
-	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.disabledItems())
+	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.DisabledItems())
 	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.Plain, known: known, unrecorded: unrecorded}
 	if prove {
 		checks := a.Proof

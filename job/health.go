@@ -86,42 +86,36 @@ func WithHealthCheck(interval time.Duration, check func(context.Context) error) 
 	}
 }
 
-// startHealth starts the score and health loops the options ask for.
+// startHealth starts the score and health loops and the peer probes the
+// options ask for (health.Loops), on the scheduler's goroutines.
 func (s *Scheduler) startHealth() {
-	if s.opts.sampler != nil {
-		s.spawn(s.scoreLoop)
-	}
-	if s.opts.health != nil {
-		s.spawn(s.healthLoop)
-	}
-	if s.opts.probeEvery > 0 {
-		s.spawn(s.probeLoop)
-	}
-}
-
-// scoreLoop publishes the load score until the scheduler ends.
-func (s *Scheduler) scoreLoop() {
-	health.Scores{
-		Every: s.opts.scoreEvery,
-		Slots: s.opts.slots,
-		Sample: func() (health.Sample, error) {
-			ls, err := s.opts.sampler()
-			return health.Sample(ls), err
-		},
-		Running: s.runningItems,
+	o := s.opts
+	l := health.Loops{RC: s.rc, Server: o.serverID, Timeout: o.reshardTimeout, Failures: HealthFailures, Log: s.log,
+		ScoreEvery: o.scoreEvery, Slots: o.slots, Running: s.runningItems,
 		Publish: func(ctx context.Context, score float64, free int) error {
-			s.inst.setScore(score, s.opts.slots, free)
-			return s.publishInstance(ctx)
+			s.inst.SetScore(score, o.slots, free)
+			return s.inst.Publish(ctx)
 		},
-		Timeout: s.opts.reshardTimeout,
-		Log:     s.log,
-	}.Run(s.ctx)
+		CheckEvery: o.healthEvery, Check: o.health,
+		Offline:    func(err error) { s.emit(Event{Kind: EventOffline, Err: err}) },
+		Online:     func() { s.emit(Event{Kind: EventOnline}) },
+		ProbeEvery: o.probeEvery, Client: o.probeClient,
+		PeerOffline: func(peer string, err error) { s.emit(Event{Kind: EventPeerOffline, Peer: peer, Err: err}) },
+		PeerOnline:  func(peer string) { s.emit(Event{Kind: EventPeerOnline, Peer: peer}) },
+	}
+	if o.sampler != nil {
+		l.Sample = func() (health.Sample, error) {
+			ls, err := o.sampler()
+			return health.Sample(ls), err
+		}
+	}
+	l.Start(s.ctx, s.spawn)
 }
 
 // Score returns the load score this instance last published, and false
 // before the first sample or when scores are off.
 func (s *Scheduler) Score() (float64, bool) {
-	return s.inst.lastScore()
+	return s.inst.LastScore()
 }
 
 // preemptWait waits this instance's preemption delay; false if ctx ended.
@@ -132,19 +126,4 @@ func (s *Scheduler) preemptWait(ctx context.Context) bool {
 		return true
 	}
 	return health.PreemptWait(ctx, score)
-}
-
-// healthLoop runs the health check until the scheduler ends.
-func (s *Scheduler) healthLoop() {
-	health.Checks{
-		Every:    s.opts.healthEvery,
-		Check:    s.opts.health,
-		Failures: HealthFailures,
-		RC:       s.rc,
-		Server:   s.opts.serverID,
-		Timeout:  s.opts.reshardTimeout,
-		Offline:  func(err error) { s.emit(Event{Kind: EventOffline, Err: err}) },
-		Online:   func() { s.emit(Event{Kind: EventOnline}) },
-		Log:      s.log,
-	}.Run(s.ctx)
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -40,7 +40,7 @@ func (r *runner) releaseHolds(ctx context.Context, sess *regcenter.Session, keep
 			// the items keep gives up: whoever takes one next reads its
 			// record.
 			if r.records.HasPending() {
-				r.flushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
+				r.done.FlushReleased(ctx, func(it int) bool { return keep == nil || !keep(it) })
 			}
 			return
 		}
@@ -58,7 +58,7 @@ func (r *runner) deleteHeld(ctx context.Context, sess *regcenter.Session, gone [
 		for _, it := range gone {
 			goneSet[it] = true
 		}
-		r.flushReleased(ctx, func(it int) bool { return goneSet[it] })
+		r.done.FlushReleased(ctx, func(it int) bool { return goneSet[it] })
 	}
 	fence, ok := r.elect.SessionFence(sess)
 	if !ok {
@@ -84,14 +84,6 @@ func (r *runner) deleteHeld(ctx context.Context, sess *regcenter.Session, gone [
 	r.log.Debug("released held running marks", "items", layout.FormatItems(gone))
 }
 
-// flushReleased writes the deferred records of the items released says
-// this instance gives up.
-func (r *runner) flushReleased(ctx context.Context, released func(int) bool) {
-	if err := r.flushRecords(ctx, func(it int, _ time.Time) bool { return released(it) }, true); err != nil {
-		r.log.Warn("writing deferred completion records before releasing their marks; the runs they cover may run again", "err", err)
-	}
-}
-
 // keepsHolds returns which of batch's items keep their marks after their
 // runs under sess: held here, still this instance's by the assumption the
 // next fire makes, and the job not stopping. The others' marks are
@@ -102,16 +94,16 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 	stopping := r.book.Stopping()
 	items := make([]int, 0, len(batch))
 	for _, b := range batch {
-		if b.halted == nil && b.kind != KindTrigger && !stopping {
-			items = append(items, b.item)
+		if b.Halted == nil && b.Kind != book.Trigger && !stopping {
+			items = append(items, b.Item)
 		}
 	}
 	held := r.holds.HeldOf(sess, items)
 	r.cache.KeepAssigned(sess, held)
 	var drop []int
 	for _, b := range batch {
-		if !held[b.item] {
-			drop = append(drop, b.item)
+		if !held[b.Item] {
+			drop = append(drop, b.Item)
 		}
 	}
 	if len(drop) > 0 {

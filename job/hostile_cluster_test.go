@@ -86,8 +86,8 @@ func TestClusterSurvivesHostileConfigNode(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"self merge", hostiledoc.SelfMerge(cfg.Name), hostiledoc.SelfMergeError},
-		{"merge chain", hostiledoc.MergeChain(cfg.Name, 40), hostiledoc.MergeChainError},
+		{"self merge", hostiledoc.SelfMerge(cfg.Name), hostiledoc.StoredSelfMergeError},
+		{"merge chain", hostiledoc.MergeChain(cfg.Name, 40), hostiledoc.StoredMergeChainError},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := writer.Set(ctx, path, doc.data, -1)
@@ -120,7 +120,7 @@ func TestClusterSurvivesHostileConfigNode(t *testing.T) {
 	// An instance starting while the node holds the chain starts on its own
 	// config, says why, and takes its share of the items.
 	c := start("h3")
-	if n := logs["h3"].count("stored config is invalid", hostiledoc.MergeChainError); n != 1 {
+	if n := logs["h3"].count("stored config is invalid", hostiledoc.StoredMergeChainError); n != 1 {
 		t.Errorf("h3 logged the invalid stored config %d times, want 1", n)
 	}
 	waitUntil(t, 30*time.Second, func() bool {

@@ -19,12 +19,22 @@ var hostileDocs = []struct {
 	kind error
 	want string
 }{
-	{"self merge", hostiledoc.SelfMerge("j"), job.ErrConfigTooComplex, hostiledoc.SelfMergeError},
-	{"merge chain of 40 levels", hostiledoc.MergeChain("j", 40), job.ErrConfigTooComplex, hostiledoc.MergeChainError},
-	{"merge cycle through two anchors", []byte("name: j\nx: &a {y: &b {<<: *a}}\n"), job.ErrConfigTooComplex, "merge key at line 2 refers to itself"},
-	{"alias inside its anchor", []byte("name: j\ndescription: &a [1, *a]\n"), job.ErrConfigTooComplex, "alias *a at line 2 refers to itself"},
-	{"deep nesting", []byte("name: j\ndescription: " + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "\n"), job.ErrConfigTooComplex, "nests deeper than 64 levels"},
+	{"self merge", hostiledoc.SelfMerge("j"), job.ErrInvalidConfig, hostiledoc.StoredSelfMergeError},
+	{"merge chain of 40 levels", hostiledoc.MergeChain("j", 40), job.ErrInvalidConfig, hostiledoc.StoredMergeChainError},
+	{"merge cycle through two anchors", []byte("name: j\nx: &a {y: &b {<<: *a}}\n"), job.ErrInvalidConfig, "line 2: an anchor (&) is not supported"},
+	{"alias inside its anchor", []byte("name: j\ndescription: &a [1, *a]\n"), job.ErrInvalidConfig, "line 2: an anchor (&) is not supported"},
+	{"deep nesting of lists", []byte("name: j\ndescription: " + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "\n"), job.ErrInvalidConfig, "line 2: a flow collection ([) inside a flow collection is not supported"},
+	{"deep nesting", []byte("name: j\ndescription:\n" + deepMapping(200)), job.ErrConfigTooComplex, "nests deeper than 64 levels"},
 	{"too large", append([]byte("name: j\ndescription: "), bytes.Repeat([]byte("x"), job.MaxDocumentBytes)...), job.ErrConfigTooLarge, "bytes over the limit of 4,194,304"},
+}
+
+// deepMapping is levels of mappings, each the value of the one before.
+func deepMapping(levels int) string {
+	var b strings.Builder
+	for i := range levels {
+		b.WriteString(strings.Repeat(" ", i+1) + "a:\n")
+	}
+	return b.String()
 }
 
 func TestMergeChainIsAboutOneKilobyte(t *testing.T) {

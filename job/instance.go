@@ -2,22 +2,20 @@ package job
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/placement"
-	"github.com/shardjob/shardjob/job/internal/process"
-	"github.com/shardjob/shardjob/job/internal/runs"
+	"github.com/shardjob/shardjob/job/internal/instance"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// The instance's place in the namespace: its node under
-// layout.Instances (fault tolerance, alarm threshold, load score), the
-// alarm it raises when it holds too many units, and its drain state.
+// The instance's place in the namespace: the events it raises, the
+// options of what its node publishes, and the wiring of that node — its
+// publication, its claim on the server id, its alarm and drain state and
+// the clock difference are job/internal/instance's — to the jobs here: a
+// hand-over when it comes on or off the drain list, the unplaced items
+// placed again, the leaders kicked.
 
 // EventKind names what an Event reports.
 type EventKind string
@@ -177,81 +175,37 @@ func (s *Scheduler) emit(ev Event) {
 	}
 }
 
-// instance is the scheduler's namespace-level state.
-type instance struct {
-	mu       sync.Mutex
-	units    int  // units held, as the load table last said
-	alarmed  bool // units > threshold, raised
-	draining bool
-	drained  bool
-	watches  []func()
-	kick     *runs.Kicker
-	// unplacedKick runs retryUnplaced when instances come or go.
-	unplacedKick *runs.Kicker
-	score        *float64
-	free         int
-	slots        int
-}
-
-// startInstance publishes the instance node and watches the load table
-// and the drain list.
-func (s *Scheduler) startInstance(ctx context.Context) error {
-	err := retryRegistration(ctx, s.log, s.startRetryBound(), "registering the instance", func() error {
-		if err := s.rc.EnsurePath(ctx, layout.Instances); err != nil {
-			return fmt.Errorf("registering the instance: %w", err)
-		}
-		return s.publishInstance(ctx)
+// newInstance makes this instance's node (job/internal/instance), given
+// what it needs of the scheduler.
+func (s *Scheduler) newInstance() *instance.Node {
+	return instance.New(instance.Config{
+		RC: s.rc, Server: s.opts.serverID, Me: s.me,
+		FaultTolerance: s.opts.faultTolerance, AlarmThreshold: s.opts.alarmThreshold, HealthURL: s.opts.healthURL,
+		Life: s.ctx, Timeout: s.opts.reshardTimeout, SessionTimeout: s.sessionTimeout,
+		InUse: ErrServerIDInUse, ClockSkew: ErrClockSkew, HostClock: s.hostClock,
+		Retry: func(ctx context.Context, what string, step func() error) error {
+			return retryRegistration(ctx, s.log, s.startRetryBound(), what, step)
+		},
+		Spawn:   s.spawn,
+		Running: s.runningItems,
+		Handover: func() {
+			for _, r := range s.runnersSnapshot() {
+				r.goFunc(r.askReshard)
+			}
+		},
+		KickLeaders: s.kickLeaders,
+		RetryUnplaced: func() {
+			for _, r := range s.runnersSnapshot() {
+				if r.elect.IsLeader() {
+					r.goFunc(r.retryUnplaced)
+				}
+			}
+		},
+		Changed: func(c instance.Change) {
+			s.emit(Event{Kind: EventKind(c.Kind), Units: c.Units, Threshold: c.Threshold})
+		},
+		Log: s.log,
 	})
-	if err != nil {
-		return err
-	}
-	in := &s.inst
-	in.kick = runs.NewKicker(s.spawn, s.checkInstance)
-	in.unplacedKick = runs.NewKicker(s.spawn, s.retryUnplaced)
-	poke := func(regcenter.Event) { in.kick.Kick() }
-	in.mu.Lock()
-	in.watches = []func(){
-		s.rc.Watch(layout.Placement, regcenter.WatchNode, poke),
-		s.rc.Watch(layout.DrainList, regcenter.WatchChildren, func(regcenter.Event) {
-			in.kick.Kick()
-			s.kickLeaders()
-		}),
-		s.rc.Watch(layout.Offline, regcenter.WatchChildren, func(regcenter.Event) { s.kickLeaders() }),
-		// An instance came or went: the caps moved, and items unplaced
-		// for want of room may fit now.
-		s.rc.Watch(layout.Instances, regcenter.WatchChildren, func(regcenter.Event) { in.unplacedKick.Kick() }),
-	}
-	in.mu.Unlock()
-	in.kick.Kick()
-	return nil
-}
-
-func (s *Scheduler) stopInstance() {
-	s.inst.mu.Lock()
-	ws := s.inst.watches
-	s.inst.watches = nil
-	s.inst.mu.Unlock()
-	for _, c := range ws {
-		c()
-	}
-}
-
-// setScore records the load score this instance publishes, with its
-// slots and those free.
-func (in *instance) setScore(score float64, slots, free int) {
-	in.mu.Lock()
-	in.score, in.slots, in.free = &score, slots, free
-	in.mu.Unlock()
-}
-
-// lastScore returns the score set last, and false before the first.
-func (in *instance) lastScore() (float64, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.score == nil {
-		return 0, false
-	}
-	return *in.score, true
 }
 
 // kickLeaders flags a reshard of every job this instance leads: the set
@@ -261,160 +215,6 @@ func (s *Scheduler) kickLeaders() {
 		if r.elect.IsLeader() {
 			r.kick.membership.Kick()
 		}
-	}
-}
-
-func (s *Scheduler) instanceInfo() placement.Instance {
-	s.inst.mu.Lock()
-	defer s.inst.mu.Unlock()
-	return placement.Instance{
-		FaultTolerance: s.opts.faultTolerance,
-		AlarmThreshold: s.opts.alarmThreshold,
-		Score:          s.inst.score,
-		Slots:          s.inst.slots,
-		FreeSlots:      s.inst.free,
-		Draining:       s.inst.draining,
-		Drained:        s.inst.drained,
-		HealthURL:      s.opts.healthURL,
-		Holder:         placement.Holder(s.me),
-	}
-}
-
-// publishInstance creates or updates the instance node (ephemeral, of the
-// current session). The node is also this process's claim on its server
-// id: found held by another session, it is taken over only from an
-// earlier life of this process or a dead process of this host
-// (job/internal/process); a live process elsewhere makes it fail with
-// ErrServerIDInUse.
-func (s *Scheduler) publishInstance(ctx context.Context) error {
-	data, err := json.Marshal(s.instanceInfo())
-	if err != nil {
-		return err
-	}
-	p := layout.Instance(s.opts.serverID)
-	sess := s.rc.Session()
-	old, st, err := s.rc.Get(ctx, p)
-	switch {
-	case errors.Is(err, regcenter.ErrNoNode):
-		_, err = s.rc.Create(ctx, p, data, regcenter.Ephemeral)
-		if errors.Is(err, regcenter.ErrNodeExists) {
-			// Another process got there first: look again.
-			return s.publishInstance(ctx)
-		}
-	case err != nil:
-		return fmt.Errorf("registering the instance: %w", err)
-	case st.EphemeralOwner == sess.ID():
-		_, err = s.rc.Set(ctx, p, data, -1)
-	default:
-		var info placement.Instance
-		if st.EphemeralOwner != 0 {
-			info, _ = placement.DecodeInstance(old) // garbage says no holder: refused below
-			if !process.Holder(info.Holder).EarlierLifeOf(s.me) {
-				return idInUse(s.opts.serverID, process.Holder(info.Holder), st.EphemeralOwner, s.sessionTimeout())
-			}
-			// Ours, from a lost session or a dead process: its status
-			// nodes go at once too, rather than a session timeout later.
-			if info.Holder.Token != s.me.Token {
-				s.log.Info("taking over the server id from an earlier process of this host that is gone", "earlier", process.Holder(info.Holder).String())
-			}
-			s.staleOwner.Store(st.EphemeralOwner)
-		}
-		// Left by an earlier session, or a persistent node nobody owns:
-		// replace it, over the version read.
-		if err := s.rc.Delete(ctx, p, st.Version); err != nil && !errors.Is(err, regcenter.ErrNoNode) && !errors.Is(err, regcenter.ErrBadVersion) {
-			return fmt.Errorf("registering the instance: %w", err)
-		}
-		return s.publishInstance(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("registering the instance: %w", err)
-	}
-	return nil
-}
-
-// checkInstance re-reads the load table and the drain list and raises
-// what changed: alarms, drain state.
-func (s *Scheduler) checkInstance() {
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
-	defer cancel()
-	units := 0
-	if data, _, err := s.rc.Get(ctx, layout.Placement); err == nil {
-		if t, err := placement.DecodeTable(data); err == nil {
-			units = t.Units()[s.opts.serverID]
-		}
-	} else if !errors.Is(err, regcenter.ErrNoNode) {
-		s.log.Warn("reading the load table", "err", err)
-		return
-	}
-	draining, _, err := s.rc.Exists(ctx, layout.Drain(s.opts.serverID))
-	if err != nil {
-		s.log.Warn("reading the drain list", "err", err)
-		return
-	}
-	running := s.runningItems()
-	in := &s.inst
-	in.mu.Lock()
-	in.units = units
-	m := s.opts.alarmThreshold
-	var events []Event
-	var kind EventKind
-	if in.alarmed, kind = alarmStep(in.alarmed, units, m); kind != "" {
-		events = append(events, Event{Kind: kind, Units: units, Threshold: m})
-	}
-	switch {
-	case draining && !in.draining:
-		in.draining = true
-		events = append(events, Event{Kind: EventDraining, Units: units})
-	case !draining && in.draining:
-		in.draining, in.drained = false, false
-		events = append(events, Event{Kind: EventUndrained, Units: units})
-	}
-	if in.draining && !in.drained && units == 0 && running == 0 {
-		in.drained = true
-		events = append(events, Event{Kind: EventDrained})
-	}
-	in.mu.Unlock()
-	publish := false
-	for _, ev := range events {
-		switch ev.Kind {
-		case EventDraining, EventUndrained:
-			publish = true
-			// Hand the units over (or take them back) now, not at each
-			// job's next fire: ask every job's leader for a reshard.
-			for _, r := range s.runnersSnapshot() {
-				r.goFunc(r.askReshard)
-			}
-		case EventDrained:
-			publish = true
-		}
-	}
-	if publish {
-		if err := s.publishInstance(ctx); err != nil {
-			s.log.Warn("publishing the drain state", "err", err)
-		}
-	}
-	for _, ev := range events {
-		switch ev.Kind {
-		case EventAlarm:
-			s.log.Warn("alarm: this instance holds more units than its threshold", "units", ev.Units, "threshold", ev.Threshold)
-		case EventAlarmCleared:
-			s.log.Info("alarm cleared", "units", ev.Units, "threshold", ev.Threshold)
-		default:
-			s.log.Info("placement: "+string(ev.Kind), "units", ev.Units)
-		}
-		s.emit(ev)
-	}
-}
-
-// itemsIdle is told when a job runs no items any more: a draining
-// instance may now be drained.
-func (s *Scheduler) itemsIdle() {
-	s.inst.mu.Lock()
-	k := s.inst.kick
-	look := s.inst.draining && !s.inst.drained
-	s.inst.mu.Unlock()
-	if look && k != nil {
-		k.Kick()
 	}
 }
 
@@ -444,10 +244,8 @@ type PlacementStatus struct {
 // change it saw.
 func (s *Scheduler) Placement() PlacementStatus {
 	running := s.runningItems()
-	s.inst.mu.Lock()
-	defer s.inst.mu.Unlock()
-	return PlacementStatus{Units: s.inst.units, Running: running, Alarmed: s.inst.alarmed,
-		Draining: s.inst.draining, Drained: s.inst.drained}
+	st := s.inst.Status()
+	return PlacementStatus{Units: st.Units, Running: running, Alarmed: st.Alarmed, Draining: st.Draining, Drained: st.Drained}
 }
 
 // unpublishInstance removes the instance node at shutdown, so that the
@@ -455,9 +253,7 @@ func (s *Scheduler) Placement() PlacementStatus {
 func (s *Scheduler) unpublishInstance(stop context.Context) {
 	ctx, cancel := cleanupContext(stop, s.opts.reshardTimeout)
 	defer cancel()
-	if err := s.rc.Delete(ctx, layout.Instance(s.opts.serverID), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && s.rc.Session().Err() == nil {
-		s.log.Warn("removing the instance node", "err", err)
-	}
+	s.inst.Unpublish(ctx)
 }
 
 // askReshard joins the job's election (so that someone leads it) and asks
@@ -478,43 +274,6 @@ func (r *runner) askReshard() {
 	// data asks the leader to reshard at once.
 	if _, err := r.rc.Set(ctx, r.paths.Necessary(), []byte(r.serverID()), -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		r.log.Warn("asking for a reshard", "err", err)
-	}
-}
-
-// alarmStep is the alarm's state machine: holding more
-// units than threshold raises the alarm once, coming back to it or below
-// clears it once. It returns the new state and the event to raise, if any.
-// A threshold of 0 is off.
-func alarmStep(alarmed bool, units, threshold int) (bool, EventKind) {
-	switch {
-	case threshold > 0 && units > threshold && !alarmed:
-		return true, EventAlarm
-	case alarmed && (threshold == 0 || units <= threshold):
-		return false, EventAlarmCleared
-	}
-	return alarmed, ""
-}
-
-// retryUnplaced asks the leaders here to place unplaced items again, when
-// the load table says there are any: one read, however many jobs.
-func (s *Scheduler) retryUnplaced() {
-	ctx, cancel := context.WithTimeout(s.ctx, s.opts.reshardTimeout)
-	defer cancel()
-	data, _, err := s.rc.Get(ctx, layout.Placement)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return // nothing placed yet
-	}
-	if err != nil {
-		s.log.Warn("reading the load table for unplaced items", "err", err)
-		return
-	}
-	if t, err := placement.DecodeTable(data); err == nil && t.Unplaced() == 0 {
-		return
-	}
-	for _, r := range s.runnersSnapshot() {
-		if r.elect.IsLeader() {
-			r.goFunc(r.retryUnplaced)
-		}
 	}
 }
 

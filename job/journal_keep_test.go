@@ -87,7 +87,7 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	}
 
 	// a flushes late, over b's record.
-	if err := a.flushRecords(ctx, nil, release); err != nil {
+	if err := a.done.Flush(ctx, nil, release); err != nil {
 		t.Fatal(err)
 	}
 	if m, err = readMark(t, a, rc, 0); err != nil {

@@ -76,7 +76,7 @@ func (o markOutcomes) Recheck(item int) { o.f.recheck(item) }
 func (o markOutcomes) Busy(ctx context.Context, items []int) {
 	r, f := o.r, o.f
 	if f.kind == KindFailover {
-		r.handBack(ctx, f.sess, items)
+		r.claimer.HandBack(ctx, f.sess, items)
 		r.release(items)
 		return
 	}
@@ -98,7 +98,7 @@ func (o markOutcomes) Busy(ctx context.Context, items []int) {
 func (o markOutcomes) Unmarked(ctx context.Context, items []int) {
 	r, f := o.r, o.f
 	if f.kind == KindFailover {
-		r.handBack(ctx, f.sess, items)
+		r.claimer.HandBack(ctx, f.sess, items)
 	} else {
 		cfg := r.config()
 		for _, it := range items {

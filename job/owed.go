@@ -81,7 +81,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 		case first.IsZero():
 			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.Through())
 			now := time.Now()
-			settled = append(settled, itemResult{item: it, fire: since, through: upTo, kind: kind, begin: now, end: now, settled: true})
+			settled = append(settled, itemResult{Item: it, Fire: since, Through: upTo, Kind: bookKind(kind), Begin: now, End: now, Settled: true})
 		case !first.Equal(since) || !last.Equal(upTo):
 			fires[it] = first
 			r.log.Info("owed run narrowed to the fires its item's record does not list", "item", it, "kind", kind, "since", since, "through", upTo, "runs", first, "to", last, "still_owed", rest)
@@ -98,7 +98,7 @@ func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors m
 // when that execution ends.
 func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
 	cfg := r.config()
-	if cfg.skipsMissed() {
+	if cfg.book.SkipsMissed {
 		return
 	}
 	since, haveNode, waiting := r.book.OweRemote(cfg.book, item, at)
@@ -172,7 +172,7 @@ func (r *runner) takeDebtsInTurn(sess *regcenter.Session, cfg *spec, tried map[i
 	r.order.awaitDue(turn, r.ctx.life.Done())
 	release := r.order.hold()
 	defer release()
-	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.disabledItems)
+	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.DisabledItems)
 }
 
 // release frees items run here, and starts what waited for them: a

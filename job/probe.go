@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/shardjob/shardjob/job/internal/health"
 )
 
 // Mutual health checks: instances probe each other's
@@ -45,19 +43,4 @@ func WithPeerProbe(interval time.Duration, client *http.Client) Option {
 		o.probeEvery, o.probeClient = interval, client
 		return nil
 	}
-}
-
-// probeLoop probes the peers until the scheduler ends.
-func (s *Scheduler) probeLoop() {
-	health.Probes{
-		Every:       s.opts.probeEvery,
-		Client:      s.opts.probeClient,
-		Self:        s.opts.serverID,
-		Failures:    HealthFailures,
-		RC:          s.rc,
-		Timeout:     s.opts.reshardTimeout,
-		PeerOffline: func(peer string, err error) { s.emit(Event{Kind: EventPeerOffline, Peer: peer, Err: err}) },
-		PeerOnline:  func(peer string) { s.emit(Event{Kind: EventPeerOnline, Peer: peer}) },
-		Log:         s.log,
-	}.Run(s.ctx)
 }

@@ -133,7 +133,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	}
 	out := make([]itemResult, 0, run.last-run.first+1)
 	for it := run.first; it <= run.last; it++ {
-		out = append(out, itemResult{item: it, fire: run.fire, through: through, kind: kind, begin: begin, end: end, err: err, halted: halted})
+		out = append(out, itemResult{Item: it, Fire: run.fire, Through: through, Kind: bookKind(kind), Begin: begin, End: end, Err: err, Halted: halted})
 	}
 	return out
 }

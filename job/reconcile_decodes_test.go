@@ -57,7 +57,7 @@ func TestReconcileRoundDecodesTheTableOnce(t *testing.T) {
 				}
 				leading := 0
 				for _, n := range names {
-					if r := s.runner(n); r.elect.IsLeader() && r.prep.done.Load() {
+					if r := s.runner(n); r.elect.IsLeader() && r.prep.Done() {
 						leading++
 					}
 				}

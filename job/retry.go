@@ -3,17 +3,12 @@ package job
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/retry"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/shardjob/shardjob/internal/yamldoc"
-	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Retries of a failed item run: the policy (Config.Retry), its checks,
@@ -121,90 +116,6 @@ func (c Config) retryProblems(add func(key string, kind error, subject, detail s
 	}
 }
 
-// retryKeys are the keys of the retry mapping.
-var retryKeys = []string{"attempts", "backoff", "maxBackoff", "jitter"}
-
-// nodeRetry decodes the retry mapping, as strictly as the document's
-// own keys: an unknown key wraps ErrUnknownKey.
-func nodeRetry(c *Config, n *yaml.Node) error {
-	n = yamldoc.Resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return fmt.Errorf("must be a mapping such as {attempts: 3, backoff: 1s}, got %s", yamldoc.KindName(n))
-	}
-	pairs, perrs := mappingPairs(n)
-	if len(perrs) > 0 {
-		return perrs[0]
-	}
-	var p RetryPolicy
-	var problems []string
-	var unknown error
-	for _, kv := range pairs {
-		var err error
-		switch kv.Key {
-		case "attempts":
-			err = nodeInt(kv.Value, &p.Attempts)
-		case "backoff":
-			err = nodeDuration(kv.Value, &p.Backoff)
-		case "maxBackoff":
-			err = nodeDuration(kv.Value, &p.MaxBackoff)
-		case "jitter":
-			err = nodeFraction(kv.Value, &p.Jitter)
-		default:
-			e := unknownKeyError("", kv, retryKeys)
-			msg := e.subject
-			if e.hint != "" {
-				msg += " (" + e.hint + ")"
-			}
-			unknown = ErrUnknownKey
-			problems = append(problems, fmt.Sprintf("%s at line %d; the keys are %s", msg, kv.KeyNode.Line, strings.Join(retryKeys, ", ")))
-			continue
-		}
-		if err != nil {
-			problems = append(problems, kv.Key+": "+err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		if unknown != nil {
-			return fmt.Errorf("%w: %s", unknown, strings.Join(problems, "; "))
-		}
-		return fmt.Errorf("%s", strings.Join(problems, "; "))
-	}
-	c.Retry = p
-	return nil
-}
-
-// nodeFraction decodes a YAML number (an integer or a float).
-func nodeFraction(n *yaml.Node, out *float64) error {
-	n = yamldoc.Resolve(n)
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!float" && n.ShortTag() != "!!int") {
-		return fmt.Errorf("must be a number such as 0.2, got %s", yamldoc.KindName(n))
-	}
-	var f float64
-	if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%s is not a number from 0 to 1", quoteShort(n.Value))
-	}
-	*out = f
-	return nil
-}
-
-// retryDoc is the retry mapping in the stored document, left out when
-// the policy is the zero one (so instances that predate it read the
-// document).
-type retryDoc struct {
-	Attempts   int     `yaml:"attempts"`
-	Backoff    string  `yaml:"backoff,omitempty"`
-	MaxBackoff string  `yaml:"maxBackoff,omitempty"`
-	Jitter     float64 `yaml:"jitter,omitempty"`
-}
-
-// retryDocOf is p's stored form; nil for the zero policy.
-func retryDocOf(p RetryPolicy) *retryDoc {
-	if p == (RetryPolicy{}) {
-		return nil
-	}
-	return &retryDoc{Attempts: p.Attempts, Backoff: timeoutText(p.Backoff), MaxBackoff: timeoutText(p.MaxBackoff), Jitter: p.Jitter}
-}
-
 // retryStep is what follows a failed attempt (nextAttempt).
 type retryStep struct {
 	decision retry.Decision
@@ -267,11 +178,11 @@ func (r *runner) awaitRetry(ctx *runCtx, res *itemResult, sc ShardingContext, st
 	}
 	switch {
 	case ctx.replaced():
-		res.err = replacedError(res.err)
+		res.Err = replacedError(res.Err)
 	case cause != nil:
-		res.halted, res.failedAttempts = cause, sc.Attempt
+		res.Halted, res.FailedAttempts = cause, sc.Attempt
 	default:
-		res.halted, res.failedAttempts = ErrSchedulerClosed, sc.Attempt
+		res.Halted, res.FailedAttempts = ErrSchedulerClosed, sc.Attempt
 	}
 	r.log.Info("retry given up: the run was cut short while it waited", "item", sc.Item, "fire", sc.FireTime,
 		"attempt", sc.Attempt, "cause", context.Cause(ctx))

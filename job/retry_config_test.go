@@ -41,7 +41,7 @@ func TestRetryConfigRoundTrips(t *testing.T) {
 }
 
 func TestRetryConfigDecodesYAML(t *testing.T) {
-	doc := "name: r\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nretry: {attempts: 3, backoff: 1s, maxBackoff: 30s, jitter: 0.2}\n"
+	doc := "name: r\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nretry:\n  attempts: 3\n  backoff: 1s\n  maxBackoff: 30s\n  jitter: 0.2\n"
 	c, err := DecodeConfig([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestRetryConfigDecodesYAML(t *testing.T) {
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "mapping") {
 		t.Errorf("a retry that is not a mapping: %v", err)
 	}
-	_, err = DecodeConfig([]byte("name: r\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nretry: {attempts: 2, jitter: fast}\n"))
+	_, err = DecodeConfig([]byte("name: r\ncron: \"0 * * * * *\"\nshardingTotalCount: 1\nretry:\n  attempts: 2\n  jitter: fast\n"))
 	if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "jitter") {
 		t.Errorf("a jitter that is not a number: %v", err)
 	}

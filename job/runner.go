@@ -11,11 +11,14 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/completion"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
+	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/marks"
-	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
@@ -46,14 +49,23 @@ type runner struct {
 	holds    assume.Holds     // the running marks kept across fires (hold.go)
 	fo       *claims.State    // the failover queue as seen here (job/internal/failover)
 	watch    watchCancels     // the registration's watches (register.go)
-	flags    jobFlags         // this server's flags for the job (flags.go)
+	flags    *flags.Flags     // this server's flags for the job (job/internal/flags)
 	cache    assume.Cache     // the assignment the next fire may assume (assignment.go)
 	marker   *marks.Marker    // the running marks of runs (mark.go)
-	reader   *records.Reader  // the completed records read from the registry (recordread.go)
+	reader   *records.Reader  // the completed records read from the registry (completion.go)
 	lead     *leader.Duties   // the leader's duties (job/internal/leader)
-	prep     preparation      // ready to run the job's items (prepare.go)
+	prep     prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
+
+	// The duties' mechanisms, each a room's (wireDuties, leader.go).
+	office   *leader.Office     // the leader's duties as they run
+	reshard  *reshard.Resharder // reshards, the wait for one, the books' repair
+	departed *claims.Departures // the leader's queueing of departed servers' items
+	claimer  *claims.Claimer    // claims from the failover queue, hands claims back
+
+	// done is the completion stage of the fires (job/internal/completion).
+	done *completion.Completer
 
 	order fireOrder // scheduled fires reserve in fire order (fire.go)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -105,7 +117,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
-	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.itemsIdle})
+	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.inst.ItemsIdle})
 	r.setConfig(cfg)
 	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
@@ -114,8 +126,10 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
 	}, r.log)
+	r.wireDuties() // leader.go
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
+	r.done = r.newCompleter()
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
@@ -288,11 +302,7 @@ func (s *Scheduler) sessionTimeout() time.Duration {
 // setNecessary flags a reshard. It never creates parent nodes: after the
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
-func (r *runner) setNecessary(ctx context.Context) {
-	if err := placement.FlagReshard(ctx, r.rc, r.paths); err != nil && ctx.Err() == nil {
-		r.log.Warn("cannot flag resharding", "err", err)
-	}
-}
+func (r *runner) setNecessary(ctx context.Context) { r.office.FlagReshard(ctx) }
 
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
 // connection was down. It takes a turn of the fire order after the fires

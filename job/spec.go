@@ -6,6 +6,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -25,6 +26,8 @@ type spec struct {
 	stratErr  error
 	// book is the job as the book reads it.
 	book book.Job
+	// done is the job as its completions read it (completion.go).
+	done completion.Job
 }
 
 // compile compiles c. c is valid (Add and the config node's decoding
@@ -38,6 +41,7 @@ func compile(c Config) *spec {
 	if s.schedErr == nil {
 		s.book.Schedule = s.sched
 	}
+	s.done = completionJob(c, s)
 	return s
 }
 

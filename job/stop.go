@@ -54,7 +54,7 @@ func (r *runner) stop(ctx context.Context) error {
 			// The leave cleared this instance's assignment: the load
 			// table says so now, not at the job's next fire (and not
 			// never, when no other instance runs the job).
-			if err := r.repairBooks(cctx); err != nil {
+			if err := r.reshard.Repair(cctx); err != nil {
 				r.log.Warn("repairing the load table's books after leaving", "err", err)
 			}
 		}
@@ -92,11 +92,11 @@ func (r *runner) stop(ctx context.Context) error {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
 	r.releaseHolds(cctx, r.rc.Session(), nil) // any a fire in flight made
-	r.flushAll(cctx)                          // records deferred under a session that ended
+	r.done.FlushAll(cctx)                     // records deferred under a session that ended
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
-		owed := r.handedOver(r.book.HandOverRest(r.config().book, r.flags.disabledItems(), r.flags.paused.Load()))
+		owed := r.handedOver(r.book.HandOverRest(r.config().book, r.flags.DisabledItems(), r.flags.Paused()))
 		if len(owed) > 0 {
 			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
 				errs = append(errs, fmt.Errorf("handing owed runs over: %w", err))
@@ -110,7 +110,7 @@ func (r *runner) stop(ctx context.Context) error {
 	}
 
 	cancels := append(r.cache.Close(), r.fo.Close()...)
-	cancels = append(cancels, r.watch.close()...)
+	cancels = append(cancels, r.watch.Close()...)
 	r.bg.Close()
 	cancels = append(cancels, r.book.CloseWaits()...)
 	r.onRevoked()
@@ -185,7 +185,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		var owed []book.Owed
 		var entries []failover.Entry
 		if handOver {
-			owed = r.book.OwedRuns(r.config().book, held, upTo, r.flags.disabledItems(), r.flags.paused.Load())
+			owed = r.book.OwedRuns(r.config().book, held, upTo, r.flags.DisabledItems(), r.flags.Paused())
 			entries = r.handedOver(owed)
 			// The queue is made on demand: its parent must exist for the
 			// transaction's creates.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -22,7 +22,7 @@ import (
 // quoting its start, at warn level the first time for that version and at
 // debug level after that. It reports whether this was the first time.
 func (r *runner) reportBad(p string, st regcenter.Stat, data []byte, msg string, args ...any) bool {
-	args = append(args, "data", yamldoc.QuoteShort(string(data)), "node", p, "version", st.Version)
+	args = append(args, "data", docsubset.QuoteShort(string(data)), "node", p, "version", st.Version)
 	if r.bad.First(p, st.Mzxid) {
 		r.log.Warn(msg, args...)
 		return true

@@ -15,7 +15,7 @@ import (
 // zookeeper" looks for a ZooKeeper they never ran. A message may name
 // ZooKeeper only beside etcd (a choice between the two).
 func TestMessagesOnSharedPathsNameNoRegistryOfTheirOwn(t *testing.T) {
-	dirs := []string{".", "internal/book", "internal/health", "../election", "../sharding", "../failover", "../listener", "../dispatch"}
+	dirs := []string{".", "internal/book", "internal/health", "internal/instance", "internal/reconcile", "internal/prepare", "internal/leader", "internal/reshard", "internal/failover", "internal/flags", "../election", "../sharding", "../failover", "../listener", "../dispatch"}
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

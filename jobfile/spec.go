@@ -15,7 +15,7 @@ import (
 // Spec is one job of a File: its Config and what runs it: a Go
 // implementation bound by name (simple and dataflow jobs) or, for script
 // and HTTP jobs, the section that describes the command or the request.
-// The keys besides the Config's (which job.DecodeConfigNode decodes, as
+// The keys besides the Config's (which DecodeConfigNode decodes, as
 // it decodes the config document stored in the registry) are handler,
 // type, errorHandler and the section named after the type (script, http,
 // dataflow).
@@ -111,12 +111,12 @@ func DecodeSpec(ctx context.Context, data []byte) (Spec, error) {
 }
 
 // decode decodes the job's mapping n into s: its Config with
-// job.DecodeConfigNode, the other keys here. placeOf names the job in
-// errors, as job.NodeOptions.Place does. On error s holds what was
+// DecodeConfigNode, the other keys here. placeOf names the job in
+// errors, as NodeOptions.Place does. On error s holds what was
 // decoded of the keys besides the Config's.
 func (s *Spec) decode(n *yaml.Node, placeOf func(name string) string) []error {
 	lines := map[string]int{}
-	c, err := job.DecodeConfigNode(n, job.NodeOptions{Place: placeOf, Keys: specKeys, Key: func(k, v *yaml.Node) error {
+	c, err := DecodeConfigNode(n, NodeOptions{Place: placeOf, Keys: specKeys, Key: func(k, v *yaml.Node) error {
 		lines[k.Value] = k.Line
 		return s.decodeKey(k.Value, v)
 	}})

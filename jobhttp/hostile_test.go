@@ -35,8 +35,8 @@ func TestHTTPHostileConfig(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"self merge", hostiledoc.SelfMerge(cfg.Name), hostiledoc.SelfMergeError},
-		{"merge chain", hostiledoc.MergeChain(cfg.Name, 40), hostiledoc.MergeChainError},
+		{"self merge", hostiledoc.SelfMerge(cfg.Name), hostiledoc.StoredSelfMergeError},
+		{"merge chain", hostiledoc.MergeChain(cfg.Name, 40), hostiledoc.StoredMergeChainError},
 	} {
 		t.Run(doc.name, func(t *testing.T) {
 			// POST: refused before anything is written.

@@ -27,8 +27,8 @@ func TestAdminHostileConfig(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"self merge", hostiledoc.SelfMerge("orders"), hostiledoc.SelfMergeError},
-		{"merge chain", hostiledoc.MergeChain("orders", 40), hostiledoc.MergeChainError},
+		{"self merge", hostiledoc.SelfMerge("orders"), hostiledoc.StoredSelfMergeError},
+		{"merge chain", hostiledoc.MergeChain("orders", 40), hostiledoc.StoredMergeChainError},
 	} {
 		t.Run(doc.name, func(t *testing.T) {
 			file := writeFile(t, "hostile.yaml", string(doc.data))

@@ -13,10 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // Limits bound a document.
@@ -61,29 +61,9 @@ type Error struct {
 
 func (e *Error) Error() string { return Message("", e.Subject, e.Line, e.Detail, "") }
 
-// Message is how a problem with a document reads, the same wherever it is
-// found: "<place>: <subject>[ at line N][: <detail>][ (<hint>)]", each part
-// left out when empty (line when 0).
+// Message is how a problem with a document reads (docsubset.Message).
 func Message(place, subject string, line int, detail, hint string) string {
-	var b strings.Builder
-	if place != "" {
-		b.WriteString(place)
-		b.WriteString(": ")
-	}
-	b.WriteString(subject)
-	if line > 0 {
-		fmt.Fprintf(&b, " at line %d", line)
-	}
-	if detail != "" {
-		b.WriteString(": ")
-		b.WriteString(detail)
-	}
-	if hint != "" {
-		b.WriteString(" (")
-		b.WriteString(hint)
-		b.WriteString(")")
-	}
-	return b.String()
+	return docsubset.Message(place, subject, line, detail, hint)
 }
 
 // Unwrap returns the cause.
@@ -253,39 +233,12 @@ func KindName(n *yaml.Node) string {
 	}
 }
 
-// GroupDigits writes n with thousands separators: 1,048,576.
-func GroupDigits(n int) string {
-	s := strconv.Itoa(n)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+// GroupDigits writes n with thousands separators (docsubset.GroupDigits).
+func GroupDigits(n int) string { return docsubset.GroupDigits(n) }
 
-// QuoteShort quotes s for an error message, cut to its first bytes when
-// long, so that an oversized value does not make an oversized message.
-func QuoteShort(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // not the start of a UTF-8 sequence
-		cut--
-	}
-	return fmt.Sprintf("%s… (%s bytes)", strconv.Quote(s[:cut]), GroupDigits(len(s)))
-}
+// QuoteShort quotes s for an error message, cut short when long
+// (docsubset.QuoteShort).
+func QuoteShort(s string) string { return docsubset.QuoteShort(s) }
 
 // String decodes a scalar as a string, as job's and jobfile's decoders
 // both do: numbers and booleans are taken as written; null and anything

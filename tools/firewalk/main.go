@@ -2,15 +2,23 @@
 // counts its stops and its returns: how the code a fire runs is laid out
 // in files.
 //
-//	go run ./tools/firewalk                       # from (*runner).fireScheduled to (*runner).writeCompletion
+//	go run ./tools/firewalk                       # from (*runner).fireScheduled to the completion write
 //	go run ./tools/firewalk -v                    # and every stop, in order
-//	go run ./tools/firewalk -from fireTriggered -to writeCompletion
+//	go run ./tools/firewalk -from fireTriggered
 //
 // The walk starts at the entry function and follows the calls of each
 // function it reaches in the order they appear in its source (a call
 // inside a function literal counts as its enclosing function's), each to a
 // function or method declared in the package, depth first, each function
-// once, until it reaches the target. Calls through interfaces or function
+// once, until it reaches the target. With -rooms the walk also follows
+// calls into the packages below it (job/internal/…), so that a stage moved
+// into a room is still walked; a function of a room is named with its
+// folder: internal/book:Book.Reserve. Without -rooms, a target in a room
+// (the default: the completion stage's write) is reached by the first call
+// into its room, the hand-off to that stage, which is the walk's last stop.
+//
+//	go run ./tools/firewalk -rooms                # the same walk through the rooms Calls through interfaces or function
+//
 // values are not followed: the walk is what a reader following the calls
 // meets. A stop is a function the walk reaches; a return is a stop in a
 // file the walk had already left.
@@ -30,12 +38,13 @@ import (
 )
 
 func main() {
-	pkgPath := flag.String("pkg", "github.com/shardjob/shardjob/job", "the package walked")
-	from := flag.String("from", "runner.fireScheduled", "the entry: Type.method or function")
-	to := flag.String("to", "runner.writeCompletion", "where the walk ends: Type.method or function")
+	pkgPath := flag.String("pkg", "github.com/shardjob/shardjob/job", "the package walked, with the packages below it")
+	from := flag.String("from", "runner.fireScheduled", "the entry: Type.method or function, prefixed with folder: for a package below")
+	to := flag.String("to", "internal/completion:Completer.writeCompletion", "where the walk ends: Type.method or function, prefixed with folder: for a package below")
 	verbose := flag.Bool("v", false, "print every stop")
+	rooms := flag.Bool("rooms", false, "follow calls into the packages below the package walked")
 	flag.Parse()
-	if err := run(*pkgPath, *from, *to, *verbose); err != nil {
+	if err := run(*pkgPath, *from, *to, *rooms, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "firewalk:", err)
 		os.Exit(1)
 	}
@@ -46,70 +55,83 @@ func main() {
 type fn struct {
 	name  string
 	file  string
-	calls []*types.Func
+	calls []string
 }
 
-func run(pkgPath, from, to string, verbose bool) error {
+func run(pkgPath, from, to string, rooms, verbose bool) error {
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, pkgPath)
+	// The target's room: without -rooms, the first call into it ends the
+	// walk (the hand-off to its stage).
+	toRoom, _, inRoom := strings.Cut(to, ":")
+	patterns := []string{pkgPath}
+	if rooms || inRoom {
+		patterns = append(patterns, pkgPath+"/...")
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return err
 	}
-	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 {
-		return fmt.Errorf("loading %s: %v", pkgPath, pkgs[0].Errors)
-	}
-	pkg := pkgs[0]
-	fns := map[*types.Func]*fn{}
-	byName := map[string]*types.Func{}
-	for _, file := range pkg.Syntax {
-		fname := filepath.Base(pkg.Fset.Position(file.Pos()).Filename)
-		for _, d := range file.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
+	// Functions are keyed by name (folder:Type.method), not by their
+	// types.Func: each package is checked on its own, so a function seen
+	// from its caller's package is another object than its declaration.
+	fns := map[string]*fn{}
+	for _, pkg := range pkgs {
+		if len(pkg.Errors) > 0 {
+			return fmt.Errorf("loading %s: %v", pkg.PkgPath, pkg.Errors)
+		}
+		for _, file := range pkg.Syntax {
+			fname := filepath.Base(pkg.Fset.Position(file.Pos()).Filename)
+			if strings.HasSuffix(fname, "_test.go") {
 				continue
 			}
-			obj, _ := pkg.TypesInfo.Defs[fd.Name].(*types.Func)
-			if obj == nil {
-				continue
+			if rel := folderOf(pkgPath, pkg.PkgPath); rel != "" {
+				fname = rel + "/" + fname
 			}
-			f := &fn{name: funcName(obj), file: fname}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
+			for _, d := range file.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil {
+					continue
+				}
+				obj, _ := pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+				if obj == nil {
+					continue
+				}
+				f := &fn{name: keyOf(pkgPath, obj), file: fname}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() != nil && (callee.Pkg().Path() == pkgPath || (rooms || inRoom && folderOf(pkgPath, callee.Pkg().Path()) == toRoom) && within(pkgPath, callee.Pkg().Path())) {
+						f.calls = append(f.calls, keyOf(pkgPath, callee))
+					}
 					return true
-				}
-				if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() == pkg.Types {
-					f.calls = append(f.calls, callee)
-				}
-				return true
-			})
-			fns[obj] = f
-			byName[f.name] = obj
+				})
+				fns[f.name] = f
+			}
 		}
 	}
-	entry, ok := byName[from]
-	if !ok {
+	if fns[from] == nil {
 		return fmt.Errorf("no function %s in %s", from, pkgPath)
 	}
-	target, ok := byName[to]
-	if !ok {
+	if fns[to] == nil {
 		return fmt.Errorf("no function %s in %s", to, pkgPath)
 	}
 
 	var stops []*fn
-	seen := map[*types.Func]bool{}
-	var walk func(*types.Func) bool
-	walk = func(obj *types.Func) bool {
-		if seen[obj] {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(name string) bool {
+		if seen[name] {
 			return false
 		}
-		seen[obj] = true
-		f := fns[obj]
+		seen[name] = true
+		f := fns[name]
 		if f == nil {
 			return false // declared without a body here
 		}
 		stops = append(stops, f)
-		if obj == target {
+		if name == to || !rooms && inRoom && strings.HasPrefix(name, toRoom+":") {
 			return true
 		}
 		for _, c := range f.calls {
@@ -119,7 +141,7 @@ func run(pkgPath, from, to string, verbose bool) error {
 		}
 		return false
 	}
-	if !walk(entry) {
+	if !walk(from) {
 		return fmt.Errorf("%s is not reached from %s", to, from)
 	}
 
@@ -137,7 +159,7 @@ func run(pkgPath, from, to string, verbose bool) error {
 		}
 		prev = s.file
 		if verbose {
-			fmt.Printf("%3d %-22s %s%s\n", i+1, s.file, s.name, mark)
+			fmt.Printf("%3d %-32s %s%s\n", i+1, s.file, s.name, mark)
 		}
 	}
 	names := make([]string, 0, len(files))
@@ -145,7 +167,7 @@ func run(pkgPath, from, to string, verbose bool) error {
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	fmt.Printf("firewalk from=%s to=%s stops=%d files=%d returns=%d\n", from, to, len(stops), len(files), returns)
+	fmt.Printf("firewalk from=%s to=%s rooms=%t stops=%d files=%d returns=%d\n", from, to, rooms, len(stops), len(files), returns)
 	if verbose {
 		fmt.Println("files:", strings.Join(names, " "))
 	}
@@ -197,4 +219,24 @@ func funcName(obj *types.Func) string {
 		return n.Obj().Name() + "." + obj.Name()
 	}
 	return obj.Name()
+}
+
+// within reports whether path is root or a package below it.
+func within(root, path string) bool {
+	return path == root || strings.HasPrefix(path, root+"/")
+}
+
+// folderOf is path's folder below root ("" for root itself).
+func folderOf(root, path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, root), "/")
+}
+
+// keyOf names obj as the walk's flags do: Type.method or function, with
+// its folder below root and a colon before it outside root.
+func keyOf(root string, obj *types.Func) string {
+	name := funcName(obj)
+	if rel := folderOf(root, obj.Pkg().Path()); rel != "" {
+		return rel + ":" + name
+	}
+	return name
 }

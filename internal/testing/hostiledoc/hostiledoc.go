@@ -34,6 +34,14 @@ func MergeChain(job string, levels int) []byte {
 // MergeChainError is the text the rejection of MergeChain contains.
 const MergeChainError = "expands beyond"
 
+// The stored config document's reader (internal/docsubset) knows no
+// merge keys, anchors or aliases: it refuses SelfMerge and MergeChain at
+// their first, with these texts.
+const (
+	StoredSelfMergeError  = "invalid YAML at line 2: a merge key (<<) is not supported"
+	StoredMergeChainError = "an anchor (&) is not supported"
+)
+
 // ItemParameters returns shardingItemParameters for count items of about
 // size bytes in all: 10,000 items and 1.26 MB is the size a config node
 // cannot hold.

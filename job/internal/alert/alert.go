@@ -1,24 +1,3 @@
-// Package alert keeps a scheduler's bookkeeping of its alerts for late
-// fires and for jobs not run (job.Config.Alert).
-//
-// A [Book] is told when an item's run begins and ends. A fire with a late
-// bound gets one timer per fire on this instance, armed when its first run
-// here begins and stopped when its last run here ends; a timer that fires
-// with runs still going raises the fire's late alert, once across the
-// cluster: the instance whose creation of /{job}/alerts/late/{fire} (ms)
-// succeeds raises it, the others find the node and stay silent. Old nodes
-// are removed by the next instance that wins one.
-//
-// A job with a bound publishes its entry in the namespace's index,
-// /.alerts/jobs/{job} (JSON: the bounds, when it was first registered with
-// them, its last success known and when it was last reported), written when
-// the job registers and when a success is NotRunFor/8 newer than the one
-// written. A [Checker], run by one instance per namespace (the leader of
-// /.alerts/leader), reads the index and reports jobs whose last success is
-// older than their bound, whether or not an instance runs them.
-//
-// Registry work happens on the Book's one goroutine (Run) and the Checker's,
-// never on a run's: Begin and End change memory only.
 package alert
 
 import (

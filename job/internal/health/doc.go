@@ -18,11 +18,14 @@
 //   - the peer probes (probe.go): the probes of the other instances'
 //     health endpoints, the failure counter of each probed instance
 //     written over its version, and the peer's offline mark (Probes);
-//   - the writes of an offline mark (offline.go).
+//   - the writes of an offline mark (offline.go);
+//   - the loops the options turn on, started together (loops.go: Loops).
 //
 // It may import the standard library, regcenter, internal/layout and
 // job/internal/placement (the instances as placement reads them);
-// nothing of package job. It starts nothing: each loop's Run runs on its
-// caller's goroutine and returns when the caller's context ends, and the
-// callbacks it is given are called on that goroutine.
+// nothing of package job. Each loop's Run runs on its caller's goroutine
+// and returns when the caller's context ends, and the callbacks it is
+// given are called on that goroutine. Loops.Start starts the loops turned
+// on, each through the spawn it is given (the scheduler's goroutines,
+// which Shutdown waits for), ended with the context it is given.
 package health

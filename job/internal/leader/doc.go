@@ -1,28 +1,43 @@
-// Package leader holds what an instance keeps for a job's leader's duties
-// beyond the latch (package election) and the reshard's protocol
-// (job/internal/reshard): the watches those duties arm, the servers the
-// last reshard here placed items on, the generation that changes with
-// leadership, and the turn that lets one reshard or repair of the load
-// table's books run at a time on this instance. Package job decides when
-// the duties start and end (elected, revoked), arms the watches with the
-// functions it hands over, reshards and logs; this package only keeps
-// their state.
+// Package leader holds a job's leader's duties beyond the latch (package
+// election) and the reshard itself (job/internal/reshard): what an
+// instance keeps for them, and the mechanisms that run them. Package job
+// decides when the duties start and end (the election's callbacks), gives
+// the events, and queues the departed servers' items that a membership
+// check returns; this package keeps the duties' state and runs them with
+// what the runner hands it when it makes an Office.
 //
-// It owns Duties (duties.go): the watches by key (a server's name,
-// ServersWatch or RequestWatch), each armed once (ArmOnce, Keep) and
-// dropped all at once when leadership ends (DropAll); those of servers
-// gone cancelled as the server list is read again (WatchServers); the
-// servers of the last reshard (SetSharded); the generation (BumpGen,
-// Changed); and the turn (TryAcquire, Acquire, Release).
+// It owns:
+//
+//   - Duties (duties.go), the state: the watches by key (a server's name,
+//     ServersWatch or RequestWatch), each armed once (ArmOnce, Keep) and
+//     dropped all at once when leadership ends (DropAll); those of servers
+//     gone cancelled as the server list is read again (WatchServers); the
+//     servers of the last reshard (SetSharded); the generation (BumpGen,
+//     Changed); and the turn (TryAcquire, Acquire, Release);
+//   - the Office (office.go), the mechanisms: what the leader does when
+//     elected (Elected: a reshard flagged, the servers and the reshard
+//     requests watched) or revoked (Revoked), the membership check after a
+//     change of the servers (CheckMembership: a reshard flagged unless the
+//     assignment stands; it returns the servers read, a value for the
+//     caller's failover), and the flag of a reshard (FlagReshard).
 //
 // The lock discipline. Duties owns its lock, taken only in its methods.
 // Under it, it calls the functions it is handed: leading (Keep,
 // WatchServers), arm (ArmOnce, WatchServers) and the cancels of servers
 // gone (WatchServers); none of them may call Duties back. The turn is a
 // channel and needs no lock; it is held across a whole reshard or repair,
-// registry round trips included, and is never taken under the lock.
+// registry round trips included, and is never taken under the lock. The
+// Office has no lock: its watches call only the runner's kickers, which
+// start a pass on a goroutine of the runner and return.
 //
-// Registry round trips: none. It may import the standard library and
-// job/internal/reshard (the Servers it reads); nothing of package job. It
-// starts nothing.
+// Registry round trips: Duties none. The Office's: Elected's reshard
+// flag (one transaction), the request watch armed by its read and the
+// request read (one each); CheckMembership's read of the servers (see
+// reshard.ReadServers), of the exclusions and reshard.Stands's.
+//
+// It may import the standard library, regcenter, internal/layout,
+// job/internal/reshard (the Servers it reads, Stands) and
+// job/internal/placement (the exclusions, the reshard flag); nothing of
+// package job. It starts no goroutine of its own: Elected's work runs on
+// the goroutine the runner's Go starts, and ends with its pass.
 package leader

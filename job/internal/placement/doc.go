@@ -39,7 +39,7 @@
 // Placer.
 //
 // It may import the standard library, regcenter, sharding, internal/layout,
-// internal/jobhook (the types of the operator's reads), internal/yamldoc,
+// internal/jobhook (the types of the operator's reads), internal/docsubset,
 // internal/parallel and job/internal/stored; nothing of package job. It
 // starts nothing that outlives a call: a commit runs on a caller of Place,
 // and a rebuild's reads (internal/parallel) end before it returns.

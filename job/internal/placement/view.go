@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/yamldoc"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -156,7 +156,7 @@ func DecodeInstance(data []byte) (Instance, error) {
 	}
 	if info.FaultTolerance < 1 || info.AlarmThreshold < 0 || info.Slots < 0 || info.FreeSlots < 0 ||
 		(info.Score != nil && (*info.Score < 0 || *info.Score > 100)) {
-		return Instance{}, fmt.Errorf("%w: instance entry out of range: %s", stored.ErrBadValue, yamldoc.QuoteShort(string(data)))
+		return Instance{}, fmt.Errorf("%w: instance entry out of range: %s", stored.ErrBadValue, docsubset.QuoteShort(string(data)))
 	}
 	return info, nil
 }

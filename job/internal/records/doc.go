@@ -3,9 +3,10 @@
 // the node's version, whether the node exists, when each was last written
 // here, and the records deferred here (written behind, or journalled) and
 // not written yet; and the reading of a record from the registry
-// (Reader). Package job writes the nodes and tells the Cache what it read
-// or wrote; a marking transaction proves an item's record by the version
-// the Cache knows, and a completion writes over it.
+// (Reader). Package job and job/internal/completion write the nodes and
+// tell the Cache what they read or wrote; a marking transaction proves an
+// item's record by the version the Cache knows, and a completion writes
+// over it.
 //
 // It owns:
 //
@@ -16,7 +17,11 @@
 //     what a completion transaction's size per item was (ItemsPerTxn);
 //   - the Reader (read.go): an item's completed node read, with what
 //     another process's completion journal says of the item when the
-//     record names one — one read, and one more for such a journal.
+//     record names one — one read, and one more for such a journal —
+//     and with what the Cache defers of it (Read); the journal a record
+//     written over a node names (Names);
+//   - which of a fire's items their records, as read, say ran the fire
+//     already (ranbefore.go: Cache.RanBefore).
 //
 // The lock discipline. The Cache owns its lock, taken only in its
 // methods, and calls nothing outside this package under it: a leaf, which

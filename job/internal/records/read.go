@@ -80,3 +80,35 @@ func (rd *Reader) journalled(ctx context.Context, item int, id string, rec Recor
 	rec.Cover = rec.Cover.Union(sched, stored.RanCover(ran))
 	return rec, nil
 }
+
+// Read is Node with what a record deferred here adds to it (c's pending
+// record of the item, Cache.PendingCover): the record as this instance's
+// own readers take it (sched nil: nothing added).
+func (rd *Reader) Read(ctx context.Context, item int, sched fireplan.Schedule, c *Cache) (Record, error) {
+	rec, err := rd.Node(ctx, item, sched)
+	if err != nil {
+		return rec, err
+	}
+	if p, ok := c.PendingCover(item); ok && sched != nil {
+		rec.Cover = rec.Cover.Union(sched, p)
+	}
+	return rec, nil
+}
+
+// Names is the completion journal a record of an item names when written
+// over a node that names nodeJournal. The instance that keeps the item
+// marked (holds) names its own when its completions go there
+// (journalled): its next ones will, leaving the node behind. Any other
+// writer keeps naming another process's journal the node names — that
+// process may hold the item and journal its completions, which the node's
+// readers must go on finding — and names none otherwise: what it
+// journalled of the item is in the record it writes.
+func (rd *Reader) Names(holds, journalled bool, nodeJournal string) string {
+	if holds && journalled {
+		return rd.Own
+	}
+	if rd.Foreign(nodeJournal) {
+		return nodeJournal
+	}
+	return ""
+}

@@ -1,15 +1,26 @@
-// Package reshard holds the registry protocol of a job's assignment that
-// needs no runner: what a reshard reads (the job's servers and their
-// nodes, the assignment nodes with their versions), the transaction it
-// writes, the request that flags one, the fence of a repair of the load
-// table's books, and the leader's reads of whether an assignment still
-// holds. Package job decides when a job reshards and who does it (the
-// leader, its fence, one reshard at a time), reads the job's config and
-// its schedule, and logs and counts; this package only reads and writes
-// nodes for it, with the paths and values it is handed.
+// Package reshard holds a job's reshards: the registry protocol of its
+// assignment (what a reshard reads — the job's servers and their nodes,
+// the assignment nodes with their versions —, the transaction it writes,
+// the request that flags one, the fence of a repair of the load table's
+// books, the leader's reads of whether an assignment still holds), and the
+// Resharder that runs them. Package job decides when a job reshards (a
+// fire's wait, a request's kicker, the repairs after a leave, a departure
+// and each reconcile round) and makes the Resharder with what it needs of
+// the runner: the job's config as a reshard reads it (Job), the leader's
+// fence and turn, the placer, the queueing of departed servers' items
+// (failover's), the counters it moves and a func told of unplaced items,
+// from which it gives the event.
 //
 // It owns:
 //
+//   - the Resharder (resharder.go): Reshard, the leader's one-transaction
+//     reshard (the turn, the processing flag, the servers, the departed
+//     queued, the placer's request, the debts of items left unplaced);
+//     Await, a fire's wait for a due reshard (the leader reshards, the
+//     others ask and watch); AnswerRequest, the leader's answer to a
+//     request; Repair and RepairWhileLive, the job's entry in the load
+//     table made what its nodes say; FirstMissed, the first fire an
+//     unplaced item misses;
 //   - the servers (servers.go): Servers, a job's servers and the children
 //     of each, which are Online; ReadServers; FakeStatuses, the persistent
 //     status nodes no instance holds;
@@ -24,14 +35,22 @@
 //     after servers left; FirstStale and PlacementFault, the reconcile
 //     round's reasons to reshard.
 //
+// The lock discipline. It has no lock. The Resharder holds the leader's
+// turn (Turn, a channel) across a whole reshard or repair, registry round
+// trips included, and calls QueueDeparted and Unplaced while it holds it:
+// neither may take the turn.
+//
 // Registry round trips. The reads of every server's children, of the
 // assignment nodes, of the status nodes and the misfire writes go out
 // together, at most 64 at once; the leader's checks read one node at a
 // time and stop at the first answer.
 //
 // It may import the standard library, regcenter, internal/layout,
-// internal/parallel, job/internal/placement (the Request it fills, the
-// reads of an item list and of the exclusions) and job/internal/stored
-// (the misfire node's codec); nothing of package job. It keeps no state
-// and starts nothing: parallel.Each's goroutines end before it returns.
+// internal/parallel, sharding (a named strategy), job/internal/placement
+// (the Request it fills, the reads of an item list and of the
+// exclusions), job/internal/fireplan (the schedule's arithmetic) and
+// job/internal/stored (the misfire node's codec); nothing of package job,
+// nor job/internal/leader, which stands above it (its Duties are a Turn
+// here). It keeps no state of its own and starts nothing: parallel.Each's
+// goroutines end before it returns.
 package reshard

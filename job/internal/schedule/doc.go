@@ -25,7 +25,7 @@
 //   - the calendar's times and counts (times.go): ParseTime, the times a
 //     document writes; CountFires, a bounded count of a schedule's fires.
 //
-// It may import the standard library, robfig/cron and internal/yamldoc
+// It may import the standard library, robfig/cron and internal/docsubset
 // (its quoting of a value in a message); nothing of package job. A
 // CalendarSchedule owns its lock, a leaf: it calls only its cron under it.
 package schedule

@@ -7,7 +7,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // MaxExcludeEntries bounds the entries of an Exclude list.
@@ -66,7 +66,7 @@ func ParseExclude(s string) (Days, []string) {
 		}
 		d, err := time.Parse(time.DateOnly, e)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("entry %s is neither a weekday (mon..sun) nor a date (2006-01-02)", yamldoc.QuoteShort(e)))
+			problems = append(problems, fmt.Sprintf("entry %s is neither a weekday (mon..sun) nor a date (2006-01-02)", docsubset.QuoteShort(e)))
 			continue
 		}
 		if x.dates == nil {

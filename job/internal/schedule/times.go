@@ -7,7 +7,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/shardjob/shardjob/internal/yamldoc"
+	"github.com/shardjob/shardjob/internal/docsubset"
 )
 
 // ParseTime reads a calendar time from a document: RFC 3339
@@ -23,7 +23,7 @@ func ParseTime(s string, loc *time.Location) (time.Time, error) {
 			return t, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf(`%s is not a time such as "2026-12-01T08:00:00Z", "2026-12-01T08:00:00" (in the job's time zone) or "2026-12-01"`, yamldoc.QuoteShort(s))
+	return time.Time{}, fmt.Errorf(`%s is not a time such as "2026-12-01T08:00:00Z", "2026-12-01T08:00:00" (in the job's time zone) or "2026-12-01"`, docsubset.QuoteShort(s))
 }
 
 // MaxCounted bounds the walk CountFires makes.

@@ -1,4 +1,4 @@
-package job
+package instance
 
 import (
 	"slices"
@@ -60,12 +60,12 @@ func TestAlarmsWalkSeedDemonstration(t *testing.T) {
 			if in.units > caps[in.name] {
 				t.Errorf("step %d (%s): %s holds %d over its cap %d", i, st.what, in.name, in.units, caps[in.name])
 			}
-			var ev EventKind
-			alarmed[in.name], ev = alarmStep(alarmed[in.name], in.units, thresholds[in.name])
+			var ev Kind
+			alarmed[in.name], ev = AlarmStep(alarmed[in.name], in.units, thresholds[in.name])
 			switch ev {
-			case EventAlarm:
+			case Alarm:
 				raised = append(raised, in.name)
-			case EventAlarmCleared:
+			case AlarmCleared:
 				cleared = append(cleared, in.name)
 			}
 		}

@@ -1,4 +1,4 @@
-package job
+package completion
 
 import (
 	"errors"
@@ -20,47 +20,47 @@ func TestCorrectByTarget(t *testing.T) {
 		err       error
 		unfenced  bool
 		want      bool
-		corrected func(r *runner, c *completion) bool
+		corrected func(s *Completer, c *completion) bool
 	}{
 		{"running mark gone", target{1, layout.Running}, noNode, false, true,
-			func(_ *runner, c *completion) bool { return c.skipRunning[1] }},
+			func(_ *Completer, c *completion) bool { return c.skipRunning[1] }},
 		{"claim gone", target{1, layout.Failover}, noNode, false, true,
-			func(_ *runner, c *completion) bool { return c.skipClaim[1] }},
+			func(_ *Completer, c *completion) bool { return c.skipClaim[1] }},
 		{"completed gone", target{1, layout.Completed}, noNode, false, true,
-			func(r *runner, _ *completion) bool { return !r.records.Exists(1) }},
+			func(s *Completer, _ *completion) bool { return !s.Records.Exists(1) }},
 		{"completed written elsewhere", target{1, layout.Completed}, exists, false, true,
-			func(_ *runner, c *completion) bool { return c.reread[1] }},
+			func(_ *Completer, c *completion) bool { return c.reread[1] }},
 		{"completed moved elsewhere", target{1, layout.Completed}, moved, false, true,
-			func(_ *runner, c *completion) bool { return c.reread[1] }},
+			func(_ *Completer, c *completion) bool { return c.reread[1] }},
 		{"completed exists, unfenced", target{1, layout.Completed}, exists, true, true,
-			func(r *runner, _ *completion) bool { return r.records.Exists(1) }},
+			func(s *Completer, _ *completion) bool { return s.Records.Exists(1) }},
 		{"completed moved, unfenced", target{1, layout.Completed}, moved, true, true,
-			func(_ *runner, c *completion) bool { return c.skipCompleted[1] }},
+			func(_ *Completer, c *completion) bool { return c.skipCompleted[1] }},
 		{"misfire node gone", target{1, layout.Misfire}, noNode, false, true,
-			func(r *runner, _ *completion) bool { return !r.owed.HasNode(1) }},
+			func(s *Completer, _ *completion) bool { return !s.Owed.HasNode(1) }},
 		{"queue entry gone", target{1, queueEntry}, noNode, false, true,
-			func(_ *runner, c *completion) bool { return c.skipDequeue[1] }},
+			func(_ *Completer, c *completion) bool { return c.skipDequeue[1] }},
 		{"queue entry already there", target{1, queueEntry}, exists, false, true,
-			func(_ *runner, c *completion) bool { return c.skipDequeue[1] }},
+			func(_ *Completer, c *completion) bool { return c.skipDequeue[1] }},
 		{"queue entry, other failure", target{1, queueEntry}, regcenter.ErrNotEmpty, false, false, nil},
 		{"running mark exists", target{1, layout.Running}, exists, false, false, nil},
 		{"other failure", target{1, layout.Completed}, errors.New("boom"), false, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := completionRunner()
-			r.owed.SetNode(1, true)
+			s := testCompleter()
+			s.Owed.SetNode(1, true)
 			// Item 1's completed node known as the opposite of what a
 			// correction of it notes, so that the correction shows.
-			r.records.Seen(1, errors.Is(tc.err, noNode))
+			s.Records.Seen(1, errors.Is(tc.err, noNode))
 			c := completion{}
 			if tc.unfenced {
 				c.completedVersion = map[int]int32{1: 3}
 			}
-			if got := r.correct(&c, tc.t, tc.err); got != tc.want {
+			if got := s.correct(&c, tc.t, tc.err); got != tc.want {
 				t.Fatalf("correct = %v, want %v", got, tc.want)
 			}
-			if tc.corrected != nil && !tc.corrected(r, &c) {
+			if tc.corrected != nil && !tc.corrected(s, &c) {
 				t.Errorf("not corrected: %+v", c)
 			}
 		})

@@ -1,4 +1,4 @@
-package job
+package completion
 
 import (
 	"context"
@@ -10,85 +10,18 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// A completion transaction carries as many items as fit in
-// completionBytes, by the size per item of this job's last completion
-// (records.Cache.ItemsPerTxn), and never more than completionsPerTxn. A
-// steady fire of held items writes a record alone per item, about 200
-// bytes: one transaction for some 4,000 items. One the registry still
-// refuses as too large (a smaller Config.MaxNodeBytes, or a size per item
-// that grew) is split in two, and each half written (stepSplit).
-const (
-	completionBytes   = regcenter.DefaultMaxNodeBytes * 7 / 8
-	completionsPerTxn = MaxShardingTotalCount
-)
-
-// completionLinger is how long a completion waits for one more result of
-// its run before it commits what it has: items that end together share a
-// transaction, and an item that ends alone waits this much longer for its
-// completion mark (never for its next fire).
-const completionLinger = 2 * time.Millisecond
-
-// completeAll collects n results and writes their completion marks in
-// group commits: a transaction carries every result that arrived while
-// the previous one was in flight, or within completionLinger of the one
-// before, so a fire of many fast items costs a transaction per
-// transaction's worth of items (records.Cache.ItemsPerTxn), not one per
-// item.
-func (r *runner) completeAll(sess *regcenter.Session, cfg *spec, results <-chan itemResult, n int) {
-	var linger *time.Timer // made once there is a second result to wait for
-	defer func() {
-		if linger != nil {
-			linger.Stop()
-		}
-	}()
-	perTxn := 1
-	if n > 1 {
-		perTxn = r.records.ItemsPerTxn(completionBytes, completionsPerTxn)
-	}
-	for received := 0; received < n; {
-		batch := []itemResult{<-results}
-		received++
-	collect:
-		for received < n && len(batch) < perTxn {
-			if linger == nil {
-				linger = time.NewTimer(completionLinger)
-			} else {
-				linger.Reset(completionLinger)
-			}
-			select {
-			case res := <-results:
-				batch = append(batch, res)
-				received++
-			case <-linger.C:
-				break collect
-			}
-		}
-		r.complete(sess, cfg, batch)
-	}
-}
-
 // recorded is what b's completion records as covered: what the record said
-// before (b.prior) and b's own fires.
-func (r *runner) recorded(cfg *spec, b itemResult) cover {
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return fireplan.CoverOf(fireplan.Span{First: b.fire, Last: b.coveredUpTo()})
+// before (b.Prior) and b's own fires.
+func (s *Completer) recorded(j Job, b Result) fireplan.Cover {
+	if j.Book.Schedule == nil {
+		return fireplan.CoverOf(fireplan.Span{First: b.Fire, Last: b.UpTo()})
 	}
-	return b.prior.With(sched, b.fire, b.coveredUpTo())
-}
-
-// coveredUpTo is the latest scheduled fire an execution makes up for: its
-// own fire, or for a misfire or failover run every fire due when its item
-// was reserved (ShardingContext.Through; see book.Ran.UpTo).
-func (b itemResult) coveredUpTo() time.Time { return b.ran().UpTo() }
-
-// ran is b as the book settles what it paid.
-func (b itemResult) ran() book.Ran {
-	return book.Ran{Item: b.item, Kind: bookKind(b.kind), Fire: b.fire, Through: b.through}
+	return b.Prior.With(j.Book.Schedule, b.Fire, b.UpTo())
 }
 
 // completion is what one completion transaction must do for a batch; the
@@ -96,9 +29,9 @@ func (b itemResult) ran() book.Ran {
 // was not, or the reverse). The sets are nil until something is put in
 // them (setIn): a completion that goes through at once makes none.
 type completion struct {
-	batch         []itemResult
+	batch         []Result
 	skipRunning   map[int]bool // our running mark is already gone
-	keep          map[int]bool // our running mark stays, held for the next fires (hold.go)
+	keep          map[int]bool // our running mark stays, held for the next fires (Config.Keep)
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
 	skipCompleted map[int]bool // a newer completion is recorded
@@ -119,8 +52,8 @@ type completion struct {
 	// transaction is applied, where known (-1 otherwise).
 	wrote map[int]int32
 	// recorded holds, by position in batch, what the transaction records
-	// for each item it writes a completed node of (see runner.recorded).
-	recorded []cover
+	// for each item it writes a completed node of (see Completer.recorded).
+	recorded []fireplan.Cover
 	// failed holds, by position in batch, the failed runs the record of
 	// each item lists (see stored.FailedAfter); nil while none lists any.
 	failed [][]stored.FailedRun
@@ -137,13 +70,13 @@ type completion struct {
 	// every is the scheduler's record interval for this completion (0:
 	// every record is written now), and now the time it is measured from;
 	// deferred holds, by position in batch, the marks of the records the
-	// transaction defers (see recordflush.go).
+	// transaction defers (see flush.go).
 	every    time.Duration
 	now      time.Time
 	deferred map[int]stored.Completed
 	// journalled: the deferred records go to the completion journal
 	// (journal.go), and every record written of an item kept here names
-	// it (recordJournal).
+	// it (records.Reader.Names).
 	journalled bool
 	// nodeJournal is the journal each item's completed node named when
 	// unfence read it; journals the journal each batch entry's record
@@ -204,30 +137,6 @@ func setIn(m *map[int]bool, k int) {
 	(*m)[k] = true
 }
 
-// complete ends batch's executions: it writes their completion (a
-// monitored job), notes the fires a lost session cut short as owed here,
-// and releases the items.
-func (r *runner) complete(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	if !cfg.Unmonitored {
-		r.writeCompletion(sess, cfg, batch)
-	}
-	items := make([]int, len(batch))
-	for i, b := range batch {
-		items[i] = b.item
-		// Cut short by a lost session (not by shutdown): this instance
-		// owes the fire a run once it is back. If the session really
-		// expired, failover may run it elsewhere too: at least once, and
-		// never at the same time (the running mark).
-		if b.halted != nil && !errors.Is(b.halted, ErrSchedulerClosed) {
-			r.book.NoteMisfire(cfg.book, b.item, b.fire)
-		}
-	}
-	// It ran here: whoever ran it before is no reason to hold back from
-	// its queued debt any more.
-	r.fo.Unblock(items)
-	r.release(items)
-}
-
 // completionStep is where the writing of a completion stands.
 type completionStep int
 
@@ -240,7 +149,7 @@ const (
 )
 
 // writeCompletion writes a monitored job's completion of batch (see
-// complete). It is complete's own function, not part of it, so that an
+// Complete). It is Complete's own function, not part of it, so that an
 // unmonitored job's completion does not take its stack frame.
 //
 // A completion is retried until it is written: across a lost connection, a
@@ -251,11 +160,11 @@ const (
 // period for running items ends: the items it cut short are handed over by
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
-func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []itemResult) {
-	c := completion{batch: batch, recorded: make([]cover, len(batch))}
-	c.keep = r.keepsHolds(sess, batch)
-	if c.every, c.journalled = r.recordInterval(cfg); c.every > 0 && len(c.keep) > 0 {
-		c.now = r.s.opts.now()
+func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Result) {
+	c := completion{batch: batch, recorded: make([]fireplan.Cover, len(batch))}
+	c.keep = s.Keep(sess, batch)
+	if c.every, c.journalled = s.recordInterval(j); c.every > 0 && len(c.keep) > 0 {
+		c.now = s.Now()
 	}
 	// Running marks and failover claims are ephemeral nodes of sess. They
 	// are deleted only in a transaction fenced on sess's generation: a
@@ -263,53 +172,53 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 	// must not delete a mark another instance created meanwhile. Without
 	// the fence (the generation has ended) they are left for the session's
 	// end, or for the marker's stale-mark removal (job/internal/marks) if the session survived.
-	c.fence, c.fenced = r.elect.SessionFence(sess)
+	c.fence, c.fenced = s.Fence.SessionFence(sess)
 	if c.fenced && len(c.keep) > 0 {
-		// A steady fire of held items defers every record (recordflush.go):
+		// A steady fire of held items defers every record (flush.go):
 		// nothing to send, and no context or timer to make for it.
-		if r.completionOps(cfg, &c); len(c.ops) == 0 {
+		if s.completionOps(j, &c); len(c.ops) == 0 {
 			if len(c.deferred) > 0 {
-				r.paid(cfg, &c)
-				r.journalDeferred(cfg, &c)
+				s.paid(j, &c)
+				s.journalDeferred(j, &c)
 			}
 			return
 		}
 	}
 	// Not under the session, which may end before its completion is
 	// written: under shutdown's last wait for background work.
-	ctx, cancel := context.WithTimeout(r.ctx.record, max(time.Minute, 10*r.sessionTimeout()))
+	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
 	defer cancel()
-	r.flushUnrecorded(ctx, &c)
+	s.flushUnrecorded(ctx, &c)
 	step := stepReread
-	if !c.fenced && r.unfence(ctx, cfg, &c) != nil {
+	if !c.fenced && s.unfence(ctx, j, &c) != nil {
 		step = stepUnfence
 	}
-	r.skipOlderFailovers(ctx, cfg, &c)
+	s.skipOlderFailovers(ctx, j, &c)
 	delay := 50 * time.Millisecond
 	for attempt := 0; attempt < 4*len(batch)+8; {
 		next, err := step, error(nil)
 		switch step {
 		case stepUnfence:
-			if err = r.unfence(ctx, cfg, &c); err == nil {
+			if err = s.unfence(ctx, j, &c); err == nil {
 				next = stepReread
 			}
 		case stepReread:
-			if err = r.reread(ctx, &c); err == nil {
+			if err = s.reread(ctx, &c); err == nil {
 				next = stepCommit
 			}
 		case stepCommit:
-			next, err = r.commit(ctx, cfg, &c)
+			next, err = s.commit(ctx, j, &c)
 		}
 		switch {
 		case next == stepDone:
 			return
 		case next == stepSplit:
 			half := len(batch) / 2
-			r.writeCompletion(sess, cfg, batch[:half])
-			r.writeCompletion(sess, cfg, batch[half:])
+			s.writeCompletion(sess, j, batch[:half])
+			s.writeCompletion(sess, j, batch[half:])
 			return
 		case err != nil:
-			if !r.backOff(ctx, &delay, err, len(batch)) {
+			if !s.backOff(ctx, &delay, err, len(batch)) {
 				return
 			}
 		case step == stepCommit:
@@ -317,7 +226,7 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 		}
 		step = next
 	}
-	r.log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+	s.Log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
 }
 
 // flushUnrecorded writes, before c's transaction deletes their running
@@ -328,22 +237,22 @@ func (r *runner) writeCompletion(sess *regcenter.Session, cfg *spec, batch []ite
 // deferred behind the mark would make it run again the fires this
 // instance ran. A run that records writes its prior, pending part
 // included, in the transaction itself.
-func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
-	if !r.records.HasPending() {
+func (s *Completer) flushUnrecorded(ctx context.Context, c *completion) {
+	if !s.Records.HasPending() {
 		return
 	}
 	var released map[int]bool
 	for _, b := range c.batch {
-		if c.keep[b.item] || (b.kind != KindTrigger && b.halted == nil && !b.settled) {
+		if c.keep[b.Item] || (b.Kind != book.Trigger && b.Halted == nil && !b.Settled) {
 			continue
 		}
 		if released == nil {
 			released = map[int]bool{}
 		}
-		released[b.item] = true
+		released[b.Item] = true
 	}
 	if released != nil {
-		r.flushReleased(ctx, func(it int) bool { return released[it] })
+		s.FlushReleased(ctx, func(it int) bool { return released[it] })
 	}
 }
 
@@ -351,11 +260,11 @@ func (r *runner) flushUnrecorded(ctx context.Context, c *completion) {
 // make up for an older fire than their item's regular owner has completed
 // since: completed never moves backwards. (A run that read the record adds
 // to it instead: its prior.)
-func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completion) {
+func (s *Completer) skipOlderFailovers(ctx context.Context, j Job, c *completion) {
 	for _, b := range c.batch {
-		if b.kind == KindFailover && b.halted == nil && b.prior.IsZero() {
-			if done, err := r.completedFire(ctx, b.item); err == nil && done.After(b.coveredUpTo()) {
-				setIn(&c.skipCompleted, b.item)
+		if b.Kind == book.Failover && b.Halted == nil && b.Prior.IsZero() {
+			if rec, err := s.readRecord(ctx, b.Item); err == nil && rec.Cover.Through().After(b.UpTo()) {
+				setIn(&c.skipCompleted, b.Item)
 			}
 		}
 	}
@@ -364,10 +273,10 @@ func (r *runner) skipOlderFailovers(ctx context.Context, cfg *spec, c *completio
 // backOff waits *delay before a completion's next try, doubling it up to a
 // second; it reports false, warning that the fires may run again, if ctx
 // ends first.
-func (r *runner) backOff(ctx context.Context, delay *time.Duration, err error, items int) bool {
+func (s *Completer) backOff(ctx context.Context, delay *time.Duration, err error, items int) bool {
 	select {
 	case <-ctx.Done():
-		r.log.Warn("cannot mark items completed; their fires may run again", "items", items, "err", err)
+		s.Log.Warn("cannot mark items completed; their fires may run again", "items", items, "err", err)
 		return false
 	case <-time.After(*delay):
 	}
@@ -378,43 +287,43 @@ func (r *runner) backOff(ctx context.Context, delay *time.Duration, err error, i
 // commit builds and sends c's transaction. It returns the step to take
 // next — stepDone once written, when nothing is left to write, or after a
 // failure no retry can fix — and the error to wait out first, if any.
-func (r *runner) commit(ctx context.Context, cfg *spec, c *completion) (completionStep, error) {
-	r.completionOps(cfg, c)
+func (s *Completer) commit(ctx context.Context, j Job, c *completion) (completionStep, error) {
+	s.completionOps(j, c)
 	if len(c.ops) == 0 {
 		if len(c.deferred) > 0 {
-			r.paid(cfg, c) // every record deferred: nothing to send
-			r.journalDeferred(cfg, c)
+			s.paid(j, c) // every record deferred: nothing to send
+			s.journalDeferred(j, c)
 		}
 		return stepDone, nil
 	}
 	if n := len(c.batch) - len(c.deferred); n > 1 {
-		r.records.Sized(regcenter.MultiBytes(c.ops...), n)
+		s.Records.Sized(regcenter.MultiBytes(c.ops...), n)
 	}
-	err := r.rc.Multi(ctx, c.ops...)
-	if r.log.Enabled(ctx, slog.LevelDebug) {
-		r.logRecordWrites(c, err)
+	err := s.Center.Multi(ctx, c.ops...)
+	if s.Log.Enabled(ctx, slog.LevelDebug) {
+		s.logRecordWrites(c, err)
 	}
 	if err == nil {
-		r.paid(cfg, c)
+		s.paid(j, c)
 		if len(c.deferred) > 0 {
-			r.journalDeferred(cfg, c)
+			s.journalDeferred(j, c)
 		}
 		if c.journalled {
-			r.journalCovered(c)
+			s.journalCovered(c)
 		}
 		return stepDone, nil
 	}
-	return r.commitFailed(c, err)
+	return s.commitFailed(c, err)
 }
 
 // paid records a successful completion: completed nodes now exist, and
 // misfire debts the executions covered are settled. The records change in
 // the book's step, each before its item's debt.
-func (r *runner) paid(cfg *spec, c *completion) {
+func (s *Completer) paid(j Job, c *completion) {
 	var at time.Time
-	r.book.Paid(cfg.book, len(c.batch), func(i int) (book.Ran, bool) {
+	s.Book.Paid(j.Book, len(c.batch), func(i int) (book.Ran, bool) {
 		res := c.batch[i]
-		if res.halted != nil {
+		if res.Halted != nil {
 			return book.Ran{}, false
 		}
 		var failed []stored.FailedRun
@@ -422,20 +331,20 @@ func (r *runner) paid(cfg *spec, c *completion) {
 			failed = c.failed[i]
 		}
 		if m, ok := c.deferred[i]; ok {
-			r.records.Deferred(res.item, record{Cover: c.recorded[i], Version: res.prior.Version, Versioned: true, Failed: failed, Journal: res.prior.Journal}, m)
-		} else if v, ok := c.wrote[res.item]; ok {
+			s.Records.Deferred(res.Item, records.Record{Cover: c.recorded[i], Version: res.Prior.Version, Versioned: true, Failed: failed, Journal: res.Prior.Journal}, m)
+		} else if v, ok := c.wrote[res.Item]; ok {
 			if at.IsZero() {
-				at = r.s.opts.now()
+				at = s.Now()
 			}
-			var j string
+			var jn string
 			if c.journals != nil {
-				j = c.journals[i]
+				jn = c.journals[i]
 			}
-			r.records.Wrote(res.item, record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: j, Foreign: r.foreignJournal(j)}, at)
+			s.Records.Wrote(res.Item, records.Record{Cover: c.recorded[i], Version: v, Versioned: v >= 0, Failed: failed, Journal: jn, Foreign: s.Reader.Foreign(jn)}, at)
 		} else {
-			r.records.Seen(res.item, true)
+			s.Records.Seen(res.Item, true)
 		}
-		return res.ran(), true
+		return res.Ran(), true
 	})
 }
 
@@ -455,58 +364,58 @@ func (c *completion) noteJournal(i int, journal string) {
 // completionOps builds the completion transaction in c.ops, led by the
 // fence while fenced (see add), each operation's target beside it; none,
 // not even the fence, when there is nothing to write.
-func (r *runner) completionOps(cfg *spec, c *completion) {
+func (s *Completer) completionOps(j Job, c *completion) {
 	c.ops, c.targets = c.ops[:0], c.targets[:0]
 	clear(c.deferred)
 	for i, b := range c.batch {
-		delete(c.wrote, b.item)
-		if !c.skipRunning[b.item] && !c.keep[b.item] {
-			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Running), Version: -1}, b.item, layout.Running)
+		delete(c.wrote, b.Item)
+		if !c.skipRunning[b.Item] && !c.keep[b.Item] {
+			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Running), Version: -1}, b.Item, layout.Running)
 		}
-		if b.kind == KindFailover && !c.skipClaim[b.item] {
-			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Failover), Version: -1}, b.item, layout.Failover)
+		if b.Kind == book.Failover && !c.skipClaim[b.Item] {
+			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Failover), Version: -1}, b.Item, layout.Failover)
 		}
-		if b.halted != nil {
+		if b.Halted != nil {
 			// Cut short by shutdown: hand the item over now. A failover run
 			// cut short stays queued (its claim is released above).
-			if b.kind != KindFailover && errors.Is(b.halted, ErrSchedulerClosed) && cfg.Failover && !c.skipDequeue[b.item] {
-				e := failover.Entry{Item: b.item, Fire: b.fire.UnixMilli(), From: r.serverID(), Attempts: b.failedAttempts}
-				if !b.through.IsZero() {
+			if b.Kind != book.Failover && errors.Is(b.Halted, s.Closed) && j.Failover && !c.skipDequeue[b.Item] {
+				e := failover.Entry{Item: b.Item, Fire: b.Fire.UnixMilli(), From: s.Server, Attempts: b.FailedAttempts}
+				if !b.Through.IsZero() {
 					// Cut short once started: it may have done part of its work.
-					e.MayHaveRun = b.coveredUpTo().UnixMilli()
+					e.MayHaveRun = b.UpTo().UnixMilli()
 				}
-				for _, op := range failover.NewQueue(r.rc, r.name).EnqueueOps([]failover.Entry{e}) {
-					c.add(op, b.item, queueEntry)
+				for _, op := range failover.NewQueue(s.Center, s.Name).EnqueueOps([]failover.Entry{e}) {
+					c.add(op, b.Item, queueEntry)
 				}
 			}
 			continue
 		}
-		if b.kind == KindFailover && !c.skipDequeue[b.item] {
+		if b.Kind == book.Failover && !c.skipDequeue[b.Item] {
 			// With the version the claim read: an earlier debt merged into
 			// the entry meanwhile keeps it queued.
-			v := r.fo.ClaimVersion(b.item)
-			c.add(regcenter.DeleteOp{Path: r.paths.FailoverItem(b.item), Version: v}, b.item, queueEntry)
+			v := s.Claims.ClaimVersion(b.Item)
+			c.add(regcenter.DeleteOp{Path: s.Paths.FailoverItem(b.Item), Version: v}, b.Item, queueEntry)
 		}
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
-		misfireNode := r.book.MisfireNodeCovered(b.ran())
-		if !c.skipCompleted[b.item] && b.kind != KindTrigger && !b.settled {
-			upTo := b.coveredUpTo()
-			rec := r.recorded(cfg, b)
+		misfireNode := s.Book.MisfireNodeCovered(b.Ran())
+		if !c.skipCompleted[b.Item] && b.Kind != book.Trigger && !b.Settled {
+			upTo := b.UpTo()
+			rec := s.recorded(j, b)
 			c.recorded[i] = rec
-			mark := stored.Completed{Server: r.serverID(), Kind: string(b.kind), Begin: b.begin.UnixMilli(), End: b.end.UnixMilli()}
-			nodeJournal, read := c.nodeJournal[b.item]
+			mark := stored.Completed{Server: s.Server, Kind: b.Kind.String(), Begin: b.Begin.UnixMilli(), End: b.End.UnixMilli()}
+			nodeJournal, read := c.nodeJournal[b.Item]
 			if !read {
-				nodeJournal = b.prior.Journal
+				nodeJournal = b.Prior.Journal
 			}
-			mark.Journal = r.recordJournal(c.keep[b.item], c.journalled, nodeJournal)
-			if !upTo.Equal(b.fire) {
-				mark.Since = b.fire.UnixMilli()
+			mark.Journal = s.Reader.Names(c.keep[b.Item], c.journalled, nodeJournal)
+			if !upTo.Equal(b.Fire) {
+				mark.Since = b.Fire.UnixMilli()
 			}
-			if b.err != nil {
-				mark.Error = stored.RecordedError(b.err)
+			if b.Err != nil {
+				mark.Error = stored.RecordedError(b.Err)
 			}
-			if fs := stored.FailedAfter(b.prior.Failed, rec, b.fire, upTo, b.err); fs != nil {
+			if fs := stored.FailedAfter(b.Prior.Failed, rec, b.Fire, upTo, b.Err); fs != nil {
 				mark.Failed = fs
 				if c.failed == nil {
 					c.failed = make([][]stored.FailedRun, len(c.batch))
@@ -515,7 +424,7 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			} else if c.failed != nil {
 				c.failed[i] = nil
 			}
-			if !misfireNode && r.defers(c, b) {
+			if !misfireNode && s.defers(c, b) {
 				if c.deferred == nil {
 					c.deferred = map[int]stored.Completed{}
 				}
@@ -525,35 +434,35 @@ func (r *runner) completionOps(cfg *spec, c *completion) {
 			c.noteJournal(i, mark.Journal)
 			mark.Fire, mark.Ran = rec.Through().UnixMilli(), rec.Ran()
 			data := mark.Marshal()
-			p := r.paths.ItemNode(b.item, layout.Completed)
-			if r.records.Exists(b.item) {
-				v, ok := c.completedVersion[b.item]
+			p := s.Paths.ItemNode(b.Item, layout.Completed)
+			if s.Records.Exists(b.Item) {
+				v, ok := c.completedVersion[b.Item]
 				if !ok {
 					v = -1
-					if b.prior.Versioned {
-						v = b.prior.Version
+					if b.Prior.Versioned {
+						v = b.Prior.Version
 					}
 				}
-				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.item, layout.Completed)
+				c.add(regcenter.SetOp{Path: p, Data: data, Version: v}, b.Item, layout.Completed)
 				to := int32(-1) // unknown: written over any version
 				if v >= 0 {
 					to = v + 1
 				}
-				c.setWrote(b.item, to)
+				c.setWrote(b.Item, to)
 			} else {
-				c.add(regcenter.CreateOp{Path: p, Data: data}, b.item, layout.Completed)
-				c.setWrote(b.item, 0)
+				c.add(regcenter.CreateOp{Path: p, Data: data}, b.Item, layout.Completed)
+				c.setWrote(b.Item, 0)
 			}
 		}
 		if misfireNode {
-			c.add(regcenter.DeleteOp{Path: r.paths.ItemNode(b.item, layout.Misfire), Version: -1}, b.item, layout.Misfire)
+			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Misfire), Version: -1}, b.Item, layout.Misfire)
 		}
 	}
 }
 
 // logRecordWrites logs, at debug level, the completed records c's
 // transaction wrote (err nil) or tried to.
-func (r *runner) logRecordWrites(c *completion, err error) {
+func (s *Completer) logRecordWrites(c *completion, err error) {
 	for i, op := range c.ops {
 		if c.targets[i].node != layout.Completed {
 			continue
@@ -570,7 +479,7 @@ func (r *runner) logRecordWrites(c *completion, err error) {
 		if derr != nil {
 			continue
 		}
-		r.log.Debug("record write", "item", c.targets[i].item, "over_version", v, "journal", m.Journal, "kind", m.Kind,
+		s.Log.Debug("record write", "item", c.targets[i].item, "over_version", v, "journal", m.Journal, "kind", m.Kind,
 			"through", time.UnixMilli(m.Fire), "fenced", c.fenced, "kept", c.keep[c.targets[i].item], "err", err)
 	}
 }

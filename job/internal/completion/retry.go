@@ -1,4 +1,4 @@
-package job
+package completion
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -20,43 +21,43 @@ import (
 // replayed late, on a later session, its completed marks are written only
 // over the versions read now, and not at all over a newer fire. It fails
 // while ZooKeeper cannot answer (and is called again).
-func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
+func (s *Completer) unfence(ctx context.Context, j Job, c *completion) error {
 	c.fenced = false
 	for _, b := range c.batch {
-		setIn(&c.skipRunning, b.item)
-		setIn(&c.skipClaim, b.item)
+		setIn(&c.skipRunning, b.Item)
+		setIn(&c.skipClaim, b.Item)
 	}
 	c.completedVersion = map[int]int32{}
 	c.nodeJournal = map[int]string{}
-	sched, _, serr := cfg.Schedule()
+	sched := j.Book.Schedule
 	for i, b := range c.batch {
-		if b.halted != nil || b.kind == KindTrigger || c.skipCompleted[b.item] {
+		if b.Halted != nil || b.Kind == book.Trigger || c.skipCompleted[b.Item] {
 			continue
 		}
-		data, st, err := r.rc.Get(ctx, r.paths.ItemNode(b.item, layout.Completed))
+		data, st, err := s.Center.Get(ctx, s.Paths.ItemNode(b.Item, layout.Completed))
 		switch {
 		case errors.Is(err, regcenter.ErrNoNode):
-			r.records.Seen(b.item, false)
+			s.Records.Seen(b.Item, false)
 		case errors.Is(err, regcenter.ErrConnectionLoss), errors.Is(err, regcenter.ErrSessionLost):
 			return err
 		case err != nil:
-			setIn(&c.skipCompleted, b.item) // cannot tell: leave the record alone
+			setIn(&c.skipCompleted, b.Item) // cannot tell: leave the record alone
 		default:
 			m, derr := stored.DecodeCompleted(data)
-			if derr == nil && time.UnixMilli(m.Fire).After(r.recorded(cfg, b).Through()) {
-				setIn(&c.skipCompleted, b.item)
+			if derr == nil && time.UnixMilli(m.Fire).After(s.recorded(j, b).Through()) {
+				setIn(&c.skipCompleted, b.Item)
 				continue
 			}
 			if derr == nil {
 				// Written over this version: keep what it lists, and the
-				// journal it names (recordJournal).
-				if serr == nil {
-					c.batch[i].prior.Cover = b.prior.Cover.Union(sched, m.Cover())
+				// journal it names (records.Reader.Names).
+				if sched != nil {
+					c.batch[i].Prior.Cover = b.Prior.Cover.Union(sched, m.Cover())
 				}
-				c.nodeJournal[b.item] = m.Journal
+				c.nodeJournal[b.Item] = m.Journal
 			}
-			c.completedVersion[b.item] = st.Version
-			r.records.Seen(b.item, true)
+			c.completedVersion[b.Item] = st.Version
+			s.Records.Seen(b.Item, true)
 		}
 	}
 	return nil
@@ -65,7 +66,7 @@ func (r *runner) unfence(ctx context.Context, cfg *spec, c *completion) error {
 // commitFailed is commit's answer to a transaction that failed with err.
 // (Its own function: the error it looks into escapes, and a transaction
 // that succeeds makes no room for it.)
-func (r *runner) commitFailed(c *completion, err error) (completionStep, error) {
+func (s *Completer) commitFailed(c *completion, err error) (completionStep, error) {
 	c.lastErr = err
 	var me *regcenter.MultiError
 	switch {
@@ -82,13 +83,13 @@ func (r *runner) commitFailed(c *completion, err error) (completionStep, error) 
 	case !errors.As(err, &me) || me.Index < 0 || me.Index >= len(c.targets):
 	case c.targets[me.Index].node == fenceNode:
 		return stepUnfence, nil // the generation ended meanwhile
-	case r.correct(c, c.targets[me.Index], me.Err):
+	case s.correct(c, c.targets[me.Index], me.Err):
 		if t := c.targets[me.Index]; t.node == layout.Completed && c.reread[t.item] {
 			c.noteTried(t.item, c.ops[me.Index])
 		}
 		return stepReread, nil
 	}
-	r.log.Warn("cannot mark items completed", "err", err)
+	s.Log.Warn("cannot mark items completed", "err", err)
 	return stepDone, nil
 }
 
@@ -119,9 +120,9 @@ func (c *completion) noteTried(item int, op regcenter.Op) {
 // reread reads the completed nodes of c.reread again (see completion)
 // and makes them the priors the batch's records add to. A read that says
 // what the refused write expected is errStaleRead, to be waited out.
-func (r *runner) reread(ctx context.Context, c *completion) error {
+func (s *Completer) reread(ctx context.Context, c *completion) error {
 	for it := range c.reread {
-		rec, err := r.readRecord(ctx, it)
+		rec, err := s.readRecord(ctx, it)
 		if err != nil {
 			return err
 		}
@@ -133,18 +134,18 @@ func (r *runner) reread(ctx context.Context, c *completion) error {
 		delete(c.tried, it)
 		delete(c.reread, it)
 		for i := range c.batch {
-			if c.batch[i].item == it {
-				c.batch[i].prior = rec
+			if c.batch[i].Item == it {
+				c.batch[i].Prior = rec
 			}
 		}
-		r.records.Seen(it, rec.Versioned)
+		s.Records.Seen(it, rec.Versioned)
 	}
 	return nil
 }
 
 // correct updates c after a transaction failed with err at an operation
 // standing for t; false means the failure is not one a retry can fix.
-func (r *runner) correct(c *completion, t target, err error) bool {
+func (s *Completer) correct(c *completion, t target, err error) bool {
 	missing := errors.Is(err, regcenter.ErrNoNode)
 	exists := errors.Is(err, regcenter.ErrNodeExists)
 	moved := errors.Is(err, regcenter.ErrBadVersion)
@@ -161,16 +162,16 @@ func (r *runner) correct(c *completion, t target, err error) bool {
 	case t.node == layout.Failover && missing:
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Completed && missing:
-		r.records.Seen(t.item, false)
+		s.Records.Seen(t.item, false)
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:
 		// Written meanwhile by another instance: add to what it wrote.
 		setIn(&c.reread, t.item)
 	case t.node == layout.Completed && exists:
-		r.records.Seen(t.item, true)
+		s.Records.Seen(t.item, true)
 	case t.node == layout.Completed && moved:
 		setIn(&c.skipCompleted, t.item) // unfenced, written meanwhile: that record stands
 	case t.node == layout.Misfire && missing:
-		r.owed.SetNode(t.item, false)
+		s.Owed.SetNode(t.item, false)
 	default:
 		return false
 	}

@@ -1,0 +1,149 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/placement"
+	"github.com/shardjob/shardjob/job/internal/reshard"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Office runs the leader's duties beyond resharding itself: the watches
+// taken up when elected (the reshard requests, the servers and their
+// flags), dropped when revoked, and the check of the servers able to take
+// items after any change of them. What it needs of the runner is handed to
+// it when it is made; it keeps its state in Duties.
+type Office struct {
+	Duties *Duties
+	RC     regcenter.Center
+	Paths  layout.Job
+	Log    *slog.Logger
+	// Leading reports whether this instance leads the job.
+	Leading func() bool
+	// Go runs f on a goroutine of the runner, false once it stops.
+	Go func(f func()) bool
+	// The runner's kickers: the membership check (CheckMembership), the
+	// answer to a reshard request, the note of a moved reshard epoch.
+	KickMembership, KickReshard, KickEpoch func()
+}
+
+// Elected takes up the leader's duties, once Duties' generation moved:
+// it forgets the last reshard's servers and, on a goroutine of the
+// runner, flags a reshard (the previous leader may have died in the middle
+// of one), watches the servers, and arms the watch on reshard requests, so
+// as to reshard at once when an instance about to fire asks for it.
+func (o *Office) Elected(ctx context.Context) {
+	o.Duties.SetSharded(nil)
+	o.Go(func() {
+		o.FlagReshard(ctx)
+		o.watchServers(ctx)
+		if o.Duties.Has(RequestWatch) || ctx.Err() != nil {
+			return
+		}
+		// An instance about to fire asks for a reshard by writing the
+		// flag's data: reshard at once rather than at our next fire.
+		_, cancel, err := o.RC.WatchNow(ctx, o.Paths.Necessary(), regcenter.WatchNode, func(ev regcenter.Event) {
+			switch ev.Type {
+			case regcenter.EventDataChanged, regcenter.EventResync:
+				o.KickReshard()
+			case regcenter.EventCreated:
+				o.KickEpoch() // a flag set by hand moves no epoch
+			}
+		})
+		if !o.Duties.Keep(RequestWatch, cancel, o.Leading) {
+			cancel()
+			return
+		}
+		// A request written before the watch was armed (an instance
+		// draining, or about to fire, while nobody led) is answered now:
+		// the flag's data names who asked; the leader's own flag has none.
+		if err == nil {
+			if data, _, err := o.RC.Get(ctx, o.Paths.Necessary()); err == nil && len(data) > 0 {
+				o.KickReshard()
+			}
+		}
+	})
+}
+
+// Revoked drops the leader's duties: the generation moves and every watch
+// they armed is cancelled.
+func (o *Office) Revoked() {
+	o.Duties.BumpGen()
+	for _, c := range o.Duties.DropAll() {
+		c()
+	}
+}
+
+// FlagReshard flags a reshard. It never creates parent nodes: after the
+// job was removed from the cluster a late flag must not bring its tree
+// back (registration creates the parents).
+func (o *Office) FlagReshard(ctx context.Context) {
+	if err := placement.FlagReshard(ctx, o.RC, o.Paths); err != nil && ctx.Err() == nil {
+		o.Log.Warn("cannot flag resharding", "err", err)
+	}
+}
+
+// watchServers keeps the leader watching the server list and every
+// server's flags; any change that alters the set of servers able to take
+// items flags a reshard.
+func (o *Office) watchServers(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	o.Duties.ArmOnce(ServersWatch, func() func() {
+		return o.RC.Watch(o.Paths.Servers(), regcenter.WatchChildren, func(regcenter.Event) {
+			o.KickMembership()
+		})
+	})
+	o.KickMembership()
+}
+
+// CheckMembership runs on the leader after a server-related change: it
+// reads the servers, watches each one's flags, and flags a reshard when
+// the servers able to take items are not those of the last reshard here,
+// unless only servers that held nothing of the job left. It returns the
+// servers read, for the failover of those that left, and false when this
+// instance does not lead or could not read them.
+func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
+	if !o.Leading() {
+		return nil, false
+	}
+	servers, err := reshard.ReadServers(ctx, o.RC, o.Paths)
+	if err != nil {
+		o.Log.Warn("reading servers", "err", err)
+		return nil, false
+	}
+	last, leading := o.Duties.WatchServers(o.Leading, servers, func(sv string) func() {
+		return o.RC.Watch(o.Paths.Server(sv), regcenter.WatchChildren, func(regcenter.Event) {
+			o.KickMembership()
+		})
+	})
+	if !leading {
+		return nil, false
+	}
+	excluded, err := placement.ReadExcluded(ctx, o.RC)
+	if err != nil {
+		o.Log.Warn("reading the drain list", "err", err)
+		return nil, false
+	}
+	online := excluded.Eligible(servers.Online())
+	if last == nil || !slices.Equal(last, online) {
+		stands, err := reshard.Stands(ctx, o.RC, o.Paths, last, online)
+		switch {
+		case err != nil:
+			o.Log.Warn("reading the departed servers' assignments; resharding", "err", err)
+			o.FlagReshard(ctx)
+		case stands:
+			// Only servers that held nothing of this job left: its
+			// assignment stands for the servers that remain, and its
+			// instances keep firing on it without a reshard.
+			o.Duties.SetSharded(online)
+		default:
+			o.FlagReshard(ctx)
+		}
+	}
+	return servers, true
+}

@@ -1,0 +1,97 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
+)
+
+// TestTheOfficeOnARealRegistry: elected, the leader flags a reshard and
+// arms its watches; a membership check flags one when nothing is known
+// of the last reshard or a server joined, and none while the servers are
+// those of the last reshard; revoked, it drops every watch.
+func TestTheOfficeOnARealRegistry(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "office"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	paths := layout.Job("j")
+	for _, p := range []string{paths.ShardingEpoch(), paths.Flag("a", layout.Status), paths.Flag("b", layout.Status)} {
+		if err := rc.EnsurePath(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var membership, requests atomic.Int64
+	o := &Office{
+		Duties: NewDuties(), RC: rc, Paths: paths, Log: slog.New(slog.DiscardHandler),
+		Leading:        func() bool { return true },
+		Go:             func(f func()) bool { f(); return true },
+		KickMembership: func() { membership.Add(1) },
+		KickReshard:    func() { requests.Add(1) },
+		KickEpoch:      func() {},
+	}
+	flagged := func() bool {
+		t.Helper()
+		ok, _, err := rc.Exists(ctx, paths.Necessary())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ok
+	}
+
+	o.Elected(ctx)
+	if !flagged() {
+		t.Error("elected: no reshard flagged")
+	}
+	if !o.Duties.Has(ServersWatch) || !o.Duties.Has(RequestWatch) || membership.Load() == 0 {
+		t.Errorf("elected: servers watched %v, requests watched %v, membership checks asked %d",
+			o.Duties.Has(ServersWatch), o.Duties.Has(RequestWatch), membership.Load())
+	}
+	if requests.Load() != 0 {
+		t.Error("elected: the leader's own flag taken for a request")
+	}
+
+	if servers, ok := o.CheckMembership(ctx); !ok || len(servers) != 2 || !flagged() {
+		t.Errorf("nothing known of the last reshard: servers %v (%v), want a, b and a reshard flagged", servers, ok)
+	}
+	o.Duties.SetSharded([]string{"a", "b"})
+	if _, ok := o.CheckMembership(ctx); !ok || flagged() {
+		t.Errorf("the servers of the last reshard: checked %v, flagged a reshard", ok)
+	}
+	if !o.Duties.Has("a") || !o.Duties.Has("b") {
+		t.Error("the servers' flags are not watched")
+	}
+	if err := rc.EnsurePath(ctx, paths.Flag("c", layout.Status)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.CheckMembership(ctx); !ok || !flagged() {
+		t.Errorf("a server joined: checked %v, no reshard flagged", ok)
+	}
+
+	o.Revoked()
+	for _, key := range []string{ServersWatch, RequestWatch, "a", "b", "c"} {
+		if o.Duties.Has(key) {
+			t.Errorf("revoked: watch %q still armed", key)
+		}
+	}
+	o.Leading = func() bool { return false }
+	if _, ok := o.CheckMembership(ctx); ok {
+		t.Error("checked the membership without leading")
+	}
+}

@@ -1,0 +1,33 @@
+// Package reconcile holds the scheduler's repair loop: which job's round
+// is due when (Loop, Due), what one job's round reads and decides (Round),
+// and its leader's check of the stored assignment against the servers
+// online (Assignment). Package job runs the Loop on a goroutine of the
+// scheduler's, gives it the jobs at each round, and gives each Round what
+// it does to its job as funcs: re-registering it, restoring its status,
+// campaigning, flagging a reshard, queueing the departed servers' items.
+//
+// It owns:
+//
+//   - the Loop (loop.go): a round at once and then at the shortest
+//     interval of the jobs (a minute at most), each job's round once its
+//     interval passed since its last (Due; a job is first due an interval
+//     after it is first seen), the books' review once a default interval,
+//     the clock measured once a round when a job needs it;
+//   - the Round (round.go): under a live session and a job registered
+//     under it and prepared, the reads of its status node and election
+//     host, the holds verified, and on the leader the Assignment and the
+//     books' repair;
+//   - the Assignment (assignment.go): for a placed job reshard.
+//     PlacementFault, for another the strategy's assignment compared with
+//     the stored one (reshard.FirstStale); a fault queues the departed
+//     servers' items (failover on) and flags a reshard.
+//
+// The lock discipline. It keeps no lock: the Loop's state (Due) is its
+// goroutine's own, and a Round is a value used once.
+//
+// It may import the standard library, regcenter, internal/layout,
+// job/internal/reshard (the servers read, the checks) and sharding (the
+// strategies); nothing of package job. It starts no goroutine: Loop.Run
+// runs on its caller's and returns when ctx ends, and a Round runs on its
+// caller's; Round.Reregister is expected to start its own, the job's.
+package reconcile

@@ -1,0 +1,95 @@
+package reconcile
+
+import (
+	"context"
+	"time"
+)
+
+// Job is one job as a round of the Loop sees it.
+type Job struct {
+	// Name is the job's name.
+	Name string
+	// Every is the job's reconcile interval; 0 or less is the Loop's
+	// Default.
+	Every time.Duration
+	// Clock reports that the job fires only within a maximum clock
+	// difference (MaxTimeDiff): the round measures the clock first.
+	Clock bool
+	// Round repairs the job; it runs on the Loop's goroutine.
+	Round func()
+}
+
+// Loop is the scheduler's one repair loop, for every job: each job's Round
+// once its interval passed since its last, the books' review once a
+// Default interval, and the clock measured once a round when a job needs
+// it. Rounds go by real time, not the clock the jobs fire by: they repair
+// the registry's state, which does not wait for a fake clock to move.
+type Loop struct {
+	// Default is the interval of a job that sets none, and of the books'
+	// review.
+	Default time.Duration
+	// Jobs lists the jobs at the start of a round, in the order they are
+	// taken.
+	Jobs func() []Job
+	// Review reviews the books (called on the Loop's goroutine).
+	Review func()
+	// MeasureClock measures the clock difference with the registry.
+	MeasureClock func()
+}
+
+// Run runs rounds until ctx ends, the first at once.
+func (l Loop) Run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	due := Due{}
+	pruned := time.Now() // the first review comes an interval after start
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		now := time.Now()
+		next := time.Minute
+		measured := false
+		if now.Sub(pruned) >= l.Default {
+			pruned = now
+			l.Review()
+		}
+		for _, j := range l.Jobs() {
+			every := j.Every
+			if every <= 0 {
+				every = l.Default
+			}
+			if j.Clock && !measured {
+				l.MeasureClock()
+				measured = true
+			}
+			if due.Take(j.Name, now, every) {
+				j.Round()
+			}
+			next = min(next, every)
+		}
+		timer.Reset(next)
+	}
+}
+
+// Due is when each job's last round was. A job is first due an interval
+// after it is first seen: registration has just done what a round would.
+type Due map[string]time.Time
+
+// Take reports whether job name is due at now with interval every, and
+// if so notes its round as taken at now. A job seen for the first time
+// is noted and not due.
+func (d Due) Take(name string, now time.Time, every time.Duration) bool {
+	t, ok := d[name]
+	if !ok {
+		d[name] = now
+		return false
+	}
+	if now.Sub(t) < every {
+		return false
+	}
+	d[name] = now
+	return true
+}

@@ -1,0 +1,99 @@
+package reconcile
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Round is one job's repair, a round of the Loop for it: what it reads of
+// the job's nodes, and what it asks of the job. It runs on the Loop's
+// goroutine; what it asks is done on it too, except Reregister.
+type Round struct {
+	RC     regcenter.Center
+	Paths  layout.Job
+	Server string
+	// Life is the job's life on this instance: the work written behind
+	// (Behind) runs under it, bounded by Timeout, as does the rest under
+	// the live session.
+	Life    context.Context
+	Timeout time.Duration
+	// Registered returns the session the job registered under (nil:
+	// still starting) and whether it is stopping.
+	Registered func() (*regcenter.Session, bool)
+	// Behind writes what the job deferred that is due (records written
+	// behind, a journal sweep), whatever the session.
+	Behind func(context.Context)
+	// Reregister registers the job under sess, on a goroutine of the
+	// job's: it is registered under another.
+	Reregister func(sess *regcenter.Session)
+	// Prepared reports the job prepared: in the election, running items.
+	Prepared func() bool
+	// RestoreStatus restores this server's status node, found missing.
+	RestoreStatus func(context.Context, *regcenter.Session)
+	// Campaign joins the election again, found without a leader.
+	Campaign func(context.Context) error
+	// VerifyHolds checks the marks the job holds under sess.
+	VerifyHolds func(context.Context, *regcenter.Session)
+	// IsLeader reports this instance the job's leader; a leader's round
+	// checks the Assignment and repairs the books (RepairBooks).
+	IsLeader    func() bool
+	Assignment  Assignment
+	RepairBooks func(context.Context) error
+	Log         *slog.Logger
+}
+
+// Run repairs the job once.
+func (d Round) Run() {
+	sess := d.RC.Session()
+	if sess.Err() != nil {
+		return
+	}
+	reg, stopping := d.Registered()
+	if stopping {
+		return
+	}
+	{
+		ctx, cancel := context.WithTimeout(d.Life, d.Timeout)
+		d.Behind(ctx)
+		cancel()
+	}
+	if reg == nil {
+		return // still starting
+	}
+	if reg != sess {
+		d.Reregister(sess)
+		return
+	}
+	if !d.Prepared() {
+		// Not in the election yet and running nothing: its flags watch
+		// restores its status, and it costs no request between fires.
+		return
+	}
+	ctx, cancel := context.WithTimeout(sess.Ctx(), d.Timeout)
+	defer cancel()
+	// Our own registration: a status node deleted under us is restored
+	// (the flags watch normally does it at once; this is the backstop).
+	if ok, _, err := d.RC.Exists(ctx, d.Paths.Flag(d.Server, layout.Status)); err == nil && !ok {
+		d.RestoreStatus(ctx, sess)
+	}
+	if ok, _, err := d.RC.Exists(ctx, d.Paths.ElectionHost()); err == nil && !ok {
+		// Nobody leads: campaign again in case a watch was missed.
+		if err := d.Campaign(ctx); err != nil {
+			d.Log.Warn("reconcile: rejoining election", "err", err)
+		}
+	}
+	d.VerifyHolds(ctx, sess)
+	if !d.IsLeader() {
+		return
+	}
+	if err := d.Assignment.Check(ctx); err != nil {
+		d.Log.Warn("reconcile", "err", err)
+	}
+	if err := d.RepairBooks(ctx); err != nil && ctx.Err() == nil {
+		d.Log.Warn("reconcile: repairing the load table's books", "err", err)
+	}
+}

@@ -1,0 +1,45 @@
+// Package registration holds a job's registration on this instance: the
+// nodes it makes and in which transactions, the watches it keeps, and
+// what a new session redoes. Package job decides when a job registers
+// (start, Start's batches, a new session, the reconcile loop), loads and
+// restores its config, joins the election and tells its book and events;
+// this package writes and reads the registration's nodes and keeps the
+// watches' cancel functions.
+//
+// It owns:
+//
+//   - a new job's tree (tree.go): TreeOps, the operations that make it
+//     (the job and config nodes, this server's node and status,
+//     leader/sharding with necessary, and the failover queue or the
+//     election latch's parent when the job needs them at once), and
+//     CreateTrees, many jobs' trees several to a transaction
+//     (TreesPerTxn, TreeBytesPerTxn), a job that cannot go in left out
+//     having changed nothing;
+//   - a job that exists registered node by node (node.go, Node): joining
+//     it in one transaction (JoinFresh), the shutdown flag cleared, the
+//     server node, the status node and the wait for another session's
+//     to go (CreateStatus, failing with Node.InUse), the leader's part
+//     of the tree (EnsureTree), and the retries after a new session
+//     (Reregister);
+//   - what a previous life of this server id left (incarnation.go): its
+//     items (PreviousItems) and the runs they are owed (Owed, returned
+//     for package job to note in its book);
+//   - the watches' cancel functions (watches.go, Watches), by Slot;
+//   - a registration step tried again after a lost connection or session
+//     (retry.go, Retry, LostConnection), within a bound the caller gives.
+//
+// The lock discipline. Watches owns its lock, taken only in its methods,
+// and calls nothing under it (a cancel kept after Close runs after the
+// lock is let go): a leaf, which its callers take under theirs (package
+// job arms the disabled items' and the queue's watches under its
+// preparation's lock). Node holds no lock and no state beyond its fields,
+// set at construction; the functions it is handed (SessionTimeout,
+// StaleOwner, and Owed's completed, Reregister's attempt, Retry's step)
+// are called under no lock of this package.
+//
+// It may import the standard library, regcenter, internal/layout and
+// job/internal/fireplan (a schedule's Next); nothing of package job. It
+// starts nothing: CreateStatus's watch is cancelled before it returns,
+// and Reregister and Retry run on their caller's goroutine (Reregister's
+// is one of the runner's).
+package registration

@@ -1,0 +1,181 @@
+package registration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sync"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Trees of new jobs go into one transaction up to these bounds: the
+// server's work per transaction, not per node, is most of a new job's cost.
+const (
+	// TreesPerTxn is the most jobs' trees in one transaction.
+	TreesPerTxn = 32
+	// TreeBytesPerTxn is the most bytes (paths and data) of the trees in
+	// one transaction.
+	TreeBytesPerTxn = 256 << 10
+)
+
+// Hostname is what a server node holds.
+var Hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
+
+// Tree says what a new job's tree holds (see TreeOps).
+type Tree struct {
+	Paths  layout.Job
+	Server string // this instance's server id
+	Host   string // what the server node holds
+	Config []byte // the config node's document
+	// Failover puts the failover queue in the tree; Prepares the election
+	// latch's parent (the instance prepares at registration).
+	Failover, Prepares bool
+}
+
+// TreeOps are the operations that make a new job's tree: the job node,
+// the config node (this instance's config), this server's node and status,
+// and leader/sharding with the necessary flag. The failover queue and the
+// election latch's parent are made on demand, by their first writer:
+// ZooKeeper's cost of a new job is per node, and an idle job needs
+// neither. They are in the tree only for a job that needs them at once:
+// the queue with failover on, the latch's parent when this instance
+// prepares at registration.
+func TreeOps(t Tree) []regcenter.Op {
+	p, id := t.Paths, t.Server
+	ops := []regcenter.Op{
+		regcenter.CreateOp{Path: p.Root()},
+		regcenter.CreateOp{Path: p.Config(), Data: t.Config},
+		regcenter.CreateOp{Path: p.Servers()},
+		regcenter.CreateOp{Path: p.Server(id), Data: []byte(t.Host)},
+		regcenter.CreateOp{Path: p.Flag(id, layout.Status), Data: []byte(layout.StatusReady), Mode: regcenter.Ephemeral},
+		regcenter.CreateOp{Path: p.Leader()},
+		regcenter.CreateOp{Path: p.ShardingEpoch()},
+		regcenter.CreateOp{Path: p.Necessary()},
+	}
+	if t.Failover {
+		ops = append(ops,
+			regcenter.CreateOp{Path: path.Dir(p.FailoverItems())},
+			regcenter.CreateOp{Path: p.FailoverItems()})
+	}
+	if t.Prepares {
+		ops = append(ops,
+			regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
+			regcenter.CreateOp{Path: p.ElectionLatch()})
+	}
+	return ops
+}
+
+// opsSize is what ops weigh against TreeBytesPerTxn: their paths and data.
+func opsSize(ops []regcenter.Op) int {
+	n := 0
+	for _, op := range ops {
+		if c, ok := op.(regcenter.CreateOp); ok {
+			n += len(c.Data) + len(c.Path)
+		}
+	}
+	return n
+}
+
+// leftOut reports whether a transaction's err says that one job's tree
+// cannot be made as a whole: a node of it exists (or a parent is gone).
+func leftOut(err error) (*regcenter.MultiError, bool) {
+	var me *regcenter.MultiError
+	ok := errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode))
+	return me, ok
+}
+
+// CreateTrees makes the trees of n new jobs, several to a transaction,
+// and reports which it made (made[i] for the i-th). ops(i) gives the i-th
+// job's tree (TreeOps); an error from it ends CreateTrees, the batch
+// gathered since the last transaction left unmade. A job whose node exists
+// already (or whose tree cannot go into a transaction: the namespace root
+// is gone, or the config is too large) is left out, having changed
+// nothing, and its start registers it node by node, which also creates
+// whatever is missing. name(i) names the i-th job in an error.
+func CreateTrees(ctx context.Context, rc regcenter.Center, n int, ops func(i int) ([]regcenter.Op, error), name func(i int) string) ([]bool, error) {
+	made := make([]bool, n)
+	type tree struct {
+		i   int
+		ops []regcenter.Op
+	}
+	var batch []tree
+	size := 0
+	flush := func() error {
+		for len(batch) > 0 {
+			var all []regcenter.Op
+			for _, t := range batch {
+				all = append(all, t.ops...)
+			}
+			err := rc.Multi(ctx, all...)
+			if err == nil {
+				for _, t := range batch {
+					made[t.i] = true
+				}
+				break
+			}
+			me, out := leftOut(err)
+			switch {
+			case out:
+				// Leave out the job whose op failed, and try the rest.
+				at, n := 0, len(batch)
+				for i, t := range batch {
+					if at += len(t.ops); me.Index < at {
+						batch = append(batch[:i:i], batch[i+1:]...)
+						break
+					}
+				}
+				if len(batch) == n {
+					return fmt.Errorf("registering new jobs: %w", err)
+				}
+			case errors.Is(err, regcenter.ErrTooLarge) && len(batch) > 1:
+				// One job's config is large: every job on its own.
+				for _, t := range batch {
+					ok, err := createOne(ctx, rc, t.ops)
+					if err != nil {
+						return fmt.Errorf("job %q: register: %w", name(t.i), err)
+					}
+					made[t.i] = ok
+				}
+				batch = nil
+			case errors.Is(err, regcenter.ErrTooLarge):
+				batch = nil
+			default:
+				return fmt.Errorf("registering new jobs: %w", err)
+			}
+		}
+		batch, size = nil, 0
+		return nil
+	}
+	for i := range n {
+		o, err := ops(i)
+		if err != nil {
+			return made, err
+		}
+		sz := opsSize(o)
+		if len(batch) > 0 && (len(batch) >= TreesPerTxn || size+sz > TreeBytesPerTxn) {
+			if err := flush(); err != nil {
+				return made, err
+			}
+		}
+		batch = append(batch, tree{i: i, ops: o})
+		size += sz
+	}
+	return made, flush()
+}
+
+// createOne makes one job's tree on its own (see CreateTrees) and reports
+// whether it did.
+func createOne(ctx context.Context, rc regcenter.Center, ops []regcenter.Op) (bool, error) {
+	err := rc.Multi(ctx, ops...)
+	if _, out := leftOut(err); out || errors.Is(err, regcenter.ErrTooLarge) {
+		return false, nil
+	}
+	return err == nil, err
+}
