@@ -16,7 +16,10 @@
 // first fire adds one read of the execution node's children and one
 // transaction of the missing item nodes; another run's mark costs one
 // watch (WatchNow) and, above probeAbove items, one read per item of the
-// chunk, 32 at a time.
+// chunk, 32 at a time; the stale marks of this session (a release that
+// failed leaves a whole assignment's), above probeAbove items, one read
+// per item, 32 at a time, and one fenced transaction of deletes per
+// PerTxn of them — never one failed transaction each.
 //
 // It may import the standard library, regcenter, internal/layout,
 // internal/parallel, job/internal/assume (the marks held, the moved

@@ -128,7 +128,7 @@ func (m *Marker) Mark(ctx context.Context, run Run, out Outcomes) ([]int, error)
 func (m *Marker) chunk(ctx context.Context, run Run, items []int, checks []regcenter.Op, out Outcomes) ([]int, error) {
 	sess, recs := run.Sess, run.Records
 	items = slices.Clone(items)
-	parentsMade, waited, probed := false, false, false
+	parentsMade, waited, probed, swept := false, false, false, false
 	// Items whose marks this instance kept from an earlier run mark
 	// nothing: the mark is there, and excludes every other run.
 	held := m.Holds.HeldOf(sess, items)
@@ -169,6 +169,22 @@ func (m *Marker) chunk(ctx context.Context, run Run, items []int, checks []regce
 		}
 		switch {
 		case errors.Is(me.Err, regcenter.ErrNodeExists):
+			if !swept && len(items) > probeAbove {
+				// Marks of this very session that no run here holds: a
+				// release that failed (under load, at a reshard) leaves
+				// every mark of the assignment behind. Found by reads in
+				// parallel and deleted a transaction at a time, not one
+				// failed transaction and one delete each, which for
+				// hundreds of items outlasts the fire's deadline, fire
+				// after fire, and runs none of them.
+				swept = true
+				if gone := m.dropStaleMarks(ctx, sess, items, held); len(gone) > 0 {
+					for _, it := range gone {
+						out.Recheck(it)
+					}
+					continue
+				}
+			}
 			if m.dropStaleMark(ctx, sess, item) {
 				out.Recheck(item)
 				continue
@@ -305,6 +321,64 @@ func (m *Marker) dropStaleMark(ctx context.Context, sess *regcenter.Session, ite
 	}
 	m.Log.Info("removed a stale running mark of this instance", "item", item)
 	return true
+}
+
+// dropStaleMarks deletes the running marks of items that belong to this
+// very registry session without this instance holding them (see
+// dropStaleMark): read in parallel, deleted in transactions fenced on the
+// live generation, each delete on the version read. It returns the items
+// whose marks it deleted; a transaction refused leaves its items, and the
+// ones after it, to dropStaleMark.
+func (m *Marker) dropStaleMarks(ctx context.Context, sess *regcenter.Session, items []int, held map[int]bool) []int {
+	versions := make([]int32, len(items))
+	stale := make([]bool, len(items))
+	parallel.Each(len(items), 32, func(i int) {
+		if held[items[i]] {
+			return
+		}
+		ok, st, err := m.Center.Exists(ctx, m.Paths.ItemNode(items[i], layout.Running))
+		if err == nil && ok && st.EphemeralOwner != 0 && st.EphemeralOwner == sess.ID() {
+			stale[i], versions[i] = true, st.Version
+		}
+	})
+	var found []int
+	var vers []int32
+	for i, it := range items {
+		if stale[i] {
+			found, vers = append(found, it), append(vers, versions[i])
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	fence, ok := m.Fence(sess)
+	if !ok {
+		return nil
+	}
+	var gone []int
+	for per := PerTxn; len(found) > 0; {
+		n := min(per, len(found))
+		ops := make([]regcenter.Op, 0, 1+n)
+		ops = append(ops, fence)
+		for i := range n {
+			ops = append(ops, regcenter.DeleteOp{Path: m.Paths.ItemNode(found[i], layout.Running), Version: vers[i]})
+		}
+		err := m.Center.Multi(ctx, ops...)
+		if errors.Is(err, regcenter.ErrTooLarge) && n > 1 {
+			per = n / 2
+			continue
+		}
+		if err != nil {
+			m.Log.Warn("removing stale running marks of this instance", "items", layout.FormatItems(found[:n]), "err", err)
+			break
+		}
+		gone = append(gone, found[:n]...)
+		found, vers = found[n:], vers[n:]
+	}
+	if len(gone) > 0 {
+		m.Log.Info("removed stale running marks of this instance", "items", layout.FormatItems(gone))
+	}
+	return gone
 }
 
 // waitMarkGone waits up to d for item's running mark to go, and reports

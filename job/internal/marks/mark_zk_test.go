@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,5 +110,94 @@ func TestMarkOnARealRegistry(t *testing.T) {
 	}
 	if ok, _, _ := rc.Exists(ctx, paths.ItemNode(5, layout.Running)); ok {
 		t.Fatal("a failed proof left a mark")
+	}
+}
+
+// countingCenter counts a Center's transactions and existence reads.
+type countingCenter struct {
+	regcenter.Center
+	multis, exists atomic.Int64
+}
+
+func (c *countingCenter) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	c.multis.Add(1)
+	return c.Center.Multi(ctx, ops...)
+}
+
+func (c *countingCenter) Exists(ctx context.Context, path string) (bool, regcenter.Stat, error) {
+	c.exists.Add(1)
+	return c.Center.Exists(ctx, path)
+}
+
+// TestMarkRemovesThisSessionsStaleMarksAtOnce: 300 items whose marks this
+// very session left behind (a release that failed), none held, one item
+// marked by another session. The marking removes the 299 stale marks in
+// one fenced transaction after reads in parallel, rechecks them, hands
+// the other session's item over as busy and marks the rest: four
+// transactions, where one failed transaction and one delete per stale mark
+// took 600 and outlasted a fire's deadline under load.
+func TestMarkRemovesThisSessionsStaleMarksAtOnce(t *testing.T) {
+	zc := zktest.Start(t)
+	rc, other := open(t, zc.Servers()), open(t, zc.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	paths := layout.Job("stale")
+	const n, foreign = 300, 7
+	var ops []regcenter.Op
+	for it := range n {
+		ops = append(ops, regcenter.CreateOp{Path: paths.Item(it)})
+	}
+	if err := rc.EnsurePath(ctx, paths.Execution()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Multi(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	ops = ops[:0]
+	for it := range n {
+		if it != foreign {
+			ops = append(ops, regcenter.CreateOp{Path: paths.ItemNode(it, layout.Running), Data: []byte(`{}`), Mode: regcenter.Ephemeral})
+		}
+	}
+	if err := rc.Multi(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Create(ctx, paths.ItemNode(foreign, layout.Running), []byte(`{}`), regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.EnsurePath(ctx, "/fence"); err != nil {
+		t.Fatal(err)
+	}
+	cc := &countingCenter{Center: rc}
+	var holds assume.Holds
+	m := &Marker{Center: cc, Paths: paths, Server: "me", Log: slog.New(slog.DiscardHandler), Holds: &holds, Cache: records.NewCache(),
+		Fence: func(*regcenter.Session) (regcenter.Op, bool) {
+			return regcenter.CheckOp{Path: "/fence", Version: 0}, true
+		},
+		GoneWait: 10 * time.Millisecond}
+	items := make([]int, n)
+	for i := range items {
+		items[i] = i
+	}
+	out := &outcomes{}
+	marked, err := m.Mark(ctx, Run{Sess: rc.Session(), Fire: time.UnixMilli(1_000), Kind: "fire", Items: items}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(slices.Clone(items), func(it int) bool { return it == foreign })
+	slices.Sort(marked)
+	slices.Sort(out.rechecked)
+	if !slices.Equal(marked, want) || !slices.Equal(out.rechecked, want) || !slices.Equal(out.busy, []int{foreign}) {
+		t.Fatalf("marked %d items, rechecked %d, busy %v; want %d, %d, [%d]", len(marked), len(out.rechecked), out.busy, len(want), len(want), foreign)
+	}
+	if got := cc.multis.Load(); got > 4 {
+		t.Errorf("%d transactions, want at most 4", got)
+	}
+	t.Logf("%d transactions, %d existence reads", cc.multis.Load(), cc.exists.Load())
+	for _, it := range marked {
+		ok, st, err := rc.Exists(ctx, paths.ItemNode(it, layout.Running))
+		if err != nil || !ok || st.EphemeralOwner != rc.Session().ID() {
+			t.Fatalf("item %d: mark %+v, %v; want this session's", it, st, err)
+		}
 	}
 }
