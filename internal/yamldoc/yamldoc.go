@@ -31,43 +31,33 @@ type Limits struct {
 	Budget int
 }
 
-// Kind says what an Error is about.
-type Kind int
+// Kind says what an Error is about: docsubset's kinds, so that a problem
+// reads and matches the same whichever reader found it.
+type Kind = docsubset.ErrorKind
 
+// The kinds of Error.
 const (
 	// Invalid is a document that cannot be read as it is: malformed
 	// YAML, more than one document, a repeated key, a bad merge.
-	Invalid Kind = iota
+	Invalid = docsubset.Invalid
 	// TooLarge is a document longer than Limits.Bytes.
-	TooLarge
+	TooLarge = docsubset.TooLarge
 	// TooComplex is a document beyond Limits.Depth or Limits.Budget, or
 	// with an alias or merge key that refers to a node containing it.
-	TooComplex
+	TooComplex = docsubset.TooComplex
 	// KeyNotString is a mapping key that is not a string.
-	KeyNotString
+	KeyNotString = docsubset.KeyNotString
 )
 
-// Error is one problem with a document. It reads
+// Error is one problem with a document (docsubset.Error). It reads
 // "<subject>[ at line N][: <detail>]"; the reader adds whose document it
-// is.
-type Error struct {
-	Kind    Kind
-	Key     string // the key concerned, "" if none
-	Subject string // what: "invalid YAML", `key "x"`
-	Line    int    // 0 if unknown
-	Detail  string
-	Cause   error // the parser's error, or the context's; nil if none
-}
-
-func (e *Error) Error() string { return Message("", e.Subject, e.Line, e.Detail, "") }
+// is. Cause is the parser's error, or the context's; nil if none.
+type Error = docsubset.Error
 
 // Message is how a problem with a document reads (docsubset.Message).
 func Message(place, subject string, line int, detail, hint string) string {
 	return docsubset.Message(place, subject, line, detail, hint)
 }
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Cause }
 
 // Parse parses exactly one YAML document within lim and returns its root
 // node, or nil when the document is empty or null. The document is
