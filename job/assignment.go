@@ -263,9 +263,21 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 			debts[i-len(fresh)], errs[i] = reshard.ReadDebt(ctx, r.rc, r.paths, fresh[i-len(fresh)], r.reportBadValue)
 		}
 	})
+	// Failed reads are logged once for the lot: a context that ends (a
+	// stop, a session lost) fails every one of them alike.
+	var unread []int
+	var firstErr error
+	defer func() {
+		if len(unread) > 0 {
+			r.log.Warn("reading inherited items' records", "items", layout.FormatItems(unread), "count", len(unread), "err", firstErr)
+		}
+	}()
 	for i, it := range fresh {
 		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
-			r.log.Warn("reading an inherited item's record", "item", it, "err", err)
+			if firstErr == nil {
+				firstErr = err
+			}
+			unread = append(unread, it)
 			continue
 		}
 		r.records.Read(it, recs[i])
