@@ -12,11 +12,12 @@ ZK_PORT   ?= 2181
 .PHONY: yaml-demo alerts-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Two streams run side by side, each one package at a time (-p 1): the job
-# package (on ZooKeeper, then its etcd matrix) and the dispatcher, and every
-# other package (then their etcd and PostgreSQL cases, then the job
-# package's PostgreSQL matrix), about 23 minutes each (2026-12-03: the job
-# package 12 min on ZooKeeper, 8 on etcd, 6 on PostgreSQL; the others 21
-# min in all). One after the other they took 47 minutes. Within a stream
+# package (on ZooKeeper, then its etcd matrix), the dispatcher and the
+# etcd and PostgreSQL cases of the dispatcher, the CLI and the HTTP API;
+# and every other package, then the job package's PostgreSQL matrix. Each
+# is about 24 minutes of tests (2026-12-03, a CI run: the job package 13
+# min on ZooKeeper, 7 on etcd, 6.5 on PostgreSQL, the dispatcher 3.5; the
+# other packages 18.5). One after the other they took 48.5 minutes. Within a stream
 # packages stay one at a time: several start ZooKeeper servers and
 # instance processes. The tests gate on events, not on time, so that a
 # second stream (or any other busy process) beside them changes how long
@@ -24,19 +25,19 @@ ZK_PORT   ?= 2181
 test: zookeeper postgresql chromium bench-check lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-job test-rest
 
-# The job package on ZooKeeper, then on etcd; then the dispatcher.
+# The job package on ZooKeeper, then on etcd; then the dispatcher, then the
+# etcd and PostgreSQL cases of the dispatcher, the CLI and the HTTP API.
 test-job:
 	$(GO) test -race -count=1 -timeout 30m ./job/
 	$(MAKE) --no-print-directory test-job-etcd
 	$(GO) test -race -count=1 -timeout 30m ./dispatch/
-
-# Every package but job and the dispatcher, then the etcd and PostgreSQL
-# cases of the dispatcher, the CLI and the HTTP API, then the job
-# package on PostgreSQL.
-test-rest:
-	$(GO) test -race -count=1 -p 1 -timeout 30m $$($(GO) list ./... | grep -v -e '/shardjob/job$$' -e '/shardjob/dispatch$$')
 	$(MAKE) --no-print-directory test-rest-etcd
 	$(MAKE) --no-print-directory test-rest-pg
+
+# Every package but job and the dispatcher, then the job package on
+# PostgreSQL.
+test-rest:
+	$(GO) test -race -count=1 -p 1 -timeout 30m $$($(GO) list ./... | grep -v -e '/shardjob/job$$' -e '/shardjob/dispatch$$')
 	$(MAKE) --no-print-directory test-job-pg
 
 # The same tests on etcd where registry semantics matter (a matrix, not
