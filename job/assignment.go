@@ -267,11 +267,6 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	// stop, a session lost) fails every one of them alike.
 	var unread []int
 	var firstErr error
-	defer func() {
-		if len(unread) > 0 {
-			r.log.Warn("reading inherited items' records", "items", layout.FormatItems(unread), "count", len(unread), "err", firstErr)
-		}
-	}()
 	for i, it := range fresh {
 		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
 			if firstErr == nil {
@@ -307,6 +302,9 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 		// The previous owner may have run the gap's fires through the one
 		// before this fire, unrecorded (it crashed with failover off).
 		r.inherit.Note(it, before)
+	}
+	if len(unread) > 0 {
+		r.log.Warn("reading inherited items' records", "items", layout.FormatItems(unread), "count", len(unread), "err", firstErr)
 	}
 	return gaps, fresh
 }
