@@ -368,24 +368,11 @@ func (p *parser) scalar(i int, s string, ind int) (*Node, *Error) {
 	}
 	switch s[0] {
 	case '\'':
-		end := -1
-		var b strings.Builder
-		for j := 1; j < len(s); j++ {
-			if s[j] == '\'' {
-				if j+1 < len(s) && s[j+1] == '\'' {
-					b.WriteByte('\'')
-					j++
-					continue
-				}
-				end = j
-				break
-			}
-			b.WriteByte(s[j])
-		}
+		v, end := unquoteSingle(s)
 		if end < 0 {
 			return nil, p.unsupported(i, "a quoted value over several lines")
 		}
-		n.Value = b.String()
+		n.Value = v
 		return n, p.trailing(i, s[end+1:])
 	case '"':
 		v, end, err := unescape(s)
@@ -519,24 +506,15 @@ func (p *parser) flowScalar(i int, s string, j int, closing byte, key bool) (*No
 	case '&', '*', '!', '|', '>', '%', '@', '`', '?':
 		return nil, 0, p.unsupported(i, fmt.Sprintf("%q in a flow collection", c))
 	case '\'':
-		var b strings.Builder
-		for k := j + 1; k < len(s); k++ {
-			if s[k] != '\'' {
-				b.WriteByte(s[k])
-				continue
-			}
-			if k+1 < len(s) && s[k+1] == '\'' {
-				b.WriteByte('\'')
-				k++
-				continue
-			}
-			if key {
-				return nil, 0, p.unsupported(i, "a quoted key")
-			}
-			n.Value = b.String()
-			return n, k + 1, nil
+		v, end := unquoteSingle(s[j:])
+		if end < 0 {
+			return nil, 0, p.unsupported(i, "a quoted value over several lines")
 		}
-		return nil, 0, p.unsupported(i, "a quoted value over several lines")
+		if key {
+			return nil, 0, p.unsupported(i, "a quoted key")
+		}
+		n.Value = v
+		return n, j + end + 1, nil
 	case '"':
 		v, end, err := unescape(s[j:])
 		if err != "" {
@@ -691,6 +669,26 @@ func (p *parser) literal(i int, s string, ind int) (*Node, *Error) {
 	p.i = j
 	n.Value = v
 	return n, nil
+}
+
+// unquoteSingle reads the single-quoted scalar at the start of s
+// (” is a quote), returning its value and the index of its closing quote
+// (-1 when the line has none).
+func unquoteSingle(s string) (string, int) {
+	var b strings.Builder
+	for j := 1; j < len(s); j++ {
+		if s[j] != '\'' {
+			b.WriteByte(s[j])
+			continue
+		}
+		if j+1 < len(s) && s[j+1] == '\'' {
+			b.WriteByte('\'')
+			j++
+			continue
+		}
+		return b.String(), j
+	}
+	return "", -1
 }
 
 // unescape reads the double-quoted scalar at the start of s, returning
