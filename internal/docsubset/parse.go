@@ -539,6 +539,9 @@ func (p *parser) flowScalar(i int, s string, j int, closing byte, key bool) (*No
 		if c == '#' && (s[k-1] == ' ' || s[k-1] == '\t') {
 			return nil, 0, p.unsupported(i, "a comment inside a flow collection")
 		}
+		if c == '?' { // yaml/v3 ends a flow scalar there, and refuses the rest
+			return nil, 0, p.unsupported(i, "\"?\" in a flow collection")
+		}
 		if c == ':' && (k+1 == len(s) || strings.IndexByte(" \t,[]{}", s[k+1]) >= 0) {
 			if key {
 				break
