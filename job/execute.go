@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/marks"
+	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -57,7 +58,7 @@ type fire struct {
 	// parentErr is why the parents' fires did not all succeed, for a job
 	// that runs after them anyway (see awaitParents).
 	parentErr error
-	trace     *fireTrace // the fire's span (tracing.go); nil: tracing is off
+	trace     *tracing.Fire // the fire's span (job/internal/tracing); nil: tracing is off
 }
 
 // recheck adds item to the items whose record a scheduled fire reads
@@ -357,7 +358,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		if res.Err != nil && res.Halted == nil && !ctx.replaced() {
 			next = r.nextAttempt(cfg, sc)
 		}
-		f.endAttempt(span, sc.Attempt, res.Err, res.Halted, next.retries())
+		f.trace.EndAttempt(span, sc.Attempt, res.Err, res.Halted, next.retries())
 		ev.End, ev.Err = res.End, res.Err
 		ev.Output = ctx.out.take()
 		for _, l := range r.s.opts.listeners {

@@ -121,7 +121,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
 	if ctx.Err() != nil {
 		halted = context.Cause(ctx)
 	}
-	f.endItem(span, err, halted)
+	f.trace.EndItem(span, err, halted)
 	r.s.alert.book.End(r.name, run.fire, err == nil && halted == nil, r.s.opts.now())
 	ev.End, ev.Err = end, err
 	ev.Output = ctx.out.take()

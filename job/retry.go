@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/retry"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Retries of a failed item run: the policy (Config.Retry), its checks,
@@ -187,24 +185,6 @@ func (r *runner) awaitRetry(ctx *runCtx, res *itemResult, sc ShardingContext, st
 	r.log.Info("retry given up: the run was cut short while it waited", "item", sc.Item, "fire", sc.FireTime,
 		"attempt", sc.Attempt, "cause", context.Cause(ctx))
 	return false
-}
-
-// endAttempt ends an attempt's span (nil: tracing is off), with its
-// attempt number; an attempt that another follows is not counted among
-// the fire's failed items.
-func (f *fire) endAttempt(span trace.Span, attempt int, err, halted error, retrying bool) {
-	if span == nil {
-		return
-	}
-	span.SetAttributes(AttrAttempt.Int(attempt))
-	if !retrying {
-		f.endItem(span, err, halted)
-		return
-	}
-	span.RecordError(err)
-	span.SetAttributes(AttrRetried.Bool(true))
-	span.SetStatus(codes.Error, err.Error())
-	span.End()
 }
 
 // failedAttempts are the attempts of fire that failed on an item's
