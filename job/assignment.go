@@ -282,17 +282,8 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 		if skip {
 			continue
 		}
-		var since time.Time
-		if done := recs[i].Through(); !done.IsZero() && done.Before(before) {
-			since = sched.Next(done) // nothing ran since done
-		}
-		if d := debts[i]; !d.IsZero() && !d.After(before) && (since.IsZero() || d.Before(since)) {
-			// An instance that owed the item a run left the debt behind
-			// (it died, or a reshard moved the item): the make-up run
-			// runs what of it the record does not list.
-			since = d
-		}
-		if since.IsZero() || since.After(before) {
+		since := fireplan.GapSince(sched, before, recs[i].Through(), debts[i])
+		if since.IsZero() {
 			continue
 		}
 		if gaps == nil {

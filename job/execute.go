@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
@@ -283,15 +284,15 @@ func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
 // startRangeRuns runs f's items as runs of consecutive items for a
 // RangeJob, each on its own goroutine, and completes them.
 func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n int) {
-	for _, run := range runsOf(f.items, f.fireOf) {
+	for _, run := range fireplan.Runs(f.items, f.fireOf) {
 		if !r.goFunc(func() {
 			for _, res := range r.executeRange(f, rj, run) {
 				res.Prior = f.prior(res.Item)
 				results <- res
 			}
 		}) {
-			for it := run.first; it <= run.last; it++ {
-				results <- closedResult(it, run.fire, f.kind)
+			for it := run.First; it <= run.Last; it++ {
+				results <- closedResult(it, run.Fire, f.kind)
 			}
 		}
 	}
