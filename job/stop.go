@@ -10,6 +10,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -202,7 +203,7 @@ func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo tim
 		}
 		// Nodes that are already as wanted (no status, the flag already
 		// there) drop out of the transaction.
-		err = multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
+		err = marks.MultiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
 			switch op := op.(type) {
 			case regcenter.DeleteOp:
 				return errors.Is(err, regcenter.ErrNoNode)
@@ -233,18 +234,4 @@ func (r *runner) handedOver(owed []book.Owed) []failover.Entry {
 		entries[i] = failover.Entry{Item: o.Item, Fire: o.Since.UnixMilli(), From: r.serverID()}
 	}
 	return entries
-}
-
-// multiDropping applies ops in one transaction; when an op fails in a way
-// drop accepts, the transaction is retried without it.
-func multiDropping(ctx context.Context, rc regcenter.Center, ops []regcenter.Op, drop func(regcenter.Op, error) bool) error {
-	for len(ops) > 0 {
-		err := rc.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		if err == nil || !errors.As(err, &me) || !drop(me.Op, me.Err) {
-			return err
-		}
-		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
-	}
-	return nil
 }
