@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Range jobs: a job of many items takes them as contiguous
@@ -83,35 +84,17 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []item
 		},
 		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
 	}
-	begin := time.Now()
-	ev := r.listenerEvent(rc.ShardingContext, begin)
-	for _, l := range r.s.opts.listeners {
-		l.BeforeExecution(ev)
-	}
-	r.s.alert.book.Begin(r.name, run.Fire)
-	tctx, span := r.traceItem(ctx, f, run.First, run.Last, run.Fire, through)
-	err := timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
-		rc.owner = owner
-		return r.callRange(ctx, rj, rc)
+	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
+	r.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
+		return timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
+			rc.owner = owner
+			return r.callRange(ctx, rj, rc)
+		})
 	})
-	end := time.Now()
-	var halted error
-	if ctx.Err() != nil {
-		halted = context.Cause(ctx)
-	}
-	f.trace.EndItem(span, err, halted)
-	r.s.alert.book.End(r.name, run.Fire, err == nil && halted == nil, r.s.opts.now())
-	ev.End, ev.Err = end, err
-	ev.Output = ctx.out.take()
-	for _, l := range r.s.opts.listeners {
-		l.AfterExecution(ev)
-	}
-	if err != nil && halted == nil {
-		r.log.Warn("range failed", "items", fmt.Sprintf("%d-%d", run.First, run.Last), "fire", run.Fire, "kind", kind, "err", err)
-	}
 	out := make([]itemResult, 0, run.Last-run.First+1)
 	for it := run.First; it <= run.Last; it++ {
-		out = append(out, itemResult{Item: it, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: begin, End: end, Err: err, Halted: halted})
+		res.Item = it
+		out = append(out, res)
 	}
 	return out
 }
