@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
@@ -159,7 +160,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// would otherwise have this fire mark items now another
 		// instance's, which holds their marks (hold.go), and owe each of
 		// them, one failed transaction at a time.
-		for attempt := 0; a.Epoch >= -1 && len(a.Items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
+		for attempt := 0; a.Epoch > assigned.Unproved && len(a.Items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
 			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}

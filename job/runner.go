@@ -9,6 +9,7 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
@@ -69,6 +70,8 @@ type runner struct {
 	done *completion.Completer
 	// exec runs the attempts of a run (job/internal/execute).
 	exec *execute.Stage
+	// assigned reads this instance's assignment (job/internal/assigned).
+	assigned *assigned.Reader
 
 	order runs.Order // scheduled fires reserve in fire order (job/internal/runs)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -133,6 +136,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
 	r.done = r.newCompleter()
+	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
 	r.exec = &execute.Stage{
 		Log: r.log, Listeners: s.opts.listeners, Alerts: s.alert.book, Now: s.opts.now,
 		Until: func(t time.Time) <-chan struct{} { return s.gates.Until(s.clock, t) },
