@@ -24,6 +24,9 @@
 //   - what a previous life of this server id left (incarnation.go): its
 //     items (PreviousItems) and the runs they are owed (Owed, returned
 //     for package job to note in its book);
+//   - a server's leaving of a job (leave.go, Leave): its status and
+//     assignment cleared, a reshard flagged and the runs it hands over
+//     queued, in one transaction, sent again when a node it read moved;
 //   - the watches' cancel functions (watches.go, Watches), by Slot;
 //   - a registration step tried again after a lost connection or session
 //     (retry.go, Retry, LostConnection), within a bound the caller gives.
@@ -37,7 +40,9 @@
 // StaleOwner, and Owed's completed, Reregister's attempt, Retry's step)
 // are called under no lock of this package.
 //
-// It may import the standard library, regcenter, internal/layout and
+// It may import the standard library, regcenter, internal/layout,
+// package failover (the queue a leave hands runs to), job/internal/marks
+// (its transaction that drops ops already as wanted) and
 // job/internal/fireplan (a schedule's Next); nothing of package job. It
 // starts nothing: CreateStatus's watch is cancelled before it returns,
 // and Reregister and Retry run on their caller's goroutine (Reregister's
