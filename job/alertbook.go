@@ -165,7 +165,7 @@ func (s *Scheduler) raiseAlert(ctx context.Context, r alert.Raised) {
 	}
 	s.log.Warn("alert", "kind", a.Kind, "job", a.Job, "err", a.Err)
 	s.emit(Event{Kind: a.Kind, Job: a.Job, Err: a.Err, Detail: a.Err.Error(), At: a.At})
-	if run := s.runnerOf(r.Job); run != nil {
+	if run := s.runner(r.Job); run != nil {
 		if h, ok := run.job.(AlertHandler); ok {
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), alertTimeout)
 			defer cancel()
