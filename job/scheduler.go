@@ -224,7 +224,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 			if err := s.inst.Publish(ctx); err != nil {
 				s.log.Warn("re-registering the instance under the new session", "err", err)
 			}
-			s.campaignAlerts(ctx)
+			s.alert.cand.Campaign(ctx)
 		})
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
