@@ -82,7 +82,7 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	// few transactions rather than one each (regcenter.GroupCommit).
 	rc = regcenter.GroupCommit(rc)
 	s := &Scheduler{rc: rc, opts: o, me: process.This(), jobs: roster.New(roster.Config[*runner]{
-		Name:       func(r *runner) string { return r.name },
+		Name:       runnerName,
 		Parents:    func(r *runner) []string { return r.config().parents() },
 		SetAwaited: func(r *runner) { r.records.SetAwaited() },
 		Closed:     ErrSchedulerClosed, Started: ErrAlreadyStarted, Duplicate: ErrDuplicateJob,
@@ -170,7 +170,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	// each job arms its watches, or, if it existed already, registers node
 	// by node: one read of the namespace's jobs says which.
 	err = fleet.Starter[*runner]{InFlight: startConcurrency, PerTxn: treesPerTxn,
-		Name: func(r *runner) string { return r.name },
+		Name: runnerName,
 		Create: func(ctx context.Context, batch []*runner) (sess *regcenter.Session, made map[*runner]bool, err error) {
 			err = retryRegistration(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
 				sess = s.rc.Session()
@@ -204,6 +204,9 @@ func (s *Scheduler) runnersSnapshot() []*runner { return s.jobs.Sorted() }
 
 // runner returns the runner of job name, or nil.
 func (s *Scheduler) runner(name string) *runner { return s.jobs.Get(name) }
+
+// runnerName is the name of r's job, as the rooms that hold runners ask it.
+func runnerName(r *runner) string { return r.name }
 
 // onSession reacts to the registry center's session changes.
 func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
@@ -263,7 +266,8 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		s.trig.Remove(r.name)
 	}
 	var errs []error
-	if err := fleet.StopAll(ctx, runners, func(r *runner) string { return r.name }, func(ctx context.Context, r *runner) error { return r.stop(ctx) }); err != nil {
+	stop := func(ctx context.Context, r *runner) error { return r.stop(ctx) }
+	if err := fleet.StopAll(ctx, runners, runnerName, stop); err != nil {
 		errs = append(errs, err)
 	}
 	s.work.Close(ctx) // what outlives ctx, stop reported: runs that ignore their context
@@ -341,11 +345,4 @@ func (s *Scheduler) removeRemoved(r *runner) {
 }
 
 // Jobs returns the names of the added jobs, sorted.
-func (s *Scheduler) Jobs() []string {
-	rs := s.runnersSnapshot()
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.name
-	}
-	return out
-}
+func (s *Scheduler) Jobs() []string { return s.jobs.Names() }

@@ -12,9 +12,9 @@
 //
 //   - the table and the state (roster.go): Add, which refuses a job once
 //     shut down or under a name taken and, once started, runs the caller's
-//     check over the jobs added; Get, Sorted, Delete and Detach; Start and
-//     Close, the state's two steps, each returning the jobs in name order;
-//     Spawn, which starts a goroutine only while started;
+//     check over the jobs added; Get, Sorted, Names, Delete and Detach;
+//     Start and Close, the state's two steps, each returning the jobs in
+//     name order; Spawn, which starts a goroutine only while started;
 //   - the awaited names (roster.go): a job's parents are marked awaited
 //     when it is added (and all at once by NoteAwaited, for a reload), and
 //     a job added after a job that awaits it is told at once.

@@ -137,6 +137,18 @@ func (t *Roster[R]) Sorted() []R {
 	return t.sortedLocked()
 }
 
+// Names returns the jobs' names, sorted.
+func (t *Roster[R]) Names() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.runners))
+	for name := range t.runners {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Delete forgets the runner of job name, if any.
 func (t *Roster[R]) Delete(name string) {
 	t.mu.Lock()

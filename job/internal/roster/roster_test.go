@@ -1,10 +1,13 @@
 package roster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/shardjob/shardjob/internal/startstop"
 )
 
 var (
@@ -53,8 +56,8 @@ func TestLife(t *testing.T) {
 		t.Fatalf("Start with a refusing check: %v", err)
 	}
 	got, err := r.Start(nil)
-	if err != nil || !slices.Equal(names(got), []string{"a", "b", "c"}) {
-		t.Fatalf("Start: %v, %v", names(got), err)
+	if err != nil || !slices.Equal(names(got), []string{"a", "b", "c"}) || !slices.Equal(r.Names(), names(got)) {
+		t.Fatalf("Start: %v, %v; Names %v", names(got), err, r.Names())
 	}
 	if _, err := r.Start(nil); !errors.Is(err, errStarted) {
 		t.Fatalf("second Start: %v", err)
@@ -132,5 +135,30 @@ func TestNoteAwaited(t *testing.T) {
 	r.NoteAwaited()
 	if !p.awaited || c.awaited {
 		t.Fatalf("after NoteAwaited: p %v, c %v", p.awaited, c.awaited)
+	}
+}
+
+// TestSpawn: a goroutine starts only while started.
+func TestSpawn(t *testing.T) {
+	r := newRoster()
+	g := startstop.New(context.Background())
+	ran := make(chan struct{}, 3)
+	f := func() { ran <- struct{}{} }
+	if r.Spawn(g, f) {
+		t.Fatal("spawned before Start")
+	}
+	r.Start(nil)
+	if !r.Spawn(g, f) {
+		t.Fatal("not spawned once started")
+	}
+	<-ran
+	r.Close()
+	if r.Spawn(g, f) {
+		t.Fatal("spawned once closed")
+	}
+	g.Close()
+	g.Cancel(errClosed)
+	if err := g.Wait(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
