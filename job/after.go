@@ -150,9 +150,7 @@ func (s *Scheduler) dependenciesWith(cfg Config) error {
 // noteAwaited marks the jobs that a job added here runs after, under s's
 // lock: a reload that adds a parent makes it awaited at once.
 func (s *Scheduler) noteAwaited() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteAwaitedLocked()
+	s.jobs.NoteAwaited()
 }
 
 // sameSchedule reports whether a and b have the same fires before
