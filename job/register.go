@@ -34,38 +34,14 @@ func (r *runner) start(ctx context.Context) error {
 // startRegistered finishes start. created says that the job's tree was
 // just made under sess, this instance registered in it: what is left is one
 // round trip per watch. Otherwise the job exists already and is registered
-// node by node (loadConfig, register). Joining the election and watching
+// node by node (registration.Registrar's Join). Joining the election and watching
 // the disabled items wait until the job may run something (see prepare),
 // unless that is soon or the job has failover on.
 func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
 	if created {
-		r.book.Registered(sess)
-		r.log.Info("registered a new job", "session", sess.String())
-		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
-		r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
-	} else {
-		bound := r.s.startRetryBound()
-		err := retryRegistration(ctx, r.log, bound, "registering the job", func() error {
-			if err := r.loadConfig(ctx); err != nil {
-				return err
-			}
-			// Under the session of now: a lost one is replaced.
-			sess := r.rc.Session()
-			joined, err := r.node().JoinFresh(ctx)
-			if err != nil || joined {
-				if err == nil {
-					err = r.registered(ctx, sess, true)
-				}
-				return err
-			}
-			if err := r.node().ClearShutdown(ctx); err != nil {
-				return err
-			}
-			return r.register(ctx, sess)
-		})
-		if err != nil {
-			return err
-		}
+		r.noteRegistered(sess, "registered a new job")
+	} else if err := r.registrar().Join(ctx); err != nil {
+		return err
 	}
 	r.watchConfig(ctx)
 	r.watchFlags(ctx)
@@ -90,6 +66,25 @@ func (r *runner) node() *registration.Node {
 		SessionTimeout: r.sessionTimeout, StaleOwner: r.s.inst.StaleOwner,
 		InUse: ErrServerIDInUse, Log: r.log,
 	}
+}
+
+// registrar registers the job node by node, and again after a new
+// session (job/internal/registration's Registrar), with what the steps do
+// here.
+func (r *runner) registrar() *registration.Registrar {
+	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
+		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Failover: func() bool { return r.config().Failover },
+		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.campaignIfPrepared,
+		Registered: func(sess *regcenter.Session) { r.noteRegistered(sess, "registered") }}
+}
+
+// noteRegistered tells the job's book, log, events and alerts that it is
+// registered under sess.
+func (r *runner) noteRegistered(sess *regcenter.Session, msg string) {
+	r.book.Registered(sess)
+	r.log.Info(msg, "session", sess.String())
+	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
+	r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
 }
 
 // treeOps are the operations that make a new job's tree
@@ -190,62 +185,17 @@ func (r *runner) keepWatch(slot registration.Slot, cancel func()) { r.watch.Keep
 // election and starts watching the job's disabled items (see prepare).
 const prepareAhead = time.Minute
 
-// register creates this instance's nodes under sess and, once the
-// instance takes part in it (see prepare), joins the election.
-func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
-	n := r.node()
-	if err := n.CreateServer(ctx); err != nil {
-		return err
-	}
-	if err := n.CreateStatus(ctx, sess); err != nil {
-		return err
-	}
-	return r.registered(ctx, sess, false)
-}
-
-// registered finishes a registration whose server node and status exist
-// under sess: the job's tree, the previous life's items (fresh: none),
-// the reshard flag, the election.
-func (r *runner) registered(ctx context.Context, sess *regcenter.Session, fresh bool) error {
-	if err := r.node().EnsureTree(ctx, r.config().Failover); err != nil {
-		return fmt.Errorf("job %q: register: %w", r.name, err)
-	}
-	if !fresh {
-		if err := r.recoverIncarnation(ctx); err != nil {
-			r.log.Warn("recovering the previous run's items", "err", err)
-		}
-	}
-	r.setNecessary(ctx)
-	if err := r.campaignIfPrepared(ctx); err != nil {
-		return err
-	}
-	r.book.Registered(sess)
-	r.log.Info("registered", "session", sess.String())
-	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
-	r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
-	return nil
-}
-
 // recoverIncarnation handles the items a previous run of this server id
 // held when it died: if that run's status vanished only now (we restarted
 // within a session timeout), nobody noticed the departure and its
 // assignment still stands. Items that did not complete the latest fire are
 // owed a misfire run here, once this instance is registered.
 func (r *runner) recoverIncarnation(ctx context.Context) error {
-	items, err := r.node().PreviousItems(ctx)
-	if err != nil || len(items) == 0 {
-		return err
-	}
 	cfg := r.config()
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return err
-	}
-	latest := fireplan.Prev(sched, r.s.opts.now())
-	if latest.IsZero() {
-		return nil
-	}
-	debts, err := registration.Owed(ctx, items, cfg.ShardingTotalCount, sched, latest, r.completedFire)
+	debts, err := r.node().Debts(ctx, cfg.ShardingTotalCount, func() (fireplan.Schedule, error) {
+		sched, _, err := cfg.Schedule()
+		return sched, err
+	}, r.s.opts.now, r.completedFire)
 	for _, d := range debts {
 		r.book.NoteMisfire(cfg.book, d.Item, d.Since)
 		r.book.NoteMisfire(cfg.book, d.Item, d.Latest)
@@ -259,12 +209,7 @@ func (r *runner) reregister(sess *regcenter.Session) {
 	if r.book.Stopping() {
 		return
 	}
-	if r.node().Reregister(sess, func(ctx context.Context) error {
-		if err := r.restoreConfig(ctx); err != nil {
-			return err
-		}
-		return r.register(ctx, sess)
-	}) {
+	if r.registrar().Reregister(sess) {
 		r.fireMissedWhileDown(sess)
 	}
 }
