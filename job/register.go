@@ -74,7 +74,7 @@ func (r *runner) node() *registration.Node {
 func (r *runner) registrar() *registration.Registrar {
 	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
 		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Failover: func() bool { return r.config().Failover },
-		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.campaignIfPrepared,
+		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain,
 		Registered: func(sess *regcenter.Session) { r.noteRegistered(sess, "registered") }}
 }
 
