@@ -69,10 +69,9 @@ func (r *runner) watchQueue(ctx context.Context) {
 			r.fo.SetDirty(true)
 			r.kick.failover.Kick()
 		}
-		st, cancel, err := r.rc.WatchNow(ctx, r.paths.FailoverItems(), regcenter.WatchChildren, func(regcenter.Event) { dirty() })
-		r.keepWatch(watchQueue, cancel)
-		if err != nil {
-			r.log.Debug("failover queue watch deferred; it reads the queue once armed", "err", err)
+		st, ok := r.watch.Arm(ctx, r.rc, watchQueue, r.paths.FailoverItems(), regcenter.WatchChildren, dirty,
+			r.log, "failover queue watch deferred; it reads the queue once armed")
+		if !ok {
 			return
 		}
 		if len(st.Children) > 0 {

@@ -142,12 +142,9 @@ func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*ru
 // instance's flags now: only a flag that asks for work makes it read them
 // again (checkFlags).
 func (r *runner) watchFlags(ctx context.Context) {
-	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
-		r.kick.flags.Kick()
-	})
-	r.keepWatch(watchFlags, cancel)
-	if err != nil {
-		r.log.Debug("flags watch deferred; it reads the flags once armed", "err", err)
+	st, ok := r.watch.Arm(ctx, r.rc, watchFlags, r.paths.Server(r.serverID()), regcenter.WatchChildren, r.kick.flags.Kick,
+		r.log, "flags watch deferred; it reads the flags once armed")
+	if !ok {
 		return
 	}
 	kids := st.Children
@@ -164,12 +161,9 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 	if r.watch.Armed(watchItems) {
 		return
 	}
-	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.kick.items.Kick()
-	})
-	r.keepWatch(watchItems, cancel)
-	if err != nil {
-		r.log.Debug("disabled items watch deferred; it reads them once armed", "err", err)
+	st, ok := r.watch.Arm(ctx, r.rc, watchItems, r.paths.DisabledItems(), regcenter.WatchNode, r.kick.items.Kick,
+		r.log, "disabled items watch deferred; it reads them once armed")
+	if !ok {
 		return
 	}
 	if st.Exists {

@@ -32,7 +32,8 @@
 //     items (PreviousItems) and the runs they are owed (Owed, and Debts
 //     over the schedule's latest fire, returned for package job to note
 //     in its book);
-//   - the watches' cancel functions (watches.go, Watches), by Slot;
+//   - the watches armed (Arm) and their cancel functions kept
+//     (watches.go, Watches), by Slot;
 //   - a registration step tried again after a lost connection or session
 //     (retry.go, Retry, LostConnection), within a bound the caller gives.
 //
