@@ -13,49 +13,31 @@ import (
 )
 
 // start registers the job under the current session, arms its watches
-// and schedules it. A new job's tree is one transaction (createJob); a job
-// that exists already is registered node by node (see startRegistered).
-func (r *runner) start(ctx context.Context) error {
-	var (
-		sess    *regcenter.Session
-		created bool
-	)
-	err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "registering the job", func() (err error) {
-		sess = r.rc.Session()
-		created, err = r.createJob(ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return r.startRegistered(ctx, sess, created)
+// and schedules it (registration.Registrar's Start). A new job's tree is
+// one transaction (createJob); a job that exists already is registered
+// node by node.
+func (r *runner) start(ctx context.Context) error { return r.registrar().Start(ctx) }
+
+// startRegistered finishes start (registration.Registrar's Started):
+// created says that the job's tree was just made under sess. Joining the
+// election and watching the disabled items wait until the job may run
+// something (see prepare), unless that is soon or the job has failover
+// on.
+func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
+	return r.registrar().Started(ctx, sess, created)
 }
 
-// startRegistered finishes start. created says that the job's tree was
-// just made under sess, this instance registered in it: what is left is one
-// round trip per watch. Otherwise the job exists already and is registered
-// node by node (registration.Registrar's Join). Joining the election and watching
-// the disabled items wait until the job may run something (see prepare),
-// unless that is soon or the job has failover on.
-func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
-	if created {
-		r.noteRegistered(sess, "registered a new job")
-	} else if err := r.registrar().Join(ctx); err != nil {
-		return err
-	}
+// arm arms the job's watches: its config node, this server's flags, and
+// the failover queue if the job has failover on. It reports whether the
+// job prepares at once (preparesAtOnce), by the same config.
+func (r *runner) arm(ctx context.Context) bool {
 	r.watchConfig(ctx)
 	r.watchFlags(ctx)
 	cfg := r.config()
 	if cfg.Failover {
 		r.watchQueue(ctx)
 	}
-	if r.preparesAtOnce(cfg) {
-		if err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "preparing the job", func() error { return r.prepare(ctx) }); err != nil {
-			return err
-		}
-	}
-	r.schedule()
-	return nil
+	return r.preparesAtOnce(cfg)
 }
 
 // node is the job's registration on this instance, node by node
@@ -75,12 +57,16 @@ func (r *runner) registrar() *registration.Registrar {
 	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
 		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Failover: func() bool { return r.config().Failover },
 		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain,
-		Registered: func(sess *regcenter.Session) { r.noteRegistered(sess, "registered") }}
+		Registered: r.noteRegistered, Create: r.createJob, Arm: r.arm, Prepare: r.prepare, Schedule: r.schedule}
 }
 
 // noteRegistered tells the job's book, log, events and alerts that it is
-// registered under sess.
-func (r *runner) noteRegistered(sess *regcenter.Session, msg string) {
+// registered under sess, in a tree just created or not.
+func (r *runner) noteRegistered(sess *regcenter.Session, created bool) {
+	msg := "registered"
+	if created {
+		msg = "registered a new job"
+	}
 	r.book.Registered(sess)
 	r.log.Info(msg, "session", sess.String())
 	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})

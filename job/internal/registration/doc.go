@@ -22,12 +22,14 @@
 //     to go (CreateStatus, failing with Node.InUse), the leader's part
 //     of the tree (EnsureTree), and the retries after a new session
 //     (Reregister);
-//   - a job that exists registered in order (registrar.go, Registrar):
-//     at start, the config loaded and the server id joined or the nodes
-//     made, tried again (Join); the job's tree, the previous life's debts,
-//     the reshard flag and the election after the nodes (Register); the
-//     config restored and the job registered again after a new session
-//     (Reregister);
+//   - a job registered and started in order (registrar.go, Registrar):
+//     a new job's tree made, or else the job joined node by node (Start),
+//     then its watches armed, the job prepared if it is soon due, and
+//     scheduled (Started); the config loaded and the server id joined or
+//     the nodes made, tried again (Join); the job's tree, the previous
+//     life's debts, the reshard flag and the election after the nodes
+//     (Register); the config restored and the job registered again after
+//     a new session (Reregister);
 //   - what a previous life of this server id left (incarnation.go): its
 //     items (PreviousItems) and the runs they are owed (Owed, and Debts
 //     over the schedule's latest fire, returned for package job to note

@@ -9,8 +9,8 @@ import (
 	"github.com/shardjob/shardjob/regcenter"
 )
 
-// Registrar registers a job that exists already, node by node, and again
-// after a new session: the order of the steps, and which are tried again.
+// Registrar registers a job and starts it, and registers it again after
+// a new session: the order of the steps, and which are tried again.
 // What the steps do beyond the registration's nodes is package job's (the
 // job's config node, its book, its election, its events), given as funcs
 // at construction; none is called under a lock of this package.
@@ -33,8 +33,58 @@ type Registrar struct {
 	// instance takes part in it.
 	Necessary func(ctx context.Context)
 	Campaign  func(ctx context.Context) error
-	// Registered tells the job it is registered under sess.
-	Registered func(sess *regcenter.Session)
+	// Registered tells the job it is registered under sess; created says
+	// that its tree was just made (Start).
+	Registered func(sess *regcenter.Session, created bool)
+	// Create makes a new job's tree in one transaction, this instance
+	// registered in it, and reports whether it made it.
+	Create func(ctx context.Context) (bool, error)
+	// Arm arms the job's watches and reports whether the job prepares at
+	// once, both by its config of now.
+	Arm func(ctx context.Context) (prepares bool)
+	// Prepare makes this instance ready to run the job's items; Schedule
+	// schedules the job.
+	Prepare  func(ctx context.Context) error
+	Schedule func()
+}
+
+// Start registers the job under the session of now and starts it
+// (Started): a new job's tree in one transaction (Create), tried again
+// within Bound; a job that exists already node by node (Join).
+func (g *Registrar) Start(ctx context.Context) error {
+	var (
+		sess    *regcenter.Session
+		created bool
+	)
+	err := Retry(ctx, g.Node.Log, g.Bound(), "registering the job", func() (err error) {
+		sess = g.Session()
+		created, err = g.Create(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return g.Started(ctx, sess, created)
+}
+
+// Started finishes Start. created says that the job's tree was just made
+// under sess, this instance registered in it: what is left is one round
+// trip per watch. Otherwise the job exists already and is registered node
+// by node (Join). Then the watches are armed (Arm), the job prepared if it
+// prepares at once, tried again within Bound, and scheduled.
+func (g *Registrar) Started(ctx context.Context, sess *regcenter.Session, created bool) error {
+	if created {
+		g.Registered(sess, true)
+	} else if err := g.Join(ctx); err != nil {
+		return err
+	}
+	if g.Arm(ctx) {
+		if err := Retry(ctx, g.Node.Log, g.Bound(), "preparing the job", func() error { return g.Prepare(ctx) }); err != nil {
+			return err
+		}
+	}
+	g.Schedule()
+	return nil
 }
 
 // Join registers the job node by node under the session of now, tried
@@ -90,7 +140,7 @@ func (g *Registrar) finish(ctx context.Context, sess *regcenter.Session, fresh b
 	if err := g.Campaign(ctx); err != nil {
 		return err
 	}
-	g.Registered(sess)
+	g.Registered(sess, false)
 	return nil
 }
 
