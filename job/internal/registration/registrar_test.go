@@ -3,6 +3,7 @@ package registration
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -62,3 +63,45 @@ func TestDebts(t *testing.T) {
 type neverFires struct{}
 
 func (neverFires) Next(time.Time) time.Time { return time.Time{} }
+
+func TestStartedInOrder(t *testing.T) {
+	refused := errors.New("refused")
+	for _, tc := range []struct {
+		name     string
+		prepares bool
+		prepErr  []error // Prepare's answers, in turn
+		want     []string
+		wantErr  error
+	}{
+		{name: "not soon due", want: []string{"registered new", "arm", "schedule"}},
+		{name: "prepares at once", prepares: true, prepErr: []error{nil},
+			want: []string{"registered new", "arm", "prepare", "schedule"}},
+		{name: "a lost connection is tried again", prepares: true, prepErr: []error{regcenter.ErrConnectionLoss, nil},
+			want: []string{"registered new", "arm", "prepare", "prepare", "schedule"}},
+		{name: "a refusal is not", prepares: true, prepErr: []error{refused},
+			want: []string{"registered new", "arm", "prepare"}, wantErr: refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			g := &Registrar{
+				Node:  &Node{Log: slog.New(slog.DiscardHandler)},
+				Bound: func() time.Duration { return time.Minute },
+				Registered: func(_ *regcenter.Session, created bool) {
+					calls = append(calls, map[bool]string{true: "registered new", false: "registered"}[created])
+				},
+				Arm: func(context.Context) bool { calls = append(calls, "arm"); return tc.prepares },
+				Prepare: func(context.Context) error {
+					calls = append(calls, "prepare")
+					err := tc.prepErr[0]
+					tc.prepErr = tc.prepErr[1:]
+					return err
+				},
+				Schedule: func() { calls = append(calls, "schedule") },
+			}
+			err := g.Started(context.Background(), nil, true)
+			if !errors.Is(err, tc.wantErr) || !slices.Equal(calls, tc.want) {
+				t.Fatalf("Started: %v, calls %v; want %v, %v", err, calls, tc.wantErr, tc.want)
+			}
+		})
+	}
+}
