@@ -50,7 +50,7 @@ func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) 
 // (the job removed from the cluster) stops the job here once the node is
 // read back absent (configGone).
 func (r *runner) watchConfig(ctx context.Context) {
-	r.keepWatch(watchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
+	r.watch.Keep(watchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
 }
 
 // reloadConfig applies a changed config node; garbage is refused and the

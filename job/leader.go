@@ -80,7 +80,7 @@ func (r *runner) checkMembership() {
 	}
 	// Queueing cleared the departed instances' assignments: the load
 	// table says so now, not at the job's next fire.
-	if err := r.repairBooksWhileLive(ctx); err != nil && ctx.Err() == nil {
+	if err := r.reshard.RepairWhileLive(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("repairing the load table's books", "err", err)
 	}
 }

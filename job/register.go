@@ -157,10 +157,6 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 	}
 }
 
-// keepWatch stores a watch's cancel function in slot of r.watch for
-// stop, or cancels it at once if stop has collected them already.
-func (r *runner) keepWatch(slot registration.Slot, cancel func()) { r.watch.Keep(slot, cancel) }
-
 // prepareAhead is how long before a job's next fire its instance joins the
 // election and starts watching the job's disabled items (see prepare).
 const prepareAhead = time.Minute
