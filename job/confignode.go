@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/shardjob/shardjob/job/internal/confignode"
+	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/sharding"
 )
 
@@ -50,7 +51,7 @@ func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) 
 // (the job removed from the cluster) stops the job here once the node is
 // read back absent (configGone).
 func (r *runner) watchConfig(ctx context.Context) {
-	r.watch.Keep(watchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
+	r.watch.Keep(registration.WatchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
 }
 
 // reloadConfig applies a changed config node; garbage is refused and the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -62,14 +63,14 @@ func (r *runner) stopPrepare() { r.prep.Stop() }
 // watch.
 func (r *runner) watchQueue(ctx context.Context) {
 	r.prep.Serially(func() {
-		if r.watch.Armed(watchQueue) {
+		if r.watch.Armed(registration.WatchQueue) {
 			return
 		}
 		dirty := func() {
 			r.fo.SetDirty(true)
 			r.kick.failover.Kick()
 		}
-		st, ok := r.watch.Arm(ctx, r.rc, watchQueue, r.paths.FailoverItems(), regcenter.WatchChildren, dirty,
+		st, ok := r.watch.Arm(ctx, r.rc, registration.WatchQueue, r.paths.FailoverItems(), regcenter.WatchChildren, dirty,
 			r.log, "failover queue watch deferred; it reads the queue once armed")
 		if !ok {
 			return

@@ -128,7 +128,7 @@ func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*ru
 // instance's flags now: only a flag that asks for work makes it read them
 // again (checkFlags).
 func (r *runner) watchFlags(ctx context.Context) {
-	st, ok := r.watch.Arm(ctx, r.rc, watchFlags, r.paths.Server(r.serverID()), regcenter.WatchChildren, r.kick.flags.Kick,
+	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchFlags, r.paths.Server(r.serverID()), regcenter.WatchChildren, r.kick.flags.Kick,
 		r.log, "flags watch deferred; it reads the flags once armed")
 	if !ok {
 		return
@@ -144,10 +144,10 @@ func (r *runner) watchFlags(ctx context.Context) {
 // watchDisabledItems watches the disabled-items node and reads it when it
 // exists. The preparation's lock is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
-	if r.watch.Armed(watchItems) {
+	if r.watch.Armed(registration.WatchItems) {
 		return
 	}
-	st, ok := r.watch.Arm(ctx, r.rc, watchItems, r.paths.DisabledItems(), regcenter.WatchNode, r.kick.items.Kick,
+	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchItems, r.paths.DisabledItems(), regcenter.WatchNode, r.kick.items.Kick,
 		r.log, "disabled items watch deferred; it reads them once armed")
 	if !ok {
 		return
@@ -194,12 +194,6 @@ func (r *runner) reregister(sess *regcenter.Session) {
 // each kept in its slot.
 type watchCancels = registration.Watches
 
-// The slots of the registration's watches, and the most new jobs' trees
-// in one transaction (Start's chunks).
-const (
-	watchConfig = registration.WatchConfig
-	watchFlags  = registration.WatchFlags
-	watchItems  = registration.WatchItems
-	watchQueue  = registration.WatchQueue
-	treesPerTxn = registration.TreesPerTxn
-)
+// treesPerTxn is the most new jobs' trees in one transaction (Start's
+// chunks).
+const treesPerTxn = registration.TreesPerTxn
