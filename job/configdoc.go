@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/docsubset"
+	"github.com/shardjob/shardjob/job/internal/configcheck"
 	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
@@ -31,7 +32,7 @@ func (c Config) Encode() ([]byte, error) {
 // the rest of the document once (docTails): the encoder is most of the
 // client's CPU for registering a new job.
 func (c Config) marshal() ([]byte, error) {
-	if !configNameRE.MatchString(c.Name) || len(c.Name) > MaxNameLength {
+	if !configcheck.ValidName(c.Name) {
 		return c.marshalDoc(), nil
 	}
 	key := c
