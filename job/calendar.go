@@ -89,18 +89,25 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, *configError) {
 // error. Whoever accepts a job to run from now on (Scheduler.Add, an HTTP
 // endpoint creating jobs) refuses one whose error is ErrScheduleEnded.
 func (c Config) NextFireAfter(t time.Time) (time.Time, error) {
-	sched, loc, err := c.Schedule()
+	cs, err := c.calendarSchedule()
 	if err != nil {
 		return time.Time{}, err
 	}
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok {
-		// A cron alone, searched as a calendar (which looks past the
-		// cron's own five years without a fire).
-		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
-	}
 	n, err := cs.FireAfter(t)
 	return n, searchError(err)
+}
+
+// calendarSchedule is c's schedule (see Schedule) as a calendar's, which
+// searches past a cron's own five years without a fire.
+func (c Config) calendarSchedule() (*schedule.CalendarSchedule, error) {
+	sched, loc, err := c.Schedule()
+	if err != nil {
+		return nil, err
+	}
+	if cs, ok := sched.(*schedule.CalendarSchedule); ok {
+		return cs, nil
+	}
+	return newCalendarSchedule(Config{Name: c.Name}, sched, loc), nil
 }
 
 // searchError is err, an error of a schedule.CalendarSchedule's search,
@@ -119,13 +126,4 @@ func searchError(err error) error {
 // schedule.ParseTime).
 func parseConfigTime(s string, loc *time.Location) (time.Time, error) {
 	return schedule.ParseTime(s, loc)
-}
-
-// configTimeText writes a calendar time for a document (RFC 3339), or ""
-// for the zero time.
-func configTimeText(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format(time.RFC3339Nano)
 }

@@ -294,11 +294,14 @@ type Config struct {
 //
 // errors.Is on it matches ErrInvalidConfig and the specific sentinel of
 // every entry (ErrInvalidName, ErrInvalidCron, ...).
-func (c Config) Validate() error {
-	problems := c.check(time.Now())
+func (c Config) Validate() error { return placed(c.Name, c.check(time.Now())) }
+
+// placed places problems, found in the config of the job named name, and
+// joins them (nil for none).
+func placed(name string, problems []*configError) error {
 	errs := make([]error, len(problems))
 	for i, p := range problems {
-		p.place = jobPlace(c.Name)
+		p.place = jobPlace(name)
 		errs[i] = p
 	}
 	return joinConfigErrors(errs)
@@ -318,21 +321,11 @@ func (c Config) check(now time.Time) []*configError {
 	}
 
 	configcheck.Name(room, c.Name)
-	loc, locErr := c.location()
-	if locErr != nil {
-		e := add("timeZone", ErrInvalidTimeZone, "timeZone "+quoteShort(c.TimeZone), "unknown time zone")
-		e.cause = locErr
-		loc = time.UTC
-	}
-	var base cron.Schedule // the parsed cron, for the calendar's checks
-	if c.Cron == "" {
-		add("cron", ErrInvalidCron, "cron is required", "")
-	} else if sched, err := parseCron(c.Cron, loc); err != nil {
-		errs = append(errs, err)
-	} else if sched.Next(now.In(loc)).IsZero() {
+	base, loc, problems := c.parse() // the parsed cron, for the calendar's checks
+	errs = append(errs, problems...)
+	if base != nil && base.Next(now.In(loc)).IsZero() {
 		add("cron", ErrInvalidCron, "cron "+quoteShort(c.Cron), "never fires")
-	} else {
-		base = sched
+		base = nil
 	}
 	countOK := configcheck.Counts(room, c.ShardingTotalCount, c.ItemsPerShard)
 
@@ -417,28 +410,35 @@ func (c Config) location() (*time.Location, error) {
 // does not depend on a zone. The error wraps ErrInvalidConfig and
 // ErrInvalidCron or ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
-	var errs []error
-	loc, err := c.location()
-	if err != nil {
-		errs = append(errs, &configError{place: jobPlace(c.Name), key: "timeZone", kind: ErrInvalidTimeZone,
-			subject: "timeZone " + quoteShort(c.TimeZone), detail: "unknown time zone", cause: err})
-	}
-	var sched cron.Schedule
-	if c.Cron == "" {
-		errs = append(errs, &configError{place: jobPlace(c.Name), key: "cron", kind: ErrInvalidCron, subject: "cron is required"})
-	} else if s, perr := parseCron(c.Cron, loc); perr != nil {
-		perr.place = jobPlace(c.Name)
-		errs = append(errs, perr)
-	} else {
-		sched = s
-	}
-	if len(errs) > 0 {
-		return nil, nil, joinConfigErrors(errs)
+	sched, loc, problems := c.parse()
+	if len(problems) > 0 {
+		return nil, nil, placed(c.Name, problems)
 	}
 	if c.hasCalendar() {
 		return newCalendarSchedule(c, sched, loc), loc, nil
 	}
 	return sched, loc, nil
+}
+
+// parse parses TimeZone and Cron, with their problems (without a place):
+// the zone is UTC when TimeZone is unknown, the cron nil when it has a
+// problem.
+func (c Config) parse() (cron.Schedule, *time.Location, []*configError) {
+	var errs []*configError
+	loc, err := c.location()
+	if err != nil {
+		errs = append(errs, &configError{key: "timeZone", kind: ErrInvalidTimeZone, subject: "timeZone " + quoteShort(c.TimeZone),
+			detail: "unknown time zone", cause: err})
+		loc = time.UTC
+	}
+	if c.Cron == "" {
+		return nil, loc, append(errs, &configError{key: "cron", kind: ErrInvalidCron, subject: "cron is required"})
+	}
+	sched, perr := parseCron(c.Cron, loc)
+	if perr != nil {
+		return nil, loc, append(errs, perr)
+	}
+	return sched, loc, errs
 }
 
 // ItemParameters parses ShardingItemParameters into item -> parameter.
@@ -454,10 +454,10 @@ func (c Config) ItemParameters() (map[int]string, error) {
 	if len(problems) == 0 {
 		return params, nil
 	}
-	errs := make([]error, len(problems))
+	errs := make([]*configError, len(problems))
 	for i, p := range problems {
-		errs[i] = &configError{place: jobPlace(c.Name), key: "shardingItemParameters", kind: ErrInvalidItemParameters,
+		errs[i] = &configError{key: "shardingItemParameters", kind: ErrInvalidItemParameters,
 			subject: "shardingItemParameters " + quoteShort(c.ShardingItemParameters), detail: p}
 	}
-	return nil, joinConfigErrors(errs)
+	return nil, placed(c.Name, errs)
 }

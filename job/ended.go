@@ -6,7 +6,6 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/job/internal/configcheck"
-	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // A schedule that ends: a config whose end has passed, or whose limit is
@@ -24,13 +23,9 @@ import (
 // a job to run from now on — Scheduler.Add, an endpoint creating jobs —
 // calls CheckEnded with its clock.
 func (c Config) CheckEnded(now time.Time) error {
-	sched, loc, err := c.Schedule()
+	cs, err := c.calendarSchedule()
 	if err != nil {
 		return err
-	}
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok {
-		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
 	}
 	end, ended := configcheck.Ended(cs, c.Cron, calendarOf(c), now)
 	if !ended {

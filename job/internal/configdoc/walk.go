@@ -9,12 +9,13 @@ import (
 )
 
 // Field is one key of a document decoding into a T (package job's
-// configFields: the key, the sentinel of a bad value, and the decoder
-// that sets its field).
+// configFields: the key, the sentinel of a bad value, the decoder that
+// sets its field and the encoder that writes it; fields.go makes them).
 type Field[T any] struct {
 	Key    string
 	Kind   error
 	Decode func(c *T, n *docsubset.Node) error
+	Encode func(c *T, w *docsubset.Writer)
 }
 
 // Problem is one problem Walk found, without whose document it is;
