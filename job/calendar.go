@@ -121,9 +121,3 @@ func searchError(err error) error {
 	}
 	return err
 }
-
-// parseConfigTime reads a calendar time from a document (see
-// schedule.ParseTime).
-func parseConfigTime(s string, loc *time.Location) (time.Time, error) {
-	return schedule.ParseTime(s, loc)
-}

@@ -152,6 +152,11 @@ func decodeConfigNode(n *docsubset.Node, o TreeOptions) (Config, []error) {
 		placeOf = jobPlace
 	}
 	w := configdoc.Walk(&c, n, configFields, o.Keys, o.Key, ErrUnknownKey)
+	if loc, err := c.location(); err == nil && !w.NotMapping {
+		// The calendar's times without an offset are read in the job's
+		// time zone, which may come after them in the document.
+		w.Times(loc, map[string]*time.Time{"start": &c.Start, "end": &c.End, "pausedUntil": &c.PausedUntil})
+	}
 	place := placeOf(w.Name)
 	errs := make([]error, 0, len(w.Problems))
 	for _, p := range w.Problems {
@@ -164,32 +169,12 @@ func decodeConfigNode(n *docsubset.Node, o TreeOptions) (Config, []error) {
 	if w.NotMapping {
 		return c, errs
 	}
-	pairs, bad, lines := w.Pairs, w.Bad, w.Lines
-	// The calendar's times without an offset are read in the job's time
-	// zone, which may come after them in the document.
-	if loc, err := c.location(); err == nil {
-		times := map[string]*time.Time{"start": &c.Start, "end": &c.End, "pausedUntil": &c.PausedUntil}
-		for _, p := range pairs {
-			out := times[p.Key]
-			if out == nil {
-				continue
-			}
-			t, ok, err := configdoc.CalendarTime(p.Value, loc)
-			if ok {
-				*out = t
-			} else if err != nil && !bad[p.Key] {
-				bad[p.Key] = true
-				errs = append(errs, &configError{place: place, key: p.Key, kind: ErrInvalidConfig, subject: p.Key,
-					line: p.KeyNode.Line, detail: err.Error(), cause: err})
-			}
-		}
-	}
 	for _, e := range c.check(time.Now()) {
-		if bad[e.key] {
+		if w.Bad[e.key] {
 			continue // already reported as a bad value
 		}
 		e.place = place
-		e.line = lines[e.key]
+		e.line = w.Lines[e.key]
 		errs = append(errs, e)
 	}
 	return c, errs
