@@ -10,8 +10,8 @@ import (
 	"github.com/shardjob/shardjob/job/internal/configcheck"
 )
 
-// Alerts for late fires and for jobs not run (Config.Alert): the policy,
-// its document form and checks, and what an alert is to its receivers.
+// Alerts for late fires and for jobs not run (Config.Alert): the policy
+// (its checks are job/internal/configcheck's), and what an alert is to its receivers.
 // The bookkeeping is package job/internal/alert's; alertbook.go wires it.
 
 // AlertPolicy says when a job's fires are late and when it has gone too

@@ -361,7 +361,7 @@ func (c Config) check(now time.Time) []*configError {
 	configcheck.Policies(room, string(c.Misfire), string(c.Overlap), c.Unmonitored)
 	configcheck.Intervals(room, c.Timeout, c.RecordInterval, MaxRecordInterval, c.Unmonitored, c.MaxTimeDiff, c.ReconcileInterval)
 	configcheck.Calendar(room, calendarOf(c), c.StartingDeadline, c.PauseNote, base, loc)
-	configcheck.After(room, c.Name, c.After, c.Unmonitored, string(c.OnParentFailure), c.AfterTimeout)
+	configcheck.After(room, c.Name, c.After, c.parents(), c.Unmonitored, string(c.OnParentFailure), c.AfterTimeout)
 	configcheck.Retry(room, retry.Policy(c.Retry))
 	configcheck.Alert(room, c.Alert.Late, c.Alert.NotRunFor, base, now)
 	configcheck.Strategy(room, c.ShardingStrategy)

@@ -9,7 +9,7 @@ import (
 )
 
 // Decoding the config document: DecodeConfig and DecodeConfigTree, the
-// document's keys (configFields) and the decoders of their values, over
+// document's keys (configFields) with the coders of their values, over
 // the tree internal/docsubset reads (package jobfile builds the same
 // tree from a job file's YAML).
 

@@ -6,7 +6,7 @@ import (
 )
 
 // The config document stored in a job's config node: Encode and the YAML
-// it writes (marshalDoc, through internal/docsubset's writer), the part
+// it writes (marshalDoc: configFields, by job/internal/configdoc), the part
 // after the name line encoded once for jobs that differ only in their
 // names.
 

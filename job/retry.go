@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Retries of a failed item run: the policy (Config.Retry), its checks,
-// its YAML and its stored form. The run's attempts are executeItem's
-// (execute.go); the arithmetic is package retry's.
+// Retries of a failed item run: the policy (Config.Retry), whose checks
+// are job/internal/configcheck's. The run's attempts are executeItem's
+// (execute.go); the limits, defaults and arithmetic are package retry's.
 
 // Limits and defaults of RetryPolicy.
 const (

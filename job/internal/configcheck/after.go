@@ -5,15 +5,13 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/docsubset"
-	"github.com/shardjob/shardjob/job/internal/deps"
 )
 
-// After checks one job's dependency fields: the parents after names
-// (deps.Parents), the policy on a parent's failure and the wait's
-// bound. The graph is checked with the other jobs (deps.Check, with
-// Parent for each edge).
-func After(add Add, name, after string, unmonitored bool, onParentFailure string, afterTimeout time.Duration) {
-	parents := deps.Parents(after)
+// After checks one job's dependency fields: after and the parents it
+// names (as job/internal/deps reads them), the policy on a parent's
+// failure and the wait's bound. The graph is checked with the other jobs
+// (deps.Check, with Parent for each edge).
+func After(add Add, name, after string, parents []string, unmonitored bool, onParentFailure string, afterTimeout time.Duration) {
 	subject := "after " + docsubset.QuoteShort(after)
 	if len(parents) > MaxParents {
 		add.invalid("after", subject, fmt.Sprintf("names %d jobs; at most %d", len(parents), MaxParents))

@@ -27,5 +27,5 @@
 // It may import the standard library, robfig/cron (the parsed cron),
 // internal/docsubset (a value quoted in a message), job/internal/schedule
 // and job/internal/retry (their limits and arithmetic); nothing of
-// package job. It keeps no state, holds no lock and starts nothing.
+// package job, and no room that reads the registry. It keeps no state, holds no lock and starts nothing.
 package configcheck
