@@ -101,49 +101,45 @@ func Moment[T any](key string, kind error, get func(*T) *time.Time) Field[T] {
 // RetryField is the retry mapping (DecodeRetry; unknownKey is the
 // sentinel of its unknown keys), left out when zero.
 func RetryField[T any](key string, kind, unknownKey error, get func(*T) *Retry) Field[T] {
-	return Field[T]{Key: key, Kind: kind,
-		Decode: func(c *T, n *docsubset.Node) error {
-			p, err := DecodeRetry(n, unknownKey)
-			if err == nil {
-				*get(c) = p
-			}
-			return err
-		},
-		Encode: func(c *T, w *docsubset.Writer) {
-			p := *get(c)
-			if p == (Retry{}) {
-				return
-			}
-			w.Map(key)
-			w.Int("attempts", p.Attempts)
-			w.StringIfSet("backoff", DurationText(p.Backoff))
-			w.StringIfSet("maxBackoff", DurationText(p.MaxBackoff))
-			if p.Jitter != 0 {
-				w.Float("jitter", p.Jitter)
-			}
-			w.End()
-		}}
+	decode := func(n *docsubset.Node) (Retry, error) { return DecodeRetry(n, unknownKey) }
+	return mapping(key, kind, get, decode, func(w *docsubset.Writer, p Retry) {
+		w.Int("attempts", p.Attempts)
+		w.StringIfSet("backoff", DurationText(p.Backoff))
+		w.StringIfSet("maxBackoff", DurationText(p.MaxBackoff))
+		if p.Jitter != 0 {
+			w.Float("jitter", p.Jitter)
+		}
+	})
 }
 
 // AlertField is the alert mapping (DecodeAlert), left out when zero.
 func AlertField[T any](key string, kind error, get func(*T) *Alert) Field[T] {
+	return mapping(key, kind, get, DecodeAlert, func(w *docsubset.Writer, p Alert) {
+		w.StringIfSet("late", DurationText(p.Late))
+		w.StringIfSet("notRunFor", DurationText(p.NotRunFor))
+	})
+}
+
+// mapping is a field holding a nested mapping, read by decode (which
+// sets the field only when the whole mapping is good) and written by
+// write, left out when zero.
+func mapping[T any, P comparable](key string, kind error, get func(*T) *P, decode func(*docsubset.Node) (P, error),
+	write func(*docsubset.Writer, P)) Field[T] {
 	return Field[T]{Key: key, Kind: kind,
 		Decode: func(c *T, n *docsubset.Node) error {
-			p, err := DecodeAlert(n)
+			p, err := decode(n)
 			if err == nil {
 				*get(c) = p
 			}
 			return err
 		},
 		Encode: func(c *T, w *docsubset.Writer) {
-			p := *get(c)
-			if p == (Alert{}) {
-				return
+			var zero P
+			if p := *get(c); p != zero {
+				w.Map(key)
+				write(w, p)
+				w.End()
 			}
-			w.Map(key)
-			w.StringIfSet("late", DurationText(p.Late))
-			w.StringIfSet("notRunFor", DurationText(p.NotRunFor))
-			w.End()
 		}}
 }
 
