@@ -1,29 +1,29 @@
 package job
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
-// Retries of a failed item run: the policy (Config.Retry), its checks,
-// its YAML and its stored form. The run's attempts are executeItem's
-// (execute.go); the arithmetic is package retry's.
+// Retries of a failed item run: the policy (Config.Retry), whose checks
+// are job/internal/configcheck's. A run's attempts are
+// job/internal/execute's; the limits, defaults and arithmetic are package
+// retry's.
 
 // Limits and defaults of RetryPolicy.
 const (
 	// MaxRetryAttempts is the largest RetryPolicy.Attempts accepted.
-	MaxRetryAttempts = 100
+	MaxRetryAttempts = retry.MaxAttempts
 	// MaxRetryBackoff is the largest RetryPolicy.Backoff and MaxBackoff
 	// accepted.
-	MaxRetryBackoff = 24 * time.Hour
+	MaxRetryBackoff = retry.MaxBackoff
 	// DefaultRetryBackoff is the first wait when Attempts is set and
 	// Backoff is 0 (or MaxBackoff, when that is shorter).
-	DefaultRetryBackoff = time.Second
+	DefaultRetryBackoff = retry.DefaultBackoff
 	// DefaultRetryMaxBackoff is the cap when Attempts is set and
 	// MaxBackoff is 0 (or Backoff, when that is longer).
-	DefaultRetryMaxBackoff = 30 * time.Second
+	DefaultRetryMaxBackoff = retry.DefaultMaxBackoff
 )
 
 // RetryPolicy says how a failed item run is tried again (Config.Retry).
@@ -63,54 +63,10 @@ type RetryPolicy struct {
 }
 
 // policy is p with its defaults filled in, as package retry takes it.
-func (p RetryPolicy) policy() retry.Policy {
-	d := p.withDefaults()
-	return retry.Policy{Attempts: d.Attempts, Backoff: d.Backoff, MaxBackoff: d.MaxBackoff, Jitter: d.Jitter}
-}
+func (p RetryPolicy) policy() retry.Policy { return retry.Policy(p).WithDefaults() }
 
 // withDefaults fills in Backoff and MaxBackoff when Attempts is set.
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.Attempts <= 0 {
-		return p
-	}
-	if p.Backoff == 0 {
-		p.Backoff = DefaultRetryBackoff
-		if p.MaxBackoff > 0 && p.MaxBackoff < p.Backoff {
-			p.Backoff = p.MaxBackoff
-		}
-	}
-	if p.MaxBackoff == 0 {
-		p.MaxBackoff = max(DefaultRetryMaxBackoff, p.Backoff)
-	}
-	return p
-}
-
-// retryProblems adds c.Retry's problems, each keyed "retry" and naming
-// the field as retry.<field>.
-func (c Config) retryProblems(add func(key string, kind error, subject, detail string) *configError) {
-	p := c.Retry
-	bad := func(field string, value any, detail string) {
-		add("retry", ErrInvalidConfig, fmt.Sprintf("retry.%s %v", field, value), detail)
-	}
-	if p.Attempts < 0 || p.Attempts > MaxRetryAttempts {
-		bad("attempts", p.Attempts, fmt.Sprintf("must be between 0 (no retries) and %d", MaxRetryAttempts))
-	}
-	if p.Backoff < 0 || p.Backoff > MaxRetryBackoff {
-		bad("backoff", p.Backoff, fmt.Sprintf("must be between 0 (the default %v) and %v", DefaultRetryBackoff, MaxRetryBackoff))
-	}
-	switch {
-	case p.MaxBackoff < 0 || p.MaxBackoff > MaxRetryBackoff:
-		bad("maxBackoff", p.MaxBackoff, fmt.Sprintf("must be between 0 (the default %v) and %v", DefaultRetryMaxBackoff, MaxRetryBackoff))
-	case p.MaxBackoff > 0 && p.MaxBackoff < p.Backoff:
-		bad("maxBackoff", p.MaxBackoff, fmt.Sprintf("is shorter than retry.backoff %v: the cap of the doubled wait must be at least the first", p.Backoff))
-	}
-	if !(p.Jitter >= 0 && p.Jitter <= 1) { // NaN too
-		bad("jitter", p.Jitter, "must be between 0 and 1 (a fraction of each wait)")
-	}
-	if p.Attempts == 0 && (p.Backoff != 0 || p.MaxBackoff != 0 || p.Jitter != 0) {
-		add("retry", ErrInvalidConfig, "retry", "sets backoff, maxBackoff or jitter without attempts: set retry.attempts (how many times to try again)")
-	}
-}
+func (p RetryPolicy) withDefaults() RetryPolicy { return RetryPolicy(p.policy()) }
 
 // failedAttempts are the attempts of fire that failed on an item's
 // previous owner (failover.Entry.Attempts).
