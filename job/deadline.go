@@ -34,31 +34,44 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 		return
 	}
 	now := r.s.opts.now()
-	dl := schedule.NewDeadline(sched, now, d)
+	cutoff := now.Add(-d)
+	// The first fire within the deadline.
+	first := sched.Next(cutoff.Add(-time.Millisecond))
 	keep := f.items[:0:0]
 	var expiredItems []int
 	expired, maybe := 0, 0
 	for _, it := range f.items {
 		since := f.fireOf(it)
-		if dl.Within(since) {
+		if !since.Before(cutoff) {
 			keep = append(keep, it)
 			continue
 		}
 		through := r.book.LatestThrough(since, it)
-		e := dl.Item(since, through, f.mayHaveRunThrough(it, since, through))
-		maybe += e.MayHaveRun
-		if e.Expired > 0 {
-			expired += e.Expired
+		stop := first
+		if stop.IsZero() || stop.After(through) {
+			stop = sched.Next(through)
+		}
+		from := since
+		if mh := f.mayHaveRunThrough(it, since, through); !mh.IsZero() {
+			// since through mh may have run: dropped, not expired.
+			from = sched.Next(mh)
+			if from.IsZero() || (!stop.IsZero() && from.After(stop)) {
+				from = stop
+			}
+			maybe += schedule.CountFires(sched, since, from)
+		}
+		if !from.IsZero() && (stop.IsZero() || from.Before(stop)) {
+			expired += schedule.CountFires(sched, from, stop)
 			expiredItems = append(expiredItems, it)
 		}
-		if e.Settle {
+		if first.IsZero() || first.After(through) {
 			results <- itemResult{Item: it, Fire: since, Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true}
 			continue
 		}
 		if f.fires == nil {
 			f.fires = map[int]time.Time{}
 		}
-		f.fires[it] = e.From
+		f.fires[it] = first
 		keep = append(keep, it)
 	}
 	f.items = keep

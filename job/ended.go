@@ -1,11 +1,13 @@
 package job
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/shardjob/shardjob/job/internal/configcheck"
+	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // A schedule that ends: a config whose end has passed, or whose limit is
@@ -23,16 +25,36 @@ import (
 // a job to run from now on — Scheduler.Add, an endpoint creating jobs —
 // calls CheckEnded with its clock.
 func (c Config) CheckEnded(now time.Time) error {
-	cs, err := c.calendarSchedule()
+	sched, loc, err := c.Schedule()
 	if err != nil {
 		return err
 	}
-	end, ended := configcheck.Ended(cs, c.Cron, calendarOf(c), now)
-	if !ended {
+	cs, ok := sched.(*schedule.CalendarSchedule)
+	if !ok {
+		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
+	}
+	if _, err := cs.FireAfter(now); !errors.Is(err, schedule.ErrEnded) {
 		return nil
 	}
-	return &configError{place: jobPlace(c.Name), kind: ErrScheduleEnded, key: end.Key, subject: end.Subject, detail: end.Detail,
-		hint: "the job would never fire: change the field or remove the job"}
+	e := &configError{place: jobPlace(c.Name), kind: ErrScheduleEnded}
+	_, freeErr := cs.NominalIgnoringLimit(now)
+	switch {
+	case freeErr == nil && c.Limit > 0:
+		e.key, e.subject = "limit", fmt.Sprintf("limit %d", c.Limit)
+		e.detail = fmt.Sprintf("is used up: the %d fires from start %s are all before %s", c.Limit,
+			c.Start.Format(time.RFC3339), now.Format(time.RFC3339))
+	case freeErr == nil && !c.PausedUntil.IsZero():
+		e.key, e.subject = "pausedUntil", "pausedUntil "+c.PausedUntil.Format(time.RFC3339)
+		e.detail = "is after the last fire the schedule has"
+	case !c.End.IsZero():
+		e.key, e.subject = "end", "end "+c.End.Format(time.RFC3339)
+		e.detail = "leaves no fire after " + now.Format(time.RFC3339)
+	default:
+		e.key, e.subject = "cron", "cron "+quoteShort(c.Cron)
+		e.detail = "has no fire after " + now.Format(time.RFC3339)
+	}
+	e.hint = "the job would never fire: change the field or remove the job"
+	return e
 }
 
 // firesUntilEnded is the trigger's fire function for cfg's schedule: the
