@@ -505,20 +505,16 @@ func (p *parser) flowScalar(i int, s string, j int, closing byte, key bool) (*No
 		return nil, 0, p.unsupported(i, "a comment inside a flow collection")
 	case '&', '*', '!', '|', '>', '%', '@', '`', '?':
 		return nil, 0, p.unsupported(i, fmt.Sprintf("%q in a flow collection", c))
-	case '\'':
-		v, end := unquoteSingle(s[j:])
-		if end < 0 {
-			return nil, 0, p.unsupported(i, "a quoted value over several lines")
-		}
-		if key {
-			return nil, 0, p.unsupported(i, "a quoted key")
-		}
-		n.Value = v
-		return n, j + end + 1, nil
-	case '"':
-		v, end, err := unescape(s[j:])
-		if err != "" {
-			return nil, 0, p.errorf(i, "%s", err)
+	case '\'', '"':
+		var v string
+		var end int
+		if c == '\'' {
+			v, end = unquoteSingle(s[j:])
+		} else {
+			var err string
+			if v, end, err = unescape(s[j:]); err != "" {
+				return nil, 0, p.errorf(i, "%s", err)
+			}
 		}
 		if end < 0 {
 			return nil, 0, p.unsupported(i, "a quoted value over several lines")
