@@ -244,6 +244,9 @@ func (p *parser) mapping(ind, depth int) (*Node, *Error) {
 			}
 			return nil, p.errorf(i, `expected "key: value"`)
 		}
+		if line := p.lines[i][ind:]; tooLongKey(line[:len(line)-len(rest)-1]) {
+			return nil, p.errorf(i, "a key longer than %d characters: YAML allows no longer key", maxKeyChars)
+		}
 		k, err := p.key(i, key)
 		if err != nil {
 			return nil, err
@@ -254,6 +257,16 @@ func (p *parser) mapping(ind, depth int) (*Node, *Error) {
 		}
 		m.Content = append(m.Content, k, v)
 	}
+}
+
+// maxKeyChars bounds a key, from its first character to its colon: YAML
+// allows no longer implicit key (yaml/v3 refuses one).
+const maxKeyChars = 1024
+
+// tooLongKey reports whether s, a key and the blanks before its colon, is
+// longer than maxKeyChars characters.
+func tooLongKey(s string) bool {
+	return len(s) > maxKeyChars && utf8.RuneCountInString(s) > maxKeyChars
 }
 
 // key reads a mapping's key: a plain scalar.
@@ -456,9 +469,13 @@ func (p *parser) flow(i int, s string) (*Node, *Error) {
 			if err != nil {
 				return nil, err
 			}
+			start := j
 			j = skipBlanks(s, next)
 			if j >= len(s) || s[j] != ':' {
 				return nil, p.errorf(i, "expected \":\" after the key %q in a flow mapping", k.Value)
+			}
+			if tooLongKey(s[start:j]) {
+				return nil, p.errorf(i, "a key longer than %d characters: YAML allows no longer key", maxKeyChars)
 			}
 			v, next, err := p.flowScalar(i, s, skipBlanks(s, j+1), closing, false)
 			if err != nil {

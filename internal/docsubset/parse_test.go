@@ -110,6 +110,31 @@ var parseSeeds = []string{
 	"- [a, b]\n", "a: [http://x/y, 12:30]\n", "a: [x]]\n", "a: [x}\n",
 }
 
+// TestParseLongKey: a key of up to 1,024 characters to its colon is read
+// as yaml/v3 reads it; a longer one, which YAML does not allow, is refused
+// with an error that says so, in a block mapping and in a flow one.
+func TestParseLongKey(t *testing.T) {
+	for _, n := range []int{1023, 1024} {
+		for _, doc := range []string{strings.Repeat("k", n) + ": 1\n", strings.Repeat("k", n-1) + " : 1\n",
+			"a: {" + strings.Repeat("é", n) + ": 1}\n", "retry:\n    " + strings.Repeat(")", n) + ":\n        x: 1\n"} {
+			if _, err := Parse(context.Background(), []byte(doc), testLimits); err != nil {
+				t.Errorf("a key of %d characters: %v", n, err)
+			}
+			checkParse(t, []byte(doc))
+		}
+	}
+	for _, doc := range []string{strings.Repeat("k", 1025) + ": 1\n", strings.Repeat("k", 1024) + " : 1\n",
+		"a: {" + strings.Repeat("é", 1025) + ": 1}\n", "retry:\n    " + strings.Repeat(")", 1025) + ":\n        x: 1\n"} {
+		_, err := Parse(context.Background(), []byte(doc), testLimits)
+		if err == nil || !strings.Contains(err.Error(), "a key longer than 1024 characters") {
+			t.Errorf("a key of 1,025 characters: got %v, want the key refused", err)
+		}
+		if _, yerr := v3Root([]byte(doc)); yerr == nil {
+			t.Errorf("yaml/v3 reads a key of 1,025 characters; the bound is wrong")
+		}
+	}
+}
+
 // TestParseFlow reads the flow collections an operator writes on one
 // line, as yaml/v3 reads them.
 func TestParseFlow(t *testing.T) {
