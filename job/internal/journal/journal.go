@@ -62,6 +62,11 @@ type Journal struct {
 	writing bool
 	done    chan struct{} // closed when the write in flight ends
 	exists  bool          // the node is known to exist
+	// version is the node's version after this process's last write of
+	// it, when known: every write is a compare-and-set over it. Unknown
+	// (after a write whose outcome was lost), the next write reads it.
+	version int32
+	known   bool
 	swept   time.Time     // the last sweep for orphaned journals
 }
 
@@ -130,9 +135,9 @@ func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fi
 			j.mu.Unlock()
 			return err
 		}
-		seq, exists := j.seq, j.exists
+		seq, exists, version, known := j.seq, j.exists, j.version, j.known
 		j.mu.Unlock()
-		err = j.write(ctx, data, exists)
+		version, err = j.write(ctx, data, exists, version, known)
 		if j.log.Enabled(ctx, slog.LevelDebug) {
 			j.log.Debug("journal write", "job", job, "items", len(covers), "seq", seq, "bytes", len(data), "err", err)
 		}
@@ -141,10 +146,11 @@ func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fi
 		close(j.done)
 		j.done = make(chan struct{})
 		if err != nil {
+			j.known = false // the write may land yet: read the version first
 			j.mu.Unlock()
 			return err
 		}
-		j.exists = true
+		j.exists, j.version, j.known = true, version, true
 		j.durable = max(j.durable, seq)
 	}
 	j.mu.Unlock()
@@ -164,19 +170,58 @@ func (j *Journal) encodeLocked(server string) ([]byte, error) {
 	return data, nil
 }
 
-// write sets the journal node to data, creating it when it is not there.
-func (j *Journal) write(ctx context.Context, data []byte, exists bool) error {
-	if exists {
-		_, err := j.rc.Set(ctx, j.path, data, -1)
-		if !errors.Is(err, regcenter.ErrNoNode) {
-			return err
+// maxRaces bounds how many times in a row a write finds the node's
+// version moved: only this process writes its journal, so a second move is
+// a late write of its own, and more are a registry gone wrong.
+const maxRaces = 4
+
+// write sets the journal node to data over version, the node's version
+// after this process's last write when known (and the node existed),
+// creating the node when it is not there, and returns its new version.
+//
+// Every write is a compare-and-set. A write whose answer was lost (a
+// connection lost, a request abandoned on a member that stopped answering)
+// may still land, much later: when a frozen etcd member wakes, say. Set
+// over any version, it would put back an older journal over the writes
+// made since, and a completion they carry would look unrun to the
+// item's next owner. Over the version it was sent with, it fails instead
+// once a later write has moved the version. After such a loss the version
+// is read again; a write that finds it moved (its own late write, which
+// carried less) reads it and writes over it.
+func (j *Journal) write(ctx context.Context, data []byte, exists bool, version int32, known bool) (int32, error) {
+	for races := 0; ; races++ {
+		if exists && !known {
+			_, st, err := j.rc.Get(ctx, j.path)
+			switch {
+			case errors.Is(err, regcenter.ErrNoNode):
+				exists = false
+			case err != nil:
+				return 0, err
+			default:
+				version, known = st.Version, true
+			}
 		}
+		if exists {
+			st, err := j.rc.Set(ctx, j.path, data, version)
+			switch {
+			case err == nil:
+				return st.Version, nil
+			case errors.Is(err, regcenter.ErrNoNode):
+				exists = false
+			case errors.Is(err, regcenter.ErrBadVersion) && races < maxRaces:
+				known = false
+				continue
+			default:
+				return 0, err
+			}
+		}
+		if _, err := j.rc.Create(ctx, j.path, data, regcenter.Persistent); err == nil {
+			return 0, nil
+		} else if !errors.Is(err, regcenter.ErrNodeExists) || races >= maxRaces {
+			return 0, err
+		}
+		exists, known = true, false
 	}
-	_, err := j.rc.Create(ctx, j.path, data, regcenter.Persistent)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		_, err = j.rc.Set(ctx, j.path, data, -1)
-	}
-	return err
 }
 
 // Covered drops job's entries of items that a record written here now

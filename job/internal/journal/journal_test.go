@@ -26,6 +26,33 @@ type memCenter struct {
 	nodes  map[string]memNode
 	writes int   // creates and sets
 	fail   error // when set, every write fails with it
+	// lose, when set, has every set answered with a lost connection and
+	// kept, unapplied, for land: a request that reached a member which
+	// stopped answering, and is applied once it wakes.
+	lose bool
+	lost []lostSet
+}
+
+// lostSet is a set whose answer was lost, to be applied later (land).
+type lostSet struct {
+	path    string
+	data    []byte
+	version int32
+}
+
+// land applies the sets that were lost, in order, as a registry would once
+// the member holding them wakes; it returns their errors.
+func (m *memCenter) land() []error {
+	m.mu.Lock()
+	lost := m.lost
+	m.lost, m.lose = nil, false
+	m.mu.Unlock()
+	var errs []error
+	for _, l := range lost {
+		_, err := m.Set(context.Background(), l.path, l.data, l.version)
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 type memNode struct {
@@ -97,6 +124,10 @@ func (m *memCenter) Set(_ context.Context, path string, data []byte, version int
 	defer m.mu.Unlock()
 	if m.fail != nil {
 		return regcenter.Stat{}, m.fail
+	}
+	if m.lose {
+		m.lost = append(m.lost, lostSet{path: path, data: data, version: version})
+		return regcenter.Stat{}, regcenter.ErrConnectionLoss
 	}
 	n, ok := m.nodes[path]
 	if !ok {
@@ -266,6 +297,78 @@ func TestPutFailures(t *testing.T) {
 	cancel()
 	if err := j.Put(done, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); !errors.Is(err, context.Canceled) {
 		t.Errorf("put with its context ended: %v", err)
+	}
+}
+
+// A write whose answer was lost and that lands after later writes does not
+// put the older journal back: every write is a compare-and-set over the
+// version the journal last wrote, and the one after a lost answer reads the
+// version first.
+func TestALateWriteDoesNotPutAnOlderJournalBack(t *testing.T) {
+	rc := newMemCenter()
+	j := New(rc, "p1", quiet())
+	ctx := context.Background()
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	// Fire 1's write reaches a member that stops answering: its answer is
+	// lost, and the completion writes its record instead (not here).
+	rc.mu.Lock()
+	rc.lose = true
+	rc.mu.Unlock()
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 1)}); !errors.Is(err, regcenter.ErrConnectionLoss) {
+		t.Fatalf("put whose answer is lost: %v", err)
+	}
+	rc.mu.Lock()
+	rc.lose = false
+	rc.mu.Unlock()
+	// Fire 2's goes through another member.
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.lose = true // the lost write is held until land
+	rc.mu.Unlock()
+	errs := rc.land()
+	if len(errs) != 1 || !errors.Is(errs[0], regcenter.ErrBadVersion) {
+		t.Fatalf("the late write landed: %v; want it refused for its version", errs)
+	}
+	ran := readNode(t, rc, "p1").Entry("a", 0)
+	if len(ran) == 0 || ran[len(ran)-1][1] != at(2).UnixMilli() {
+		t.Fatalf("the journal says item 0 ran %v; want through fire 2", ran)
+	}
+	// The journal goes on: the next put writes over the version it read.
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if ran := readNode(t, rc, "p1").Entry("a", 0); ran[len(ran)-1][1] != at(3).UnixMilli() {
+		t.Fatalf("after the late write, the journal says item 0 ran %v; want through fire 3", ran)
+	}
+}
+
+// A write that lands late before the next one is written over: that write
+// reads the version its own late write moved, and carries more.
+func TestAWriteOverALateWriteOfItsOwn(t *testing.T) {
+	rc := newMemCenter()
+	j := New(rc, "p1", quiet())
+	ctx := context.Background()
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	rc.mu.Lock()
+	rc.lose = true
+	rc.mu.Unlock()
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); !errors.Is(err, regcenter.ErrConnectionLoss) {
+		t.Fatalf("put whose answer is lost: %v", err)
+	}
+	if errs := rc.land(); len(errs) != 1 || errs[0] != nil {
+		t.Fatalf("the lost write did not land: %v", errs)
+	}
+	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readNode(t, rc, "p1").Items("a"); len(got) != 3 {
+		t.Errorf("the node holds %v, want items 0, 1 and 2", got)
 	}
 }
 
