@@ -67,7 +67,7 @@ type Journal struct {
 	// (after a write whose outcome was lost), the next write reads it.
 	version int32
 	known   bool
-	swept   time.Time     // the last sweep for orphaned journals
+	swept   time.Time // the last sweep for orphaned journals
 }
 
 // New returns the completion journal of process (its token, the node's
