@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/configcheck"
 	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
@@ -26,17 +27,17 @@ const (
 	// ParentSkip, the default, completes the run without calling the job:
 	// it is recorded as failed with ErrParentFailed, so that a job after
 	// it skips in turn. It is logged and reported as EventParentFailed.
-	ParentSkip ParentPolicy = "skip"
+	ParentSkip ParentPolicy = configcheck.ParentSkip
 	// ParentRun runs the job anyway; ShardingContext.ParentErr says why
 	// the parents did not all succeed.
-	ParentRun ParentPolicy = "run"
+	ParentRun ParentPolicy = configcheck.ParentRun
 	// ParentAlert is ParentSkip logged at error level: for chains where a
 	// parent's failure needs a person.
-	ParentAlert ParentPolicy = "alert"
+	ParentAlert ParentPolicy = configcheck.ParentAlert
 )
 
 // MaxParents bounds the jobs one job may run after.
-const MaxParents = 16
+const MaxParents = configcheck.MaxParents
 
 // lastFireParentWait bounds the wait for the parents of a job's last fire
 // (a calendar's limit or end), which has no next fire to wait until, when
@@ -51,44 +52,6 @@ var ErrParentFailed = errors.New("job: a parent job's fire did not succeed")
 // parents returns the names in c.After.
 func (c Config) parents() []string { return deps.Parents(c.After) }
 
-// afterProblems checks c's own dependency fields (the graph is checked
-// with the other jobs: dependencyProblems).
-func (c Config) afterProblems(add func(key string, kind error, subject, detail string) *configError) {
-	parents := c.parents()
-	if len(parents) > MaxParents {
-		add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("names %d jobs; at most %d", len(parents), MaxParents))
-	}
-	seen := map[string]bool{}
-	for _, p := range parents {
-		switch {
-		case p == "" || len(p) > MaxNameLength || !configNameRE.MatchString(p):
-			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("%s is not a job name", quoteShort(p)))
-		case p == c.Name:
-			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), "names the job itself")
-		case seen[p]:
-			add("after", ErrInvalidConfig, "after "+quoteShort(c.After), fmt.Sprintf("names %q twice", p))
-		}
-		seen[p] = true
-	}
-	if len(parents) > 0 && c.Unmonitored {
-		add("after", ErrInvalidConfig, "after "+quoteShort(c.After), "an unmonitored job keeps no records to wait on or be waited on")
-	}
-	switch c.OnParentFailure {
-	case "", ParentSkip, ParentRun, ParentAlert:
-		if c.OnParentFailure != "" && len(parents) == 0 {
-			add("onParentFailure", ErrInvalidConfig, "onParentFailure "+quoteShort(string(c.OnParentFailure)), "needs after")
-		}
-	default:
-		add("onParentFailure", ErrInvalidConfig, "onParentFailure "+quoteShort(string(c.OnParentFailure)),
-			fmt.Sprintf("must be %q, %q or %q", ParentSkip, ParentRun, ParentAlert))
-	}
-	if c.AfterTimeout < 0 {
-		add("afterTimeout", ErrInvalidConfig, fmt.Sprintf("afterTimeout %v", c.AfterTimeout), "must not be negative (0: until the job's next fire)")
-	} else if c.AfterTimeout > 0 && len(parents) == 0 {
-		add("afterTimeout", ErrInvalidConfig, fmt.Sprintf("afterTimeout %v", c.AfterTimeout), "needs after")
-	}
-}
-
 // dependencyProblems checks the dependencies among cfgs, the jobs of one
 // scheduler or one file: every parent is one of them, monitored, and
 // fires on the same schedule as its dependent; no job depends on itself
@@ -100,17 +63,7 @@ func dependencyProblems(cfgs []Config, placeOf func(name string) string) []error
 		nodes[i] = deps.Node{Name: c.Name, Parents: c.parents()}
 	}
 	edge := func(dependent, parent int) string {
-		c, pc := cfgs[dependent], cfgs[parent]
-		switch {
-		case pc.Unmonitored:
-			return fmt.Sprintf("job %q is unmonitored: it keeps no records to wait on", pc.Name)
-		case pc.RecordInterval > 0:
-			return fmt.Sprintf("job %q writes its records behind (recordInterval %v): its dependents would wait for them; set recordInterval 0 on it", pc.Name, pc.RecordInterval)
-		case !sameSchedule(c, pc):
-			return fmt.Sprintf("job %q fires on other times than this job (%s): a dependent fires with its parents, so give it the same schedule (jitter may differ)",
-				pc.Name, scheduleDifference(pc, c))
-		}
-		return ""
+		return configcheck.Parent(cfgs[dependent].checkJob(), cfgs[parent].checkJob())
 	}
 	var errs []error
 	for _, p := range deps.Check(nodes, edge) {
@@ -150,43 +103,17 @@ func (s *Scheduler) dependenciesWith(cfg Config) error {
 // noteAwaited marks the jobs that a job added here runs after, under s's
 // lock: a reload that adds a parent makes it awaited at once.
 func (s *Scheduler) noteAwaited() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.noteAwaitedLocked()
+	s.jobs.NoteAwaited()
 }
 
 // sameSchedule reports whether a and b have the same fires before
-// jitter: a dependent's fire is matched to its parents' fires by the
-// schedule's time before each job's jitter (schedule.NominalFire), so
-// the jitters may differ.
-func sameSchedule(a, b Config) bool {
-	a.Jitter, b.Jitter = 0, 0
-	return a.Cron == b.Cron && a.TimeZone == b.TimeZone && sameCalendar(a, b)
-}
+// jitter (configcheck.Schedule.SameFires).
+func sameSchedule(a, b Config) bool { return a.checkJob().Schedule.SameFires(b.checkJob().Schedule) }
 
-// scheduleDifference names the first field on which parent's schedule
-// differs from the dependent's, with both values.
-func scheduleDifference(parent, dependent Config) string {
-	t := func(v time.Time) string {
-		if v.IsZero() {
-			return "unset"
-		}
-		return v.Format(time.RFC3339)
-	}
-	for _, f := range []struct{ key, p, d string }{
-		{"cron", parent.Cron, dependent.Cron},
-		{"timeZone", parent.TimeZone, dependent.TimeZone},
-		{"start", t(parent.Start), t(dependent.Start)},
-		{"end", t(parent.End), t(dependent.End)},
-		{"pausedUntil", t(parent.PausedUntil), t(dependent.PausedUntil)},
-		{"limit", fmt.Sprint(parent.Limit), fmt.Sprint(dependent.Limit)},
-		{"exclude", parent.Exclude, dependent.Exclude},
-	} {
-		if f.p != f.d {
-			return fmt.Sprintf("%s %q there, %q here", f.key, f.p, f.d)
-		}
-	}
-	return "the same fields, other fires"
+// checkJob is what configcheck.Parent reads of c.
+func (c Config) checkJob() configcheck.Job {
+	return configcheck.Job{Name: c.Name, Unmonitored: c.Unmonitored, RecordInterval: c.RecordInterval,
+		Schedule: configcheck.Schedule{Cron: c.Cron, TimeZone: c.TimeZone, Calendar: calendarOf(c)}}
 }
 
 // awaitParents waits until every parent of f's job has completed, on every

@@ -3,14 +3,15 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/job/internal/configcheck"
 )
 
-// Alerts for late fires and for jobs not run (Config.Alert): the policy,
-// its document form and checks, and what an alert is to its receivers.
+// Alerts for late fires and for jobs not run (Config.Alert): the policy
+// (its checks are job/internal/configcheck's), and what an alert is to its receivers.
 // The bookkeeping is package job/internal/alert's; alertbook.go wires it.
 
 // AlertPolicy says when a job's fires are late and when it has gone too
@@ -88,47 +89,13 @@ type AlertHandler interface {
 	HandleAlert(ctx context.Context, a Alert) error
 }
 
-// alertGapFires is how many of the schedule's next fires the longest gap
-// between fires is measured over (AlertPolicy.NotRunFor's check).
-const alertGapFires = 32
-
 // alertProblems checks Alert: each bound 0 or at least MinInterval, and
 // NotRunFor no shorter than the longest gap between the next fires of
-// base (the parsed cron; nil when it did not parse).
+// base (the parsed cron; nil when it did not parse). See
+// configcheck.Alert.
 func (c Config) alertProblems(add func(key string, kind error, subject, detail string) *configError, base cron.Schedule, now time.Time) {
-	for _, f := range []struct {
-		name string
-		d    time.Duration
-	}{{"late", c.Alert.Late}, {"notRunFor", c.Alert.NotRunFor}} {
-		switch {
-		case f.d < 0:
-			add("alert", ErrInvalidConfig, fmt.Sprintf("alert.%s %v", f.name, f.d), "must not be negative (0 means no alert)")
-		case f.d > 0 && f.d < MinInterval:
-			add("alert", ErrInvalidConfig, fmt.Sprintf("alert.%s %v", f.name, f.d),
-				fmt.Sprintf("must be 0 (no alert) or at least %v", MinInterval))
-		}
-	}
-	if c.Alert.NotRunFor < MinInterval || base == nil {
-		return
-	}
-	if gap := longestGap(base, now, alertGapFires); gap > c.Alert.NotRunFor {
-		add("alert", ErrInvalidConfig, fmt.Sprintf("alert.notRunFor %v", c.Alert.NotRunFor),
-			fmt.Sprintf("is shorter than the %v between two of the schedule's fires: it would report the job between every two fires", gap))
-	}
-}
-
-// longestGap is the longest time between two consecutive fires among the
-// next n of s after now (0 when it has fewer than two).
-func longestGap(s cron.Schedule, now time.Time, n int) time.Duration {
-	var gap time.Duration
-	prev := s.Next(now)
-	for i := 0; i < n && !prev.IsZero(); i++ {
-		next := s.Next(prev)
-		if next.IsZero() {
-			break
-		}
-		gap = max(gap, next.Sub(prev))
-		prev = next
-	}
-	return gap
+	configcheck.Alert(func(key string, _ configcheck.Kind, subject, detail string) {
+		add(key, ErrInvalidConfig, subject, detail)
+	},
+		c.Alert.Late, c.Alert.NotRunFor, base, now)
 }

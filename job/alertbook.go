@@ -105,26 +105,15 @@ func (s *Scheduler) initAlerts() {
 }
 
 // startAlerts starts the book's goroutine and joins the checker's
-// election (Start).
+// election (Start); a failure to join is logged and tried again at the
+// next session.
 func (s *Scheduler) startAlerts(ctx context.Context) {
 	s.spawn(func() { s.alert.book.Run(s.ctx) })
-	s.campaignAlerts(ctx)
-}
-
-// campaignAlerts joins (or rejoins, under a new session) the checker's
-// election; a failure is logged and tried again at the next session or
-// reconcile.
-func (s *Scheduler) campaignAlerts(ctx context.Context) {
-	if s.alert.cand != nil {
-		s.alert.cand.Campaign(ctx)
-	}
+	s.alert.cand.Campaign(ctx)
 }
 
 // stopAlerts leaves the checker's election (Shutdown), within ctx.
 func (s *Scheduler) stopAlerts(ctx context.Context) {
-	if s.alert.cand == nil {
-		return
-	}
 	rctx, cancel := cleanupContext(ctx, s.opts.reshardTimeout)
 	defer cancel()
 	s.alert.cand.Leave(rctx)
@@ -149,23 +138,11 @@ func (s *Scheduler) confirmNotRun(ctx context.Context, job string) (bool, error)
 
 // raiseAlert tells the events, the history and the job's handler of r.
 func (s *Scheduler) raiseAlert(ctx context.Context, r alert.Raised) {
-	a := Alert{Job: r.Job, Fire: r.Fire, Bound: r.Bound, Server: s.opts.serverID, At: s.opts.now()}
-	switch r.Kind {
-	case alert.KindLate:
-		a.Kind = EventFireLate
-		a.Err = fmt.Errorf("%w: job %q fire %s had not completed %v after its time", ErrFireLate, r.Job,
-			r.Fire.UTC().Format(time.RFC3339Nano), r.Bound)
-	default:
-		a.Kind = EventNotRun
-		last := "never ran"
-		if !r.Fire.IsZero() {
-			last = "last ran " + r.Fire.UTC().Format(time.RFC3339)
-		}
-		a.Err = fmt.Errorf("%w: job %q had no successful run for %v (%s)", ErrNotRun, r.Job, r.Bound, last)
-	}
+	a := Alert{Kind: alertKind(r.Kind), Job: r.Job, Fire: r.Fire, Bound: r.Bound, Server: s.opts.serverID, At: s.opts.now(),
+		Err: r.Err(ErrFireLate, ErrNotRun)}
 	s.log.Warn("alert", "kind", a.Kind, "job", a.Job, "err", a.Err)
 	s.emit(Event{Kind: a.Kind, Job: a.Job, Err: a.Err, Detail: a.Err.Error(), At: a.At})
-	if run := s.runnerOf(r.Job); run != nil {
+	if run := s.runner(r.Job); run != nil {
 		if h, ok := run.job.(AlertHandler); ok {
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), alertTimeout)
 			defer cancel()
@@ -200,11 +177,15 @@ func CheckAlerts(ctx context.Context, rc regcenter.Center, now time.Time, window
 	found, err := alert.Scan(ctx, rc, now, window)
 	out := make([]AlertProblem, 0, len(found))
 	for _, p := range found {
-		k := EventNotRun
-		if p.Kind == alert.KindLate {
-			k = EventFireLate
-		}
-		out = append(out, AlertProblem{Kind: k, Job: p.Job, Fire: p.Fire, Bound: p.Bound})
+		out = append(out, AlertProblem{Kind: alertKind(p.Kind), Job: p.Job, Fire: p.Fire, Bound: p.Bound})
 	}
 	return out, err
+}
+
+// alertKind is the event kind of an alert of kind k.
+func alertKind(k alert.Kind) EventKind {
+	if k == alert.KindLate {
+		return EventFireLate
+	}
+	return EventNotRun
 }

@@ -2,12 +2,12 @@ package job
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/reshard"
@@ -48,7 +48,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 	gen := r.cache.WatchGen()
 	// The epoch is read first: a reshard flagged after this read moves it,
 	// and the next fire's check fails.
-	_, epoch, err := r.rc.Exists(ctx, r.paths.ShardingEpoch())
+	epoch, err := r.assigned.Epoch(ctx)
 	if err != nil {
 		return assume.Assignment{}, err
 	}
@@ -59,45 +59,19 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 		r.log.Warn("resharding did not finish in time; firing with the stored assignment", "timeout", r.s.opts.reshardTimeout)
 		ctx, cancel = r.coordCtx(sess)
 		defer cancel()
-		epoch.Version = -2 // not proved: the next fire reads again
+		epoch = assigned.Unproved // the next fire reads again
 	}
-	for attempt := 0; ; attempt++ {
-		p := r.paths.Flag(r.serverID(), layout.Sharding)
-		data, st, err := r.rc.Get(ctx, p)
-		if errors.Is(err, regcenter.ErrNoNode) {
-			a := assume.Assignment{Sess: sess, Epoch: epoch.Version, Set: true}
-			r.releaseUnassigned(ctx, sess, nil)
-			r.assume(a, gen)
-			return a, nil
-		}
-		if err != nil {
-			return assume.Assignment{}, err
-		}
-		items, err := layout.ParseItems(string(data))
-		if err == nil {
-			a := assume.Assignment{Sess: sess, Items: items, Shard: st.Version, ShardZxid: st.Czxid, ShardSeen: true, Epoch: epoch.Version, Set: true}
-			r.releaseUnassigned(ctx, sess, items)
-			r.assume(a, gen)
-			return a, nil
-		}
-		if attempt > 0 {
-			return assume.Assignment{}, fmt.Errorf("garbage in %s after a reshard: %w", p, err)
-		}
-		// Not written by a leader: ask for a reshard now and wait for it,
-		// so that this fire runs with a real assignment.
-		r.log.Error("garbage in this instance's assignment; asking the leader to reshard", "node", p, "data", quoteShort(string(data)), "err", err)
-		if err := r.requestReshard(ctx); err != nil {
-			return assume.Assignment{}, err
-		}
-		if err := r.reshard.Await(ctx); err != nil {
-			return assume.Assignment{}, err
-		}
-		epoch.Version = -2 // moved by the request; read again next fire
+	a, err := r.assigned.Read(ctx, sess, epoch)
+	if err != nil {
+		return assume.Assignment{}, err
 	}
+	r.releaseUnassigned(ctx, sess, a.Items)
+	r.assume(a, gen)
+	return a, nil
 }
 
 // assume stores what a fire read, for the fires after it. An epoch that
-// could not be proved (-2) stores nothing. gen is the watches' event count
+// could not be proved (assigned.Unproved) stores nothing. gen is the watches' event count
 // (watchGen) before the read began.
 //
 // An instance that holds no items would otherwise send its proof alone
@@ -119,7 +93,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 // previous owner anyway, so the watch's delivery delay only joins a window
 // the job already accepts (Config.Unmonitored).
 func (r *runner) assume(a assume.Assignment, gen uint64) {
-	if a.Epoch < -1 {
+	if a.Epoch <= assigned.Unproved {
 		r.forgetAssignment()
 		return
 	}
@@ -172,37 +146,19 @@ func (r *runner) watchEpoch() (cancel func()) {
 func (r *runner) proveAssignment(sess *regcenter.Session, checks []regcenter.Op) (bool, error) {
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	err := r.rc.Multi(ctx, checks...)
-	var me *regcenter.MultiError
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.As(err, &me):
+	ok, err := r.assigned.Prove(ctx, checks)
+	if err == nil && !ok {
 		r.forgetAssignment()
-		return false, nil
-	default:
-		return false, err
 	}
+	return ok, err
 }
 
 // noteEpochFlag is the leader's answer to a reshard flag created without
-// moving the epoch (by hand, or by an older version of this package): it
-// moves the epoch, so that instances firing on their assumption read again.
+// moving the epoch (assigned.Reader.MoveEpochForFlag).
 func (r *runner) noteEpochFlag() {
-	sess := r.rc.Session()
-	ctx, cancel := r.coordCtx(sess)
+	ctx, cancel := r.coordCtx(r.rc.Session())
 	defer cancel()
-	due, flag, err := r.rc.Exists(ctx, r.paths.Necessary())
-	if err != nil || !due {
-		return
-	}
-	_, epoch, err := r.rc.Exists(ctx, r.paths.ShardingEpoch())
-	if err != nil || epoch.Mzxid >= flag.Czxid {
-		return // moved with the flag, or since
-	}
-	if _, err := r.rc.Set(ctx, r.paths.ShardingEpoch(), nil, -1); err != nil && !errors.Is(err, regcenter.ErrNoNode) && ctx.Err() == nil {
-		r.log.Warn("moving the reshard epoch for a flag set by hand", "err", err)
-	}
+	r.assigned.MoveEpochForFlag(ctx)
 }
 
 // inheritedGaps returns, for the items of this fire that this instance did
@@ -282,17 +238,8 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 		if skip {
 			continue
 		}
-		var since time.Time
-		if done := recs[i].Through(); !done.IsZero() && done.Before(before) {
-			since = sched.Next(done) // nothing ran since done
-		}
-		if d := debts[i]; !d.IsZero() && !d.After(before) && (since.IsZero() || d.Before(since)) {
-			// An instance that owed the item a run left the debt behind
-			// (it died, or a reshard moved the item): the make-up run
-			// runs what of it the record does not list.
-			since = d
-		}
-		if since.IsZero() || since.After(before) {
+		since := fireplan.GapSince(sched, before, recs[i].Through(), debts[i])
+		if since.IsZero() {
 			continue
 		}
 		if gaps == nil {

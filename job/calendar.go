@@ -2,12 +2,12 @@ package job
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/shardjob/shardjob/job/internal/configcheck"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
@@ -22,7 +22,7 @@ import (
 
 // MaxLimit is the largest Limit accepted: the fires from start are
 // counted towards it once, as far as the times asked need.
-const MaxLimit = 100_000
+const MaxLimit = configcheck.MaxLimit
 
 // hasCalendar reports whether c narrows or shifts its cron's fires.
 func (c Config) hasCalendar() bool {
@@ -32,10 +32,7 @@ func (c Config) hasCalendar() bool {
 
 // sameCalendar reports whether a and b have the same calendar: a change
 // reschedules the job.
-func sameCalendar(a, b Config) bool {
-	return a.Start.Equal(b.Start) && a.End.Equal(b.End) && a.PausedUntil.Equal(b.PausedUntil) &&
-		a.Limit == b.Limit && a.Exclude == b.Exclude && a.Jitter == b.Jitter
-}
+func sameCalendar(a, b Config) bool { return configcheck.SameCalendar(calendarOf(a), calendarOf(b)) }
 
 // ScheduleHorizonYears bounds how far ahead a calendar's next fire is
 // searched: a calendar whose next fire is further away than that reports
@@ -92,18 +89,25 @@ func parseCron(spec string, loc *time.Location) (cron.Schedule, *configError) {
 // error. Whoever accepts a job to run from now on (Scheduler.Add, an HTTP
 // endpoint creating jobs) refuses one whose error is ErrScheduleEnded.
 func (c Config) NextFireAfter(t time.Time) (time.Time, error) {
-	sched, loc, err := c.Schedule()
+	cs, err := c.calendarSchedule()
 	if err != nil {
 		return time.Time{}, err
 	}
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok {
-		// A cron alone, searched as a calendar (which looks past the
-		// cron's own five years without a fire).
-		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
-	}
 	n, err := cs.FireAfter(t)
 	return n, searchError(err)
+}
+
+// calendarSchedule is c's schedule (see Schedule) as a calendar's, which
+// searches past a cron's own five years without a fire.
+func (c Config) calendarSchedule() (*schedule.CalendarSchedule, error) {
+	sched, loc, err := c.Schedule()
+	if err != nil {
+		return nil, err
+	}
+	if cs, ok := sched.(*schedule.CalendarSchedule); ok {
+		return cs, nil
+	}
+	return newCalendarSchedule(Config{Name: c.Name}, sched, loc), nil
 }
 
 // searchError is err, an error of a schedule.CalendarSchedule's search,
@@ -116,64 +120,4 @@ func searchError(err error) error {
 		return ErrNoFireWithinHorizon
 	}
 	return err
-}
-
-// calendarProblems checks c's calendar fields; base is the job's cron
-// (nil when it does not parse) and loc its zone.
-func (c Config) calendarProblems(add func(key string, kind error, subject, detail string) *configError, base cron.Schedule, loc *time.Location) {
-	if !c.Start.IsZero() && !c.End.IsZero() && c.End.Before(c.Start) {
-		add("end", ErrInvalidConfig, "end "+c.End.Format(time.RFC3339), "is before start "+c.Start.Format(time.RFC3339))
-	}
-	switch {
-	case c.Limit < 0:
-		add("limit", ErrInvalidConfig, fmt.Sprintf("limit %d", c.Limit), "must not be negative (0 means no limit)")
-	case c.Limit > MaxLimit:
-		add("limit", ErrInvalidConfig, fmt.Sprintf("limit %d", c.Limit), fmt.Sprintf("must be at most %d", MaxLimit))
-	case c.Limit > 0 && c.Start.IsZero():
-		add("limit", ErrInvalidConfig, fmt.Sprintf("limit %d", c.Limit), "counts fires from start: set start too")
-	}
-	if base != nil {
-		if key, why := schedule.NeverFires(base, loc, calendarOf(c)); key != "" {
-			subject := "exclude " + quoteShort(c.Exclude)
-			if key == "end" {
-				subject = "end " + c.End.Format(time.RFC3339)
-			}
-			add(key, ErrNeverFires, subject, why)
-		}
-	}
-	if c.Jitter < 0 {
-		add("jitter", ErrInvalidConfig, fmt.Sprintf("jitter %v", c.Jitter), "must not be negative (0 means none)")
-	} else if c.Jitter > 0 && c.Jitter < time.Millisecond {
-		add("jitter", ErrInvalidConfig, fmt.Sprintf("jitter %v", c.Jitter), "must be 0 or at least 1ms")
-	}
-	switch {
-	case c.StartingDeadline < 0:
-		add("startingDeadline", ErrInvalidConfig, fmt.Sprintf("startingDeadline %v", c.StartingDeadline), "must not be negative (0 means no deadline)")
-	case c.StartingDeadline > 0 && c.StartingDeadline < MinInterval:
-		add("startingDeadline", ErrInvalidConfig, fmt.Sprintf("startingDeadline %v", c.StartingDeadline),
-			fmt.Sprintf("must be 0 (no deadline) or at least %v", MinInterval))
-	}
-	if c.PauseNote != "" && c.PausedUntil.IsZero() {
-		add("pauseNote", ErrInvalidConfig, "pauseNote", "is the note of a pause: set pausedUntil too")
-	}
-	if _, problems := schedule.ParseExclude(c.Exclude); len(problems) > 0 {
-		for _, p := range problems {
-			add("exclude", ErrInvalidConfig, "exclude "+quoteShort(c.Exclude), p)
-		}
-	}
-}
-
-// parseConfigTime reads a calendar time from a document (see
-// schedule.ParseTime).
-func parseConfigTime(s string, loc *time.Location) (time.Time, error) {
-	return schedule.ParseTime(s, loc)
-}
-
-// configTimeText writes a calendar time for a document (RFC 3339), or ""
-// for the zero time.
-func configTimeText(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.Format(time.RFC3339Nano)
 }

@@ -24,7 +24,7 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
-	release := r.order.hold()
+	release := r.order.Hold()
 	at := r.cache.TakeIdlePass()
 	if at.IsZero() || r.flags.Paused() {
 		release()

@@ -194,7 +194,7 @@ func (s *Scheduler) sweepJournals(ctx context.Context) {
 // jobSchedule is the schedule of job name, when this scheduler runs it and
 // its schedule compiled.
 func (s *Scheduler) jobSchedule(name string) (fireplan.Schedule, bool) {
-	r := s.runnerOf(name)
+	r := s.runner(name)
 	if r == nil {
 		return nil, false
 	}

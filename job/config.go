@@ -2,13 +2,12 @@ package job
 
 import (
 	"errors"
-	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/job/internal/configcheck"
+	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Sentinel errors. Every configuration problem reported by Validate,
@@ -56,9 +55,9 @@ const (
 	// MisfireOnce, the default, runs the item once more as soon as the
 	// running execution finishes. Any number of fires missed while it ran
 	// collapse into that one extra run.
-	MisfireOnce MisfirePolicy = "once"
+	MisfireOnce MisfirePolicy = configcheck.MisfireOnce
 	// MisfireSkip drops fires that found the item still running.
-	MisfireSkip MisfirePolicy = "skip"
+	MisfireSkip MisfirePolicy = configcheck.MisfireSkip
 )
 
 // OverlapPolicy says what a fire does when its item's previous run is
@@ -69,10 +68,10 @@ const (
 	// OverlapBufferOne, the default, runs the item once more when the
 	// running execution ends, standing for every fire it missed
 	// (MisfireOnce).
-	OverlapBufferOne OverlapPolicy = "buffer-one"
+	OverlapBufferOne OverlapPolicy = configcheck.OverlapBufferOne
 	// OverlapSkip drops the fires that found the item still running
 	// (MisfireSkip).
-	OverlapSkip OverlapPolicy = "skip"
+	OverlapSkip OverlapPolicy = configcheck.OverlapSkip
 	// OverlapReplace cancels the running execution through its context
 	// (its cause is ErrReplaced) and runs the fire once it has returned.
 	// The replaced run is recorded as a failure and its fire is not made
@@ -80,7 +79,7 @@ const (
 	// its item running on another instance (briefly, after a reshard)
 	// buffers one run instead. A job that does not watch its context is
 	// not stopped; the fire waits for it as with OverlapBufferOne.
-	OverlapReplace OverlapPolicy = "replace"
+	OverlapReplace OverlapPolicy = configcheck.OverlapReplace
 	// OverlapAllow runs a fire's item alongside the item's run still going
 	// on this instance: the item-level exclusion is off, for jobs whose
 	// runs are safe side by side. It needs Unmonitored: an item's running
@@ -89,7 +88,7 @@ const (
 	// for two runs at once, and an unmonitored job already gives up that
 	// promise across instances (see Unmonitored). Nothing is owed or made
 	// up for a fire that found its item busy, since the fire ran.
-	OverlapAllow OverlapPolicy = "allow"
+	OverlapAllow OverlapPolicy = configcheck.OverlapAllow
 )
 
 // skipsMissed reports whether the job drops fires that found their item
@@ -101,18 +100,18 @@ func (c Config) skipsMissed() bool {
 // Limits and defaults of Config.
 const (
 	// MaxNameLength is the longest job name accepted.
-	MaxNameLength = 128
+	MaxNameLength = configcheck.MaxNameLength
 	// MaxShardingTotalCount is the largest ShardingTotalCount accepted.
-	MaxShardingTotalCount = 10000
+	MaxShardingTotalCount = configcheck.MaxShardingTotalCount
 	// MaxItemsPerShard is the largest ItemsPerShard accepted.
-	MaxItemsPerShard = 1 << 30
+	MaxItemsPerShard = configcheck.MaxItemsPerShard
 	// DefaultReconcileInterval is used when ReconcileInterval is 0.
-	DefaultReconcileInterval = time.Minute
+	DefaultReconcileInterval = configcheck.DefaultReconcileInterval
 	// DefaultShardingStrategy is used when ShardingStrategy is "".
 	DefaultShardingStrategy = "BALANCED"
 	// MinInterval is the smallest non-zero MaxTimeDiff and
 	// ReconcileInterval, and the shortest "@every" period.
-	MinInterval = time.Second
+	MinInterval = configcheck.MinInterval
 )
 
 // Config is the configuration of one job. The zero value is not valid: Name,
@@ -287,11 +286,6 @@ type Config struct {
 	Alert AlertPolicy
 }
 
-var (
-	configNameRE     = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
-	configStrategyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-)
-
 // Validate reports every problem with c at once, or nil. The error joins
 // them as errors.Join does (its Unwrap() []error returns them); each
 // entry names the job and the field, e.g.
@@ -300,18 +294,21 @@ var (
 //
 // errors.Is on it matches ErrInvalidConfig and the specific sentinel of
 // every entry (ErrInvalidName, ErrInvalidCron, ...).
-func (c Config) Validate() error {
-	problems := c.check(time.Now())
+func (c Config) Validate() error { return placed(c.Name, c.check(time.Now())) }
+
+// placed places problems, found in the config of the job named name, and
+// joins them (nil for none).
+func placed(name string, problems []*configError) error {
 	errs := make([]error, len(problems))
 	for i, p := range problems {
-		p.place = jobPlace(c.Name)
+		p.place = jobPlace(name)
 		errs[i] = p
 	}
 	return joinConfigErrors(errs)
 }
 
-// check returns c's problems without a place. now anchors the "never
-// fires" test.
+// check returns c's problems without a place, in the order Validate
+// reports them. now anchors the "never fires" test.
 func (c Config) check(now time.Time) []*configError {
 	var errs []*configError
 	add := func(key string, kind error, subject, detail string) *configError {
@@ -319,71 +316,36 @@ func (c Config) check(now time.Time) []*configError {
 		errs = append(errs, e)
 		return e
 	}
-
-	switch {
-	case c.Name == "":
-		add("name", ErrInvalidName, "name is required", "")
-	case len(c.Name) > MaxNameLength:
-		add("name", ErrInvalidName, "name "+quoteShort(c.Name), fmt.Sprintf("longer than %d characters", MaxNameLength))
-	case !configNameRE.MatchString(c.Name):
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "may contain only letters, digits, '.', '_' and '-'")
-	case strings.HasPrefix(c.Name, "."):
-		add("name", ErrInvalidName, fmt.Sprintf("name %q", c.Name), "is reserved: names beginning with '.' are the namespace's own nodes")
+	room := func(key string, kind configcheck.Kind, subject, detail string) {
+		add(key, checkKinds[kind], subject, detail)
 	}
 
-	loc, locErr := c.location()
-	if locErr != nil {
-		e := add("timeZone", ErrInvalidTimeZone, "timeZone "+quoteShort(c.TimeZone), "unknown time zone")
-		e.cause = locErr
-		loc = time.UTC
-	}
-
-	var base cron.Schedule // the parsed cron, for the calendar's checks
-	if c.Cron == "" {
-		add("cron", ErrInvalidCron, "cron is required", "")
-	} else if sched, err := parseCron(c.Cron, loc); err != nil {
-		err.key = "cron"
-		errs = append(errs, err)
-	} else if sched.Next(now.In(loc)).IsZero() {
+	configcheck.Name(room, c.Name)
+	base, loc, problems := c.parse() // the parsed cron, for the calendar's checks
+	errs = append(errs, problems...)
+	if base != nil && base.Next(now.In(loc)).IsZero() {
 		add("cron", ErrInvalidCron, "cron "+quoteShort(c.Cron), "never fires")
-	} else {
-		base = sched
+		base = nil
 	}
-
-	countOK := c.ShardingTotalCount >= 1 && c.ShardingTotalCount <= MaxShardingTotalCount
-	if !countOK {
-		add("shardingTotalCount", ErrInvalidShardingCount,
-			fmt.Sprintf("shardingTotalCount %d", c.ShardingTotalCount),
-			fmt.Sprintf("must be between 1 and %d", MaxShardingTotalCount))
-	}
-
-	if c.ItemsPerShard < 0 || c.ItemsPerShard > MaxItemsPerShard {
-		add("itemsPerShard", ErrInvalidShardingCount, fmt.Sprintf("itemsPerShard %d", c.ItemsPerShard),
-			fmt.Sprintf("must be between 0 (one record per item) and %d", MaxItemsPerShard))
-	}
+	countOK := configcheck.Counts(room, c.ShardingTotalCount, c.ItemsPerShard)
 
 	oversized := false
 	for _, f := range []struct{ key, value string }{
-		{"shardingItemParameters", c.ShardingItemParameters},
-		{"jobParameter", c.JobParameter},
-		{"description", c.Description},
+		{"shardingItemParameters", c.ShardingItemParameters}, {"jobParameter", c.JobParameter}, {"description", c.Description},
 	} {
 		if len(f.value) > MaxConfigBytes {
 			errs = append(errs, tooLarge(f.key, f.key, len(f.value), MaxConfigBytes))
 			oversized = true
 		}
 	}
-
 	total := c.ShardingTotalCount
 	if !countOK {
 		total = 0 // checking the items' range would only repeat the count's problem
 	}
 	if len(c.ShardingItemParameters) <= MaxConfigBytes {
-		if _, problems := parseItemParameters(c.ShardingItemParameters, total); len(problems) > 0 {
-			for _, p := range problems {
-				add("shardingItemParameters", ErrInvalidItemParameters,
-					"shardingItemParameters "+quoteShort(c.ShardingItemParameters), p)
-			}
+		_, problems := configcheck.ItemParameters(c.ShardingItemParameters, total)
+		for _, p := range problems {
+			add("shardingItemParameters", ErrInvalidItemParameters, "shardingItemParameters "+quoteShort(c.ShardingItemParameters), p)
 		}
 	}
 	if !oversized {
@@ -396,61 +358,19 @@ func (c Config) check(now time.Time) []*configError {
 		}
 	}
 
-	switch c.Misfire {
-	case "", MisfireOnce, MisfireSkip:
-	default:
-		add("misfire", ErrInvalidConfig, "misfire "+quoteShort(string(c.Misfire)),
-			fmt.Sprintf("must be %q or %q", MisfireOnce, MisfireSkip))
-	}
-	switch c.Overlap {
-	case "", OverlapBufferOne, OverlapSkip, OverlapReplace, OverlapAllow:
-		if c.Overlap != "" && c.Misfire != "" && (c.Overlap == OverlapSkip) != (c.Misfire == MisfireSkip) {
-			add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
-				fmt.Sprintf("disagrees with misfire %q: set only overlap", c.Misfire))
-		}
-		if c.Overlap == OverlapAllow && !c.Unmonitored {
-			add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
-				"needs monitorExecution: false (Unmonitored): an item's running and completed marks cannot stand for two runs of it at once")
-		}
-	default:
-		add("overlap", ErrInvalidConfig, "overlap "+quoteShort(string(c.Overlap)),
-			fmt.Sprintf("must be %q, %q, %q or %q", OverlapBufferOne, OverlapSkip, OverlapReplace, OverlapAllow))
-	}
-
-	checkInterval := func(key string, d time.Duration, zeroMeans string) {
-		switch {
-		case d < 0:
-			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d), "must not be negative")
-		case d > 0 && d < MinInterval:
-			add(key, ErrInvalidConfig, fmt.Sprintf("%s %v", key, d),
-				fmt.Sprintf("must be 0 (%s) or at least %v", zeroMeans, MinInterval))
-		}
-	}
-	if c.Timeout < 0 {
-		add("timeout", ErrInvalidConfig, fmt.Sprintf("timeout %v", c.Timeout), "must not be negative (0 means no timeout)")
-	}
-	switch {
-	case c.RecordInterval < 0 || c.RecordInterval > MaxRecordInterval:
-		add("recordInterval", ErrInvalidConfig, fmt.Sprintf("recordInterval %v", c.RecordInterval),
-			fmt.Sprintf("must be between 0 (record every completion) and %v", MaxRecordInterval))
-	case c.RecordInterval > 0 && c.Unmonitored:
-		add("recordInterval", ErrInvalidConfig, fmt.Sprintf("recordInterval %v", c.RecordInterval),
-			"an unmonitored job keeps no records")
-	}
-	checkInterval("maxTimeDiff", c.MaxTimeDiff, "no check")
-	checkInterval("reconcileInterval", c.ReconcileInterval, "the default "+DefaultReconcileInterval.String())
-
-	c.calendarProblems(add, base, loc)
-	c.afterProblems(add)
-	c.retryProblems(add)
-	c.alertProblems(add, base, now)
-
-	if c.ShardingStrategy != "" && (len(c.ShardingStrategy) > MaxNameLength || !configStrategyRE.MatchString(c.ShardingStrategy)) {
-		add("shardingStrategy", ErrInvalidConfig, "shardingStrategy "+quoteShort(c.ShardingStrategy),
-			"must be an identifier: a letter or '_', then letters, digits, '_', '.' or '-'")
-	}
+	configcheck.Policies(room, string(c.Misfire), string(c.Overlap), c.Unmonitored)
+	configcheck.Intervals(room, c.Timeout, c.RecordInterval, MaxRecordInterval, c.Unmonitored, c.MaxTimeDiff, c.ReconcileInterval)
+	configcheck.Calendar(room, calendarOf(c), c.StartingDeadline, c.PauseNote, base, loc)
+	configcheck.After(room, c.Name, c.After, c.parents(), c.Unmonitored, string(c.OnParentFailure), c.AfterTimeout)
+	configcheck.Retry(room, retry.Policy(c.Retry))
+	configcheck.Alert(room, c.Alert.Late, c.Alert.NotRunFor, base, now)
+	configcheck.Strategy(room, c.ShardingStrategy)
 	return errs
 }
+
+// checkKinds are the sentinels of configcheck's kinds of problem.
+var checkKinds = map[configcheck.Kind]error{configcheck.Invalid: ErrInvalidConfig, configcheck.BadName: ErrInvalidName,
+	configcheck.BadCount: ErrInvalidShardingCount, configcheck.NeverFires: ErrNeverFires}
 
 // WithDefaults returns a copy of c with the defaults of Misfire,
 // ReconcileInterval, ShardingStrategy and, when Retry.Attempts is set,
@@ -490,28 +410,35 @@ func (c Config) location() (*time.Location, error) {
 // does not depend on a zone. The error wraps ErrInvalidConfig and
 // ErrInvalidCron or ErrInvalidTimeZone.
 func (c Config) Schedule() (cron.Schedule, *time.Location, error) {
-	var errs []error
-	loc, err := c.location()
-	if err != nil {
-		errs = append(errs, &configError{place: jobPlace(c.Name), key: "timeZone", kind: ErrInvalidTimeZone,
-			subject: "timeZone " + quoteShort(c.TimeZone), detail: "unknown time zone", cause: err})
-	}
-	var sched cron.Schedule
-	if c.Cron == "" {
-		errs = append(errs, &configError{place: jobPlace(c.Name), key: "cron", kind: ErrInvalidCron, subject: "cron is required"})
-	} else if s, perr := parseCron(c.Cron, loc); perr != nil {
-		perr.place = jobPlace(c.Name)
-		errs = append(errs, perr)
-	} else {
-		sched = s
-	}
-	if len(errs) > 0 {
-		return nil, nil, joinConfigErrors(errs)
+	sched, loc, problems := c.parse()
+	if len(problems) > 0 {
+		return nil, nil, placed(c.Name, problems)
 	}
 	if c.hasCalendar() {
 		return newCalendarSchedule(c, sched, loc), loc, nil
 	}
 	return sched, loc, nil
+}
+
+// parse parses TimeZone and Cron, with their problems (without a place):
+// the zone is UTC when TimeZone is unknown, the cron nil when it has a
+// problem.
+func (c Config) parse() (cron.Schedule, *time.Location, []*configError) {
+	var errs []*configError
+	loc, err := c.location()
+	if err != nil {
+		errs = append(errs, &configError{key: "timeZone", kind: ErrInvalidTimeZone, subject: "timeZone " + quoteShort(c.TimeZone),
+			detail: "unknown time zone", cause: err})
+		loc = time.UTC
+	}
+	if c.Cron == "" {
+		return nil, loc, append(errs, &configError{key: "cron", kind: ErrInvalidCron, subject: "cron is required"})
+	}
+	sched, perr := parseCron(c.Cron, loc)
+	if perr != nil {
+		return nil, loc, append(errs, perr)
+	}
+	return sched, loc, errs
 }
 
 // ItemParameters parses ShardingItemParameters into item -> parameter.
@@ -523,59 +450,14 @@ func (c Config) ItemParameters() (map[int]string, error) {
 	if total <= 0 {
 		total = -1 // no item is in range
 	}
-	params, problems := parseItemParameters(c.ShardingItemParameters, total)
+	params, problems := configcheck.ItemParameters(c.ShardingItemParameters, total)
 	if len(problems) == 0 {
 		return params, nil
 	}
-	errs := make([]error, len(problems))
+	errs := make([]*configError, len(problems))
 	for i, p := range problems {
-		errs[i] = &configError{place: jobPlace(c.Name), key: "shardingItemParameters", kind: ErrInvalidItemParameters,
+		errs[i] = &configError{key: "shardingItemParameters", kind: ErrInvalidItemParameters,
 			subject: "shardingItemParameters " + quoteShort(c.ShardingItemParameters), detail: p}
 	}
-	return nil, joinConfigErrors(errs)
-}
-
-// parseItemParameters parses "0=a,1=b". When total is positive the items
-// must lie in [0,total); when it is 0 the range is not checked; when it is
-// negative every item is out of range. It returns every problem found.
-func parseItemParameters(s string, total int) (map[int]string, []string) {
-	params := map[int]string{}
-	if s == "" {
-		return params, nil
-	}
-	var problems []string
-	for i, entry := range strings.Split(s, ",") {
-		key, value, ok := strings.Cut(entry, "=")
-		key = strings.TrimSpace(key)
-		switch {
-		case strings.TrimSpace(entry) == "":
-			problems = append(problems, fmt.Sprintf("entry %d is empty", i+1))
-			continue
-		case !ok:
-			problems = append(problems, fmt.Sprintf("entry %s has no '=' (want item=value)", quoteShort(entry)))
-			continue
-		case key == "" || strings.Trim(key, "0123456789") != "":
-			problems = append(problems, fmt.Sprintf("entry %s: item %s is not a non-negative integer", quoteShort(entry), quoteShort(key)))
-			continue
-		}
-		item, err := strconv.Atoi(key)
-		switch {
-		case err != nil || (total != 0 && item >= total):
-			if total > 0 {
-				problems = append(problems, fmt.Sprintf("entry %s: item %s is outside [0,%d) given by shardingTotalCount", quoteShort(entry), cutShort(key), total))
-			} else {
-				problems = append(problems, fmt.Sprintf("entry %s: item %s is outside [0,shardingTotalCount)", quoteShort(entry), cutShort(key)))
-			}
-			continue
-		}
-		if _, dup := params[item]; dup {
-			problems = append(problems, fmt.Sprintf("item %d is given more than once", item))
-			continue
-		}
-		params[item] = value
-	}
-	if len(problems) > 0 {
-		return nil, problems
-	}
-	return params, nil
+	return nil, placed(c.Name, errs)
 }

@@ -9,87 +9,52 @@ import (
 )
 
 // Decoding the config document: DecodeConfig and DecodeConfigTree, the
-// document's keys (configFields) and the decoders of their values, over
+// document's keys (configFields) with the coders of their values, over
 // the tree internal/docsubset reads (package jobfile builds the same
 // tree from a job file's YAML).
 
 // configField is one key of the stored config document: its key, the
-// sentinel of a bad value (ErrInvalidConfig if none applies) and the
-// decoder that sets its field.
+// sentinel of a bad value (ErrInvalidConfig if none applies), the decoder
+// that sets its field and the encoder that writes it.
 type configField = configdoc.Field[Config]
 
-// field is a configField.
-func field(key string, kind error, decode func(c *Config, n *docsubset.Node) error) configField {
-	return configField{Key: key, Kind: kind, Decode: decode}
-}
-
 // configFields lists the keys of the document, in the order Encode writes
-// them. Keys are case-sensitive.
+// them; those marked optional are left out when unset, so that a config
+// without them reads the same to instances that predate them. Keys are
+// case-sensitive.
 var configFields = []configField{
-	field("name", ErrInvalidName, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Name) }),
-	field("cron", ErrInvalidCron, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Cron) }),
-	field("timeZone", ErrInvalidTimeZone, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.TimeZone) }),
-	field("shardingTotalCount", ErrInvalidShardingCount, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.ShardingTotalCount) }),
-	field("itemsPerShard", ErrInvalidShardingCount, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.ItemsPerShard) }),
-	field("shardingItemParameters", ErrInvalidItemParameters, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.ShardingItemParameters) }),
-	field("jobParameter", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.JobParameter) }),
-	field("failover", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Failover) }),
-	field("misfire", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		var s string
-		err := configdoc.String(n, &s)
-		c.Misfire = MisfirePolicy(s)
-		return err
-	}),
-	field("overlap", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		var s string
-		err := configdoc.String(n, &s)
-		c.Overlap = OverlapPolicy(s)
-		return err
-	}),
-	field("monitorExecution", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		monitor := true
-		err := configdoc.Bool(n, &monitor)
-		c.Unmonitored = !monitor
-		return err
-	}),
-	field("recordInterval", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.RecordInterval) }),
-	field("maxTimeDiff", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.MaxTimeDiff) }),
-	field("reconcileInterval", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.ReconcileInterval) }),
-	field("shardingStrategy", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.ShardingStrategy) }),
-	field("timeout", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.Timeout) }),
-	field("start", ErrInvalidConfig, configdoc.StringOnly[Config]),
-	field("end", ErrInvalidConfig, configdoc.StringOnly[Config]),
-	field("limit", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Int(n, &c.Limit) }),
-	field("exclude", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.StringList(n, &c.Exclude) }),
-	field("jitter", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.Jitter) }),
-	field("startingDeadline", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.StartingDeadline) }),
-	field("pausedUntil", ErrInvalidConfig, configdoc.StringOnly[Config]),
-	field("pauseNote", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.PauseNote) }),
-	field("after", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.StringList(n, &c.After) }),
-	field("onParentFailure", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		var s string
-		err := configdoc.String(n, &s)
-		c.OnParentFailure = ParentPolicy(s)
-		return err
-	}),
-	field("afterTimeout", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Duration(n, &c.AfterTimeout) }),
-	field("description", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.String(n, &c.Description) }),
-	field("disabled", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Disabled) }),
-	field("overwrite", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error { return configdoc.Bool(n, &c.Overwrite) }),
-	field("retry", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		p, err := configdoc.DecodeRetry(n, ErrUnknownKey)
-		if err == nil {
-			c.Retry = RetryPolicy(p)
-		}
-		return err
-	}),
-	field("alert", ErrInvalidConfig, func(c *Config, n *docsubset.Node) error {
-		p, err := configdoc.DecodeAlert(n)
-		if err == nil {
-			c.Alert = AlertPolicy(p)
-		}
-		return err
-	}),
+	configdoc.Text("name", ErrInvalidName, false, func(c *Config) *string { return &c.Name }),
+	configdoc.Text("cron", ErrInvalidCron, false, func(c *Config) *string { return &c.Cron }),
+	configdoc.Text("timeZone", ErrInvalidTimeZone, false, func(c *Config) *string { return &c.TimeZone }),
+	configdoc.Number("shardingTotalCount", ErrInvalidShardingCount, false, func(c *Config) *int { return &c.ShardingTotalCount }),
+	configdoc.Number("itemsPerShard", ErrInvalidShardingCount, true, func(c *Config) *int { return &c.ItemsPerShard }),
+	configdoc.Text("shardingItemParameters", ErrInvalidItemParameters, false, func(c *Config) *string { return &c.ShardingItemParameters }),
+	configdoc.Text("jobParameter", ErrInvalidConfig, false, func(c *Config) *string { return &c.JobParameter }),
+	configdoc.Flag("failover", ErrInvalidConfig, false, func(c *Config) *bool { return &c.Failover }),
+	configdoc.Text("misfire", ErrInvalidConfig, false, func(c *Config) *MisfirePolicy { return &c.Misfire }),
+	configdoc.Text("overlap", ErrInvalidConfig, true, func(c *Config) *OverlapPolicy { return &c.Overlap }),
+	configdoc.Flag("monitorExecution", ErrInvalidConfig, true, func(c *Config) *bool { return &c.Unmonitored }),
+	configdoc.Span("recordInterval", ErrInvalidConfig, true, func(c *Config) *time.Duration { return &c.RecordInterval }),
+	configdoc.Span("maxTimeDiff", ErrInvalidConfig, false, func(c *Config) *time.Duration { return &c.MaxTimeDiff }),
+	configdoc.Span("reconcileInterval", ErrInvalidConfig, false, func(c *Config) *time.Duration { return &c.ReconcileInterval }),
+	configdoc.Text("shardingStrategy", ErrInvalidConfig, false, func(c *Config) *string { return &c.ShardingStrategy }),
+	configdoc.Span("timeout", ErrInvalidConfig, true, func(c *Config) *time.Duration { return &c.Timeout }),
+	configdoc.Moment("start", ErrInvalidConfig, func(c *Config) *time.Time { return &c.Start }),
+	configdoc.Moment("end", ErrInvalidConfig, func(c *Config) *time.Time { return &c.End }),
+	configdoc.Number("limit", ErrInvalidConfig, true, func(c *Config) *int { return &c.Limit }),
+	configdoc.List("exclude", ErrInvalidConfig, func(c *Config) *string { return &c.Exclude }),
+	configdoc.Span("jitter", ErrInvalidConfig, true, func(c *Config) *time.Duration { return &c.Jitter }),
+	configdoc.Span("startingDeadline", ErrInvalidConfig, true, func(c *Config) *time.Duration { return &c.StartingDeadline }),
+	configdoc.Moment("pausedUntil", ErrInvalidConfig, func(c *Config) *time.Time { return &c.PausedUntil }),
+	configdoc.Text("pauseNote", ErrInvalidConfig, true, func(c *Config) *string { return &c.PauseNote }),
+	configdoc.List("after", ErrInvalidConfig, func(c *Config) *string { return &c.After }),
+	configdoc.Text("onParentFailure", ErrInvalidConfig, true, func(c *Config) *ParentPolicy { return &c.OnParentFailure }),
+	configdoc.Span("afterTimeout", ErrInvalidConfig, true, func(c *Config) *time.Duration { return &c.AfterTimeout }),
+	configdoc.Text("description", ErrInvalidConfig, false, func(c *Config) *string { return &c.Description }),
+	configdoc.Flag("disabled", ErrInvalidConfig, false, func(c *Config) *bool { return &c.Disabled }),
+	configdoc.Flag("overwrite", ErrInvalidConfig, false, func(c *Config) *bool { return &c.Overwrite }),
+	configdoc.RetryField("retry", ErrInvalidConfig, ErrUnknownKey, func(c *Config) *configdoc.Retry { return (*configdoc.Retry)(&c.Retry) }),
+	configdoc.AlertField("alert", ErrInvalidConfig, func(c *Config) *configdoc.Alert { return (*configdoc.Alert)(&c.Alert) }),
 }
 
 // DecodeConfig parses a document written by Encode (or by hand, or by an
@@ -187,6 +152,11 @@ func decodeConfigNode(n *docsubset.Node, o TreeOptions) (Config, []error) {
 		placeOf = jobPlace
 	}
 	w := configdoc.Walk(&c, n, configFields, o.Keys, o.Key, ErrUnknownKey)
+	if loc, err := c.location(); err == nil && !w.NotMapping {
+		// The calendar's times without an offset are read in the job's
+		// time zone, which may come after them in the document.
+		w.Times(loc, map[string]*time.Time{"start": &c.Start, "end": &c.End, "pausedUntil": &c.PausedUntil})
+	}
 	place := placeOf(w.Name)
 	errs := make([]error, 0, len(w.Problems))
 	for _, p := range w.Problems {
@@ -199,32 +169,12 @@ func decodeConfigNode(n *docsubset.Node, o TreeOptions) (Config, []error) {
 	if w.NotMapping {
 		return c, errs
 	}
-	pairs, bad, lines := w.Pairs, w.Bad, w.Lines
-	// The calendar's times without an offset are read in the job's time
-	// zone, which may come after them in the document.
-	if loc, err := c.location(); err == nil {
-		times := map[string]*time.Time{"start": &c.Start, "end": &c.End, "pausedUntil": &c.PausedUntil}
-		for _, p := range pairs {
-			out := times[p.Key]
-			if out == nil {
-				continue
-			}
-			t, ok, err := configdoc.CalendarTime(p.Value, loc)
-			if ok {
-				*out = t
-			} else if err != nil && !bad[p.Key] {
-				bad[p.Key] = true
-				errs = append(errs, &configError{place: place, key: p.Key, kind: ErrInvalidConfig, subject: p.Key,
-					line: p.KeyNode.Line, detail: err.Error(), cause: err})
-			}
-		}
-	}
 	for _, e := range c.check(time.Now()) {
-		if bad[e.key] {
+		if w.Bad[e.key] {
 			continue // already reported as a bad value
 		}
 		e.place = place
-		e.line = lines[e.key]
+		e.line = w.Lines[e.key]
 		errs = append(errs, e)
 	}
 	return c, errs

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shardjob/shardjob/job/internal/configdoc"
 )
 
 // legacyConfigDoc is the document as Encode wrote it through yaml/v3's
@@ -64,19 +66,19 @@ func legacyEncode(c Config) []byte {
 		Name: c.Name, Cron: c.Cron, TimeZone: c.TimeZone, ShardingTotalCount: c.ShardingTotalCount,
 		ItemsPerShard: c.ItemsPerShard, ShardingItemParameters: c.ShardingItemParameters, JobParameter: c.JobParameter,
 		Failover: c.Failover, Misfire: string(c.Misfire), Overlap: string(c.Overlap), MonitorExecution: !c.Unmonitored,
-		RecordInterval: timeoutText(c.RecordInterval), MaxTimeDiff: c.MaxTimeDiff.String(),
+		RecordInterval: configdoc.DurationText(c.RecordInterval), MaxTimeDiff: c.MaxTimeDiff.String(),
 		ReconcileInterval: c.ReconcileInterval.String(), ShardingStrategy: c.ShardingStrategy,
-		Timeout: timeoutText(c.Timeout), Start: configTimeText(c.Start), End: configTimeText(c.End), Limit: c.Limit,
-		Exclude: c.Exclude, Jitter: timeoutText(c.Jitter), StartingDeadline: timeoutText(c.StartingDeadline),
-		PausedUntil: configTimeText(c.PausedUntil), PauseNote: c.PauseNote, After: c.After,
-		OnParentFailure: string(c.OnParentFailure), AfterTimeout: timeoutText(c.AfterTimeout),
+		Timeout: configdoc.DurationText(c.Timeout), Start: configdoc.TimeText(c.Start), End: configdoc.TimeText(c.End), Limit: c.Limit,
+		Exclude: c.Exclude, Jitter: configdoc.DurationText(c.Jitter), StartingDeadline: configdoc.DurationText(c.StartingDeadline),
+		PausedUntil: configdoc.TimeText(c.PausedUntil), PauseNote: c.PauseNote, After: c.After,
+		OnParentFailure: string(c.OnParentFailure), AfterTimeout: configdoc.DurationText(c.AfterTimeout),
 		Description: c.Description, Disabled: c.Disabled, Overwrite: c.Overwrite,
 	}
 	if p := c.Retry; p != (RetryPolicy{}) {
-		d.Retry = &legacyRetryDoc{Attempts: p.Attempts, Backoff: timeoutText(p.Backoff), MaxBackoff: timeoutText(p.MaxBackoff), Jitter: p.Jitter}
+		d.Retry = &legacyRetryDoc{Attempts: p.Attempts, Backoff: configdoc.DurationText(p.Backoff), MaxBackoff: configdoc.DurationText(p.MaxBackoff), Jitter: p.Jitter}
 	}
 	if !c.Alert.IsZero() {
-		d.Alert = &legacyAlertDoc{Late: timeoutText(c.Alert.Late), NotRunFor: timeoutText(c.Alert.NotRunFor)}
+		d.Alert = &legacyAlertDoc{Late: configdoc.DurationText(c.Alert.Late), NotRunFor: configdoc.DurationText(c.Alert.NotRunFor)}
 	}
 	out, err := yaml.Marshal(d)
 	if err != nil {

@@ -2,60 +2,34 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/job/internal/confignode"
+	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/sharding"
 )
 
-// The job's config node and this instance's config kept in agreement: the
-// node written or read at registration (loadConfig), a change applied once
-// it decodes (watchConfig, reloadConfig), and the node written back when
-// the registry lost it (restoreConfig).
+// The job's config node and this instance's config kept in agreement
+// (job/internal/confignode's Node): the node written or read at
+// registration (loadConfig), a change applied once it decodes
+// (watchConfig, reloadConfig), and the node written back when the
+// registry lost it (restoreConfig).
+
+// configNode is the job's config node, its document this instance's
+// Config.
+func (r *runner) configNode() *confignode.Node[Config] {
+	return &confignode.Node[Config]{RC: r.rc, Path: r.paths.Config(), Job: r.name, Log: r.log, Bad: &r.bad,
+		Encode: func() ([]byte, error) { return r.config().Encode() }, Decode: r.decodeStored}
+}
 
 // loadConfig makes the config node and the local config agree: Overwrite
-// writes ours; otherwise a valid stored config wins.
+// writes ours; otherwise a valid stored config wins (confignode.Node.Load).
 func (r *runner) loadConfig(ctx context.Context) error {
-	local := r.config()
-	data, err := local.Encode()
-	if err != nil {
-		return err
+	cfg, use, err := r.configNode().Load(ctx, r.config().Overwrite)
+	if use {
+		r.setConfig(cfg)
 	}
-	if local.Overwrite {
-		_, err := r.rc.Set(ctx, r.paths.Config(), data, -1)
-		if errors.Is(err, regcenter.ErrNoNode) {
-			_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-			if errors.Is(err, regcenter.ErrNodeExists) {
-				_, err = r.rc.Set(ctx, r.paths.Config(), data, -1)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("job %q: write config: %w", r.name, err)
-		}
-		return nil
-	}
-	stored, _, err := r.rc.Get(ctx, r.paths.Config())
-	if errors.Is(err, regcenter.ErrNoNode) {
-		_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, regcenter.ErrNodeExists) {
-			return fmt.Errorf("job %q: write config: %w", r.name, err)
-		}
-		stored, _, err = r.rc.Get(ctx, r.paths.Config())
-	}
-	if err != nil {
-		return fmt.Errorf("job %q: read config: %w", r.name, err)
-	}
-	cfg, err := r.decodeStored(ctx, stored)
-	if err != nil {
-		r.log.Error("stored config is invalid; using this instance's config", "err", err)
-		return nil
-	}
-	r.setConfig(cfg)
-	return nil
+	return err
 }
 
 func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) {
@@ -77,20 +51,7 @@ func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) 
 // (the job removed from the cluster) stops the job here once the node is
 // read back absent (configGone).
 func (r *runner) watchConfig(ctx context.Context) {
-	_, cancel, err := r.rc.WatchNow(ctx, r.paths.Config(), regcenter.WatchNode, func(ev regcenter.Event) {
-		switch ev.Type {
-		case regcenter.EventDataChanged, regcenter.EventCreated:
-			r.goFunc(r.reloadConfig)
-		case regcenter.EventDeleted:
-			r.bg.Go(r.configGone)
-		}
-	})
-	if err != nil {
-		// Armed later by the dispatcher; what changes meanwhile is
-		// reported then.
-		r.log.Debug("config watch deferred", "err", err)
-	}
-	r.keepWatch(watchConfig, cancel)
+	r.watch.Keep(registration.WatchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
 }
 
 // reloadConfig applies a changed config node; garbage is refused and the
@@ -98,25 +59,13 @@ func (r *runner) watchConfig(ctx context.Context) {
 func (r *runner) reloadConfig() {
 	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
-	data, st, err := r.rc.Get(ctx, r.paths.Config())
-	if err != nil {
-		if !errors.Is(err, regcenter.ErrNoNode) {
-			r.log.Warn("reading changed config", "err", err)
-		}
+	cfg, ok, rejected := r.configNode().Read(ctx)
+	if rejected != nil {
+		r.s.emit(Event{Kind: EventConfigRejected, Job: r.name, Err: rejected, Detail: rejected.Error()})
+	}
+	if !ok {
 		return
 	}
-	cfg, err := r.decodeStored(ctx, data)
-	if err != nil {
-		// Reported once per version of the node; the next valid document
-		// is applied. The node is left as it is: what an operator wrote
-		// by hand is theirs to correct, and `shardjob jobs` shows it.
-		if r.bad.First(r.paths.Config(), st.Mzxid) {
-			r.log.Error("config node rejected; last good config stays in force", "err", err, "version", st.Version)
-			r.s.emit(Event{Kind: EventConfigRejected, Job: r.name, Err: err, Detail: err.Error()})
-		}
-		return
-	}
-	r.bad.Good(r.paths.Config())
 	old := r.config().Config
 	if cfg == old {
 		return
@@ -178,33 +127,7 @@ func (r *runner) reloadConfig() {
 }
 
 // restoreConfig writes this instance's config to the config node when the
-// node is gone at re-registration: ZooKeeper lost its data (a wiped
-// ensemble comes back empty), and the cluster's truth is what its instances
-// still hold. A job removed on purpose never gets here: its instances saw
-// the config node's deletion and stopped. A job not registered here yet
-// (a session lost while Start was registering thousands of jobs, before
-// anyone made this one's tree) has nothing to restore: the node is made
-// as its registration would make it, and nothing is reported.
+// node is gone at re-registration (confignode.Node.Restore).
 func (r *runner) restoreConfig(ctx context.Context) error {
-	ok, _, err := r.rc.Exists(ctx, r.paths.Config())
-	if err != nil || ok {
-		return err
-	}
-	data, err := r.config().Encode()
-	if err != nil {
-		return err
-	}
-	_, err = r.rc.Create(ctx, r.paths.Config(), data, regcenter.Persistent)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("job %q: restore config node: %w", r.name, err)
-	}
-	if reg, _ := r.book.Session(); reg == nil {
-		r.log.Debug("config node written at registration, under a new session")
-		return nil
-	}
-	r.log.Warn("config node was missing at re-registration (the registry lost its data?); restored it from this instance's config")
-	return nil
+	return r.configNode().Restore(ctx, func() bool { reg, _ := r.book.Session(); return reg != nil })
 }

@@ -34,44 +34,31 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 		return
 	}
 	now := r.s.opts.now()
-	cutoff := now.Add(-d)
-	// The first fire within the deadline.
-	first := sched.Next(cutoff.Add(-time.Millisecond))
+	dl := schedule.NewDeadline(sched, now, d)
 	keep := f.items[:0:0]
 	var expiredItems []int
 	expired, maybe := 0, 0
 	for _, it := range f.items {
 		since := f.fireOf(it)
-		if !since.Before(cutoff) {
+		if dl.Within(since) {
 			keep = append(keep, it)
 			continue
 		}
 		through := r.book.LatestThrough(since, it)
-		stop := first
-		if stop.IsZero() || stop.After(through) {
-			stop = sched.Next(through)
-		}
-		from := since
-		if mh := f.mayHaveRunThrough(it, since, through); !mh.IsZero() {
-			// since through mh may have run: dropped, not expired.
-			from = sched.Next(mh)
-			if from.IsZero() || (!stop.IsZero() && from.After(stop)) {
-				from = stop
-			}
-			maybe += schedule.CountFires(sched, since, from)
-		}
-		if !from.IsZero() && (stop.IsZero() || from.Before(stop)) {
-			expired += schedule.CountFires(sched, from, stop)
+		e := dl.Item(since, through, f.mayHaveRunThrough(it, since, through))
+		maybe += e.MayHaveRun
+		if e.Expired > 0 {
+			expired += e.Expired
 			expiredItems = append(expiredItems, it)
 		}
-		if first.IsZero() || first.After(through) {
+		if e.Settle {
 			results <- itemResult{Item: it, Fire: since, Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true}
 			continue
 		}
 		if f.fires == nil {
 			f.fires = map[int]time.Time{}
 		}
-		f.fires[it] = first
+		f.fires[it] = e.From
 		keep = append(keep, it)
 	}
 	f.items = keep

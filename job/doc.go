@@ -45,7 +45,8 @@
 // the book (reserve the items in memory, split plain runs from make-up
 // runs: job/internal/book), mark.go (running marks, made by
 // job/internal/marks, which hands back each item it cannot mark),
-// execute.go (run the items, not before the fire's time), the completer
+// execute.go (run the items, not before the fire's time; each run's attempts,
+// listeners, span and retries: job/internal/execute), the completer
 // (record what ran, in group commits: job/internal/completion; the marks'
 // and records' values are job/internal/stored's, the records known here
 // and their reads job/internal/records'),

@@ -1,13 +1,11 @@
 package job
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/shardjob/shardjob/job/internal/schedule"
+	"github.com/shardjob/shardjob/job/internal/configcheck"
 )
 
 // A schedule that ends: a config whose end has passed, or whose limit is
@@ -25,36 +23,16 @@ import (
 // a job to run from now on — Scheduler.Add, an endpoint creating jobs —
 // calls CheckEnded with its clock.
 func (c Config) CheckEnded(now time.Time) error {
-	sched, loc, err := c.Schedule()
+	cs, err := c.calendarSchedule()
 	if err != nil {
 		return err
 	}
-	cs, ok := sched.(*schedule.CalendarSchedule)
-	if !ok {
-		cs = newCalendarSchedule(Config{Name: c.Name}, sched, loc)
-	}
-	if _, err := cs.FireAfter(now); !errors.Is(err, schedule.ErrEnded) {
+	end, ended := configcheck.Ended(cs, c.Cron, calendarOf(c), now)
+	if !ended {
 		return nil
 	}
-	e := &configError{place: jobPlace(c.Name), kind: ErrScheduleEnded}
-	_, freeErr := cs.NominalIgnoringLimit(now)
-	switch {
-	case freeErr == nil && c.Limit > 0:
-		e.key, e.subject = "limit", fmt.Sprintf("limit %d", c.Limit)
-		e.detail = fmt.Sprintf("is used up: the %d fires from start %s are all before %s", c.Limit,
-			c.Start.Format(time.RFC3339), now.Format(time.RFC3339))
-	case freeErr == nil && !c.PausedUntil.IsZero():
-		e.key, e.subject = "pausedUntil", "pausedUntil "+c.PausedUntil.Format(time.RFC3339)
-		e.detail = "is after the last fire the schedule has"
-	case !c.End.IsZero():
-		e.key, e.subject = "end", "end "+c.End.Format(time.RFC3339)
-		e.detail = "leaves no fire after " + now.Format(time.RFC3339)
-	default:
-		e.key, e.subject = "cron", "cron "+quoteShort(c.Cron)
-		e.detail = "has no fire after " + now.Format(time.RFC3339)
-	}
-	e.hint = "the job would never fire: change the field or remove the job"
-	return e
+	return &configError{place: jobPlace(c.Name), kind: ErrScheduleEnded, key: end.Key, subject: end.Subject, detail: end.Detail,
+		hint: "the job would never fire: change the field or remove the job"}
 }
 
 // firesUntilEnded is the trigger's fire function for cfg's schedule: the

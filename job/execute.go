@@ -8,7 +8,11 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/execute"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/marks"
+	"github.com/shardjob/shardjob/job/internal/retry"
+	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -57,7 +61,7 @@ type fire struct {
 	// parentErr is why the parents' fires did not all succeed, for a job
 	// that runs after them anyway (see awaitParents).
 	parentErr error
-	trace     *fireTrace // the fire's span (tracing.go); nil: tracing is off
+	trace     *tracing.Fire // the fire's span (job/internal/tracing); nil: tracing is off
 }
 
 // recheck adds item to the items whose record a scheduled fire reads
@@ -282,15 +286,15 @@ func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
 // startRangeRuns runs f's items as runs of consecutive items for a
 // RangeJob, each on its own goroutine, and completes them.
 func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n int) {
-	for _, run := range runsOf(f.items, f.fireOf) {
+	for _, run := range fireplan.Runs(f.items, f.fireOf) {
 		if !r.goFunc(func() {
 			for _, res := range r.executeRange(f, rj, run) {
 				res.Prior = f.prior(res.Item)
 				results <- res
 			}
 		}) {
-			for it := run.first; it <= run.last; it++ {
-				results <- closedResult(it, run.fire, f.kind)
+			for it := run.First; it <= run.Last; it++ {
+				results <- closedResult(it, run.Fire, f.kind)
 			}
 		}
 	}
@@ -317,8 +321,8 @@ func (r *runner) runContext(sess *regcenter.Session) context.Context {
 }
 
 // executeItem calls the job for one item of f and returns its result:
-// the last attempt's, when the job retries failed runs (Config.Retry,
-// retry.go).
+// the last attempt's, when the job retries failed runs (Config.Retry;
+// the attempts are job/internal/execute's).
 func (r *runner) executeItem(f *fire, item int) itemResult {
 	sess, cfg, params, at, kind := f.sess, f.cfg, f.params, f.fireOf(item), f.kind
 	ctx := newRunCtx(r.runContext(sess))
@@ -330,47 +334,30 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
-		Attempt: 1 + f.failedBefore(item, at),
 	}
 	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now()}
-	// A late fire is the fire's, not an attempt's: armed once, ended
-	// with the last attempt.
-	r.s.alert.book.Begin(r.name, at)
-	defer func() { r.s.alert.book.End(r.name, at, res.Err == nil && res.Halted == nil, r.s.opts.now()) }()
-	for {
-		begin := time.Now()
-		ev := r.listenerEvent(sc, begin)
-		for _, l := range r.s.opts.listeners {
-			l.BeforeExecution(ev)
-		}
-		tctx, span := r.traceItem(ctx, f, item, item, at, through)
-		res.Err = r.callTimed(tctx, sc, cfg.Timeout)
-		res.End = time.Now()
-		if ctx.replaced() {
-			// Replaced by a later fire: this fire ran, and failed.
-			res.Err = replacedError(res.Err)
-		} else if ctx.Err() != nil {
-			res.Halted = context.Cause(ctx)
-			res.FailedAttempts = sc.Attempt - 1
-		}
-		var next retryStep
-		if res.Err != nil && res.Halted == nil && !ctx.replaced() {
-			next = r.nextAttempt(cfg, sc)
-		}
-		f.endAttempt(span, sc.Attempt, res.Err, res.Halted, next.retries())
-		ev.End, ev.Err = res.End, res.Err
-		ev.Output = ctx.out.take()
-		for _, l := range r.s.opts.listeners {
-			l.AfterExecution(ev)
-		}
-		if res.Err != nil && res.Halted == nil {
-			r.log.Warn("item failed", "item", item, "fire", at, "kind", kind, "attempt", sc.Attempt, "err", res.Err)
-		}
-		if !next.retries() || !r.awaitRetry(ctx, &res, sc, next) {
-			return res
-		}
-		sc.Attempt++
+	r.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+f.failedBefore(item, at), &res, func(tctx context.Context, attempt int) error {
+		sc.Attempt = attempt
+		return r.callTimed(tctx, sc, cfg.Timeout)
+	})
+	return res
+}
+
+// runOf is the facts of the run of f's items first to last, whose
+// context is sc, as the execute stage takes them.
+func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.Policy) execute.Run {
+	run := execute.Run{
+		Event: listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime},
+		Trace: f.trace,
+		Facts: tracing.RunFacts{Job: r.name, Kind: string(f.kind), ServerID: sc.ServerID, First: first, Last: last, At: sc.FireTime, Through: sc.Through},
+		Retry: pol,
 	}
+	if pol.Attempts > 0 {
+		if sched, _, err := f.cfg.Schedule(); err == nil {
+			run.Schedule = sched
+		}
+	}
+	return run
 }
 
 // callTimed calls the job with ctx bounded by timeout (0: unbounded). An
@@ -412,9 +399,4 @@ func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
 	r.counters.executing.Add(1)
 	defer r.counters.executing.Add(-1)
 	return r.job.Execute(ctx, sc)
-}
-
-func (r *runner) listenerEvent(sc ShardingContext, begin time.Time) listener.Execution {
-	return listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime, Begin: begin,
-		Attempt: sc.Attempt}
 }

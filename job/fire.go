@@ -4,10 +4,10 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
@@ -40,141 +40,6 @@ func (r *runner) readyToFire() (*regcenter.Session, bool) {
 	return sess, true
 }
 
-// fireOrder makes scheduled fires reserve their items in fire order: a
-// fire held up in coordination (a slow registry, a reshard) would otherwise
-// find its item taken by the next fire, owe a run, and its make-up run
-// would run that next fire again; and a fire that overtook fires still
-// waiting would have them find the item run here through it
-// (fireplan.RunHere), and run nothing. A mutex alone does not keep that
-// order: a fire that comes as the holder lets go can take it before the
-// fires that waited. So each scheduled fire takes a turn when the trigger
-// dispatches it (enter, on the trigger's goroutine: in fire order), and
-// waits for the turns before it to be over (await) before it takes the
-// mutex; the mutex also keeps a catch-up (hold) apart from the fires. The
-// make-up runs of fires missed while down and of debts (runOwed) take
-// turns too, after the fires dispatched before them that are due
-// (awaitDue): a fire dispatched ahead of its time and waiting for it
-// (untilClaim, nap) is not one of them. A debt left by a run that ended
-// just before the next fire's time is made up then, through the fires
-// due within the lead, and is not held until that fire's time, where a
-// starting deadline could drop it.
-type fireOrder struct {
-	mu sync.Mutex
-
-	turns sync.Mutex // guards the fields below
-	last  uint64     // the latest turn given
-	// waiting are the turns given and not over, in order.
-	waiting []uint64
-	// napping are the turns of fires waiting for their time (nap).
-	napping map[uint64]bool
-	// moved is closed when a turn is over or starts to nap (nil: nobody
-	// waits for that).
-	moved chan struct{}
-}
-
-// hold waits for the fire reserving now, if any, to have reserved its
-// items, and returns what lets the next fire go.
-func (o *fireOrder) hold() (release func()) {
-	o.mu.Lock()
-	return o.mu.Unlock
-}
-
-// enter gives a scheduled fire its turn, after every turn given before.
-func (o *fireOrder) enter() uint64 {
-	o.turns.Lock()
-	defer o.turns.Unlock()
-	o.last++
-	o.waiting = append(o.waiting, o.last)
-	return o.last
-}
-
-// await waits until every turn before turn is over, or stop is closed.
-// Turn 0 waits for none (a fire called without one).
-func (o *fireOrder) await(turn uint64, stop <-chan struct{}) {
-	o.wait(turn, false, stop)
-}
-
-// awaitDue is await for a make-up run: it waits for the turns before
-// turn that are due, and passes those napping (waiting for their time).
-func (o *fireOrder) awaitDue(turn uint64, stop <-chan struct{}) {
-	o.wait(turn, true, stop)
-}
-
-func (o *fireOrder) wait(turn uint64, passNapping bool, stop <-chan struct{}) {
-	for {
-		o.turns.Lock()
-		if o.clearLocked(turn, passNapping) {
-			o.turns.Unlock()
-			return
-		}
-		if o.moved == nil {
-			o.moved = make(chan struct{})
-		}
-		moved := o.moved
-		o.turns.Unlock()
-		select {
-		case <-moved:
-		case <-stop:
-			return
-		}
-	}
-}
-
-// clearLocked reports whether no turn before turn stands in its way.
-func (o *fireOrder) clearLocked(turn uint64, passNapping bool) bool {
-	for _, t := range o.waiting {
-		if turn == 0 || t >= turn {
-			return true
-		}
-		if !passNapping || !o.napping[t] {
-			return false
-		}
-	}
-	return true
-}
-
-// nap marks turn's fire as waiting for its time, until wake is called:
-// make-up runs pass it (awaitDue) meanwhile.
-func (o *fireOrder) nap(turn uint64) (wake func()) {
-	if turn == 0 {
-		return func() {}
-	}
-	o.turns.Lock()
-	if o.napping == nil {
-		o.napping = map[uint64]bool{}
-	}
-	o.napping[turn] = true
-	o.movedLocked()
-	o.turns.Unlock()
-	return func() {
-		o.turns.Lock()
-		delete(o.napping, turn)
-		o.turns.Unlock()
-	}
-}
-
-// leave ends turn: the fire has reserved its items, or gave up its turn
-// without reserving any. Ending a turn again does nothing.
-func (o *fireOrder) leave(turn uint64) {
-	o.turns.Lock()
-	defer o.turns.Unlock()
-	i := slices.Index(o.waiting, turn)
-	if i < 0 {
-		return
-	}
-	o.waiting = slices.Delete(o.waiting, i, i+1)
-	delete(o.napping, turn)
-	o.movedLocked()
-}
-
-// movedLocked wakes the waiters of await and awaitDue.
-func (o *fireOrder) movedLocked() {
-	if o.moved != nil {
-		close(o.moved)
-		o.moved = nil
-	}
-}
-
 // fireScheduled is one fire of the schedule. skipped, when not zero, is
 // the first of the fires before at that the trigger collapsed into it
 // (see skippedBefore): they are made up with this one, as fires skipped
@@ -183,10 +48,10 @@ func (o *fireOrder) movedLocked() {
 func (r *runner) fireScheduled(at, skipped time.Time) { r.fireInTurn(at, skipped, 0) }
 
 // fireInTurn is fireScheduled for the fire given turn in the fire order
-// (fireOrder.enter): it reserves its items once the fires dispatched
+// (runs.Order.Enter): it reserves its items once the fires dispatched
 // before it have, and ends its turn then (or as it returns).
 func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
-	defer r.order.leave(turn)
+	defer r.order.Leave(turn)
 	if r.flags.Paused() {
 		return // an operator paused this server: its items stay put
 	}
@@ -200,17 +65,17 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	}
 	// The fires dispatched before this one reserve first (a stop ends the
 	// wait: the fire then finds the job stopping).
-	r.order.await(turn, r.ctx.life.Done())
+	r.order.Await(turn, r.ctx.life.Done())
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
-	r.order.mu.Lock()
+	r.order.Lock()
 	held := true
 	reserved := func() {
 		if held {
 			held = false
-			r.order.mu.Unlock()
-			r.order.leave(turn)
+			r.order.Unlock()
+			r.order.Leave(turn)
 		}
 	}
 	defer reserved()
@@ -295,7 +160,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// would otherwise have this fire mark items now another
 		// instance's, which holds their marks (hold.go), and owe each of
 		// them, one failed transaction at a time.
-		for attempt := 0; a.Epoch >= -1 && len(a.Items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
+		for attempt := 0; a.Epoch > assigned.Unproved && len(a.Items) > 0 && !r.config().Unmonitored && attempt < 2; attempt++ {
 			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}

@@ -154,18 +154,18 @@ func TestFiresReserveInTheOrderTheyWereDispatched(t *testing.T) {
 
 			// A fire held up in coordination has the order; the two after
 			// it are dispatched, and the later one waits first.
-			heldUp := r.order.enter()
-			r.order.await(heldUp, nil)
-			r.order.mu.Lock()
-			earlier, later := r.order.enter(), r.order.enter()
+			heldUp := r.order.Enter()
+			r.order.Await(heldUp, nil)
+			r.order.Lock()
+			earlier, later := r.order.Enter(), r.order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[2], time.Time{}, later) })
 			awaitCond(t, "the later fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
 			// The held-up fire has reserved: the later fire runs (and its
 			// item is free again), or waits for the earlier one's turn,
 			// before the earlier fire comes.
-			r.order.mu.Unlock()
-			r.order.leave(heldUp)
+			r.order.Unlock()
+			r.order.Leave(heldUp)
 			awaitCond(t, "the later fire has run or waits for the earlier one", func() bool {
 				for _, run := range ran() {
 					if run.fire.Equal(fires[2]) && !r.book.IsRunning(0) {
@@ -189,9 +189,8 @@ func TestFiresReserveInTheOrderTheyWereDispatched(t *testing.T) {
 // waitsFor reports whether a fire waits for turn, the first turn of r's
 // fire order, to be over.
 func waitsFor(r *runner, turn uint64) bool {
-	r.order.turns.Lock()
-	defer r.order.turns.Unlock()
-	return r.order.moved != nil && len(r.order.waiting) > 0 && r.order.waiting[0] == turn
+	waiting, awaited := r.order.Waiting()
+	return awaited && len(waiting) > 0 && waiting[0] == turn
 }
 
 // awaitCond waits until cond holds, failing t after a minute.
@@ -280,10 +279,10 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 			// A fire held up in coordination has the order, and the fire
 			// after it waits. A stall collapsed the next one into a later
 			// fire, which noted it; the session comes back meanwhile.
-			heldUp := r.order.enter()
-			r.order.await(heldUp, nil)
-			r.order.mu.Lock()
-			waiting := r.order.enter()
+			heldUp := r.order.Enter()
+			r.order.Await(heldUp, nil)
+			r.order.Lock()
+			waiting := r.order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[1], time.Time{}, waiting) })
 			awaitCond(t, "the fire after waits for the fire order", func() bool { return waitsFor(r, heldUp) })
@@ -295,12 +294,11 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 						return true
 					}
 				}
-				r.order.turns.Lock()
-				defer r.order.turns.Unlock()
-				return len(r.order.waiting) == 3
+				waiting, _ := r.order.Waiting()
+				return len(waiting) == 3
 			})
-			r.order.mu.Unlock()
-			r.order.leave(heldUp)
+			r.order.Unlock()
+			r.order.Leave(heldUp)
 			wg.Wait()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -403,7 +401,7 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 			// This instance's fire of the third is held up in
 			// coordination, and the fourth's waits for it; meanwhile the
 			// mark goes, and the debt is paid (runOwed).
-			heldUp, waiting := r.order.enter(), r.order.enter()
+			heldUp, waiting := r.order.Enter(), r.order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[3], time.Time{}, waiting) })
 			awaitCond(t, "the fourth fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
@@ -415,9 +413,8 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 						return true
 					}
 				}
-				r.order.turns.Lock()
-				defer r.order.turns.Unlock()
-				inTurn = len(r.order.waiting) == 3
+				waiting, _ := r.order.Waiting()
+				inTurn = len(waiting) == 3
 				return inTurn
 			})
 			if !inTurn {
@@ -432,57 +429,4 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 			checkOnce(t, fires, append(ran(), elsewhere))
 		})
 	}
-}
-
-// TestAMakeUpRunPassesAFireWaitingForItsTime: a make-up run's turn
-// (awaitDue) waits for the turns before it that are due, and passes one
-// that naps — a fire dispatched ahead of its time, waiting for it — while
-// a scheduled fire's turn (await) still waits for it. A buffer-one run
-// that ended in the lead before the next fire waited for that fire's
-// time, where a starting deadline of one interval dropped it.
-func TestAMakeUpRunPassesAFireWaitingForItsTime(t *testing.T) {
-	var o fireOrder
-	due, napping := o.enter(), o.enter()
-	wake := o.nap(napping)
-	makeUp, fire := o.enter(), o.enter()
-
-	passed := make(chan struct{})
-	go func() {
-		o.awaitDue(makeUp, nil)
-		close(passed)
-	}()
-	select {
-	case <-passed:
-		t.Fatal("the make-up run passed a due fire's turn")
-	case <-time.After(50 * time.Millisecond):
-	}
-	o.leave(due)
-	select {
-	case <-passed: // the napping fire's turn does not hold it
-	case <-time.After(time.Minute):
-		t.Fatal("the make-up run waited for a fire that naps")
-	}
-
-	firePassed := make(chan struct{})
-	go func() {
-		o.await(fire, nil)
-		close(firePassed)
-	}()
-	o.leave(makeUp)
-	select {
-	case <-firePassed:
-		t.Fatal("a scheduled fire passed a turn before it that naps")
-	case <-time.After(50 * time.Millisecond):
-	}
-	wake()
-	o.leave(napping)
-	select {
-	case <-firePassed:
-	case <-time.After(time.Minute):
-		t.Fatal("the fire waited for a turn that is over")
-	}
-	if len(o.waiting) != 1 || len(o.napping) != 0 {
-		t.Fatalf("turns left: waiting %v, napping %v", o.waiting, o.napping)
-	}
-	o.leave(fire)
 }

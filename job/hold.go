@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
@@ -64,22 +63,9 @@ func (r *runner) deleteHeld(ctx context.Context, sess *regcenter.Session, gone [
 	if !ok {
 		return
 	}
-	slices.Sort(gone)
-	for start := 0; start < len(gone); start += marks.PerTxn {
-		chunk := gone[start:min(start+marks.PerTxn, len(gone))]
-		ops := make([]regcenter.Op, 0, 1+len(chunk))
-		ops = append(ops, fence)
-		for _, it := range chunk {
-			ops = append(ops, regcenter.DeleteOp{Path: r.paths.ItemNode(it, layout.Running), Version: -1})
-		}
-		err := multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
-			_, del := op.(regcenter.DeleteOp)
-			return del && errors.Is(err, regcenter.ErrNoNode)
-		})
-		if err != nil {
-			r.log.Warn("releasing held running marks; they go with the session", "items", layout.FormatItems(chunk), "err", err)
-			return
-		}
+	if failed, err := marks.DeleteHeld(ctx, r.rc, r.paths, fence, gone); err != nil {
+		r.log.Warn("releasing held running marks; they go with the session", "items", layout.FormatItems(failed), "err", err)
+		return
 	}
 	r.log.Debug("released held running marks", "items", layout.FormatItems(gone))
 }
@@ -138,21 +124,12 @@ func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
 	if len(items) == 0 {
 		return
 	}
-	var lost []int
-	for _, it := range items {
-		ok, st, err := r.rc.Exists(ctx, r.paths.ItemNode(it, layout.Running))
-		if err != nil {
-			return // the next round
-		}
-		if !ok || st.EphemeralOwner != sess.ID() {
-			lost = append(lost, it)
-		}
+	lost, err := marks.NotHeld(ctx, r.rc, r.paths, sess, items)
+	if err != nil || len(lost) == 0 {
+		return // a failed read: the next round
 	}
-	if len(lost) > 0 {
-		slices.Sort(lost)
-		r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
-		r.holds.Drop(lost)
-	}
+	r.log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
+	r.holds.Drop(lost)
 }
 
 // releaseMoved answers an event of this instance's sharding-node watch

@@ -8,7 +8,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/jobhook"
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -65,29 +65,7 @@ func (s *Scheduler) oweMisfire(ctx context.Context, name string, item int, since
 	if cfg.skipsMissed() || cfg.Unmonitored {
 		return nil // the job's policy drops such fires
 	}
-	path := r.paths.ItemNode(item, layout.Misfire)
-	data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
-	for {
-		_, err := r.rc.Create(ctx, path, data, regcenter.Persistent)
-		if !errors.Is(err, regcenter.ErrNodeExists) {
-			return err
-		}
-		old, st, err := r.rc.Get(ctx, path)
-		if errors.Is(err, regcenter.ErrNoNode) {
-			continue // paid meanwhile: create ours
-		}
-		if err != nil {
-			return err
-		}
-		if m, err := stored.DecodeMisfire(old); err == nil && m.Since <= since.UnixMilli() {
-			return nil // an earlier debt stands
-		}
-		_, err = r.rc.Set(ctx, path, data, st.Version)
-		if errors.Is(err, regcenter.ErrBadVersion) || errors.Is(err, regcenter.ErrNoNode) {
-			continue
-		}
-		return err
-	}
+	return reshard.OweEarliest(ctx, r.rc, r.paths, item, since)
 }
 
 // pause sets the paused flag of job name on this instance's server

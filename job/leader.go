@@ -6,6 +6,7 @@ import (
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
+	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/reshard"
 )
 
@@ -15,8 +16,8 @@ import (
 
 // wireDuties makes the duties' mechanisms, each a room's, with what
 // they need of the runner: the leader's office, the resharder, the
-// leader's queueing of departed servers' items, the failover claimer, and
-// this server's flags.
+// leader's queueing of departed servers' items, the failover claimer, the
+// preparation's steps, and this server's flags.
 func (r *runner) wireDuties() {
 	r.office = &leader.Office{
 		Duties: r.lead, RC: r.rc, Paths: r.paths, Log: r.log, Leading: r.elect.IsLeader, Go: r.goFunc,
@@ -39,6 +40,8 @@ func (r *runner) wireDuties() {
 	}
 	r.claimer = &claims.Claimer{Watch: gone, State: r.fo, RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
 		SessionFence: r.elect.SessionFence, Kick: func() { r.kick.failover.Kick() }, Now: r.s.opts.now}
+	r.prep.Steps = prepare.Steps{WatchItems: r.watchDisabledItems, Campaign: r.campaign, Session: r.rc.Session,
+		Timeout: r.s.opts.reshardTimeout, Go: r.goFunc, Log: r.log}
 	r.flags = flags.New(r.rc, r.paths, r.serverID(), r.log, r.s.opts.reshardTimeout)
 }
 
@@ -77,7 +80,7 @@ func (r *runner) checkMembership() {
 	}
 	// Queueing cleared the departed instances' assignments: the load
 	// table says so now, not at the job's next fire.
-	if err := r.repairBooksWhileLive(ctx); err != nil && ctx.Err() == nil {
+	if err := r.reshard.RepairWhileLive(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("repairing the load table's books", "err", err)
 	}
 }

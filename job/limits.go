@@ -65,6 +65,3 @@ func groupDigits(n int) string { return docsubset.GroupDigits(n) }
 // quoteShort quotes s for an error message, cut to its first bytes when
 // long, so that an oversized value does not make an oversized message.
 func quoteShort(s string) string { return docsubset.QuoteShort(s) }
-
-// cutShort is quoteShort without the quotes.
-func cutShort(s string) string { return docsubset.CutShort(s) }

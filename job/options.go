@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
 )
 
@@ -44,7 +45,7 @@ type options struct {
 	healthURL                      string // probe.go
 	probeEvery                     time.Duration
 	probeClient                    *http.Client
-	tracer                         *tracer // tracing.go; nil: off
+	tracer                         *tracing.Tracer // tracing.go; nil: off
 
 	// alertbook.go: the namespace default of Config.Alert, and the
 	// checker's interval (0: DefaultAlertCheck; negative: off).

@@ -167,10 +167,10 @@ func (r *runner) runOwed(sess *regcenter.Session) {
 // reserved before the debt's own run. Reserved after the fires before
 // it, the debt is theirs to make up, narrowed by the record.
 func (r *runner) takeDebtsInTurn(sess *regcenter.Session, cfg *spec, tried map[int]bool) (map[time.Time][]int, bool) {
-	turn := r.order.enter()
-	defer r.order.leave(turn)
-	r.order.awaitDue(turn, r.ctx.life.Done())
-	release := r.order.hold()
+	turn := r.order.Enter()
+	defer r.order.Leave(turn)
+	r.order.AwaitDue(turn, r.ctx.life.Done())
+	release := r.order.Hold()
 	defer release()
 	return r.book.TakeDebts(sess, cfg.book, tried, r.flags.DisabledItems)
 }

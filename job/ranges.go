@@ -3,8 +3,10 @@ package job
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Range jobs: a job of many items takes them as contiguous
@@ -52,36 +54,13 @@ func (f RangeFunc) Execute(ctx context.Context, sc ShardingContext) error {
 	return f(ctx, RangeContext{ShardingContext: sc, First: sc.Item, Last: sc.Item, Start: int64(sc.Item), End: int64(sc.Item) + 1})
 }
 
-// itemRun is a run of consecutive items of one fire.
-type itemRun struct {
-	first, last int
-	fire        time.Time
-}
-
-// runsOf groups items (of their fires) into runs of consecutive items with
-// the same fire.
-func runsOf(todo []int, fireOf func(int) time.Time) []itemRun {
-	items := slices.Clone(todo)
-	slices.Sort(items)
-	var out []itemRun
-	for _, it := range items {
-		f := fireOf(it)
-		if n := len(out); n > 0 && out[n-1].last == it-1 && out[n-1].fire.Equal(f) {
-			out[n-1].last = it
-			continue
-		}
-		out = append(out, itemRun{first: it, last: it, fire: f})
-	}
-	return out
-}
-
 // rangeMayHaveRunThrough is the latest fire any item of run may have run
 // already (see fire.mayHaveRunThrough): a range is told as much as its
 // most doubtful item.
-func (f *fire) rangeMayHaveRunThrough(run itemRun, through time.Time) time.Time {
+func (f *fire) rangeMayHaveRunThrough(run fireplan.ItemRun, through time.Time) time.Time {
 	var t time.Time
-	for it := run.first; it <= run.last && len(f.mayHaveRun) > 0; it++ {
-		if m := f.mayHaveRunThrough(it, run.fire, through); m.After(t) {
+	for it := run.First; it <= run.Last && len(f.mayHaveRun) > 0; it++ {
+		if m := f.mayHaveRunThrough(it, run.Fire, through); m.After(t) {
 			t = m
 		}
 	}
@@ -90,50 +69,32 @@ func (f *fire) rangeMayHaveRunThrough(run itemRun, through time.Time) time.Time 
 
 // executeRange calls the job for one range of f and returns a result per
 // item.
-func (r *runner) executeRange(f *fire, rj RangeJob, run itemRun) []itemResult {
+func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []itemResult {
 	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.End()
-	through := r.book.Started(run.first, run.last, run.fire, nil)
+	through := r.book.Started(run.First, run.Last, run.Fire, nil)
 	per := int64(max(cfg.ItemsPerShard, 1))
 	rc := RangeContext{
 		ShardingContext: ShardingContext{
-			JobName: r.name, TaskID: taskID(r.name, run.fire), FireTime: run.fire, Through: through,
-			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.first, ItemParameter: params[run.first],
+			JobName: r.name, TaskID: taskID(r.name, run.Fire), FireTime: run.Fire, Through: through,
+			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.First, ItemParameter: params[run.First],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess), Attempt: 1,
 		},
-		First: run.first, Last: run.last, Start: int64(run.first) * per, End: int64(run.last+1) * per,
+		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
 	}
-	begin := time.Now()
-	ev := r.listenerEvent(rc.ShardingContext, begin)
-	for _, l := range r.s.opts.listeners {
-		l.BeforeExecution(ev)
-	}
-	r.s.alert.book.Begin(r.name, run.fire)
-	tctx, span := r.traceItem(ctx, f, run.first, run.last, run.fire, through)
-	err := timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
-		rc.owner = owner
-		return r.callRange(ctx, rj, rc)
+	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
+	r.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
+		return timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
+			rc.owner = owner
+			return r.callRange(ctx, rj, rc)
+		})
 	})
-	end := time.Now()
-	var halted error
-	if ctx.Err() != nil {
-		halted = context.Cause(ctx)
-	}
-	f.endItem(span, err, halted)
-	r.s.alert.book.End(r.name, run.fire, err == nil && halted == nil, r.s.opts.now())
-	ev.End, ev.Err = end, err
-	ev.Output = ctx.out.take()
-	for _, l := range r.s.opts.listeners {
-		l.AfterExecution(ev)
-	}
-	if err != nil && halted == nil {
-		r.log.Warn("range failed", "items", fmt.Sprintf("%d-%d", run.first, run.last), "fire", run.fire, "kind", kind, "err", err)
-	}
-	out := make([]itemResult, 0, run.last-run.first+1)
-	for it := run.first; it <= run.last; it++ {
-		out = append(out, itemResult{Item: it, Fire: run.fire, Through: through, Kind: bookKind(kind), Begin: begin, End: end, Err: err, Halted: halted})
+	out := make([]itemResult, 0, run.Last-run.First+1)
+	for it := run.First; it <= run.Last; it++ {
+		res.Item = it
+		out = append(out, res)
 	}
 	return out
 }

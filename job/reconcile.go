@@ -47,6 +47,6 @@ func (r *runner) reconcile() {
 		Assignment: reconcile.Assignment{RC: r.rc, Paths: r.paths, Name: r.name,
 			Strategy: cfg.ShardingStrategy, Total: cfg.ShardingTotalCount, Lookup: cfg.Strategy,
 			Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log},
-		RepairBooks: r.repairBooksWhileLive, Log: r.log,
+		RepairBooks: r.reshard.RepairWhileLive, Log: r.log,
 	}.Run()
 }

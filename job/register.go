@@ -13,73 +13,31 @@ import (
 )
 
 // start registers the job under the current session, arms its watches
-// and schedules it. A new job's tree is one transaction (createJob); a job
-// that exists already is registered node by node (see startRegistered).
-func (r *runner) start(ctx context.Context) error {
-	var (
-		sess    *regcenter.Session
-		created bool
-	)
-	err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "registering the job", func() (err error) {
-		sess = r.rc.Session()
-		created, err = r.createJob(ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return r.startRegistered(ctx, sess, created)
+// and schedules it (registration.Registrar's Start). A new job's tree is
+// one transaction (createJob); a job that exists already is registered
+// node by node.
+func (r *runner) start(ctx context.Context) error { return r.registrar().Start(ctx) }
+
+// startRegistered finishes start (registration.Registrar's Started):
+// created says that the job's tree was just made under sess. Joining the
+// election and watching the disabled items wait until the job may run
+// something (see prepare), unless that is soon or the job has failover
+// on.
+func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
+	return r.registrar().Started(ctx, sess, created)
 }
 
-// startRegistered finishes start. created says that the job's tree was
-// just made under sess, this instance registered in it: what is left is one
-// round trip per watch. Otherwise the job exists already and is registered
-// node by node (loadConfig, register). Joining the election and watching
-// the disabled items wait until the job may run something (see prepare),
-// unless that is soon or the job has failover on.
-func (r *runner) startRegistered(ctx context.Context, sess *regcenter.Session, created bool) error {
-	if created {
-		r.book.Registered(sess)
-		r.log.Info("registered a new job", "session", sess.String())
-		r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
-		r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
-	} else {
-		bound := r.s.startRetryBound()
-		err := retryRegistration(ctx, r.log, bound, "registering the job", func() error {
-			if err := r.loadConfig(ctx); err != nil {
-				return err
-			}
-			// Under the session of now: a lost one is replaced.
-			sess := r.rc.Session()
-			joined, err := r.node().JoinFresh(ctx)
-			if err != nil || joined {
-				if err == nil {
-					err = r.registered(ctx, sess, true)
-				}
-				return err
-			}
-			if err := r.node().ClearShutdown(ctx); err != nil {
-				return err
-			}
-			return r.register(ctx, sess)
-		})
-		if err != nil {
-			return err
-		}
-	}
+// arm arms the job's watches: its config node, this server's flags, and
+// the failover queue if the job has failover on. It reports whether the
+// job prepares at once (preparesAtOnce), by the same config.
+func (r *runner) arm(ctx context.Context) bool {
 	r.watchConfig(ctx)
 	r.watchFlags(ctx)
 	cfg := r.config()
 	if cfg.Failover {
 		r.watchQueue(ctx)
 	}
-	if r.preparesAtOnce(cfg) {
-		if err := retryRegistration(ctx, r.log, r.s.startRetryBound(), "preparing the job", func() error { return r.prepare(ctx) }); err != nil {
-			return err
-		}
-	}
-	r.schedule()
-	return nil
+	return r.preparesAtOnce(cfg)
 }
 
 // node is the job's registration on this instance, node by node
@@ -90,6 +48,29 @@ func (r *runner) node() *registration.Node {
 		SessionTimeout: r.sessionTimeout, StaleOwner: r.s.inst.StaleOwner,
 		InUse: ErrServerIDInUse, Log: r.log,
 	}
+}
+
+// registrar registers the job node by node, and again after a new
+// session (job/internal/registration's Registrar), with what the steps do
+// here.
+func (r *runner) registrar() *registration.Registrar {
+	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
+		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Failover: func() bool { return r.config().Failover },
+		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain,
+		Registered: r.noteRegistered, Create: r.createJob, Arm: r.arm, Prepare: r.prepare, Schedule: r.schedule}
+}
+
+// noteRegistered tells the job's book, log, events and alerts that it is
+// registered under sess, in a tree just created or not.
+func (r *runner) noteRegistered(sess *regcenter.Session, created bool) {
+	msg := "registered"
+	if created {
+		msg = "registered a new job"
+	}
+	r.book.Registered(sess)
+	r.log.Info(msg, "session", sess.String())
+	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
+	r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
 }
 
 // treeOps are the operations that make a new job's tree
@@ -147,12 +128,9 @@ func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*ru
 // instance's flags now: only a flag that asks for work makes it read them
 // again (checkFlags).
 func (r *runner) watchFlags(ctx context.Context) {
-	st, cancel, err := r.rc.WatchNow(ctx, r.paths.Server(r.serverID()), regcenter.WatchChildren, func(regcenter.Event) {
-		r.kick.flags.Kick()
-	})
-	r.keepWatch(watchFlags, cancel)
-	if err != nil {
-		r.log.Debug("flags watch deferred; it reads the flags once armed", "err", err)
+	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchFlags, r.paths.Server(r.serverID()), regcenter.WatchChildren, r.kick.flags.Kick,
+		r.log, "flags watch deferred; it reads the flags once armed")
+	if !ok {
 		return
 	}
 	kids := st.Children
@@ -166,15 +144,12 @@ func (r *runner) watchFlags(ctx context.Context) {
 // watchDisabledItems watches the disabled-items node and reads it when it
 // exists. The preparation's lock is held (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
-	if r.watch.Armed(watchItems) {
+	if r.watch.Armed(registration.WatchItems) {
 		return
 	}
-	st, cancel, err := r.rc.WatchNow(ctx, r.paths.DisabledItems(), regcenter.WatchNode, func(regcenter.Event) {
-		r.kick.items.Kick()
-	})
-	r.keepWatch(watchItems, cancel)
-	if err != nil {
-		r.log.Debug("disabled items watch deferred; it reads them once armed", "err", err)
+	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchItems, r.paths.DisabledItems(), regcenter.WatchNode, r.kick.items.Kick,
+		r.log, "disabled items watch deferred; it reads them once armed")
+	if !ok {
 		return
 	}
 	if st.Exists {
@@ -182,49 +157,9 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 	}
 }
 
-// keepWatch stores a watch's cancel function in slot of r.watch for
-// stop, or cancels it at once if stop has collected them already.
-func (r *runner) keepWatch(slot registration.Slot, cancel func()) { r.watch.Keep(slot, cancel) }
-
 // prepareAhead is how long before a job's next fire its instance joins the
 // election and starts watching the job's disabled items (see prepare).
 const prepareAhead = time.Minute
-
-// register creates this instance's nodes under sess and, once the
-// instance takes part in it (see prepare), joins the election.
-func (r *runner) register(ctx context.Context, sess *regcenter.Session) error {
-	n := r.node()
-	if err := n.CreateServer(ctx); err != nil {
-		return err
-	}
-	if err := n.CreateStatus(ctx, sess); err != nil {
-		return err
-	}
-	return r.registered(ctx, sess, false)
-}
-
-// registered finishes a registration whose server node and status exist
-// under sess: the job's tree, the previous life's items (fresh: none),
-// the reshard flag, the election.
-func (r *runner) registered(ctx context.Context, sess *regcenter.Session, fresh bool) error {
-	if err := r.node().EnsureTree(ctx, r.config().Failover); err != nil {
-		return fmt.Errorf("job %q: register: %w", r.name, err)
-	}
-	if !fresh {
-		if err := r.recoverIncarnation(ctx); err != nil {
-			r.log.Warn("recovering the previous run's items", "err", err)
-		}
-	}
-	r.setNecessary(ctx)
-	if err := r.campaignIfPrepared(ctx); err != nil {
-		return err
-	}
-	r.book.Registered(sess)
-	r.log.Info("registered", "session", sess.String())
-	r.s.emit(Event{Kind: EventRegistered, Job: r.name, Detail: sess.String()})
-	r.s.alert.book.Set(r.name, r.s.alertPolicy(r.config().Config))
-	return nil
-}
 
 // recoverIncarnation handles the items a previous run of this server id
 // held when it died: if that run's status vanished only now (we restarted
@@ -232,20 +167,11 @@ func (r *runner) registered(ctx context.Context, sess *regcenter.Session, fresh 
 // assignment still stands. Items that did not complete the latest fire are
 // owed a misfire run here, once this instance is registered.
 func (r *runner) recoverIncarnation(ctx context.Context) error {
-	items, err := r.node().PreviousItems(ctx)
-	if err != nil || len(items) == 0 {
-		return err
-	}
 	cfg := r.config()
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return err
-	}
-	latest := fireplan.Prev(sched, r.s.opts.now())
-	if latest.IsZero() {
-		return nil
-	}
-	debts, err := registration.Owed(ctx, items, cfg.ShardingTotalCount, sched, latest, r.completedFire)
+	debts, err := r.node().Debts(ctx, cfg.ShardingTotalCount, func() (fireplan.Schedule, error) {
+		sched, _, err := cfg.Schedule()
+		return sched, err
+	}, r.s.opts.now, r.completedFire)
 	for _, d := range debts {
 		r.book.NoteMisfire(cfg.book, d.Item, d.Since)
 		r.book.NoteMisfire(cfg.book, d.Item, d.Latest)
@@ -259,12 +185,7 @@ func (r *runner) reregister(sess *regcenter.Session) {
 	if r.book.Stopping() {
 		return
 	}
-	if r.node().Reregister(sess, func(ctx context.Context) error {
-		if err := r.restoreConfig(ctx); err != nil {
-			return err
-		}
-		return r.register(ctx, sess)
-	}) {
+	if r.registrar().Reregister(sess) {
 		r.fireMissedWhileDown(sess)
 	}
 }
@@ -273,12 +194,6 @@ func (r *runner) reregister(sess *regcenter.Session) {
 // each kept in its slot.
 type watchCancels = registration.Watches
 
-// The slots of the registration's watches, and the most new jobs' trees
-// in one transaction (Start's chunks).
-const (
-	watchConfig = registration.WatchConfig
-	watchFlags  = registration.WatchFlags
-	watchItems  = registration.WatchItems
-	watchQueue  = registration.WatchQueue
-	treesPerTxn = registration.TreesPerTxn
-)
+// treesPerTxn is the most new jobs' trees in one transaction (Start's
+// chunks).
+const treesPerTxn = registration.TreesPerTxn

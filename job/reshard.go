@@ -36,10 +36,3 @@ func (r *runner) requestReshard(ctx context.Context) error { return r.reshard.Re
 func (r *runner) coordCtx(sess *regcenter.Session) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.ctx.coord.Of(sess, r.ctx.life), r.s.opts.reshardTimeout)
 }
-
-// repairBooksWhileLive repairs this job's entry in the namespace's load
-// table on the leader's and the reconcile loop's passes, which a stop
-// ends: the next leader repairs (reshard.Resharder.RepairWhileLive).
-func (r *runner) repairBooksWhileLive(ctx context.Context) error {
-	return r.reshard.RepairWhileLive(ctx)
-}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/regcenter"
@@ -42,5 +43,9 @@ func (c *runCtx) owner(sess *regcenter.Session) *ownership {
 // its cause. A run that has ended is left as it is.
 func (c *runCtx) replace() { c.Cancel(ErrReplaced) }
 
-// replaced reports whether the run was cancelled by replace.
-func (c *runCtx) replaced() bool { return c.CancelledWith(ErrReplaced) }
+// Replaced reports whether the run was cancelled by replace (see
+// execute.Ctx).
+func (c *runCtx) Replaced() bool { return c.CancelledWith(ErrReplaced) }
+
+// TakeOutput closes the run's output slot and returns what it recorded.
+func (c *runCtx) TakeOutput() json.RawMessage { return c.out.take() }

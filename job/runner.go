@@ -9,9 +9,11 @@ import (
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/execute"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
@@ -66,8 +68,12 @@ type runner struct {
 
 	// done is the completion stage of the fires (job/internal/completion).
 	done *completion.Completer
+	// exec runs the attempts of a run (job/internal/execute).
+	exec *execute.Stage
+	// assigned reads this instance's assignment (job/internal/assigned).
+	assigned *assigned.Reader
 
-	order fireOrder // scheduled fires reserve in fire order (fire.go)
+	order runs.Order // scheduled fires reserve in fire order (job/internal/runs)
 	// dispatched is the latest scheduled fire the trigger dispatched
 	// (unix ns; 0 after the schedule was set): the fires between it and
 	// the next one dispatched were collapsed by the trigger after a stall,
@@ -130,6 +136,12 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
 	r.done = r.newCompleter()
+	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
+	r.exec = &execute.Stage{
+		Log: r.log, Listeners: s.opts.listeners, Alerts: s.alert.book, Now: s.opts.now,
+		Until: func(t time.Time) <-chan struct{} { return s.gates.Until(s.clock, t) },
+		Life:  r.ctx.life, Retries: &r.counters.retries, Closed: ErrSchedulerClosed, Replaced: replacedError,
+	}
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
@@ -150,9 +162,9 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
 	skipped := r.skippedBefore(at)
-	turn := r.order.enter() // on the trigger's goroutine: in fire order
+	turn := r.order.Enter() // on the trigger's goroutine: in fire order
 	if !r.goFiring(func() {
-		defer r.order.leave(turn) // however the fire ends
+		defer r.order.Leave(turn) // however the fire ends
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
@@ -161,7 +173,7 @@ func (r *runner) goFire(at time.Time) {
 		}
 		r.fireInTurn(at, skipped, turn)
 	}) {
-		r.order.leave(turn)
+		r.order.Leave(turn)
 	}
 }
 
@@ -202,7 +214,7 @@ func (r *runner) untilClaim(at time.Time, turn uint64) bool {
 		if steady {
 			return true
 		}
-		wake := r.order.nap(turn)
+		wake := r.order.Nap(turn)
 		slept := r.sleepUntil(at, idle)
 		wake()
 		if !slept {
@@ -311,18 +323,18 @@ func (r *runner) setNecessary(ctx context.Context) { r.office.FlagReshard(ctx) }
 // this make-up run, from the skipped fires on, would have that fire find
 // the item run here through it, and run nothing.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
-	turn := r.order.enter()
-	defer r.order.leave(turn)
-	r.order.awaitDue(turn, r.ctx.life.Done())
+	turn := r.order.Enter()
+	defer r.order.Leave(turn)
+	r.order.AwaitDue(turn, r.ctx.life.Done())
 	// Released once: when the run has reserved its items, or as it
 	// returns (fireAssigned does not on every path). Every call is on
 	// this goroutine.
-	unlock, held := r.order.hold(), true
+	unlock, held := r.order.Hold(), true
 	release := func() {
 		if held {
 			held = false
 			unlock()
-			r.order.leave(turn) // the debts it leaves take their turn after (runOwed)
+			r.order.Leave(turn) // the debts it leaves take their turn after (runOwed)
 		}
 	}
 	defer release()

@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/fleet"
 	"github.com/shardjob/shardjob/job/internal/instance"
 	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/roster"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/trigger"
 	"github.com/shardjob/shardjob/regcenter"
@@ -30,12 +29,7 @@ type Scheduler struct {
 	log  *slog.Logger
 	trig *trigger.Trigger
 
-	mu      sync.Mutex
-	runners map[string]*runner
-	// awaitedNames are the jobs some job added here runs after
-	// (noteAwaitedByLocked).
-	awaitedNames map[string]bool
-	state        int // 0 new, 1 started, 2 shut down
+	jobs *roster.Roster[*runner] // the runners by name, the state, the awaited names
 
 	ctx   context.Context  // the scheduler's life (bg's): cancelled at the end of Shutdown
 	bg    *startstop.Group // the scheduler's own goroutines (spawn)
@@ -64,12 +58,6 @@ type Scheduler struct {
 // nothing more).
 const startConcurrency = 256
 
-const (
-	stateNew = iota
-	stateStarted
-	stateClosed
-)
-
 // NewScheduler returns a scheduler on rc. The scheduler does not own rc:
 // close it after Shutdown.
 func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
@@ -93,7 +81,12 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	// firing at the same second mark, and then complete, their items in a
 	// few transactions rather than one each (regcenter.GroupCommit).
 	rc = regcenter.GroupCommit(rc)
-	s := &Scheduler{rc: rc, opts: o, runners: map[string]*runner{}, me: process.This()}
+	s := &Scheduler{rc: rc, opts: o, me: process.This(), jobs: roster.New(roster.Config[*runner]{
+		Name:       runnerName,
+		Parents:    func(r *runner) []string { return r.config().parents() },
+		SetAwaited: func(r *runner) { r.records.SetAwaited() },
+		Closed:     ErrSchedulerClosed, Started: ErrAlreadyStarted, Duplicate: ErrDuplicateJob,
+	})}
 	if o.process != nil {
 		s.me = *o.process
 	}
@@ -113,13 +106,6 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 
 // ServerID returns the id this scheduler registers under.
 func (s *Scheduler) ServerID() string { return s.opts.serverID }
-
-// runnerOf returns the runner of job name, or nil.
-func (s *Scheduler) runnerOf(name string) *runner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runners[name]
-}
 
 // Add adds a job. Before Start it only validates and records the job; after
 // Start it also registers the job in the registry within ctx. The config is
@@ -141,34 +127,17 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 	if _, err := sharding.Lookup(cfg.ShardingStrategy); err != nil {
 		return fmt.Errorf("%w: job %q: %w", ErrInvalidConfig, cfg.Name, err)
 	}
-	s.mu.Lock()
-	if s.state == stateClosed {
-		s.mu.Unlock()
-		return ErrSchedulerClosed
+	var check func([]*runner) error
+	if cfg.After != "" {
+		check = func(rs []*runner) error { return checkDependencies(rs, &cfg) }
 	}
-	if _, dup := s.runners[cfg.Name]; dup {
-		s.mu.Unlock()
-		return fmt.Errorf("%w: %q is already added", ErrDuplicateJob, cfg.Name)
-	}
-	if s.state == stateStarted && cfg.After != "" {
-		// Started: the parents are added already, or never will be here.
-		if err := checkDependencies(s.sortedRunnersLocked(), &cfg); err != nil {
-			s.mu.Unlock()
-			return err
-		}
-	}
-	r := newRunner(s, cfg, j)
-	s.runners[cfg.Name] = r
-	s.noteAwaitedByLocked(r)
-	started := s.state == stateStarted
-	s.mu.Unlock()
-	if !started {
-		return nil
+	var r *runner
+	started, err := s.jobs.Add(cfg.Name, check, func() *runner { r = newRunner(s, cfg, j); return r })
+	if err != nil || !started {
+		return err
 	}
 	if err := r.start(ctx); err != nil {
-		s.mu.Lock()
-		delete(s.runners, cfg.Name)
-		s.mu.Unlock()
+		s.jobs.Delete(cfg.Name)
 		r.stop(ctx)
 		return err
 	}
@@ -181,30 +150,13 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 // ctx. If a job cannot register, Start undoes what it did and returns the
 // error.
 func (s *Scheduler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	switch s.state {
-	case stateStarted:
-		s.mu.Unlock()
-		return ErrAlreadyStarted
-	case stateClosed:
-		s.mu.Unlock()
-		return ErrSchedulerClosed
-	}
-	runners := s.sortedRunnersLocked()
-	if err := checkDependencies(runners, nil); err != nil {
-		s.mu.Unlock()
+	runners, err := s.jobs.Start(func(rs []*runner) error { return checkDependencies(rs, nil) })
+	if err != nil {
 		return err
 	}
-	s.state = stateStarted
-	s.mu.Unlock()
-
 	s.unsub = s.rc.OnSession(s.onSession)
 	if err := s.inst.Start(ctx); err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if serr := s.Shutdown(sctx); serr != nil {
-			s.log.Warn("undo of failed start", "err", serr)
-		}
+		s.undoStart()
 		return err
 	}
 	s.startHealth()
@@ -216,149 +168,45 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
 	// New jobs' trees are made several to a transaction (createJobs); then
 	// each job arms its watches, or, if it existed already, registers node
-	// by node. A bounded number of jobs are in flight at once.
-	var (
-		errs []error
-		emu  sync.Mutex
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, startConcurrency)
-	)
-	fail := func(err error) {
-		emu.Lock()
-		errs = append(errs, err)
-		emu.Unlock()
-	}
-	// Jobs that exist already (other instances made them) register
-	// node by node, or join in one transaction (joinFresh), without a
-	// transaction of new trees failing for each of them first: one read
-	// of the namespace's jobs says which.
-	fresh := runners[:0:0]
-	existing := s.existingJobs(ctx, runners)
-	for _, r := range runners {
-		if !existing[r.name] {
-			fresh = append(fresh, r)
-			continue
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := r.startRegistered(ctx, nil, false); err != nil {
-				fail(err)
-			}
-		}()
-	}
-	for chunk := range slices.Chunk(fresh, treesPerTxn) {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var (
-				sess *regcenter.Session
-				made map[*runner]bool
-			)
-			err := retryRegistration(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
+	// by node: one read of the namespace's jobs says which.
+	err = fleet.Starter[*runner]{InFlight: startConcurrency, PerTxn: treesPerTxn,
+		Name: runnerName,
+		Create: func(ctx context.Context, batch []*runner) (sess *regcenter.Session, made map[*runner]bool, err error) {
+			err = retryRegistration(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
 				sess = s.rc.Session()
-				made, err = createJobs(ctx, s.rc, chunk)
+				made, err = createJobs(ctx, s.rc, batch)
 				return err
 			})
-			<-sem
-			if err != nil {
-				fail(err)
-				return
-			}
-			for _, r := range chunk {
-				sem <- struct{}{}
-				wg.Add(1)
-				go func() {
-					defer func() { <-sem; wg.Done() }()
-					if err := r.startRegistered(ctx, sess, made[r]); err != nil {
-						fail(err)
-					}
-				}()
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if serr := s.Shutdown(sctx); serr != nil {
-			s.log.Warn("undo of failed start", "err", serr)
-		}
+			return sess, made, err
+		},
+		Register: func(ctx context.Context, r *runner, sess *regcenter.Session, made bool) error {
+			return r.startRegistered(ctx, sess, made)
+		},
+	}.Start(ctx, runners, fleet.Existing(ctx, s.rc, len(runners), s.log))
+	if err != nil {
+		s.undoStart()
 		return err
 	}
 	return nil
 }
 
-// existingJobs returns which of runners' jobs exist in the registry, from
-// one read of the namespace's children; none when there is one job (its
-// transaction says as much) or the read fails (createJobs then finds
-// them, one failed transaction each).
-func (s *Scheduler) existingJobs(ctx context.Context, runners []*runner) map[string]bool {
-	if len(runners) < 2 {
-		return nil
-	}
-	names, err := s.rc.Children(ctx, "/")
-	if err != nil {
-		s.log.Debug("listing the namespace's jobs before registering", "err", err)
-		return nil
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out
-}
-
-func (s *Scheduler) sortedRunnersLocked() []*runner {
-	out := make([]*runner, 0, len(s.runners))
-	for _, r := range s.runners {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-// noteAwaitedLocked marks the jobs that a job added here runs after
-// (Config.After): their records are written at every run. It looks at
-// every job: a reload that changes a job's parents calls it.
-func (s *Scheduler) noteAwaitedLocked() {
-	for _, r := range s.runners {
-		s.noteAwaitedByLocked(r)
+// undoStart shuts down what a failed Start did.
+func (s *Scheduler) undoStart() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		s.log.Warn("undo of failed start", "err", err)
 	}
 }
 
-// noteAwaitedByLocked marks r's parents added here, and r itself when a
-// job added before it runs after it. A name once awaited stays so (as the
-// marks do): adding one job costs its own parents, not a look at every
-// job, so that adding J jobs is O(J).
-func (s *Scheduler) noteAwaitedByLocked(r *runner) {
-	for _, p := range r.config().parents() {
-		if s.awaitedNames == nil {
-			s.awaitedNames = map[string]bool{}
-		}
-		s.awaitedNames[p] = true
-		if pr := s.runners[p]; pr != nil {
-			pr.records.SetAwaited()
-		}
-	}
-	if s.awaitedNames[r.name] {
-		r.records.SetAwaited()
-	}
-}
+// runnersSnapshot returns the runners, in name order.
+func (s *Scheduler) runnersSnapshot() []*runner { return s.jobs.Sorted() }
 
-func (s *Scheduler) runnersSnapshot() []*runner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sortedRunnersLocked()
-}
+// runner returns the runner of job name, or nil.
+func (s *Scheduler) runner(name string) *runner { return s.jobs.Get(name) }
 
-func (s *Scheduler) runner(name string) *runner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.runners[name]
-}
+// runnerName is the name of r's job, as the rooms that hold runners ask it.
+func runnerName(r *runner) string { return r.name }
 
 // onSession reacts to the registry center's session changes.
 func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
@@ -379,7 +227,7 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 			if err := s.inst.Publish(ctx); err != nil {
 				s.log.Warn("re-registering the instance under the new session", "err", err)
 			}
-			s.campaignAlerts(ctx)
+			s.alert.cand.Campaign(ctx)
 		})
 		// Re-register every job under the new session (I3: a session
 		// expiry never stops a job for good).
@@ -410,34 +258,16 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 // of the error; [JobsNotStopped] names them all. It is safe to call more
 // than once.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	if s.state == stateClosed {
-		s.mu.Unlock()
+	runners, ok := s.jobs.Close()
+	if !ok {
 		return nil
 	}
-	s.state = stateClosed
-	runners := s.sortedRunnersLocked()
-	s.mu.Unlock()
 	for _, r := range runners {
 		s.trig.Remove(r.name)
 	}
-	var stopped jobErrors
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	for _, r := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := r.stop(ctx); err != nil {
-				mu.Lock()
-				stopped.add(r.name, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
 	var errs []error
-	if err := stopped.err(); err != nil {
+	stop := func(ctx context.Context, r *runner) error { return r.stop(ctx) }
+	if err := fleet.StopAll(ctx, runners, runnerName, stop); err != nil {
 		errs = append(errs, err)
 	}
 	s.work.Close(ctx) // what outlives ctx, stop reported: runs that ignore their context
@@ -468,16 +298,14 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// JobsNotStopped returns the names of the jobs that did not stop cleanly,
+// according to err, an error [Scheduler.Shutdown] returned (none if it
+// is nil or says nothing of jobs).
+func JobsNotStopped(err error) []string { return fleet.Jobs(err) }
+
 // spawn runs f on a goroutine owned by the scheduler while it runs, and
 // reports whether it did (not before Start, nor once Shutdown has begun).
-func (s *Scheduler) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state != stateStarted {
-		return false
-	}
-	return s.bg.Go(func(context.Context) { f() }) == nil
-}
+func (s *Scheduler) spawn(f func()) bool { return s.jobs.Spawn(s.bg, f) }
 
 // Remove stops the job on this instance, as Shutdown does for every job,
 // and forgets it. Other instances take its items at their next fire.
@@ -490,13 +318,9 @@ func (s *Scheduler) Remove(ctx context.Context, name string) error {
 }
 
 func (s *Scheduler) detach(ctx context.Context, r *runner) error {
-	s.mu.Lock()
-	if s.runners[r.name] != r {
-		s.mu.Unlock()
+	if !s.jobs.Detach(r) {
 		return nil
 	}
-	delete(s.runners, r.name)
-	s.mu.Unlock()
 	s.trig.Remove(r.name)
 	return r.stop(ctx)
 }
@@ -521,11 +345,4 @@ func (s *Scheduler) removeRemoved(r *runner) {
 }
 
 // Jobs returns the names of the added jobs, sorted.
-func (s *Scheduler) Jobs() []string {
-	rs := s.runnersSnapshot()
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.name
-	}
-	return out
-}
+func (s *Scheduler) Jobs() []string { return s.jobs.Names() }

@@ -8,6 +8,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/retry"
 	"github.com/shardjob/shardjob/sharding"
 )
 
@@ -28,6 +29,9 @@ type spec struct {
 	book book.Job
 	// done is the job as its completions read it (completion.go).
 	done completion.Job
+	// retry is the retry policy with its defaults, as the execute stage
+	// takes it.
+	retry retry.Policy
 }
 
 // compile compiles c. c is valid (Add and the config node's decoding
@@ -42,6 +46,7 @@ func compile(c Config) *spec {
 		s.book.Schedule = s.sched
 	}
 	s.done = completionJob(c, s)
+	s.retry = c.Retry.policy()
 	return s
 }
 

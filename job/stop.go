@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/job/internal/registration"
 )
 
 // stop is the job's part of a graceful shutdown: no new fires; running
@@ -158,72 +157,21 @@ func cleanupContext(ctx context.Context, most time.Duration) (context.Context, c
 // missed while disconnected, and the fire at upTo for every held item that
 // no fire here has taken yet (a fire in flight when the stop began).
 func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo time.Time) error {
-	q := failover.NewQueue(r.rc, r.name)
-	shardPath := r.paths.Flag(r.serverID(), layout.Sharding)
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		// Read the assignment being given up; the clear below is
-		// conditional on it, so a reshard in between is not missed.
-		var held []int
-		version := int32(-1)
-		data, st, gerr := r.rc.Get(ctx, shardPath)
-		switch {
-		case gerr == nil:
-			version = st.Version
-			held, _ = layout.ParseItems(string(data)) // garbage: nothing held
-		case errors.Is(gerr, regcenter.ErrNoNode):
-		default:
-			return fmt.Errorf("leave: %w", gerr)
-		}
-		ops := []regcenter.Op{regcenter.DeleteOp{Path: r.paths.Flag(r.serverID(), layout.Status), Version: -1}}
-		if version >= 0 {
-			ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: version})
-		}
-		if flagReshard {
-			ops = append(ops, r.paths.FlagReshardOps()...)
-		}
-		var owed []book.Owed
-		var entries []failover.Entry
-		if handOver {
+	l := registration.Leaving{RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), FlagReshard: flagReshard}
+	var owed []book.Owed
+	if handOver {
+		l.HandOver = func(held []int) []failover.Entry {
 			owed = r.book.OwedRuns(r.config().book, held, upTo, r.flags.DisabledItems(), r.flags.Paused())
-			entries = r.handedOver(owed)
-			// The queue is made on demand: its parent must exist for the
-			// transaction's creates.
-			if len(owed) > 0 {
-				if err := r.rc.EnsurePath(ctx, r.paths.FailoverItems()); err != nil {
-					return fmt.Errorf("leave: %w", err)
-				}
-			}
-			qops, err := q.MergeOps(ctx, entries)
-			if err != nil {
-				return fmt.Errorf("leave: %w", err)
-			}
-			ops = append(ops, qops...)
+			return r.handedOver(owed)
 		}
-		// Nodes that are already as wanted (no status, the flag already
-		// there) drop out of the transaction.
-		err = multiDropping(ctx, r.rc, ops, func(op regcenter.Op, err error) bool {
-			switch op := op.(type) {
-			case regcenter.DeleteOp:
-				return errors.Is(err, regcenter.ErrNoNode)
-			case regcenter.CreateOp:
-				return op.Path == r.paths.Necessary() && errors.Is(err, regcenter.ErrNodeExists)
-			}
-			return false
-		})
-		var me *regcenter.MultiError
-		if err != nil && errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrBadVersion) ||
-			errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode)) {
-			continue // the assignment or the queue changed meanwhile: read again
-		}
-		if err != nil {
-			return fmt.Errorf("leave: %w", err)
-		}
-		r.book.Left(held, owed)
-		r.log.Info("left the job", "handed_over", len(owed))
-		return nil
 	}
-	return fmt.Errorf("leave: %w", err)
+	held, _, err := registration.Leave(ctx, l)
+	if err != nil {
+		return err
+	}
+	r.book.Left(held, owed)
+	r.log.Info("left the job", "handed_over", len(owed))
+	return nil
 }
 
 // handedOver is owed as failover queue entries from this instance.
@@ -233,18 +181,4 @@ func (r *runner) handedOver(owed []book.Owed) []failover.Entry {
 		entries[i] = failover.Entry{Item: o.Item, Fire: o.Since.UnixMilli(), From: r.serverID()}
 	}
 	return entries
-}
-
-// multiDropping applies ops in one transaction; when an op fails in a way
-// drop accepts, the transaction is retried without it.
-func multiDropping(ctx context.Context, rc regcenter.Center, ops []regcenter.Op, drop func(regcenter.Op, error) bool) error {
-	for len(ops) > 0 {
-		err := rc.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		if err == nil || !errors.As(err, &me) || !drop(me.Op, me.Err) {
-			return err
-		}
-		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
-	}
-	return nil
 }

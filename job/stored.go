@@ -2,10 +2,9 @@ package job
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/shardjob/shardjob/internal/docsubset"
+	"github.com/shardjob/shardjob/job/internal/confignode"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -32,36 +31,14 @@ func (r *runner) reportBad(p string, st regcenter.Stat, data []byte, msg string,
 }
 
 // configGone runs when a watch reports the config node deleted. The job
-// stops here only when the node is absent when read back: a watch also
-// reports a deletion for a node written over itself in one transaction (a
-// deletion and a creation, as ZooKeeper's watches see such a multi), and
-// a value nobody can decode is a bad config, not a removal. A read that
-// fails is tried again until it answers or the runner stops.
+// stops here only when the node is absent when read back
+// (confignode.Node.Gone); a value nobody can decode is a bad config, not
+// a removal.
 func (r *runner) configGone(ctx context.Context) {
-	wait := 100 * time.Millisecond
-	for {
-		cctx, cancel := r.coordCtx(r.rc.Session())
-		ok, _, err := r.rc.Exists(cctx, r.paths.Config())
-		cancel()
-		switch {
-		case err == nil && !ok:
-			r.s.removeRemoved(r)
-			return
-		case err == nil:
-			r.log.Info("config node reported deleted is there: reading it as a change")
-			r.reloadConfig()
-			return
-		case errors.Is(err, regcenter.ErrClosed):
-			return
-		}
-		r.log.Warn("config node reported deleted; reading it back", "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, r.sessionTimeout())
+	switch r.configNode().Gone(ctx, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, r.sessionTimeout) {
+	case confignode.Absent:
+		r.s.removeRemoved(r)
+	case confignode.Present:
+		r.reloadConfig()
 	}
 }

@@ -65,6 +65,20 @@ type Raised struct {
 	Bound time.Duration
 }
 
+// Err says what r reports, wrapping late for KindLate and notRun for
+// KindNotRun (the caller's sentinels).
+func (r Raised) Err(late, notRun error) error {
+	if r.Kind == KindLate {
+		return fmt.Errorf("%w: job %q fire %s had not completed %v after its time", late, r.Job,
+			r.Fire.UTC().Format(time.RFC3339Nano), r.Bound)
+	}
+	last := "never ran"
+	if !r.Fire.IsZero() {
+		last = "last ran " + r.Fire.UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("%w: job %q had no successful run for %v (%s)", notRun, r.Job, r.Bound, last)
+}
+
 // Options are a Book's collaborators.
 type Options struct {
 	RC  regcenter.Center

@@ -55,8 +55,12 @@ func NewCandidate(rc regcenter.Center, o CandidateOptions) *Candidate {
 
 // Campaign joins (or rejoins, under a new session) the checker's
 // election; a failure is logged, for the caller to try again at the next
-// session or reconcile.
+// session or reconcile. A nil Candidate (an instance that does not
+// check) joins nothing.
 func (c *Candidate) Campaign(ctx context.Context) {
+	if c == nil {
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	err := c.rc.EnsurePath(cctx, LeaderLatch)
@@ -68,8 +72,12 @@ func (c *Candidate) Campaign(ctx context.Context) {
 	}
 }
 
-// Leave resigns the checker's election within ctx and closes it.
+// Leave resigns the checker's election within ctx and closes it; a nil
+// Candidate has nothing to leave.
 func (c *Candidate) Leave(ctx context.Context) {
+	if c == nil {
+		return
+	}
 	if err := c.elect.Resign(ctx); err != nil {
 		c.log.Debug("leaving the alert checker's election", "err", err)
 	}

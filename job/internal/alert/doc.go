@@ -28,7 +28,10 @@
 //     when due, the jobs reported; Scan, the same read once for a probe;
 //   - the Candidate (candidate.go): this instance's candidacy for the
 //     checker (the election on LeaderLatch, joined by Campaign and left by
-//     Leave), which runs the Checker while elected.
+//     Leave), which runs the Checker while elected; a nil Candidate, an
+//     instance that does not check, joins nothing;
+//   - what a Raised alert says (alert.go: Raised.Err), wrapping the
+//     caller's sentinel for its kind.
 //
 // Package job keeps the options, the public types, and the turning of a
 // Raised alert into its events and its job's handler (the Raise it hands

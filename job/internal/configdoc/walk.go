@@ -3,18 +3,20 @@ package configdoc
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/docsubset"
 	"github.com/shardjob/shardjob/internal/suggest"
 )
 
 // Field is one key of a document decoding into a T (package job's
-// configFields: the key, the sentinel of a bad value, and the decoder
-// that sets its field).
+// configFields: the key, the sentinel of a bad value, the decoder that
+// sets its field and the encoder that writes it; fields.go makes them).
 type Field[T any] struct {
 	Key    string
 	Kind   error
 	Decode func(c *T, n *docsubset.Node) error
+	Encode func(c *T, w *docsubset.Writer)
 }
 
 // Problem is one problem Walk found, without whose document it is;
@@ -106,4 +108,24 @@ func Walk[T any](c *T, n *docsubset.Node, fields []Field[T], extra []string, key
 		}
 	}
 	return w
+}
+
+// Times reads the calendar times of the keys in times into their fields,
+// in loc, the job's zone (which the document may give after them): a
+// value that is no calendar time is a Problem, its key then Bad, unless
+// the key's value was refused already.
+func (w *Walked) Times(loc *time.Location, times map[string]*time.Time) {
+	for _, p := range w.Pairs {
+		out := times[p.Key]
+		if out == nil {
+			continue
+		}
+		t, ok, err := CalendarTime(p.Value, loc)
+		if ok {
+			*out = t
+		} else if err != nil && !w.Bad[p.Key] {
+			w.Bad[p.Key] = true
+			w.Problems = append(w.Problems, Problem{Key: p.Key, Subject: p.Key, Line: p.KeyNode.Line, Detail: err.Error(), Cause: err})
+		}
+	}
 }

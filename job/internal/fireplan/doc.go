@@ -17,7 +17,11 @@
 //     previous owner, or busy, and then which fires the item is owed;
 //   - what an item's completed record says ran (cover.go): the runs of
 //     covered fires a completion adds its run to, and the fires of a debt
-//     that are still owed once the record is read.
+//     that are still owed once the record is read;
+//   - what an item newly held here owes (inherited.go): the earliest fire
+//     its record and its previous owner's debt leave undone; and how a
+//     fire's items group into runs of consecutive items of one fire (a
+//     range job's calls).
 //
 // It may import only the standard library.
 package fireplan

@@ -24,6 +24,12 @@
 // It may import the standard library, regcenter, internal/layout,
 // internal/parallel, job/internal/assume (the marks held, the moved
 // assumption's error), job/internal/records and job/internal/stored;
-// nothing of package job. It keeps no state between calls and starts no
+// nothing of package job.
+//
+// It also owns the release of held marks (release.go): DeleteHeld, the
+// fenced transactions that delete marks this instance kept across fires,
+// PerTxn at a time; NotHeld, which of them are no longer this session's;
+// and MultiDropping, a transaction sent again without the ops that failed
+// harmlessly (a delete of a node gone), which a job's leave uses too. It keeps no state between calls and starts no
 // goroutine that outlives one (parallel.Each's end before it returns).
 package marks

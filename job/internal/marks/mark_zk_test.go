@@ -201,3 +201,66 @@ func TestMarkRemovesThisSessionsStaleMarksAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteHeldAndNotHeld: held marks are deleted in fenced transactions,
+// a mark already gone is no error, a failed fence deletes nothing and
+// names the items; NotHeld finds a mark removed by hand and one replaced
+// by another session's.
+func TestDeleteHeldAndNotHeld(t *testing.T) {
+	zc := zktest.Start(t)
+	rc, other := open(t, zc.Servers()), open(t, zc.Servers())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	paths := layout.Job("held")
+	for it := range 5 {
+		if err := rc.EnsurePath(ctx, paths.Item(it)); err != nil {
+			t.Fatal(err)
+		}
+		if it == 3 {
+			continue // never marked: its delete drops out
+		}
+		if _, err := rc.Create(ctx, paths.ItemNode(it, layout.Running), []byte(`{}`), regcenter.Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rc.EnsurePath(ctx, "/fence"); err != nil {
+		t.Fatal(err)
+	}
+	sess := rc.Session()
+
+	// Item 1 removed by hand, item 2 replaced by another session's mark.
+	if err := rc.Delete(ctx, paths.ItemNode(1, layout.Running), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Delete(ctx, paths.ItemNode(2, layout.Running), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Create(ctx, paths.ItemNode(2, layout.Running), []byte(`{}`), regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := NotHeld(ctx, rc, paths, sess, []int{4, 2, 1, 0})
+	if err != nil || !slices.Equal(lost, []int{1, 2}) {
+		t.Fatalf("NotHeld = %v, %v; want [1 2]", lost, err)
+	}
+
+	// A fence that fails: nothing is deleted, the chunk is named.
+	failed, err := DeleteHeld(ctx, rc, paths, regcenter.CheckOp{Path: "/fence", Version: 5}, []int{4, 0, 3})
+	if err == nil || !slices.Equal(failed, []int{0, 3, 4}) {
+		t.Fatalf("DeleteHeld under a failed fence = %v, %v", failed, err)
+	}
+	if ok, _, _ := rc.Exists(ctx, paths.ItemNode(0, layout.Running)); !ok {
+		t.Fatal("a failed fence deleted a mark")
+	}
+	failed, err = DeleteHeld(ctx, rc, paths, regcenter.CheckOp{Path: "/fence", Version: 0}, []int{4, 0, 3})
+	if err != nil || failed != nil {
+		t.Fatalf("DeleteHeld = %v, %v", failed, err)
+	}
+	for _, it := range []int{0, 4} {
+		if ok, _, _ := rc.Exists(ctx, paths.ItemNode(it, layout.Running)); ok {
+			t.Fatalf("item %d's mark is still there", it)
+		}
+	}
+	if ok, _, _ := rc.Exists(ctx, paths.ItemNode(2, layout.Running)); !ok {
+		t.Fatal("another session's mark was deleted")
+	}
+}

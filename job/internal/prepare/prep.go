@@ -21,6 +21,9 @@ type Prep struct {
 	// timer, under timerMu, runs the preparation ahead of the next fire.
 	timerMu sync.Mutex
 	timer   trigger.Timer // on the scheduler's clock
+
+	// Steps are what the preparation does, set before it is used.
+	Steps Steps
 }
 
 // Done reports whether Do has succeeded.

@@ -1,10 +1,11 @@
 // Package registration holds a job's registration on this instance: the
-// nodes it makes and in which transactions, the watches it keeps, and
-// what a new session redoes. Package job decides when a job registers
-// (start, Start's batches, a new session, the reconcile loop), loads and
-// restores its config, joins the election and tells its book and events;
-// this package writes and reads the registration's nodes and keeps the
-// watches' cancel functions.
+// nodes it makes and in which transactions, the order of its steps, the
+// watches it keeps, and what a new session redoes. Package job decides
+// when a job registers (start, Start's batches, a new session, the
+// reconcile loop) and gives, as funcs, what the steps do beyond the
+// nodes: its config loaded and restored, the election joined, its book
+// and events told; this package writes and reads the registration's nodes,
+// runs the steps in order and keeps the watches' cancel functions.
 //
 // It owns:
 //
@@ -21,10 +22,23 @@
 //     to go (CreateStatus, failing with Node.InUse), the leader's part
 //     of the tree (EnsureTree), and the retries after a new session
 //     (Reregister);
+//   - a job registered and started in order (registrar.go, Registrar):
+//     a new job's tree made, or else the job joined node by node (Start),
+//     then its watches armed, the job prepared if it is soon due, and
+//     scheduled (Started); the config loaded and the server id joined or
+//     the nodes made, tried again (Join); the job's tree, the previous
+//     life's debts, the reshard flag and the election after the nodes
+//     (Register); the config restored and the job registered again after
+//     a new session (Reregister);
 //   - what a previous life of this server id left (incarnation.go): its
-//     items (PreviousItems) and the runs they are owed (Owed, returned
-//     for package job to note in its book);
-//   - the watches' cancel functions (watches.go, Watches), by Slot;
+//     items (PreviousItems) and the runs they are owed (Owed, and Debts
+//     over the schedule's latest fire, returned for package job to note
+//     in its book);
+//   - a server's leaving of a job (leave.go, Leave): its status and
+//     assignment cleared, a reshard flagged and the runs it hands over
+//     queued, in one transaction, sent again when a node it read moved;
+//   - the watches armed (Arm) and their cancel functions kept
+//     (watches.go, Watches), by Slot;
 //   - a registration step tried again after a lost connection or session
 //     (retry.go, Retry, LostConnection), within a bound the caller gives.
 //
@@ -33,13 +47,16 @@
 // lock is let go): a leaf, which its callers take under theirs (package
 // job arms the disabled items' and the queue's watches under its
 // preparation's lock). Node holds no lock and no state beyond its fields,
-// set at construction; the functions it is handed (SessionTimeout,
-// StaleOwner, and Owed's completed, Reregister's attempt, Retry's step)
-// are called under no lock of this package.
+// set at construction, and so does Registrar; the functions they are
+// handed (SessionTimeout, StaleOwner, Registrar's steps, and Owed's
+// completed, Reregister's attempt, Retry's step) are called under no lock
+// of this package.
 //
-// It may import the standard library, regcenter, internal/layout and
+// It may import the standard library, regcenter, internal/layout,
+// package failover (the queue a leave hands runs to), job/internal/marks
+// (its transaction that drops ops already as wanted) and
 // job/internal/fireplan (a schedule's Next); nothing of package job. It
 // starts nothing: CreateStatus's watch is cancelled before it returns,
-// and Reregister and Retry run on their caller's goroutine (Reregister's
-// is one of the runner's).
+// and Join, Reregister and Retry run on their caller's goroutine
+// (Reregister's is one of the runner's).
 package registration

@@ -1,6 +1,12 @@
 package registration
 
-import "sync"
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
 
 // Slot names one of the registration's watches kept in Watches.
 type Slot int
@@ -54,4 +60,19 @@ func (w *Watches) Close() []func() {
 	c := w.cancels
 	w.cancels = [slots]func(){}
 	return []func(){c[WatchConfig], c[WatchQueue], c[WatchFlags], c[WatchItems]}
+}
+
+// Arm arms a watch of kind on p through rc, onEvent called for each of
+// its events, and keeps its cancel in slot (Keep), also when it could not
+// be armed now: it is armed later, and its owner reads what it watches
+// then (the error logged at debug level as deferred). ok reports it armed
+// now, st what arming read. Nothing is called under the lock.
+func (w *Watches) Arm(ctx context.Context, rc regcenter.Center, slot Slot, p string, kind regcenter.WatchKind, onEvent func(), log *slog.Logger, deferred string) (st regcenter.WatchState, ok bool) {
+	st, cancel, err := rc.WatchNow(ctx, p, kind, func(regcenter.Event) { onEvent() })
+	w.Keep(slot, cancel)
+	if err != nil {
+		log.Debug(deferred, "err", err)
+		return st, false
+	}
+	return st, true
 }

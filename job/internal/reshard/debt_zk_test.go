@@ -14,7 +14,9 @@ import (
 )
 
 // TestReadDebtOnARealRegistry: no misfire node is no debt; a node gives
-// its fire; garbage is reported and read as no debt.
+// its fire; garbage is reported and read as no debt. OweEarliest makes the
+// node, leaves a debt earlier than its own and writes over a later one or
+// garbage.
 func TestReadDebtOnARealRegistry(t *testing.T) {
 	zc := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -45,5 +47,28 @@ func TestReadDebtOnARealRegistry(t *testing.T) {
 	}
 	if at, err := ReadDebt(ctx, rc, paths, 2, report); err != nil || !at.IsZero() || reports != 1 {
 		t.Fatalf("garbage: %v, %v, %d reports; want no debt, one report", at, err, reports)
+	}
+
+	if err := rc.EnsurePath(ctx, paths.Item(3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct{ owe, want time.Time }{
+		{since.Add(100 * time.Millisecond), since.Add(100 * time.Millisecond)}, // no node: made
+		{since.Add(200 * time.Millisecond), since.Add(100 * time.Millisecond)}, // later: the earlier stands
+		{since.Add(50 * time.Millisecond), since.Add(50 * time.Millisecond)},   // earlier: written over
+		{since.Add(50 * time.Millisecond), since.Add(50 * time.Millisecond)},   // the same: left
+	} {
+		if err := OweEarliest(ctx, rc, paths, 3, step.owe); err != nil {
+			t.Fatal(err)
+		}
+		if at, err := ReadDebt(ctx, rc, paths, 3, report); err != nil || !at.Equal(step.want) {
+			t.Fatalf("owed %v: debt %v, %v; want %v", step.owe, at, err, step.want)
+		}
+	}
+	if err := OweEarliest(ctx, rc, paths, 2, since); err != nil {
+		t.Fatal(err)
+	}
+	if at, err := ReadDebt(ctx, rc, paths, 2, report); err != nil || !at.Equal(since) || reports != 1 {
+		t.Fatalf("owed over garbage: %v, %v, %d reports", at, err, reports)
 	}
 }

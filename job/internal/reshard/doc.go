@@ -30,7 +30,8 @@
 //     job's entry in the load table fenced on what it read;
 //   - the flags (flags.go): Request, a reshard flagged and asked of the
 //     leader; OweMisfires, the debts of the items a reshard left unplaced;
-//     ReadDebt, an item's debt as its misfire node says;
+//     ReadDebt, an item's debt as its misfire node says; OweEarliest
+//     (debt.go), a debt a job type's hook owes, the earlier fire kept;
 //   - the leader's checks (check.go): Stands, whether an assignment holds
 //     after servers left; FirstStale and PlacementFault, the reconcile
 //     round's reasons to reshard.

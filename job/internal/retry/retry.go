@@ -1,5 +1,5 @@
 // Package retry is the arithmetic of a job's retries (job.RetryPolicy):
-// how long a failed item run waits before its next attempt, and whether
+// a policy's limits and the defaults it runs with (defaults.go), how long a failed item run waits before its next attempt, and whether
 // that attempt may still start before the item's next fire. It knows
 // nothing of registries or runners: pure functions of a policy, an
 // attempt number and times, tested without a clock.

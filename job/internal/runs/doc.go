@@ -13,13 +13,18 @@
 //   - the Kicker (kicker.go): a function run on a goroutine whenever
 //     kicked, never two at once, the kicks that arrive meanwhile coalesced
 //     into one more run;
+//   - the fire order (order.go): the turns by which a job's scheduled
+//     fires, and its make-up runs, reserve their items in fire order, and
+//     the reserving lock they take in turn;
 //   - the run contexts (ctx.go): a run's Ctx, which makes its Done channel
 //     only when something asks for one, and the SessionCtx its parent is,
 //     one per registry session.
 //
 // The lock discipline. Each type owns its lock, taken only in its
 // methods, and calls nothing outside this package under it: a Kicker
-// calls its spawn and its function with no lock held.
+// calls its spawn and its function with no lock held. An Order's turns
+// lock is a leaf; its reserving lock is the caller's to hold while it
+// reserves, taken after its turn comes.
 //
 // It may import the standard library and regcenter (a run's Session);
 // nothing of package job. The goroutines it starts: a worker, which ends

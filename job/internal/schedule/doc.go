@@ -22,6 +22,9 @@
 //   - a fire's time before jitter (nominal.go): NominalFire and its
 //     inverse JitteredFire, by which a dependent job's fire is matched to
 //     its parents' fires of the same nominal time, whatever their jitters;
+//   - a starting deadline at a moment (deadline.go): Deadline, which of a
+//     make-up run's fires it drops as expired, which as perhaps run
+//     already, and where the run starts then, or that it settles;
 //   - the calendar's times and counts (times.go): ParseTime, the times a
 //     document writes; CountFires, a bounded count of a schedule's fires.
 //

@@ -1,4 +1,4 @@
-package job
+package fleet
 
 import (
 	"errors"
@@ -7,24 +7,23 @@ import (
 	"strings"
 )
 
-// jobErrors is what Shutdown returns when jobs did not stop cleanly: every
-// job's error, each wrapped with the job's name (errors.Is and errors.As
-// see them all), with a message that says each distinct failure once,
-// with the jobs that had it, so that ten thousand jobs failing alike read
-// as one line.
-type jobErrors struct {
+// Errors is what a scheduler's Shutdown returns when jobs did not stop
+// cleanly: every job's error, each wrapped with the job's name (errors.Is
+// and errors.As see them all), with a message that says each distinct
+// failure once, with the jobs that had it. The zero value holds none.
+type Errors struct {
 	jobs []string
 	errs []error // errs[i] is jobs[i]'s, wrapped with its name
 }
 
-// add records job's err.
-func (e *jobErrors) add(job string, err error) {
+// Add records job's err.
+func (e *Errors) Add(job string, err error) {
 	e.jobs = append(e.jobs, job)
 	e.errs = append(e.errs, fmt.Errorf("job %q: %w", job, err))
 }
 
-// err returns e as an error, nil when no job failed.
-func (e *jobErrors) err() error {
+// Err returns e as an error, nil when no job failed.
+func (e *Errors) Err() error {
 	if len(e.errs) == 0 {
 		return nil
 	}
@@ -37,7 +36,7 @@ const jobsNamed = 5
 
 // Error lists each distinct failure, most frequent first: one job's as
 // `job "a": err`, several jobs' as `3 jobs ("a", "b", "c"): err`.
-func (e *jobErrors) Error() string {
+func (e *Errors) Error() string {
 	type group struct {
 		msg  string
 		jobs []string
@@ -75,13 +74,12 @@ func (e *jobErrors) Error() string {
 }
 
 // Unwrap returns every job's error.
-func (e *jobErrors) Unwrap() []error { return e.errs }
+func (e *Errors) Unwrap() []error { return e.errs }
 
-// JobsNotStopped returns the names of the jobs that did not stop cleanly,
-// according to err, an error [Scheduler.Shutdown] returned (none if it
-// is nil or says nothing of jobs).
-func JobsNotStopped(err error) []string {
-	var e *jobErrors
+// Jobs returns the names of the jobs an Errors in err's tree holds (none
+// if err is nil or holds no Errors).
+func Jobs(err error) []string {
+	var e *Errors
 	if !errors.As(err, &e) {
 		return nil
 	}

@@ -1,0 +1,22 @@
+// Package execute holds the attempts of one run of a fire's items: the
+// listeners told before and after each attempt, the attempt's span, the
+// fire's lateness armed and ended, the outcome read from the run's
+// context (completed, failed, replaced by a later fire, cut short), and,
+// for a job with a retry policy, whether another attempt follows and the
+// wait for it. Package job builds the call (the job's Execute or
+// ExecuteRange with its ShardingContext, bounded by the job's timeout,
+// a panic turned into an error) and hands it here with the run's facts as
+// values; the Result goes forward to the completion stage.
+//
+// It owns:
+//
+//   - the Stage (stage.go): what every run of a job shares — its
+//     listeners, the alert book, the wait for a time, the end of the
+//     job's life — and Run, the attempt loop of one run.
+//
+// The lock discipline: none; a Stage is read only once made. It may
+// import the standard library, package listener, job/internal/alert,
+// job/internal/book, job/internal/completion, job/internal/fireplan,
+// job/internal/retry and job/internal/tracing; nothing of package job. It
+// starts no goroutine: Run returns when the run's last attempt has.
+package execute

@@ -1,0 +1,91 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// TestStarter: jobs that exist register alone, the others in batches of
+// PerTxn after their trees are made, each told whether its tree was made;
+// every failure is joined, and a batch that fails registers none of its
+// jobs.
+func TestStarter(t *testing.T) {
+	tests := []struct {
+		name     string
+		jobs     []string
+		existing []string
+		failTree string // a job whose batch's transaction fails
+		failReg  string // a job whose registration fails
+		batches  [][]string
+		made     []string // registered with their tree made
+		alone    []string // registered as existing
+	}{
+		{name: "all new", jobs: []string{"a", "b", "c"}, batches: [][]string{{"a", "b"}, {"c"}}, made: []string{"a", "b", "c"}},
+		{name: "some exist", jobs: []string{"a", "b", "c"}, existing: []string{"b"}, batches: [][]string{{"a", "c"}}, made: []string{"a", "c"}, alone: []string{"b"}},
+		{name: "all exist", jobs: []string{"a", "b"}, existing: []string{"a", "b"}, alone: []string{"a", "b"}},
+		{name: "a batch fails", jobs: []string{"a", "b", "c"}, failTree: "c", batches: [][]string{{"a", "b"}, {"c"}}, made: []string{"a", "b"}},
+		{name: "a registration fails", jobs: []string{"a", "b"}, failReg: "b", batches: [][]string{{"a", "b"}}, made: []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				mu                   sync.Mutex
+				batches              [][]string
+				made, alone          []string
+				treeFail, registFail = errors.New("tree"), errors.New("register")
+			)
+			sess := &regcenter.Session{}
+			st := Starter[string]{InFlight: 2, PerTxn: 2, Name: func(s string) string { return s },
+				Create: func(_ context.Context, batch []string) (*regcenter.Session, map[string]bool, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					batches = append(batches, slices.Clone(batch))
+					if slices.Contains(batch, tt.failTree) {
+						return nil, nil, treeFail
+					}
+					out := map[string]bool{}
+					for _, j := range batch {
+						out[j] = true
+					}
+					return sess, out, nil
+				},
+				Register: func(_ context.Context, j string, s *regcenter.Session, wasMade bool) error {
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case s == sess && wasMade:
+						made = append(made, j)
+					case s == nil && !wasMade:
+						alone = append(alone, j)
+					default:
+						t.Errorf("%s registered under %p, made %v", j, s, wasMade)
+					}
+					if j == tt.failReg {
+						return fmt.Errorf("%s: %w", j, registFail)
+					}
+					return nil
+				},
+			}
+			existing := map[string]bool{}
+			for _, j := range tt.existing {
+				existing[j] = true
+			}
+			err := st.Start(context.Background(), tt.jobs, existing)
+			if errors.Is(err, treeFail) != (tt.failTree != "") || errors.Is(err, registFail) != (tt.failReg != "") {
+				t.Fatalf("Start: %v", err)
+			}
+			slices.SortFunc(batches, func(a, b []string) int { return slices.Compare(a, b) })
+			slices.Sort(made)
+			slices.Sort(alone)
+			if !slices.EqualFunc(batches, tt.batches, slices.Equal) || !slices.Equal(made, tt.made) || !slices.Equal(alone, tt.alone) {
+				t.Fatalf("batches %v, made %v, alone %v; want %v, %v, %v", batches, made, alone, tt.batches, tt.made, tt.alone)
+			}
+		})
+	}
+}
