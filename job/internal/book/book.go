@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
+
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -51,9 +53,8 @@ type Options struct {
 // New returns the book of a job whose debts owed keeps.
 func New(owed *Ledger, o Options) *Book {
 	return &Book{
-		runs:        runAccount{running: map[int]*execution{}},
-		remoteWaits: map[int]func(){},
-		owed:        owed, log: o.Log, misfiresOwed: o.MisfiresOwed, now: o.Now, lead: o.Lead, onIdle: o.OnIdle,
+		// The maps are made at their first key (lazymap).
+		owed: owed, log: o.Log, misfiresOwed: o.MisfiresOwed, now: o.Now, lead: o.Lead, onIdle: o.OnIdle,
 	}
 }
 
@@ -323,7 +324,7 @@ func (b *Book) WaitRemote(item int, cancel func()) bool {
 	if _, dup := b.remoteWaits[item]; dup {
 		return false
 	}
-	b.remoteWaits[item] = cancel
+	lazymap.Set(&b.remoteWaits, item, cancel)
 	return true
 }
 

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
+
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -161,7 +163,7 @@ func (b *Book) TakeDebts(sess *regcenter.Session, j Job, tried map[int]bool, dis
 		e := &execution{item: it, fire: at, through: b.makeUpThrough(j, at)}
 		b.owed.dispatch(it, last)
 		b.owed.dispatch(it, e.through)
-		b.runs.running[it] = e
+		lazymap.Set(&b.runs.running, it, e)
 		debts[at] = append(debts[at], it)
 	}
 	return debts, true

@@ -3,6 +3,8 @@ package book
 import (
 	"sync"
 	"time"
+
+	"github.com/shardjob/shardjob/internal/lazymap"
 )
 
 // Ledger is this instance's account of what its items are owed: for each
@@ -28,7 +30,7 @@ type Ledger struct {
 
 // NewLedger returns a ledger that owes nothing.
 func NewLedger() *Ledger {
-	return &Ledger{since: map[int]time.Time{}, last: map[int]time.Time{}, nodes: map[int]bool{}, dispatched: map[int]time.Time{}}
+	return &Ledger{} // its maps are made at their first key (lazymap)
 }
 
 // owe records that item missed the fire at; first reports whether it
@@ -37,11 +39,11 @@ func (l *Ledger) owe(item int, at time.Time) (first bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if prev, ok := l.since[item]; !ok || at.Before(prev) {
-		l.since[item] = at
+		lazymap.Set(&l.since, item, at)
 		first = true
 	}
 	if at.After(l.last[item]) {
-		l.last[item] = at
+		lazymap.Set(&l.last, item, at)
 	}
 	return first
 }
@@ -65,7 +67,7 @@ func (l *Ledger) LastOwed(item int) time.Time {
 // a run paid the fires before at.
 func (l *Ledger) owedFrom(item int, at time.Time) {
 	l.mu.Lock()
-	l.since[item] = at
+	lazymap.Set(&l.since, item, at)
 	l.mu.Unlock()
 }
 
@@ -84,7 +86,7 @@ func (l *Ledger) forgetLocked(item int) {
 // forgetAll drops every debt, and the fire missed while disconnected.
 func (l *Ledger) forgetAll() {
 	l.mu.Lock()
-	l.since, l.last = map[int]time.Time{}, map[int]time.Time{}
+	l.since, l.last = nil, nil
 	l.missed = time.Time{}
 	l.mu.Unlock()
 }
@@ -120,7 +122,7 @@ func (l *Ledger) Settled() bool {
 func (l *Ledger) dispatch(item int, at time.Time) {
 	l.mu.Lock()
 	if at.After(l.dispatched[item]) {
-		l.dispatched[item] = at
+		lazymap.Set(&l.dispatched, item, at)
 	}
 	l.mu.Unlock()
 }
@@ -153,17 +155,17 @@ func (l *Ledger) restore(item int, e entry) {
 	if e.dispatched.IsZero() {
 		delete(l.dispatched, item)
 	} else {
-		l.dispatched[item] = e.dispatched
+		lazymap.Set(&l.dispatched, item, e.dispatched)
 	}
 	if !e.owed {
 		l.forgetLocked(item)
 		return
 	}
-	l.since[item] = e.since
+	lazymap.Set(&l.since, item, e.since)
 	if e.last.IsZero() {
 		delete(l.last, item)
 	} else {
-		l.last[item] = e.last
+		lazymap.Set(&l.last, item, e.last)
 	}
 }
 
@@ -181,7 +183,7 @@ func (l *Ledger) SetNode(item int, wrote bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if wrote {
-		l.nodes[item] = true
+		lazymap.Set(&l.nodes, item, true)
 	} else {
 		delete(l.nodes, item)
 	}

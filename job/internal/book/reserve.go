@@ -3,6 +3,8 @@ package book
 import (
 	"time"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
+
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 )
 
@@ -91,7 +93,7 @@ func (b *Book) reserveItemLocked(res *Reservation, j Job, it int, at time.Time, 
 		b.log.Info("fire already run here by a make-up run through it", "item", it, "fire", at)
 	case fireplan.Run:
 		e := &execution{item: it, fire: d.Run.First, through: d.Run.Last}
-		b.runs.running[it] = e
+		lazymap.Set(&b.runs.running, it, e)
 		res.taken = append(res.taken, e)
 		if d.ForgetDebt {
 			b.owed.forget(it)
@@ -195,7 +197,7 @@ func (b *Book) Reserve(j Job, items []int, at, through time.Time, kind Kind, dis
 			e.through = pastThrough
 			b.owed.dispatch(it, e.through)
 		}
-		b.runs.running[it] = e
+		lazymap.Set(&b.runs.running, it, e)
 		todo = append(todo, it)
 	}
 	return todo

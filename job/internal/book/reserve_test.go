@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 )
 
@@ -43,7 +44,7 @@ func secondly(items int) Job {
 // busy puts a run of item standing for first..through in b's runs.
 func busy(b *Book, item int, first, through time.Time) *execution {
 	e := &execution{item: item, fire: first, through: through}
-	b.runs.running[item] = e
+	lazymap.Set(&b.runs.running, item, e)
 	return e
 }
 

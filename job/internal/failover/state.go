@@ -3,6 +3,8 @@ package failover
 import (
 	"slices"
 	"sync"
+
+	"github.com/shardjob/shardjob/internal/lazymap"
 )
 
 // State is the failover queue as this instance sees it: its claims, the
@@ -21,7 +23,7 @@ type State struct {
 // NewState returns the state of an instance that has claimed nothing and
 // read nothing of the queue yet.
 func NewState() *State {
-	return &State{watches: map[string]func(){}, blocked: map[int]bool{}, goneWaiters: map[string][]int{}, claims: map[int]int32{}}
+	return &State{} // its maps are made at their first key (lazymap)
 }
 
 // SetDirty marks the queue as possibly holding items for this instance
@@ -51,7 +53,7 @@ func (c *State) IsBlocked(item int) bool {
 // (see WatchGone).
 func (c *State) Block(item int) {
 	c.mu.Lock()
-	c.blocked[item] = true
+	lazymap.Set(&c.blocked, item, true)
 	c.mu.Unlock()
 }
 
@@ -68,7 +70,7 @@ func (c *State) Unblock(items []int) {
 // version.
 func (c *State) Claimed(item int, version int32) {
 	c.mu.Lock()
-	c.claims[item] = version
+	lazymap.Set(&c.claims, item, version)
 	c.mu.Unlock()
 }
 
@@ -126,19 +128,19 @@ func (c *State) WatchGone(p string, item int, watch func(p string, gone func()) 
 		return
 	}
 	if item >= 0 && !slices.Contains(c.goneWaiters[p], item) {
-		c.goneWaiters[p] = append(c.goneWaiters[p], item)
+		lazymap.Set(&c.goneWaiters, p, append(c.goneWaiters[p], item))
 	}
 	if _, ok := c.watches[p]; ok {
 		c.mu.Unlock()
 		return
 	}
 	// Registered before the watch can fire: gone() finds and ends it.
-	c.watches[p] = func() {}
+	lazymap.Set(&c.watches, p, func() {})
 	c.mu.Unlock()
 	cancel := watch(p, gone)
 	c.mu.Lock()
 	if _, live := c.watches[p]; live && !c.closed {
-		c.watches[p] = cancel
+		lazymap.Set(&c.watches, p, cancel)
 		c.mu.Unlock()
 		return
 	}
@@ -156,6 +158,6 @@ func (c *State) Close() []func() {
 	for _, w := range c.watches {
 		cancels = append(cancels, w)
 	}
-	c.watches = map[string]func(){}
+	c.watches = nil
 	return cancels
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
+
 	"github.com/shardjob/shardjob/job/internal/reshard"
 )
 
@@ -32,7 +34,7 @@ type Duties struct {
 
 // NewDuties returns the duties of an instance that has not led yet.
 func NewDuties() *Duties {
-	return &Duties{watches: map[string]func(){}, gen: make(chan struct{}), sem: make(chan struct{}, 1)}
+	return &Duties{gen: make(chan struct{}), sem: make(chan struct{}, 1)} // watches: made at its first key (lazymap)
 }
 
 // BumpGen marks a change of leadership: Changed's channel is closed.
@@ -74,7 +76,7 @@ func (d *Duties) Keep(key string, cancel func(), leading func() bool) bool {
 	if _, dup := d.watches[key]; dup || !leading() {
 		return false
 	}
-	d.watches[key] = cancel
+	lazymap.Set(&d.watches, key, cancel)
 	return true
 }
 
@@ -83,7 +85,7 @@ func (d *Duties) ArmOnce(key string, arm func() (cancel func())) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.watches[key]; !ok {
-		d.watches[key] = arm()
+		lazymap.Set(&d.watches, key, arm())
 	}
 }
 
@@ -92,7 +94,7 @@ func (d *Duties) DropAll() map[string]func() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cancels := d.watches
-	d.watches = map[string]func(){}
+	d.watches = nil
 	return cancels
 }
 
@@ -108,7 +110,7 @@ func (d *Duties) WatchServers(leading func() bool, servers reshard.Servers, arm 
 	}
 	for _, sv := range servers.Names() {
 		if _, ok := d.watches[sv]; !ok {
-			d.watches[sv] = arm(sv)
+			lazymap.Set(&d.watches, sv, arm(sv))
 		}
 	}
 	for sv, c := range d.watches {

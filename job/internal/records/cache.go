@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/lazymap"
+
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/stored"
 )
@@ -43,7 +45,7 @@ type Cache struct {
 
 // NewCache returns a Cache that knows nothing.
 func NewCache() *Cache {
-	return &Cache{completedSeen: map[int]bool{}, covered: map[int]Record{}, written: map[int]time.Time{}, pending: map[int]Pending{}, readThrough: map[int]time.Time{}}
+	return &Cache{} // its maps are made at their first key (lazymap)
 }
 
 // SetAwaited notes that a job on this scheduler runs after this one
@@ -90,9 +92,9 @@ func (c *Cache) Forget(items []int) {
 func (c *Cache) Read(item int, rec Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.covered[item] = rec
+	lazymap.Set(&c.covered, item, rec)
 	if t := rec.Through(); !t.IsZero() {
-		c.readThrough[item] = t
+		lazymap.Set(&c.readThrough, item, t)
 	} else {
 		delete(c.readThrough, item)
 	}
@@ -139,8 +141,8 @@ func (c *Cache) RanAhead(sched fireplan.Schedule, at time.Time) map[int]bool {
 func (c *Cache) Wrote(item int, rec Record, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.completedSeen[item] = true
-	c.covered[item] = rec
+	lazymap.Set(&c.completedSeen, item, true)
+	lazymap.Set(&c.covered, item, rec)
 	c.noteWritten(item, at, rec.Foreign)
 	delete(c.pending, item)
 }
@@ -154,7 +156,7 @@ func (c *Cache) noteWritten(item int, at time.Time, foreign bool) {
 		delete(c.written, item)
 		return
 	}
-	c.written[item] = at
+	lazymap.Set(&c.written, item, at)
 }
 
 // Marked notes the marks of items made anew (those not in held): the first
@@ -184,10 +186,10 @@ func (c *Cache) Recent(item int, now time.Time, every time.Duration) bool {
 func (c *Cache) Deferred(item int, rec Record, m stored.Completed) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.completedSeen[item] = true
-	c.covered[item] = rec
+	lazymap.Set(&c.completedSeen, item, true)
+	lazymap.Set(&c.covered, item, rec)
 	c.seq++
-	c.pending[item] = Pending{Mark: m, Cover: rec.Cover, Version: rec.Version, seq: c.seq, Item: item}
+	lazymap.Set(&c.pending, item, Pending{Mark: m, Cover: rec.Cover, Version: rec.Version, seq: c.seq, Item: item})
 }
 
 // PendingCover returns what item's deferred record covers, if one is
@@ -231,21 +233,21 @@ func (c *Cache) PendingOf(pick func(item int, written time.Time) bool) []Pending
 func (c *Cache) Flushed(p Pending, cov fireplan.Cover, from, to int32, at time.Time, journal string, foreign bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.completedSeen[p.Item] = true
+	lazymap.Set(&c.completedSeen, p.Item, true)
 	c.noteWritten(p.Item, at, foreign)
 	cur, ok := c.covered[p.Item]
 	if q, still := c.pending[p.Item]; still && q.seq == p.seq {
 		delete(c.pending, p.Item)
-		c.covered[p.Item] = Record{Cover: cov, Version: to, Versioned: true, Journal: journal, Foreign: foreign}
+		lazymap.Set(&c.covered, p.Item, Record{Cover: cov, Version: to, Versioned: true, Journal: journal, Foreign: foreign})
 		return
 	}
 	if ok && cur.Versioned && cur.Version == from {
 		cur.Version, cur.Journal, cur.Foreign = to, journal, foreign
-		c.covered[p.Item] = cur
+		lazymap.Set(&c.covered, p.Item, cur)
 	}
 	if q, still := c.pending[p.Item]; still && q.Version == from {
 		q.Version = to
-		c.pending[p.Item] = q
+		lazymap.Set(&c.pending, p.Item, q)
 	}
 }
 
@@ -286,7 +288,7 @@ func (c *Cache) of(items []int, versioned bool) map[int]Record {
 func (c *Cache) Seen(item int, exists bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.completedSeen[item] = exists
+	lazymap.Set(&c.completedSeen, item, exists)
 }
 
 // Exists reports whether item's completed node is known to exist.
