@@ -336,7 +336,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
 	}
 	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now()}
-	r.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+f.failedBefore(item, at), &res, func(tctx context.Context, attempt int) error {
+	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+f.failedBefore(item, at), &res, func(tctx context.Context, attempt int) error {
 		sc.Attempt = attempt
 		return r.callTimed(tctx, sc, cfg.Timeout)
 	})
@@ -351,6 +351,7 @@ func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.P
 		Trace: f.trace,
 		Facts: tracing.RunFacts{Job: r.name, Kind: string(f.kind), ServerID: sc.ServerID, First: first, Last: last, At: sc.FireTime, Through: sc.Through},
 		Retry: pol,
+		Log:   r.log, Life: r.ctx.life, Retries: &r.counters.retries,
 	}
 	if pol.Attempts > 0 {
 		if sched, _, err := f.cfg.Schedule(); err == nil {

@@ -85,7 +85,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []item
 		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
 	}
 	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
-	r.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
+	r.s.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
 		return timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
 			rc.owner = owner
 			return r.callRange(ctx, rj, rc)

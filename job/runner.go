@@ -13,7 +13,6 @@ import (
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
-	"github.com/shardjob/shardjob/job/internal/execute"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
@@ -68,8 +67,6 @@ type runner struct {
 
 	// done is the completion stage of the fires (job/internal/completion).
 	done *completion.Completer
-	// exec runs the attempts of a run (job/internal/execute).
-	exec *execute.Stage
 	// assigned reads this instance's assignment (job/internal/assigned).
 	assigned *assigned.Reader
 
@@ -137,11 +134,6 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.reader = r.newReader()
 	r.done = r.newCompleter()
 	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
-	r.exec = &execute.Stage{
-		Log: r.log, Listeners: s.opts.listeners, Alerts: s.alert.book, Now: s.opts.now,
-		Until: func(t time.Time) <-chan struct{} { return s.gates.Until(s.clock, t) },
-		Life:  r.ctx.life, Retries: &r.counters.retries, Closed: ErrSchedulerClosed, Replaced: replacedError,
-	}
 	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
 	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
 	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)

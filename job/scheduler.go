@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/startstop"
+	"github.com/shardjob/shardjob/job/internal/execute"
 	"github.com/shardjob/shardjob/job/internal/fleet"
 	"github.com/shardjob/shardjob/job/internal/instance"
 	"github.com/shardjob/shardjob/job/internal/journal"
@@ -49,6 +50,8 @@ type Scheduler struct {
 	clock   trigger.Clock     // the clock fires go by (fireClock), made once
 	work    runs.Workers      // the goroutines of the jobs' fires and runs
 	alert   alerting          // late fires and jobs not run (alertbook.go)
+	// exec runs the attempts of every job's runs (job/internal/execute).
+	exec *execute.Stage
 }
 
 // startConcurrency is how many jobs Start registers at once (a batch of
@@ -101,6 +104,11 @@ func NewScheduler(rc regcenter.Center, opts ...Option) (*Scheduler, error) {
 	s.placer = placement.NewPlacer(s.ctx, rc, s.log)
 	s.inst = s.newInstance()
 	s.initAlerts()
+	s.exec = &execute.Stage{
+		Listeners: o.listeners, Alerts: s.alert.book, Now: o.now,
+		Until:  func(t time.Time) <-chan struct{} { return s.gates.Until(s.clock, t) },
+		Closed: ErrSchedulerClosed, Replaced: replacedError,
+	}
 	return s, nil
 }
 

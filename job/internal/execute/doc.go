@@ -10,9 +10,10 @@
 //
 // It owns:
 //
-//   - the Stage (stage.go): what every run of a job shares — its
-//     listeners, the alert book, the wait for a time, the end of the
-//     job's life — and Run, the attempt loop of one run.
+//   - the Stage (stage.go): what the runs of every job of a scheduler
+//     share — the listeners, the alert book, the wait for a time — and
+//     Run, the attempt loop of one run, whose job's log, life and retry
+//     counter come with the run's facts.
 //
 // The lock discipline: none; a Stage is read only once made. It may
 // import the standard library, package listener, job/internal/alert,

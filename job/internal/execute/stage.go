@@ -17,10 +17,10 @@ import (
 	"github.com/shardjob/shardjob/listener"
 )
 
-// Stage is what the runs of one job on this instance share. Every field
+// Stage is what the runs of every job of a scheduler share; what is one
+// job's (its log, its life, its counter) comes with each Run. Every field
 // is set when it is made, and read only after.
 type Stage struct {
-	Log       *slog.Logger
 	Listeners []listener.Listener
 	Alerts    *alert.Book
 	// Now is the scheduler's clock: when a late fire's run ended, and when
@@ -28,10 +28,6 @@ type Stage struct {
 	Now func() time.Time
 	// Until returns a channel closed at t (the scheduler's timers).
 	Until func(t time.Time) <-chan struct{}
-	// Life ends when the job stops here: a retry that waits gives up.
-	Life context.Context
-	// Retries counts the attempts after a failure.
-	Retries *atomic.Int64
 	// Closed is why a run cut short by the job's stop did not complete
 	// (job.ErrSchedulerClosed).
 	Closed error
@@ -63,6 +59,12 @@ type Run struct {
 	// fire comes: a retry never waits past it.
 	Retry    retry.Policy
 	Schedule fireplan.Schedule
+	// Log is the job's logger. Life ends when the job stops here: a retry
+	// that waits gives up. Retries counts the job's attempts after a
+	// failure.
+	Log     *slog.Logger
+	Life    context.Context
+	Retries *atomic.Int64
 }
 
 // Call is one attempt of a run: the job called under ctx, told its
@@ -109,12 +111,12 @@ func (s *Stage) Run(ctx Ctx, run Run, first int, res *completion.Result, call Ca
 		}
 		if res.Err != nil && res.Halted == nil {
 			if f := run.Facts; f.Last != f.First {
-				s.Log.Warn("range failed", "items", fmt.Sprintf("%d-%d", f.First, f.Last), "fire", ev.FireTime, "kind", ev.Kind, "err", res.Err)
+				run.Log.Warn("range failed", "items", fmt.Sprintf("%d-%d", f.First, f.Last), "fire", ev.FireTime, "kind", ev.Kind, "err", res.Err)
 			} else {
-				s.Log.Warn("item failed", "item", ev.Item, "fire", ev.FireTime, "kind", ev.Kind, "attempt", attempt, "err", res.Err)
+				run.Log.Warn("item failed", "item", ev.Item, "fire", ev.FireTime, "kind", ev.Kind, "attempt", attempt, "err", res.Err)
 			}
 		}
-		if !next.retries() || !s.await(ctx, res, ev, next) {
+		if !next.retries() || !s.await(ctx, run, res, ev, next) {
 			return
 		}
 	}
@@ -149,11 +151,11 @@ func (s *Stage) next(run Run, attempt int) step {
 	d, at := run.Retry.Next(attempt, s.Now(), nextFire, rand.Float64())
 	switch d {
 	case retry.Yield:
-		s.Log.Warn("retry yields to the item's next fire", "item", ev.Item, "fire", ev.FireTime, "attempt", attempt,
+		run.Log.Warn("retry yields to the item's next fire", "item", ev.Item, "fire", ev.FireTime, "attempt", attempt,
 			"retryAt", at, "nextFire", nextFire)
 	case retry.Stop:
 		if attempt > 1 {
-			s.Log.Warn("item failed on its last attempt", "item", ev.Item, "fire", ev.FireTime, "attempts", attempt)
+			run.Log.Warn("item failed on its last attempt", "item", ev.Item, "fire", ev.FireTime, "attempts", attempt)
 		}
 	}
 	return step{decision: d, at: at}
@@ -165,19 +167,19 @@ func (s *Stage) next(run Run, attempt int) step {
 // wait the run's context ends (a lost session, a later fire replacing it,
 // shutdown's deadline) or that the job's stop ends leaves res as a run cut
 // short (handed over as any other) or, replaced, a failure.
-func (s *Stage) await(ctx Ctx, res *completion.Result, ev listener.Execution, st step) bool {
+func (s *Stage) await(ctx Ctx, run Run, res *completion.Result, ev listener.Execution, st step) bool {
 	var cause error
 	select {
 	case <-s.Until(st.at):
-		if ctx.Err() == nil && s.Life.Err() == nil {
-			s.Retries.Add(1)
-			s.Log.Info("retrying item", "item", ev.Item, "fire", ev.FireTime, "attempt", ev.Attempt+1)
+		if ctx.Err() == nil && run.Life.Err() == nil {
+			run.Retries.Add(1)
+			run.Log.Info("retrying item", "item", ev.Item, "fire", ev.FireTime, "attempt", ev.Attempt+1)
 			return true
 		}
 		cause = context.Cause(ctx)
 	case <-ctx.Done():
 		cause = context.Cause(ctx)
-	case <-s.Life.Done():
+	case <-run.Life.Done():
 	}
 	switch {
 	case ctx.Replaced():
@@ -187,7 +189,7 @@ func (s *Stage) await(ctx Ctx, res *completion.Result, ev listener.Execution, st
 	default:
 		res.Halted, res.FailedAttempts = s.Closed, ev.Attempt
 	}
-	s.Log.Info("retry given up: the run was cut short while it waited", "item", ev.Item, "fire", ev.FireTime,
+	run.Log.Info("retry given up: the run was cut short while it waited", "item", ev.Item, "fire", ev.FireTime,
 		"attempt", ev.Attempt, "cause", context.Cause(ctx))
 	return false
 }

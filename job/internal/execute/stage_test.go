@@ -55,6 +55,8 @@ type stageRig struct {
 	// waits receives each retry's wait: its time, and the channel to close.
 	waits chan time.Time
 	gate  chan struct{}
+	// lifeCtx is the job's life, which life ends.
+	lifeCtx context.Context
 }
 
 func newRig(t *testing.T) *stageRig {
@@ -66,15 +68,16 @@ func newRig(t *testing.T) *stageRig {
 		Before: func(e listener.Execution) { rig.events = append(rig.events, e) },
 		After:  func(e listener.Execution) { rig.events = append(rig.events, e) },
 	}
+	rig.lifeCtx = life
 	rig.stage = &Stage{
-		Log: slog.New(slog.DiscardHandler), Listeners: []listener.Listener{rec},
-		Alerts: alert.NewBook(alert.Options{Now: time.Now}),
-		Now:    func() time.Time { return rig.now },
+		Listeners: []listener.Listener{rec},
+		Alerts:    alert.NewBook(alert.Options{Now: time.Now}),
+		Now:       func() time.Time { return rig.now },
 		Until: func(at time.Time) <-chan struct{} {
 			rig.waits <- at
 			return rig.gate
 		},
-		Life: life, Retries: &rig.retries, Closed: errClosed,
+		Closed:   errClosed,
 		Replaced: func(err error) error { return errors.Join(errReplaced, err) },
 	}
 	return rig
@@ -82,7 +85,8 @@ func newRig(t *testing.T) *stageRig {
 
 func (rig *stageRig) run(ctx *runCtx, pol retry.Policy, first int, call Call) completion.Result {
 	res := completion.Result{Item: 3, Fire: rig.now}
-	run := Run{Event: listener.Execution{Job: "j", Item: 3, Kind: "fire", FireTime: rig.now}, Retry: pol, Schedule: every(time.Hour)}
+	run := Run{Event: listener.Execution{Job: "j", Item: 3, Kind: "fire", FireTime: rig.now}, Retry: pol, Schedule: every(time.Hour),
+		Log: slog.New(slog.DiscardHandler), Life: rig.lifeCtx, Retries: &rig.retries}
 	run.Facts.Through = rig.now
 	rig.stage.Run(ctx, run, first, &res, call)
 	return res
