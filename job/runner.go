@@ -134,13 +134,14 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.reader = r.newReader()
 	r.done = r.newCompleter()
 	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
-	r.kick.membership = runs.NewKicker(r.goFunc, r.checkMembership)
-	r.kick.failover = runs.NewKicker(r.goFunc, r.claimFailover)
-	r.kick.flags = runs.NewKicker(r.goFunc, r.checkFlags)
-	r.kick.reshard = runs.NewKicker(r.goFunc, r.reshardOnRequest)
-	r.kick.epoch = runs.NewKicker(r.goFunc, r.noteEpochFlag)
-	r.kick.items = runs.NewKicker(r.goFunc, r.readDisabledItems)
-	r.kick.holds = runs.NewKicker(r.goFunc, r.releaseMoved)
+	spawn := r.goFunc // one method value for the seven
+	r.kick.membership = runs.NewKicker(spawn, r.checkMembership)
+	r.kick.failover = runs.NewKicker(spawn, r.claimFailover)
+	r.kick.flags = runs.NewKicker(spawn, r.checkFlags)
+	r.kick.reshard = runs.NewKicker(spawn, r.reshardOnRequest)
+	r.kick.epoch = runs.NewKicker(spawn, r.noteEpochFlag)
+	r.kick.items = runs.NewKicker(spawn, r.readDisabledItems)
+	r.kick.holds = runs.NewKicker(spawn, r.releaseMoved)
 	return r
 }
 
