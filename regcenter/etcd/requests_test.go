@@ -172,3 +172,75 @@ func TestEtcdEphemeralLeavesNoKey(t *testing.T) {
 		t.Errorf("/e/x created again: %+v (%v), want a new persistent node", st, err)
 	}
 }
+
+// TestEtcdFlagAndParentSetIsOneRequest: a create of a node and a set of its
+// parent touch different keys (the parent's meta key counts the child),
+// so a reshard's flag and its epoch's move are one transaction, as a
+// leave's status delete beside its assignment's set is. The parent's
+// version moves with the set, its cversion with the create; a second flag
+// fails at the create, and a delete of the parent beside a create under
+// it still fails as ZooKeeper's would.
+func TestEtcdFlagAndParentSetIsOneRequest(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newEtcdCenter(t, cluster, regcenter.Config{Namespace: "flagset", SessionTimeout: 10 * time.Second})
+	ctx := testCtx(t)
+	if err := c.EnsurePath(ctx, "/job/leader/sharding"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsurePath(ctx, "/job/servers/i1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/job/servers/i1/status", "/job/servers/i1/sharding"} {
+		if _, err := c.Create(ctx, p, []byte("x"), regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before, err := c.Exists(ctx, "/job/leader/sharding")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := []regcenter.Op{
+		regcenter.CreateOp{Path: "/job/leader/sharding/necessary"},
+		regcenter.SetOp{Path: "/job/leader/sharding", Version: -1},
+	}
+	leave := append([]regcenter.Op{
+		regcenter.DeleteOp{Path: "/job/servers/i1/status", Version: -1},
+		regcenter.SetOp{Path: "/job/servers/i1/sharding", Version: 0},
+	}, flag...)
+	sent := c.Stats()
+	if err := c.Multi(ctx, leave...); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Stats().Sub(sent); d.Total() != 1 || d.Multis != 1 {
+		t.Errorf("a leave with a reshard's flag sent %+v, want one transaction and nothing else", d)
+	}
+	_, after, err := c.Exists(ctx, "/job/leader/sharding")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != before.Version+1 || after.CVersion != before.CVersion+1 || after.NumChildren != 1 {
+		t.Errorf("the epoch after the flag: version %d cversion %d children %d; want version %d, cversion %d, one child",
+			after.Version, after.CVersion, after.NumChildren, before.Version+1, before.CVersion+1)
+	}
+	if ok, _, err := c.Exists(ctx, "/job/servers/i1/status"); ok || err != nil {
+		t.Errorf("the status after the leave: exists %v (%v)", ok, err)
+	}
+	sent = c.Stats()
+	err = c.Multi(ctx, flag...)
+	var me *regcenter.MultiError
+	if !errors.As(err, &me) || me.Index != 0 || !errors.Is(err, regcenter.ErrNodeExists) {
+		t.Errorf("a second flag: %v, want a *MultiError at op 0 wrapping ErrNodeExists", err)
+	}
+	if _, st, _ := c.Exists(ctx, "/job/leader/sharding"); st.Version != after.Version {
+		t.Errorf("a failed flag moved the epoch to version %d", st.Version)
+	}
+	err = c.Multi(ctx, regcenter.DeleteOp{Path: "/job/leader/sharding/necessary", Version: -1},
+		regcenter.DeleteOp{Path: "/job/leader/sharding", Version: -1},
+		regcenter.CreateOp{Path: "/job/leader/sharding/x"})
+	if !errors.As(err, &me) || me.Index != 2 || !errors.Is(err, regcenter.ErrNoNode) {
+		t.Errorf("a delete of a parent beside a create under it: %v, want a *MultiError at op 2 wrapping ErrNoNode", err)
+	}
+	if ok, _, err := c.Exists(ctx, "/job/leader/sharding/necessary"); !ok || err != nil {
+		t.Errorf("a failed transaction deleted the flag: exists %v (%v)", ok, err)
+	}
+}

@@ -615,17 +615,26 @@ func (pl *planner) noOtherChildren(p string, kids []string, cmp func(clientv3.Cm
 
 // directPlan builds ops as one transaction whose compares are the ops' own
 // preconditions (see the top of this file), or reports false when the
-// list needs the replay: a sequential create, an op on the root, or a path
-// that two ops touch (as a node, or as the parent of a node created or
-// deleted).
+// list needs the replay: a sequential create, an op on the root, or a key
+// that two ops write or check — a node's key (its create, set, delete or
+// check), or its meta key (its create or delete, or a child's, which
+// counts in its cversion). A set of a node and a create or delete of its
+// child touch different keys: a reshard's flag (a child created) and the
+// move of its epoch (the parent set) go together directly.
 func (e *Center) directPlan(ops []regcenter.Op, lease, now int64) (*plan, bool) {
-	used := make(map[string]bool, 2*len(ops))
-	use := func(ps ...string) bool {
-		for _, p := range ps {
+	used := make(map[string]bool, 3*len(ops))
+	use := func(nodes []string, metas ...string) bool {
+		for _, p := range nodes {
 			if used[p] {
 				return false
 			}
 			used[p] = true
+		}
+		for _, p := range metas {
+			if used["\x00meta"+p] {
+				return false
+			}
+			used["\x00meta"+p] = true
 		}
 		return true
 	}
@@ -664,7 +673,7 @@ func (e *Center) directPlan(ops []regcenter.Op, lease, now int64) (*plan, bool) 
 		switch o := op.(type) {
 		case regcenter.CreateOp:
 			q := parentOf(p)
-			if o.Mode == regcenter.EphemeralSequential || o.Mode == regcenter.PersistentSequential || !use(p, q) {
+			if o.Mode == regcenter.EphemeralSequential || o.Mode == regcenter.PersistentSequential || !use([]string{p}, p, q) {
 				return nil, false
 			}
 			mk, qk := e.metaKey(p), e.nodeKey(q)
@@ -682,20 +691,20 @@ func (e *Center) directPlan(ops []regcenter.Op, lease, now int64) (*plan, bool) 
 			bump(q)
 			out.created = append(out.created, p)
 		case regcenter.SetOp:
-			if !use(p) {
+			if !use([]string{p}) {
 				return nil, false
 			}
 			version(nk, o.Version, true)
 			v := header{mtime: now}.encode(o.Data)
 			out.add(clientv3.OpPut(nk, v, clientv3.WithIgnoreLease()), nk, len(v))
 		case regcenter.CheckOp:
-			if !use(p) {
+			if !use([]string{p}) {
 				return nil, false
 			}
 			version(nk, o.Version, false)
 		case regcenter.DeleteOp:
 			q := parentOf(p)
-			if !use(p, q) {
+			if !use([]string{p}, p, q) {
 				return nil, false
 			}
 			version(nk, o.Version, false)
