@@ -41,9 +41,11 @@ import (
 // operation that fails, or, when every operation would succeed (a node in
 // the rarer forms), sends the exact transaction. Operation lists the direct
 // path cannot express go to the replay at once: sequential creates (their
-// name is the parent's cversion), and lists touching one path twice (a
-// node and its parent, two children of one parent: etcd allows one put per
-// key and transaction, and ZooKeeper counts every child).
+// name is the parent's cversion), and lists writing or checking one key
+// twice (a node twice, or two children of one parent, both counted in its
+// meta key: etcd allows one put per key and transaction, and ZooKeeper
+// counts every child). A node's set beside its child's create or delete
+// writes the node key and the meta key, one each, and goes directly.
 //
 // The replay: read the keys of the nodes the operations touch (and their
 // meta keys, and the children of nodes they delete), replay the operations
