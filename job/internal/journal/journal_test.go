@@ -300,6 +300,23 @@ func TestPutFailures(t *testing.T) {
 	}
 }
 
+// putLost puts covers with every set's answer lost: the set is kept,
+// unapplied, for rc.land.
+func putLost(t *testing.T, rc *memCenter, j *Journal, covers map[int]fireplan.Cover) {
+	t.Helper()
+	rc.mu.Lock()
+	rc.lose = true
+	rc.mu.Unlock()
+	defer func() {
+		rc.mu.Lock()
+		rc.lose = false
+		rc.mu.Unlock()
+	}()
+	if err := j.Put(context.Background(), "s1", "a", covers); !errors.Is(err, regcenter.ErrConnectionLoss) {
+		t.Fatalf("put whose answer is lost: %v", err)
+	}
+}
+
 // A write whose answer was lost and that lands after later writes does not
 // put the older journal back: every write is a compare-and-set over the
 // version the journal last wrote, and the one after a lost answer reads the
@@ -313,22 +330,11 @@ func TestALateWriteDoesNotPutAnOlderJournalBack(t *testing.T) {
 	}
 	// Fire 1's write reaches a member that stops answering: its answer is
 	// lost, and the completion writes its record instead (not here).
-	rc.mu.Lock()
-	rc.lose = true
-	rc.mu.Unlock()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 1)}); !errors.Is(err, regcenter.ErrConnectionLoss) {
-		t.Fatalf("put whose answer is lost: %v", err)
-	}
-	rc.mu.Lock()
-	rc.lose = false
-	rc.mu.Unlock()
+	putLost(t, rc, j, map[int]fireplan.Cover{0: fires(0, 1)})
 	// Fire 2's goes through another member.
 	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	rc.mu.Lock()
-	rc.lose = true // the lost write is held until land
-	rc.mu.Unlock()
 	errs := rc.land()
 	if len(errs) != 1 || !errors.Is(errs[0], regcenter.ErrBadVersion) {
 		t.Fatalf("the late write landed: %v; want it refused for its version", errs)
@@ -355,12 +361,7 @@ func TestAWriteOverALateWriteOfItsOwn(t *testing.T) {
 	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	rc.mu.Lock()
-	rc.lose = true
-	rc.mu.Unlock()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); !errors.Is(err, regcenter.ErrConnectionLoss) {
-		t.Fatalf("put whose answer is lost: %v", err)
-	}
+	putLost(t, rc, j, map[int]fireplan.Cover{1: fires(1, 1)})
 	if errs := rc.land(); len(errs) != 1 || errs[0] != nil {
 		t.Fatalf("the lost write did not land: %v", errs)
 	}
