@@ -117,6 +117,10 @@ type Center struct {
 
 	counters backend.Counters // the requests and keepalives sent, for regcenter.Stats and KeepAlives
 
+	// seen is the highest revision an answer has shown this client: every
+	// node it names was created at or before it (txn.go, latePlan).
+	seen atomic.Int64
+
 	// leaseDoubt wakes the keepalive loop at once: a request was answered
 	// that the lease is gone (leaseGoneAnswer).
 	leaseDoubt chan struct{}
@@ -353,7 +357,18 @@ func (e *Center) ensureRoot(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, e.counters.Counted(translateEtcd(err))
 	}
+	e.see(resp.Header.Revision)
 	return resp.Header.Revision, nil
+}
+
+// see raises e.seen to rev.
+func (e *Center) see(rev int64) {
+	for {
+		old := e.seen.Load()
+		if rev <= old || e.seen.CompareAndSwap(old, rev) {
+			return
+		}
+	}
 }
 
 // createRoot creates the namespace root where it is missing.
@@ -872,6 +887,7 @@ func (e *Center) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange,
 			return err
 		}
 		rs, rev = ranges(resp), resp.Header.Revision
+		e.see(rev)
 		return nil
 	})
 	return rs, rev, err

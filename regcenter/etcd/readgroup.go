@@ -130,6 +130,7 @@ func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []client
 			return err
 		}
 		rs = ranges(resp)
+		e.see(resp.Header.Revision)
 		return nil
 	})
 	if err == nil && len(rs) != len(ops) {

@@ -643,8 +643,17 @@ func (e *Center) directPlan(ops []regcenter.Op, lease, now int64) (*plan, bool) 
 	// At most five compares and three writes an op (see finish).
 	out := &plan{cmps: make([]clientv3.Cmp, 0, 5*len(ops)), then: make([]clientv3.Op, 0, 3*len(ops))}
 	// version compares the node's ZooKeeper version (v >= 0), or only its
-	// existence (v < 0, any version; plain: and its plain form).
+	// existence (v < 0, any version; plain: and its plain form), and that
+	// the node is one this client could have known when it sent the
+	// transaction: created at or before the highest revision seen. A
+	// transaction whose answer was lost may still be applied later (a
+	// member that stalled with it), after the node was deleted and made
+	// again — by another instance, or by this one after its retry went
+	// through; without this compare it would act on the newer node: a
+	// delete of a running mark would remove a mark another run holds.
+	seen := e.seen.Load()
 	version := func(nk string, v int32, plain bool) {
+		out.cmp(clientv3.Compare(clientv3.CreateRevision(nk), "<", seen+1))
 		if v >= 0 {
 			out.cmp(clientv3.Compare(clientv3.Version(nk), "=", int64(v)+1))
 			plain = true
@@ -1028,5 +1037,9 @@ func (e *Center) commit(ctx context.Context, cmps []clientv3.Cmp, then, orElse [
 		}
 		ctx = context.WithValue(ctx, comparesKey{}, pcs)
 	}
-	return e.kv.Txn(ctx).Then(then...).Else(orElse...).Commit()
+	resp, err := e.kv.Txn(ctx).Then(then...).Else(orElse...).Commit()
+	if err == nil {
+		e.see(resp.Header.Revision)
+	}
+	return resp, err
 }

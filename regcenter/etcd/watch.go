@@ -120,6 +120,7 @@ func (e *Center) consume(wch clientv3.WatchChan, rev *int64) (more, resync bool)
 				e.log.Debug("etcd watch ended; resuming", "rev", *rev, "err", err)
 				return true, false
 			}
+			e.see(resp.Header.Revision)
 			for _, ev := range resp.Events {
 				e.dispatchEvent(ev)
 				*rev = ev.Kv.ModRevision + 1
