@@ -26,3 +26,7 @@ func (c *Center) PollNow() error {
 // MigrationsForTest are the schema's migrations, for a test that builds a
 // database at an older version.
 var MigrationsForTest = migrations
+
+// Seen is the highest revision c has seen: what its next write is sent
+// with.
+func (c *Center) Seen() int64 { return c.seen.Load() }

@@ -102,6 +102,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -181,6 +182,10 @@ type Center struct {
 	endLife context.CancelFunc
 	wg      sync.WaitGroup
 	closed  atomic.Bool
+
+	// seen is the highest revision an answer has shown this client: the
+	// writes it sends act on no node made after it (see write).
+	seen atomic.Int64
 }
 
 var _ regcenter.Center = (*Center)(nil)
@@ -389,6 +394,7 @@ func (c *Center) goLoop(f func(ctx context.Context)) {
 func (c *Center) nsRev(ctx context.Context) int64 {
 	var rev int64
 	_ = c.pool.QueryRow(ctx, "SELECT rev FROM shardjob_rc_ns WHERE ns = $1", c.ns).Scan(&rev)
+	c.see(rev)
 	return rev
 }
 
@@ -719,6 +725,37 @@ type opFailure struct {
 func (f *opFailure) Error() string { return fmt.Sprintf("op %d: %v", f.index, f.err) }
 func (f *opFailure) Unwrap() error { return f.err }
 
+// maxUnseen bounds the writes sent again after an 'unseen' answer: each
+// catches up to the revision the answer names, so a second is refused only
+// when a node the write names was made again meanwhile.
+const maxUnseen = 4
+
+// unseenAnswer reports whether err is shardjob_rc_write_seen's refusal of
+// a write naming a node created after the revision it was sent with, and
+// the namespace's revision it gave.
+func unseenAnswer(err error) (int64, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "P0001" || !strings.HasPrefix(pe.Message, "shardjob:unseen:") {
+		return 0, false
+	}
+	parts := strings.Split(pe.Message, ":")
+	rev, perr := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	if len(parts) != 4 || perr != nil || rev <= 0 {
+		return 0, false
+	}
+	return rev, true
+}
+
+// see raises c.seen to rev.
+func (c *Center) see(rev int64) {
+	for {
+		old := c.seen.Load()
+		if rev <= old || c.seen.CompareAndSwap(old, rev) {
+			return
+		}
+	}
+}
+
 // opError decodes "shardjob:<why>:<index>".
 func opError(msg string) error {
 	parts := strings.Split(msg, ":")
@@ -786,6 +823,7 @@ func (c *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 	if !found {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, regcenter.ErrNoNode)
 	}
+	c.see(st.Mzxid)
 	if data == nil {
 		data = []byte{}
 	}
@@ -831,6 +869,7 @@ func (c *Center) exists(ctx context.Context, p string, counter *atomic.Int64) (b
 	if err != nil {
 		return false, regcenter.Stat{}, 0, backend.WrapPath("exists", p, err)
 	}
+	c.see(rev)
 	return found, st, rev, nil
 }
 
@@ -868,6 +907,7 @@ func (c *Center) children(ctx context.Context, p string, counter *atomic.Int64) 
 	if kids == nil {
 		kids = []string{}
 	}
+	c.see(rev)
 	return ok, kids, rev, nil
 }
 
@@ -922,26 +962,48 @@ func (c *Center) write(ctx context.Context, counter *atomic.Int64, mkparents boo
 		sess = 0 // an ephemeral create under a lost session must fail
 	}
 	var res writeResult
-	err := c.do(ctx, counter, func(ctx context.Context) error {
-		var (
-			v, cv, nc, dl *int32
-			owner, cz, mz *int64
-			ct, mt        *time.Time
-			found         bool
-		)
-		err := c.pool.QueryRow(ctx, `SELECT * FROM shardjob_rc_write($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			c.ns, sess, token, mkparents, kinds, paths, data, vers, modes).
-			Scan(&res.paths, &found, &v, &cv, &owner, &cz, &mz, &ct, &mt, &nc, &dl)
-		if err != nil {
-			return err
+	var err error
+	for attempt := 0; ; attempt++ {
+		// The highest revision seen when the write is sent: the server
+		// refuses to act on a node made after it (schema version 3).
+		seen, unseen := c.seen.Load(), int64(0)
+		err = c.do(ctx, counter, func(ctx context.Context) error {
+			var (
+				v, cv, nc, dl *int32
+				owner, cz, mz *int64
+				ct, mt        *time.Time
+				found         bool
+				rev           int64
+			)
+			err := c.pool.QueryRow(ctx, `SELECT * FROM shardjob_rc_write_seen($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				c.ns, seen, sess, token, mkparents, kinds, paths, data, vers, modes).
+				Scan(&rev, &res.paths, &found, &v, &cv, &owner, &cz, &mz, &ct, &mt, &nc, &dl)
+			if cur, ok := unseenAnswer(err); ok {
+				unseen = cur
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			c.see(rev)
+			res.found = found
+			if found {
+				res.stat = regcenter.Stat{Version: *v, CVersion: *cv, EphemeralOwner: *owner, Czxid: *cz, Mzxid: *mz,
+					Ctime: *ct, Mtime: *mt, NumChildren: *nc, DataLength: *dl}
+			}
+			return nil
+		})
+		if err != nil || unseen == 0 {
+			break
 		}
-		res.found = found
-		if found {
-			res.stat = regcenter.Stat{Version: *v, CVersion: *cv, EphemeralOwner: *owner, Czxid: *cz, Mzxid: *mz,
-				Ctime: *ct, Mtime: *mt, NumChildren: *nc, DataLength: *dl}
+		// A node made since this client last read: caught up, the write
+		// goes again, as sent now.
+		c.see(unseen)
+		if attempt >= maxUnseen {
+			err = fmt.Errorf("%w: the namespace changed under %d writes in a row", regcenter.ErrConnectionLoss, maxUnseen+1)
+			break
 		}
-		return nil
-	})
+	}
 	return res, err
 }
 

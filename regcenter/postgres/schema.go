@@ -12,7 +12,7 @@ import (
 // SchemaVersion is the version of the tables and functions this code
 // reads and writes. Open creates them, or migrates older ones, under an
 // advisory lock, and refuses a database whose schema is newer.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // schemaLock is the advisory lock key under which the schema is created
 // or migrated: hashtext('shardjob.regcenter.schema'), fixed here so that
@@ -352,6 +352,47 @@ BEGIN
 		PERFORM pg_notify('` + notifyChannel + `', p_ns);
 	END IF;
 	RETURN coalesce(array_length(ids, 1), 0);
+END
+$$;
+`,
+	// 2 -> 3: a write applied late — a statement the client gave up on
+	// (its answer out of time) that the server runs after all, behind a
+	// lock or a slow network — must not act on a node made after it was
+	// sent: a late delete of a running mark would remove the mark another
+	// run holds. shardjob_rc_write_seen takes the highest revision the
+	// client had seen when it sent the write and fails ('unseen', with the
+	// namespace's revision, for the client to catch up and send again)
+	// when a set, delete or check names a node created after it. It
+	// returns the write's revision. shardjob_rc_write stays, for programs
+	// of version 2 still running.
+	`
+CREATE FUNCTION shardjob_rc_write_seen(p_ns text, p_seen bigint, p_sess bigint, p_token bigint, p_mkparents boolean,
+	p_kinds smallint[], p_paths text[], p_data bytea[], p_vers int[], p_modes smallint[],
+	OUT o_rev bigint, OUT o_paths text[], OUT o_found boolean, OUT o_version int, OUT o_cversion int, OUT o_owner bigint,
+	OUT o_czxid bigint, OUT o_mzxid bigint, OUT o_ctime timestamptz, OUT o_mtime timestamptz,
+	OUT o_numchildren int, OUT o_datalen int)
+LANGUAGE plpgsql AS $$
+DECLARE
+	cur bigint;
+	bad bigint;
+BEGIN
+	-- The namespace's row lock first: what is checked here is what the
+	-- write below finds.
+	SELECT rev INTO cur FROM shardjob_rc_ns WHERE ns = p_ns FOR UPDATE;
+	IF FOUND THEN
+		SELECT min(o.i) INTO bad
+		FROM unnest(p_kinds, p_paths) WITH ORDINALITY AS o(k, p, i)
+		JOIN shardjob_rc_nodes n ON n.ns = p_ns AND n.path = o.p
+		WHERE o.k IN (2, 3, 4) AND n.czxid > p_seen;
+		IF bad IS NOT NULL THEN
+			RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'shardjob:unseen:' || (bad - 1) || ':' || cur;
+		END IF;
+	END IF;
+	SELECT w.o_paths, w.o_found, w.o_version, w.o_cversion, w.o_owner, w.o_czxid, w.o_mzxid, w.o_ctime, w.o_mtime,
+		w.o_numchildren, w.o_datalen
+	INTO o_paths, o_found, o_version, o_cversion, o_owner, o_czxid, o_mzxid, o_ctime, o_mtime, o_numchildren, o_datalen
+	FROM shardjob_rc_write(p_ns, p_sess, p_token, p_mkparents, p_kinds, p_paths, p_data, p_vers, p_modes) w;
+	o_rev := cur + 1;
 END
 $$;
 `,

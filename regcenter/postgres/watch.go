@@ -426,6 +426,9 @@ func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 	// A connection to another server is identified before its first
 	// query, so a read on the new server finds the flag set.
 	changed := w.serverChanged.Swap(false)
+	if cur >= max(posRev, seen) && !changed {
+		c.see(cur)
+	}
 	if posRev < pruned || cur < max(posRev, seen) || changed {
 		// Behind the retention; or ahead of the namespace itself (the
 		// position, or a revision a watch started at): the database
@@ -435,6 +438,8 @@ func (c *Center) readLog(ctx context.Context) (more bool, err error) {
 		// another server, which may have gone back and been written to
 		// past the position since: the changes that reused the
 		// revisions up to it would be skipped.
+		// Revisions the client saw may come again for other nodes.
+		c.seen.Store(cur)
 		c.log.Warn("watches cannot go on from their position in the change log; resynchronising them",
 			"position", posRev, "watch_read_at", seen, "pruned_to", pruned, "namespace_revision", cur, "server_changed", changed)
 		w.reposition(cur)
