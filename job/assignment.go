@@ -1,7 +1,9 @@
 package job
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -253,5 +256,29 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	if len(unread) > 0 {
 		r.log.Warn("reading inherited items' records", "items", layout.FormatItems(unread), "count", len(unread), "err", firstErr)
 	}
+	if cfg.retry.Attempts > 0 && len(gaps) > 0 {
+		r.inheritFailed(ctx, gaps)
+	}
 	return gaps, fresh
+}
+
+// inheritFailed reads, for items gained with a gap, the attempts of the
+// gap's first fire that failed on their previous owner before it waited
+// to retry (its retry node: it crashed, or lost its session, during the
+// wait), for the make-up run of the gap to continue the count. A count
+// that cannot be read starts again.
+func (r *runner) inheritFailed(ctx context.Context, gaps map[int]time.Time) {
+	items := slices.Sorted(maps.Keys(gaps))
+	counts := make([]int, len(items))
+	errs := make([]error, len(items))
+	parallel.Each(len(items), 32, func(i int) {
+		counts[i], errs[i] = marks.ReadRetry(ctx, r.rc, r.paths, items[i], gaps[items[i]], r.reportBadValue)
+	})
+	for i, it := range items {
+		if errs[i] != nil {
+			r.log.Warn("reading an inherited item's retry count; its fire's attempts start again", "item", it, "err", errs[i])
+		} else if counts[i] > 0 {
+			r.inherit.NoteFailed(it, gaps[it], counts[i])
+		}
+	}
 }

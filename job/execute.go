@@ -335,11 +335,20 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
 	}
-	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now()}
-	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+f.failedBefore(item, at), &res, func(tctx context.Context, attempt int) error {
+	failed := f.failedBefore(item, at)
+	// A count continued from another owner: its retry node goes with
+	// this run's completion.
+	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now(), RetryNoted: failed > 0}
+	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+failed, &res, func(tctx context.Context, attempt int) error {
 		sc.Attempt = attempt
 		return r.callTimed(tctx, sc, cfg.Timeout)
 	})
+	if res.Halted != nil && res.FailedAttempts > 0 {
+		// Cut short after failures (a lost session ended a retry's
+		// wait): this instance's own make-up of the fire continues the
+		// count, as another owner would from the retry node.
+		r.inherit.NoteFailed(item, at, res.FailedAttempts)
+	}
 	return res
 }
 
@@ -356,6 +365,15 @@ func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.P
 	if pol.Attempts > 0 {
 		if sched, _, err := f.cfg.Schedule(); err == nil {
 			run.Schedule = sched
+		}
+		if first == last && !f.cfg.Unmonitored {
+			// The count is written before a wait, for whoever takes the
+			// fire over after a crash (a range's restarts: one node per
+			// item would be a write per item).
+			item, fire := first, sc.FireTime
+			run.Note = func(ctx context.Context, failed int) error {
+				return marks.NoteRetry(ctx, r.rc, r.paths, item, fire, failed)
+			}
 		}
 	}
 	return run

@@ -46,7 +46,7 @@ func (r *runner) claimFailover() {
 		if failed == nil {
 			failed = map[int]failedAttempts{}
 		}
-		failed[it] = failedAttempts{fire: a.Fire, n: a.N}
+		failed[it] = failedAttempts{Fire: a.Fire, N: a.N}
 	}
 	for ms, its := range got.ByFire {
 		at := time.UnixMilli(ms)

@@ -188,7 +188,8 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		}
 		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
-		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo, mayHaveRun: r.inherit.Take(todo)})
+		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo,
+			mayHaveRun: r.inherit.Take(todo), failedAttempts: r.inherit.TakeFailed(todo)})
 	} else {
 		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
 	}

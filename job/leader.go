@@ -2,10 +2,12 @@ package job
 
 import (
 	"context"
+	"time"
 
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/leader"
+	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/reshard"
 )
@@ -34,7 +36,10 @@ func (r *runner) wireDuties() {
 		Counters: reshard.Counters{Reshards: &r.counters.reshards, Errors: &r.counters.reshardErrors, Unplaced: &r.counters.unplaced},
 	}
 	r.departed = &claims.Departures{RC: r.rc, Paths: r.paths, Job: r.name, Log: r.log,
-		Fence: r.elect.Fence, Completed: r.completedFire, Now: r.s.opts.now, Lead: r.s.opts.fireLead}
+		Fence: r.elect.Fence, Completed: r.completedFire, Now: r.s.opts.now, Lead: r.s.opts.fireLead,
+		Retried: func(ctx context.Context, item int, fire time.Time) (int, error) {
+			return marks.ReadRetry(ctx, r.rc, r.paths, item, fire, r.reportBadValue)
+		}}
 	gone := func(p string, fn func()) func() {
 		return claims.OnGone(r.rc, p, r.goFunc, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, fn)
 	}

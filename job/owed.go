@@ -222,7 +222,8 @@ func (r *runner) runMakeUps(sess *regcenter.Session, cfg *spec, debts map[time.T
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items, mayHaveRun: r.inherit.Take(items)})
+			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items,
+				mayHaveRun: r.inherit.Take(items), failedAttempts: r.inherit.TakeFailed(items)})
 		}()
 	}
 	wg.Wait()

@@ -381,3 +381,101 @@ func TestRetryWaitEndsAtShutdownAndHandsTheFireOver(t *testing.T) {
 	}
 	log.checkNoOverlap(t)
 }
+
+// A crash during a retry's wait loses no count: the owner wrote the
+// fire's failed attempts before it waited (execution/{item}/retry), the
+// leader queues the fire with them, and the instance that takes it over
+// runs it as the next attempt; its completion removes the node. s1 runs
+// the first fire, fails every attempt of the second and is killed
+// (its session closed, nothing written after) once the count is written;
+// s2, started after, takes the fire over.
+func TestRetryCountSurvivesACrash(t *testing.T) { retryCountSurvivesACrash(t, true) }
+
+// The same without failover: s2 gains the item at the reshard, finds the
+// fire missing from its record, and makes it up as the next attempt.
+func TestRetryCountSurvivesACrashWithoutFailover(t *testing.T) {
+	retryCountSurvivesACrash(t, false)
+}
+
+func retryCountSurvivesACrash(t *testing.T, failover bool) {
+	ns := namespace(t)
+	log := newAttemptLog()
+	var mu sync.Mutex
+	var first time.Time // s1's first fire, which succeeds
+	failOnS1 := func(sc job.ShardingContext) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if first.IsZero() {
+			first = sc.FireTime
+		}
+		return !sc.FireTime.Equal(first)
+	}
+	cfg := job.Config{Name: "crashed", Cron: "*/5 * * * * *", ShardingTotalCount: 1, Failover: failover,
+		Retry: job.RetryPolicy{Attempts: 5, Backoff: 4 * time.Second, MaxBackoff: 4 * time.Second}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rc1, s1 := connect(t, ctx, ns, "s1")
+	if err := s1.Add(ctx, cfg, log.job("s1", failOnS1)); err != nil {
+		t.Fatal(err)
+	}
+	in1 := running(t, ctx, "s1", rc1, s1)
+	recs := log.wait(t, 30*time.Second, "a fire failing on s1 after one that succeeded", func(rs []attemptRec) bool {
+		for _, r := range rs {
+			if r.err != nil {
+				return true
+			}
+		}
+		return false
+	})
+	var failedFire time.Time
+	for _, r := range recs {
+		if r.err != nil {
+			failedFire = r.fire
+			break
+		}
+	}
+	obs := observer(t, ns)
+	waitUntil(t, 30*time.Second, func() bool {
+		ok, _, err := obs.Exists(tctx(t), "/crashed/execution/0/retry")
+		return err == nil && ok
+	})
+	in1.crash(t)
+	failedOnS1 := 0
+	for _, r := range log.snapshot() {
+		if r.server == "s1" && r.fire.Equal(failedFire) && r.err != nil {
+			failedOnS1++
+		}
+	}
+
+	rc2, s2 := connect(t, ctx, ns, "s2")
+	if err := s2.Add(ctx, cfg, log.job("s2", func(job.ShardingContext) bool { return false })); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "s2", rc2, s2)
+	recs = log.wait(t, 30*time.Second, "s2 running the fire that failed on s1", func(rs []attemptRec) bool {
+		for _, r := range rs {
+			if r.server == "s2" && r.fire.Equal(failedFire) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range recs {
+		if r.server != "s2" || !r.fire.Equal(failedFire) {
+			continue
+		}
+		if want := map[bool]job.Kind{true: job.KindFailover, false: job.KindMisfire}[failover]; r.kind != want {
+			t.Errorf("s2 ran the fire that failed on s1 as %s, want %s", r.kind, want)
+		}
+		// The count written before s1's last wait: at least the first
+		// failure, at most every failure s1 had.
+		if r.attempt < 2 || r.attempt > failedOnS1+1 {
+			t.Errorf("s2 ran attempt %d of the fire that failed %d times on s1: the count did not survive the crash", r.attempt, failedOnS1)
+		}
+	}
+	waitUntil(t, 30*time.Second, func() bool {
+		ok, _, err := obs.Exists(tctx(t), "/crashed/execution/0/retry")
+		return err == nil && !ok
+	})
+	log.checkNoOverlap(t)
+}

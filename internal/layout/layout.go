@@ -52,7 +52,7 @@ func (j Job) Execution() string { return "/" + string(j) + "/execution" }
 func (j Job) Item(item int) string { return "/" + string(j) + "/execution/" + strconv.Itoa(item) }
 
 // ItemNode is a child of an item's execution node: running, completed,
-// failover, misfire or disabled.
+// failover, misfire, retry or disabled.
 //
 // Like every path here it is built in one concatenation (one allocation):
 // the fire path names several item nodes per run.
@@ -66,6 +66,10 @@ const (
 	Completed = "completed"
 	Failover  = "failover"
 	Misfire   = "misfire"
+	// Retry (persistent) holds the failed attempts of the fire an item's
+	// owner waits to retry, written before the wait: whoever takes the
+	// fire over after a crash continues the count.
+	Retry = "retry"
 )
 
 // Leader is the parent of the leader's nodes.

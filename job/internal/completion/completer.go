@@ -43,6 +43,10 @@ type Result struct {
 	// FailedAttempts counts the attempts of Fire that failed before the
 	// run was cut short (Config.Retry): a hand-over passes it on.
 	FailedAttempts int
+	// RetryNoted: the item's retry node may name Fire (written before a
+	// retry's wait, here or by the owner whose count this run continued);
+	// the completion of a run not cut short deletes it.
+	RetryNoted bool
 }
 
 // UpTo is the latest scheduled fire a run makes up for: its own fire, or

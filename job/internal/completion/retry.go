@@ -161,6 +161,8 @@ func (s *Completer) correct(c *completion, t target, err error) bool {
 		setIn(&c.skipRunning, t.item)
 	case t.node == layout.Failover && missing:
 		setIn(&c.skipClaim, t.item)
+	case t.node == layout.Retry && missing:
+		setIn(&c.skipRetry, t.item)
 	case t.node == layout.Completed && missing:
 		s.Records.Seen(t.item, false)
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:

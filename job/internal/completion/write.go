@@ -34,6 +34,7 @@ type completion struct {
 	keep          map[int]bool // our running mark stays, held for the next fires (Config.Keep)
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
+	skipRetry     map[int]bool // retry node already gone
 	skipCompleted map[int]bool // a newer completion is recorded
 	// completedVersion, when set (unfenced), is the version each item's
 	// completed node must still have.
@@ -87,7 +88,7 @@ type completion struct {
 
 // target is what one operation of a completion transaction stands for: one
 // of an item's nodes (layout.Running, layout.Failover, layout.Completed,
-// layout.Misfire, or queueEntry), or the session's fence (fenceNode).
+// layout.Misfire, layout.Retry, or queueEntry), or the session's fence (fenceNode).
 type target struct {
 	item int
 	node string
@@ -389,6 +390,9 @@ func (s *Completer) completionOps(j Job, c *completion) {
 				}
 			}
 			continue
+		}
+		if b.RetryNoted && !c.skipRetry[b.Item] {
+			c.add(regcenter.DeleteOp{Path: s.Paths.ItemNode(b.Item, layout.Retry), Version: -1}, b.Item, layout.Retry)
 		}
 		if b.Kind == book.Failover && !c.skipDequeue[b.Item] {
 			// With the version the claim read: an earlier debt merged into

@@ -65,6 +65,10 @@ type Run struct {
 	Log     *slog.Logger
 	Life    context.Context
 	Retries *atomic.Int64
+	// Note, when set, writes the fire's failed attempts before a retry
+	// waits (marks.NoteRetry): a crash during the wait leaves the count
+	// to whoever takes the fire over.
+	Note func(ctx context.Context, failed int) error
 }
 
 // Call is one attempt of a run: the job called under ctx, told its
@@ -168,6 +172,14 @@ func (s *Stage) next(run Run, attempt int) step {
 // shutdown's deadline) or that the job's stop ends leaves res as a run cut
 // short (handed over as any other) or, replaced, a failure.
 func (s *Stage) await(ctx Ctx, run Run, res *completion.Result, ev listener.Execution, st step) bool {
+	if run.Note != nil {
+		if err := run.Note(ctx, ev.Attempt); err != nil {
+			run.Log.Warn("the retry's count was not written: a crash during the wait would start it again", "item", ev.Item,
+				"fire", ev.FireTime, "attempt", ev.Attempt, "err", err)
+		} else {
+			res.RetryNoted = true
+		}
+	}
 	var cause error
 	select {
 	case <-s.Until(st.at):

@@ -27,6 +27,10 @@ type Departures struct {
 	// Completed is the latest fire item's record lists as completed
 	// (zero: none).
 	Completed func(ctx context.Context, item int) (time.Time, error)
+	// Retried is how many attempts of fire failed on item's owner before
+	// it waited to retry (marks.ReadRetry; 0: none known): the entry
+	// carries the count on. Nil: none read.
+	Retried func(ctx context.Context, item int, fire time.Time) (int, error)
 	// Now is the scheduler's clock, Lead its fire lead.
 	Now  func() time.Time
 	Lead time.Duration
@@ -77,9 +81,20 @@ func (d *Departures) Queue(ctx context.Context, servers map[string]map[string]bo
 				errs = append(errs, err)
 				continue
 			}
-			if e, owed := Owed(sched, it, sv, done, latest); owed {
-				entries = append(entries, e)
+			e, owed := Owed(sched, it, sv, done, latest)
+			if !owed {
+				continue
 			}
+			if d.Retried != nil {
+				// A count that cannot be read starts again: the fire is
+				// queued all the same.
+				if n, err := d.Retried(ctx, it, time.UnixMilli(e.Fire)); err != nil {
+					d.Log.Warn("reading a departed instance's retry count; its fire's attempts start again", "item", it, "err", err)
+				} else {
+					e.Attempts = n
+				}
+			}
+			entries = append(entries, e)
 		}
 		fence, err := d.Fence()
 		if err != nil {

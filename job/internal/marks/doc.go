@@ -30,6 +30,9 @@
 // fenced transactions that delete marks this instance kept across fires,
 // PerTxn at a time; NotHeld, which of them are no longer this session's;
 // and MultiDropping, a transaction sent again without the ops that failed
-// harmlessly (a delete of a node gone), which a job's leave uses too. It keeps no state between calls and starts no
+// harmlessly (a delete of a node gone), which a job's leave uses too; and
+// an item's retry node (retry.go): NoteRetry, the failed attempts of the
+// fire its owner waits to retry, and ReadRetry, the count a run that takes
+// the fire over continues. It keeps no state between calls and starts no
 // goroutine that outlives one (parallel.Each's end before it returns).
 package marks

@@ -8,7 +8,7 @@ import (
 )
 
 // kinds are the stored values checkDecode reads.
-var kinds = []string{"completed", "running", "misfire", "journal"}
+var kinds = []string{"completed", "running", "misfire", "retry", "journal"}
 
 // checkDecode decodes data as the scheduler reads a stored value of kind
 // and checks what it got: it reports whether the value decoded, and a
@@ -40,6 +40,11 @@ func checkDecode(kind string, data []byte) (decoded bool, problem error) {
 		var m Misfire
 		if m, err = DecodeMisfire(data); err == nil && !validMillis(m.Since) {
 			return true, fmt.Errorf("misfire mark since %d", m.Since)
+		}
+	case "retry":
+		var m Retry
+		if m, err = DecodeRetry(data); err == nil && (!validMillis(m.Fire) || m.Failed < 1 || m.Failed > MaxRetryFailed) {
+			return true, fmt.Errorf("retry node %+v", m)
 		}
 	case "journal":
 		var d Journal
@@ -76,6 +81,10 @@ func checkDecode(kind string, data []byte) (decoded bool, problem error) {
 // writes, values cut short, of the wrong type, out of range, and the
 // header shapes of the etcd center (see regcenter's fuzz targets).
 var seeds = []string{
+	`{"fire":1764547200000,"failed":2}`,
+	`{"fire":1764547200000,"failed":0}`,
+	`{"fire":-1,"failed":1}`,
+	`{"fire":1764547200000,"failed":1000000}`,
 	`{"server":"s1","fire":1764547200000,"kind":"scheduled","begin":1764547200001,"end":1764547200002}`,
 	`{"server":"s1","fire":1764547200000,"ran":[[1764547100000,1764547200000],[5,1]],"kind":"misfire","begin":1,"end":2,"error":"x"}`,
 	`{"server":"s1","fire":9223372036854775807,"since":-1,"floor":-9223372036854775808}`,

@@ -74,3 +74,38 @@ func DecodeMisfire(data []byte) (Misfire, error) {
 	}
 	return m, nil
 }
+
+// Retry is the value of an item's retry node (execution/{item}/retry):
+// the fire its owner waits to run again, in ms since the epoch, and how
+// many of its attempts failed.
+type Retry struct {
+	Fire   int64 `json:"fire"`
+	Failed int   `json:"failed"`
+}
+
+// MaxRetryFailed bounds the failed attempts a retry node may name: more
+// than any policy allows (retry.MaxAttempts).
+const MaxRetryFailed = 1000
+
+// Marshal encodes m as json.Marshal does.
+func (m Retry) Marshal() []byte {
+	b := make([]byte, 0, 40)
+	b = append(b, `{"fire":`...)
+	b = strconv.AppendInt(b, m.Fire, 10)
+	b = append(b, `,"failed":`...)
+	b = strconv.AppendInt(b, int64(m.Failed), 10)
+	return append(b, '}')
+}
+
+// DecodeRetry decodes a retry node: a fire from 1970 to 9999 and from 1
+// to MaxRetryFailed failed attempts.
+func DecodeRetry(data []byte) (Retry, error) {
+	var m Retry
+	if err := decodeJSON(data, &m, "retry node"); err != nil {
+		return Retry{}, err
+	}
+	if !validMillis(m.Fire) || m.Failed < 1 || m.Failed > MaxRetryFailed {
+		return Retry{}, fmt.Errorf("%w: retry node of fire %d with %d failed attempts", ErrBadValue, m.Fire, m.Failed)
+	}
+	return m, nil
+}
