@@ -74,7 +74,7 @@ func WithCompletionJournal(on bool) Option {
 func (r *runner) newCompleter() *completion.Completer {
 	return completion.New(completion.Config{
 		Center: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,
-		Records: r.records, Reader: r.reader, Book: r.book, Owed: r.owed, Claims: r.fo,
+		Records: r.records, Reader: r.reader, Book: r.book, Owed: r.owed, Claims: r.fo, Backfills: &r.backfills,
 		Journal: r.s.journal, Fence: r.elect,
 		Keep: r.keepsHolds, Release: r.release,
 		Current: func() completion.Job { return r.config().done },

@@ -62,6 +62,8 @@ type fire struct {
 	// that runs after them anyway (see awaitParents).
 	parentErr error
 	trace     *tracing.Fire // the fire's span (job/internal/tracing); nil: tracing is off
+	// backfill is the backfill request a KindBackfill fire runs in.
+	backfill string
 }
 
 // recheck adds item to the items whose record a scheduled fire reads
@@ -180,6 +182,9 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 	case KindMisfire, KindFailover:
 		results = make(chan itemResult, n)
 		r.narrowOwed(f, proven, results)
+	case KindBackfill:
+		results = make(chan itemResult, n)
+		r.recheckBackfill(f, results)
 	case KindFire:
 		if len(f.unrecorded) > 0 {
 			if f.items = r.recheckUnrecorded(f); len(f.items) == 0 {
@@ -203,7 +208,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		r.closeUnstarted(f, resultsFor(results, n), n)
 		return
 	}
-	if f.cfg.After != "" && f.kind != KindTrigger {
+	if f.cfg.After != "" && f.kind != KindTrigger && f.kind != KindBackfill {
 		if err := r.awaitParents(f); err != nil {
 			if r.isClosed() || f.sess.Check() != nil {
 				r.closeUnstarted(f, resultsFor(results, n), n)
@@ -338,7 +343,8 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	failed := f.failedBefore(item, at)
 	// A count continued from another owner: its retry node goes with
 	// this run's completion.
-	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now(), RetryNoted: failed > 0}
+	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now(), RetryNoted: failed > 0,
+		Backfill: f.backfill}
 	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+failed, &res, func(tctx context.Context, attempt int) error {
 		sc.Attempt = attempt
 		return r.callTimed(tctx, sc, cfg.Timeout)

@@ -12,7 +12,8 @@ import (
 
 // checkFlags reads this server's flags after any of them changed: paused
 // stops firing here, shutdown makes this instance leave the job, trigger runs
-// the job once now (queued if items are running).
+// the job once now (queued if items are running), backfill runs the job's
+// backfill (backfill.go).
 func (r *runner) checkFlags() {
 	sess := r.rc.Session()
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
@@ -38,6 +39,9 @@ func (r *runner) checkFlags() {
 		r.log.Info("shutdown flag set: leaving the job")
 		r.goFunc(func() { r.s.removeRunner(r, false) })
 		return
+	}
+	if seen.Backfill && r.flags.TakeBackfill(ctx) {
+		r.kick.backfill.Kick()
 	}
 	if seen.Trigger && r.flags.TakeTrigger(ctx) {
 		if r.book.QueueTriggerIfBusy() {

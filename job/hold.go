@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -80,7 +79,7 @@ func (r *runner) keepsHolds(sess *regcenter.Session, batch []itemResult) map[int
 	stopping := r.book.Stopping()
 	items := make([]int, 0, len(batch))
 	for _, b := range batch {
-		if b.Halted == nil && b.Kind != book.Trigger && !stopping {
+		if b.Halted == nil && b.Kind.Recorded() && !stopping {
 			items = append(items, b.Item)
 		}
 	}

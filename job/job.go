@@ -47,6 +47,9 @@ const (
 	KindFailover Kind = "failover"
 	// KindTrigger is an operator's "run once now".
 	KindTrigger Kind = "trigger"
+	// KindBackfill runs a past fire again, for an operator's backfill of
+	// a range (`shardjob backfill`): FireTime is that fire.
+	KindBackfill Kind = "backfill"
 )
 
 // ShardingContext describes one execution of one item.

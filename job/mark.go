@@ -75,6 +75,10 @@ func (o markOutcomes) Recheck(item int) { o.f.recheck(item) }
 // go.
 func (o markOutcomes) Busy(ctx context.Context, items []int) {
 	r, f := o.r, o.f
+	if f.kind == KindBackfill {
+		r.release(items) // the backfill tries the fire again
+		return
+	}
 	if f.kind == KindFailover {
 		r.claimer.HandBack(ctx, f.sess, items)
 		r.release(items)
@@ -97,9 +101,11 @@ func (o markOutcomes) Busy(ctx context.Context, items []int) {
 // released.
 func (o markOutcomes) Unmarked(ctx context.Context, items []int) {
 	r, f := o.r, o.f
-	if f.kind == KindFailover {
+	switch f.kind {
+	case KindBackfill: // the backfill tries the fire again
+	case KindFailover:
 		r.claimer.HandBack(ctx, f.sess, items)
-	} else {
+	default:
 		cfg := r.config()
 		for _, it := range items {
 			r.book.NoteMisfire(cfg.book, it, f.at)

@@ -134,7 +134,8 @@ func (r *runner) watchFlags(ctx context.Context) {
 		return
 	}
 	kids := st.Children
-	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || !slices.Contains(kids, layout.Status) {
+	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || slices.Contains(kids, layout.BackfillFlag) ||
+		!slices.Contains(kids, layout.Status) {
 		r.kick.flags.Kick()
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/election"
+	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assigned"
@@ -57,6 +58,7 @@ type runner struct {
 	lead     *leader.Duties   // the leader's duties (job/internal/leader)
 	prep     prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters jobCounters      // behind JobStats (stats.go)
+	backfills backfill.Known  // the backfill's progress as known here (backfill.go)
 	bad      stored.BadValues // node versions reported as not decoding (stored.go)
 
 	// The duties' mechanisms, each a room's (wireDuties, leader.go).
@@ -108,6 +110,7 @@ type kickers struct {
 	epoch      *runs.Kicker // note a moved reshard epoch (noteEpochFlag)
 	items      *runs.Kicker // read the disabled items (readDisabledItems)
 	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
+	backfill   *runs.Kicker // run the job's backfill (runBackfill)
 }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
@@ -142,6 +145,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.kick.epoch = runs.NewKicker(spawn, r.noteEpochFlag)
 	r.kick.items = runs.NewKicker(spawn, r.readDisabledItems)
 	r.kick.holds = runs.NewKicker(spawn, r.releaseMoved)
+	r.kick.backfill = runs.NewKicker(spawn, r.runBackfill)
 	return r
 }
 

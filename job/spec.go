@@ -70,6 +70,8 @@ func bookKind(k Kind) book.Kind {
 		return book.Misfire
 	case KindFailover:
 		return book.Failover
+	case KindBackfill:
+		return book.Backfill
 	}
 	return book.Trigger
 }

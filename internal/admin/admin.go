@@ -63,6 +63,7 @@ type Config struct {
 	TimeZone           string `json:"timeZone,omitempty"`
 	ShardingTotalCount int    `json:"shardingTotalCount"`
 	Failover           bool   `json:"failover"`
+	Unmonitored        bool   `json:"unmonitored,omitempty"`
 	Disabled           bool   `json:"disabled"`
 	Description        string `json:"description,omitempty"`
 	// PausedUntil and PauseNote are the config's pause (job.Config's).

@@ -40,7 +40,7 @@ func JobCodec(lookupStrategy bool) Codec {
 		}
 		out := Config{
 			Name: cfg.Name, Cron: cfg.Cron, TimeZone: cfg.TimeZone, ShardingTotalCount: cfg.ShardingTotalCount,
-			Failover: cfg.Failover, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
+			Failover: cfg.Failover, Unmonitored: cfg.Unmonitored, Disabled: cfg.Disabled, Description: cfg.Description, Document: doc,
 			PausedUntil: cfg.PausedUntil, PauseNote: cfg.PauseNote, After: splitList(cfg.After),
 		}
 		if _, _, err := cfg.Schedule(); err == nil {

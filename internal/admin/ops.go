@@ -207,6 +207,14 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 	if err := a.requireJob(ctx, job); err != nil {
 		return nil, err
 	}
+	return a.flagOnline(ctx, job, server, layout.Trigger, "trigger")
+}
+
+// flagOnline creates flag on server alone, or, when server is "", on every
+// server online in job, in one transaction that checks each is still
+// online; a flag already there is reported with Changed false. what names
+// the operation in errors.
+func (a *Admin) flagOnline(ctx context.Context, job, server, flag, what string) ([]Change, error) {
 	paths := layout.Job(job)
 	var targets []string
 	if server != "" {
@@ -234,7 +242,7 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 			}
 		}
 		if len(targets) == 0 {
-			return nil, fmt.Errorf("job %q: no instance is online (%w) to trigger", job, ErrNotOnline)
+			return nil, fmt.Errorf("job %q: no instance is online (%w) to %s", job, ErrNotOnline, what)
 		}
 	}
 	pending := map[string]bool{}
@@ -248,7 +256,7 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 			}
 			ops = append(ops,
 				regcenter.CheckOp{Path: paths.Flag(sv, layout.Status), Version: -1},
-				regcenter.CreateOp{Path: paths.Flag(sv, layout.Trigger), Mode: regcenter.Persistent})
+				regcenter.CreateOp{Path: paths.Flag(sv, flag), Mode: regcenter.Persistent})
 			owners = append(owners, sv, sv)
 		}
 		var err error
@@ -265,7 +273,7 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 				}
 			}
 			if len(out) == 0 {
-				return nil, fmt.Errorf("job %q: no instance is online (%w) to trigger", job, ErrNotOnline)
+				return nil, fmt.Errorf("job %q: no instance is online (%w) to %s", job, ErrNotOnline, what)
 			}
 			return out, nil
 		case !errors.As(err, &me):
@@ -281,7 +289,7 @@ func (a *Admin) Trigger(ctx context.Context, job, server string) ([]Change, erro
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("%w: job %q: servers kept changing while triggering", ErrConflict, job)
+	return nil, fmt.Errorf("%w: job %q: servers kept changing while setting the %s flag", ErrConflict, job, flag)
 }
 
 // WaitOffline waits up to wait until server's status node is gone from

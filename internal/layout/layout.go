@@ -26,7 +26,7 @@ func (j Job) Servers() string { return "/" + string(j) + "/servers" }
 func (j Job) Server(id string) string { return "/" + string(j) + "/servers/" + id }
 
 // Flag is a child of a server's node: status, disabled, paused, shutdown,
-// trigger or sharding.
+// trigger, backfill or sharding.
 func (j Job) Flag(id, flag string) string { return "/" + string(j) + "/servers/" + id + "/" + flag }
 
 // Server flag names.
@@ -37,6 +37,9 @@ const (
 	Shutdown = "shutdown"
 	Trigger  = "trigger"
 	Sharding = "sharding"
+	// BackfillFlag asks the instance to run the job's backfill
+	// (Backfill): set for every online server when one starts or resumes.
+	BackfillFlag = "backfill"
 )
 
 // Status values.
@@ -110,6 +113,13 @@ func (j Job) FailoverItems() string { return j.Leader() + "/failover/items" }
 func (j Job) FailoverItem(item int) string {
 	return "/" + string(j) + "/leader/failover/items/" + strconv.Itoa(item)
 }
+
+// Backfill holds the job's backfill request (internal/backfill), and
+// each item's progress in it as a child (BackfillItem).
+func (j Job) Backfill() string { return j.Root() + "/backfill" }
+
+// BackfillItem is an item's progress in the job's backfill.
+func (j Job) BackfillItem(item int) string { return j.Root() + "/backfill/" + strconv.Itoa(item) }
 
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }

@@ -36,7 +36,15 @@ const (
 	Failover
 	// Trigger is an operator's "run once now".
 	Trigger
+	// Backfill runs a past fire again for an operator's backfill: it
+	// owes nothing when its item is busy (the backfill tries again), and
+	// pays no debt.
+	Backfill
 )
+
+// Recorded reports whether runs of k are the schedule's fires, written to
+// the item's completed record: not a trigger's or a backfill's.
+func (k Kind) Recorded() bool { return k != Trigger && k != Backfill }
 
 // String is the kind's name, as package job names it.
 func (k Kind) String() string {
@@ -47,6 +55,8 @@ func (k Kind) String() string {
 		return "misfire"
 	case Failover:
 		return "failover"
+	case Backfill:
+		return "backfill"
 	}
 	return "trigger"
 }

@@ -177,7 +177,9 @@ func (b *Book) Reserve(j Job, items []int, at, through time.Time, kind Kind, dis
 			continue
 		}
 		if e, busy := b.runs.running[it]; busy {
-			if kind != Failover { // a failover debt stays queued
+			// A failover debt stays queued; a backfill tries the fire
+			// again later.
+			if kind != Failover && kind != Backfill {
 				to := at
 				if through.After(at) {
 					to = through

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
@@ -47,6 +48,9 @@ type Result struct {
 	// retry's wait, here or by the owner whose count this run continued);
 	// the completion of a run not cut short deletes it.
 	RetryNoted bool
+	// Backfill is the backfill request a KindBackfill run ran in: its
+	// completion writes the item's progress (internal/backfill).
+	Backfill string
 }
 
 // UpTo is the latest scheduled fire a run makes up for: its own fire, or
@@ -94,6 +98,9 @@ type Config struct {
 	Book    *book.Book      // settles what the runs paid (Paid, NoteMisfire)
 	Owed    *book.Ledger    // the misfire nodes known here
 	Claims  *claims.State   // the failover queue as seen here
+	// Backfills is the job's backfill progress as known here: a backfill
+	// run's completion notes what it wrote (nil: none noted).
+	Backfills *backfill.Known
 	// Journal is this process's completion journal; nil when off.
 	Journal *journal.Journal
 	// Fence leads a transaction that deletes the session's ephemeral nodes.

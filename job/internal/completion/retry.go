@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -31,7 +30,7 @@ func (s *Completer) unfence(ctx context.Context, j Job, c *completion) error {
 	c.nodeJournal = map[int]string{}
 	sched := j.Book.Schedule
 	for i, b := range c.batch {
-		if b.Halted != nil || b.Kind == book.Trigger || c.skipCompleted[b.Item] {
+		if b.Halted != nil || !b.Kind.Recorded() || c.skipCompleted[b.Item] {
 			continue
 		}
 		data, st, err := s.Center.Get(ctx, s.Paths.ItemNode(b.Item, layout.Completed))
@@ -163,6 +162,8 @@ func (s *Completer) correct(c *completion, t target, err error) bool {
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Retry && missing:
 		setIn(&c.skipRetry, t.item)
+	case t.node == backfillNode && missing:
+		setIn(&c.skipBackfill, t.item)
 	case t.node == layout.Completed && missing:
 		s.Records.Seen(t.item, false)
 	case t.node == layout.Completed && (exists || moved) && c.completedVersion == nil:

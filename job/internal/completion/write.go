@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/failover"
+	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
@@ -35,6 +36,7 @@ type completion struct {
 	skipDequeue   map[int]bool // failover queue entry gone, or already queued
 	skipClaim     map[int]bool // failover claim already gone
 	skipRetry     map[int]bool // retry node already gone
+	skipBackfill  map[int]bool // backfill progress node gone (the backfill cleared)
 	skipCompleted map[int]bool // a newer completion is recorded
 	// completedVersion, when set (unfenced), is the version each item's
 	// completed node must still have.
@@ -96,8 +98,9 @@ type target struct {
 
 // Targets that are not an item's execution node.
 const (
-	queueEntry = "failover queue entry"
-	fenceNode  = "fence"
+	queueEntry   = "failover queue entry"
+	backfillNode = "backfill progress"
+	fenceNode    = "fence"
 )
 
 // add appends op, standing for item's node, to the transaction, led by
@@ -244,7 +247,7 @@ func (s *Completer) flushUnrecorded(ctx context.Context, c *completion) {
 	}
 	var released map[int]bool
 	for _, b := range c.batch {
-		if c.keep[b.Item] || (b.Kind != book.Trigger && b.Halted == nil && !b.Settled) {
+		if c.keep[b.Item] || (b.Kind.Recorded() && b.Halted == nil && !b.Settled) {
 			continue
 		}
 		if released == nil {
@@ -324,6 +327,13 @@ func (s *Completer) paid(j Job, c *completion) {
 	var at time.Time
 	s.Book.Paid(j.Book, len(c.batch), func(i int) (book.Ran, bool) {
 		res := c.batch[i]
+		if res.Kind == book.Backfill {
+			// A backfill's past fire pays no debt of the schedule's.
+			if res.Halted == nil && !res.Settled && res.Backfill != "" && !c.skipBackfill[res.Item] && s.Backfills != nil {
+				s.Backfills.Ran(res.Item, res.Backfill, res.Fire)
+			}
+			return book.Ran{}, false
+		}
 		if res.Halted != nil {
 			return book.Ran{}, false
 		}
@@ -403,7 +413,13 @@ func (s *Completer) completionOps(j Job, c *completion) {
 		// A trigger is not a fire of the schedule: it leaves the record of
 		// completed fires alone, which failover decisions rely on.
 		misfireNode := s.Book.MisfireNodeCovered(b.Ran())
-		if !c.skipCompleted[b.Item] && b.Kind != book.Trigger && !b.Settled {
+		if b.Kind == book.Backfill && b.Backfill != "" && !b.Settled && !c.skipBackfill[b.Item] {
+			// A backfill's progress goes with its run's completion: a
+			// crash re-runs at most the fire in flight.
+			p := backfill.Progress{ID: b.Backfill, Through: b.Fire.UnixMilli()}
+			c.add(regcenter.SetOp{Path: s.Paths.BackfillItem(b.Item), Data: p.Encode(), Version: -1}, b.Item, backfillNode)
+		}
+		if !c.skipCompleted[b.Item] && b.Kind.Recorded() && !b.Settled {
 			upTo := b.UpTo()
 			rec := s.recorded(j, b)
 			c.recorded[i] = rec

@@ -39,8 +39,9 @@ func New(rc regcenter.Center, paths layout.Job, server string, log *slog.Logger,
 type Seen struct {
 	// Status: the instance's status node exists.
 	Status bool
-	// Paused, Disabled, Shutdown and Trigger: the flag of that name is set.
-	Paused, Disabled, Shutdown, Trigger bool
+	// Paused, Disabled, Shutdown, Trigger and Backfill: the flag of that
+	// name is set.
+	Paused, Disabled, Shutdown, Trigger, Backfill bool
 }
 
 // SeenIn is what the children kids of this server's node say.
@@ -51,6 +52,7 @@ func SeenIn(kids []string) Seen {
 		Disabled: slices.Contains(kids, layout.Disabled),
 		Shutdown: slices.Contains(kids, layout.Shutdown),
 		Trigger:  slices.Contains(kids, layout.Trigger),
+		Backfill: slices.Contains(kids, layout.BackfillFlag),
 	}
 }
 
@@ -70,10 +72,16 @@ func (f *Flags) Read(ctx context.Context, sess *regcenter.Session) (Seen, bool) 
 // TakeTrigger removes the trigger flag, and reports whether the trigger
 // is this instance's to run: a trigger runs once, and a new flag set while
 // this one runs is a new trigger. A failure is logged, and runs nothing.
-func (f *Flags) TakeTrigger(ctx context.Context) bool {
-	err := f.rc.Delete(ctx, f.paths.Flag(f.server, layout.Trigger), -1)
+func (f *Flags) TakeTrigger(ctx context.Context) bool { return f.take(ctx, layout.Trigger) }
+
+// TakeBackfill removes the backfill flag, and reports whether it was this
+// instance's to act on (see TakeTrigger).
+func (f *Flags) TakeBackfill(ctx context.Context) bool { return f.take(ctx, layout.BackfillFlag) }
+
+func (f *Flags) take(ctx context.Context, flag string) bool {
+	err := f.rc.Delete(ctx, f.paths.Flag(f.server, flag), -1)
 	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
-		f.log.Warn("removing trigger flag", "err", err)
+		f.log.Warn("removing "+flag+" flag", "err", err)
 		return false
 	}
 	return true

@@ -1,0 +1,274 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/backfill"
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/marks"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Backfills (internal/backfill): an operator's request to run the job's
+// fires over a past range. The request reaches an instance through its
+// server's backfill flag (flags.go); its driver, runBackfill, runs the
+// fires of the items this instance owns, in order and at the request's
+// rate, each as a KindBackfill fire through the fire path — reserved in
+// the book, marked running, run, completed — so that a backfill run never
+// runs beside another run of its item, here or elsewhere. The completion
+// writes the item's progress in its own transaction (a crash re-runs at
+// most the fire in flight); a busy item's fire is tried again, not owed.
+
+// backfillIdle is how long a driver whose own items are through waits
+// before it looks again: a reshard may give it items whose owner left
+// mid-backfill.
+const backfillIdle = 2 * time.Second
+
+// runBackfill is the backfill driver (the backfill kicker's pass). It runs
+// until the request is through on every item, cancelled or gone, or the
+// job stops here.
+func (r *runner) runBackfill() {
+	sess := r.rc.Session()
+	var (
+		id   string
+		last time.Time // when the previous backfill fire started, for the rate
+		mine []int     // this instance's items at the previous pass
+	)
+	for !r.isClosed() && sess.Err() == nil {
+		req, ok := r.readBackfill(sess)
+		if !ok || req.State != backfill.Running {
+			return
+		}
+		if req.ID != id {
+			r.backfills.Forget()
+			id = req.ID
+			r.log.Info("backfill: running this instance's items", "backfill", id, "from", req.FromTime(), "to", req.ToTime(), "rate", req.Rate)
+		}
+		cfg := r.config()
+		sched, _, err := cfg.Schedule()
+		if cfg.Unmonitored || err != nil {
+			r.log.Warn("backfill: the job cannot run one (unmonitored, or no schedule)", "backfill", id, "err", err)
+			return
+		}
+		at, items, assigned, err := r.nextBackfill(sess, req, sched)
+		if err == nil && mine != nil && !slices.Equal(mine, assigned) {
+			// A reshard: an instance that joined since the request was
+			// made was not told of it.
+			r.tellServers(sess)
+		}
+		if err == nil {
+			mine = assigned
+		}
+		switch {
+		case err != nil:
+			r.log.Warn("backfill: reading this instance's items", "backfill", id, "err", err)
+		case at.IsZero():
+			if r.backfillThrough(sess, req, sched, cfg.ShardingTotalCount) {
+				r.log.Info("backfill: every item is through", "backfill", id)
+				return
+			}
+		}
+		if at.IsZero() || r.flags.Paused() {
+			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
+				return
+			}
+			continue
+		}
+		if !last.IsZero() && !r.sleepUntil(last.Add(time.Duration(float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
+			return
+		}
+		last = r.s.opts.now()
+		r.reserveAndRun(&fire{sess: sess, at: at, kind: KindBackfill, items: items, backfill: id})
+	}
+}
+
+// readBackfill reads the job's backfill request; false when there is none
+// (or it does not decode: reported, and read as none).
+func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool) {
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	p := r.paths.Backfill()
+	data, st, err := r.rc.Get(ctx, p)
+	if err != nil {
+		if !errors.Is(err, regcenter.ErrNoNode) {
+			r.log.Warn("backfill: reading the request", "err", err)
+		}
+		return backfill.Request{}, false
+	}
+	req, err := backfill.DecodeRequest(data)
+	if err != nil {
+		r.reportBadValue(p, st, data, "garbage in the backfill request; no backfill runs", "err", err)
+		return backfill.Request{}, false
+	}
+	return req, true
+}
+
+// nextBackfill returns the earliest fire of req that one of this
+// instance's items (not disabled) has still to run, and those items (zero:
+// none here), and this instance's items. Progress it does not know yet is
+// read, and an item's progress node made where missing, for its
+// completion to set.
+func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (time.Time, []int, []int, error) {
+	a, err := r.assignment(sess)
+	if err != nil {
+		return time.Time{}, nil, nil, err
+	}
+	disabled := r.flags.DisabledItems()
+	total := r.config().ShardingTotalCount
+	var mine, unknown []int
+	for _, it := range a.Items {
+		if it < 0 || it >= total || disabled[it] {
+			continue
+		}
+		mine = append(mine, it)
+		if _, ok := r.backfills.Of(it, req.ID); !ok {
+			unknown = append(unknown, it)
+		}
+	}
+	if len(unknown) > 0 {
+		ctx, cancel := r.coordCtx(sess)
+		defer cancel()
+		errs := make([]error, len(unknown))
+		parallel.Each(len(unknown), 32, func(i int) {
+			var p backfill.Progress
+			if p, errs[i] = r.readBackfillItem(ctx, req, unknown[i]); errs[i] == nil {
+				r.backfills.Read(unknown[i], p)
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return time.Time{}, nil, nil, err
+		}
+	}
+	var at time.Time
+	var items []int
+	for _, it := range mine {
+		p, _ := r.backfills.Of(it, req.ID)
+		next, ok := backfill.Next(sched, req, p)
+		switch {
+		case !ok:
+		case at.IsZero() || next.Before(at):
+			at, items = next, []int{it}
+		case next.Equal(at):
+			items = append(items, it)
+		}
+	}
+	return at, items, mine, nil
+}
+
+// tellServers sets the backfill flag of the job's other servers (one
+// transaction): an instance that joined after the request was made holds
+// items of it now. A server gone meanwhile keeps its flag for its return.
+func (r *runner) tellServers(sess *regcenter.Session) {
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	ids, err := r.rc.Children(ctx, r.paths.Servers())
+	if err != nil {
+		r.log.Warn("backfill: reading the servers to tell", "err", err)
+		return
+	}
+	var ops []regcenter.Op
+	for _, id := range ids {
+		if id != r.serverID() {
+			ops = append(ops, regcenter.CreateOp{Path: r.paths.Flag(id, layout.BackfillFlag), Mode: regcenter.Persistent})
+		}
+	}
+	err = marks.MultiDropping(ctx, r.rc, ops, func(_ regcenter.Op, err error) bool { return errors.Is(err, regcenter.ErrNodeExists) })
+	if err != nil {
+		r.log.Warn("backfill: telling the other servers", "err", err)
+	}
+}
+
+// readBackfillItem reads item's progress in req, making its node (no fire
+// run yet) where it is missing or names another request.
+func (r *runner) readBackfillItem(ctx context.Context, req backfill.Request, item int) (backfill.Progress, error) {
+	p := r.paths.BackfillItem(item)
+	data, st, err := r.rc.Get(ctx, p)
+	fresh := backfill.Progress{ID: req.ID}
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+		if _, err := r.rc.Create(ctx, p, fresh.Encode(), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+			return backfill.Progress{}, err
+		}
+		return fresh, nil
+	case err != nil:
+		return backfill.Progress{}, err
+	}
+	got, err := backfill.DecodeProgress(data)
+	if err != nil {
+		r.reportBadValue(p, st, data, "garbage in a backfill progress node; the item starts the range again", "item", item, "err", err)
+	} else if got.ID == req.ID {
+		return got, nil
+	}
+	// Another request's (or garbage): this request's starts here, over
+	// the version read, so that a completion written meanwhile stands.
+	if _, err := r.rc.Set(ctx, p, fresh.Encode(), st.Version); err != nil && !errors.Is(err, regcenter.ErrBadVersion) {
+		return backfill.Progress{}, err
+	}
+	return fresh, nil
+}
+
+// backfillThrough reports whether every item of the job (but disabled
+// ones) has run req through: read from the items' progress nodes.
+func (r *runner) backfillThrough(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule, total int) bool {
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	disabled := r.flags.DisabledItems()
+	left := make([]bool, total)
+	parallel.Each(total, 32, func(it int) {
+		if disabled[it] {
+			return
+		}
+		data, _, err := r.rc.Get(ctx, r.paths.BackfillItem(it))
+		if err != nil {
+			left[it] = true
+			return
+		}
+		p, err := backfill.DecodeProgress(data)
+		if _, more := backfill.Next(sched, req, p); err != nil || more {
+			left[it] = true
+		}
+	})
+	for _, l := range left {
+		if l {
+			return false
+		}
+	}
+	return true
+}
+
+// recheckBackfill reads, once f's items are marked here, their progress
+// in f's backfill: an item that ran f's fire elsewhere meanwhile (its
+// previous owner, before it released the mark this fire waited for) is
+// settled unrun, its mark deleted by the completion. Read under the mark,
+// the progress is the last word: a completion writes it before the mark
+// goes. An item whose progress cannot be read runs.
+func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
+	ctx, cancel := r.coordCtx(f.sess)
+	defer cancel()
+	ran := make([]bool, len(f.items))
+	parallel.Each(len(f.items), 32, func(i int) {
+		data, _, err := r.rc.Get(ctx, r.paths.BackfillItem(f.items[i]))
+		if err != nil {
+			return
+		}
+		p, err := backfill.DecodeProgress(data)
+		if err == nil && p.ID == f.backfill {
+			r.backfills.Read(f.items[i], p)
+			ran[i] = p.Through >= f.at.UnixMilli()
+		}
+	})
+	keep := f.items[:0:0]
+	now := time.Now()
+	for i, it := range f.items {
+		if !ran[i] {
+			keep = append(keep, it)
+			continue
+		}
+		results <- itemResult{Item: it, Fire: f.at, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true, Backfill: f.backfill}
+	}
+	f.items = keep
+}
