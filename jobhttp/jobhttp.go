@@ -133,6 +133,7 @@ const maxConfigBody = job.MaxDocumentBytes
 //	GET  /jobs/{job}              one job: per server and per item
 //	GET  /jobs/{job}/dump         the job's raw registry nodes, for bug reports
 //	GET  /jobs/{job}/config       the job's config document (YAML)
+//	GET  /jobs/{job}/backfill     the job's backfill and its progress
 //
 // POST endpoints, which need a token whose role allows them (operator,
 // or admin for create, config, schedule and remove; see New):
@@ -140,6 +141,9 @@ const maxConfigBody = job.MaxDocumentBytes
 //	POST /jobs[?unfollowed=true]                 create a script or http job from its YAML job document
 //	                                             (the body; see "Creating jobs at run time" below)
 //	POST /jobs/{job}/trigger[?server=S]          run once now, on every online server or on S
+//	POST /jobs/{job}/backfill                    {"from": T1, "to": T2, "rate": N}: run the fires of a
+//	                                             past range again on each item's owner
+//	POST /jobs/{job}/backfill/cancel             stop it; .../resume goes on from its progress
 //	POST /jobs/{job}/config                      replace the config with the YAML request body
 //	POST /jobs/{job}/disable-items?items=3,5     keep items out of every fire
 //	POST /jobs/{job}/enable-items?items=3,5
@@ -241,7 +245,7 @@ func NewHandler(rc regcenter.Center, opts Options) http.Handler {
 // readable. An error wraps ErrInvalidTokens and names the problem.
 //
 // Roles: GETs are open (with ProtectReads, any token's); GET /audit needs
-// admin. POSTs need operator (trigger, disable, enable, pause, resume,
+// admin. POSTs need operator (trigger, backfill, disable, enable, pause, resume,
 // shutdown, disable-items, enable-items, drain, undrain, rebalance) or
 // admin (config, schedule, create: POST /jobs, remove). GET /whoami
 // answers the role of the request's token ({"name", "role", "readOnly",
@@ -274,6 +278,10 @@ func New(rc regcenter.Center, opts Options) (http.Handler, error) {
 	mux.HandleFunc("GET /jobs/{job}/config", h.configGet)
 	mux.HandleFunc("POST /jobs/{job}/config", h.op(RoleAdmin, "config", h.configSet))
 	mux.HandleFunc("POST /jobs/{job}/trigger", h.op(RoleOperator, "trigger", h.trigger))
+	mux.HandleFunc("GET /jobs/{job}/backfill", h.backfillStatus)
+	mux.HandleFunc("POST /jobs/{job}/backfill", h.op(RoleOperator, "backfill", h.backfillStart))
+	mux.HandleFunc("POST /jobs/{job}/backfill/cancel", h.op(RoleOperator, "backfill", h.backfillState(false)))
+	mux.HandleFunc("POST /jobs/{job}/backfill/resume", h.op(RoleOperator, "backfill", h.backfillState(true)))
 	mux.HandleFunc("POST /jobs/{job}/remove", h.op(RoleAdmin, "remove", h.remove))
 	mux.HandleFunc("POST /jobs/{job}/disable-items", h.op(RoleOperator, "disable-items", h.items(true)))
 	mux.HandleFunc("POST /jobs/{job}/enable-items", h.op(RoleOperator, "enable-items", h.items(false)))
@@ -366,6 +374,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 		"endpoints": []string{
 			"GET /jobs", "POST /jobs", "GET /jobs/{job}", "GET /jobs/{job}/dump", "GET /jobs/{job}/config",
 			"POST /jobs/{job}/trigger[?server=S]", "POST /jobs/{job}/config", "POST /jobs/{job}/remove[?wait=30s]",
+			"GET /jobs/{job}/backfill", "POST /jobs/{job}/backfill", "POST /jobs/{job}/backfill/cancel", "POST /jobs/{job}/backfill/resume",
 			"POST /jobs/{job}/disable-items?items=3,5", "POST /jobs/{job}/enable-items?items=3,5",
 			"POST /servers/{server}/disable[?job=J]", "POST /servers/{server}/enable[?job=J]",
 			"POST /servers/{server}/pause[?job=J]", "POST /servers/{server}/resume[?job=J]",

@@ -39,7 +39,7 @@ func auditOp(cmd *command, pos []string) string {
 func auditTarget(cmd *command, pos []string, o *options) (job, server, items string) {
 	job, server = o.job, o.server
 	switch cmd.name {
-	case "trigger", "remove":
+	case "trigger", "remove", "backfill":
 		job = pos[0]
 	case "config":
 		job = pos[1]

@@ -74,6 +74,8 @@ type options struct {
 
 	window time.Duration // shardjob check --window
 
+	bf backfillOptions // shardjob backfill
+
 	hist historyOptions // shardjob history
 	as   string         // who runs a steering command, for the audit trail
 	who  string         // shardjob audit --who
@@ -120,6 +122,7 @@ func init() {
 		{name: "rebalance", summary: "every job places its items again before its next fire, evening out the instances' units", run: cmdRebalance, audit: "rebalance"},
 		{name: "history", args: "[JOB]", max: 1, flags: []string{"history"}, noZK: true, summary: "the execution history (or, with --events, the job status events), newest first, read from the history database: no registry needed", run: cmdHistory},
 		{name: "audit", flags: []string{"history"}, noZK: true, summary: "the audit trail: who did what through the HTTP API, the console, the dispatcher's API and this command, when, from where, and the result; read from the history database (--since, --who, --job, --op, --via, --limit)", run: cmdAudit},
+		{name: "backfill", args: "JOB", min: 1, max: 1, flags: []string{"backfill"}, summary: "run JOB's fires from --from to --to (past times) again, as backfill runs on each item's owner at --rate fires a second; --status shows progress, --cancel stops it, --resume goes on", run: cmdBackfill, audit: "backfill"},
 		{name: "check", flags: []string{"window"}, summary: "a probe for cron: exits 0 when no job is late or not run (alert: in its config), 4 with a line per problem otherwise", run: cmdCheck},
 		{name: "help", args: "[COMMAND]", max: 1, summary: "show this help, or a command's"},
 	}
@@ -139,7 +142,7 @@ func lookup(name string) *command {
 var valueFlags = map[string]bool{
 	"zk": true, "etcd": true, "embedded": true, "pg": true, "namespace": true, "digest": true, "config": true, "timeout": true,
 	"digest-file": true, "tls-ca": true, "tls-cert": true, "tls-key": true, "tls-server-name": true,
-	"output": true, "o": true, "job": true, "server": true, "wait": true, "window": true,
+	"output": true, "o": true, "job": true, "server": true, "wait": true, "window": true, "from": true, "to": true, "rate": true,
 	"history-driver": true, "history-dsn": true, "as": true, "who": true, "op": true, "via": true, "since": true, "until": true, "kind": true, "limit": true, "before": true,
 }
 
@@ -214,6 +217,13 @@ func newFlagSet(cmd *command, o *options) *flag.FlagSet {
 				fs.BoolVar(&o.force, "force", false, "remove the job even though other jobs run after it (their fires are then skipped)")
 			case "window":
 				fs.DurationVar(&o.window, "window", time.Hour, "report the fires raised late within this `duration` before now")
+			case "backfill":
+				fs.StringVar(&o.bf.from, "from", "", "the range's first `time` (RFC 3339, or a date: its midnight UTC)")
+				fs.StringVar(&o.bf.to, "to", "", "the range's last `time`, not after now (RFC 3339, or a date)")
+				fs.Float64Var(&o.bf.rate, "rate", 0, "at most this many fires a `second` on each instance (default 10)")
+				fs.BoolVar(&o.bf.status, "status", false, "show the backfill's progress")
+				fs.BoolVar(&o.bf.cancel, "cancel", false, "stop the backfill after the fires running; its progress stays")
+				fs.BoolVar(&o.bf.resume, "resume", false, "go on with a cancelled backfill from its progress")
 			}
 		}
 	}

@@ -235,3 +235,15 @@ func (k *Known) Forget() {
 	defer k.mu.Unlock()
 	k.items = nil
 }
+
+// ParseTime reads a range's end as the command line and the HTTP API
+// take it: an RFC 3339 time, or a date (its midnight UTC).
+func ParseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%w: %q is not a time: give RFC 3339 (2026-11-30T14:00:00Z) or a date (2026-11-30)", ErrInvalid, s)
+}
