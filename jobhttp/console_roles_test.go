@@ -51,7 +51,7 @@ func TestConsoleRoles(t *testing.T) {
 	tb.open(cc.console + "#/job/report")
 	tb.waitRole("viewer")
 	tb.waitText("#job-servers", "a1", "a2")
-	for _, sel := range []string{"#job-trigger", "#edit-form", `button[data-action="pause"]`} {
+	for _, sel := range []string{"#job-trigger", "#edit-form", "#backfill-form", `button[data-action="pause"]`} {
 		if !tb.hidden(sel) {
 			t.Errorf("a viewer sees %s on the job's page", sel)
 		}

@@ -446,3 +446,28 @@ func TestConsoleShowsAChain(t *testing.T) {
 		t.Fatalf("parents %+v", st.Parents)
 	}
 }
+
+// TestConsoleBackfill: a job's page starts a backfill of a past range,
+// shows its progress until every item is through, and refuses a range in
+// the future with the server's reason.
+func TestConsoleBackfill(t *testing.T) {
+	cc := newConsoleCluster(t, jobhttp.Options{Token: consoleToken}, consoleSetup{}, job.Config{Name: "report", Cron: "* * * * * *", ShardingTotalCount: 4})
+	httpWaitFor(t, "the job firing", func() bool { return cc.ran("report", job.KindFire) > 0 })
+	tb := newTab(t)
+	tb.open(cc.console + "#/job/report")
+	tb.setToken(consoleToken)
+	tb.waitText("#backfill-state", "no backfill")
+	to := time.Now().Add(-5 * time.Second).UTC().Truncate(time.Second)
+	tb.fill("#backfill-from", to.Add(-time.Second).Format(time.RFC3339))
+	tb.fill("#backfill-to", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	tb.click("#backfill-start")
+	tb.waitText("#notice", "Backfill report: refused (HTTP 400)", "is after now")
+	tb.fill("#backfill-to", to.Format(time.RFC3339))
+	tb.fill("#backfill-rate", "20")
+	tb.click("#backfill-start")
+	tb.waitText("#notice", "Backfill report: done")
+	tb.waitText("#backfill-progress", "through", "8 of 8 runs done, 4 of 4 items through")
+	if n := cc.ran("report", job.KindBackfill); n != 8 {
+		t.Errorf("%d backfill runs, want 8 (2 fires × 4 items)", n)
+	}
+}

@@ -5,7 +5,7 @@
 
 import { badge, duration, el, section, table, time } from "../dom.js";
 
-const KINDS = ["", "fire", "misfire", "failover", "trigger"];
+const KINDS = ["", "fire", "misfire", "failover", "trigger", "backfill"];
 const SINCE = ["15m", "1h", "6h", "24h", "168h", ""];
 const LIMIT = 50;
 

@@ -40,6 +40,26 @@ export function mount(ctx) {
     if (res.ok) ctx.dirty = false;
   });
 
+  ctx.backfill = el("div", { id: "backfill-state" });
+  const bfFrom = el("input", { id: "backfill-from", name: "from", required: true, spellcheck: "false", size: 22, placeholder: "2026-11-01", "aria-label": "from" });
+  const bfTo = el("input", { id: "backfill-to", name: "to", required: true, spellcheck: "false", size: 22, placeholder: "2026-11-30T23:59:59Z", "aria-label": "to" });
+  const bfRate = el("input", { id: "backfill-rate", name: "rate", type: "number", min: 0, step: "any", size: 6, placeholder: "10", "aria-label": "rate" });
+  const bfForm = el(
+    "form",
+    { id: "backfill-form", class: "inline-form", novalidate: true, "data-need": "operator" },
+    el("label", null, "From ", bfFrom),
+    el("label", null, "To ", bfTo),
+    el("label", null, "Fires/s ", bfRate),
+    el("button", { type: "submit", id: "backfill-start" }, "Start backfill"),
+    el("span", { class: "muted", text: " past fires run again on each item's owner (RFC 3339 times or dates)" }),
+  );
+  bfForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    await ctx.act(`Backfill ${name}`, path("jobs", name, "backfill"), {
+      body: { from: bfFrom.value.trim(), to: bfTo.value.trim(), rate: Number(bfRate.value) || 0 },
+    });
+  });
+
   ctx.root.append(
     el("p", null, el("a", { href: "#/jobs", text: "← all jobs" })),
     el("h1", null, "Job ", el("span", { id: "job-name", text: name })),
@@ -51,6 +71,7 @@ export function mount(ctx) {
     ),
     ctx.chain,
     section("Schedule", form),
+    section("Backfill", ctx.backfill, bfForm),
     section("Servers", ctx.servers),
     section("Items", ctx.items),
     ctx.problems,
@@ -141,11 +162,43 @@ function renderChain(ctx, name, res) {
   );
 }
 
+// renderBackfill shows the job's backfill, with its cancel or resume.
+function renderBackfill(ctx, name, res) {
+  const sig = JSON.stringify([res.status, res.data]);
+  if (sig === ctx.lastBackfill) return;
+  ctx.lastBackfill = sig;
+  if (!res.ok) {
+    ctx.backfill.replaceChildren(el("p", { class: "muted", text: res.status === 400 ? "no backfill" : `Cannot read the backfill (HTTP ${res.status}): ${res.error}` }));
+    return;
+  }
+  const b = res.data;
+  const r = b.request || {};
+  const kind = b.state === "through" ? "ok" : b.state === "cancelled" ? "warn" : "muted";
+  const steer =
+    b.state === "running"
+      ? button("Cancel backfill", () => ctx.act(`Cancel the backfill of ${name}`, path("jobs", name, "backfill", "cancel")), { id: "backfill-cancel", class: "act", "data-need": "operator" })
+      : b.state === "cancelled"
+        ? button("Resume backfill", () => ctx.act(`Resume the backfill of ${name}`, path("jobs", name, "backfill", "resume")), { id: "backfill-resume", class: "act", "data-need": "operator" })
+        : null;
+  ctx.backfill.replaceChildren(
+    el(
+      "p",
+      { id: "backfill-progress" },
+      badge(b.state, kind),
+      ` ${r.id}: ${time(new Date(r.from).toISOString())} to ${time(new Date(r.to).toISOString())}, ${b.done} of ${b.fires * b.items} runs done, ${b.through} of ${b.items} items through`,
+      r.by ? el("span", { class: "muted", text: ` (started by ${r.by})` }) : null,
+      " ",
+      steer,
+    ),
+  );
+}
+
 export async function refresh(ctx) {
   const name = ctx.arg;
-  const [res, chainRes] = await Promise.all([ctx.get(path("jobs", name)), ctx.get("chains", { job: name })]);
+  const [res, chainRes, bfRes] = await Promise.all([ctx.get(path("jobs", name)), ctx.get("chains", { job: name }), ctx.get(path("jobs", name, "backfill"))]);
   if (!ctx.alive()) return;
   if (res.ok) renderChain(ctx, name, chainRes);
+  renderBackfill(ctx, name, bfRes);
   if (!res.ok) {
     ctx.head.replaceChildren(el("p", { class: "error-text", text: `Cannot read job ${name} (HTTP ${res.status}): ${res.error}` }));
     ctx.last = "";
