@@ -9,7 +9,7 @@ BENCHTIME ?= 1s
 ZK_DIR    ?= .zk
 ZK_PORT   ?= 2181
 
-.PHONY: yaml-demo alerts-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
+.PHONY: yaml-demo alerts-demo test test-job test-rest test-etcd test-job-etcd test-rest-etcd test-pg test-job-pg test-rest-pg test-books lint demo demo-placement demo-schedules demo-kubernetes demo-operate demo-history demo-onedb console-demo screenshots bench bench-go bench-dispatch bench-peers bench-check zookeeper postgresql chromium redis zk-start zk-stop
 
 # Two streams run side by side, each one package at a time (-p 1): the job
 # package (on ZooKeeper, then its etcd matrix), the dispatcher and the
@@ -151,6 +151,13 @@ demo-schedules:
 # any fire was lost or ran twice (about half a minute).
 demo-kubernetes:
 	$(GO) run ./example/kubernetes/rollout
+
+# What an operator does beyond the schedule, in one process on the
+# embedded default (about half a minute): a retry with backoff, a late-run
+# alert posted to a local webhook receiver, a backfill started through the
+# HTTP API with its progress, a viewer's token refused, the audit trail.
+demo-operate:
+	$(GO) run ./example/operate
 
 # The web console over a small cluster with jobs and a dispatcher (SQLite
 # in a temporary directory): it prints the URL and the token to open it

@@ -372,6 +372,7 @@ func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.P
 		if sched, _, err := f.cfg.Schedule(); err == nil {
 			run.Schedule = sched
 		}
+		run.Past = f.kind == KindBackfill
 		if first == last && !f.cfg.Unmonitored {
 			// The count is written before a wait, for whoever takes the
 			// fire over after a crash (a range's restarts: one node per

@@ -199,6 +199,18 @@ type Report struct {
 	Duplicates            []duplicate
 	UnexplainedDuplicates []duplicate
 
+	// Backfill is the harness's backfill (-backfill), when it started one:
+	// its range, whether it was logged through, its runs (committed or
+	// failed, a retried attempt's last), the (fire, item) pairs of the
+	// range it did not run (counted only once through: BackfillLost) and
+	// those it ran more than once, explained as Duplicates are.
+	Backfill            *backfillRange
+	BackfillRuns        int
+	BackfillLost        []fireItem
+	BackfillDuplicates  []duplicate
+	BackfillUnexplained []duplicate
+	BackfillNotThrough  bool
+
 	// SessionLosses are the registry sessions the instance processes
 	// logged as lost (a SessionLost event), in time order. A loss is
 	// explained by a fault whose window, stretched by the session timeout,
@@ -348,7 +360,10 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 	// fire there) did not complete its fire: the last attempt does, or,
 	// cut short, leaves it to run again.
 	lastTry := map[string]int{}
-	tryKey := func(x *execution) string { return fmt.Sprintf("%s|%d|%d|%d", x.Inst, x.PID, x.Item, x.Fire) }
+	// A backfill's run of a past fire is not a try of the live one.
+	tryKey := func(x *execution) string {
+		return fmt.Sprintf("%s|%d|%d|%d|%v", x.Inst, x.PID, x.Item, x.Fire, x.Kind == "backfill")
+	}
 	for _, x := range r.Executions {
 		if x.Attempt > 1 {
 			r.Retried++
@@ -657,6 +672,8 @@ func Analyse(events []eventlog.Event, opt AnalyseOptions) (*Report, error) {
 		}
 	}
 
+	r.checkBackfill(events, period, explain)
+
 	// Chains: a committed run of job k > 0 began after its parent, job
 	// k-1, had completed on every item every checked fire it stands for.
 	if j := r.Config.JobItems; r.Config.Chain > 1 && j > 0 {
@@ -745,7 +762,70 @@ func inWindows(ws []window, t int64) bool {
 // committed executions and no lost fire.
 func (r *Report) OK() bool {
 	return len(r.Overlaps) == 0 && len(r.SelfOverlaps) == 0 && len(r.Lost) == 0 && len(r.UnexplainedDuplicates) == 0 &&
-		len(r.OrderViolations) == 0
+		len(r.OrderViolations) == 0 && len(r.BackfillLost) == 0 && len(r.BackfillUnexplained) == 0 && !r.BackfillNotThrough
+}
+
+// backfillRange is a backfill the harness started: its fires from From to
+// To (Unix ms) and id.
+type backfillRange struct {
+	From, To int64
+	ID       string
+	Through  bool
+}
+
+// checkBackfill checks the harness's backfill, if it started one: every
+// fire of its range ran once on every item of the first job as a backfill
+// run (a failed run counts: a backfill runs each fire once, not until it
+// succeeds), more than once only where a fault explains it.
+func (r *Report) checkBackfill(events []eventlog.Event, period int64, explain func(a, b *execution) (string, time.Duration)) {
+	for _, e := range events {
+		switch e.Ev {
+		case eventlog.BackfillStart:
+			r.Backfill = &backfillRange{From: e.Fire, To: e.Through, ID: e.Detail}
+		case eventlog.BackfillThrough:
+			if r.Backfill != nil && r.Backfill.ID == e.Detail {
+				r.Backfill.Through = true
+			}
+		}
+	}
+	if r.Backfill == nil {
+		return
+	}
+	items := r.Config.Items
+	if r.Config.Chain > 1 && r.Config.JobItems > 0 {
+		items = r.Config.JobItems
+	}
+	runs := map[fireItem][]*execution{}
+	for _, x := range r.Executions {
+		if x.Kind != "backfill" || (x.State != stateCommitted && x.State != stateFailed) {
+			continue
+		}
+		r.BackfillRuns++
+		k := fireItem{Fire: x.Fire, Item: x.Item}
+		runs[k] = append(runs[k], x)
+	}
+	r.BackfillNotThrough = !r.Backfill.Through
+	first := (r.Backfill.From + period - 1) / period * period
+	for f := first; f <= r.Backfill.To; f += period {
+		for item := 0; item < items; item++ {
+			xs := runs[fireItem{Fire: f, Item: item}]
+			if len(xs) == 0 {
+				if r.Backfill.Through {
+					r.BackfillLost = append(r.BackfillLost, fireItem{Fire: f, Item: item})
+				}
+				continue
+			}
+			sort.Slice(xs, func(i, j int) bool { return xs[i].Begin < xs[j].Begin })
+			for i := 1; i < len(xs); i++ {
+				d := duplicate{fireItem: fireItem{Fire: f, Item: item}, A: xs[i-1], B: xs[i]}
+				d.Cause, d.Lag = explain(xs[i-1], xs[i])
+				r.BackfillDuplicates = append(r.BackfillDuplicates, d)
+				if d.Cause == "" {
+					r.BackfillUnexplained = append(r.BackfillUnexplained, d)
+				}
+			}
+		}
+	}
 }
 
 // orderViolation is a dependent's run that began before its parent's item
@@ -801,7 +881,17 @@ func (r *Report) Summary() string {
 		dur, r.Config.Instances, r.Faults, r.Fires, len(r.Executions), len(r.Overlaps)+len(r.SelfOverlaps), len(r.Lost),
 		len(r.Duplicates), len(r.UnexplainedDuplicates),
 		r.Failovers, p50, maxD, r.NoQuorumFires, r.Committed, r.Aborted, r.Replaced, r.Failed, r.Retried, r.Unfinished, len(r.StaleOverlaps), len(r.FrozenCommits), len(r.OrderViolations),
-		len(r.SessionLosses), len(r.UnexplainedSessionLosses), r.Config.Seed, r.Registry())
+		len(r.SessionLosses), len(r.UnexplainedSessionLosses), r.Config.Seed, r.Registry()) + r.backfillSummary()
+}
+
+// backfillSummary is the summary's part on the harness's backfill: ""
+// when it started none.
+func (r *Report) backfillSummary() string {
+	if r.Backfill == nil {
+		return ""
+	}
+	return fmt.Sprintf(" backfill_through=%v backfill_runs=%d backfill_lost=%d backfill_duplicates=%d backfill_unexplained=%d",
+		r.Backfill.Through, r.BackfillRuns, len(r.BackfillLost), len(r.BackfillDuplicates), len(r.BackfillUnexplained))
 }
 
 // maxDetail bounds the detail lines of one kind.
@@ -920,6 +1010,25 @@ func (r *Report) Details(w io.Writer) {
 			fmt.Fprintf(w, " (record interval %s)", time.Duration(*ri)*time.Millisecond)
 		}
 		fmt.Fprintln(w)
+	}
+	if b := r.Backfill; b != nil {
+		fmt.Fprintf(w, "chaos: backfill %s of fires %s – %s: through %v, %d runs, %d explained duplicates\n", b.ID,
+			clock(b.From*int64(time.Millisecond)), clock(b.To*int64(time.Millisecond)), b.Through, r.BackfillRuns,
+			len(r.BackfillDuplicates)-len(r.BackfillUnexplained))
+		for i, f := range r.BackfillLost {
+			if i == maxDetail {
+				fmt.Fprintf(w, "chaos: BACKFILL LOST: ... %d more\n", len(r.BackfillLost)-maxDetail)
+				break
+			}
+			fmt.Fprintf(w, "chaos: BACKFILL LOST: item %d fire %s never ran as a backfill run\n", f.Item, clock(f.Fire*int64(time.Millisecond)))
+		}
+		for i, d := range r.BackfillUnexplained {
+			if i == maxDetail {
+				fmt.Fprintf(w, "chaos: BACKFILL DUPLICATE: ... %d more\n", len(r.BackfillUnexplained)-maxDetail)
+				break
+			}
+			fmt.Fprintf(w, "chaos: BACKFILL DUPLICATE: item %d fire %s ran twice:\n    %s\n    %s\n", d.Item, clock(d.Fire*int64(time.Millisecond)), d.A, d.B)
+		}
 	}
 	for i, d := range r.UnexplainedDuplicates {
 		if i == maxDetail {

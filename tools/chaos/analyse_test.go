@@ -931,3 +931,56 @@ func TestAFailedRunAndItsRetries(t *testing.T) {
 		t.Fatalf("a failed run beside a committed one elsewhere: overlaps %v", r.Overlaps)
 	}
 }
+
+// A backfill beside the live fires: each fire of its range once on every
+// item passes; a fire it never ran is lost once it is logged through; one
+// run twice without a fault is unexplained, with a kill -9 of the earlier
+// run's instance explained; a backfill run beside a live run of its item
+// is an overlap; one never logged through fails the run.
+func TestBackfillChecked(t *testing.T) {
+	build := func(through bool, twice string) *Report {
+		s := newSynth(2, 0, 0)
+		s.fires("i1", 0, 0, 9)
+		s.fires("i2", 1, 0, 9)
+		s.add(2500, eventlog.Event{Ev: eventlog.BackfillStart, Fire: s.ns(1000) / int64(time.Millisecond), Through: s.ns(3000) / int64(time.Millisecond), Detail: "b1"})
+		// Each backfill run in a gap of its item's live fires.
+		for f := int64(1); f <= 3; f++ {
+			s.exec("i1", 0, f, "backfill", (3+f)*1000+600, (3+f)*1000+650, stateCommitted)
+			if !(twice == "lost" && f == 3) {
+				s.exec("i2", 1, f, "backfill", (3+f)*1000+700, (3+f)*1000+750, stateCommitted)
+			}
+		}
+		switch twice {
+		case "plain":
+			s.exec("i1", 0, 2, "backfill", 7600, 7650, stateCommitted)
+		case "killed":
+			s.kill9("i1", 5700, 5710, 6000)
+			s.exec("i2", 0, 2, "backfill", 7600, 7650, stateCommitted)
+		case "overlap":
+			s.exec("i2", 0, 1, "backfill", 8020, 8100, stateCommitted) // beside i1's fire 8 (8010–8510)
+		}
+		if through {
+			s.add(8000, eventlog.Event{Ev: eventlog.BackfillThrough, Detail: "b1"})
+		}
+		s.stop(9600)
+		return s.analyse(t)
+	}
+	if r := build(true, ""); !r.OK() || r.BackfillRuns != 6 || len(r.BackfillDuplicates) != 0 {
+		t.Errorf("a clean backfill: ok %v, %d runs, %d duplicates: %s", r.OK(), r.BackfillRuns, len(r.BackfillDuplicates), r.Summary())
+	}
+	if r := build(true, "lost"); r.OK() || len(r.BackfillLost) != 1 || r.BackfillLost[0].Item != 1 {
+		t.Errorf("a fire never run: lost %v", r.BackfillLost)
+	}
+	if r := build(false, "lost"); r.OK() || len(r.BackfillLost) != 0 || !r.BackfillNotThrough {
+		t.Errorf("a backfill not through: ok %v, lost %v, not through %v", r.OK(), r.BackfillLost, r.BackfillNotThrough)
+	}
+	if r := build(true, "plain"); r.OK() || len(r.BackfillUnexplained) != 1 {
+		t.Errorf("a fire run twice, no fault: unexplained %d", len(r.BackfillUnexplained))
+	}
+	if r := build(true, "killed"); !r.OK() || len(r.BackfillDuplicates) != 1 || len(r.BackfillUnexplained) != 0 {
+		t.Errorf("a fire run again after a kill -9: duplicates %d, unexplained %d: %s", len(r.BackfillDuplicates), len(r.BackfillUnexplained), r.Summary())
+	}
+	if r := build(true, "overlap"); r.OK() || len(r.Overlaps) != 1 {
+		t.Errorf("a backfill run beside a live run: overlaps %d", len(r.Overlaps))
+	}
+}

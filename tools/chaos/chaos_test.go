@@ -43,6 +43,7 @@ func chaosShort(t *testing.T, registry string) {
 	cfg.Registry = registry
 	cfg.Duration = 30 * time.Second // the first round of every fault always completes; later rounds are the long runs' work
 	cfg.FailEvery = 7               // a retrying job: every 7th run of an instance fails at first, and is retried
+	cfg.Backfill = true             // and a backfill beside the live schedule
 	if s := os.Getenv("SHARDJOB_CHAOS_SEED"); s != "" {
 		seed, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
@@ -96,6 +97,10 @@ func chaosShort(t *testing.T, registry string) {
 	// the earlier run's instance to explain it.
 	if n := len(rep.UnexplainedDuplicates); n > 0 {
 		t.Errorf("%d (fire, item) pairs ran twice with no crash of the earlier run's instance to explain them (seed %d); first: %+v", n, cfg.Seed, rep.UnexplainedDuplicates[0])
+	}
+	// The backfill ran each fire of its range once on every item.
+	if rep.Backfill == nil || !rep.Backfill.Through || len(rep.BackfillLost) > 0 || len(rep.BackfillUnexplained) > 0 {
+		t.Errorf("the backfill: %+v, %d lost, %d unexplained duplicates (seed %d)", rep.Backfill, len(rep.BackfillLost), len(rep.BackfillUnexplained), cfg.Seed)
 	}
 	// The retrying job ran: runs failed at first and were tried again.
 	if rep.Failed == 0 || rep.Retried == 0 {

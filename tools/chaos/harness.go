@@ -63,6 +63,12 @@ type Config struct {
 	// failed run twice (job.Config.Retry): the retries are checked as
 	// the fire's next tries. 0: none.
 	FailEvery int
+	// Backfill starts, a quarter into the faults, a backfill of the first
+	// job over the fires since the measure began (shardjob backfill), and
+	// waits for it before the stop: the analysis checks that it ran each
+	// fire once on every item, beside the live schedule, never beside
+	// another run of the item.
+	Backfill bool
 	// Chain is how many jobs the instances run, each after the one before
 	// (1: one job); the analysis checks each job's invariants and that
 	// every run of a dependent began after its parent completed its fires.
@@ -364,12 +370,32 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	h.event(eventlog.Event{Ev: eventlog.MeasureStart})
 	h.progress("all %d instances up; injecting faults for %v", cfg.Instances, cfg.Duration)
 
+	var backfillDone chan struct{}
+	if cfg.Backfill {
+		backfillDone = make(chan struct{})
+		bctx, cancel := context.WithCancel(ctx)
+		done := backfillDone
+		undo = append(undo, func() { cancel(); <-done })
+		go func() { // owned here: waited for below, or ended and waited for by undo
+			defer close(backfillDone)
+			h.runBackfill(bctx, time.Now())
+		}()
+	}
 	if err := h.faultLoop(ctx); err != nil {
 		return nil, err
 	}
 	h.progress("faults over; settling for %v", cfg.Settle)
 	if err := sleepCtx(ctx, cfg.Settle); err != nil {
 		return nil, err
+	}
+	if backfillDone != nil {
+		select {
+		case <-backfillDone:
+		case <-time.After(backfillWait):
+			h.progress("the backfill is not through %v after the settle", backfillWait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	h.event(eventlog.Event{Ev: eventlog.MeasureStop})
 	h.dump(reg + "-tree-end.txt")

@@ -59,6 +59,9 @@ type Run struct {
 	// fire comes: a retry never waits past it.
 	Retry    retry.Policy
 	Schedule fireplan.Schedule
+	// Past: the run stands for a fire long past (a backfill's), so its
+	// retries yield to the item's next fire from now, not from its own.
+	Past bool
 	// Log is the job's logger. Life ends when the job stops here: a retry
 	// that waits gives up. Retries counts the job's attempts after a
 	// failure.
@@ -149,6 +152,9 @@ func (s *Stage) next(run Run, attempt int) step {
 		last := run.Facts.Through
 		if last.Before(ev.FireTime) {
 			last = ev.FireTime
+		}
+		if now := s.Now(); run.Past && last.Before(now) {
+			last = now
 		}
 		nextFire = run.Schedule.Next(last)
 	}

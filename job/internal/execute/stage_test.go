@@ -143,6 +143,35 @@ func TestARetryYieldsToTheItemsNextFire(t *testing.T) {
 	}
 }
 
+// A backfill's run of a fire long past retries as a live one would now:
+// its own next fire has long come, the item's next fire from now has not.
+func TestAPastRunRetriesBeforeTheNextFireFromNow(t *testing.T) {
+	rig := newRig(t)
+	close(rig.gate)
+	fire := rig.now.Add(-48 * time.Hour)
+	res := completion.Result{Item: 3, Fire: fire}
+	run := Run{Event: listener.Execution{Job: "j", Item: 3, Kind: "backfill", FireTime: fire}, Retry: retry.Policy{Attempts: 2, Backoff: time.Second, MaxBackoff: time.Minute},
+		Schedule: every(time.Hour), Log: slog.New(slog.DiscardHandler), Life: rig.lifeCtx, Retries: &rig.retries}
+	run.Facts.Through = fire
+	calls := 0
+	call := func(context.Context, int) error {
+		if calls++; calls == 1 {
+			return errFailed
+		}
+		return nil
+	}
+	rig.stage.Run(newCtx(), run, 1, &res, call)
+	if calls != 1 {
+		t.Fatalf("a past run not marked past: %d calls, want 1 (its next fire has come)", calls)
+	}
+	run.Past, calls = true, 0
+	res = completion.Result{Item: 3, Fire: fire}
+	rig.stage.Run(newCtx(), run, 1, &res, call)
+	if calls != 2 || res.Err != nil {
+		t.Fatalf("a past run: %d calls, result %+v; want a retry that succeeds", calls, res)
+	}
+}
+
 func TestAWaitCutShort(t *testing.T) {
 	for _, tc := range []struct {
 		name       string

@@ -88,6 +88,11 @@ const (
 	StatusUp   = "status_up"
 	// Note: free text from the harness (detail).
 	Note = "note"
+	// BackfillStart: the harness started a backfill of the first job over
+	// the fires from Fire to Through (Unix ms); Detail is its id.
+	// BackfillThrough: every item ran it through (Detail: its id).
+	BackfillStart   = "backfill_start"
+	BackfillThrough = "backfill_through"
 )
 
 // RunConfig is the payload of a Config event.

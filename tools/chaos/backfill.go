@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/tools/chaos/eventlog"
+)
+
+// backfillWait bounds how long the harness waits, after the settle, for
+// its backfill to be through.
+const backfillWait = 3 * time.Minute
+
+// backfillRate is the backfill's fires a second on each instance: slow
+// enough that it runs through the faults, beside the live fires.
+const backfillRate = 4
+
+// runBackfill starts, a quarter into the faults, a backfill of the first
+// job over the fires since measured (the run's MeasureStart), logs it,
+// and polls its status until every item is through (logged too) or ctx
+// ends. A failure to start or read is a note: the analysis then finds the
+// backfill not through.
+func (h *harness) runBackfill(ctx context.Context, measured time.Time) {
+	if sleepCtx(ctx, h.cfg.Duration/4) != nil {
+		return
+	}
+	adm := admin.New(h.rc, admin.JobCodec(false))
+	from := measured.Add(h.cfg.Warmup).Truncate(time.Second).Add(time.Second)
+	to := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+	var id string
+	for attempt := 0; ; attempt++ {
+		req, err := adm.StartBackfill(ctx, jobName, admin.Backfill{From: from, To: to, Rate: backfillRate, By: "chaos"})
+		if err == nil {
+			id = req.ID
+			break
+		}
+		h.note("starting the backfill (attempt %d): %v", attempt+1, err)
+		if sleepCtx(ctx, 2*time.Second) != nil {
+			return
+		}
+	}
+	h.event(eventlog.Event{Ev: eventlog.BackfillStart, Fire: from.UnixMilli(), Through: to.UnixMilli(), Detail: id})
+	h.progress("backfill %s of %s started: fires %s to %s", id, jobName, from.Format(time.TimeOnly), to.Format(time.TimeOnly))
+	for sleepCtx(ctx, 2*time.Second) == nil {
+		st, err := adm.BackfillStatus(ctx, jobName)
+		if err != nil {
+			continue // a registry fault: read again
+		}
+		if st.State == admin.StateThrough {
+			h.event(eventlog.Event{Ev: eventlog.BackfillThrough, Detail: id})
+			h.progress("backfill %s through: %d runs", id, st.Done)
+			return
+		}
+	}
+}
