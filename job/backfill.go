@@ -32,6 +32,11 @@ const backfillIdle = 2 * time.Second
 // until the request is through on every item, cancelled or gone, or the
 // job stops here.
 func (r *runner) runBackfill() {
+	// A job far from its next fire has not joined its election, nor been
+	// placed: a backfill needs both, as a trigger does.
+	if err := r.prepareSync(); err != nil {
+		r.log.Warn("backfill: preparing to run", "err", err)
+	}
 	sess := r.rc.Session()
 	var (
 		id   string

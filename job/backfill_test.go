@@ -219,6 +219,42 @@ func TestBackfillReachesAnInstanceThatJoins(t *testing.T) {
 	rig.checkEachOnce(t, from, to)
 }
 
+// A job far from its next fire (hourly, never fired) is prepared and
+// placed for its backfill, as for a trigger: the backfill runs at once.
+func TestBackfillOfAJobThatHasNotFiredYet(t *testing.T) {
+	ns := namespace(t)
+	log := newAttemptLog()
+	cfg := job.Config{Name: "hourly", Cron: "0 0 * * * *", ShardingTotalCount: 2}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, id := range []string{"s1", "s2"} {
+		rc, s := connect(t, ctx, ns, id)
+		if err := s.Add(ctx, cfg, log.job(id, func(job.ShardingContext) bool { return false })); err != nil {
+			t.Fatal(err)
+		}
+		running(t, ctx, id, rc, s)
+	}
+	adm := admin.New(observer(t, ns), admin.JobCodec(false))
+	to := time.Now().Add(-time.Hour).Truncate(time.Hour)
+	if _, err := adm.StartBackfill(tctx(t), "hourly", admin.Backfill{From: to.Add(-2 * time.Hour), To: to, Rate: 50}); err != nil {
+		t.Fatal(err)
+	}
+	var st admin.BackfillStatus
+	waitUntil(t, 60*time.Second, func() bool {
+		var err error
+		st, err = adm.BackfillStatus(tctx(t), "hourly")
+		return err == nil && st.State == admin.StateThrough
+	})
+	if st.Done != 6 {
+		t.Errorf("status %+v: want 3 fires of 2 items done", st)
+	}
+	for _, r := range log.snapshot() {
+		if r.kind != job.KindBackfill {
+			t.Errorf("a %s run of an hourly job that never fired: %+v", r.kind, r)
+		}
+	}
+}
+
 // A backfill is refused, with nothing written, for a range that ends in
 // the future, holds no fire or too many, a bad rate, or while another
 // runs.
