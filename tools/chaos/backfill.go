@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
@@ -31,6 +32,14 @@ func (h *harness) runBackfill(ctx context.Context, measured time.Time) {
 	var id string
 	for attempt := 0; ; attempt++ {
 		req, err := adm.StartBackfill(ctx, jobName, admin.Backfill{From: from, To: to, Rate: backfillRate, By: "chaos"})
+		if errors.Is(err, admin.ErrConflict) {
+			// An attempt whose answer was lost (a registry fault) started
+			// it: only this harness starts backfills.
+			if st, serr := adm.BackfillStatus(ctx, jobName); serr == nil {
+				req, err = st.Request, nil
+				from, to = req.FromTime(), req.ToTime()
+			}
+		}
 		if err == nil {
 			id = req.ID
 			break
