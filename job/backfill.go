@@ -29,22 +29,38 @@ import (
 const backfillIdle = 2 * time.Second
 
 // runBackfill is the backfill driver (the backfill kicker's pass). It runs
-// until the request is through on every item, cancelled or gone, or the
-// job stops here.
+// until the request is through on every item, cancelled or gone (or does
+// not decode), or the job stops here; a lost session only pauses it.
 func (r *runner) runBackfill() {
 	// A job far from its next fire has not joined its election, nor been
 	// placed: a backfill needs both, as a trigger does.
 	if err := r.prepareSync(); err != nil {
 		r.log.Warn("backfill: preparing to run", "err", err)
 	}
-	sess := r.rc.Session()
 	var (
 		id   string
 		last time.Time // when the previous backfill fire started, for the rate
 		mine []int     // this instance's items at the previous pass
 	)
-	for !r.isClosed() && sess.Err() == nil {
-		req, ok := r.readBackfill(sess)
+	for !r.isClosed() {
+		// Across sessions: a lost one ends the pass, the next registers
+		// the job again and the backfill goes on (no one else would tell
+		// this instance again).
+		sess, ok := r.readyToFire()
+		if !ok {
+			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+				return
+			}
+			continue
+		}
+		req, ok, err := r.readBackfill(sess)
+		if err != nil {
+			// A registry that cannot answer now: read again.
+			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+				return
+			}
+			continue
+		}
 		if !ok || req.State != backfill.Running {
 			return
 		}
@@ -62,8 +78,10 @@ func (r *runner) runBackfill() {
 		at, items, assigned, err := r.nextBackfill(sess, req, sched)
 		if err == nil && mine != nil && !slices.Equal(mine, assigned) {
 			// A reshard: an instance that joined since the request was
-			// made was not told of it.
+			// made was not told of it, and the items gained back may
+			// have gone on elsewhere meanwhile.
 			r.tellServers(sess)
+			r.backfills.Forget()
 		}
 		if err == nil {
 			mine = assigned
@@ -92,24 +110,26 @@ func (r *runner) runBackfill() {
 }
 
 // readBackfill reads the job's backfill request; false when there is none
-// (or it does not decode: reported, and read as none).
-func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool) {
+// (or it does not decode: reported, and read as none), an error when it
+// could not be read.
+func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool, error) {
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	p := r.paths.Backfill()
 	data, st, err := r.rc.Get(ctx, p)
+	if errors.Is(err, regcenter.ErrNoNode) {
+		return backfill.Request{}, false, nil
+	}
 	if err != nil {
-		if !errors.Is(err, regcenter.ErrNoNode) {
-			r.log.Warn("backfill: reading the request", "err", err)
-		}
-		return backfill.Request{}, false
+		r.log.Warn("backfill: reading the request", "err", err)
+		return backfill.Request{}, false, err
 	}
 	req, err := backfill.DecodeRequest(data)
 	if err != nil {
 		r.reportBadValue(p, st, data, "garbage in the backfill request; no backfill runs", "err", err)
-		return backfill.Request{}, false
+		return backfill.Request{}, false, nil
 	}
-	return req, true
+	return req, true, nil
 }
 
 // nextBackfill returns the earliest fire of req that one of this
