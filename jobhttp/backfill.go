@@ -1,12 +1,8 @@
 package jobhttp
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
@@ -28,22 +24,7 @@ type backfillRequest struct {
 // fires a second on each instance (0: the default).
 func (h *handler) backfillStart(w http.ResponseWriter, r *http.Request) {
 	var req backfillRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBackfillBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
-	}
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		h.reply(w, http.StatusRequestEntityTooLarge, httpError{Error: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit)})
-		return
-	case errors.Is(err, io.EOF):
-		h.fail(w, r, fmt.Errorf(`%w: send a JSON body such as {"from": "2026-11-01", "to": "2026-11-30T23:59:59Z", "rate": 10}`, admin.ErrInvalid))
-		return
-	case err != nil:
-		h.fail(w, r, fmt.Errorf("%w: the body is not a backfill: %s", admin.ErrInvalid, strings.TrimPrefix(err.Error(), "json: ")))
+	if !h.decodeBody(w, r, maxBackfillBody, &req, "a backfill", `{"from": "2026-11-01", "to": "2026-11-30T23:59:59Z", "rate": 10}`) {
 		return
 	}
 	var b admin.Backfill

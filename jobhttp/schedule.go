@@ -24,22 +24,7 @@ type scheduleRequest struct {
 // schedule edits the cron and the item count of a job's stored config.
 func (h *handler) schedule(w http.ResponseWriter, r *http.Request) {
 	var req scheduleRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxScheduleBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
-	}
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		h.reply(w, http.StatusRequestEntityTooLarge, httpError{Error: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit)})
-		return
-	case errors.Is(err, io.EOF):
-		h.fail(w, r, fmt.Errorf(`%w: send a JSON body such as {"cron": "0 */5 * * * *", "shardingTotalCount": 4}`, admin.ErrInvalid))
-		return
-	case err != nil:
-		h.fail(w, r, fmt.Errorf("%w: the body is not a schedule edit: %s", admin.ErrInvalid, strings.TrimPrefix(err.Error(), "json: ")))
+	if !h.decodeBody(w, r, maxScheduleBody, &req, "a schedule edit", `{"cron": "0 */5 * * * *", "shardingTotalCount": 4}`) {
 		return
 	}
 	ctx, cancel := h.ctx(r)
@@ -52,4 +37,28 @@ func (h *handler) schedule(w http.ResponseWriter, r *http.Request) {
 	}
 	h.done(r, "schedule set", "job", jobName, "changed", changed, "cron", cfg.Cron, "items", cfg.ShardingTotalCount)
 	h.reply(w, http.StatusOK, map[string]any{"job": jobName, "changed": changed, "config": cfg})
+}
+
+// decodeBody decodes r's body, at most max bytes of one JSON value with no
+// unknown field, into v; a body that is not one is answered (413, or 400
+// naming what, with example) and false returned.
+func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any, what, example string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, max))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooLarge):
+		h.reply(w, http.StatusRequestEntityTooLarge, httpError{Error: fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit)})
+	case errors.Is(err, io.EOF):
+		h.fail(w, r, fmt.Errorf("%w: send a JSON body such as %s", admin.ErrInvalid, example))
+	default:
+		h.fail(w, r, fmt.Errorf("%w: the body is not %s: %s", admin.ErrInvalid, what, strings.TrimPrefix(err.Error(), "json: ")))
+	}
+	return false
 }
