@@ -46,8 +46,9 @@ const StateThrough = "through"
 // the job's stored config (a monitored job with a schedule; a range that
 // has come, holds a fire and at most backfill.MaxFires), refuses while
 // another runs (ErrConflict: cancel it first), writes the request over
-// the last one, and sets the backfill flag of every online server, each
-// of which runs its items' fires. Nothing is written when it refuses.
+// the last one, and sets the backfill flag of every server, each of which
+// runs its items' fires (one that is down, once it is back). Nothing is
+// written when it refuses.
 func (a *Admin) StartBackfill(ctx context.Context, jobName string, b Backfill) (backfill.Request, error) {
 	cfg, err := a.storedConfig(ctx, jobName)
 	if err != nil {
@@ -87,10 +88,37 @@ func (a *Admin) StartBackfill(ctx context.Context, jobName string, b Backfill) (
 	if err != nil {
 		return backfill.Request{}, err
 	}
-	if _, err := a.flagOnline(ctx, jobName, "", layout.BackfillFlag, "backfill"); err != nil {
+	if err := a.tellServers(ctx, jobName); err != nil {
 		return req, fmt.Errorf("backfill %s written, but no instance was told: %w (shardjob backfill --resume tells them)", req.ID, err)
 	}
 	return req, nil
+}
+
+// tellServers sets the backfill flag of every server of job, online or
+// not: one that is down runs the backfill when it comes back. A flag
+// already set stays.
+func (a *Admin) tellServers(ctx context.Context, jobName string) error {
+	paths := layout.Job(jobName)
+	ids, err := a.children(ctx, paths.Servers())
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("job %q: no instance has registered it (%w) to backfill", jobName, ErrNotOnline)
+	}
+	ops := make([]regcenter.Op, 0, len(ids))
+	for _, id := range ids {
+		ops = append(ops, regcenter.CreateOp{Path: paths.Flag(id, layout.BackfillFlag), Mode: regcenter.Persistent})
+	}
+	for len(ops) > 0 {
+		err := a.rc.Multi(ctx, ops...)
+		var me *regcenter.MultiError
+		if err == nil || !errors.As(err, &me) || !errors.Is(me.Err, regcenter.ErrNodeExists) {
+			return err
+		}
+		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
+	}
+	return nil
 }
 
 // CancelBackfill stops job's backfill: each instance ends it after the
@@ -100,13 +128,13 @@ func (a *Admin) CancelBackfill(ctx context.Context, jobName string) (backfill.Re
 }
 
 // ResumeBackfill resumes job's backfill where its items' progress stands,
-// and tells every online server (their backfill flag).
+// and tells every server (their backfill flag).
 func (a *Admin) ResumeBackfill(ctx context.Context, jobName string) (backfill.Request, error) {
 	req, err := a.setBackfillState(ctx, jobName, backfill.Running)
 	if err != nil {
 		return req, err
 	}
-	if _, err := a.flagOnline(ctx, jobName, "", layout.BackfillFlag, "backfill"); err != nil {
+	if err := a.tellServers(ctx, jobName); err != nil {
 		return req, err
 	}
 	return req, nil

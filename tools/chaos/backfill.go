@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/admin"
+	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/tools/chaos/eventlog"
 )
 
@@ -29,26 +30,36 @@ func (h *harness) runBackfill(ctx context.Context, measured time.Time) {
 	adm := admin.New(h.rc, admin.JobCodec(false))
 	from := measured.Add(h.cfg.Warmup).Truncate(time.Second).Add(time.Second)
 	to := time.Now().Add(-2 * time.Second).Truncate(time.Second)
-	var id string
-	for attempt := 0; ; attempt++ {
-		req, err := adm.StartBackfill(ctx, jobName, admin.Backfill{From: from, To: to, Rate: backfillRate, By: "chaos"})
-		if errors.Is(err, admin.ErrConflict) {
-			// An attempt whose answer was lost (a registry fault) started
-			// it: only this harness starts backfills.
-			if st, serr := adm.BackfillStatus(ctx, jobName); serr == nil {
-				req, err = st.Request, nil
-				from, to = req.FromTime(), req.ToTime()
-			}
-		}
-		if err == nil {
-			id = req.ID
+	// Started, or found running: an attempt whose answer a registry fault
+	// lost (or that could not tell the servers) started it, and only this
+	// harness starts backfills. Then every server is told (again).
+	for attempt := 1; ; attempt++ {
+		_, err := adm.StartBackfill(ctx, jobName, admin.Backfill{From: from, To: to, Rate: backfillRate, By: "chaos"})
+		if err == nil || errors.Is(err, admin.ErrConflict) {
 			break
 		}
-		h.note("starting the backfill (attempt %d): %v", attempt+1, err)
+		h.note("starting the backfill (attempt %d): %v", attempt, err)
 		if sleepCtx(ctx, 2*time.Second) != nil {
 			return
 		}
 	}
+	var req backfill.Request
+	for attempt := 1; ; attempt++ {
+		_, err := adm.ResumeBackfill(ctx, jobName)
+		if err == nil {
+			var st admin.BackfillStatus
+			if st, err = adm.BackfillStatus(ctx, jobName); err == nil {
+				req = st.Request
+				break
+			}
+		}
+		h.note("telling the servers of the backfill (attempt %d): %v", attempt, err)
+		if sleepCtx(ctx, 2*time.Second) != nil {
+			return
+		}
+	}
+	id := req.ID
+	from, to = req.FromTime(), req.ToTime()
 	h.event(eventlog.Event{Ev: eventlog.BackfillStart, Fire: from.UnixMilli(), Through: to.UnixMilli(), Detail: id})
 	h.progress("backfill %s of %s started: fires %s to %s", id, jobName, from.Format(time.TimeOnly), to.Format(time.TimeOnly))
 	for sleepCtx(ctx, 2*time.Second) == nil {
