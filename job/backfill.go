@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/backfill"
@@ -38,9 +39,10 @@ func (r *runner) runBackfill() {
 		r.log.Warn("backfill: preparing to run", "err", err)
 	}
 	var (
-		id   string
-		last time.Time // when the previous backfill fire started, for the rate
-		mine []int     // this instance's items at the previous pass
+		id        string
+		last      time.Time // when the previous pass started, for the rate
+		lastFires int       // the fires it ran
+		mine      []int     // this instance's items at the previous pass
 	)
 	for !r.isClosed() {
 		// Across sessions: a lost one ends the pass, the next registers
@@ -75,7 +77,7 @@ func (r *runner) runBackfill() {
 			r.log.Warn("backfill: the job cannot run one (unmonitored, or no schedule)", "backfill", id, "err", err)
 			return
 		}
-		at, items, assigned, err := r.nextBackfill(sess, req, sched)
+		groups, assigned, err := r.nextBackfill(sess, req, sched)
 		if err == nil && mine != nil && !slices.Equal(mine, assigned) {
 			// A reshard: an instance that joined since the request was
 			// made was not told of it, and the items gained back may
@@ -89,24 +91,39 @@ func (r *runner) runBackfill() {
 		switch {
 		case err != nil:
 			r.log.Warn("backfill: reading this instance's items", "backfill", id, "err", err)
-		case at.IsZero():
+		case len(groups) == 0:
 			if r.backfillThrough(sess, req, sched, cfg.ShardingTotalCount) {
 				r.log.Info("backfill: every item is through", "backfill", id)
 				return
 			}
 		}
-		if at.IsZero() || r.flags.Paused() {
+		if len(groups) == 0 || r.flags.Paused() {
 			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
 				return
 			}
 			continue
 		}
-		if !last.IsZero() && !r.sleepUntil(last.Add(time.Duration(float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
+		if !last.IsZero() && !r.sleepUntil(last.Add(time.Duration(float64(lastFires)*float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
 			return
 		}
-		last = r.s.opts.now()
-		r.reserveAndRun(&fire{sess: sess, at: at, kind: KindBackfill, items: items, backfill: id})
+		last, lastFires = r.s.opts.now(), len(groups)
+		r.runBackfillFires(sess, id, groups)
 	}
+}
+
+// runBackfillFires runs a pass of a backfill: each item's next fire, the
+// items of one fire together, the fires side by side; it returns once
+// all are completed.
+func (r *runner) runBackfillFires(sess *regcenter.Session, id string, groups map[time.Time][]int) {
+	var wg sync.WaitGroup
+	for at, items := range groups {
+		f := &fire{sess: sess, at: at, kind: KindBackfill, items: items, backfill: id}
+		wg.Add(1)
+		if !r.goFunc(func() { defer wg.Done(); r.reserveAndRun(f) }) {
+			wg.Done() // stopping: the driver ends at its next pass
+		}
+	}
+	wg.Wait()
 }
 
 // readBackfill reads the job's backfill request; false when there is none
@@ -132,15 +149,15 @@ func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool, 
 	return req, true, nil
 }
 
-// nextBackfill returns the earliest fire of req that one of this
-// instance's items (not disabled) has still to run, and those items (zero:
-// none here), and this instance's items. Progress it does not know yet is
+// nextBackfill returns, by fire, the items of this instance (not
+// disabled) whose next fire of req it is (none: every item here is
+// through), and this instance's items. Progress it does not know yet is
 // read, and an item's progress node made where missing, for its
 // completion to set.
-func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (time.Time, []int, []int, error) {
+func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (map[time.Time][]int, []int, error) {
 	a, err := r.assignment(sess)
 	if err != nil {
-		return time.Time{}, nil, nil, err
+		return nil, nil, err
 	}
 	disabled := r.flags.DisabledItems()
 	total := r.config().ShardingTotalCount
@@ -165,23 +182,20 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 			}
 		})
 		if err := errors.Join(errs...); err != nil {
-			return time.Time{}, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	var at time.Time
-	var items []int
+	var groups map[time.Time][]int
 	for _, it := range mine {
 		p, _ := r.backfills.Of(it, req.ID)
-		next, ok := backfill.Next(sched, req, p)
-		switch {
-		case !ok:
-		case at.IsZero() || next.Before(at):
-			at, items = next, []int{it}
-		case next.Equal(at):
-			items = append(items, it)
+		if next, ok := backfill.Next(sched, req, p); ok {
+			if groups == nil {
+				groups = map[time.Time][]int{}
+			}
+			groups[next] = append(groups[next], it)
 		}
 	}
-	return at, items, mine, nil
+	return groups, mine, nil
 }
 
 // tellServers sets the backfill flag of the job's other servers (one
