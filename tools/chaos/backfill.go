@@ -18,8 +18,16 @@ const backfillWait = 3 * time.Minute
 // enough that it runs through the faults, beside the live fires.
 const backfillRate = 4
 
+// backfillFires bounds the backfill's range: the last this many fires
+// (one a second) before it starts. Beside a live schedule whose every run
+// works 400 ms of each second, a backfill runs about one item-fire a
+// second per instance (see docs/performance.md): 30 fires of 6 items take
+// a few minutes, within a ten-minute run's faults.
+const backfillFires = 30
+
 // runBackfill starts, a quarter into the faults, a backfill of the first
-// job over the fires since measured (the run's MeasureStart), logs it,
+// job over the last backfillFires fires since measured (the run's
+// MeasureStart), logs it,
 // and polls its status until every item is through (logged too) or ctx
 // ends. A failure to start or read is a note: the analysis then finds the
 // backfill not through.
@@ -28,8 +36,11 @@ func (h *harness) runBackfill(ctx context.Context, measured time.Time) {
 		return
 	}
 	adm := admin.New(h.rc, admin.JobCodec(false))
-	from := measured.Add(h.cfg.Warmup).Truncate(time.Second).Add(time.Second)
 	to := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+	from := measured.Add(h.cfg.Warmup).Truncate(time.Second).Add(time.Second)
+	if earliest := to.Add(-(backfillFires - 1) * time.Second); from.Before(earliest) {
+		from = earliest
+	}
 	// Started, or found running: an attempt whose answer a registry fault
 	// lost (or that could not tell the servers) started it, and only this
 	// harness starts backfills. Then every server is told (again).

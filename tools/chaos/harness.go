@@ -64,7 +64,7 @@ type Config struct {
 	// the fire's next tries. 0: none.
 	FailEvery int
 	// Backfill starts, a quarter into the faults, a backfill of the first
-	// job over the fires since the measure began (shardjob backfill), and
+	// job over the last 30 fires before it (shardjob backfill), and
 	// waits for it before the stop: the analysis checks that it ran each
 	// fire once on every item, beside the live schedule, never beside
 	// another run of the item.

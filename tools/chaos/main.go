@@ -50,7 +50,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.LongEvery, "long-every", 0, "every this many executions of an instance works -long instead of -work (0: none)")
 	fs.DurationVar(&cfg.Long, "long", 3*time.Second, "how long a long execution works (see -long-every)")
 	fs.IntVar(&cfg.FailEvery, "fail-every", 0, "every this many executions of an instance fails at its first attempt, and the jobs retry failed runs (0: none)")
-	fs.BoolVar(&cfg.Backfill, "backfill", false, "start a backfill of the first job a quarter into the faults, over the fires since the start, and check it ran each fire once on every item")
+	fs.BoolVar(&cfg.Backfill, "backfill", false, "start a backfill of the first job a quarter into the faults, over the last 30 fires, and check it ran each fire once on every item")
 	fs.IntVar(&cfg.Chain, "chain", 1, "jobs the instances run, each after the one before (1..5); the analysis checks each and their order")
 	fs.DurationVar(&cfg.FireJitter, "fire-jitter", cfg.FireJitter, "the jobs' schedule jitter (job.Config.Jitter), under 500ms; negative: 300ms with -chain above 1, none for one job")
 	analyse := fs.String("analyse", "", "only analyse this event log of an earlier run")
