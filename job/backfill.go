@@ -119,11 +119,43 @@ func (r *runner) runBackfillFires(sess *regcenter.Session, id string, groups map
 	for at, items := range groups {
 		f := &fire{sess: sess, at: at, kind: KindBackfill, items: items, backfill: id}
 		wg.Add(1)
-		if !r.goFunc(func() { defer wg.Done(); r.reserveAndRun(f) }) {
+		if !r.goFunc(func() { defer wg.Done(); r.reserveBackfill(f) }) {
 			wg.Done() // stopping: the driver ends at its next pass
 		}
 	}
 	wg.Wait()
+}
+
+// backfillGap is how often a backfill fire tries its items again in the
+// book while their live runs hold them, and backfillTries how long it
+// tries, within a pass. The book is this instance's memory: the tries send
+// nothing. A fire claims its items up to the fire lead before its time, so
+// an item whose runs fill its period is free only between a run's end and
+// the next claim: tens of milliseconds.
+const (
+	backfillGap   = 10 * time.Millisecond
+	backfillTries = time.Second
+)
+
+// reserveBackfill reserves f's items in the book as they come free (see
+// backfillGap), and runs those it reserved: the others wait for the next
+// pass.
+func (r *runner) reserveBackfill(f *fire) {
+	f.cfg = r.config()
+	want := f.items
+	deadline := time.Now().Add(backfillTries) // real time: the gap is the runs', whatever the clock
+	for {
+		f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+		if len(f.items) > 0 || !time.Now().Before(deadline) || f.sess.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(backfillGap):
+		case <-r.ctx.life.Done():
+			return
+		}
+	}
+	r.markAndRun(f)
 }
 
 // readBackfill reads the job's backfill request; false when there is none
