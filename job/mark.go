@@ -86,7 +86,7 @@ func (o markOutcomes) Busy(ctx context.Context, items []int) {
 	}
 	cfg := r.config()
 	for _, it := range items {
-		r.book.NoteMisfire(cfg.book, it, f.at)
+		r.book.NoteUnrun(cfg.book, it, f.at)
 	}
 	r.release(items)
 	if len(items) == 1 {
@@ -108,7 +108,7 @@ func (o markOutcomes) Unmarked(ctx context.Context, items []int) {
 	default:
 		cfg := r.config()
 		for _, it := range items {
-			r.book.NoteMisfire(cfg.book, it, f.at)
+			r.book.NoteUnrun(cfg.book, it, f.at)
 		}
 	}
 	r.release(items)

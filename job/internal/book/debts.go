@@ -28,6 +28,19 @@ func (b *Book) noteMisfireLocked(j Job, item int, at time.Time) {
 	}
 }
 
+// NoteUnrun notes as owed the fires of item's reserved run since at that
+// will not start (its mark held by another run, or not made): since at
+// through the latest fire its reservation stands for — a make-up run's
+// through, not its first fire only. Call it before the item is released.
+func (b *Book) NoteUnrun(j Job, item int, at time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noteMisfireLocked(j, item, at)
+	if e := b.runs.running[item]; e != nil && e.through.After(at) {
+		b.noteMisfireLocked(j, item, e.through)
+	}
+}
+
 // noteOwesLocked notes the fires in o as owed by item.
 func (b *Book) noteOwesLocked(j Job, item int, o fireplan.Owes) {
 	for _, at := range o.All() {
