@@ -321,17 +321,27 @@ func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
 	ran := make([]bool, len(f.items))
+	versions := make([]int32, len(f.items))
 	parallel.Each(len(f.items), 32, func(i int) {
-		data, _, err := r.rc.Get(ctx, r.paths.BackfillItem(f.items[i]))
+		versions[i] = -1
+		data, st, err := r.rc.Get(ctx, r.paths.BackfillItem(f.items[i]))
 		if err != nil {
 			return
 		}
+		versions[i] = st.Version
 		p, err := backfill.DecodeProgress(data)
 		if err == nil && p.ID == f.backfill {
 			r.backfills.Read(f.items[i], p)
 			ran[i] = p.Through >= f.at.UnixMilli()
 		}
 	})
+	// The completion writes the progress over the version read here,
+	// under the mark: a write of an earlier fire's, applied late (its
+	// answer lost), cannot put the progress back.
+	f.backfillVersions = make(map[int]int32, len(f.items))
+	for i, it := range f.items {
+		f.backfillVersions[it] = versions[i]
+	}
 	keep := f.items[:0:0]
 	now := time.Now()
 	for i, it := range f.items {

@@ -62,8 +62,11 @@ type fire struct {
 	// that runs after them anyway (see awaitParents).
 	parentErr error
 	trace     *tracing.Fire // the fire's span (job/internal/tracing); nil: tracing is off
-	// backfill is the backfill request a KindBackfill fire runs in.
-	backfill string
+	// backfill is the backfill request a KindBackfill fire runs in, and
+	// backfillVersions the versions of its items' progress nodes read
+	// under their marks (recheckBackfill).
+	backfill         string
+	backfillVersions map[int]int32
 }
 
 // recheck adds item to the items whose record a scheduled fire reads
@@ -344,7 +347,10 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 	// A count continued from another owner: its retry node goes with
 	// this run's completion.
 	res := itemResult{Item: item, Fire: at, Through: through, Kind: bookKind(kind), Begin: time.Now(), RetryNoted: failed > 0,
-		Backfill: f.backfill}
+		Backfill: f.backfill, BackfillVersion: -1}
+	if v, ok := f.backfillVersions[item]; ok {
+		res.BackfillVersion = v
+	}
 	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+failed, &res, func(tctx context.Context, attempt int) error {
 		sc.Attempt = attempt
 		return r.callTimed(tctx, sc, cfg.Timeout)

@@ -49,8 +49,11 @@ type Result struct {
 	// the completion of a run not cut short deletes it.
 	RetryNoted bool
 	// Backfill is the backfill request a KindBackfill run ran in: its
-	// completion writes the item's progress (internal/backfill).
-	Backfill string
+	// completion writes the item's progress (internal/backfill), over
+	// BackfillVersion, the progress node's version read under the mark
+	// (-1: unknown, any).
+	Backfill        string
+	BackfillVersion int32
 }
 
 // UpTo is the latest scheduled fire a run makes up for: its own fire, or

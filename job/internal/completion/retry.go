@@ -162,7 +162,10 @@ func (s *Completer) correct(c *completion, t target, err error) bool {
 		setIn(&c.skipClaim, t.item)
 	case t.node == layout.Retry && missing:
 		setIn(&c.skipRetry, t.item)
-	case t.node == backfillNode && missing:
+	case t.node == backfillNode && (missing || moved):
+		// Gone (the backfill cleared), or written since it was read:
+		// by this completion's earlier attempt whose answer was lost,
+		// or by no one else while the mark is held. Never put back.
 		setIn(&c.skipBackfill, t.item)
 	case t.node == layout.Completed && missing:
 		s.Records.Seen(t.item, false)

@@ -417,7 +417,7 @@ func (s *Completer) completionOps(j Job, c *completion) {
 			// A backfill's progress goes with its run's completion: a
 			// crash re-runs at most the fire in flight.
 			p := backfill.Progress{ID: b.Backfill, Through: b.Fire.UnixMilli()}
-			c.add(regcenter.SetOp{Path: s.Paths.BackfillItem(b.Item), Data: p.Encode(), Version: -1}, b.Item, backfillNode)
+			c.add(regcenter.SetOp{Path: s.Paths.BackfillItem(b.Item), Data: p.Encode(), Version: b.BackfillVersion}, b.Item, backfillNode)
 		}
 		if !c.skipCompleted[b.Item] && b.Kind.Recorded() && !b.Settled {
 			upTo := b.UpTo()
