@@ -165,14 +165,6 @@ func (b *Book) Reserve(j Job, items []int, at, through time.Time, kind Kind, dis
 		if disabled[it] {
 			continue
 		}
-		if kind == Backfill {
-			// A backfill takes no item the schedule owes a run: the
-			// make-up goes first, at the item's release, and the
-			// backfill tries again.
-			if _, owed := b.owed.Owed(it); owed {
-				continue
-			}
-		}
 		// This scheduled fire (or, for a make-up run, the fire it stands
 		// in for) is run or owed here.
 		if kind == Fire {
