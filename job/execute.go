@@ -42,6 +42,9 @@ type fire struct {
 	onePrior record
 	hasOne   bool
 	params   map[int]string // the items' parameters
+	// keys holds the items' keys in the list in force at their fires,
+	// for a job whose items come from data (ItemLister); nil otherwise.
+	keys map[int]string
 	// known holds records of a scheduled fire's items newly held here, read
 	// for this fire: the marking checks them (see ranBefore).
 	known map[int]record
@@ -225,6 +228,12 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		}
 	}
 	f.params, _ = f.cfg.ItemParameters()
+	if _, keyed := r.job.(ItemLister); keyed {
+		if err := r.readItemKeys(f); err != nil {
+			r.failItems(f, resultsFor(results, n), n, err)
+			return
+		}
+	}
 	defer r.traceFire(f)()
 	defer r.fireStarted(f.at, f.kind, f.items)()
 	if rj, ok := r.job.(RangeJob); ok {
@@ -339,7 +348,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 
 	sc := ShardingContext{
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
-		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item],
+		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item], ItemKey: f.keys[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
 		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
 	}
@@ -350,6 +359,11 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		Backfill: f.backfill, BackfillVersion: -1}
 	if v, ok := f.backfillVersions[item]; ok {
 		res.BackfillVersion = v
+	}
+	if f.keys != nil && sc.ItemKey == "" {
+		// An item without a key in the list in force: nothing to run.
+		res.End = res.Begin
+		return res
 	}
 	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.retry), 1+failed, &res, func(tctx context.Context, attempt int) error {
 		sc.Attempt = attempt

@@ -88,6 +88,14 @@ const (
 	// After, OnParentFailure skip or alert); Units is how many items,
 	// Detail and Err say which parent and fire.
 	EventParentFailed EventKind = "parent-failed"
+	// EventItemsListed: the leader stored a changed list of item keys
+	// (ItemLister); Units is how many keys it has, Detail what changed.
+	EventItemsListed EventKind = "items-listed"
+	// EventItemsKept: the leader's read of the item source failed, or
+	// returned a list it cannot store (an invalid or repeated key, more
+	// keys than items, too large): the last list stays in force. Err says
+	// why.
+	EventItemsKept EventKind = "items-kept"
 )
 
 // Event is something about this instance's place in the namespace that a

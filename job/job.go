@@ -76,6 +76,10 @@ type ShardingContext struct {
 	Item int
 	// ItemParameter is the item's entry in ShardingItemParameters.
 	ItemParameter string
+	// ItemKey is the item's key, for a job whose items come from data
+	// (ItemLister): the key the item has in the list in force at
+	// FireTime. "" for other jobs (an item without a key is not run).
+	ItemKey string
 	// JobParameter is the job's JobParameter.
 	JobParameter string
 	// Kind says why this execution happens.

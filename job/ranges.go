@@ -37,6 +37,10 @@ type RangeContext struct {
 	// Start and End are the records the run covers, [Start, End):
 	// First*ItemsPerShard to (Last+1)*ItemsPerShard.
 	Start, End int64
+	// Keys, for a job whose items come from data (ItemLister), are the
+	// keys of First through Last in the list in force at the fire, ""
+	// for an item without one; nil for other jobs.
+	Keys []string
 }
 
 // Items returns how many items the run covers.
@@ -83,6 +87,13 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []item
 			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess), Attempt: 1,
 		},
 		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
+	}
+	if f.keys != nil {
+		rc.ItemKey = f.keys[run.First]
+		rc.Keys = make([]string, 0, run.Last-run.First+1)
+		for it := run.First; it <= run.Last; it++ {
+			rc.Keys = append(rc.Keys, f.keys[it])
+		}
 	}
 	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
 	r.s.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {

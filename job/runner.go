@@ -111,6 +111,7 @@ type kickers struct {
 	items      *runs.Kicker // read the disabled items (readDisabledItems)
 	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
 	backfill   *runs.Kicker // run the job's backfill (runBackfill)
+	keys       *runs.Kicker // read the item source ahead of fires (listItems)
 }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
@@ -146,6 +147,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.kick.items = runs.NewKicker(spawn, r.readDisabledItems)
 	r.kick.holds = runs.NewKicker(spawn, r.releaseMoved)
 	r.kick.backfill = runs.NewKicker(spawn, r.runBackfill)
+	r.kick.keys = runs.NewKicker(spawn, r.listItems)
 	return r
 }
 
@@ -284,6 +286,9 @@ func (r *runner) schedule() {
 		r.noteEnded(cfg)
 	}
 	r.prepareBefore(next)
+	if _, keyed := r.job.(ItemLister); keyed {
+		r.kick.keys.Kick()
+	}
 }
 
 // quickFire reports whether the job's next scheduled fire would send no

@@ -23,6 +23,18 @@ func (l *eventLog) add(ev job.Event) {
 	l.mu.Unlock()
 }
 
+// has reports whether an event of kind for job name satisfies ok.
+func (l *eventLog) has(name string, kind job.EventKind, ok func(job.Event) bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range l.evs {
+		if ev.Job == name && ev.Kind == kind && ok(ev) {
+			return true
+		}
+	}
+	return false
+}
+
 // kinds returns the kinds seen for job name, in order.
 func (l *eventLog) kinds(name string) []job.EventKind {
 	l.mu.Lock()

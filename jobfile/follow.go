@@ -483,6 +483,9 @@ func (f *follower) read(ctx context.Context, name string, j *followed, stale boo
 		if sp.TypeOrDefault() == TypeScript && !f.o.AllowScript {
 			return nil, errors.New("script definitions run commands on this host, and this instance does not allow them (FollowOptions.AllowScript)")
 		}
+		if sp.ListsByCommand() && !f.o.AllowScript {
+			return nil, errors.New("an items: command runs on this host, and this instance does not allow commands from definitions (FollowOptions.AllowScript)")
+		}
 		return Build(sp, f.sched, f.o.Options)
 	})
 	var re *registryError

@@ -39,6 +39,8 @@
 //	errorHandler: {type: webhook, url: https://hooks.example.com/jobs, secretEnv: HOOK_SECRET, retries: 3, timeout: 10s}
 //	errorHandler: {type: webhook, preset: slack, url: https://hooks.slack.com/services/T/B/X}   # or preset: generic
 //	alert: {late: 30s, notRunFor: 2h}   # alerts (job.AlertPolicy) reach the error handler too
+//	items: {command: [/usr/local/bin/list-tenants, --active], timeout: 10s}   # items from data (job.ItemLister):
+//	items: {url: https://tenants.internal/active}   # keys as a JSON array or one per line; allowPrivateAddresses as http's
 //	errorHandler: {type: email, addr: "smtp.example.com:587", from: jobs@x.org, to: [ops@x.org], username: jobs, passwordEnv: SMTP_PASSWORD}
 //	# a webhook or email handler calls only public addresses; allowPrivateAddresses: true in it lets it call
 //	# loopback, private and link-local ones (hooks.internal, a receiver on this host)
@@ -67,6 +69,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/jobtype/httpjob"
+	"github.com/shardjob/shardjob/jobtype/itemsource"
 	"github.com/shardjob/shardjob/jobtype/script"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -127,14 +130,65 @@ func Build(sp Spec, sched *job.Scheduler, o Options) (job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sp.Bound() && sp.ErrorHandler == nil {
+	if !sp.Bound() || sp.ErrorHandler != nil {
+		h, err := buildErrorHandler(sp, sched, log)
+		if err != nil {
+			return nil, err
+		}
+		j = errhandler.Wrap(j, h, errhandler.Options{})
+	}
+	if sp.Items == nil {
 		return j, nil
 	}
-	h, err := buildErrorHandler(sp, sched, log)
+	src, err := buildItems(sp)
 	if err != nil {
 		return nil, err
 	}
-	return errhandler.Wrap(j, h, errhandler.Options{}), nil
+	return itemsource.With(j, src), nil
+}
+
+// buildItems builds the item source of sp's items: section: a command
+// (a list of arguments, no shell) or a url, with a timeout.
+func buildItems(sp Spec) (itemsource.Source, error) {
+	s := &section{name: "items"}
+	p := s.pairs(sp.Items, "command", "url", "timeout", "dir", "allowPrivateAddresses")
+	var (
+		argv    []string
+		u, dir  string
+		timeout time.Duration
+		private bool
+	)
+	_, hasCmd := p["command"]
+	_, hasURL := p["url"]
+	switch {
+	case hasCmd && hasURL:
+		s.failf(sp.Items, "url", "and command are both given; an item source is one or the other")
+	case !hasCmd && !hasURL:
+		s.failf(sp.Items, "command", "or url is required: where the item keys come from")
+	case hasCmd && p["command"][1].Kind != yaml.SequenceNode:
+		s.failf(p["command"][0], "command", "must be a list of arguments such as [/usr/bin/list-tenants, --active] (no shell)")
+	case hasCmd:
+		s.list(p, "command", &argv)
+	default:
+		s.str(p, "url", &u)
+	}
+	s.duration(p, "timeout", &timeout)
+	s.str(p, "dir", &dir)
+	s.boolean(p, "allowPrivateAddresses", &private)
+	if err := invalid(sp, s); err != nil {
+		return nil, err
+	}
+	var src itemsource.Source
+	var err error
+	if hasCmd {
+		src, err = itemsource.NewCommand(itemsource.Command{Argv: argv, Timeout: timeout, Dir: dir})
+	} else {
+		src, err = itemsource.NewURL(itemsource.URL{URL: u, Timeout: timeout, AllowPrivateAddresses: private})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: job %q: items: %w", ErrInvalidJob, sp.Name, err)
+	}
+	return src, nil
 }
 
 func invalid(sp Spec, s *section) error {

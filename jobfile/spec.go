@@ -17,8 +17,8 @@ import (
 // and HTTP jobs, the section that describes the command or the request.
 // The keys besides the Config's (which DecodeConfigNode decodes, as
 // it decodes the config document stored in the registry) are handler,
-// type, errorHandler and the section named after the type (script, http,
-// dataflow).
+// type, errorHandler, items and the section named after the type (script,
+// http, dataflow).
 type Spec struct {
 	job.Config
 	// Handler names the registered Go implementation that runs the job.
@@ -35,8 +35,23 @@ type Spec struct {
 	// handler's name, or a mapping with its type and settings (package
 	// errhandler); Build decodes it. nil when absent.
 	ErrorHandler *yaml.Node
+	// Items is the value of the key items, undecoded: where the job's
+	// items come from (a command or a URL listing their keys; package
+	// jobtype/itemsource); Build decodes it. nil when absent: the items
+	// are numbers.
+	Items *yaml.Node
 
 	sectionKey string // the key Section came from
+}
+
+// ListsByCommand reports whether the job's items: section runs a command
+// to list its item keys.
+func (s Spec) ListsByCommand() bool {
+	if s.Items == nil {
+		return false
+	}
+	_, ok := pair(s.Items, "command")
+	return ok
 }
 
 // HandlerName returns Handler, or Name when Handler is "".
@@ -69,7 +84,7 @@ const (
 var Types = []Type{TypeSimple, TypeDataflow, TypeScript, TypeHTTP}
 
 // specKeys are the keys of a File's job besides the Config's.
-var specKeys = []string{"handler", "type", "errorHandler", "script", "http", "dataflow"}
+var specKeys = []string{"handler", "type", "errorHandler", "items", "script", "http", "dataflow"}
 
 // TypeOrDefault returns Type, or TypeSimple when it is "".
 func (s Spec) TypeOrDefault() Type {
@@ -190,6 +205,12 @@ func (s *Spec) decodeKey(key string, value *yaml.Node) error {
 			return fmt.Errorf("must be a handler's name or a mapping with its type and settings, got %s", yamldoc.KindName(v))
 		}
 		s.ErrorHandler = v
+	case "items":
+		v := yamldoc.Resolve(value)
+		if v.Kind != yaml.MappingNode {
+			return fmt.Errorf("must be a mapping with a command or a url, got %s", yamldoc.KindName(v))
+		}
+		s.Items = v
 	default: // a type's section
 		if s.sectionKey != "" {
 			return fmt.Errorf("a job has one type's section; %s is given too", yamldoc.QuoteShort(s.sectionKey))

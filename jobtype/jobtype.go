@@ -25,13 +25,16 @@ import (
 type Context struct {
 	// The fields are those of job.ShardingContext of the same meaning;
 	// ShardingItem is its Item and ShardingParameter its ItemParameter.
-	JobName            string    `json:"jobName"`
-	TaskID             string    `json:"taskId"`
-	ShardingTotalCount int       `json:"shardingTotalCount"`
-	JobParameter       string    `json:"jobParameter"`
-	ShardingItem       int       `json:"shardingItem"`
-	ShardingParameter  string    `json:"shardingParameter"`
-	FireTime           time.Time `json:"fireTime"`
+	JobName            string `json:"jobName"`
+	TaskID             string `json:"taskId"`
+	ShardingTotalCount int    `json:"shardingTotalCount"`
+	JobParameter       string `json:"jobParameter"`
+	ShardingItem       int    `json:"shardingItem"`
+	ShardingParameter  string `json:"shardingParameter"`
+	// ShardingKey is the item's key (job.ShardingContext.ItemKey), for a
+	// job whose items come from data. Left out when empty.
+	ShardingKey string    `json:"shardingKey,omitempty"`
+	FireTime    time.Time `json:"fireTime"`
 	// Through is the latest fire the run stands for: a make-up run
 	// (misfire, failover) covers every fire from FireTime through Through.
 	// Left out of the JSON when zero.
@@ -52,6 +55,7 @@ func ContextOf(sc job.ShardingContext) Context {
 		JobParameter:       sc.JobParameter,
 		ShardingItem:       sc.Item,
 		ShardingParameter:  sc.ItemParameter,
+		ShardingKey:        sc.ItemKey,
 		FireTime:           sc.FireTime,
 		Through:            sc.Through,
 		Kind:               string(sc.Kind),

@@ -121,6 +121,11 @@ func (j Job) Backfill() string { return j.Root() + "/backfill" }
 // BackfillItem is an item's progress in the job's backfill.
 func (j Job) BackfillItem(item int) string { return j.Root() + "/backfill/" + strconv.Itoa(item) }
 
+// ItemKeys holds the item keys of a job whose items come from data
+// (job.ItemLister): the leader's list, each key with its item
+// (job/internal/itemkeys).
+func (j Job) ItemKeys() string { return j.Root() + "/item-keys" }
+
 // DisabledItems holds the items kept out of every fire, as "3,5".
 func (j Job) DisabledItems() string { return j.Root() + "/disabled-items" }
 

@@ -366,6 +366,7 @@ type templateData struct {
 	JobParameter       string   `json:"jobParameter"`
 	ShardingItem       int      `json:"shardingItem"`
 	ShardingParameter  string   `json:"shardingParameter"`
+	ShardingKey        string   `json:"shardingKey,omitempty"`
 	FireTime           fireTime `json:"fireTime"`
 	Kind               string   `json:"kind"`
 	ServerID           string   `json:"serverId"`
@@ -376,7 +377,7 @@ type templateData struct {
 func newTemplateData(c jobtype.Context, cjson string) templateData {
 	return templateData{JobName: c.JobName, TaskID: c.TaskID, ShardingTotalCount: c.ShardingTotalCount,
 		JobParameter: c.JobParameter, ShardingItem: c.ShardingItem, ShardingParameter: c.ShardingParameter,
-		FireTime: fireTime{c.FireTime}, Kind: c.Kind, ServerID: c.ServerID, JSON: cjson}
+		ShardingKey: c.ShardingKey, FireTime: fireTime{c.FireTime}, Kind: c.Kind, ServerID: c.ServerID, JSON: cjson}
 }
 
 // maxTimeLayout is the longest layout .FireTime.Format takes.
