@@ -55,6 +55,9 @@ var ErrItemKeys = errors.New("job: item keys unreadable")
 const (
 	itemListLead   = 2 * time.Second
 	itemListMargin = 500 * time.Millisecond
+	// itemListRetry is how often the source is tried until a list is
+	// stored.
+	itemListRetry = 250 * time.Millisecond
 )
 
 // listItems is the item source's loop (the keys kicker's pass): ahead of
@@ -66,7 +69,10 @@ func (r *runner) listItems() {
 	if !ok {
 		return
 	}
-	first := true
+	// Until a list is stored, a pass comes round every itemListRetry
+	// rather than ahead of the next fire: the job's first fires need a
+	// list, and the job's start comes before its election.
+	pending := true
 	var kept string // why the last read kept the list, told once
 	for !r.isClosed() {
 		cfg := r.config()
@@ -78,15 +84,16 @@ func (r *runner) listItems() {
 		if next.IsZero() {
 			return
 		}
-		// The first pass reads at once: the job's first fires need a list.
-		if !first && !r.sleepUntil(next.Add(-itemListLead), nil) {
+		if !pending && !r.sleepUntil(next.Add(-itemListLead), nil) {
 			return
 		}
-		first = false
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("item source: preparing to lead", "err", err)
 		}
 		if r.elect.IsLeader() {
+			// Led once: a source that failed is tried again ahead of
+			// the next fire, not every itemListRetry.
+			pending = false
 			switch err := r.refreshItemKeys(lister, cfg.ShardingTotalCount, sched.Next); {
 			case err == nil:
 				kept = ""
@@ -95,11 +102,26 @@ func (r *runner) listItems() {
 				r.log.Warn("item source: keeping the last list of item keys", "err", err)
 				r.s.emit(Event{Kind: EventItemsKept, Job: r.name, Err: err, Detail: kept, At: time.Now()})
 			}
+		} else if pending {
+			pending = !r.itemKeysStored()
 		}
-		if !r.sleepUntil(next, nil) {
+		wake := next
+		if pending {
+			wake = r.s.opts.now().Add(itemListRetry)
+		}
+		if !r.sleepUntil(wake, nil) {
 			return
 		}
 	}
+}
+
+// itemKeysStored reports whether the job's item keys are stored (false
+// when the registry cannot say).
+func (r *runner) itemKeysStored() bool {
+	ctx, cancel := r.coordCtx(r.rc.Session())
+	defer cancel()
+	ok, _, err := r.rc.Exists(ctx, r.paths.ItemKeys())
+	return ok && err == nil
 }
 
 // refreshItemKeys reads the item source and stores the list it returns,

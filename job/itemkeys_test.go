@@ -186,7 +186,7 @@ func TestItemsFromDataRunEachKeyOnceStickyByKey(t *testing.T) {
 // the last list in force, and says why; a stored list that does not
 // decode fails the runs that need it (none runs without its key) until
 // the leader stores a new one.
-func TestABadItemListKeepsTheLastOne(t *testing.T) {
+func TestItemsFromDataKeepTheLastListOnABadRead(t *testing.T) {
 	rig := newKeyedRig(t, "files", 3, []string{"x", "y"})
 	rig.waitFire(t, time.Time{}, []string{"x", "y"})
 	for _, c := range []struct {
@@ -230,7 +230,7 @@ func TestABadItemListKeepsTheLastOne(t *testing.T) {
 
 // The keys are in the registry for operators and other tools to read:
 // the stored list names each key's item.
-func TestItemKeysAreStoredWithTheirItems(t *testing.T) {
+func TestItemsFromDataAreStoredWithTheirItems(t *testing.T) {
 	rig := newKeyedRig(t, "buckets", 4, []string{"b1", "b0"})
 	rig.waitFire(t, time.Time{}, []string{"b0", "b1"})
 	data, _, err := observer(t, rig.ns).Get(tctx(t), layout.Job("buckets").ItemKeys())
