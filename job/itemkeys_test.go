@@ -241,3 +241,54 @@ func TestItemsFromDataAreStoredWithTheirItems(t *testing.T) {
 		t.Fatalf("stored %s, want keys b0 and b1 on items 0 and 1", data)
 	}
 }
+
+// keyedRanges is a range job whose items come from a list: it records
+// the keys each range call got.
+type keyedRanges struct {
+	keys []string
+	mu   sync.Mutex
+	got  map[time.Time][][]string
+}
+
+func (j *keyedRanges) ListItems(context.Context) ([]string, error) { return j.keys, nil }
+
+func (j *keyedRanges) Execute(context.Context, job.ShardingContext) error {
+	return errors.New("a range job is called by range")
+}
+
+func (j *keyedRanges) ExecuteRange(_ context.Context, rc job.RangeContext) error {
+	j.mu.Lock()
+	j.got[rc.FireTime] = append(j.got[rc.FireTime], slices.Clone(rc.Keys))
+	j.mu.Unlock()
+	return nil
+}
+
+// A range job whose items come from data gets, with SCOPE, one
+// contiguous block of keys per instance: the keys of its range's items.
+func TestItemsFromDataGiveARangeJobBlocksOfKeys(t *testing.T) {
+	ns := namespace(t)
+	rj := &keyedRanges{keys: []string{"f", "b", "e", "a", "d", "c"}, got: map[time.Time][][]string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := job.Config{Name: "blocks", Cron: "* * * * * *", ShardingTotalCount: 6, ShardingStrategy: "SCOPE"}
+	for _, id := range []string{"s1", "s2"} {
+		rc, s := connect(t, ctx, ns, id)
+		if err := s.Add(ctx, cfg, rj); err != nil {
+			t.Fatal(err)
+		}
+		running(t, ctx, id, rc, s)
+	}
+	want := [][]string{{"a", "b", "c"}, {"d", "e", "f"}}
+	waitUntil(t, 30*time.Second, func() bool {
+		rj.mu.Lock()
+		defer rj.mu.Unlock()
+		for _, calls := range rj.got {
+			c := slices.Clone(calls)
+			slices.SortFunc(c, func(x, y []string) int { return strings.Compare(strings.Join(x, ","), strings.Join(y, ",")) })
+			if len(c) == 2 && slices.Equal(c[0], want[0]) && slices.Equal(c[1], want[1]) {
+				return true
+			}
+		}
+		return false
+	})
+}
