@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/backfill"
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
-	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -241,17 +239,14 @@ func (r *runner) tellServers(sess *regcenter.Session) {
 		r.log.Warn("backfill: reading the servers to tell", "err", err)
 		return
 	}
-	var ops []regcenter.Op
-	for _, id := range ids {
-		if id != r.serverID() {
-			ops = append(ops, regcenter.CreateOp{Path: r.paths.Flag(id, layout.BackfillFlag), Mode: regcenter.Persistent})
-		}
-	}
-	err = marks.MultiDropping(ctx, r.rc, ops, func(_ regcenter.Op, err error) bool { return errors.Is(err, regcenter.ErrNodeExists) })
+	err = regcenter.MultiDropping(ctx, r.rc, r.paths.TellBackfillOps(ids, r.serverID()), flagUp)
 	if err != nil {
 		r.log.Warn("backfill: telling the other servers", "err", err)
 	}
 }
+
+// flagUp drops a flag's create from a transaction when the flag is up.
+func flagUp(_ regcenter.Op, err error) bool { return errors.Is(err, regcenter.ErrNodeExists) }
 
 // readBackfillItem reads item's progress in req, making its node (no fire
 // run yet) where it is missing or names another request.

@@ -1,6 +1,10 @@
 package regcenter
 
-import "fmt"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Op is one operation of a [Center.Multi] transaction: a [CreateOp],
 // [SetOp], [DeleteOp] or [CheckOp].
@@ -74,3 +78,18 @@ func (e *MultiError) Error() string {
 
 // Unwrap returns the failed op's error.
 func (e *MultiError) Unwrap() error { return e.Err }
+
+// MultiDropping applies ops in one transaction on c; when an op fails in
+// a way drop accepts (a delete of a node already gone, a create of one
+// already there), the transaction is sent again without it.
+func MultiDropping(ctx context.Context, c Center, ops []Op, drop func(Op, error) bool) error {
+	for len(ops) > 0 {
+		err := c.Multi(ctx, ops...)
+		var me *MultiError
+		if err == nil || !errors.As(err, &me) || !drop(me.Op, me.Err) {
+			return err
+		}
+		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
+	}
+	return nil
+}

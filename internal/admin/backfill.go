@@ -106,19 +106,9 @@ func (a *Admin) tellServers(ctx context.Context, jobName string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("job %q: no instance has registered it (%w) to backfill", jobName, ErrNotOnline)
 	}
-	ops := make([]regcenter.Op, 0, len(ids))
-	for _, id := range ids {
-		ops = append(ops, regcenter.CreateOp{Path: paths.Flag(id, layout.BackfillFlag), Mode: regcenter.Persistent})
-	}
-	for len(ops) > 0 {
-		err := a.rc.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		if err == nil || !errors.As(err, &me) || !errors.Is(me.Err, regcenter.ErrNodeExists) {
-			return err
-		}
-		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
-	}
-	return nil
+	return regcenter.MultiDropping(ctx, a.rc, paths.TellBackfillOps(ids, ""), func(_ regcenter.Op, err error) bool {
+		return errors.Is(err, regcenter.ErrNodeExists)
+	})
 }
 
 // CancelBackfill stops job's backfill: each instance ends it after the

@@ -118,6 +118,19 @@ func (j Job) FailoverItem(item int) string {
 // each item's progress in it as a child (BackfillItem).
 func (j Job) Backfill() string { return j.Root() + "/backfill" }
 
+// TellBackfillOps are the operations that raise the backfill flag of
+// each server of ids but except: creates, each failing with
+// ErrNodeExists where the flag is up already.
+func (j Job) TellBackfillOps(ids []string, except string) []regcenter.Op {
+	ops := make([]regcenter.Op, 0, len(ids))
+	for _, id := range ids {
+		if id != except {
+			ops = append(ops, regcenter.CreateOp{Path: j.Flag(id, BackfillFlag), Mode: regcenter.Persistent})
+		}
+	}
+	return ops
+}
+
 // BackfillItem is an item's progress in the job's backfill.
 func (j Job) BackfillItem(item int) string { return j.Root() + "/backfill/" + strconv.Itoa(item) }
 

@@ -24,7 +24,7 @@ func DeleteHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, fenc
 		for _, it := range chunk {
 			ops = append(ops, regcenter.DeleteOp{Path: paths.ItemNode(it, layout.Running), Version: -1})
 		}
-		err := MultiDropping(ctx, rc, ops, func(op regcenter.Op, err error) bool {
+		err := regcenter.MultiDropping(ctx, rc, ops, func(op regcenter.Op, err error) bool {
 			_, del := op.(regcenter.DeleteOp)
 			return del && errors.Is(err, regcenter.ErrNoNode)
 		})
@@ -52,19 +52,4 @@ func NotHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, sess *r
 	}
 	slices.Sort(lost)
 	return lost, nil
-}
-
-// MultiDropping applies ops in one transaction; when an op fails in a way
-// drop accepts (a delete of a node already gone, a create of one already
-// there), the transaction is sent again without it.
-func MultiDropping(ctx context.Context, rc regcenter.Center, ops []regcenter.Op, drop func(regcenter.Op, error) bool) error {
-	for len(ops) > 0 {
-		err := rc.Multi(ctx, ops...)
-		var me *regcenter.MultiError
-		if err == nil || !errors.As(err, &me) || !drop(me.Op, me.Err) {
-			return err
-		}
-		ops = append(ops[:me.Index:me.Index], ops[me.Index+1:]...)
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/shardjob/shardjob/failover"
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -75,7 +74,7 @@ func Leave(ctx context.Context, l Leaving) (held []int, queued []failover.Entry,
 			}
 			ops = append(ops, qops...)
 		}
-		err = marks.MultiDropping(ctx, l.RC, ops, func(op regcenter.Op, err error) bool {
+		err = regcenter.MultiDropping(ctx, l.RC, ops, func(op regcenter.Op, err error) bool {
 			switch op := op.(type) {
 			case regcenter.DeleteOp:
 				return errors.Is(err, regcenter.ErrNoNode)
