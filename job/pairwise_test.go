@@ -57,7 +57,28 @@ type pairPlan struct {
 	cfg   job.Config
 	hold  time.Duration
 	after bool
+	keyed bool // its items come from data (job.ItemLister): pairKey's
 }
+
+// pairKey is item's key in the list of a job whose items come from data.
+func pairKey(item int) string { return fmt.Sprintf("key-%d", item) }
+
+// pairKeyed is a job of the pairwise test whose items come from data:
+// the list names every item (pairKey), so its runs are those of the same
+// job with numbered items.
+type pairKeyed struct{ job.Job }
+
+func (pairKeyed) ListItems(context.Context) ([]string, error) {
+	keys := make([]string, pairItems)
+	for i := range keys {
+		keys[i] = pairKey(i)
+	}
+	return keys, nil
+}
+
+// errPairKey is the failure of a run of a keyed job given another key
+// than its item's.
+var errPairKey = errors.New("the run's key is not its item's")
 
 // pairValue is one value of a schedule option, other than its default.
 type pairValue struct {
@@ -106,6 +127,8 @@ func pairOptions(calStart time.Time) []pairOption {
 		// Late fires are raised while the runs go on: nothing a run does
 		// may change for it.
 		{"alert", []pairValue{{"alert", func(pl *pairPlan) { pl.cfg.Alert = job.AlertPolicy{Late: job.MinInterval, NotRunFor: time.Minute} }}}},
+		// Items from data: a run with another key than its item's fails.
+		{"items", []pairValue{{"items", func(pl *pairPlan) { pl.keyed = true }}}},
 	}
 }
 
@@ -184,14 +207,19 @@ type pairRecorder struct {
 	runs map[string][]pairRun
 	// retrying are the jobs with retries, whose runs pairFails may fail.
 	retrying map[string]bool
+	// keyed are the jobs whose items come from data.
+	keyed map[string]bool
 }
 
-func (pr *pairRecorder) job(server string, hold time.Duration) job.Job {
-	return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+func (pr *pairRecorder) job(server string, hold time.Duration, keyed bool) job.Job {
+	j := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
 		r := pairRun{server: server, item: sc.Item, kind: sc.Kind, fire: sc.FireTime, through: sc.Through, begin: time.Now(), attempt: sc.Attempt}
 		d := hold
 		if pr.retrying[sc.JobName] && pairFails(sc) {
 			d, r.err = 0, errPairFails
+		}
+		if pr.keyed[sc.JobName] && sc.ItemKey != pairKey(sc.Item) {
+			d, r.err = 0, fmt.Errorf("%w: %q", errPairKey, sc.ItemKey)
 		}
 		select {
 		case <-time.After(d):
@@ -208,6 +236,10 @@ func (pr *pairRecorder) job(server string, hold time.Duration) job.Job {
 		pr.mu.Unlock()
 		return r.err
 	})
+	if keyed {
+		return pairKeyed{j}
+	}
+	return j
 }
 
 // of returns the runs of job name, in the order they began.
@@ -447,9 +479,10 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 	}
 	t.Logf("%d jobs for the pairs of %d options", len(jobs), len(pairOptions(calStart)))
 
-	rec := &pairRecorder{runs: map[string][]pairRun{}, retrying: map[string]bool{}}
+	rec := &pairRecorder{runs: map[string][]pairRun{}, retrying: map[string]bool{}, keyed: map[string]bool{}}
 	for _, p := range jobs {
 		rec.retrying[p.cfg.Name] = p.cfg.Retry.Attempts > 0
+		rec.keyed[p.cfg.Name] = p.keyed
 	}
 	// The three instances start one after another, as three processes
 	// would be, and stop together at the end: each leaves every job, which
@@ -486,7 +519,7 @@ func TestClusterPairwiseScheduleOptions(t *testing.T) {
 		rc, s := connect(t, ctx, ns, id)
 		added = append(added, &instance{id: id, rc: rc, sched: s})
 		for _, p := range jobs {
-			if err := s.Add(ctx, p.cfg, rec.job(id, p.hold)); err != nil {
+			if err := s.Add(ctx, p.cfg, rec.job(id, p.hold, p.keyed)); err != nil {
 				for _, in := range added {
 					in.rc.Close()
 				}
