@@ -14,6 +14,11 @@
 // source ahead of a fire, and every instance runs that fire with the same
 // list, the one in force at the fire's time; the list before it is kept
 // for the fires before (a make-up run of an older fire).
+//
+// The room holds the list and its document (this file), the leader's
+// reading of the source ahead of each fire and a fire's read of the list
+// in force (Lister, Read: lister.go). It calls the registry and layout,
+// nothing of package job.
 package itemkeys
 
 import (
