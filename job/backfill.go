@@ -1,7 +1,6 @@
 package job
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -162,21 +161,13 @@ func (r *runner) reserveBackfill(f *fire) {
 func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool, error) {
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	p := r.paths.Backfill()
-	data, st, err := r.rc.Get(ctx, p)
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return backfill.Request{}, false, nil
-	}
+	req, ok, _, err := backfill.ReadRequest(ctx, r.rc, r.paths, func(p string, st regcenter.Stat, data []byte, err error) {
+		r.reportBadValue(p, st, data, "garbage in the backfill request; no backfill runs", "err", err)
+	})
 	if err != nil {
 		r.log.Warn("backfill: reading the request", "err", err)
-		return backfill.Request{}, false, err
 	}
-	req, err := backfill.DecodeRequest(data)
-	if err != nil {
-		r.reportBadValue(p, st, data, "garbage in the backfill request; no backfill runs", "err", err)
-		return backfill.Request{}, false, nil
-	}
-	return req, true, nil
+	return req, ok, err
 }
 
 // nextBackfill returns, by fire, the items of this instance (not
@@ -207,7 +198,7 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 		errs := make([]error, len(unknown))
 		parallel.Each(len(unknown), 32, func(i int) {
 			var p backfill.Progress
-			if p, errs[i] = r.readBackfillItem(ctx, req, unknown[i]); errs[i] == nil {
+			if p, errs[i] = backfill.StartProgress(ctx, r.rc, r.paths, req, unknown[i], r.badProgress(unknown[i])); errs[i] == nil {
 				r.backfills.Read(unknown[i], p)
 			}
 		})
@@ -234,47 +225,16 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 func (r *runner) tellServers(sess *regcenter.Session) {
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	ids, err := r.rc.Children(ctx, r.paths.Servers())
-	if err != nil {
-		r.log.Warn("backfill: reading the servers to tell", "err", err)
-		return
-	}
-	err = regcenter.MultiDropping(ctx, r.rc, r.paths.TellBackfillOps(ids, r.serverID()), flagUp)
-	if err != nil {
+	if _, err := backfill.TellServers(ctx, r.rc, r.paths, r.serverID()); err != nil {
 		r.log.Warn("backfill: telling the other servers", "err", err)
 	}
 }
 
-// flagUp drops a flag's create from a transaction when the flag is up.
-func flagUp(_ regcenter.Op, err error) bool { return errors.Is(err, regcenter.ErrNodeExists) }
-
-// readBackfillItem reads item's progress in req, making its node (no fire
-// run yet) where it is missing or names another request.
-func (r *runner) readBackfillItem(ctx context.Context, req backfill.Request, item int) (backfill.Progress, error) {
-	p := r.paths.BackfillItem(item)
-	data, st, err := r.rc.Get(ctx, p)
-	fresh := backfill.Progress{ID: req.ID}
-	switch {
-	case errors.Is(err, regcenter.ErrNoNode):
-		if _, err := r.rc.Create(ctx, p, fresh.Encode(), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
-			return backfill.Progress{}, err
-		}
-		return fresh, nil
-	case err != nil:
-		return backfill.Progress{}, err
-	}
-	got, err := backfill.DecodeProgress(data)
-	if err != nil {
+// badProgress reports an item's progress node that does not decode.
+func (r *runner) badProgress(item int) backfill.BadValue {
+	return func(p string, st regcenter.Stat, data []byte, err error) {
 		r.reportBadValue(p, st, data, "garbage in a backfill progress node; the item starts the range again", "item", item, "err", err)
-	} else if got.ID == req.ID {
-		return got, nil
 	}
-	// Another request's (or garbage): this request's starts here, over
-	// the version read, so that a completion written meanwhile stands.
-	if _, err := r.rc.Set(ctx, p, fresh.Encode(), st.Version); err != nil && !errors.Is(err, regcenter.ErrBadVersion) {
-		return backfill.Progress{}, err
-	}
-	return fresh, nil
 }
 
 // backfillThrough reports whether every item of the job (but disabled
@@ -283,23 +243,14 @@ func (r *runner) backfillThrough(sess *regcenter.Session, req backfill.Request, 
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	disabled := r.flags.DisabledItems()
-	left := make([]bool, total)
-	parallel.Each(total, 32, func(it int) {
-		if disabled[it] {
-			return
+	var items []int
+	for it := range total {
+		if !disabled[it] {
+			items = append(items, it)
 		}
-		data, _, err := r.rc.Get(ctx, r.paths.BackfillItem(it))
-		if err != nil {
-			left[it] = true
-			return
-		}
-		p, err := backfill.DecodeProgress(data)
-		if _, more := backfill.Next(sched, req, p); err != nil || more {
-			left[it] = true
-		}
-	})
-	for _, l := range left {
-		if l {
+	}
+	for _, rd := range backfill.ReadProgress(ctx, r.rc, r.paths, items) {
+		if _, more := backfill.Next(sched, req, rd.Progress); rd.Err != nil || !rd.Decoded || more {
 			return false
 		}
 	}
@@ -315,27 +266,20 @@ func (r *runner) backfillThrough(sess *regcenter.Session, req backfill.Request, 
 func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
+	reads := backfill.ReadProgress(ctx, r.rc, r.paths, f.items)
 	ran := make([]bool, len(f.items))
-	versions := make([]int32, len(f.items))
-	parallel.Each(len(f.items), 32, func(i int) {
-		versions[i] = -1
-		data, st, err := r.rc.Get(ctx, r.paths.BackfillItem(f.items[i]))
-		if err != nil {
-			return
+	for i, rd := range reads {
+		if rd.In(f.backfill) {
+			r.backfills.Read(f.items[i], rd.Progress)
+			ran[i] = rd.Progress.Through >= f.at.UnixMilli()
 		}
-		versions[i] = st.Version
-		p, err := backfill.DecodeProgress(data)
-		if err == nil && p.ID == f.backfill {
-			r.backfills.Read(f.items[i], p)
-			ran[i] = p.Through >= f.at.UnixMilli()
-		}
-	})
+	}
 	// The completion writes the progress over the version read here,
 	// under the mark: a write of an earlier fire's, applied late (its
 	// answer lost), cannot put the progress back.
 	f.backfillVersions = make(map[int]int32, len(f.items))
 	for i, it := range f.items {
-		f.backfillVersions[it] = versions[i]
+		f.backfillVersions[it] = reads[i].Version
 	}
 	keep := f.items[:0:0]
 	now := time.Now()

@@ -98,17 +98,11 @@ func (a *Admin) StartBackfill(ctx context.Context, jobName string, b Backfill) (
 // not: one that is down runs the backfill when it comes back. A flag
 // already set stays.
 func (a *Admin) tellServers(ctx context.Context, jobName string) error {
-	paths := layout.Job(jobName)
-	ids, err := a.children(ctx, paths.Servers())
-	if err != nil {
-		return err
-	}
-	if len(ids) == 0 {
+	n, err := backfill.TellServers(ctx, a.rc, layout.Job(jobName), "")
+	if err == nil && n == 0 {
 		return fmt.Errorf("job %q: no instance has registered it (%w) to backfill", jobName, ErrNotOnline)
 	}
-	return regcenter.MultiDropping(ctx, a.rc, paths.TellBackfillOps(ids, ""), func(_ regcenter.Op, err error) bool {
-		return errors.Is(err, regcenter.ErrNodeExists)
-	})
+	return err
 }
 
 // CancelBackfill stops job's backfill: each instance ends it after the
@@ -178,20 +172,18 @@ func (a *Admin) BackfillStatus(ctx context.Context, jobName string) (BackfillSta
 	if err != nil {
 		return BackfillStatus{}, err
 	}
+	items := make([]int, st.Items)
+	for it := range items {
+		items[it] = it
+	}
 	done := make([]int, st.Items)
-	if err := eachErr(st.Items, 16, func(it int) error {
-		data, ok, err := a.get(ctx, paths.BackfillItem(it))
-		if err != nil || !ok {
-			return err
+	for it, rd := range backfill.ReadProgress(ctx, a.rc, paths, items) {
+		if rd.Err != nil {
+			return BackfillStatus{}, rd.Err
 		}
-		p, err := backfill.DecodeProgress(data)
-		if err != nil || p.ID != req.ID {
-			return nil
+		if rd.In(req.ID) {
+			done[it], _ = slices.BinarySearch(fires, rd.Progress.Through+1)
 		}
-		done[it], _ = slices.BinarySearch(fires, p.Through+1)
-		return nil
-	}); err != nil {
-		return BackfillStatus{}, err
 	}
 	live := 0
 	for it, n := range done {
@@ -261,21 +253,10 @@ func (a *Admin) storedConfig(ctx context.Context, jobName string) (Config, error
 }
 
 // readBackfill reads job's backfill request and its node's version (-1:
-// no node). A request that does not decode is an error naming it.
+// no node). A request that does not decode is read as none: a new request
+// is written over it, and there is none to resume.
 func (a *Admin) readBackfill(ctx context.Context, jobName string) (backfill.Request, bool, int32, error) {
-	data, st, err := a.rc.Get(ctx, layout.Job(jobName).Backfill())
-	if errors.Is(err, regcenter.ErrNoNode) {
-		return backfill.Request{}, false, -1, nil
-	}
-	if err != nil {
-		return backfill.Request{}, false, 0, err
-	}
-	req, err := backfill.DecodeRequest(data)
-	if err != nil {
-		// Garbage is overwritten by a new request, and is none to resume.
-		return backfill.Request{}, false, st.Version, nil
-	}
-	return req, true, st.Version, nil
+	return backfill.ReadRequest(ctx, a.rc, layout.Job(jobName), nil)
 }
 
 // disabledItems reads job's disabled items.
