@@ -123,36 +123,94 @@ func (r *runner) runBackfillFires(sess *regcenter.Session, id string, groups map
 	wg.Wait()
 }
 
-// backfillGap is how often a backfill fire tries its items again in the
-// book while their live runs hold them, and backfillTries how long it
-// tries, within a pass. The book is this instance's memory: the tries send
-// nothing. A fire claims its items up to the fire lead before its time, so
-// an item whose runs fill its period is free only between a run's end and
-// the next claim: tens of milliseconds.
-const (
-	backfillGap   = 10 * time.Millisecond
-	backfillTries = time.Second
-)
+// backfillTries is how long a backfill fire waits, within a pass, for
+// items its live runs hold here: the release of such an item hands it to
+// the waiting backfill fire before the schedule's own make-up run (see
+// handBackfill), so that a backfill goes on beside a job whose runs fill
+// its period. Items held elsewhere are tried again at the next pass.
+const backfillTries = time.Second
 
-// reserveBackfill reserves f's items in the book as they come free (see
-// backfillGap), and runs those it reserved: the others wait for the next
-// pass.
+// backfillWaiter is a backfill fire waiting for items held here.
+type backfillWaiter struct {
+	f    *fire
+	want map[int]bool
+	got  chan []int // the items reserved for it; buffered, sent once
+}
+
+// backfillWaiters are the backfill fires waiting for items (runner's
+// waiters: reserveBackfill adds and removes, handBackfill serves).
+type backfillWaiters struct {
+	mu sync.Mutex
+	ws map[*backfillWaiter]bool
+}
+
+// reserveBackfill reserves f's items in the book, waiting up to
+// backfillTries for those its live runs hold here, and runs those it
+// reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
 	f.cfg = r.config()
 	want := f.items
-	deadline := time.Now().Add(backfillTries) // real time: the gap is the runs', whatever the clock
-	for {
-		f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
-		if len(f.items) > 0 || !time.Now().Before(deadline) || f.sess.Err() != nil {
-			break
+	f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+	if len(f.items) == 0 && f.sess.Err() == nil {
+		w := &backfillWaiter{f: f, want: map[int]bool{}, got: make(chan []int, 1)}
+		for _, it := range want {
+			w.want[it] = true
 		}
-		select {
-		case <-time.After(backfillGap):
-		case <-r.ctx.life.Done():
-			return
+		r.bfWait.mu.Lock()
+		if r.bfWait.ws == nil {
+			r.bfWait.ws = map[*backfillWaiter]bool{}
+		}
+		r.bfWait.ws[w] = true
+		r.bfWait.mu.Unlock()
+		// Reserved again once waiting: a release between the first try
+		// and the wait's start handed nothing.
+		f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+		if len(f.items) == 0 {
+			t := time.NewTimer(backfillTries) // real time: the wait is the runs', whatever the clock
+			select {
+			case f.items = <-w.got:
+			case <-t.C:
+			case <-f.sess.Ctx().Done():
+			case <-r.ctx.life.Done():
+			}
+			t.Stop()
+		}
+		r.bfWait.mu.Lock()
+		delete(r.bfWait.ws, w)
+		r.bfWait.mu.Unlock()
+		if len(f.items) == 0 {
+			// Served as the wait ended: the items are reserved for it.
+			select {
+			case f.items = <-w.got:
+			default:
+			}
 		}
 	}
 	r.markAndRun(f)
+}
+
+// handBackfill hands items just released here to the backfill fires
+// waiting for them, reserved in the book for each, before anything else
+// may take them (release).
+func (r *runner) handBackfill(items []int) {
+	r.bfWait.mu.Lock()
+	defer r.bfWait.mu.Unlock()
+	for w := range r.bfWait.ws {
+		var mine []int
+		for _, it := range items {
+			if w.want[it] {
+				mine = append(mine, it)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		got := r.book.Reserve(w.f.cfg.book, mine, w.f.at, time.Time{}, bookKind(w.f.kind), r.flags.DisabledItems())
+		if len(got) > 0 {
+			delete(r.bfWait.ws, w)
+			w.got <- got
+		}
+	}
 }
 
 // readBackfill reads the job's backfill request; false when there is none

@@ -183,6 +183,10 @@ func (r *runner) release(items []int) {
 	// not the one dropped.
 	r.fo.Unclaim(items)
 	_, owed, trig := r.book.Release(items)
+	// A backfill fire waiting for these items takes them first: the
+	// schedule's make-up run, which stands for every fire it owes, runs
+	// once the backfill run released them.
+	r.handBackfill(items)
 	dirty := r.fo.Dirty()
 	if trig {
 		r.goFunc(r.fireTriggered)

@@ -59,6 +59,7 @@ type runner struct {
 	prep      prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters  jobCounters      // behind JobStats (stats.go)
 	backfills backfill.Known   // the backfill's progress as known here (backfill.go)
+	bfWait    backfillWaiters  // backfill fires waiting for items held here (backfill.go)
 	bad       stored.BadValues // node versions reported as not decoding (stored.go)
 
 	// The duties' mechanisms, each a room's (wireDuties, leader.go).
