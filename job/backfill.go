@@ -149,42 +149,39 @@ type backfillWaiters struct {
 // reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
 	f.cfg = r.config()
-	want := f.items
-	f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+	// Waiting before the first try: a release between the try and the
+	// wait hands its items to this fire.
+	w := &backfillWaiter{f: f, want: make(map[int]bool, len(f.items)), got: make(chan []int, 1)}
+	for _, it := range f.items {
+		w.want[it] = true
+	}
+	r.bfWait.mu.Lock()
+	if r.bfWait.ws == nil {
+		r.bfWait.ws = map[*backfillWaiter]bool{}
+	}
+	r.bfWait.ws[w] = true
+	r.bfWait.mu.Unlock()
+	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
 	if len(f.items) == 0 && f.sess.Err() == nil {
-		w := &backfillWaiter{f: f, want: map[int]bool{}, got: make(chan []int, 1)}
-		for _, it := range want {
-			w.want[it] = true
+		t := time.NewTimer(backfillTries) // real time: the wait is the runs', whatever the clock
+		select {
+		case f.items = <-w.got:
+		case <-t.C:
+		case <-f.sess.Ctx().Done():
+		case <-r.ctx.life.Done():
 		}
-		r.bfWait.mu.Lock()
-		if r.bfWait.ws == nil {
-			r.bfWait.ws = map[*backfillWaiter]bool{}
-		}
-		r.bfWait.ws[w] = true
-		r.bfWait.mu.Unlock()
-		// Reserved again once waiting: a release between the first try
-		// and the wait's start handed nothing.
-		f.items = r.book.Reserve(f.cfg.book, want, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
-		if len(f.items) == 0 {
-			t := time.NewTimer(backfillTries) // real time: the wait is the runs', whatever the clock
-			select {
-			case f.items = <-w.got:
-			case <-t.C:
-			case <-f.sess.Ctx().Done():
-			case <-r.ctx.life.Done():
-			}
-			t.Stop()
-		}
-		r.bfWait.mu.Lock()
-		delete(r.bfWait.ws, w)
-		r.bfWait.mu.Unlock()
-		if len(f.items) == 0 {
-			// Served as the wait ended: the items are reserved for it.
-			select {
-			case f.items = <-w.got:
-			default:
-			}
-		}
+		t.Stop()
+	}
+	r.bfWait.mu.Lock()
+	delete(r.bfWait.ws, w)
+	r.bfWait.mu.Unlock()
+	// Items handed over before the waiter went are reserved for this
+	// fire: they run with it.
+	select {
+	case got := <-w.got:
+		f.items = append(f.items, got...)
+		slices.Sort(f.items)
+	default:
 	}
 	r.markAndRun(f)
 }
