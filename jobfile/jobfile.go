@@ -697,18 +697,14 @@ func handlerAddress(sp Spec, key, host string) error {
 
 // policedDialer dials only addresses the policy allows, checked after
 // name resolution.
-func policedDialer() *net.Dialer {
-	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: netpolicy.Control(func(err error) error {
-		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses: true in the errorHandler to allow it", ErrAddress, err)
-	})}
-}
+func policedDialer() *net.Dialer { return netpolicy.Dialer(errorHandlerAddress) }
 
 // policedTransport is an error handler webhook's transport under the
-// address policy: no proxy (a proxy would dial for it), every dial
-// checked.
-func policedTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	t.DialContext = policedDialer().DialContext
-	return t
+// address policy (netpolicy.Transport).
+func policedTransport() *http.Transport { return netpolicy.Transport(errorHandlerAddress) }
+
+// errorHandlerAddress wraps the policy's refusal of an error handler's
+// address.
+func errorHandlerAddress(err error) error {
+	return fmt.Errorf("%w: the host %v; set allowPrivateAddresses: true in the errorHandler to allow it", ErrAddress, err)
 }

@@ -16,9 +16,11 @@ package netpolicy
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // forbiddenPrefixes are the ranges refused besides those netip's
@@ -112,4 +114,21 @@ func Control(wrap func(error) error) func(network, address string, c syscall.Raw
 		}
 		return err
 	}
+}
+
+// Dialer is a net.Dialer (30 s to connect, 30 s keep-alive) that dials
+// only what [Dialed] allows, wrapping its refusal with wrap (nil: as it
+// is).
+func Dialer(wrap func(error) error) *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: Control(wrap)}
+}
+
+// Transport is http.DefaultTransport's settings under the policy: every
+// dial checked by [Dialer] with wrap, and no proxy, since the address
+// checked must be the one called.
+func Transport(wrap func(error) error) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = Dialer(wrap).DialContext
+	return t
 }

@@ -89,7 +89,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"text/template"
 	"time"
 
@@ -388,22 +387,10 @@ func (j *Job) Execute(ctx context.Context, sc job.ShardingContext) error {
 }
 
 // policedTransport is the default client's transport under the address
-// policy: its dialer refuses a forbidden address after resolution, and it
-// uses no proxy, since the address checked must be the one called. It is
-// shared by the jobs that use it, as http.DefaultTransport is.
+// policy (netpolicy.Transport). It is shared by the jobs that use it, as
+// http.DefaultTransport is.
 var policedTransport = sync.OnceValue(func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
-	t.DialContext = dialer.DialContext
-	return t
-})
-
-// control is the policed dialer's hook: it sees the address after name
-// resolution (see netpolicy.Dialed).
-func control(_, address string, _ syscall.RawConn) error {
-	if err := netpolicy.Dialed(address); err != nil {
+	return netpolicy.Transport(func(err error) error {
 		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses to allow it", ErrAddress, err)
-	}
-	return nil
-}
+	})
+})

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -160,17 +159,12 @@ func NewURL(u URL) (*URL, error) {
 	return &u, nil
 }
 
-// policed is the transport under the address policy: its dialer refuses
-// a forbidden address after resolution, with no proxy (the address
-// checked must be the one called).
+// policed is the transport under the address policy (netpolicy.Transport),
+// shared by the sources that use it.
 var policed = sync.OnceValue(func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = nil
-	d := &net.Dialer{Timeout: 30 * time.Second, Control: netpolicy.Control(func(err error) error {
+	return netpolicy.Transport(func(err error) error {
 		return fmt.Errorf("%w: the host %v; set allowPrivateAddresses to allow it", ErrAddress, err)
-	})}
-	t.DialContext = d.DialContext
-	return t
+	})
 })
 
 // List sends a GET and parses the response.

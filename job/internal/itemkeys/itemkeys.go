@@ -193,10 +193,10 @@ func Assign(d Doc, keys []string, total int, from time.Time) (Doc, Change, error
 		}
 		order = order[len(order)-MaxRemembered:]
 	}
-	out := Doc{Cur: List{From: from, Keys: cur}, Prev: d.Cur, Gone: gone, GoneOrder: order}
 	if ch.Same() && len(d.Cur.Keys) == total {
-		out = d // nothing to store
+		return d, ch, nil // nothing to store
 	}
+	out := Doc{Cur: List{From: from, Keys: cur}, Prev: d.Cur, Gone: gone, GoneOrder: order}
 	data, err := Encode(out)
 	if err != nil {
 		return Doc{}, Change{}, err
