@@ -1,19 +1,11 @@
 package job
 
 import (
-	"context"
-	"errors"
-	"maps"
 	"slices"
-	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/marks"
-	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -162,123 +154,4 @@ func (r *runner) noteEpochFlag() {
 	ctx, cancel := r.coordCtx(r.rc.Session())
 	defer cancel()
 	r.assigned.MoveEpochForFlag(ctx)
-}
-
-// inheritedGaps returns, for the items of this fire that this instance did
-// not hold without a break since its previous fire (see assume.Assignment.HeldSince), the
-// earliest fire before at that the item has not completed, where there is
-// one. A previous owner that died (or lost its session) between fires
-// leaves such gaps: the reshard moves its items, and nothing else records
-// the fires it owed. It reads ZooKeeper only for items not held
-// throughout, so only after a reshard or a new session; what it reads
-// replaces what this instance knew of those items' records, which another
-// instance may have written meanwhile.
-//
-// fresh lists the items newly held, gaps or not.
-func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.Assignment) (gaps map[int]time.Time, fresh []int) {
-	cfg := r.config()
-	prev := r.cache.SwapHeld(a)
-	changed := !slices.Equal(a.Items, prev.Items)
-	if changed || !a.SameVersion(prev) { // the steady state holds what it held
-		held := a.HeldSince(prev)
-		for _, it := range a.Items {
-			if !held[it] && it >= 0 && it < cfg.ShardingTotalCount {
-				fresh = append(fresh, it)
-			}
-		}
-		r.records.Forget(fresh)
-	}
-	if changed {
-		r.s.emit(Event{Kind: EventResharded, Job: r.name, Units: len(a.Items), Detail: layout.FormatItems(a.Items)})
-	}
-	if len(fresh) == 0 || cfg.Unmonitored {
-		return nil, fresh // steady state: nothing newly held
-	}
-	// A job that drops missed fires reads no debts and finds no gaps, but
-	// still reads the records: the fire itself may have run already on
-	// the item's previous owner (see ranBefore).
-	skip := cfg.book.SkipsMissed
-	sched, _, err := cfg.Schedule()
-	if err != nil {
-		return nil, fresh
-	}
-	before := fireplan.Prev(sched, at.Add(-time.Millisecond))
-	if before.IsZero() {
-		return nil, fresh
-	}
-	ctx, cancel := r.coordCtx(sess)
-	defer cancel()
-	recs := make([]record, len(fresh))
-	debts := make([]time.Time, len(fresh))
-	errs := make([]error, 2*len(fresh))
-	reads := 2 * len(fresh)
-	if skip {
-		reads = len(fresh)
-	}
-	parallel.Each(reads, 32, func(i int) {
-		if i < len(fresh) {
-			recs[i], errs[i] = r.readRecord(ctx, fresh[i])
-		} else {
-			debts[i-len(fresh)], errs[i] = reshard.ReadDebt(ctx, r.rc, r.paths, fresh[i-len(fresh)], r.reportBadValue)
-		}
-	})
-	// Failed reads are logged once for the lot: a context that ends (a
-	// stop, a session lost) fails every one of them alike.
-	var unread []int
-	var firstErr error
-	for i, it := range fresh {
-		if err := errors.Join(errs[i], errs[len(fresh)+i]); err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			unread = append(unread, it)
-			continue
-		}
-		r.records.Read(it, recs[i])
-		if !debts[i].IsZero() {
-			r.owed.SetNode(it, true) // its debt is ours now: paid, the node goes
-		}
-		if skip {
-			continue
-		}
-		since := fireplan.GapSince(sched, before, recs[i].Through(), debts[i])
-		if since.IsZero() {
-			continue
-		}
-		if gaps == nil {
-			gaps = map[int]time.Time{}
-		}
-		gaps[it] = since
-		// The previous owner may have run the gap's fires through the one
-		// before this fire, unrecorded (it crashed with failover off).
-		r.inherit.Note(it, before)
-	}
-	if len(unread) > 0 {
-		r.log.Warn("reading inherited items' records", "items", layout.FormatItems(unread), "count", len(unread), "err", firstErr)
-	}
-	if cfg.retry.Attempts > 0 && len(gaps) > 0 {
-		r.inheritFailed(ctx, gaps)
-	}
-	return gaps, fresh
-}
-
-// inheritFailed reads, for items gained with a gap, the attempts of the
-// gap's first fire that failed on their previous owner before it waited
-// to retry (its retry node: it crashed, or lost its session, during the
-// wait), for the make-up run of the gap to continue the count. A count
-// that cannot be read starts again.
-func (r *runner) inheritFailed(ctx context.Context, gaps map[int]time.Time) {
-	items := slices.Sorted(maps.Keys(gaps))
-	counts := make([]int, len(items))
-	errs := make([]error, len(items))
-	parallel.Each(len(items), 32, func(i int) {
-		counts[i], errs[i] = marks.ReadRetry(ctx, r.rc, r.paths, items[i], gaps[items[i]], r.reportBadValue)
-	})
-	for i, it := range items {
-		if errs[i] != nil {
-			r.log.Warn("reading an inherited item's retry count; its fire's attempts start again", "item", it, "err", errs[i])
-		} else if counts[i] > 0 {
-			r.inherit.NoteFailed(it, gaps[it], counts[i])
-		}
-	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
@@ -98,74 +96,6 @@ func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error)
 // here adds to it (records.Reader.Read).
 func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
 	return r.reader.Read(ctx, item, r.config().book.Schedule, r.records)
-}
-
-// ranBefore sorts the items newly held for the fire at (fresh, see
-// inheritedGaps) by what their records, just read, say of that fire
-// (records.Cache.RanBefore).
-func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bool, known map[int]record, unrecorded []int) {
-	if cfg.Unmonitored || cfg.book.Schedule == nil {
-		return nil, nil, nil
-	}
-	return r.records.RanBefore(cfg.book.Schedule, at, fresh)
-}
-
-// recheckUnrecorded reads again, now that f's marks are made, the records
-// of f's items that had none when the fire read them (see ranBefore), or
-// whose mark another run held when the fire marked them (fire.recheck),
-// and returns f's items without those whose record now lists this fire:
-// another run stood for it, and its completion (which writes the record
-// and deletes that run's mark at once) came between the read and the mark.
-// They are released unrun; their marks stay held here. An item whose
-// record cannot be read runs.
-func (r *runner) recheckUnrecorded(f *fire) []int {
-	sched, _, err := f.cfg.Schedule()
-	if err != nil {
-		return f.items
-	}
-	unrecorded := make(map[int]bool, len(f.unrecorded))
-	for _, it := range f.unrecorded {
-		unrecorded[it] = true
-	}
-	var check []int
-	for _, it := range f.items {
-		if unrecorded[it] {
-			check = append(check, it)
-		}
-	}
-	if len(check) == 0 {
-		return f.items
-	}
-	ctx, cancel := r.coordCtx(f.sess)
-	defer cancel()
-	recs := make([]record, len(check))
-	errs := make([]error, len(check))
-	parallel.Each(len(check), 32, func(i int) { recs[i], errs[i] = r.readRecord(ctx, check[i]) })
-	ranThere := map[int]bool{}
-	for i, it := range check {
-		if errs[i] != nil {
-			continue
-		}
-		r.records.Read(it, recs[i])
-		if !recs[i].UncoveredFrom(sched, f.at).Equal(f.at) {
-			ranThere[it] = true
-		}
-	}
-	if len(ranThere) == 0 {
-		return f.items
-	}
-	keep := make([]int, 0, len(f.items)-len(ranThere))
-	var gone []int
-	for _, it := range f.items {
-		if ranThere[it] {
-			gone = append(gone, it)
-		} else {
-			keep = append(keep, it)
-		}
-	}
-	r.log.Info("items gained at this fire ran it on their previous owner while they were marked here", "items", layout.FormatItems(gone), "fire", f.at)
-	r.release(gone)
-	return keep
 }
 
 // newReader returns the runner's records.Reader.

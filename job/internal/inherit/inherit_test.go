@@ -1,0 +1,117 @@
+package inherit
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/assume"
+	"github.com/shardjob/shardjob/job/internal/book"
+	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+	"github.com/shardjob/shardjob/regcenter/zookeeper"
+)
+
+// TestReadAndRecheckOnARealRegistry: of four items gained at the fire of
+// 10 s (a fire every second), one completed through 9 s has no gap, one
+// completed through 5 s has a gap from 6 s, one with no record but a
+// misfire node from 3 s has a gap from 3 s (its debt now this instance's)
+// and its retry node's failed attempts are inherited, and one whose record
+// does not decode is reported and, read as never run, owes nothing; a job
+// that skips missed fires finds no gaps but reads the records. Recheck
+// drops an item whose record now lists the fire.
+func TestReadAndRecheckOnARealRegistry(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "inherit"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	paths := layout.Job("j")
+	sec := func(s int64) time.Time { return time.UnixMilli(s * 1000) }
+	write := func(item int, kind string, data []byte) {
+		t.Helper()
+		if err := rc.EnsurePath(ctx, paths.Item(item)); err != nil {
+			t.Fatal(err)
+		}
+		p := paths.ItemNode(item, kind)
+		if _, err := rc.Set(ctx, p, data, -1); err == nil {
+			return
+		}
+		if _, err := rc.Create(ctx, p, data, regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	completed := func(through int64) []byte {
+		m := stored.Completed{Server: "a", Fire: through * 1000, Ran: [][2]int64{{through * 1000, through * 1000}}}
+		return m.Marshal()
+	}
+	write(0, layout.Completed, completed(9))
+	write(1, layout.Completed, completed(5))
+	write(2, layout.Misfire, stored.Misfire{Since: sec(3).UnixMilli()}.Marshal())
+	write(2, layout.Retry, stored.Retry{Fire: sec(3).UnixMilli(), Failed: 2}.Marshal())
+	write(3, layout.Completed, []byte("{garbage"))
+
+	var reported []string
+	log := slog.New(slog.DiscardHandler)
+	report := func(p string, _ regcenter.Stat, _ []byte, _ string, _ ...any) { reported = append(reported, p) }
+	known := records.NewCache()
+	owed := book.NewLedger()
+	var inherited assume.Inherited
+	rd := &Reader{RC: rc, Paths: paths, Known: known, Owed: owed, Gaps: &inherited, Log: log, Report: report,
+		Records: &records.Reader{Center: rc, Paths: paths, Job: "j", Own: "me", Log: log, Report: report}}
+	sched := cron.Every(time.Second)
+	at := sec(10)
+	fresh := []int{0, 1, 2, 3}
+
+	skipped := rd.Read(ctx, Job{Schedule: sched, SkipsMissed: true, Retries: true}, at, fresh)
+	if len(skipped) != 0 || owed.HasNode(2) {
+		t.Fatalf("a job skipping missed fires: gaps %v, misfire node taken %v; want none, not taken", skipped, owed.HasNode(2))
+	}
+	if rec, ok := known.Lookup(0); !ok || !rec.Through().Equal(sec(9)) {
+		t.Fatalf("a job skipping missed fires did not read item 0's record: %+v %v", rec, ok)
+	}
+
+	gaps := rd.Read(ctx, Job{Schedule: sched, Retries: true}, at, fresh)
+	want := map[int]time.Time{1: sec(6), 2: sec(3)}
+	if len(gaps) != len(want) {
+		t.Fatalf("gaps %v; want %v", gaps, want)
+	}
+	for it, since := range want {
+		if !gaps[it].Equal(since) {
+			t.Fatalf("item %d's gap from %v; want %v (gaps %v)", it, gaps[it], since, gaps)
+		}
+	}
+	if !owed.HasNode(2) {
+		t.Fatal("item 2's misfire node is not this instance's after the read")
+	}
+	if !slices.Contains(reported, paths.ItemNode(3, layout.Completed)) {
+		t.Fatalf("item 3's garbage record not reported: %v", reported)
+	}
+	if f := inherited.TakeFailed([]int{2}); f[2].N != 2 {
+		t.Fatalf("item 2's failed attempts: %+v; want 2 from its retry node", f)
+	}
+	if through := inherited.Take([]int{0, 1, 2, 3}); len(through) != 2 || !through[1].Equal(sec(9)) || !through[2].Equal(sec(9)) {
+		t.Fatalf("gaps' fires the previous owner may have run: %v; want through 9 s for each", through)
+	}
+
+	// The fire at 10 s ran on the previous owner of items 0 and 1 between
+	// the read and the mark: 0's record now lists it.
+	write(0, layout.Completed, completed(10))
+	keep, ran := rd.Recheck(ctx, sched, at, []int{0, 1, 3}, []int{0, 1})
+	if !slices.Equal(keep, []int{1, 3}) || !slices.Equal(ran, []int{0}) {
+		t.Fatalf("Recheck: keep %v, ran there %v; want [1 3], [0]", keep, ran)
+	}
+	if keep, ran := rd.Recheck(ctx, sched, at, []int{1, 3}, nil); !slices.Equal(keep, []int{1, 3}) || ran != nil {
+		t.Fatalf("Recheck with nothing unrecorded: %v, %v; want the items unchanged", keep, ran)
+	}
+}
