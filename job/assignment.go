@@ -60,7 +60,7 @@ func (r *runner) assignment(sess *regcenter.Session) (assume.Assignment, error) 
 	if err != nil {
 		return assume.Assignment{}, err
 	}
-	r.releaseUnassigned(ctx, sess, a.Items)
+	r.held.ReleaseUnassigned(ctx, sess, a.Items)
 	r.assume(a, gen)
 	return a, nil
 }

@@ -115,7 +115,7 @@ func (r *runner) reloadConfig() {
 	if (cfg.Unmonitored && !old.Unmonitored) || (cfg.Disabled && !old.Disabled) {
 		// No fire here marks the items any more: the marks kept for the
 		// next fires go (hold.go).
-		r.releaseHolds(ctx, r.rc.Session(), nil)
+		r.held.Release(ctx, r.rc.Session(), nil)
 	}
 	if cfg.Failover && !old.Failover {
 		// Failover turned on: claim queued items, and lead between fires.

@@ -43,7 +43,7 @@ func (r *runner) reconcile() {
 		},
 		Reregister:    func(sess *regcenter.Session) { r.goFunc(func() { r.reregister(sess) }) },
 		Prepared:      r.prep.Done,
-		RestoreStatus: r.restoreStatus, Campaign: r.elect.Campaign, VerifyHolds: r.verifyHolds, IsLeader: r.elect.IsLeader,
+		RestoreStatus: r.restoreStatus, Campaign: r.elect.Campaign, VerifyHolds: r.held.Verify, IsLeader: r.elect.IsLeader,
 		Assignment: reconcile.Assignment{RC: r.rc, Paths: r.paths, Name: r.name,
 			Strategy: cfg.ShardingStrategy, Total: cfg.ShardingTotalCount, Lookup: cfg.Strategy,
 			Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log},

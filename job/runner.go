@@ -16,6 +16,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/completion"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
+	"github.com/shardjob/shardjob/job/internal/heldmarks"
 	"github.com/shardjob/shardjob/job/internal/inherit"
 	"github.com/shardjob/shardjob/job/internal/leader"
 	"github.com/shardjob/shardjob/job/internal/marks"
@@ -45,24 +46,25 @@ type runner struct {
 	endedNoted atomic.Pointer[spec]
 
 	// Parts, each owning its state and lock.
-	book        *book.Book       // what runs, and what is owed, here (job/internal/book)
-	owed        *book.Ledger     // what items are owed here, kept in the book's steps
-	records     *records.Cache   // the items' completion records as known here (job/internal/records)
-	inherit     assume.Inherited // gaps gained in a reshard that may have run (inherit.go)
-	holds       assume.Holds     // the running marks kept across fires (hold.go)
-	fo          *claims.State    // the failover queue as seen here (job/internal/failover)
-	watch       watchCancels     // the registration's watches (register.go)
-	flags       *flags.Flags     // this server's flags for the job (job/internal/flags)
-	cache       assume.Cache     // the assignment the next fire may assume (assignment.go)
-	marker      *marks.Marker    // the running marks of runs (mark.go)
-	reader      *records.Reader  // the completed records read from the registry (completion.go)
-	inheritance *inherit.Reader  // reads what a fire inherits with items gained (inherit.go)
-	lead        *leader.Duties   // the leader's duties (job/internal/leader)
-	prep        prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
-	counters    jobCounters      // behind JobStats (stats.go)
-	backfills   backfill.Known   // the backfill's progress as known here (backfill.go)
-	bfWait      backfillWaiters  // backfill fires waiting for items held here (backfill.go)
-	bad         stored.BadValues // node versions reported as not decoding (stored.go)
+	book        *book.Book        // what runs, and what is owed, here (job/internal/book)
+	owed        *book.Ledger      // what items are owed here, kept in the book's steps
+	records     *records.Cache    // the items' completion records as known here (job/internal/records)
+	inherit     assume.Inherited  // gaps gained in a reshard that may have run (inherit.go)
+	holds       assume.Holds      // the running marks kept across fires
+	held        *heldmarks.Keeper // releases those marks (hold.go)
+	fo          *claims.State     // the failover queue as seen here (job/internal/failover)
+	watch       watchCancels      // the registration's watches (register.go)
+	flags       *flags.Flags      // this server's flags for the job (job/internal/flags)
+	cache       assume.Cache      // the assignment the next fire may assume (assignment.go)
+	marker      *marks.Marker     // the running marks of runs (mark.go)
+	reader      *records.Reader   // the completed records read from the registry (completion.go)
+	inheritance *inherit.Reader   // reads what a fire inherits with items gained (inherit.go)
+	lead        *leader.Duties    // the leader's duties (job/internal/leader)
+	prep        prepare.Prep      // ready to run the job's items (job/internal/prepare; its use prepare.go)
+	counters    jobCounters       // behind JobStats (stats.go)
+	backfills   backfill.Known    // the backfill's progress as known here (backfill.go)
+	bfWait      backfillWaiters   // backfill fires waiting for items held here (backfill.go)
+	bad         stored.BadValues  // node versions reported as not decoding (stored.go)
 
 	// The duties' mechanisms, each a room's (wireDuties, leader.go).
 	office   *leader.Office     // the leader's duties as they run
@@ -140,7 +142,9 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
 	r.inheritance = r.newInheritance()
+	r.held = r.newKeeper()
 	r.done = r.newCompleter()
+	r.held.Done = r.done
 	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
 	spawn := r.goFunc // one method value for the seven
 	r.kick.membership = runs.NewKicker(spawn, r.checkMembership)

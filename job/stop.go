@@ -62,7 +62,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// The marks kept for idle items go now: the others reshard at their
 	// next fire and must find them gone. Busy items' marks go with their
 	// completions.
-	r.releaseHolds(cctx, r.rc.Session(), nil)
+	r.held.Release(cctx, r.rc.Session(), nil)
 
 	if !r.book.WaitIdle(ctx) {
 		r.ctx.cancelExec(ErrSchedulerClosed)
@@ -90,7 +90,7 @@ func (r *runner) stop(ctx context.Context) error {
 	if !r.book.WaitFiring(cctx) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
-	r.releaseHolds(cctx, r.rc.Session(), nil) // any a fire in flight made
+	r.held.Release(cctx, r.rc.Session(), nil) // any a fire in flight made
 	r.done.FlushAll(cctx)                     // records deferred under a session that ended
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
