@@ -1,13 +1,12 @@
 package job
 
 import (
-	"errors"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/backfill"
-	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -20,6 +19,9 @@ import (
 // runs beside another run of its item, here or elsewhere. The completion
 // writes the item's progress in its own transaction (a crash re-runs at
 // most the fire in flight); a busy item's fire is tried again, not owed.
+// The registry work (the request, the progress, the other servers told)
+// and the hand-off of released items to waiting fires are
+// job/internal/backfilling's; the driver and the fire path stay here.
 
 // backfillIdle is how long a driver whose own items are through waits
 // before it looks again: a reshard may give it items whose owner left
@@ -52,7 +54,9 @@ func (r *runner) runBackfill() {
 			}
 			continue
 		}
-		req, ok, err := r.readBackfill(sess)
+		ctx, cancel := r.coordCtx(sess)
+		req, ok, err := r.bfReg.ReadRequest(ctx)
+		cancel()
 		if err != nil {
 			// A registry that cannot answer now: read again.
 			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
@@ -79,7 +83,9 @@ func (r *runner) runBackfill() {
 			// A reshard: an instance that joined since the request was
 			// made was not told of it, and the items gained back may
 			// have gone on elsewhere meanwhile.
-			r.tellServers(sess)
+			ctx, cancel := r.coordCtx(sess)
+			r.bfReg.TellServers(ctx)
+			cancel()
 			r.backfills.Forget()
 		}
 		if err == nil {
@@ -89,7 +95,10 @@ func (r *runner) runBackfill() {
 		case err != nil:
 			r.log.Warn("backfill: reading this instance's items", "backfill", id, "err", err)
 		case len(groups) == 0:
-			if r.backfillThrough(sess, req, sched, cfg.ShardingTotalCount) {
+			ctx, cancel := r.coordCtx(sess)
+			through := r.bfReg.Through(ctx, req, sched, cfg.ShardingTotalCount, r.flags.DisabledItems())
+			cancel()
+			if through {
 				r.log.Info("backfill: every item is through", "backfill", id)
 				return
 			}
@@ -123,226 +132,51 @@ func (r *runner) runBackfillFires(sess *regcenter.Session, id string, groups map
 	wg.Wait()
 }
 
-// backfillTries is how long a backfill fire waits, within a pass, for
-// items its live runs hold here: the release of such an item hands it to
-// the waiting backfill fire before the schedule's own make-up run (see
-// handBackfill), so that a backfill goes on beside a job whose runs fill
-// its period. Items held elsewhere are tried again at the next pass.
-const backfillTries = time.Second
-
-// backfillWaiter is a backfill fire waiting for items held here.
-type backfillWaiter struct {
-	f    *fire
-	want map[int]bool
-	got  chan []int // the items reserved for it; buffered, sent once
+// newBackfilling returns the runner's registry work of backfills.
+func (r *runner) newBackfilling() *backfilling.Registry {
+	return &backfilling.Registry{RC: r.rc, Paths: r.paths, ServerID: r.serverID(), Known: &r.backfills, Log: r.log, Report: r.reportBadValue}
 }
 
-// backfillWaiters are the backfill fires waiting for items (runner's
-// waiters: reserveBackfill adds and removes, handBackfill serves).
-type backfillWaiters struct {
-	mu sync.Mutex
-	ws map[*backfillWaiter]bool
+// nextBackfill returns, by fire, the items of this instance (not
+// disabled) whose next fire of req it is, and this instance's items
+// (backfilling.Registry.Next).
+func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (map[time.Time][]int, []int, error) {
+	a, err := r.assignment(sess)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := r.coordCtx(sess)
+	defer cancel()
+	return r.bfReg.Next(ctx, req, sched, a.Items, r.flags.DisabledItems(), r.config().ShardingTotalCount)
 }
 
 // reserveBackfill reserves f's items in the book, waiting up to
-// backfillTries for those its live runs hold here, and runs those it
-// reserved: the others wait for the next pass.
+// backfilling.Tries for those its live runs hold here (handBackfill), and
+// runs those it reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
 	f.cfg = r.config()
-	// Waiting before the first try: a release between the try and the
-	// wait hands its items to this fire.
-	w := &backfillWaiter{f: f, want: make(map[int]bool, len(f.items)), got: make(chan []int, 1)}
-	for _, it := range f.items {
-		w.want[it] = true
-	}
-	r.bfWait.mu.Lock()
-	if r.bfWait.ws == nil {
-		r.bfWait.ws = map[*backfillWaiter]bool{}
-	}
-	r.bfWait.ws[w] = true
-	r.bfWait.mu.Unlock()
-	f.items = r.book.Reserve(f.cfg.book, f.items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
-	if len(f.items) == 0 && f.sess.Err() == nil {
-		t := time.NewTimer(backfillTries) // real time: the wait is the runs', whatever the clock
-		select {
-		case f.items = <-w.got:
-		case <-t.C:
-		case <-f.sess.Ctx().Done():
-		case <-r.ctx.life.Done():
-		}
-		t.Stop()
-	}
-	r.bfWait.mu.Lock()
-	delete(r.bfWait.ws, w)
-	r.bfWait.mu.Unlock()
-	// Items handed over before the waiter went are reserved for this
-	// fire: they run with it.
-	select {
-	case got := <-w.got:
-		f.items = append(f.items, got...)
-		slices.Sort(f.items)
-	default:
-	}
+	f.items = r.bfWait.Reserve(r.ctx.life, f.sess, f.items, func(items []int) []int {
+		return r.book.Reserve(f.cfg.book, items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+	})
 	r.markAndRun(f)
 }
 
 // handBackfill hands items just released here to the backfill fires
 // waiting for them, reserved in the book for each, before anything else
 // may take them (release).
-func (r *runner) handBackfill(items []int) {
-	r.bfWait.mu.Lock()
-	defer r.bfWait.mu.Unlock()
-	for w := range r.bfWait.ws {
-		var mine []int
-		for _, it := range items {
-			if w.want[it] {
-				mine = append(mine, it)
-			}
-		}
-		if len(mine) == 0 {
-			continue
-		}
-		got := r.book.Reserve(w.f.cfg.book, mine, w.f.at, time.Time{}, bookKind(w.f.kind), r.flags.DisabledItems())
-		if len(got) > 0 {
-			delete(r.bfWait.ws, w)
-			w.got <- got
-		}
-	}
-}
-
-// readBackfill reads the job's backfill request; false when there is none
-// (or it does not decode: reported, and read as none), an error when it
-// could not be read.
-func (r *runner) readBackfill(sess *regcenter.Session) (backfill.Request, bool, error) {
-	ctx, cancel := r.coordCtx(sess)
-	defer cancel()
-	req, ok, _, err := backfill.ReadRequest(ctx, r.rc, r.paths, func(p string, st regcenter.Stat, data []byte, err error) {
-		r.reportBadValue(p, st, data, "garbage in the backfill request; no backfill runs", "err", err)
-	})
-	if err != nil {
-		r.log.Warn("backfill: reading the request", "err", err)
-	}
-	return req, ok, err
-}
-
-// nextBackfill returns, by fire, the items of this instance (not
-// disabled) whose next fire of req it is (none: every item here is
-// through), and this instance's items. Progress it does not know yet is
-// read, and an item's progress node made where missing, for its
-// completion to set.
-func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (map[time.Time][]int, []int, error) {
-	a, err := r.assignment(sess)
-	if err != nil {
-		return nil, nil, err
-	}
-	disabled := r.flags.DisabledItems()
-	total := r.config().ShardingTotalCount
-	var mine, unknown []int
-	for _, it := range a.Items {
-		if it < 0 || it >= total || disabled[it] {
-			continue
-		}
-		mine = append(mine, it)
-		if _, ok := r.backfills.Of(it, req.ID); !ok {
-			unknown = append(unknown, it)
-		}
-	}
-	if len(unknown) > 0 {
-		ctx, cancel := r.coordCtx(sess)
-		defer cancel()
-		errs := make([]error, len(unknown))
-		parallel.Each(len(unknown), 32, func(i int) {
-			var p backfill.Progress
-			if p, errs[i] = backfill.StartProgress(ctx, r.rc, r.paths, req, unknown[i], r.badProgress(unknown[i])); errs[i] == nil {
-				r.backfills.Read(unknown[i], p)
-			}
-		})
-		if err := errors.Join(errs...); err != nil {
-			return nil, nil, err
-		}
-	}
-	var groups map[time.Time][]int
-	for _, it := range mine {
-		p, _ := r.backfills.Of(it, req.ID)
-		if next, ok := backfill.Next(sched, req, p); ok {
-			if groups == nil {
-				groups = map[time.Time][]int{}
-			}
-			groups[next] = append(groups[next], it)
-		}
-	}
-	return groups, mine, nil
-}
-
-// tellServers sets the backfill flag of the job's other servers (one
-// transaction): an instance that joined after the request was made holds
-// items of it now. A server gone meanwhile keeps its flag for its return.
-func (r *runner) tellServers(sess *regcenter.Session) {
-	ctx, cancel := r.coordCtx(sess)
-	defer cancel()
-	if _, err := backfill.TellServers(ctx, r.rc, r.paths, r.serverID()); err != nil {
-		r.log.Warn("backfill: telling the other servers", "err", err)
-	}
-}
-
-// badProgress reports an item's progress node that does not decode.
-func (r *runner) badProgress(item int) backfill.BadValue {
-	return func(p string, st regcenter.Stat, data []byte, err error) {
-		r.reportBadValue(p, st, data, "garbage in a backfill progress node; the item starts the range again", "item", item, "err", err)
-	}
-}
-
-// backfillThrough reports whether every item of the job (but disabled
-// ones) has run req through: read from the items' progress nodes.
-func (r *runner) backfillThrough(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule, total int) bool {
-	ctx, cancel := r.coordCtx(sess)
-	defer cancel()
-	disabled := r.flags.DisabledItems()
-	var items []int
-	for it := range total {
-		if !disabled[it] {
-			items = append(items, it)
-		}
-	}
-	for _, rd := range backfill.ReadProgress(ctx, r.rc, r.paths, items) {
-		if _, more := backfill.Next(sched, req, rd.Progress); rd.Err != nil || !rd.Decoded || more {
-			return false
-		}
-	}
-	return true
-}
+func (r *runner) handBackfill(items []int) { r.bfWait.Hand(items) }
 
 // recheckBackfill reads, once f's items are marked here, their progress
-// in f's backfill: an item that ran f's fire elsewhere meanwhile (its
-// previous owner, before it released the mark this fire waited for) is
-// settled unrun, its mark deleted by the completion. Read under the mark,
-// the progress is the last word: a completion writes it before the mark
-// goes. An item whose progress cannot be read runs.
+// in f's backfill (backfilling.Registry.Recheck): an item that ran f's
+// fire elsewhere meanwhile is settled unrun, its mark deleted by the
+// completion, which writes the progress over the versions read.
 func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
-	reads := backfill.ReadProgress(ctx, r.rc, r.paths, f.items)
-	ran := make([]bool, len(f.items))
-	for i, rd := range reads {
-		if rd.In(f.backfill) {
-			r.backfills.Read(f.items[i], rd.Progress)
-			ran[i] = rd.Progress.Through >= f.at.UnixMilli()
-		}
-	}
-	// The completion writes the progress over the version read here,
-	// under the mark: a write of an earlier fire's, applied late (its
-	// answer lost), cannot put the progress back.
-	f.backfillVersions = make(map[int]int32, len(f.items))
-	for i, it := range f.items {
-		f.backfillVersions[it] = reads[i].Version
-	}
-	keep := f.items[:0:0]
+	keep, ran, versions := r.bfReg.Recheck(ctx, f.backfill, f.at, f.items)
+	f.backfillVersions = versions
 	now := time.Now()
-	for i, it := range f.items {
-		if !ran[i] {
-			keep = append(keep, it)
-			continue
-		}
+	for _, it := range ran {
 		results <- itemResult{Item: it, Fire: f.at, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true, Backfill: f.backfill}
 	}
 	f.items = keep

@@ -12,6 +12,7 @@ import (
 	"github.com/shardjob/shardjob/internal/startstop"
 	"github.com/shardjob/shardjob/job/internal/assigned"
 	"github.com/shardjob/shardjob/job/internal/assume"
+	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
@@ -63,8 +64,11 @@ type runner struct {
 	prep        prepare.Prep      // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters    jobCounters       // behind JobStats (stats.go)
 	backfills   backfill.Known    // the backfill's progress as known here (backfill.go)
-	bfWait      backfillWaiters   // backfill fires waiting for items held here (backfill.go)
 	bad         stored.BadValues  // node versions reported as not decoding (stored.go)
+
+	// The backfill's mechanisms (job/internal/backfilling; backfill.go).
+	bfReg  *backfilling.Registry // its registry work
+	bfWait backfilling.Waiters   // its fires waiting for items held here
 
 	// The duties' mechanisms, each a room's (wireDuties, leader.go).
 	office   *leader.Office     // the leader's duties as they run
@@ -143,6 +147,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.reader = r.newReader()
 	r.inheritance = r.newInheritance()
 	r.held = r.newKeeper()
+	r.bfReg = r.newBackfilling()
 	r.done = r.newCompleter()
 	r.held.Done = r.done
 	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
