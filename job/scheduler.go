@@ -195,6 +195,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		s.undoStart()
 		return err
 	}
+	s.inst.Started(ctx)
 	return nil
 }
 

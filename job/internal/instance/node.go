@@ -83,6 +83,7 @@ type Node struct {
 	score        *float64
 	free         int
 	slots        int
+	started      bool // the scheduler's Start returned (Started)
 
 	// staleOwner is the session of a dead earlier process that held our
 	// id (Publish proved it).
@@ -172,6 +173,20 @@ func (n *Node) Info() placement.Instance {
 		Drained:        n.drained,
 		HealthURL:      n.cfg.HealthURL,
 		Holder:         placement.Holder(n.cfg.Me),
+		Starting:       !n.started,
+	}
+}
+
+// Started says the scheduler's Start returned, every job registered: the
+// node stops saying it is starting (placement.Instance.Starting), within
+// ctx. A failed update is logged; the node says it at its next
+// publication (a load score, a new session).
+func (n *Node) Started(ctx context.Context) {
+	n.mu.Lock()
+	n.started = true
+	n.mu.Unlock()
+	if err := n.Publish(ctx); err != nil {
+		n.cfg.Log.Warn("saying this instance has started", "err", err)
 	}
 }
 

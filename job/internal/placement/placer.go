@@ -351,9 +351,15 @@ func placeJob(req *Request, t Table, view View) (map[string][]int, []int, error)
 	for s, items := range req.Current {
 		load[s] += len(items)
 	}
+	// The caps count the live instances, but not one still starting that
+	// has not registered this job: it cannot take the job's items yet,
+	// and counted, the caps of those that can would leave items unplaced
+	// until it has (a fleet started at once).
 	tolerance := map[string]int{}
 	for _, s := range view.live() {
-		tolerance[s] = view.Instances[s].FaultTolerance
+		if info := view.Instances[s]; !info.Starting || slices.Contains(servers, s) {
+			tolerance[s] = info.FaultTolerance
+		}
 	}
 	caps := sharding.Caps(k, tolerance)
 	in := sharding.Input{

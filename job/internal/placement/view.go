@@ -37,6 +37,11 @@ type Instance struct {
 	HealthURL string `json:"healthURL,omitempty"`
 	// Holder is the process holding the server id.
 	Holder Holder `json:"holder,omitzero"`
+	// Starting reports an instance whose Start is registering its jobs:
+	// the caps of a job it has not registered yet do not count it (see
+	// placeJob), so that the instances already there take the job whole
+	// while the others join, rather than leave its items unplaced.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // Holder names the process holding a server id, as its instance's node
