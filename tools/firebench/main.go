@@ -13,6 +13,7 @@
 //	go run ./tools/firebench -throughput   # item executions per second, 3 processes
 //	go run ./tools/firebench -register     # 10,000 idle jobs: start time, requests, watches, heap, idle traffic
 //	go run ./tools/firebench -ranges       # a SCOPE range job of a million records: calls and requests per fire
+//	go run ./tools/firebench -startup      # 3 processes started at once: fires on time from the first after Start, alone and beside a CPU hog
 //	go run ./tools/firebench -h            # every flag
 //
 // -registry picks the servers every measurement runs on, in turn (a
@@ -65,12 +66,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
 // config holds the flags.
 type config struct {
-	all, requests, latency, kill, throughput, register, ranges bool
+	all, requests, latency, kill, throughput, register, ranges, startup bool
 
 	reqItems     []int
 	reqFires     int
@@ -90,11 +93,15 @@ type config struct {
 	regProfile   string
 	stopProfile  string
 	regSettle    time.Duration
+	startJobs    int
+	startHogs    []int
+	startWindow  time.Duration
 
 	registries  []string // -registry: each measurement runs on each, in turn
 	instanceBin string
 	keep        bool
 	instProfile bool
+	instVerbose bool
 	verbose     bool
 	trace       bool
 }
@@ -114,10 +121,10 @@ func main() { benchkit.Main("firebench", parseFlags, run) }
 
 func parseFlags(args []string) (config, error) {
 	var c config
-	var reqItems, killTimeouts, registries string
+	var reqItems, killTimeouts, registries, startHogs string
 	fs := flag.NewFlagSet("firebench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./tools/firebench [-all | -requests -latency -kill -throughput -register -ranges] [flags]")
+		fmt.Fprintln(fs.Output(), "usage: go run ./tools/firebench [-all | -requests -latency -kill -throughput -register -ranges -startup] [flags]")
 		fs.PrintDefaults()
 	}
 	fs.BoolVar(&c.all, "all", false, "run every measurement")
@@ -127,6 +134,7 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.throughput, "throughput", false, "measure item executions per second (instance processes)")
 	fs.BoolVar(&c.register, "register", false, "measure registering many idle jobs in one process, and its idle cost")
 	fs.BoolVar(&c.ranges, "ranges", false, "a SCOPE range job of a million records on 3 instances: calls and requests per fire")
+	fs.BoolVar(&c.startup, "startup", false, "3 instance processes started at once, one-item jobs every second: how their fires keep time from the first fire after Start, alone and beside a CPU hog")
 
 	fs.StringVar(&reqItems, "req-items", "1,1000,10000", "-requests: items per job, one measurement each")
 	fs.IntVar(&c.reqFires, "req-fires", 10, "-requests: steady-state fires measured (item counts up to 1,000)")
@@ -147,11 +155,16 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.stopProfile, "reg-stop-cpuprofile", "", "-register: write this process's CPU profile of the Shutdown to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
+	fs.IntVar(&c.startJobs, "start-jobs", 300, "-startup: one-item jobs firing every second")
+	fs.StringVar(&startHogs, "start-hogs", "0,2", "-startup: goroutines of this process spinning beside the instances, one measurement each")
+	fs.DurationVar(&c.startWindow, "start-window", 20*time.Second, "-startup: measured window from each instance's Start")
+
 	fs.StringVar(&registries, "registry", regZooKeeper, "the registries every measurement runs on, comma-separated, in turn: zookeeper (one standalone server), etcd (one member, in a process of its own), embedded (the embedded default, its member hosted by a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together); with more than one, a last table puts their summaries side by side")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
+	fs.BoolVar(&c.instVerbose, "inst-v", false, "the instance processes log at debug level (their logs are in the work directory, with -keep)")
 	fs.BoolVar(&c.trace, "trace", false, "the instance processes trace every fire and item run (OpenTelemetry SDK, spans discarded): what tracing costs")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -160,9 +173,9 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.all {
-		c.requests, c.latency, c.kill, c.throughput, c.register, c.ranges = true, true, true, true, true, true
+		c.requests, c.latency, c.kill, c.throughput, c.register, c.ranges, c.startup = true, true, true, true, true, true, true
 	}
-	if !(c.requests || c.latency || c.kill || c.throughput || c.register || c.ranges) {
+	if !(c.requests || c.latency || c.kill || c.throughput || c.register || c.ranges || c.startup) {
 		fs.Usage()
 		return c, errors.New("choose a measurement, or -all")
 	}
@@ -173,11 +186,18 @@ func parseFlags(args []string) (config, error) {
 	if c.reqItems, err = benchkit.ParseInts(reqItems); err != nil {
 		return c, fmt.Errorf("-req-items: %w", err)
 	}
+	for f := range strings.SplitSeq(startHogs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("-start-hogs: %q is not a count (0 or more)", f)
+		}
+		c.startHogs = append(c.startHogs, n)
+	}
 	if c.killTimeouts, err = benchkit.ParseDurations(killTimeouts); err != nil {
 		return c, fmt.Errorf("-kill-session-timeouts: %w", err)
 	}
-	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.tputJobs < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 {
-		return c, errors.New("counts must be at least 1")
+	if c.latJobs < 1 || c.killItems < 1 || c.tputItems < 1 || c.tputJobs < 1 || c.regJobs < 1 || c.reqFires < 1 || c.reqBigFires < 1 || c.startJobs < 1 || c.startWindow < 10*time.Second {
+		return c, errors.New("counts must be at least 1, and -start-window at least 10s")
 	}
 	return c, nil
 }
@@ -192,7 +212,7 @@ func run(ctx context.Context, cfg config) error {
 	b.dir = dir
 	fmt.Println("bench machine" + benchkit.Machine().String())
 
-	if cfg.latency || cfg.kill || cfg.throughput {
+	if cfg.latency || cfg.kill || cfg.throughput || cfg.startup {
 		if b.instanceBin = cfg.instanceBin; b.instanceBin == "" {
 			bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 			b.instanceBin, err = buildInstance(bctx, b.dir)
@@ -261,6 +281,7 @@ func (b *bench) onRegistry(ctx context.Context, kind string) error {
 		{cfg.throughput, "throughput", b.measureThroughput},
 		{cfg.register, "register", b.measureRegister},
 		{cfg.ranges, "ranges", b.measureRanges},
+		{cfg.startup, "startup", b.measureStartup},
 	}
 	var errs []error
 	for _, s := range steps {

@@ -49,6 +49,9 @@ type inst struct {
 	id  string
 	*proc.Proc
 	ready chan struct{} // closed when the process printed READY
+	// readyAt is when READY was read (its Start had returned): set before
+	// ready is closed, read after.
+	readyAt time.Time
 }
 
 // instSpec says what the instance processes run.
@@ -78,6 +81,9 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 	if b.cfg.trace {
 		args = append(args, "-trace")
 	}
+	if b.cfg.instVerbose {
+		args = append(args, "-v")
+	}
 	if b.cfg.instProfile {
 		args = append(args, "-cpuprofile", filepath.Join(b.dir, id+".cpu.pprof"))
 	}
@@ -105,6 +111,7 @@ func (in *inst) read(r io.Reader, col *collector) {
 		if line == "READY" {
 			if !readySeen {
 				readySeen = true
+				in.readyAt = time.Now()
 				close(in.ready)
 			}
 			continue
