@@ -30,3 +30,9 @@ var MigrationsForTest = migrations
 // Seen is the highest revision c has seen: what its next write is sent
 // with.
 func (c *Center) Seen() int64 { return c.seen.Load() }
+
+// ReadNodesQuery and ReadChildrenQuery are the grouped reads' statements.
+const (
+	ReadNodesQuery    = readNodesQuery
+	ReadChildrenQuery = readChildrenQuery
+)

@@ -95,6 +95,23 @@ func (c *Center) readLoop(ctx context.Context) {
 	}
 }
 
+// readNodesQuery reads the stat of each node of $2 in namespace $1, one
+// row each, in order, and the namespace's revision. Like every statement
+// of the center it is planned generically (planGeneric): planned for a
+// namespace the statistics have not seen, it joins the paths to a scan
+// of the whole namespace.
+const readNodesQuery = `SELECT ns.rev, p.i, n.version, n.cversion, n.owner, n.czxid, n.mzxid, n.ctime, n.mtime, n.numchildren, length(n.data)
+	FROM shardjob_rc_ns ns CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS p(path, i)
+	LEFT JOIN shardjob_rc_nodes n ON n.ns = ns.ns AND n.path = p.path WHERE ns.ns = $1`
+
+// readChildrenQuery reads, for each path of $2 in namespace $1, whether
+// the node exists and its children's names, one row each, in order, and
+// the namespace's revision.
+const readChildrenQuery = `SELECT ns.rev, p.i,
+		EXISTS (SELECT 1 FROM shardjob_rc_nodes WHERE ns = $1 AND path = p.path),
+		coalesce((SELECT array_agg(name) FROM shardjob_rc_nodes WHERE ns = $1 AND parent = p.path), '{}')
+	FROM shardjob_rc_ns ns CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS p(path, i) WHERE ns.ns = $1`
+
 // readGroup reads the state of every read of group in one round trip.
 func (c *Center) readGroup(ctx context.Context, group []*readReq) error {
 	var nodes, parents []string
@@ -108,15 +125,10 @@ func (c *Center) readGroup(ctx context.Context, group []*readReq) error {
 	}
 	b := &pgx.Batch{}
 	if len(nodes) > 0 {
-		b.Queue(`SELECT ns.rev, p.i, n.version, n.cversion, n.owner, n.czxid, n.mzxid, n.ctime, n.mtime, n.numchildren, length(n.data)
-			FROM shardjob_rc_ns ns CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS p(path, i)
-			LEFT JOIN shardjob_rc_nodes n ON n.ns = ns.ns AND n.path = p.path WHERE ns.ns = $1`, c.ns, nodes)
+		b.Queue(readNodesQuery, c.ns, nodes)
 	}
 	if len(parents) > 0 {
-		b.Queue(`SELECT ns.rev, p.i,
-				EXISTS (SELECT 1 FROM shardjob_rc_nodes WHERE ns = $1 AND path = p.path),
-				coalesce((SELECT array_agg(name) FROM shardjob_rc_nodes WHERE ns = $1 AND parent = p.path), '{}')
-			FROM shardjob_rc_ns ns CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS p(path, i) WHERE ns.ns = $1`, c.ns, parents)
+		b.Queue(readChildrenQuery, c.ns, parents)
 	}
 	br := c.pool.SendBatch(ctx, b)
 	defer br.Close()

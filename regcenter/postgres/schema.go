@@ -12,7 +12,7 @@ import (
 // SchemaVersion is the version of the tables and functions this code
 // reads and writes. Open creates them, or migrates older ones, under an
 // advisory lock, and refuses a database whose schema is newer.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // schemaLock is the advisory lock key under which the schema is created
 // or migrated: hashtext('shardjob.regcenter.schema'), fixed here so that
@@ -395,6 +395,30 @@ BEGIN
 	o_rev := cur + 1;
 END
 $$;
+`,
+	// 3 -> 4: the writes plan their statements generically; the reaper
+	// and the pruning plan as PostgreSQL chooses. A namespace made since
+	// the tables were last analyzed is missing from ns's statistics, which
+	// then say that it has one row: planned for its name (a custom plan),
+	// a lookup of a node by (ns, path) scans the whole namespace by the
+	// parent index's ns prefix, and a write's check of the nodes it names
+	// joins them to a scan of the namespace too — at 20,000 nodes, 3 ms a
+	// statement instead of 0.03 — and the plan cache keeps such custom
+	// plans, which it takes for the cheaper. A generic plan estimates
+	// ns = $1 as the average namespace and looks each node up by the
+	// primary key. The center's own sessions plan generically as well
+	// (identify); the reaper's lookup of ephemeral nodes by owner (a
+	// partial index, which only the owners' values prove usable) and the
+	// pruning's range of revisions need their values, so those two
+	// functions keep the default (auto: custom plans while they look
+	// cheaper) whatever the session says.
+	`
+ALTER FUNCTION shardjob_rc_write(text, bigint, bigint, boolean, smallint[], text[], bytea[], int[], smallint[])
+	SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION shardjob_rc_write_seen(text, bigint, bigint, bigint, boolean, smallint[], text[], bytea[], int[], smallint[])
+	SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION shardjob_rc_reap(text, bigint, bigint) SET plan_cache_mode = auto;
+ALTER FUNCTION shardjob_rc_prune(text, bigint, bigint) SET plan_cache_mode = auto;
 `,
 }
 
