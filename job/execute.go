@@ -284,9 +284,7 @@ func (r *runner) narrowOwed(f *fire, proven map[int]record, results chan<- itemR
 	if f.cfg.Unmonitored {
 		return
 	}
-	var settled []itemResult
-	f.items, f.priors, settled = r.stillOwed(f, proven)
-	for _, s := range settled {
+	for _, s := range r.stillOwed(f, proven) {
 		results <- s
 	}
 }

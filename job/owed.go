@@ -2,22 +2,23 @@ package job
 
 import (
 	"context"
-	"errors"
-	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/job/internal/makeup"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Owed runs: the misfire ledger of this instance (items owed a run since a
 // fire they missed), the make-up runs that pay it, and the narrowing of a
-// make-up run to the fires the item's record does not list.
+// make-up run to the fires the item's record does not list. The registry
+// work (the narrowing's reads and decisions, the misfire nodes) is
+// job/internal/makeup's; the fire order, the runs and the watch on a mark
+// held elsewhere stay here.
 
 // makeUpThrough is the latest fire a make-up run since since, reserved now,
 // stands for: the latest fire dispatched, which may be a fire claimed ahead
@@ -26,92 +27,38 @@ func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
 	return fireplan.MakeUpThrough(cfg.book.Schedule, since, r.s.opts.now(), r.s.opts.fireLead)
 }
 
-// stillOwed narrows a make-up run (misfire or failover) to the fires its
-// items still owe, now that this instance holds their running marks: the
-// item's completed node, which every run's completion writes before its
-// mark goes, lists which fires earlier runs covered — here or on another
-// instance (a previous owner paying its own debt after a reshard moved the
-// item, a failover claimer). Those are not run again. An item whose every
-// owed fire is covered is settled without running; the others run the
-// first stretch of fires not covered, and a later uncovered fire stays
-// owed. fires holds the items whose run starts at another fire than at; it
-// is updated in place. priors are the records read, which the runs'
-// completions add to; an item's record in proven (proved current when the
-// item was marked) is not read again.
-func (r *runner) stillOwed(f *fire, proven map[int]record) (todo []int, priors map[int]record, settled []itemResult) {
-	sess, cfg, at, fires, items, kind := f.sess, f.cfg, f.at, f.fires, f.items, f.kind
-	if _, _, err := cfg.Schedule(); err != nil {
-		return items, nil, nil
+// newDebts returns the runner's registry work of make-up runs.
+func (r *runner) newDebts() *makeup.Debts {
+	return &makeup.Debts{RC: r.rc, Paths: r.paths, Book: r.book, Records: r.reader, Known: r.records, Log: r.log}
+}
+
+// stillOwed narrows f, a make-up run (misfire or failover), to the fires
+// its items still owe, now that this instance holds their running marks
+// (makeup.Debts.Narrow): the fires their records list, run here or on
+// another instance, are not run again. f keeps the items to run, the
+// fire each starts at (f.fires) and the records read (f.priors), which
+// the runs' completions add to; the items whose every owed fire is
+// covered are returned, settled without running. An item's record in
+// proven (proved current when the item was marked) is not read again.
+func (r *runner) stillOwed(f *fire, proven map[int]record) (settled []itemResult) {
+	if _, _, err := f.cfg.Schedule(); err != nil {
+		f.priors = nil
+		return nil
 	}
-	ctx, cancel := r.coordCtx(sess)
+	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
-	covers := make([]record, len(items))
-	errs := make([]error, len(items))
-	parallel.Each(len(items), 32, func(i int) {
-		if rec, ok := proven[items[i]]; ok {
-			if r.log.Enabled(ctx, slog.LevelDebug) {
-				r.log.Debug("owed item's record proved by its version", "item", items[i], "version", rec.Version, "through", rec.Through())
-			}
-			covers[i] = rec
-			return
-		}
-		covers[i], errs[i] = r.readRecord(ctx, items[i])
-	})
-	priors = map[int]record{}
-	for i, it := range items {
-		since := at
-		if f, ok := fires[it]; ok {
-			since = f
-		}
-		c := covers[i]
-		if errs[i] != nil {
-			// Cannot tell: run it (at least once beats a lost fire).
-			r.log.Warn("reading an owed item's last completed fire", "item", it, "err", errs[i])
-			todo = append(todo, it)
-			continue
-		}
-		priors[it] = c
-		if _, ok := proven[it]; !ok {
-			// Kept as read: it may list fires after this run's, which
-			// the item's later fires here must not run again (ranBefore).
-			r.records.Read(it, c)
-		}
-		first, last, rest, upTo := r.book.Narrow(cfg.book, it, since, c.Cover)
-		switch {
-		case first.IsZero():
-			r.log.Info("owed run already made up for; settled without running", "item", it, "kind", kind, "since", since, "completed", c.Through())
-			now := time.Now()
-			settled = append(settled, itemResult{Item: it, Fire: since, Through: upTo, Kind: bookKind(kind), Begin: now, End: now, Settled: true})
-		case !first.Equal(since) || !last.Equal(upTo):
-			fires[it] = first
-			r.log.Info("owed run narrowed to the fires its item's record does not list", "item", it, "kind", kind, "since", since, "through", upTo, "runs", first, "to", last, "still_owed", rest)
-			todo = append(todo, it)
-		default:
-			todo = append(todo, it)
-		}
-	}
-	return todo, priors, settled
+	n := r.debts.Narrow(ctx, makeup.Run{Job: f.cfg.book, At: f.at, Kind: bookKind(f.kind), Items: f.items, Fires: f.fires,
+		Read: r.config().book.Schedule}, proven)
+	maps.Copy(f.fires, n.Starts)
+	f.items, f.priors = n.Todo, n.Priors
+	return n.Settled
 }
 
 // owesMisfireRemote records that item missed the fire at because another
-// instance (or an earlier fire) still runs it, and arranges to run it once
-// when that execution ends.
+// instance (or an earlier fire) still runs it (makeup.Debts.OweRemote),
+// and arranges to run it once when that execution ends.
 func (r *runner) owesMisfireRemote(ctx context.Context, item int, at time.Time) {
-	cfg := r.config()
-	if cfg.book.SkipsMissed {
-		return
-	}
-	since, haveNode, waiting := r.book.OweRemote(cfg.book, item, at)
-	if !haveNode {
-		data := stored.Misfire{Since: since.UnixMilli()}.Marshal()
-		_, err := r.rc.Create(ctx, r.paths.ItemNode(item, layout.Misfire), data, regcenter.Persistent)
-		if err == nil || errors.Is(err, regcenter.ErrNodeExists) {
-			r.book.WroteMisfireNode(item)
-		} else {
-			r.log.Warn("recording misfire", "item", item, "err", err)
-		}
-	}
-	if waiting {
+	if !r.debts.OweRemote(ctx, r.config().book, item, at) {
 		return
 	}
 	running := r.paths.ItemNode(item, layout.Running)

@@ -20,6 +20,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/heldmarks"
 	"github.com/shardjob/shardjob/job/internal/inherit"
 	"github.com/shardjob/shardjob/job/internal/leader"
+	"github.com/shardjob/shardjob/job/internal/makeup"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/records"
@@ -60,6 +61,7 @@ type runner struct {
 	marker      *marks.Marker     // the running marks of runs (mark.go)
 	reader      *records.Reader   // the completed records read from the registry (completion.go)
 	inheritance *inherit.Reader   // reads what a fire inherits with items gained (inherit.go)
+	debts       *makeup.Debts     // the make-up runs' registry work (owed.go)
 	lead        *leader.Duties    // the leader's duties (job/internal/leader)
 	prep        prepare.Prep      // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters    jobCounters       // behind JobStats (stats.go)
@@ -146,6 +148,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
 	r.inheritance = r.newInheritance()
+	r.debts = r.newDebts()
 	r.held = r.newKeeper()
 	r.bfReg = r.newBackfilling()
 	r.done = r.newCompleter()
