@@ -11,9 +11,8 @@ import (
 
 	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // everyMinute fires on each minute.
@@ -24,14 +23,7 @@ func (everyMinute) Next(t time.Time) time.Time { return t.Truncate(time.Minute).
 // TestOnARealRegistry runs the registry's work and the hand-off on a
 // real ZooKeeper.
 func TestOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "backfilling"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "backfilling")
 	t.Run("registry", func(t *testing.T) { testRegistry(ctx, t, rc) })
 	t.Run("hand-off", func(t *testing.T) { testHandOff(t, rc.Session()) })
 }

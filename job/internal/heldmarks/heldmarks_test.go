@@ -16,9 +16,8 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 func sorted(items []int) []int { slices.Sort(items); return items }
@@ -30,14 +29,7 @@ func sorted(items []int) []int { slices.Sort(items); return items }
 // others; the reconcile round forgets a mark removed by hand; a moved
 // assignment releases what left it.
 func TestKeeperOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "held"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "held")
 	paths := layout.Job("j")
 	sess := rc.Session()
 	log := slog.New(slog.DiscardHandler)

@@ -1,7 +1,6 @@
 package inherit
 
 import (
-	"context"
 	"log/slog"
 	"slices"
 	"testing"
@@ -13,10 +12,9 @@ import (
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // TestReadAndRecheckOnARealRegistry: of four items gained at the fire of
@@ -28,14 +26,7 @@ import (
 // that skips missed fires finds no gaps but reads the records. Recheck
 // drops an item whose record now lists the fire.
 func TestReadAndRecheckOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "inherit"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "inherit")
 	paths := layout.Job("j")
 	sec := func(s int64) time.Time { return time.UnixMilli(s * 1000) }
 	write := func(item int, kind string, data []byte) {

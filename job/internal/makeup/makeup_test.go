@@ -17,10 +17,9 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // flaky is a registry whose reads and creates of the paths in fail fail,
@@ -71,14 +70,7 @@ func (f *flaky) reads(p string) int {
 // not noted as written; a job that drops missed fires owes nothing; a wait
 // set already is not asked for again.
 func TestNarrowAndOweOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	real, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "makeup"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer real.Close()
+	ctx, real := roomtest.ZooKeeper(t, "makeup")
 	rc := &flaky{Center: real, fail: map[string]bool{}, gets: map[string]int{}}
 	paths := layout.Job("j")
 	sec := func(s int64) time.Time { return time.UnixMilli(s * 1000) }

@@ -12,9 +12,9 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/assume"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // outcomes records what Mark handed back.
@@ -33,18 +33,6 @@ func (o *outcomes) Unmarked(_ context.Context, items []int) {
 	o.unmarked = append(o.unmarked, items...)
 }
 
-func open(t *testing.T, servers []string) *zookeeper.Center {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: servers, Namespace: "marks"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rc.Close() })
-	return rc
-}
-
 // TestMarkOnARealRegistry: a first fire makes the item nodes; another
 // session's mark makes its item busy (handed back, not marked); a
 // persistent mark, which no instance writes, is removed and its item
@@ -52,7 +40,7 @@ func open(t *testing.T, servers []string) *zookeeper.Center {
 // the assignment ends the marking with assume.ErrMoved and marks nothing.
 func TestMarkOnARealRegistry(t *testing.T) {
 	zc := zktest.Start(t)
-	rc, other := open(t, zc.Servers()), open(t, zc.Servers())
+	rc, other := roomtest.Open(t, zc.Servers(), "marks"), roomtest.Open(t, zc.Servers(), "marks")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	paths := layout.Job("j")
@@ -138,7 +126,7 @@ func (c *countingCenter) Exists(ctx context.Context, path string) (bool, regcent
 // took 600 and outlasted a fire's deadline under load.
 func TestMarkRemovesThisSessionsStaleMarksAtOnce(t *testing.T) {
 	zc := zktest.Start(t)
-	rc, other := open(t, zc.Servers()), open(t, zc.Servers())
+	rc, other := roomtest.Open(t, zc.Servers(), "marks"), roomtest.Open(t, zc.Servers(), "marks")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	paths := layout.Job("stale")
@@ -208,7 +196,7 @@ func TestMarkRemovesThisSessionsStaleMarksAtOnce(t *testing.T) {
 // by another session's.
 func TestDeleteHeldAndNotHeld(t *testing.T) {
 	zc := zktest.Start(t)
-	rc, other := open(t, zc.Servers()), open(t, zc.Servers())
+	rc, other := roomtest.Open(t, zc.Servers(), "marks"), roomtest.Open(t, zc.Servers(), "marks")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	paths := layout.Job("held")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
@@ -16,7 +17,7 @@ import (
 // for another fire or no node, and none, reported, for garbage.
 func TestRetryNodeOnARealRegistry(t *testing.T) {
 	zc := zktest.Start(t)
-	rc := open(t, zc.Servers())
+	rc := roomtest.Open(t, zc.Servers(), "marks")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	paths := layout.Job("r")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
@@ -63,11 +64,7 @@ func TestRebuildResumesWhereItWasCutOff(t *testing.T) {
 	zc := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	zk, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "rebuild"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zk.Close()
+	zk := roomtest.Open(t, zc.Servers(), "rebuild")
 	const jobs = 3*rebuildChunk/2 + 7
 	want := newTable()
 	var ops []regcenter.Op

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -9,10 +8,9 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // TestReaderOnARealRegistry: no node reads as nothing; a record reads
@@ -20,14 +18,7 @@ import (
 // journal's entry for the item, one naming this process's does not; a
 // value that does not decode is reported and reads as no completion.
 func TestReaderOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "records"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "records")
 	paths := layout.Job("j")
 	var reported []string
 	rd := &Reader{Center: rc, Paths: paths, Job: "j", Own: "me", Log: slog.New(slog.DiscardHandler),

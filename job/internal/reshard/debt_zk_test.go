@@ -1,16 +1,13 @@
 package reshard
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
-	"github.com/shardjob/shardjob/regcenter/zktest"
-	"github.com/shardjob/shardjob/regcenter/zookeeper"
 )
 
 // TestReadDebtOnARealRegistry: no misfire node is no debt; a node gives
@@ -18,14 +15,7 @@ import (
 // node, leaves a debt earlier than its own and writes over a later one or
 // garbage.
 func TestReadDebtOnARealRegistry(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "debt"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "debt")
 	paths := layout.Job("j")
 	reports := 0
 	report := func(string, regcenter.Stat, []byte, string, ...any) { reports++ }
