@@ -137,9 +137,10 @@ func (p *Placer) Place(ctx context.Context, req *Request) error {
 	}
 }
 
-// Attempts bounds how often a batch is recomputed after another
-// scheduler's reshard moved the table under it, and how often package job
-// tries a write over a version read (a probe's counter) before it gives up.
+// Attempts bounds how often in a row a batch is recomputed without a
+// request ending (another scheduler's reshard moved the table under it),
+// and how often package job tries a write over a version read (a probe's
+// counter) before it gives up.
 const Attempts = 20
 
 // placeTxnBytes is how much of ZooKeeper's request limit a batch's
@@ -221,6 +222,13 @@ func (p *Placer) commit(batch []*Request) {
 			if !ended[req] {
 				remaining = append(remaining, req)
 			}
+		}
+		if len(remaining) < len(batch) {
+			// Progress: requests ended (committed, or failed alone on
+			// their own fence). Only rounds that end none count against
+			// Attempts: concurrent leaves may make many requests of one
+			// batch stale, each found by its own transaction.
+			attempt = -1
 		}
 		batch, lastErr = remaining, err
 	}

@@ -311,15 +311,27 @@ func (x *Resharder) Repair(ctx context.Context) error {
 		return err
 	}
 	defer x.Turn.Release()
-	req, err := RepairRequest(ctx, x.RC, x.Name)
-	if err != nil {
-		return err
+	var err error
+	for range repairReads {
+		var req *placement.Request
+		if req, err = RepairRequest(ctx, x.RC, x.Name); err != nil {
+			return err
+		}
+		if err = x.Placer.Place(ctx, req); !errors.Is(err, regcenter.ErrBadVersion) {
+			break
+		}
+		// The job's nodes moved since they were read (another instance
+		// left or resharded it meanwhile): read them again.
 	}
-	if err := x.Placer.Place(ctx, req); err != nil {
+	if err != nil {
 		return fmt.Errorf("repairing the load table's books: %w", err)
 	}
 	return nil
 }
+
+// repairReads is how often Repair reads the job's nodes, when they move
+// under its transaction.
+const repairReads = 3
 
 // RepairWhileLive is Repair for the leader's and the reconcile loop's
 // passes, which the runner's stop (Life's end) ends: the next leader
