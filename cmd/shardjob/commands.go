@@ -491,6 +491,8 @@ func cmdInstances(e *env, _ []string) error {
 			state = "draining"
 		case in.Offline:
 			state = "offline"
+		case in.Starting:
+			state = "starting"
 		}
 		alarm := "-"
 		if in.AlarmThreshold > 0 {

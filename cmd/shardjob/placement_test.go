@@ -9,7 +9,8 @@ import (
 	"github.com/shardjob/shardjob/internal/admin"
 )
 
-// The placement verbs end to end: instances shows each instance's units,
+// The placement verbs end to end: instances shows each instance's units
+// (started: its Start returned),
 // drain --wait returns once the instance holds nothing and runs nothing
 // (and its items run on the others), undrain gives it units back,
 // rebalance flags every job, and bad input names the problem.
@@ -26,8 +27,8 @@ func TestAdminPlacementVerbs(t *testing.T) {
 		t.Fatalf("instances: %+v", p)
 	}
 	for _, in := range p.Instances {
-		if !in.Live || in.Units != 2 || in.Cap != 1+6/2 || in.FaultTolerance != 1 {
-			t.Errorf("instance %+v; want live, 2 units, cap 4, tolerance 1", in)
+		if !in.Live || in.Units != 2 || in.Cap != 1+6/2 || in.FaultTolerance != 1 || in.Starting {
+			t.Errorf("instance %+v; want live, 2 units, cap 4, tolerance 1, started", in)
 		}
 	}
 	if out := c.mustCLI("instances"); !strings.Contains(out, "SERVER") || !strings.Contains(out, "6 units in the namespace") {

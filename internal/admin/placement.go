@@ -42,7 +42,10 @@ type Instance struct {
 	Drained  bool `json:"drained"`
 	// Offline: marked offline by failed health checks (its own or its
 	// peers' probes of HealthURL).
-	Offline   bool   `json:"offline"`
+	Offline bool `json:"offline"`
+	// Starting: its Start is still registering its jobs (the caps of a
+	// job it has not registered yet leave it out).
+	Starting  bool   `json:"starting,omitempty"`
 	HealthURL string `json:"healthURL,omitempty"`
 	// Running counts the items running on it now (execution nodes).
 	Running int `json:"running"`
@@ -92,7 +95,7 @@ func (a *Admin) Placement(ctx context.Context) (Placement, error) {
 			FaultTolerance: in.FaultTolerance, AlarmThreshold: in.AlarmThreshold,
 			Alarmed: in.AlarmThreshold > 0 && in.Units > in.AlarmThreshold,
 			Score:   in.Score, FreeSlots: in.FreeSlots, Slots: in.Slots,
-			Draining: in.Draining, Drained: in.Drained, Offline: in.Offline, HealthURL: in.HealthURL,
+			Draining: in.Draining, Drained: in.Drained, Offline: in.Offline, Starting: in.Starting, HealthURL: in.HealthURL,
 			Running: running[in.Server],
 		})
 	}

@@ -46,6 +46,8 @@ type Instance struct {
 	// and running nothing while on it. Offline: marked offline by failed
 	// health checks.
 	Draining, Drained, Offline bool
+	// Starting: its Start is still registering its jobs.
+	Starting bool
 	// HealthURL is the health endpoint its peers probe.
 	HealthURL string
 }

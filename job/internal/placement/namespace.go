@@ -58,6 +58,7 @@ func ReadNamespace(ctx context.Context, rc regcenter.Center, log *slog.Logger) (
 		in.Live = true
 		in.FaultTolerance, in.AlarmThreshold, in.Score = info.FaultTolerance, info.AlarmThreshold, info.Score
 		in.Slots, in.FreeSlots, in.Drained, in.HealthURL = info.Slots, info.FreeSlots, info.Drained, info.HealthURL
+		in.Starting = info.Starting
 	}
 	for id := range view.excluded.draining {
 		get(id).Draining = true
