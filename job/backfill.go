@@ -141,7 +141,7 @@ func (r *runner) newBackfilling() *backfilling.Registry {
 // disabled) whose next fire of req it is, and this instance's items
 // (backfilling.Registry.Next).
 func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (map[time.Time][]int, []int, error) {
-	a, err := r.assignment(sess)
+	a, err := r.assigned.Get(sess)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,9 +3,9 @@ package job
 import "github.com/shardjob/shardjob/job/internal/fireplan"
 
 // The idle catch-up. An instance that holds no items lets a fire pass
-// without a request, on its sharding node's watch (see assume). A reshard
-// due at that fire commits a moment later — the leader reshards at its
-// own fire — and when it gives this instance items, their owner has
+// without a request, on its sharding node's watch (see assigned.Source).
+// A reshard due at that fire commits a moment later — the leader reshards
+// at its own fire — and when it gives this instance items, their owner has
 // already let the fire pass: without a catch-up they would wait for the
 // next fire, a whole period after an instance died. So when the watch
 // reports the node written after such a pass, and the pass is still the
@@ -44,7 +44,7 @@ func (r *runner) catchUpIdle() {
 		release()
 		return
 	}
-	a, err := r.assignment(sess)
+	a, err := r.assigned.Get(sess)
 	if err != nil {
 		release()
 		r.log.Warn("reading the assignment after a reshard; the next fire reads it again", "err", err)

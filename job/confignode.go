@@ -109,8 +109,9 @@ func (r *runner) reloadConfig() {
 	}
 	if cfg.Unmonitored != old.Unmonitored {
 		// The next fire reads the assignment, and its assumption takes
-		// the watches an unmonitored job proves by, or drops them (assume).
-		r.forgetAssignment()
+		// the watches an unmonitored job proves by, or drops them
+		// (assigned.Source).
+		r.assigned.Forget()
 	}
 	if (cfg.Unmonitored && !old.Unmonitored) || (cfg.Disabled && !old.Disabled) {
 		// No fire here marks the items any more: the marks kept for the

@@ -38,8 +38,8 @@
 // A fire passes through stages, each in a file named after it: the trigger
 // (job/internal/trigger: dispatch each fire a lead ahead of its time,
 // WithFireLead), fire.go
-// (may this instance fire), assignment.go (which items: assumed from the
-// previous fire and proved in the marking transaction or, for an
+// (may this instance fire), assignment.go (which items, job/internal/assigned's
+// Source: assumed from the previous fire and proved in the marking transaction or, for an
 // unmonitored job, by watches, or read fresh, resharding first when one is
 // due: job/internal/reshard, placed across the namespace by job/internal/placement),
 // the book (reserve the items in memory, split plain runs from make-up

@@ -119,13 +119,13 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// this fire's own transaction; read again only if that fails.
 		// A failed proof leaves nothing behind (see fireItems), and this
 		// fire still holds the fire order for the fresh read.
-		if a, ok := r.cachedAssignment(sess); ok {
+		if a, ok := r.cache.Assumed(sess); ok {
 			unmonitored := r.config().Unmonitored
 			if a.Watched && len(a.Items) > 0 && (unmonitored || r.holds.HoldsAll(sess, a.Items)) {
 				// The watches say nothing changed, and the fire marks
 				// nothing: the job writes nothing per fire, or this
 				// instance holds every item's mark (hold.go). It runs
-				// without a request before its items (assume).
+				// without a request before its items (assigned.Source).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
 				r.runOwed(sess)
 				return
@@ -147,7 +147,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 		}
 	}
-	a, err := r.assignment(sess)
+	a, err := r.assigned.Get(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 		r.book.NoteSuspendedMiss(at)
@@ -164,7 +164,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}
-			if a, err = r.assignment(sess); err != nil {
+			if a, err = r.assigned.Get(sess); err != nil {
 				r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 				r.book.NoteSuspendedMiss(at)
 				return
@@ -205,7 +205,7 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Ass
 	switch {
 	case err == nil:
 		r.runOwed(sess)
-	case errors.Is(err, errAssignmentMoved):
+	case errors.Is(err, assume.ErrMoved):
 		return false
 	default:
 		r.log.Warn("fire skipped: cannot prove assignment; the next fire makes up for it", "fire", at, "err", err)
@@ -227,7 +227,7 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Ass
 // transaction proves it: the marks of the plain items carry the checks, or
 // the checks go alone when there is nothing to mark. Until it is proved
 // nothing starts, and if it fails everything reserved is put back and
-// errAssignmentMoved returned, for the caller to read the assignment and
+// assume.ErrMoved returned, for the caller to read the assignment and
 // fire again; reserved is then not called. Without prove it returns nil.
 func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assignment, reserved func(), prove bool) error {
 	cfg := r.config()
@@ -281,17 +281,17 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 // running elsewhere, they are owed and released).
 func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	if len(f.items) == 0 || f.cfg.Unmonitored {
-		ok, err := r.proveAssignment(f.sess, checks)
+		ok, err := r.assigned.Prove(f.sess, checks)
 		if err == nil && !ok {
-			err = errAssignmentMoved
+			err = assume.ErrMoved
 		}
 		return f.items, err
 	}
 	ctx, cancel := r.coordCtx(f.sess)
 	defer cancel()
 	marked, err := r.markRunning(ctx, f, checks, f.known, markOutcomes{r: r, f: f})
-	if errors.Is(err, errAssignmentMoved) {
-		r.forgetAssignment()
+	if errors.Is(err, assume.ErrMoved) {
+		r.assigned.Forget()
 	}
 	return marked, err
 }

@@ -26,6 +26,9 @@ func (r *runner) wireDuties() {
 		KickMembership: func() { r.kick.membership.Kick() },
 		KickReshard:    func() { r.kick.reshard.Kick() },
 		KickEpoch:      func() { r.kick.epoch.Kick() },
+		Failover:       func() bool { return r.config().Failover },
+		QueueDeparted:  r.queueDeparted,
+		Repair:         func(ctx context.Context) error { return r.reshard.RepairWhileLive(ctx) },
 	}
 	r.reshard = &reshard.Resharder{
 		RC: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,
@@ -45,7 +48,7 @@ func (r *runner) wireDuties() {
 	}
 	r.claimer = &claims.Claimer{Watch: gone, State: r.fo, RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
 		SessionFence: r.elect.SessionFence, Kick: func() { r.kick.failover.Kick() }, Now: r.s.opts.now}
-	r.prep.Steps = prepare.Steps{WatchItems: r.watchDisabledItems, Campaign: r.campaign, Session: r.rc.Session,
+	r.prep.Steps = prepare.Steps{WatchItems: r.watchDisabledItems, Campaign: r.elect.Campaign, Job: r.name, Session: r.rc.Session,
 		Timeout: r.s.opts.reshardTimeout, Go: r.goFunc, Log: r.log}
 	r.flags = flags.New(r.rc, r.paths, r.serverID(), r.log, r.s.opts.reshardTimeout)
 }
@@ -70,22 +73,10 @@ func (r *runner) reshardOnRequest() {
 func (r *runner) onRevoked() { r.office.Revoked() }
 
 // checkMembership runs on the leader after a server-related change
-// (leader.Office.CheckMembership); with failover, the items of servers
-// that left are queued, and the load table repaired at once.
+// (leader.Office.Membership).
 func (r *runner) checkMembership() {
 	sess := r.rc.Session()
 	ctx, cancel := context.WithTimeout(sess.Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
-	servers, ok := r.office.CheckMembership(ctx)
-	if !ok || !r.config().Failover {
-		return
-	}
-	if err := r.queueDeparted(ctx, servers); err != nil {
-		r.log.Warn("queueing a departed instance's items for failover", "err", err)
-	}
-	// Queueing cleared the departed instances' assignments: the load
-	// table says so now, not at the job's next fire.
-	if err := r.reshard.RepairWhileLive(ctx); err != nil && ctx.Err() == nil {
-		r.log.Warn("repairing the load table's books", "err", err)
-	}
+	r.office.Membership(ctx)
 }

@@ -26,7 +26,7 @@ func (r *runner) newMarker() *marks.Marker {
 
 // markRunning creates the running marks of f's items for its fire (see
 // marks.Marker.Mark): checks go first in the first transaction, and if one
-// fails it returns errAssignmentMoved. On an error it returns the items
+// fails it returns assume.ErrMoved. On an error it returns the items
 // still reserved here, for the caller to release; items a later
 // transaction could not mark are owed a misfire (or, for failover, handed
 // back) and released, and the ones marked are returned without error.

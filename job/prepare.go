@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/registration"
@@ -22,14 +21,6 @@ import (
 // (prepareBefore), before a trigger, and at the latest before the fire
 // itself (prepareSync). Once prepared, an instance stays in the election.
 func (r *runner) prepare(ctx context.Context) error { return r.prep.Prepare(ctx) }
-
-// campaign joins the job's election.
-func (r *runner) campaign(ctx context.Context) error {
-	if err := r.elect.Campaign(ctx); err != nil {
-		return fmt.Errorf("job %q: %w", r.name, err)
-	}
-	return nil
-}
 
 // prepareSync is prepare bounded by the reshard timeout, for a run about
 // to start (prepare.Prep.Sync).

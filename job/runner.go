@@ -57,7 +57,7 @@ type runner struct {
 	fo          *claims.State     // the failover queue as seen here (job/internal/failover)
 	watch       watchCancels      // the registration's watches (register.go)
 	flags       *flags.Flags      // this server's flags for the job (job/internal/flags)
-	cache       assume.Cache      // the assignment the next fire may assume (assignment.go)
+	cache       assume.Cache      // the assignment the next fire may assume (job/internal/assigned)
 	marker      *marks.Marker     // the running marks of runs (mark.go)
 	reader      *records.Reader   // the completed records read from the registry (completion.go)
 	inheritance *inherit.Reader   // reads what a fire inherits with items gained (inherit.go)
@@ -80,8 +80,9 @@ type runner struct {
 
 	// done is the completion stage of the fires (job/internal/completion).
 	done *completion.Completer
-	// assigned reads this instance's assignment (job/internal/assigned).
-	assigned *assigned.Reader
+	// assigned gets this instance's assignment (job/internal/assigned;
+	// assignment.go).
+	assigned *assigned.Source
 
 	order runs.Order // scheduled fires reserve in fire order (job/internal/runs)
 	// dispatched is the latest scheduled fire the trigger dispatched
@@ -118,7 +119,7 @@ type kickers struct {
 	failover   *runs.Kicker // claim queued failover items (claimFailover)
 	flags      *runs.Kicker // read this server's flags (checkFlags)
 	reshard    *runs.Kicker // the leader answers a reshard request (reshardOnRequest)
-	epoch      *runs.Kicker // note a moved reshard epoch (noteEpochFlag)
+	epoch      *runs.Kicker // note a moved reshard epoch (assigned.Source.NoteEpochFlag)
 	items      *runs.Kicker // read the disabled items (readDisabledItems)
 	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
 	backfill   *runs.Kicker // run the job's backfill (runBackfill)
@@ -153,13 +154,13 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.bfReg = r.newBackfilling()
 	r.done = r.newCompleter()
 	r.held.Done = r.done
-	r.assigned = &assigned.Reader{RC: r.rc, Paths: r.paths, Server: s.opts.serverID, Reshard: r.reshard, Log: r.log, Quote: quoteShort}
+	r.assigned = r.newSource()
 	spawn := r.goFunc // one method value for the seven
 	r.kick.membership = runs.NewKicker(spawn, r.checkMembership)
 	r.kick.failover = runs.NewKicker(spawn, r.claimFailover)
 	r.kick.flags = runs.NewKicker(spawn, r.checkFlags)
 	r.kick.reshard = runs.NewKicker(spawn, r.reshardOnRequest)
-	r.kick.epoch = runs.NewKicker(spawn, r.noteEpochFlag)
+	r.kick.epoch = runs.NewKicker(spawn, r.assigned.NoteEpochFlag)
 	r.kick.items = runs.NewKicker(spawn, r.readDisabledItems)
 	r.kick.holds = runs.NewKicker(spawn, r.releaseMoved)
 	r.kick.backfill = runs.NewKicker(spawn, r.runBackfill)
@@ -309,7 +310,7 @@ func (r *runner) schedule() {
 
 // quickFire reports whether the job's next scheduled fire would send no
 // request to the registry: an unmonitored job firing on an assumption its
-// watches prove (see assume). Such a fire needs no lead (see
+// watches prove (see assigned.Source). Such a fire needs no lead (see
 // trigger.Trigger).
 // A monitored fire of held items sends none before its runs either, but
 // keeps its lead: reserved ahead and started on the shared timer, its runs

@@ -1,10 +1,11 @@
 // Package leader holds a job's leader's duties beyond the latch (package
 // election) and the reshard itself (job/internal/reshard): what an
 // instance keeps for them, and the mechanisms that run them. Package job
-// decides when the duties start and end (the election's callbacks), gives
-// the events, and queues the departed servers' items that a membership
-// check returns; this package keeps the duties' state and runs them with
-// what the runner hands it when it makes an Office.
+// decides when the duties start and end (the election's callbacks) and
+// gives the events; this package keeps the duties' state and runs them
+// with what the runner hands it when it makes an Office (with failover
+// on, the queueing of departed servers' items and the repair of the load
+// table's books are funcs it is handed).
 //
 // It owns:
 //
@@ -18,8 +19,9 @@
 //     elected (Elected: a reshard flagged, the servers and the reshard
 //     requests watched) or revoked (Revoked), the membership check after a
 //     change of the servers (CheckMembership: a reshard flagged unless the
-//     assignment stands; it returns the servers read, a value for the
-//     caller's failover), and the flag of a reshard (FlagReshard).
+//     assignment stands; it returns the servers read), Membership (that
+//     check, and with failover on the departed servers' items queued and
+//     the load table repaired), and the flag of a reshard (FlagReshard).
 //
 // The lock discipline. Duties owns its lock, taken only in its methods.
 // Under it, it calls the functions it is handed: leading (Keep,

@@ -28,6 +28,14 @@ type Office struct {
 	// The runner's kickers: the membership check (CheckMembership), the
 	// answer to a reshard request, the note of a moved reshard epoch.
 	KickMembership, KickReshard, KickEpoch func()
+	// What a membership check does with failover on (Membership):
+	// Failover reports whether it is on (the job's config now);
+	// QueueDeparted queues the items of servers that left
+	// (failover.Departures); Repair repairs the load table's books
+	// (reshard.Resharder.RepairWhileLive).
+	Failover      func() bool
+	QueueDeparted func(ctx context.Context, servers reshard.Servers) error
+	Repair        func(ctx context.Context) error
 }
 
 // Elected takes up the leader's duties, once Duties' generation moved:
@@ -146,4 +154,22 @@ func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
 		}
 	}
 	return servers, true
+}
+
+// Membership is the membership check after a server-related change
+// (CheckMembership); with failover on, the items of servers that left are
+// queued, and the load table repaired at once.
+func (o *Office) Membership(ctx context.Context) {
+	servers, ok := o.CheckMembership(ctx)
+	if !ok || !o.Failover() {
+		return
+	}
+	if err := o.QueueDeparted(ctx, servers); err != nil {
+		o.Log.Warn("queueing a departed instance's items for failover", "err", err)
+	}
+	// Queueing cleared the departed instances' assignments: the load
+	// table says so now, not at the job's next fire.
+	if err := o.Repair(ctx); err != nil && ctx.Err() == nil {
+		o.Log.Warn("repairing the load table's books", "err", err)
+	}
 }

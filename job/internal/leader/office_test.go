@@ -2,12 +2,14 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
@@ -84,6 +86,25 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 		t.Errorf("a server joined: checked %v, no reshard flagged", ok)
 	}
 
+	// Membership: with failover on, the servers read are queued and the
+	// load table repaired, even when the queueing failed; off, neither.
+	var queued reshard.Servers
+	var queues, repairs int
+	queueErr := errors.New("queue")
+	failover := false
+	o.Failover = func() bool { return failover }
+	o.QueueDeparted = func(_ context.Context, s reshard.Servers) error { queued = s; queues++; return queueErr }
+	o.Repair = func(context.Context) error { repairs++; return nil }
+	o.Membership(ctx)
+	if queues != 0 || repairs != 0 {
+		t.Errorf("failover off: %d queueings, %d repairs; want none", queues, repairs)
+	}
+	failover = true
+	o.Membership(ctx)
+	if queues != 1 || repairs != 1 || len(queued) != 3 {
+		t.Errorf("failover on: %d queueings of %v, %d repairs; want one of a, b, c and one", queues, queued, repairs)
+	}
+
 	o.Revoked()
 	for _, key := range []string{ServersWatch, RequestWatch, "a", "b", "c"} {
 		if o.Duties.Has(key) {
@@ -93,5 +114,9 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 	o.Leading = func() bool { return false }
 	if _, ok := o.CheckMembership(ctx); ok {
 		t.Error("checked the membership without leading")
+	}
+	o.Membership(ctx)
+	if queues != 1 || repairs != 1 {
+		t.Errorf("not leading: %d queueings, %d repairs; want none more", queues-1, repairs-1)
 	}
 }

@@ -3,8 +3,9 @@
 // and takes part in its election, the lock that serialises the steps that
 // arm those (and the failover queue's watch), and the timer that prepares
 // the job ahead of its next fire. Package job keeps one Prep per job and
-// gives what each step does as funcs (Steps): the watch, the campaign, the
-// session, the goroutine.
+// gives what each step does as funcs (Steps): the watch, the campaign
+// (whose error this package names with the job), the session, the
+// goroutine.
 //
 // It owns:
 //

@@ -2,6 +2,7 @@ package prepare
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 type Steps struct {
 	// WatchItems arms the watch of the job's disabled items.
 	WatchItems func(ctx context.Context)
-	// Campaign joins the job's election.
+	// Campaign joins the job's election (election.Election.Campaign); its
+	// error is returned naming Job.
 	Campaign func(ctx context.Context) error
+	Job      string
 	// Session is the registry's session of now; Timeout bounds a
 	// preparation made by Sync or Now.
 	Session func() *regcenter.Session
@@ -29,7 +32,15 @@ type Steps struct {
 // Prepare makes this instance ready to run the job's items (Do): it
 // watches the disabled items and joins the election.
 func (p *Prep) Prepare(ctx context.Context) error {
-	return p.Do(func() { p.Steps.WatchItems(ctx) }, func() error { return p.Steps.Campaign(ctx) })
+	return p.Do(func() { p.Steps.WatchItems(ctx) }, func() error { return p.campaign(ctx) })
+}
+
+// campaign joins the job's election (Steps.Campaign).
+func (p *Prep) campaign(ctx context.Context) error {
+	if err := p.Steps.Campaign(ctx); err != nil {
+		return fmt.Errorf("job %q: %w", p.Steps.Job, err)
+	}
+	return nil
 }
 
 // Sync is Prepare bounded by Timeout under the session of now, for a run
@@ -63,5 +74,5 @@ func (p *Prep) Now() {
 // CampaignAgain joins the election under the current session if this
 // instance takes part in it (Again: re-registration after a new session).
 func (p *Prep) CampaignAgain(ctx context.Context) error {
-	return p.Again(func() error { return p.Steps.Campaign(ctx) })
+	return p.Again(func() error { return p.campaign(ctx) })
 }

@@ -17,6 +17,7 @@ func TestSteps(t *testing.T) {
 	p.Steps = Steps{
 		WatchItems: func(context.Context) { calls = append(calls, "watch") },
 		Campaign:   func(context.Context) error { calls = append(calls, "campaign"); return campaignErr },
+		Job:        "j",
 		Session:    func() *regcenter.Session { t.Fatal("the session is read once prepared"); return nil },
 		Go:         func(func()) bool { t.Fatal("Now starts a preparation once prepared"); return false },
 	}
@@ -25,8 +26,8 @@ func TestSteps(t *testing.T) {
 		t.Fatalf("CampaignAgain before Prepare: %v, calls %v; want nothing done", err, calls)
 	}
 	campaignErr = fail
-	if err := p.Prepare(ctx); !errors.Is(err, fail) || p.Done() {
-		t.Fatalf("Prepare = %v, done %t; want the campaign's error, not prepared", err, p.Done())
+	if err := p.Prepare(ctx); !errors.Is(err, fail) || err.Error() != `job "j": no quorum` || p.Done() {
+		t.Fatalf("Prepare = %v, done %t; want the campaign's error naming the job, not prepared", err, p.Done())
 	}
 	campaignErr = nil
 	if err := p.Prepare(ctx); err != nil || !p.Done() {
@@ -47,7 +48,11 @@ func TestSteps(t *testing.T) {
 	if err := p.CampaignAgain(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"watch", "campaign", "watch", "campaign", "campaign"}
+	campaignErr = fail
+	if err := p.CampaignAgain(ctx); !errors.Is(err, fail) || err.Error() != `job "j": no quorum` {
+		t.Fatalf("CampaignAgain = %v; want the campaign's error naming the job", err)
+	}
+	want := []string{"watch", "campaign", "watch", "campaign", "campaign", "campaign"}
 	if !slices.Equal(calls, want) {
 		t.Errorf("calls %v, want %v", calls, want)
 	}
