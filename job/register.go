@@ -3,10 +3,8 @@ package job
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/regcenter"
@@ -124,36 +122,20 @@ func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*ru
 }
 
 // watchFlags watches this server's flags (paused, shutdown, trigger, and
-// its status node). The children the watch was armed with are this
-// instance's flags now: only a flag that asks for work makes it read them
-// again (checkFlags).
+// its status node; registration.Watches.ArmFlags): only a flag that asks
+// for work makes it read them again (checkFlags); the pause flag is
+// noted as armed.
 func (r *runner) watchFlags(ctx context.Context) {
-	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchFlags, r.paths.Server(r.serverID()), regcenter.WatchChildren, r.kick.flags.Kick,
-		r.log, "flags watch deferred; it reads the flags once armed")
-	if !ok {
-		return
+	if paused, settled := r.watch.ArmFlags(ctx, r.rc, r.paths.Server(r.serverID()), r.kick.flags.Kick, r.log); settled {
+		r.setPaused(paused)
 	}
-	kids := st.Children
-	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || slices.Contains(kids, layout.BackfillFlag) ||
-		!slices.Contains(kids, layout.Status) {
-		r.kick.flags.Kick()
-		return
-	}
-	r.setPaused(slices.Contains(kids, layout.Paused))
 }
 
 // watchDisabledItems watches the disabled-items node and reads it when it
-// exists. The preparation's lock is held (see prepare).
+// exists (registration.Watches.ArmItems). The preparation's lock is held
+// (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
-	if r.watch.Armed(registration.WatchItems) {
-		return
-	}
-	st, ok := r.watch.Arm(ctx, r.rc, registration.WatchItems, r.paths.DisabledItems(), regcenter.WatchNode, r.kick.items.Kick,
-		r.log, "disabled items watch deferred; it reads them once armed")
-	if !ok {
-		return
-	}
-	if st.Exists {
+	if r.watch.ArmItems(ctx, r.rc, r.paths.DisabledItems(), r.kick.items.Kick, r.log) {
 		r.readDisabledItems()
 	}
 }

@@ -38,13 +38,16 @@
 //     assignment cleared, a reshard flagged and the runs it hands over
 //     queued, in one transaction, sent again when a node it read moved;
 //   - the watches armed (Arm) and their cancel functions kept
-//     (watches.go, Watches), by Slot;
+//     (watches.go, Watches), by Slot: the server's flags' watch, with
+//     what the flags it was armed with ask (ArmFlags: read them all, or
+//     note the pause flag), and the disabled items' watch, armed once
+//     (ArmItems);
 //   - a registration step tried again after a lost connection or session
 //     (retry.go, Retry, LostConnection), within a bound the caller gives.
 //
 // The lock discipline. Watches owns its lock, taken only in its methods,
 // and calls nothing under it (a cancel kept after Close runs after the
-// lock is let go): a leaf, which its callers take under theirs (package
+// lock is let go, ArmFlags' onEvent after its arming): a leaf, which its callers take under theirs (package
 // job arms the disabled items' and the queue's watches under its
 // preparation's lock). Node holds no lock and no state beyond its fields,
 // set at construction, and so does Registrar; the functions they are

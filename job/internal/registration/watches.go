@@ -3,8 +3,10 @@ package registration
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -75,4 +77,37 @@ func (w *Watches) Arm(ctx context.Context, rc regcenter.Center, slot Slot, p str
 		return st, false
 	}
 	return st, true
+}
+
+// ArmFlags arms the watch of a server's flags, p its node (slot
+// WatchFlags), onEvent called for each of its events. The children it was
+// armed with are the server's flags now: when one asks for work (shutdown,
+// trigger, backfill) or the status is gone, onEvent is called at once, and
+// its owner reads them all; otherwise settled reports that only the pause
+// flag is there to note (paused). When the watch could not be armed now,
+// neither: the owner reads the flags once it is.
+func (w *Watches) ArmFlags(ctx context.Context, rc regcenter.Center, p string, onEvent func(), log *slog.Logger) (paused, settled bool) {
+	st, ok := w.Arm(ctx, rc, WatchFlags, p, regcenter.WatchChildren, onEvent, log, "flags watch deferred; it reads the flags once armed")
+	if !ok {
+		return false, false
+	}
+	kids := st.Children
+	if slices.Contains(kids, layout.Shutdown) || slices.Contains(kids, layout.Trigger) || slices.Contains(kids, layout.BackfillFlag) ||
+		!slices.Contains(kids, layout.Status) {
+		onEvent()
+		return false, false
+	}
+	return slices.Contains(kids, layout.Paused), true
+}
+
+// ArmItems arms the watch of the disabled items' node p (slot WatchItems)
+// unless one is kept already, onEvent called for each of its events. It
+// reports that the node exists as the watch was armed now: its owner reads
+// it. A watch that could not be armed now reads it once armed.
+func (w *Watches) ArmItems(ctx context.Context, rc regcenter.Center, p string, onEvent func(), log *slog.Logger) (read bool) {
+	if w.Armed(WatchItems) {
+		return false
+	}
+	st, ok := w.Arm(ctx, rc, WatchItems, p, regcenter.WatchNode, onEvent, log, "disabled items watch deferred; it reads them once armed")
+	return ok && st.Exists
 }
