@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shardjob/shardjob/failover"
-	"github.com/shardjob/shardjob/job/internal/book"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/registration"
+	"github.com/shardjob/shardjob/job/internal/leaving"
 )
 
 // stop is the job's part of a graceful shutdown: no new fires; running
@@ -38,24 +35,13 @@ func (r *runner) stop(ctx context.Context) error {
 	// owner while its busy ones finish. The busy ones keep their running
 	// marks; a new owner finds them and runs the item once they are gone.
 	var errs []error
+	lv := r.leaver()
 	registered, removed := r.book.Leaving()
-	// Every fire of the schedule up to now was this instance's to run for
-	// the items it holds; later fires belong to whoever holds them next.
-	var upTo time.Time
-	if sched, _, err := r.config().Schedule(); err == nil {
-		upTo = fireplan.Prev(sched, r.s.opts.now())
-	}
-	handOver := registered && !removed && r.config().Failover
+	cfg := r.config()
+	handOver := registered && !removed && cfg.Failover
 	if registered {
-		if err := r.leave(cctx, !removed, handOver, upTo); err != nil {
+		if err := lv.Leave(cctx, cfg.book, !removed, handOver); err != nil {
 			errs = append(errs, err)
-		} else if r.book.HeldAtLeaveAny() && !removed {
-			// The leave cleared this instance's assignment: the load
-			// table says so now, not at the job's next fire (and not
-			// never, when no other instance runs the job).
-			if err := r.reshard.Repair(cctx); err != nil {
-				r.log.Warn("repairing the load table's books after leaving", "err", err)
-			}
 		}
 	}
 
@@ -95,13 +81,8 @@ func (r *runner) stop(ctx context.Context) error {
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
-		owed := r.handedOver(r.book.HandOverRest(r.config().book, r.flags.DisabledItems(), r.flags.Paused()))
-		if len(owed) > 0 {
-			if err := failover.NewQueue(r.rc, r.name).Enqueue(cctx, owed); err != nil {
-				errs = append(errs, fmt.Errorf("handing owed runs over: %w", err))
-			} else {
-				r.log.Info("handed owed runs over", "items", len(owed))
-			}
+		if err := lv.HandOverRest(cctx, r.config().book); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := r.elect.Resign(cctx); err != nil {
@@ -151,34 +132,8 @@ func cleanupContext(ctx context.Context, most time.Duration) (context.Context, c
 	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
-// leave removes this instance from the job in one transaction: its status
-// goes, its assignment is cleared, a reshard is flagged, and — with
-// handOver — the runs it owes go to the failover queue: misfires, fires
-// missed while disconnected, and the fire at upTo for every held item that
-// no fire here has taken yet (a fire in flight when the stop began).
-func (r *runner) leave(ctx context.Context, flagReshard, handOver bool, upTo time.Time) error {
-	l := registration.Leaving{RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), FlagReshard: flagReshard}
-	var owed []book.Owed
-	if handOver {
-		l.HandOver = func(held []int) []failover.Entry {
-			owed = r.book.OwedRuns(r.config().book, held, upTo, r.flags.DisabledItems(), r.flags.Paused())
-			return r.handedOver(owed)
-		}
-	}
-	held, _, err := registration.Leave(ctx, l)
-	if err != nil {
-		return err
-	}
-	r.book.Left(held, owed)
-	r.log.Info("left the job", "handed_over", len(owed))
-	return nil
-}
-
-// handedOver is owed as failover queue entries from this instance.
-func (r *runner) handedOver(owed []book.Owed) []failover.Entry {
-	entries := make([]failover.Entry, len(owed))
-	for i, o := range owed {
-		entries[i] = failover.Entry{Item: o.Item, Fire: o.Since.UnixMilli(), From: r.serverID()}
-	}
-	return entries
+// leaver leaves the job when it stops (job/internal/leaving).
+func (r *runner) leaver() *leaving.Leaver {
+	return &leaving.Leaver{RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Book: r.book, Flags: r.flags,
+		Repair: r.reshard.Repair, Now: r.s.opts.now, Log: r.log}
 }
