@@ -8,6 +8,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/configcheck"
 	"github.com/shardjob/shardjob/job/internal/deps"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
@@ -38,11 +39,6 @@ const (
 
 // MaxParents bounds the jobs one job may run after.
 const MaxParents = configcheck.MaxParents
-
-// lastFireParentWait bounds the wait for the parents of a job's last fire
-// (a calendar's limit or end), which has no next fire to wait until, when
-// AfterTimeout is 0.
-const lastFireParentWait = time.Hour
 
 // ErrParentFailed is what a dependent job's run is recorded with when it
 // did not run because a parent's fire failed or did not complete in time
@@ -127,24 +123,13 @@ func (r *runner) awaitParents(f *fire) error {
 	if len(parents) == 0 || len(f.items) == 0 {
 		return nil
 	}
-	first := f.at
-	for _, it := range f.items {
-		if at := f.fireOf(it); at.Before(first) {
-			first = at
-		}
-	}
+	first := fireplan.Earliest(f.fires, f.at, f.items)
 	last := r.book.LatestThrough(f.at, f.items...)
 	sched, _, err := f.cfg.Schedule()
 	if err != nil {
 		return err
 	}
-	wait := f.cfg.AfterTimeout
-	if wait <= 0 {
-		wait = lastFireParentWait // the job's last fire: no next one bounds the wait
-		if next := sched.Next(last); !next.IsZero() {
-			wait = max(time.Second, next.Sub(r.s.opts.now()))
-		}
-	}
+	wait := deps.Bound(f.cfg.AfterTimeout, sched, last, r.s.opts.now())
 	parent := func(name string) (deps.Parent, error) {
 		pr := r.s.runner(name)
 		if pr == nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
@@ -45,7 +46,7 @@ func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
 			continue
 		}
 		through := r.book.LatestThrough(since, it)
-		e := dl.Item(since, through, f.mayHaveRunThrough(it, since, through))
+		e := dl.Item(since, through, fireplan.MayHaveRunThrough(f.mayHaveRun, it, since, through))
 		maybe += e.MayHaveRun
 		if e.Expired > 0 {
 			expired += e.Expired

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -54,8 +53,8 @@ type fire struct {
 	// (recheckUnrecorded).
 	unrecorded []int
 	// mayHaveRun holds, for a failover run's items, the latest fire their
-	// previous owner may have started (see ShardingContext.MayHaveRunThrough);
-	// shared by the run's fires, read only.
+	// previous owner may have started (see ShardingContext.MayHaveRunThrough,
+	// fireplan.MayHaveRunThrough); shared by the run's fires, read only.
 	mayHaveRun map[int]time.Time
 	// failedAttempts holds, for a failover run's items, the attempts of
 	// their queue entry's fire that failed on the previous owner
@@ -87,29 +86,8 @@ func (f *fire) recheck(item int) {
 	}
 }
 
-// fireOf is the fire item's run starts at.
-func (f *fire) fireOf(item int) time.Time {
-	if at, ok := f.fires[item]; ok {
-		return at
-	}
-	return f.at
-}
-
-// mayHaveRunThrough is the latest of the fires from at through through
-// that item's run stands for and that may have run already (zero: none).
-func (f *fire) mayHaveRunThrough(item int, at, through time.Time) time.Time {
-	t, ok := f.mayHaveRun[item]
-	if !ok {
-		return time.Time{}
-	}
-	if t.After(through) {
-		t = through
-	}
-	if t.Before(at) {
-		return time.Time{}
-	}
-	return t
-}
+// fireOf is the fire item's run starts at (fireplan.FireOf).
+func (f *fire) fireOf(item int) time.Time { return fireplan.FireOf(f.fires, f.at, item) }
 
 // prior is what item's record said before this run (see priors).
 func (f *fire) prior(item int) record {
@@ -348,7 +326,7 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
 		ShardingTotalCount: cfg.ShardingTotalCount, Item: item, ItemParameter: params[item], ItemKey: f.keys[item],
 		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-		ParentErr: f.parentErr, MayHaveRunThrough: f.mayHaveRunThrough(item, at, through), owner: ctx.owner(sess),
+		ParentErr: f.parentErr, MayHaveRunThrough: fireplan.MayHaveRunThrough(f.mayHaveRun, item, at, through), owner: ctx.owner(sess),
 	}
 	failed := f.failedBefore(item, at)
 	// A count continued from another owner: its retry node goes with
@@ -377,60 +355,28 @@ func (r *runner) executeItem(f *fire, item int) itemResult {
 }
 
 // runOf is the facts of the run of f's items first to last, whose
-// context is sc, as the execute stage takes them.
+// context is sc, as the execute stage takes them (execute.Job.Of).
 func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.Policy) execute.Run {
-	run := execute.Run{
-		Event: listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime},
-		Trace: f.trace,
-		Facts: tracing.RunFacts{Job: r.name, Kind: string(f.kind), ServerID: sc.ServerID, First: first, Last: last, At: sc.FireTime, Through: sc.Through},
-		Retry: pol,
-		Log:   r.log, Life: r.ctx.life, Retries: &r.counters.retries,
-	}
+	var sched fireplan.Schedule
 	if pol.Attempts > 0 {
-		if sched, _, err := f.cfg.Schedule(); err == nil {
-			run.Schedule = sched
-		}
-		run.Past = f.kind == KindBackfill
-		if first == last && !f.cfg.Unmonitored {
-			// The count is written before a wait, for whoever takes the
-			// fire over after a crash (a range's restarts: one node per
-			// item would be a write per item).
-			item, fire := first, sc.FireTime
-			run.Note = func(ctx context.Context, failed int) error {
-				return marks.NoteRetry(ctx, r.rc, r.paths, item, fire, failed)
-			}
+		if s, _, err := f.cfg.Schedule(); err == nil {
+			sched = s
 		}
 	}
-	return run
+	ev := listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime}
+	return r.run.Of(ev, f.trace, first, last, sc.Through, pol, sched, f.kind == KindBackfill, !f.cfg.Unmonitored)
 }
 
-// callTimed calls the job with ctx bounded by timeout (0: unbounded). An
-// execution that outlives its deadline fails with ErrExecutionTimeout,
-// whatever it returned: it is a failure of this fire, not a fire cut short
-// (only a cancellation of ctx itself is that).
+// callTimed calls the job with ctx bounded by timeout (0: unbounded), and
+// its ownership check bounded the same way: an execution that outlives
+// its deadline fails with ErrExecutionTimeout (execute.Bounded).
 func (r *runner) callTimed(ctx context.Context, sc ShardingContext, timeout time.Duration) error {
-	return timed(ctx, sc.owner, timeout, func(ctx context.Context, owner *ownership) error {
-		sc.owner = owner
+	return execute.Bounded(ctx, timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
+		if bounded {
+			sc.owner = &ownership{sess: sc.owner.sess, ctx: ctx}
+		}
 		return r.call(ctx, sc)
 	})
-}
-
-// timed runs fn under ctx bounded by timeout (0: unbounded), with the
-// ownership check bounded the same way; see callTimed.
-func timed(ctx context.Context, owner *ownership, timeout time.Duration, fn func(context.Context, *ownership) error) error {
-	if timeout <= 0 {
-		return fn(ctx, owner)
-	}
-	tctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrExecutionTimeout)
-	defer cancel()
-	err := fn(tctx, &ownership{sess: owner.sess, ctx: tctx})
-	if ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrExecutionTimeout) {
-		if err == nil {
-			return fmt.Errorf("%w after %v", ErrExecutionTimeout, timeout)
-		}
-		return fmt.Errorf("%w after %v: %w", ErrExecutionTimeout, timeout, err)
-	}
-	return err
 }
 
 // call runs the job, turning a panic into an error.

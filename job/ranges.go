@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shardjob/shardjob/job/internal/execute"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/retry"
 )
@@ -58,19 +59,6 @@ func (f RangeFunc) Execute(ctx context.Context, sc ShardingContext) error {
 	return f(ctx, RangeContext{ShardingContext: sc, First: sc.Item, Last: sc.Item, Start: int64(sc.Item), End: int64(sc.Item) + 1})
 }
 
-// rangeMayHaveRunThrough is the latest fire any item of run may have run
-// already (see fire.mayHaveRunThrough): a range is told as much as its
-// most doubtful item.
-func (f *fire) rangeMayHaveRunThrough(run fireplan.ItemRun, through time.Time) time.Time {
-	var t time.Time
-	for it := run.First; it <= run.Last && len(f.mayHaveRun) > 0; it++ {
-		if m := f.mayHaveRunThrough(it, run.Fire, through); m.After(t) {
-			t = m
-		}
-	}
-	return t
-}
-
 // executeRange calls the job for one range of f and returns a result per
 // item.
 func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []itemResult {
@@ -84,7 +72,7 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []item
 			JobName: r.name, TaskID: taskID(r.name, run.Fire), FireTime: run.Fire, Through: through,
 			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.First, ItemParameter: params[run.First],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			MayHaveRunThrough: f.rangeMayHaveRunThrough(run, through), owner: ctx.owner(sess), Attempt: 1,
+			MayHaveRunThrough: fireplan.RangeMayHaveRunThrough(f.mayHaveRun, run, through), owner: ctx.owner(sess), Attempt: 1,
 		},
 		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
 	}
@@ -97,8 +85,10 @@ func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []item
 	}
 	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
 	r.s.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
-		return timed(tctx, rc.owner, cfg.Timeout, func(ctx context.Context, owner *ownership) error {
-			rc.owner = owner
+		return execute.Bounded(tctx, cfg.Timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
+			if bounded {
+				rc.owner = &ownership{sess: rc.owner.sess, ctx: ctx}
+			}
 			return r.callRange(ctx, rj, rc)
 		})
 	})

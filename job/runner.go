@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/execute"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/heldmarks"
@@ -78,6 +79,8 @@ type runner struct {
 	departed *claims.Departures // the leader's queueing of departed servers' items
 	claimer  *claims.Claimer    // claims from the failover queue, hands claims back
 
+	// run is what its runs share in the execute stage (job/internal/execute).
+	run execute.Job
 	// done is the completion stage of the fires (job/internal/completion).
 	done *completion.Completer
 	// assigned gets this instance's assignment (job/internal/assigned;
@@ -141,6 +144,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
 	r.ctx.life, r.ctx.cancelLife = context.WithCancel(context.Background())
+	r.run = execute.Job{Name: r.name, Log: r.log, Life: r.ctx.life, Retries: &r.counters.retries, Registry: r.rc, Paths: r.paths}
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,

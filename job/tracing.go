@@ -1,9 +1,7 @@
 package job
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/shardjob/shardjob/job/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
@@ -100,12 +98,3 @@ func (r *runner) traceFire(f *fire) func() {
 
 // noTrace is what traceFire returns when tracing is off.
 func noTrace() {}
-
-// traceItem starts the span of the run of items first to last of f,
-// standing for the fires at to through, as a child of f's span, and
-// returns ctx carrying it (tracing off: ctx and a nil span).
-func (r *runner) traceItem(ctx context.Context, f *fire, first, last int, at, through time.Time) (context.Context, trace.Span) {
-	return f.trace.StartItem(ctx, tracing.RunFacts{
-		Job: r.name, Kind: string(f.kind), ServerID: r.serverID(), First: first, Last: last, At: at, Through: through,
-	})
-}

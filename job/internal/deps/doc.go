@@ -6,7 +6,7 @@
 // whether a parent keeps records to wait on and fires on its dependent's
 // schedule — through the function Check is given; it makes each Problem
 // a config error on the job named. For a wait, package job decides which
-// fires and for how long, and says what a parent is here (a Parent: its
+// fires (Bound here: for how long), and says what a parent is here (a Parent: its
 // paths, its items, its schedule); every error Await returns, it wraps in
 // its ErrParentFailed.
 //
@@ -15,7 +15,9 @@
 //   - the graph (graph.go): Parents, the names a Config.After lists;
 //     Check, the parents missing, the edges refused and each cycle, named
 //     once, in an order that does not depend on a map's;
-//   - the wait (wait.go): Await, which reads every parent item's
+//   - the wait (wait.go): Bound, how long a run waits when its job sets
+//     no timeout (until its next fire, LastFireWait after its last);
+//     Await, which reads every parent item's
 //     completed record each poll (100 ms) until they cover the fires of
 //     the nominal times waited for, and says which parent's run of those
 //     fires failed, or that the wait timed out or was stopped.

@@ -20,6 +20,25 @@ import (
 // poll is how often a waiting run reads its parents' records.
 const poll = 100 * time.Millisecond
 
+// LastFireWait bounds the wait for the parents of a dependent's last fire
+// (a calendar's limit or end), which has no next fire to wait until, when
+// the job sets no timeout of its own.
+const LastFireWait = time.Hour
+
+// Bound is how long a run of a dependent's fires through last waits for
+// its parents: timeout, when set (more than 0); else until the
+// dependent's next fire after last by sched, and at least a second from
+// now; or LastFireWait when last is its last fire.
+func Bound(timeout time.Duration, sched cron.Schedule, last, now time.Time) time.Duration {
+	if timeout > 0 {
+		return timeout
+	}
+	if next := sched.Next(last); !next.IsZero() {
+		return max(time.Second, next.Sub(now))
+	}
+	return LastFireWait
+}
+
 // Parent is what a wait reads of a parent job as added here: where its
 // records are, its number of items, and its schedule, whose jitter makes
 // its fires of the nominal times waited for.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/schedule"
 	"github.com/shardjob/shardjob/job/internal/stored"
@@ -114,3 +116,39 @@ func TestAwait(t *testing.T) {
 		t.Fatalf("the context ended: %v", err)
 	}
 }
+
+// TestBound: a job's own timeout, else its next fire (at least a second
+// away), else, after its last fire, LastFireWait.
+func TestBound(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	minute, perr := schedule.ParseCron("0 * * * * *", time.UTC, 0)
+	if perr != nil {
+		t.Fatal(perr.Detail)
+	}
+	ended := cronFunc(func(time.Time) time.Time { return time.Time{} })
+	for _, c := range []struct {
+		name      string
+		timeout   time.Duration
+		sched     cron.Schedule
+		last, now time.Time
+		want      time.Duration
+	}{
+		{"the job's timeout", 5 * time.Second, minute, t0, t0, 5 * time.Second},
+		{"a nanosecond's timeout", time.Nanosecond, minute, t0, t0, time.Nanosecond},
+		{"the job's timeout after its last fire", 5 * time.Second, ended, t0, t0, 5 * time.Second},
+		{"until the next fire", 0, minute, t0, t0.Add(15 * time.Second), 45 * time.Second},
+		{"a negative timeout: until the next fire", -time.Second, minute, t0, t0.Add(15 * time.Second), 45 * time.Second},
+		{"the next fire now: a second", 0, minute, t0, t0.Add(time.Minute), time.Second},
+		{"the next fire past: a second", 0, minute, t0, t0.Add(2 * time.Minute), time.Second},
+		{"the last fire", 0, ended, t0, t0, LastFireWait},
+	} {
+		if got := Bound(c.timeout, c.sched, c.last, c.now); got != c.want {
+			t.Errorf("%s: Bound = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// cronFunc is a schedule of a function.
+type cronFunc func(time.Time) time.Time
+
+func (f cronFunc) Next(t time.Time) time.Time { return f(t) }

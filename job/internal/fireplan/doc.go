@@ -21,7 +21,11 @@
 //   - what an item newly held here owes (inherited.go): the earliest fire
 //     its record and its previous owner's debt leave undone; and how a
 //     fire's items group into runs of consecutive items of one fire (a
-//     range job's calls).
+//     range job's calls);
+//   - what a run of a fire's items stands for (run.go): the fire an item's
+//     run starts at, the earliest of a fire's runs, and the latest fire a
+//     run (an item's, a range's) may have run already on the previous
+//     owner.
 //
 // It may import only the standard library.
 package fireplan
