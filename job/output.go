@@ -1,17 +1,17 @@
 package job
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/shardjob/shardjob/job/internal/runs"
 )
 
 // A run's output: a small JSON value a job records while it runs, handed
 // to the listeners with the execution's result (listener.Execution.Output)
-// and kept by the history.
+// and kept by the history. The slot and the encoding are
+// job/internal/runs's (runs.Output).
 
 // MaxOutputSize is the largest output a run may record, in bytes of its
 // JSON encoding: 64 KiB.
@@ -44,58 +44,23 @@ var (
 //
 // RecordOutput is safe for concurrent use by the run's goroutines.
 func RecordOutput(ctx context.Context, v any) error {
-	slot, _ := ctx.Value(outputKey{}).(*outputSlot)
+	slot, _ := ctx.Value(outputKey{}).(*runs.Output)
 	if slot == nil {
 		return fmt.Errorf("%w: the context is not one a job's Execute was given", ErrOutputOutsideRun)
 	}
-	data, err := encodeOutput(v)
+	data, err := runs.EncodeOutput(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("job: encoding the output as JSON: %w", err)
 	}
-	return slot.set(data)
-}
-
-// encodeOutput encodes v as RecordOutput records it.
-func encodeOutput(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("job: encoding the output as JSON: %w", err)
-	}
-	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(data) > MaxOutputSize {
-		return nil, fmt.Errorf("%w: %d bytes of JSON, the limit is %d (MaxOutputSize)", ErrOutputTooLarge, len(data), MaxOutputSize)
+		return fmt.Errorf("%w: %d bytes of JSON, the limit is %d (MaxOutputSize)", ErrOutputTooLarge, len(data), MaxOutputSize)
 	}
-	return data, nil
-}
-
-// outputKey is the context key of a run's outputSlot: runCtx answers it.
-type outputKey struct{}
-
-// outputSlot holds a run's output until the run returns; the zero value
-// is an open slot with no output.
-type outputSlot struct {
-	mu     sync.Mutex
-	data   json.RawMessage
-	closed bool
-}
-
-func (s *outputSlot) set(data json.RawMessage) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if !slot.Set(data) {
 		return fmt.Errorf("%w: the run has returned already", ErrOutputOutsideRun)
 	}
-	s.data = data
 	return nil
 }
 
-// take closes the slot, refusing later records, and returns the output
-// (nil if none was recorded).
-func (s *outputSlot) take() json.RawMessage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	return s.data
-}
+// outputKey is the context key of a run's output slot (runs.Output):
+// runCtx answers it.
+type outputKey struct{}

@@ -18,7 +18,7 @@ type runCtx struct {
 	own ownership
 
 	// out holds the run's output (see RecordOutput).
-	out outputSlot
+	out runs.Output
 }
 
 func newRunCtx(parent context.Context) *runCtx { return &runCtx{Ctx: runs.NewCtx(parent)} }
@@ -48,4 +48,4 @@ func (c *runCtx) replace() { c.Cancel(ErrReplaced) }
 func (c *runCtx) Replaced() bool { return c.CancelledWith(ErrReplaced) }
 
 // TakeOutput closes the run's output slot and returns what it recorded.
-func (c *runCtx) TakeOutput() json.RawMessage { return c.out.take() }
+func (c *runCtx) TakeOutput() json.RawMessage { return c.out.Take() }

@@ -1,9 +1,10 @@
 // Package runs holds the generic machinery a job's runs go through, which
 // needs no runner and sends nothing to the registry: the goroutines they
-// run on, the wake-ups that start work, and the contexts a run is given. Package job
-// owns the goroutines' owners (the scheduler's groups) and their ends;
-// this package only keeps and hands out the goroutines those owners
-// start.
+// run on, the wake-ups that start work, the contexts a run is given and
+// the output it records. Package job owns the goroutines' owners (the
+// scheduler's groups) and their ends, and the errors a refused output
+// returns; this package only keeps and hands out the goroutines those
+// owners start.
 //
 // It owns:
 //
@@ -18,7 +19,10 @@
 //     the reserving lock they take in turn;
 //   - the run contexts (ctx.go): a run's Ctx, which makes its Done channel
 //     only when something asks for one, and the SessionCtx its parent is,
-//     one per registry session.
+//     one per registry session;
+//   - a run's output (output.go): the Output slot a run records its
+//     output in (job.RecordOutput) until its end takes it, and the JSON
+//     encoding it is recorded in (EncodeOutput).
 //
 // The lock discipline. Each type owns its lock, taken only in its
 // methods, and calls nothing outside this package under it: a Kicker
