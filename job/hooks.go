@@ -2,14 +2,11 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/jobhook"
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/reshard"
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Hooks for job types built outside this package (package jobtype and its
@@ -78,9 +75,5 @@ func (s *Scheduler) pause(ctx context.Context, name string) error {
 	if r == nil {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
-	_, err := r.rc.Create(ctx, r.paths.Flag(r.serverID(), layout.Paused), nil, regcenter.Persistent)
-	if errors.Is(err, regcenter.ErrNodeExists) {
-		return nil
-	}
-	return err
+	return r.flags.Pause(ctx)
 }

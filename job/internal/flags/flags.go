@@ -87,6 +87,17 @@ func (f *Flags) take(ctx context.Context, flag string) bool {
 	return true
 }
 
+// Pause sets this server's paused flag for the job
+// (servers/{server}/paused, a persistent node), as `shardjob pause` does;
+// a flag set already is not an error.
+func (f *Flags) Pause(ctx context.Context) error {
+	_, err := f.rc.Create(ctx, f.paths.Flag(f.server, layout.Paused), nil, regcenter.Persistent)
+	if errors.Is(err, regcenter.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
 // RestoreStatus re-creates this instance's status node when it vanished
 // while the instance is registered under a live session (registered
 // says so): someone deleted it (an operator, a script, a wrong recursive

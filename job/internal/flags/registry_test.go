@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
@@ -77,5 +78,26 @@ func TestReadingTheFlagsOnARealRegistry(t *testing.T) {
 	f.ReadDisabledItems(sess)
 	if got := f.DisabledItems(); !maps.Equal(got, want) {
 		t.Errorf("garbage: disabled %v, want the previous %v", got, want)
+	}
+}
+
+// TestPauseOnARealRegistry: Pause sets a persistent paused flag, its
+// parents made as needed, which Read then sees; a second Pause is not an
+// error.
+func TestPauseOnARealRegistry(t *testing.T) {
+	ctx, rc := roomtest.ZooKeeper(t, "pause")
+	paths := layout.Job("j")
+	f := New(rc, paths, "me", slog.New(slog.DiscardHandler), 10*time.Second)
+	if err := f.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, st, err := rc.Exists(ctx, paths.Flag("me", layout.Paused)); err != nil || !ok || st.EphemeralOwner != 0 {
+		t.Fatalf("paused flag: %v, %+v, %v; want a persistent node", ok, st, err)
+	}
+	if seen, ok := f.Read(ctx, rc.Session()); !ok || !seen.Paused {
+		t.Errorf("read %+v (%v) after Pause, want paused", seen, ok)
+	}
+	if err := f.Pause(ctx); err != nil {
+		t.Errorf("pausing a paused server: %v", err)
 	}
 }
