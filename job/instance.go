@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/instance"
+	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -192,7 +193,7 @@ func (s *Scheduler) newInstance() *instance.Node {
 		Life: s.ctx, Timeout: s.opts.reshardTimeout, SessionTimeout: s.sessionTimeout,
 		InUse: ErrServerIDInUse, ClockSkew: ErrClockSkew, HostClock: s.hostClock,
 		Retry: func(ctx context.Context, what string, step func() error) error {
-			return retryRegistration(ctx, s.log, s.startRetryBound(), what, step)
+			return registration.Retry(ctx, s.log, s.startRetryBound(), what, step)
 		},
 		Spawn:   s.spawn,
 		Running: s.runningItems,

@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
+	"github.com/shardjob/shardjob/job/internal/registration"
 	"github.com/shardjob/shardjob/job/internal/roster"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/trigger"
@@ -180,7 +181,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	err = fleet.Starter[*runner]{InFlight: startConcurrency, PerTxn: treesPerTxn,
 		Name: runnerName,
 		Create: func(ctx context.Context, batch []*runner) (sess *regcenter.Session, made map[*runner]bool, err error) {
-			err = retryRegistration(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
+			err = registration.Retry(ctx, s.log, s.startRetryBound(), "registering new jobs", func() (err error) {
 				sess = s.rc.Session()
 				made, err = createJobs(ctx, s.rc, batch)
 				return err
