@@ -8,7 +8,6 @@ import (
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
-	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The completion stage of a fire (job/internal/completion) and the reading
@@ -81,21 +80,12 @@ func (r *runner) newCompleter() *completion.Completer {
 	})
 }
 
-// completionJob is c, compiled into s, as a completion reads it.
-func completionJob(c Config, s *spec) completion.Job {
-	return completion.Job{Book: s.book, ScheduleErr: s.schedErr, Unmonitored: c.Unmonitored, Failover: c.Failover, RecordInterval: c.RecordInterval}
-}
-
-// completedFire returns the fire an item last completed (zero if none).
+// completedFire returns the fire an item last completed (zero if none):
+// its completed node, with what a record deferred here adds to it
+// (records.Reader.Read).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
-	rec, err := r.readRecord(ctx, item)
+	rec, err := r.reader.Read(ctx, item, r.config().book.Schedule, r.records)
 	return rec.Cover.Through(), err
-}
-
-// readRecord reads the item's completed node, with what a record deferred
-// here adds to it (records.Reader.Read).
-func (r *runner) readRecord(ctx context.Context, item int) (record, error) {
-	return r.reader.Read(ctx, item, r.config().book.Schedule, r.records)
 }
 
 // newReader returns the runner's records.Reader.
@@ -105,12 +95,6 @@ func (r *runner) newReader() *records.Reader {
 		own = r.s.journal.ID()
 	}
 	return &records.Reader{Center: r.rc, Paths: r.paths, Job: r.name, Own: own, Log: r.log, Report: r.reportBadValue}
-}
-
-// reportBadValue is reportBad without its answer, as the rooms that read
-// nodes for the runner (records.Reader, reshard.ReadDebt) take a reporter.
-func (r *runner) reportBadValue(p string, st regcenter.Stat, data []byte, msg string, args ...any) {
-	r.reportBad(p, st, data, msg, args...)
 }
 
 // sweepJournals folds the completion journals of processes that crashed

@@ -15,9 +15,9 @@ import (
 // (watchConfig, reloadConfig), and the node written back when the
 // registry lost it (restoreConfig).
 
-// configNode is the job's config node, its document this instance's
-// Config.
-func (r *runner) configNode() *confignode.Node[Config] {
+// newConfigNode returns the job's config node, its document this
+// instance's Config.
+func (r *runner) newConfigNode() *confignode.Node[Config] {
 	return &confignode.Node[Config]{RC: r.rc, Path: r.paths.Config(), Job: r.name, Log: r.log, Bad: &r.bad,
 		Encode: func() ([]byte, error) { return r.config().Encode() }, Decode: r.decodeStored}
 }
@@ -25,7 +25,7 @@ func (r *runner) configNode() *confignode.Node[Config] {
 // loadConfig makes the config node and the local config agree: Overwrite
 // writes ours; otherwise a valid stored config wins (confignode.Node.Load).
 func (r *runner) loadConfig(ctx context.Context) error {
-	cfg, use, err := r.configNode().Load(ctx, r.config().Overwrite)
+	cfg, use, err := r.cfgNode.Load(ctx, r.config().Overwrite)
 	if use {
 		r.setConfig(cfg)
 	}
@@ -51,7 +51,20 @@ func (r *runner) decodeStored(ctx context.Context, data []byte) (Config, error) 
 // (the job removed from the cluster) stops the job here once the node is
 // read back absent (configGone).
 func (r *runner) watchConfig(ctx context.Context) {
-	r.watch.Keep(registration.WatchConfig, r.configNode().Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
+	r.watch.Keep(registration.WatchConfig, r.cfgNode.Watch(ctx, func() { r.goFunc(r.reloadConfig) }, func() { r.bg.Go(r.configGone) }))
+}
+
+// configGone runs when a watch reports the config node deleted. The job
+// stops here only when the node is absent when read back
+// (confignode.Node.Gone); a value nobody can decode is a bad config, not
+// a removal.
+func (r *runner) configGone(ctx context.Context) {
+	switch r.cfgNode.Gone(ctx, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, r.sessionTimeout) {
+	case confignode.Absent:
+		r.s.removeRemoved(r)
+	case confignode.Present:
+		r.reloadConfig()
+	}
 }
 
 // reloadConfig applies a changed config node; garbage is refused and the
@@ -59,7 +72,7 @@ func (r *runner) watchConfig(ctx context.Context) {
 func (r *runner) reloadConfig() {
 	ctx, cancel := context.WithTimeout(r.rc.Session().Ctx(), r.s.opts.reshardTimeout)
 	defer cancel()
-	cfg, ok, rejected := r.configNode().Read(ctx)
+	cfg, ok, rejected := r.cfgNode.Read(ctx)
 	if rejected != nil {
 		r.s.emit(Event{Kind: EventConfigRejected, Job: r.name, Err: rejected, Detail: rejected.Error()})
 	}
@@ -130,5 +143,5 @@ func (r *runner) reloadConfig() {
 // restoreConfig writes this instance's config to the config node when the
 // node is gone at re-registration (confignode.Node.Restore).
 func (r *runner) restoreConfig(ctx context.Context) error {
-	return r.configNode().Restore(ctx, func() bool { reg, _ := r.book.Session(); return reg != nil })
+	return r.cfgNode.Restore(ctx, func() bool { reg, _ := r.book.Session(); return reg != nil })
 }

@@ -98,7 +98,7 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	}
 	// b journals another fire: a's reading of the record finds it.
 	journal(at(5))
-	rec, err := a.readRecord(ctx, 0)
+	rec, err := a.reader.Read(ctx, 0, a.config().book.Schedule, a.records)
 	if err != nil {
 		t.Fatal(err)
 	}

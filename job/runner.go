@@ -15,6 +15,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/confignode"
 	"github.com/shardjob/shardjob/job/internal/execute"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/flags"
@@ -81,6 +82,9 @@ type runner struct {
 
 	// run is what its runs share in the execute stage (job/internal/execute).
 	run execute.Job
+	// cfgNode is the job's config node as read and written here
+	// (job/internal/confignode; confignode.go).
+	cfgNode *confignode.Node[Config]
 	// done is the completion stage of the fires (job/internal/completion).
 	done *completion.Completer
 	// assigned gets this instance's assignment (job/internal/assigned;
@@ -150,6 +154,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		OnRevoked: r.onRevoked,
 	}, r.log)
 	r.wireDuties() // leader.go
+	r.cfgNode = r.newConfigNode()
 	r.marker = r.newMarker()
 	r.reader = r.newReader()
 	r.inheritance = r.newInheritance()

@@ -27,7 +27,7 @@ type spec struct {
 	stratErr  error
 	// book is the job as the book reads it.
 	book book.Job
-	// done is the job as its completions read it (completion.go).
+	// done is the job as its completions read it (job/internal/completion).
 	done completion.Job
 	// retry is the retry policy with its defaults, as the execute stage
 	// takes it.
@@ -45,7 +45,7 @@ func compile(c Config) *spec {
 	if s.schedErr == nil {
 		s.book.Schedule = s.sched
 	}
-	s.done = completionJob(c, s)
+	s.done = completion.Job{Book: s.book, ScheduleErr: s.schedErr, Unmonitored: c.Unmonitored, Failover: c.Failover, RecordInterval: c.RecordInterval}
 	s.retry = c.Retry.policy()
 	return s
 }

@@ -10,7 +10,8 @@
 //     MaxValueBytes, times from 1970 to 9999, and a refusal that wraps
 //     ErrBadValue — a value that does not decode is read as absent or
 //     repaired, never as a removal; BadValues remembers which version of
-//     a node was reported, so that each is reported once;
+//     a node was reported, so that each is reported once, and Report
+//     (report.go) logs it so;
 //   - the marks (marks.go): an item's running mark (Running) and misfire
 //     mark (Misfire);
 //   - the completed record (completed.go): Completed, what it says ran
@@ -24,7 +25,8 @@
 // so that values already stored decode the same and operators' tools read
 // them; the decoders are bounded and refuse a hostile value whole.
 //
-// It may import the standard library and job/internal/fireplan; nothing
-// of package job. BadValues owns its lock, a leaf: nothing is called
-// under it.
+// It may import the standard library, internal/docsubset (a value's start
+// quoted in a report) and job/internal/fireplan; nothing of package job.
+// BadValues owns its lock, a leaf: nothing is called under it (Report
+// logs after First has returned).
 package stored
