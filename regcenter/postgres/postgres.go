@@ -358,19 +358,8 @@ func hosts(cfg *pgconn.Config) string {
 const serverIdentity = `SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' ||
 	CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`
 
-// planGeneric makes a connection plan its prepared statements generically.
-// The center's statements look nodes up by (ns, path) and (ns, parent):
-// planned for the namespace's name, a namespace made since the tables
-// were last analyzed has one row by the statistics, and a read of a
-// batch of nodes scans the whole namespace for each (the plan cache keeps
-// such a plan, which it takes for the cheaper). A generic plan estimates
-// the average namespace and takes the indexes. The schema's functions
-// say the plan mode they need themselves (migration 3 -> 4).
-const planGeneric = "SET plan_cache_mode = force_generic_plan"
-
-// identify is the pool's AfterConnect: it makes the connection plan
-// generically (planGeneric), and reads which server the new connection
-// reached, and when that is not the server of the connections
+// identify is the pool's AfterConnect: it reads which server the new
+// connection reached, and when that is not the server of the connections
 // before it (a standby promoted after a failover, another database
 // behind the same address), it tells the watch reader, which then
 // resynchronises every watch before it delivers anything read on it: a
@@ -378,9 +367,6 @@ const planGeneric = "SET plan_cache_mode = force_generic_plan"
 // position in the change log means nothing there. A server that cannot
 // say (the functions refused) is taken for the same one.
 func (c *Center) identify(ctx context.Context, conn *pgx.Conn) error {
-	if _, err := conn.Exec(ctx, planGeneric); err != nil {
-		c.log.Warn("a connection to PostgreSQL plans per call: reads in a namespace made since the tables were last analyzed may scan it", "err", err)
-	}
 	var id string
 	if err := conn.QueryRow(ctx, serverIdentity).Scan(&id); err != nil {
 		c.log.Debug("cannot tell which PostgreSQL server a connection reached; a failover will be noticed only if the revisions went back", "err", err)

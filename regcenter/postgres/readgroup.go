@@ -96,10 +96,7 @@ func (c *Center) readLoop(ctx context.Context) {
 }
 
 // readNodesQuery reads the stat of each node of $2 in namespace $1, one
-// row each, in order, and the namespace's revision. Like every statement
-// of the center it is planned generically (planGeneric): planned for a
-// namespace the statistics have not seen, it joins the paths to a scan
-// of the whole namespace.
+// row each, in order, and the namespace's revision.
 const readNodesQuery = `SELECT ns.rev, p.i, n.version, n.cversion, n.owner, n.czxid, n.mzxid, n.ctime, n.mtime, n.numchildren, length(n.data)
 	FROM shardjob_rc_ns ns CROSS JOIN unnest($2::text[]) WITH ORDINALITY AS p(path, i)
 	LEFT JOIN shardjob_rc_nodes n ON n.ns = ns.ns AND n.path = p.path WHERE ns.ns = $1`
