@@ -8,6 +8,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/firing"
 	"github.com/shardjob/shardjob/job/internal/retry"
 	"github.com/shardjob/shardjob/sharding"
 )
@@ -32,6 +33,8 @@ type spec struct {
 	// retry is the retry policy with its defaults, as the execute stage
 	// takes it.
 	retry retry.Policy
+	// fire is the job as the fire path reads it (job/internal/firing).
+	fire firing.Job
 }
 
 // compile compiles c. c is valid (Add and the config node's decoding
@@ -47,6 +50,9 @@ func compile(c Config) *spec {
 	}
 	s.done = completion.Job{Book: s.book, ScheduleErr: s.schedErr, Unmonitored: c.Unmonitored, Failover: c.Failover, RecordInterval: c.RecordInterval}
 	s.retry = c.Retry.policy()
+	s.fire = firing.Job{Book: s.book, Done: s.done, Retry: s.retry, Sched: s.sched, SchedErr: s.schedErr, Params: s.params,
+		Total: c.ShardingTotalCount, JobParameter: c.JobParameter, Timeout: c.Timeout, Unmonitored: c.Unmonitored,
+		StartingDeadline: c.StartingDeadline, Parents: c.parents(), AfterTimeout: c.AfterTimeout, OnParentFailure: string(c.OnParentFailure)}
 	return s
 }
 
