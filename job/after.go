@@ -119,17 +119,17 @@ func (c Config) checkJob() configcheck.Job {
 // succeeded, else an error wrapping ErrParentFailed that says which
 // parent, item and fire, or that the wait timed out.
 func (r *runner) awaitParents(f *fire) error {
-	parents := f.cfg.parents()
-	if len(parents) == 0 || len(f.items) == 0 {
+	parents := f.Job.Parents
+	if len(parents) == 0 || len(f.Items) == 0 {
 		return nil
 	}
-	first := fireplan.Earliest(f.fires, f.at, f.items)
-	last := r.book.LatestThrough(f.at, f.items...)
-	sched, _, err := f.cfg.Schedule()
-	if err != nil {
+	first := fireplan.Earliest(f.Fires, f.At, f.Items)
+	last := r.book.LatestThrough(f.At, f.Items...)
+	sched := f.Job.Sched
+	if err := f.Job.SchedErr; err != nil {
 		return err
 	}
-	wait := deps.Bound(f.cfg.AfterTimeout, sched, last, r.s.opts.now())
+	wait := deps.Bound(f.Job.AfterTimeout, sched, last, r.s.opts.now())
 	parent := func(name string) (deps.Parent, error) {
 		pr := r.s.runner(name)
 		if pr == nil {
@@ -144,7 +144,7 @@ func (r *runner) awaitParents(f *fire) error {
 	}
 	// Each parent's fires are its own jittered times of the same nominal
 	// fires.
-	err = deps.Await(r.runContext(f.sess), r.rc, r.log, deps.Wait{Parents: parents, Parent: parent,
+	err := deps.Await(r.runContext(f.Sess), r.rc, r.log, deps.Wait{Parents: parents, Parent: parent,
 		First: schedule.NominalFire(sched, first), Last: schedule.NominalFire(sched, last), Fire: first, Timeout: wait})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrParentFailed, err)
@@ -156,16 +156,16 @@ func (r *runner) awaitParents(f *fire) error {
 // run failed with err (ParentSkip, ParentAlert).
 func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err error) {
 	msg := "skipping the run: a parent's fire did not succeed"
-	if f.cfg.OnParentFailure == ParentAlert {
-		r.log.Error(msg, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+	if ParentPolicy(f.Job.OnParentFailure) == ParentAlert {
+		r.log.Error(msg, "items", layout.FormatItems(f.Items), "fire", f.At, "err", err)
 	} else {
-		r.log.Warn(msg, "items", layout.FormatItems(f.items), "fire", f.at, "err", err)
+		r.log.Warn(msg, "items", layout.FormatItems(f.Items), "fire", f.At, "err", err)
 	}
-	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.items), Detail: err.Error(), Err: err, At: time.Now()})
+	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.Items), Detail: err.Error(), Err: err, At: time.Now()})
 	now := time.Now()
-	for _, it := range f.items {
-		through := r.book.LatestThrough(f.fireOf(it), it)
-		results <- itemResult{Item: it, Fire: f.fireOf(it), Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Err: err}
+	for _, it := range f.Items {
+		through := r.book.LatestThrough(f.FireOf(it), it)
+		results <- itemResult{Item: it, Fire: f.FireOf(it), Through: through, Kind: f.Kind, Begin: now, End: now, Err: err}
 	}
-	r.done.All(f.sess, f.cfg.done, results, n)
+	r.done.All(f.Sess, f.Job.Done, results, n)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/job/internal/backfilling"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -123,7 +124,7 @@ func (r *runner) runBackfill() {
 func (r *runner) runBackfillFires(sess *regcenter.Session, id string, groups map[time.Time][]int) {
 	var wg sync.WaitGroup
 	for at, items := range groups {
-		f := &fire{sess: sess, at: at, kind: KindBackfill, items: items, backfill: id}
+		f := &fire{Sess: sess, At: at, Kind: book.Backfill, Items: items, Backfill: id}
 		wg.Add(1)
 		if !r.goFunc(func() { defer wg.Done(); r.reserveBackfill(f) }) {
 			wg.Done() // stopping: the driver ends at its next pass
@@ -154,9 +155,9 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 // backfilling.Tries for those its live runs hold here (handBackfill), and
 // runs those it reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
-	f.cfg = r.config()
-	f.items = r.bfWait.Reserve(r.ctx.life, f.sess, f.items, func(items []int) []int {
-		return r.book.Reserve(f.cfg.book, items, f.at, time.Time{}, bookKind(f.kind), r.flags.DisabledItems())
+	f.Job = &r.config().fire
+	f.Items = r.bfWait.Reserve(r.ctx.life, f.Sess, f.Items, func(items []int) []int {
+		return r.book.Reserve(f.Job.Book, items, f.At, time.Time{}, f.Kind, r.flags.DisabledItems())
 	})
 	r.markAndRun(f)
 }
@@ -171,13 +172,13 @@ func (r *runner) handBackfill(items []int) { r.bfWait.Hand(items) }
 // fire elsewhere meanwhile is settled unrun, its mark deleted by the
 // completion, which writes the progress over the versions read.
 func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
-	ctx, cancel := r.coordCtx(f.sess)
+	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	keep, ran, versions := r.bfReg.Recheck(ctx, f.backfill, f.at, f.items)
-	f.backfillVersions = versions
+	keep, ran, versions := r.bfReg.Recheck(ctx, f.Backfill, f.At, f.Items)
+	f.BackfillVersions = versions
 	now := time.Now()
 	for _, it := range ran {
-		results <- itemResult{Item: it, Fire: f.at, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true, Backfill: f.backfill}
+		results <- itemResult{Item: it, Fire: f.At, Kind: f.Kind, Begin: now, End: now, Settled: true, Backfill: f.Backfill}
 	}
-	f.items = keep
+	f.Items = keep
 }

@@ -26,52 +26,52 @@ import (
 // item's record lists as run are not among the dropped at all: the run
 // was narrowed to the first stretch its record does not list (stillOwed).
 func (r *runner) dropExpired(f *fire, results chan<- itemResult) {
-	d := f.cfg.StartingDeadline
-	if d <= 0 || len(f.items) == 0 {
+	d := f.Job.StartingDeadline
+	if d <= 0 || len(f.Items) == 0 {
 		return
 	}
-	sched, _, err := f.cfg.Schedule()
-	if err != nil {
+	sched := f.Job.Sched
+	if f.Job.SchedErr != nil {
 		return
 	}
 	now := r.s.opts.now()
 	dl := schedule.NewDeadline(sched, now, d)
-	keep := f.items[:0:0]
+	keep := f.Items[:0:0]
 	var expiredItems []int
 	expired, maybe := 0, 0
-	for _, it := range f.items {
-		since := f.fireOf(it)
+	for _, it := range f.Items {
+		since := f.FireOf(it)
 		if dl.Within(since) {
 			keep = append(keep, it)
 			continue
 		}
 		through := r.book.LatestThrough(since, it)
-		e := dl.Item(since, through, fireplan.MayHaveRunThrough(f.mayHaveRun, it, since, through))
+		e := dl.Item(since, through, fireplan.MayHaveRunThrough(f.MayHaveRun, it, since, through))
 		maybe += e.MayHaveRun
 		if e.Expired > 0 {
 			expired += e.Expired
 			expiredItems = append(expiredItems, it)
 		}
 		if e.Settle {
-			results <- itemResult{Item: it, Fire: since, Through: through, Kind: bookKind(f.kind), Begin: now, End: now, Settled: true}
+			results <- itemResult{Item: it, Fire: since, Through: through, Kind: f.Kind, Begin: now, End: now, Settled: true}
 			continue
 		}
-		if f.fires == nil {
-			f.fires = map[int]time.Time{}
+		if f.Fires == nil {
+			f.Fires = map[int]time.Time{}
 		}
-		f.fires[it] = e.From
+		f.Fires[it] = e.From
 		keep = append(keep, it)
 	}
-	f.items = keep
+	f.Items = keep
 	if maybe > 0 {
 		r.log.Warn("fires older than the starting deadline dropped, not made up; a previous owner may have run them",
-			"fires", maybe, "deadline", d, "kind", f.kind)
+			"fires", maybe, "deadline", d, "kind", f.Kind.String())
 	}
 	if expired == 0 {
 		return
 	}
 	r.counters.firesExpired.Add(int64(expired))
 	r.log.Warn("fires older than the starting deadline dropped, not made up",
-		"items", layout.FormatItems(expiredItems), "fires", expired, "deadline", d, "kind", f.kind)
+		"items", layout.FormatItems(expiredItems), "fires", expired, "deadline", d, "kind", f.Kind.String())
 	r.s.emit(Event{Kind: EventFiresExpired, Job: r.name, Units: expired, Detail: layout.FormatItems(expiredItems), At: now})
 }

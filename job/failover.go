@@ -58,7 +58,7 @@ func (r *runner) claimFailover() {
 			continue
 		}
 		r.log.Info("taking over items", "items", todo, "fire", at)
-		f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFailover, items: todo, mayHaveRun: got.MayHaveRun, failedAttempts: failed}
+		f := &fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Failover, Items: todo, MayHaveRun: got.MayHaveRun, FailedAttempts: failed}
 		if !r.goFunc(func() { r.markAndRun(f) }) {
 			r.release(todo)
 		}

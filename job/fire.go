@@ -188,10 +188,10 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		}
 		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
-		r.markAndRun(&fire{sess: sess, cfg: cfg, at: at, kind: KindMisfire, items: todo,
-			mayHaveRun: r.inherit.Take(todo), failedAttempts: r.inherit.TakeFailed(todo)})
+		r.markAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
+			MayHaveRun: r.inherit.Take(todo), FailedAttempts: r.inherit.TakeFailed(todo)})
 	} else {
-		r.reserveAndRun(&fire{sess: sess, at: at, kind: kind, items: items})
+		r.reserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
 	}
 	r.runOwed(sess)
 }
@@ -238,7 +238,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
 	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.DisabledItems())
-	f := &fire{sess: sess, cfg: cfg, at: at, kind: KindFire, items: res.Plain, known: known, unrecorded: unrecorded}
+	f := &fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Fire, Items: res.Plain, Known: known, Unrecorded: unrecorded}
 	if prove {
 		checks := a.Proof
 		if checks == nil {
@@ -250,7 +250,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 			r.cache.RestoreHeld(heldBefore) // the fire order is still held: no other fire moved it
 			return err
 		}
-		f.items = marked
+		f.Items = marked
 	}
 	reserved()
 	var done chan struct{}
@@ -280,16 +280,16 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 // and the items are still reserved (but for those markRunning dropped:
 // running elsewhere, they are owed and released).
 func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
-	if len(f.items) == 0 || f.cfg.Unmonitored {
-		ok, err := r.assigned.Prove(f.sess, checks)
+	if len(f.Items) == 0 || f.Job.Unmonitored {
+		ok, err := r.assigned.Prove(f.Sess, checks)
 		if err == nil && !ok {
 			err = assume.ErrMoved
 		}
-		return f.items, err
+		return f.Items, err
 	}
-	ctx, cancel := r.coordCtx(f.sess)
+	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, f, checks, f.known, markOutcomes{r: r, f: f})
+	marked, err := r.markRunning(ctx, f, checks, f.Known, markOutcomes{r: r, f: f})
 	if errors.Is(err, assume.ErrMoved) {
 		r.assigned.Forget()
 	}

@@ -84,11 +84,11 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 // (inherit.Reader.Recheck). They are released unrun; their marks stay held
 // here.
 func (r *runner) recheckUnrecorded(f *fire) []int {
-	ctx, cancel := r.coordCtx(f.sess)
+	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	keep, gone := r.inheritance.Recheck(ctx, f.cfg.book.Schedule, f.at, f.items, f.unrecorded)
+	keep, gone := r.inheritance.Recheck(ctx, f.Job.Book.Schedule, f.At, f.Items, f.Unrecorded)
 	if len(gone) > 0 {
-		r.log.Info("items gained at this fire ran it on their previous owner while they were marked here", "items", layout.FormatItems(gone), "fire", f.at)
+		r.log.Info("items gained at this fire ran it on their previous owner while they were marked here", "items", layout.FormatItems(gone), "fire", f.At)
 		r.release(gone)
 	}
 	return keep

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/parallel"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -38,7 +39,7 @@ func (r *runner) newMarker() *marks.Marker {
 //
 // out answers for the items the marking cannot mark (markOutcomes).
 func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record, out marks.Outcomes) ([]int, error) {
-	run := marks.Run{Sess: f.sess, Fire: f.at, Kind: string(f.kind), Items: f.items, Checks: checks, Records: records}
+	run := marks.Run{Sess: f.Sess, Fire: f.At, Kind: f.Kind.String(), Items: f.Items, Checks: checks, Records: records}
 	return r.marker.Mark(ctx, run, out)
 }
 
@@ -55,16 +56,16 @@ type markOutcomes struct {
 // runs only what it does not cover. Other kinds read the record once the
 // item is marked.
 func (o markOutcomes) RecordChanged(item int) bool {
-	if o.f.kind != KindFire {
+	if o.f.Kind != book.Fire {
 		return false
 	}
-	o.r.book.NoteMisfire(o.r.config().book, item, o.f.at)
+	o.r.book.NoteMisfire(o.r.config().book, item, o.f.At)
 	o.r.release([]int{item})
 	return true
 }
 
 // Recheck: see fire.recheck.
-func (o markOutcomes) Recheck(item int) { o.f.recheck(item) }
+func (o markOutcomes) Recheck(item int) { o.f.Recheck(item) }
 
 // Busy: the items run elsewhere (or still from an earlier fire). A
 // failover run gives its claims back rather than hold them while the items
@@ -75,25 +76,25 @@ func (o markOutcomes) Recheck(item int) { o.f.recheck(item) }
 // go.
 func (o markOutcomes) Busy(ctx context.Context, items []int) {
 	r, f := o.r, o.f
-	if f.kind == KindBackfill {
+	if f.Kind == book.Backfill {
 		r.release(items) // the backfill tries the fire again
 		return
 	}
-	if f.kind == KindFailover {
-		r.claimer.HandBack(ctx, f.sess, items)
+	if f.Kind == book.Failover {
+		r.claimer.HandBack(ctx, f.Sess, items)
 		r.release(items)
 		return
 	}
 	cfg := r.config()
 	for _, it := range items {
-		r.book.NoteUnrun(cfg.book, it, f.at)
+		r.book.NoteUnrun(cfg.book, it, f.At)
 	}
 	r.release(items)
 	if len(items) == 1 {
-		r.owesMisfireRemote(ctx, items[0], f.at)
+		r.owesMisfireRemote(ctx, items[0], f.At)
 		return
 	}
-	parallel.Each(len(items), 32, func(i int) { r.owesMisfireRemote(ctx, items[i], f.at) })
+	parallel.Each(len(items), 32, func(i int) { r.owesMisfireRemote(ctx, items[i], f.At) })
 }
 
 // Unmarked: items that could not be marked are handed back (a failover
@@ -101,14 +102,14 @@ func (o markOutcomes) Busy(ctx context.Context, items []int) {
 // released.
 func (o markOutcomes) Unmarked(ctx context.Context, items []int) {
 	r, f := o.r, o.f
-	switch f.kind {
-	case KindBackfill: // the backfill tries the fire again
-	case KindFailover:
-		r.claimer.HandBack(ctx, f.sess, items)
+	switch f.Kind {
+	case book.Backfill: // the backfill tries the fire again
+	case book.Failover:
+		r.claimer.HandBack(ctx, f.Sess, items)
 	default:
 		cfg := r.config()
 		for _, it := range items {
-			r.book.NoteUnrun(cfg.book, it, f.at)
+			r.book.NoteUnrun(cfg.book, it, f.At)
 		}
 	}
 	r.release(items)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
@@ -58,7 +59,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 		<-sig.watched // the registration's own watches
 	}
 	at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.Local)
-	f := &fire{sess: r.rc.Session(), cfg: r.config(), at: at, kind: KindFire, items: []int{0}}
+	f := &fire{Sess: r.rc.Session(), Job: &r.config().fire, At: at, Kind: book.Fire, Items: []int{0}}
 	type result struct {
 		marked []int
 		err    error
@@ -83,7 +84,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 	if res.err != nil || len(res.marked) != 1 {
 		t.Fatalf("marking after the other run's mark went: marked %v, err %v", res.marked, res.err)
 	}
-	f.items = res.marked
+	f.Items = res.marked
 	if left := r.recheckUnrecorded(f); len(left) != 0 {
 		t.Fatalf("the fire still runs items %v, which the other run completed for this very fire", left)
 	}

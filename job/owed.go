@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/makeup"
 	"github.com/shardjob/shardjob/regcenter"
@@ -36,21 +37,21 @@ func (r *runner) newDebts() *makeup.Debts {
 // its items still owe, now that this instance holds their running marks
 // (makeup.Debts.Narrow): the fires their records list, run here or on
 // another instance, are not run again. f keeps the items to run, the
-// fire each starts at (f.fires) and the records read (f.priors), which
+// fire each starts at (f.Fires) and the records read (f.Priors), which
 // the runs' completions add to; the items whose every owed fire is
 // covered are returned, settled without running. An item's record in
 // proven (proved current when the item was marked) is not read again.
 func (r *runner) stillOwed(f *fire, proven map[int]record) (settled []itemResult) {
-	if _, _, err := f.cfg.Schedule(); err != nil {
-		f.priors = nil
+	if f.Job.SchedErr != nil {
+		f.Priors = nil
 		return nil
 	}
-	ctx, cancel := r.coordCtx(f.sess)
+	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	n := r.debts.Narrow(ctx, makeup.Run{Job: f.cfg.book, At: f.at, Kind: bookKind(f.kind), Items: f.items, Fires: f.fires,
+	n := r.debts.Narrow(ctx, makeup.Run{Job: f.Job.Book, At: f.At, Kind: f.Kind, Items: f.Items, Fires: f.Fires,
 		Read: r.config().book.Schedule}, proven)
-	maps.Copy(f.fires, n.Starts)
-	f.items, f.priors = n.Todo, n.Priors
+	maps.Copy(f.Fires, n.Starts)
+	f.Items, f.Priors = n.Todo, n.Priors
 	return n.Settled
 }
 
@@ -173,8 +174,8 @@ func (r *runner) runMakeUps(sess *regcenter.Session, cfg *spec, debts map[time.T
 		wg.Add(1)
 		go func() { // owned here: waited for below
 			defer wg.Done()
-			r.markAndRun(&fire{sess: sess, cfg: cfg, at: since, kind: KindMisfire, items: items,
-				mayHaveRun: r.inherit.Take(items), failedAttempts: r.inherit.TakeFailed(items)})
+			r.markAndRun(&fire{Sess: sess, Job: &cfg.fire, At: since, Kind: book.Misfire, Items: items,
+				MayHaveRun: r.inherit.Take(items), FailedAttempts: r.inherit.TakeFailed(items)})
 		}()
 	}
 	wg.Wait()

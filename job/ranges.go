@@ -62,28 +62,28 @@ func (f RangeFunc) Execute(ctx context.Context, sc ShardingContext) error {
 // executeRange calls the job for one range of f and returns a result per
 // item.
 func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []itemResult {
-	sess, cfg, params, kind := f.sess, f.cfg, f.params, f.kind
+	sess, cfg, params, kind := f.Sess, f.Job, f.Params, Kind(f.Kind.String())
 	ctx := newRunCtx(r.runContext(sess))
 	defer ctx.End()
 	through := r.book.Started(run.First, run.Last, run.Fire, nil)
-	per := int64(max(cfg.ItemsPerShard, 1))
+	per := int64(max(cfg.PerShard, 1))
 	rc := RangeContext{
 		ShardingContext: ShardingContext{
 			JobName: r.name, TaskID: taskID(r.name, run.Fire), FireTime: run.Fire, Through: through,
-			ShardingTotalCount: cfg.ShardingTotalCount, Item: run.First, ItemParameter: params[run.First],
+			ShardingTotalCount: cfg.Total, Item: run.First, ItemParameter: params[run.First],
 			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			MayHaveRunThrough: fireplan.RangeMayHaveRunThrough(f.mayHaveRun, run, through), owner: ctx.owner(sess), Attempt: 1,
+			MayHaveRunThrough: fireplan.RangeMayHaveRunThrough(f.MayHaveRun, run, through), owner: ctx.owner(sess), Attempt: 1,
 		},
 		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
 	}
-	if f.keys != nil {
-		rc.ItemKey = f.keys[run.First]
+	if f.Keys != nil {
+		rc.ItemKey = f.Keys[run.First]
 		rc.Keys = make([]string, 0, run.Last-run.First+1)
 		for it := run.First; it <= run.Last; it++ {
-			rc.Keys = append(rc.Keys, f.keys[it])
+			rc.Keys = append(rc.Keys, f.Keys[it])
 		}
 	}
-	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: bookKind(kind), Begin: time.Now()}
+	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: f.Kind, Begin: time.Now()}
 	r.s.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
 		return execute.Bounded(tctx, cfg.Timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
 			if bounded {

@@ -72,14 +72,3 @@ func (p RetryPolicy) withDefaults() RetryPolicy { return RetryPolicy(p.policy())
 // failedAttempts are the attempts of a fire that failed on an item's
 // previous owner (failover.Entry.Attempts, or its retry node).
 type failedAttempts = assume.Failed
-
-// failedBefore is how many attempts of the fire at failed before this
-// run, on the owner that handed the item over: 0 but for a failover run
-// of that very fire. A hostile count is bounded by the policy's limit.
-func (f *fire) failedBefore(item int, at time.Time) int {
-	fa, ok := f.failedAttempts[item]
-	if !ok || !fa.Fire.Equal(at) || fa.N <= 0 {
-		return 0
-	}
-	return min(fa.N, MaxRetryAttempts)
-}

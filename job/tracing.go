@@ -84,16 +84,16 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	}
 }
 
-// traceFire starts f's span when tracing is on (f.trace is then set, for
+// traceFire starts f's span when tracing is on (f.Trace is then set, for
 // its items' spans) and returns the call that ends it.
 func (r *runner) traceFire(f *fire) func() {
-	f.trace = r.s.opts.tracer.StartFire(f.sess.Ctx(), tracing.FireFacts{
-		Job: r.name, Kind: string(f.kind), ServerID: r.serverID(), At: f.at, Items: len(f.items),
+	f.Trace = r.s.opts.tracer.StartFire(f.Sess.Ctx(), tracing.FireFacts{
+		Job: r.name, Kind: f.Kind.String(), ServerID: r.serverID(), At: f.At, Items: len(f.Items),
 	})
-	if f.trace == nil {
+	if f.Trace == nil {
 		return noTrace // a method value of nil would allocate
 	}
-	return f.trace.End
+	return f.Trace.End
 }
 
 // noTrace is what traceFire returns when tracing is off.

@@ -10,12 +10,18 @@
 //     once when the config is compiled (package job's compile) and read
 //     only after: what the book and the completions read of the job, its
 //     retry policy, its schedule, its item parameters, its timeout, its
-//     starting deadline and its parents.
+//     starting deadline and its parents;
+//   - Fire (fire.go): one fire's run as it passes from stage to stage,
+//     with what the stages learn of its items on the way, and the pure
+//     reads of it: the fire an item's run starts at, what its record said
+//     before, the attempts a previous owner failed, the result of a run
+//     that never started because the runner is stopping.
 //
-// It may import the standard library, github.com/robfig/cron/v3,
-// job/internal/book, job/internal/completion and job/internal/retry;
-// never package job.
+// It may import the standard library, github.com/robfig/cron/v3, package
+// regcenter (a fire's session), job/internal/assume, job/internal/book,
+// job/internal/completion, job/internal/fireplan, job/internal/records,
+// job/internal/retry and job/internal/tracing; never package job.
 //
 // It starts no goroutine and takes no lock of its own: a Job is read only
-// once made.
+// once made, and a Fire is held by one stage at a time.
 package firing

@@ -26,8 +26,10 @@ type Job struct {
 	SchedErr error
 	// Params are the items' parameters (nil when they did not parse).
 	Params map[int]string
-	// Total is the number of the job's items (Config.ShardingTotalCount).
-	Total int
+	// Total is the number of the job's items (Config.ShardingTotalCount),
+	// PerShard the units of one item of a range job (Config.ItemsPerShard).
+	Total    int
+	PerShard int
 	// JobParameter is the job's parameter, handed to every run.
 	JobParameter string
 	// Timeout bounds one call of the job (0: unbounded).
