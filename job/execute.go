@@ -2,17 +2,13 @@ package job
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
-	"github.com/shardjob/shardjob/job/internal/execute"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/firing"
 	"github.com/shardjob/shardjob/job/internal/marks"
-	"github.com/shardjob/shardjob/job/internal/retry"
-	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
 )
 
@@ -132,16 +128,16 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		}
 	}
 	f.Params = f.Job.Params
-	if _, keyed := r.job.(ItemLister); keyed {
+	if r.firer.Exec.Keyed() {
 		if err := r.readItemKeys(f); err != nil {
 			r.failItems(f, resultsFor(results, n), n, err)
 			return
 		}
 	}
-	defer r.traceFire(f)()
-	defer r.fireStarted(f.At, Kind(f.Kind.String()), f.Items)()
-	if rj, ok := r.job.(RangeJob); ok {
-		r.startRangeRuns(f, rj, resultsFor(results, n), n)
+	defer r.firer.TraceFire(f)()
+	defer r.firer.FireStarted(f)()
+	if r.firer.Exec.Ranges() {
+		r.startRangeRuns(f, resultsFor(results, n), n)
 		return
 	}
 	if n == 1 && len(f.Items) == 1 && !r.isClosed() {
@@ -149,7 +145,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		// which would wait for it in any case, and is completed as it
 		// returns: no goroutine and no channel for one result.
 		it := f.Items[0]
-		res := r.executeItem(f, it)
+		res := r.firer.ExecuteItem(f, it)
 		res.Prior = f.Prior(it)
 		r.done.Complete(f.Sess, f.Job.Done, []itemResult{res})
 		return
@@ -158,7 +154,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 	for _, it := range f.Items {
 		prior := f.Prior(it)
 		if !r.goFunc(func() {
-			res := r.executeItem(f, it)
+			res := r.firer.ExecuteItem(f, it)
 			res.Prior = prior
 			results <- res
 		}) {
@@ -204,10 +200,10 @@ func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
 
 // startRangeRuns runs f's items as runs of consecutive items for a
 // RangeJob, each on its own goroutine, and completes them.
-func (r *runner) startRangeRuns(f *fire, rj RangeJob, results chan itemResult, n int) {
+func (r *runner) startRangeRuns(f *fire, results chan itemResult, n int) {
 	for _, run := range fireplan.Runs(f.Items, f.FireOf) {
 		if !r.goFunc(func() {
-			for _, res := range r.executeRange(f, rj, run) {
+			for _, res := range r.firer.ExecuteRange(f, run) {
 				res.Prior = f.Prior(res.Item)
 				results <- res
 			}
@@ -230,82 +226,4 @@ type itemResult = completion.Result
 // would link to r.ctx.exec and unlink again every time.
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
 	return r.ctx.runs.Of(sess, r.ctx.exec)
-}
-
-// executeItem calls the job for one item of f and returns its result:
-// the last attempt's, when the job retries failed runs (Config.Retry;
-// the attempts are job/internal/execute's).
-func (r *runner) executeItem(f *fire, item int) itemResult {
-	sess, cfg, params, at, kind := f.Sess, f.Job, f.Params, f.FireOf(item), Kind(f.Kind.String())
-	ctx := newRunCtx(r.runContext(sess))
-	defer ctx.End()
-	through := r.book.Started(item, item, at, ctx.replace)
-
-	sc := ShardingContext{
-		JobName: r.name, TaskID: taskID(r.name, at), FireTime: at, Through: through,
-		ShardingTotalCount: cfg.Total, Item: item, ItemParameter: params[item], ItemKey: f.Keys[item],
-		JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-		ParentErr: f.ParentErr, MayHaveRunThrough: fireplan.MayHaveRunThrough(f.MayHaveRun, item, at, through), owner: ctx.owner(sess),
-	}
-	failed := f.FailedBefore(item, at)
-	// A count continued from another owner: its retry node goes with
-	// this run's completion.
-	res := itemResult{Item: item, Fire: at, Through: through, Kind: f.Kind, Begin: time.Now(), RetryNoted: failed > 0,
-		Backfill: f.Backfill, BackfillVersion: -1}
-	if v, ok := f.BackfillVersions[item]; ok {
-		res.BackfillVersion = v
-	}
-	if f.Keys != nil && sc.ItemKey == "" {
-		// An item without a key in the list in force: nothing to run.
-		res.End = res.Begin
-		return res
-	}
-	r.s.exec.Run(ctx, r.runOf(f, sc, item, item, cfg.Retry), 1+failed, &res, func(tctx context.Context, attempt int) error {
-		sc.Attempt = attempt
-		return r.callTimed(tctx, sc, cfg.Timeout)
-	})
-	if res.Halted != nil && res.FailedAttempts > 0 {
-		// Cut short after failures (a lost session ended a retry's
-		// wait): this instance's own make-up of the fire continues the
-		// count, as another owner would from the retry node.
-		r.inherit.NoteFailed(item, at, res.FailedAttempts)
-	}
-	return res
-}
-
-// runOf is the facts of the run of f's items first to last, whose
-// context is sc, as the execute stage takes them (execute.Job.Of).
-func (r *runner) runOf(f *fire, sc ShardingContext, first, last int, pol retry.Policy) execute.Run {
-	var sched fireplan.Schedule
-	if pol.Attempts > 0 {
-		if f.Job.SchedErr == nil {
-			sched = f.Job.Sched
-		}
-	}
-	ev := listener.Execution{Job: sc.JobName, TaskID: sc.TaskID, ServerID: sc.ServerID, Item: sc.Item, Kind: string(sc.Kind), FireTime: sc.FireTime}
-	return r.run.Of(ev, f.Trace, first, last, sc.Through, pol, sched, f.Kind == book.Backfill, !f.Job.Unmonitored)
-}
-
-// callTimed calls the job with ctx bounded by timeout (0: unbounded), and
-// its ownership check bounded the same way: an execution that outlives
-// its deadline fails with ErrExecutionTimeout (execute.Bounded).
-func (r *runner) callTimed(ctx context.Context, sc ShardingContext, timeout time.Duration) error {
-	return execute.Bounded(ctx, timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
-		if bounded {
-			sc.owner = &ownership{sess: sc.owner.sess, ctx: ctx}
-		}
-		return r.call(ctx, sc)
-	})
-}
-
-// call runs the job, turning a panic into an error.
-func (r *runner) call(ctx context.Context, sc ShardingContext) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("job %q item %d panicked: %v", sc.JobName, sc.Item, p)
-		}
-	}()
-	r.counters.executing.Add(1)
-	defer r.counters.executing.Add(-1)
-	return r.job.Execute(ctx, sc)
 }

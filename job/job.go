@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
@@ -148,8 +147,4 @@ func (o *ownership) check() error {
 		return fmt.Errorf("%w: %w", ErrNotOwner, context.Cause(o.ctx))
 	}
 	return nil
-}
-
-func taskID(job string, fire time.Time) string {
-	return job + "@" + strconv.FormatInt(fire.UnixMilli(), 10)
 }

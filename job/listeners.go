@@ -50,23 +50,3 @@ func (d *distributeOnce) Execute(ctx context.Context, sc ShardingContext) error 
 		Fire: listener.Fire{Job: sc.JobName, TaskID: sc.TaskID, FireTime: sc.FireTime, Kind: string(sc.Kind), ServerID: sc.ServerID}}
 	return d.g.Run(ctx, it, func(ctx context.Context) error { return d.job.Execute(ctx, sc) })
 }
-
-// fireStarted tells the fire listeners that items start here for the fire
-// at, and returns the call that tells them it ended.
-func (r *runner) fireStarted(at time.Time, kind Kind, items []int) func() {
-	ls := r.s.opts.fireListeners
-	if len(ls) == 0 || len(items) == 0 {
-		return func() {}
-	}
-	f := listener.Fire{Job: r.name, TaskID: taskID(r.name, at), FireTime: at, Kind: string(kind), ServerID: r.serverID(),
-		Items: append([]int(nil), items...), Begin: time.Now()}
-	for _, l := range ls {
-		l.FireStarted(f)
-	}
-	return func() {
-		f.End = time.Now()
-		for _, l := range ls {
-			l.FireEnded(f)
-		}
-	}
-}

@@ -2,12 +2,6 @@ package job
 
 import (
 	"context"
-	"fmt"
-	"time"
-
-	"github.com/shardjob/shardjob/job/internal/execute"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/retry"
 )
 
 // Range jobs: a job of many items takes them as contiguous
@@ -57,55 +51,4 @@ func (f RangeFunc) ExecuteRange(ctx context.Context, rc RangeContext) error { re
 // Execute calls f with the range of sc's item alone (ItemsPerShard 1).
 func (f RangeFunc) Execute(ctx context.Context, sc ShardingContext) error {
 	return f(ctx, RangeContext{ShardingContext: sc, First: sc.Item, Last: sc.Item, Start: int64(sc.Item), End: int64(sc.Item) + 1})
-}
-
-// executeRange calls the job for one range of f and returns a result per
-// item.
-func (r *runner) executeRange(f *fire, rj RangeJob, run fireplan.ItemRun) []itemResult {
-	sess, cfg, params, kind := f.Sess, f.Job, f.Params, Kind(f.Kind.String())
-	ctx := newRunCtx(r.runContext(sess))
-	defer ctx.End()
-	through := r.book.Started(run.First, run.Last, run.Fire, nil)
-	per := int64(max(cfg.PerShard, 1))
-	rc := RangeContext{
-		ShardingContext: ShardingContext{
-			JobName: r.name, TaskID: taskID(r.name, run.Fire), FireTime: run.Fire, Through: through,
-			ShardingTotalCount: cfg.Total, Item: run.First, ItemParameter: params[run.First],
-			JobParameter: cfg.JobParameter, Kind: kind, ServerID: r.serverID(),
-			MayHaveRunThrough: fireplan.RangeMayHaveRunThrough(f.MayHaveRun, run, through), owner: ctx.owner(sess), Attempt: 1,
-		},
-		First: run.First, Last: run.Last, Start: int64(run.First) * per, End: int64(run.Last+1) * per,
-	}
-	if f.Keys != nil {
-		rc.ItemKey = f.Keys[run.First]
-		rc.Keys = make([]string, 0, run.Last-run.First+1)
-		for it := run.First; it <= run.Last; it++ {
-			rc.Keys = append(rc.Keys, f.Keys[it])
-		}
-	}
-	res := itemResult{Item: run.First, Fire: run.Fire, Through: through, Kind: f.Kind, Begin: time.Now()}
-	r.s.exec.Run(ctx, r.runOf(f, rc.ShardingContext, run.First, run.Last, retry.Policy{}), 1, &res, func(tctx context.Context, _ int) error {
-		return execute.Bounded(tctx, cfg.Timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
-			if bounded {
-				rc.owner = &ownership{sess: rc.owner.sess, ctx: ctx}
-			}
-			return r.callRange(ctx, rj, rc)
-		})
-	})
-	out := make([]itemResult, 0, run.Last-run.First+1)
-	for it := run.First; it <= run.Last; it++ {
-		res.Item = it
-		out = append(out, res)
-	}
-	return out
-}
-
-// callRange runs the range, turning a panic into an error.
-func (r *runner) callRange(ctx context.Context, rj RangeJob, rc RangeContext) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("job %q items %d-%d panicked: %v", rc.JobName, rc.First, rc.Last, p)
-		}
-	}()
-	return rj.ExecuteRange(ctx, rc)
 }

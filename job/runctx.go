@@ -38,10 +38,10 @@ func (c *runCtx) owner(sess *regcenter.Session) *ownership {
 	return &c.own
 }
 
-// replace cancels the run for a later fire that replaces it
+// Replace cancels the run for a later fire that replaces it
 // (OverlapReplace): its context is done from now on, with ErrReplaced as
 // its cause. A run that has ended is left as it is.
-func (c *runCtx) replace() { c.Cancel(ErrReplaced) }
+func (c *runCtx) Replace() { c.Cancel(ErrReplaced) }
 
 // Replaced reports whether the run was cancelled by replace (see
 // execute.Ctx).

@@ -18,6 +18,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/confignode"
 	"github.com/shardjob/shardjob/job/internal/execute"
 	claims "github.com/shardjob/shardjob/job/internal/failover"
+	"github.com/shardjob/shardjob/job/internal/firing"
 	"github.com/shardjob/shardjob/job/internal/flags"
 	"github.com/shardjob/shardjob/job/internal/heldmarks"
 	"github.com/shardjob/shardjob/job/internal/inherit"
@@ -82,6 +83,8 @@ type runner struct {
 
 	// run is what its runs share in the execute stage (job/internal/execute).
 	run execute.Job
+	// firer is what the fire path's stages share (job/internal/firing).
+	firer firing.Firer
 	// cfgNode is the job's config node as read and written here
 	// (job/internal/confignode; confignode.go).
 	cfgNode *confignode.Node[Config]
@@ -149,6 +152,8 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
 	r.ctx.life, r.ctx.cancelLife = context.WithCancel(context.Background())
 	r.run = execute.Job{Name: r.name, Log: r.log, Life: r.ctx.life, Retries: &r.counters.retries, Registry: r.rc, Paths: r.paths}
+	r.firer = firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &r.run, Inherit: &r.inherit,
+		RunContext: r.runContext, Tracer: s.opts.tracer, Listeners: s.opts.fireListeners, Exec: executor{r}}
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,

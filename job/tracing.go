@@ -83,18 +83,3 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 		return nil
 	}
 }
-
-// traceFire starts f's span when tracing is on (f.Trace is then set, for
-// its items' spans) and returns the call that ends it.
-func (r *runner) traceFire(f *fire) func() {
-	f.Trace = r.s.opts.tracer.StartFire(f.Sess.Ctx(), tracing.FireFacts{
-		Job: r.name, Kind: f.Kind.String(), ServerID: r.serverID(), At: f.At, Items: len(f.Items),
-	})
-	if f.Trace == nil {
-		return noTrace // a method value of nil would allocate
-	}
-	return f.Trace.End
-}
-
-// noTrace is what traceFire returns when tracing is off.
-func noTrace() {}

@@ -15,13 +15,27 @@
 //     with what the stages learn of its items on the way, and the pure
 //     reads of it: the fire an item's run starts at, what its record said
 //     before, the attempts a previous owner failed, the result of a run
-//     that never started because the runner is stopping.
+//     that never started because the runner is stopping;
+//   - the execute part (execute.go): the Firer, what the stages share for
+//     one job, set once; an item's run and a range's run of a fire (the
+//     run's facts as values in a Call, its attempts handed to
+//     job/internal/execute), the fire's span and its fire listeners, and
+//     the fire's task id.
+//
+// The user's Job is called by package job through the Executor seam:
+// package job builds the job's ShardingContext or RangeContext from a
+// Call and calls the job under its timeout, a panic turned into an
+// error; the Firer calls the Executor, which calls nothing back.
 //
 // It may import the standard library, github.com/robfig/cron/v3, package
-// regcenter (a fire's session), job/internal/assume, job/internal/book,
-// job/internal/completion, job/internal/fireplan, job/internal/records,
-// job/internal/retry and job/internal/tracing; never package job.
+// regcenter (a fire's session), package listener, job/internal/assume,
+// job/internal/book, job/internal/completion, job/internal/execute,
+// job/internal/fireplan, job/internal/records, job/internal/retry and
+// job/internal/tracing; never package job.
 //
-// It starts no goroutine and takes no lock of its own: a Job is read only
-// once made, and a Fire is held by one stage at a time.
+// It starts no goroutine and takes no lock of its own: a Job and a Firer
+// are read only once made, and a Fire is held by one stage at a time (the
+// runs it starts, on the runner's goroutines, read it). The Book and the
+// Inherited it calls lock inside their methods; a run's attempts run on
+// the caller's goroutine.
 package firing

@@ -1,0 +1,85 @@
+package job
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/shardjob/shardjob/job/internal/execute"
+	"github.com/shardjob/shardjob/job/internal/firing"
+)
+
+// executor is the runner's side of a run (firing.Executor): it builds the
+// job's ShardingContext or RangeContext from the fire path's Call and
+// calls the user's Job, bounded by the job's timeout, a panic turned into
+// an error.
+type executor struct{ r *runner }
+
+// NewCtx is a run's context under parent (runCtx).
+func (e executor) NewCtx(parent context.Context) firing.RunCtx { return newRunCtx(parent) }
+
+// Ranges reports whether the job runs ranges of items.
+func (e executor) Ranges() bool { _, ok := e.r.job.(RangeJob); return ok }
+
+// Keyed reports whether the job's items come from data.
+func (e executor) Keyed() bool { _, ok := e.r.job.(ItemLister); return ok }
+
+// Execute calls the job for c's item with ctx bounded by c.Timeout (0:
+// unbounded), and its ownership check bounded the same way: an execution
+// that outlives its deadline fails with ErrExecutionTimeout
+// (execute.Bounded).
+func (e executor) Execute(ctx context.Context, run firing.RunCtx, c firing.Call) error {
+	sc := e.shardingContext(run, &c)
+	sc.ParentErr = c.ParentErr
+	return execute.Bounded(ctx, c.Timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
+		if bounded {
+			sc.owner = &ownership{sess: sc.owner.sess, ctx: ctx}
+		}
+		return e.call(ctx, sc)
+	})
+}
+
+// ExecuteRange calls the range job for c's items First to Last, bounded
+// as Execute is.
+func (e executor) ExecuteRange(ctx context.Context, run firing.RunCtx, c firing.Call) error {
+	per := int64(max(c.PerShard, 1))
+	rc := RangeContext{ShardingContext: e.shardingContext(run, &c),
+		First: c.First, Last: c.Last, Start: int64(c.First) * per, End: int64(c.Last+1) * per, Keys: c.Keys}
+	return execute.Bounded(ctx, c.Timeout, ErrExecutionTimeout, func(ctx context.Context, bounded bool) error {
+		if bounded {
+			rc.owner = &ownership{sess: rc.owner.sess, ctx: ctx}
+		}
+		return e.callRange(ctx, rc)
+	})
+}
+
+// shardingContext is the job's view of c's run.
+func (e executor) shardingContext(run firing.RunCtx, c *firing.Call) ShardingContext {
+	return ShardingContext{
+		JobName: e.r.name, TaskID: c.TaskID, FireTime: c.Fire, Through: c.Through,
+		ShardingTotalCount: c.Total, Item: c.First, ItemParameter: c.Param, ItemKey: c.Key,
+		JobParameter: c.JobParameter, Kind: Kind(c.Kind.String()), ServerID: c.ServerID,
+		MayHaveRunThrough: c.MayHaveRunThrough, owner: run.(*runCtx).owner(c.Sess), Attempt: c.Attempt,
+	}
+}
+
+// call runs the job, turning a panic into an error.
+func (e executor) call(ctx context.Context, sc ShardingContext) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("job %q item %d panicked: %v", sc.JobName, sc.Item, p)
+		}
+	}()
+	e.r.counters.executing.Add(1)
+	defer e.r.counters.executing.Add(-1)
+	return e.r.job.Execute(ctx, sc)
+}
+
+// callRange runs the range, turning a panic into an error.
+func (e executor) callRange(ctx context.Context, rc RangeContext) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("job %q items %d-%d panicked: %v", rc.JobName, rc.First, rc.Last, p)
+		}
+	}()
+	return e.r.job.(RangeJob).ExecuteRange(ctx, rc)
+}
