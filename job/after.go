@@ -3,13 +3,9 @@ package job
 import (
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/configcheck"
 	"github.com/shardjob/shardjob/job/internal/deps"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
-	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
 // Dependencies between jobs (Config.After): a dependent job fires on its
@@ -112,60 +108,17 @@ func (c Config) checkJob() configcheck.Job {
 		Schedule: configcheck.Schedule{Cron: c.Cron, TimeZone: c.TimeZone, Calendar: calendarOf(c)}}
 }
 
-// awaitParents waits until every parent of f's job has completed, on every
-// item, every fire f's runs stand for (from the earliest of its items'
-// fires through the latest), or until the job's AfterTimeout (by default
-// its next fire) or the session ends. It returns nil when they all
-// succeeded, else an error wrapping ErrParentFailed that says which
-// parent, item and fire, or that the wait timed out.
-func (r *runner) awaitParents(f *fire) error {
-	parents := f.Job.Parents
-	if len(parents) == 0 || len(f.Items) == 0 {
-		return nil
+// parentOf is the parent job name's facts as a dependent run's wait reads
+// them (deps.Wait.Parent).
+func (r *runner) parentOf(name string) (deps.Parent, error) {
+	pr := r.s.runner(name)
+	if pr == nil {
+		return deps.Parent{}, fmt.Errorf("parent %q is not added on this scheduler", name)
 	}
-	first := fireplan.Earliest(f.Fires, f.At, f.Items)
-	last := r.book.LatestThrough(f.At, f.Items...)
-	sched := f.Job.Sched
-	if err := f.Job.SchedErr; err != nil {
-		return err
-	}
-	wait := deps.Bound(f.Job.AfterTimeout, sched, last, r.s.opts.now())
-	parent := func(name string) (deps.Parent, error) {
-		pr := r.s.runner(name)
-		if pr == nil {
-			return deps.Parent{}, fmt.Errorf("parent %q is not added on this scheduler", name)
-		}
-		pcfg := pr.config()
-		psched, _, err := pcfg.Schedule()
-		if err != nil {
-			return deps.Parent{}, fmt.Errorf("parent %q: %w", name, err)
-		}
-		return deps.Parent{Paths: pr.paths, Items: pcfg.ShardingTotalCount, Schedule: psched}, nil
-	}
-	// Each parent's fires are its own jittered times of the same nominal
-	// fires.
-	err := deps.Await(r.runContext(f.Sess), r.rc, r.log, deps.Wait{Parents: parents, Parent: parent,
-		First: schedule.NominalFire(sched, first), Last: schedule.NominalFire(sched, last), Fire: first, Timeout: wait})
+	pcfg := pr.config()
+	psched, _, err := pcfg.Schedule()
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrParentFailed, err)
+		return deps.Parent{}, fmt.Errorf("parent %q: %w", name, err)
 	}
-	return nil
-}
-
-// skipForParents completes f's items without running them, each as a
-// run failed with err (ParentSkip, ParentAlert).
-func (r *runner) skipForParents(f *fire, results chan itemResult, n int, err error) {
-	msg := "skipping the run: a parent's fire did not succeed"
-	if ParentPolicy(f.Job.OnParentFailure) == ParentAlert {
-		r.log.Error(msg, "items", layout.FormatItems(f.Items), "fire", f.At, "err", err)
-	} else {
-		r.log.Warn(msg, "items", layout.FormatItems(f.Items), "fire", f.At, "err", err)
-	}
-	r.s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: len(f.Items), Detail: err.Error(), Err: err, At: time.Now()})
-	now := time.Now()
-	for _, it := range f.Items {
-		through := r.book.LatestThrough(f.FireOf(it), it)
-		results <- itemResult{Item: it, Fire: f.FireOf(it), Through: through, Kind: f.Kind, Begin: now, End: now, Err: err}
-	}
-	r.done.All(f.Sess, f.Job.Done, results, n)
+	return deps.Parent{Paths: pr.paths, Items: pcfg.ShardingTotalCount, Schedule: psched}, nil
 }

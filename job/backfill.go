@@ -166,19 +166,3 @@ func (r *runner) reserveBackfill(f *fire) {
 // waiting for them, reserved in the book for each, before anything else
 // may take them (release).
 func (r *runner) handBackfill(items []int) { r.bfWait.Hand(items) }
-
-// recheckBackfill reads, once f's items are marked here, their progress
-// in f's backfill (backfilling.Registry.Recheck): an item that ran f's
-// fire elsewhere meanwhile is settled unrun, its mark deleted by the
-// completion, which writes the progress over the versions read.
-func (r *runner) recheckBackfill(f *fire, results chan<- itemResult) {
-	ctx, cancel := r.coordCtx(f.Sess)
-	defer cancel()
-	keep, ran, versions := r.bfReg.Recheck(ctx, f.Backfill, f.At, f.Items)
-	f.BackfillVersions = versions
-	now := time.Now()
-	for _, it := range ran {
-		results <- itemResult{Item: it, Fire: f.At, Kind: f.Kind, Begin: now, End: now, Settled: true, Backfill: f.Backfill}
-	}
-	f.Items = keep
-}

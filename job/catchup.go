@@ -14,7 +14,7 @@ import "github.com/shardjob/shardjob/job/internal/fireplan"
 // as the next fire would have found). The pass may have been ahead of the
 // fire's time (a fire's lead): the run then waits for it (see startRuns). The
 // run is a make-up run: marked first and then narrowed by the items'
-// completed records (stillOwed), so a fire that another instance ran
+// completed records (firing.Firer.StillOwed), so a fire that another instance ran
 // before the reshard moved the item is not run again.
 
 // goCatchUp runs catchUpIdle on a goroutine that stop waits for as for a

@@ -90,7 +90,7 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 		r.narrowOwed(f, proven, results)
 	case book.Backfill:
 		results = make(chan itemResult, n)
-		r.recheckBackfill(f, results)
+		r.firer.RecheckBackfill(f, results)
 	case book.Fire:
 		if len(f.Unrecorded) > 0 {
 			if f.Items = r.recheckUnrecorded(f); len(f.Items) == 0 {
@@ -111,17 +111,17 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 	if !r.sleepUntil(r.book.LatestThrough(f.At, f.Items...), f.Sess.Ctx().Done()) {
 		// Stopped before the fire's time: nothing started, and the items
 		// are handed over as any run cut short by shutdown is.
-		r.closeUnstarted(f, resultsFor(results, n), n)
+		r.firer.CloseUnstarted(f, resultsFor(results, n), n)
 		return
 	}
 	if len(f.Job.Parents) > 0 && f.Kind != book.Trigger && f.Kind != book.Backfill {
-		if err := r.awaitParents(f); err != nil {
+		if err := r.firer.AwaitParents(f); err != nil {
 			if r.isClosed() || f.Sess.Check() != nil {
-				r.closeUnstarted(f, resultsFor(results, n), n)
+				r.firer.CloseUnstarted(f, resultsFor(results, n), n)
 				return
 			}
-			if ParentPolicy(f.Job.OnParentFailure) != ParentRun {
-				r.skipForParents(f, resultsFor(results, n), n, err)
+			if p := ParentPolicy(f.Job.OnParentFailure); p != ParentRun {
+				r.firer.SkipForParents(f, resultsFor(results, n), n, err, p == ParentAlert)
 				return
 			}
 			f.ParentErr = err
@@ -129,8 +129,8 @@ func (r *runner) startRuns(f *fire, proven map[int]record) {
 	}
 	f.Params = f.Job.Params
 	if r.firer.Exec.Keyed() {
-		if err := r.readItemKeys(f); err != nil {
-			r.failItems(f, resultsFor(results, n), n, err)
+		if err := r.firer.ReadItemKeys(f); err != nil {
+			r.firer.FailItems(f, resultsFor(results, n), n, err)
 			return
 		}
 	}
@@ -180,22 +180,13 @@ func resultsFor(results chan itemResult, n int) chan itemResult {
 // and what their records said; results gets the items found settled.
 func (r *runner) narrowOwed(f *fire, proven map[int]record, results chan<- itemResult) {
 	f.Fires = r.book.AbsorbDebts(f.Job.Book, f.Items, f.At)
-	defer r.dropExpired(f, results)
+	defer r.firer.DropExpired(f, results)
 	if f.Job.Unmonitored {
 		return
 	}
-	for _, s := range r.stillOwed(f, proven) {
+	for _, s := range r.firer.StillOwed(f, proven) {
 		results <- s
 	}
-}
-
-// closeUnstarted completes f's items, which shutdown stopped before their
-// fire's time, as runs cut short by shutdown (handed over).
-func (r *runner) closeUnstarted(f *fire, results chan itemResult, n int) {
-	for _, it := range f.Items {
-		results <- f.ClosedResult(it, f.FireOf(it), ErrSchedulerClosed)
-	}
-	r.done.All(f.Sess, f.Job.Done, results, n)
 }
 
 // startRangeRuns runs f's items as runs of consecutive items for a

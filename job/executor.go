@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/shardjob/shardjob/job/internal/execute"
 	"github.com/shardjob/shardjob/job/internal/firing"
@@ -82,4 +83,23 @@ func (e executor) callRange(ctx context.Context, rc RangeContext) (err error) {
 		}
 	}()
 	return e.r.job.(RangeJob).ExecuteRange(ctx, rc)
+}
+
+// newFirer returns what the runner's fire path shares (job/internal/firing),
+// set once: the Firer's parts are the runner's, and the events it
+// raises are built here.
+func (r *runner) newFirer() firing.Firer {
+	s := r.s
+	return firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &r.run, Inherit: &r.inherit,
+		RunContext: r.runContext, Tracer: s.opts.tracer, Listeners: s.opts.fireListeners, Exec: executor{r},
+		Log: r.log, Now: s.opts.now, Lead: s.opts.fireLead, Coord: r.coordCtx, Current: func() *firing.Job { return &r.config().fire },
+		Done: r.done, Debts: r.debts, Backfills: r.bfReg, RC: r.rc, Paths: r.paths, ReportBad: r.reportBadValue, Parent: r.parentOf,
+		Closed: ErrSchedulerClosed, ItemKeysErr: ErrItemKeys, ParentFailed: ErrParentFailed, FiresExpired: &r.counters.firesExpired,
+		OnExpired: func(fires int, detail string, at time.Time) {
+			s.emit(Event{Kind: EventFiresExpired, Job: r.name, Units: fires, Detail: detail, At: at})
+		},
+		OnParentFailed: func(items int, err error, at time.Time) {
+			s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: items, Detail: err.Error(), Err: err, At: at})
+		},
+	}
 }

@@ -186,7 +186,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.book.NoteMisfire(cfg.book, it, since)
 			}
 		}
-		todo := r.book.Reserve(cfg.book, items, at, r.makeUpThrough(cfg, at), book.Misfire, r.flags.DisabledItems())
+		todo := r.book.Reserve(cfg.book, items, at, r.firer.MakeUpThrough(&cfg.fire, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
 		r.markAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
 			MayHaveRun: r.inherit.Take(todo), FailedAttempts: r.inherit.TakeFailed(todo)})

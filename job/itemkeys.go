@@ -3,7 +3,6 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/itemkeys"
@@ -77,28 +76,4 @@ func (r *runner) listItems() {
 		},
 	}
 	l.Run()
-}
-
-// readItemKeys reads, for a fire of a job whose items come from data,
-// the key of each of f's items in the list in force at its fire.
-func (r *runner) readItemKeys(f *fire) error {
-	ctx, cancel := r.coordCtx(f.Sess)
-	defer cancel()
-	keys, err := itemkeys.Read(ctx, r.rc, r.paths, f.Items, f.FireOf, r.reportBadValue)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrItemKeys, err)
-	}
-	f.Keys = keys
-	return nil
-}
-
-// failItems completes f's items, which did not start, as failed with err.
-func (r *runner) failItems(f *fire, results chan itemResult, n int, err error) {
-	r.log.Warn("fire failed before its runs", "fire", f.At, "err", err)
-	now := time.Now()
-	for _, it := range f.Items {
-		through := r.book.LatestThrough(f.FireOf(it), it)
-		results <- itemResult{Item: it, Fire: f.FireOf(it), Through: through, Kind: f.Kind, Begin: now, End: now, Err: err}
-	}
-	r.done.All(f.Sess, f.Job.Done, results, n)
 }

@@ -35,7 +35,7 @@ func (r *runner) newMarker() *marks.Marker {
 // records, when not nil, holds what this instance knows of some items'
 // completed records: each is checked (its version) in the transaction that
 // marks its item, and one found changed is removed from the map, so that
-// what stays is proved current as the item is marked (see stillOwed).
+// what stays is proved current as the item is marked (see firing.Firer.StillOwed).
 //
 // out answers for the items the marking cannot mark (markOutcomes).
 func (r *runner) markRunning(ctx context.Context, f *fire, checks []regcenter.Op, records map[int]record, out marks.Outcomes) ([]int, error) {

@@ -2,14 +2,12 @@ package job
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
-	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/makeup"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -21,38 +19,9 @@ import (
 // job/internal/makeup's; the fire order, the runs and the watch on a mark
 // held elsewhere stay here.
 
-// makeUpThrough is the latest fire a make-up run since since, reserved now,
-// stands for: the latest fire dispatched, which may be a fire claimed ahead
-// of its time (the run then starts at that time; see startRuns).
-func (r *runner) makeUpThrough(cfg *spec, since time.Time) time.Time {
-	return fireplan.MakeUpThrough(cfg.book.Schedule, since, r.s.opts.now(), r.s.opts.fireLead)
-}
-
 // newDebts returns the runner's registry work of make-up runs.
 func (r *runner) newDebts() *makeup.Debts {
 	return &makeup.Debts{RC: r.rc, Paths: r.paths, Book: r.book, Records: r.reader, Known: r.records, Log: r.log}
-}
-
-// stillOwed narrows f, a make-up run (misfire or failover), to the fires
-// its items still owe, now that this instance holds their running marks
-// (makeup.Debts.Narrow): the fires their records list, run here or on
-// another instance, are not run again. f keeps the items to run, the
-// fire each starts at (f.Fires) and the records read (f.Priors), which
-// the runs' completions add to; the items whose every owed fire is
-// covered are returned, settled without running. An item's record in
-// proven (proved current when the item was marked) is not read again.
-func (r *runner) stillOwed(f *fire, proven map[int]record) (settled []itemResult) {
-	if f.Job.SchedErr != nil {
-		f.Priors = nil
-		return nil
-	}
-	ctx, cancel := r.coordCtx(f.Sess)
-	defer cancel()
-	n := r.debts.Narrow(ctx, makeup.Run{Job: f.Job.Book, At: f.At, Kind: f.Kind, Items: f.Items, Fires: f.Fires,
-		Read: r.config().book.Schedule}, proven)
-	maps.Copy(f.Fires, n.Starts)
-	f.Items, f.Priors = n.Todo, n.Priors
-	return n.Settled
 }
 
 // owesMisfireRemote records that item missed the fire at because another

@@ -152,8 +152,6 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
 	r.ctx.life, r.ctx.cancelLife = context.WithCancel(context.Background())
 	r.run = execute.Job{Name: r.name, Log: r.log, Life: r.ctx.life, Retries: &r.counters.retries, Registry: r.rc, Paths: r.paths}
-	r.firer = firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &r.run, Inherit: &r.inherit,
-		RunContext: r.runContext, Tracer: s.opts.tracer, Listeners: s.opts.fireListeners, Exec: executor{r}}
 	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
 		OnElected: r.onElected,
 		OnRevoked: r.onRevoked,
@@ -167,6 +165,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.held = r.newKeeper()
 	r.bfReg = r.newBackfilling()
 	r.done = r.newCompleter()
+	r.firer = r.newFirer()
 	r.held.Done = r.done
 	r.assigned = r.newSource()
 	spawn := r.goFunc // one method value for the seven

@@ -20,7 +20,16 @@
 //     one job, set once; an item's run and a range's run of a fire (the
 //     run's facts as values in a Call, its attempts handed to
 //     job/internal/execute), the fire's span and its fire listeners, and
-//     the fire's task id.
+//     the fire's task id;
+//   - the leaves of a fire's start (leaves.go), each of which narrows the
+//     fire or completes its items unrun and returns: a make-up run
+//     narrowed to the fires still owed and to the starting deadline, the
+//     wait for a dependent job's parents and the skip when they failed,
+//     the item keys read and the failure when they cannot be, a backfill's
+//     recheck, and the items shutdown stopped before their fire's time.
+//     The events package job raises for them (fires expired, a parent
+//     failed) go out as the Firer's function values with plain values;
+//     package job builds the Event.
 //
 // The user's Job is called by package job through the Executor seam:
 // package job builds the job's ShardingContext or RangeContext from a
@@ -28,14 +37,17 @@
 // error; the Firer calls the Executor, which calls nothing back.
 //
 // It may import the standard library, github.com/robfig/cron/v3, package
-// regcenter (a fire's session), package listener, job/internal/assume,
-// job/internal/book, job/internal/completion, job/internal/execute,
-// job/internal/fireplan, job/internal/records, job/internal/retry and
+// regcenter (a fire's session), package listener, internal/layout,
+// job/internal/assume, job/internal/backfilling, job/internal/book,
+// job/internal/completion, job/internal/deps, job/internal/execute,
+// job/internal/fireplan, job/internal/itemkeys, job/internal/makeup,
+// job/internal/records, job/internal/retry, job/internal/schedule and
 // job/internal/tracing; never package job.
 //
 // It starts no goroutine and takes no lock of its own: a Job and a Firer
 // are read only once made, and a Fire is held by one stage at a time (the
-// runs it starts, on the runner's goroutines, read it). The Book and the
-// Inherited it calls lock inside their methods; a run's attempts run on
-// the caller's goroutine.
+// runs it starts, on the runner's goroutines, read it). The Book, the
+// Inherited and the Completer it calls lock inside their methods; a
+// run's attempts, a parent wait and the registry reads run on the
+// caller's goroutine.
 package firing

@@ -2,14 +2,20 @@ package firing
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/assume"
+	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/completion"
+	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/execute"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/makeup"
 	"github.com/shardjob/shardjob/job/internal/retry"
 	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
@@ -82,6 +88,34 @@ type Firer struct {
 	Tracer     *tracing.Tracer // nil: tracing is off
 	Listeners  []listener.FireListener
 	Exec       Executor
+
+	// What the leaves of a fire's start read and write (leaves.go).
+	Log   *slog.Logger
+	Now   func() time.Time // the scheduler's clock
+	Lead  time.Duration    // how far ahead of its time a fire is dispatched
+	Coord func(sess *regcenter.Session) (context.Context, context.CancelFunc)
+	// Current is the job's config as it is now (the records of a
+	// make-up run are read against it).
+	Current   func() *Job
+	Done      *completion.Completer
+	Debts     *makeup.Debts
+	Backfills *backfilling.Registry
+	RC        regcenter.Center
+	Paths     layout.Job
+	ReportBad func(p string, st regcenter.Stat, data []byte, msg string, args ...any)
+	// Parent is a parent job's facts by name (deps.Wait.Parent).
+	Parent func(name string) (deps.Parent, error)
+	// The sentinels of package job the leaves wrap or record: a run cut
+	// short by the job's stop, an item list unreadable, a parent's fire
+	// that did not succeed.
+	Closed, ItemKeysErr, ParentFailed error
+	// FiresExpired counts the fires dropped past the starting deadline.
+	FiresExpired *atomic.Int64
+	// The events package job raises, given plain values: fires dropped
+	// past the starting deadline (detail: the items), a run skipped for
+	// its parents.
+	OnExpired      func(fires int, detail string, at time.Time)
+	OnParentFailed func(items int, err error, at time.Time)
 }
 
 // TaskID is the id of job's fire at fire, as listeners and the job see it.
