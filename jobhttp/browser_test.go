@@ -179,7 +179,12 @@ func (tb *tab) text(sel string) string {
 // click clicks the first element matching sel once it is visible.
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
-	tb.run(chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Click(sel, chromedp.ByQuery))
+	// A click event on the element itself, not a mouse click at its
+	// coordinates: a view's first refresh fills the page above the
+	// controls, and a mouse click computed before it lands on what moved
+	// there. (SVG elements have no click method: the event is dispatched.)
+	tb.run(chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Evaluate(fmt.Sprintf(
+		`document.querySelector(%s).dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, view: window}))`, js(sel)), nil))
 }
 
 // fill sets the value of the input matching sel as typing would, firing
