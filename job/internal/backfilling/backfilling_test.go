@@ -52,11 +52,7 @@ func testRegistry(ctx context.Context, t *testing.T, rc regcenter.Center) {
 	}
 	exists := func(p string) bool {
 		t.Helper()
-		ok, _, err := rc.Exists(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
+		return roomtest.Exists(t, ctx, rc, p)
 	}
 
 	// The request.

@@ -31,16 +31,7 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 	sec := func(s int64) time.Time { return time.UnixMilli(s * 1000) }
 	write := func(item int, kind string, data []byte) {
 		t.Helper()
-		if err := rc.EnsurePath(ctx, paths.Item(item)); err != nil {
-			t.Fatal(err)
-		}
-		p := paths.ItemNode(item, kind)
-		if _, err := rc.Set(ctx, p, data, -1); err == nil {
-			return
-		}
-		if _, err := rc.Create(ctx, p, data, regcenter.Persistent); err != nil {
-			t.Fatal(err)
-		}
+		roomtest.Put(t, ctx, rc, paths.ItemNode(item, kind), data)
 	}
 	completed := func(through int64) []byte {
 		m := stored.Completed{Server: "a", Fire: through * 1000, Ran: [][2]int64{{through * 1000, through * 1000}}}

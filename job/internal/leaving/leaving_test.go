@@ -13,6 +13,7 @@ import (
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/book"
 	"github.com/shardjob/shardjob/job/internal/flags"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
@@ -59,11 +60,7 @@ func TestLeaveOnARealRegistry(t *testing.T) {
 	}
 	exists := func(p string) bool {
 		t.Helper()
-		ok, _, err := rc.Exists(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
+		return roomtest.Exists(t, ctx, rc, p)
 	}
 	queued := func() map[int]failover.Entry {
 		t.Helper()

@@ -6,6 +6,7 @@ package roomtest
 import (
 	"context"
 	"log/slog"
+	"path"
 	"testing"
 	"time"
 
@@ -41,4 +42,28 @@ func ZooKeeper(tb testing.TB, namespace string) (context.Context, *zookeeper.Cen
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	tb.Cleanup(cancel)
 	return ctx, rc
+}
+
+// Put writes data at p, creating p (and its parents) when it is missing.
+func Put(tb testing.TB, ctx context.Context, rc regcenter.Center, p string, data []byte) {
+	tb.Helper()
+	if err := rc.EnsurePath(ctx, path.Dir(p)); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := rc.Set(ctx, p, data, -1); err == nil {
+		return
+	}
+	if _, err := rc.Create(ctx, p, data, regcenter.Persistent); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Exists reports whether p exists.
+func Exists(tb testing.TB, ctx context.Context, rc regcenter.Center, p string) bool {
+	tb.Helper()
+	ok, _, err := rc.Exists(ctx, p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ok
 }
