@@ -50,7 +50,7 @@ func (r *runner) runBackfill() {
 		// this instance again).
 		sess, ok := r.readyToFire()
 		if !ok {
-			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
 				return
 			}
 			continue
@@ -60,7 +60,7 @@ func (r *runner) runBackfill() {
 		cancel()
 		if err != nil {
 			// A registry that cannot answer now: read again.
-			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
 				return
 			}
 			continue
@@ -105,12 +105,12 @@ func (r *runner) runBackfill() {
 			}
 		}
 		if len(groups) == 0 || r.flags.Paused() {
-			if !r.sleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
+			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
 				return
 			}
 			continue
 		}
-		if !last.IsZero() && !r.sleepUntil(last.Add(time.Duration(float64(lastFires)*float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
+		if !last.IsZero() && !r.firer.SleepUntil(last.Add(time.Duration(float64(lastFires)*float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
 			return
 		}
 		last, lastFires = r.s.opts.now(), len(groups)
@@ -152,17 +152,12 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 }
 
 // reserveBackfill reserves f's items in the book, waiting up to
-// backfilling.Tries for those its live runs hold here (handBackfill), and
+// backfilling.Tries for those its live runs hold here (firing.Firer.Release), and
 // runs those it reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
 	f.Job = &r.config().fire
 	f.Items = r.bfWait.Reserve(r.ctx.life, f.Sess, f.Items, func(items []int) []int {
 		return r.book.Reserve(f.Job.Book, items, f.At, time.Time{}, f.Kind, r.flags.DisabledItems())
 	})
-	r.markAndRun(f)
+	r.firer.MarkAndRun(f)
 }
-
-// handBackfill hands items just released here to the backfill fires
-// waiting for them, reserved in the book for each, before anything else
-// may take them (release).
-func (r *runner) handBackfill(items []int) { r.bfWait.Hand(items) }

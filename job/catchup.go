@@ -12,7 +12,7 @@ import "github.com/shardjob/shardjob/job/internal/fireplan"
 // latest fire, the instance reads its assignment at once and owes the
 // newly held items the fire it passed (from their earliest uncovered fire,
 // as the next fire would have found). The pass may have been ahead of the
-// fire's time (a fire's lead): the run then waits for it (see startRuns). The
+// fire's time (a fire's lead): the run then waits for it (see firing.Firer.StartRuns). The
 // run is a make-up run: marked first and then narrowed by the items'
 // completed records (firing.Firer.StillOwed), so a fire that another instance ran
 // before the reshard moved the item is not run again.
@@ -24,7 +24,7 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
-	release := r.order.Hold()
+	release := r.firer.Order.Hold()
 	at := r.cache.TakeIdlePass()
 	if at.IsZero() || r.flags.Paused() {
 		release()
@@ -66,5 +66,5 @@ func (r *runner) catchUpIdle() {
 	if len(fresh) > 0 {
 		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
 	}
-	r.runOwed(sess)
+	r.firer.RunOwed(sess)
 }

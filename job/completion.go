@@ -73,7 +73,7 @@ func (r *runner) newCompleter() *completion.Completer {
 		Center: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,
 		Records: r.records, Reader: r.reader, Book: r.book, Owed: r.owed, Claims: r.fo, Backfills: &r.backfills,
 		Journal: r.s.journal, Fence: r.elect,
-		Keep: r.held.KeepAfter, Release: r.release,
+		Keep: r.held.KeepAfter, Release: func(items []int) { r.firer.Release(items) },
 		Current: func() completion.Job { return r.config().done },
 		Life:    r.ctx.record, SessionTimeout: r.sessionTimeout, Now: r.s.opts.now,
 		Interval: r.s.opts.recordInterval, Closed: ErrSchedulerClosed, MaxItems: MaxShardingTotalCount,

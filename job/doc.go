@@ -43,14 +43,15 @@
 // unmonitored job, by watches, or read fresh, resharding first when one is
 // due: job/internal/reshard, placed across the namespace by job/internal/placement),
 // the book (reserve the items in memory, split plain runs from make-up
-// runs: job/internal/book), mark.go (running marks, made by
-// job/internal/marks, which hands back each item it cannot mark),
-// execute.go (run the items, not before the fire's time; each run's attempts,
-// listeners, span and retries: job/internal/execute), the completer
-// (record what ran, in group commits: job/internal/completion; the marks'
-// and records' values are job/internal/stored's, the records known here
-// and their reads job/internal/records'),
-// owed.go (make-up runs; the misfire ledger is the book's).
+// runs: job/internal/book), then job/internal/firing's Firer, which takes
+// the fire as a value: the running marks (made by job/internal/marks,
+// which hands back each item it cannot mark), the runs (not before the
+// fire's time; each run's attempts, listeners, span and retries:
+// job/internal/execute; the user's Job called through executor.go), the
+// make-up runs (the misfire ledger is the book's), the completer (record
+// what ran, in group commits: job/internal/completion; the marks' and
+// records' values are job/internal/stored's, the records known here and
+// their reads job/internal/records').
 // The runner's state is held in parts, each in the file of the code that
 // changes it or in a room under job/internal whose doc says what it owns
 // (docs/design.md, "The runner's parts"). The

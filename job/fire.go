@@ -20,15 +20,15 @@ import (
 // assignment the previous fire read, or read it: assignment.go) →
 // fireItems (find inherited gaps, reserve the items in the book:
 // job/internal/book; prove the assumption in the marking transaction:
-// mark.go) → startRuns (execute.go) → completion.Completer.All → runOwed
-// (owed.go). From fireItems on, the fire is a value (fire, execute.go)
-// passed from stage to stage.
+// firing.Firer.Mark) → Firer.StartRuns → completion.Completer.All →
+// Firer.RunOwed. From fireItems on, the fire is a value (firing.Fire)
+// passed from stage to stage (job/internal/firing).
 //
 // The other paths into the same stages, named for what starts them:
-// fireTriggered (flags.go: a trigger, reserveAndRun), fireMissedWhileDown
-// (runner.go: fires skipped while disconnected), runOwed and runMakeUps
-// (owed.go: debts of this instance, markAndRun), claimFailover
-// (failover.go: another instance's debts, markAndRun).
+// fireTriggered (flags.go: a trigger, Firer.ReserveAndRun),
+// fireMissedWhileDown (runner.go: fires skipped while disconnected), and
+// the Firer's RunOwed (debts of this instance) and ClaimFailover (another
+// instance's debts), each into Firer.MarkAndRun.
 
 // readyToFire returns the session to fire under, or false when this
 // instance must not fire now.
@@ -51,7 +51,7 @@ func (r *runner) fireScheduled(at, skipped time.Time) { r.fireInTurn(at, skipped
 // (runs.Order.Enter): it reserves its items once the fires dispatched
 // before it have, and ends its turn then (or as it returns).
 func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
-	defer r.order.Leave(turn)
+	defer r.firer.Order.Leave(turn)
 	if r.flags.Paused() {
 		return // an operator paused this server: its items stay put
 	}
@@ -65,17 +65,17 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	}
 	// The fires dispatched before this one reserve first (a stop ends the
 	// wait: the fire then finds the job stopping).
-	r.order.Await(turn, r.ctx.life.Done())
+	r.firer.Order.Await(turn, r.ctx.life.Done())
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
-	r.order.Lock()
+	r.firer.Order.Lock()
 	held := true
 	reserved := func() {
 		if held {
 			held = false
-			r.order.Unlock()
-			r.order.Leave(turn)
+			r.firer.Order.Unlock()
+			r.firer.Order.Leave(turn)
 		}
 	}
 	defer reserved()
@@ -127,7 +127,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// instance holds every item's mark (hold.go). It runs
 				// without a request before its items (assigned.Source).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-				r.runOwed(sess)
+				r.firer.RunOwed(sess)
 				return
 			}
 			if a.Watched && len(a.Items) == 0 && (unmonitored || !r.elect.IsLeader()) {
@@ -139,7 +139,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// (catchUpIdle).
 				r.cache.PassIdle(at)
 				reserved()
-				r.runOwed(sess)
+				r.firer.RunOwed(sess)
 				return
 			}
 			if r.fireOnProof(sess, at, a, reserved) {
@@ -171,7 +171,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 		}
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-		r.runOwed(sess)
+		r.firer.RunOwed(sess)
 		return
 	}
 	if kind == KindMisfire {
@@ -188,12 +188,12 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		}
 		todo := r.book.Reserve(cfg.book, items, at, r.firer.MakeUpThrough(&cfg.fire, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
-		r.markAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
+		r.firer.MarkAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
 			MayHaveRun: r.inherit.Take(todo), FailedAttempts: r.inherit.TakeFailed(todo)})
 	} else {
-		r.reserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
+		r.firer.ReserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
 	}
-	r.runOwed(sess)
+	r.firer.RunOwed(sess)
 }
 
 // fireOnProof fires a's items, proved by the fire's first transaction,
@@ -204,7 +204,7 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Ass
 	err := r.fireItems(sess, at, a, reserved, true)
 	switch {
 	case err == nil:
-		r.runOwed(sess)
+		r.firer.RunOwed(sess)
 	case errors.Is(err, assume.ErrMoved):
 		return false
 	default:
@@ -258,13 +258,13 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		done = make(chan struct{})
 		go func() { // owned here: waited for below
 			defer close(done)
-			r.runMakeUps(sess, cfg, res.Debts, "making up for owed fires with this one")
+			r.firer.RunMakeUps(sess, &cfg.fire, res.Debts, "making up for owed fires with this one")
 		}()
 	}
 	if prove {
-		r.startRuns(f, nil) // marked with the proof
+		r.firer.StartRuns(f, nil) // marked with the proof
 	} else {
-		r.markAndRun(f)
+		r.firer.MarkAndRun(f)
 	}
 	if done != nil {
 		<-done
@@ -277,7 +277,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 // busy, or an unmonitored job. A fire must prove its assumption even then,
 // or an instance whose items stay busy would never learn that a reshard
 // moved them. It returns the items marked; on an error nothing is marked
-// and the items are still reserved (but for those markRunning dropped:
+// and the items are still reserved (but for those the marking dropped:
 // running elsewhere, they are owed and released).
 func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	if len(f.Items) == 0 || f.Job.Unmonitored {
@@ -289,7 +289,7 @@ func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	}
 	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	marked, err := r.markRunning(ctx, f, checks, f.Known, markOutcomes{r: r, f: f})
+	marked, err := r.firer.Mark(ctx, f, checks, f.Known)
 	if errors.Is(err, assume.ErrMoved) {
 		r.assigned.Forget()
 	}

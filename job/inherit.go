@@ -76,20 +76,3 @@ func (r *runner) ranBefore(cfg *spec, at time.Time, fresh []int) (ran map[int]bo
 	}
 	return r.records.RanBefore(cfg.book.Schedule, at, fresh)
 }
-
-// recheckUnrecorded reads again, now that f's marks are made, the records
-// of f's items that had none when the fire read them (see ranBefore), or
-// whose mark another run held when the fire marked them (fire.recheck),
-// and returns f's items without those whose record now lists this fire
-// (inherit.Reader.Recheck). They are released unrun; their marks stay held
-// here.
-func (r *runner) recheckUnrecorded(f *fire) []int {
-	ctx, cancel := r.coordCtx(f.Sess)
-	defer cancel()
-	keep, gone := r.inheritance.Recheck(ctx, f.Job.Book.Schedule, f.At, f.Items, f.Unrecorded)
-	if len(gone) > 0 {
-		r.log.Info("items gained at this fire ran it on their previous owner while they were marked here", "items", layout.FormatItems(gone), "fire", f.At)
-		r.release(gone)
-	}
-	return keep
-}

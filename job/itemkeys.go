@@ -66,7 +66,7 @@ func (r *runner) listItems() {
 			return itemkeys.Job{Total: cfg.ShardingTotalCount, Next: sched.Next, OK: true}
 		},
 		Prepare: r.prepareSync, Leading: r.elect.IsLeader, Fence: r.elect.Fence, Session: r.rc.Session,
-		Now: r.s.opts.now, Sleep: func(at time.Time) bool { return r.sleepUntil(at, nil) }, Closed: r.isClosed,
+		Now: r.s.opts.now, Sleep: func(at time.Time) bool { return r.firer.SleepUntil(at, nil) }, Closed: r.isClosed,
 		Log: r.log, ReportBad: r.reportBadValue,
 		Listed: func(n int, detail string) {
 			r.s.emit(Event{Kind: EventItemsListed, Job: r.name, Units: n, Detail: detail, At: time.Now()})

@@ -61,10 +61,10 @@ type runner struct {
 	watch       watchCancels      // the registration's watches (register.go)
 	flags       *flags.Flags      // this server's flags for the job (job/internal/flags)
 	cache       assume.Cache      // the assignment the next fire may assume (job/internal/assigned)
-	marker      *marks.Marker     // the running marks of runs (mark.go)
+	marker      *marks.Marker     // the running marks of runs (job/internal/firing's Mark)
 	reader      *records.Reader   // the completed records read from the registry (completion.go)
 	inheritance *inherit.Reader   // reads what a fire inherits with items gained (inherit.go)
-	debts       *makeup.Debts     // the make-up runs' registry work (owed.go)
+	debts       *makeup.Debts     // the make-up runs' registry work (firing's RunOwed)
 	lead        *leader.Duties    // the leader's duties (job/internal/leader)
 	prep        prepare.Prep      // ready to run the job's items (job/internal/prepare; its use prepare.go)
 	counters    jobCounters       // behind JobStats (stats.go)
@@ -84,7 +84,7 @@ type runner struct {
 	// run is what its runs share in the execute stage (job/internal/execute).
 	run execute.Job
 	// firer is what the fire path's stages share (job/internal/firing).
-	firer firing.Firer
+	firer *firing.Firer
 	// cfgNode is the job's config node as read and written here
 	// (job/internal/confignode; confignode.go).
 	cfgNode *confignode.Node[Config]
@@ -94,7 +94,6 @@ type runner struct {
 	// assignment.go).
 	assigned *assigned.Source
 
-	order runs.Order // scheduled fires reserve in fire order (job/internal/runs)
 	// dispatched is the latest scheduled fire the trigger dispatched
 	// (unix ns; 0 after the schedule was set): the fires between it and
 	// the next one dispatched were collapsed by the trigger after a stall,
@@ -126,7 +125,7 @@ type lifetimes struct {
 // run on a goroutine of the runner when kicked.
 type kickers struct {
 	membership *runs.Kicker // the leader checks the servers (checkMembership)
-	failover   *runs.Kicker // claim queued failover items (claimFailover)
+	failover   *runs.Kicker // claim queued failover items (firing.Firer.ClaimFailover)
 	flags      *runs.Kicker // read this server's flags (checkFlags)
 	reshard    *runs.Kicker // the leader answers a reshard request (reshardOnRequest)
 	epoch      *runs.Kicker // note a moved reshard epoch (assigned.Source.NoteEpochFlag)
@@ -170,7 +169,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.assigned = r.newSource()
 	spawn := r.goFunc // one method value for the seven
 	r.kick.membership = runs.NewKicker(spawn, r.checkMembership)
-	r.kick.failover = runs.NewKicker(spawn, r.claimFailover)
+	r.kick.failover = runs.NewKicker(spawn, r.firer.ClaimFailover)
 	r.kick.flags = runs.NewKicker(spawn, r.checkFlags)
 	r.kick.reshard = runs.NewKicker(spawn, r.reshardOnRequest)
 	r.kick.epoch = runs.NewKicker(spawn, r.assigned.NoteEpochFlag)
@@ -191,9 +190,9 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
 	skipped := r.skippedBefore(at)
-	turn := r.order.Enter() // on the trigger's goroutine: in fire order
+	turn := r.firer.Order.Enter() // on the trigger's goroutine: in fire order
 	if !r.goFiring(func() {
-		defer r.order.Leave(turn) // however the fire ends
+		defer r.firer.Order.Leave(turn) // however the fire ends
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
@@ -202,7 +201,7 @@ func (r *runner) goFire(at time.Time) {
 		}
 		r.fireInTurn(at, skipped, turn)
 	}) {
-		r.order.Leave(turn)
+		r.firer.Order.Leave(turn)
 	}
 }
 
@@ -235,7 +234,7 @@ func (r *runner) skippedBefore(at time.Time) time.Time {
 // without a lead; so that items still busy with the previous fire are not
 // found busy and owed a make-up run only because the fire came early.
 // While it waits, its turn of the fire order naps: a debt's make-up run
-// (runOwed) goes first, through the fires due within the lead. It
+// (firing.Firer.RunOwed) goes first, through the fires due within the lead. It
 // returns false if the runner stops meanwhile.
 func (r *runner) untilClaim(at time.Time, turn uint64) bool {
 	for at.After(r.s.opts.now()) {
@@ -243,30 +242,14 @@ func (r *runner) untilClaim(at time.Time, turn uint64) bool {
 		if steady {
 			return true
 		}
-		wake := r.order.Nap(turn)
-		slept := r.sleepUntil(at, idle)
+		wake := r.firer.Order.Nap(turn)
+		slept := r.firer.SleepUntil(at, idle)
 		wake()
 		if !slept {
 			return false
 		}
 	}
 	return true
-}
-
-// sleepUntil waits until at by the scheduler's clock, or until wake is
-// closed (nil: never), and reports true; false if the runner stops first.
-func (r *runner) sleepUntil(at time.Time, wake <-chan struct{}) bool {
-	if !at.After(r.s.opts.now()) {
-		return true
-	}
-	select {
-	case <-r.s.gates.Until(r.s.clock, at):
-		return true
-	case <-wake:
-		return true
-	case <-r.ctx.life.Done():
-		return false
-	}
 }
 
 // goFiring runs f on a goroutine that stop waits for as for a fire in
@@ -355,18 +338,18 @@ func (r *runner) setNecessary(ctx context.Context) { r.office.FlagReshard(ctx) }
 // this make-up run, from the skipped fires on, would have that fire find
 // the item run here through it, and run nothing.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
-	turn := r.order.Enter()
-	defer r.order.Leave(turn)
-	r.order.AwaitDue(turn, r.ctx.life.Done())
+	turn := r.firer.Order.Enter()
+	defer r.firer.Order.Leave(turn)
+	r.firer.Order.AwaitDue(turn, r.ctx.life.Done())
 	// Released once: when the run has reserved its items, or as it
 	// returns (fireAssigned does not on every path). Every call is on
 	// this goroutine.
-	unlock, held := r.order.Hold(), true
+	unlock, held := r.firer.Order.Hold(), true
 	release := func() {
 		if held {
 			held = false
 			unlock()
-			r.order.Leave(turn) // the debts it leaves take their turn after (runOwed)
+			r.firer.Order.Leave(turn) // the debts it leaves take their turn after (Firer.RunOwed)
 		}
 	}
 	defer release()

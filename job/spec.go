@@ -52,7 +52,7 @@ func compile(c Config) *spec {
 	s.retry = c.Retry.policy()
 	s.fire = firing.Job{Book: s.book, Done: s.done, Retry: s.retry, Sched: s.sched, SchedErr: s.schedErr, Params: s.params,
 		Total: c.ShardingTotalCount, PerShard: c.ItemsPerShard, JobParameter: c.JobParameter, Timeout: c.Timeout, Unmonitored: c.Unmonitored,
-		StartingDeadline: c.StartingDeadline, Parents: c.parents(), AfterTimeout: c.AfterTimeout, OnParentFailure: string(c.OnParentFailure)}
+		PausedUntil: c.PausedUntil, StartingDeadline: c.StartingDeadline, Parents: c.parents(), AfterTimeout: c.AfterTimeout, OnParentFailure: string(c.OnParentFailure)}
 	return s
 }
 

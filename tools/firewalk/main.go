@@ -6,6 +6,11 @@
 //	go run ./tools/firewalk -v                    # and every stop, in order
 //	go run ./tools/firewalk -from fireTriggered
 //
+// The fire path's stages in a room of their own (-through, by default
+// internal/firing: the Firer the fire is handed to as a value) are walked
+// as the package's own: a fire's path is the same walk whichever package
+// holds its stages.
+//
 // The walk starts at the entry function and follows the calls of each
 // function it reaches in the order they appear in its source (a call
 // inside a function literal counts as its enclosing function's), each to a
@@ -43,8 +48,15 @@ func main() {
 	to := flag.String("to", "internal/completion:Completer.writeCompletion", "where the walk ends: Type.method or function, prefixed with folder: for a package below")
 	verbose := flag.Bool("v", false, "print every stop")
 	rooms := flag.Bool("rooms", false, "follow calls into the packages below the package walked")
+	through := flag.String("through", "internal/firing", "rooms below the package whose calls are followed as its own (folders, comma-separated; empty: none)")
 	flag.Parse()
-	if err := run(*pkgPath, *from, *to, *rooms, *verbose); err != nil {
+	followed := map[string]bool{}
+	for r := range strings.SplitSeq(*through, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			followed[r] = true
+		}
+	}
+	if err := run(*pkgPath, *from, *to, *rooms, followed, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "firewalk:", err)
 		os.Exit(1)
 	}
@@ -58,13 +70,13 @@ type fn struct {
 	calls []string
 }
 
-func run(pkgPath, from, to string, rooms, verbose bool) error {
+func run(pkgPath, from, to string, rooms bool, through map[string]bool, verbose bool) error {
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
 	// The target's room: without -rooms, the first call into it ends the
 	// walk (the hand-off to its stage).
 	toRoom, _, inRoom := strings.Cut(to, ":")
 	patterns := []string{pkgPath}
-	if rooms || inRoom {
+	if rooms || inRoom || len(through) > 0 {
 		patterns = append(patterns, pkgPath+"/...")
 	}
 	pkgs, err := packages.Load(cfg, patterns...)
@@ -102,7 +114,7 @@ func run(pkgPath, from, to string, rooms, verbose bool) error {
 					if !ok {
 						return true
 					}
-					if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() != nil && (callee.Pkg().Path() == pkgPath || (rooms || inRoom && folderOf(pkgPath, callee.Pkg().Path()) == toRoom) && within(pkgPath, callee.Pkg().Path())) {
+					if callee := calleeOf(pkg.TypesInfo, call); callee != nil && callee.Pkg() != nil && followed(pkgPath, callee.Pkg().Path(), toRoom, rooms, inRoom, through) {
 						f.calls = append(f.calls, keyOf(pkgPath, callee))
 					}
 					return true
@@ -167,7 +179,7 @@ func run(pkgPath, from, to string, rooms, verbose bool) error {
 		names = append(names, f)
 	}
 	sort.Strings(names)
-	fmt.Printf("firewalk from=%s to=%s rooms=%t stops=%d files=%d returns=%d\n", from, to, rooms, len(stops), len(files), returns)
+	fmt.Printf("firewalk from=%s to=%s rooms=%t through=%s stops=%d files=%d returns=%d\n", from, to, rooms, strings.Join(sortedKeys(through), ","), len(stops), len(files), returns)
 	if verbose {
 		fmt.Println("files:", strings.Join(names, " "))
 	}
@@ -239,4 +251,29 @@ func keyOf(root string, obj *types.Func) string {
 		return rel + ":" + name
 	}
 	return name
+}
+
+// followed reports whether the walk follows a call into the package at
+// path: the package walked, a room followed as its own (through), the
+// target's room (its first call ends the walk), or with rooms any package
+// below.
+func followed(pkgPath, path, toRoom string, rooms, inRoom bool, through map[string]bool) bool {
+	if path == pkgPath {
+		return true
+	}
+	if !within(pkgPath, path) {
+		return false
+	}
+	folder := folderOf(pkgPath, path)
+	return rooms || through[folder] || inRoom && folder == toRoom
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

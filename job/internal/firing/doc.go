@@ -29,7 +29,19 @@
 //     recheck, and the items shutdown stopped before their fire's time.
 //     The events package job raises for them (fires expired, a parent
 //     failed) go out as the Firer's function values with plain values;
-//     package job builds the Event.
+//     package job builds the Event;
+//   - the run stage (stage.go): a fire's items reserved (a trigger's), marked,
+//     narrowed by the leaves, run (a lone item on the caller's goroutine,
+//     others each on one of the runner's) and handed to the Completer;
+//   - the mark stage (mark.go): the running marks made by the job's
+//     Marker, and the fire's answers for each item it cannot mark (owed a
+//     misfire and watched, handed back, or tried again);
+//   - the owed runs and the release (owed.go, claim.go): the make-up runs
+//     of this instance's debts in a turn of the fire order (the Order, which
+//     the Firer owns and package job's entries take turns in), what a
+//     released item starts (a waiting backfill fire, a queued trigger, the
+//     runs it is owed, the failover queue), and the claims from the
+//     failover queue.
 //
 // The user's Job is called by package job through the Executor seam:
 // package job builds the job's ShardingContext or RangeContext from a
@@ -41,13 +53,17 @@
 // job/internal/assume, job/internal/backfilling, job/internal/book,
 // job/internal/completion, job/internal/deps, job/internal/execute,
 // job/internal/fireplan, job/internal/itemkeys, job/internal/makeup,
+// job/internal/marks, job/internal/failover, job/internal/flags,
+// job/internal/inherit, job/internal/runs, job/internal/configcheck,
 // job/internal/records, job/internal/retry, job/internal/schedule and
-// job/internal/tracing; never package job.
+// job/internal/tracing, internal/parallel; never package job.
 //
-// It starts no goroutine and takes no lock of its own: a Job and a Firer
-// are read only once made, and a Fire is held by one stage at a time (the
-// runs it starts, on the runner's goroutines, read it). The Book, the
-// Inherited and the Completer it calls lock inside their methods; a
-// run's attempts, a parent wait and the registry reads run on the
-// caller's goroutine.
+// Its goroutines are the runner's (Go), which the job's stop waits for,
+// and a make-up run's groups, waited for where they start. Its one lock is
+// the Order's; a Job is read only once made, a Firer is set once (the
+// Order aside), and a Fire is held by one stage at a time (the runs it
+// starts read it). The Book, the Inherited and the Completer it calls lock
+// inside their methods. What it calls of package job is given as function
+// values (Triggered, KickFailover, Ready, Preempt, Go), never package job
+// itself.
 package firing

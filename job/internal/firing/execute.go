@@ -14,9 +14,15 @@ import (
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/deps"
 	"github.com/shardjob/shardjob/job/internal/execute"
+	claims "github.com/shardjob/shardjob/job/internal/failover"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
+	"github.com/shardjob/shardjob/job/internal/flags"
+	"github.com/shardjob/shardjob/job/internal/inherit"
 	"github.com/shardjob/shardjob/job/internal/makeup"
+	"github.com/shardjob/shardjob/job/internal/marks"
+	"github.com/shardjob/shardjob/job/internal/records"
 	"github.com/shardjob/shardjob/job/internal/retry"
+	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/tracing"
 	"github.com/shardjob/shardjob/listener"
 	"github.com/shardjob/shardjob/regcenter"
@@ -116,6 +122,45 @@ type Firer struct {
 	// its parents.
 	OnExpired      func(fires int, detail string, at time.Time)
 	OnParentFailed func(items int, err error, at time.Time)
+
+	// The run stage's parts (stage.go, mark.go, owed.go, claim.go).
+	//
+	// Order makes scheduled fires reserve in fire order; the Firer owns
+	// it (the zero Order is ready), and the entries of package job take
+	// their turns in it.
+	Order        runs.Order
+	Records      *records.Cache       // the items' records as known here
+	Holds        *assume.Holds        // the running marks kept across fires
+	Marker       *marks.Marker        // makes the running marks
+	Claimer      *claims.Claimer      // claims from the failover queue, hands claims back
+	Queue        *claims.State        // the failover queue as seen here
+	Owed         *book.Ledger         // what items are owed here
+	Flags        *flags.Flags         // this server's flags for the job
+	Inheritance  *inherit.Reader      // reads again the records of items gained
+	BackfillWait *backfilling.Waiters // backfill fires waiting for items held here
+	// Life is cancelled when the job's stop begins: it ends the waits.
+	Life context.Context
+	// Timeout bounds a hand-back after a failed marking and a claim's
+	// registry work (the reshard timeout).
+	Timeout time.Duration
+	// Until is closed at a time by the scheduler's clock.
+	Until func(at time.Time) <-chan struct{}
+	// Go runs a function on a goroutine of the job's runner, which its
+	// stop waits for; false once stopping (nothing runs). Stopped
+	// reports whether the runner is closed.
+	Go      func(func()) bool
+	Stopped func() bool
+	// Ready returns the session to fire under, or false when this
+	// instance must not fire now; Preempt waits while this instance's
+	// health asks it to let others claim first (false: do not claim).
+	Ready   func() (*regcenter.Session, bool)
+	Preempt func(ctx context.Context) bool
+	// FailoverClaims counts the items claimed from the failover queue.
+	FailoverClaims *atomic.Int64
+	// What a release starts that package job owns: a trigger queued while
+	// items ran (on a goroutine of Go), and the failover kicker.
+	Triggered    func()
+	KickFailover func()
 }
 
 // TaskID is the id of job's fire at fire, as listeners and the job see it.

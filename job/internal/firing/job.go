@@ -36,6 +36,8 @@ type Job struct {
 	Timeout time.Duration
 	// Unmonitored: the job writes no running marks and no records.
 	Unmonitored bool
+	// PausedUntil holds every run of the job, owed ones too, until then.
+	PausedUntil time.Time
 	// StartingDeadline bounds the fires a make-up run runs (0: none).
 	StartingDeadline time.Duration
 	// Parents are the jobs a run waits for (Config.After), AfterTimeout

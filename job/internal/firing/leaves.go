@@ -15,7 +15,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/schedule"
 )
 
-// The leaves of a fire's start (package job's startRuns): each narrows
+// The leaves of a fire's start (StartRuns, stage.go): each narrows
 // the fire, or completes its items without running them, and returns.
 
 // MakeUpThrough is the latest fire a make-up run of j since since,
