@@ -1310,6 +1310,41 @@ func (c *Conn) Multi(ops ...interface{}) ([]MultiResponse, error) {
 	return mr, err
 }
 
+// MultiReadResponse is one read's result in a MultiRead call: the node's
+// data and stat, or the error the read met (ErrNoNode for a node that does
+// not exist).
+type MultiReadResponse struct {
+	Data  []byte
+	Stat  *Stat
+	Error error
+}
+
+// MultiRead reads the data and stat of every path in one request
+// (ZooKeeper's multiRead, served by 3.6 and newer; an older server answers
+// ErrUnimplemented). Unlike Multi's writes, the reads are independent: one
+// that fails (a node that does not exist) has its error in its own result,
+// and the others are answered. The results are in the order of paths.
+func (c *Conn) MultiRead(paths ...string) ([]MultiReadResponse, error) {
+	req := &multiRequest{
+		Ops:        make([]multiRequestOp, 0, len(paths)),
+		DoneHeader: multiHeader{Type: -1, Done: true, Err: -1},
+	}
+	for _, path := range paths {
+		if err := validatePath(path, false); err != nil {
+			return nil, err
+		}
+		req.Ops = append(req.Ops, multiRequestOp{multiHeader{opGetData, false, -1}, &getDataRequest{Path: path}})
+	}
+	res := &multiReadResponse{}
+	if _, err := c.request(opMultiRead, req, res, nil); err != nil {
+		return nil, err
+	}
+	if len(res.Ops) != len(paths) {
+		return nil, fmt.Errorf("zk: multiRead answered %d reads of %d", len(res.Ops), len(paths))
+	}
+	return res.Ops, nil
+}
+
 // IncrementalReconfig is the zookeeper reconfiguration api that allows adding and removing servers
 // by lists of members. For more info refer to the ZK documentation.
 //

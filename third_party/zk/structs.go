@@ -287,6 +287,12 @@ type multiResponse struct {
 	DoneHeader multiHeader
 }
 
+// multiReadResponse is the answer to a multiRead: one result per read,
+// each a getData's answer or the error it met.
+type multiReadResponse struct {
+	Ops []MultiReadResponse
+}
+
 // zk version 3.5 reconfig API
 type reconfigRequest struct {
 	JoiningServers []byte
@@ -395,6 +401,42 @@ func (r *multiResponse) Decode(buf []byte) (int, error) {
 		}
 	}
 	return total, multiErr
+}
+
+func (r *multiReadResponse) Decode(buf []byte) (int, error) {
+	r.Ops = r.Ops[:0]
+	total := 0
+	for {
+		header := &multiHeader{}
+		n, err := decodePacketValue(buf[total:], reflect.ValueOf(header))
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if header.Done {
+			return total, nil
+		}
+		switch header.Type {
+		case opGetData:
+			res := &getDataResponse{}
+			n, err := decodePacketValue(buf[total:], reflect.ValueOf(res))
+			if err != nil {
+				return total, err
+			}
+			total += n
+			r.Ops = append(r.Ops, MultiReadResponse{Data: res.Data, Stat: &res.Stat})
+		case opError:
+			var code ErrCode
+			n, err := decodePacketValue(buf[total:], reflect.ValueOf(&code))
+			if err != nil {
+				return total, err
+			}
+			total += n
+			r.Ops = append(r.Ops, MultiReadResponse{Error: code.toError()})
+		default:
+			return total, ErrAPIError
+		}
+	}
 }
 
 type watcherEvent struct {
