@@ -21,6 +21,16 @@ type Center interface {
 	Get(ctx context.Context, path string) ([]byte, Stat, error)
 	// Exists reports whether a node exists, with its stat when it does.
 	Exists(ctx context.Context, path string) (bool, Stat, error)
+	// GetMany reads the data and stat of every node of paths, in as few
+	// requests as the registry allows: on ZooKeeper one multiRead (3.6
+	// and newer; an older server answers one Get per path), on etcd one
+	// read transaction, on PostgreSQL one statement, each for as many
+	// paths as one request may carry. nodes[i] is paths[i]'s; a node that
+	// does not exist is not an error (its Exists is false). On ZooKeeper
+	// the nodes are not read at one instant: each is as it was at some
+	// moment of the call. The answer holds every node's data: a caller
+	// that reads large nodes asks for few at a time.
+	GetMany(ctx context.Context, paths ...string) ([]NodeData, error)
 	// Children lists a node's children, unsorted.
 	Children(ctx context.Context, path string) ([]string, error)
 	// Create creates a node, and any missing parents as persistent nodes,
@@ -104,6 +114,15 @@ type Stat struct {
 	NumChildren int32
 	// DataLength is the size of the node's data.
 	DataLength int32
+}
+
+// NodeData is one node as [Center.GetMany] read it.
+type NodeData struct {
+	// Exists reports whether the node existed; Data and Stat are its
+	// when it did.
+	Exists bool
+	Data   []byte
+	Stat   Stat
 }
 
 // WatchKind selects what a watch observes.

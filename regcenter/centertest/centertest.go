@@ -38,7 +38,9 @@
 //     not a parent of /a/10), with 10,000 of them in one call; Stat's
 //     Version, CVersion, NumChildren, DataLength, EphemeralOwner, Czxid,
 //     Mzxid, Ctime and Mtime (CVersion counting every child created or
-//     deleted, several in one Multi included); ErrTooLarge past the write limit with nothing written;
+//     deleted, several in one Multi included); GetMany answering each
+//     path as Get would, in order, a missing node absent rather than an
+//     error, in one read for a few paths; ErrTooLarge past the write limit with nothing written;
 //     ErrClosed after Close; namespaces isolated from each other.
 //   - Ephemeral nodes: gone as soon as Close returns, and gone when the
 //     session is lost, as a second client sees; SessionLost then SessionNew,
@@ -157,6 +159,7 @@ type testCase struct {
 // last: it disturbs every client of the cluster.
 var cases = []testCase{
 	{"NoNode", testNoNode},
+	{"GetMany", testGetMany},
 	{"NodeExists", testNodeExists},
 	{"CreateMakesParents", testCreateMakesParents},
 	{"EnsurePathIsIdempotent", testEnsurePath},

@@ -562,3 +562,80 @@ func sameStat(a, b regcenter.Stat) bool {
 		a.Czxid == b.Czxid && a.Mzxid == b.Mzxid && a.Ctime.Equal(b.Ctime) && a.Mtime.Equal(b.Mtime) &&
 		a.NumChildren == b.NumChildren && a.DataLength == b.DataLength
 }
+
+// testGetMany: GetMany answers every path, in order, as Get would (data
+// and stat; a missing node, or one below a missing parent, absent rather
+// than an error), in one read for a few paths, and across as many
+// requests as a long list needs, still in order.
+func testGetMany(t testing.TB, s *suite) {
+	c := s.center(t)
+	ctx := ctxFor(t)
+	mustCreate(t, c, "/gm/a", []byte("first"), regcenter.Persistent)
+	if _, err := c.Set(ctx, "/gm/a", []byte("second"), 0); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, c, "/gm/a/kid", nil, regcenter.Persistent)
+	mustCreate(t, c, "/gm/empty", nil, regcenter.Persistent)
+	mustCreate(t, c, "/gm/eph", []byte("mine"), regcenter.Ephemeral)
+	if got, err := c.GetMany(ctx); err != nil || len(got) != 0 {
+		t.Errorf("GetMany of no path: %v, %v; want none", got, err)
+	}
+	paths := []string{"/gm/a", "/gm/missing", "/gm/empty", "/gm/eph", "/nope/below", "/gm/a/kid", "/gm/a"}
+	before := c.Stats()
+	got, err := c.GetMany(ctx, paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Stats().Sub(before); d.Reads != 1 || d.Total() != 1 {
+		t.Errorf("GetMany of %d paths sent %+v, want one read", len(paths), d)
+	}
+	if len(got) != len(paths) {
+		t.Fatalf("GetMany of %d paths answered %d", len(paths), len(got))
+	}
+	for i, p := range paths {
+		data, st, err := c.Get(ctx, p)
+		switch {
+		case errors.Is(err, regcenter.ErrNoNode):
+			if got[i].Exists {
+				t.Errorf("%s: GetMany says it exists (%s), Get says no node", p, quote(got[i].Data))
+			}
+		case err != nil:
+			t.Fatal(err)
+		case !got[i].Exists:
+			t.Errorf("%s: GetMany says absent, Get read %s", p, quote(data))
+		case !bytes.Equal(got[i].Data, data):
+			t.Errorf("%s: GetMany read %s, Get %s", p, quote(got[i].Data), quote(data))
+		case !sameStat(got[i].Stat, st):
+			t.Errorf("%s: GetMany's stat %+v, Get's %+v", p, got[i].Stat, st)
+		}
+	}
+	if got[0].Stat.Version != 1 || got[0].Stat.NumChildren != 1 || got[3].Stat.EphemeralOwner == 0 {
+		t.Errorf("stats %+v, %+v: want version 1 with a child, and an ephemeral owner", got[0].Stat, got[3].Stat)
+	}
+
+	// More paths than any backend sends in one request: every answer in
+	// its place.
+	var ops []regcenter.Op
+	for i := range 10 {
+		ops = append(ops, regcenter.CreateOp{Path: fmt.Sprintf("/gm/many-%d", i), Data: []byte{byte('0' + i)}})
+	}
+	if err := c.Multi(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+	paths = paths[:0]
+	for i := range 2500 {
+		paths = append(paths, fmt.Sprintf("/gm/many-%d", i%20))
+	}
+	got, err = c.GetMany(ctx, paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(paths) {
+		t.Fatalf("GetMany of %d paths answered %d", len(paths), len(got))
+	}
+	for i, n := range got {
+		if want := i%20 < 10; n.Exists != want || (want && string(n.Data) != string(rune('0'+i%20))) {
+			t.Fatalf("GetMany's answer %d (%s): exists=%v %s, want exists=%v", i, paths[i], n.Exists, quote(n.Data), want)
+		}
+	}
+}

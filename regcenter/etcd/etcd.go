@@ -910,6 +910,43 @@ func (e *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 	return data, st, nil
 }
 
+// GetMany reads several nodes' data and stats, one read transaction per
+// batch of paths (see regcenter.Center.GetMany): each node's statOps, so
+// etcdReadBatch / 3 nodes a transaction, all of a batch at one revision.
+func (e *Center) GetMany(ctx context.Context, paths ...string) ([]regcenter.NodeData, error) {
+	clean := make([]string, len(paths))
+	for i, p := range paths {
+		cp, err := cleanPath(p)
+		if err != nil {
+			return nil, err
+		}
+		clean[i] = cp
+	}
+	out := make([]regcenter.NodeData, 0, len(paths))
+	for _, batch := range backend.ReadBatches(clean, etcdReadBatch/3, etcdMaxRequestBytes-etcdRequestSlack) {
+		var ops []clientv3.Op
+		for _, p := range batch {
+			ops = e.appendStatOps(ops, p)
+		}
+		rs, _, err := e.readTxn(ctx, ops...)
+		if err == nil && len(rs) != len(ops) {
+			err = regcenter.ErrConnectionLoss // not what was asked: nothing is known
+		}
+		if err != nil {
+			return nil, backend.WrapPath("get", paths[len(out)], err)
+		}
+		for range batch {
+			data, st, ok := statOf(rs)
+			if ok && data == nil {
+				data = []byte{}
+			}
+			out = append(out, regcenter.NodeData{Exists: ok, Data: data, Stat: st})
+			rs = rs[3:]
+		}
+	}
+	return out, nil
+}
+
 // Exists reports whether a node exists.
 func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	cp, err := cleanPath(p)

@@ -830,6 +830,85 @@ func (c *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 	return data, st, nil
 }
 
+// maxReadPaths bounds the nodes of one GetMany statement.
+const maxReadPaths = 1000
+
+// getManyQuery reads, for each path of $2 in namespace $1, in order, the
+// node's data and stat (NULLs where there is none), and the namespace's
+// revision.
+const getManyQuery = `SELECT (SELECT rev FROM shardjob_rc_ns WHERE ns = $1), p.i, n.data,
+		n.version, n.cversion, n.owner, n.czxid, n.mzxid, n.ctime, n.mtime, n.numchildren, length(n.data)
+	FROM unnest($2::text[]) WITH ORDINALITY AS p(path, i)
+	LEFT JOIN shardjob_rc_nodes n ON n.ns = $1 AND n.path = p.path ORDER BY p.i`
+
+// GetMany reads several nodes' data and stats, one statement per batch of
+// paths (see regcenter.Center.GetMany), each batch one snapshot.
+func (c *Center) GetMany(ctx context.Context, paths ...string) ([]regcenter.NodeData, error) {
+	clean := make([]string, len(paths))
+	for i, p := range paths {
+		cp, err := backend.CleanPath(p)
+		if err != nil {
+			return nil, err
+		}
+		clean[i] = cp
+	}
+	out := make([]regcenter.NodeData, 0, len(paths))
+	for _, batch := range backend.ReadBatches(clean, maxReadPaths, backend.MaxNodeBytes(c.cfg)) {
+		var nodes []regcenter.NodeData
+		var rev int64
+		err := c.retryingRead(ctx, &c.counters.reads, func(ctx context.Context) error {
+			nodes, rev = make([]regcenter.NodeData, len(batch)), 0
+			rows, err := c.pool.Query(ctx, getManyQuery, c.ns, batch)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			seen := 0
+			for rows.Next() {
+				var nsRev *int64
+				var i int64
+				var data []byte
+				var owner *int64
+				var s struct {
+					v, cv, nc, dl *int32
+					cz, mz        *int64
+					ct, mt        *time.Time
+				}
+				if err := rows.Scan(&nsRev, &i, &data, &s.v, &s.cv, &owner, &s.cz, &s.mz, &s.ct, &s.mt, &s.nc, &s.dl); err != nil {
+					return err
+				}
+				if i < 1 || int(i) > len(batch) {
+					return fmt.Errorf("regcenter: a bulk read answered for path %d of %d", i, len(batch))
+				}
+				if nsRev != nil {
+					rev = *nsRev
+				}
+				if s.v != nil {
+					if data == nil {
+						data = []byte{}
+					}
+					nodes[i-1] = regcenter.NodeData{Exists: true, Data: data, Stat: regcenter.Stat{Version: *s.v, CVersion: *s.cv,
+						EphemeralOwner: *owner, Czxid: *s.cz, Mzxid: *s.mz, Ctime: *s.ct, Mtime: *s.mt, NumChildren: *s.nc, DataLength: *s.dl}}
+				}
+				seen++
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if seen != len(batch) {
+				return fmt.Errorf("regcenter: a bulk read answered %d paths of %d", seen, len(batch))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, backend.WrapPath("get", paths[len(out)], err)
+		}
+		c.see(rev)
+		out = append(out, nodes...)
+	}
+	return out, nil
+}
+
 // Exists reports whether a node exists, with its stat when it does.
 func (c *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	ok, st, _, err := c.exists(ctx, p, &c.counters.reads)

@@ -22,3 +22,7 @@ func SetWatchHooks(z *Center, beforeBatch, arming func()) {
 func QueuedWatchTasks(z *Center) int {
 	return z.watches.QueueLen()
 }
+
+// WithoutMultiRead makes z read as it does on a server older than 3.6,
+// which has no multiRead: GetMany reads one node at a time.
+func WithoutMultiRead(z *Center) { z.noMultiRead.Store(true) }

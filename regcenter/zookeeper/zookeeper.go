@@ -50,7 +50,10 @@ type Center struct {
 	epoch      time.Time    // monotonic base for lastRead
 	lastRead   atomic.Int64 // ns since epoch: send time of the latest request the server answered
 	negotiated atomic.Int64 // negotiated session timeout, ns
-	connected  atomic.Int64 // session id from the latest connect response
+	// noMultiRead is set once the server answered that it has no
+	// multiRead (older than 3.6): GetMany then reads one node at a time.
+	noMultiRead atomic.Bool
+	connected   atomic.Int64 // session id from the latest connect response
 
 	// TLS, and why connecting failed (see dial.go).
 	tls     *tls.Config // nil: plain TCP
@@ -712,6 +715,76 @@ func (z *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 		return r{ok, s}, err
 	})
 	return v.ok, toStat(v.s), backend.WrapPath("exists", p, err)
+}
+
+// maxReadPaths bounds the nodes of one multiRead.
+const maxReadPaths = 1000
+
+// GetMany reads several nodes' data and stats, one multiRead per batch
+// of paths (see regcenter.Center.GetMany), or one Get each on a server
+// older than 3.6: such a server answers the first multiRead that it does
+// not implement and closes the connection, which the client reopens
+// within the session; the center then reads one node per request.
+func (z *Center) GetMany(ctx context.Context, paths ...string) ([]regcenter.NodeData, error) {
+	full := make([]string, len(paths))
+	for i, p := range paths {
+		full[i] = z.full(p)
+	}
+	out := make([]regcenter.NodeData, 0, len(paths))
+	for _, batch := range backend.ReadBatches(full, maxReadPaths, backend.MaxNodeBytes(z.cfg)) {
+		at := len(out) // batch is full[at:at+len(batch)]
+		var rs []zk.MultiReadResponse
+		err := zk.ErrUnimplemented
+		if !z.noMultiRead.Load() {
+			rs, err = retrying(ctx, z, &z.counters.Reads, func() ([]zk.MultiReadResponse, error) {
+				return z.client().MultiRead(batch...)
+			})
+			if errors.Is(err, zk.ErrUnimplemented) && !z.noMultiRead.Swap(true) {
+				z.log.Info("the ZooKeeper server has no multiRead (3.6 and newer): reading nodes one at a time")
+			}
+		}
+		if errors.Is(err, zk.ErrUnimplemented) {
+			nodes, err := z.getEach(ctx, paths[at:at+len(batch)])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, nodes...)
+			continue
+		}
+		if err != nil {
+			return nil, backend.WrapPath("get", paths[at], err)
+		}
+		for i, r := range rs {
+			switch err := translate(r.Error); {
+			case err == nil:
+				data := r.Data
+				if data == nil {
+					data = []byte{}
+				}
+				out = append(out, regcenter.NodeData{Exists: true, Data: data, Stat: toStat(r.Stat)})
+			case errors.Is(err, regcenter.ErrNoNode):
+				out = append(out, regcenter.NodeData{})
+			default:
+				return nil, backend.WrapPath("get", paths[at+i], err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// getEach reads paths one Get each: GetMany on a server without multiRead.
+func (z *Center) getEach(ctx context.Context, paths []string) ([]regcenter.NodeData, error) {
+	out := make([]regcenter.NodeData, len(paths))
+	for i, p := range paths {
+		data, st, err := z.Get(ctx, p)
+		switch {
+		case err == nil:
+			out[i] = regcenter.NodeData{Exists: true, Data: data, Stat: st}
+		case !errors.Is(err, regcenter.ErrNoNode):
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Children lists a node's children.

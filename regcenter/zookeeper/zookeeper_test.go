@@ -382,3 +382,39 @@ func TestWatchNowReturnsStateAndKeepsWatching(t *testing.T) {
 		}
 	}
 }
+
+// GetMany of a few nodes is one multiRead; on a server without multiRead
+// (older than 3.6) it reads them one Get each, with the same answers.
+func TestGetManyIsOneMultiReadOrOneGetEach(t *testing.T) {
+	z := connect(t, regcenter.Config{})
+	c := ctx(t)
+	if _, err := z.Create(c, "/gm/a", []byte("a"), regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"/gm/a", "/gm/missing", "/gm"}
+	read := func() ([]regcenter.NodeData, regcenter.Stats) {
+		before := z.Stats()
+		got, err := z.GetMany(c, paths...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, z.Stats().Sub(before)
+	}
+	many, d := read()
+	if d.Total() != 1 || d.Reads != 1 {
+		t.Errorf("GetMany of %d paths: %+v, want one read", len(paths), d)
+	}
+	zookeeper.WithoutMultiRead(z)
+	each, d := read()
+	if d.Total() != int64(len(paths)) || d.Reads != int64(len(paths)) {
+		t.Errorf("GetMany of %d paths without multiRead: %+v, want a read each", len(paths), d)
+	}
+	for i := range paths {
+		if many[i].Exists != each[i].Exists || string(many[i].Data) != string(each[i].Data) || many[i].Stat.Mzxid != each[i].Stat.Mzxid {
+			t.Errorf("%s: %+v by multiRead, %+v one at a time", paths[i], many[i], each[i])
+		}
+	}
+	if !many[0].Exists || string(many[0].Data) != "a" || many[1].Exists || !many[2].Exists {
+		t.Errorf("answers %+v", many)
+	}
+}

@@ -102,3 +102,28 @@ func CleanOps(ops []regcenter.Op, clean func(string) (string, error)) ([]regcent
 	}
 	return out, nil
 }
+
+// ReadBatches splits paths, in order, into the batches of a bulk read
+// (regcenter.Center.GetMany): each at most maxPaths paths, and at most
+// maxBytes of paths with readOverhead bytes for each (one path alone may
+// be more).
+func ReadBatches(paths []string, maxPaths, maxBytes int) [][]string {
+	var out [][]string
+	start, size := 0, 0
+	for i, p := range paths {
+		n := len(p) + readOverhead
+		if i > start && (i-start >= maxPaths || size+n > maxBytes) {
+			out = append(out, paths[start:i:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(paths) {
+		out = append(out, paths[start:])
+	}
+	return out
+}
+
+// readOverhead is what one read of a bulk read adds to its request
+// beside its path: its header, the path's length and flags.
+const readOverhead = 16
