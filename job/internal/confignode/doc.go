@@ -1,17 +1,20 @@
 // Package confignode holds a job's config node as this instance reads and
 // writes it (Node): the node and the local config made to agree at
-// registration (Load), the node written back when the registry lost it
-// (Restore), its watch (Watch), a changed node read and decoded (Read),
-// and a reported deletion read back before it is believed (Gone). Package
-// job gives the document's encoding and decoding as funcs, and decides
-// what a change of config does to the job (its schedule, its reshard, its
-// election); this package sees only bytes and the decoded value.
+// registration (Load, or Adopt with the node read in bulk), the node
+// written back when the registry lost it (Restore), its watch (Watch), a
+// changed node read and decoded (Read), and a reported deletion read back
+// before it is believed (Gone). Package job gives the document's
+// encoding and decoding as funcs, and decides what a change of config
+// does to the job (its schedule, its reshard, its election); this
+// package sees only bytes and the decoded value.
 //
 // It owns:
 //
 //   - Load: Overwrite writes the local config; otherwise a valid stored
 //     config wins, and one that does not decode is logged and the local
-//     config stays;
+//     config stays; Adopt, the same with the node read already (a join
+//     of many jobs reads their nodes in bulk), the write left to its
+//     caller's transaction;
 //   - Restore: the node made again from the local config when it is gone
 //     at re-registration;
 //   - Read: a changed node's value, a version that does not decode

@@ -64,12 +64,33 @@ func (n *Node[C]) Load(ctx context.Context, overwrite bool) (cfg C, use bool, er
 	if err != nil {
 		return cfg, false, fmt.Errorf("job %q: read config: %w", n.Job, err)
 	}
-	cfg, err = n.Decode(ctx, got)
+	cfg, use = n.decodeStored(ctx, got)
+	return cfg, use, nil
+}
+
+// Adopt is Load with the node's document already read (stored): with
+// overwrite it returns the local config encoded, for the caller to write
+// over the node; otherwise it returns the stored config with use true
+// when it decodes (logged when it does not: the local config stays), and
+// nothing to write.
+func (n *Node[C]) Adopt(ctx context.Context, overwrite bool, stored []byte) (cfg C, use bool, write []byte, err error) {
+	if overwrite {
+		data, err := n.Encode()
+		return cfg, false, data, err
+	}
+	cfg, use = n.decodeStored(ctx, stored)
+	return cfg, use, nil, nil
+}
+
+// decodeStored decodes the stored document for Load and Adopt: use is
+// false, and it is logged, when it does not decode.
+func (n *Node[C]) decodeStored(ctx context.Context, data []byte) (cfg C, use bool) {
+	cfg, err := n.Decode(ctx, data)
 	if err != nil {
 		n.Log.Error("stored config is invalid; using this instance's config", "err", err)
-		return cfg, false, nil
+		return cfg, false
 	}
-	return cfg, true, nil
+	return cfg, true
 }
 
 // Restore writes this instance's config to the node when the node is

@@ -90,6 +90,39 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// Adopt decides as Load with the node read already, and writes nothing:
+// the caller writes what it returns in its own transaction.
+func TestAdopt(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stored    string
+		overwrite bool
+		cfg       string
+		use       bool
+		write     string // "" for nothing to write
+	}{
+		{name: "stored wins", stored: "theirs", cfg: "theirs", use: true},
+		{name: "overwrite", stored: "theirs", overwrite: true, write: "local"},
+		{name: "stored does not decode", stored: "bad"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			local := "local"
+			n := &Node[string]{Path: "/cfg", Job: "j", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Encode: func() ([]byte, error) { return []byte(local), nil },
+				Decode: func(_ context.Context, data []byte) (string, error) {
+					if string(data) == "bad" {
+						return "", errBad
+					}
+					return string(data), nil
+				}}
+			cfg, use, write, err := n.Adopt(context.Background(), tc.overwrite, []byte(tc.stored))
+			if err != nil || cfg != tc.cfg || use != tc.use || string(write) != tc.write {
+				t.Fatalf("Adopt = %q, %v, %q, %v; want %q, %v, %q", cfg, use, write, err, tc.cfg, tc.use, tc.write)
+			}
+		})
+	}
+}
+
 func TestRestore(t *testing.T) {
 	local := "local"
 	ctx, n := node(t, &local)
