@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/shardjob/shardjob/job/internal/fireplan"
@@ -53,7 +54,7 @@ func (r *runner) node() *registration.Node {
 // here.
 func (r *runner) registrar() *registration.Registrar {
 	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
-		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Failover: func() bool { return r.config().Failover },
+		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Adopt: r.adoptConfig, Failover: func() bool { return r.config().Failover },
 		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain,
 		Registered: r.noteRegistered, Create: r.createJob, Arm: r.arm, Prepare: r.prepare, Schedule: r.schedule}
 }
@@ -121,6 +122,42 @@ func createJobs(ctx context.Context, rc regcenter.Center, rs []*runner) (map[*ru
 	return out, err
 }
 
+// joinJobs joins this instance to the jobs of rs, which exist already,
+// several to a read and a transaction (registration.JoinMany), and
+// returns, for each job it joined, the rest of its start
+// (registration.Registrar's StartJoined). A job left out has changed
+// nothing, and its start registers it node by node; so has every job
+// not joined when the batch fails, the error logged.
+func joinJobs(ctx context.Context, rc regcenter.Center, rs []*runner, log *slog.Logger) map[*runner]func(context.Context) error {
+	gs := make([]*registration.Registrar, len(rs))
+	for i, r := range rs {
+		gs[i] = r.registrar()
+	}
+	joined, err := registration.JoinMany(ctx, rc, gs)
+	if err != nil {
+		log.Debug("joining existing jobs in a batch; the rest join one by one", "err", err)
+	}
+	out := map[*runner]func(context.Context) error{}
+	for i, j := range joined {
+		if j != nil {
+			out[rs[i]] = func(ctx context.Context) error { return gs[i].StartJoined(ctx, j) }
+		}
+	}
+	return out
+}
+
+// adoptConfig makes the local config agree with the config node's
+// document stored, read in bulk (confignode.Node.Adopt): it returns our
+// config to write over it with Overwrite, else uses the stored one if it
+// decodes.
+func (r *runner) adoptConfig(ctx context.Context, stored []byte) ([]byte, error) {
+	cfg, use, write, err := r.cfgNode.Adopt(ctx, r.config().Overwrite, stored)
+	if use {
+		r.setConfig(cfg)
+	}
+	return write, err
+}
+
 // watchFlags watches this server's flags (paused, shutdown, trigger, and
 // its status node; registration.Watches.ArmFlags): only a flag that asks
 // for work makes it read them again (checkFlags); the pause flag is
@@ -144,14 +181,14 @@ func (r *runner) watchDisabledItems(ctx context.Context) {
 // election and starts watching the job's disabled items (see prepare).
 const prepareAhead = time.Minute
 
-// recoverIncarnation handles the items a previous run of this server id
-// held when it died: if that run's status vanished only now (we restarted
-// within a session timeout), nobody noticed the departure and its
-// assignment still stands. Items that did not complete the latest fire are
-// owed a misfire run here, once this instance is registered.
-func (r *runner) recoverIncarnation(ctx context.Context) error {
+// recoverIncarnation handles previous, the items a previous run of this
+// server id held when it died: if that run's status vanished only now (we
+// restarted within a session timeout), nobody noticed the departure and
+// its assignment still stands. Items that did not complete the latest fire
+// are owed a misfire run here, once this instance is registered.
+func (r *runner) recoverIncarnation(ctx context.Context, previous []int) error {
 	cfg := r.config()
-	debts, err := r.node().Debts(ctx, cfg.ShardingTotalCount, func() (fireplan.Schedule, error) {
+	debts, err := registration.Debts(ctx, previous, cfg.ShardingTotalCount, func() (fireplan.Schedule, error) {
 		sched, _, err := cfg.Schedule()
 		return sched, err
 	}, r.s.opts.now, r.completedFire)

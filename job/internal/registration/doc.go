@@ -15,7 +15,20 @@
 //     election latch's parent when the job needs them at once), and
 //     CreateTrees, many jobs' trees several to a transaction
 //     (TreesPerTxn, TreeBytesPerTxn), a job that cannot go in left out
-//     having changed nothing;
+//     having changed nothing (commit, which the joins below share);
+//   - jobs that exist already joined several at a time (join.go,
+//     JoinMany): their nodes read in bulk (regcenter.Center's GetMany:
+//     the config, this server's node, shutdown flag, status and
+//     assignment, leader/sharding, the reshard flag, the failover queue),
+//     the config adopted (Registrar.Adopt), and several jobs' writes in
+//     one transaction, each proving what it relies on (the server node
+//     where it is new, the shutdown flag cleared, the status made, a dead
+//     earlier life's deleted first at the version read, the assignment
+//     checked at its version, the config written with Overwrite, the
+//     reshard flag set or checked still set); a job that cannot join so
+//     (another session's status to wait for, its config or a part of its
+//     tree missing, a node that moved since the read) is left out having
+//     changed nothing, for Join; Joined is what its start finishes with;
 //   - a job that exists registered node by node (node.go, Node): joining
 //     it in one transaction (JoinFresh), the shutdown flag cleared, the
 //     server node, the status node and the wait for another session's
@@ -25,15 +38,17 @@
 //   - a job registered and started in order (registrar.go, Registrar):
 //     a new job's tree made, or else the job joined node by node (Start),
 //     then its watches armed, the job prepared if it is soon due, and
-//     scheduled (Started); the config loaded and the server id joined or
-//     the nodes made, tried again (Join); the job's tree, the previous
-//     life's debts, the reshard flag and the election after the nodes
-//     (Register); the config restored and the job registered again after
-//     a new session (Reregister);
+//     scheduled (Started, or StartJoined for a job JoinMany joined: its
+//     debts and the election first, the registration started over node
+//     by node when the election lost the registry); the config loaded and
+//     the server id joined or the nodes made, tried again (Join); the
+//     job's tree, the previous life's debts, the reshard flag and the
+//     election after the nodes (Register); the config restored and the
+//     job registered again after a new session (Reregister);
 //   - what a previous life of this server id left (incarnation.go): its
-//     items (PreviousItems) and the runs they are owed (Owed, and Debts
-//     over the schedule's latest fire, returned for package job to note
-//     in its book);
+//     items (PreviousItems, or as JoinMany read them) and the runs they
+//     are owed (Owed, and Debts over the schedule's latest fire, returned
+//     for package job to note in its book);
 //   - a server's leaving of a job (leave.go, Leave): its status and
 //     assignment cleared, a reshard flagged and the runs it hands over
 //     queued, in one transaction, sent again when a node it read moved;
@@ -50,16 +65,17 @@
 // lock is let go, ArmFlags' onEvent after its arming): a leaf, which its callers take under theirs (package
 // job arms the disabled items' and the queue's watches under its
 // preparation's lock). Node holds no lock and no state beyond its fields,
-// set at construction, and so does Registrar; the functions they are
-// handed (SessionTimeout, StaleOwner, Registrar's steps, and Owed's
-// completed, Reregister's attempt, Retry's step) are called under no lock
-// of this package.
+// set at construction, and so does Registrar; JoinMany keeps what it
+// read and planned in its own call. The functions they are handed
+// (SessionTimeout, StaleOwner, Registrar's steps, and Owed's completed,
+// Reregister's attempt, Retry's step) are called under no lock of this
+// package.
 //
 // It may import the standard library, regcenter, internal/layout,
 // package failover (the queue a leave hands runs to), job/internal/marks
 // (its transaction that drops ops already as wanted) and
 // job/internal/fireplan (a schedule's Next); nothing of package job. It
 // starts nothing: CreateStatus's watch is cancelled before it returns,
-// and Join, Reregister and Retry run on their caller's goroutine
-// (Reregister's is one of the runner's).
+// and Join, JoinMany, Reregister and Retry run on their caller's
+// goroutine (Reregister's is one of the runner's).
 package registration

@@ -24,11 +24,17 @@ type Registrar struct {
 	// LoadConfig makes the config node and the local config agree;
 	// RestoreConfig writes the config node back when it is gone.
 	LoadConfig, RestoreConfig func(ctx context.Context) error
+	// Adopt makes the local config agree with the config node's document
+	// stored, read in bulk (JoinMany), as LoadConfig does with the node it
+	// reads: it returns the document to write over the node (the config
+	// says Overwrite), or nil.
+	Adopt func(ctx context.Context, stored []byte) (write []byte, err error)
 	// Failover reports whether the job's config has failover on.
 	Failover func() bool
-	// Recover notes the runs owed for what a previous life of this
-	// server id held (see Node.Debts); its error is logged, not returned.
-	Recover func(ctx context.Context) error
+	// Recover notes the runs owed for previous, the items a previous life
+	// of this server id held (see Node.Debts); its error is logged, not
+	// returned.
+	Recover func(ctx context.Context, previous []int) error
 	// Necessary flags a reshard; Campaign joins the election if this
 	// instance takes part in it.
 	Necessary func(ctx context.Context)
@@ -78,6 +84,38 @@ func (g *Registrar) Started(ctx context.Context, sess *regcenter.Session, create
 	} else if err := g.Join(ctx); err != nil {
 		return err
 	}
+	return g.schedule(ctx)
+}
+
+// StartJoined finishes the start of a job joined in a batch (JoinMany), as
+// Started finishes one joined node by node: what the transaction left to
+// do (the previous life's debts, unless this server id was new to the
+// job; the election), then the watches, the preparation and the schedule.
+// An election that lost the registry is tried again as Join tries it,
+// with the whole registration, which finds the batch's nodes in place.
+func (g *Registrar) StartJoined(ctx context.Context, j *Joined) error {
+	if !j.Fresh {
+		if err := g.Recover(ctx, j.Previous); err != nil {
+			g.Node.Log.Warn("recovering the previous run's items", "err", err)
+		}
+	}
+	if err := g.Campaign(ctx); err != nil {
+		if !LostConnection(err) {
+			return err
+		}
+		if err := g.Join(ctx); err != nil {
+			return err
+		}
+	} else {
+		g.Registered(j.Session, false)
+	}
+	return g.schedule(ctx)
+}
+
+// schedule ends a start once the job is registered: its watches armed
+// (Arm), the job prepared if it prepares at once, tried again within
+// Bound, and scheduled.
+func (g *Registrar) schedule(ctx context.Context) error {
 	if g.Arm(ctx) {
 		if err := Retry(ctx, g.Node.Log, g.Bound(), "preparing the job", func() error { return g.Prepare(ctx) }); err != nil {
 			return err
@@ -132,7 +170,11 @@ func (g *Registrar) finish(ctx context.Context, sess *regcenter.Session, fresh b
 		return fmt.Errorf("job %q: register: %w", g.Node.Job, err)
 	}
 	if !fresh {
-		if err := g.Recover(ctx); err != nil {
+		previous, err := g.Node.PreviousItems(ctx)
+		if err == nil {
+			err = g.Recover(ctx, previous)
+		}
+		if err != nil {
 			g.Node.Log.Warn("recovering the previous run's items", "err", err)
 		}
 	}
@@ -156,15 +198,14 @@ func (g *Registrar) Reregister(sess *regcenter.Session) bool {
 	})
 }
 
-// Debts returns what a previous life of this server id owes here: the
-// items it held (PreviousItems) that did not complete the schedule's
-// latest fire before now, as Owed finds them. A schedule is read only
-// when there are such items; none is owed before the schedule's first
-// fire.
-func (n *Node) Debts(ctx context.Context, total int, schedule func() (fireplan.Schedule, error), now func() time.Time, completed func(context.Context, int) (time.Time, error)) ([]Debt, error) {
-	items, err := n.PreviousItems(ctx)
-	if err != nil || len(items) == 0 {
-		return nil, err
+// Debts returns what a previous life of this server id owes here: of
+// items, those it held (PreviousItems), the ones that did not complete
+// the schedule's latest fire before now, as Owed finds them. A schedule
+// is read only when there are such items; none is owed before the
+// schedule's first fire.
+func Debts(ctx context.Context, items []int, total int, schedule func() (fireplan.Schedule, error), now func() time.Time, completed func(context.Context, int) (time.Time, error)) ([]Debt, error) {
+	if len(items) == 0 {
+		return nil, nil
 	}
 	sched, err := schedule()
 	if err != nil {

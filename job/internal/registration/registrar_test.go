@@ -3,6 +3,7 @@ package registration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -51,7 +52,11 @@ func TestDebts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := &Node{RC: flagCenter{flag: tc.flag}, Paths: layout.Job("j"), Server: "s"}
-			debts, err := n.Debts(context.Background(), 4, func() (fireplan.Schedule, error) { return tc.sched, tc.err }, now, never)
+			items, err := n.PreviousItems(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			debts, err := Debts(context.Background(), items, 4, func() (fireplan.Schedule, error) { return tc.sched, tc.err }, now, never)
 			if !errors.Is(err, tc.wantEr) || !slices.Equal(debts, tc.want) {
 				t.Fatalf("Debts = %v, %v; want %v, %v", debts, err, tc.want, tc.wantEr)
 			}
@@ -101,6 +106,54 @@ func TestStartedInOrder(t *testing.T) {
 			err := g.Started(context.Background(), nil, true)
 			if !errors.Is(err, tc.wantErr) || !slices.Equal(calls, tc.want) {
 				t.Fatalf("Started: %v, calls %v; want %v, %v", err, calls, tc.wantErr, tc.want)
+			}
+		})
+	}
+}
+
+// A job joined in a batch finishes its start as a job joined node by node
+// does after its nodes: the previous life's debts (not for a server id new
+// to the job), the election, registered, then the watches and schedule.
+// An election that lost the registry starts the registration over node
+// by node (Join); one refused is the start's error.
+func TestStartJoinedInOrder(t *testing.T) {
+	refused := errors.New("refused")
+	for _, tc := range []struct {
+		name     string
+		fresh    bool
+		campaign error
+		want     []string
+		wantErr  error
+	}{
+		{name: "a server id new to the job", fresh: true, want: []string{"campaign", "registered", "arm", "schedule"}},
+		{name: "a known one", want: []string{"recover [3]", "campaign", "registered", "arm", "schedule"}},
+		{name: "the election lost the registry", fresh: true, campaign: regcenter.ErrConnectionLoss,
+			want: []string{"campaign", "load"}, wantErr: refused},
+		{name: "the election refused", fresh: true, campaign: refused, want: []string{"campaign"}, wantErr: refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []string
+			g := &Registrar{
+				Node:  &Node{Log: slog.New(slog.DiscardHandler)},
+				Bound: func() time.Duration { return time.Minute },
+				Recover: func(_ context.Context, previous []int) error {
+					calls = append(calls, fmt.Sprint("recover ", previous))
+					return nil
+				},
+				Campaign:   func(context.Context) error { calls = append(calls, "campaign"); return tc.campaign },
+				LoadConfig: func(context.Context) error { calls = append(calls, "load"); return refused },
+				Registered: func(sess *regcenter.Session, created bool) {
+					if created || sess == nil {
+						t.Errorf("registered under %v, created %v", sess, created)
+					}
+					calls = append(calls, "registered")
+				},
+				Arm:      func(context.Context) bool { calls = append(calls, "arm"); return false },
+				Schedule: func() { calls = append(calls, "schedule") },
+			}
+			err := g.StartJoined(context.Background(), &Joined{Session: &regcenter.Session{}, Fresh: tc.fresh, Previous: []int{3}})
+			if !errors.Is(err, tc.wantErr) || !slices.Equal(calls, tc.want) {
+				t.Fatalf("StartJoined: %v, calls %v; want %v, %v", err, calls, tc.wantErr, tc.want)
 			}
 		})
 	}

@@ -76,18 +76,23 @@ func TreeOps(t Tree) []regcenter.Op {
 func opsSize(ops []regcenter.Op) int {
 	n := 0
 	for _, op := range ops {
-		if c, ok := op.(regcenter.CreateOp); ok {
-			n += len(c.Data) + len(c.Path)
+		switch o := op.(type) {
+		case regcenter.CreateOp:
+			n += len(o.Data) + len(o.Path)
+		case regcenter.SetOp:
+			n += len(o.Data) + len(o.Path)
 		}
 	}
 	return n
 }
 
-// leftOut reports whether a transaction's err says that one job's tree
-// cannot be made as a whole: a node of it exists (or a parent is gone).
+// leftOut reports whether a transaction's err says that one job's ops
+// cannot go in as they are: a node of it exists, a node it needs is gone,
+// or one it read has moved.
 func leftOut(err error) (*regcenter.MultiError, bool) {
 	var me *regcenter.MultiError
-	ok := errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode))
+	ok := errors.As(err, &me) && (errors.Is(me.Err, regcenter.ErrNodeExists) || errors.Is(me.Err, regcenter.ErrNoNode) ||
+		errors.Is(me.Err, regcenter.ErrBadVersion))
 	return me, ok
 }
 
@@ -100,12 +105,23 @@ func leftOut(err error) (*regcenter.MultiError, bool) {
 // nothing, and its start registers it node by node, which also creates
 // whatever is missing. name(i) names the i-th job in an error.
 func CreateTrees(ctx context.Context, rc regcenter.Center, n int, ops func(i int) ([]regcenter.Op, error), name func(i int) string) ([]bool, error) {
+	return commit(ctx, rc, n, ops, name, "registering new jobs")
+}
+
+// commit sends the ops of n jobs (ops(i) for the i-th; none: the job is
+// not sent), several jobs to a transaction up to TreesPerTxn and
+// TreeBytesPerTxn, and reports which jobs' ops it applied. A job whose ops
+// cannot go in as they are (leftOut) or are too large for a transaction
+// is left out, having changed nothing, and the others are sent again
+// without it. An error from ops ends commit, the batch gathered since the
+// last transaction left unsent; what names the work in its errors.
+func commit(ctx context.Context, rc regcenter.Center, n int, ops func(i int) ([]regcenter.Op, error), name func(i int) string, what string) ([]bool, error) {
 	made := make([]bool, n)
-	type tree struct {
+	type job struct {
 		i   int
 		ops []regcenter.Op
 	}
-	var batch []tree
+	var batch []job
 	size := 0
 	flush := func() error {
 		for len(batch) > 0 {
@@ -132,12 +148,12 @@ func CreateTrees(ctx context.Context, rc regcenter.Center, n int, ops func(i int
 					}
 				}
 				if len(batch) == n {
-					return fmt.Errorf("registering new jobs: %w", err)
+					return fmt.Errorf("%s: %w", what, err)
 				}
 			case errors.Is(err, regcenter.ErrTooLarge) && len(batch) > 1:
-				// One job's config is large: every job on its own.
+				// One job's data is large: every job on its own.
 				for _, t := range batch {
-					ok, err := createOne(ctx, rc, t.ops)
+					ok, err := commitOne(ctx, rc, t.ops)
 					if err != nil {
 						return fmt.Errorf("job %q: register: %w", name(t.i), err)
 					}
@@ -147,7 +163,7 @@ func CreateTrees(ctx context.Context, rc regcenter.Center, n int, ops func(i int
 			case errors.Is(err, regcenter.ErrTooLarge):
 				batch = nil
 			default:
-				return fmt.Errorf("registering new jobs: %w", err)
+				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
 		batch, size = nil, 0
@@ -158,21 +174,24 @@ func CreateTrees(ctx context.Context, rc regcenter.Center, n int, ops func(i int
 		if err != nil {
 			return made, err
 		}
+		if len(o) == 0 {
+			continue
+		}
 		sz := opsSize(o)
 		if len(batch) > 0 && (len(batch) >= TreesPerTxn || size+sz > TreeBytesPerTxn) {
 			if err := flush(); err != nil {
 				return made, err
 			}
 		}
-		batch = append(batch, tree{i: i, ops: o})
+		batch = append(batch, job{i: i, ops: o})
 		size += sz
 	}
 	return made, flush()
 }
 
-// createOne makes one job's tree on its own (see CreateTrees) and reports
-// whether it did.
-func createOne(ctx context.Context, rc regcenter.Center, ops []regcenter.Op) (bool, error) {
+// commitOne sends one job's ops on their own (see commit) and reports
+// whether they were applied.
+func commitOne(ctx context.Context, rc regcenter.Center, ops []regcenter.Op) (bool, error) {
 	err := rc.Multi(ctx, ops...)
 	if _, out := leftOut(err); out || errors.Is(err, regcenter.ErrTooLarge) {
 		return false, nil
