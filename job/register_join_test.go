@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,10 +23,19 @@ import (
 // a graceful restart (its server nodes left from its previous life). The
 // count is the registry's own (regcenter.Stats, as tools/scalebench counts
 // it: reads, writes, transactions and watches, each request one), over
-// Start, per job.
+// Start, per job, the instance's own registration included: at most 3
+// (issue 44). The jobs' nodes are read several to a request and their
+// writes sent several to a transaction; what is left per job is its two
+// watches (config, flags). Each job ends registered under the instance's
+// session.
 func TestJoiningExistingJobsCost(t *testing.T) {
-	const n = 50
+	const (
+		n       = 50
+		perJob  = 3.0
+		watches = 2.2 // a job's two, and the instance's own
+	)
 	ns := namespace(t)
+	obs := observer(t, ns)
 	rec := newRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -54,19 +64,213 @@ func TestJoiningExistingJobsCost(t *testing.T) {
 		got := rc.Stats().Sub(before)
 		in := &instance{id: id, rc: rc, sched: s}
 		t.Cleanup(func() { in.stop(t) })
+		for _, name := range names {
+			if ok, st, err := obs.Exists(ctx, "/"+name+"/servers/"+id+"/status"); err != nil || !ok || st.EphemeralOwner != rc.Session().ID() {
+				t.Fatalf("job %s: %s's status exists=%v owner 0x%x (%v), want its session's", name, id, ok, st.EphemeralOwner, err)
+			}
+		}
 		return in, got, log
 	}
-	report := func(what string, st regcenter.Stats, log *callLog) {
+	check := func(what string, st regcenter.Stats, log *callLog) {
+		t.Helper()
+		per := func(v int64) float64 { return float64(v) / n }
 		t.Logf("%s, %d jobs: %.2f requests per job (reads %.2f, writes %.2f, multis %.2f, watches %.2f); %d in all",
-			what, n, float64(st.Total())/n, float64(st.Reads)/n, float64(st.Writes)/n, float64(st.Multis)/n, float64(st.Watches)/n, st.Total())
+			what, n, per(st.Total()), per(st.Reads), per(st.Writes), per(st.Multis), per(st.Watches), st.Total())
 		t.Logf("%s: calls, a job's name as J:\n%s", what, log.summary())
+		if per(st.Total()) > perJob {
+			t.Errorf("%s: %.2f requests per job, want at most %v", what, per(st.Total()), perJob)
+		}
+		if per(st.Watches) > watches {
+			t.Errorf("%s: %.2f watches per job, want at most %v", what, per(st.Watches), watches)
+		}
 	}
 	start("s1")
 	s2, st, log := start("s2")
-	report("a second instance", st, log)
+	check("a second instance", st, log)
 	s2.stop(t)
 	_, st, log = start("s2")
-	report("the second restarted", st, log)
+	check("the second restarted", st, log)
+}
+
+// An id whose holder is a process of this host that is gone (its session
+// not yet expired) is taken over at once, as with one job
+// (TestServerIDOfADeadProcessOfThisHostIsTakenOver), when its jobs join
+// in a batch: the dead process's statuses are replaced in the batch's
+// transaction, and the instance runs every job.
+func TestDeadProcessesStatusesAreTakenOverInABatch(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfgs := []job.Config{everySecond("taken-a", 2), everySecond("taken-b", 2)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obs := observer(t, ns)
+	for _, cfg := range cfgs {
+		data, err := cfg.WithDefaults().Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"/" + cfg.Name + "/leader/sharding/necessary", "/" + cfg.Name + "/servers/same"} {
+			if _, err := obs.Create(ctx, p, nil, regcenter.Persistent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := obs.Create(ctx, "/"+cfg.Name+"/config", data, regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A session that stays alive, holding what a killed process left: its
+	// instance node naming a pid that does not exist, and status nodes.
+	ghost, err := regcenter.Open(ctx, onRegistry(regcenter.Config{Namespace: ns, SessionTimeout: 30 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Close()
+	host, _ := os.Hostname()
+	node := fmt.Sprintf(`{"faultTolerance":1,"holder":{"host":%q,"pid":%d,"process":"feedfacefeedface","token":"0123456789abcdef"}}`, host, deadPID(t))
+	if _, err := ghost.Create(ctx, "/.placement/instances/same", []byte(node), regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range cfgs {
+		if _, err := ghost.Create(ctx, "/"+cfg.Name+"/servers/same/status", []byte("READY"), regcenter.Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var log *callLog
+	rc, s := connectVia(t, ctx, ns, "same", func(rc regcenter.Center) regcenter.Center {
+		log = &callLog{Center: rc}
+		return log
+	})
+	for _, cfg := range cfgs {
+		if err := s.Add(ctx, cfg, rec.job("same")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	began := time.Now()
+	log.on.Store(true)
+	running(t, ctx, "same", rc, s)
+	log.on.Store(false)
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("start took %v: it waited for the dead process's 30 s session", took)
+	}
+	for _, cfg := range cfgs {
+		status := "/" + cfg.Name + "/servers/same/status"
+		if log.count(func(c string) bool {
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " -"+status+" +"+status+" ")
+		}) == 0 {
+			t.Errorf("job %s: the dead process's status was not replaced in a transaction; sent:\n%s", cfg.Name, log.summary())
+		}
+		if ok, st, err := obs.Exists(ctx, status); err != nil || !ok || st.EphemeralOwner != rc.Session().ID() {
+			t.Errorf("job %s: status exists=%v owner 0x%x (%v), want the new instance's", cfg.Name, ok, st.EphemeralOwner, err)
+		}
+	}
+	waitUntil(t, 20*time.Second, func() bool {
+		ran := map[string]bool{}
+		for _, r := range rec.snapshot() {
+			ran[r.job] = true
+		}
+		return len(ran) == len(cfgs)
+	})
+}
+
+// A process that restarts under the same server id before its old session
+// expired owes its items the fires they missed, as with one job
+// (TestFireMissedDuringCatchUpIsStillOwed), when its jobs join in a
+// batch: the old life's statuses are replaced and its assignment read in
+// the batch (checked at the version read, in its transaction), the missed
+// fires are made up, and no fire of any job is lost. (The make-up runs
+// here do not tell the previous life's debts from the other ways a missed
+// fire is owed; TestJoinMany and TestStartJoinedInOrder follow the
+// assignment read to Recover.)
+func TestRestartInABatchMakesUpThePreviousLifesFires(t *testing.T) {
+	needCutOff(t)
+	ns := namespace(t)
+	rec := newRecorder()
+	cfgs := []job.Config{everySecond("again-a", 1), everySecond("again-b", 1)}
+	proxy := registryProxy(t)
+	// The old instance stands for another process of this host, which is
+	// gone by the time the new one starts.
+	host, _ := os.Hostname()
+	old := startJobsOn(t, "a", viaProxy(t, proxy, regcenter.Config{Namespace: ns, SessionTimeout: 4 * time.Second}), cfgs, rec,
+		job.WithProcessForTest(host, deadPID(t)))
+	waitUntil(t, 30*time.Second, func() bool {
+		ran := map[string]int{}
+		for _, r := range rec.snapshot() {
+			ran[r.job]++
+		}
+		return ran["again-a"] >= 2 && ran["again-b"] >= 2
+	})
+
+	// The old process goes silent and misses fires; a new one with the
+	// same id starts and takes the id over while the old session has not
+	// expired: the items are still assigned to the id, their statuses the
+	// old session's.
+	cut := time.Now()
+	proxy.Block()
+	time.Sleep(1500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var log *callLog
+	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center {
+		log = &callLog{Center: rc}
+		return log
+	})
+	for _, cfg := range cfgs {
+		if err := s.Add(ctx, cfg, rec.job("a")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log.on.Store(true)
+	running(t, ctx, "a", rc, s)
+	log.on.Store(false)
+	time.Sleep(6 * time.Second)
+	end := time.Now().Add(-3 * time.Second) // runs owed near the end may not be done
+	old.crash(t)                            // it never hears from the registry again
+
+	for _, cfg := range cfgs {
+		sharding := "/" + cfg.Name + "/servers/a/sharding"
+		if log.count(func(c string) bool {
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " ?"+sharding+" ")
+		}) == 0 {
+			t.Errorf("job %s: the previous life's assignment was not read in the batch; sent:\n%s", cfg.Name, log.summary())
+		}
+		var recs []record
+		for _, r := range rec.snapshot() {
+			if r.job == cfg.Name {
+				recs = append(recs, r)
+			}
+		}
+		checkEveryFire(t, recs, cut, end, 1)
+		madeUp := false
+		for _, r := range byKind(recs, job.KindMisfire) {
+			madeUp = madeUp || !r.fire.After(cut.Add(time.Second))
+		}
+		if !madeUp {
+			t.Errorf("job %s: no make-up run of the fires missed after %s", cfg.Name, cut.Format("15:04:05.000"))
+		}
+	}
+}
+
+// startJobsOn starts instance id with the jobs cfgs on a registry of its
+// own made from rcfg, stopped when the test ends.
+func startJobsOn(t *testing.T, id string, rcfg regcenter.Config, cfgs []job.Config, rec *recorder, opts ...job.Option) *instance {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc, err := regcenter.Open(ctx, rcfg, regcenter.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := job.NewScheduler(rc, append([]job.Option{job.WithServerID(id), job.WithLogger(testLogger(t).With("instance", id))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range cfgs {
+		if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return running(t, ctx, id, rc, s)
 }
 
 // callLog records every call sent through it while on, as "KIND PATH…".
@@ -93,6 +297,11 @@ func (l *callLog) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, er
 func (l *callLog) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	l.note("exists", p)
 	return l.Center.Exists(ctx, p)
+}
+
+func (l *callLog) GetMany(ctx context.Context, paths ...string) ([]regcenter.NodeData, error) {
+	l.note("getmany", paths...)
+	return l.Center.GetMany(ctx, paths...)
 }
 
 func (l *callLog) Children(ctx context.Context, p string) ([]string, error) {
@@ -162,8 +371,8 @@ func (l *callLog) summary() string {
 	count := map[string]int{}
 	for _, c := range l.sent {
 		c = jobName.ReplaceAllString(c, "/J$1")
-		if strings.HasPrefix(c, "multi ") {
-			// A group of jobs' ops: count the job's ops once.
+		if strings.HasPrefix(c, "multi ") || strings.HasPrefix(c, "getmany ") {
+			// A group of jobs' ops or reads: count the job's once.
 			seen := map[string]bool{}
 			var ops []string
 			for _, op := range strings.Fields(c)[1:] {
@@ -172,7 +381,7 @@ func (l *callLog) summary() string {
 					ops = append(ops, op)
 				}
 			}
-			c = "multi " + strings.Join(ops, " ")
+			c = strings.Fields(c)[0] + " " + strings.Join(ops, " ")
 		}
 		count[c]++
 	}
@@ -181,4 +390,17 @@ func (l *callLog) summary() string {
 		fmt.Fprintf(&b, "  %4d %s\n", count[c], c)
 	}
 	return b.String()
+}
+
+// count is how many of the calls sent match.
+func (l *callLog) count(match func(string) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, c := range l.sent {
+		if match(c) {
+			n++
+		}
+	}
+	return n
 }

@@ -142,8 +142,9 @@ func quiet(t *testing.T, rc regcenter.Center) {
 // cleared a shutdown flag that could not exist, and made the two nodes
 // one at a time, then read an assignment that could not exist either),
 // and no transaction of new trees tried for a job that exists. Started
-// again under the same id, it finds its server node and registers node
-// by node, as before.
+// again under the same id, it finds its server node, and makes its status
+// in a transaction all the same (registration.JoinMany), not node by
+// node.
 func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 	ns := namespace(t)
 	obs := observer(t, ns)
@@ -198,8 +199,17 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 		}
 	}
 	s2.stop(t)
-	if _, again := start("s2"); again.count(func(c string) bool { return c == "create /a/servers/s2/status" }) != 1 {
-		t.Errorf("s2 started again: its server nodes exist, and it should have registered node by node; sent:\n%s", again)
+	_, again := start("s2")
+	for _, name := range names {
+		server, status := "/"+name+"/servers/s2", "/"+name+"/servers/s2/status"
+		if got := again.count(func(c string) bool {
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " "+status+" ") && !strings.Contains(c+" ", " "+server+" ")
+		}); got == 0 {
+			t.Errorf("s2 started again: job %s: no transaction of its status alone (its server node exists); sent:\n%s", name, again)
+		}
+		if got := again.count(func(c string) bool { return c == "create "+status || c == "create "+server }); got != 0 {
+			t.Errorf("s2 started again: job %s: %d single writes of its nodes, want none; sent:\n%s", name, got, again)
+		}
 	}
 }
 

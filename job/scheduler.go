@@ -175,9 +175,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.spawn(func() { s.trig.Run(s.ctx) })
 	s.spawn(s.reconcileLoop)
 	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
-	// New jobs' trees are made several to a transaction (createJobs); then
-	// each job arms its watches, or, if it existed already, registers node
-	// by node: one read of the namespace's jobs says which.
+	// New jobs' trees are made several to a transaction (createJobs), and
+	// the jobs that existed already are joined several to a read and a
+	// transaction (joinJobs), one that cannot be node by node: one read of
+	// the namespace's jobs says which are which. Then each job arms its
+	// watches.
 	err = fleet.Starter[*runner]{InFlight: startConcurrency, PerTxn: treesPerTxn,
 		Name: runnerName,
 		Create: func(ctx context.Context, batch []*runner) (sess *regcenter.Session, made map[*runner]bool, err error) {
@@ -187,6 +189,9 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				return err
 			})
 			return sess, made, err
+		},
+		Join: func(ctx context.Context, batch []*runner) map[*runner]func(context.Context) error {
+			return joinJobs(ctx, s.rc, batch, s.log)
 		},
 		Register: func(ctx context.Context, r *runner, sess *regcenter.Session, made bool) error {
 			return r.startRegistered(ctx, sess, made)

@@ -12,8 +12,10 @@
 //
 //   - the start of many jobs (start.go): which of them exist in the
 //     registry already (Existing, one read of the namespace), the new
-//     ones' trees made several to a transaction, each job's registration
-//     after, a bounded number in flight, and their errors joined;
+//     ones' trees made several to a transaction and the existing ones
+//     joined several at a time (Starter's Create and Join), each job's
+//     registration after (node by node for one the join left out), a
+//     bounded number in flight, and their errors joined;
 //   - the stop of many (stop.go): each runner stopped on a goroutine of
 //     its own, all waited for, the failures gathered in Errors;
 //   - Errors (errors.go): every job's error wrapped with its name, the

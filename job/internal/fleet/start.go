@@ -11,10 +11,11 @@ import (
 )
 
 // Starter starts many jobs at once: the new jobs' trees are made several
-// to a transaction, then each job arms its watches; a job that exists
-// already (another instance made it) registers node by node, without a
-// transaction of new trees failing for it first. A bounded number of jobs
-// are in flight at once.
+// to a transaction, then each job arms its watches; the jobs that exist
+// already (another instance made them) are joined several to a read and
+// a transaction, without a transaction of new trees failing for them
+// first, and one that cannot join so registers node by node. A bounded
+// number of jobs are in flight at once.
 type Starter[R comparable] struct {
 	// InFlight is how many jobs register at once (a batch of new jobs'
 	// trees counting as one).
@@ -27,6 +28,11 @@ type Starter[R comparable] struct {
 	// sees fit, and returns the session it made them under and which of
 	// them it made (the others existed).
 	Create func(ctx context.Context, batch []R) (*regcenter.Session, map[R]bool, error)
+	// Join joins this instance to batch's jobs, which exist already,
+	// several to a transaction, and returns the rest of the start of each
+	// job it joined; a job it did not join registers by Register, as one
+	// that exists (nil: every such job does).
+	Join func(ctx context.Context, batch []R) map[R]func(ctx context.Context) error
 	// Register finishes r's start: under sess when its tree was made (made
 	// says whether by this start), under the session of the moment when
 	// sess is nil.
@@ -47,18 +53,48 @@ func (s Starter[R]) Start(ctx context.Context, runners []R, existing map[string]
 		errs = append(errs, err)
 		emu.Unlock()
 	}
-	fresh := runners[:0:0]
-	for _, r := range runners {
-		if !existing[s.Name(r)] {
-			fresh = append(fresh, r)
-			continue
-		}
+	// start runs one job's start on a goroutine of its own, one of those
+	// in flight.
+	start := func(f func(ctx context.Context) error) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := s.Register(ctx, r, nil, false); err != nil {
+			if err := f(ctx); err != nil {
 				fail(err)
+			}
+		}()
+	}
+	register := func(r R) func(ctx context.Context) error {
+		return func(ctx context.Context) error { return s.Register(ctx, r, nil, false) }
+	}
+	var fresh, old []R
+	for _, r := range runners {
+		if existing[s.Name(r)] {
+			old = append(old, r)
+		} else {
+			fresh = append(fresh, r)
+		}
+	}
+	if s.Join == nil {
+		for _, r := range old {
+			start(register(r))
+		}
+		old = nil
+	}
+	for chunk := range slices.Chunk(old, s.PerTxn) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			joined := s.Join(ctx, chunk)
+			<-sem
+			for _, r := range chunk {
+				if f := joined[r]; f != nil {
+					start(f)
+				} else {
+					start(register(r))
+				}
 			}
 		}()
 	}

@@ -89,3 +89,71 @@ func TestStarter(t *testing.T) {
 		})
 	}
 }
+
+// TestStarterJoins: jobs that exist are joined in batches of PerTxn; each
+// joined job finishes its start by what the join returned for it, and one
+// the join left out registers alone, as without Join; a joined job's
+// failure is joined too.
+func TestStarterJoins(t *testing.T) {
+	var (
+		mu                  sync.Mutex
+		batches             [][]string
+		finished, alone     []string
+		finishFail, refused = errors.New("finish"), "d"
+	)
+	st := Starter[string]{InFlight: 2, PerTxn: 2, Name: func(s string) string { return s },
+		Create: func(context.Context, []string) (*regcenter.Session, map[string]bool, error) {
+			t.Error("a new tree made for a job that exists")
+			return nil, nil, nil
+		},
+		Join: func(_ context.Context, batch []string) map[string]func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			batches = append(batches, slices.Clone(batch))
+			out := map[string]func(context.Context) error{}
+			for _, j := range batch {
+				if j == "b" {
+					continue // left out
+				}
+				out[j] = func(context.Context) error {
+					mu.Lock()
+					defer mu.Unlock()
+					finished = append(finished, j)
+					if j == refused {
+						return finishFail
+					}
+					return nil
+				}
+			}
+			return out
+		},
+		Register: func(_ context.Context, j string, s *regcenter.Session, made bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if s != nil || made {
+				t.Errorf("%s registered under %p, made %v", j, s, made)
+			}
+			alone = append(alone, j)
+			return nil
+		},
+	}
+	jobs := []string{"a", "b", "c", "d", "e"}
+	existing := map[string]bool{}
+	for _, j := range jobs {
+		existing[j] = true
+	}
+	if err := st.Start(context.Background(), jobs, existing); !errors.Is(err, finishFail) {
+		t.Fatalf("Start: %v, want the failure of %s's finish", err, refused)
+	}
+	slices.SortFunc(batches, func(a, b []string) int { return slices.Compare(a, b) })
+	slices.Sort(finished)
+	if want := [][]string{{"a", "b"}, {"c", "d"}, {"e"}}; !slices.EqualFunc(batches, want, slices.Equal) {
+		t.Errorf("batches %v, want %v", batches, want)
+	}
+	if want := []string{"a", "c", "d", "e"}; !slices.Equal(finished, want) {
+		t.Errorf("finished by their join %v, want %v", finished, want)
+	}
+	if want := []string{"b"}; !slices.Equal(alone, want) {
+		t.Errorf("registered alone %v, want %v", alone, want)
+	}
+}
