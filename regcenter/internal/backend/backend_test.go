@@ -2,6 +2,7 @@ package backend
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,5 +43,30 @@ func TestCheckMultiSize(t *testing.T) {
 		if got := OpPath(ops[i]); got != want {
 			t.Errorf("OpPath(%v) = %q, want %q", ops[i], got, want)
 		}
+	}
+}
+
+// ReadBatches keeps the paths in order, each batch within both bounds,
+// and a path too long for any batch alone in one of its own.
+func TestReadBatches(t *testing.T) {
+	paths := []string{"/a", "/b", "/c", "/dddddddddddddddddddddddddddddddddddddddd", "/e"}
+	for _, tc := range []struct {
+		name               string
+		maxPaths, maxBytes int
+		want               [][]string
+	}{
+		{"one batch", 10, 1 << 20, [][]string{paths}},
+		{"by count", 2, 1 << 20, [][]string{paths[0:2], paths[2:4], paths[4:]}},
+		{"by bytes", 10, 3 * (2 + readOverhead), [][]string{paths[0:3], paths[3:4], paths[4:]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ReadBatches(paths, tc.maxPaths, tc.maxBytes)
+			if !slices.EqualFunc(got, tc.want, slices.Equal) {
+				t.Fatalf("ReadBatches = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := ReadBatches(nil, 10, 100); len(got) != 0 {
+		t.Errorf("ReadBatches of nothing = %q", got)
 	}
 }
