@@ -43,33 +43,19 @@ func TestJoiningExistingJobsCost(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("j%02d", i)
 	}
+	cfgs := make([]job.Config, n)
+	for i, name := range names {
+		// Fires once a year: nothing prepares at once.
+		cfgs[i] = job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}
+	}
 	start := func(id string) (*instance, regcenter.Stats, *callLog) {
-		var log *callLog
-		rc, s := connectVia(t, ctx, ns, id, func(rc regcenter.Center) regcenter.Center {
-			log = &callLog{Center: rc}
-			return log
-		})
+		in, st, log := startCounted(t, ctx, ns, id, cfgs, rec)
 		for _, name := range names {
-			// Fires once a year: nothing prepares at once.
-			if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job(id)); err != nil {
-				t.Fatal(err)
+			if ok, stat, err := obs.Exists(ctx, "/"+name+"/servers/"+id+"/status"); err != nil || !ok || stat.EphemeralOwner != in.rc.Session().ID() {
+				t.Fatalf("job %s: %s's status exists=%v owner 0x%x (%v), want its session's", name, id, ok, stat.EphemeralOwner, err)
 			}
 		}
-		before := rc.Stats()
-		log.on.Store(true)
-		if err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		log.on.Store(false)
-		got := rc.Stats().Sub(before)
-		in := &instance{id: id, rc: rc, sched: s}
-		t.Cleanup(func() { in.stop(t) })
-		for _, name := range names {
-			if ok, st, err := obs.Exists(ctx, "/"+name+"/servers/"+id+"/status"); err != nil || !ok || st.EphemeralOwner != rc.Session().ID() {
-				t.Fatalf("job %s: %s's status exists=%v owner 0x%x (%v), want its session's", name, id, ok, st.EphemeralOwner, err)
-			}
-		}
-		return in, got, log
+		return in, st, log
 	}
 	check := func(what string, st regcenter.Stats, log *callLog) {
 		t.Helper()
@@ -136,20 +122,8 @@ func TestDeadProcessesStatusesAreTakenOverInABatch(t *testing.T) {
 		}
 	}
 
-	var log *callLog
-	rc, s := connectVia(t, ctx, ns, "same", func(rc regcenter.Center) regcenter.Center {
-		log = &callLog{Center: rc}
-		return log
-	})
-	for _, cfg := range cfgs {
-		if err := s.Add(ctx, cfg, rec.job("same")); err != nil {
-			t.Fatal(err)
-		}
-	}
 	began := time.Now()
-	log.on.Store(true)
-	running(t, ctx, "same", rc, s)
-	log.on.Store(false)
+	in, _, log := startCounted(t, ctx, ns, "same", cfgs, rec)
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("start took %v: it waited for the dead process's 30 s session", took)
 	}
@@ -160,7 +134,7 @@ func TestDeadProcessesStatusesAreTakenOverInABatch(t *testing.T) {
 		}) == 0 {
 			t.Errorf("job %s: the dead process's status was not replaced in a transaction; sent:\n%s", cfg.Name, log.summary())
 		}
-		if ok, st, err := obs.Exists(ctx, status); err != nil || !ok || st.EphemeralOwner != rc.Session().ID() {
+		if ok, st, err := obs.Exists(ctx, status); err != nil || !ok || st.EphemeralOwner != in.rc.Session().ID() {
 			t.Errorf("job %s: status exists=%v owner 0x%x (%v), want the new instance's", cfg.Name, ok, st.EphemeralOwner, err)
 		}
 	}
@@ -210,19 +184,7 @@ func TestRestartInABatchMakesUpThePreviousLifesFires(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var log *callLog
-	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center {
-		log = &callLog{Center: rc}
-		return log
-	})
-	for _, cfg := range cfgs {
-		if err := s.Add(ctx, cfg, rec.job("a")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	log.on.Store(true)
-	running(t, ctx, "a", rc, s)
-	log.on.Store(false)
+	_, _, log := startCounted(t, ctx, ns, "a", cfgs, rec)
 	time.Sleep(6 * time.Second)
 	end := time.Now().Add(-3 * time.Second) // runs owed near the end may not be done
 	old.crash(t)                            // it never hears from the registry again
@@ -251,6 +213,29 @@ func TestRestartInABatchMakesUpThePreviousLifesFires(t *testing.T) {
 	}
 }
 
+// startCounted starts instance id with the jobs cfgs, its registry
+// wrapped in a callLog that records what Start sends, and returns it with
+// the requests Start sent as the registry counts them. It is stopped when
+// the test ends.
+func startCounted(t *testing.T, ctx context.Context, ns, id string, cfgs []job.Config, rec *recorder) (*instance, regcenter.Stats, *callLog) {
+	t.Helper()
+	var log *callLog
+	rc, s := connectVia(t, ctx, ns, id, func(rc regcenter.Center) regcenter.Center {
+		log = &callLog{Center: rc}
+		return log
+	})
+	for _, cfg := range cfgs {
+		if err := s.Add(ctx, cfg, rec.job(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := rc.Stats()
+	log.on.Store(true)
+	in := running(t, ctx, id, rc, s)
+	log.on.Store(false)
+	return in, rc.Stats().Sub(before), log
+}
+
 // startJobsOn starts instance id with the jobs cfgs on a registry of its
 // own made from rcfg, stopped when the test ends.
 func startJobsOn(t *testing.T, id string, rcfg regcenter.Config, cfgs []job.Config, rec *recorder, opts ...job.Option) *instance {
@@ -273,7 +258,10 @@ func startJobsOn(t *testing.T, id string, rcfg regcenter.Config, cfgs []job.Conf
 	return running(t, ctx, id, rc, s)
 }
 
-// callLog records every call sent through it while on, as "KIND PATH…".
+// callLog records every call sent through it while on, as "KIND PATH…":
+// "create /a", "getmany /a /b", "watchnow1 /a" (the watch's kind), and a
+// transaction as "multi" and its ops, each path marked by what the op
+// does: "+" create, "-" delete, "=" set, "?" check.
 type callLog struct {
 	regcenter.Center
 	on   atomic.Bool
@@ -403,4 +391,11 @@ func (l *callLog) count(match func(string) bool) int {
 		}
 	}
 	return n
+}
+
+// String lists the calls sent, one a line.
+func (l *callLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.sent, "\n")
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,24 +150,12 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 	rec := newRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := func(id string) (*instance, *multiLog) {
-		var log *multiLog
-		rc, s := connectVia(t, ctx, ns, id, func(rc regcenter.Center) regcenter.Center {
-			log = &multiLog{Center: rc}
-			return log
-		})
-		for _, name := range names {
-			if err := s.Add(ctx, job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}, rec.job(id)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		log.on.Store(true)
-		if err := s.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		log.on.Store(false)
-		in := &instance{id: id, rc: rc, sched: s}
-		t.Cleanup(func() { in.stop(t) })
+	cfgs := make([]job.Config, len(names))
+	for i, name := range names {
+		cfgs[i] = job.Config{Name: name, Cron: "0 0 0 1 1 *", ShardingTotalCount: 2}
+	}
+	start := func(id string) (*instance, *callLog) {
+		in, _, log := startCounted(t, ctx, ns, id, cfgs, rec)
 		for _, name := range names {
 			if ok, st, err := obs.Exists(tctx(t), "/"+name+"/servers/"+id+"/status"); err != nil || !ok || st.EphemeralOwner == 0 {
 				t.Errorf("job %s: %s's status node exists=%v (%+v, %v)", name, id, ok, st, err)
@@ -185,7 +171,7 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 		// groups them, and sends them apart when the group fails): the
 		// job's two creates are together.
 		if got := joined.count(func(c string) bool {
-			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " "+server+" "+status+" ")
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " +"+server+" +"+status+" ")
 		}); got == 0 {
 			t.Errorf("job %s: no transaction of s2's server node and status; sent:\n%s", name, joined)
 		}
@@ -194,7 +180,7 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 		}); got != 0 {
 			t.Errorf("job %s: %d single writes of s2's nodes, want none; sent:\n%s", name, got, joined)
 		}
-		if got := joined.count(func(c string) bool { return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " /"+name+" ") }); got != 0 {
+		if got := joined.count(func(c string) bool { return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " +/"+name+" ") }); got != 0 {
 			t.Errorf("job %s: a new tree was tried for it; sent:\n%s", name, joined)
 		}
 	}
@@ -203,7 +189,7 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 	for _, name := range names {
 		server, status := "/"+name+"/servers/s2", "/"+name+"/servers/s2/status"
 		if got := again.count(func(c string) bool {
-			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " "+status+" ") && !strings.Contains(c+" ", " "+server+" ")
+			return strings.HasPrefix(c, "multi ") && strings.Contains(c+" ", " +"+status+" ") && !strings.Contains(c+" ", " +"+server+" ")
 		}); got == 0 {
 			t.Errorf("s2 started again: job %s: no transaction of its status alone (its server node exists); sent:\n%s", name, again)
 		}
@@ -211,68 +197,4 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 			t.Errorf("s2 started again: job %s: %d single writes of its nodes, want none; sent:\n%s", name, got, again)
 		}
 	}
-}
-
-// multiLog records the creates, deletes and transactions sent through it
-// while on, each as "create PATH", "delete PATH" or "multi PATH PATH…".
-type multiLog struct {
-	regcenter.Center
-	on   atomic.Bool
-	mu   sync.Mutex
-	sent []string
-}
-
-func (l *multiLog) note(s string) {
-	if l.on.Load() {
-		l.mu.Lock()
-		l.sent = append(l.sent, s)
-		l.mu.Unlock()
-	}
-}
-
-func (l *multiLog) Create(ctx context.Context, p string, data []byte, mode regcenter.Mode) (string, error) {
-	l.note("create " + p)
-	return l.Center.Create(ctx, p, data, mode)
-}
-
-func (l *multiLog) Delete(ctx context.Context, p string, version int32) error {
-	l.note("delete " + p)
-	return l.Center.Delete(ctx, p, version)
-}
-
-func (l *multiLog) Multi(ctx context.Context, ops ...regcenter.Op) error {
-	paths := make([]string, len(ops))
-	for i, op := range ops {
-		switch o := op.(type) {
-		case regcenter.CreateOp:
-			paths[i] = o.Path
-		case regcenter.SetOp:
-			paths[i] = o.Path
-		case regcenter.DeleteOp:
-			paths[i] = o.Path
-		case regcenter.CheckOp:
-			paths[i] = o.Path
-		}
-	}
-	l.note("multi " + strings.Join(paths, " "))
-	return l.Center.Multi(ctx, ops...)
-}
-
-// count is how many of the calls sent match.
-func (l *multiLog) count(match func(string) bool) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, c := range l.sent {
-		if match(c) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *multiLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.sent, "\n")
 }
