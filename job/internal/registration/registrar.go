@@ -32,7 +32,7 @@ type Registrar struct {
 	// Failover reports whether the job's config has failover on.
 	Failover func() bool
 	// Recover notes the runs owed for previous, the items a previous life
-	// of this server id held (see Node.Debts); its error is logged, not
+	// of this server id held (see Debts); its error is logged, not
 	// returned.
 	Recover func(ctx context.Context, previous []int) error
 	// Necessary flags a reshard; Campaign joins the election if this
