@@ -92,6 +92,7 @@ type config struct {
 	regDeadline  time.Duration
 	regProfile   string
 	stopProfile  string
+	heapProfile  string
 	regSettle    time.Duration
 	startJobs    int
 	startHogs    []int
@@ -153,6 +154,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.StringVar(&c.stopProfile, "reg-stop-cpuprofile", "", "-register: write this process's CPU profile of the Shutdown to this file")
+	fs.StringVar(&c.heapProfile, "reg-heapprofile", "", "-register: write this process's heap profile, taken where the heap per idle job is read (after a GC), to this file")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
 	fs.IntVar(&c.startJobs, "start-jobs", 300, "-startup: one-item jobs firing every second")

@@ -219,6 +219,13 @@ func (b *bench) measureRegister(ctx context.Context) error {
 		werr = werr0
 	}
 	heap1 := heapAfterGC()
+	if b.cfg.heapProfile != "" {
+		// Its in-use figures are those of the last GC, the one heapAfterGC
+		// ran.
+		if err := writeHeapProfile(b.cfg.heapProfile); err != nil {
+			b.log.Warn("heap profile", "err", err)
+		}
+	}
 	k = new(benchkit.KV).Add("jobs", jobs).Add("settled", settled).Add("quiet_after_start", time.Since(tIdle).Round(time.Second))
 	if werr == nil {
 		// wchs counts data watches only; the client's count has both kinds.
@@ -247,6 +254,19 @@ func selfCPU() (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// writeHeapProfile writes this process's heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // heapAfterGC returns HeapAlloc after a full collection.
