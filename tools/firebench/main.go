@@ -58,6 +58,7 @@ package main
 import (
 	"github.com/shardjob/shardjob/tools/benchkit"
 	"github.com/shardjob/shardjob/tools/benchkit/registry"
+	"runtime"
 
 	"context"
 	"errors"
@@ -154,7 +155,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.regDeadline, "reg-deadline", 90*time.Second, "-register: longest Add+Start")
 	fs.StringVar(&c.regProfile, "reg-cpuprofile", "", "-register: write this process's CPU profile of Add+Start to this file")
 	fs.StringVar(&c.stopProfile, "reg-stop-cpuprofile", "", "-register: write this process's CPU profile of the Shutdown to this file")
-	fs.StringVar(&c.heapProfile, "reg-heapprofile", "", "-register: write this process's heap profile, taken where the heap per idle job is read (after a GC), to this file")
+	fs.StringVar(&c.heapProfile, "reg-heapprofile", "", "-register: write this process's heap profile, taken where the heap per idle job is read (after a GC), to this file; every allocation is sampled, which slows the timings")
 	fs.DurationVar(&c.regSettle, "reg-settle", 90*time.Second, "-register: longest wait, after the idle window, for 5s without requests before watches and heap are counted")
 
 	fs.IntVar(&c.startJobs, "start-jobs", 300, "-startup: one-item jobs firing every second")
@@ -205,6 +206,11 @@ func parseFlags(args []string) (config, error) {
 }
 
 func run(ctx context.Context, cfg config) error {
+	if cfg.heapProfile != "" {
+		// Every allocation in the profile, so that its figures divide by
+		// the jobs exactly; it slows allocation, and so the timings.
+		runtime.MemProfileRate = 1
+	}
 	b := &bench{cfg: cfg, log: benchkit.Logger(cfg.verbose)}
 	dir, cleanup, err := benchkit.WorkDir("firebench", cfg.keep)
 	if err != nil {
