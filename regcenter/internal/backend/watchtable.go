@@ -31,11 +31,51 @@ type WatchSub struct {
 }
 
 // WatchEntry is one watch: its key, its subscribers and whether the
-// server holds it.
+// server holds it. Nearly every watch has one subscriber (a job's node,
+// watched by that job): it is kept in sub, and a set is made only for the
+// others (more), at the second.
 type WatchEntry struct {
 	Key   WatchKey
-	subs  map[*WatchSub]struct{}
-	armed bool // a server-side watch is believed to be set (ZooKeeper); guarded by the table
+	sub   *WatchSub              // a subscriber; nil only when there is none; guarded by the table
+	more  map[*WatchSub]struct{} // the subscribers beside sub; guarded by the table
+	armed bool                   // a server-side watch is believed to be set (ZooKeeper); guarded by the table
+}
+
+// add subscribes s. The table's lock is held.
+func (e *WatchEntry) add(s *WatchSub) {
+	if e.sub == nil {
+		e.sub = s
+		return
+	}
+	if e.more == nil {
+		e.more = map[*WatchSub]struct{}{}
+	}
+	e.more[s] = struct{}{}
+}
+
+// remove unsubscribes s, and reports whether e has no subscriber left.
+// The table's lock is held.
+func (e *WatchEntry) remove(s *WatchSub) (empty bool) {
+	if e.sub == s {
+		e.sub = nil
+		for o := range e.more { // one of the others takes its place
+			e.sub = o
+			delete(e.more, o)
+			break
+		}
+	} else {
+		delete(e.more, s)
+	}
+	return e.sub == nil
+}
+
+// has reports whether s subscribes to e. The table's lock is held.
+func (e *WatchEntry) has(s *WatchSub) bool {
+	if e.sub == s {
+		return s != nil
+	}
+	_, ok := e.more[s]
+	return ok
 }
 
 // NewWatchTable returns an empty table.
@@ -81,19 +121,18 @@ func (w *WatchTable[T]) Subscribe(key WatchKey, fn func(regcenter.Event)) (*Watc
 	w.mu.Lock()
 	e := w.watches[key]
 	if e == nil {
-		e = &WatchEntry{Key: key, subs: map[*WatchSub]struct{}{}}
+		e = &WatchEntry{Key: key}
 		w.watches[key] = e
 	}
-	e.subs[sub] = struct{}{}
+	e.add(sub)
 	w.mu.Unlock()
 	return e, sub, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if e := w.watches[key]; e != nil {
-			delete(e.subs, sub)
-			if len(e.subs) == 0 {
-				delete(w.watches, key)
-			}
+		// The watch now registered for the key: e, or, once e lost its
+		// last subscriber, a later one, which sub is not in.
+		if cur := w.watches[e.Key]; cur != nil && cur.remove(sub) {
+			delete(w.watches, e.Key)
 		}
 	}
 }
@@ -140,8 +179,12 @@ func (w *WatchTable[T]) SetArmed(e *WatchEntry, v bool) {
 // Deliver calls each of e's subscribers with ev.
 func (w *WatchTable[T]) Deliver(e *WatchEntry, ev regcenter.Event) {
 	w.mu.Lock()
-	subs := make([]*WatchSub, 0, len(e.subs))
-	for s := range e.subs {
+	var subs []*WatchSub
+	if e.sub != nil {
+		subs = make([]*WatchSub, 0, 1+len(e.more))
+		subs = append(subs, e.sub)
+	}
+	for s := range e.more {
 		subs = append(subs, s)
 	}
 	w.mu.Unlock()
@@ -153,7 +196,7 @@ func (w *WatchTable[T]) Deliver(e *WatchEntry, ev regcenter.Event) {
 // DeliverTo calls s with ev if s still subscribes to e.
 func (w *WatchTable[T]) DeliverTo(s *WatchSub, e *WatchEntry, ev regcenter.Event) {
 	w.mu.Lock()
-	_, live := e.subs[s]
+	live := e.has(s)
 	w.mu.Unlock()
 	if live {
 		s.fn(ev)
