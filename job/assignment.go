@@ -33,6 +33,6 @@ func (r *runner) watchIdle() (cancel func()) {
 		if r.assigned.IdleEvent(ev) {
 			r.goCatchUp()
 		}
-		r.kick.holds.Kick()
+		r.kick.Kick(kickHolds)
 	})
 }

@@ -105,7 +105,7 @@ func (r *runner) newFirer() *firing.Firer {
 		Records: r.records, Holds: &r.holds, Marker: r.marker, Claimer: r.claimer, Queue: r.fo, Owed: r.owed, Flags: r.flags,
 		Inheritance: r.inheritance, BackfillWait: &r.bfWait, Life: r.ctx.life, Timeout: s.opts.reshardTimeout, Until: s.exec.Until,
 		Go: r.goFunc, Stopped: r.isClosed, Ready: r.readyToFire, Preempt: s.preemptWait, FailoverClaims: &r.counters.failoverClaims,
-		Triggered: r.fireTriggered, KickFailover: func() { r.kick.failover.Kick() },
+		Triggered: r.fireTriggered, KickFailover: func() { r.kick.Kick(kickFailover) },
 	}
 }
 

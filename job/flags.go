@@ -41,7 +41,7 @@ func (r *runner) checkFlags() {
 		return
 	}
 	if seen.Backfill && r.flags.TakeBackfill(ctx) {
-		r.kick.backfill.Kick()
+		r.kick.Kick(kickBackfill)
 	}
 	if seen.Trigger && r.flags.TakeTrigger(ctx) {
 		if r.book.QueueTriggerIfBusy() {

@@ -222,7 +222,7 @@ func (s *Scheduler) newInstance() *instance.Node {
 func (s *Scheduler) kickLeaders() {
 	for _, r := range s.runnersSnapshot() {
 		if r.elect.IsLeader() {
-			r.kick.membership.Kick()
+			r.kick.Kick(kickMembership)
 		}
 	}
 }

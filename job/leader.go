@@ -23,9 +23,9 @@ import (
 func (r *runner) wireDuties() {
 	r.office = &leader.Office{
 		Duties: r.lead, RC: r.rc, Paths: r.paths, Log: r.log, Leading: r.elect.IsLeader, Go: r.goFunc,
-		KickMembership: func() { r.kick.membership.Kick() },
-		KickReshard:    func() { r.kick.reshard.Kick() },
-		KickEpoch:      func() { r.kick.epoch.Kick() },
+		KickMembership: func() { r.kick.Kick(kickMembership) },
+		KickReshard:    func() { r.kick.Kick(kickReshard) },
+		KickEpoch:      func() { r.kick.Kick(kickEpoch) },
 		Failover:       func() bool { return r.config().Failover },
 		QueueDeparted:  r.queueDeparted,
 		Repair:         func(ctx context.Context) error { return r.reshard.RepairWhileLive(ctx) },
@@ -47,7 +47,7 @@ func (r *runner) wireDuties() {
 		return claims.OnGone(r.rc, p, r.goFunc, func() (context.Context, context.CancelFunc) { return r.coordCtx(r.rc.Session()) }, fn)
 	}
 	r.claimer = &claims.Claimer{Watch: gone, State: r.fo, RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Log: r.log,
-		SessionFence: r.elect.SessionFence, Kick: func() { r.kick.failover.Kick() }, Now: r.s.opts.now}
+		SessionFence: r.elect.SessionFence, Kick: func() { r.kick.Kick(kickFailover) }, Now: r.s.opts.now}
 	r.prep.Steps = prepare.Steps{WatchItems: r.watchDisabledItems, Campaign: r.elect.Campaign, Job: r.name, Session: r.rc.Session,
 		Timeout: r.s.opts.reshardTimeout, Go: r.goFunc, Log: r.log}
 	r.flags = flags.New(r.rc, r.paths, r.serverID(), r.log, r.s.opts.reshardTimeout)

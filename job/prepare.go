@@ -59,7 +59,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 		}
 		dirty := func() {
 			r.fo.SetDirty(true)
-			r.kick.failover.Kick()
+			r.kick.Kick(kickFailover)
 		}
 		st, ok := r.watch.Arm(ctx, r.rc, registration.WatchQueue, r.paths.FailoverItems(), regcenter.WatchChildren, dirty,
 			r.log, "failover queue watch deferred; it reads the queue once armed")

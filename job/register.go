@@ -163,7 +163,7 @@ func (r *runner) adoptConfig(ctx context.Context, stored []byte) ([]byte, error)
 // for work makes it read them again (checkFlags); the pause flag is
 // noted as armed.
 func (r *runner) watchFlags(ctx context.Context) {
-	if paused, settled := r.watch.ArmFlags(ctx, r.rc, r.paths.Server(r.serverID()), r.kick.flags.Kick, r.log); settled {
+	if paused, settled := r.watch.ArmFlags(ctx, r.rc, r.paths.Server(r.serverID()), func() { r.kick.Kick(kickFlags) }, r.log); settled {
 		r.setPaused(paused)
 	}
 }
@@ -172,7 +172,7 @@ func (r *runner) watchFlags(ctx context.Context) {
 // exists (registration.Watches.ArmItems). The preparation's lock is held
 // (see prepare).
 func (r *runner) watchDisabledItems(ctx context.Context) {
-	if r.watch.ArmItems(ctx, r.rc, r.paths.DisabledItems(), r.kick.items.Kick, r.log) {
+	if r.watch.ArmItems(ctx, r.rc, r.paths.DisabledItems(), func() { r.kick.Kick(kickItems) }, r.log) {
 		r.readDisabledItems()
 	}
 }

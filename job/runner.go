@@ -102,7 +102,7 @@ type runner struct {
 
 	ctx  lifetimes        // the contexts stop cancels
 	bg   *startstop.Group // every goroutine of the runner (goFunc), on the scheduler's workers
-	kick kickers          // the runner's coalescing background tasks
+	kick runs.Kickers     // the runner's coalescing background tasks (kicked)
 }
 
 // lifetimes are a runner's contexts, made with it and cancelled by stop.
@@ -121,18 +121,42 @@ type lifetimes struct {
 	runs, coord  runs.SessionCtx
 }
 
-// kickers are a runner's coalescing background tasks (see runs.Kicker), each
-// run on a goroutine of the runner when kicked.
-type kickers struct {
-	membership *runs.Kicker // the leader checks the servers (checkMembership)
-	failover   *runs.Kicker // claim queued failover items (firing.Firer.ClaimFailover)
-	flags      *runs.Kicker // read this server's flags (checkFlags)
-	reshard    *runs.Kicker // the leader answers a reshard request (reshardOnRequest)
-	epoch      *runs.Kicker // note a moved reshard epoch (assigned.Source.NoteEpochFlag)
-	items      *runs.Kicker // read the disabled items (readDisabledItems)
-	holds      *runs.Kicker // release the marks of items a reshard moved (releaseMoved)
-	backfill   *runs.Kicker // run the job's backfill (runBackfill)
-	keys       *runs.Kicker // read the item source ahead of fires (listItems)
+// The runner's coalescing background tasks, each run on a goroutine of the
+// runner when kicked (kick, a runs.Kickers; kicked).
+const (
+	kickMembership = iota // the leader checks the servers (checkMembership)
+	kickFailover          // claim queued failover items (firing.Firer.ClaimFailover)
+	kickFlags             // read this server's flags (checkFlags)
+	kickReshard           // the leader answers a reshard request (reshardOnRequest)
+	kickEpoch             // note a moved reshard epoch (assigned.Source.NoteEpochFlag)
+	kickItems             // read the disabled items (readDisabledItems)
+	kickHolds             // release the marks of items a reshard moved (releaseMoved)
+	kickBackfill          // run the job's backfill (runBackfill)
+	kickKeys              // read the item source ahead of fires (listItems)
+)
+
+// kicked runs a kick of task.
+func (r *runner) kicked(task int) {
+	switch task {
+	case kickMembership:
+		r.checkMembership()
+	case kickFailover:
+		r.firer.ClaimFailover()
+	case kickFlags:
+		r.checkFlags()
+	case kickReshard:
+		r.reshardOnRequest()
+	case kickEpoch:
+		r.assigned.NoteEpochFlag()
+	case kickItems:
+		r.readDisabledItems()
+	case kickHolds:
+		r.releaseMoved()
+	case kickBackfill:
+		r.runBackfill()
+	case kickKeys:
+		r.listItems()
+	}
 }
 
 func newRunner(s *Scheduler, cfg Config, j Job) *runner {
@@ -167,16 +191,7 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 	r.firer = r.newFirer()
 	r.held.Done = r.done
 	r.assigned = r.newSource()
-	spawn := r.goFunc // one method value for the seven
-	r.kick.membership = runs.NewKicker(spawn, r.checkMembership)
-	r.kick.failover = runs.NewKicker(spawn, r.firer.ClaimFailover)
-	r.kick.flags = runs.NewKicker(spawn, r.checkFlags)
-	r.kick.reshard = runs.NewKicker(spawn, r.reshardOnRequest)
-	r.kick.epoch = runs.NewKicker(spawn, r.assigned.NoteEpochFlag)
-	r.kick.items = runs.NewKicker(spawn, r.readDisabledItems)
-	r.kick.holds = runs.NewKicker(spawn, r.releaseMoved)
-	r.kick.backfill = runs.NewKicker(spawn, r.runBackfill)
-	r.kick.keys = runs.NewKicker(spawn, r.listItems)
+	r.kick.Init(r.goFunc, r.kicked)
 	return r
 }
 
@@ -300,7 +315,7 @@ func (r *runner) schedule() {
 	}
 	r.prepareBefore(next)
 	if _, keyed := r.job.(ItemLister); keyed {
-		r.kick.keys.Kick()
+		r.kick.Kick(kickKeys)
 	}
 }
 

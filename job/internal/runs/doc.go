@@ -13,7 +13,8 @@
 //     period ended, all of them by Close;
 //   - the Kicker (kicker.go): a function run on a goroutine whenever
 //     kicked, never two at once, the kicks that arrive meanwhile coalesced
-//     into one more run;
+//     into one more run; and Kickers, up to MaxKicks such tasks sharing
+//     one lock, spawn and function (a job's);
 //   - the fire order (order.go): the turns by which a job's scheduled
 //     fires, and its make-up runs, reserve their items in fire order, and
 //     the reserving lock they take in turn;
@@ -25,15 +26,15 @@
 //     encoding it is recorded in (EncodeOutput).
 //
 // The lock discipline. Each type owns its lock, taken only in its
-// methods, and calls nothing outside this package under it: a Kicker
-// calls its spawn and its function with no lock held. An Order's turns
-// lock is a leaf; its reserving lock is the caller's to hold while it
-// reserves, taken after its turn comes.
+// methods, and calls nothing outside this package under it: a Kicker, and
+// a Kickers, calls its spawn and its function with no lock held. An
+// Order's turns lock is a leaf; its reserving lock is the caller's to hold
+// while it reserves, taken after its turn comes.
 //
 // It may import the standard library and regcenter (a run's Session);
 // nothing of package job. The goroutines it starts: a worker, which ends
 // once Close has begun (a busy one when its task returns) or when a reap
-// finds it idle through a whole period; a Kicker's run, on its spawn's
-// goroutine, which ends when no kick is pending; and Close's wait, which
-// ends with the workers.
+// finds it idle through a whole period; a Kicker's run (a Kickers
+// task's), on its spawn's goroutine, which ends when no kick (of its task)
+// is pending; and Close's wait, which ends with the workers.
 package runs
