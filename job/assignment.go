@@ -13,10 +13,10 @@ import (
 // previous fire, whose records are read for gaps (inherit.go).
 
 // newSource returns the runner's source of its assignment.
-func (r *runner) newSource() *assigned.Source {
+func (r *runner) newSource(a *active) *assigned.Source {
 	return &assigned.Source{
-		Reader: &assigned.Reader{RC: r.rc, Paths: r.paths, Server: r.serverID(), Reshard: r.reshard, Log: r.log, Quote: quoteShort},
-		Cache:  &r.cache, Held: r.held, Coord: r.coordCtx, Timeout: r.s.opts.reshardTimeout,
+		Reader: &assigned.Reader{RC: r.rc, Paths: r.paths, Server: r.serverID(), Reshard: a.reshard, Log: r.log, Quote: quoteShort},
+		Cache:  &a.cache, Held: a.held, Coord: r.coordCtx, Timeout: r.s.opts.reshardTimeout,
 		Unmonitored: func() bool { return r.config().Unmonitored },
 		Relead:      func() { r.s.trig.Relead(r.name) },
 		ArmIdle:     r.watchIdle,
@@ -30,7 +30,7 @@ func (r *runner) newSource() *assigned.Source {
 // waits for them (hold.go).
 func (r *runner) watchIdle() (cancel func()) {
 	return r.rc.Watch(r.paths.Flag(r.serverID(), layout.Sharding), regcenter.WatchNode, func(ev regcenter.Event) {
-		if r.assigned.IdleEvent(ev) {
+		if r.active().assigned.IdleEvent(ev) {
 			r.goCatchUp()
 		}
 		r.kick.Kick(kickHolds)

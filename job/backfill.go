@@ -38,6 +38,7 @@ func (r *runner) runBackfill() {
 	if err := r.prepareSync(); err != nil {
 		r.log.Warn("backfill: preparing to run", "err", err)
 	}
+	a := r.active()
 	var (
 		id        string
 		last      time.Time // when the previous pass started, for the rate
@@ -50,17 +51,17 @@ func (r *runner) runBackfill() {
 		// this instance again).
 		sess, ok := r.readyToFire()
 		if !ok {
-			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+			if !a.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
 				return
 			}
 			continue
 		}
 		ctx, cancel := r.coordCtx(sess)
-		req, ok, err := r.bfReg.ReadRequest(ctx)
+		req, ok, err := a.bfReg.ReadRequest(ctx)
 		cancel()
 		if err != nil {
 			// A registry that cannot answer now: read again.
-			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
+			if !a.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), nil) {
 				return
 			}
 			continue
@@ -85,7 +86,7 @@ func (r *runner) runBackfill() {
 			// made was not told of it, and the items gained back may
 			// have gone on elsewhere meanwhile.
 			ctx, cancel := r.coordCtx(sess)
-			r.bfReg.TellServers(ctx)
+			a.bfReg.TellServers(ctx)
 			cancel()
 			r.backfills.Forget()
 		}
@@ -97,7 +98,7 @@ func (r *runner) runBackfill() {
 			r.log.Warn("backfill: reading this instance's items", "backfill", id, "err", err)
 		case len(groups) == 0:
 			ctx, cancel := r.coordCtx(sess)
-			through := r.bfReg.Through(ctx, req, sched, cfg.ShardingTotalCount, r.flags.DisabledItems())
+			through := a.bfReg.Through(ctx, req, sched, cfg.ShardingTotalCount, r.flags.DisabledItems())
 			cancel()
 			if through {
 				r.log.Info("backfill: every item is through", "backfill", id)
@@ -105,12 +106,12 @@ func (r *runner) runBackfill() {
 			}
 		}
 		if len(groups) == 0 || r.flags.Paused() {
-			if !r.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
+			if !a.firer.SleepUntil(r.s.opts.now().Add(backfillIdle), sess.Ctx().Done()) {
 				return
 			}
 			continue
 		}
-		if !last.IsZero() && !r.firer.SleepUntil(last.Add(time.Duration(float64(lastFires)*float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
+		if !last.IsZero() && !a.firer.SleepUntil(last.Add(time.Duration(float64(lastFires)*float64(time.Second)/req.Rate)), sess.Ctx().Done()) {
 			return
 		}
 		last, lastFires = r.s.opts.now(), len(groups)
@@ -142,13 +143,14 @@ func (r *runner) newBackfilling() *backfilling.Registry {
 // disabled) whose next fire of req it is, and this instance's items
 // (backfilling.Registry.Next).
 func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sched backfill.Schedule) (map[time.Time][]int, []int, error) {
-	a, err := r.assigned.Get(sess)
+	act := r.active()
+	a, err := act.assigned.Get(sess)
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	return r.bfReg.Next(ctx, req, sched, a.Items, r.flags.DisabledItems(), r.config().ShardingTotalCount)
+	return act.bfReg.Next(ctx, req, sched, a.Items, r.flags.DisabledItems(), r.config().ShardingTotalCount)
 }
 
 // reserveBackfill reserves f's items in the book, waiting up to
@@ -156,8 +158,9 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 // runs those it reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
 	f.Job = &r.config().fire
-	f.Items = r.bfWait.Reserve(r.ctx.life, f.Sess, f.Items, func(items []int) []int {
+	a := r.active()
+	f.Items = a.bfWait.Reserve(r.ctx.life, f.Sess, f.Items, func(items []int) []int {
 		return r.book.Reserve(f.Job.Book, items, f.At, time.Time{}, f.Kind, r.flags.DisabledItems())
 	})
-	r.firer.MarkAndRun(f)
+	a.firer.MarkAndRun(f)
 }

@@ -24,8 +24,9 @@ func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
 // catchUpIdle owes the fire this instance let pass as an idle instance to
 // the items a reshard gave it since, and runs them.
 func (r *runner) catchUpIdle() {
-	release := r.firer.Order.Hold()
-	at := r.cache.TakeIdlePass()
+	act := r.active()
+	release := act.firer.Order.Hold()
+	at := act.cache.TakeIdlePass()
 	if at.IsZero() || r.flags.Paused() {
 		release()
 		return
@@ -44,7 +45,7 @@ func (r *runner) catchUpIdle() {
 		release()
 		return
 	}
-	a, err := r.assigned.Get(sess)
+	a, err := act.assigned.Get(sess)
 	if err != nil {
 		release()
 		r.log.Warn("reading the assignment after a reshard; the next fire reads it again", "err", err)
@@ -66,5 +67,5 @@ func (r *runner) catchUpIdle() {
 	if len(fresh) > 0 {
 		r.log.Info("items gained after a fire passed idle: running that fire now", "items", fresh, "fire", at)
 	}
-	r.firer.RunOwed(sess)
+	act.firer.RunOwed(sess)
 }

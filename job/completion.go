@@ -68,14 +68,14 @@ func WithCompletionJournal(on bool) Option {
 
 // newCompleter returns the runner's completion stage: what it writes
 // through, and the runner's answers it asks for.
-func (r *runner) newCompleter() *completion.Completer {
+func (r *runner) newCompleter(a *active) *completion.Completer {
 	return completion.New(completion.Config{
 		Center: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,
-		Records: r.records, Reader: r.reader, Book: r.book, Owed: r.owed, Claims: r.fo, Backfills: &r.backfills,
-		Journal: r.s.journal, Fence: r.elect,
-		Keep: r.held.KeepAfter, Release: func(items []int) { r.firer.Release(items) },
+		Records: r.records, Reader: a.reader, Book: r.book, Owed: r.owed, Claims: a.fo, Backfills: &r.backfills,
+		Journal: r.s.journal, Fence: a.elect,
+		Keep: a.held.KeepAfter, Release: func(items []int) { a.firer.Release(items) },
 		Current: func() completion.Job { return r.config().done },
-		Life:    r.ctx.record, SessionTimeout: r.sessionTimeout, Now: r.s.opts.now,
+		Life:    a.record, SessionTimeout: r.sessionTimeout, Now: r.s.opts.now,
 		Interval: r.s.opts.recordInterval, Closed: ErrSchedulerClosed, MaxItems: MaxShardingTotalCount,
 	})
 }
@@ -84,7 +84,7 @@ func (r *runner) newCompleter() *completion.Completer {
 // its completed node, with what a record deferred here adds to it
 // (records.Reader.Read).
 func (r *runner) completedFire(ctx context.Context, item int) (time.Time, error) {
-	rec, err := r.reader.Read(ctx, item, r.config().book.Schedule, r.records)
+	rec, err := r.active().reader.Read(ctx, item, r.config().book.Schedule, r.records)
 	return rec.Cover.Through(), err
 }
 

@@ -123,13 +123,17 @@ func (r *runner) reloadConfig() {
 	if cfg.Unmonitored != old.Unmonitored {
 		// The next fire reads the assignment, and its assumption takes
 		// the watches an unmonitored job proves by, or drops them
-		// (assigned.Source).
-		r.assigned.Forget()
+		// (assigned.Source). A job that never fired assumes nothing.
+		if a := r.activeIfMade(); a != nil {
+			a.assigned.Forget()
+		}
 	}
 	if (cfg.Unmonitored && !old.Unmonitored) || (cfg.Disabled && !old.Disabled) {
 		// No fire here marks the items any more: the marks kept for the
-		// next fires go (hold.go).
-		r.held.Release(ctx, r.rc.Session(), nil)
+		// next fires go (hold.go); a job that never fired keeps none.
+		if a := r.activeIfMade(); a != nil {
+			a.held.Release(ctx, r.rc.Session(), nil)
+		}
 	}
 	if cfg.Failover && !old.Failover {
 		// Failover turned on: claim queued items, and lead between fires.

@@ -20,9 +20,10 @@ type fire = firing.Fire
 type itemResult = completion.Result
 
 // runContext returns the parent of the runs under sess here: cancelled
-// when sess ends, or with r.ctx.exec's cause when shutdown's grace period
+// when sess ends, or with active.exec's cause when shutdown's grace period
 // ends. There is one per session, made by its first run: a run of its own
-// would link to r.ctx.exec and unlink again every time.
+// would link to active.exec and unlink again every time.
 func (r *runner) runContext(sess *regcenter.Session) context.Context {
-	return r.ctx.runs.Of(sess, r.ctx.exec)
+	a := r.active()
+	return a.runs.Of(sess, a.exec)
 }

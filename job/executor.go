@@ -87,14 +87,14 @@ func (e executor) callRange(ctx context.Context, rc RangeContext) (err error) {
 }
 
 // newFirer returns what the runner's fire path shares (job/internal/firing),
-// set once: the Firer's parts are the runner's, and the events it
+// set once: the Firer's parts are the runner's and a's, and the events it
 // raises are built here.
-func (r *runner) newFirer() *firing.Firer {
+func (r *runner) newFirer(a *active) *firing.Firer {
 	s := r.s
-	return &firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &r.run, Inherit: &r.inherit,
+	return &firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &a.run, Inherit: &a.inherit,
 		RunContext: r.runContext, Tracer: s.opts.tracer, Listeners: s.opts.fireListeners, Exec: executor{r},
 		Log: r.log, Now: s.opts.now, Lead: s.opts.fireLead, Coord: r.coordCtx, Current: func() *firing.Job { return &r.config().fire },
-		Done: r.done, Debts: r.debts, Backfills: r.bfReg, RC: r.rc, Paths: r.paths, ReportBad: r.reportBadValue, Parent: r.parentOf,
+		Done: a.done, Debts: a.debts, Backfills: a.bfReg, RC: r.rc, Paths: r.paths, ReportBad: r.reportBadValue, Parent: r.parentOf,
 		Closed: ErrSchedulerClosed, ItemKeysErr: ErrItemKeys, ParentFailed: ErrParentFailed, FiresExpired: &r.counters.firesExpired,
 		OnExpired: func(fires int, detail string, at time.Time) {
 			s.emit(Event{Kind: EventFiresExpired, Job: r.name, Units: fires, Detail: detail, At: at})
@@ -102,8 +102,8 @@ func (r *runner) newFirer() *firing.Firer {
 		OnParentFailed: func(items int, err error, at time.Time) {
 			s.emit(Event{Kind: EventParentFailed, Job: r.name, Units: items, Detail: err.Error(), Err: err, At: at})
 		},
-		Records: r.records, Holds: &r.holds, Marker: r.marker, Claimer: r.claimer, Queue: r.fo, Owed: r.owed, Flags: r.flags,
-		Inheritance: r.inheritance, BackfillWait: &r.bfWait, Life: r.ctx.life, Timeout: s.opts.reshardTimeout, Until: s.exec.Until,
+		Records: r.records, Holds: &a.holds, Marker: a.marker, Claimer: a.claimer, Queue: a.fo, Owed: r.owed, Flags: r.flags,
+		Inheritance: a.inheritance, BackfillWait: &a.bfWait, Life: r.ctx.life, Timeout: s.opts.reshardTimeout, Until: s.exec.Until,
 		Go: r.goFunc, Stopped: r.isClosed, Ready: r.readyToFire, Preempt: s.preemptWait, FailoverClaims: &r.counters.failoverClaims,
 		Triggered: r.fireTriggered, KickFailover: func() { r.kick.Kick(kickFailover) },
 	}
@@ -111,6 +111,6 @@ func (r *runner) newFirer() *firing.Firer {
 
 // newDebts returns the runner's registry work of make-up runs
 // (job/internal/makeup).
-func (r *runner) newDebts() *makeup.Debts {
-	return &makeup.Debts{RC: r.rc, Paths: r.paths, Book: r.book, Records: r.reader, Known: r.records, Log: r.log}
+func (r *runner) newDebts(a *active) *makeup.Debts {
+	return &makeup.Debts{RC: r.rc, Paths: r.paths, Book: r.book, Records: a.reader, Known: r.records, Log: r.log}
 }

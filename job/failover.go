@@ -14,5 +14,5 @@ import (
 // holding some (claims.Departures.Queue).
 func (r *runner) queueDeparted(ctx context.Context, servers reshard.Servers) error {
 	cfg := r.config()
-	return r.departed.Queue(ctx, servers, cfg.ShardingTotalCount, cfg.book.Schedule)
+	return r.active().departed.Queue(ctx, servers, cfg.ShardingTotalCount, cfg.book.Schedule)
 }

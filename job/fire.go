@@ -51,7 +51,8 @@ func (r *runner) fireScheduled(at, skipped time.Time) { r.fireInTurn(at, skipped
 // (runs.Order.Enter): it reserves its items once the fires dispatched
 // before it have, and ends its turn then (or as it returns).
 func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
-	defer r.firer.Order.Leave(turn)
+	act := r.active()
+	defer act.firer.Order.Leave(turn)
 	if r.flags.Paused() {
 		return // an operator paused this server: its items stay put
 	}
@@ -65,21 +66,21 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	}
 	// The fires dispatched before this one reserve first (a stop ends the
 	// wait: the fire then finds the job stopping).
-	r.firer.Order.Await(turn, r.ctx.life.Done())
+	act.firer.Order.Await(turn, r.ctx.life.Done())
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
-	r.firer.Order.Lock()
+	act.firer.Order.Lock()
 	held := true
 	reserved := func() {
 		if held {
 			held = false
-			r.firer.Order.Unlock()
-			r.firer.Order.Leave(turn)
+			act.firer.Order.Unlock()
+			act.firer.Order.Leave(turn)
 		}
 	}
 	defer reserved()
-	r.cache.PassIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
+	act.cache.PassIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
 	sess, ok := r.readyToFire()
 	if !ok {
 		if !r.book.Stopping() {
@@ -111,6 +112,7 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 // reserved, when not nil, is called once this fire's items are reserved
 // (or it reserves none).
 func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, reserved func()) {
+	act := r.active()
 	if reserved == nil {
 		reserved = func() {}
 	}
@@ -119,27 +121,27 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		// this fire's own transaction; read again only if that fails.
 		// A failed proof leaves nothing behind (see fireItems), and this
 		// fire still holds the fire order for the fresh read.
-		if a, ok := r.cache.Assumed(sess); ok {
+		if a, ok := act.cache.Assumed(sess); ok {
 			unmonitored := r.config().Unmonitored
-			if a.Watched && len(a.Items) > 0 && (unmonitored || r.holds.HoldsAll(sess, a.Items)) {
+			if a.Watched && len(a.Items) > 0 && (unmonitored || act.holds.HoldsAll(sess, a.Items)) {
 				// The watches say nothing changed, and the fire marks
 				// nothing: the job writes nothing per fire, or this
 				// instance holds every item's mark (hold.go). It runs
 				// without a request before its items (assigned.Source).
 				_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-				r.firer.RunOwed(sess)
+				act.firer.RunOwed(sess)
 				return
 			}
-			if a.Watched && len(a.Items) == 0 && (unmonitored || !r.elect.IsLeader()) {
+			if a.Watched && len(a.Items) == 0 && (unmonitored || !act.elect.IsLeader()) {
 				// Nothing held, and the watch says nothing changed. (A
 				// monitored job's leader proves as before: its failed
 				// proof is what reshards when a reshard is due; an
 				// unmonitored job's watches the epoch for that.) A reshard
 				// committed after this pass gives the fire back
 				// (catchUpIdle).
-				r.cache.PassIdle(at)
+				act.cache.PassIdle(at)
 				reserved()
-				r.firer.RunOwed(sess)
+				act.firer.RunOwed(sess)
 				return
 			}
 			if r.fireOnProof(sess, at, a, reserved) {
@@ -147,7 +149,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			}
 		}
 	}
-	a, err := r.assigned.Get(sess)
+	a, err := act.assigned.Get(sess)
 	if err != nil {
 		r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 		r.book.NoteSuspendedMiss(at)
@@ -164,14 +166,14 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 			if r.fireOnProof(sess, at, a, reserved) {
 				return
 			}
-			if a, err = r.assigned.Get(sess); err != nil {
+			if a, err = act.assigned.Get(sess); err != nil {
 				r.log.Warn("fire skipped: cannot read assignment; the next fire makes up for it", "fire", at, "err", err)
 				r.book.NoteSuspendedMiss(at)
 				return
 			}
 		}
 		_ = r.fireItems(sess, at, a, reserved, false) // unproved, it returns nil
-		r.firer.RunOwed(sess)
+		act.firer.RunOwed(sess)
 		return
 	}
 	if kind == KindMisfire {
@@ -186,14 +188,14 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.book.NoteMisfire(cfg.book, it, since)
 			}
 		}
-		todo := r.book.Reserve(cfg.book, items, at, r.firer.MakeUpThrough(&cfg.fire, at), book.Misfire, r.flags.DisabledItems())
+		todo := r.book.Reserve(cfg.book, items, at, act.firer.MakeUpThrough(&cfg.fire, at), book.Misfire, r.flags.DisabledItems())
 		reserved()
-		r.firer.MarkAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
-			MayHaveRun: r.inherit.Take(todo), FailedAttempts: r.inherit.TakeFailed(todo)})
+		act.firer.MarkAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
+			MayHaveRun: act.inherit.Take(todo), FailedAttempts: act.inherit.TakeFailed(todo)})
 	} else {
-		r.firer.ReserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
+		act.firer.ReserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
 	}
-	r.firer.RunOwed(sess)
+	act.firer.RunOwed(sess)
 }
 
 // fireOnProof fires a's items, proved by the fire's first transaction,
@@ -201,10 +203,11 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 // for another reason than a moved assignment (it is then owed). On false
 // the assignment moved: nothing ran, and the caller reads it again.
 func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Assignment, reserved func()) bool {
+	act := r.active()
 	err := r.fireItems(sess, at, a, reserved, true)
 	switch {
 	case err == nil:
-		r.firer.RunOwed(sess)
+		act.firer.RunOwed(sess)
 	case errors.Is(err, assume.ErrMoved):
 		return false
 	default:
@@ -230,8 +233,9 @@ func (r *runner) fireOnProof(sess *regcenter.Session, at time.Time, a assume.Ass
 // assume.ErrMoved returned, for the caller to read the assignment and
 // fire again; reserved is then not called. Without prove it returns nil.
 func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assignment, reserved func(), prove bool) error {
+	act := r.active()
 	cfg := r.config()
-	heldBefore := r.cache.Held()
+	heldBefore := act.cache.Held()
 	gaps, fresh := r.inheritedGaps(sess, at, a)
 	ran, known, unrecorded := r.ranBefore(cfg, at, fresh)
 	if len(ran) > 0 {
@@ -247,7 +251,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		marked, err := r.proveAndMark(f, checks)
 		if err != nil {
 			r.book.Undo(res)
-			r.cache.RestoreHeld(heldBefore) // the fire order is still held: no other fire moved it
+			act.cache.RestoreHeld(heldBefore) // the fire order is still held: no other fire moved it
 			return err
 		}
 		f.Items = marked
@@ -258,13 +262,13 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		done = make(chan struct{})
 		go func() { // owned here: waited for below
 			defer close(done)
-			r.firer.RunMakeUps(sess, &cfg.fire, res.Debts, "making up for owed fires with this one")
+			act.firer.RunMakeUps(sess, &cfg.fire, res.Debts, "making up for owed fires with this one")
 		}()
 	}
 	if prove {
-		r.firer.StartRuns(f, nil) // marked with the proof
+		act.firer.StartRuns(f, nil) // marked with the proof
 	} else {
-		r.firer.MarkAndRun(f)
+		act.firer.MarkAndRun(f)
 	}
 	if done != nil {
 		<-done
@@ -280,8 +284,9 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 // and the items are still reserved (but for those the marking dropped:
 // running elsewhere, they are owed and released).
 func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
+	act := r.active()
 	if len(f.Items) == 0 || f.Job.Unmonitored {
-		ok, err := r.assigned.Prove(f.Sess, checks)
+		ok, err := act.assigned.Prove(f.Sess, checks)
 		if err == nil && !ok {
 			err = assume.ErrMoved
 		}
@@ -289,9 +294,9 @@ func (r *runner) proveAndMark(f *fire, checks []regcenter.Op) ([]int, error) {
 	}
 	ctx, cancel := r.coordCtx(f.Sess)
 	defer cancel()
-	marked, err := r.firer.Mark(ctx, f, checks, f.Known)
+	marked, err := act.firer.Mark(ctx, f, checks, f.Known)
 	if errors.Is(err, assume.ErrMoved) {
-		r.assigned.Forget()
+		act.assigned.Forget()
 	}
 	return marked, err
 }

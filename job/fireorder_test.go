@@ -154,18 +154,18 @@ func TestFiresReserveInTheOrderTheyWereDispatched(t *testing.T) {
 
 			// A fire held up in coordination has the order; the two after
 			// it are dispatched, and the later one waits first.
-			heldUp := r.firer.Order.Enter()
-			r.firer.Order.Await(heldUp, nil)
-			r.firer.Order.Lock()
-			earlier, later := r.firer.Order.Enter(), r.firer.Order.Enter()
+			heldUp := r.active().firer.Order.Enter()
+			r.active().firer.Order.Await(heldUp, nil)
+			r.active().firer.Order.Lock()
+			earlier, later := r.active().firer.Order.Enter(), r.active().firer.Order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[2], time.Time{}, later) })
 			awaitCond(t, "the later fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
 			// The held-up fire has reserved: the later fire runs (and its
 			// item is free again), or waits for the earlier one's turn,
 			// before the earlier fire comes.
-			r.firer.Order.Unlock()
-			r.firer.Order.Leave(heldUp)
+			r.active().firer.Order.Unlock()
+			r.active().firer.Order.Leave(heldUp)
 			awaitCond(t, "the later fire has run or waits for the earlier one", func() bool {
 				for _, run := range ran() {
 					if run.fire.Equal(fires[2]) && !r.book.IsRunning(0) {
@@ -189,7 +189,7 @@ func TestFiresReserveInTheOrderTheyWereDispatched(t *testing.T) {
 // waitsFor reports whether a fire waits for turn, the first turn of r's
 // fire order, to be over.
 func waitsFor(r *runner, turn uint64) bool {
-	waiting, awaited := r.firer.Order.Waiting()
+	waiting, awaited := r.active().firer.Order.Waiting()
 	return awaited && len(waiting) > 0 && waiting[0] == turn
 }
 
@@ -279,10 +279,10 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 			// A fire held up in coordination has the order, and the fire
 			// after it waits. A stall collapsed the next one into a later
 			// fire, which noted it; the session comes back meanwhile.
-			heldUp := r.firer.Order.Enter()
-			r.firer.Order.Await(heldUp, nil)
-			r.firer.Order.Lock()
-			waiting := r.firer.Order.Enter()
+			heldUp := r.active().firer.Order.Enter()
+			r.active().firer.Order.Await(heldUp, nil)
+			r.active().firer.Order.Lock()
+			waiting := r.active().firer.Order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[1], time.Time{}, waiting) })
 			awaitCond(t, "the fire after waits for the fire order", func() bool { return waitsFor(r, heldUp) })
@@ -294,11 +294,11 @@ func TestFiresMissedWhileDownAreMadeUpAfterTheFiresBefore(t *testing.T) {
 						return true
 					}
 				}
-				waiting, _ := r.firer.Order.Waiting()
+				waiting, _ := r.active().firer.Order.Waiting()
 				return len(waiting) == 3
 			})
-			r.firer.Order.Unlock()
-			r.firer.Order.Leave(heldUp)
+			r.active().firer.Order.Unlock()
+			r.active().firer.Order.Leave(heldUp)
 			wg.Wait()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -401,11 +401,11 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 			// This instance's fire of the third is held up in
 			// coordination, and the fourth's waits for it; meanwhile the
 			// mark goes, and the debt is paid (runOwed).
-			heldUp, waiting := r.firer.Order.Enter(), r.firer.Order.Enter()
+			heldUp, waiting := r.active().firer.Order.Enter(), r.active().firer.Order.Enter()
 			var wg sync.WaitGroup
 			wg.Go(func() { r.fireInTurn(fires[3], time.Time{}, waiting) })
 			awaitCond(t, "the fourth fire waits for the fire order", func() bool { return waitsFor(r, heldUp) })
-			wg.Go(r.firer.PayOwed)
+			wg.Go(r.active().firer.PayOwed)
 			inTurn := false
 			awaitCond(t, "the debt has run, or waits for the fires before", func() bool {
 				for _, run := range ran() {
@@ -413,7 +413,7 @@ func TestADebtIsReservedAfterTheFiresDispatchedBefore(t *testing.T) {
 						return true
 					}
 				}
-				waiting, _ := r.firer.Order.Waiting()
+				waiting, _ := r.active().firer.Order.Waiting()
 				inTurn = len(waiting) == 3
 				return inTurn
 			})

@@ -9,19 +9,21 @@ import "github.com/shardjob/shardjob/job/internal/heldmarks"
 
 // newKeeper returns the keeper of the runner's held marks; its Done is
 // set once the completion stage, which asks it what to keep, is made.
-func (r *runner) newKeeper() *heldmarks.Keeper {
-	return &heldmarks.Keeper{RC: r.rc, Paths: r.paths, ServerID: r.serverID(), Held: &r.holds, Assumed: &r.cache,
-		Book: r.book, Records: r.records, Fence: r.elect.SessionFence, Log: r.log}
+func (r *runner) newKeeper(a *active) *heldmarks.Keeper {
+	return &heldmarks.Keeper{RC: r.rc, Paths: r.paths, ServerID: r.serverID(), Held: &a.holds, Assumed: &a.cache,
+		Book: r.book, Records: r.records, Fence: a.elect.SessionFence, Log: r.log}
 }
 
 // releaseMoved is the holds kicker's pass: the keeper's ReleaseMoved,
-// when this instance holds marks under its session.
+// when this instance holds marks under its session (none before the job
+// fired here).
 func (r *runner) releaseMoved() {
 	sess := r.rc.Session()
-	if r.holds.Count(sess) == 0 {
+	a := r.activeIfMade()
+	if a == nil || a.holds.Count(sess) == 0 {
 		return
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	r.held.ReleaseMoved(ctx, sess)
+	a.held.ReleaseMoved(ctx, sess)
 }

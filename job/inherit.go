@@ -29,9 +29,9 @@ import (
 // here, or handed over at a leave, which flushed its records first.
 
 // newInheritance returns the runner's reader of inherited items.
-func (r *runner) newInheritance() *inherit.Reader {
-	return &inherit.Reader{RC: r.rc, Paths: r.paths, Records: r.reader, Known: r.records, Owed: r.owed,
-		Gaps: &r.inherit, Log: r.log, Report: r.reportBadValue}
+func (r *runner) newInheritance(a *active) *inherit.Reader {
+	return &inherit.Reader{RC: r.rc, Paths: r.paths, Records: a.reader, Known: r.records, Owed: r.owed,
+		Gaps: &a.inherit, Log: r.log, Report: r.reportBadValue}
 }
 
 // inheritedGaps returns, for the items of this fire that this instance did
@@ -44,7 +44,8 @@ func (r *runner) newInheritance() *inherit.Reader {
 // fresh lists the items newly held, gaps or not.
 func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.Assignment) (gaps map[int]time.Time, fresh []int) {
 	cfg := r.config()
-	prev := r.cache.SwapHeld(a)
+	act := r.active()
+	prev := act.cache.SwapHeld(a)
 	changed := !slices.Equal(a.Items, prev.Items)
 	if changed || !a.SameVersion(prev) { // the steady state holds what it held
 		held := a.HeldSince(prev)
@@ -64,7 +65,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.retry.Attempts > 0}
-	return r.inheritance.Read(ctx, j, at, fresh), fresh
+	return act.inheritance.Read(ctx, j, at, fresh), fresh
 }
 
 // ranBefore sorts the items newly held for the fire at (fresh, see

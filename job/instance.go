@@ -205,7 +205,7 @@ func (s *Scheduler) newInstance() *instance.Node {
 		KickLeaders: s.kickLeaders,
 		RetryUnplaced: func() {
 			for _, r := range s.runnersSnapshot() {
-				if r.elect.IsLeader() {
+				if r.leading() {
 					r.goFunc(r.retryUnplaced)
 				}
 			}
@@ -221,7 +221,7 @@ func (s *Scheduler) newInstance() *instance.Node {
 // of servers that may take units changed.
 func (s *Scheduler) kickLeaders() {
 	for _, r := range s.runnersSnapshot() {
-		if r.elect.IsLeader() {
+		if r.leading() {
 			r.kick.Kick(kickMembership)
 		}
 	}

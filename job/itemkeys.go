@@ -55,6 +55,7 @@ func (r *runner) listItems() {
 	if !ok {
 		return
 	}
+	a := r.active() // the lister runs on the leader: it joins the election (Prepare)
 	l := &itemkeys.Lister{
 		RC: r.rc, Paths: r.paths, Source: lister.ListItems, Timeout: ItemListTimeout, Coord: r.s.opts.reshardTimeout,
 		Job: func() itemkeys.Job {
@@ -65,8 +66,8 @@ func (r *runner) listItems() {
 			}
 			return itemkeys.Job{Total: cfg.ShardingTotalCount, Next: sched.Next, OK: true}
 		},
-		Prepare: r.prepareSync, Leading: r.elect.IsLeader, Fence: r.elect.Fence, Session: r.rc.Session,
-		Now: r.s.opts.now, Sleep: func(at time.Time) bool { return r.firer.SleepUntil(at, nil) }, Closed: r.isClosed,
+		Prepare: r.prepareSync, Leading: a.elect.IsLeader, Fence: a.elect.Fence, Session: r.rc.Session,
+		Now: r.s.opts.now, Sleep: func(at time.Time) bool { return a.firer.SleepUntil(at, nil) }, Closed: r.isClosed,
 		Log: r.log, ReportBad: r.reportBadValue,
 		Listed: func(n int, detail string) {
 			r.s.emit(Event{Kind: EventItemsListed, Job: r.name, Units: n, Detail: detail, At: time.Now()})

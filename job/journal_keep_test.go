@@ -87,7 +87,7 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	}
 
 	// a flushes late, over b's record.
-	if err := a.done.Flush(ctx, nil, release); err != nil {
+	if err := a.active().done.Flush(ctx, nil, release); err != nil {
 		t.Fatal(err)
 	}
 	if m, err = readMark(t, a, rc, 0); err != nil {
@@ -98,7 +98,7 @@ func flushKeepsNewHoldersJournal(t *testing.T, zc *zktest.Cluster, release bool)
 	}
 	// b journals another fire: a's reading of the record finds it.
 	journal(at(5))
-	rec, err := a.reader.Read(ctx, 0, a.config().book.Schedule, a.records)
+	rec, err := a.active().reader.Read(ctx, 0, a.config().book.Schedule, a.records)
 	if err != nil {
 		t.Fatal(err)
 	}

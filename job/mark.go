@@ -15,7 +15,7 @@ import (
 var markGoneWait = 250 * time.Millisecond
 
 // newMarker returns the runner's Marker.
-func (r *runner) newMarker() *marks.Marker {
+func (r *runner) newMarker(a *active) *marks.Marker {
 	return &marks.Marker{Center: r.rc, Paths: r.paths, Server: r.serverID(), Log: r.log,
-		Holds: &r.holds, Cache: r.records, Fence: r.elect.SessionFence, GoneWait: markGoneWait}
+		Holds: &a.holds, Cache: r.records, Fence: a.elect.SessionFence, GoneWait: markGoneWait}
 }

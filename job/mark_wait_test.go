@@ -66,7 +66,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() { // waited for below
-		m, err := r.firer.Mark(ctx, f, nil, nil)
+		m, err := r.active().firer.Mark(ctx, f, nil, nil)
 		done <- result{m, err}
 	}()
 	for p := range sig.watched {
@@ -85,7 +85,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 		t.Fatalf("marking after the other run's mark went: marked %v, err %v", res.marked, res.err)
 	}
 	f.Items = res.marked
-	if left := r.firer.RecheckUnrecorded(f); len(left) != 0 {
+	if left := r.active().firer.RecheckUnrecorded(f); len(left) != 0 {
 		t.Fatalf("the fire still runs items %v, which the other run completed for this very fire", left)
 	}
 }

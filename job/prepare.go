@@ -9,7 +9,7 @@ import (
 )
 
 // prepare makes this instance ready to run the job's items
-// (job/internal/prepare's Prep, its steps wired in wireDuties): it watches
+// (job/internal/prepare's Prep, its steps wired in wirePreparation): it watches
 // the disabled items and joins the election (the first candidate makes
 // the latch's parent: an idle job's tree has none). The latch node it
 // creates also fences this instance's completions
@@ -58,7 +58,7 @@ func (r *runner) watchQueue(ctx context.Context) {
 			return
 		}
 		dirty := func() {
-			r.fo.SetDirty(true)
+			r.active().fo.SetDirty(true)
 			r.kick.Kick(kickFailover)
 		}
 		st, ok := r.watch.Arm(ctx, r.rc, registration.WatchQueue, r.paths.FailoverItems(), regcenter.WatchChildren, dirty,

@@ -38,15 +38,29 @@ func (r *runner) reconcile() {
 	reconcile.Round{RC: r.rc, Paths: r.paths, Server: r.serverID(), Life: r.ctx.life, Timeout: r.s.opts.reshardTimeout,
 		Registered: r.book.Session,
 		Behind: func(ctx context.Context) {
-			r.done.FlushStale(ctx)
+			if a := r.activeIfMade(); a != nil { // a job that never ran defers no record
+				a.done.FlushStale(ctx)
+			}
 			r.s.sweepJournals(ctx) // at most once per journalSweep, whichever job's round
 		},
 		Reregister:    func(sess *regcenter.Session) { r.goFunc(func() { r.reregister(sess) }) },
 		Prepared:      r.prep.Done,
-		RestoreStatus: r.restoreStatus, Campaign: r.elect.Campaign, VerifyHolds: r.held.Verify, IsLeader: r.elect.IsLeader,
+		RestoreStatus: r.restoreStatus, Campaign: r.campaign, VerifyHolds: r.verifyHolds, IsLeader: r.leading,
 		Assignment: reconcile.Assignment{RC: r.rc, Paths: r.paths, Name: r.name,
 			Strategy: cfg.ShardingStrategy, Total: cfg.ShardingTotalCount, Lookup: cfg.Strategy,
 			Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log},
-		RepairBooks: r.reshard.RepairWhileLive, Log: r.log,
+		RepairBooks: r.repairWhileLive, Log: r.log,
 	}.Run()
+}
+
+// verifyHolds checks the marks kept here (heldmarks.Keeper.Verify); the
+// round asks only once the job is prepared, which made its active parts.
+func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
+	r.active().held.Verify(ctx, sess)
+}
+
+// repairWhileLive repairs the load table's books on the leader
+// (reshard.Resharder.RepairWhileLive).
+func (r *runner) repairWhileLive(ctx context.Context) error {
+	return r.active().reshard.RepairWhileLive(ctx)
 }

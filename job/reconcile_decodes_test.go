@@ -57,7 +57,7 @@ func TestReconcileRoundDecodesTheTableOnce(t *testing.T) {
 				}
 				leading := 0
 				for _, n := range names {
-					if r := s.runner(n); r.elect.IsLeader() && r.prep.Done() {
+					if r := s.runner(n); r.leading() && r.prep.Done() {
 						leading++
 					}
 				}

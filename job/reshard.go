@@ -26,7 +26,7 @@ func (r *runner) reshardSpec() reshard.Spec {
 
 // requestReshard flags a reshard and asks the leader for it at once (the
 // leader watches the flag's data).
-func (r *runner) requestReshard(ctx context.Context) error { return r.reshard.Request(ctx) }
+func (r *runner) requestReshard(ctx context.Context) error { return r.active().reshard.Request(ctx) }
 
 // coordCtx bounds ZooKeeper coordination for a fire: the reshard timeout,
 // the session, and the runner's life (stop ends waits at once). Its parent

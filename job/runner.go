@@ -6,28 +6,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/internal/backfill"
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/startstop"
-	"github.com/shardjob/shardjob/job/internal/assigned"
-	"github.com/shardjob/shardjob/job/internal/assume"
-	"github.com/shardjob/shardjob/job/internal/backfilling"
 	"github.com/shardjob/shardjob/job/internal/book"
-	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/confignode"
-	"github.com/shardjob/shardjob/job/internal/execute"
-	claims "github.com/shardjob/shardjob/job/internal/failover"
-	"github.com/shardjob/shardjob/job/internal/firing"
 	"github.com/shardjob/shardjob/job/internal/flags"
-	"github.com/shardjob/shardjob/job/internal/heldmarks"
-	"github.com/shardjob/shardjob/job/internal/inherit"
 	"github.com/shardjob/shardjob/job/internal/leader"
-	"github.com/shardjob/shardjob/job/internal/makeup"
-	"github.com/shardjob/shardjob/job/internal/marks"
 	"github.com/shardjob/shardjob/job/internal/prepare"
 	"github.com/shardjob/shardjob/job/internal/records"
-	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/job/internal/runs"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
@@ -44,55 +31,27 @@ type runner struct {
 	log   *slog.Logger
 	rc    regcenter.Center
 
-	cfg   atomic.Pointer[spec]
-	elect *election.Election
+	cfg atomic.Pointer[spec]
 	// endedNoted is the config whose schedule was last said to have ended
 	// (noteEnded): said once per config.
 	endedNoted atomic.Pointer[spec]
 
 	// Parts, each owning its state and lock.
-	book        *book.Book        // what runs, and what is owed, here (job/internal/book)
-	owed        *book.Ledger      // what items are owed here, kept in the book's steps
-	records     *records.Cache    // the items' completion records as known here (job/internal/records)
-	inherit     assume.Inherited  // gaps gained in a reshard that may have run (inherit.go)
-	holds       assume.Holds      // the running marks kept across fires
-	held        *heldmarks.Keeper // releases those marks (hold.go)
-	fo          *claims.State     // the failover queue as seen here (job/internal/failover)
-	watch       watchCancels      // the registration's watches (register.go)
-	flags       *flags.Flags      // this server's flags for the job (job/internal/flags)
-	cache       assume.Cache      // the assignment the next fire may assume (job/internal/assigned)
-	marker      *marks.Marker     // the running marks of runs (job/internal/firing's Mark)
-	reader      *records.Reader   // the completed records read from the registry (completion.go)
-	inheritance *inherit.Reader   // reads what a fire inherits with items gained (inherit.go)
-	debts       *makeup.Debts     // the make-up runs' registry work (firing's RunOwed)
-	lead        *leader.Duties    // the leader's duties (job/internal/leader)
-	prep        prepare.Prep      // ready to run the job's items (job/internal/prepare; its use prepare.go)
-	counters    jobCounters       // behind JobStats (stats.go)
-	backfills   backfill.Known    // the backfill's progress as known here (backfill.go)
-	bad         stored.BadValues  // node versions reported as not decoding (stored.go)
-
-	// The backfill's mechanisms (job/internal/backfilling; backfill.go).
-	bfReg  *backfilling.Registry // its registry work
-	bfWait backfilling.Waiters   // its fires waiting for items held here
-
-	// The duties' mechanisms, each a room's (wireDuties, leader.go).
-	office   *leader.Office     // the leader's duties as they run
-	reshard  *reshard.Resharder // reshards, the wait for one, the books' repair
-	departed *claims.Departures // the leader's queueing of departed servers' items
-	claimer  *claims.Claimer    // claims from the failover queue, hands claims back
-
-	// run is what its runs share in the execute stage (job/internal/execute).
-	run execute.Job
-	// firer is what the fire path's stages share (job/internal/firing).
-	firer *firing.Firer
+	book      *book.Book       // what runs, and what is owed, here (job/internal/book)
+	owed      *book.Ledger     // what items are owed here, kept in the book's steps
+	records   *records.Cache   // the items' completion records as known here (job/internal/records)
+	watch     watchCancels     // the registration's watches (register.go)
+	flags     *flags.Flags     // this server's flags for the job (job/internal/flags)
+	prep      prepare.Prep     // ready to run the job's items (job/internal/prepare; its use prepare.go)
+	counters  jobCounters      // behind JobStats (stats.go)
+	backfills backfill.Known   // the backfill's progress as known here (backfill.go)
+	bad       stored.BadValues // node versions reported as not decoding (stored.go)
 	// cfgNode is the job's config node as read and written here
 	// (job/internal/confignode; confignode.go).
 	cfgNode *confignode.Node[Config]
-	// done is the completion stage of the fires (job/internal/completion).
-	done *completion.Completer
-	// assigned gets this instance's assignment (job/internal/assigned;
-	// assignment.go).
-	assigned *assigned.Source
+	// act holds the parts a job uses only once it works: its election,
+	// its fire path, its leader's and failover's duties (active.go).
+	act activeOnce
 
 	// dispatched is the latest scheduled fire the trigger dispatched
 	// (unix ns; 0 after the schedule was set): the fires between it and
@@ -105,20 +64,14 @@ type runner struct {
 	kick runs.Kickers     // the runner's coalescing background tasks (kicked)
 }
 
-// lifetimes are a runner's contexts, made with it and cancelled by stop.
-// runs and coord, each with its own lock, are the parents of the runs (runContext) and
-// of the coordination (coordParent) under a session.
+// lifetimes are a runner's contexts, made with it and cancelled by stop;
+// the runs' own are active's (active.go), made with the parts that run
+// them. coord, with its own lock, is the parent of the coordination
+// (coordCtx) under a session.
 type lifetimes struct {
 	life       context.Context // cancelled when stop begins: ends coordination waits
 	cancelLife context.CancelFunc
-	exec       context.Context // cancelled when shutdown's grace period ends
-	cancelExec context.CancelCauseFunc
-	// record is cancelled when stop has waited its last for background
-	// work: completions (including the hand-over of items cut short) are
-	// written until then.
-	record       context.Context
-	cancelRecord context.CancelFunc
-	runs, coord  runs.SessionCtx
+	coord      runs.SessionCtx
 }
 
 // The runner's coalescing background tasks, each run on a goroutine of the
@@ -141,13 +94,13 @@ func (r *runner) kicked(task int) {
 	case kickMembership:
 		r.checkMembership()
 	case kickFailover:
-		r.firer.ClaimFailover()
+		r.active().firer.ClaimFailover()
 	case kickFlags:
 		r.checkFlags()
 	case kickReshard:
 		r.reshardOnRequest()
 	case kickEpoch:
-		r.assigned.NoteEpochFlag()
+		r.active().assigned.NoteEpochFlag()
 	case kickItems:
 		r.readDisabledItems()
 	case kickHolds:
@@ -165,32 +118,13 @@ func newRunner(s *Scheduler, cfg Config, j Job) *runner {
 		log:     s.log.With("job", cfg.Name),
 		owed:    book.NewLedger(),
 		records: records.NewCache(),
-		fo:      claims.NewState(),
-		lead:    leader.NewDuties(),
 		bg:      startstop.NewOn(context.Background(), s.work.Do),
 	}
 	r.book = book.New(r.owed, book.Options{Log: r.log, MisfiresOwed: &r.counters.misfiresOwed, Now: s.opts.now, Lead: s.opts.fireLead, OnIdle: s.inst.ItemsIdle})
 	r.setConfig(cfg)
-	r.ctx.exec, r.ctx.cancelExec = context.WithCancelCause(context.Background())
-	r.ctx.record, r.ctx.cancelRecord = context.WithCancel(context.Background())
 	r.ctx.life, r.ctx.cancelLife = context.WithCancel(context.Background())
-	r.run = execute.Job{Name: r.name, Log: r.log, Life: r.ctx.life, Retries: &r.counters.retries, Registry: r.rc, Paths: r.paths}
-	r.elect = election.New(s.rc, r.paths.ElectionLatch(), r.paths.ElectionHost(), s.opts.serverID, election.Callbacks{
-		OnElected: r.onElected,
-		OnRevoked: r.onRevoked,
-	}, r.log)
-	r.wireDuties() // leader.go
+	r.wirePreparation() // leader.go
 	r.cfgNode = r.newConfigNode()
-	r.marker = r.newMarker()
-	r.reader = r.newReader()
-	r.inheritance = r.newInheritance()
-	r.debts = r.newDebts()
-	r.held = r.newKeeper()
-	r.bfReg = r.newBackfilling()
-	r.done = r.newCompleter()
-	r.firer = r.newFirer()
-	r.held.Done = r.done
-	r.assigned = r.newSource()
 	r.kick.Init(r.goFunc, r.kicked)
 	return r
 }
@@ -205,9 +139,10 @@ func (r *runner) setConfig(c Config) { r.cfg.Store(compile(c)) }
 // stop waits for fires in flight before it hands over what they owe.
 func (r *runner) goFire(at time.Time) {
 	skipped := r.skippedBefore(at)
-	turn := r.firer.Order.Enter() // on the trigger's goroutine: in fire order
+	order := &r.active().firer.Order
+	turn := order.Enter() // on the trigger's goroutine: in fire order
 	if !r.goFiring(func() {
-		defer r.firer.Order.Leave(turn) // however the fire ends
+		defer order.Leave(turn) // however the fire ends
 		if err := r.prepareSync(); err != nil {
 			r.log.Warn("preparing to fire", "fire", at, "err", err)
 		}
@@ -216,7 +151,7 @@ func (r *runner) goFire(at time.Time) {
 		}
 		r.fireInTurn(at, skipped, turn)
 	}) {
-		r.firer.Order.Leave(turn)
+		order.Leave(turn)
 	}
 }
 
@@ -257,8 +192,9 @@ func (r *runner) untilClaim(at time.Time, turn uint64) bool {
 		if steady {
 			return true
 		}
-		wake := r.firer.Order.Nap(turn)
-		slept := r.firer.SleepUntil(at, idle)
+		firer := r.active().firer
+		wake := firer.Order.Nap(turn)
+		slept := firer.SleepUntil(at, idle)
 		wake()
 		if !slept {
 			return false
@@ -328,7 +264,8 @@ func (r *runner) schedule() {
 // start 0.3 ms sooner at the median (firebench -latency), for a parked
 // goroutine per fire.
 func (r *runner) quickFire() bool {
-	return r.cache.WatchedAssumption() && r.config().Unmonitored
+	a := r.activeIfMade() // a job that never fired assumes nothing
+	return a != nil && a.cache.WatchedAssumption() && r.config().Unmonitored
 }
 
 func (r *runner) sessionTimeout() time.Duration { return r.s.sessionTimeout() }
@@ -344,7 +281,7 @@ func (s *Scheduler) sessionTimeout() time.Duration {
 // setNecessary flags a reshard. It never creates parent nodes: after the
 // job was removed from the cluster a late flag must not bring its tree back
 // (registration creates the parents).
-func (r *runner) setNecessary(ctx context.Context) { r.office.FlagReshard(ctx) }
+func (r *runner) setNecessary(ctx context.Context) { leader.FlagReshard(ctx, r.rc, r.paths, r.log) }
 
 // fireMissedWhileDown runs once, for this instance's items, the fires skipped while the
 // connection was down. It takes a turn of the fire order after the fires
@@ -353,18 +290,19 @@ func (r *runner) setNecessary(ctx context.Context) { r.office.FlagReshard(ctx) }
 // this make-up run, from the skipped fires on, would have that fire find
 // the item run here through it, and run nothing.
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
-	turn := r.firer.Order.Enter()
-	defer r.firer.Order.Leave(turn)
-	r.firer.Order.AwaitDue(turn, r.ctx.life.Done())
+	order := &r.active().firer.Order
+	turn := order.Enter()
+	defer order.Leave(turn)
+	order.AwaitDue(turn, r.ctx.life.Done())
 	// Released once: when the run has reserved its items, or as it
 	// returns (fireAssigned does not on every path). Every call is on
 	// this goroutine.
-	unlock, held := r.firer.Order.Hold(), true
+	unlock, held := order.Hold(), true
 	release := func() {
 		if held {
 			held = false
 			unlock()
-			r.firer.Order.Leave(turn) // the debts it leaves take their turn after (Firer.RunOwed)
+			order.Leave(turn) // the debts it leaves take their turn after (Firer.RunOwed)
 		}
 	}
 	defer release()

@@ -251,9 +251,11 @@ func (s *Scheduler) onSession(ev regcenter.SessionEvent) {
 				// Records deferred under the session that ended go first:
 				// its marks are gone, and another instance may take the
 				// items.
-				ctx, cancel := context.WithTimeout(r.ctx.life, s.opts.reshardTimeout)
-				r.done.FlushAll(ctx)
-				cancel()
+				if a := r.activeIfMade(); a != nil { // a job that never ran defers no record
+					ctx, cancel := context.WithTimeout(r.ctx.life, s.opts.reshardTimeout)
+					a.done.FlushAll(ctx)
+					cancel()
+				}
 				r.reregister(ev.Session)
 			})
 		}

@@ -89,7 +89,7 @@ func (s *Scheduler) Stats() Stats {
 	for _, r := range s.runnersSnapshot() {
 		js := JobStats{
 			Job:            r.name,
-			Leader:         r.elect.IsLeader(),
+			Leader:         r.leading(),
 			Reshards:       r.counters.reshards.Load(),
 			ReshardErrors:  r.counters.reshardErrors.Load(),
 			FailoverClaims: r.counters.failoverClaims.Load(),

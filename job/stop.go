@@ -15,6 +15,10 @@ import (
 // nodes are removed and a reshard is flagged, so the others take its items
 // at their next fire without waiting for a session timeout.
 func (r *runner) stop(ctx context.Context) error {
+	// Every part ends here, whether the job ever worked or not: its
+	// active parts are made now if nothing made them (active.go), so that
+	// whatever makes them meanwhile finds them made and ending too.
+	a := r.active()
 	r.book.BeginStop()
 	r.s.alert.book.Forget(r.name)
 	r.ctx.cancelLife()
@@ -35,7 +39,7 @@ func (r *runner) stop(ctx context.Context) error {
 	// owner while its busy ones finish. The busy ones keep their running
 	// marks; a new owner finds them and runs the item once they are gone.
 	var errs []error
-	lv := r.leaver()
+	lv := r.leaver(a)
 	registered, removed := r.book.Leaving()
 	cfg := r.config()
 	handOver := registered && !removed && cfg.Failover
@@ -48,10 +52,10 @@ func (r *runner) stop(ctx context.Context) error {
 	// The marks kept for idle items go now: the others reshard at their
 	// next fire and must find them gone. Busy items' marks go with their
 	// completions.
-	r.held.Release(cctx, r.rc.Session(), nil)
+	a.held.Release(cctx, r.rc.Session(), nil)
 
 	if !r.book.WaitIdle(ctx) {
-		r.ctx.cancelExec(ErrSchedulerClosed)
+		a.cancelExec(ErrSchedulerClosed)
 		errs = append(errs, fmt.Errorf("running items cancelled: %w", ctx.Err()))
 		// Give cancelled items a moment to return and hand themselves over
 		// (their completions write to the registry), within the cleanup's
@@ -76,8 +80,8 @@ func (r *runner) stop(ctx context.Context) error {
 	if !r.book.WaitFiring(cctx) {
 		errs = append(errs, errors.New("fires in flight did not end in time"))
 	}
-	r.held.Release(cctx, r.rc.Session(), nil) // any a fire in flight made
-	r.done.FlushAll(cctx)                     // records deferred under a session that ended
+	a.held.Release(cctx, r.rc.Session(), nil) // any a fire in flight made
+	a.done.FlushAll(cctx)                     // records deferred under a session that ended
 	// Runs still owed — to items that were busy when this instance left, or
 	// noted by fires in flight — go to another instance.
 	if handOver {
@@ -85,11 +89,11 @@ func (r *runner) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := r.elect.Resign(cctx); err != nil {
+	if err := a.elect.Resign(cctx); err != nil {
 		errs = append(errs, fmt.Errorf("resigning leadership: %w", err))
 	}
 
-	cancels := append(r.cache.Close(), r.fo.Close()...)
+	cancels := append(a.cache.Close(), a.fo.Close()...)
 	cancels = append(cancels, r.watch.Close()...)
 	r.bg.Close()
 	cancels = append(cancels, r.book.CloseWaits()...)
@@ -99,14 +103,14 @@ func (r *runner) stop(ctx context.Context) error {
 			c()
 		}
 	}
-	r.elect.Close()
-	r.ctx.cancelExec(ErrSchedulerClosed)
+	a.elect.Close()
+	a.cancelExec(ErrSchedulerClosed)
 	r.bg.Cancel(ErrSchedulerClosed) // its goroutines end with the contexts above; the group's own is cancelled too
 
 	if r.bg.Wait(cctx) != nil {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
-	r.ctx.cancelRecord()
+	a.cancelRecord()
 	why := "shutdown"
 	if removed {
 		why = "removed from the cluster"
@@ -133,7 +137,7 @@ func cleanupContext(ctx context.Context, most time.Duration) (context.Context, c
 }
 
 // leaver leaves the job when it stops (job/internal/leaving).
-func (r *runner) leaver() *leaving.Leaver {
+func (r *runner) leaver(a *active) *leaving.Leaver {
 	return &leaving.Leaver{RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Book: r.book, Flags: r.flags,
-		Repair: r.reshard.Repair, Now: r.s.opts.now, Log: r.log}
+		Repair: a.reshard.Repair, Now: r.s.opts.now, Log: r.log}
 }

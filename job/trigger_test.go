@@ -27,7 +27,7 @@ func TestUnmonitoredSteadyFiresGetNoLead(t *testing.T) {
 	// Right after a fire, so that the next one is not dispatched (and
 	// assumes again) before the checks below.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
-	r.assigned.Forget()
+	r.active().assigned.Forget()
 	if r.quickFire() {
 		t.Fatal("a job without an assumption is still quick")
 	}

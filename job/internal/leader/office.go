@@ -85,12 +85,16 @@ func (o *Office) Revoked() {
 	}
 }
 
-// FlagReshard flags a reshard. It never creates parent nodes: after the
-// job was removed from the cluster a late flag must not bring its tree
-// back (registration creates the parents).
-func (o *Office) FlagReshard(ctx context.Context) {
-	if err := placement.FlagReshard(ctx, o.RC, o.Paths); err != nil && ctx.Err() == nil {
-		o.Log.Warn("cannot flag resharding", "err", err)
+// FlagReshard flags a reshard (FlagReshard).
+func (o *Office) FlagReshard(ctx context.Context) { FlagReshard(ctx, o.RC, o.Paths, o.Log) }
+
+// FlagReshard flags a reshard of the job at paths, and logs a failure to
+// log. It never creates parent nodes: after the job was removed from the
+// cluster a late flag must not bring its tree back (registration creates
+// the parents). It needs no Office: any instance flags, leader or not.
+func FlagReshard(ctx context.Context, rc regcenter.Center, paths layout.Job, log *slog.Logger) {
+	if err := placement.FlagReshard(ctx, rc, paths); err != nil && ctx.Err() == nil {
+		log.Warn("cannot flag resharding", "err", err)
 	}
 }
 
