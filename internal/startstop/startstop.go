@@ -21,13 +21,20 @@ var ErrClosed = errors.New("startstop: group closed")
 
 // Group owns a set of goroutines. The zero Group is not usable: make one
 // with New or NewOn.
+//
+// Its context is made when first needed (the first Go, or Context): a
+// group that never starts a goroutine, as most of an idle job's never
+// do, holds none. A Cancel before then is kept, and the context is made
+// cancelled with its cause.
 type Group struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	parent context.Context // whose values the group's context has
 	spawn  func(func()) bool
 
 	mu     sync.Mutex
 	closed bool
+	ctx    context.Context // nil until first needed (ctxLocked); then set once
+	cancel context.CancelCauseFunc
+	cause  error // a Cancel's cause while ctx was nil
 	wg     sync.WaitGroup
 }
 
@@ -43,13 +50,29 @@ func New(parent context.Context) *Group {
 // own and reports true, or reports false without running it when it is
 // closing. A nil spawn starts plain goroutines.
 func NewOn(parent context.Context, spawn func(func()) bool) *Group {
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
-	return &Group{ctx: ctx, cancel: cancel, spawn: spawn}
+	return &Group{parent: parent, spawn: spawn}
 }
 
 // Context returns the context of the group's goroutines: cancelled by
 // Cancel or Stop.
-func (g *Group) Context() context.Context { return g.ctx }
+func (g *Group) Context() context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ctxLocked()
+}
+
+// ctxLocked returns the group's context, made by the first call: set once
+// under g.mu and never changed, so that a goroutine the group started
+// after it was made reads it without the lock. g.mu is held.
+func (g *Group) ctxLocked() context.Context {
+	if g.ctx == nil {
+		g.ctx, g.cancel = context.WithCancelCause(context.WithoutCancel(g.parent))
+		if g.cause != nil {
+			g.cancel(g.cause)
+		}
+	}
+	return g.ctx
+}
 
 // Go runs f on a goroutine the group owns, passing it the group's context,
 // and returns nil; once the group is closing (Close, Stop) it returns
@@ -60,6 +83,7 @@ func (g *Group) Go(f func(ctx context.Context)) error {
 	if g.closed {
 		return ErrClosed
 	}
+	g.ctxLocked() // made before the goroutine starts, which reads it
 	g.wg.Add(1)
 	run := func() {
 		defer g.wg.Done()
@@ -90,12 +114,24 @@ func (g *Group) Close() {
 	g.mu.Unlock()
 }
 
-// Cancel cancels the group's context with cause (ErrStopped if nil).
+// Cancel cancels the group's context with cause (ErrStopped if nil);
+// before the context is made, it is made cancelled, with the first
+// Cancel's cause.
 func (g *Group) Cancel(cause error) {
 	if cause == nil {
 		cause = ErrStopped
 	}
-	g.cancel(cause)
+	g.mu.Lock()
+	if g.ctx == nil {
+		if g.cause == nil {
+			g.cause = cause
+		}
+		g.mu.Unlock()
+		return
+	}
+	cancel := g.cancel
+	g.mu.Unlock()
+	cancel(cause)
 }
 
 // Wait waits until every goroutine the group started has returned and

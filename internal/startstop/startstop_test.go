@@ -149,3 +149,50 @@ func ExampleGroup() {
 	// tick 3
 	// <nil>
 }
+
+// TestCancelBeforeTheContextIsMade: a group cancelled before anything
+// asked for its context hands out one cancelled with that cause, the first
+// Cancel's; a goroutine started after starts under it.
+func TestCancelBeforeTheContextIsMade(t *testing.T) {
+	g := New(context.Background())
+	first := errors.New("first")
+	g.Cancel(first)
+	g.Cancel(errors.New("second"))
+	ctx := g.Context()
+	if ctx.Err() == nil || !errors.Is(context.Cause(ctx), first) {
+		t.Fatalf("context after Cancel: err %v cause %v; want cancelled with the first cause", ctx.Err(), context.Cause(ctx))
+	}
+	got := make(chan error, 1)
+	if err := g.Go(func(ctx context.Context) { got <- context.Cause(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, first) {
+		t.Fatalf("a goroutine's context cause %v; want the first", err)
+	}
+	if g.Context() != ctx {
+		t.Fatal("Context changed between calls")
+	}
+}
+
+// TestContextMadeByGoIsTheGroups: the context a first Go makes is the one
+// Context returns, and Cancel cancels it.
+func TestContextMadeByGoIsTheGroups(t *testing.T) {
+	g := New(context.WithValue(context.Background(), ctxKey{}, "v"))
+	seen := make(chan context.Context, 1)
+	if err := g.Go(func(ctx context.Context) { seen <- ctx }); err != nil {
+		t.Fatal(err)
+	}
+	ctx := <-seen
+	if ctx != g.Context() {
+		t.Fatal("the goroutine's context is not Context's")
+	}
+	if ctx.Value(ctxKey{}) != "v" {
+		t.Fatal("the group's context lost its parent's values")
+	}
+	g.Cancel(nil)
+	if !errors.Is(context.Cause(ctx), ErrStopped) {
+		t.Fatalf("cause %v; want ErrStopped", context.Cause(ctx))
+	}
+}
+
+type ctxKey struct{}
