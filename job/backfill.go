@@ -157,7 +157,7 @@ func (r *runner) nextBackfill(sess *regcenter.Session, req backfill.Request, sch
 // backfilling.Tries for those its live runs hold here (firing.Firer.Release), and
 // runs those it reserved: the others wait for the next pass.
 func (r *runner) reserveBackfill(f *fire) {
-	f.Job = &r.config().fire
+	f.Job = r.config().fireJob()
 	a := r.active()
 	f.Items = a.bfWait.Reserve(r.ctx.life, f.Sess, f.Items, func(items []int) []int {
 		return r.book.Reserve(f.Job.Book, items, f.At, time.Time{}, f.Kind, r.flags.DisabledItems())

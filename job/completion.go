@@ -74,7 +74,7 @@ func (r *runner) newCompleter(a *active) *completion.Completer {
 		Records: r.records, Reader: a.reader, Book: r.book, Owed: r.owed, Claims: a.fo, Backfills: &r.backfills,
 		Journal: r.s.journal, Fence: a.elect,
 		Keep: a.held.KeepAfter, Release: func(items []int) { a.firer.Release(items) },
-		Current: func() completion.Job { return r.config().done },
+		Current: func() completion.Job { return r.config().fireJob().Done },
 		Life:    a.record, SessionTimeout: r.sessionTimeout, Now: r.s.opts.now,
 		Interval: r.s.opts.recordInterval, Closed: ErrSchedulerClosed, MaxItems: MaxShardingTotalCount,
 	})

@@ -93,7 +93,7 @@ func (r *runner) newFirer(a *active) *firing.Firer {
 	s := r.s
 	return &firing.Firer{Name: r.name, ServerID: r.serverID, Book: r.book, Stage: s.exec, Run: &a.run, Inherit: &a.inherit,
 		RunContext: r.runContext, Tracer: s.opts.tracer, Listeners: s.opts.fireListeners, Exec: executor{r},
-		Log: r.log, Now: s.opts.now, Lead: s.opts.fireLead, Coord: r.coordCtx, Current: func() *firing.Job { return &r.config().fire },
+		Log: r.log, Now: s.opts.now, Lead: s.opts.fireLead, Coord: r.coordCtx, Current: func() *firing.Job { return r.config().fireJob() },
 		Done: a.done, Debts: a.debts, Backfills: a.bfReg, RC: r.rc, Paths: r.paths, ReportBad: r.reportBadValue, Parent: r.parentOf,
 		Closed: ErrSchedulerClosed, ItemKeysErr: ErrItemKeys, ParentFailed: ErrParentFailed, FiresExpired: &r.counters.firesExpired,
 		OnExpired: func(fires int, detail string, at time.Time) {

@@ -188,9 +188,9 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				r.book.NoteMisfire(cfg.book, it, since)
 			}
 		}
-		todo := r.book.Reserve(cfg.book, items, at, act.firer.MakeUpThrough(&cfg.fire, at), book.Misfire, r.flags.DisabledItems())
+		todo := r.book.Reserve(cfg.book, items, at, act.firer.MakeUpThrough(cfg.fireJob(), at), book.Misfire, r.flags.DisabledItems())
 		reserved()
-		act.firer.MarkAndRun(&fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Misfire, Items: todo,
+		act.firer.MarkAndRun(&fire{Sess: sess, Job: cfg.fireJob(), At: at, Kind: book.Misfire, Items: todo,
 			MayHaveRun: act.inherit.Take(todo), FailedAttempts: act.inherit.TakeFailed(todo)})
 	} else {
 		act.firer.ReserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
@@ -242,7 +242,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		r.log.Info("items gained in a reshard already ran this fire on their previous owner", "items", layout.FormatItems(slices.Sorted(maps.Keys(ran))), "fire", at)
 	}
 	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.DisabledItems())
-	f := &fire{Sess: sess, Job: &cfg.fire, At: at, Kind: book.Fire, Items: res.Plain, Known: known, Unrecorded: unrecorded}
+	f := &fire{Sess: sess, Job: cfg.fireJob(), At: at, Kind: book.Fire, Items: res.Plain, Known: known, Unrecorded: unrecorded}
 	if prove {
 		checks := a.Proof
 		if checks == nil {
@@ -262,7 +262,7 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		done = make(chan struct{})
 		go func() { // owned here: waited for below
 			defer close(done)
-			act.firer.RunMakeUps(sess, &cfg.fire, res.Debts, "making up for owed fires with this one")
+			act.firer.RunMakeUps(sess, cfg.fireJob(), res.Debts, "making up for owed fires with this one")
 		}()
 	}
 	if prove {

@@ -64,7 +64,7 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.retry.Attempts > 0}
+	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.fireJob().Retry.Attempts > 0}
 	return act.inheritance.Read(ctx, j, at, fresh), fresh
 }
 

@@ -59,7 +59,7 @@ func TestAFireThatWaitedOutAnotherRunsMarkReadsTheRecordAgain(t *testing.T) {
 		<-sig.watched // the registration's own watches
 	}
 	at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.Local)
-	f := &fire{Sess: r.rc.Session(), Job: &r.config().fire, At: at, Kind: book.Fire, Items: []int{0}}
+	f := &fire{Sess: r.rc.Session(), Job: r.config().fireJob(), At: at, Kind: book.Fire, Items: []int{0}}
 	type result struct {
 		marked []int
 		err    error

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -9,7 +10,6 @@ import (
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/firing"
-	"github.com/shardjob/shardjob/job/internal/retry"
 	"github.com/shardjob/shardjob/sharding"
 )
 
@@ -28,13 +28,12 @@ type spec struct {
 	stratErr  error
 	// book is the job as the book reads it.
 	book book.Job
-	// done is the job as its completions read it (job/internal/completion).
-	done completion.Job
-	// retry is the retry policy with its defaults, as the execute stage
-	// takes it.
-	retry retry.Policy
-	// fire is the job as the fire path reads it (job/internal/firing).
-	fire firing.Job
+	// fire is the job as the fire path reads it (job/internal/firing):
+	// with it, as its completions read it (firing.Job.Done) and its retry
+	// policy with its defaults (firing.Job.Retry). It is made at the
+	// first use of this config (fireJob): a job that never fires needs
+	// none.
+	fire atomic.Pointer[firing.Job]
 }
 
 // compile compiles c. c is valid (Add and the config node's decoding
@@ -48,12 +47,26 @@ func compile(c Config) *spec {
 	if s.schedErr == nil {
 		s.book.Schedule = s.sched
 	}
-	s.done = completion.Job{Book: s.book, ScheduleErr: s.schedErr, Unmonitored: c.Unmonitored, Failover: c.Failover, RecordInterval: c.RecordInterval}
-	s.retry = c.Retry.policy()
-	s.fire = firing.Job{Book: s.book, Done: s.done, Retry: s.retry, Sched: s.sched, SchedErr: s.schedErr, Params: s.params,
+	return s
+}
+
+// fireJob returns the job as the fire path reads it, made by the first
+// call. Made from s alone, which never changes, any two makings are
+// equal: of calls racing to make it, one stores its own and the others
+// take that.
+func (s *spec) fireJob() *firing.Job {
+	if j := s.fire.Load(); j != nil {
+		return j
+	}
+	c := &s.Config
+	done := completion.Job{Book: s.book, ScheduleErr: s.schedErr, Unmonitored: c.Unmonitored, Failover: c.Failover, RecordInterval: c.RecordInterval}
+	j := &firing.Job{Book: s.book, Done: done, Retry: c.Retry.policy(), Sched: s.sched, SchedErr: s.schedErr, Params: s.params,
 		Total: c.ShardingTotalCount, PerShard: c.ItemsPerShard, JobParameter: c.JobParameter, Timeout: c.Timeout, Unmonitored: c.Unmonitored,
 		PausedUntil: c.PausedUntil, StartingDeadline: c.StartingDeadline, Parents: c.parents(), AfterTimeout: c.AfterTimeout, OnParentFailure: string(c.OnParentFailure)}
-	return s
+	if s.fire.CompareAndSwap(nil, j) {
+		return j
+	}
+	return s.fire.Load()
 }
 
 // planOverlap is p as the plan takes it.
