@@ -54,7 +54,10 @@
 // their reads job/internal/records').
 // The runner's state is held in parts, each in the file of the code that
 // changes it or in a room under job/internal whose doc says what it owns
-// (docs/design.md, "The runner's parts"). The
+// (docs/design.md, "The runner's parts"); those a job uses only once it
+// works (prepares, fires, leads, claims, backfills or stops) are made
+// together at their first use (active.go), so that an idle job holds
+// none. The
 // leader's duties, resharding, failover and the operator flags are rooms'
 // (job/internal/leader, reshard, failover, flags), wired in leader.go,
 // reshard.go, failover.go and flags.go; shutdown and hand-over in stop.go, alerts for
