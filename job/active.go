@@ -2,8 +2,6 @@ package job
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/shardjob/shardjob/election"
 	"github.com/shardjob/shardjob/job/internal/assigned"
@@ -82,36 +80,13 @@ type active struct {
 	runs runs.SessionCtx
 }
 
-// activeOnce holds a runner's active parts once made: made once, under
-// its lock, and read without it.
-type activeOnce struct {
-	mu sync.Mutex // held while they are made; a leaf: making them takes no other lock
-	p  atomic.Pointer[active]
-}
-
 // active returns the job's active parts, made by the first call.
-func (r *runner) active() *active {
-	if a := r.act.p.Load(); a != nil {
-		return a
-	}
-	return r.makeActiveOnce()
-}
+func (r *runner) active() *active { return r.act.Get(r.makeActive) }
 
 // activeIfMade returns the job's active parts, or nil when nothing has
 // made them yet: for what has nothing to do in a job that never worked
 // (a leader's question, records deferred, marks held).
-func (r *runner) activeIfMade() *active { return r.act.p.Load() }
-
-func (r *runner) makeActiveOnce() *active {
-	r.act.mu.Lock()
-	defer r.act.mu.Unlock()
-	if a := r.act.p.Load(); a != nil {
-		return a
-	}
-	a := r.makeActive()
-	r.act.p.Store(a)
-	return a
-}
+func (r *runner) activeIfMade() *active { return r.act.IfMade() }
 
 // makeActive makes the job's active parts, wired to each other and to the
 // runner. It only makes them: nothing starts, and nothing is sent.

@@ -51,7 +51,7 @@ type runner struct {
 	cfgNode *confignode.Node[Config]
 	// act holds the parts a job uses only once it works: its election,
 	// its fire path, its leader's and failover's duties (active.go).
-	act activeOnce
+	act runs.Lazy[active]
 
 	// dispatched is the latest scheduled fire the trigger dispatched
 	// (unix ns; 0 after the schedule was set): the fires between it and

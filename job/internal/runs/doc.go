@@ -23,7 +23,9 @@
 //     one per registry session;
 //   - a run's output (output.go): the Output slot a run records its
 //     output in (job.RecordOutput) until its end takes it, and the JSON
-//     encoding it is recorded in (EncodeOutput).
+//     encoding it is recorded in (EncodeOutput);
+//   - a value made at its first use (lazy.go): Lazy, what a job makes only
+//     once it works, made once under its leaf lock and read without it.
 //
 // The lock discipline. Each type owns its lock, taken only in its
 // methods, and calls nothing outside this package under it: a Kicker, and
