@@ -304,3 +304,15 @@ func CPUProfile(path string) (stop func() error, err error) {
 		return f.Close()
 	}, nil
 }
+
+// HeapProfile writes this process's heap profile into the file path.
+func HeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return errors.Join(err, f.Close())
+	}
+	return f.Close()
+}

@@ -222,7 +222,7 @@ func (b *bench) measureRegister(ctx context.Context) error {
 	if b.cfg.heapProfile != "" {
 		// Its in-use figures are those of the last GC, the one heapAfterGC
 		// ran.
-		if err := writeHeapProfile(b.cfg.heapProfile); err != nil {
+		if err := benchkit.HeapProfile(b.cfg.heapProfile); err != nil {
 			b.log.Warn("heap profile", "err", err)
 		}
 	}
@@ -254,19 +254,6 @@ func selfCPU() (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
-}
-
-// writeHeapProfile writes this process's heap profile to path.
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // heapAfterGC returns HeapAlloc after a full collection.

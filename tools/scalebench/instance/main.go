@@ -39,7 +39,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,18 +232,6 @@ func run(o options) error {
 	return nil
 }
 
-func writeHeapProfile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.WriteHeapProfile(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // answerSignals answers SIGUSR1 with a STATS line and SIGUSR2 with a HEAP
 // line (and a heap profile with -heapprofile) until ctx ends.
 func answerSignals(ctx context.Context, sig <-chan os.Signal, o options, out *stdout, logger *slog.Logger, rc regcenter.Center, st0 regcenter.Stats, s *job.Scheduler, base runtime.MemStats) {
@@ -266,7 +253,7 @@ func answerSignals(ctx context.Context, sig <-chan os.Signal, o options, out *st
 		} else {
 			m := heapAfterGC()
 			if o.heapProfile != "" {
-				if err := writeHeapProfile(o.heapProfile); err != nil {
+				if err := benchkit.HeapProfile(o.heapProfile); err != nil {
 					logger.Error("heap profile", "err", err)
 				}
 			}
