@@ -29,8 +29,9 @@
 //   - idle: requests per second of all the instances over a quiet window
 //     (-idle), and the server's own count, beside the runs in it.
 //   - size: heap per job per instance (HeapAlloc after GC, less the heap
-//     before the center was opened, reported by each instance), the
-//     server's RSS, data size, nodes and watches.
+//     with the center open and the scheduler made, before any job,
+//     reported by each instance), the server's RSS, data size, nodes and
+//     watches.
 //   - kill: kill -9 of one instance; the time until every item it ran in
 //     its last 3 s runs on a survivor (goal: the session timeout + 1 s);
 //     every fire of the every-second jobs covered by a run (none lost);

@@ -20,7 +20,8 @@
 //
 //	HEAP heap=… base=… sys=…
 //
-// (HeapAlloc now and before the center was opened, and Sys, in bytes).
+// (HeapAlloc now and once the center was open and the scheduler made,
+// before any job, and Sys, in bytes).
 //
 // Each run of an item is one line of the run log (-runlog), written with
 // one write(2) when Execute returns, so that what a kill -9 leaves is whole:
@@ -160,7 +161,6 @@ func run(o options) error {
 	defer runLog.Close()
 
 	jobs := mix.Generate(o.seed, o.jobs, o.fastPct)
-	base := heapAfterGC()
 
 	sctx, cancel := context.WithTimeout(ctx, o.startTimeout)
 	defer cancel()
@@ -173,6 +173,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	// The heap per job is counted from here: the session's own buffers
+	// (go-zookeeper reads into 1.5 MB of its own) are the process's, not
+	// any job's.
+	base := heapAfterGC()
 	execute := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
 		start := time.Now().UnixNano()
 		if o.runTime > 0 {
