@@ -178,13 +178,30 @@ type coverage struct {
 	lostExamples []string
 	// twiceKinds counts the fires run twice by the kinds of the runs.
 	twiceKinds map[string]int
+	// killed counts those of twice that a kill -9 explains: one run the
+	// victim's, ended before the kill, another started after it — a
+	// completion in flight at the kill (docs/guarantees.md); killedMS is
+	// the longest any of those victim's runs had ended before the kill.
+	killed   int
+	killedMS float64
 }
+
+// killMark is a kill -9 a coverage check knows of: the victim's index
+// and when (unix ns); inst -1: none.
+type killMark struct {
+	inst int
+	at   int64
+}
+
+// noKill is a coverage check without a kill.
+var noKill = killMark{inst: -1}
 
 // checkCoverage checks, for every item of every job in fast (job index →
 // items) and every whole second in [from, to] (unix ms), that a run
 // stands for that fire: fire ≤ second ≤ through. jobName names a job for
-// the examples.
-func checkCoverage(runs []runRec, fast map[int]int, from, to int64, jobName func(int) string) coverage {
+// the examples. kill, when there was one, sorts the fires run twice
+// across it (coverage.killed).
+func checkCoverage(runs []runRec, fast map[int]int, from, to int64, jobName func(int) string, kill killMark) coverage {
 	c := coverage{twiceKinds: map[string]int{}}
 	byItem := map[itemKey][]runRec{}
 	for _, r := range runs {
@@ -207,10 +224,17 @@ func checkCoverage(runs []runRec, fast map[int]int, from, to int64, jobName func
 				c.fires++
 				n := 0
 				var kinds []string
+				var victimEnd int64 // the victim's latest run of s ended before the kill
+				after := false      // a run of s started after the kill
 				for _, r := range rs {
 					if r.fire <= s && s <= r.through {
 						n++
 						kinds = append(kinds, r.kind)
+						if kill.inst >= 0 && r.inst == kill.inst && r.end <= kill.at {
+							victimEnd = max(victimEnd, r.end)
+						} else if kill.inst >= 0 && r.start > kill.at {
+							after = true
+						}
 					}
 				}
 				switch {
@@ -221,6 +245,10 @@ func checkCoverage(runs []runRec, fast map[int]int, from, to int64, jobName func
 					}
 				case n > 1:
 					c.twice++
+					if victimEnd > 0 && after {
+						c.killed++
+						c.killedMS = max(c.killedMS, float64(kill.at-victimEnd)/float64(time.Millisecond))
+					}
 					slices.Sort(kinds)
 					c.twiceKinds[strings.Join(kinds, "+")]++
 				}

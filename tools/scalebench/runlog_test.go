@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestParseRunLine(t *testing.T) {
@@ -100,7 +101,7 @@ func TestCheckCoverage(t *testing.T) {
 	runs = append(runs, runRec{job: 0, item: 0, fire: 18000, through: 18000, kind: "failover"})
 	// A job not in fast is not checked.
 	runs = append(runs, runRec{job: 5, item: 0, fire: 1000, through: 1000})
-	c := checkCoverage(runs, fast, 10000, 20000, name)
+	c := checkCoverage(runs, fast, 10000, 20000, name, noKill)
 	if c.fires != 22 || c.lost != 2 || c.twice != 1 {
 		t.Fatalf("coverage %+v, want 22 fires, 2 lost, 1 twice", c)
 	}
@@ -111,8 +112,27 @@ func TestCheckCoverage(t *testing.T) {
 		t.Errorf("twice kinds %v", c.twiceKinds)
 	}
 	// A window starting between seconds checks from the next whole one.
-	if c := checkCoverage(runs, fast, 12500, 13000, name); c.fires != 2 || c.lost != 1 {
+	if c := checkCoverage(runs, fast, 12500, 13000, name, noKill); c.fires != 2 || c.lost != 1 {
 		t.Errorf("window 12.5–13 s: %+v", c)
+	}
+}
+
+// TestCheckCoverageAcrossAKill: a fire the victim ran just before the
+// kill and a survivor ran again after it is a completion in flight at the
+// kill; a fire run twice by survivors is not.
+func TestCheckCoverageAcrossAKill(t *testing.T) {
+	fast := map[int]int{0: 1}
+	name := func(j int) string { return fmt.Sprintf("j%d", j) }
+	const kill = 12_500 * int64(time.Millisecond)
+	ms := func(s float64) int64 { return int64(s * float64(time.Millisecond)) }
+	runs := []runRec{
+		{inst: 2, job: 0, item: 0, fire: 10000, through: 12000, start: ms(12_490), end: ms(12_496), kind: "misfire"}, // the victim's, 4 ms before the kill
+		{inst: 0, job: 0, item: 0, fire: 12000, through: 14000, start: ms(24_000), end: ms(24_001), kind: "misfire"}, // 12 again, after it
+		{inst: 1, job: 0, item: 0, fire: 14000, through: 14000, start: ms(25_000), end: ms(25_001), kind: "fire"},    // 14 again, by a survivor
+	}
+	c := checkCoverage(runs, fast, 10000, 14000, name, killMark{inst: 2, at: kill})
+	if c.twice != 2 || c.killed != 1 || c.killedMS != 4 {
+		t.Fatalf("coverage %+v, want 2 twice, 1 across the kill 4 ms before it", c)
 	}
 }
 
