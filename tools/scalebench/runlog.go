@@ -230,9 +230,11 @@ func checkCoverage(runs []runRec, fast map[int]int, from, to int64, jobName func
 					if r.fire <= s && s <= r.through {
 						n++
 						kinds = append(kinds, r.kind)
-						if kill.inst >= 0 && r.inst == kill.inst && r.end <= kill.at {
+						switch {
+						case kill.inst < 0:
+						case r.inst == kill.inst && r.end <= kill.at:
 							victimEnd = max(victimEnd, r.end)
-						} else if kill.inst >= 0 && r.start > kill.at {
+						case r.start > kill.at:
 							after = true
 						}
 					}
