@@ -1,9 +1,11 @@
 package job_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -68,5 +70,81 @@ func TestGainedItemsRunTheFireTheyPassedIdle(t *testing.T) {
 		r.server, r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.begin.Sub(next))
 	if !r.begin.Before(next.Add(period)) {
 		t.Errorf("the fire at %s ran only at %s, with the fire after it: the new owner let it pass", next.Format("15:04:05"), r.begin.Format("15:04:05.000"))
+	}
+}
+
+// TestItemsGainedAfterAFireTookItsAssignmentRunThatFire: a reshard that
+// commits just after an instance's fire took its assignment (here proved
+// by a steady fire's own means, not let pass idle) gives it an item whose
+// owner then waited for that reshard and let the fire pass. The new owner
+// runs that fire at once, and once — not a whole period later, and, for a
+// new job's item with no record yet, not never (seen as fires lost when a
+// fleet's Starts all return within a second). The leader a runs on a
+// clock two seconds behind, so its fire T comes after b's; the test
+// disables a and flags the reshard in between, and a, the leader still,
+// reshards at its fire T and gives b its item.
+func TestItemsGainedAfterAFireTookItsAssignmentRunThatFire(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	const period, behind = 4 * time.Second, 2 * time.Second
+	cfg := job.Config{Name: "late", Cron: "*/4 * * * * *", ShardingTotalCount: 2}
+	startInstance(t, ns, "a", cfg, rec, job.WithClockForTest(func() time.Time { return time.Now().Add(-behind) }))
+	startInstance(t, ns, "b", cfg, rec)
+	ranOn := func(server string, item int, since time.Time) (record, bool) {
+		for _, r := range rec.snapshot() {
+			if r.server == server && r.item == item && r.begin.After(since) {
+				return r, true
+			}
+		}
+		return record{}, false
+	}
+	// Steady: a runs item 0, b item 1.
+	joined := time.Now()
+	waitUntil(t, 30*time.Second, func() bool {
+		_, a0 := ranOn("a", 0, joined)
+		_, b1 := ranOn("b", 1, joined)
+		return a0 && b1
+	})
+	// b's next fire T has taken its assignment once its run of item 1
+	// is recorded; a's fire T is two seconds away.
+	var fireT time.Time
+	since := time.Now()
+	waitUntil(t, 20*time.Second, func() bool {
+		r, ok := ranOn("b", 1, since)
+		fireT = r.fire
+		return ok
+	})
+	obs := observer(t, ns)
+	ctx := tctx(t)
+	if _, err := obs.Create(ctx, "/late/servers/a/disabled", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	paths := layout.Job("late")
+	if err := obs.Multi(ctx, paths.FlagReshardOps()...); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	if flagged := time.Now(); !flagged.Before(fireT.Add(behind - time.Second)) {
+		t.Fatalf("the reshard was flagged at %s, too close to a's fire %s (real %s) for the test to tell anything",
+			flagged.Format("15:04:05.000"), fireT.Format("15:04:05"), fireT.Add(behind).Format("15:04:05"))
+	}
+	// Item 0's fire T runs once, on b, before the fire after it.
+	var got []record
+	waitUntil(t, 30*time.Second, func() bool {
+		got = nil
+		for _, r := range rec.snapshot() {
+			if r.item == 0 && !r.through.Before(fireT) && !r.fire.After(fireT) {
+				got = append(got, r)
+			}
+		}
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].server != "b" {
+		t.Fatalf("item 0's fire at %s ran %d times: %+v", fireT.Format("15:04:05"), len(got), got)
+	}
+	r := got[0]
+	t.Logf("item 0's fire at %s ran on b as a %s run (fire %s through %s), begun %v after it", fireT.Format("15:04:05"),
+		r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.begin.Sub(fireT))
+	if !r.begin.Before(fireT.Add(period)) {
+		t.Errorf("item 0's fire at %s ran only at %s, with the fire after it: b let it pass", fireT.Format("15:04:05"), r.begin.Format("15:04:05.000"))
 	}
 }

@@ -80,7 +80,11 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 		}
 	}
 	defer reserved()
-	act.cache.PassIdle(time.Time{}) // this fire reads for itself what an idle pass skipped
+	// This fire is the latest here: a reshard that writes this instance's
+	// sharding node after the fire took its assignment — by assumption,
+	// proof or read — may give it items whose owner then let the fire
+	// pass, and owes them this fire (catchup.go).
+	act.cache.NotePass(at)
 	sess, ok := r.readyToFire()
 	if !ok {
 		if !r.book.Stopping() {
@@ -138,8 +142,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// proof is what reshards when a reshard is due; an
 				// unmonitored job's watches the epoch for that.) A reshard
 				// committed after this pass gives the fire back
-				// (catchUpIdle).
-				act.cache.PassIdle(at)
+				// (catchUpIdle, from the pass noted as the fire began).
 				reserved()
 				act.firer.RunOwed(sess)
 				return

@@ -232,15 +232,15 @@ func TestSourceOnARealRegistry(t *testing.T) {
 		{regcenter.EventResync, true, false},
 		{regcenter.EventDataChanged, false, false},
 	} {
-		cache.PassIdle(time.Time{})
+		cache.NotePass(time.Time{})
 		if c.passed {
-			cache.PassIdle(time.Now())
+			cache.NotePass(time.Now())
 		}
 		if got := src.IdleEvent(regcenter.Event{Type: c.ev}); got != c.want {
 			t.Fatalf("IdleEvent(%v) after a pass %v: %v; want %v", c.ev, c.passed, got, c.want)
 		}
 	}
-	cache.PassIdle(time.Now())
+	cache.NotePass(time.Now())
 	set(node, "3")
 	eventually(t, "the idle watch's catch-up", func() bool { return catchUps.Load() == 1 })
 

@@ -108,9 +108,9 @@ type Cache struct {
 	// watchGen counts their events: a read that saw one begin after it
 	// started may have missed the change it answers.
 	watchGen uint64
-	// idlePassed is the latest fire this instance let pass on the idle
-	// watch's word, until a later fire starts.
-	idlePassed time.Time
+	// passed is the latest scheduled fire here, noted as it starts: a
+	// reshard after it may owe it the items it gives (see IdleEvent).
+	passed time.Time
 }
 
 // setAssumedLocked makes a the assumption of the next fire and reports
@@ -188,15 +188,15 @@ func (c *Cache) Assume(a Assignment, gen uint64, watchEpoch bool, armIdle, armEp
 }
 
 // IdleEvent notes an event of the sharding node's watch: the watch is
-// armed, the assumption dropped. passed reports a fire let pass on the
-// idle watch's word (PassIdle), which the change may owe a run.
+// armed, the assumption dropped. passed reports a fire noted (NotePass)
+// and not yet taken (TakePass): the change may owe it the items it gives.
 func (c *Cache) IdleEvent() (relead, passed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.idleArmed = true
 	relead = c.setAssumedLocked(Assignment{})
 	c.watchGen++
-	return relead, !c.idlePassed.IsZero()
+	return relead, !c.passed.IsZero()
 }
 
 // EpochEvent notes an event of the reshard epoch's watch: the watch is
@@ -238,20 +238,21 @@ func (c *Cache) SwapHeld(a Assignment) (prev Assignment) {
 	return prev
 }
 
-// PassIdle notes the fire at, let pass on the idle watch's word; a zero
-// at clears the note, as a fire that reads for itself does.
-func (c *Cache) PassIdle(at time.Time) {
+// NotePass notes the fire at as the latest scheduled fire here: it took
+// its assignment (assumed, proved or read) before a reshard that may
+// follow, and the items that reshard gives it let it pass.
+func (c *Cache) NotePass(at time.Time) {
 	c.mu.Lock()
-	c.idlePassed = at
+	c.passed = at
 	c.mu.Unlock()
 }
 
-// TakeIdlePass returns and clears the fire let pass idle, if any.
-func (c *Cache) TakeIdlePass() time.Time {
+// TakePass returns and clears the fire noted by NotePass, if any.
+func (c *Cache) TakePass() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at := c.idlePassed
-	c.idlePassed = time.Time{}
+	at := c.passed
+	c.passed = time.Time{}
 	return at
 }
 

@@ -89,7 +89,7 @@ func TestCacheAssumesOnlyWhatNoEventAnswered(t *testing.T) {
 
 	// An event during a read: nothing stored.
 	gen = c.WatchGen()
-	c.PassIdle(time.Unix(10, 0))
+	c.NotePass(time.Unix(10, 0))
 	if _, passed := c.IdleEvent(); !passed {
 		t.Fatal("an idle pass was not reported")
 	}
@@ -97,8 +97,8 @@ func TestCacheAssumesOnlyWhatNoEventAnswered(t *testing.T) {
 	if _, ok := c.Assumed(s1); ok {
 		t.Fatal("a read an event answered was stored")
 	}
-	if at := c.TakeIdlePass(); !at.Equal(time.Unix(10, 0)) || !c.TakeIdlePass().IsZero() {
-		t.Fatal("TakeIdlePass does not return the pass once")
+	if at := c.TakePass(); !at.Equal(time.Unix(10, 0)) || !c.TakePass().IsZero() {
+		t.Fatal("TakePass does not return the pass once")
 	}
 
 	// After Close nothing is stored and every watch made is handed back.
