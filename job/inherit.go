@@ -64,7 +64,8 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	}
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
-	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.fireJob().Retry.Attempts > 0}
+	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.fireJob().Retry.Attempts > 0,
+		Since: inherit.GainedSince(cfg.book.Schedule, a.Written, a.Began)}
 	return act.inheritance.Read(ctx, j, at, fresh), fresh
 }
 

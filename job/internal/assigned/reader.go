@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/assume"
@@ -37,10 +38,11 @@ type Reader struct {
 
 // Epoch returns the reshard epoch's version: read before the
 // assignment, so that a reshard flagged after it moves it and the next
-// fire's check fails.
-func (rd *Reader) Epoch(ctx context.Context) (int32, error) {
+// fire's check fails. began is the epoch node's creation: when the job's
+// tree was made (assume.Assignment.Began).
+func (rd *Reader) Epoch(ctx context.Context) (version int32, began time.Time, err error) {
 	_, st, err := rd.RC.Exists(ctx, rd.Paths.ShardingEpoch())
-	return st.Version, err
+	return st.Version, st.Ctime, err
 }
 
 // Read reads the server's sharding node under sess, its reshard epoch
@@ -59,7 +61,7 @@ func (rd *Reader) Read(ctx context.Context, sess *regcenter.Session, epoch int32
 		}
 		items, err := layout.ParseItems(string(data))
 		if err == nil {
-			return assume.Assignment{Sess: sess, Items: items, Shard: st.Version, ShardZxid: st.Czxid, ShardSeen: true, Epoch: epoch, Set: true}, nil
+			return assume.Assignment{Sess: sess, Items: items, Shard: st.Version, ShardZxid: st.Czxid, ShardSeen: true, Epoch: epoch, Set: true, Written: st.Mtime}, nil
 		}
 		if attempt > 0 {
 			return assume.Assignment{}, fmt.Errorf("garbage in %s after a reshard: %w", p, err)

@@ -49,7 +49,7 @@ func TestReaderOnARealRegistry(t *testing.T) {
 	rd := &Reader{RC: rc, Paths: paths, Server: "s1", Reshard: rs, Log: slog.New(slog.DiscardHandler), Quote: func(s string) string { return s }}
 	sess := rc.Session()
 
-	epoch, err := rd.Epoch(ctx)
+	epoch, _, err := rd.Epoch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

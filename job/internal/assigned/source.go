@@ -60,7 +60,7 @@ func (s *Source) Get(sess *regcenter.Session) (assume.Assignment, error) {
 	gen := s.Cache.WatchGen()
 	// The epoch is read first: a reshard flagged after this read moves it,
 	// and the next fire's check fails.
-	epoch, err := s.Reader.Epoch(ctx)
+	epoch, began, err := s.Reader.Epoch(ctx)
 	if err != nil {
 		return assume.Assignment{}, err
 	}
@@ -77,6 +77,7 @@ func (s *Source) Get(sess *regcenter.Session) (assume.Assignment, error) {
 	if err != nil {
 		return assume.Assignment{}, err
 	}
+	a.Began = began
 	s.Held.ReleaseUnassigned(ctx, sess, a.Items)
 	s.assume(a, gen)
 	return a, nil

@@ -26,6 +26,12 @@ type Assignment struct {
 	// ShardSeen: the sharding node existed. Set: the value was filled (the
 	// zero Assignment assumes nothing).
 	ShardSeen, Set bool
+	// Written is when the sharding node was last written (its Mtime: the
+	// reshard that gave its items), and Began when the job's tree was made
+	// (the reshard epoch's Ctime); zero where the registry does not say.
+	// An item gained with no record owes the fire that reshard came at
+	// (inherit.Job.Since), never one before the job.
+	Written, Began time.Time
 	// Watched: watches armed before the read stand for the proof, so a
 	// fire sends nothing: on the sharding node for an instance that holds
 	// no items, and on the reshard epoch as well for an unmonitored job.

@@ -61,6 +61,31 @@ type Job struct {
 	Schedule    fireplan.Schedule // nil: nothing is read
 	SkipsMissed bool              // reads no debts and finds no gaps, but still reads the records
 	Retries     bool              // a gap's failed attempts are read for its make-up run
+	// Since is the earliest fire an item gained with neither record nor
+	// debt owes (GainedSince; zero: none): a new job's item, whose
+	// previous owner let a fire go to the reshard that moved it, has no
+	// record for the gap to be found by.
+	Since time.Time
+}
+
+// GainedSince is the earliest fire an item with no record owes when the
+// reshard that wrote this instance's sharding node at written gave it:
+// the latest fire of s at or before written. A reshard is made right
+// before a fire, in its lead; the fire before that one may still have been
+// in flight on the previous owner, behind in its fire order, and found
+// the item gone once it read. Never a fire before began, when the job's
+// tree was made; zero when written is unknown. Owing a fire the previous
+// owner did run costs nothing: the make-up run, narrowed by the record once
+// marked, does not run it again.
+func GainedSince(s fireplan.Schedule, written, began time.Time) time.Time {
+	if s == nil || written.IsZero() {
+		return time.Time{}
+	}
+	since := fireplan.Prev(s, written)
+	if since.IsZero() || (!began.IsZero() && since.Before(began)) {
+		since = s.Next(began)
+	}
+	return since
 }
 
 // Read reads the records and debts of fresh, the items of the fire at
@@ -111,6 +136,12 @@ func (rd *Reader) Read(ctx context.Context, j Job, at time.Time, fresh []int) (g
 			continue
 		}
 		since := fireplan.GapSince(j.Schedule, before, recs[i].Through(), debts[i])
+		if recs[i].Through().IsZero() && !j.Since.IsZero() && !j.Since.After(before) && (since.IsZero() || j.Since.Before(since)) {
+			// Never run, as far as any record says: the fires since the
+			// reshard that gave it are owed, and the make-up run, narrowed
+			// by the record once marked, runs those nobody ran.
+			since = j.Since
+		}
 		if since.IsZero() {
 			continue
 		}

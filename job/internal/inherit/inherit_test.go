@@ -97,3 +97,51 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 		t.Fatalf("Recheck with nothing unrecorded: %v, %v; want the items unchanged", keep, ran)
 	}
 }
+
+// TestAnItemNeverRunOwesTheFireItsReshardCameAt: a new job's item gained
+// with neither record nor debt owes the fires from the one the reshard that
+// gave it came at or after (GainedSince, here 8 s: written at 8.3 s),
+// which its previous owner may have let go to that reshard; an item with a record keeps the gap the
+// record tells; none owes a fire from before the job began, nor one the
+// fire being made stands for. The make-up run is narrowed by the record
+// once marked, so a fire the previous owner did run is not run again.
+func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
+	ctx, rc := roomtest.ZooKeeper(t, "inherit-new")
+	paths := layout.Job("n")
+	ms := func(v int64) time.Time { return time.UnixMilli(v) }
+	sched := cron.Every(time.Second)
+	for _, c := range []struct {
+		name                 string
+		written, began, want time.Time
+	}{
+		{"the reshard's fire", ms(8300), ms(2500), ms(8000)},
+		{"in the next fire's lead: the fire before it", ms(8980), ms(2500), ms(8000)},
+		{"not before the job began", ms(8300), ms(8100), ms(9000)},
+		{"unknown", time.Time{}, ms(2500), time.Time{}},
+	} {
+		if got := GainedSince(sched, c.written, c.began); !got.Equal(c.want) {
+			t.Errorf("GainedSince %s: %v; want %v", c.name, got, c.want)
+		}
+	}
+
+	log := slog.New(slog.DiscardHandler)
+	report := func(string, regcenter.Stat, []byte, string, ...any) {}
+	completed := stored.Completed{Server: "a", Fire: 5000, Ran: [][2]int64{{5000, 5000}}}
+	roomtest.Put(t, ctx, rc, paths.ItemNode(1, layout.Completed), completed.Marshal())
+	read := func(at, since time.Time) map[int]time.Time {
+		var inherited assume.Inherited
+		rd := &Reader{RC: rc, Paths: paths, Known: records.NewCache(), Owed: book.NewLedger(), Gaps: &inherited, Log: log, Report: report,
+			Records: &records.Reader{Center: rc, Paths: paths, Job: "n", Own: "me", Log: log, Report: report}}
+		return rd.Read(ctx, Job{Schedule: sched, Since: since}, at, []int{0, 1})
+	}
+	gaps := read(ms(10000), ms(8000))
+	if len(gaps) != 2 || !gaps[0].Equal(ms(8000)) || !gaps[1].Equal(ms(6000)) {
+		t.Fatalf("gaps at 10 s with the reshard's fire 8 s: %v; want item 0 from 8 s (no record), item 1 from 6 s (its record)", gaps)
+	}
+	if gaps := read(ms(9000), ms(9000)); len(gaps) != 1 || !gaps[1].Equal(ms(6000)) {
+		t.Fatalf("gaps at 9 s, the reshard's own fire: %v; want item 1's alone: the fire itself runs item 0", gaps)
+	}
+	if gaps := read(ms(10000), time.Time{}); len(gaps) != 1 {
+		t.Fatalf("gaps with the reshard's fire unknown: %v; want item 1's alone, as before", gaps)
+	}
+}
