@@ -79,14 +79,14 @@ func (b *bench) startupWith(ctx context.Context, hogs int) error {
 	// every (job, fire) pair due from the first whole second after the
 	// last Start to the window's end, run or not.
 	var lat, firstTen, afterAll []float64
-	ran := map[string]map[int64]bool{}
+	ran := map[string]map[int64]int{} // the runs that stood for each (job, fire)
 	madeUp := 0
 	for _, e := range col.snapshot() {
 		if ran[e.job] == nil {
-			ran[e.job] = map[int64]bool{}
+			ran[e.job] = map[int64]int{}
 		}
 		for f := e.fire; f <= e.through; f += 1000 {
-			ran[e.job][f] = true
+			ran[e.job][f]++
 		}
 		in := ins[e.inst]
 		fire := time.UnixMilli(e.fire)
@@ -104,14 +104,25 @@ func (b *bench) startupWith(ctx context.Context, hogs int) error {
 			madeUp++
 		}
 	}
-	due, lost := 0, 0
+	due, lost, twice := 0, 0, 0
+	var lostFires []string // the first few, to look for in the instances' logs
 	for s := lastReady.Truncate(time.Second).Add(time.Second); !s.After(end); s = s.Add(time.Second) {
 		for j := range b.cfg.startJobs {
 			due++
-			if !ran[fmt.Sprintf("j%d", j)][s.UnixMilli()] {
+			name := fmt.Sprintf("j%d", j)
+			if ran[name][s.UnixMilli()] > 1 {
+				twice++
+			}
+			if ran[name][s.UnixMilli()] == 0 {
 				lost++
+				if len(lostFires) < 10 {
+					lostFires = append(lostFires, name+"@"+s.UTC().Format("15:04:05"))
+				}
 			}
 		}
+	}
+	if lost > 0 {
+		fmt.Fprintf(os.Stderr, "startup: %d fires never ran, the first: %s\n", lost, strings.Join(lostFires, " "))
 	}
 	late := 0
 	for _, in := range ins {
@@ -126,7 +137,7 @@ func (b *bench) startupWith(ctx context.Context, hogs int) error {
 		Add("p50", durMS(benchkit.Percentile(lat, 50))).Add("p99", durMS(benchkit.Percentile(lat, 99))).Add("max", durMS(benchkit.Max(lat))).
 		Add("first10s_p99", durMS(benchkit.Percentile(firstTen, 99))).Add("first10s_max", durMS(benchkit.Max(firstTen))).
 		Add("after_every_start_p99", durMS(benchkit.Percentile(afterAll, 99))).
-		Add("due_after_last_start", due).Add("never_ran", lost).Add("made_up_runs", madeUp).Add("reshard_late_warnings", late)
+		Add("due_after_last_start", due).Add("never_ran", lost).Add("ran_twice", twice).Add("made_up_runs", madeUp).Add("reshard_late_warnings", late)
 	fmt.Println("bench startup" + k.String())
 	b.summary.Add(fmt.Sprintf("startup_hogs%d_p99", hogs), durMS(benchkit.Percentile(lat, 99))).
 		Add(fmt.Sprintf("startup_hogs%d_never_ran", hogs), lost)
