@@ -246,6 +246,9 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 	}
 	res := r.book.ReserveFire(cfg.book, a.Items, at, gaps, ran, r.flags.DisabledItems())
 	f := &fire{Sess: sess, Job: cfg.fireJob(), At: at, Kind: book.Fire, Items: res.Plain, Known: known, Unrecorded: unrecorded}
+	if !cfg.Unmonitored {
+		r.proveUnheld(f, fresh)
+	}
 	if prove {
 		checks := a.Proof
 		if checks == nil {
@@ -277,6 +280,45 @@ func (r *runner) fireItems(sess *regcenter.Session, at time.Time, a assume.Assig
 		<-done
 	}
 	return nil
+}
+
+// proveUnheld adds to a fire's records to prove (Known) those of its plain
+// items held here since the previous fire whose marks this instance does
+// not hold, as far as it knows them, and the others to Unrecorded (read
+// again once marked). Held throughout, such an item was free meanwhile —
+// its mark went when a completion found the assumption gone, the way of an
+// instance whose reads cannot be proved under load — and another instance
+// may have run its fires: a make-up of a debt it kept after a reshard
+// moved the item here, which stands for every fire due then, this one
+// included. The marking transaction proves the record unchanged, or the
+// item runs as a make-up run narrowed by it (outcomes.RecordChanged); a
+// fire of held marks, the steady state, adds nothing.
+func (r *runner) proveUnheld(f *fire, fresh []int) {
+	if len(f.Items) == 0 || r.active().holds.HoldsAll(f.Sess, f.Items) {
+		return
+	}
+	held := r.active().holds.HeldOf(f.Sess, f.Items)
+	var unheld []int
+	for _, it := range f.Items {
+		if !held[it] && !slices.Contains(fresh, it) {
+			unheld = append(unheld, it)
+		}
+	}
+	if len(unheld) == 0 {
+		return
+	}
+	provable := r.records.Provable(unheld)
+	for _, it := range unheld {
+		rec, ok := provable[it]
+		if !ok {
+			f.Unrecorded = append(f.Unrecorded, it)
+			continue
+		}
+		if f.Known == nil {
+			f.Known = map[int]record{}
+		}
+		f.Known[it] = rec
+	}
 }
 
 // proveAndMark sends a fire's proof (checks) with the running marks of its
