@@ -103,7 +103,8 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 // gave it came at or after (GainedSince, here 8 s: written at 8.3 s),
 // which its previous owner may have let go to that reshard; an item with a record keeps the gap the
 // record tells; none owes a fire from before the job began, nor one the
-// fire being made stands for. The make-up run is narrowed by the record
+// fire being made stands for, nor one more than two fires back (the
+// registry's clock is not this instance's). The make-up run is narrowed by the record
 // once marked, so a fire the previous owner did run is not run again.
 func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
 	ctx, rc := roomtest.ZooKeeper(t, "inherit-new")
@@ -143,5 +144,8 @@ func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
 	}
 	if gaps := read(ms(10000), time.Time{}); len(gaps) != 1 {
 		t.Fatalf("gaps with the reshard's fire unknown: %v; want item 1's alone, as before", gaps)
+	}
+	if gaps := read(ms(10000), ms(7000)); len(gaps) != 1 {
+		t.Fatalf("gaps with the reshard's fire three fires back: %v; want item 1's alone: another clock's", gaps)
 	}
 }
