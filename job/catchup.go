@@ -23,13 +23,13 @@ import "github.com/shardjob/shardjob/job/internal/fireplan"
 // fire that another instance ran before the reshard moved the item is not
 // run again.
 
-// goCatchUp runs catchUpIdle on a goroutine that stop waits for as for a
+// goCatchUp runs catchUp on a goroutine that stop waits for as for a
 // fire in flight.
-func (r *runner) goCatchUp() { r.goFiring(r.catchUpIdle) }
+func (r *runner) goCatchUp() { r.goFiring(r.catchUp) }
 
-// catchUpIdle owes the latest fire, which this instance let pass without
+// catchUp owes the latest fire, which this instance let pass without
 // them, to the items a reshard gave it since, and runs them.
-func (r *runner) catchUpIdle() {
+func (r *runner) catchUp() {
 	act := r.active()
 	release := act.firer.Order.Hold()
 	at := act.cache.TakePass()

@@ -142,7 +142,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 				// proof is what reshards when a reshard is due; an
 				// unmonitored job's watches the epoch for that.) A reshard
 				// committed after this pass gives the fire back
-				// (catchUpIdle, from the pass noted as the fire began).
+				// (catchUp, from the pass noted as the fire began).
 				reserved()
 				act.firer.RunOwed(sess)
 				return
@@ -298,9 +298,15 @@ func (r *runner) proveUnheld(f *fire, fresh []int) {
 		return
 	}
 	held := r.active().holds.HeldOf(f.Sess, f.Items)
+	if held == nil {
+		held = make(map[int]bool, len(fresh))
+	}
+	for _, it := range fresh {
+		held[it] = true // read at this fire already (ranBefore)
+	}
 	var unheld []int
 	for _, it := range f.Items {
-		if !held[it] && !slices.Contains(fresh, it) {
+		if !held[it] {
 			unheld = append(unheld, it)
 		}
 	}

@@ -85,7 +85,7 @@ func GainedSince(s fireplan.Schedule, written, began time.Time) time.Time {
 		return time.Time{}
 	}
 	since := fireplan.Prev(s, written)
-	if since.IsZero() || (!began.IsZero() && since.Before(began)) {
+	if !began.IsZero() && (since.IsZero() || since.Before(began)) {
 		since = s.Next(began)
 	}
 	return since
