@@ -12,9 +12,9 @@ import (
 
 // Starter starts many jobs at once: the new jobs' trees are made several
 // to a transaction, then each job arms its watches; the jobs that exist
-// already (another instance made them) are joined several to a read and
-// a transaction, without a transaction of new trees failing for them
-// first, and one that cannot join so registers node by node. A bounded
+// already (another instance made them, before or while this start made
+// its trees) are joined several to a read and a transaction, and one
+// that cannot join so registers node by node. A bounded
 // number of jobs are in flight at once.
 type Starter[R comparable] struct {
 	// InFlight is how many jobs register at once (a batch of new jobs'
@@ -109,7 +109,19 @@ func (s Starter[R]) Start(ctx context.Context, runners []R, existing map[string]
 				fail(err)
 				return
 			}
+			// Those another instance made meanwhile (a fleet starting
+			// at once) join in a batch too.
+			var joined map[R]func(ctx context.Context) error
+			if others := slices.DeleteFunc(slices.Clone(chunk), func(r R) bool { return made[r] }); len(others) > 0 && s.Join != nil {
+				sem <- struct{}{}
+				joined = s.Join(ctx, others)
+				<-sem
+			}
 			for _, r := range chunk {
+				if f := joined[r]; f != nil {
+					start(f)
+					continue
+				}
 				sem <- struct{}{}
 				wg.Add(1)
 				go func() {

@@ -157,3 +157,55 @@ func TestStarterJoins(t *testing.T) {
 		t.Errorf("registered alone %v, want %v", alone, want)
 	}
 }
+
+// TestStarterJoinsThoseMadeMeanwhile: jobs thought new whose trees
+// another instance made first (Create did not make them) are joined in a
+// batch too; one the join leaves out registers under the batch's session,
+// told its tree was not made here.
+func TestStarterJoinsThoseMadeMeanwhile(t *testing.T) {
+	var (
+		mu                     sync.Mutex
+		joinBatches            [][]string
+		made, finished, others []string
+	)
+	sess := &regcenter.Session{}
+	st := Starter[string]{InFlight: 2, PerTxn: 4, Name: func(s string) string { return s },
+		Create: func(_ context.Context, batch []string) (*regcenter.Session, map[string]bool, error) {
+			return sess, map[string]bool{"a": true, "d": true}, nil // b and c were made by another
+		},
+		Join: func(_ context.Context, batch []string) map[string]func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			joinBatches = append(joinBatches, slices.Clone(batch))
+			return map[string]func(context.Context) error{"b": func(context.Context) error {
+				mu.Lock()
+				defer mu.Unlock()
+				finished = append(finished, "b")
+				return nil
+			}} // c left out
+		},
+		Register: func(_ context.Context, j string, s *regcenter.Session, wasMade bool) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if s != sess {
+				t.Errorf("%s registered under %p, want the batch's session", j, s)
+			}
+			if wasMade {
+				made = append(made, j)
+			} else {
+				others = append(others, j)
+			}
+			return nil
+		},
+	}
+	if err := st.Start(context.Background(), []string{"a", "b", "c", "d"}, nil); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	slices.Sort(made)
+	if want := [][]string{{"b", "c"}}; !slices.EqualFunc(joinBatches, want, slices.Equal) {
+		t.Errorf("joined %v, want %v", joinBatches, want)
+	}
+	if !slices.Equal(made, []string{"a", "d"}) || !slices.Equal(finished, []string{"b"}) || !slices.Equal(others, []string{"c"}) {
+		t.Errorf("made %v, finished by their join %v, registered as existing %v; want [a d], [b], [c]", made, finished, others)
+	}
+}

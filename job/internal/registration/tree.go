@@ -150,6 +150,12 @@ func commit(ctx context.Context, rc regcenter.Center, n int, ops func(i int) ([]
 				if len(batch) == n {
 					return fmt.Errorf("%s: %w", what, err)
 				}
+				if errors.Is(me.Err, regcenter.ErrNodeExists) && len(batch) > 1 {
+					// Another instance makes the same jobs (a fleet
+					// starting at once): leave out, from one read, every
+					// job whose first node exists, not one a transaction.
+					batch = withoutExisting(ctx, rc, batch, func(t job) []regcenter.Op { return t.ops })
+				}
 			case errors.Is(err, regcenter.ErrTooLarge) && len(batch) > 1:
 				// One job's data is large: every job on its own.
 				for _, t := range batch {
@@ -197,4 +203,41 @@ func commitOne(ctx context.Context, rc regcenter.Center, ops []regcenter.Op) (bo
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// withoutExisting returns batch without the jobs whose first op creates a
+// node that exists, read in one request (GetMany); ops(t) are t's ops.
+// When the read fails, batch is returned as it is: each job that exists
+// is then left out by its own failed transaction.
+func withoutExisting[T any](ctx context.Context, rc regcenter.Center, batch []T, ops func(T) []regcenter.Op) []T {
+	var paths []string
+	var at []int // at[k]: batch's index of paths[k]
+	for i, t := range batch {
+		if o := ops(t); len(o) > 0 {
+			if c, ok := o[0].(regcenter.CreateOp); ok {
+				paths = append(paths, c.Path)
+				at = append(at, i)
+			}
+		}
+	}
+	if len(paths) == 0 {
+		return batch
+	}
+	found, err := rc.GetMany(ctx, paths...)
+	if err != nil || len(found) != len(paths) {
+		return batch
+	}
+	exists := make(map[int]bool, len(at))
+	for k, f := range found {
+		if f.Exists {
+			exists[at[k]] = true
+		}
+	}
+	out := batch[:0:0]
+	for i, t := range batch {
+		if !exists[i] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
