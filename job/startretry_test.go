@@ -68,10 +68,13 @@ func (l *loseAnswers) Delete(ctx context.Context, p string, version int32) error
 
 // Start registers every job although the connection drops under its
 // writes: new jobs' trees (a transaction lost before it is applied, one
-// lost after), the instance's node and a job that exists already (creates
-// whose answers were lost once applied, a delete lost on its way). The
-// center retries only idempotent requests; Start tries the others again,
-// and a step tried again after it was applied finds its work done.
+// lost after, whose jobs the retry finds made and joins in a batch), the
+// joins in a batch (transactions lost once applied: their jobs register
+// node by node), the instance's node and a job registering node by node
+// (creates whose answers were lost once applied, a delete lost on its
+// way). The center retries only idempotent requests; Start tries the
+// others again, and a step tried again after it was applied finds its
+// work done.
 func TestStartRegistersThroughLostAnswers(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
@@ -83,7 +86,7 @@ func TestStartRegistersThroughLostAnswers(t *testing.T) {
 	var wrap *loseAnswers
 	rc, s := connectVia(t, ctx, ns, "s1", func(rc regcenter.Center) regcenter.Center {
 		wrap = &loseAnswers{Center: rc, plan: map[string][]string{
-			"multi":  {"before", "after"},
+			"multi":  {"before", "after", "after", "after"},
 			"create": {"after", "after", "after"},
 			"delete": {"before"},
 		}}
@@ -108,8 +111,8 @@ func TestStartRegistersThroughLostAnswers(t *testing.T) {
 	wrap.mu.Lock()
 	hits := wrap.hits
 	wrap.mu.Unlock()
-	if len(hits) != 6 {
-		t.Fatalf("lost the answers of %v, want 6: the case this test makes did not happen", hits)
+	if len(hits) != 8 {
+		t.Fatalf("lost the answers of %v, want 8: the case this test makes did not happen", hits)
 	}
 	sess := rc.Session().ID()
 	for _, name := range names {
