@@ -1,7 +1,10 @@
 package job_test
 
 import (
+	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +149,119 @@ func TestItemsGainedAfterAFireTookItsAssignmentRunThatFire(t *testing.T) {
 		r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), r.begin.Sub(fireT))
 	if !r.begin.Before(fireT.Add(period)) {
 		t.Errorf("item 0's fire at %s ran only at %s, with the fire after it: b let it pass", fireT.Format("15:04:05"), r.begin.Format("15:04:05.000"))
+	}
+}
+
+// heldReshards wraps an instance's registry and fails every transaction
+// that writes a sharding node (a reshard's) until release is closed, and
+// notes the seconds in which the instance read its own sharding node
+// meanwhile: a fire waited for the reshard in vain, read its assignment
+// (none) and let the fire pass.
+type heldReshards struct {
+	regcenter.Center
+	own     string // the instance's sharding node
+	release chan struct{}
+	mu      sync.Mutex
+	passed  map[time.Time]bool // the seconds of the reads
+}
+
+var errHeldBack = errors.New("reshard held back by the test")
+
+func (h *heldReshards) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	for _, op := range ops {
+		var p string
+		switch o := op.(type) {
+		case regcenter.SetOp:
+			p = o.Path
+		case regcenter.CreateOp:
+			p = o.Path
+		}
+		if strings.HasSuffix(p, "/"+layout.Sharding) && strings.Contains(p, "/servers/") {
+			select {
+			case <-h.release:
+			default:
+				return errHeldBack
+			}
+			break
+		}
+	}
+	return h.Center.Multi(ctx, ops...)
+}
+
+func (h *heldReshards) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
+	select {
+	case <-h.release:
+	default:
+		if p == h.own {
+			h.mu.Lock()
+			h.passed[time.Now().Truncate(time.Second)] = true
+			h.mu.Unlock()
+		}
+	}
+	return h.Center.Get(ctx, p)
+}
+
+// SessionTimeout forwards the wrapped registry's, which the scheduler reads.
+func (h *heldReshards) SessionTimeout() time.Duration {
+	if z, ok := h.Center.(interface{ SessionTimeout() time.Duration }); ok {
+		return z.SessionTimeout()
+	}
+	return 0
+}
+
+func (h *heldReshards) passes() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.passed)
+}
+
+// TestANewJobsItemOwesEveryFireSinceTheJobBegan: a new job's first
+// reshard does not commit for several fires (its transaction held back),
+// and every fire meanwhile waits for it in vain and passes with the item
+// in no assignment. Once the reshard commits, the item's owner runs every
+// fire since the job's first, once — not only the latest nor the two
+// before it (seen as a new job's first fires lost when a fleet's Starts
+// all returned within a second beside a CPU hog: the leader's first
+// reshard came seconds late, or left the items unplaced while every
+// instance was starting, and an owner behind in its fire order read after
+// a reshard that came two fires later).
+func TestANewJobsItemOwesEveryFireSinceTheJobBegan(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "young", Cron: "* * * * * *", ShardingTotalCount: 1}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held := &heldReshards{own: layout.Job("young").Flag("a", layout.Sharding), release: make(chan struct{}), passed: map[time.Time]bool{}}
+	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center {
+		held.Center = rc
+		return held
+	}, job.WithReshardTimeout(300*time.Millisecond))
+	if err := s.Add(ctx, cfg, rec.job("a")); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "a", rc, s)
+	started := time.Now()
+	first := started.Truncate(time.Second).Add(time.Second) // the first fire after Start returned
+	// Fires pass with no assignment in four seconds.
+	waitUntil(t, 20*time.Second, func() bool { return held.passes() >= 4 })
+	released := time.Now()
+	close(held.release)
+	var got []record
+	waitUntil(t, 20*time.Second, func() bool {
+		got = rec.snapshot()
+		return len(got) > 0 && got[0].through.After(released)
+	})
+	r := got[0]
+	t.Logf("first run: %s from %s through %s, begun %s; Start returned %s, the reshard released %s", r.kind,
+		r.fire.Format("15:04:05.000"), r.through.Format("15:04:05.000"), r.begin.Format("15:04:05.000"),
+		started.Format("15:04:05.000"), released.Format("15:04:05.000"))
+	if r.fire.After(first) {
+		t.Fatalf("the item's first run stands for the fires from %s: the fires from %s, the first after Start, were lost",
+			r.fire.Format("15:04:05"), first.Format("15:04:05"))
+	}
+	for _, o := range got[1:] {
+		if !o.fire.After(r.through) {
+			t.Fatalf("a fire ran twice: %+v after %+v", o, r)
+		}
 	}
 }

@@ -65,8 +65,29 @@ func (r *runner) inheritedGaps(sess *regcenter.Session, at time.Time, a assume.A
 	ctx, cancel := r.coordCtx(sess)
 	defer cancel()
 	j := inherit.Job{Schedule: cfg.book.Schedule, SkipsMissed: cfg.book.SkipsMissed, Retries: cfg.fireJob().Retry.Attempts > 0,
-		Since: inherit.GainedSince(cfg.book.Schedule, a.Written, a.Began)}
+		Since: inherit.GainedSince(cfg.book.Schedule, at, r.gain(a))}
 	return act.inheritance.Read(ctx, j, at, fresh), fresh
+}
+
+// gain is what inherit.GainedSince takes of the reshard that gave a its
+// items: the registry's times moved onto the fire clock by the fire
+// clock's difference from the host's and the host's, as last measured
+// (instance.Node.MeasureClock), from the registry's (none measured: the
+// two agree). Only a job's age is told by the registry's clock alone.
+func (r *runner) gain(a assume.Assignment) inherit.Gain {
+	if a.Written.IsZero() {
+		return inherit.Gain{}
+	}
+	shift := r.s.opts.now().Sub(r.s.hostClock())
+	if off, ok := r.s.inst.ClockOffset(); ok {
+		shift += off
+	}
+	g := inherit.Gain{Written: a.Written.Add(shift)}
+	if !a.Began.IsZero() {
+		g.Began = a.Began.Add(shift)
+		g.Young = a.Written.Sub(a.Began) <= inherit.NewJob
+	}
+	return g
 }
 
 // ranBefore sorts the items newly held for the fire at (fresh, see

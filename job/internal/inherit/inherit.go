@@ -62,31 +62,62 @@ type Job struct {
 	SkipsMissed bool              // reads no debts and finds no gaps, but still reads the records
 	Retries     bool              // a gap's failed attempts are read for its make-up run
 	// Since is the earliest fire an item gained with neither record nor
-	// debt owes (GainedSince; zero: none): a new job's item, whose
-	// previous owner let a fire go to the reshard that moved it, has no
-	// record for the gap to be found by. It counts only if it is one of
-	// the two fires before the fire read for: the registry's clock (or the
-	// writer's, on etcd) is not this instance's, which may be skewed, or a
-	// test's.
+	// debt owes (GainedSince; zero: none): a new job's item has no record
+	// for a gap to be found by, yet the fires since the job began may have
+	// passed with nobody running it.
 	Since time.Time
 }
 
-// GainedSince is the earliest fire an item with no record owes when the
-// reshard that wrote this instance's sharding node at written gave it:
-// the latest fire of s at or before written. A reshard is made right
-// before a fire, in its lead; the fire before that one may still have been
-// in flight on the previous owner, behind in its fire order, and found
-// the item gone once it read. Never a fire before began, when the job's
-// tree was made; zero when written is unknown. Owing a fire the previous
-// owner did run costs nothing: the make-up run, narrowed by the record once
-// marked, does not run it again.
-func GainedSince(s fireplan.Schedule, written, began time.Time) time.Time {
-	if s == nil || written.IsZero() {
+// NewJob is how soon after a job's tree was made a reshard must give an
+// item with no record for the item to owe every fire since the job began
+// (GainedSince): the fires of a new job's first seconds can pass with the
+// item in no assignment (a leader slow to make the first reshard, one
+// that left it unplaced while every instance was starting) or with an
+// owner behind in its fire order that found it gone. Later, an item with
+// no record is one a change of the item count added, owing no fire from
+// before it.
+const NewJob = 10 * time.Minute
+
+// Gain is what GainedSince takes of the reshard that gave an item: times
+// on this instance's fire clock (the registry's, converted).
+type Gain struct {
+	Written time.Time // the sharding node's last write (its Mtime): the reshard
+	Began   time.Time // the job's tree made (the epoch's Ctime); zero: unknown
+	// Young reports a reshard within NewJob of the tree's making, as the
+	// registry's own clock tells it (no conversion).
+	Young bool
+}
+
+// GainedSince is the earliest fire before at that an item with no record
+// owes when the reshard g gave it to this instance: for a young job
+// (Gain.Young), the job's first fire, the first after its tree was made —
+// nobody may have run any fire of it; otherwise the latest fire at or
+// before the reshard (one in flight on a previous owner behind in its fire
+// order can have found the item gone once it read), no more than two
+// fires before at, the registry's clock not being this instance's. Never a
+// fire before the job began; zero when the reshard is unknown, or owes
+// nothing before at. Owing a fire the previous owner did run costs
+// nothing: the make-up run, narrowed by the record once marked, does not
+// run it again.
+func GainedSince(s fireplan.Schedule, at time.Time, g Gain) time.Time {
+	if s == nil || g.Written.IsZero() {
 		return time.Time{}
 	}
-	since := fireplan.Prev(s, written)
-	if !began.IsZero() && (since.IsZero() || since.Before(began)) {
-		since = s.Next(began)
+	var since time.Time
+	if g.Young && !g.Began.IsZero() {
+		since = s.Next(g.Began)
+	} else {
+		since = fireplan.Prev(s, g.Written)
+		if !g.Began.IsZero() && (since.IsZero() || since.Before(g.Began)) {
+			since = s.Next(g.Began)
+		}
+		before := fireplan.Prev(s, at.Add(-time.Millisecond))
+		if since.Before(fireplan.Prev(s, before.Add(-time.Millisecond))) {
+			return time.Time{}
+		}
+	}
+	if since.IsZero() || !since.Before(at) {
+		return time.Time{}
 	}
 	return since
 }
@@ -108,7 +139,7 @@ func (rd *Reader) Read(ctx context.Context, j Job, at time.Time, fresh []int) (g
 		return nil
 	}
 	gained := j.Since
-	if gained.After(before) || gained.Before(fireplan.Prev(j.Schedule, before.Add(-time.Millisecond))) {
+	if gained.After(before) {
 		gained = time.Time{}
 	}
 	recs := make([]records.Record, len(fresh))

@@ -98,29 +98,41 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 	}
 }
 
-// TestAnItemNeverRunOwesTheFireItsReshardCameAt: a new job's item gained
-// with neither record nor debt owes the fires from the one the reshard that
-// gave it came at or after (GainedSince, here 8 s: written at 8.3 s),
-// which its previous owner may have let go to that reshard; an item with a record keeps the gap the
-// record tells; none owes a fire from before the job began, nor one the
-// fire being made stands for, nor one more than two fires back (the
-// registry's clock is not this instance's). The make-up run is narrowed by the record
-// once marked, so a fire the previous owner did run is not run again.
+// TestAnItemNeverRunOwesTheFireItsReshardCameAt: an item gained with
+// neither record nor debt owes, in a young job (a reshard within NewJob of
+// the tree's making), every fire since the job's first: the fires of its
+// first seconds may have passed with the item in no assignment, unplaced,
+// or on an owner behind in its fire order that found it gone. In an older
+// job (an item a larger count added) it owes the fires from the one the
+// reshard came at or after (here 8 s: written at 8.3 s), no more than two
+// fires back (the registry's clock is not this instance's), never one
+// from before the job began nor one the fire being made stands for. An
+// item with a record keeps the gap the record tells. The make-up run is
+// narrowed by the record once marked, so a fire the previous owner did run
+// is not run again.
 func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
 	ctx, rc := roomtest.ZooKeeper(t, "inherit-new")
 	paths := layout.Job("n")
 	ms := func(v int64) time.Time { return time.UnixMilli(v) }
 	sched := cron.Every(time.Second)
 	for _, c := range []struct {
-		name                 string
-		written, began, want time.Time
+		name string
+		at   time.Time
+		g    Gain
+		want time.Time
 	}{
-		{"the reshard's fire", ms(8300), ms(2500), ms(8000)},
-		{"in the next fire's lead: the fire before it", ms(8980), ms(2500), ms(8000)},
-		{"not before the job began", ms(8300), ms(8100), ms(9000)},
-		{"unknown", time.Time{}, ms(2500), time.Time{}},
+		{"young: the job's first fire", ms(10000), Gain{Written: ms(8300), Began: ms(2500), Young: true}, ms(3000)},
+		{"young, begun on a fire: the next", ms(10000), Gain{Written: ms(8300), Began: ms(3000), Young: true}, ms(4000)},
+		{"young, no fire before this one", ms(10000), Gain{Written: ms(9300), Began: ms(9100), Young: true}, time.Time{}},
+		{"young, begun unknown: the reshard's fire", ms(10000), Gain{Written: ms(8300), Young: true}, ms(8000)},
+		{"the reshard's fire", ms(10000), Gain{Written: ms(8300), Began: ms(2500)}, ms(8000)},
+		{"in the next fire's lead: the fire before it", ms(10000), Gain{Written: ms(8980), Began: ms(2500)}, ms(8000)},
+		{"not before the job began", ms(10000), Gain{Written: ms(8300), Began: ms(8100)}, ms(9000)},
+		{"three fires back: another clock's", ms(10000), Gain{Written: ms(7300), Began: ms(2500)}, time.Time{}},
+		{"the fire itself", ms(9000), Gain{Written: ms(9300), Began: ms(2500)}, time.Time{}},
+		{"unknown", ms(10000), Gain{Began: ms(2500), Young: true}, time.Time{}},
 	} {
-		if got := GainedSince(sched, c.written, c.began); !got.Equal(c.want) {
+		if got := GainedSince(sched, c.at, c.g); !got.Equal(c.want) {
 			t.Errorf("GainedSince %s: %v; want %v", c.name, got, c.want)
 		}
 	}
@@ -135,17 +147,17 @@ func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
 			Records: &records.Reader{Center: rc, Paths: paths, Job: "n", Own: "me", Log: log, Report: report}}
 		return rd.Read(ctx, Job{Schedule: sched, Since: since}, at, []int{0, 1})
 	}
-	gaps := read(ms(10000), ms(8000))
-	if len(gaps) != 2 || !gaps[0].Equal(ms(8000)) || !gaps[1].Equal(ms(6000)) {
-		t.Fatalf("gaps at 10 s with the reshard's fire 8 s: %v; want item 0 from 8 s (no record), item 1 from 6 s (its record)", gaps)
+	gaps := read(ms(10000), ms(3000))
+	if len(gaps) != 2 || !gaps[0].Equal(ms(3000)) || !gaps[1].Equal(ms(6000)) {
+		t.Fatalf("gaps at 10 s with the job's first fire 3 s: %v; want item 0 from 3 s (no record), item 1 from 6 s (its record)", gaps)
 	}
-	if gaps := read(ms(9000), ms(9000)); len(gaps) != 1 || !gaps[1].Equal(ms(6000)) {
-		t.Fatalf("gaps at 9 s, the reshard's own fire: %v; want item 1's alone: the fire itself runs item 0", gaps)
+	if gaps := read(ms(10000), ms(8000)); len(gaps) != 2 || !gaps[0].Equal(ms(8000)) {
+		t.Fatalf("gaps at 10 s with the reshard's fire 8 s: %v; want item 0 from 8 s", gaps)
+	}
+	if gaps := read(ms(10000), ms(10000)); len(gaps) != 1 || !gaps[1].Equal(ms(6000)) {
+		t.Fatalf("gaps at 10 s owing from 10 s: %v; want item 1's alone: the fire itself runs item 0", gaps)
 	}
 	if gaps := read(ms(10000), time.Time{}); len(gaps) != 1 {
-		t.Fatalf("gaps with the reshard's fire unknown: %v; want item 1's alone, as before", gaps)
-	}
-	if gaps := read(ms(10000), ms(7000)); len(gaps) != 1 {
-		t.Fatalf("gaps with the reshard's fire three fires back: %v; want item 1's alone: another clock's", gaps)
+		t.Fatalf("gaps with nothing owed since a reshard: %v; want item 1's alone, as before", gaps)
 	}
 }

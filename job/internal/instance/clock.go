@@ -65,3 +65,10 @@ func skew(sentinel error, offset, max time.Duration) error {
 	}
 	return nil
 }
+
+// ClockOffset returns the last measured difference of the host's clock
+// (Config.HostClock) from the registry's, local minus registry, and
+// whether one was measured.
+func (n *Node) ClockOffset() (time.Duration, bool) {
+	return time.Duration(n.clockOffset.Load()), n.clockMeasured.Load()
+}
