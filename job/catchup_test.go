@@ -265,3 +265,37 @@ func TestANewJobsItemOwesEveryFireSinceTheJobBegan(t *testing.T) {
 		}
 	}
 }
+
+// TestANewJobEnabledLaterOwesNoFireOfItsDisabledTime: a job registered
+// disabled and enabled seconds later — young, its item never run — starts
+// with the first fire after it was enabled: its fires while disabled were
+// nobody's to run, and no make-up run stands for them.
+func TestANewJobEnabledLaterOwesNoFireOfItsDisabledTime(t *testing.T) {
+	ns := namespace(t)
+	rec := newRecorder()
+	cfg := job.Config{Name: "later", Cron: "* * * * * *", ShardingTotalCount: 1, Disabled: true}
+	events := make(chan job.Event, 256)
+	startInstance(t, ns, "a", cfg, rec, eventsTo(events))
+	// Fire times pass while the job is disabled.
+	time.Sleep(2500 * time.Millisecond)
+	if n := len(rec.snapshot()); n != 0 {
+		t.Fatalf("%d runs of a disabled job", n)
+	}
+	enabled := cfg
+	enabled.Disabled = false
+	doc, err := enabled.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	setAt := time.Now()
+	if _, err := observer(t, ns).Set(tctx(t), "/later/config", doc, -1); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, job.EventConfigChanged, 20*time.Second)
+	waitUntil(t, 20*time.Second, func() bool { return len(rec.snapshot()) > 0 })
+	r := rec.snapshot()[0]
+	if r.fire.Before(setAt) {
+		t.Fatalf("the first run, a %s run, stands for the fires from %s, before the job was enabled at %s",
+			r.kind, r.fire.Format("15:04:05.000"), setAt.Format("15:04:05.000"))
+	}
+}

@@ -114,6 +114,7 @@ func (r *runner) reloadConfig() {
 		Detail: fmt.Sprintf("cron %q, %d items, disabled=%t", cfg.Cron, cfg.ShardingTotalCount, cfg.Disabled)})
 	if cfg.Cron != old.Cron || cfg.TimeZone != old.TimeZone || cfg.Disabled != old.Disabled || !sameCalendar(cfg, old) {
 		if !r.book.Stopping() {
+			r.scheduled.Store(0) // a new schedule (or the job enabled): fires begin again
 			r.schedule()
 		}
 	}

@@ -83,6 +83,9 @@ func (r *runner) gain(a assume.Assignment) inherit.Gain {
 		shift += off
 	}
 	g := inherit.Gain{Written: a.Written.Add(shift)}
+	if at := r.scheduled.Load(); at != 0 {
+		g.Scheduled = time.Unix(0, at)
+	}
 	if !a.Began.IsZero() {
 		g.Began = a.Began.Add(shift)
 		g.Young = a.Written.Sub(a.Began) <= inherit.NewJob

@@ -58,6 +58,12 @@ type runner struct {
 	// the next one dispatched were collapsed by the trigger after a stall,
 	// and are owed (skippedBefore).
 	dispatched atomic.Int64
+	// scheduled is when (unix ns, the fire clock) this instance began
+	// firing the job's current schedule: its start, or the change of cron
+	// or calendar or the enabling that scheduled it again (a new session
+	// keeps it). A new job's item never run owes no fire before it
+	// (inherit.Gain.Scheduled).
+	scheduled atomic.Int64
 
 	ctx  lifetimes        // the contexts stop cancels
 	bg   *startstop.Group // every goroutine of the runner (goFunc), on the scheduler's workers
@@ -243,7 +249,8 @@ func (r *runner) schedule() {
 		r.log.Error("cannot schedule", "err", err)
 		return
 	}
-	r.dispatched.Store(0) // a new schedule's fires start from its own next one
+	r.dispatched.Store(0)                                    // a new schedule's fires start from its own next one
+	r.scheduled.CompareAndSwap(0, r.s.opts.now().UnixNano()) // kept through a new session's registration
 	r.s.trig.Set(r.name, sched, r.firesUntilEnded(cfg, sched), r.quickFire)
 	next := sched.Next(r.s.opts.now())
 	if next.IsZero() {

@@ -83,6 +83,11 @@ const NewJob = 10 * time.Minute
 type Gain struct {
 	Written time.Time // the sharding node's last write (its Mtime): the reshard
 	Began   time.Time // the job's tree made (the epoch's Ctime); zero: unknown
+	// Scheduled is when this instance began firing the job's current
+	// schedule (its start, a change of cron, the job enabled); zero:
+	// unknown. Fires before it were nobody's to run here, nor, if the job
+	// was disabled, anybody's.
+	Scheduled time.Time
 	// Young reports a reshard within NewJob of the tree's making, as the
 	// registry's own clock tells it (no conversion).
 	Young bool
@@ -90,8 +95,9 @@ type Gain struct {
 
 // GainedSince is the earliest fire before at that an item with no record
 // owes when the reshard g gave it to this instance: for a young job
-// (Gain.Young), the job's first fire, the first after its tree was made —
-// nobody may have run any fire of it; otherwise the latest fire at or
+// (Gain.Young), the job's first fire, the first after its tree was made
+// and after this instance began firing its schedule — nobody may have run
+// any fire of it; otherwise the latest fire at or
 // before the reshard (one in flight on a previous owner behind in its fire
 // order can have found the item gone once it read), no more than two
 // fires before at, the registry's clock not being this instance's. Never a
@@ -104,8 +110,8 @@ func GainedSince(s fireplan.Schedule, at time.Time, g Gain) time.Time {
 		return time.Time{}
 	}
 	var since time.Time
-	if g.Young && !g.Began.IsZero() {
-		since = s.Next(g.Began)
+	if first := later(g.Began, g.Scheduled); g.Young && !first.IsZero() {
+		since = s.Next(first)
 	} else {
 		since = fireplan.Prev(s, g.Written)
 		if !g.Began.IsZero() && (since.IsZero() || since.Before(g.Began)) {
@@ -120,6 +126,14 @@ func GainedSince(s fireplan.Schedule, at time.Time, g Gain) time.Time {
 		return time.Time{}
 	}
 	return since
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Read reads the records and debts of fresh, the items of the fire at

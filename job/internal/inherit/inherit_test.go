@@ -100,7 +100,8 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 
 // TestAnItemNeverRunOwesTheFireItsReshardCameAt: an item gained with
 // neither record nor debt owes, in a young job (a reshard within NewJob of
-// the tree's making), every fire since the job's first: the fires of its
+// the tree's making), every fire since the job's first — not before this
+// instance began firing its schedule (a job enabled later): the fires of its
 // first seconds may have passed with the item in no assignment, unplaced,
 // or on an owner behind in its fire order that found it gone. In an older
 // job (an item a larger count added) it owes the fires from the one the
@@ -125,6 +126,9 @@ func TestAnItemNeverRunOwesTheFireItsReshardCameAt(t *testing.T) {
 		{"young, begun on a fire: the next", ms(10000), Gain{Written: ms(8300), Began: ms(3000), Young: true}, ms(4000)},
 		{"young, no fire before this one", ms(10000), Gain{Written: ms(9300), Began: ms(9100), Young: true}, time.Time{}},
 		{"young, begun unknown: the reshard's fire", ms(10000), Gain{Written: ms(8300), Young: true}, ms(8000)},
+		{"young, scheduled here after it began (enabled, or started later)", ms(10000), Gain{Written: ms(8300), Began: ms(2500), Scheduled: ms(5200), Young: true}, ms(6000)},
+		{"young, scheduled here before it began", ms(10000), Gain{Written: ms(8300), Began: ms(2500), Scheduled: ms(1200), Young: true}, ms(3000)},
+		{"young, scheduled since this fire's", ms(10000), Gain{Written: ms(8300), Began: ms(2500), Scheduled: ms(9500), Young: true}, time.Time{}},
 		{"the reshard's fire", ms(10000), Gain{Written: ms(8300), Began: ms(2500)}, ms(8000)},
 		{"in the next fire's lead: the fire before it", ms(10000), Gain{Written: ms(8980), Began: ms(2500)}, ms(8000)},
 		{"not before the job began", ms(10000), Gain{Written: ms(8300), Began: ms(8100)}, ms(9000)},
