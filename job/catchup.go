@@ -74,11 +74,7 @@ func (r *runner) catchUp() {
 			continue
 		}
 		owed = append(owed, it)
-		since := at
-		if g, ok := gaps[it]; ok && g.Before(since) {
-			since = g
-		}
-		r.book.NoteMisfire(cfg.book, it, since)
+		r.book.NoteCatchUp(cfg.book, it, at, gaps[it])
 	}
 	release()
 	if len(owed) > 0 {

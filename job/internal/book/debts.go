@@ -41,6 +41,21 @@ func (b *Book) NoteUnrun(j Job, item int, at time.Time) {
 	}
 }
 
+// NoteCatchUp notes that item owes the fire at, which this instance let
+// pass before a reshard gave it the item, and the fires since gap (zero:
+// none), the earliest its record shows undone. The debt runs through at
+// whatever comes before it: a run standing for the gap only — a failover
+// run of the previous owner's fires, in flight here — settles the gap and
+// leaves at owed.
+func (b *Book) NoteCatchUp(j Job, item int, at, gap time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.noteMisfireLocked(j, item, at)
+	if !gap.IsZero() && gap.Before(at) {
+		b.noteMisfireLocked(j, item, gap)
+	}
+}
+
 // noteOwesLocked notes the fires in o as owed by item.
 func (b *Book) noteOwesLocked(j Job, item int, o fireplan.Owes) {
 	for _, at := range o.All() {

@@ -29,3 +29,26 @@ func TestAMakeUpThatCannotStartOwesEveryFireItStoodFor(t *testing.T) {
 		t.Fatalf("after the failover run the item owes %v (%v), want fire 23", since, owed)
 	}
 }
+
+// A catch-up owes the fire it let pass through, whatever gap its item's
+// record shows before it: a failover run of the gap, in flight when the
+// debt is noted, settles the gap and leaves the fire passed owed. Noted
+// from the gap alone, the debt ended with the failover run, and the fire
+// passed never ran (an etcd chaos run of 2026-12-05 lost it so).
+func TestACatchUpOwesTheFireItPassedBeyondTheGap(t *testing.T) {
+	c := &clock{now: at(22).Add(600 * time.Millisecond)}
+	b, _ := testBook(c, 500*time.Millisecond)
+	j := secondly(1)
+	// The failover run of fires 18 through 22 is reserved, then the
+	// reshard that gave the item lands after the fire at 23 passed.
+	if got := b.Reserve(j, []int{0}, at(18), at(22), Failover, nil); len(got) != 1 {
+		t.Fatalf("the failover run reserved %v", got)
+	}
+	b.NoteCatchUp(j, 0, at(23), at(18))
+	b.Release([]int{0})
+	b.Paid(j, 1, func(int) (Ran, bool) { return Ran{Item: 0, Kind: Failover, Fire: at(18), Through: at(22)}, true })
+	since, owed := b.owed.Owed(0)
+	if !owed || !since.Equal(at(23)) {
+		t.Fatalf("after the failover run the item owes %v (%v), want fire 23", since, owed)
+	}
+}
