@@ -97,14 +97,13 @@ type Gain struct {
 // owes when the reshard g gave it to this instance: for a young job
 // (Gain.Young), the job's first fire, the first after its tree was made
 // and after this instance began firing its schedule — nobody may have run
-// any fire of it; otherwise the latest fire at or
-// before the reshard (one in flight on a previous owner behind in its fire
-// order can have found the item gone once it read), no more than two
-// fires before at, the registry's clock not being this instance's. Never a
-// fire before the job began; zero when the reshard is unknown, or owes
-// nothing before at. Owing a fire the previous owner did run costs
-// nothing: the make-up run, narrowed by the record once marked, does not
-// run it again.
+// any fire of it; otherwise the latest fire at or before the reshard (one
+// in flight on a previous owner behind in its fire order can have found
+// the item gone once it read), no more than two fires before at, the
+// registry's clock not being this instance's. Never a fire before the job
+// began; zero when the reshard is unknown, or owes nothing before at.
+// Owing a fire the previous owner did run costs nothing: the make-up run,
+// narrowed by the record once marked, does not run it again.
 func GainedSince(s fireplan.Schedule, at time.Time, g Gain) time.Time {
 	if s == nil || g.Written.IsZero() {
 		return time.Time{}
