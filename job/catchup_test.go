@@ -202,12 +202,7 @@ func (h *heldReshards) Get(ctx context.Context, p string) ([]byte, regcenter.Sta
 }
 
 // SessionTimeout forwards the wrapped registry's, which the scheduler reads.
-func (h *heldReshards) SessionTimeout() time.Duration {
-	if z, ok := h.Center.(interface{ SessionTimeout() time.Duration }); ok {
-		return z.SessionTimeout()
-	}
-	return 0
-}
+func (h *heldReshards) SessionTimeout() time.Duration { return sessionTimeoutOf(h.Center) }
 
 func (h *heldReshards) passes() int {
 	h.mu.Lock()

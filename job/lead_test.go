@@ -41,8 +41,12 @@ func (c *claimClock) Multi(ctx context.Context, ops ...regcenter.Op) error {
 }
 
 // SessionTimeout forwards the wrapped registry's, which the scheduler reads.
-func (c *claimClock) SessionTimeout() time.Duration {
-	if z, ok := c.Center.(interface{ SessionTimeout() time.Duration }); ok {
+func (c *claimClock) SessionTimeout() time.Duration { return sessionTimeoutOf(c.Center) }
+
+// sessionTimeoutOf is rc's session timeout, for a test's wrapper of a
+// registry to forward (the scheduler reads it); 0 when rc has none.
+func sessionTimeoutOf(rc regcenter.Center) time.Duration {
+	if z, ok := rc.(interface{ SessionTimeout() time.Duration }); ok {
 		return z.SessionTimeout()
 	}
 	return 0

@@ -99,11 +99,12 @@ func (b *bench) startupWith(ctx context.Context, hogs int) error {
 			continue
 		}
 		lat = append(lat, e.latencyMS())
+		madeUpRun := e.through > e.fire || e.kind != "fire"
 		if fire.After(lastReady) {
 			afterAll = append(afterAll, e.latencyMS())
 			if e.latencyMS() > lateMS {
 				lateAfter++
-				if e.through > e.fire || e.kind != "fire" {
+				if madeUpRun {
 					lateMadeUp++
 				}
 			}
@@ -111,7 +112,7 @@ func (b *bench) startupWith(ctx context.Context, hogs int) error {
 		if fire.Before(in.readyAt.Add(10 * time.Second)) {
 			firstTen = append(firstTen, e.latencyMS())
 		}
-		if e.through > e.fire || e.kind != "fire" {
+		if madeUpRun {
 			madeUp++
 		}
 	}
