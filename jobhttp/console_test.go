@@ -80,7 +80,9 @@ func TestConsoleOverviewShowsJobs(t *testing.T) {
 	tb.waitText("#job-servers tbody tr:nth-child(2)", "a2", "online", "2 (items 2, 3)")
 	tb.waitText("#job-items", "ok fire of")
 	tb.waitText("#job-cron", "* * * * * *")
-	if n := cc.ran("orders", job.KindFire); n < 4 {
+	// A new job's first runs may be make-up runs (misfire): the fires its
+	// items missed before a reshard placed them are owed since its first.
+	if n := cc.ran("orders", job.KindFire) + cc.ran("orders", job.KindMisfire); n < 4 {
 		t.Errorf("the page showed results of %d executions", n)
 	}
 
