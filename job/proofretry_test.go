@@ -49,15 +49,29 @@ func (f *failProofOnce) Multi(ctx context.Context, ops ...regcenter.Op) error {
 // as held since itself: the retry fired it plainly, and the fires the
 // crashed owner had not recorded were never made up (seen on PostgreSQL,
 // where a second reshard right after a crash fails the new owner's first
-// proof). a runs a one-second job with its records behind (an opted-in
-// interval) and crashes; b's first proof after it fails once.
+// proof). a runs a job every five seconds with its records behind (an
+// opted-in interval) and crashes as a fire begins, the fire never to
+// complete, so that b's reshard as the new leader comes at b's next fire
+// (a flag set within 3 s of a fire is answered at once, and b would gain
+// the item between fires); b's first proof after it fails once.
 func TestClusterAFireRetriedAfterAFailedProofMakesUpTheGap(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()
-	cfg := everySecond("retry", 1)
+	cfg := job.Config{Name: "retry", Cron: "*/5 * * * * *", ShardingTotalCount: 1}
+	// Once armed, the first plain fire's run (a's: it holds the item)
+	// hangs until the crash cancels it.
+	var hang, hung atomic.Bool
+	begun := make(chan struct{})
+	rec.holdFor = func(sc job.ShardingContext) time.Duration {
+		if hang.Load() && sc.Kind == job.KindFire && hung.CompareAndSwap(false, true) {
+			close(begun)
+			return time.Minute
+		}
+		return 0
+	}
 	start := time.Now()
 	a := startInstance(t, ns, "a", cfg, rec, job.WithRecordInterval(time.Minute))
-	rec.waitFires(t, start, 2, 1, 30*time.Second)
+	rec.waitFires(t, start, 1, 1, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wrap *failProofOnce
@@ -69,7 +83,13 @@ func TestClusterAFireRetriedAfterAFailedProofMakesUpTheGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	running(t, ctx, "b", rc, s)
-	rec.waitFires(t, time.Now(), 3, 1, 30*time.Second)
+	rec.waitFires(t, time.Now(), 1, 1, 30*time.Second)
+	hang.Store(true)
+	select {
+	case <-begun:
+	case <-ctx.Done():
+		t.Fatal("a's next fire did not begin")
+	}
 	wrap.armed.Store(true)
 	crashed := time.Now()
 	a.crash(t)
