@@ -30,3 +30,17 @@ func ReadItemsVersion(ctx context.Context, rc regcenter.Center, path string) ([]
 	}
 	return items, st.Version, nil
 }
+
+// ItemsOf is ReadItemsVersion for a node read with others
+// (regcenter.Center.GetMany): its items, missing or garbage none, and its
+// version (-1: no node).
+func ItemsOf(nd regcenter.NodeData) ([]int, int32) {
+	if !nd.Exists {
+		return nil, -1
+	}
+	items, err := layout.ParseItems(string(nd.Data))
+	if err != nil {
+		return nil, nd.Stat.Version // counted as none; the job's own reshard repairs it
+	}
+	return items, nd.Stat.Version
+}

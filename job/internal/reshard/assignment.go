@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/shardjob/shardjob/internal/layout"
-	"github.com/shardjob/shardjob/internal/parallel"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -25,27 +24,24 @@ type Assignment struct {
 }
 
 // ReadAssignment reads the sharding node of every server of servers that
-// has one, and the unplaced node. A server whose node went since servers
-// was read loses its layout.Sharding mark in servers.
+// has one, and the unplaced node, in one read of many nodes
+// (regcenter.Center.GetMany). A server whose node went since servers was
+// read loses its layout.Sharding mark in servers.
 func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, servers Servers) (Assignment, error) {
 	out := Assignment{Current: map[string][]int{}, Versions: map[string]int32{}}
-	var withNode []string
+	var withNode, ps []string
 	for _, sv := range servers.Names() {
 		if servers[sv][layout.Sharding] {
 			withNode = append(withNode, sv)
+			ps = append(ps, paths.Flag(sv, layout.Sharding))
 		}
 	}
-	read := make([][]int, len(withNode))
-	readV := make([]int32, len(withNode))
-	errs := make([]error, len(withNode))
-	parallel.Each(len(withNode), reads, func(i int) {
-		read[i], readV[i], errs[i] = placement.ReadItemsVersion(ctx, rc, paths.Flag(withNode[i], layout.Sharding))
-	})
+	nodes, err := rc.GetMany(ctx, append(ps, paths.Unplaced())...)
+	if err != nil {
+		return Assignment{}, err
+	}
 	for i, sv := range withNode {
-		items, v, err := read[i], readV[i], errs[i]
-		if err != nil {
-			return Assignment{}, err
-		}
+		items, v := placement.ItemsOf(nodes[i])
 		if v < 0 {
 			// Gone since the server's children were read: the server
 			// has no assignment node to write over.
@@ -54,11 +50,7 @@ func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 		}
 		out.Current[sv], out.Versions[sv] = items, v
 	}
-	var err error
-	out.Unplaced, out.UnplacedVersion, err = placement.ReadItemsVersion(ctx, rc, paths.Unplaced())
-	if err != nil {
-		return Assignment{}, err
-	}
+	out.Unplaced, out.UnplacedVersion = placement.ItemsOf(nodes[len(withNode)])
 	return out, nil
 }
 

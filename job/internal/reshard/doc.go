@@ -41,10 +41,13 @@
 // trips included, and calls QueueDeparted and Unplaced while it holds it:
 // neither may take the turn.
 //
-// Registry round trips. The reads of every server's children, of the
-// assignment nodes, of the status nodes and the misfire writes go out
-// together, at most 64 at once; the leader's checks read one node at a
-// time and stop at the first answer.
+// Registry round trips. The reads of every server's children and the
+// misfire writes go out together, at most 64 at once; the status nodes are
+// one read of many nodes (regcenter.Center.GetMany), the assignment nodes
+// and the unplaced node another: a reshard over S servers reads S + 3
+// times (the list, each server's children, those two), not 3S + 2; the
+// leader's checks read one node at a time and stop
+// at the first answer.
 //
 // It may import the standard library, regcenter, internal/layout,
 // internal/parallel, sharding (a named strategy), job/internal/placement

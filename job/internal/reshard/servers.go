@@ -85,19 +85,20 @@ func FakeStatuses(ctx context.Context, rc regcenter.Center, paths layout.Job, se
 			withStatus = append(withStatus, sv)
 		}
 	}
-	found := make([]bool, len(withStatus))
-	stats := make([]regcenter.Stat, len(withStatus))
-	errs := make([]error, len(withStatus))
-	parallel.Each(len(withStatus), reads, func(i int) {
-		found[i], stats[i], errs[i] = rc.Exists(ctx, paths.Flag(withStatus[i], layout.Status))
-	})
+	if len(withStatus) == 0 {
+		return nil, nil
+	}
+	ps := make([]string, len(withStatus))
 	for i, sv := range withStatus {
-		p := paths.Flag(sv, layout.Status)
-		ok, st, err := found[i], stats[i], errs[i]
-		if err != nil {
-			return nil, err
-		}
-		if ok && st.EphemeralOwner == 0 {
+		ps[i] = paths.Flag(sv, layout.Status)
+	}
+	nodes, err := rc.GetMany(ctx, ps...)
+	if err != nil {
+		return nil, err
+	}
+	for i, sv := range withStatus {
+		p := ps[i]
+		if nodes[i].Exists && nodes[i].Stat.EphemeralOwner == 0 {
 			log.Warn("persistent status node: not an instance's; the server is treated as offline and the node removed", "server", sv, "node", p)
 			delete(servers[sv], layout.Status)
 			fakes = append(fakes, p)
