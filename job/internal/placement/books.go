@@ -96,19 +96,20 @@ func JobUnits(ctx context.Context, rc regcenter.Center, job string) (jobhook.Uni
 	if err != nil && !errors.Is(err, regcenter.ErrNoNode) {
 		return jobhook.Units{}, err
 	}
+	ps := make([]string, 0, len(servers)+1)
 	for _, sv := range servers {
-		items, err := ReadItems(ctx, rc, paths.Flag(sv, layout.Sharding))
-		if err != nil {
-			return jobhook.Units{}, err
-		}
-		if len(items) > 0 {
-			u.PerServer[sv] = len(items)
-		}
+		ps = append(ps, paths.Flag(sv, layout.Sharding))
 	}
-	unplaced, err := ReadItems(ctx, rc, paths.Unplaced())
+	nodes, err := rc.GetMany(ctx, append(ps, paths.Unplaced())...)
 	if err != nil {
 		return jobhook.Units{}, err
 	}
+	for i, sv := range servers {
+		if items, _ := ItemsOf(nodes[i]); len(items) > 0 {
+			u.PerServer[sv] = len(items)
+		}
+	}
+	unplaced, _ := ItemsOf(nodes[len(servers)])
 	u.Unplaced = len(unplaced)
 	return u, nil
 }

@@ -48,6 +48,16 @@ func (c *countingCenter) Get(ctx context.Context, path string) ([]byte, regcente
 	return c.Center.Get(ctx, path)
 }
 
+// GetMany counts a read of each of its paths.
+func (c *countingCenter) GetMany(ctx context.Context, paths ...string) ([]regcenter.NodeData, error) {
+	for _, p := range paths {
+		if err := c.count(p); err != nil {
+			return nil, err
+		}
+	}
+	return c.Center.GetMany(ctx, paths...)
+}
+
 func (c *countingCenter) Children(ctx context.Context, path string) ([]string, error) {
 	if err := c.count(path); err != nil {
 		return nil, err
