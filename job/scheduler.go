@@ -159,11 +159,7 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 // registration step that fails because the connection dropped or the
 // session ended is tried again, for up to two session timeouts and within
 // ctx. If a job cannot register, Start undoes what it did and returns the
-// error. Before it returns, it waits (at most 3 s in all) for the reshards
-// that its jobs firing within that time need: their leaders answer the
-// join at once, and the first fires after Start find their items placed
-// rather than wait for them. A leader that does not answer in time leaves
-// its reshard to the fire.
+// error.
 func (s *Scheduler) Start(ctx context.Context) error {
 	runners, err := s.jobs.Start(func(rs []*runner) error { return checkDependencies(rs, nil) })
 	if err != nil {
@@ -216,7 +212,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		return err
 	}
 	s.inst.Started(ctx)
-	s.settle(ctx, runners)
 	return nil
 }
 
