@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -177,14 +175,6 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.spawn(func() { s.trig.Run(s.ctx) })
 	s.spawn(s.reconcileLoop)
 	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
-	existing := fleet.Existing(ctx, s.rc, len(runners), s.log)
-	if existing != nil {
-		// A new namespace gets its (empty) load table now, not from a
-		// rebuild in each job's first reshard, right before its first fire.
-		if err := placement.SeedTable(ctx, s.rc, slices.Collect(maps.Keys(existing))); err != nil {
-			s.log.Warn("the first reshard rebuilds the load table instead", "err", err)
-		}
-	}
 	// New jobs' trees are made several to a transaction (createJobs), and
 	// the jobs that existed already are joined several to a read and a
 	// transaction (joinJobs), one that cannot be node by node: one read of
@@ -206,7 +196,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		Register: func(ctx context.Context, r *runner, sess *regcenter.Session, made bool) error {
 			return r.startRegistered(ctx, sess, made)
 		},
-	}.Start(ctx, runners, existing)
+	}.Start(ctx, runners, fleet.Existing(ctx, s.rc, len(runners), s.log))
 	if err != nil {
 		s.undoStart()
 		return err
