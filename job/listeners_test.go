@@ -181,10 +181,9 @@ func TestDistributeOnceHooksRunOncePerFire(t *testing.T) {
 // the after hook end with ErrDistributeTimeout, and the hook does not run
 // for that fire until the dead instance's item is made up elsewhere (a
 // make-up run completes its fire late: the item never completed the fire,
-// which is owed); nothing hangs. The job fires every five seconds: the
-// death's reshard comes at the next fire, after the waits' 2 s (a reshard
-// flagged within 3 s of a fire is made at once, and its make-up run could
-// complete the fire before they end).
+// which is owed); nothing hangs. The job fires every five seconds, so
+// that the make-up run cannot complete the fire before the waits' 2 s end,
+// however soon the death's reshard comes.
 func TestDistributeOnceEndsWithTimeoutWhenAnInstanceDies(t *testing.T) {
 	ns := namespace(t)
 	h := newHookLog()

@@ -52,8 +52,8 @@ func (f *failProofOnce) Multi(ctx context.Context, ops ...regcenter.Op) error {
 // proof). a runs a job every five seconds with its records behind (an
 // opted-in interval) and crashes as a fire begins, the fire never to
 // complete, so that b's reshard as the new leader comes at b's next fire
-// (a flag set within 3 s of a fire is answered at once, and b would gain
-// the item between fires); b's first proof after it fails once.
+// rather than between fires (where b would gain the item by the catch-up,
+// not by a proof); b's first proof after it fails once.
 func TestClusterAFireRetriedAfterAFailedProofMakesUpTheGap(t *testing.T) {
 	ns := namespace(t)
 	rec := newRecorder()

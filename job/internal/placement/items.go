@@ -24,11 +24,8 @@ func ReadItemsVersion(ctx context.Context, rc regcenter.Center, path string) ([]
 	if err != nil {
 		return nil, 0, err
 	}
-	items, err := layout.ParseItems(string(data))
-	if err != nil {
-		return nil, st.Version, nil // counted as none; the job's own reshard repairs it
-	}
-	return items, st.Version, nil
+	items, version := ItemsOf(regcenter.NodeData{Exists: true, Data: data, Stat: st})
+	return items, version, nil
 }
 
 // ItemsOf is ReadItemsVersion for a node read with others

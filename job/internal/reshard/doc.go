@@ -46,8 +46,7 @@
 // one read of many nodes (regcenter.Center.GetMany), the assignment nodes
 // and the unplaced node another: a reshard over S servers reads S + 3
 // times (the list, each server's children, those two), not 3S + 2; the
-// leader's checks read one node at a time and stop
-// at the first answer.
+// leader's checks read one node at a time and stop at the first answer.
 //
 // It may import the standard library, regcenter, internal/layout,
 // internal/parallel, sharding (a named strategy), job/internal/placement
