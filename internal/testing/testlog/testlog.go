@@ -24,11 +24,22 @@ func (w Writer) Write(p []byte) (int, error) {
 
 // Logger returns a logger for t: warnings and errors into t's log, or,
 // with SHARDJOB_TEST_LOG set, everything down to debug on standard error.
+// With SHARDJOB_TEST_LOG=ring, warnings and errors go into t's log and
+// everything down to debug is kept unformatted in memory (the latest
+// ringSize records of the test, shared by every logger made for t), and
+// written to a file named in t's log if t fails: a trace of a failure
+// that formatting every record as it comes would make too slow to
+// happen.
 func Logger(t testing.TB) *slog.Logger {
-	if os.Getenv("SHARDJOB_TEST_LOG") != "" {
+	warn := slog.NewTextHandler(Writer{t}, &slog.HandlerOptions{Level: slog.LevelWarn})
+	switch os.Getenv("SHARDJOB_TEST_LOG") {
+	case "":
+		return slog.New(warn)
+	case "ring":
+		return slog.New(&ringHandler{ring: ringOf(t), warn: warn})
+	default:
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return slog.New(slog.NewTextHandler(Writer{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // Buffer is a log destination that goroutines may write to while a test
