@@ -39,14 +39,20 @@ type outcomes struct {
 
 // RecordChanged: a scheduled fire's item was completed elsewhere since
 // this fire read its record — perhaps this very fire, by the owner before
-// a reshard. The item runs as a make-up run, which reads the record and
-// runs only what it does not cover. Other kinds read the record once the
-// item is marked.
+// a reshard. What this instance knew of the record is forgotten: a later
+// fire proving it again would fail again. The item runs as a make-up run,
+// which reads the record and runs only what it does not cover; a job that
+// owes nothing for a fire it leaves (overlap or misfire skip) would drop
+// this one, though the item was free, so its fire keeps the item and reads
+// the record once it is marked, as other kinds do.
 func (o outcomes) RecordChanged(item int) bool {
-	if o.f.Kind != book.Fire {
+	o.fr.Records.Forget([]int{item})
+	j := o.fr.Current()
+	if o.f.Kind != book.Fire || j.Book.SkipsMissed {
+		o.f.Recheck(item)
 		return false
 	}
-	o.fr.Book.NoteMisfire(o.fr.Current().Book, item, o.f.At)
+	o.fr.Book.NoteMisfire(j.Book, item, o.f.At)
 	o.fr.Release([]int{item})
 	return true
 }
