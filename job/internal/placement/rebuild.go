@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/internal/parallel"
@@ -124,4 +125,36 @@ func (p *Placer) rebuildTable(ctx context.Context, version int32, st regcenter.S
 	}
 	p.known = knownTable{ok: true, table: t, czxid: st.Czxid, version: version + 1}
 	return t, version + 1, nil
+}
+
+// SeedTable writes the empty load table when the namespace's root, as
+// children lists its nodes, holds no job, and the table's node is missing
+// or empty (it is the instances' parent too: an instance's start makes
+// it): a new namespace. Its first reshards would otherwise each find no
+// table and rebuild it, reading every job — hundreds of reads, on every
+// instance starting at once, right before the jobs' first fires. Empty is
+// exact: a job is made with no assignment, and an assignment is written
+// only by a reshard, whose transaction writes the table too; one that
+// committed since the listing moved the node's version, and this write,
+// over the version read, leaves its table as it is. It writes nothing
+// otherwise; a table it did not write is rebuilt as before, by the first
+// reshard.
+func SeedTable(ctx context.Context, rc regcenter.Center, children []string) error {
+	for _, n := range children {
+		if !strings.HasPrefix(n, ".") {
+			return nil // a job
+		}
+	}
+	data, st, err := rc.Get(ctx, layout.Placement)
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+		_, err = rc.Create(ctx, layout.Placement, newTable().encode(), regcenter.Persistent)
+	case err != nil || len(data) > 0:
+	default:
+		_, err = rc.Set(ctx, layout.Placement, newTable().encode(), st.Version)
+	}
+	if err != nil && !errors.Is(err, regcenter.ErrNodeExists) && !errors.Is(err, regcenter.ErrBadVersion) {
+		return fmt.Errorf("writing the new namespace's empty load table: %w", err)
+	}
+	return nil
 }

@@ -227,3 +227,110 @@ func TestTableTooLargeFailsItsJobAtOnce(t *testing.T) {
 		t.Error("the table changed although the transaction was refused")
 	}
 }
+
+// afterGet runs hook once, after the first Get of path: another instance
+// writing between a read and the write that follows it.
+type afterGet struct {
+	regcenter.Center
+	path string
+	hook func()
+	once sync.Once
+}
+
+func (c *afterGet) Get(ctx context.Context, path string) ([]byte, regcenter.Stat, error) {
+	data, st, err := c.Center.Get(ctx, path)
+	if path == c.path {
+		c.once.Do(c.hook)
+	}
+	return data, st, err
+}
+
+// TestSeedTableWritesANewNamespacesEmptyTableOnly: a namespace with no job
+// and no table (the node an instance's start makes, empty) gets the empty
+// table, which a placer then reads without rebuilding anything; a
+// namespace with a job, a table already written, and a table written
+// between SeedTable's read and its write are left as they are.
+func TestSeedTableWritesANewNamespacesEmptyTableOnly(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	children := func(rc regcenter.Center) []string {
+		t.Helper()
+		names, err := rc.Children(ctx, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	table := func(rc regcenter.Center) ([]byte, int32) {
+		t.Helper()
+		data, st, err := rc.Get(ctx, layout.Placement)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data, st.Version
+	}
+
+	fresh := roomtest.Open(t, zc.Servers(), "seed-new")
+	if err := fresh.EnsurePath(ctx, layout.Instances); err != nil {
+		t.Fatal(err)
+	}
+	if err := SeedTable(ctx, fresh, children(fresh)); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := table(fresh)
+	if _, err := DecodeTable(data); err != nil {
+		t.Fatalf("the new namespace's table %q: %v", data, err)
+	}
+	rc := &countingCenter{Center: fresh, reads: map[string]int{}}
+	rc.budget.Store(-1)
+	if _, _, err := NewPlacer(ctx, rc, slog.New(slog.DiscardHandler)).readTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.reads["/"]; n != 0 {
+		t.Errorf("the placer listed the namespace's jobs %d times: it rebuilt the seeded table", n)
+	}
+
+	withJob := roomtest.Open(t, zc.Servers(), "seed-job")
+	if err := withJob.EnsurePath(ctx, layout.Instances); err != nil {
+		t.Fatal(err)
+	}
+	j := layout.Job("j0")
+	if err := withJob.Multi(ctx, regcenter.CreateOp{Path: j.Root()}, regcenter.CreateOp{Path: j.Servers()},
+		regcenter.CreateOp{Path: j.Server("a")}, regcenter.CreateOp{Path: j.Flag("a", layout.Sharding), Data: []byte("0,1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SeedTable(ctx, withJob, children(withJob)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := table(withJob); len(data) != 0 {
+		t.Errorf("a namespace with a job got the table %q: its assignment would go uncounted", data)
+	}
+
+	// Written meanwhile (a reshard's commit, by another instance): kept.
+	racing := roomtest.Open(t, zc.Servers(), "seed-race")
+	if err := racing.EnsurePath(ctx, layout.Instances); err != nil {
+		t.Fatal(err)
+	}
+	theirs := []byte(`{"servers":["a"],"seq":1,"jobs":{"j0":[2]},"joined":[1]}`)
+	names := children(racing)
+	hooked := &afterGet{Center: racing, path: layout.Placement, hook: func() {
+		if _, err := racing.Set(ctx, layout.Placement, theirs, -1); err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := SeedTable(ctx, hooked, names); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := table(racing); string(data) != string(theirs) {
+		t.Errorf("the table written meanwhile became %q", data)
+	}
+	// A table there already: nothing is written.
+	_, before := table(racing)
+	if err := SeedTable(ctx, racing, children(racing)); err != nil {
+		t.Fatal(err)
+	}
+	if _, after := table(racing); after != before {
+		t.Errorf("a namespace with its table had it written again: version %d, then %d", before, after)
+	}
+}
