@@ -16,6 +16,14 @@ import (
 // watching which servers are online and able to take items, and flagging
 // a reshard when that changes. The duties' mechanisms are wired here.
 
+// settleWithin is how near a job's next fire must be for a reshard flag
+// to be answered by its leader at once (leader.Office's Soon), and for
+// Start to wait for that answer (settle): a few fire leads. Farther off,
+// the reshard comes right before the fire, as ever; nearer, a fire would
+// wait for it, and a fleet starting at once would see its first fires
+// late, all of them waiting for the same storm of reshards.
+const settleWithin = 3 * time.Second
+
 // wireDuties makes the duties' mechanisms, each a room's, with what
 // they need of the runner and of a's other parts: the leader's office, the
 // resharder, the leader's queueing of departed servers' items, and the
@@ -26,6 +34,7 @@ func (r *runner) wireDuties(a *active) {
 		KickMembership: func() { r.kick.Kick(kickMembership) },
 		KickReshard:    func() { r.kick.Kick(kickReshard) },
 		KickEpoch:      func() { r.kick.Kick(kickEpoch) },
+		Soon:           func() bool { return r.fireWithin(r.config(), settleWithin) },
 		Failover:       func() bool { return r.config().Failover },
 		QueueDeparted:  r.queueDeparted,
 		Repair:         func(ctx context.Context) error { return a.reshard.RepairWhileLive(ctx) },

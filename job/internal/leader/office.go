@@ -28,6 +28,11 @@ type Office struct {
 	// The runner's kickers: the membership check (CheckMembership), the
 	// answer to a reshard request, the note of a moved reshard epoch.
 	KickMembership, KickReshard, KickEpoch func()
+	// Soon reports whether the job fires soon: a reshard flag is then
+	// answered at once, not at the fire (a join, a leave, a new leader's
+	// own flag), so that the fire finds its assignment made rather than
+	// waits for it. nil: never.
+	Soon func() bool
 	// What a membership check does with failover on (Membership):
 	// Failover reports whether it is on (the job's config now);
 	// QueueDeparted queues the items of servers that left
@@ -42,7 +47,8 @@ type Office struct {
 // it forgets the last reshard's servers and, on a goroutine of the
 // runner, flags a reshard (the previous leader may have died in the middle
 // of one), watches the servers, and arms the watch on reshard requests, so
-// as to reshard at once when an instance about to fire asks for it.
+// as to reshard at once when an instance about to fire asks for it, or
+// when a flag is set and the job fires soon.
 func (o *Office) Elected(ctx context.Context) {
 	o.Duties.SetSharded(nil)
 	o.Go(func() {
@@ -59,6 +65,9 @@ func (o *Office) Elected(ctx context.Context) {
 				o.KickReshard()
 			case regcenter.EventCreated:
 				o.KickEpoch() // a flag set by hand moves no epoch
+				if o.soon() {
+					o.KickReshard()
+				}
 			}
 		})
 		if !o.Duties.Keep(RequestWatch, cancel, o.Leading) {
@@ -67,14 +76,17 @@ func (o *Office) Elected(ctx context.Context) {
 		}
 		// A request written before the watch was armed (an instance
 		// draining, or about to fire, while nobody led) is answered now:
-		// the flag's data names who asked; the leader's own flag has none.
+		// the flag's data names who asked; the leader's own flag has none,
+		// and is answered now only when the job fires soon.
 		if err == nil {
-			if data, _, err := o.RC.Get(ctx, o.Paths.Necessary()); err == nil && len(data) > 0 {
+			if data, _, err := o.RC.Get(ctx, o.Paths.Necessary()); err == nil && (len(data) > 0 || o.soon()) {
 				o.KickReshard()
 			}
 		}
 	})
 }
+
+func (o *Office) soon() bool { return o.Soon != nil && o.Soon() }
 
 // Revoked drops the leader's duties: the generation moves and every watch
 // they armed is cancelled.

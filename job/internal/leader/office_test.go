@@ -35,13 +35,21 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 		}
 	}
 	var membership, requests atomic.Int64
+	var soon atomic.Bool
+	epochs := make(chan struct{}, 16) // a flag's creation seen
 	o := &Office{
 		Duties: NewDuties(), RC: rc, Paths: paths, Log: slog.New(slog.DiscardHandler),
 		Leading:        func() bool { return true },
 		Go:             func(f func()) bool { f(); return true },
 		KickMembership: func() { membership.Add(1) },
 		KickReshard:    func() { requests.Add(1) },
-		KickEpoch:      func() {},
+		KickEpoch: func() {
+			select {
+			case epochs <- struct{}{}:
+			default:
+			}
+		},
+		Soon: soon.Load,
 	}
 	flagged := func() bool {
 		t.Helper()
@@ -85,6 +93,35 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 	if _, ok := o.CheckMembership(ctx); !ok || !flagged() {
 		t.Errorf("a server joined: checked %v, no reshard flagged", ok)
 	}
+
+	// A flag created by another instance (a join) is answered at once
+	// when the job fires soon, and left for its fire otherwise.
+	created := func() {
+		t.Helper()
+		for len(epochs) > 0 {
+			<-epochs
+		}
+		if _, err := rc.Create(ctx, paths.Necessary(), nil, regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-epochs:
+		case <-ctx.Done():
+			t.Fatal("the flag's creation was not seen")
+		}
+		flagged()
+	}
+	before := requests.Load()
+	created()
+	if n := requests.Load() - before; n != 0 {
+		t.Errorf("a join's flag, the job's fire far off: %d reshards asked at once, want none", n)
+	}
+	soon.Store(true)
+	created()
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("a join's flag, the job about to fire: %d reshards asked at once, want one", n)
+	}
+	soon.Store(false)
 
 	// Membership: with failover on, the servers read are queued and the
 	// load table repaired, even when the queueing failed; off, neither.
