@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -157,7 +159,11 @@ func (s *Scheduler) Add(ctx context.Context, cfg Config, j Job) error {
 // registration step that fails because the connection dropped or the
 // session ended is tried again, for up to two session timeouts and within
 // ctx. If a job cannot register, Start undoes what it did and returns the
-// error.
+// error. Before it returns, it waits (at most 3 s in all) for the reshards
+// that its jobs firing within that time need: their leaders answer the
+// join at once, and the first fires after Start find their items placed
+// rather than wait for them. A leader that does not answer in time leaves
+// its reshard to the fire.
 func (s *Scheduler) Start(ctx context.Context) error {
 	runners, err := s.jobs.Start(func(rs []*runner) error { return checkDependencies(rs, nil) })
 	if err != nil {
@@ -175,6 +181,14 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.spawn(func() { s.trig.Run(s.ctx) })
 	s.spawn(s.reconcileLoop)
 	s.spawn(func() { s.work.ReapEvery(s.ctx, runs.ReapPeriod) })
+	existing := fleet.Existing(ctx, s.rc, len(runners), s.log)
+	if existing != nil {
+		// A new namespace gets its (empty) load table now, not from a
+		// rebuild in each job's first reshard, right before its first fire.
+		if err := placement.SeedTable(ctx, s.rc, slices.Collect(maps.Keys(existing))); err != nil {
+			s.log.Warn("the first reshard rebuilds the load table instead", "err", err)
+		}
+	}
 	// New jobs' trees are made several to a transaction (createJobs), and
 	// the jobs that existed already are joined several to a read and a
 	// transaction (joinJobs), one that cannot be node by node: one read of
@@ -196,12 +210,13 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		Register: func(ctx context.Context, r *runner, sess *regcenter.Session, made bool) error {
 			return r.startRegistered(ctx, sess, made)
 		},
-	}.Start(ctx, runners, fleet.Existing(ctx, s.rc, len(runners), s.log))
+	}.Start(ctx, runners, existing)
 	if err != nil {
 		s.undoStart()
 		return err
 	}
 	s.inst.Started(ctx)
+	s.settle(ctx, runners)
 	return nil
 }
 

@@ -103,7 +103,17 @@ func (x *Resharder) Request(ctx context.Context) error {
 
 // Await returns once no reshard is due: the leader reshards, the others
 // wait on a watch (never a polling loop) until ctx ends.
-func (x *Resharder) Await(ctx context.Context) error {
+func (x *Resharder) Await(ctx context.Context) error { return x.await(ctx, true) }
+
+// AwaitAnswer is Await that never reshards under ctx, on the leader
+// either: every instance asks (the leader asks itself, through the watch
+// on its flag) and waits. The reshard then runs under the leader's own
+// bounds, whole, however soon ctx ends: for a wait shorter than a reshard
+// may take (Start's).
+func (x *Resharder) AwaitAnswer(ctx context.Context) error { return x.await(ctx, false) }
+
+// await is Await; here lets the leader reshard under ctx.
+func (x *Resharder) await(ctx context.Context, here bool) error {
 	var changed chan struct{}
 	var cancelWatch func()
 	defer func() {
@@ -119,7 +129,7 @@ func (x *Resharder) Await(ctx context.Context) error {
 		if !due {
 			return nil
 		}
-		if x.Leading() {
+		if here && x.Leading() {
 			err := x.Reshard(ctx)
 			if err == nil {
 				continue
@@ -138,7 +148,7 @@ func (x *Resharder) Await(ctx context.Context) error {
 			c1 := x.RC.Watch(x.Paths.Necessary(), regcenter.WatchNode, poke)
 			c2 := x.RC.Watch(x.Paths.Processing(), regcenter.WatchNode, poke)
 			cancelWatch = func() { c1(); c2() }
-			if !x.Leading() {
+			if !here || !x.Leading() {
 				// Ask the leader to reshard now: it may not fire soon (a
 				// rare cron, a trigger here). Writing the flag's data is
 				// the request; the leader watches it.

@@ -1,0 +1,48 @@
+package job
+
+import (
+	"context"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/parallel"
+)
+
+// settleInFlight bounds how many jobs' reshards Start waits for at once.
+const settleInFlight = 512
+
+// settle is the end of Start: for each job that fires within settleWithin
+// and has prepared (joined its election), it waits until no reshard of the
+// job is due, having asked the leader for it at once (the leader too asks
+// itself: reshard.Resharder.AwaitAnswer; its reshard runs under its own
+// bounds, whole, whether or not this wait ends first) — so that the job's first fires after
+// Start find their assignment made instead of waiting for it, each
+// instance of a fleet started at once behind the same storm of reshards.
+// It waits at most settleWithin in all, and never fails Start: a leader
+// that does not answer in time (gone, its session not yet expired) leaves
+// the reshard to the fire, as without the wait. Jobs firing later reshard
+// right before their fire, as ever.
+func (s *Scheduler) settle(ctx context.Context, runners []*runner) {
+	var due []*active
+	for _, r := range runners {
+		if a := r.activeIfMade(); a != nil && r.fireWithin(r.config(), settleWithin) {
+			due = append(due, a)
+		}
+	}
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, settleWithin)
+	defer cancel()
+	start := time.Now()
+	unsettled := 0
+	errs := make([]error, len(due))
+	parallel.Each(len(due), settleInFlight, func(i int) {
+		errs[i] = due[i].reshard.AwaitAnswer(ctx)
+	})
+	for _, err := range errs {
+		if err != nil {
+			unsettled++
+		}
+	}
+	s.log.Debug("waited for the reshards of jobs about to fire", "jobs", len(due), "unsettled", unsettled, "took", time.Since(start))
+}
