@@ -75,7 +75,6 @@ type config struct {
 	shutdownTimeout time.Duration
 	settle          time.Duration
 	zkHeap          string
-	seedTable       bool
 	skipKill        bool
 	skipRolling     bool
 	instanceBin     string
@@ -108,7 +107,6 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", time.Minute, "the instances' graceful shutdown deadline (rolling restart)")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "the wait after the rolling restart before its fires are checked")
 	fs.StringVar(&c.zkHeap, "zk-heap", "4g", "ZooKeeper's JVM heap (-Xmx)")
-	fs.BoolVar(&c.seedTable, "seed-table", false, "write an empty load table (/.placement) before the instances start, so that the first reshard does not rebuild it from every job's assignment nodes")
 	fs.BoolVar(&c.skipKill, "skip-kill", false, "skip the kill -9")
 	fs.BoolVar(&c.skipRolling, "skip-rolling", false, "skip the rolling restart")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -79,26 +78,4 @@ func readLoadTable(ctx context.Context, rc regcenter.Center) (loadTable, int, er
 		return loadTable{}, len(data), fmt.Errorf("the load table (%d bytes): %w", len(data), err)
 	}
 	return t, len(data), nil
-}
-
-// emptyLoadTable is a load table that places nothing, in the wire form
-// job/internal/placement decodes.
-const emptyLoadTable = `{"servers":[],"joined":[],"seq":0,"jobs":{}}`
-
-// seedLoadTable writes an empty load table where there is none. Without a
-// table, the first reshards' placers rebuild one from every job's
-// assignment nodes (job/internal/placement's rebuild.go), a read or more
-// per job; -seed-table measures the rest with that out of the way.
-func (b *bench) seedLoadTable(ctx context.Context) error {
-	rc, err := b.observer(ctx)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := rc.Create(cctx, loadTablePath, []byte(emptyLoadTable), regcenter.Persistent); err != nil && !errors.Is(err, regcenter.ErrNodeExists) {
-		return fmt.Errorf("seeding the load table: %w", err)
-	}
-	return nil
 }

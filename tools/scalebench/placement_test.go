@@ -27,13 +27,3 @@ func TestLoadTablePlacedJobs(t *testing.T) {
 		t.Errorf("units on a server not listed %d", n)
 	}
 }
-
-func TestEmptyLoadTableDecodes(t *testing.T) {
-	var lt loadTable
-	if err := json.Unmarshal([]byte(emptyLoadTable), &lt); err != nil {
-		t.Fatal(err)
-	}
-	if jobs, units := lt.placedJobs(map[string]int{"a": 1}); jobs != 0 || units != 0 {
-		t.Fatalf("the empty table places %d jobs, %d units", jobs, units)
-	}
-}

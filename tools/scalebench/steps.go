@@ -31,11 +31,6 @@ func reqTotal(m map[string]int64) int64 { return m["reads"] + m["writes"] + m["m
 // measureRegister starts every instance at once and waits until every
 // one's Start has returned.
 func (b *bench) measureRegister(ctx context.Context) error {
-	if b.cfg.seedTable {
-		if err := b.seedLoadTable(ctx); err != nil {
-			return err
-		}
-	}
 	z0, zerr0 := b.reg.CPUTicks()
 	b.t0 = time.Now()
 	for i := range b.insts {
