@@ -14,9 +14,10 @@ const settleInFlight = 512
 // and has prepared (joined its election), it waits until no reshard of the
 // job is due, having asked the leader for it at once (the leader too asks
 // itself: reshard.Resharder.AwaitAnswer; its reshard runs under its own
-// bounds, whole, whether or not this wait ends first) — so that the job's first fires after
-// Start find their assignment made instead of waiting for it, each
-// instance of a fleet started at once behind the same storm of reshards.
+// bounds, whole, whether or not this wait ends first) — so that the job's
+// first fires after Start find their assignment made instead of waiting
+// for it, each instance of a fleet started at once behind the same storm
+// of reshards.
 // It waits at most settleWithin in all, and never fails Start: a leader
 // that does not answer in time (gone, its session not yet expired) leaves
 // the reshard to the fire, as without the wait. Jobs firing later reshard
@@ -44,5 +45,10 @@ func (s *Scheduler) settle(ctx context.Context, runners []*runner) {
 			unsettled++
 		}
 	}
-	s.log.Debug("waited for the reshards of jobs about to fire", "jobs", len(due), "unsettled", unsettled, "took", time.Since(start))
+	if unsettled > 0 {
+		// Their first fires wait for the reshard, or are made up after it.
+		s.log.Info("some reshards of jobs about to fire were not done when Start returned", "jobs", len(due), "unsettled", unsettled, "took", time.Since(start))
+		return
+	}
+	s.log.Debug("waited for the reshards of jobs about to fire", "jobs", len(due), "took", time.Since(start))
 }
