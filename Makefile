@@ -52,7 +52,7 @@ test-etcd: test-job-etcd test-rest-etcd
 
 test-job-etcd:
 	SHARDJOB_TEST_REGISTRY=etcd SHARDJOB_BOOKS_SEQUENCES=15 $(GO) test -race -count=1 -p 1 -timeout 30m \
-		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline|WrittenBehind|StartRegisters|ItemsFromData|ItemsGained|PassedIdle|MarkWent|NewJobsItem|NewJobEnabledLater' ./job/
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline|WrittenBehind|StartRegisters|ItemsFromData|ItemsGained|PassedIdle|MarkWent|NewJobsItem|NewJobEnabledLater|StartPlaces' ./job/
 
 test-rest-etcd:
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/etcd' ./dispatch/
@@ -69,7 +69,7 @@ test-pg: test-job-pg test-rest-pg
 
 test-job-pg: postgresql
 	SHARDJOB_TEST_REGISTRY=postgres SHARDJOB_BOOKS_SEQUENCES=15 $(GO) test -race -count=1 -p 1 -timeout 30m \
-		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline|WrittenBehind|NewOwnerMakesUp|FireMissedDuringCatchUp|FrozenInstance|StartRegisters|ItemsFromData|ItemsGained|PassedIdle|MarkWent|NewJobsItem|NewJobEnabledLater' ./job/
+		-run 'Cluster|Failover|Placement|Books|Drain|Reshard|Trigger|Flag|ServerID|RangeJob|HealthCheck|Unmonitored|Departure|Overlap|StartingDeadline|WrittenBehind|NewOwnerMakesUp|FireMissedDuringCatchUp|FrozenInstance|StartRegisters|ItemsFromData|ItemsGained|PassedIdle|MarkWent|NewJobsItem|NewJobEnabledLater|StartPlaces' ./job/
 
 test-rest-pg: postgresql
 	$(GO) test -race -count=1 -p 1 -timeout 5m -run 'TestRegistrySessionEndFreesTasksAtOnce/postgres' ./dispatch/
