@@ -3,8 +3,10 @@ package job_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,54 +235,33 @@ func TestOverlapSkipRunsAnItemGainedWhileItsOwnerRanIt(t *testing.T) {
 	rec := newRecorder()
 	// Runs end between fires, not as a fire begins (a fire that meets the
 	// mark waits a moment for it to go, and would read the record again).
-	rec.hold = 2200 * time.Millisecond
+	var began atomic.Int64
+	rec.holdFor = func(job.ShardingContext) time.Duration {
+		began.Add(1)
+		return 2200 * time.Millisecond
+	}
 	cfg := everySecond("skipgained", 2)
 	cfg.Overlap = job.OverlapSkip
 	// Records written as nodes, each run's: the new owner can prove what
 	// it read (a record in a journal it cannot, and reads it again).
 	nodes := job.WithCompletionJournal(false)
 	startInstance(t, ns, "a", cfg, rec, nodes)
-	// a runs both items and completes a run of each (their records
-	// exist), and has begun its next runs: both items are busy on a.
-	deadline := time.After(waitSlack * 20 * time.Second)
-	for done := false; !done; {
-		select {
-		case <-rec.sig:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatal("a did not complete a run of both items")
-		}
+	// a completes a run of each item (their records exist) and begins its
+	// next: b joins while a runs them.
+	waitUntil(t, 20*time.Second, func() bool {
 		ran := map[int]bool{}
 		for _, r := range rec.snapshot() {
 			ran[r.item] = true
 		}
-		done = len(ran) == 2
-	}
-	// A run of each item began a second after those completed, and lasts
-	// 2.2 s: b joins while a runs them.
-	time.Sleep(1200 * time.Millisecond)
-	joined := time.Now()
+		return len(ran) == 2
+	})
+	completed := began.Load()
+	waitUntil(t, 20*time.Second, func() bool { return began.Load() > completed })
 	startInstance(t, ns, "b", cfg, rec, nodes)
-	deadline = time.After(waitSlack * 20 * time.Second)
-	for ranOnB := false; !ranOnB; {
-		select {
-		case <-rec.sig:
-		case <-time.After(100 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("b gained an item %v ago and has not run it", time.Since(joined).Round(time.Millisecond))
-		}
-		for _, r := range rec.snapshot() {
-			ranOnB = ranOnB || r.server == "b"
-		}
-	}
-	// Never on both at once.
-	recs := rec.snapshot()
-	for i, r := range recs {
-		for _, o := range recs[i+1:] {
-			if r.item == o.item && r.server != o.server && r.begin.Before(o.end) && o.begin.Before(r.end) {
-				t.Errorf("item %d ran on %s (%s–%s) and %s (%s–%s) at once", r.item, r.server, r.begin.Format("15:04:05.000"), r.end.Format("15:04:05.000"),
-					o.server, o.begin.Format("15:04:05.000"), o.end.Format("15:04:05.000"))
-			}
-		}
+	waitUntil(t, 20*time.Second, func() bool {
+		return slices.ContainsFunc(rec.snapshot(), func(r record) bool { return r.server == "b" })
+	})
+	for _, p := range overlaps(rec.snapshot()) {
+		t.Errorf("item %d ran on %s and %s at once: %+v, %+v", p[0].item, p[0].server, p[1].server, p[0], p[1])
 	}
 }
