@@ -10,18 +10,28 @@ import (
 // settleInFlight bounds how many jobs' reshards Start waits for at once.
 const settleInFlight = 512
 
+// settleLongest bounds Start's wait for the reshards of its jobs about to
+// fire (settle) in all, however they keep coming.
+const settleLongest = 10 * time.Second
+
 // settle is the end of Start: for each job that fires within settleWithin
 // and has prepared (joined its election), it waits until no reshard of the
 // job is due, having asked the leader for it at once (the leader too asks
 // itself: reshard.Resharder.AwaitAnswer; its reshard runs under its own
-// bounds, whole, whether or not this wait ends first) — so that the job's
+// bounds, whole, whether or not this wait ends first), and until this
+// server's assignment is written (AwaitPlaced: a reshard that read the
+// servers before this one joined is followed by one asked for here) — so
+// that the job's
 // first fires after Start find their assignment made instead of waiting
 // for it, each instance of a fleet started at once behind the same storm
 // of reshards.
-// It waits at most settleWithin in all, and never fails Start: a leader
-// that does not answer in time (gone, its session not yet expired) leaves
-// the reshard to the fire, as without the wait. Jobs firing later reshard
-// right before their fire, as ever.
+// It waits while the reshards keep coming: it ends once settleWithin
+// passes with none of them done, or after settleLongest in all (a slow
+// registry committing a fleet's hundreds of reshards one after another
+// takes longer than settleWithin in all, each reshard well within it). It
+// never fails Start: a leader that does not answer in time (gone, its
+// session not yet expired) leaves the reshard to the fire, as without the
+// wait. Jobs firing later reshard right before their fire, as ever.
 func (s *Scheduler) settle(ctx context.Context, runners []*runner) {
 	var due []*active
 	for _, r := range runners {
@@ -32,13 +42,12 @@ func (s *Scheduler) settle(ctx context.Context, runners []*runner) {
 	if len(due) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, settleWithin)
+	ctx, cancel := context.WithTimeout(ctx, settleLongest)
 	defer cancel()
 	start := time.Now()
 	unsettled := 0
-	errs := make([]error, len(due))
-	parallel.Each(len(due), settleInFlight, func(i int) {
-		errs[i] = due[i].reshard.AwaitAnswer(ctx)
+	errs := parallel.EachWhileProgress(ctx, len(due), settleInFlight, settleWithin, func(ctx context.Context, i int) error {
+		return due[i].reshard.AwaitPlaced(ctx)
 	})
 	for _, err := range errs {
 		if err != nil {

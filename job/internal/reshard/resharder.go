@@ -112,6 +112,30 @@ func (x *Resharder) Await(ctx context.Context) error { return x.await(ctx, true)
 // may take (Start's).
 func (x *Resharder) AwaitAnswer(ctx context.Context) error { return x.await(ctx, false) }
 
+// AwaitPlaced is AwaitAnswer that, once no reshard is due, also wants
+// this server's assignment written: a reshard that read the job's servers
+// before this one joined (its flag raised by another instance's join, or
+// by an earlier reshard's) answers the flag and leaves this server out,
+// to a later reshard the leader flags once it sees the join. That later
+// reshard is asked for here at once, once, and waited for: for Start's
+// wait, which should end with this server's part placed. A server given
+// no assignment even then (disabled, or left out by the placement) is
+// not asked for again.
+func (x *Resharder) AwaitPlaced(ctx context.Context) error {
+	for asked := false; ; asked = true {
+		if err := x.await(ctx, false); err != nil {
+			return err
+		}
+		placed, _, err := x.RC.Exists(ctx, x.Paths.Flag(x.Server, layout.Sharding))
+		if err != nil || placed || asked {
+			return err
+		}
+		if err := x.Request(ctx); err != nil {
+			return err
+		}
+	}
+}
+
 // await is Await; here lets the leader reshard under ctx.
 func (x *Resharder) await(ctx context.Context, here bool) error {
 	var changed chan struct{}
