@@ -135,17 +135,6 @@ func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
 	if !o.Leading() {
 		return nil, false
 	}
-	// The servers are read and compared with those of the last reshard
-	// here while no reshard runs here: one in flight may have read them
-	// before the change this check is for (it then leaves the newcomer
-	// out, and the check flags the next) or after it (it places the
-	// newcomer, and a flag raised as it commits would only reshard the
-	// same servers again, a storm's worth of reshards for a fleet that
-	// starts at once).
-	if err := o.Duties.Acquire(ctx); err != nil {
-		return nil, false
-	}
-	defer o.Duties.Release()
 	servers, err := reshard.ReadServers(ctx, o.RC, o.Paths)
 	if err != nil {
 		o.Log.Warn("reading servers", "err", err)
