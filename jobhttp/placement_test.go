@@ -36,14 +36,23 @@ func TestHTTPPlacement(t *testing.T) {
 	if !strings.Contains(body, `"drained": true`) {
 		t.Fatalf("drain answer: %s", body)
 	}
-	if err := json.Unmarshal([]byte(hc.want(http.StatusOK, http.MethodGet, "/instances", "", "")), &p); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range p.Instances {
-		if in.Server == "a2" && (!in.Drained || in.Units != 0) {
-			t.Fatalf("a2 after drain: %+v", in)
+	// The answer came once a2 held no units and ran no items; its own
+	// report that it is drained follows when it sees its empty assignment.
+	httpWaitFor(t, "a2 to report itself drained", func() bool {
+		_, body := hc.do(http.MethodGet, "/instances", "", "")
+		if json.Unmarshal([]byte(body), &p) != nil {
+			return false
 		}
-	}
+		for _, in := range p.Instances {
+			if in.Server == "a2" {
+				if in.Units != 0 {
+					t.Fatalf("a2 holds units after the drain answered: %+v", in)
+				}
+				return in.Drained
+			}
+		}
+		return false
+	})
 	hc.want(http.StatusOK, http.MethodPost, "/servers/a2/undrain", "s3cr3t", "")
 	httpWaitFor(t, "a2 to hold units again", func() bool {
 		_, body := hc.do(http.MethodGet, "/instances", "", "")
