@@ -16,15 +16,14 @@ const settleLongest = 10 * time.Second
 
 // settle is the end of Start: for each job that fires within settleWithin
 // and has prepared (joined its election), it waits until no reshard of the
-// job is due, having asked the leader for it at once (the leader too asks
-// itself: reshard.Resharder.AwaitAnswer; its reshard runs under its own
-// bounds, whole, whether or not this wait ends first), and until this
-// server's assignment is written (AwaitPlaced: a reshard that read the
+// job is due and this server's assignment is written, having asked the
+// leader for the reshard at once (reshard.Resharder.AwaitPlaced: the
+// leader asks itself too, its reshard runs under its own bounds, whole,
+// whether or not this wait ends first, and a reshard that read the
 // servers before this one joined is followed by one asked for here) — so
-// that the job's
-// first fires after Start find their assignment made instead of waiting
-// for it, each instance of a fleet started at once behind the same storm
-// of reshards.
+// that the job's first fires after Start find their assignment made
+// instead of waiting for it, each instance of a fleet started at once
+// behind the same storm of reshards.
 // It waits while the reshards keep coming: it ends once settleWithin
 // passes with none of them done, or after settleLongest in all (a slow
 // registry committing a fleet's hundreds of reshards one after another

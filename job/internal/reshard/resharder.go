@@ -105,22 +105,18 @@ func (x *Resharder) Request(ctx context.Context) error {
 // wait on a watch (never a polling loop) until ctx ends.
 func (x *Resharder) Await(ctx context.Context) error { return x.await(ctx, true) }
 
-// AwaitAnswer is Await that never reshards under ctx, on the leader
+// AwaitPlaced is Await that never reshards under ctx, on the leader
 // either: every instance asks (the leader asks itself, through the watch
-// on its flag) and waits. The reshard then runs under the leader's own
-// bounds, whole, however soon ctx ends: for a wait shorter than a reshard
-// may take (Start's).
-func (x *Resharder) AwaitAnswer(ctx context.Context) error { return x.await(ctx, false) }
-
-// AwaitPlaced is AwaitAnswer that, once no reshard is due, also wants
-// this server's assignment written: a reshard that read the job's servers
-// before this one joined (its flag raised by another instance's join, or
-// by an earlier reshard's) answers the flag and leaves this server out,
-// to a later reshard the leader flags once it sees the join. That later
-// reshard is asked for here at once, once, and waited for: for Start's
-// wait, which should end with this server's part placed. A server given
-// no assignment even then (disabled, or left out by the placement) is
-// not asked for again.
+// on its flag) and waits; the reshard then runs under the leader's own
+// bounds, whole, however soon ctx ends (for a wait shorter than a reshard
+// may take: Start's). Once no reshard is due it also wants this server's
+// assignment written: a reshard that read the job's servers before this
+// one joined (its flag raised by another instance's join, or by an
+// earlier reshard's) answers the flag and leaves this server out, to a
+// later reshard the leader flags once it sees the join. That later
+// reshard is asked for here at once, once, and waited for. A server given
+// no assignment even then (disabled, or left out by the placement) is not
+// asked for again.
 func (x *Resharder) AwaitPlaced(ctx context.Context) error {
 	for asked := false; ; asked = true {
 		if err := x.await(ctx, false); err != nil {
