@@ -52,6 +52,7 @@ type active struct {
 	holds       assume.Holds      // the running marks kept across fires
 	held        *heldmarks.Keeper // releases those marks (hold.go)
 	marker      *marks.Marker     // the running marks of runs (job/internal/firing's Mark)
+	ended       *marks.Ended      // the marks and claims an ended session generation left (mark.go)
 	reader      *records.Reader   // the completed records read from the registry (completion.go)
 	debts       *makeup.Debts     // the make-up runs' registry work (firing's RunOwed)
 	fo          *claims.State     // the failover queue as seen here (job/internal/failover)
@@ -102,6 +103,8 @@ func (r *runner) makeActive() *active {
 	}, r.log)
 	r.wireDuties(a) // leader.go
 	a.marker = r.newMarker(a)
+	a.ended = &marks.Ended{Center: r.rc, Paths: r.paths, Log: r.log, Fence: a.elect.SessionFence,
+		Claims: func() bool { return r.config().Failover }}
 	a.reader = r.newReader()
 	a.inheritance = r.newInheritance(a)
 	a.debts = r.newDebts(a)

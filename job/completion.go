@@ -8,6 +8,7 @@ import (
 	"github.com/shardjob/shardjob/job/internal/completion"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/job/internal/records"
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // The completion stage of a fire (job/internal/completion) and the reading
@@ -74,6 +75,7 @@ func (r *runner) newCompleter(a *active) *completion.Completer {
 		Records: r.records, Reader: a.reader, Book: r.book, Owed: r.owed, Claims: a.fo, Backfills: &r.backfills,
 		Journal: r.s.journal, Fence: a.elect,
 		Keep: a.held.KeepAfter, Release: func(items []int) { a.firer.Release(items) },
+		Ended:   func(sess *regcenter.Session, items []int) { r.afterEnded(a, sess, items) },
 		Current: func() completion.Job { return r.config().fireJob().Done },
 		Life:    a.record, SessionTimeout: r.sessionTimeout, Now: r.s.opts.now,
 		Interval: r.s.opts.recordInterval, Closed: ErrSchedulerClosed, MaxItems: MaxShardingTotalCount,

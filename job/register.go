@@ -55,7 +55,7 @@ func (r *runner) node() *registration.Node {
 func (r *runner) registrar() *registration.Registrar {
 	return &registration.Registrar{Node: r.node(), Session: r.rc.Session, Bound: r.s.startRetryBound,
 		LoadConfig: r.loadConfig, RestoreConfig: r.restoreConfig, Adopt: r.adoptConfig, Failover: func() bool { return r.config().Failover },
-		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain,
+		Recover: r.recoverIncarnation, Necessary: r.setNecessary, Campaign: r.prep.CampaignAgain, Sweep: r.sweepEnded,
 		Registered: r.noteRegistered, Create: r.createJob, Arm: r.arm, Prepare: r.prepare, Schedule: r.schedule}
 }
 

@@ -121,6 +121,12 @@ type Config struct {
 	// collected: a callback rather than what All returns, since a fire's
 	// first batch is released while its later results are still coming.
 	Release func(items []int)
+	// Ended is told a batch's items whose completion was written once
+	// sess's generation had ended, before they are released: their running
+	// marks and claims, which no fence let it delete, are left for the
+	// session's end, unless the session lives on under a later generation
+	// (marks.Ended.AfterRun). Nil: nothing to tell.
+	Ended func(sess *regcenter.Session, items []int)
 	// Current returns the job's current config, for the flushes and reads
 	// that are not a fire's.
 	Current func() Job
@@ -210,10 +216,16 @@ func (s *Completer) All(sess *regcenter.Session, j Job, results <-chan Result, n
 // job), notes the fires a lost session cut short as owed here, and
 // releases the items (Config.Release).
 func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
+	items := make([]int, len(batch))
 	if !j.Unmonitored {
 		s.writeCompletion(sess, j, batch)
+		if sess.Err() != nil && s.Ended != nil {
+			for i, b := range batch {
+				items[i] = b.Item
+			}
+			s.Ended(sess, items)
+		}
 	}
-	items := make([]int, len(batch))
 	for i, b := range batch {
 		items[i] = b.Item
 		// Cut short by a lost session (not by shutdown): this instance

@@ -39,6 +39,11 @@ type Registrar struct {
 	// instance takes part in it.
 	Necessary func(ctx context.Context)
 	Campaign  func(ctx context.Context) error
+	// Sweep runs once the instance has joined the election under sess and
+	// before the job is registered under it (no run of sess's generation
+	// has started): it removes what an ended generation of the same
+	// session left (the job's marks.Ended).
+	Sweep func(ctx context.Context, sess *regcenter.Session)
 	// Registered tells the job it is registered under sess; created says
 	// that its tree was just made (Start).
 	Registered func(sess *regcenter.Session, created bool)
@@ -181,6 +186,9 @@ func (g *Registrar) finish(ctx context.Context, sess *regcenter.Session, fresh b
 	g.Necessary(ctx)
 	if err := g.Campaign(ctx); err != nil {
 		return err
+	}
+	if g.Sweep != nil {
+		g.Sweep(ctx, sess)
 	}
 	g.Registered(sess, false)
 	return nil
