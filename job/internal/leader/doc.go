@@ -18,8 +18,9 @@
 //   - the Office (office.go), the mechanisms: what the leader does when
 //     elected (Elected: a reshard flagged, the servers and the reshard
 //     requests watched) or revoked (Revoked), the membership check after a
-//     change of the servers (CheckMembership: a reshard flagged unless the
-//     assignment stands; it returns the servers read), Membership (that
+//     change of the servers (CheckMembership, under the turn so that it
+//     compares with the reshard in flight once done: a reshard flagged unless
+//     the assignment stands; it returns the servers read), Membership (that
 //     check, and with failover on the departed servers' items queued and
 //     the load table repaired), and the flag of a reshard (FlagReshard,
 //     also a function of its own: any instance flags one, at registration

@@ -22,8 +22,9 @@ const (
 // they arm (the server list, each server's flags, reshard requests), the
 // servers it last resharded onto, and a generation that changes when
 // leadership does. It owns its lock, taken only in this file; the turn,
-// held while this instance reshards or repairs the books (Acquire), is a
-// channel and needs none.
+// held while this instance reshards, repairs the books or checks the
+// membership against its last reshard (Acquire), is a channel and needs
+// none.
 type Duties struct {
 	mu          sync.Mutex
 	watches     map[string]func() // cancels, by server name or a key above

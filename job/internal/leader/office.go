@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
@@ -135,6 +136,19 @@ func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
 	if !o.Leading() {
 		return nil, false
 	}
+	// The servers are read and compared with those of the last reshard
+	// here while no reshard runs here: one in flight may have read them
+	// before the change this check is for (it then leaves the newcomer
+	// out, and the check flags the next) or after it (it places the
+	// newcomer, and a flag raised as it commits would only reshard the
+	// same servers again, a storm's worth of reshards for a fleet that
+	// starts at once).
+	// The turn is waited for half the time the check has at most: a
+	// reshard stuck in a registry outage must not cost the check itself,
+	// which then compares with the reshard before, as it could always.
+	if o.acquireWithin(ctx) {
+		defer o.Duties.Release()
+	}
 	servers, err := reshard.ReadServers(ctx, o.RC, o.Paths)
 	if err != nil {
 		o.Log.Warn("reading servers", "err", err)
@@ -170,6 +184,24 @@ func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
 		}
 	}
 	return servers, true
+}
+
+// acquireWithin takes the duties' turn, waiting at most half the time ctx
+// has left (a second without a deadline), and reports whether it took it.
+func (o *Office) acquireWithin(ctx context.Context) bool {
+	wait := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl) / 2
+	}
+	tctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := o.Duties.Acquire(tctx); err != nil {
+		if ctx.Err() == nil {
+			o.Log.Debug("membership check without waiting for the reshard in flight", "waited", wait)
+		}
+		return false
+	}
+	return true
 }
 
 // Membership is the membership check after a server-related change

@@ -94,6 +94,48 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 		t.Errorf("a server joined: checked %v, no reshard flagged", ok)
 	}
 
+	// A server joins while a reshard runs here (its turn held): the check
+	// waits for the reshard, and flags none when the reshard placed the
+	// newcomer (a flag then would only reshard the same servers again).
+	if err := rc.EnsurePath(ctx, paths.Flag("d", layout.Status)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Duties.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checked := make(chan bool, 1)
+	go func() { // ends with the check, once the turn is released below
+		_, ok := o.CheckMembership(ctx)
+		checked <- ok
+	}()
+	select {
+	case <-checked:
+		t.Error("a membership check ran while a reshard held the turn")
+	case <-time.After(200 * time.Millisecond):
+	}
+	o.Duties.SetSharded([]string{"a", "b", "c", "d"})
+	o.Duties.Release()
+	if ok := <-checked; !ok || flagged() {
+		t.Errorf("the reshard in flight placed the newcomer: checked %v, flagged a reshard again", ok)
+	}
+
+	// A reshard that keeps the turn (stuck in a registry outage) costs
+	// the check half its time, not the check: it compares with the last
+	// reshard without the turn, and flags the server that joined.
+	if err := rc.EnsurePath(ctx, paths.Flag("e", layout.Status)); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Duties.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	_, ok := o.CheckMembership(short)
+	cancelShort()
+	o.Duties.Release()
+	if !ok || !flagged() {
+		t.Errorf("a server joined while a reshard kept the turn: checked %v, no reshard flagged", ok)
+	}
+
 	// A flag created by another instance (a join) is answered at once
 	// when the job fires soon, and left for its fire otherwise.
 	created := func() {
@@ -138,8 +180,8 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 	}
 	failover = true
 	o.Membership(ctx)
-	if queues != 1 || repairs != 1 || len(queued) != 3 {
-		t.Errorf("failover on: %d queueings of %v, %d repairs; want one of a, b, c and one", queues, queued, repairs)
+	if queues != 1 || repairs != 1 || len(queued) != 5 {
+		t.Errorf("failover on: %d queueings of %v, %d repairs; want one of a, b, c, d, e and one", queues, queued, repairs)
 	}
 
 	o.Revoked()
