@@ -25,7 +25,9 @@ const settleLongest = 10 * time.Second
 // instead of waiting for it, each instance of a fleet started at once
 // behind the same storm of reshards.
 // It waits while the reshards keep coming: it ends once settleWithin
-// passes with none of them done, or after settleLongest in all (a slow
+// passes with none of them done (a job's wait done, or its reshard
+// answered without this server and the next asked for), or after
+// settleLongest in all (a slow
 // registry committing a fleet's hundreds of reshards one after another
 // takes longer than settleWithin in all, each reshard well within it). It
 // never fails Start: a leader that does not answer in time (gone, its
@@ -45,8 +47,8 @@ func (s *Scheduler) settle(ctx context.Context, runners []*runner) {
 	defer cancel()
 	start := time.Now()
 	unsettled := 0
-	errs := parallel.EachWhileProgress(ctx, len(due), settleInFlight, settleWithin, func(ctx context.Context, i int) error {
-		return due[i].reshard.AwaitPlaced(ctx)
+	errs := parallel.EachWhileProgress(ctx, len(due), settleInFlight, settleWithin, func(ctx context.Context, i int, progress func()) error {
+		return due[i].reshard.AwaitPlaced(ctx, progress)
 	})
 	for _, err := range errs {
 		if err != nil {

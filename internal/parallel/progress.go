@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// EachWhileProgress calls fn(ctx', i) for every i in [0, n), at most limit
-// at a time, as Each does, under a context ctx' that ends with ctx or once
-// idle passes with none of the calls returning nil since the start or the
-// previous one that did: for waits that may take long in all so long as
-// they keep ending, and should stop soon once they stop ending. It returns
-// when every call has returned, each call's error at its index.
-func EachWhileProgress(ctx context.Context, n, limit int, idle time.Duration, fn func(ctx context.Context, i int) error) []error {
+// EachWhileProgress calls fn(ctx', i, progress) for every i in [0, n), at
+// most limit at a time, as Each does, under a context ctx' that ends with
+// ctx or once idle passes with no progress since the start or the
+// previous progress: a call returning nil, or calling progress (a step of
+// a call that takes more than one): for waits that may take long in all
+// so long as they keep moving, and should stop soon once they stop. It
+// returns when every call has returned, each call's error at its index.
+func EachWhileProgress(ctx context.Context, n, limit int, idle time.Duration, fn func(ctx context.Context, i int, progress func()) error) []error {
 	t := time.NewTimer(idle)
 	defer t.Stop()
 	return eachWhileProgress(ctx, n, limit, idleTimer{t.C, func() { t.Reset(idle) }}, fn)
@@ -24,20 +25,28 @@ type idleTimer struct {
 	reset func()
 }
 
-func eachWhileProgress(ctx context.Context, n, limit int, idle idleTimer, fn func(ctx context.Context, i int) error) []error {
+func eachWhileProgress(ctx context.Context, n, limit int, idle idleTimer, fn func(ctx context.Context, i int, progress func()) error) []error {
 	errs := make([]error, n)
 	if n == 0 {
 		return errs
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ended := make(chan struct{}, n) // one per call that returned nil: never blocks
+	// One progress waiting to be seen is enough: the loop below resets
+	// the timer once for all of those sent while it was busy.
+	moved := make(chan struct{}, 1)
+	progress := func() {
+		select {
+		case moved <- struct{}{}:
+		default:
+		}
+	}
 	done := make(chan struct{})
 	go func() { // owned here: waited for below
 		defer close(done)
 		Each(n, limit, func(i int) {
-			if errs[i] = fn(ctx, i); errs[i] == nil {
-				ended <- struct{}{}
+			if errs[i] = fn(ctx, i, progress); errs[i] == nil {
+				progress()
 			}
 		})
 	}()
@@ -45,7 +54,7 @@ func eachWhileProgress(ctx context.Context, n, limit int, idle idleTimer, fn fun
 		select {
 		case <-done:
 			return errs
-		case <-ended:
+		case <-moved:
 			idle.reset()
 		case <-idle.c:
 			cancel()

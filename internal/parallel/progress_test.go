@@ -20,7 +20,7 @@ func TestEachWhileProgressLastsWhileCallsEnd(t *testing.T) {
 	timer := idleTimer{c: make(chan time.Time), reset: func() { resets <- struct{}{} }}
 	got := make(chan []error, 1)
 	go func() {
-		got <- eachWhileProgress(context.Background(), n, 2, timer, func(ctx context.Context, i int) error {
+		got <- eachWhileProgress(context.Background(), n, 2, timer, func(ctx context.Context, i int, _ func()) error {
 			select {
 			case <-release[i]:
 				return nil
@@ -53,7 +53,7 @@ func TestEachWhileProgressEndsWhenIdle(t *testing.T) {
 	first := make(chan struct{})
 	got := make(chan []error, 1)
 	go func() {
-		got <- eachWhileProgress(context.Background(), 3, 3, timer, func(ctx context.Context, i int) error {
+		got <- eachWhileProgress(context.Background(), 3, 3, timer, func(ctx context.Context, i int, _ func()) error {
 			if i == 0 {
 				close(first)
 				return nil
@@ -80,7 +80,7 @@ func TestEachWhileProgressEndsWhenIdle(t *testing.T) {
 func TestEachWhileProgressEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	errs := EachWhileProgress(ctx, 4, 2, time.Hour, func(ctx context.Context, i int) error {
+	errs := EachWhileProgress(ctx, 4, 2, time.Hour, func(ctx context.Context, i int, _ func()) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})
@@ -91,5 +91,33 @@ func TestEachWhileProgressEndsWithItsContext(t *testing.T) {
 	}
 	if errs := EachWhileProgress(context.Background(), 0, 2, time.Hour, nil); len(errs) != 0 {
 		t.Errorf("no calls: %v", errs)
+	}
+}
+
+// TestEachWhileProgressCountsAStepAsProgress: a call that reports a step
+// (progress) and goes on waiting resets the idle timer as a call that
+// ends does.
+func TestEachWhileProgressCountsAStepAsProgress(t *testing.T) {
+	resets := make(chan struct{}, 2)
+	timer := idleTimer{c: make(chan time.Time), reset: func() { resets <- struct{}{} }}
+	step, end := make(chan struct{}), make(chan struct{})
+	got := make(chan []error, 1)
+	go func() {
+		got <- eachWhileProgress(context.Background(), 1, 1, timer, func(ctx context.Context, _ int, progress func()) error {
+			<-step
+			progress()
+			<-end
+			return nil
+		})
+	}()
+	close(step)
+	select {
+	case <-resets:
+	case <-time.After(time.Minute):
+		t.Fatal("a step of a call did not reset the idle timer")
+	}
+	close(end)
+	if errs := <-got; errs[0] != nil {
+		t.Errorf("call 0: %v, want nil", errs[0])
 	}
 }

@@ -16,7 +16,9 @@ import (
 // the flag read the servers before it joined), AwaitPlaced asks for a
 // reshard and returns once it is answered; it asks once only, however
 // the answer leaves this server; with its assignment written it asks
-// nothing.
+// nothing. A reshard due when it is called that leaves this server out is
+// told as progress (Start's wait goes on while such answers come); the
+// answer to its own request is not (AwaitPlaced returns on it).
 func TestAwaitPlacedAsksOnceForTheReshardThatSeesThisServer(t *testing.T) {
 	ctx, rc := roomtest.ZooKeeper(t, "placed")
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -71,7 +73,7 @@ func TestAwaitPlacedAsksOnceForTheReshardThatSeesThisServer(t *testing.T) {
 	// Left out by the answer: asked once, not again.
 	before := epochMoves()
 	done := answer(false)
-	if err := x.AwaitPlaced(ctx); err != nil {
+	if err := x.AwaitPlaced(ctx, func() { t.Error("left out by the answer to its own request: told of it as progress") }); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -81,10 +83,34 @@ func TestAwaitPlacedAsksOnceForTheReshardThatSeesThisServer(t *testing.T) {
 		t.Errorf("left out by the answer: %d reshards asked, want 1", n)
 	}
 
+	// Left out by a reshard already due (a join's flag, raised before):
+	// that answer is told as progress, and the next is asked for once.
+	if _, err := rc.Create(ctx, paths.Necessary(), nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	before = epochMoves()
+	first := answer(false)
+	var second <-chan error
+	if err := x.AwaitPlaced(ctx, func() { second = answer(false) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if second == nil {
+		t.Fatal("left out by a reshard due before: not told of its answer")
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if n := epochMoves() - before; n != 1 {
+		t.Errorf("left out by a reshard due before: %d reshards asked, want 1", n)
+	}
+
 	// Placed by the answer.
 	before = epochMoves()
 	done = answer(true)
-	if err := x.AwaitPlaced(ctx); err != nil {
+	if err := x.AwaitPlaced(ctx, func() { t.Error("placed by the answer: told of an answer that left it out") }); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -99,7 +125,7 @@ func TestAwaitPlacedAsksOnceForTheReshardThatSeesThisServer(t *testing.T) {
 
 	// Placed already: nothing asked.
 	before = epochMoves()
-	if err := x.AwaitPlaced(ctx); err != nil {
+	if err := x.AwaitPlaced(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := epochMoves() - before; n != 0 {

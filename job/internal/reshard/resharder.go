@@ -103,7 +103,10 @@ func (x *Resharder) Request(ctx context.Context) error {
 
 // Await returns once no reshard is due: the leader reshards, the others
 // wait on a watch (never a polling loop) until ctx ends.
-func (x *Resharder) Await(ctx context.Context) error { return x.await(ctx, true) }
+func (x *Resharder) Await(ctx context.Context) error {
+	_, err := x.await(ctx, true)
+	return err
+}
 
 // AwaitPlaced is Await that never reshards under ctx, on the leader
 // either: every instance asks (the leader asks itself, through the watch
@@ -116,15 +119,21 @@ func (x *Resharder) Await(ctx context.Context) error { return x.await(ctx, true)
 // later reshard the leader flags once it sees the join. That later
 // reshard is asked for here at once, once, and waited for. A server given
 // no assignment even then (disabled, or left out by the placement) is not
-// asked for again.
-func (x *Resharder) AwaitPlaced(ctx context.Context) error {
+// asked for again. answered, when not nil, is told of a reshard that was
+// due, answered and left this server out, before it asks for the next: a wait bounded
+// by its progress counts it as progress.
+func (x *Resharder) AwaitPlaced(ctx context.Context, answered func()) error {
 	for asked := false; ; asked = true {
-		if err := x.await(ctx, false); err != nil {
+		waited, err := x.await(ctx, false)
+		if err != nil {
 			return err
 		}
 		placed, _, err := x.RC.Exists(ctx, x.Paths.Flag(x.Server, layout.Sharding))
 		if err != nil || placed || asked {
 			return err
+		}
+		if waited && answered != nil {
+			answered()
 		}
 		if err := x.Request(ctx); err != nil {
 			return err
@@ -132,8 +141,9 @@ func (x *Resharder) AwaitPlaced(ctx context.Context) error {
 	}
 }
 
-// await is Await; here lets the leader reshard under ctx.
-func (x *Resharder) await(ctx context.Context, here bool) error {
+// await is Await; here lets the leader reshard under ctx. It reports
+// whether a reshard was due when it was called.
+func (x *Resharder) await(ctx context.Context, here bool) (waited bool, err error) {
 	var changed chan struct{}
 	var cancelWatch func()
 	defer func() {
@@ -141,14 +151,15 @@ func (x *Resharder) await(ctx context.Context, here bool) error {
 			cancelWatch()
 		}
 	}()
-	for {
+	for first := true; ; first = false {
 		due, _, err := x.RC.Exists(ctx, x.Paths.Necessary())
 		if err != nil {
-			return err
+			return waited, err
 		}
 		if !due {
-			return nil
+			return waited, nil
 		}
+		waited = waited || first
 		if here && x.Leading() {
 			err := x.Reshard(ctx)
 			if err == nil {
@@ -182,7 +193,7 @@ func (x *Resharder) await(ctx context.Context, here bool) error {
 		case <-changed:
 		case <-x.Turn.Changed():
 		case <-ctx.Done():
-			return ctx.Err()
+			return waited, ctx.Err()
 		}
 	}
 }
