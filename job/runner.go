@@ -296,7 +296,17 @@ func (r *runner) setNecessary(ctx context.Context) { leader.FlagReshard(ctx, r.r
 // skipped, and takes them in its own make-up run (fireInTurn); run first,
 // this make-up run, from the skipped fires on, would have that fire find
 // the item run here through it, and run nothing.
+//
+// It runs nothing unless the job is registered under sess: a connection
+// lost and found again while the job registers under a new generation
+// leaves the fires to the registration, which runs them once it is done —
+// no run of a generation starts before the job is registered under it,
+// and the marks an ended generation left are removed before then
+// (registration.Registrar.Sweep).
 func (r *runner) fireMissedWhileDown(sess *regcenter.Session) {
+	if !r.book.RegisteredUnder(sess) {
+		return
+	}
 	order := &r.active().firer.Order
 	turn := order.Enter()
 	defer order.Leave(turn)

@@ -80,3 +80,26 @@ func TestInheritedKeepsTheLatestAndIsTakenOnce(t *testing.T) {
 		t.Fatalf("Take = %v, want {2: %v}", got, t1)
 	}
 }
+
+// TestFailedAttemptsAreTakenByTheRunOfTheirFire: a note of failed attempts
+// is taken by the run of its own fire, once; a run of another fire leaves
+// it (taken there, it was lost, and the fire's own run began its count
+// over).
+func TestFailedAttemptsAreTakenByTheRunOfTheirFire(t *testing.T) {
+	var h Inherited
+	t10, t11 := time.Unix(10, 0), time.Unix(11, 0)
+	if h.TakeFailed([]int{4}, t10) != nil {
+		t.Fatal("an empty note gave something")
+	}
+	h.NoteFailed(4, t10, 1)
+	h.NoteFailed(5, t11, 2)
+	if got := h.TakeFailed([]int{4, 5}, t11); len(got) != 1 || got[5].N != 2 {
+		t.Fatalf("the run of 11 s took %v, want only item 5's 2 attempts", got)
+	}
+	if got := h.TakeFailed([]int{4}, t10); got[4].N != 1 || !got[4].Fire.Equal(t10) {
+		t.Fatalf("the run of 10 s took %v, want item 4's attempt of 10 s", got)
+	}
+	if h.TakeFailed([]int{4, 5}, t10) != nil || h.TakeFailed([]int{4, 5}, t11) != nil {
+		t.Fatal("a note was taken twice")
+	}
+}

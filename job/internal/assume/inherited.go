@@ -68,9 +68,13 @@ func (h *Inherited) NoteFailed(item int, at time.Time, n int) {
 	h.failed[item] = Failed{Fire: at, N: n}
 }
 
-// TakeFailed returns and forgets the failed attempts noted of items (nil
-// when none).
-func (h *Inherited) TakeFailed(items []int) map[int]Failed {
+// TakeFailed returns and forgets the failed attempts noted of items for
+// the fire at (nil when none): the run of that fire continues the count
+// (firing.Fire.FailedBefore). A note of another fire stays for the run of
+// its own: taken by a run that cannot use it, it was lost, and the fire's
+// make-up started the count over (a chaos run saw a failed run's fire run
+// again from attempt 1 so).
+func (h *Inherited) TakeFailed(items []int, at time.Time) map[int]Failed {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.failed) == 0 {
@@ -78,7 +82,7 @@ func (h *Inherited) TakeFailed(items []int) map[int]Failed {
 	}
 	var out map[int]Failed
 	for _, it := range items {
-		if f, ok := h.failed[it]; ok {
+		if f, ok := h.failed[it]; ok && f.Fire.Equal(at) {
 			if out == nil {
 				out = map[int]Failed{}
 			}
