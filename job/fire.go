@@ -194,7 +194,7 @@ func (r *runner) fireAssigned(sess *regcenter.Session, at time.Time, kind Kind, 
 		todo := r.book.Reserve(cfg.book, items, at, act.firer.MakeUpThrough(cfg.fireJob(), at), book.Misfire, r.flags.DisabledItems())
 		reserved()
 		act.firer.MarkAndRun(&fire{Sess: sess, Job: cfg.fireJob(), At: at, Kind: book.Misfire, Items: todo,
-			MayHaveRun: act.inherit.Take(todo), FailedAttempts: act.inherit.TakeFailed(todo, at)})
+			MayHaveRun: act.inherit.Take(todo), FailedAttempts: act.inherit.FailedOf(todo)})
 	} else {
 		act.firer.ReserveAndRun(&fire{Sess: sess, At: at, Kind: bookKind(kind), Items: items})
 	}

@@ -81,25 +81,28 @@ func TestInheritedKeepsTheLatestAndIsTakenOnce(t *testing.T) {
 	}
 }
 
-// TestFailedAttemptsAreTakenByTheRunOfTheirFire: a note of failed attempts
-// is taken by the run of its own fire, once; a run of another fire leaves
-// it (taken there, it was lost, and the fire's own run began its count
+// TestFailedAttemptsStayUntilTheRunOfTheirFire: a note of failed attempts
+// is read by any run of its item and kept; only the run of its own fire,
+// continuing the count, forgets it (read and forgotten by a run that
+// could not use it, it was lost, and the fire's own run began its count
 // over).
-func TestFailedAttemptsAreTakenByTheRunOfTheirFire(t *testing.T) {
+func TestFailedAttemptsStayUntilTheRunOfTheirFire(t *testing.T) {
 	var h Inherited
 	t10, t11 := time.Unix(10, 0), time.Unix(11, 0)
-	if h.TakeFailed([]int{4}, t10) != nil {
+	if h.FailedOf([]int{4}) != nil {
 		t.Fatal("an empty note gave something")
 	}
 	h.NoteFailed(4, t10, 1)
 	h.NoteFailed(5, t11, 2)
-	if got := h.TakeFailed([]int{4, 5}, t11); len(got) != 1 || got[5].N != 2 {
-		t.Fatalf("the run of 11 s took %v, want only item 5's 2 attempts", got)
+	if got := h.FailedOf([]int{4, 6}); len(got) != 1 || got[4].N != 1 || !got[4].Fire.Equal(t10) {
+		t.Fatalf("FailedOf = %v, want item 4's attempt of 10 s", got)
 	}
-	if got := h.TakeFailed([]int{4}, t10); got[4].N != 1 || !got[4].Fire.Equal(t10) {
-		t.Fatalf("the run of 10 s took %v, want item 4's attempt of 10 s", got)
+	h.Continued(4, t11) // a run of another fire: the note stays
+	if got := h.FailedOf([]int{4}); got[4].N != 1 {
+		t.Fatalf("a run of 11 s spent item 4's note of 10 s: %v", got)
 	}
-	if h.TakeFailed([]int{4, 5}, t10) != nil || h.TakeFailed([]int{4, 5}, t11) != nil {
-		t.Fatal("a note was taken twice")
+	h.Continued(4, t10)
+	if got := h.FailedOf([]int{4, 5}); len(got) != 1 || got[5].N != 2 {
+		t.Fatalf("after the run of 10 s: %v, want only item 5's note", got)
 	}
 }

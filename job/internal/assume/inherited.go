@@ -68,13 +68,15 @@ func (h *Inherited) NoteFailed(item int, at time.Time, n int) {
 	h.failed[item] = Failed{Fire: at, N: n}
 }
 
-// TakeFailed returns and forgets the failed attempts noted of items for
-// the fire at (nil when none): the run of that fire continues the count
-// (firing.Fire.FailedBefore). A note of another fire stays for the run of
-// its own: taken by a run that cannot use it, it was lost, and the fire's
-// make-up started the count over (a chaos run saw a failed run's fire run
-// again from attempt 1 so).
-func (h *Inherited) TakeFailed(items []int, at time.Time) map[int]Failed {
+// FailedOf returns the failed attempts noted of items (nil when none),
+// and keeps them: a note is for the run of its own fire
+// (firing.Fire.FailedBefore), which forgets it as it continues the count
+// (Continued). Taken by a run that could not use it — a run of a later
+// fire that left the item, or one that absorbed the item's debt from
+// that fire — the note was lost, and the fire's run began its count over
+// (two chaos runs on etcd saw a failed run's fire run again from attempt
+// 1 so).
+func (h *Inherited) FailedOf(items []int) map[int]Failed {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.failed) == 0 {
@@ -82,13 +84,22 @@ func (h *Inherited) TakeFailed(items []int, at time.Time) map[int]Failed {
 	}
 	var out map[int]Failed
 	for _, it := range items {
-		if f, ok := h.failed[it]; ok && f.Fire.Equal(at) {
+		if f, ok := h.failed[it]; ok {
 			if out == nil {
 				out = map[int]Failed{}
 			}
 			out[it] = f
-			delete(h.failed, it)
 		}
 	}
 	return out
+}
+
+// Continued forgets item's note of failed attempts if it is of the fire
+// at: the run of that fire has taken the count on.
+func (h *Inherited) Continued(item int, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f, ok := h.failed[item]; ok && f.Fire.Equal(at) {
+		delete(h.failed, item)
+	}
 }

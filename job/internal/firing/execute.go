@@ -181,6 +181,11 @@ func (fr *Firer) ExecuteItem(f *Fire, item int) completion.Result {
 		First: item, Last: item, Param: f.Params[item], Key: f.Keys[item], Total: f.Job.Total, JobParameter: f.Job.JobParameter,
 		ParentErr: f.ParentErr, MayHaveRunThrough: fireplan.MayHaveRunThrough(f.MayHaveRun, item, at, through), Timeout: f.Job.Timeout}
 	failed := f.FailedBefore(item, at)
+	if failed > 0 {
+		// This run takes the count on: the note it came from, if
+		// this instance's own, is spent.
+		fr.Inherit.Continued(item, at)
+	}
 	// A count continued from another owner: its retry node goes with
 	// this run's completion.
 	res := completion.Result{Item: item, Fire: at, Through: through, Kind: f.Kind, Begin: time.Now(), RetryNoted: failed > 0,

@@ -133,7 +133,7 @@ func (fr *Firer) RunMakeUps(sess *regcenter.Session, j *Job, debts map[time.Time
 		fr.Log.Info(msg, "items", items, "since", since)
 		wg.Go(func() { // owned here: waited for below
 			fr.MarkAndRun(&Fire{Sess: sess, Job: j, At: since, Kind: book.Misfire, Items: items,
-				MayHaveRun: fr.Inherit.Take(items), FailedAttempts: fr.Inherit.TakeFailed(items, since)})
+				MayHaveRun: fr.Inherit.Take(items), FailedAttempts: fr.Inherit.FailedOf(items)})
 		})
 	}
 	wg.Wait()

@@ -79,7 +79,7 @@ func TestReadAndRecheckOnARealRegistry(t *testing.T) {
 	if !slices.Contains(reported, paths.ItemNode(3, layout.Completed)) {
 		t.Fatalf("item 3's garbage record not reported: %v", reported)
 	}
-	if f := inherited.TakeFailed([]int{2}, sec(3)); f[2].N != 2 {
+	if f := inherited.FailedOf([]int{2}); f[2].N != 2 || !f[2].Fire.Equal(sec(3)) {
 		t.Fatalf("item 2's failed attempts: %+v; want 2 from its retry node", f)
 	}
 	if through := inherited.Take([]int{0, 1, 2, 3}); len(through) != 2 || !through[1].Equal(sec(9)) || !through[2].Equal(sec(9)) {
