@@ -32,7 +32,9 @@ func TestMarksOfAnEndedGenerationGoWithIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	rc := connectOne(t, regcenter.Config{Servers: []string{proxy.Addr()}, Namespace: "gens", SessionTimeout: 9 * time.Second})
+	rc := connectOne(t, regcenter.Config{Servers: []string{proxy.Addr()}, Namespace: "gens", SessionTimeout: 15 * time.Second})
+	// The lease lapses after 10 s of silence; the server expires the session
+	// only at 15 s: the reconnect has 5 s to take it up again.
 	entered, release := make(chan struct{}), make(chan struct{})
 	var runs atomic.Int32
 	slow := SimpleFunc(func(_ context.Context, sc ShardingContext) error {

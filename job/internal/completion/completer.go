@@ -217,17 +217,16 @@ func (s *Completer) All(sess *regcenter.Session, j Job, results <-chan Result, n
 // releases the items (Config.Release).
 func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
 	items := make([]int, len(batch))
+	for i, b := range batch {
+		items[i] = b.Item
+	}
 	if !j.Unmonitored {
 		s.writeCompletion(sess, j, batch)
 		if sess.Err() != nil && s.Ended != nil {
-			for i, b := range batch {
-				items[i] = b.Item
-			}
 			s.Ended(sess, items)
 		}
 	}
-	for i, b := range batch {
-		items[i] = b.Item
+	for _, b := range batch {
 		// Cut short by a lost session (not by shutdown): this instance
 		// owes the fire a run once it is back. If the session really
 		// expired, failover may run it elsewhere too: at least once, and
