@@ -770,9 +770,16 @@ func (e *Center) leaseGoneAnswer() {
 
 // retryingRead runs an idempotent read with backoff on connection errors.
 func (e *Center) retryingRead(ctx context.Context, f func(ctx context.Context) error) error {
+	return e.retry(ctx, func() error { return e.do(ctx, &e.counters.Reads, f) })
+}
+
+// retry calls an idempotent read until it succeeds, fails otherwise than
+// by a lost connection, or has been retried MaxRetries times, with backoff
+// between calls.
+func (e *Center) retry(ctx context.Context, read func() error) error {
 	sleep := e.cfg.BaseSleep
 	for attempt := 0; ; attempt++ {
-		err := e.do(ctx, &e.counters.Reads, f)
+		err := read()
 		if err == nil || !errors.Is(err, regcenter.ErrConnectionLoss) || attempt >= e.cfg.MaxRetries {
 			return err
 		}
@@ -893,21 +900,21 @@ func (e *Center) readTxn(ctx context.Context, ops ...clientv3.Op) ([]*etcdRange,
 	return rs, rev, err
 }
 
-// Get returns a node's data and stat.
+// Get returns a node's data and stat, read in a group with the other
+// reads waiting (readgroup.go).
 func (e *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return nil, regcenter.Stat{}, err
 	}
-	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
-	if err != nil {
+	r := &watchRead{path: cp}
+	if err := e.groupedRead(ctx, r); err != nil {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, err)
 	}
-	data, st, ok := statOf(rs)
-	if !ok {
+	if !r.st.Exists {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, regcenter.ErrNoNode)
 	}
-	return data, st, nil
+	return r.data, r.st.Stat, nil
 }
 
 // GetMany reads several nodes' data and stats, one read transaction per
@@ -947,24 +954,22 @@ func (e *Center) GetMany(ctx context.Context, paths ...string) ([]regcenter.Node
 	return out, nil
 }
 
-// Exists reports whether a node exists.
+// Exists reports whether a node exists, read in a group with the other
+// reads waiting (readgroup.go).
 func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return false, regcenter.Stat{}, err
 	}
-	rs, _, err := e.readTxn(ctx, e.statOps(cp)...)
-	if err != nil {
+	r := &watchRead{path: cp}
+	if err := e.groupedRead(ctx, r); err != nil {
 		return false, regcenter.Stat{}, backend.WrapPath("exists", p, err)
 	}
-	_, st, ok := statOf(rs)
-	return ok, st, nil
+	return r.st.Exists, r.st.Stat, nil
 }
 
-// childrenOps reads whether p exists and its children's keys.
-func (e *Center) childrenOps(p string) []clientv3.Op { return e.appendChildrenOps(nil, p) }
-
-// appendChildrenOps appends childrenOps(p) to dst.
+// appendChildrenOps appends to dst the reads of whether p exists and of
+// its children's keys.
 func (e *Center) appendChildrenOps(dst []clientv3.Op, p string) []clientv3.Op {
 	return append(dst,
 		clientv3.OpGet(e.nodeKey(p), clientv3.WithCountOnly()),
@@ -981,20 +986,20 @@ func (e *Center) childNames(p string, r *etcdRange) []string {
 }
 
 // Children lists a node's children: one keys-only range over exactly its
-// direct children.
+// direct children, in a group with the other reads waiting (readgroup.go).
 func (e *Center) Children(ctx context.Context, p string) ([]string, error) {
 	cp, err := cleanPath(p)
 	if err != nil {
 		return nil, err
 	}
-	rs, _, err := e.readTxn(ctx, e.childrenOps(cp)...)
-	if err != nil {
+	r := &watchRead{path: cp, children: true}
+	if err := e.groupedRead(ctx, r); err != nil {
 		return nil, backend.WrapPath("children", p, err)
 	}
-	if rs[0].count == 0 {
+	if !r.st.Exists {
 		return nil, backend.WrapPath("children", p, regcenter.ErrNoNode)
 	}
-	return e.childNames(cp, rs[1]), nil
+	return r.st.Children, nil
 }
 
 // ---- writes ----

@@ -7,26 +7,32 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// The first reads of WatchNow go in groups. A scheduler starting thousands
-// of jobs arms two watches for each, side by side, and each watch reads
-// its node's state once: one transaction per read cost the client and the
-// member a gRPC call each, more than the read itself. So one goroutine of
-// the center sends them: it takes the first read waiting and every other
-// read queued by then, up to what one transaction may hold, and asks for
-// all of them in one read-only transaction, so at one revision. A read
-// that finds nothing else waiting goes at once, alone: a lone WatchNow
-// pays no wait.
+// The first reads of WatchNow, and the single-node reads (Get, Exists,
+// Children), go in groups. A scheduler starting thousands of jobs arms two
+// watches for each, side by side, and each watch reads its node's state
+// once; a death has every job it led reshard at once, each reading every
+// server's children: one transaction per read cost the client and the
+// member a gRPC call each, more than the read itself, and a burst of them
+// took both cores from the fires due then. So one goroutine of the center
+// sends them: it takes the first read waiting and every other read queued
+// by then, up to what one transaction may hold, and asks for all of them
+// in one read-only transaction, so at one revision. A read that finds
+// nothing else waiting goes at once, alone: a lone read pays no wait.
 
 // Bounds of one group: etcd's default --max-txn-ops is 128 (etcdReadBatch
 // keeps below it), and the ranges' keys stay far below its request limit.
 const maxReadGroupBytes = 256 << 10
 
-// watchRead is one WatchNow read and, once done is closed, its answer.
+// watchRead is one grouped read and, once done is closed, its answer.
 type watchRead struct {
 	path     string // clean
 	children bool
+	// plain is a read of Get, Exists or Children, not WatchNow's: a group
+	// of them alone counts as a read, not a watch's (Stats).
+	plain bool
 
 	st   regcenter.WatchState
+	data []byte // the node's data, of a read that is not children's
 	err  error
 	done chan struct{}
 }
@@ -124,7 +130,14 @@ func opsBytes(ops []clientv3.Op) int {
 // in order) in one transaction, and answers each.
 func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []clientv3.Op) {
 	var rs []*etcdRange
-	err := e.do(ctx, &e.counters.Watches, func(ctx context.Context) error {
+	counter := &e.counters.Reads
+	for _, r := range group {
+		if !r.plain {
+			counter = &e.counters.Watches
+			break
+		}
+	}
+	err := e.do(ctx, counter, func(ctx context.Context) error {
 		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			return err
@@ -146,11 +159,19 @@ func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []client
 			}
 			rs = rs[2:]
 		default:
-			if _, s, ok := statOf(rs); ok {
+			if data, s, ok := statOf(rs); ok {
 				r.st = regcenter.WatchState{Exists: true, Stat: s}
+				r.data = data
 			}
 			rs = rs[3:]
 		}
 		close(r.done)
 	}
+}
+
+// groupedRead reads r's state in a group, and reads again after a lost
+// connection as retryingRead does: the single-node reads' way.
+func (e *Center) groupedRead(ctx context.Context, r *watchRead) error {
+	r.plain = true
+	return e.retry(ctx, func() error { return e.groupRead(ctx, r) })
 }

@@ -3,7 +3,9 @@ package etcd_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,5 +244,79 @@ func TestEtcdFlagAndParentSetIsOneRequest(t *testing.T) {
 	}
 	if ok, _, err := c.Exists(ctx, "/job/leader/sharding/necessary"); !ok || err != nil {
 		t.Errorf("a failed transaction deleted the flag: exists %v (%v)", ok, err)
+	}
+}
+
+// TestEtcdReadBurstGoesInGroups: single-node reads made at once — a
+// death's reshards, each reading every server's children — go in a few
+// read transactions, not one request each, and each answer is its own
+// read's: a node's children, data and stat, a missing node's ErrNoNode.
+// A lone read is one request.
+func TestEtcdReadBurstGoesInGroups(t *testing.T) {
+	cluster := etcdtest.Start(t)
+	c := newEtcdCenter(t, cluster, regcenter.Config{Namespace: "readburst"})
+	ctx := testCtx(t)
+	const servers = 200
+	var ops []regcenter.Op
+	for i := range servers {
+		p := fmt.Sprintf("/job/servers/s%d", i)
+		ops = append(ops, regcenter.CreateOp{Path: p, Data: []byte(fmt.Sprintf("data %d", i))},
+			regcenter.CreateOp{Path: p + "/status"})
+		if i%2 == 0 {
+			ops = append(ops, regcenter.CreateOp{Path: p + "/disabled"})
+		}
+	}
+	if err := c.EnsurePath(ctx, "/job/servers"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Multi(ctx, ops...); err != nil {
+		t.Fatal(err)
+	}
+
+	before := c.Stats()
+	kids := make([][]string, servers+1)
+	data := make([][]byte, servers)
+	exists := make([]bool, servers)
+	errs := make([]error, 3*servers+1)
+	var wg sync.WaitGroup
+	for i := range servers {
+		p := fmt.Sprintf("/job/servers/s%d", i)
+		wg.Go(func() { kids[i], errs[3*i] = c.Children(ctx, p) })
+		wg.Go(func() { data[i], _, errs[3*i+1] = c.Get(ctx, p) })
+		wg.Go(func() { exists[i], _, errs[3*i+2] = c.Exists(ctx, p+"/disabled") })
+	}
+	wg.Go(func() { kids[servers], errs[3*servers] = c.Children(ctx, "/job/servers/gone") })
+	wg.Wait()
+	d := c.Stats().Sub(before)
+	for i := range servers {
+		want := []string{"status"}
+		if i%2 == 0 {
+			want = []string{"disabled", "status"}
+		}
+		slices.Sort(kids[i])
+		if !slices.Equal(kids[i], want) || errs[3*i] != nil {
+			t.Errorf("children of s%d: %v (%v), want %v", i, kids[i], errs[3*i], want)
+		}
+		if string(data[i]) != fmt.Sprintf("data %d", i) || errs[3*i+1] != nil {
+			t.Errorf("data of s%d: %q (%v)", i, data[i], errs[3*i+1])
+		}
+		if exists[i] != (i%2 == 0) || errs[3*i+2] != nil {
+			t.Errorf("s%d/disabled exists: %v (%v), want %v", i, exists[i], errs[3*i+2], i%2 == 0)
+		}
+	}
+	if !errors.Is(errs[3*servers], regcenter.ErrNoNode) {
+		t.Errorf("children of a missing node: %v, want ErrNoNode", errs[3*servers])
+	}
+	if reads := 3*servers + 1; d.Reads >= int64(reads)/4 || d.Total() != d.Reads {
+		t.Errorf("%d reads at once sent %+v, want them in groups (fewer than a quarter as many read requests, nothing else)", reads, d)
+	}
+	t.Logf("%d reads at once: %d read requests", 3*servers+1, d.Reads)
+
+	before = c.Stats()
+	if _, err := c.Children(ctx, "/job/servers/s1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Stats().Sub(before); d.Total() != 1 || d.Reads != 1 {
+		t.Errorf("a lone read sent %+v, want one read request", d)
 	}
 }

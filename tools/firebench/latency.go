@@ -5,6 +5,8 @@ import (
 
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -157,6 +159,31 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		Add("victim_jobs", victimJobs).Add("victim_jobs_back", len(victimBack)).Add("victim_all_back_after", back.Round(time.Millisecond))
 	fmt.Println("bench latency_after_kill" + k.String())
 	b.summary.Add("survivors_own_p99_after_kill", durMS(benchkit.Percentile(own, 99)))
+	if b.cfg.keep {
+		return writeExecs(filepath.Join(b.dir, "latency-execs.tsv"), col.snapshot(), tk, ranOn, vi)
+	}
+	return nil
+}
+
+// writeExecs writes every execution the instances reported, one per line,
+// for a look at lateness over time: the reporting instance, the job, the
+// scheduled fire (unix ms), milliseconds from the kill at tk to the fire,
+// the lateness in ms, the run's kind, and "victim" or "own" for whether
+// the job ran on the killed instance vi before the kill.
+func writeExecs(path string, es []execRec, tk time.Time, ranOn map[string]int, vi int) error {
+	var sb strings.Builder
+	sb.WriteString("inst\tjob\tfire_ms\tfire_after_kill_ms\tlate_ms\tkind\twhose\n")
+	for _, e := range es {
+		whose := "own"
+		if ranOn[e.job] == vi {
+			whose = "victim"
+		}
+		fmt.Fprintf(&sb, "%d\t%s\t%d\t%d\t%.3f\t%s\t%s\n", e.inst, e.job, e.fire, e.fire-tk.UnixMilli(), e.latencyMS(), e.kind, whose)
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		return fmt.Errorf("write the executions: %w", err)
+	}
+	fmt.Println("bench latency_execs file=" + path)
 	return nil
 }
 

@@ -103,9 +103,12 @@ type config struct {
 	instanceBin string
 	keep        bool
 	instProfile bool
-	instVerbose bool
-	verbose     bool
-	trace       bool
+	// instLateTrace, when set, has each instance write an execution trace
+	// of the seconds before its first run this late (-late-trace).
+	instLateTrace time.Duration
+	instVerbose   bool
+	verbose       bool
+	trace         bool
 }
 
 // bench is one run of the program: its registry server, work directory
@@ -165,6 +168,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&registries, "registry", regZooKeeper, "the registries every measurement runs on, comma-separated, in turn: zookeeper (one standalone server), etcd (one member, in a process of its own), embedded (the embedded default, its member hosted by a process of its own) or postgres (one PostgreSQL server with synchronous commits, its processes' CPU counted together); with more than one, a last table puts their summaries side by side")
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
+	fs.DurationVar(&c.instLateTrace, "inst-late-trace", 0, "each instance process keeps an execution trace of its last seconds in memory and writes it, as {id}.late.trace in the work directory (with -keep), when a scheduled fire first starts this late (0: none): read it with go tool trace")
 	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
 	fs.BoolVar(&c.instVerbose, "inst-v", false, "the instance processes log at debug level (their logs are in the work directory, with -keep)")

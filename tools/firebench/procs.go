@@ -87,6 +87,9 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 	if b.cfg.instProfile {
 		args = append(args, "-cpuprofile", filepath.Join(b.dir, id+".cpu.pprof"))
 	}
+	if b.cfg.instLateTrace > 0 {
+		args = append(args, "-late-trace", filepath.Join(b.dir, id+".late.trace"), "-late-trace-after", b.cfg.instLateTrace.String())
+	}
 	cmd := exec.Command(b.instanceBin, args...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

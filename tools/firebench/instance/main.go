@@ -62,6 +62,8 @@ type options struct {
 	shutdownTimeout time.Duration
 	verbose         bool
 	cpuProfile      string
+	lateTrace       string
+	lateTraceAfter  time.Duration
 	trace           bool
 }
 
@@ -83,6 +85,8 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&o.lateTrace, "late-trace", "", "keep an execution trace of the last seconds in memory from READY on, and write it to this file when a scheduled fire first starts -late-trace-after late, from 15 s after READY")
+	flag.DurationVar(&o.lateTraceAfter, "late-trace-after", 10*time.Millisecond, "how late a scheduled fire's start writes -late-trace")
 	flag.BoolVar(&o.trace, "trace", false, "trace every fire and item run with the OpenTelemetry SDK, the spans discarded")
 	flag.Parse()
 	named := 0
@@ -213,8 +217,13 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	late := newLateTrace(o.lateTrace, o.lateTraceAfter, logger)
+	defer late.stop()
 	execute := job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {
 		entered := time.Now().UnixNano()
+		if sc.Kind == job.KindFire {
+			late.observe(time.Duration(entered - sc.FireTime.UnixNano()))
+		}
 		stdout.line("E " + sc.JobName + " " + strconv.Itoa(sc.Item) + " " +
 			strconv.FormatInt(sc.FireTime.UnixMilli(), 10) + " " + strconv.FormatInt(entered, 10) + " " + string(sc.Kind) + " " + strconv.FormatInt(sc.Through.UnixMilli(), 10) + "\n")
 		return nil
@@ -228,6 +237,7 @@ func run(o options) error {
 	if err := s.Start(cctx); err != nil {
 		return err
 	}
+	late.start()
 	stdout.line("READY\n")
 	if err := stdout.flush(); err != nil {
 		return err
