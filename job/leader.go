@@ -38,6 +38,9 @@ func (r *runner) wireDuties(a *active) {
 		Failover:       func() bool { return r.config().Failover },
 		QueueDeparted:  r.queueDeparted,
 		Repair:         func(ctx context.Context) error { return a.reshard.RepairWhileLive(ctx) },
+		Fault: func(ctx context.Context) (reshard.Servers, string, error) {
+			return r.assignmentCheck(r.config()).Fault(ctx)
+		},
 	}
 	a.reshard = &reshard.Resharder{
 		RC: r.rc, Paths: r.paths, Name: r.name, Server: r.serverID(), Log: r.log,

@@ -46,11 +46,18 @@ func (r *runner) reconcile() {
 		Reregister:    func(sess *regcenter.Session) { r.goFunc(func() { r.reregister(sess) }) },
 		Prepared:      r.prep.Done,
 		RestoreStatus: r.restoreStatus, Campaign: r.campaign, VerifyHolds: r.verifyHolds, IsLeader: r.leading,
-		Assignment: reconcile.Assignment{RC: r.rc, Paths: r.paths, Name: r.name,
-			Strategy: cfg.ShardingStrategy, Total: cfg.ShardingTotalCount, Lookup: cfg.Strategy,
-			Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log},
+		Assignment:  r.assignmentCheck(cfg),
 		RepairBooks: r.repairWhileLive, Log: r.log,
 	}.Run()
+}
+
+// assignmentCheck is the leader's check of the job's stored assignment
+// for cfg (reconcile.Assignment): each reconcile round's, and a new
+// leader's (leader.Office.Inherit).
+func (r *runner) assignmentCheck(cfg *spec) reconcile.Assignment {
+	return reconcile.Assignment{RC: r.rc, Paths: r.paths, Name: r.name,
+		Strategy: cfg.ShardingStrategy, Total: cfg.ShardingTotalCount, Lookup: cfg.Strategy,
+		Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log}
 }
 
 // verifyHolds checks the marks kept here (heldmarks.Keeper.Verify); the

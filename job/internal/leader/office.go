@@ -42,18 +42,23 @@ type Office struct {
 	Failover      func() bool
 	QueueDeparted func(ctx context.Context, servers reshard.Servers) error
 	Repair        func(ctx context.Context) error
+	// Fault reads the job's servers and says why the stored assignment is
+	// not right for those online now, "" when it is
+	// (reconcile.Assignment.Fault): a new leader keeps an assignment
+	// that holds (Elected). nil: a new leader always flags a reshard.
+	Fault func(ctx context.Context) (reshard.Servers, string, error)
 }
 
 // Elected takes up the leader's duties, once Duties' generation moved:
 // it forgets the last reshard's servers and, on a goroutine of the
-// runner, flags a reshard (the previous leader may have died in the middle
-// of one), watches the servers, and arms the watch on reshard requests, so
-// as to reshard at once when an instance about to fire asks for it, or
+// runner, keeps the assignment it inherits if it holds or flags a reshard
+// (Inherit), watches the servers, and arms the watch on reshard requests,
+// so as to reshard at once when an instance about to fire asks for it, or
 // when a flag is set and the job fires soon.
 func (o *Office) Elected(ctx context.Context) {
 	o.Duties.SetSharded(nil)
 	o.Go(func() {
-		o.FlagReshard(ctx)
+		o.Inherit(ctx)
 		o.watchServers(ctx)
 		if o.Duties.Has(RequestWatch) || ctx.Err() != nil {
 			return
@@ -88,6 +93,64 @@ func (o *Office) Elected(ctx context.Context) {
 }
 
 func (o *Office) soon() bool { return o.Soon != nil && o.Soon() }
+
+// Inherit is a new leader's first look at the job's assignment. When it
+// holds for the eligible servers online now (Fault finds none, and no
+// status node among them is a fake one, which a reshard deletes), it is
+// kept: those servers count as the last reshard's, and the membership
+// check compares what changes next with them. Otherwise, or when it cannot
+// tell, it flags a reshard. A leader's death thus disturbs only the jobs
+// whose items it held: a flag moves the epoch every instance's fire
+// proves, so each of the others' next fire waited for a reshard that
+// changed nothing — at hundreds of jobs, the survivors' own fires late
+// behind the take-over. A reshard the previous leader left half done is
+// one transaction never committed: its flag is still up, and answered as
+// any other.
+func (o *Office) Inherit(ctx context.Context) {
+	if o.Fault == nil {
+		o.FlagReshard(ctx)
+		return
+	}
+	// Under the turn, as the membership check: a reshard here in flight
+	// sets the last reshard's servers itself.
+	if o.acquireWithin(ctx) {
+		defer o.Duties.Release()
+	}
+	eligible, why, err := o.holds(ctx)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			o.Log.Warn("reading the assignment a new leader inherits; resharding", "err", err)
+		}
+	case why != "":
+		o.Log.Info("new leader: the assignment does not hold; resharding", "why", why)
+	default:
+		o.Duties.SetSharded(eligible)
+		return
+	}
+	o.FlagReshard(ctx)
+}
+
+// holds reads whether the stored assignment holds (Inherit), and the
+// eligible servers online when it does.
+func (o *Office) holds(ctx context.Context) ([]string, string, error) {
+	servers, why, err := o.Fault(ctx)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	fakes, err := reshard.FakeStatuses(ctx, o.RC, o.Paths, servers, o.Log)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(fakes) > 0 {
+		return nil, "a status node no instance holds", nil
+	}
+	excluded, err := placement.ReadExcluded(ctx, o.RC)
+	if err != nil {
+		return nil, "", err
+	}
+	return excluded.Eligible(servers.Online()), "", nil
+}
 
 // Revoked drops the leader's duties: the generation moves and every watch
 // they armed is cancelled.

@@ -199,3 +199,111 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 		t.Errorf("not leading: %d queueings, %d repairs; want none more", queues-1, repairs-1)
 	}
 }
+
+// TestANewLeaderKeepsAnAssignmentThatHolds: elected, a leader whose
+// inherited assignment holds for the servers online flags no reshard and
+// counts those servers as the last reshard's (a membership check then
+// flags none); it flags one when the assignment does not hold, when it
+// cannot tell, and when a server's status node is no instance's.
+func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
+	zc := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "inherit"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	paths := layout.Job("j")
+	for _, p := range []string{paths.ShardingEpoch(), paths.Server("a"), paths.Server("b"), paths.Server("c")} {
+		if err := rc.EnsurePath(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a and b online (their statuses an instance's: ephemeral), a holding
+	// the one item; c, gone, held nothing.
+	for _, sv := range []string{"a", "b"} {
+		if _, err := rc.Create(ctx, paths.Flag(sv, layout.Status), nil, regcenter.Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sv, items := range map[string]string{"a": "0", "b": "", "c": ""} {
+		if _, err := rc.Create(ctx, paths.Flag(sv, layout.Sharding), []byte(items), regcenter.Persistent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fault func(context.Context) (reshard.Servers, string, error)
+	o := &Office{
+		Duties: NewDuties(), RC: rc, Paths: paths, Log: slog.New(slog.DiscardHandler),
+		Leading:        func() bool { return true },
+		Go:             func(f func()) bool { f(); return true },
+		KickMembership: func() {}, KickReshard: func() {}, KickEpoch: func() {},
+		Fault: func(ctx context.Context) (reshard.Servers, string, error) { return fault(ctx) },
+	}
+	placed := func(ctx context.Context) (reshard.Servers, string, error) {
+		servers, err := reshard.ReadServers(ctx, rc, paths)
+		if err != nil {
+			return nil, "", err
+		}
+		why, err := reshard.PlacementFault(ctx, rc, paths, servers, 1)
+		return servers, why, err
+	}
+	flagged := func() bool {
+		t.Helper()
+		ok, _, err := rc.Exists(ctx, paths.Necessary())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ok
+	}
+
+	fault = placed
+	o.Elected(ctx)
+	if flagged() {
+		t.Error("the inherited assignment holds: a reshard flagged")
+	}
+	if _, ok := o.CheckMembership(ctx); !ok || flagged() {
+		t.Errorf("the inherited assignment's servers are online: checked %v, flagged a reshard", ok)
+	}
+	o.Revoked()
+
+	for _, c := range []struct {
+		name  string
+		fault func(context.Context) (reshard.Servers, string, error)
+	}{
+		{"the assignment does not hold", func(ctx context.Context) (reshard.Servers, string, error) {
+			servers, _, err := placed(ctx)
+			return servers, "an item held twice or by nobody", err
+		}},
+		{"it cannot be read", func(context.Context) (reshard.Servers, string, error) {
+			return nil, "", errors.New("read")
+		}},
+	} {
+		fault = c.fault
+		o.Elected(ctx)
+		if !flagged() {
+			t.Errorf("%s: no reshard flagged", c.name)
+		}
+		o.Revoked()
+	}
+
+	// b's status made a persistent node, no instance's: a reshard removes
+	// it, so the new leader does not keep the assignment.
+	if err := rc.Delete(ctx, paths.Flag("b", layout.Status), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Create(ctx, paths.Flag("b", layout.Status), nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	fault = placed
+	o.Elected(ctx)
+	if !flagged() {
+		t.Error("a status node no instance holds: no reshard flagged")
+	}
+	o.Revoked()
+}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -42,42 +43,10 @@ func Placed(strategy string) bool {
 
 // Check flags a reshard when the stored assignment differs from the
 // strategy's for the servers online now, or, for a placed job, is not
-// valid for them (reshard.PlacementFault says why).
+// valid for them (Fault says why); the departed servers' items are queued
+// first, with failover on.
 func (a Assignment) Check(ctx context.Context) error {
-	servers, err := reshard.ReadServers(ctx, a.RC, a.Paths)
-	if err != nil {
-		return err
-	}
-	if Placed(a.Strategy) {
-		return a.checkPlacement(ctx, servers)
-	}
-	strategy, err := a.Lookup()
-	if err != nil {
-		return err
-	}
-	want, err := sharding.Assign(strategy, a.Name, servers.Online(), a.Total)
-	if err != nil {
-		return err
-	}
-	stale, err := reshard.FirstStale(ctx, a.RC, a.Paths, servers, want)
-	switch {
-	case err != nil:
-		return err
-	case stale.Garbage != nil:
-		a.Log.Warn("reconcile: garbage assignment; resharding", "server", stale.Server, "err", stale.Garbage)
-		a.Flag(ctx)
-	case stale.Server != "":
-		a.Log.Info("reconcile: stored assignment is stale; flagging a reshard", "server", stale.Server, "have", stale.Have, "want", stale.Want)
-		a.queue(ctx, servers)
-		a.Flag(ctx)
-	}
-	return nil
-}
-
-// checkPlacement flags a reshard when a placed job's stored assignment is
-// not valid for servers.
-func (a Assignment) checkPlacement(ctx context.Context, servers reshard.Servers) error {
-	why, err := reshard.PlacementFault(ctx, a.RC, a.Paths, servers, a.Total)
+	servers, why, err := a.Fault(ctx)
 	if err != nil || why == "" {
 		return err
 	}
@@ -85,6 +54,42 @@ func (a Assignment) checkPlacement(ctx context.Context, servers reshard.Servers)
 	a.queue(ctx, servers)
 	a.Flag(ctx)
 	return nil
+}
+
+// Fault reads the job's servers and says why its stored assignment is not
+// right for those online now, "" when it is: for a placed job the first
+// fault reshard.PlacementFault finds, for another the first server whose
+// stored items are not the strategy's (reshard.FirstStale) or whose node
+// is garbage. It returns the servers read. It flags nothing: a new leader
+// asks it whether the assignment it inherits holds (leader.Office.Holds),
+// each round whether it still does (Check).
+func (a Assignment) Fault(ctx context.Context) (reshard.Servers, string, error) {
+	servers, err := reshard.ReadServers(ctx, a.RC, a.Paths)
+	if err != nil {
+		return nil, "", err
+	}
+	if Placed(a.Strategy) {
+		why, err := reshard.PlacementFault(ctx, a.RC, a.Paths, servers, a.Total)
+		return servers, why, err
+	}
+	strategy, err := a.Lookup()
+	if err != nil {
+		return nil, "", err
+	}
+	want, err := sharding.Assign(strategy, a.Name, servers.Online(), a.Total)
+	if err != nil {
+		return nil, "", err
+	}
+	stale, err := reshard.FirstStale(ctx, a.RC, a.Paths, servers, want)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case stale.Garbage != nil:
+		return servers, fmt.Sprintf("garbage assignment on server %s: %v", stale.Server, stale.Garbage), nil
+	case stale.Server != "":
+		return servers, fmt.Sprintf("stored assignment is stale: server %s holds %v, the strategy gives it %v", stale.Server, stale.Have, stale.Want), nil
+	}
+	return servers, "", nil
 }
 
 // queue queues the departed servers' items, with failover on.
