@@ -38,8 +38,8 @@ func (r *runner) wireDuties(a *active) {
 		Failover:       func() bool { return r.config().Failover },
 		QueueDeparted:  r.queueDeparted,
 		Repair:         func(ctx context.Context) error { return a.reshard.RepairWhileLive(ctx) },
-		Fault: func(ctx context.Context) (reshard.Servers, string, error) {
-			return r.assignmentCheck(r.config()).Fault(ctx)
+		Fault: func(ctx context.Context, servers reshard.Servers) (string, error) {
+			return r.assignmentCheck(r.config()).FaultWith(ctx, servers)
 		},
 	}
 	a.reshard = &reshard.Resharder{

@@ -16,12 +16,12 @@
 //     servers of the last reshard (SetSharded); the generation (BumpGen,
 //     Changed); and the turn (TryAcquire, Acquire, Release);
 //   - the Office (office.go), the mechanisms: what the leader does when
-//     elected (Elected: the inherited assignment kept when it holds, a
-//     reshard flagged otherwise — Inherit, under the turn —, the servers
-//     and the reshard requests watched) or revoked (Revoked), the membership check after a
+//     elected (Elected: the servers and the reshard requests watched) or revoked (Revoked), the membership check after a
 //     change of the servers (CheckMembership, under the turn so that it
 //     compares with the reshard in flight once done: a reshard flagged unless
-//     the assignment stands; it returns the servers read), Membership (that
+//     the assignment stands — a new leader's first check keeps the
+//     assignment it inherits when it holds, Inherit —; it returns the
+//     servers read), Membership (that
 //     check, and with failover on the departed servers' items queued and
 //     the load table repaired), and the flag of a reshard (FlagReshard,
 //     also a function of its own: any instance flags one, at registration
@@ -36,10 +36,10 @@
 // Office has no lock: its watches call only the runner's kickers, which
 // start a pass on a goroutine of the runner and return.
 //
-// Registry round trips: Duties none. The Office's: Elected's look at the
-// inherited assignment (Fault's reads, reshard.FakeStatuses's one and the
-// exclusions'), a reshard flag when it does not hold (one transaction),
-// the request watch armed by its read and the request read (one each); CheckMembership's read of the servers (see
+// Registry round trips: Duties none. The Office's: Elected's request
+// watch armed by its read and the request read (one each); Inherit's look
+// at the inherited assignment (Fault's reads and reshard.FakeStatuses's
+// one) and a reshard flag when it does not hold (one transaction); CheckMembership's read of the servers (see
 // reshard.ReadServers), of the exclusions and reshard.Stands's.
 //
 // It may import the standard library, regcenter, internal/layout,

@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -42,23 +43,26 @@ type Office struct {
 	Failover      func() bool
 	QueueDeparted func(ctx context.Context, servers reshard.Servers) error
 	Repair        func(ctx context.Context) error
-	// Fault reads the job's servers and says why the stored assignment is
-	// not right for those online now, "" when it is
-	// (reconcile.Assignment.Fault): a new leader keeps an assignment
-	// that holds (Elected). nil: a new leader always flags a reshard.
-	Fault func(ctx context.Context) (reshard.Servers, string, error)
+	// Fault says why the job's stored assignment is not right for the
+	// servers online among servers, "" when it is
+	// (reconcile.Assignment.FaultWith): a new leader keeps an assignment
+	// that holds (Inherit). nil: a new leader always flags a reshard.
+	Fault func(ctx context.Context, servers reshard.Servers) (string, error)
 }
 
 // Elected takes up the leader's duties, once Duties' generation moved:
 // it forgets the last reshard's servers and, on a goroutine of the
-// runner, keeps the assignment it inherits if it holds or flags a reshard
-// (Inherit), watches the servers, and arms the watch on reshard requests,
-// so as to reshard at once when an instance about to fire asks for it, or
-// when a flag is set and the job fires soon.
+// runner, watches the servers (the first membership check, which finds
+// nothing known of the last reshard, keeps the assignment it inherits if
+// it holds or flags a reshard: Inherit), and arms the watch on reshard
+// requests, so as to reshard at once when an instance about to fire asks
+// for it, or when a flag is set and the job fires soon.
 func (o *Office) Elected(ctx context.Context) {
 	o.Duties.SetSharded(nil)
 	o.Go(func() {
-		o.Inherit(ctx)
+		if o.Fault == nil {
+			o.FlagReshard(ctx)
+		}
 		o.watchServers(ctx)
 		if o.Duties.Has(RequestWatch) || ctx.Err() != nil {
 			return
@@ -94,29 +98,21 @@ func (o *Office) Elected(ctx context.Context) {
 
 func (o *Office) soon() bool { return o.Soon != nil && o.Soon() }
 
-// Inherit is a new leader's first look at the job's assignment. When it
-// holds for the eligible servers online now (Fault finds none, and no
-// status node among them is a fake one, which a reshard deletes), it is
-// kept: those servers count as the last reshard's, and the membership
-// check compares what changes next with them. Otherwise, or when it cannot
-// tell, it flags a reshard. A leader's death thus disturbs only the jobs
-// whose items it held: a flag moves the epoch every instance's fire
-// proves, so each of the others' next fire waited for a reshard that
+// Inherit is a new leader's first look at the job's assignment, made by
+// its first membership check with the servers it read and those of them
+// eligible to take items (online). When the assignment holds for them
+// (Fault finds none, and no status node among them is a fake one, which a
+// reshard deletes), it is kept: online counts as the last reshard's
+// servers, and the next check compares with it. Otherwise, or when it
+// cannot tell, it flags a reshard. A leader's death thus disturbs only
+// the jobs whose items it held: a flag moves the epoch every instance's
+// fire proves, so each of the others' next fire waited for a reshard that
 // changed nothing — at hundreds of jobs, the survivors' own fires late
 // behind the take-over. A reshard the previous leader left half done is
 // one transaction never committed: its flag is still up, and answered as
-// any other.
-func (o *Office) Inherit(ctx context.Context) {
-	if o.Fault == nil {
-		o.FlagReshard(ctx)
-		return
-	}
-	// Under the turn, as the membership check: a reshard here in flight
-	// sets the last reshard's servers itself.
-	if o.acquireWithin(ctx) {
-		defer o.Duties.Release()
-	}
-	eligible, why, err := o.holds(ctx)
+// any other. The caller holds the turn when it could take it.
+func (o *Office) Inherit(ctx context.Context, servers reshard.Servers, online []string) {
+	why, err := o.holds(ctx, servers)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -125,31 +121,34 @@ func (o *Office) Inherit(ctx context.Context) {
 	case why != "":
 		o.Log.Info("new leader: the assignment does not hold; resharding", "why", why)
 	default:
-		o.Duties.SetSharded(eligible)
+		o.Duties.SetSharded(online)
 		return
 	}
 	o.FlagReshard(ctx)
 }
 
-// holds reads whether the stored assignment holds (Inherit), and the
-// eligible servers online when it does.
-func (o *Office) holds(ctx context.Context) ([]string, string, error) {
-	servers, why, err := o.Fault(ctx)
-	if err != nil || why != "" {
-		return nil, why, err
+// holds says why the stored assignment does not hold for servers, ""
+// when it does (Inherit).
+func (o *Office) holds(ctx context.Context, servers reshard.Servers) (string, error) {
+	if o.Fault == nil {
+		return "nothing known of the last reshard", nil
 	}
-	fakes, err := reshard.FakeStatuses(ctx, o.RC, o.Paths, servers, o.Log)
+	if why, err := o.Fault(ctx, servers); err != nil || why != "" {
+		return why, err
+	}
+	// FakeStatuses marks the servers it finds offline: a copy.
+	mine := make(reshard.Servers, len(servers))
+	for sv, kids := range servers {
+		mine[sv] = maps.Clone(kids)
+	}
+	fakes, err := reshard.FakeStatuses(ctx, o.RC, o.Paths, mine, o.Log)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	if len(fakes) > 0 {
-		return nil, "a status node no instance holds", nil
+		return "a status node no instance holds", nil
 	}
-	excluded, err := placement.ReadExcluded(ctx, o.RC)
-	if err != nil {
-		return nil, "", err
-	}
-	return excluded.Eligible(servers.Online()), "", nil
+	return "", nil
 }
 
 // Revoked drops the leader's duties: the generation moves and every watch
@@ -192,7 +191,9 @@ func (o *Office) watchServers(ctx context.Context) {
 // CheckMembership runs on the leader after a server-related change: it
 // reads the servers, watches each one's flags, and flags a reshard when
 // the servers able to take items are not those of the last reshard here,
-// unless only servers that held nothing of the job left. It returns the
+// unless only servers that held nothing of the job left; with nothing
+// known of the last reshard (a new leader's first check), when the
+// assignment inherited does not hold (Inherit). It returns the
 // servers read, for the failover of those that left, and false when this
 // instance does not lead or could not read them.
 func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
@@ -231,7 +232,11 @@ func (o *Office) CheckMembership(ctx context.Context) (reshard.Servers, bool) {
 		return nil, false
 	}
 	online := excluded.Eligible(servers.Online())
-	if last == nil || !slices.Equal(last, online) {
+	if last == nil {
+		o.Inherit(ctx, servers, online)
+		return servers, true
+	}
+	if !slices.Equal(last, online) {
 		stands, err := reshard.Stands(ctx, o.RC, o.Paths, last, online)
 		switch {
 		case err != nil:

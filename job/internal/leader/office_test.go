@@ -201,10 +201,11 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 }
 
 // TestANewLeaderKeepsAnAssignmentThatHolds: elected, a leader whose
-// inherited assignment holds for the servers online flags no reshard and
-// counts those servers as the last reshard's (a membership check then
-// flags none); it flags one when the assignment does not hold, when it
-// cannot tell, and when a server's status node is no instance's.
+// inherited assignment holds for the servers online flags no reshard at
+// its first membership check and counts those servers as the last
+// reshard's (the next check flags none); it flags one when the assignment
+// does not hold, when it cannot tell, and when a server's status node is
+// no instance's.
 func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 	zc := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -232,21 +233,24 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var fault func(context.Context) (reshard.Servers, string, error)
+	var fault func(context.Context, reshard.Servers) (string, error)
 	o := &Office{
 		Duties: NewDuties(), RC: rc, Paths: paths, Log: slog.New(slog.DiscardHandler),
 		Leading:        func() bool { return true },
 		Go:             func(f func()) bool { f(); return true },
 		KickMembership: func() {}, KickReshard: func() {}, KickEpoch: func() {},
-		Fault: func(ctx context.Context) (reshard.Servers, string, error) { return fault(ctx) },
+		Fault: func(ctx context.Context, servers reshard.Servers) (string, error) { return fault(ctx, servers) },
 	}
-	placed := func(ctx context.Context) (reshard.Servers, string, error) {
-		servers, err := reshard.ReadServers(ctx, rc, paths)
-		if err != nil {
-			return nil, "", err
+	placed := func(ctx context.Context, servers reshard.Servers) (string, error) {
+		return reshard.PlacementFault(ctx, rc, paths, servers, 1)
+	}
+	// elected: the election and the first membership check it asks for.
+	elected := func() {
+		t.Helper()
+		o.Elected(ctx)
+		if _, ok := o.CheckMembership(ctx); !ok {
+			t.Fatal("the first membership check did not check")
 		}
-		why, err := reshard.PlacementFault(ctx, rc, paths, servers, 1)
-		return servers, why, err
 	}
 	flagged := func() bool {
 		t.Helper()
@@ -263,7 +267,7 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 	}
 
 	fault = placed
-	o.Elected(ctx)
+	elected()
 	if flagged() {
 		t.Error("the inherited assignment holds: a reshard flagged")
 	}
@@ -274,18 +278,17 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 
 	for _, c := range []struct {
 		name  string
-		fault func(context.Context) (reshard.Servers, string, error)
+		fault func(context.Context, reshard.Servers) (string, error)
 	}{
-		{"the assignment does not hold", func(ctx context.Context) (reshard.Servers, string, error) {
-			servers, _, err := placed(ctx)
-			return servers, "an item held twice or by nobody", err
+		{"the assignment does not hold", func(context.Context, reshard.Servers) (string, error) {
+			return "an item held twice or by nobody", nil
 		}},
-		{"it cannot be read", func(context.Context) (reshard.Servers, string, error) {
-			return nil, "", errors.New("read")
+		{"it cannot be read", func(context.Context, reshard.Servers) (string, error) {
+			return "", errors.New("read")
 		}},
 	} {
 		fault = c.fault
-		o.Elected(ctx)
+		elected()
 		if !flagged() {
 			t.Errorf("%s: no reshard flagged", c.name)
 		}
@@ -301,7 +304,7 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	fault = placed
-	o.Elected(ctx)
+	elected()
 	if !flagged() {
 		t.Error("a status node no instance holds: no reshard flagged")
 	}

@@ -57,39 +57,48 @@ func (a Assignment) Check(ctx context.Context) error {
 }
 
 // Fault reads the job's servers and says why its stored assignment is not
-// right for those online now, "" when it is: for a placed job the first
-// fault reshard.PlacementFault finds, for another the first server whose
-// stored items are not the strategy's (reshard.FirstStale) or whose node
-// is garbage. It returns the servers read. It flags nothing: a new leader
-// asks it whether the assignment it inherits holds (leader.Office.Holds),
-// each round whether it still does (Check).
+// right for those online now (FaultWith), with the servers read.
 func (a Assignment) Fault(ctx context.Context) (reshard.Servers, string, error) {
 	servers, err := reshard.ReadServers(ctx, a.RC, a.Paths)
 	if err != nil {
 		return nil, "", err
 	}
+	why, err := a.FaultWith(ctx, servers)
+	if err != nil {
+		return nil, "", err
+	}
+	return servers, why, nil
+}
+
+// FaultWith says why the job's stored assignment is not right for the
+// servers online among servers, "" when it is: for a placed job the first
+// fault reshard.PlacementFault finds, for another the first server whose
+// stored items are not the strategy's (reshard.FirstStale) or whose node
+// is garbage. It flags nothing: a new leader asks it whether the
+// assignment it inherits holds (leader.Office.Inherit), each round
+// whether it still does (Check).
+func (a Assignment) FaultWith(ctx context.Context, servers reshard.Servers) (string, error) {
 	if Placed(a.Strategy) {
-		why, err := reshard.PlacementFault(ctx, a.RC, a.Paths, servers, a.Total)
-		return servers, why, err
+		return reshard.PlacementFault(ctx, a.RC, a.Paths, servers, a.Total)
 	}
 	strategy, err := a.Lookup()
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	want, err := sharding.Assign(strategy, a.Name, servers.Online(), a.Total)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	stale, err := reshard.FirstStale(ctx, a.RC, a.Paths, servers, want)
 	switch {
 	case err != nil:
-		return nil, "", err
+		return "", err
 	case stale.Garbage != nil:
-		return servers, fmt.Sprintf("garbage assignment on server %s: %v", stale.Server, stale.Garbage), nil
+		return fmt.Sprintf("garbage assignment on server %s: %v", stale.Server, stale.Garbage), nil
 	case stale.Server != "":
-		return servers, fmt.Sprintf("stored assignment is stale: server %s holds %v, the strategy gives it %v", stale.Server, stale.Have, stale.Want), nil
+		return fmt.Sprintf("stored assignment is stale: server %s holds %v, the strategy gives it %v", stale.Server, stale.Have, stale.Want), nil
 	}
-	return servers, "", nil
+	return "", nil
 }
 
 // queue queues the departed servers' items, with failover on.
