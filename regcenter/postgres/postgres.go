@@ -162,6 +162,12 @@ type Center struct {
 	epoch     time.Time
 	lastRenew atomic.Int64 // ns since epoch: send time of the latest answered heartbeat
 	ttl       time.Duration
+	// lapseAt is when, as the latest heartbeat read it, the next lease of
+	// another session of the namespace runs out: ns since epoch, plus
+	// one (0: none). A heartbeat that moves it earlier nudges the loop,
+	// which sends the reaping heartbeat then (heartbeatLoop).
+	lapseAt atomic.Int64
+	nudge   chan struct{}
 
 	sessions *regcenter.SessionKeeper
 	reads    chan *readReq // WatchNow's reads, for the reader (readgroup.go)
@@ -257,6 +263,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		where:   where,
 		epoch:   time.Now(),
 		ttl:     cfg.SessionTimeout,
+		nudge:   make(chan struct{}, 1),
 		watches: newWatchTable(),
 	}
 	c.retention.Store(DefaultLogRetention)
@@ -484,27 +491,75 @@ func (c *Center) Backend() string { return "PostgreSQL" }
 
 // heartbeatLoop renews the session every fifth of its timeout, each
 // attempt bounded by a fifth, and reaps the namespace's lapsed sessions
-// and prunes its change log alongside.
+// and prunes its change log alongside. When another session's lease runs
+// out sooner than the next renewal (lapseAt), a heartbeat goes then,
+// reapSlack after it, so that a dead instance's session is reaped as soon
+// as the server may, not up to a fifth of the timeout later: the take-over
+// of its items waits for that reap.
 func (c *Center) heartbeatLoop(ctx context.Context) {
+	due := time.Now().Add(c.ttl / 5)
 	timer := time.NewTimer(c.ttl / 5)
 	defer timer.Stop()
 	for {
+		wait := time.Until(due)
+		if at := c.lapseAt.Load(); at > 0 {
+			wait = min(wait, max(time.Duration(at-1)-time.Since(c.epoch)+reapSlack, minBeat))
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
+		case <-c.nudge:
+			continue
 		case <-timer.C:
 		}
-		next := max(c.ttl/5, 50*time.Millisecond)
+		next := max(c.ttl/5, minBeat)
 		if !c.heartbeatOnce(ctx) {
 			next = 100 * time.Millisecond
 		}
-		timer.Reset(next)
+		due = time.Now().Add(next)
+	}
+}
+
+// reapSlack is how long after another session's lease runs out, by the
+// server's clock as a heartbeat last read it, the heartbeat that reaps it
+// is sent; minBeat is the least time between two heartbeats.
+const (
+	reapSlack = 10 * time.Millisecond
+	minBeat   = 50 * time.Millisecond
+)
+
+// noteLapse records when the next lease of another session runs out, in
+// lapse from now (negative: none known), and nudges the loop when that is
+// sooner than it knew.
+func (c *Center) noteLapse(lapse time.Duration) {
+	if lapse < 0 {
+		c.lapseAt.Store(0)
+		return
+	}
+	at := int64(time.Since(c.epoch)+lapse) + 1
+	if prev := c.lapseAt.Swap(at); prev == 0 || at < prev {
+		select {
+		case c.nudge <- struct{}{}:
+		default:
+		}
 	}
 }
 
 // heartbeatOnce renews the session (or makes a new one when the server no
-// longer has it) and reports whether the server answered.
+// longer has it) and reports whether the server answered. With the
+// renewal it reads when the next lease of another session of the
+// namespace runs out (noteLapse).
 func (c *Center) heartbeatOnce(ctx context.Context) bool {
+	answered, lapse := c.beat(ctx)
+	c.noteLapse(lapse) // none known when not answered
+	return answered
+}
+
+// beat is heartbeatOnce, also returning how long, by the server's clock,
+// until the next lease of another session of the namespace runs out
+// (-1: none known).
+func (c *Center) beat(ctx context.Context) (bool, time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, max(c.ttl/5, 200*time.Millisecond))
 	defer cancel()
 	c.counters.heartbeats.Add(1)
@@ -515,31 +570,43 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 		if err != nil {
 			c.counters.errs.Add(1)
 			c.log.Debug("making a new session", "err", err)
-			return false
+			return false, -1
 		}
 		// Stored before looking at Closing: a Close under way reaps it.
 		c.row.Store(nrow)
 		if c.sessions.Closing() {
-			return true
+			return true, -1
 		}
 		c.renewed(sent)
 		if c.sessions.Established(nrow.id) == regcenter.SessionNext {
 			c.watches.resyncAll()
 		}
-		return true
+		return true, -1
 	}
 	b := &pgx.Batch{}
 	b.Queue(`UPDATE shardjob_rc_sessions SET expires = now() + ttl WHERE id = $1 AND token = $2 AND expires > now()`, row.id, row.token)
 	b.Queue(`SELECT shardjob_rc_reap($1, 0, 0)`, c.ns)
 	b.Queue(`SELECT shardjob_rc_prune($1, $2, $3)`, c.ns, c.retention.Load(), pruneBatch)
+	b.Queue(`SELECT EXTRACT(EPOCH FROM min(expires) - now())::float8 FROM shardjob_rc_sessions WHERE ns = $1 AND id <> $2`, c.ns, row.id)
 	br := c.pool.SendBatch(ctx, b)
 	tag, err := br.Exec()
+	for i := 0; i < 2 && err == nil; i++ { // the reap, the prune
+		_, err = br.Exec()
+	}
+	var until *float64
+	if err == nil {
+		err = br.QueryRow().Scan(&until)
+	}
 	cerr := br.Close()
 	if err == nil {
 		err = cerr
 	}
+	lapse := time.Duration(-1)
+	if until != nil {
+		lapse = max(time.Duration(*until*float64(time.Second)), 0)
+	}
 	if c.sessions.Closing() {
-		return true
+		return true, -1
 	}
 	switch {
 	case err == nil && tag.RowsAffected() == 1:
@@ -554,13 +621,13 @@ func (c *Center) heartbeatOnce(ctx context.Context) bool {
 		c.row.Store(nil)
 		c.sessions.Lose(fmt.Errorf("%w: session %d expired in PostgreSQL", regcenter.ErrSessionLost, row.id))
 		c.sessions.Wake()
-		return false // make a new one at once
+		return false, -1 // make a new one at once
 	default:
 		c.counters.errs.Add(1)
 		c.sessions.Suspend("PostgreSQL heartbeat failed; firing suspended", "err", err)
-		return false
+		return false, -1
 	}
-	return true
+	return true, lapse
 }
 
 // watchdog ends the session when its fencing lease lapses on the

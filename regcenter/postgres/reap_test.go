@@ -115,3 +115,48 @@ func TestSessionIsIDAndToken(t *testing.T) {
 		t.Fatalf("session ended with %v, want ErrSessionLost", first.Err())
 	}
 }
+
+// A lapsed session is reaped when its lease runs out, not at the live
+// clients' next renewal: a heartbeat that reads another session's lease
+// running out sooner sends the reaping heartbeat then. Both sessions here
+// renew every two minutes, so only that heartbeat can reap within the
+// test's minute.
+func TestALapseIsReapedWhenItComes(t *testing.T) {
+	url := newDatabase(t, pg)
+	long := regcenter.Config{Namespace: "lapse", SessionTimeout: 10 * time.Minute}
+	a := newCenter(t, url, long)
+	doomed := newCenter(t, url, long)
+	ctx := ctxFor(t)
+	if err := doomed.EnsurePath(ctx, "/eph"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := doomed.Create(ctx, "/eph/d", nil, regcenter.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan struct{}, 1)
+	_, cancel, err := a.WatchNow(ctx, "/eph/d", regcenter.WatchNode, func(e regcenter.Event) {
+		if e.Type == regcenter.EventDeleted {
+			select {
+			case deleted <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	// The doomed session's lease now runs out in two seconds on the
+	// server's clock; a's heartbeat reads that.
+	if _, err := a.Pool().Exec(ctx, "UPDATE shardjob_rc_sessions SET expires = now() + interval '2 seconds' WHERE id = $1", doomed.Session().ID()); err != nil {
+		t.Fatal(err)
+	}
+	if !a.HeartbeatNow() {
+		t.Fatal("a heartbeat was not answered")
+	}
+	select {
+	case <-deleted:
+	case <-time.After(time.Minute):
+		t.Fatal("the lapsed session's ephemeral node is still there a minute later: not reaped when its lease ran out")
+	}
+}
