@@ -36,8 +36,10 @@
 // A session is a row whose lease the server's clock keeps: expires is
 // now() + the session timeout, renewed by a heartbeat every fifth of it.
 // A session whose lease ran out is reaped by any live client of its
-// namespace (at each of its heartbeats): the session row and its ephemeral
-// nodes are deleted in one transaction, which a second reaper finds done.
+// namespace (at each of its heartbeats, and at the moment the next lease
+// of another session runs out, which each heartbeat reads): the session
+// row and its ephemeral nodes are deleted in one transaction, which a
+// second reaper finds done.
 // An ephemeral create checks, in its transaction, that its session's lease
 // still runs on the server's clock, holding the row against a reaper.
 //
