@@ -51,19 +51,7 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 		},
 		Soon: soon.Load,
 	}
-	flagged := func() bool {
-		t.Helper()
-		ok, _, err := rc.Exists(ctx, paths.Necessary())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return ok
-	}
+	flagged := takeFlag(t, ctx, rc, paths)
 
 	o.Elected(ctx)
 	if !flagged() {
@@ -252,19 +240,7 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 			t.Fatal("the first membership check did not check")
 		}
 	}
-	flagged := func() bool {
-		t.Helper()
-		ok, _, err := rc.Exists(ctx, paths.Necessary())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return ok
-	}
+	flagged := takeFlag(t, ctx, rc, paths)
 
 	fault = placed
 	elected()
@@ -309,4 +285,22 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 		t.Error("a status node no instance holds: no reshard flagged")
 	}
 	o.Revoked()
+}
+
+// takeFlag returns a func reporting whether a reshard of the job at paths
+// is flagged, and taking the flag down when it is.
+func takeFlag(t *testing.T, ctx context.Context, rc regcenter.Center, paths layout.Job) func() bool {
+	return func() bool {
+		t.Helper()
+		ok, _, err := rc.Exists(ctx, paths.Necessary())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return ok
+	}
 }
