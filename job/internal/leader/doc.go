@@ -16,14 +16,14 @@
 //     servers of the last reshard (SetSharded); the generation (BumpGen,
 //     Changed); and the turn (TryAcquire, Acquire, Release);
 //   - the Office (office.go), the mechanisms: what the leader does when
-//     elected (Elected: the servers and the reshard requests watched) or revoked (Revoked), the membership check after a
-//     change of the servers (CheckMembership, under the turn so that it
-//     compares with the reshard in flight once done: a reshard flagged unless
-//     the assignment stands — a new leader's first check keeps the
-//     assignment it inherits when it holds, Inherit —; it returns the
-//     servers read), Membership (that
-//     check, and with failover on the departed servers' items queued and
-//     the load table repaired), and the flag of a reshard (FlagReshard,
+//     elected (Elected: the servers and the reshard requests watched) or
+//     revoked (Revoked), the membership check after a change of the
+//     servers (CheckMembership, under the turn so that it compares with
+//     the reshard in flight once done: a reshard flagged unless the
+//     assignment stands — a new leader's first check keeps the assignment
+//     it inherits when it holds, Inherit —; it returns the servers read),
+//     Membership (that check, and with failover on the departed servers'
+//     items queued and the load table repaired), and the flag of a reshard (FlagReshard,
 //     also a function of its own: any instance flags one, at registration
 //     too, with no Office made).
 //
@@ -37,10 +37,12 @@
 // start a pass on a goroutine of the runner and return.
 //
 // Registry round trips: Duties none. The Office's: Elected's request
-// watch armed by its read and the request read (one each); Inherit's look
-// at the inherited assignment (Fault's reads and reshard.FakeStatuses's
-// one) and a reshard flag when it does not hold (one transaction); CheckMembership's read of the servers (see
-// reshard.ReadServers), of the exclusions and reshard.Stands's.
+// watch armed by its read and the request read (one each);
+// CheckMembership's read of the servers (see reshard.ReadServers), of the
+// exclusions and reshard.Stands's, or on a new leader's first check
+// Inherit's (Fault's reads and reshard.FakeStatuses's one, on the servers
+// already read) and a reshard flag when the assignment does not hold (one
+// transaction).
 //
 // It may import the standard library, regcenter, internal/layout,
 // job/internal/reshard (the Servers it reads, Stands) and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/reshard"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 	"github.com/shardjob/shardjob/regcenter/zookeeper"
@@ -195,14 +196,7 @@ func TestTheOfficeOnARealRegistry(t *testing.T) {
 // does not hold, when it cannot tell, and when a server's status node is
 // no instance's.
 func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
-	zc := zktest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rc, err := zookeeper.Open(ctx, regcenter.Config{Servers: zc.Servers(), Namespace: "inherit"}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
+	ctx, rc := roomtest.ZooKeeper(t, "inherit")
 	paths := layout.Job("j")
 	for _, p := range []string{paths.ShardingEpoch(), paths.Server("a"), paths.Server("b"), paths.Server("c")} {
 		if err := rc.EnsurePath(ctx, p); err != nil {
@@ -292,10 +286,7 @@ func TestANewLeaderKeepsAnAssignmentThatHolds(t *testing.T) {
 func takeFlag(t *testing.T, ctx context.Context, rc regcenter.Center, paths layout.Job) func() bool {
 	return func() bool {
 		t.Helper()
-		ok, _, err := rc.Exists(ctx, paths.Necessary())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ok := roomtest.Exists(t, ctx, rc, paths.Necessary())
 		if ok {
 			if err := rc.Delete(ctx, paths.Necessary(), -1); err != nil {
 				t.Fatal(err)

@@ -17,8 +17,9 @@ import (
 // Stands reports whether the job's assignment, made for the servers last
 // (the last reshard by this leader), still holds for online: no server was
 // added, every server that left holds no item of the job, and no item
-// waits unplaced. With last nil (a new leader: nothing known of the last
-// reshard) it does not. A death or a drain then disturbs only the jobs
+// waits unplaced. With last nil (nothing known of the last reshard) it
+// does not: a new leader asks instead whether the assignment it inherits
+// holds (leader.Office.Inherit). A death or a drain then disturbs only the jobs
 // whose items the server held: the others' instances are not sent to read
 // their assignment again at their next fire (a flagged reshard moves the
 // epoch that every fire's proof checks), which at hundreds of jobs delayed
