@@ -108,7 +108,7 @@ type Center struct {
 
 	watches  *backend.WatchTable[etcdTask] // the watches and the dispatcher's queue (watch.go)
 	startRev int64                         // where the namespace watch starts
-	reads    chan *watchRead               // WatchNow's reads, for the reader (readgroup.go)
+	reads    chan *queuedRead              // reads queued for the reader (readgroup.go)
 
 	// Test hooks (export_test.go).
 	keepAliveOff atomic.Bool
@@ -244,7 +244,7 @@ func Open(ctx context.Context, cfg regcenter.Config, opts ...regcenter.Option) (
 		epoch:      time.Now(),
 		watches:    backend.NewWatchTable[etcdTask](),
 		watchKick:  make(chan struct{}, 1),
-		reads:      make(chan *watchRead),
+		reads:      make(chan *queuedRead),
 		leaseDoubt: make(chan struct{}, 1),
 		group:      startstop.New(ctx),
 	}
@@ -907,7 +907,7 @@ func (e *Center) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, err
 	if err != nil {
 		return nil, regcenter.Stat{}, err
 	}
-	r := &watchRead{path: cp}
+	r := &queuedRead{path: cp}
 	if err := e.groupedRead(ctx, r); err != nil {
 		return nil, regcenter.Stat{}, backend.WrapPath("get", p, err)
 	}
@@ -961,7 +961,7 @@ func (e *Center) Exists(ctx context.Context, p string) (bool, regcenter.Stat, er
 	if err != nil {
 		return false, regcenter.Stat{}, err
 	}
-	r := &watchRead{path: cp}
+	r := &queuedRead{path: cp}
 	if err := e.groupedRead(ctx, r); err != nil {
 		return false, regcenter.Stat{}, backend.WrapPath("exists", p, err)
 	}
@@ -992,7 +992,7 @@ func (e *Center) Children(ctx context.Context, p string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &watchRead{path: cp, children: true}
+	r := &queuedRead{path: cp, children: true}
 	if err := e.groupedRead(ctx, r); err != nil {
 		return nil, backend.WrapPath("children", p, err)
 	}

@@ -23,8 +23,9 @@ import (
 // keeps below it), and the ranges' keys stay far below its request limit.
 const maxReadGroupBytes = 256 << 10
 
-// watchRead is one grouped read and, once done is closed, its answer.
-type watchRead struct {
+// queuedRead is one read queued for the reader (a WatchNow's first read, or
+// a plain Get, Exists or Children) and, once done is closed, its answer.
+type queuedRead struct {
 	path     string // clean
 	children bool
 	// plain is a read of Get, Exists or Children, not WatchNow's: a group
@@ -38,7 +39,7 @@ type watchRead struct {
 }
 
 // appendReadOps appends the ranges that read r's state to dst.
-func (e *Center) appendReadOps(dst []clientv3.Op, r *watchRead) []clientv3.Op {
+func (e *Center) appendReadOps(dst []clientv3.Op, r *queuedRead) []clientv3.Op {
 	if r.children {
 		return e.appendChildrenOps(dst, r.path)
 	}
@@ -47,7 +48,7 @@ func (e *Center) appendReadOps(dst []clientv3.Op, r *watchRead) []clientv3.Op {
 
 // groupRead queues r for the reader and waits for its answer, or for ctx.
 // An answer that comes after ctx ended is dropped.
-func (e *Center) groupRead(ctx context.Context, r *watchRead) error {
+func (e *Center) groupRead(ctx context.Context, r *queuedRead) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -70,9 +71,9 @@ func (e *Center) groupRead(ctx context.Context, r *watchRead) error {
 // readLoop is the reader: it sends the queued reads in groups until ctx
 // ends, then answers the reads still queued with ErrClosed.
 func (e *Center) readLoop(ctx context.Context) {
-	var group []*watchRead
+	var group []*queuedRead
 	var ops []clientv3.Op
-	var next *watchRead // taken, but over the bounds of the group before it
+	var next *queuedRead // taken, but over the bounds of the group before it
 	for {
 		if next == nil {
 			select {
@@ -128,7 +129,7 @@ func opsBytes(ops []clientv3.Op) int {
 
 // readGroup reads the state of every read of group (whose ranges are ops,
 // in order) in one transaction, and answers each.
-func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []clientv3.Op) {
+func (e *Center) readGroup(ctx context.Context, group []*queuedRead, ops []clientv3.Op) {
 	var rs []*etcdRange
 	counter := &e.counters.Reads
 	for _, r := range group {
@@ -171,7 +172,7 @@ func (e *Center) readGroup(ctx context.Context, group []*watchRead, ops []client
 
 // groupedRead reads r's state in a group, and reads again after a lost
 // connection as retryingRead does: the single-node reads' way.
-func (e *Center) groupedRead(ctx context.Context, r *watchRead) error {
+func (e *Center) groupedRead(ctx context.Context, r *queuedRead) error {
 	r.plain = true
 	return e.retry(ctx, func() error { return e.groupRead(ctx, r) })
 }

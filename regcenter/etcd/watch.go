@@ -48,7 +48,7 @@ func (e *Center) WatchNow(ctx context.Context, p string, kind regcenter.WatchKin
 	}
 	key := backend.WatchKey{Path: cp, Kind: kind}
 	_, sub, cancel := e.watches.Subscribe(key, fn)
-	r := &watchRead{path: cp, children: kind == regcenter.WatchChildren}
+	r := &queuedRead{path: cp, children: kind == regcenter.WatchChildren}
 	if err := e.groupRead(ctx, r); err != nil {
 		e.enqueue(etcdTask{key: key, sub: sub})
 		return regcenter.WatchState{}, cancel, backend.WrapPath("watch", p, err)
