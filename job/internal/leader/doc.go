@@ -23,9 +23,9 @@
 //     assignment stands — a new leader's first check keeps the assignment
 //     it inherits when it holds, Inherit —; it returns the servers read),
 //     Membership (that check, and with failover on the departed servers'
-//     items queued and the load table repaired), and the flag of a reshard (FlagReshard,
-//     also a function of its own: any instance flags one, at registration
-//     too, with no Office made).
+//     items queued and the load table repaired), and the flag of a
+//     reshard (FlagReshard, also a function of its own: any instance flags
+//     one, at registration too, with no Office made).
 //
 // The lock discipline. Duties owns its lock, taken only in its methods.
 // Under it, it calls the functions it is handed: leading (Keep,
