@@ -32,6 +32,10 @@ type Book struct {
 	now          func() time.Time // the scheduler's clock
 	lead         time.Duration    // the scheduler's fire lead
 	onIdle       func()           // the last item running here was released
+	// followers counts the executions in runs.running that followed a
+	// writing one (their after is set): After answers without the lock
+	// while there are none, the steady state.
+	followers atomic.Int32
 }
 
 // Options are what a Book is given by its job and scheduler.
@@ -95,6 +99,21 @@ type execution struct {
 	// alongside: a run beside the item's execution in the book's runs
 	// (OverlapAllow), counted in its alongside rather than kept there.
 	alongside bool
+	// writing: the run returned and its completion, the item's mark kept,
+	// is being written (Writing): the item's next plain fire may follow it
+	// (see ReserveFire).
+	writing bool
+	// written is closed when a writing execution's item is released,
+	// once its completion is written or given up; made by the fire that
+	// follows it.
+	written chan struct{}
+	// prev is the writing execution this one follows, until the first
+	// release of the item (its completion's, or this run's own if it ends
+	// unstarted); nil otherwise.
+	prev *execution
+	// after is prev's written, kept past the release that clears prev:
+	// this run's completion waits for it (Book.After).
+	after <-chan struct{}
 }
 
 // span is the fires the execution stands for.

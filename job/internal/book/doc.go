@@ -15,7 +15,9 @@
 //     (Started, LatestThrough), the waits on owed items running elsewhere;
 //   - the reservations (reserve.go): a scheduled fire's (ReserveFire, and
 //     Undo for a fire whose proof failed), every other run's (Reserve),
-//     the runs alongside under OverlapAllow, and the releases (Release);
+//     the runs alongside under OverlapAllow, a plain fire that follows a
+//     run whose completion is being written (Writing, After), and the
+//     releases (Release);
 //   - the debts (debts.go): noting a missed fire, the fire missed while
 //     disconnected, a make-up run's narrowing and the debts it absorbs,
 //     the debts taken for runs, what a completion paid, and what a leave

@@ -77,7 +77,11 @@ func (b *Book) reserveItemLocked(res *Reservation, j Job, it int, at time.Time, 
 		fact.Running = e.span()
 	}
 	b.owed.dispatch(it, at)
-	d := fireplan.Decide(fireplan.Fire{At: at, Overlap: j.Overlap, Schedule: j.Schedule, Now: b.now(), Lead: b.lead}, fact)
+	fire := fireplan.Fire{At: at, Overlap: j.Overlap, Schedule: j.Schedule, Now: b.now(), Lead: b.lead}
+	if busy && b.followLocked(res, e, fire, fact) {
+		return
+	}
+	d := fireplan.Decide(fire, fact)
 	switch d.Action {
 	case fireplan.Alongside:
 		res.taken = append(res.taken, b.runAlongsideLocked(it, at))
@@ -112,6 +116,83 @@ func (b *Book) reserveItemLocked(res *Reservation, j Job, it int, at time.Time, 
 	}
 }
 
+// followLocked reserves item e.item for the plain fire at, beside its
+// execution e, when e's run has returned and only its completion is being
+// written (Writing), and the fire would run plain were the item free: it
+// owes nothing and e does not stand for it. The fire runs on time, not as
+// a make-up run once the write returns; its completion waits for e's
+// (After) and adds to the record e's wrote, so that the
+// records are written in the order of the fires, as if the runs had not
+// met. It reports whether it reserved the item.
+func (b *Book) followLocked(res *Reservation, e *execution, f fireplan.Fire, fact fireplan.Item) bool {
+	if !e.writing || e.prev != nil || e.alongside || f.Overlap == fireplan.OverlapAllow || !e.through.Before(f.At) {
+		return false
+	}
+	fact.Busy, fact.Running = false, fireplan.Span{}
+	if d := fireplan.Decide(f, fact); d.Action != fireplan.Run || d.MakeUp || d.ForgetDebt {
+		return false
+	}
+	if e.written == nil {
+		e.written = make(chan struct{})
+	}
+	next := &execution{item: e.item, fire: f.At, through: f.At, prev: e, after: e.written}
+	b.setRunningLocked(next)
+	res.taken = append(res.taken, next)
+	res.Plain = append(res.Plain, e.item)
+	return true
+}
+
+// After returns, for the run of item for the fire at that followed a run
+// whose completion was being written (ReserveFire), what is closed once
+// that completion ends: the run's own completion waits for it, then adds
+// to the record it wrote. Nil for any other run (the steady state).
+func (b *Book) After(item int, at time.Time) <-chan struct{} {
+	if b.followers.Load() == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.runs.running[item]; e != nil && e.after != nil && e.fire.Equal(at) {
+		return e.after
+	}
+	return nil
+}
+
+// setRunningLocked puts e in the runs as its item's execution, in place
+// of any before it, counting the followers (After) in and out.
+func (b *Book) setRunningLocked(e *execution) {
+	if old := b.runs.running[e.item]; old != nil && old.after != nil {
+		b.followers.Add(-1)
+	}
+	if e.after != nil {
+		b.followers.Add(1)
+	}
+	lazymap.Set(&b.runs.running, e.item, e)
+}
+
+// deleteRunningLocked takes item's execution out of the runs.
+func (b *Book) deleteRunningLocked(item int) {
+	if old := b.runs.running[item]; old != nil && old.after != nil {
+		b.followers.Add(-1)
+	}
+	delete(b.runs.running, item)
+}
+
+// Writing notes that the runs of items for the fires at (by position)
+// have returned and that their completions, which keep the items' marks,
+// are being written: the items' next plain fires may run beside them
+// (ReserveFire). Executions of other fires, or runs alongside, are left
+// as they are.
+func (b *Book) Writing(items []int, fires []time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, it := range items {
+		if e := b.runs.running[it]; e != nil && e.prev == nil && b.runs.alongside[it] == 0 && e.fire.Equal(fires[i]) {
+			e.writing = true
+		}
+	}
+}
+
 // Undo puts back what ReserveFire took, for a fire that did not go ahead:
 // the executions it reserved that are still reserved, and each item's
 // ledger where nobody changed it since (a debt noted meanwhile stays).
@@ -123,8 +204,12 @@ func (b *Book) Undo(res *Reservation) {
 		switch {
 		case e.alongside:
 			b.endAlongsideLocked(e.item)
+		case e.prev != nil && b.runs.running[e.item] == e:
+			// Followed a writing execution still in the book: it is
+			// the item's again.
+			b.setRunningLocked(e.prev)
 		case b.runs.running[e.item] == e:
-			delete(b.runs.running, e.item)
+			b.deleteRunningLocked(e.item)
 			freed = true
 		}
 	}
@@ -218,10 +303,18 @@ func (b *Book) Release(items []int) (idle, owed, trigger bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, it := range items {
+		if e := b.runs.running[it]; e != nil && e.prev != nil {
+			// The first of two releases of a followed item: the writing
+			// execution's completion ends (or the follower's run ended
+			// unstarted); the follower's completion may go on.
+			close(e.prev.written)
+			e.prev = nil
+			continue
+		}
 		if b.endAlongsideLocked(it) {
 			continue // the item's other run goes on
 		}
-		delete(b.runs.running, it)
+		b.deleteRunningLocked(it)
 	}
 	idle = len(b.runs.running) == 0
 	if idle {

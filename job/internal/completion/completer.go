@@ -221,6 +221,7 @@ func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
 		items[i] = b.Item
 	}
 	if !j.Unmonitored {
+		s.awaitPrevious(batch)
 		s.writeCompletion(sess, j, batch)
 		if sess.Err() != nil && s.Ended != nil {
 			s.Ended(sess, items)
@@ -239,6 +240,32 @@ func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
 	// its queued debt any more.
 	s.Claims.Unblock(items)
 	s.Release(items)
+}
+
+// awaitPrevious waits, for each of batch's runs that followed a run of
+// its item whose completion was being written (book.Book.After), for that
+// completion to end, and takes the item's record as it left it for the
+// run's prior: the fires are recorded in their order, each completion
+// adding to the last. The wait ends with the completion's own bound
+// (Config.Life); an item whose previous completion was given up keeps the
+// record as it was, that run's fires then looking unrun, as its warning
+// says.
+func (s *Completer) awaitPrevious(batch []Result) {
+	for i := range batch {
+		b := &batch[i]
+		after := s.Book.After(b.Item, b.Fire)
+		if after == nil {
+			continue
+		}
+		select {
+		case <-after:
+		case <-s.Life.Done():
+			return
+		}
+		if rec, ok := s.Records.Lookup(b.Item); ok {
+			b.Prior = rec
+		}
+	}
 }
 
 // readRecord reads item's completed node with what a record deferred here

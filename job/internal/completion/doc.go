@@ -10,6 +10,11 @@
 //     results (completer.go): a transaction carries the results that
 //     arrived while the previous one was in flight or within linger, at
 //     most as many as fit in TxnBytes;
+//   - the order of an item's completions: one whose run followed the
+//     item's previous run while that run's completion was being written
+//     (book.Book.After) waits for it and adds to the record it wrote
+//     (completer.go); a completion that writes a kept item's record tells
+//     the book so (book.Book.Writing, write.go);
 //   - a completion transaction (write.go): per item its running mark
 //     deleted (unless held for the next fires), its failover claim and
 //     queue entry, a hand-over entry for a run cut short by shutdown, its

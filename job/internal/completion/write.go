@@ -188,6 +188,7 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 			return
 		}
 	}
+	s.noteWriting(j, &c)
 	// Not under the session, which may end before its completion is
 	// written: under shutdown's last wait for background work.
 	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
@@ -231,6 +232,27 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		step = next
 	}
 	s.Log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+}
+
+// noteWriting tells the book which of c's runs, plain fires ended whose
+// marks stay held here under the live session (fenced), now wait for
+// their completion's write: the items' next fires need not wait with them
+// (book.Book.Writing). Runs beside others (OverlapAllow) are left out:
+// their fires run beside them anyway.
+func (s *Completer) noteWriting(j Job, c *completion) {
+	if !c.fenced || len(c.keep) == 0 || j.Book.Overlap == fireplan.OverlapAllow {
+		return
+	}
+	var items []int
+	var fires []time.Time
+	for _, b := range c.batch {
+		if c.keep[b.Item] && b.Kind == book.Fire && b.Halted == nil && !b.Settled {
+			items, fires = append(items, b.Item), append(fires, b.Fire)
+		}
+	}
+	if len(items) > 0 {
+		s.Book.Writing(items, fires)
+	}
 }
 
 // flushUnrecorded writes, before c's transaction deletes their running

@@ -1,0 +1,165 @@
+package job
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/journal"
+	"github.com/shardjob/shardjob/job/internal/stored"
+	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/zktest"
+)
+
+// heldRecordWrite is a real registry whose first transaction writing a
+// completed record, once armed, waits until released: a registry member
+// slow to commit it (a CPU hog beside it, 300 jobs' first writes queued).
+type heldRecordWrite struct {
+	regcenter.Center
+	armed   atomic.Bool
+	held    chan struct{} // closed when the write is held
+	release chan struct{} // closed to let it go
+}
+
+func (h *heldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	for _, op := range ops {
+		var p string
+		switch o := op.(type) {
+		case regcenter.SetOp:
+			p = o.Path
+		case regcenter.CreateOp:
+			p = o.Path
+		}
+		if strings.HasSuffix(p, "/"+layout.Completed) && h.armed.CompareAndSwap(true, false) {
+			close(h.held)
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			break
+		}
+	}
+	return h.Center.Multi(ctx, ops...)
+}
+
+// TestNextFireRunsWhileTheLastRecordIsWritten: an item's fire whose run
+// returned and whose completion's record write is slow to commit does not
+// hold the item's next fire back: that fire runs on time, as a plain fire
+// (not a make-up run once the write returns), and its completion adds to
+// the record the first wrote — each fire run once, both recorded, the
+// second journalled before any flush, so that a crash then runs neither
+// again.
+func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
+	zc := zktest.Start(t)
+	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "follow"})
+	rc := &heldRecordWrite{Center: zk, held: make(chan struct{}), release: make(chan struct{})}
+	var let sync.Once
+	letGo := func() { let.Do(func() { close(rc.release) }) }
+	t.Cleanup(letGo) // before the scheduler's shutdown, on any failure
+	var mu sync.Mutex
+	runs := map[time.Time][]Kind{}
+	entered := make(chan time.Time, 4)
+	j := SimpleFunc(func(_ context.Context, sc ShardingContext) error {
+		mu.Lock()
+		runs[sc.FireTime] = append(runs[sc.FireTime], sc.Kind)
+		mu.Unlock()
+		entered <- sc.FireTime
+		return nil
+	})
+	s, r := runOneJob(t, rc, Config{Name: "follow", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, j)
+	if err := r.prepareSync(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Truncate(time.Second)
+	first, second := start.Add(time.Second), start.Add(2*time.Second)
+	deadline := time.After(30 * time.Second)
+
+	// A fire before them, as a new job's before its reshard: its
+	// completion releases its mark (writing the record).
+	r.fireAssigned(zk.Session(), start, KindFire, nil)
+	<-entered
+
+	// The first fire under the item's new mark, which it keeps, writes its
+	// record: held.
+	rc.armed.Store(true)
+	firstDone := make(chan struct{})
+	go func() {
+		defer close(firstDone)
+		r.fireAssigned(zk.Session(), first, KindFire, nil)
+	}()
+	select {
+	case <-rc.held:
+	case <-deadline:
+		t.Fatal("the first fire's record write never came")
+	}
+	<-entered // the first fire's run
+
+	// The next fire starts its run while that write is held.
+	secondDone := make(chan struct{})
+	go func() {
+		defer close(secondDone)
+		r.fireAssigned(zk.Session(), second, KindFire, nil)
+	}()
+	select {
+	case got := <-entered:
+		if !got.Equal(second) {
+			t.Fatalf("a run of fire %s entered; want the second fire %s", got.Format(time.TimeOnly), second.Format(time.TimeOnly))
+		}
+	case <-secondDone:
+		t.Fatal("the second fire ended without running its item while the first record was being written")
+	case <-deadline:
+		t.Fatal("the second fire did not run while the first record was being written")
+	}
+	letGo()
+	for _, done := range []chan struct{}{firstDone, secondDone} {
+		select {
+		case <-done:
+		case <-deadline:
+			t.Fatal("a fire did not end once the write was released")
+		}
+	}
+
+	mu.Lock()
+	for _, at := range []time.Time{first, second} {
+		if k := runs[at]; len(k) != 1 || k[0] != KindFire {
+			t.Errorf("fire %s ran as %v; want one plain run", at.Format(time.TimeOnly), k)
+		}
+	}
+	if len(runs) != 3 {
+		t.Errorf("runs %v; want the three fires only", runs)
+	}
+	mu.Unlock()
+
+	// As a crash now would leave it: the node lists the first fire, the
+	// journal it names the second.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := readMark(t, r, zk, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, err := journal.Read(ctx, zk, m.Journal, "follow", 0)
+	if err != nil || m.Journal != s.journal.ID() {
+		t.Fatalf("record names journal %q (this process's: %q), read: %v", m.Journal, s.journal.ID(), err)
+	}
+	sched := r.config().book.Schedule
+	cov := m.Cover().Union(sched, stored.RanCover(ran))
+	for _, at := range []time.Time{first, second} {
+		if !cov.UncoveredFrom(sched, at).After(at) {
+			t.Errorf("record and journal %v do not list fire %s", cov.Ran(), at.Format(time.TimeOnly))
+		}
+	}
+	// Flushed, the node lists both.
+	r.active().done.FlushAll(ctx)
+	if m, err = readMark(t, r, zk, 0); err != nil {
+		t.Fatal(err)
+	}
+	if m.Fire != second.UnixMilli() || len(m.Ran) != 1 || m.Ran[0] != [2]int64{start.UnixMilli(), second.UnixMilli()} {
+		t.Errorf("flushed record: through %d, ran %v; want %d..%d", m.Fire, m.Ran, start.UnixMilli(), second.UnixMilli())
+	}
+}
