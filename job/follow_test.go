@@ -49,11 +49,12 @@ func (h *heldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error 
 
 // TestNextFireRunsWhileTheLastRecordIsWritten: an item's fire whose run
 // returned and whose completion's record write is slow to commit does not
-// hold the item's next fire back: that fire runs on time, as a plain fire
-// (not a make-up run once the write returns), and its completion adds to
-// the record the first wrote — each fire run once, both recorded, the
-// second journalled before any flush, so that a crash then runs neither
-// again.
+// hold the item's next fires back: they run on time, as plain fires (not
+// a make-up run once the write returns), each following the run before it
+// while that run's completion waits, and their completions add to the
+// record the first wrote — each fire run once, all recorded, the later
+// ones journalled before any flush, so that a crash then runs none of
+// them again.
 func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	zc := zktest.Start(t)
 	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "follow"})
@@ -76,7 +77,7 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now().Truncate(time.Second)
-	first, second := start.Add(time.Second), start.Add(2*time.Second)
+	first, second, third := start.Add(time.Second), start.Add(2*time.Second), start.Add(3*time.Second)
 	deadline := time.After(30 * time.Second)
 
 	// A fire before them, as a new job's before its reshard: its
@@ -115,8 +116,32 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	case <-deadline:
 		t.Fatal("the second fire did not run while the first record was being written")
 	}
+	// The second run returned, and its completion waits for the first:
+	// the third fire follows it in turn.
+	for !r.book.Returned(0) {
+		select {
+		case <-deadline:
+			t.Fatal("the second run's completion never waited for the first")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	thirdDone := make(chan struct{})
+	go func() {
+		defer close(thirdDone)
+		r.fireAssigned(zk.Session(), third, KindFire, nil)
+	}()
+	select {
+	case got := <-entered:
+		if !got.Equal(third) {
+			t.Fatalf("a run of fire %s entered; want the third fire %s", got.Format(time.TimeOnly), third.Format(time.TimeOnly))
+		}
+	case <-thirdDone:
+		t.Fatal("the third fire ended without running its item while the first record was being written")
+	case <-deadline:
+		t.Fatal("the third fire did not run while the first record was being written")
+	}
 	letGo()
-	for _, done := range []chan struct{}{firstDone, secondDone} {
+	for _, done := range []chan struct{}{firstDone, secondDone, thirdDone} {
 		select {
 		case <-done:
 		case <-deadline:
@@ -125,13 +150,13 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	}
 
 	mu.Lock()
-	for _, at := range []time.Time{first, second} {
+	for _, at := range []time.Time{first, second, third} {
 		if k := runs[at]; len(k) != 1 || k[0] != KindFire {
 			t.Errorf("fire %s ran as %v; want one plain run", at.Format(time.TimeOnly), k)
 		}
 	}
-	if len(runs) != 3 {
-		t.Errorf("runs %v; want the three fires only", runs)
+	if len(runs) != 4 {
+		t.Errorf("runs %v; want the four fires only", runs)
 	}
 	mu.Unlock()
 
@@ -149,7 +174,7 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	}
 	sched := r.config().book.Schedule
 	cov := m.Cover().Union(sched, stored.RanCover(ran))
-	for _, at := range []time.Time{first, second} {
+	for _, at := range []time.Time{first, second, third} {
 		if !cov.UncoveredFrom(sched, at).After(at) {
 			t.Errorf("record and journal %v do not list fire %s", cov.Ran(), at.Format(time.TimeOnly))
 		}
@@ -159,7 +184,7 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	if m, err = readMark(t, r, zk, 0); err != nil {
 		t.Fatal(err)
 	}
-	if m.Fire != second.UnixMilli() || len(m.Ran) != 1 || m.Ran[0] != [2]int64{start.UnixMilli(), second.UnixMilli()} {
-		t.Errorf("flushed record: through %d, ran %v; want %d..%d", m.Fire, m.Ran, start.UnixMilli(), second.UnixMilli())
+	if m.Fire != third.UnixMilli() || len(m.Ran) != 1 || m.Ran[0] != [2]int64{start.UnixMilli(), third.UnixMilli()} {
+		t.Errorf("flushed record: through %d, ran %v; want %d..%d", m.Fire, m.Ran, start.UnixMilli(), third.UnixMilli())
 	}
 }

@@ -100,16 +100,15 @@ type execution struct {
 	// (OverlapAllow), counted in its alongside rather than kept there.
 	alongside bool
 	// writing: the run returned and its completion, the item's mark kept,
-	// is being written (Writing): the item's next plain fire may follow it
-	// (see ReserveFire).
+	// is being written, or waits for the one before it (Writing): the
+	// item's next plain fire may follow it (see ReserveFire).
 	writing bool
 	// written is closed when a writing execution's item is released,
 	// once its completion is written or given up; made by the fire that
 	// follows it.
 	written chan struct{}
-	// prev is the writing execution this one follows, until the first
-	// release of the item (its completion's, or this run's own if it ends
-	// unstarted); nil otherwise.
+	// prev is the writing execution this one follows, until its release
+	// (Release: the oldest of a chain of followers first); nil otherwise.
 	prev *execution
 	// after is prev's written, kept past the release that clears prev:
 	// this run's completion waits for it (Book.After).

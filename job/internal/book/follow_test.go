@@ -45,13 +45,12 @@ func TestNextFireFollowsARunWhoseCompletionIsWritten(t *testing.T) {
 	if b.After(0, at(1)) != nil {
 		t.Error("the written run's own completion waits for something")
 	}
-	// A third fire while the second runs owes: the second has not
-	// returned, and one follower at a time.
-	b.Writing([]int{0}, []time.Time{at(2)})
+	// A third fire while the second runs owes: its run has not returned.
 	third := b.ReserveFire(j, []int{0}, at(3), nil, nil, nil)
 	if len(third.Plain) != 0 {
 		t.Fatal("a third fire followed a run that had not returned")
 	}
+	b.Undo(third)
 
 	// The first completion's release ends the wait, and keeps the item
 	// reserved for the second run.
@@ -69,6 +68,39 @@ func TestNextFireFollowsARunWhoseCompletionIsWritten(t *testing.T) {
 	}
 	if b.followers.Load() != 0 {
 		t.Errorf("followers %d after both releases", b.followers.Load())
+	}
+}
+
+// TestFollowersChain: a run waiting for its item's previous completion
+// (After) may be followed in turn once it returned (Writing); the releases
+// end the waits in the order of the fires.
+func TestFollowersChain(t *testing.T) {
+	b, _ := testBook(&clock{at(3)}, 0)
+	j := secondly(1)
+	busy(b, 0, at(1), at(1))
+	b.Writing([]int{0}, []time.Time{at(1)})
+	if res := b.ReserveFire(j, []int{0}, at(2), nil, nil, nil); len(res.Plain) != 1 {
+		t.Fatal("the second fire did not follow the first")
+	}
+	second := b.After(0, at(2))
+	b.Writing([]int{0}, []time.Time{at(2)}) // returned, waiting for the first
+	if res := b.ReserveFire(j, []int{0}, at(3), nil, nil, nil); len(res.Plain) != 1 {
+		t.Fatal("the third fire did not follow the second, which had returned")
+	}
+	third := b.After(0, at(3))
+	if third == nil || third == second {
+		t.Fatal("the third run waits for nothing, or for the first")
+	}
+	b.Release([]int{0}) // the first completion
+	if !closed(second) || closed(third) {
+		t.Fatalf("after the first release: second's wait ended %v, third's %v; want true, false", closed(second), closed(third))
+	}
+	b.Release([]int{0}) // the second
+	if !closed(third) {
+		t.Fatal("the second release did not end the third's wait")
+	}
+	if idle, _, _ := b.Release([]int{0}); !idle || b.followers.Load() != 0 {
+		t.Fatalf("after the third release: idle %v, followers %d", idle, b.followers.Load())
 	}
 }
 

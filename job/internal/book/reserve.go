@@ -118,14 +118,14 @@ func (b *Book) reserveItemLocked(res *Reservation, j Job, it int, at time.Time, 
 
 // followLocked reserves item e.item for the plain fire at, beside its
 // execution e, when e's run has returned and only its completion is being
-// written (Writing), and the fire would run plain were the item free: it
-// owes nothing and e does not stand for it. The fire runs on time, not as
-// a make-up run once the write returns; its completion waits for e's
-// (After) and adds to the record e's wrote, so that the
-// records are written in the order of the fires, as if the runs had not
-// met. It reports whether it reserved the item.
+// written, or waits for the completion before it (Writing), and the fire
+// would run plain were the item free: it owes nothing and e does not
+// stand for it. The fire runs on time, not as a make-up run once the write
+// returns; its completion waits for e's (After) and adds to the record
+// e's wrote, so that the records are written in the order of the fires,
+// as if the runs had not met. It reports whether it reserved the item.
 func (b *Book) followLocked(res *Reservation, e *execution, f fireplan.Fire, fact fireplan.Item) bool {
-	if !e.writing || e.prev != nil || e.alongside || f.Overlap == fireplan.OverlapAllow || !e.through.Before(f.At) {
+	if !e.writing || e.alongside || f.Overlap == fireplan.OverlapAllow || !e.through.Before(f.At) {
 		return false
 	}
 	fact.Busy, fact.Running = false, fireplan.Span{}
@@ -158,6 +158,16 @@ func (b *Book) After(item int, at time.Time) <-chan struct{} {
 	return nil
 }
 
+// Returned reports whether item's execution here has returned and its
+// completion, keeping the mark, is being written or waits for the one
+// before it (Writing): the item's next plain fire would follow it.
+func (b *Book) Returned(item int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.runs.running[item]
+	return e != nil && e.writing
+}
+
 // setRunningLocked puts e in the runs as its item's execution, in place
 // of any before it, counting the followers (After) in and out.
 func (b *Book) setRunningLocked(e *execution) {
@@ -180,14 +190,14 @@ func (b *Book) deleteRunningLocked(item int) {
 
 // Writing notes that the runs of items for the fires at (by position)
 // have returned and that their completions, which keep the items' marks,
-// are being written: the items' next plain fires may run beside them
-// (ReserveFire). Executions of other fires, or runs alongside, are left
+// are being written or wait for the completion before them (After): the
+// items' next plain fires may run beside them (ReserveFire). Executions of other fires, or runs alongside, are left
 // as they are.
 func (b *Book) Writing(items []int, fires []time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, it := range items {
-		if e := b.runs.running[it]; e != nil && e.prev == nil && b.runs.alongside[it] == 0 && e.fire.Equal(fires[i]) {
+		if e := b.runs.running[it]; e != nil && b.runs.alongside[it] == 0 && e.fire.Equal(fires[i]) {
 			e.writing = true
 		}
 	}
@@ -304,11 +314,20 @@ func (b *Book) Release(items []int) (idle, owed, trigger bool) {
 	defer b.mu.Unlock()
 	for _, it := range items {
 		if e := b.runs.running[it]; e != nil && e.prev != nil {
-			// The first of two releases of a followed item: the writing
-			// execution's completion ends (or the follower's run ended
-			// unstarted); the follower's completion may go on.
-			close(e.prev.written)
-			e.prev = nil
+			// A followed item is released once per run of its chain,
+			// the oldest first: the completions end in turn, each
+			// waiting for the one before (After). The oldest leaves the
+			// chain, and the completion waiting for it goes on. (A
+			// follower whose run ended unmarked is released before the
+			// runs it followed: the wait it ends early is then the next
+			// one's, whose completion adds to the record all the same,
+			// re-reading it where a write came between.)
+			x := e
+			for x.prev.prev != nil {
+				x = x.prev
+			}
+			close(x.prev.written)
+			x.prev = nil
 			continue
 		}
 		if b.endAlongsideLocked(it) {

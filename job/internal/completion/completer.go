@@ -112,7 +112,8 @@ type Config struct {
 	// Keep returns which of batch's items keep their running marks after
 	// their runs under sess (the runner's held marks, hold.go); it notes
 	// the others dropped. Called once per completion written, as it starts
-	// (each half of a split asks again), with no lock held.
+	// (before it waits for an item's previous completion, if it does; each
+	// half of a split asks again), with no lock held.
 	Keep func(sess *regcenter.Session, batch []Result) map[int]bool
 	// Release ends the reservations of a batch's items once their
 	// completion is written, or given up. It is the runner's: it starts
@@ -221,8 +222,7 @@ func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
 		items[i] = b.Item
 	}
 	if !j.Unmonitored {
-		s.awaitPrevious(batch)
-		s.writeCompletion(sess, j, batch)
+		s.writeCompletion(sess, j, batch, s.awaitPrevious(sess, j, batch))
 		if sess.Err() != nil && s.Ended != nil {
 			s.Ended(sess, items)
 		}
@@ -250,22 +250,42 @@ func (s *Completer) Complete(sess *regcenter.Session, j Job, batch []Result) {
 // (Config.Life); an item whose previous completion was given up keeps the
 // record as it was, that run's fires then looking unrun, as its warning
 // says.
-func (s *Completer) awaitPrevious(batch []Result) {
-	for i := range batch {
-		b := &batch[i]
-		after := s.Book.After(b.Item, b.Fire)
-		if after == nil {
-			continue
+//
+// Before it waits, it decides which items keep their marks (Config.Keep)
+// and returns that, for the completion to use (nil when no run waits, the
+// steady state: the completion asks then): the runs have returned, and
+// the items' next fires may follow these runs in turn while they wait
+// (noteWriting), on marks these completions will not delete.
+func (s *Completer) awaitPrevious(sess *regcenter.Session, j Job, batch []Result) map[int]bool {
+	var waits map[int]<-chan struct{} // by position in batch
+	for i, b := range batch {
+		if after := s.Book.After(b.Item, b.Fire); after != nil {
+			if waits == nil {
+				waits = map[int]<-chan struct{}{}
+			}
+			waits[i] = after
 		}
+	}
+	if waits == nil {
+		return nil
+	}
+	keep := s.Keep(sess, batch)
+	if keep == nil {
+		keep = map[int]bool{} // decided: none kept
+	}
+	_, fenced := s.Fence.SessionFence(sess)
+	s.noteWriting(j, batch, keep, fenced)
+	for i, after := range waits {
 		select {
 		case <-after:
 		case <-s.Life.Done():
-			return
+			return keep
 		}
-		if rec, ok := s.Records.Lookup(b.Item); ok {
-			b.Prior = rec
+		if rec, ok := s.Records.Lookup(batch[i].Item); ok {
+			batch[i].Prior = rec
 		}
 	}
+	return keep
 }
 
 // readRecord reads item's completed node with what a record deferred here

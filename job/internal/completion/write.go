@@ -164,9 +164,14 @@ const (
 // period for running items ends: the items it cut short are handed over by
 // their completions. Failures to wait out (a registry that cannot answer)
 // are not counted as attempts; failures the completion corrects are.
-func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Result) {
-	c := completion{batch: batch, recorded: make([]fireplan.Cover, len(batch))}
-	c.keep = s.Keep(sess, batch)
+//
+// keep, when not nil, is which items keep their marks, decided as the
+// completion began (awaitPrevious); nil asks Config.Keep now.
+func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Result, keep map[int]bool) {
+	c := completion{batch: batch, recorded: make([]fireplan.Cover, len(batch)), keep: keep}
+	if keep == nil {
+		c.keep = s.Keep(sess, batch)
+	}
 	if c.every, c.journalled = s.recordInterval(j); c.every > 0 && len(c.keep) > 0 {
 		c.now = s.Now()
 	}
@@ -188,7 +193,7 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 			return
 		}
 	}
-	s.noteWriting(j, &c)
+	s.noteWriting(j, batch, c.keep, c.fenced)
 	// Not under the session, which may end before its completion is
 	// written: under shutdown's last wait for background work.
 	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
@@ -219,8 +224,8 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 			return
 		case next == stepSplit:
 			half := len(batch) / 2
-			s.writeCompletion(sess, j, batch[:half])
-			s.writeCompletion(sess, j, batch[half:])
+			s.writeCompletion(sess, j, batch[:half], nil)
+			s.writeCompletion(sess, j, batch[half:], nil)
 			return
 		case err != nil:
 			if !s.backOff(ctx, &delay, err, len(batch)) {
@@ -234,19 +239,20 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 	s.Log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
 }
 
-// noteWriting tells the book which of c's runs, plain fires ended whose
-// marks stay held here under the live session (fenced), now wait for
-// their completion's write: the items' next fires need not wait with them
-// (book.Book.Writing). Runs beside others (OverlapAllow) are left out:
-// their fires run beside them anyway.
-func (s *Completer) noteWriting(j Job, c *completion) {
-	if !c.fenced || len(c.keep) == 0 || j.Book.Overlap == fireplan.OverlapAllow {
+// noteWriting tells the book which of batch's runs, plain fires ended
+// whose marks stay held here (keep) under the live session (fenced), now
+// wait for their completion's write, or for the completion before it: the
+// items' next fires need not wait with them (book.Book.Writing). Runs
+// beside others (OverlapAllow) are left out: their fires run beside them
+// anyway.
+func (s *Completer) noteWriting(j Job, batch []Result, keep map[int]bool, fenced bool) {
+	if !fenced || len(keep) == 0 || j.Book.Overlap == fireplan.OverlapAllow {
 		return
 	}
 	var items []int
 	var fires []time.Time
-	for _, b := range c.batch {
-		if c.keep[b.Item] && b.Kind == book.Fire && b.Halted == nil && !b.Settled {
+	for _, b := range batch {
+		if keep[b.Item] && b.Kind == book.Fire && b.Halted == nil && !b.Settled {
 			items, fires = append(items, b.Item), append(fires, b.Fire)
 		}
 	}
