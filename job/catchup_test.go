@@ -169,14 +169,7 @@ var errHeldBack = errors.New("reshard held back by the test")
 
 func (h *heldReshards) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	for _, op := range ops {
-		var p string
-		switch o := op.(type) {
-		case regcenter.SetOp:
-			p = o.Path
-		case regcenter.CreateOp:
-			p = o.Path
-		}
-		if strings.HasSuffix(p, "/"+layout.Sharding) && strings.Contains(p, "/servers/") {
+		if p := job.WrittenPath(op); strings.HasSuffix(p, "/"+layout.Sharding) && strings.Contains(p, "/servers/") {
 			select {
 			case <-h.release:
 			default:

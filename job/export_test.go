@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/placement"
 	"github.com/shardjob/shardjob/job/internal/process"
 	"github.com/shardjob/shardjob/job/internal/reshard"
@@ -62,3 +66,52 @@ func LateAttemptsForTest(s *Scheduler) int64 { return s.alert.book.Attempts() }
 // does (set by a test of package job_test, which may import jobfile); nil
 // when none is set. The config property test reads its job file with it.
 var JobFileForTest func(file []byte) ([]Config, error)
+
+// HeldRecordWrite is a real registry whose first transaction writing a
+// completed record, once Armed, waits until Release: a member slow to
+// commit it (a CPU hog beside it; a new fleet's first records at once).
+type HeldRecordWrite struct {
+	regcenter.Center
+	Armed   atomic.Bool
+	held    chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// NewHeldRecordWrite wraps rc.
+func NewHeldRecordWrite(rc regcenter.Center) *HeldRecordWrite {
+	return &HeldRecordWrite{Center: rc, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+// Held is closed as the write is held.
+func (h *HeldRecordWrite) Held() <-chan struct{} { return h.held }
+
+// Release lets the write go (at most once).
+func (h *HeldRecordWrite) Release() { h.once.Do(func() { close(h.release) }) }
+
+// Multi holds the first transaction writing a completed record, once armed.
+func (h *HeldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	for _, op := range ops {
+		if strings.HasSuffix(WrittenPath(op), "/"+layout.Completed) && h.Armed.CompareAndSwap(true, false) {
+			close(h.held)
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			break
+		}
+	}
+	return h.Center.Multi(ctx, ops...)
+}
+
+// WrittenPath is the node op writes (a set or a create), or "".
+func WrittenPath(op regcenter.Op) string {
+	switch o := op.(type) {
+	case regcenter.SetOp:
+		return o.Path
+	case regcenter.CreateOp:
+		return o.Path
+	}
+	return ""
+}

@@ -2,47 +2,12 @@ package job_test
 
 import (
 	"context"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
-
-// slowRecordWrite is a registry whose first transaction writing a
-// completed record, once armed, is held until released: a member slow to
-// commit it (a CPU hog beside it; many jobs' first records at once).
-type slowRecordWrite struct {
-	regcenter.Center
-	armed   atomic.Bool
-	held    chan struct{} // closed as the write is held
-	release chan struct{} // closed to let it go
-}
-
-func (w *slowRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
-	for _, op := range ops {
-		var p string
-		switch o := op.(type) {
-		case regcenter.SetOp:
-			p = o.Path
-		case regcenter.CreateOp:
-			p = o.Path
-		}
-		if strings.HasSuffix(p, "/completed") && w.armed.CompareAndSwap(true, false) {
-			close(w.held)
-			select {
-			case <-w.release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			break
-		}
-	}
-	return w.Center.Multi(ctx, ops...)
-}
 
 // TestWrittenBehindNextFireRunsBesideASlowRecordWrite: while a run's
 // completion waits for its record to commit, the item's next fire runs on
@@ -61,24 +26,22 @@ func TestWrittenBehindNextFireRunsBesideASlowRecordWrite(t *testing.T) {
 		}
 		return 0
 	}
-	w := &slowRecordWrite{held: make(chan struct{}), release: make(chan struct{})}
-	var once sync.Once
-	letGo := func() { once.Do(func() { close(w.release) }) }
+	var w *job.HeldRecordWrite
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center { w.Center = rc; return w },
+	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center { w = job.NewHeldRecordWrite(rc); return w },
 		job.WithCompletionJournal(false))
 	if err := s.Add(ctx, everySecond("slowwrite", 1), rec.job("a")); err != nil {
 		t.Fatal(err)
 	}
 	running(t, ctx, "a", rc, s)
-	t.Cleanup(letGo) // registered after the instance's stop: runs before it
+	t.Cleanup(w.Release) // registered after the instance's stop: runs before it
 	rec.waitFires(t, time.Now(), 2, 1, 20*time.Second)
 
-	w.armed.Store(true)
+	w.Armed.Store(true)
 	var heldFire time.Time
 	select {
-	case <-w.held:
+	case <-w.Held():
 		// The write held is the completion of the fire that ran last.
 		heldFire = lastEntered(entered)
 	case <-ctx.Done():
@@ -92,7 +55,7 @@ func TestWrittenBehindNextFireRunsBesideASlowRecordWrite(t *testing.T) {
 	case <-time.After(waitSlack * 5 * time.Second):
 		t.Fatalf("no fire ran while fire %s's record was being written: the next fire waited for the write", heldFire.Format(time.TimeOnly))
 	}
-	letGo()
+	w.Release()
 	end := rec.waitFires(t, heldFire, 2, 1, 20*time.Second)[1]
 
 	// Every fire from the first through end ran once, as a plain fire,

@@ -2,50 +2,15 @@ package job
 
 import (
 	"context"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/journal"
 	"github.com/shardjob/shardjob/job/internal/stored"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
-
-// heldRecordWrite is a real registry whose first transaction writing a
-// completed record, once armed, waits until released: a registry member
-// slow to commit it (a CPU hog beside it, 300 jobs' first writes queued).
-type heldRecordWrite struct {
-	regcenter.Center
-	armed   atomic.Bool
-	held    chan struct{} // closed when the write is held
-	release chan struct{} // closed to let it go
-}
-
-func (h *heldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
-	for _, op := range ops {
-		var p string
-		switch o := op.(type) {
-		case regcenter.SetOp:
-			p = o.Path
-		case regcenter.CreateOp:
-			p = o.Path
-		}
-		if strings.HasSuffix(p, "/"+layout.Completed) && h.armed.CompareAndSwap(true, false) {
-			close(h.held)
-			select {
-			case <-h.release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			break
-		}
-	}
-	return h.Center.Multi(ctx, ops...)
-}
 
 // TestNextFireRunsWhileTheLastRecordIsWritten: an item's fire whose run
 // returned and whose completion's record write is slow to commit does not
@@ -58,10 +23,8 @@ func (h *heldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error 
 func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	zc := zktest.Start(t)
 	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "follow"})
-	rc := &heldRecordWrite{Center: zk, held: make(chan struct{}), release: make(chan struct{})}
-	var let sync.Once
-	letGo := func() { let.Do(func() { close(rc.release) }) }
-	t.Cleanup(letGo) // before the scheduler's shutdown, on any failure
+	rc := NewHeldRecordWrite(zk)
+	t.Cleanup(rc.Release) // before the scheduler's shutdown, on any failure
 	var mu sync.Mutex
 	runs := map[time.Time][]Kind{}
 	entered := make(chan time.Time, 4)
@@ -87,14 +50,14 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 
 	// The first fire under the item's new mark, which it keeps, writes its
 	// record: held.
-	rc.armed.Store(true)
+	rc.Armed.Store(true)
 	firstDone := make(chan struct{})
 	go func() {
 		defer close(firstDone)
 		r.fireAssigned(zk.Session(), first, KindFire, nil)
 	}()
 	select {
-	case <-rc.held:
+	case <-rc.Held():
 	case <-deadline:
 		t.Fatal("the first fire's record write never came")
 	}
@@ -140,7 +103,7 @@ func TestNextFireRunsWhileTheLastRecordIsWritten(t *testing.T) {
 	case <-deadline:
 		t.Fatal("the third fire did not run while the first record was being written")
 	}
-	letGo()
+	rc.Release()
 	for _, done := range []chan struct{}{firstDone, secondDone, thirdDone} {
 		select {
 		case <-done:
