@@ -112,8 +112,8 @@ type Config struct {
 	// Keep returns which of batch's items keep their running marks after
 	// their runs under sess (the runner's held marks, hold.go); it notes
 	// the others dropped. Called once per completion written, as it starts
-	// (before it waits for an item's previous completion, if it does; each
-	// half of a split asks again), with no lock held.
+	// (before it waits for an item's previous completion, if it does; the
+	// halves of a split keep its answer), with no lock held.
 	Keep func(sess *regcenter.Session, batch []Result) map[int]bool
 	// Release ends the reservations of a batch's items once their
 	// completion is written, or given up. It is the runner's: it starts

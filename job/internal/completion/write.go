@@ -223,9 +223,15 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		case next == stepDone:
 			return
 		case next == stepSplit:
+			// The halves keep the marks decided here: the items' next
+			// fires may already run on them (noteWriting).
+			keep := c.keep
+			if keep == nil {
+				keep = map[int]bool{} // decided: none kept
+			}
 			half := len(batch) / 2
-			s.writeCompletion(sess, j, batch[:half], nil)
-			s.writeCompletion(sess, j, batch[half:], nil)
+			s.writeCompletion(sess, j, batch[:half], keep)
+			s.writeCompletion(sess, j, batch[half:], keep)
 			return
 		case err != nil:
 			if !s.backOff(ctx, &delay, err, len(batch)) {
