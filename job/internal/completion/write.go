@@ -194,6 +194,7 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		}
 	}
 	s.noteWriting(j, batch, c.keep, c.fenced)
+	s.rereadUnknownPriors(&c)
 	// Not under the session, which may end before its completion is
 	// written: under shutdown's last wait for background work.
 	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
@@ -243,6 +244,24 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		step = next
 	}
 	s.Log.Warn("giving up marking items completed", "items", len(batch), "last_err", c.lastErr)
+}
+
+// rereadUnknownPriors has the completion read first the records of c's
+// runs that record their fires over a node known to exist whose version
+// they do not know: a make-up run whose record could not be read (it ran
+// all the same), for one. Written over any version, its record would list
+// its own fires only, and drop what the node listed: fires completed, run
+// again by the next make-up run. (The unfenced form reads every node it
+// writes over anyway.)
+func (s *Completer) rereadUnknownPriors(c *completion) {
+	if !c.fenced {
+		return
+	}
+	for _, b := range c.batch {
+		if b.Halted == nil && !b.Settled && b.Kind.Recorded() && !b.Prior.Versioned && s.Records.Exists(b.Item) {
+			setIn(&c.reread, b.Item)
+		}
+	}
 }
 
 // noteWriting tells the book which of batch's runs, plain fires ended
