@@ -67,32 +67,40 @@ func LateAttemptsForTest(s *Scheduler) int64 { return s.alert.book.Attempts() }
 // when none is set. The config property test reads its job file with it.
 var JobFileForTest func(file []byte) ([]Config, error)
 
-// HeldRecordWrite is a real registry whose first transaction writing a
-// completed record, once Armed, waits until Release: a member slow to
-// commit it (a CPU hog beside it; a new fleet's first records at once).
-type HeldRecordWrite struct {
+// HeldWrite is a real registry whose first transaction writing a node
+// whose path ends in a given suffix, once Armed, waits until Release: a member slow to commit it
+// (a CPU hog beside it; a new fleet's first records at once).
+type HeldWrite struct {
 	regcenter.Center
 	Armed   atomic.Bool
+	suffix  string
 	held    chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
 
-// NewHeldRecordWrite wraps rc.
-func NewHeldRecordWrite(rc regcenter.Center) *HeldRecordWrite {
-	return &HeldRecordWrite{Center: rc, held: make(chan struct{}), release: make(chan struct{})}
+// NewHeldRecordWrite wraps rc, holding a write of a completed record.
+func NewHeldRecordWrite(rc regcenter.Center) *HeldWrite {
+	return NewHeldWrite(rc, "/"+layout.Completed)
+}
+
+// NewHeldWrite wraps rc, holding a write of a node whose path ends in
+// suffix.
+func NewHeldWrite(rc regcenter.Center, suffix string) *HeldWrite {
+	return &HeldWrite{Center: rc, suffix: suffix, held: make(chan struct{}), release: make(chan struct{})}
 }
 
 // Held is closed as the write is held.
-func (h *HeldRecordWrite) Held() <-chan struct{} { return h.held }
+func (h *HeldWrite) Held() <-chan struct{} { return h.held }
 
 // Release lets the write go (at most once).
-func (h *HeldRecordWrite) Release() { h.once.Do(func() { close(h.release) }) }
+func (h *HeldWrite) Release() { h.once.Do(func() { close(h.release) }) }
 
-// Multi holds the first transaction writing a completed record, once armed.
-func (h *HeldRecordWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
+// Multi holds the first transaction writing a node whose path ends in
+// h.suffix, once armed.
+func (h *HeldWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
 	for _, op := range ops {
-		if strings.HasSuffix(WrittenPath(op), "/"+layout.Completed) && h.Armed.CompareAndSwap(true, false) {
+		if strings.HasSuffix(WrittenPath(op), h.suffix) && h.Armed.CompareAndSwap(true, false) {
 			close(h.held)
 			select {
 			case <-h.release:

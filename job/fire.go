@@ -67,6 +67,13 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 	// The fires dispatched before this one reserve first (a stop ends the
 	// wait: the fire then finds the job stopping).
 	act.firer.Order.Await(turn, r.ctx.life.Done())
+	if r.overtakenAtStart(at) {
+		// Left to the fire that overtook it, which makes it up with itself
+		// (TakeMissed below): one run instead of a backlog run in turn.
+		r.log.Debug("fire due before Start returned, overtaken while it waited its turn; made up with the next", "fire", at)
+		r.book.NoteSuspendedMiss(at)
+		return
+	}
 	// Released once: when the fire has reserved its items, or as it
 	// returns. Every call is on this goroutine, so a flag is all the once
 	// it needs (a closure that does not escape: no allocation per fire).
@@ -111,6 +118,30 @@ func (r *runner) fireInTurn(at, skipped time.Time, turn uint64) {
 		return
 	}
 	r.fireAssigned(sess, at, KindFire, reserved)
+}
+
+// overtakenAtStart reports whether the fire at, its turn come, is part of
+// the backlog of a start and a later fire is due already: it then leaves
+// itself to that fire. The fires due while Start waits for its jobs'
+// reshards (settle) wait with it, and each proves or reads its assignment
+// once its turn comes; on a loaded registry that is tenths of a second a
+// fire, and run one by one they would make the first fires after Start
+// late. Only a fire due before Start returned leaves itself to the next,
+// so a fire after it always runs: a fire slow in coordination later on
+// delays the next, as it should, and cannot have every fire after it
+// leave itself to the next in turn. A job that does not make up missed
+// fires (misfire: skip), or an unmonitored one (no record to make up
+// from), runs each fire as ever.
+func (r *runner) overtakenAtStart(at time.Time) bool {
+	if returned := r.s.startReturned.Load(); returned != 0 && !at.Before(time.Unix(0, returned)) {
+		return false
+	}
+	latest := r.dispatched.Load()
+	if latest <= at.UnixNano() || latest > r.s.opts.now().UnixNano() {
+		return false // no later fire dispatched, or not due yet (a lead)
+	}
+	cfg := r.config()
+	return !cfg.Unmonitored && !cfg.book.SkipsMissed && !r.book.Stopping()
 }
 
 // reserved, when not nil, is called once this fire's items are reserved

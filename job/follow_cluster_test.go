@@ -26,7 +26,7 @@ func TestWrittenBehindNextFireRunsBesideASlowRecordWrite(t *testing.T) {
 		}
 		return 0
 	}
-	var w *job.HeldRecordWrite
+	var w *job.HeldWrite
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rc, s := connectVia(t, ctx, ns, "a", func(rc regcenter.Center) regcenter.Center { w = job.NewHeldRecordWrite(rc); return w },

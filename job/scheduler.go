@@ -40,6 +40,10 @@ type Scheduler struct {
 	unsub func()
 
 	suspended atomic.Bool // connection to the registry lost: fire nothing
+	// startReturned is when (unix ns, the fire clock) Start returned; 0
+	// until then. Fires due before it may be left to a later fire
+	// (runner.overtakenAtStart).
+	startReturned atomic.Int64
 
 	sessionsLost atomic.Int64 // sessions replaced by a new one (Stats)
 	alarms       atomic.Int64 // EventAlarm raised (Stats)
@@ -217,6 +221,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	s.inst.Started(ctx)
 	s.settle(ctx, runners)
+	s.startReturned.Store(s.opts.now().UnixNano())
 	return nil
 }
 
