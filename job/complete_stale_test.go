@@ -13,21 +13,20 @@ import (
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
 
-// behindRecords is a real registry whose next reads of completed records
-// are answered as by a server that has not caught up with the others: the
-// node is not there yet. A ZooKeeper follower serves its reads so, from
-// what it has applied, while a write is decided by the leader — for a
-// moment after an ensemble's restart, for instance.
-type behindRecords struct {
+// failedRecordReads is a real registry whose next left reads of completed
+// records fail with err (a member behind, or one that cannot answer for a
+// moment).
+type failedRecordReads struct {
 	regcenter.Center
-	behind atomic.Int32 // reads of a completed node still to answer as missing
+	left atomic.Int32 // reads of a completed node still to fail
+	err  func(path string) error
 }
 
-func (b *behindRecords) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
-	if strings.HasSuffix(p, "/"+layout.Completed) && b.behind.Add(-1) >= 0 {
-		return nil, regcenter.Stat{}, fmt.Errorf("%w (get %s, from a server behind)", regcenter.ErrNoNode, p)
+func (f *failedRecordReads) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
+	if strings.HasSuffix(p, "/"+layout.Completed) && f.left.Add(-1) >= 0 {
+		return nil, regcenter.Stat{}, f.err(p)
 	}
-	return b.Center.Get(ctx, p)
+	return f.Center.Get(ctx, p)
 }
 
 // TestCompletionWaitsOutAReadBehindItsWrite: a completion whose create met
@@ -40,7 +39,13 @@ func (b *behindRecords) Get(ctx context.Context, p string) ([]byte, regcenter.St
 func TestCompletionWaitsOutAReadBehindItsWrite(t *testing.T) {
 	zc := zktest.Start(t)
 	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "behind"})
-	rc := &behindRecords{Center: zk}
+	// Reads answered as by a server that has not caught up with the
+	// others: the node is not there yet. A ZooKeeper follower serves its
+	// reads so, from what it has applied, while a write is decided by the
+	// leader — for a moment after an ensemble's restart, for instance.
+	rc := &failedRecordReads{Center: zk, err: func(p string) error {
+		return fmt.Errorf("%w (get %s, from a server behind)", regcenter.ErrNoNode, p)
+	}}
 	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
 	// Every completion writes its record: the write is what is tested.
 	_, r := runOneJob(t, rc, Config{Name: "behind", Cron: "0 0 0 1 1 *", ShardingTotalCount: 1}, noop, WithRecordInterval(0))
@@ -56,7 +61,7 @@ func TestCompletionWaitsOutAReadBehindItsWrite(t *testing.T) {
 	// next 12 reads of it — one more than the completion's attempts — come
 	// from a server behind.
 	r.records.Seen(0, false)
-	rc.behind.Store(int32(4*1 + 8))
+	rc.left.Store(int32(4*1 + 8))
 	second := first.Add(time.Second)
 	r.fireAssigned(zk.Session(), second, KindFire, nil)
 	m, err := readMark(t, r, zk, 0)

@@ -68,8 +68,9 @@ func LateAttemptsForTest(s *Scheduler) int64 { return s.alert.book.Attempts() }
 var JobFileForTest func(file []byte) ([]Config, error)
 
 // HeldWrite is a real registry whose first transaction writing a node
-// whose path ends in a given suffix, once Armed, waits until Release: a member slow to commit it
-// (a CPU hog beside it; a new fleet's first records at once).
+// whose path ends in a given suffix, once Armed, waits until Release: a
+// member slow to commit it (a CPU hog beside it; a new fleet's first
+// records at once).
 type HeldWrite struct {
 	regcenter.Center
 	Armed   atomic.Bool

@@ -3,30 +3,13 @@ package job
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job/internal/fireplan"
 	"github.com/shardjob/shardjob/regcenter"
 	"github.com/shardjob/shardjob/regcenter/zktest"
 )
-
-// refusedRecordReads is a real registry whose next reads of completed
-// records fail: a member that cannot answer for a moment.
-type refusedRecordReads struct {
-	regcenter.Center
-	refuse atomic.Int32
-}
-
-func (r *refusedRecordReads) Get(ctx context.Context, p string) ([]byte, regcenter.Stat, error) {
-	if strings.HasSuffix(p, "/"+layout.Completed) && r.refuse.Add(-1) >= 0 {
-		return nil, regcenter.Stat{}, errors.New("read refused by the test")
-	}
-	return r.Center.Get(ctx, p)
-}
 
 // TestAMakeUpRunWhoseRecordCouldNotBeReadKeepsTheRecord: a make-up run whose
 // item's record cannot be read runs all the same (at least once), and its
@@ -37,7 +20,7 @@ func (r *refusedRecordReads) Get(ctx context.Context, p string) ([]byte, regcent
 func TestAMakeUpRunWhoseRecordCouldNotBeReadKeepsTheRecord(t *testing.T) {
 	zc := zktest.Start(t)
 	zk := connectOne(t, regcenter.Config{Servers: zc.Servers(), Namespace: "unread"})
-	rc := &refusedRecordReads{Center: zk}
+	rc := &failedRecordReads{Center: zk, err: func(string) error { return errors.New("read refused by the test") }}
 	noop := SimpleFunc(func(context.Context, ShardingContext) error { return nil })
 	// Every completion writes its record: the write is what is tested.
 	_, r := runOneJob(t, rc, Config{Name: "unread", Cron: "0 0 0 1 * *", TimeZone: "UTC", ShardingTotalCount: 1}, noop, WithCompletionJournal(false))
@@ -56,7 +39,7 @@ func TestAMakeUpRunWhoseRecordCouldNotBeReadKeepsTheRecord(t *testing.T) {
 	// more (as after a gain), and cannot read it.
 	r.book.NoteMisfire(r.config().book, 0, last)
 	r.records.Forget([]int{0})
-	rc.refuse.Store(1)
+	rc.left.Store(1)
 	r.active().firer.RunOwed(zk.Session())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
