@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shardjob/shardjob/internal/jobhook"
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -528,5 +529,60 @@ func TestBooksReviewRepairsAJobNobodyLeads(t *testing.T) {
 	table, truth, err := readBooks(ctx, obs, []string{"orphan"})
 	if err != nil || !table.equal(truth) || len(truth.units) != 0 {
 		t.Fatalf("after the review: table %v, truth %v, err %v", table, truth, err)
+	}
+}
+
+// A leader whose reshard cleared a departed instance's assignment (its
+// items queued for failover) and was cut by its stop before it committed
+// repairs the load table as it leaves, holding no item itself: nobody else
+// runs the job, and the table would credit the dead instance until the
+// namespace review.
+func TestBooksRightWhenAStopCutsADeparturesReshard(t *testing.T) {
+	ns := namespace(t)
+	obs := observer(t, ns)
+	// s0 holds nothing (disabled), s1 the job's one item.
+	if _, err := obs.Create(tctx(t), "/solo/servers/s0/disabled", nil, regcenter.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	cfg := everySecond("solo", 1)
+	cfg.Failover = true
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var w *job.HeldWrite
+	rc0, s0 := connectVia(t, ctx, ns, "s0", func(rc regcenter.Center) regcenter.Center {
+		w = job.NewHeldWrite(rc, layout.Placement)
+		return w
+	})
+	defer w.Release()
+	if err := s0.Add(ctx, cfg, rec.job("s0")); err != nil {
+		t.Fatal(err)
+	}
+	in0 := running(t, ctx, "s0", rc0, s0)
+	in1 := startInstance(t, ns, "s1", cfg, rec)
+	rec.waitFires(t, time.Now(), 1, 1, 30*time.Second)
+	if got := waitBooks(t, obs, []string{"solo"}, 20*time.Second); got.units["s1"] != 1 {
+		t.Fatalf("books %v, want s1 holding the item", got)
+	}
+	// s1 dies; s0, leading now, queues its item and clears its assignment,
+	// and its reshard's transaction (with the table) is held, then cut as
+	// s0 stops: the connection lost under it.
+	w.Armed.Store(true)
+	in1.crash(t)
+	select {
+	case <-w.Held():
+	case <-ctx.Done():
+		t.Fatal("s0 never resharded after s1 died")
+	}
+	stopped := make(chan struct{})
+	go func() { // owned here: waited for below
+		defer close(stopped)
+		in0.stop(t)
+	}()
+	w.Fail(regcenter.ErrConnectionLoss)
+	<-stopped
+	table, truth, settled := waitBooksWithin(obs, []string{"solo"}, 5*time.Second)
+	if !settled {
+		t.Fatalf("after the stop the load table says %v, the assignments %v", table, truth)
 	}
 }

@@ -78,6 +78,7 @@ type HeldWrite struct {
 	held    chan struct{}
 	release chan struct{}
 	once    sync.Once
+	failed  error // set before release closes
 }
 
 // NewHeldRecordWrite wraps rc, holding a write of a completed record.
@@ -97,6 +98,15 @@ func (h *HeldWrite) Held() <-chan struct{} { return h.held }
 // Release lets the write go (at most once).
 func (h *HeldWrite) Release() { h.once.Do(func() { close(h.release) }) }
 
+// Fail ends the held write with err, unsent: a transaction cut (a lost
+// connection) after it was held. A Release after it changes nothing.
+func (h *HeldWrite) Fail(err error) {
+	h.once.Do(func() {
+		h.failed = err
+		close(h.release)
+	})
+}
+
 // Multi holds the first transaction writing a node whose path ends in
 // h.suffix, once armed.
 func (h *HeldWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
@@ -105,6 +115,9 @@ func (h *HeldWrite) Multi(ctx context.Context, ops ...regcenter.Op) error {
 			close(h.held)
 			select {
 			case <-h.release:
+				if h.failed != nil {
+					return h.failed
+				}
 			case <-ctx.Done():
 				return ctx.Err()
 			}

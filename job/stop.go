@@ -139,5 +139,5 @@ func cleanupContext(ctx context.Context, most time.Duration) (context.Context, c
 // leaver leaves the job when it stops (job/internal/leaving).
 func (r *runner) leaver(a *active) *leaving.Leaver {
 	return &leaving.Leaver{RC: r.rc, Paths: r.paths, Job: r.name, Server: r.serverID(), Book: r.book, Flags: r.flags,
-		Repair: a.reshard.Repair, Now: r.s.opts.now, Log: r.log}
+		Repair: a.reshard.Repair, BooksBehind: a.reshard.BooksBehind, Now: r.s.opts.now, Log: r.log}
 }

@@ -48,8 +48,13 @@ type Leaver struct {
 	// Repair makes the job's entry in the load table what its nodes say
 	// (reshard.Resharder.Repair).
 	Repair func(ctx context.Context) error
-	Now    func() time.Time
-	Log    *slog.Logger
+	// BooksBehind reports whether a reshard here cleared a departed
+	// server's assignment and none committed since
+	// (reshard.Resharder.BooksBehind): the leave repairs the books then
+	// too, holding nothing itself.
+	BooksBehind func() bool
+	Now         func() time.Time
+	Log         *slog.Logger
 }
 
 // Leave removes this instance from the job in one transaction
@@ -63,7 +68,9 @@ type Leaver struct {
 // The book is told what the leave gave up and handed over. When it gave
 // up items and flagged a reshard, the load table's entry is repaired at
 // once (a failure logged): it says so now, not at the job's next fire
-// (and not never, when no other instance runs the job).
+// (and not never, when no other instance runs the job). So it is when the
+// books are behind a departure this instance's reshard cleared (the stop
+// cut the reshard that would have told the table).
 func (l *Leaver) Leave(ctx context.Context, job book.Job, flagReshard, handOver bool) error {
 	var upTo time.Time
 	if job.Schedule != nil {
@@ -83,7 +90,7 @@ func (l *Leaver) Leave(ctx context.Context, job book.Job, flagReshard, handOver 
 	}
 	l.Book.Left(held, owed)
 	l.Log.Info("left the job", "handed_over", len(owed))
-	if l.Book.HeldAtLeaveAny() && flagReshard {
+	if flagReshard && (l.Book.HeldAtLeaveAny() || l.BooksBehind != nil && l.BooksBehind()) {
 		if err := l.Repair(ctx); err != nil {
 			l.Log.Warn("repairing the load table's books after leaving", "err", err)
 		}

@@ -65,8 +65,8 @@ type Counters struct {
 // Resharder runs a job's reshards on this instance: the leader's
 // one-transaction reshard, the wait for one before a fire, and the repair
 // of the job's entry in the load table. What it needs of the runner is
-// handed to it when it is made; it keeps no state of its own, and starts
-// nothing.
+// handed to it when it is made; it starts nothing, and keeps one fact of
+// its own: whether the books are behind (BooksBehind).
 type Resharder struct {
 	RC     regcenter.Center
 	Paths  layout.Job
@@ -93,7 +93,19 @@ type Resharder struct {
 	// Life ends when the runner stops (RepairWhileLive).
 	Life     context.Context
 	Counters Counters
+
+	// behind: a reshard here cleared a departed server's assignment
+	// (QueueDeparted) and has not committed since, nor a repair.
+	behind atomic.Bool
 }
+
+// BooksBehind reports whether a reshard here cleared a departed server's
+// assignment and no reshard or repair here committed since: the load
+// table may still credit that server with the items the clear took away.
+// The job's next reshard puts it right; a stop that cuts it repairs the
+// books as it leaves (job/internal/leaving), or a job nobody else runs
+// would keep the credit until the namespace review.
+func (x *Resharder) BooksBehind() bool { return x.behind.Load() }
 
 // Request flags a reshard and asks the leader for it at once (see the
 // function Request).
@@ -250,6 +262,9 @@ func (x *Resharder) Reshard(ctx context.Context) error {
 	// the same: read first, the clears made its commit fail, and nothing
 	// told the table until the next reshard.
 	if job.Failover {
+		if servers.departed() {
+			x.behind.Store(true)
+		}
 		if err := x.QueueDeparted(ctx, servers); err != nil {
 			x.Log.Warn("queueing a departed instance's items for failover", "err", err)
 		}
@@ -264,6 +279,7 @@ func (x *Resharder) Reshard(ctx context.Context) error {
 		x.dropProcessing(ctx)
 		return err
 	}
+	x.behind.Store(false)
 	x.Counters.Reshards.Add(1)
 	x.Counters.Unplaced.Store(int64(len(req.UnplacedOut)))
 	eligible := make([]string, 0, len(req.Assign))
@@ -367,6 +383,7 @@ func (x *Resharder) Repair(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("repairing the load table's books: %w", err)
 	}
+	x.behind.Store(false)
 	return nil
 }
 
