@@ -31,7 +31,8 @@ func (e every) Next(t time.Time) time.Time { return t.Truncate(time.Duration(e))
 // book, and repairs the load table; the rest owed once the runs ended is
 // queued after, once. A leave of a job removed from the cluster flags no
 // reshard, hands nothing over and repairs nothing; nor does one that gave
-// up no item repair. A paused server owes no latest fire.
+// up no item repair, unless the books are behind a departure its reshard
+// cleared. A paused server owes no latest fire.
 func TestLeaveOnARealRegistry(t *testing.T) {
 	zc := zktest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -181,5 +182,17 @@ func TestLeaveOnARealRegistry(t *testing.T) {
 	}
 	if repairs.Load() != 0 || l.Book.HeldAtLeaveAny() {
 		t.Fatalf("a leave that gave up nothing: %d repairs", repairs.Load())
+	}
+
+	// Nothing held, but the books behind a departure this instance's
+	// reshard cleared: a repair.
+	register("s5", "")
+	l, repairs = leaver("s5")
+	l.BooksBehind = func() bool { return true }
+	if err := l.Leave(ctx, job, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if repairs.Load() != 1 {
+		t.Fatalf("a leave with the books behind: %d repairs; want 1", repairs.Load())
 	}
 }
