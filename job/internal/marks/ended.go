@@ -167,27 +167,17 @@ func (e *Ended) drop(ctx context.Context, live *regcenter.Session, items []int) 
 	if len(all) == 0 {
 		return !readErr.Load()
 	}
+	dels := make([]regcenter.DeleteOp, len(all))
 	var gone []int
-	for start := 0; start < len(all); start += PerTxn {
-		chunk := all[start:min(start+PerTxn, len(all))]
-		ops := make([]regcenter.Op, 0, 1+len(chunk))
-		ops = append(ops, fence)
-		for _, f := range chunk {
-			ops = append(ops, regcenter.DeleteOp{Path: f.path, Version: f.version})
+	for i, f := range all {
+		dels[i] = regcenter.DeleteOp{Path: f.path, Version: f.version}
+		if len(gone) == 0 || gone[len(gone)-1] != f.item {
+			gone = append(gone, f.item)
 		}
-		err := regcenter.MultiDropping(ctx, e.Center, ops, func(op regcenter.Op, err error) bool {
-			_, del := op.(regcenter.DeleteOp)
-			return del && (errors.Is(err, regcenter.ErrNoNode) || errors.Is(err, regcenter.ErrBadVersion))
-		})
-		if err != nil {
-			e.Log.Warn("removing the running marks and failover claims an ended session generation left", "err", err)
-			return false
-		}
-		for _, f := range chunk {
-			if len(gone) == 0 || gone[len(gone)-1] != f.item {
-				gone = append(gone, f.item)
-			}
-		}
+	}
+	if _, err := deleteFenced(ctx, e.Center, fence, dels, true); err != nil {
+		e.Log.Warn("removing the running marks and failover claims an ended session generation left", "err", err)
+		return false
 	}
 	e.Log.Info("removed the running marks and failover claims an ended generation of this session left", "session", live.String(), "items", layout.FormatItems(gone))
 	return !readErr.Load()

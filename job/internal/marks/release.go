@@ -17,22 +17,38 @@ import (
 // and stops there: the marks left go with the session.
 func DeleteHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, fence regcenter.Op, items []int) ([]int, error) {
 	slices.Sort(items)
-	for start := 0; start < len(items); start += PerTxn {
-		chunk := items[start:min(start+PerTxn, len(items))]
+	dels := make([]regcenter.DeleteOp, len(items))
+	for i, it := range items {
+		dels[i] = regcenter.DeleteOp{Path: paths.ItemNode(it, layout.Running), Version: -1}
+	}
+	if at, err := deleteFenced(ctx, rc, fence, dels, false); err != nil {
+		return items[at:min(at+PerTxn, len(items))], err
+	}
+	return nil, nil
+}
+
+// deleteFenced deletes dels in transactions of at most PerTxn deletes,
+// each fenced on fence; a delete of a node already gone — or, with moved,
+// one changed since its version was read — drops out of its transaction.
+// It stops at the first transaction that fails and returns the index in
+// dels of that transaction's first delete, with the error.
+func deleteFenced(ctx context.Context, rc regcenter.Center, fence regcenter.Op, dels []regcenter.DeleteOp, moved bool) (int, error) {
+	for start := 0; start < len(dels); start += PerTxn {
+		chunk := dels[start:min(start+PerTxn, len(dels))]
 		ops := make([]regcenter.Op, 0, 1+len(chunk))
 		ops = append(ops, fence)
-		for _, it := range chunk {
-			ops = append(ops, regcenter.DeleteOp{Path: paths.ItemNode(it, layout.Running), Version: -1})
+		for _, d := range chunk {
+			ops = append(ops, d)
 		}
 		err := regcenter.MultiDropping(ctx, rc, ops, func(op regcenter.Op, err error) bool {
 			_, del := op.(regcenter.DeleteOp)
-			return del && errors.Is(err, regcenter.ErrNoNode)
+			return del && (errors.Is(err, regcenter.ErrNoNode) || moved && errors.Is(err, regcenter.ErrBadVersion))
 		})
 		if err != nil {
-			return chunk, err
+			return start, err
 		}
 	}
-	return nil, nil
+	return 0, nil
 }
 
 // NotHeld returns which of items, whose marks this instance holds under
