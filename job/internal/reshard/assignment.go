@@ -15,8 +15,10 @@ import (
 type Assignment struct {
 	// Current is each server's items, by server with a sharding node.
 	Current map[string][]int
-	// Versions is the version read of each of those nodes.
+	// Versions is the version read of each of those nodes, and Data what
+	// each held.
 	Versions map[string]int32
+	Data     map[string]string
 	// Unplaced is the items no server may take; UnplacedVersion the
 	// version of their node, -1 when there is none.
 	Unplaced        []int
@@ -28,7 +30,7 @@ type Assignment struct {
 // (regcenter.Center.GetMany). A server whose node went since servers was
 // read loses its layout.Sharding mark in servers.
 func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, servers Servers) (Assignment, error) {
-	out := Assignment{Current: map[string][]int{}, Versions: map[string]int32{}}
+	out := Assignment{Current: map[string][]int{}, Versions: map[string]int32{}, Data: map[string]string{}}
 	var withNode, ps []string
 	for _, sv := range servers.Names() {
 		if servers[sv][layout.Sharding] {
@@ -48,7 +50,7 @@ func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 			delete(servers[sv], layout.Sharding)
 			continue
 		}
-		out.Current[sv], out.Versions[sv] = items, v
+		out.Current[sv], out.Versions[sv], out.Data[sv] = items, v, string(nodes[i].Data)
 	}
 	out.Unplaced, out.UnplacedVersion = placement.ItemsOf(nodes[len(withNode)])
 	return out, nil
@@ -57,10 +59,11 @@ func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 // Ops returns a reshard's part of its transaction (placement.Request.Ops)
 // for the job's servers and its assignment read: the leader's fence; the
 // fake status nodes (FakeStatuses) deleted; each server given items has
-// its sharding node written, over the version read; an offline server with
-// nothing but its assignment is removed, so that entries of instances gone
-// for good do not pile up, and any other server not given items has its
-// assignment emptied; the unplaced node written, made or deleted; and
+// its sharding node written, over the version read (checked at it, not
+// written, when it holds them already); an offline server with nothing but
+// its assignment is removed, so that entries of instances gone for good do
+// not pile up, and any other server not given items has its assignment
+// emptied (checked when empty already); the unplaced node written, made or deleted; and
 // last the reshard's flags (necessary, processing) deleted.
 func Ops(paths layout.Job, servers Servers, read Assignment, fence regcenter.Op, fakes []string) func(assign map[string][]int, unplaced []int) []regcenter.Op {
 	versions, unplacedVersion := read.Versions, read.UnplacedVersion
@@ -74,11 +77,19 @@ func Ops(paths layout.Job, servers Servers, read Assignment, fence regcenter.Op,
 			kids := servers[sv]
 			shardPath := paths.Flag(sv, layout.Sharding)
 			if items, ok := assign[sv]; ok {
-				data := []byte(layout.FormatItems(items))
-				if kids[layout.Sharding] {
-					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: data, Version: versions[sv]})
-				} else {
-					ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: data})
+				data := layout.FormatItems(items)
+				switch had, known := read.Data[sv]; {
+				case kids[layout.Sharding] && known && had == data:
+					// Unchanged: checked, not written. Its version stays,
+					// so its owner's assumption and its count of items
+					// held throughout (assume.Assignment.HeldSince) survive
+					// a reshard that moved none of them; the epoch, moved
+					// by the reshard's flag, still has every fire read again.
+					ops = append(ops, regcenter.CheckOp{Path: shardPath, Version: versions[sv]})
+				case kids[layout.Sharding]:
+					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: []byte(data), Version: versions[sv]})
+				default:
+					ops = append(ops, regcenter.CreateOp{Path: shardPath, Data: []byte(data)})
 				}
 				continue
 			}
@@ -93,7 +104,11 @@ func Ops(paths layout.Job, servers Servers, read Assignment, fence regcenter.Op,
 				}
 				ops = append(ops, regcenter.DeleteOp{Path: paths.Server(sv), Version: -1})
 			case kids[layout.Sharding]:
-				ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: versions[sv]})
+				if had, known := read.Data[sv]; known && had == "" {
+					ops = append(ops, regcenter.CheckOp{Path: shardPath, Version: versions[sv]}) // empty already
+				} else {
+					ops = append(ops, regcenter.SetOp{Path: shardPath, Data: nil, Version: versions[sv]})
+				}
 			}
 		}
 		switch data := []byte(layout.FormatItems(unplaced)); {
