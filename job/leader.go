@@ -51,7 +51,7 @@ func (r *runner) wireDuties(a *active) {
 		Counters: reshard.Counters{Reshards: &r.counters.reshards, Errors: &r.counters.reshardErrors, Unplaced: &r.counters.unplaced},
 	}
 	a.departed = &claims.Departures{RC: r.rc, Paths: r.paths, Job: r.name, Log: r.log,
-		Fence: a.elect.Fence, Completed: r.completedFire, Now: r.s.opts.now, Lead: r.s.opts.fireLead,
+		Fence: a.elect.Fence, Cleared: a.reshard.NoteBooksBehind, Completed: r.completedFire, Now: r.s.opts.now, Lead: r.s.opts.fireLead,
 		Retried: func(ctx context.Context, item int, fire time.Time) (int, error) {
 			return marks.ReadRetry(ctx, r.rc, r.paths, item, fire, r.reportBadValue)
 		}}

@@ -24,6 +24,10 @@ type Departures struct {
 	Log   *slog.Logger
 	// Fence is the leader's fence (election.Election.Fence).
 	Fence func() (regcenter.Op, error)
+	// Cleared, when set, is told of each departed assignment with items
+	// cleared: the load table credits its server with them until a
+	// reshard or a repair tells it (reshard.Resharder.NoteBooksBehind).
+	Cleared func()
 	// Completed is the latest fire item's record lists as completed
 	// (zero: none).
 	Completed func(ctx context.Context, item int) (time.Time, error)
@@ -108,6 +112,9 @@ func (d *Departures) Queue(ctx context.Context, servers map[string]map[string]bo
 			}
 			errs = append(errs, err)
 			continue
+		}
+		if d.Cleared != nil {
+			d.Cleared()
 		}
 		if len(entries) > 0 {
 			d.Log.Info("queued items of a departed instance for failover", "server", sv, "items", len(entries))

@@ -48,10 +48,10 @@ type Leaver struct {
 	// Repair makes the job's entry in the load table what its nodes say
 	// (reshard.Resharder.Repair).
 	Repair func(ctx context.Context) error
-	// BooksBehind reports whether a reshard here cleared a departed
-	// server's assignment and none committed since
-	// (reshard.Resharder.BooksBehind): the leave repairs the books then
-	// too, holding nothing itself.
+	// BooksBehind reports whether this instance, leading, cleared a
+	// departed server's assignment and no reshard or repair here committed
+	// since (reshard.Resharder.BooksBehind): the leave repairs the books
+	// then too, holding nothing itself.
 	BooksBehind func() bool
 	Now         func() time.Time
 	Log         *slog.Logger
@@ -69,8 +69,8 @@ type Leaver struct {
 // up items and flagged a reshard, the load table's entry is repaired at
 // once (a failure logged): it says so now, not at the job's next fire
 // (and not never, when no other instance runs the job). So it is when the
-// books are behind a departure this instance's reshard cleared (the stop
-// cut the reshard that would have told the table).
+// books are behind a departure this instance cleared (the stop came
+// before the reshard that would have told the table).
 func (l *Leaver) Leave(ctx context.Context, job book.Job, flagReshard, handOver bool) error {
 	var upTo time.Time
 	if job.Schedule != nil {

@@ -94,17 +94,23 @@ type Resharder struct {
 	Life     context.Context
 	Counters Counters
 
-	// behind: a reshard here cleared a departed server's assignment
-	// (QueueDeparted) and has not committed since, nor a repair.
+	// behind: a departed server's assignment was cleared here
+	// (NoteBooksBehind) and no reshard or repair committed since.
 	behind atomic.Bool
 }
 
-// BooksBehind reports whether a reshard here cleared a departed server's
-// assignment and no reshard or repair here committed since: the load
-// table may still credit that server with the items the clear took away.
-// The job's next reshard puts it right; a stop that cuts it repairs the
-// books as it leaves (job/internal/leaving), or a job nobody else runs
-// would keep the credit until the namespace review.
+// NoteBooksBehind notes that this instance, leading, cleared a departed
+// server's assignment as it queued its items for failover
+// (failover.Departures.Cleared): until a reshard or a repair here commits,
+// the load table credits that server with them (BooksBehind).
+func (x *Resharder) NoteBooksBehind() { x.behind.Store(true) }
+
+// BooksBehind reports whether a departed server's assignment was cleared
+// here and no reshard or repair here committed since: the load table may
+// still credit that server with the items the clear took away. The job's
+// next reshard puts it right; a stop that comes first repairs the books as
+// it leaves (job/internal/leaving), or a job nobody else runs would keep
+// the credit until the namespace review.
 func (x *Resharder) BooksBehind() bool { return x.behind.Load() }
 
 // Request flags a reshard and asks the leader for it at once (see the
@@ -262,9 +268,6 @@ func (x *Resharder) Reshard(ctx context.Context) error {
 	// the same: read first, the clears made its commit fail, and nothing
 	// told the table until the next reshard.
 	if job.Failover {
-		if servers.departed() {
-			x.behind.Store(true)
-		}
 		if err := x.QueueDeparted(ctx, servers); err != nil {
 			x.Log.Warn("queueing a departed instance's items for failover", "err", err)
 		}

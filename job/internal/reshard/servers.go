@@ -37,17 +37,6 @@ func (s Servers) Online() []string {
 	return out
 }
 
-// departed reports whether a server has an assignment node and no status
-// (it left, or died): the failover's departures clear such nodes.
-func (s Servers) departed() bool {
-	for _, kids := range s {
-		if kids[layout.Sharding] && !kids[layout.Status] {
-			return true
-		}
-	}
-	return false
-}
-
 // ReadServers reads a job's servers and the children of each. A job with
 // no servers node has none; a server whose node went while it was read is
 // left out.
