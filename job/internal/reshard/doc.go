@@ -54,6 +54,7 @@
 // exclusions), job/internal/fireplan (the schedule's arithmetic) and
 // job/internal/stored (the misfire node's codec); nothing of package job,
 // nor job/internal/leader, which stands above it (its Duties are a Turn
-// here). It keeps no state of its own and starts nothing: parallel.Each's
-// goroutines end before it returns.
+// here). It starts nothing (parallel.Each's goroutines end before it
+// returns) and keeps one fact of its own, atomic: whether the load table
+// is behind a departure cleared here (Resharder.BooksBehind).
 package reshard
