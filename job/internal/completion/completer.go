@@ -269,10 +269,7 @@ func (s *Completer) awaitPrevious(sess *regcenter.Session, j Job, batch []Result
 	if waits == nil {
 		return nil
 	}
-	keep := s.Keep(sess, batch)
-	if keep == nil {
-		keep = map[int]bool{} // decided: none kept
-	}
+	keep := decided(s.Keep(sess, batch))
 	_, fenced := s.Fence.SessionFence(sess)
 	s.noteWriting(j, batch, keep, fenced)
 	for i, after := range waits {
@@ -284,6 +281,15 @@ func (s *Completer) awaitPrevious(sess *regcenter.Session, j Job, batch []Result
 		if rec, ok := s.Records.Lookup(batch[i].Item); ok {
 			batch[i].Prior = rec
 		}
+	}
+	return keep
+}
+
+// decided is keep as a decision made: none kept (nil) is an empty set, so
+// that a completion handed it does not ask Config.Keep again.
+func decided(keep map[int]bool) map[int]bool {
+	if keep == nil {
+		return map[int]bool{}
 	}
 	return keep
 }

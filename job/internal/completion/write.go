@@ -226,10 +226,7 @@ func (s *Completer) writeCompletion(sess *regcenter.Session, j Job, batch []Resu
 		case next == stepSplit:
 			// The halves keep the marks decided here: the items' next
 			// fires may already run on them (noteWriting).
-			keep := c.keep
-			if keep == nil {
-				keep = map[int]bool{} // decided: none kept
-			}
+			keep := decided(c.keep)
 			half := len(batch) / 2
 			s.writeCompletion(sess, j, batch[:half], keep)
 			s.writeCompletion(sess, j, batch[half:], keep)
