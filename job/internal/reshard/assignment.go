@@ -63,8 +63,8 @@ func ReadAssignment(ctx context.Context, rc regcenter.Center, paths layout.Job, 
 // written, when it holds them already); an offline server with nothing but
 // its assignment is removed, so that entries of instances gone for good do
 // not pile up, and any other server not given items has its assignment
-// emptied (checked when empty already); the unplaced node written, made or deleted; and
-// last the reshard's flags (necessary, processing) deleted.
+// emptied (checked when empty already); the unplaced node written, made or
+// deleted; and last the reshard's flags (necessary, processing) deleted.
 func Ops(paths layout.Job, servers Servers, read Assignment, fence regcenter.Op, fakes []string) func(assign map[string][]int, unplaced []int) []regcenter.Op {
 	versions, unplacedVersion := read.Versions, read.UnplacedVersion
 	hadUnplaced := unplacedVersion >= 0
