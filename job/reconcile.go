@@ -31,9 +31,10 @@ func (s *Scheduler) reconcileLoop() {
 	}.Run(s.ctx)
 }
 
-// reconcile repairs one job (reconcile.Round); it runs on the reconcile
+// reconcile repairs one job (reconcile.Round) with what its last round
+// kept (nil: nothing kept, every check made); it runs on the reconcile
 // goroutine and bounds its registry work by the reshard timeout.
-func (r *runner) reconcile() {
+func (r *runner) reconcile(seen *reconcile.Seen) {
 	cfg := r.config()
 	reconcile.Round{RC: r.rc, Paths: r.paths, Server: r.serverID(), Life: r.ctx.life, Timeout: r.s.opts.reshardTimeout,
 		Registered: r.book.Session,
@@ -47,7 +48,7 @@ func (r *runner) reconcile() {
 		Prepared:      r.prep.Done,
 		RestoreStatus: r.restoreStatus, Campaign: r.campaign, VerifyHolds: r.verifyHolds, IsLeader: r.leading,
 		Assignment:  r.assignmentCheck(cfg),
-		RepairBooks: r.repairWhileLive, Log: r.log,
+		RepairBooks: r.repairWhileLive, Seen: seen, Log: r.log,
 	}.Run()
 }
 

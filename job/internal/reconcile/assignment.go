@@ -44,16 +44,20 @@ func Placed(strategy string) bool {
 // Check flags a reshard when the stored assignment differs from the
 // strategy's for the servers online now, or, for a placed job, is not
 // valid for them (Fault says why); the departed servers' items are queued
-// first, with failover on.
-func (a Assignment) Check(ctx context.Context) error {
+// first, with failover on. It returns the servers it read (nil when the
+// read failed) and clean: they were read and nothing was wrong.
+func (a Assignment) Check(ctx context.Context) (servers reshard.Servers, clean bool, err error) {
 	servers, why, err := a.Fault(ctx)
-	if err != nil || why == "" {
-		return err
+	if err != nil {
+		return servers, false, err
+	}
+	if why == "" {
+		return servers, true, nil
 	}
 	a.Log.Info("reconcile: flagging a reshard", "why", why)
 	a.queue(ctx, servers)
 	a.Flag(ctx)
-	return nil
+	return servers, false, nil
 }
 
 // Fault reads the job's servers and says why its stored assignment is not

@@ -14,16 +14,22 @@
 //     after it is first seen), the books' review once a default interval,
 //     the clock measured once a round when a job needs it;
 //   - the Round (round.go): under a live session and a job registered
-//     under it and prepared, the reads of its status node and election
+//     under it and prepared, one read of its status node and election
 //     host, the holds verified, and on the leader the Assignment and the
-//     books' repair;
+//     books' repair — skipped while nothing they read has changed since
+//     they last found it right (Seen);
+//   - what a job's last clean check read (seen.go): the stats of every
+//     node the leader's checks read, as they stood before it, which the
+//     next round reads in the same request as its status node and
+//     compares;
 //   - the Assignment (assignment.go): for a placed job reshard.
 //     PlacementFault, for another the strategy's assignment compared with
 //     the stored one (reshard.FirstStale); a fault queues the departed
 //     servers' items (failover on) and flags a reshard.
 //
-// The lock discipline. It keeps no lock: the Loop's state (Due) is its
-// goroutine's own, and a Round is a value used once.
+// The lock discipline. It keeps no lock: the Loop's state (Due, and a
+// Seen per job) is its goroutine's own, and a Round is a value used once,
+// on that goroutine, with its job's Seen.
 //
 // It may import the standard library, regcenter, internal/layout,
 // job/internal/reshard (the servers read, the checks) and sharding (the

@@ -15,8 +15,9 @@ type Job struct {
 	// Clock reports that the job fires only within a maximum clock
 	// difference (MaxTimeDiff): the round measures the clock first.
 	Clock bool
-	// Round repairs the job; it runs on the Loop's goroutine.
-	Round func()
+	// Round repairs the job with what its last round kept (Seen, the
+	// Loop's own, for this job); it runs on the Loop's goroutine.
+	Round func(*Seen)
 }
 
 // Loop is the scheduler's one repair loop, for every job: each job's Round
@@ -42,6 +43,7 @@ func (l Loop) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	due := Due{}
+	seen := map[string]*Seen{}
 	pruned := time.Now() // the first review comes an interval after start
 	for {
 		select {
@@ -56,7 +58,10 @@ func (l Loop) Run(ctx context.Context) {
 			pruned = now
 			l.Review()
 		}
-		for _, j := range l.Jobs() {
+		jobs := l.Jobs()
+		listed := make(map[string]bool, len(jobs))
+		for _, j := range jobs {
+			listed[j.Name] = true
 			every := j.Every
 			if every <= 0 {
 				every = l.Default
@@ -66,9 +71,17 @@ func (l Loop) Run(ctx context.Context) {
 				measured = true
 			}
 			if due.Take(j.Name, now, every) {
-				j.Round()
+				if seen[j.Name] == nil {
+					seen[j.Name] = &Seen{}
+				}
+				j.Round(seen[j.Name])
 			}
 			next = min(next, every)
+		}
+		for name := range seen {
+			if !listed[name] {
+				delete(seen, name) // the job is gone: what it read with it
+			}
 		}
 		timer.Reset(next)
 	}

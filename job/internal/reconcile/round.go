@@ -43,7 +43,11 @@ type Round struct {
 	IsLeader    func() bool
 	Assignment  Assignment
 	RepairBooks func(context.Context) error
-	Log         *slog.Logger
+	// Seen is what the job's last clean check read; a leader's round
+	// skips the checks while none of it changed, and keeps what its own
+	// checks read. Nil: the checks run every round.
+	Seen *Seen
+	Log  *slog.Logger
 }
 
 // Run repairs the job once.
@@ -75,25 +79,52 @@ func (d Round) Run() {
 	}
 	ctx, cancel := context.WithTimeout(sess.Ctx(), d.Timeout)
 	defer cancel()
-	// Our own registration: a status node deleted under us is restored
-	// (the flags watch normally does it at once; this is the backstop).
-	if ok, _, err := d.RC.Exists(ctx, d.Paths.Flag(d.Server, layout.Status)); err == nil && !ok {
-		d.RestoreStatus(ctx, sess)
+	// One read for the round's backstops and, on the leader, the stats
+	// of what its last clean check read (Seen).
+	key := seenKey(d.Assignment)
+	var watched []string
+	if d.IsLeader() {
+		watched = d.Seen.watched(key)
 	}
-	if ok, _, err := d.RC.Exists(ctx, d.Paths.ElectionHost()); err == nil && !ok {
-		// Nobody leads: campaign again in case a watch was missed.
-		if err := d.Campaign(ctx); err != nil {
-			d.Log.Warn("reconcile: rejoining election", "err", err)
+	nodes, err := d.RC.GetMany(ctx, append([]string{d.Paths.Flag(d.Server, layout.Status), d.Paths.ElectionHost()}, watched...)...)
+	if err == nil {
+		// Our own registration: a status node deleted under us is
+		// restored (the flags watch normally does it at once; this is
+		// the backstop).
+		if !nodes[0].Exists {
+			d.RestoreStatus(ctx, sess)
+		}
+		if !nodes[1].Exists {
+			// Nobody leads: campaign again in case a watch was missed.
+			if err := d.Campaign(ctx); err != nil {
+				d.Log.Warn("reconcile: rejoining election", "err", err)
+			}
 		}
 	}
 	d.VerifyHolds(ctx, sess)
 	if !d.IsLeader() {
 		return
 	}
-	if err := d.Assignment.Check(ctx); err != nil {
+	var seen []regcenter.NodeData
+	if err == nil && watched != nil {
+		seen = nodes[2:]
+	}
+	if d.Seen.unchanged(key, seen) {
+		return // nothing the checks read has changed since they found it right
+	}
+	servers, clean, err := d.Assignment.Check(ctx)
+	if err != nil {
 		d.Log.Warn("reconcile", "err", err)
 	}
-	if err := d.RepairBooks(ctx); err != nil && ctx.Err() == nil {
-		d.Log.Warn("reconcile: repairing the load table's books", "err", err)
+	if err := d.RepairBooks(ctx); err != nil {
+		clean = false
+		if ctx.Err() == nil {
+			d.Log.Warn("reconcile: repairing the load table's books", "err", err)
+		}
 	}
+	var names []string
+	if servers != nil {
+		names = servers.Names()
+	}
+	d.Seen.note(key, watched, seen, names, clean, d.Paths)
 }

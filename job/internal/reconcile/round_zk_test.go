@@ -1,0 +1,154 @@
+package reconcile
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/job/internal/reshard"
+	"github.com/shardjob/shardjob/job/internal/roomtest"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// TestLeaderRoundReadsOnceWhileNothingChanged: on a real registry, a
+// leader's round with what its last clean check read (Seen) costs one
+// request while none of it changed, and checks again — finding the fault
+// where there is one — after each kind of change its checks read: an
+// assignment edited by hand, a server disabled, a server joining, the
+// item count, an instance drained. Counted in requests, not timed.
+func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
+	ctx, rc := roomtest.ZooKeeper(t, "roundseen")
+	paths := layout.Job("j")
+	roomtest.Put(t, ctx, rc, paths.ElectionHost(), []byte("s0"))
+	roomtest.Put(t, ctx, rc, paths.ShardingEpoch(), nil)
+	// The drain list there already: an entry changes only its children.
+	if err := rc.EnsurePath(ctx, layout.DrainList); err != nil {
+		t.Fatal(err)
+	}
+	for sv, items := range map[string]string{"s0": "0", "s1": "1"} {
+		roomtest.Put(t, ctx, rc, paths.Flag(sv, layout.Status), nil)
+		roomtest.Put(t, ctx, rc, paths.Flag(sv, layout.Sharding), []byte(items))
+	}
+	flags, repairs, verified := 0, 0, 0
+	total := 2
+	seen := &Seen{}
+	round := func() (requests int64) {
+		t.Helper()
+		sess := rc.Session()
+		before := rc.Stats()
+		Round{RC: rc, Paths: paths, Server: "s0", Life: ctx, Timeout: 10 * time.Second,
+			Registered:    func() (*regcenter.Session, bool) { return sess, false },
+			Behind:        func(context.Context) {},
+			Reregister:    func(*regcenter.Session) { t.Error("re-registered under its own session") },
+			Prepared:      func() bool { return true },
+			RestoreStatus: func(context.Context, *regcenter.Session) { t.Error("restored a status node that is there") },
+			Campaign:      func(context.Context) error { t.Error("campaigned under a leader"); return nil },
+			VerifyHolds:   func(context.Context, *regcenter.Session) { verified++ },
+			IsLeader:      func() bool { return true },
+			Assignment: Assignment{RC: rc, Paths: paths, Name: "j", Total: total, Log: slog.New(slog.DiscardHandler),
+				QueueDeparted: func(context.Context, reshard.Servers) error { return nil },
+				Flag:          func(context.Context) { flags++ }},
+			RepairBooks: func(context.Context) error { repairs++; return nil },
+			Seen:        seen, Log: slog.New(slog.DiscardHandler),
+		}.Run()
+		return rc.Stats().Sub(before).Total()
+	}
+	// checked runs the rounds that follow a change until one skips: the
+	// first checks (and finds what it finds), later ones check until the
+	// stats they read before a clean check are kept.
+	type outcome struct{ checks, flags int }
+	settle := func(what string) outcome {
+		t.Helper()
+		f0, r0 := flags, repairs
+		for n := 1; n <= 4; n++ {
+			r := repairs
+			got := round()
+			if repairs == r { // skipped
+				if got != 1 {
+					t.Errorf("%s: a round that skipped its checks sent %d requests, want 1", what, got)
+				}
+				return outcome{checks: repairs - r0, flags: flags - f0}
+			}
+			if got < 5 {
+				t.Errorf("%s: a round that checked sent %d requests: it read less than its checks need", what, got)
+			}
+		}
+		t.Fatalf("%s: four rounds in a row checked, none skipped (flags %d)", what, flags-f0)
+		return outcome{}
+	}
+	// A round that finds a fault keeps checking each round while it stands.
+	faulted := func(what string) {
+		t.Helper()
+		f0 := flags
+		for range 2 {
+			r := repairs
+			round()
+			if repairs == r {
+				t.Fatalf("%s: a round skipped its checks", what)
+			}
+		}
+		if flags-f0 != 2 {
+			t.Errorf("%s: %d reshards flagged in two rounds, want 2 (the fault stands)", what, flags-f0)
+		}
+	}
+
+	if o := settle("the first rounds"); o.flags != 0 || o.checks != 2 {
+		t.Errorf("the first rounds: %+v, want two checks (the servers learnt, then their stats kept), no flag", o)
+	}
+	for range 3 {
+		if got := round(); got != 1 {
+			t.Errorf("an unchanged round sent %d requests, want 1", got)
+		}
+	}
+
+	// An assignment edited by hand: item 0 held twice.
+	roomtest.Put(t, ctx, rc, paths.Flag("s1", layout.Sharding), []byte("0,1"))
+	faulted("item 0 held twice")
+	roomtest.Put(t, ctx, rc, paths.Flag("s1", layout.Sharding), []byte("1"))
+	if o := settle("the assignment put right"); o.flags != 0 {
+		t.Errorf("the assignment put right: %+v, want no flag", o)
+	}
+
+	// A server disabled: its item is on a server that may not hold it.
+	roomtest.Put(t, ctx, rc, paths.Flag("s1", layout.Disabled), nil)
+	faulted("s1 disabled")
+	if err := rc.Delete(ctx, paths.Flag("s1", layout.Disabled), -1); err != nil {
+		t.Fatal(err)
+	}
+	if o := settle("s1 enabled"); o.flags != 0 {
+		t.Errorf("s1 enabled: %+v, want no flag", o)
+	}
+
+	// A server joining holding nothing: a valid placement stands (the
+	// leader's membership watch reshards for it), but the round checks,
+	// and learns the new server's nodes.
+	roomtest.Put(t, ctx, rc, paths.Flag("s2", layout.Status), nil)
+	if o := settle("s2 joined"); o.flags != 0 || o.checks != 2 {
+		t.Errorf("s2 joined: %+v, want two checks, no flag", o)
+	}
+	roomtest.Put(t, ctx, rc, paths.Flag("s2", layout.Sharding), []byte("1"))
+	faulted("s2 given item 1 by hand, which s1 holds")
+	if err := rc.Delete(ctx, paths.Flag("s2", layout.Sharding), -1); err != nil {
+		t.Fatal(err)
+	}
+	settle("s2's assignment removed")
+
+	// The item count: item 2 is held by nobody.
+	total = 3
+	faulted("three items, two placed")
+	total = 2
+	settle("two items again")
+
+	// An instance drained, namespace-wide.
+	roomtest.Put(t, ctx, rc, layout.Drain("s1"), nil)
+	faulted("s1 drained")
+	if err := rc.Delete(ctx, layout.Drain("s1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	settle("s1 back from the drain")
+	if verified == 0 {
+		t.Error("no round verified the marks it holds")
+	}
+}

@@ -1,0 +1,116 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/shardjob/shardjob/internal/layout"
+	"github.com/shardjob/shardjob/regcenter"
+)
+
+// Seen is what a job's last clean check on its leader read: every node
+// the checks read (the Assignment's and the books' repair), each as it
+// stood before that check began. A round that finds every one of them as
+// it was knows the checks would find what they found, nothing to do, and
+// skips them: one read of the nodes' stats instead of a read of each
+// server's children, its assignment, the unplaced items, the exclusions,
+// the reshard's flags and the load table — the leader's round costs a
+// request per change, not a dozen per job each minute.
+//
+// Why a stat is proof: a node's creation (Czxid), last data change
+// (Mzxid, Version) and children's changes (CVersion, counting every child
+// made or deleted) all move with any change a check could see, and none
+// moves back (regcenter's contract, on every registry). The stats are read
+// before the checks, so a change made during them moves a stat away from
+// what is kept, and the next round checks again.
+//
+// The Loop keeps one per job, on its goroutine; a Round only uses the one
+// it is given. The zero Seen knows nothing.
+type Seen struct {
+	key     string   // the settings the checks ran with (seenKey)
+	servers []string // the servers the paths were made for
+	paths   []string
+	stamps  []stamp // as read before a clean check; nil: none yet
+}
+
+// stamp is what a node's stat says of its identity and its changes.
+type stamp struct {
+	exists         bool
+	czxid, mzxid   int64
+	version, cvers int32
+}
+
+func stampOf(n regcenter.NodeData) stamp {
+	if !n.Exists {
+		return stamp{}
+	}
+	return stamp{exists: true, czxid: n.Stat.Czxid, mzxid: n.Stat.Mzxid, version: n.Stat.Version, cvers: n.Stat.CVersion}
+}
+
+// seenKey is the check's settings: a change of the job's strategy, item
+// count or failover changes what the checks decide on the same nodes.
+func seenKey(a Assignment) string {
+	return fmt.Sprintf("%q/%d/%v", a.Strategy, a.Total, a.Failover)
+}
+
+// watched returns the nodes to read before the checks with settings key:
+// those the checks read for the servers the last clean check found, or
+// none when there was none (or it ran with other settings).
+func (s *Seen) watched(key string) []string {
+	if s == nil || s.key != key {
+		return nil
+	}
+	return s.paths
+}
+
+// unchanged reports whether nodes, read for s.watched(key), say that
+// nothing the checks read changed since the clean check s kept.
+func (s *Seen) unchanged(key string, nodes []regcenter.NodeData) bool {
+	if s == nil || s.key != key || s.stamps == nil || len(nodes) != len(s.stamps) {
+		return false
+	}
+	for i, n := range nodes {
+		if stampOf(n) != s.stamps[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// note keeps the outcome of a round's checks, made with settings key over
+// what nodes say of the paths read before them (nil: none read). A clean
+// check over the servers those paths were made for keeps the stamps: the
+// next round may skip. A clean check that found other servers keeps the
+// paths for them (the next round reads their stamps and checks once
+// more); a check that found something to do, or failed, keeps no stamps.
+func (s *Seen) note(key string, paths []string, nodes []regcenter.NodeData, servers []string, clean bool, job layout.Job) {
+	if s == nil {
+		return
+	}
+	if clean && nodes != nil && s.key == key && slices.Equal(s.servers, servers) && slices.Equal(s.paths, paths) {
+		s.stamps = make([]stamp, len(nodes))
+		for i, n := range nodes {
+			s.stamps[i] = stampOf(n)
+		}
+		return
+	}
+	s.stamps = nil
+	if servers == nil && !clean {
+		return // keep the paths: the servers were not read
+	}
+	s.key, s.servers, s.paths = key, servers, checkedPaths(job, servers)
+}
+
+// checkedPaths are the nodes a leader's checks of job read, for its
+// servers: the server list and each server's children (ReadServers), each
+// server's assignment and the unplaced items (PlacementFault, FirstStale,
+// ReadAssignment), the exclusions (ReadExcluded), the reshard's epoch and
+// flag (RepairRequest) and the load table (the books' repair).
+func checkedPaths(job layout.Job, servers []string) []string {
+	ps := []string{job.Servers(), job.Unplaced(), job.ShardingEpoch(), job.Necessary(),
+		layout.DrainList, layout.Offline, layout.Placement}
+	for _, sv := range servers {
+		ps = append(ps, job.Server(sv), job.Flag(sv, layout.Sharding))
+	}
+	return ps
+}
