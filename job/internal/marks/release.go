@@ -53,16 +53,21 @@ func deleteFenced(ctx context.Context, rc regcenter.Center, fence regcenter.Op, 
 
 // NotHeld returns which of items, whose marks this instance holds under
 // sess, have no mark of sess's any more: removed by hand, or replaced by a
-// node of another owner. It reads one node per item; on a failed read it
-// returns the error and no items.
+// node of another owner. It reads the marks together (regcenter's GetMany:
+// one request for as many as one may carry, not one each); on a failed
+// read it returns the error and no items.
 func NotHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, sess *regcenter.Session, items []int) ([]int, error) {
+	ps := make([]string, len(items))
+	for i, it := range items {
+		ps[i] = paths.ItemNode(it, layout.Running)
+	}
+	nodes, err := rc.GetMany(ctx, ps...)
+	if err != nil {
+		return nil, err
+	}
 	var lost []int
-	for _, it := range items {
-		ok, st, err := rc.Exists(ctx, paths.ItemNode(it, layout.Running))
-		if err != nil {
-			return nil, err
-		}
-		if !ok || st.EphemeralOwner != sess.ID() {
+	for i, it := range items {
+		if !nodes[i].Exists || nodes[i].Stat.EphemeralOwner != sess.ID() {
 			lost = append(lost, it)
 		}
 	}
