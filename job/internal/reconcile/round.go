@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/shardjob/shardjob/internal/layout"
@@ -80,13 +82,23 @@ func (d Round) Run() {
 	ctx, cancel := context.WithTimeout(sess.Ctx(), d.Timeout)
 	defer cancel()
 	// One read for the round's backstops and, on the leader, the stats
-	// of what its last clean check read (Seen).
+	// of every node its checks read: those its last clean check kept
+	// (Seen), or, with none kept, those of the servers listed now, to
+	// keep if this round's check finds the job right.
 	key := seenKey(d.Assignment)
 	var watched []string
-	if d.IsLeader() {
-		watched = d.Seen.watched(key)
+	leading := d.IsLeader()
+	if leading {
+		var ok bool
+		if watched, ok = d.Seen.kept(key); !ok && d.Seen != nil {
+			watched = d.listServers(ctx)
+		}
 	}
-	nodes, err := d.RC.GetMany(ctx, append([]string{d.Paths.Flag(d.Server, layout.Status), d.Paths.ElectionHost()}, watched...)...)
+	reads := []string{d.Paths.Flag(d.Server, layout.Status), d.Paths.ElectionHost()}
+	if watched != nil {
+		reads = append(reads, checkedPaths(d.Paths, watched)...)
+	}
+	nodes, err := d.RC.GetMany(ctx, reads...)
 	if err == nil {
 		// Our own registration: a status node deleted under us is
 		// restored (the flags watch normally does it at once; this is
@@ -105,11 +117,11 @@ func (d Round) Run() {
 	if !d.IsLeader() {
 		return
 	}
-	var seen []regcenter.NodeData
-	if err == nil && watched != nil {
-		seen = nodes[2:]
+	var stamped []regcenter.NodeData // nil: the check keeps nothing (a leader since the read)
+	if leading && err == nil && watched != nil {
+		stamped = nodes[2:]
 	}
-	if d.Seen.unchanged(key, seen) {
+	if _, ok := d.Seen.kept(key); ok && d.Seen.unchanged(stamped) {
 		return // nothing the checks read has changed since they found it right
 	}
 	servers, clean, err := d.Assignment.Check(ctx)
@@ -122,9 +134,20 @@ func (d Round) Run() {
 			d.Log.Warn("reconcile: repairing the load table's books", "err", err)
 		}
 	}
-	var names []string
-	if servers != nil {
-		names = servers.Names()
+	d.Seen.note(key, watched, stamped, servers.Names(), clean)
+}
+
+// listServers lists the job's servers, sorted, for the stats a round
+// reads before a check that may keep them (nil: none to read, the list
+// failed). A job without a servers node has none.
+func (d Round) listServers(ctx context.Context) []string {
+	names, err := d.RC.Children(ctx, d.Paths.Servers())
+	switch {
+	case errors.Is(err, regcenter.ErrNoNode):
+		return []string{}
+	case err != nil:
+		return nil
 	}
-	d.Seen.note(key, watched, seen, names, clean, d.Paths)
+	slices.Sort(names)
+	return names
 }

@@ -28,9 +28,8 @@ import (
 // it is given. The zero Seen knows nothing.
 type Seen struct {
 	key     string   // the settings the checks ran with (seenKey)
-	servers []string // the servers the paths were made for
-	paths   []string
-	stamps  []stamp // as read before a clean check; nil: none yet
+	servers []string // the servers the stamps' paths were made for
+	stamps  []stamp  // checkedPaths(servers) as read before a clean check; nil: none
 }
 
 // stamp is what a node's stat says of its identity and its changes.
@@ -53,20 +52,20 @@ func seenKey(a Assignment) string {
 	return fmt.Sprintf("%q/%d/%v", a.Strategy, a.Total, a.Failover)
 }
 
-// watched returns the nodes to read before the checks with settings key:
-// those the checks read for the servers the last clean check found, or
-// none when there was none (or it ran with other settings).
-func (s *Seen) watched(key string) []string {
-	if s == nil || s.key != key {
-		return nil
+// kept returns the servers whose nodes' stamps s keeps for a check with
+// settings key, and whether it keeps any.
+func (s *Seen) kept(key string) ([]string, bool) {
+	if s == nil || s.key != key || s.stamps == nil {
+		return nil, false
 	}
-	return s.paths
+	return s.servers, true
 }
 
-// unchanged reports whether nodes, read for s.watched(key), say that
-// nothing the checks read changed since the clean check s kept.
-func (s *Seen) unchanged(key string, nodes []regcenter.NodeData) bool {
-	if s == nil || s.key != key || s.stamps == nil || len(nodes) != len(s.stamps) {
+// unchanged reports whether nodes, read for checkedPaths of the servers
+// s keeps (kept), say that nothing the checks read changed since the
+// clean check s kept.
+func (s *Seen) unchanged(nodes []regcenter.NodeData) bool {
+	if s == nil || s.stamps == nil || len(nodes) != len(s.stamps) {
 		return false
 	}
 	for i, n := range nodes {
@@ -77,28 +76,25 @@ func (s *Seen) unchanged(key string, nodes []regcenter.NodeData) bool {
 	return true
 }
 
-// note keeps the outcome of a round's checks, made with settings key over
-// what nodes say of the paths read before them (nil: none read). A clean
-// check over the servers those paths were made for keeps the stamps: the
-// next round may skip. A clean check that found other servers keeps the
-// paths for them (the next round reads their stamps and checks once
-// more); a check that found something to do, or failed, keeps no stamps.
-func (s *Seen) note(key string, paths []string, nodes []regcenter.NodeData, servers []string, clean bool, job layout.Job) {
+// note keeps the outcome of a round's checks, made with settings key:
+// nodes is what the round read, before them, of checkedPaths(read) (nil:
+// nothing read), checked the servers the checks found. A clean check of
+// the servers the stamps were read for keeps the stamps, and the next
+// round may skip; any other outcome keeps none, and the next round
+// checks.
+func (s *Seen) note(key string, read []string, nodes []regcenter.NodeData, checked []string, clean bool) {
 	if s == nil {
 		return
 	}
-	if clean && nodes != nil && s.key == key && slices.Equal(s.servers, servers) && slices.Equal(s.paths, paths) {
-		s.stamps = make([]stamp, len(nodes))
-		for i, n := range nodes {
-			s.stamps[i] = stampOf(n)
-		}
+	if !clean || nodes == nil || !slices.Equal(read, checked) {
+		s.key, s.servers, s.stamps = "", nil, nil
 		return
 	}
-	s.stamps = nil
-	if servers == nil && !clean {
-		return // keep the paths: the servers were not read
+	s.key, s.servers = key, read
+	s.stamps = make([]stamp, len(nodes))
+	for i, n := range nodes {
+		s.stamps[i] = stampOf(n)
 	}
-	s.key, s.servers, s.paths = key, servers, checkedPaths(job, servers)
 }
 
 // checkedPaths are the nodes a leader's checks of job read, for its
