@@ -22,21 +22,23 @@ func (s *Scheduler) reconcileLoop() {
 			jobs := make([]reconcile.Job, len(rs))
 			for i, r := range rs {
 				cfg := r.config()
-				jobs[i] = reconcile.Job{Name: r.name, Every: cfg.ReconcileInterval, Clock: cfg.MaxTimeDiff > 0, Round: r.reconcile}
+				jobs[i] = reconcile.Job{Name: r.name, Every: cfg.ReconcileInterval, Clock: cfg.MaxTimeDiff > 0, Round: r.reconcileRound}
 			}
 			return jobs
 		},
 		Review:       s.reviewBooks,
 		MeasureClock: s.inst.MeasureClock,
+		RC:           s.rc, Timeout: s.opts.reshardTimeout,
 	}.Run(s.ctx)
 }
 
-// reconcile repairs one job (reconcile.Round) with what its last round
-// kept (nil: nothing kept, every check made); it runs on the reconcile
-// goroutine and bounds its registry work by the reshard timeout.
-func (r *runner) reconcile(seen *reconcile.Seen) {
+// reconcileRound is one job's repair (reconcile.Round) with what its last
+// round kept (nil: nothing kept, every check made); it runs on the
+// reconcile goroutine and bounds its registry work by the reshard
+// timeout.
+func (r *runner) reconcileRound(seen *reconcile.Seen) *reconcile.Round {
 	cfg := r.config()
-	reconcile.Round{RC: r.rc, Paths: r.paths, Server: r.serverID(), Life: r.ctx.life, Timeout: r.s.opts.reshardTimeout,
+	return &reconcile.Round{RC: r.rc, Paths: r.paths, Server: r.serverID(), Life: r.ctx.life, Timeout: r.s.opts.reshardTimeout,
 		Registered: r.book.Session,
 		Behind: func(ctx context.Context) {
 			if a := r.activeIfMade(); a != nil { // a job that never ran defers no record
@@ -49,7 +51,7 @@ func (r *runner) reconcile(seen *reconcile.Seen) {
 		RestoreStatus: r.restoreStatus, Campaign: r.campaign, VerifyHolds: r.verifyHolds, IsLeader: r.leading,
 		Assignment:  r.assignmentCheck(cfg),
 		RepairBooks: r.repairWhileLive, Seen: seen, Log: r.log,
-	}.Run()
+	}
 }
 
 // assignmentCheck is the leader's check of the job's stored assignment
@@ -61,10 +63,11 @@ func (r *runner) assignmentCheck(cfg *spec) reconcile.Assignment {
 		Failover: cfg.Failover, QueueDeparted: r.queueDeparted, Flag: r.setNecessary, Log: r.log}
 }
 
-// verifyHolds checks the marks kept here (heldmarks.Keeper.Verify); the
-// round asks only once the job is prepared, which made its active parts.
-func (r *runner) verifyHolds(ctx context.Context, sess *regcenter.Session) {
-	r.active().held.Verify(ctx, sess)
+// verifyHolds returns what to read to check the marks kept here, and the
+// check (heldmarks.Keeper.Verify); the round asks only once the job is
+// prepared, which made its active parts.
+func (r *runner) verifyHolds(sess *regcenter.Session) ([]string, func([]regcenter.NodeData)) {
+	return r.active().held.Verify(sess)
 }
 
 // repairWhileLive repairs the load table's books on the leader

@@ -92,7 +92,7 @@ func TestReconcileRoundDecodesTheTableOnce(t *testing.T) {
 				v := version()
 				before := placement.Decodes()
 				for _, n := range names {
-					s.runner(n).reconcile(nil)
+					s.runner(n).reconcileRound(nil).Run()
 				}
 				n := placement.Decodes() - before
 				writes := version() - prev

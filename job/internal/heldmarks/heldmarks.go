@@ -146,17 +146,22 @@ func (k *Keeper) ReleaseUnassigned(ctx context.Context, sess *regcenter.Session,
 // held item whose mark an operator removed runs on a mark that is gone —
 // as a run did before when its mark was removed under it — so the round
 // bounds that window by the reconcile interval.
-func (k *Keeper) Verify(ctx context.Context, sess *regcenter.Session) {
+//
+// The loop reads every job's nodes at once: Verify returns the paths to
+// read (none when no mark is held) and the check of what was read there.
+func (k *Keeper) Verify(sess *regcenter.Session) (paths []string, check func([]regcenter.NodeData)) {
 	items := k.Held.Items(sess)
 	if len(items) == 0 {
-		return
+		return nil, func([]regcenter.NodeData) {}
 	}
-	lost, err := marks.NotHeld(ctx, k.RC, k.Paths, sess, items)
-	if err != nil || len(lost) == 0 {
-		return // a failed read: the next round
+	return marks.RunningPaths(k.Paths, items), func(nodes []regcenter.NodeData) {
+		lost := marks.Lost(sess, items, nodes)
+		if len(lost) == 0 {
+			return
+		}
+		k.Log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
+		k.Held.Drop(lost)
 	}
-	k.Log.Warn("held running marks removed or replaced by hand; the items' next fires mark them again", "items", layout.FormatItems(lost))
-	k.Held.Drop(lost)
 }
 
 // ReleaseMoved answers an event of this instance's sharding-node watch

@@ -109,7 +109,12 @@ func TestKeeperOnARealRegistry(t *testing.T) {
 	if err := rc.Delete(ctx, paths.ItemNode(2, layout.Running), -1); err != nil {
 		t.Fatal(err)
 	}
-	k.Verify(ctx, sess)
+	ps, check := k.Verify(sess)
+	nodes, err := rc.GetMany(ctx, ps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(nodes)
 	if got := sorted(held.Items(sess)); !slices.Equal(got, []int{1}) {
 		t.Fatalf("after a mark removed by hand and the round: held %v; want [1]", got)
 	}

@@ -28,7 +28,7 @@
 //
 // It also owns the release of held marks (release.go): DeleteHeld, the
 // fenced transactions that delete marks this instance kept across fires,
-// PerTxn at a time; NotHeld, which of them are no longer this session's;
+// PerTxn at a time; Lost, which of them are no longer this session's;
 // and regcenter.MultiDropping, a transaction sent again without the ops that failed
 // harmlessly (a delete of a node gone), which a job's leave uses too; and
 // an item's retry node (retry.go): NoteRetry, the failed attempts of the

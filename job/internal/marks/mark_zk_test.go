@@ -192,8 +192,8 @@ func TestMarkRemovesThisSessionsStaleMarksAtOnce(t *testing.T) {
 
 // TestDeleteHeldAndNotHeld: held marks are deleted in fenced transactions,
 // a mark already gone is no error, a failed fence deletes nothing and
-// names the items; NotHeld finds a mark removed by hand and one replaced
-// by another session's.
+// names the items; Lost finds, in the marks as read (RunningPaths), one
+// removed by hand and one replaced by another session's.
 func TestDeleteHeldAndNotHeld(t *testing.T) {
 	zc := zktest.Start(t)
 	rc, other := roomtest.Open(t, zc.Servers(), "marks"), roomtest.Open(t, zc.Servers(), "marks")
@@ -226,9 +226,13 @@ func TestDeleteHeldAndNotHeld(t *testing.T) {
 	if _, err := other.Create(ctx, paths.ItemNode(2, layout.Running), []byte(`{}`), regcenter.Ephemeral); err != nil {
 		t.Fatal(err)
 	}
-	lost, err := NotHeld(ctx, rc, paths, sess, []int{4, 2, 1, 0})
-	if err != nil || !slices.Equal(lost, []int{1, 2}) {
-		t.Fatalf("NotHeld = %v, %v; want [1 2]", lost, err)
+	held := []int{4, 2, 1, 0}
+	nodes, err := rc.GetMany(ctx, RunningPaths(paths, held)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost := Lost(sess, held, nodes); !slices.Equal(lost, []int{1, 2}) {
+		t.Fatalf("Lost = %v; want [1 2]", lost)
 	}
 
 	// A fence that fails: nothing is deleted, the chunk is named.

@@ -51,20 +51,21 @@ func deleteFenced(ctx context.Context, rc regcenter.Center, fence regcenter.Op, 
 	return 0, nil
 }
 
-// NotHeld returns which of items, whose marks this instance holds under
-// sess, have no mark of sess's any more: removed by hand, or replaced by a
-// node of another owner. It reads the marks together (regcenter's GetMany:
-// one request for as many as one may carry, not one each); on a failed
-// read it returns the error and no items.
-func NotHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, sess *regcenter.Session, items []int) ([]int, error) {
+// RunningPaths are the running marks' paths of items, in their order.
+func RunningPaths(paths layout.Job, items []int) []string {
 	ps := make([]string, len(items))
 	for i, it := range items {
 		ps[i] = paths.ItemNode(it, layout.Running)
 	}
-	nodes, err := rc.GetMany(ctx, ps...)
-	if err != nil {
-		return nil, err
-	}
+	return ps
+}
+
+// Lost returns, sorted, which of items, whose marks this instance holds
+// under sess, have no mark of sess's any more in nodes, their running
+// marks as read (RunningPaths' order): removed by hand, or replaced by a
+// node of another owner. The reconcile loop reads them with every other
+// job's nodes, in as few requests as the registry allows.
+func Lost(sess *regcenter.Session, items []int, nodes []regcenter.NodeData) []int {
 	var lost []int
 	for i, it := range items {
 		if !nodes[i].Exists || nodes[i].Stat.EphemeralOwner != sess.ID() {
@@ -72,5 +73,5 @@ func NotHeld(ctx context.Context, rc regcenter.Center, paths layout.Job, sess *r
 		}
 	}
 	slices.Sort(lost)
-	return lost, nil
+	return lost
 }

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"time"
+
+	"github.com/shardjob/shardjob/regcenter"
 )
 
 // Job is one job as a round of the Loop sees it.
@@ -15,9 +17,10 @@ type Job struct {
 	// Clock reports that the job fires only within a maximum clock
 	// difference (MaxTimeDiff): the round measures the clock first.
 	Clock bool
-	// Round repairs the job with what its last round kept (Seen, the
-	// Loop's own, for this job); it runs on the Loop's goroutine.
-	Round func(*Seen)
+	// Round returns the job's round with what its last round kept (Seen,
+	// the Loop's own, for this job); nil: none this time. It runs on the
+	// Loop's goroutine.
+	Round func(*Seen) *Round
 }
 
 // Loop is the scheduler's one repair loop, for every job: each job's Round
@@ -36,6 +39,10 @@ type Loop struct {
 	Review func()
 	// MeasureClock measures the clock difference with the registry.
 	MeasureClock func()
+	// RC is the registry the rounds read, together (Pass), each read
+	// bounded by Timeout.
+	RC      regcenter.Center
+	Timeout time.Duration
 }
 
 // Run runs rounds until ctx ends, the first at once.
@@ -59,6 +66,7 @@ func (l Loop) Run(ctx context.Context) {
 			l.Review()
 		}
 		jobs := l.Jobs()
+		var rounds []*Round
 		listed := make(map[string]bool, len(jobs))
 		for _, j := range jobs {
 			listed[j.Name] = true
@@ -74,9 +82,14 @@ func (l Loop) Run(ctx context.Context) {
 				if seen[j.Name] == nil {
 					seen[j.Name] = &Seen{}
 				}
-				j.Round(seen[j.Name])
+				if r := j.Round(seen[j.Name]); r != nil && r.Begin() {
+					rounds = append(rounds, r)
+				}
 			}
 			next = min(next, every)
+		}
+		if len(rounds) > 0 {
+			Pass(l.RC, l.Timeout, rounds)
 		}
 		for name := range seen {
 			if !listed[name] {

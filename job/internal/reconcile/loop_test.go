@@ -62,9 +62,9 @@ func TestLoopMeasuresBeforeTheRound(t *testing.T) {
 		Jobs: func() []Job {
 			note("round")
 			return []Job{
-				{Name: "plain", Every: time.Millisecond, Round: func(*Seen) { note("plain") }},
-				{Name: "clocked", Every: time.Millisecond, Clock: true, Round: func(*Seen) { note("clocked"); rounds <- struct{}{} }},
-				{Name: "clocked2", Every: time.Millisecond, Clock: true, Round: func(*Seen) { note("clocked2") }},
+				{Name: "plain", Every: time.Millisecond, Round: func(*Seen) *Round { note("plain"); return nil }},
+				{Name: "clocked", Every: time.Millisecond, Clock: true, Round: func(*Seen) *Round { note("clocked"); rounds <- struct{}{}; return nil }},
+				{Name: "clocked2", Every: time.Millisecond, Clock: true, Round: func(*Seen) *Round { note("clocked2"); return nil }},
 			}
 		},
 		Review:       func() {},

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -14,8 +15,9 @@ import (
 )
 
 // TestLeaderRoundReadsOnceWhileNothingChanged: on a real registry, a
-// leader's round with what its last clean check read (Seen) costs one
-// request while none of it changed, and checks again — finding the fault
+// leader's round with what its last clean check read (Seen) costs two
+// requests while none of it changed (its nodes, and the load table's
+// stat), and checks again — finding the fault
 // where there is one — after each kind of change its checks read: an
 // assignment edited by hand, a server disabled, a server joining, the
 // item count, an instance drained. Counted in requests, not timed.
@@ -40,21 +42,23 @@ func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
 		t.Helper()
 		sess := rc.Session()
 		before := rc.Stats()
-		Round{RC: rc, Paths: paths, Server: "s0", Life: ctx, Timeout: 10 * time.Second,
+		(&Round{RC: rc, Paths: paths, Server: "s0", Life: ctx, Timeout: 10 * time.Second,
 			Registered:    func() (*regcenter.Session, bool) { return sess, false },
 			Behind:        func(context.Context) {},
 			Reregister:    func(*regcenter.Session) { t.Error("re-registered under its own session") },
 			Prepared:      func() bool { return true },
 			RestoreStatus: func(context.Context, *regcenter.Session) { t.Error("restored a status node that is there") },
 			Campaign:      func(context.Context) error { t.Error("campaigned under a leader"); return nil },
-			VerifyHolds:   func(context.Context, *regcenter.Session) { verified++ },
-			IsLeader:      func() bool { return true },
+			VerifyHolds: func(*regcenter.Session) ([]string, func([]regcenter.NodeData)) {
+				return nil, func([]regcenter.NodeData) { verified++ }
+			},
+			IsLeader: func() bool { return true },
 			Assignment: Assignment{RC: rc, Paths: paths, Name: "j", Total: total, Log: slog.New(slog.DiscardHandler),
 				QueueDeparted: func(context.Context, reshard.Servers) error { return nil },
 				Flag:          func(context.Context) { flags++ }},
 			RepairBooks: func(context.Context) error { repairs++; return repairErr },
 			Seen:        seen, Log: slog.New(slog.DiscardHandler),
-		}.Run()
+		}).Run()
 		return rc.Stats().Sub(before).Total()
 	}
 	// settle runs the rounds that follow a change until one skips: the
@@ -68,8 +72,8 @@ func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
 			r := repairs
 			got := round()
 			if repairs == r { // skipped
-				if got != 1 {
-					t.Errorf("%s: a round that skipped its checks sent %d requests, want 1", what, got)
+				if got != 2 {
+					t.Errorf("%s: a round that skipped its checks sent %d requests, want 2", what, got)
 				}
 				return outcome{checks: repairs - r0, flags: flags - f0}
 			}
@@ -100,8 +104,8 @@ func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
 		t.Errorf("the first rounds: %+v, want one check (the servers listed, their stats kept), no flag", o)
 	}
 	for range 3 {
-		if got := round(); got != 1 {
-			t.Errorf("an unchanged round sent %d requests, want 1", got)
+		if got := round(); got != 2 {
+			t.Errorf("an unchanged round sent %d requests, want 2", got)
 		}
 	}
 
@@ -165,5 +169,74 @@ func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
 	settle("s1 back from the drain")
 	if verified == 0 {
 		t.Error("no round verified the marks it holds")
+	}
+}
+
+// TestPassReadsEveryJobTogether: the rounds of many jobs led here, due in
+// one pass, read their nodes in one request (with the load table's stat
+// in another) while nothing changed; a change to one job's nodes has that
+// job's round check, and only it.
+func TestPassReadsEveryJobTogether(t *testing.T) {
+	ctx, rc := roomtest.ZooKeeper(t, "passseen")
+	const jobs = 40
+	checks := make([]int, jobs)
+	seen := make([]*Seen, jobs)
+	for i := range jobs {
+		paths := layout.Job(fmt.Sprintf("j%02d", i))
+		roomtest.Put(t, ctx, rc, paths.ElectionHost(), []byte("s0"))
+		roomtest.Put(t, ctx, rc, paths.ShardingEpoch(), nil)
+		roomtest.Put(t, ctx, rc, paths.Flag("s0", layout.Status), nil)
+		roomtest.Put(t, ctx, rc, paths.Flag("s0", layout.Sharding), []byte("0,1"))
+		seen[i] = &Seen{}
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	pass := func() int64 {
+		t.Helper()
+		before := rc.Stats()
+		var rounds []*Round
+		for i := range jobs {
+			paths := layout.Job(fmt.Sprintf("j%02d", i))
+			r := &Round{RC: rc, Paths: paths, Server: "s0", Life: ctx, Timeout: 10 * time.Second,
+				Registered:    func() (*regcenter.Session, bool) { return rc.Session(), false },
+				Behind:        func(context.Context) {},
+				Reregister:    func(*regcenter.Session) {},
+				Prepared:      func() bool { return true },
+				RestoreStatus: func(context.Context, *regcenter.Session) { t.Errorf("%s: restored a status node that is there", paths) },
+				Campaign:      func(context.Context) error { t.Errorf("%s: campaigned under a leader", paths); return nil },
+				VerifyHolds: func(*regcenter.Session) ([]string, func([]regcenter.NodeData)) {
+					return nil, func([]regcenter.NodeData) {}
+				},
+				IsLeader: func() bool { return true },
+				Assignment: Assignment{RC: rc, Paths: paths, Name: string(paths), Total: 2, Log: quiet,
+					QueueDeparted: func(context.Context, reshard.Servers) error { return nil },
+					Flag:          func(context.Context) { t.Errorf("%s: flagged a reshard of a right assignment", paths) }},
+				RepairBooks: func(context.Context) error { checks[i]++; return nil },
+				Seen:        seen[i], Log: quiet,
+			}
+			if !r.Begin() {
+				t.Fatalf("%s: the round did not begin", paths)
+			}
+			rounds = append(rounds, r)
+		}
+		Pass(rc, 10*time.Second, rounds)
+		return rc.Stats().Sub(before).Total()
+	}
+	first := pass()
+	for i, n := range checks {
+		if n != 1 {
+			t.Fatalf("the first pass checked j%02d %d times, want 1", i, n)
+		}
+	}
+	for range 2 {
+		if got := pass(); got != 2 {
+			t.Errorf("a pass over %d unchanged jobs sent %d requests, want 2 (the first: %d)", jobs, got, first)
+		}
+	}
+	roomtest.Put(t, ctx, rc, layout.Job("j07").Flag("s0", layout.Sharding), []byte("1,0"))
+	pass()
+	for i, n := range checks {
+		if want := map[bool]int{true: 2, false: 1}[i == 7]; n != want {
+			t.Errorf("after j07's assignment was written: j%02d checked %d times, want %d", i, n, want)
+		}
 	}
 }

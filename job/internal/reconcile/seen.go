@@ -29,7 +29,7 @@ import (
 type Seen struct {
 	key     string   // the settings the checks ran with (seenKey)
 	servers []string // the servers the stamps' paths were made for
-	stamps  []stamp  // checkedPaths(servers) as read before a clean check; nil: none
+	stamps  []stamp  // jobPaths(servers), then the namespace's, as read before a clean check; nil: none
 }
 
 // stamp is what a node's stat says of its identity and its changes.
@@ -61,9 +61,9 @@ func (s *Seen) kept(key string) ([]string, bool) {
 	return s.servers, true
 }
 
-// unchanged reports whether nodes, read for checkedPaths of the servers
-// s keeps (kept), say that nothing the checks read changed since the
-// clean check s kept.
+// unchanged reports whether nodes, read for jobPaths of the servers s
+// keeps (kept) and then the namespace's, say that nothing the checks read
+// changed since the clean check s kept.
 func (s *Seen) unchanged(nodes []regcenter.NodeData) bool {
 	if s == nil || s.stamps == nil || len(nodes) != len(s.stamps) {
 		return false
@@ -77,8 +77,9 @@ func (s *Seen) unchanged(nodes []regcenter.NodeData) bool {
 }
 
 // note keeps the outcome of a round's checks, made with settings key:
-// nodes is what the round read, before them, of checkedPaths(read) (nil:
-// nothing read), checked the servers the checks found. A clean check of
+// nodes is what the round read, before them, of jobPaths(read) and the
+// namespace's nodes (nil: nothing read), checked the servers the checks
+// found. A clean check of
 // the servers the stamps were read for keeps the stamps, and the next
 // round may skip; any other outcome keeps none, and the next round
 // checks.
@@ -97,16 +98,22 @@ func (s *Seen) note(key string, read []string, nodes []regcenter.NodeData, check
 	}
 }
 
-// checkedPaths are the nodes a leader's checks of job read, for its
+// jobPaths are the job's nodes a leader's checks of job read, for its
 // servers: the server list and each server's children (ReadServers), each
 // server's assignment and the unplaced items (PlacementFault, FirstStale,
-// ReadAssignment), the exclusions (ReadExcluded), the reshard's epoch and
-// flag (RepairRequest) and the load table (the books' repair).
-func checkedPaths(job layout.Job, servers []string) []string {
-	ps := []string{job.Servers(), job.Unplaced(), job.ShardingEpoch(), job.Necessary(),
-		layout.DrainList, layout.Offline, layout.Placement}
+// ReadAssignment), and the reshard's epoch and flag (RepairRequest). The
+// namespace's nodes they read are read once for every job (Pass): the
+// exclusions (sharedPaths, ReadExcluded) and the load table's stat (the
+// books' repair; its data is the placer's to read).
+func jobPaths(job layout.Job, servers []string) []string {
+	ps := []string{job.Servers(), job.Unplaced(), job.ShardingEpoch(), job.Necessary()}
 	for _, sv := range servers {
 		ps = append(ps, job.Server(sv), job.Flag(sv, layout.Sharding))
 	}
 	return ps
 }
+
+// sharedPaths are the namespace's nodes every leader's checks read, but
+// for the load table: the parents of the drain list and of the instances
+// marked offline, whose children are the exclusions.
+var sharedPaths = []string{layout.DrainList, layout.Offline}
