@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,9 +13,32 @@ import (
 	"github.com/shardjob/shardjob/job/internal/reshard"
 	"github.com/shardjob/shardjob/job/internal/roomtest"
 	"github.com/shardjob/shardjob/regcenter"
+	"github.com/shardjob/shardjob/regcenter/etcd"
+	"github.com/shardjob/shardjob/regcenter/etcdtest"
 )
 
-// TestLeaderRoundReadsOnceWhileNothingChanged: on a real registry, a
+// registries are the registries the rounds' tests run on, by name: what
+// they check is each registry's to keep (the stats a round compares).
+// ZooKeeper and an etcd member (in this process), each started for the
+// test; PostgreSQL and the embedded default keep the same stats by the
+// same contract (regcenter/centertest).
+var registries = map[string]func(tb testing.TB, namespace string) (context.Context, regcenter.Center){
+	"zookeeper": func(tb testing.TB, ns string) (context.Context, regcenter.Center) { return roomtest.ZooKeeper(tb, ns) },
+	"etcd": func(tb testing.TB, ns string) (context.Context, regcenter.Center) {
+		tb.Helper()
+		cluster := etcdtest.Start(tb)
+		ctx, cancel := context.WithTimeout(context.Background(), roomtest.Timeout)
+		tb.Cleanup(cancel)
+		rc, err := etcd.Open(ctx, regcenter.Config{Etcd: cluster.Endpoints(), Namespace: ns}, regcenter.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = rc.Close() })
+		return ctx, rc
+	},
+}
+
+// TestLeaderRoundReadsOnceWhileNothingChanged: on each registry, a
 // leader's round with what its last clean check read (Seen) costs two
 // requests while none of it changed (its nodes, and the load table's
 // stat), and checks again — finding the fault
@@ -22,7 +46,13 @@ import (
 // assignment edited by hand, a server disabled, a server joining, the
 // item count, an instance drained. Counted in requests, not timed.
 func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
-	ctx, rc := roomtest.ZooKeeper(t, "roundseen")
+	for name, open := range registries {
+		t.Run(name, func(t *testing.T) { testLeaderRoundReadsOnce(t, open) })
+	}
+}
+
+func testLeaderRoundReadsOnce(t *testing.T, open func(testing.TB, string) (context.Context, regcenter.Center)) {
+	ctx, rc := open(t, "roundseen")
 	paths := layout.Job("j")
 	roomtest.Put(t, ctx, rc, paths.ElectionHost(), []byte("s0"))
 	roomtest.Put(t, ctx, rc, paths.ShardingEpoch(), nil)
@@ -173,11 +203,17 @@ func TestLeaderRoundReadsOnceWhileNothingChanged(t *testing.T) {
 }
 
 // TestPassReadsEveryJobTogether: the rounds of many jobs led here, due in
-// one pass, read their nodes in one request (with the load table's stat
-// in another) while nothing changed; a change to one job's nodes has that
+// one pass, read their nodes in one GetMany (with the load table's stat
+// in one request more) while nothing changed; a change to one job's nodes has that
 // job's round check, and only it.
 func TestPassReadsEveryJobTogether(t *testing.T) {
-	ctx, rc := roomtest.ZooKeeper(t, "passseen")
+	for name, open := range registries {
+		t.Run(name, func(t *testing.T) { testPassReadsEveryJobTogether(t, open) })
+	}
+}
+
+func testPassReadsEveryJobTogether(t *testing.T, open func(testing.TB, string) (context.Context, regcenter.Center)) {
+	ctx, rc := open(t, "passseen")
 	const jobs = 40
 	checks := make([]int, jobs)
 	seen := make([]*Seen, jobs)
@@ -227,9 +263,23 @@ func TestPassReadsEveryJobTogether(t *testing.T) {
 			t.Fatalf("the first pass checked j%02d %d times, want 1", i, n)
 		}
 	}
+	// What one GetMany of every path the pass reads costs on this
+	// registry (one request on ZooKeeper; on etcd, a read transaction per
+	// some forty nodes).
+	all := slices.Clone(sharedPaths)
+	for i := range jobs {
+		paths := layout.Job(fmt.Sprintf("j%02d", i))
+		all = append(all, paths.Flag("s0", layout.Status), paths.ElectionHost())
+		all = append(all, jobPaths(paths, []string{"s0"})...)
+	}
+	before := rc.Stats()
+	if _, err := rc.GetMany(ctx, all...); err != nil {
+		t.Fatal(err)
+	}
+	one := rc.Stats().Sub(before).Total()
 	for range 2 {
-		if got := pass(); got != 2 {
-			t.Errorf("a pass over %d unchanged jobs sent %d requests, want 2 (the first: %d)", jobs, got, first)
+		if got := pass(); got != one+1 {
+			t.Errorf("a pass over %d unchanged jobs sent %d requests, want %d: one GetMany of its %d paths (%d) and the table's stat (the first pass: %d)", jobs, got, one+1, len(all), one, first)
 		}
 	}
 	roomtest.Put(t, ctx, rc, layout.Job("j07").Flag("s0", layout.Sharding), []byte("1,0"))
