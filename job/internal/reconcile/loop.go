@@ -24,9 +24,9 @@ type Job struct {
 }
 
 // Loop is the scheduler's one repair loop, for every job: each job's Round
-// once its interval passed since its last, the books' review once a
-// Default interval, and the clock measured once a round when a job needs
-// it. Rounds go by real time, not the clock the jobs fire by: they repair
+// once its interval passed since its last, the rounds due at once made one
+// Pass, the books' review once a Default interval, and the clock measured
+// once a round when a job needs it. Rounds go by real time, not the clock the jobs fire by: they repair
 // the registry's state, which does not wait for a fake clock to move.
 type Loop struct {
 	// Default is the interval of a job that sets none, and of the books'
