@@ -304,13 +304,17 @@ func (c pairCheck) covers(r pairRun, n time.Time) bool {
 // busyAt returns the last run of item that was going at the fire of
 // nominal time n (its jitter included), if one was: a fire that finds
 // its item busy may be dropped (overlap skip) or owed (then made up, or
-// dropped by the starting deadline).
+// dropped by the starting deadline). A run of an earlier fire counts
+// whenever it began: its fire reserved the item, and a job's fires are
+// taken in order, so a run that a loaded machine began after n was the
+// item's from before n's fire came.
 func (c pairCheck) busyAt(item int, n time.Time) (pairRun, bool) {
 	const slack = 200 * time.Millisecond // from the mark's write to the run's start, and from its end to the record
 	var busy pairRun
 	found := false
 	for _, r := range c.runs {
-		if r.item == item && !stands(r, n) && !r.begin.After(n.Add(c.cfg.Jitter+slack)) && !r.end.Before(n.Add(-slack)) && (!found || r.begin.After(busy.begin)) {
+		began := !r.begin.After(n.Add(c.cfg.Jitter+slack)) || r.kind == job.KindFire && nominal(r.fire).Before(n)
+		if r.item == item && !stands(r, n) && began && !r.end.Before(n.Add(-slack)) && (!found || r.begin.After(busy.begin)) {
 			busy, found = r, true
 		}
 	}
