@@ -159,7 +159,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.plots, "plots", "", "-peers: write PNG plots into this directory (e.g. ../docs/perf)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (node records and logs, the servers' data and logs)")
 	fs.BoolVar(&c.verbose, "v", false, "progress on stderr")
-	fs.BoolVar(&c.nodeProfile, "node-cpuprofile", false, "a CPU profile of each node process that stops gracefully, as {id}.cpu.pprof in its run's work directory (with -keep)")
+	fs.BoolVar(&c.nodeProfile, "node-cpuprofile", false, "a CPU profile of each node process that stops gracefully, as {id}.cpu.pprof in its run's work directory (with -keep; -firecost: of its measured window)")
 	fs.BoolVar(&c.nodeVerbose, "node-v", false, "debug logging of the node processes, into their logs in the work directory (with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

@@ -113,7 +113,7 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.StringVar(&o.out, "out", "", "file the node appends its lines to (required)")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (on a graceful stop)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (on a graceful stop; with -count-only, of the measured window alone)")
 	flag.BoolVar(&o.countOnly, "count-only", false, "count runs instead of recording them, and record the process's own cost over the window -measure-after/-measure-for as a C line")
 	flag.DurationVar(&o.measureAfter, "measure-after", 10*time.Second, "-count-only: the window starts this long after the scheduler started")
 	flag.DurationVar(&o.measureFor, "measure-for", 30*time.Second, "-count-only: the window's length")
@@ -144,7 +144,10 @@ type recorder struct {
 	mu        sync.Mutex
 	f         *os.File
 	countOnly bool
-	runs      atomic.Int64
+	// cpuProfile, with -count-only, is where the window's CPU profile
+	// goes.
+	cpuProfile string
+	runs       atomic.Int64
 	// registry is shardjob's registry client, once open: its requests
 	// and write operations join the measure.
 	registry atomic.Pointer[regcenter.Center]
@@ -224,6 +227,14 @@ func (r *recorder) measure(ctx context.Context, after, length time.Duration) {
 		log.Printf("measure: %v", err)
 		return
 	}
+	if r.cpuProfile != "" {
+		stop, err := startProfile(r.cpuProfile)
+		if err != nil {
+			log.Printf("measure: %v", err)
+			return
+		}
+		defer stop()
+	}
 	sleepCtx(ctx, length)
 	if ctx.Err() != nil {
 		return
@@ -237,6 +248,24 @@ func (r *recorder) measure(ctx context.Context, after, length time.Duration) {
 		c1.requests-c0.requests, c1.writeOps-c0.writeOps))
 }
 
+// startProfile starts a CPU profile into path; stop ends it and closes
+// the file.
+func startProfile(path string) (stop func(), err error) {
+	pf, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		return nil, errors.Join(err, pf.Close())
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := pf.Close(); err != nil {
+			log.Printf("close %s: %v", path, err)
+		}
+	}, nil
+}
+
 func run(o options) error {
 	f, err := os.OpenFile(o.out, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
@@ -248,20 +277,14 @@ func run(o options) error {
 		}
 	}()
 	rec := &recorder{f: f, countOnly: o.countOnly}
-	if o.cpuProfile != "" {
-		pf, err := os.Create(o.cpuProfile)
+	if o.cpuProfile != "" && o.countOnly {
+		rec.cpuProfile = o.cpuProfile // the window's alone: see measure
+	} else if o.cpuProfile != "" {
+		stop, err := startProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return errors.Join(err, pf.Close())
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			if err := pf.Close(); err != nil {
-				log.Printf("close %s: %v", o.cpuProfile, err)
-			}
-		}()
+		defer stop()
 	}
 	level := slog.LevelWarn
 	if o.verbose {
