@@ -46,13 +46,17 @@ func (s *Completer) journalDeferred(j Job, c *completion) {
 	for i := range c.deferred {
 		covers[c.batch[i].Item] = c.recorded[i]
 	}
-	ctx, cancel := context.WithTimeout(s.Life, max(time.Minute, 10*s.SessionTimeout()))
-	defer cancel()
-	err := s.Journal.Put(ctx, s.Server, s.Name, covers)
+	// The wait is bounded by the write it waits for (journal.Journal.Put):
+	// the completion's own bound is the write's, made only by the put
+	// that leads one, not a timer for every completion.
+	bound := max(time.Minute, 10*s.SessionTimeout())
+	err := s.Journal.Put(s.Life, bound, s.Server, s.Name, covers)
 	if err == nil {
 		return
 	}
 	s.Log.Debug("completion journal not written; writing the records", "items", len(covers), "err", err)
+	ctx, cancel := context.WithTimeout(s.Life, bound)
+	defer cancel()
 	if ferr := s.Flush(ctx, func(item int, _ time.Time) bool { _, ok := covers[item]; return ok }, false); ferr != nil {
 		s.Log.Warn("writing completion records the journal could not take; the runs they cover may run again", "err", errors.Join(err, ferr))
 	}

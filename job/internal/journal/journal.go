@@ -86,7 +86,13 @@ func (j *Journal) ID() string { return j.id }
 // write of the journal carrying them has returned: nil when it landed. On
 // an error the entries stay, and the caller writes the records instead.
 // server is what the node says wrote it.
-func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fireplan.Cover) error {
+//
+// ctx ends the wait; a write this put leads is bounded by timeout as well.
+// A put that waits for another's write needs no timer of its own: that
+// write is bounded by its leader's timeout, and at most two writes (the
+// one in flight when it came, and the next, which carries it) stand
+// before it. Most puts wait: one of every write's completions leads it.
+func (j *Journal) Put(ctx context.Context, timeout time.Duration, server, job string, covers map[int]fireplan.Cover) error {
 	j.mu.Lock()
 	for it, c := range covers {
 		j.entries[key{job, it}] = c.Ran()
@@ -111,50 +117,68 @@ func (j *Journal) Put(ctx context.Context, server, job string, covers map[int]fi
 		// each write carries the whole journal.
 		j.writing = true
 		j.mu.Unlock()
-		t := time.NewTimer(Window)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-		j.mu.Lock()
-		data, err := j.encodeLocked(server)
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
-		}
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		err := j.lead(wctx, server, job, covers)
+		cancel()
 		if err != nil {
-			if errors.Is(err, ErrFull) {
-				for it := range covers {
-					delete(j.entries, key{job, it})
-				}
-				j.seq++
-			}
-			j.writing = false
-			close(j.done)
-			j.done = make(chan struct{})
-			j.mu.Unlock()
 			return err
 		}
-		seq, exists, version, known := j.seq, j.exists, j.version, j.known
-		j.mu.Unlock()
-		version, err = j.write(ctx, data, exists, version, known)
-		if j.log.Enabled(ctx, slog.LevelDebug) {
-			j.log.Debug("journal write", "job", job, "items", len(covers), "seq", seq, "bytes", len(data), "err", err)
-		}
 		j.mu.Lock()
-		j.writing = false
-		close(j.done)
-		j.done = make(chan struct{})
-		if err != nil {
-			j.known = false // the write may land yet: read the version first
-			j.mu.Unlock()
-			return err
-		}
-		j.exists, j.version, j.known = true, version, true
-		j.durable = max(j.durable, seq)
 	}
 	j.mu.Unlock()
 	return nil
+}
+
+// lead makes the write a put leads (Put), with j.writing set by it: it
+// waits Window, encodes the journal and writes it, and ends the write in
+// flight; it returns with j.mu unlocked, and on success the write's seq
+// is durable.
+func (j *Journal) lead(ctx context.Context, server, job string, covers map[int]fireplan.Cover) error {
+	t := time.NewTimer(Window)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	j.mu.Lock()
+	data, err := j.encodeLocked(server)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		if errors.Is(err, ErrFull) {
+			for it := range covers {
+				delete(j.entries, key{job, it})
+			}
+			j.seq++
+		}
+		j.endWriteLocked()
+		j.mu.Unlock()
+		return err
+	}
+	seq, exists, version, known := j.seq, j.exists, j.version, j.known
+	j.mu.Unlock()
+	version, err = j.write(ctx, data, exists, version, known)
+	if j.log.Enabled(ctx, slog.LevelDebug) {
+		j.log.Debug("journal write", "job", job, "items", len(covers), "seq", seq, "bytes", len(data), "err", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.endWriteLocked()
+	if err != nil {
+		j.known = false // the write may land yet: read the version first
+		return err
+	}
+	j.exists, j.version, j.known = true, version, true
+	j.durable = max(j.durable, seq)
+	return nil
+}
+
+// endWriteLocked ends the write in flight: the puts waiting for it go on.
+func (j *Journal) endWriteLocked() {
+	j.writing = false
+	close(j.done)
+	j.done = make(chan struct{})
 }
 
 // encodeLocked encodes the journal node (stored.Journal), or ErrFull.

@@ -31,6 +31,27 @@ type memCenter struct {
 	// stopped answering, and is applied once it wakes.
 	lose bool
 	lost []lostSet
+	// hang, when set, holds every create and set until its context ends,
+	// as a registry that does not answer; entered hears of each.
+	hang    bool
+	entered chan struct{}
+}
+
+// held holds a write while m.hang is set, and returns its context's error
+// then; nil at once otherwise. Called with m.mu held, it drops it while
+// it holds.
+func (m *memCenter) held(ctx context.Context) error {
+	if !m.hang {
+		return nil
+	}
+	m.mu.Unlock()
+	defer m.mu.Lock()
+	select {
+	case m.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // lostSet is a set whose answer was lost, to be applied later (land).
@@ -105,9 +126,12 @@ func (m *memCenter) Children(_ context.Context, path string) ([]string, error) {
 	return out, nil
 }
 
-func (m *memCenter) Create(_ context.Context, path string, data []byte, _ regcenter.Mode) (string, error) {
+func (m *memCenter) Create(ctx context.Context, path string, data []byte, _ regcenter.Mode) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.held(ctx); err != nil {
+		return "", err
+	}
 	if m.fail != nil {
 		return "", m.fail
 	}
@@ -119,9 +143,12 @@ func (m *memCenter) Create(_ context.Context, path string, data []byte, _ regcen
 	return path, nil
 }
 
-func (m *memCenter) Set(_ context.Context, path string, data []byte, version int32) (regcenter.Stat, error) {
+func (m *memCenter) Set(ctx context.Context, path string, data []byte, version int32) (regcenter.Stat, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.held(ctx); err != nil {
+		return regcenter.Stat{}, err
+	}
 	if m.fail != nil {
 		return regcenter.Stat{}, m.fail
 	}
@@ -196,10 +223,10 @@ func TestPutWritesTheWholeJournal(t *testing.T) {
 		t.Fatalf("ID = %q", j.ID())
 	}
 	ctx := context.Background()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Put(ctx, "s1", "b", map[int]fireplan.Cover{3: fires(1, 1)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "b", map[int]fireplan.Cover{3: fires(1, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	doc := readNode(t, rc, "p1")
@@ -229,7 +256,7 @@ func TestPutsShareWrites(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			errs <- j.Put(context.Background(), "s1", "a", map[int]fireplan.Cover{i: fires(i, i)})
+			errs <- j.Put(context.Background(), time.Minute, "s1", "a", map[int]fireplan.Cover{i: fires(i, i)})
 		})
 	}
 	close(start)
@@ -255,18 +282,18 @@ func TestPutRefusesWhatDoesNotFit(t *testing.T) {
 	rc := newMemCenter()
 	j := New(rc, "p1", quiet())
 	ctx := context.Background()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	big := map[int]fireplan.Cover{}
 	for it := 1; it <= MaxBytes/16; it++ {
 		big[it] = fires(0, 0)
 	}
-	err := j.Put(ctx, "s1", "a", big)
+	err := j.Put(ctx, time.Minute, "s1", "a", big)
 	if !errors.Is(err, ErrFull) {
 		t.Fatalf("a put beyond MaxBytes: %v, want ErrFull", err)
 	}
-	if err := j.Put(ctx, "s1", "b", map[int]fireplan.Cover{0: fires(1, 1)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "b", map[int]fireplan.Cover{0: fires(1, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	doc := readNode(t, rc, "p1")
@@ -283,11 +310,11 @@ func TestPutFailures(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
 	rc.fail = boom
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); !errors.Is(err, boom) {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); !errors.Is(err, boom) {
 		t.Fatalf("put on a failing registry: %v", err)
 	}
 	rc.fail = nil
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNode(t, rc, "p1").Items("a"); len(got) != 2 {
@@ -295,8 +322,44 @@ func TestPutFailures(t *testing.T) {
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := j.Put(done, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); !errors.Is(err, context.Canceled) {
+	if err := j.Put(done, time.Minute, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); !errors.Is(err, context.Canceled) {
 		t.Errorf("put with its context ended: %v", err)
+	}
+}
+
+// A put that waits for another's write has no timer of its own, and its
+// wait still ends: the write it waits for is bounded by its leader's
+// timeout, and the write it then leads by its own. On a registry that
+// does not answer both puts fail, and their entries stay for the next
+// write.
+func TestAWaitingPutEndsWithTheWritesItWaitsFor(t *testing.T) {
+	rc := newMemCenter()
+	rc.hang, rc.entered = true, make(chan struct{}, 1)
+	j := New(rc, "p1", quiet())
+	const timeout = 50 * time.Millisecond
+	lead := make(chan error, 1)
+	go func() { lead <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}) }()
+	<-rc.entered // the first put's write is in flight
+	waited := make(chan error, 1)
+	go func() { waited <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}) }()
+	for name, ch := range map[string]chan error{"the leading put": lead, "the waiting put": waited} {
+		select {
+		case err := <-ch:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s on a registry that does not answer: %v, want a deadline exceeded", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s still waits a minute on: its wait has no end", name)
+		}
+	}
+	rc.mu.Lock()
+	rc.hang = false
+	rc.mu.Unlock()
+	if err := j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readNode(t, rc, "p1").Items("a"); len(got) != 3 {
+		t.Errorf("after the failed puts the node holds %v, want items 0, 1 and 2", got)
 	}
 }
 
@@ -312,7 +375,7 @@ func putLost(t *testing.T, rc *memCenter, j *Journal, covers map[int]fireplan.Co
 		rc.lose = false
 		rc.mu.Unlock()
 	}()
-	if err := j.Put(context.Background(), "s1", "a", covers); !errors.Is(err, regcenter.ErrConnectionLoss) {
+	if err := j.Put(context.Background(), time.Minute, "s1", "a", covers); !errors.Is(err, regcenter.ErrConnectionLoss) {
 		t.Fatalf("put whose answer is lost: %v", err)
 	}
 }
@@ -325,14 +388,14 @@ func TestALateWriteDoesNotPutAnOlderJournalBack(t *testing.T) {
 	rc := newMemCenter()
 	j := New(rc, "p1", quiet())
 	ctx := context.Background()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	// Fire 1's write reaches a member that stops answering: its answer is
 	// lost, and the completion writes its record instead (not here).
 	putLost(t, rc, j, map[int]fireplan.Cover{0: fires(0, 1)})
 	// Fire 2's goes through another member.
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	errs := rc.land()
@@ -344,7 +407,7 @@ func TestALateWriteDoesNotPutAnOlderJournalBack(t *testing.T) {
 		t.Fatalf("the journal says item 0 ran %v; want through fire 2", ran)
 	}
 	// The journal goes on: the next put writes over the version it read.
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 3)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 3)}); err != nil {
 		t.Fatal(err)
 	}
 	if ran := readNode(t, rc, "p1").Entry("a", 0); ran[len(ran)-1][1] != at(3).UnixMilli() {
@@ -358,14 +421,14 @@ func TestAWriteOverALateWriteOfItsOwn(t *testing.T) {
 	rc := newMemCenter()
 	j := New(rc, "p1", quiet())
 	ctx := context.Background()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	putLost(t, rc, j, map[int]fireplan.Cover{1: fires(1, 1)})
 	if errs := rc.land(); len(errs) != 1 || errs[0] != nil {
 		t.Fatalf("the lost write did not land: %v", errs)
 	}
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{2: fires(2, 2)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNode(t, rc, "p1").Items("a"); len(got) != 3 {
@@ -378,13 +441,13 @@ func TestPutCreatesTheNodeAgain(t *testing.T) {
 	rc := newMemCenter()
 	j := New(rc, "p1", quiet())
 	ctx := context.Background()
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rc.Delete(ctx, layout.Journal("p1"), -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNode(t, rc, "p1").Items("a"); len(got) != 2 {
@@ -402,7 +465,7 @@ func TestCoveredAndRemoveIfCovered(t *testing.T) {
 	if err := j.RemoveIfCovered(ctx); err != nil {
 		t.Fatalf("removing a journal never written: %v", err)
 	}
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2), 1: fires(0, 4)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{0: fires(0, 2), 1: fires(0, 4)}); err != nil {
 		t.Fatal(err)
 	}
 	j.Covered("a", map[int]time.Time{0: at(2), 1: at(3)})
@@ -413,7 +476,7 @@ func TestCoveredAndRemoveIfCovered(t *testing.T) {
 	if _, ok := rc.node(layout.Journal("p1")); !ok {
 		t.Fatal("the node was removed with item 1's entry not covered")
 	}
-	if err := j.Put(ctx, "s1", "a", map[int]fireplan.Cover{2: fires(5, 5)}); err != nil {
+	if err := j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{2: fires(5, 5)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readNode(t, rc, "p1").Items("a"); len(got) != 2 || got[0] != nil {
