@@ -338,10 +338,14 @@ func TestAWaitingPutEndsWithTheWritesItWaitsFor(t *testing.T) {
 	j := New(rc, "p1", quiet())
 	const timeout = 50 * time.Millisecond
 	lead := make(chan error, 1)
-	go func() { lead <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)}) }()
+	go func() {
+		lead <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{0: fires(0, 0)})
+	}()
 	<-rc.entered // the first put's write is in flight
 	waited := make(chan error, 1)
-	go func() { waited <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)}) }()
+	go func() {
+		waited <- j.Put(context.Background(), timeout, "s1", "a", map[int]fireplan.Cover{1: fires(1, 1)})
+	}()
 	for name, ch := range map[string]chan error{"the leading put": lead, "the waiting put": waited} {
 		select {
 		case err := <-ch:
