@@ -91,9 +91,12 @@ func (l Loop) Run(ctx context.Context) {
 		if len(rounds) > 0 {
 			Pass(l.RC, l.Timeout, rounds)
 		}
+		// A job gone takes what was kept of it: what it read, and when its
+		// last round was (added again, it is new: first due an interval on).
+		due.Keep(listed)
 		for name := range seen {
 			if !listed[name] {
-				delete(seen, name) // the job is gone: what it read with it
+				delete(seen, name)
 			}
 		}
 		timer.Reset(next)
@@ -118,4 +121,15 @@ func (d Due) Take(name string, now time.Time, every time.Duration) bool {
 	}
 	d[name] = now
 	return true
+}
+
+// Keep forgets the jobs not in listed: a job removed leaves nothing
+// behind, and one added again under its name is first due an interval
+// after it is seen again, as any new job.
+func (d Due) Keep(listed map[string]bool) {
+	for name := range d {
+		if !listed[name] {
+			delete(d, name)
+		}
+	}
 }

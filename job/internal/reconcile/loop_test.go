@@ -34,6 +34,25 @@ func TestDueTake(t *testing.T) {
 	}
 }
 
+// A job removed leaves nothing in Due, and added again under its name it
+// is new: first due an interval after it is seen again, not at once.
+func TestDueKeepForgetsRemovedJobs(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := Due{}
+	d.Take("a", t0, time.Minute)
+	d.Take("b", t0, time.Minute)
+	d.Keep(map[string]bool{"b": true})
+	if _, ok := d["a"]; ok || len(d) != 1 {
+		t.Fatalf("after a was removed Due holds %v, want b alone", d)
+	}
+	if d.Take("a", t0.Add(2*time.Minute), time.Minute) {
+		t.Error("a job added again is due at once, want an interval after it is seen again")
+	}
+	if !d.Take("a", t0.Add(3*time.Minute), time.Minute) {
+		t.Error("a job added again is not due an interval after it was seen again")
+	}
+}
+
 func TestPlaced(t *testing.T) {
 	for s, want := range map[string]bool{"": true, "BALANCED": true, "IDLEST": true, "AVG_ALLOCATION": false, "ODEVITY": false} {
 		if got := Placed(s); got != want {
