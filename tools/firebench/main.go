@@ -106,9 +106,11 @@ type config struct {
 	// instLateTrace, when set, has each instance write an execution trace
 	// of the seconds before its first run this late (-late-trace).
 	instLateTrace time.Duration
-	instVerbose   bool
-	verbose       bool
-	trace         bool
+	// instLateTraceFrom is how long after READY that trace is armed.
+	instLateTraceFrom time.Duration
+	instVerbose       bool
+	verbose           bool
+	trace             bool
 }
 
 // bench is one run of the program: its registry server, work directory
@@ -169,6 +171,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.instanceBin, "instance-bin", "", "prebuilt instance program (default: go build "+instancePkg+")")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (instance logs, the registry's data and log)")
 	fs.DurationVar(&c.instLateTrace, "inst-late-trace", 0, "each instance process keeps an execution trace of its last seconds in memory and writes it, as {id}.late.trace in the work directory (with -keep), when a scheduled fire first starts this late (0: none): read it with go tool trace")
+	fs.DurationVar(&c.instLateTraceFrom, "inst-late-trace-from", 15*time.Second, "-inst-late-trace: how long after its READY an instance's late fire writes the trace (0: the first fires after Start, for -startup)")
 	fs.BoolVar(&c.instProfile, "inst-cpuprofile", false, "a CPU profile of each instance process's whole run, as {id}.cpu.pprof in the work directory (with -keep)")
 	fs.BoolVar(&c.verbose, "v", false, "progress and debug logging on stderr")
 	fs.BoolVar(&c.instVerbose, "inst-v", false, "the instance processes log at debug level (their logs are in the work directory, with -keep)")

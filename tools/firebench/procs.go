@@ -88,7 +88,8 @@ func (b *bench) startInst(idx int, spec instSpec, col *collector) (*inst, error)
 		args = append(args, "-cpuprofile", filepath.Join(b.dir, id+".cpu.pprof"))
 	}
 	if b.cfg.instLateTrace > 0 {
-		args = append(args, "-late-trace", filepath.Join(b.dir, id+".late.trace"), "-late-trace-after", b.cfg.instLateTrace.String())
+		args = append(args, "-late-trace", filepath.Join(b.dir, id+".late.trace"), "-late-trace-after", b.cfg.instLateTrace.String(),
+			"-late-trace-from", b.cfg.instLateTraceFrom.String())
 	}
 	cmd := exec.Command(b.instanceBin, args...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, id+".log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)

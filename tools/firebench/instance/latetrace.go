@@ -17,6 +17,7 @@ import (
 type lateTrace struct {
 	path    string
 	after   time.Duration
+	from    time.Duration // how long after READY a late fire writes it
 	log     *slog.Logger
 	rec     *trace.FlightRecorder
 	armed   atomic.Bool
@@ -24,17 +25,13 @@ type lateTrace struct {
 	written sync.WaitGroup
 }
 
-// newLateTrace returns a lateTrace writing to path; with an empty path it
-// does nothing.
-func newLateTrace(path string, after time.Duration, log *slog.Logger) *lateTrace {
-	return &lateTrace{path: path, after: after, log: log}
+// newLateTrace returns a lateTrace writing to path, for a fire as late as
+// after from from after READY on; with an empty path it does nothing.
+func newLateTrace(path string, after, from time.Duration, log *slog.Logger) *lateTrace {
+	return &lateTrace{path: path, after: after, from: from, log: log}
 }
 
-// lateTraceFrom is how long after READY a late fire writes the trace: the
-// start-up's fires, some late while instances join, are not the point.
-const lateTraceFrom = 15 * time.Second
-
-// start begins recording, and arms the trace lateTraceFrom later.
+// start begins recording, and arms the trace l.from later.
 func (l *lateTrace) start() {
 	if l.path == "" {
 		return
@@ -45,7 +42,7 @@ func (l *lateTrace) start() {
 		l.rec = nil
 		return
 	}
-	l.armedAt = time.Now().Add(lateTraceFrom)
+	l.armedAt = time.Now().Add(l.from)
 	l.armed.Store(true)
 }
 

@@ -64,6 +64,7 @@ type options struct {
 	cpuProfile      string
 	lateTrace       string
 	lateTraceAfter  time.Duration
+	lateTraceFrom   time.Duration
 	trace           bool
 }
 
@@ -85,7 +86,8 @@ func main() {
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "deadline of the graceful shutdown")
 	flag.BoolVar(&o.verbose, "v", false, "debug logging")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.StringVar(&o.lateTrace, "late-trace", "", "keep an execution trace of the last seconds in memory from READY on, and write it to this file when a scheduled fire first starts -late-trace-after late, from 15 s after READY")
+	flag.StringVar(&o.lateTrace, "late-trace", "", "keep an execution trace of the last seconds in memory from READY on, and write it to this file when a scheduled fire first starts -late-trace-after late, from -late-trace-from after READY")
+	flag.DurationVar(&o.lateTraceFrom, "late-trace-from", 15*time.Second, "how long after READY a late fire writes -late-trace: 15 s leaves out the start-up's fires, some late while instances join; 0 catches them")
 	flag.DurationVar(&o.lateTraceAfter, "late-trace-after", 10*time.Millisecond, "how late a scheduled fire's start writes -late-trace")
 	flag.BoolVar(&o.trace, "trace", false, "trace every fire and item run with the OpenTelemetry SDK, the spans discarded")
 	flag.Parse()
@@ -217,7 +219,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	late := newLateTrace(o.lateTrace, o.lateTraceAfter, logger)
+	late := newLateTrace(o.lateTrace, o.lateTraceAfter, o.lateTraceFrom, logger)
 	defer late.stop()
 	execute := job.SimpleFunc(func(_ context.Context, sc job.ShardingContext) error {
 		entered := time.Now().UnixNano()
