@@ -275,6 +275,67 @@ func TestPutsShareWrites(t *testing.T) {
 	}
 }
 
+// The first write waits Window for others to share it; a write that
+// carried one put alone has the next go at once (a lone job's completions
+// wait for nothing), and one that carried several has the next wait again.
+func TestWindowWaitedWhileWritesAreShared(t *testing.T) {
+	rc := newMemCenter()
+	j := New(rc, "p1", quiet())
+	waits := func() bool {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		return j.shared
+	}
+	if !waits() {
+		t.Fatal("the first write does not wait Window")
+	}
+	for i := range 2 {
+		if err := j.Put(context.Background(), time.Minute, "s1", "a", map[int]fireplan.Cover{i: fires(i, i)}); err != nil {
+			t.Fatal(err)
+		}
+		if waits() {
+			t.Fatalf("after a write that carried put %d alone the next waits Window", i)
+		}
+	}
+	// Two puts that come while a write is in flight (held) share the
+	// write after it.
+	rc.mu.Lock()
+	rc.hang, rc.entered = true, make(chan struct{}, 1)
+	rc.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { first <- j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{10: fires(10, 10)}) }()
+	<-rc.entered // the first write is in flight, held
+	later := make(chan error, 2)
+	for it := 11; it <= 12; it++ {
+		go func() {
+			later <- j.Put(context.Background(), time.Minute, "s1", "a", map[int]fireplan.Cover{it: fires(it, it)})
+		}()
+	}
+	for {
+		j.mu.Lock()
+		n := j.puts
+		j.mu.Unlock()
+		if n == 2 { // both came while the first write is held
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	rc.mu.Lock()
+	rc.hang = false
+	rc.mu.Unlock()
+	cancel() // the held write fails; the puts after it lead their own
+	<-first
+	for range 2 {
+		if err := <-later; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waits() {
+		t.Error("after a write that carried two puts the next does not wait Window")
+	}
+}
+
 // A put that would make the node larger than MaxBytes is refused with
 // ErrFull, and its entries dropped: the caller writes their records. What
 // the journal held before stays.
