@@ -123,7 +123,8 @@ func (j *Journal) Put(ctx context.Context, timeout time.Duration, server, job st
 		// This put leads the next write. It waits Window first, as the
 		// write in flight would have made it wait: the completions of
 		// one second's fires end within milliseconds of each other, and
-		// each write carries the whole journal.
+		// each write carries the whole journal. Not after a write that
+		// carried one put alone (see Window).
 		j.writing = true
 		wait := j.shared
 		j.mu.Unlock()
