@@ -303,6 +303,7 @@ func TestWindowWaitedWhileWritesAreShared(t *testing.T) {
 	rc.hang, rc.entered = true, make(chan struct{}, 1)
 	rc.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	first := make(chan error, 1)
 	go func() { first <- j.Put(ctx, time.Minute, "s1", "a", map[int]fireplan.Cover{10: fires(10, 10)}) }()
 	<-rc.entered // the first write is in flight, held
@@ -312,12 +313,15 @@ func TestWindowWaitedWhileWritesAreShared(t *testing.T) {
 			later <- j.Put(context.Background(), time.Minute, "s1", "a", map[int]fireplan.Cover{it: fires(it, it)})
 		}()
 	}
-	for {
+	for deadline := time.Now().Add(time.Minute); ; {
 		j.mu.Lock()
 		n := j.puts
 		j.mu.Unlock()
 		if n == 2 { // both came while the first write is held
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the two puts came while the write was held, after a minute", n)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/shardjob/shardjob/regcenter"
@@ -26,8 +27,9 @@ type Job struct {
 // Loop is the scheduler's one repair loop, for every job: each job's Round
 // once its interval passed since its last, the rounds due at once made one
 // Pass, the books' review once a Default interval, and the clock measured
-// once a round when a job needs it. Rounds go by real time, not the clock the jobs fire by: they repair
-// the registry's state, which does not wait for a fake clock to move.
+// once a round when a job needs it. Rounds go by real time, not the clock
+// the jobs fire by: they repair the registry's state, which does not wait
+// for a fake clock to move.
 type Loop struct {
 	// Default is the interval of a job that sets none, and of the books'
 	// review.
@@ -94,11 +96,7 @@ func (l Loop) Run(ctx context.Context) {
 		// A job gone takes what was kept of it: what it read, and when its
 		// last round was (added again, it is new: first due an interval on).
 		due.Keep(listed)
-		for name := range seen {
-			if !listed[name] {
-				delete(seen, name)
-			}
-		}
+		maps.DeleteFunc(seen, func(name string, _ *Seen) bool { return !listed[name] })
 		timer.Reset(next)
 	}
 }
@@ -127,9 +125,5 @@ func (d Due) Take(name string, now time.Time, every time.Duration) bool {
 // behind, and one added again under its name is first due an interval
 // after it is seen again, as any new job.
 func (d Due) Keep(listed map[string]bool) {
-	for name := range d {
-		if !listed[name] {
-			delete(d, name)
-		}
-	}
+	maps.DeleteFunc(d, func(name string, _ time.Time) bool { return !listed[name] })
 }
