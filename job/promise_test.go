@@ -367,8 +367,13 @@ func TestMakeUpOfFiresThatNeverRanSaysNothingMayHaveRun(t *testing.T) {
 // fire a crashed instance was running when it went, older than the
 // deadline by the time its failover run starts, is dropped but not
 // counted as expired (it ran, at least in part). a blocks in a run, is
-// crashed once that fire is older than the deadline, and b's failover run
-// starts within the deadline reporting no expired fire.
+// crashed once that fire is older than the deadline, and b takes the item
+// over reporting no expired fire. Which of b's paths makes the missed fires
+// up is a race, and both apply the deadline: the failover of a's running
+// item, or the make-up of the item's new owner after the reshard (a
+// misfire run; the failover then finds those fires covered). On
+// PostgreSQL a closed session's rows go at once, and under load the
+// reshard often wins.
 func TestClusterADeadlineDoesNotReportAFireThatRanAsExpired(t *testing.T) {
 	ns := namespace(t)
 	cfg := everySecond("deadran", 1)
@@ -419,10 +424,10 @@ func TestClusterADeadlineDoesNotReportAFireThatRanAsExpired(t *testing.T) {
 		select {
 		case r = <-runs:
 		case <-timeout:
-			t.Fatal("no failover run on b after a's crash")
+			t.Fatal("no make-up run on b after a's crash")
 		}
-		if r.server == "b" && r.kind == string(job.KindFailover) {
-			t.Logf("b's failover run of fires %s–%s (a was running %s)", r.fire.Format("15:04:05"), r.through.Format("15:04:05"), inFlight.Format("15:04:05"))
+		if r.server == "b" && (r.kind == string(job.KindFailover) || r.kind == string(job.KindMisfire)) && r.through.After(inFlight) {
+			t.Logf("b's %s run of fires %s–%s (a was running %s)", r.kind, r.fire.Format("15:04:05"), r.through.Format("15:04:05"), inFlight.Format("15:04:05"))
 			break
 		}
 	}
