@@ -85,10 +85,17 @@ func (r *runner) treeOps() ([]regcenter.Op, error) {
 	if err != nil {
 		return nil, err
 	}
-	return registration.TreeOps(registration.Tree{
+	soon := r.fireWithin(cfg, prepareAhead)
+	tree := registration.Tree{
 		Paths: r.paths, Server: r.serverID(), Host: registration.Hostname(), Config: data,
-		Failover: cfg.Failover, Prepares: r.preparesAtOnce(cfg),
-	}), nil
+		Failover: cfg.Failover, Prepares: cfg.Failover || soon, // preparesAtOnce
+	}
+	if soon && !cfg.Unmonitored && cfg.ShardingTotalCount <= registration.TreeItems {
+		// Its first fires mark every item (an unmonitored job marks none):
+		// each instance's first mark finds the nodes made.
+		tree.Items = cfg.ShardingTotalCount
+	}
+	return registration.TreeOps(tree), nil
 }
 
 // preparesAtOnce reports whether start prepares the job (see prepare).

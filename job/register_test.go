@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shardjob/shardjob/internal/layout"
 	"github.com/shardjob/shardjob/job"
 	"github.com/shardjob/shardjob/regcenter"
 )
@@ -195,6 +197,99 @@ func TestAServerJoiningAJobMakesItsNodesInOneTransaction(t *testing.T) {
 		}
 		if got := again.count(func(c string) bool { return c == "create "+status || c == "create "+server }); got != 0 {
 			t.Errorf("s2 started again: job %s: %d single writes of its nodes, want none; sent:\n%s", name, got, again)
+		}
+	}
+}
+
+// firstMarks wraps a registry and counts what an instance's first mark of
+// an item whose execution node is missing costs: marking transactions
+// refused for a missing node, and reads of the execution node's children.
+type firstMarks struct {
+	regcenter.Center
+	refused, listed atomic.Int32
+}
+
+func (f *firstMarks) Multi(ctx context.Context, ops ...regcenter.Op) error {
+	err := f.Center.Multi(ctx, ops...)
+	var me *regcenter.MultiError
+	if errors.As(err, &me) && errors.Is(me.Err, regcenter.ErrNoNode) && me.Index < len(ops) &&
+		strings.HasSuffix(job.WrittenPath(ops[me.Index]), "/running") {
+		f.refused.Add(1)
+	}
+	return err
+}
+
+func (f *firstMarks) Children(ctx context.Context, p string) ([]string, error) {
+	if strings.HasSuffix(p, "/execution") {
+		f.listed.Add(1)
+	}
+	return f.Center.Children(ctx, p)
+}
+
+// SessionTimeout forwards the wrapped registry's, which the scheduler reads.
+func (f *firstMarks) SessionTimeout() time.Duration { return sessionTimeoutOf(f.Center) }
+
+// A new job about to fire is registered with its items' execution nodes,
+// so that each instance's first mark of its items goes through at once
+// (as a fleet starts, a refused transaction, a read and a transaction more
+// on every instance made its first fires late). Two instances start; once
+// every item has run, and b has run one, no marking transaction was refused for a missing
+// node and nobody listed the execution node.
+func TestNewJobsItemNodesComeWithItsTree(t *testing.T) {
+	ns := namespace(t)
+	cfg := everySecond("soon", 3)
+	type run struct {
+		server string
+		item   int
+	}
+	ran := make(chan run, 64)
+	jobOf := func(server string) job.Job {
+		return job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+			select {
+			case ran <- run{server, sc.Item}:
+			default:
+			}
+			return nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ca, cb := &firstMarks{}, &firstMarks{}
+	via := func(f *firstMarks) func(regcenter.Center) regcenter.Center {
+		return func(rc regcenter.Center) regcenter.Center { f.Center = rc; return f }
+	}
+	rcA, sA := connectVia(t, ctx, ns, "a", via(ca))
+	if err := sA.Add(ctx, cfg, jobOf("a")); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "a", rcA, sA)
+	p := layout.Job("soon")
+	for it := range cfg.ShardingTotalCount {
+		if ok, _, err := rcA.Exists(ctx, p.Item(it)); err != nil || !ok {
+			t.Fatalf("item %d's execution node after the first Start: exists=%t err=%v", it, ok, err)
+		}
+	}
+	rcB, sB := connectVia(t, ctx, ns, "b", via(cb))
+	if err := sB.Add(ctx, cfg, jobOf("b")); err != nil {
+		t.Fatal(err)
+	}
+	running(t, ctx, "b", rcB, sB)
+	// Every item run, and b too has run one (its own first mark made).
+	items, servers := map[int]bool{}, map[string]bool{}
+	for len(items) < cfg.ShardingTotalCount || !servers["b"] {
+		select {
+		case r := <-ran:
+			items[r.item], servers[r.server] = true, true
+		case <-ctx.Done():
+			t.Fatalf("items run: %v, by %v: want all %d, and some by b", items, servers, cfg.ShardingTotalCount)
+		}
+	}
+	for _, c := range []struct {
+		id string
+		f  *firstMarks
+	}{{"a", ca}, {"b", cb}} {
+		if r, l := c.f.refused.Load(), c.f.listed.Load(); r != 0 || l != 0 {
+			t.Errorf("%s: %d marking transactions refused for a missing node, %d reads of the execution node: want none", c.id, r, l)
 		}
 	}
 }

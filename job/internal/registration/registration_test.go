@@ -26,18 +26,28 @@ func TestTreeOps(t *testing.T) {
 	base := []string{p.Root(), p.Config(), p.Servers(), p.Server("s1"), p.Flag("s1", layout.Status), p.Leader(), p.ShardingEpoch(), p.Necessary()}
 	queue := []string{p.FailoverItems()[:strings.LastIndex(p.FailoverItems(), "/")], p.FailoverItems()}
 	latch := []string{p.ElectionLatch()[:strings.LastIndex(p.ElectionLatch(), "/")], p.ElectionLatch()}
+	items := func(n int) []string {
+		out := []string{p.Execution()}
+		for it := range n {
+			out = append(out, p.Item(it))
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name               string
 		failover, prepares bool
+		items              int
 		want               []string
 	}{
-		{"idle", false, false, base},
-		{"failover", true, false, slices.Concat(base, queue)},
-		{"prepares", false, true, slices.Concat(base, latch)},
-		{"both", true, true, slices.Concat(base, queue, latch)},
+		{"idle", false, false, 0, base},
+		{"failover", true, false, 0, slices.Concat(base, queue)},
+		{"prepares", false, true, 0, slices.Concat(base, latch)},
+		{"both", true, true, 0, slices.Concat(base, queue, latch)},
+		{"items", false, true, 3, slices.Concat(base, latch, items(3))},
+		{"items beyond the bound", true, true, TreeItems + 1, slices.Concat(base, queue, latch, items(TreeItems))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ops := TreeOps(Tree{Paths: p, Server: "s1", Host: "h", Config: []byte("cfg"), Failover: tc.failover, Prepares: tc.prepares})
+			ops := TreeOps(Tree{Paths: p, Server: "s1", Host: "h", Config: []byte("cfg"), Failover: tc.failover, Prepares: tc.prepares, Items: tc.items})
 			if got := paths(ops); !slices.Equal(got, tc.want) {
 				t.Fatalf("paths %v, want %v", got, tc.want)
 			}

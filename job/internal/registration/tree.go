@@ -37,16 +37,28 @@ type Tree struct {
 	// Failover puts the failover queue in the tree; Prepares the election
 	// latch's parent (the instance prepares at registration).
 	Failover, Prepares bool
+	// Items, when positive, puts the execution node and the nodes of
+	// items 0..Items-1 in the tree: for a job about to fire, whose
+	// instances' first marks then find their items' nodes made rather than
+	// make them (a failed transaction, a read and a transaction more, on
+	// each instance's first fire, as a fleet starts). At most TreeItems.
+	Items int
 }
+
+// TreeItems is the most item nodes a new job's tree makes (Tree.Items):
+// a job with more makes them at its first marks, a transaction per chunk,
+// and its tree stays well within a default etcd's 128 operations.
+const TreeItems = 16
 
 // TreeOps are the operations that make a new job's tree: the job node,
 // the config node (this instance's config), this server's node and status,
-// and leader/sharding with the necessary flag. The failover queue and the
-// election latch's parent are made on demand, by their first writer:
-// ZooKeeper's cost of a new job is per node, and an idle job needs
-// neither. They are in the tree only for a job that needs them at once:
-// the queue with failover on, the latch's parent when this instance
-// prepares at registration.
+// and leader/sharding with the necessary flag. The failover queue, the
+// election latch's parent and the items' execution nodes are made on
+// demand, by their first writer: ZooKeeper's cost of a new job is per
+// node, and an idle job needs none of them. They are in the tree only for
+// a job that needs them at once: the queue with failover on, the latch's
+// parent when this instance prepares at registration, the item nodes
+// when the job is about to fire (Items).
 func TreeOps(t Tree) []regcenter.Op {
 	p, id := t.Paths, t.Server
 	ops := []regcenter.Op{
@@ -68,6 +80,12 @@ func TreeOps(t Tree) []regcenter.Op {
 		ops = append(ops,
 			regcenter.CreateOp{Path: path.Dir(p.ElectionLatch())},
 			regcenter.CreateOp{Path: p.ElectionLatch()})
+	}
+	if n := min(t.Items, TreeItems); n > 0 {
+		ops = append(ops, regcenter.CreateOp{Path: p.Execution()})
+		for it := range n {
+			ops = append(ops, regcenter.CreateOp{Path: p.Item(it)})
+		}
 	}
 	return ops
 }
