@@ -233,8 +233,8 @@ func (f *firstMarks) SessionTimeout() time.Duration { return sessionTimeoutOf(f.
 // so that each instance's first mark of its items goes through at once
 // (as a fleet starts, a refused transaction, a read and a transaction more
 // on every instance made its first fires late). Two instances start; once
-// every item has run, and b has run one, no marking transaction was refused for a missing
-// node and nobody listed the execution node.
+// every item has run, and b has run one, no marking transaction was
+// refused for a missing node and nobody listed the execution node.
 func TestNewJobsItemNodesComeWithItsTree(t *testing.T) {
 	ns := namespace(t)
 	cfg := everySecond("soon", 3)
