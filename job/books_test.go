@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -584,5 +585,99 @@ func TestBooksRightWhenAStopCutsADeparturesReshard(t *testing.T) {
 	table, truth, settled := waitBooksWithin(obs, []string{"solo"}, 5*time.Second)
 	if !settled {
 		t.Fatalf("after the stop the load table says %v, the assignments %v", table, truth)
+	}
+}
+
+// A stop whose leader duties clear a departure after its leave leaves the
+// load table true when it returns. The leader's membership check runs until
+// the stop's background work ends, and its own repair, bound to the job's
+// life, does not run then: a, the job's leader, stops with a run in flight
+// (its leave and the leave's repair done); b, the only other instance, dies
+// meanwhile; a's check queues b's item and clears b's assignment. Once a's
+// stop returns, the table credits nobody, as the assignments say, with no
+// namespace review.
+func TestBooksRightAfterAStopThatClearedADeparture(t *testing.T) {
+	ns := namespace(t)
+	cfg := everySecond("leaving", 2)
+	cfg.Failover = true
+	names := []string{cfg.Name}
+	var hold atomic.Bool
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	jobA := job.SimpleFunc(func(ctx context.Context, sc job.ShardingContext) error {
+		if hold.CompareAndSwap(true, false) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rcA, sA := connect(t, ctx, ns, "a")
+	if err := sA.Add(ctx, cfg, jobA); err != nil {
+		t.Fatal(err)
+	}
+	a := running(t, ctx, "a", rcA, sA)
+	b := startJobs(t, ns, "b", []job.Config{cfg}, newRecorder())
+	obs := connectRaw(t, ns)
+	if got := leaderOf(t, obs, cfg.Name); got != "a" {
+		t.Fatalf("the job's leader is %q, want a (the first to start)", got)
+	}
+	booksSay := func(want map[string]int, what string) {
+		t.Helper()
+		for {
+			table, truth, err := readBooks(ctx, obs, names)
+			if err == nil && table.equal(truth) && maps.Equal(truth.units, want) && truth.unplaced == 0 {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: the table says %v, the assignments %v (err %v), want %v", what, table, truth, err, want)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	booksSay(map[string]int{"a": 1, "b": 1}, "both running")
+
+	hold.Store(true)
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("a ran nothing")
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		stopped <- sA.Shutdown(sctx)
+	}()
+	// a has left, and its leave's repair told the table, while its run
+	// goes on and it still leads.
+	booksSay(map[string]int{"b": 1}, "a left")
+	b.crash(t)
+	// a's membership check queues b's item and clears its assignment.
+	for {
+		u, err := jobhook.JobUnits(ctx, obs, cfg.Name)
+		if err == nil && len(u.PerServer) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("b's assignment was not cleared: %v (err %v)", u.PerServer, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("a's stop: %v", err)
+	}
+	a.sched = nil // stopped: the cleanup's stop has nothing to do
+	a.rc.Close()
+	table, truth, err := readBooks(ctx, obs, names)
+	if err != nil || !table.equal(truth) || len(truth.units) != 0 {
+		t.Fatalf("after a's stop the table says %v, the assignments %v (err %v): want both to credit nobody", table, truth, err)
 	}
 }

@@ -110,6 +110,18 @@ func (r *runner) stop(ctx context.Context) error {
 	if r.bg.Wait(cctx) != nil {
 		errs = append(errs, errors.New("background work did not end in time"))
 	}
+	// The leader's membership check runs until the background work ends,
+	// and a departure it queued after the leave cleared the departed
+	// server's assignment with the load table still crediting it: its
+	// repair, bound to the job's life, did not run. Repair now, as the
+	// leave would have, so that the table is true when the stop returns
+	// (with no other instance of the job, nobody else would until the
+	// namespace review). Nothing is read when no such clear came.
+	if registered && !removed && a.reshard.BooksBehind() {
+		if err := a.reshard.Repair(cctx); err != nil {
+			r.log.Warn("repairing the load table's books after a departure cleared while stopping", "err", err)
+		}
+	}
 	a.cancelRecord()
 	why := "shutdown"
 	if removed {

@@ -109,8 +109,10 @@ func (x *Resharder) NoteBooksBehind() { x.behind.Store(true) }
 // here and no reshard or repair here committed since: the load table may
 // still credit that server with the items the clear took away. The job's
 // next reshard puts it right; a stop that comes first repairs the books as
-// it leaves (job/internal/leaving), or a job nobody else runs would keep
-// the credit until the namespace review.
+// it leaves (job/internal/leaving), and again once its leader's duties
+// have ended when one of them cleared a departure meanwhile (job's stop),
+// or a job nobody else runs would keep the credit until the namespace
+// review.
 func (x *Resharder) BooksBehind() bool { return x.behind.Load() }
 
 // Request flags a reshard and asks the leader for it at once (see the
