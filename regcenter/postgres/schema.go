@@ -12,7 +12,7 @@ import (
 // SchemaVersion is the version of the tables and functions this code
 // reads and writes. Open creates them, or migrates older ones, under an
 // advisory lock, and refuses a database whose schema is newer.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // schemaLock is the advisory lock key under which the schema is created
 // or migrated: hashtext('shardjob.regcenter.schema'), fixed here so that
@@ -458,6 +458,191 @@ BEGIN
 	INTO o_paths, o_found, o_version, o_cversion, o_owner, o_czxid, o_mzxid, o_ctime, o_mtime, o_numchildren, o_datalen
 	FROM shardjob_rc_write(p_ns, p_sess, p_token, p_mkparents, p_kinds, p_paths, p_data, p_vers, p_modes) w;
 	o_rev := cur + 1;
+END
+$$;
+`,
+	// 5 -> 6: shardjob_rc_write spends fewer statements a node, for the
+	// server's CPU is what registering many jobs waits for (10,000 jobs'
+	// trees, 80,000 creates: 3.6–3.9 s of the server's CPU, 31 µs a node:
+	// four statements and two regular expressions each). A persistent
+	// create is one statement, its parent's update feeding the insert;
+	// any other create counts itself in its parent with one update that
+	// returns what the parent's read gave (its cversion before, its
+	// owner); a delete returns the node's version and children from the
+	// delete itself; the parent and the name are cut at the last slash;
+	// and the change log is written once a write, from arrays, instead of
+	// a row at a time. Any failure still raises and undoes the whole
+	// statement, so doing the parent's update before the checks that may
+	// fail changes no outcome: what is written, in which order, and which
+	// op a failure names, are unchanged.
+	`
+CREATE OR REPLACE FUNCTION shardjob_rc_write(p_ns text, p_sess bigint, p_token bigint, p_mkparents boolean,
+	p_kinds smallint[], p_paths text[], p_data bytea[], p_vers int[], p_modes smallint[],
+	OUT o_paths text[], OUT o_found boolean, OUT o_version int, OUT o_cversion int, OUT o_owner bigint,
+	OUT o_czxid bigint, OUT o_mzxid bigint, OUT o_ctime timestamptz, OUT o_mtime timestamptz,
+	OUT o_numchildren int, OUT o_datalen int)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r bigint;
+	n int := coalesce(array_length(p_kinds, 1), 0);
+	k smallint;
+	p text;
+	par text;
+	anc text;
+	ancs text[];
+	pcv int;
+	own bigint;
+	v int;
+	nc int;
+	slash int;
+	lpaths text[] := '{}';
+	lkinds smallint[] := '{}';
+BEGIN
+	UPDATE shardjob_rc_ns SET rev = rev + 1 WHERE ns = p_ns RETURNING rev INTO r;
+	IF NOT FOUND THEN
+		PERFORM shardjob_rc_fail('nons', 0);
+	END IF;
+	o_paths := '{}';
+	FOR idx IN 1..n LOOP
+		k := p_kinds[idx];
+		p := p_paths[idx];
+		-- The parent's path and the node's name by the last slash (as
+		-- shardjob_rc_parent's, without its regular expressions).
+		slash := length(p) - strpos(reverse(p), '/');
+		par := CASE WHEN p = '/' THEN '' WHEN slash = 0 THEN '/' ELSE left(p, slash) END;
+		IF k = 1 AND p_modes[idx] = 0 AND p <> '/' THEN
+			-- A persistent node, the most common create, in one statement:
+			-- its parent, there and not ephemeral, counts it as it goes in.
+			WITH u AS (
+				UPDATE shardjob_rc_nodes SET cversion = cversion + 1, numchildren = numchildren + 1
+				WHERE path = par AND ns = p_ns AND owner = 0 RETURNING 1
+			)
+			INSERT INTO shardjob_rc_nodes (ns, path, parent, name, data, owner, czxid, mzxid, ctime, mtime)
+			SELECT p_ns, p, par, substr(p, slash + 2), coalesce(p_data[idx], ''), 0, r, r, now(), now() FROM u
+			ON CONFLICT DO NOTHING;
+			IF FOUND THEN
+				lpaths := lpaths || p;
+				lkinds := lkinds || 1::smallint;
+				o_paths := o_paths || p;
+				CONTINUE;
+			END IF;
+			-- Why not, in the order the general create below checks: an
+			-- ephemeral parent, then the node there already. A missing
+			-- parent goes on below, which makes it or fails.
+			SELECT owner INTO own FROM shardjob_rc_nodes WHERE path = par AND ns = p_ns;
+			IF FOUND THEN
+				IF own <> 0 THEN
+					PERFORM shardjob_rc_fail('ephemeralparent', idx - 1);
+				END IF;
+				PERFORM shardjob_rc_fail('exists', idx - 1);
+			END IF;
+		END IF;
+		IF k = 1 THEN
+			IF p = '/' THEN
+				PERFORM shardjob_rc_fail('exists', idx - 1);
+			END IF;
+			UPDATE shardjob_rc_nodes SET cversion = cversion + 1, numchildren = numchildren + 1
+			WHERE path = par AND ns = p_ns RETURNING cversion - 1, owner INTO pcv, own;
+			IF NOT FOUND THEN
+				IF NOT p_mkparents THEN
+					PERFORM shardjob_rc_fail('nonode', idx - 1);
+				END IF;
+				ancs := '{}';
+				anc := par;
+				WHILE anc <> '' LOOP
+					ancs := anc || ancs;
+					anc := shardjob_rc_parent(anc);
+				END LOOP;
+				FOREACH anc IN ARRAY ancs LOOP
+					INSERT INTO shardjob_rc_nodes (ns, path, parent, name, czxid, mzxid, ctime, mtime)
+					VALUES (p_ns, anc, shardjob_rc_parent(anc), regexp_replace(anc, '^.*/', ''), r, r, now(), now())
+					ON CONFLICT DO NOTHING;
+					IF FOUND AND anc <> '/' THEN
+						UPDATE shardjob_rc_nodes SET cversion = cversion + 1, numchildren = numchildren + 1
+						WHERE path = shardjob_rc_parent(anc) AND ns = p_ns RETURNING owner INTO own;
+						IF own <> 0 THEN
+							PERFORM shardjob_rc_fail('ephemeralparent', idx - 1);
+						END IF;
+						lpaths := lpaths || anc;
+						lkinds := lkinds || 1::smallint;
+					END IF;
+				END LOOP;
+				UPDATE shardjob_rc_nodes SET cversion = cversion + 1, numchildren = numchildren + 1
+				WHERE path = par AND ns = p_ns RETURNING cversion - 1, owner INTO pcv, own;
+			END IF;
+			IF own <> 0 THEN
+				-- As ZooKeeper: an ephemeral node has no children.
+				PERFORM shardjob_rc_fail('ephemeralparent', idx - 1);
+			END IF;
+			own := 0;
+			IF p_modes[idx] IN (1, 2) THEN
+				PERFORM 1 FROM shardjob_rc_sessions WHERE id = p_sess AND token = p_token AND ns = p_ns AND expires > now() FOR KEY SHARE;
+				IF NOT FOUND THEN
+					PERFORM shardjob_rc_fail('session', idx - 1);
+				END IF;
+				own := p_sess;
+			END IF;
+			IF p_modes[idx] IN (2, 3) THEN
+				p := p || lpad(pcv::text, 10, '0');
+			END IF;
+			INSERT INTO shardjob_rc_nodes (ns, path, parent, name, data, owner, czxid, mzxid, ctime, mtime)
+			VALUES (p_ns, p, par, substr(p, slash + 2), coalesce(p_data[idx], ''), own, r, r, now(), now())
+			ON CONFLICT DO NOTHING;
+			IF NOT FOUND THEN
+				PERFORM shardjob_rc_fail('exists', idx - 1);
+			END IF;
+			lpaths := lpaths || p;
+			lkinds := lkinds || 1::smallint;
+		ELSIF k = 2 THEN
+			UPDATE shardjob_rc_nodes SET data = coalesce(p_data[idx], ''), version = version + 1, mzxid = r, mtime = greatest(now(), mtime)
+			WHERE path = p AND ns = p_ns AND (p_vers[idx] = -1 OR version = p_vers[idx]);
+			IF NOT FOUND THEN
+				PERFORM 1 FROM shardjob_rc_nodes WHERE path = p AND ns = p_ns;
+				IF FOUND THEN
+					PERFORM shardjob_rc_fail('badversion', idx - 1);
+				END IF;
+				PERFORM shardjob_rc_fail('nonode', idx - 1);
+			END IF;
+			lpaths := lpaths || p;
+			lkinds := lkinds || 3::smallint;
+		ELSIF k = 3 THEN
+			DELETE FROM shardjob_rc_nodes WHERE path = p AND ns = p_ns RETURNING version, numchildren INTO v, nc;
+			IF NOT FOUND THEN
+				PERFORM shardjob_rc_fail('nonode', idx - 1);
+			END IF;
+			IF p_vers[idx] <> -1 AND v <> p_vers[idx] THEN
+				PERFORM shardjob_rc_fail('badversion', idx - 1);
+			END IF;
+			IF nc > 0 THEN
+				PERFORM shardjob_rc_fail('notempty', idx - 1);
+			END IF;
+			UPDATE shardjob_rc_nodes SET cversion = cversion + 1, numchildren = numchildren - 1
+			WHERE path = par AND ns = p_ns;
+			lpaths := lpaths || p;
+			lkinds := lkinds || 2::smallint;
+		ELSIF k = 4 THEN
+			SELECT version INTO v FROM shardjob_rc_nodes WHERE path = p AND ns = p_ns;
+			IF NOT FOUND THEN
+				PERFORM shardjob_rc_fail('nonode', idx - 1);
+			END IF;
+			IF p_vers[idx] <> -1 AND v <> p_vers[idx] THEN
+				PERFORM shardjob_rc_fail('badversion', idx - 1);
+			END IF;
+		END IF;
+		o_paths := o_paths || p;
+	END LOOP;
+	IF array_length(lpaths, 1) > 0 THEN
+		INSERT INTO shardjob_rc_log (ns, rev, i, path, kind)
+		SELECT p_ns, r, o.i, o.p, o.k FROM unnest(lpaths, lkinds) WITH ORDINALITY AS o(p, k, i);
+		PERFORM pg_notify('` + notifyChannel + `', p_ns);
+	END IF;
+	o_found := false;
+	IF n > 0 THEN
+		SELECT true, version, cversion, owner, czxid, mzxid, ctime, mtime, numchildren, length(data)
+		INTO o_found, o_version, o_cversion, o_owner, o_czxid, o_mzxid, o_ctime, o_mtime, o_numchildren, o_datalen
+		FROM shardjob_rc_nodes WHERE path = p AND ns = p_ns;
+		o_found := coalesce(o_found, false);
+	END IF;
 END
 $$;
 `,
