@@ -36,7 +36,7 @@ func (r *runner) arm(ctx context.Context) bool {
 	if cfg.Failover {
 		r.watchQueue(ctx)
 	}
-	return r.preparesAtOnce(cfg)
+	return preparesAtOnce(cfg, r.fireWithin(cfg, prepareAhead))
 }
 
 // node is the job's registration on this instance, node by node
@@ -88,7 +88,7 @@ func (r *runner) treeOps() ([]regcenter.Op, error) {
 	soon := r.fireWithin(cfg, prepareAhead)
 	tree := registration.Tree{
 		Paths: r.paths, Server: r.serverID(), Host: registration.Hostname(), Config: data,
-		Failover: cfg.Failover, Prepares: cfg.Failover || soon, // preparesAtOnce
+		Failover: cfg.Failover, Prepares: preparesAtOnce(cfg, soon),
 	}
 	if soon && !cfg.Unmonitored && cfg.ShardingTotalCount <= registration.TreeItems {
 		// Its first fires mark every item (an unmonitored job marks none):
@@ -98,9 +98,11 @@ func (r *runner) treeOps() ([]regcenter.Op, error) {
 	return registration.TreeOps(tree), nil
 }
 
-// preparesAtOnce reports whether start prepares the job (see prepare).
-func (r *runner) preparesAtOnce(cfg *spec) bool {
-	return cfg.Failover || r.fireWithin(cfg, prepareAhead)
+// preparesAtOnce reports whether start prepares the job (see prepare),
+// soon being whether it fires within prepareAhead: the caller works that
+// out once, for a new job's tree uses it too.
+func preparesAtOnce(cfg *spec, soon bool) bool {
+	return cfg.Failover || soon
 }
 
 // createJob makes a new job's tree in one transaction (see createJobs).
